@@ -1,0 +1,10 @@
+#!/usr/bin/env bash
+# The whole test suite: typecheck, lint, unit tests, then integration and e2e tests against a real
+# control plane (infra/devcluster, built here if missing or stale).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+source scripts/node24.sh
+bash scripts/build-devcluster.sh
+npx --no tsc -p tsconfig.json
+npx --no biome check .
+npx --no vitest run "$@"

@@ -1,0 +1,52 @@
+import type { Kube, KubeObject, Resource } from "../kube/port.ts";
+
+/**
+ * A reconcile request is only a key. It says nothing about what happened: a pass reads the
+ * current state. `controller` names the registered controller that handles it.
+ */
+export interface Request {
+  controller: string;
+  namespace?: string;
+  name: string;
+}
+
+/** What a message on the queue carries: the key, plus the attempt count for stateless backoff. */
+export interface Message {
+  request: Request;
+  /** 0 for an event-triggered pass; n for the n-th retry after transient failures. */
+  attempt: number;
+}
+
+/** Where follow-ups go. Platforms bind it to their queue's delayed delivery. */
+export interface Queue {
+  send(messages: Message[], delaySeconds?: number): Promise<void>;
+}
+
+export interface Clock {
+  now(): Date;
+}
+
+export interface Log {
+  info(msg: string, fields?: Record<string, unknown>): void;
+  warn(msg: string, fields?: Record<string, unknown>): void;
+  error(msg: string, fields?: Record<string, unknown>): void;
+}
+
+export interface Metrics {
+  count(name: string, labels?: Record<string, string>, value?: number): void;
+  observe(name: string, value: number, labels?: Record<string, string>): void;
+  gauge(name: string, value: number, labels?: Record<string, string>): void;
+}
+
+/** Everything a pass may use from the world. Built by the platform adapter, never module state. */
+export interface Context {
+  kube: Kube;
+  queue: Queue;
+  clock: Clock;
+  log: Log;
+  metrics: Metrics;
+  /** Random in [0, 1); injected so backoff jitter is testable. */
+  random: () => number;
+}
+
+export type { Kube, KubeObject, Resource };

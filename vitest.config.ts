@@ -1,0 +1,25 @@
+import { defineConfig } from "vitest/config";
+
+export default defineConfig({
+  test: {
+    projects: [
+      {
+        test: {
+          name: "unit",
+          include: ["shared/**/*.test.ts", "functions/**/*.test.ts", "infra/relay/**/*.test.ts", "test/unit/**/*.test.ts"],
+        },
+      },
+      {
+        test: {
+          name: "integration",
+          include: ["test/integration/**/*.test.ts", "test/e2e/**/*.test.ts"],
+          globalSetup: ["test/setup/devcluster.ts"],
+          testTimeout: 120_000,
+          hookTimeout: 180_000,
+          // One control plane per run; files share it, so keep them from stepping on each other.
+          fileParallelism: false,
+        },
+      },
+    ],
+  },
+});

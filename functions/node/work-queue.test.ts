@@ -1,0 +1,107 @@
+import { describe, expect, it } from "vitest";
+import type { Message } from "../../shared/runtime/types.ts";
+import { WorkQueue } from "./work-queue.ts";
+
+const msg = (name: string, attempt = 0): Message => ({ request: { controller: "c", namespace: "ns", name }, attempt });
+
+function gate() {
+  let open!: () => void;
+  const opened = new Promise<void>((r) => {
+    open = r;
+  });
+  return { open, opened };
+}
+
+describe("WorkQueue", () => {
+  it("never runs two passes for one key at once and collapses events that arrive during a pass", async () => {
+    const g = gate();
+    let running = 0;
+    let maxRunning = 0;
+    const seen: Message[] = [];
+    const q = new WorkQueue({
+      concurrency: 4,
+      handle: async (m) => {
+        running++;
+        maxRunning = Math.max(maxRunning, running);
+        seen.push(m);
+        if (seen.length === 1) await g.opened;
+        running--;
+      },
+    });
+    await q.send([msg("a")]);
+    await q.send([msg("a", 1), msg("a", 2), msg("a", 3)]);
+    g.open();
+    await q.idle();
+    expect(maxRunning).toBe(1);
+    expect(seen.map((m) => m.attempt)).toEqual([0, 3]);
+  });
+
+  it("runs different keys side by side up to the concurrency limit", async () => {
+    const g = gate();
+    let running = 0;
+    let maxRunning = 0;
+    const q = new WorkQueue({
+      concurrency: 2,
+      handle: async () => {
+        running++;
+        maxRunning = Math.max(maxRunning, running);
+        await g.opened;
+        running--;
+      },
+    });
+    await q.send([msg("a"), msg("b"), msg("c"), msg("d")]);
+    expect(q.stats()).toEqual({ ready: 2, running: 2, delayed: 0 });
+    g.open();
+    await q.idle();
+    expect(maxRunning).toBe(2);
+  });
+
+  it("keeps only the earliest delayed follow-up per key", async () => {
+    const timers: Array<{ fn: () => void; ms: number; cleared: boolean }> = [];
+    const ran: number[] = [];
+    const q = new WorkQueue({
+      concurrency: 1,
+      handle: async (m) => {
+        ran.push(m.attempt);
+      },
+      setTimer: (fn, ms) => {
+        const t = { fn, ms, cleared: false };
+        timers.push(t);
+        return t;
+      },
+      clearTimer: (h) => {
+        (h as { cleared: boolean }).cleared = true;
+      },
+    });
+    await q.send([msg("a", 1)], 30);
+    await q.send([msg("a", 2)], 60);
+    await q.send([msg("a", 3)], 10);
+    expect(timers.map((t) => [t.ms, t.cleared])).toEqual([
+      [30_000, true],
+      [10_000, false],
+    ]);
+    timers[1]!.fn();
+    await q.idle();
+    expect(ran).toEqual([3]);
+    expect(q.stats().delayed).toBe(0);
+  });
+
+  it("a throwing pass is reported and does not wedge its key", async () => {
+    const errors: unknown[] = [];
+    let calls = 0;
+    const q = new WorkQueue({
+      concurrency: 1,
+      handle: async () => {
+        calls++;
+        if (calls === 1) throw new Error("boom");
+      },
+      onError: (e) => errors.push(e),
+    });
+    await q.send([msg("a")]);
+    await q.idle();
+    await q.send([msg("a")]);
+    await q.idle();
+    expect(calls).toBe(2);
+    expect(errors).toHaveLength(1);
+  });
+});

@@ -1,0 +1,128 @@
+import type { Message, Queue, Request } from "../../shared/runtime/types.ts";
+
+/** Identity of a request: one pass at a time per key. */
+export function requestKey(r: Request): string {
+  return `${r.controller}/${r.namespace ?? ""}/${r.name}`;
+}
+
+export interface WorkQueueOptions {
+  /** Passes running at once, across keys. */
+  concurrency: number;
+  /** Runs one pass. Its failures are the handler's to report; a throw is logged and dropped. */
+  handle(message: Message): Promise<void>;
+  onError?(err: unknown, message: Message): void;
+  setTimer?: (fn: () => void, ms: number) => unknown;
+  clearTimer?: (handle: unknown) => void;
+}
+
+interface Delayed {
+  dueAt: number;
+  handle: unknown;
+  message: Message;
+}
+
+/**
+ * The Node host's in-process queue. It gives what controller-runtime's workqueue gives and a
+ * serverless queue does not: a key never has two passes at once, messages for a key that is
+ * waiting or running collapse into one, and a delayed follow-up is kept only if it is the
+ * earliest for its key.
+ *
+ * Caveats: nothing survives the process. That is by design: every message is an optimisation,
+ * and the sweep revisits every object within its drift interval.
+ */
+export class WorkQueue implements Queue {
+  readonly #opts: Required<Omit<WorkQueueOptions, "onError">> & Pick<WorkQueueOptions, "onError">;
+  readonly #ready = new Map<string, Message>();
+  readonly #running = new Set<string>();
+  /** Keys that got a message while running: they run once more when the pass ends. */
+  readonly #dirty = new Map<string, Message>();
+  readonly #delayed = new Map<string, Delayed>();
+  readonly #idleWaiters: Array<() => void> = [];
+  #closed = false;
+
+  constructor(opts: WorkQueueOptions) {
+    this.#opts = {
+      setTimer: (fn, ms) => setTimeout(fn, ms),
+      clearTimer: (h) => clearTimeout(h as ReturnType<typeof setTimeout>),
+      ...opts,
+    };
+  }
+
+  async send(messages: Message[], delaySeconds = 0): Promise<void> {
+    for (const message of messages) {
+      if (delaySeconds > 0) this.#delay(message, delaySeconds * 1000);
+      else this.#enqueue(message);
+    }
+  }
+
+  /** Counts for metrics and the status line. */
+  stats(): { ready: number; running: number; delayed: number } {
+    return { ready: this.#ready.size, running: this.#running.size, delayed: this.#delayed.size };
+  }
+
+  /** Resolves when nothing is ready or running (delayed messages may remain). */
+  idle(): Promise<void> {
+    if (this.#ready.size === 0 && this.#running.size === 0) return Promise.resolve();
+    return new Promise((resolve) => this.#idleWaiters.push(resolve));
+  }
+
+  /** Stops accepting work and cancels delayed messages; running passes finish. */
+  async close(): Promise<void> {
+    this.#closed = true;
+    for (const d of this.#delayed.values()) this.#opts.clearTimer(d.handle);
+    this.#delayed.clear();
+    this.#ready.clear();
+    await this.idle();
+  }
+
+  #delay(message: Message, ms: number): void {
+    if (this.#closed) return;
+    const key = requestKey(message.request);
+    const dueAt = Date.now() + ms;
+    const existing = this.#delayed.get(key);
+    if (existing && existing.dueAt <= dueAt) return;
+    if (existing) this.#opts.clearTimer(existing.handle);
+    const handle = this.#opts.setTimer(() => {
+      this.#delayed.delete(key);
+      this.#enqueue(message);
+    }, ms);
+    this.#delayed.set(key, { dueAt, handle, message });
+  }
+
+  #enqueue(message: Message): void {
+    if (this.#closed) return;
+    const key = requestKey(message.request);
+    if (this.#running.has(key)) {
+      this.#dirty.set(key, message);
+      return;
+    }
+    this.#ready.set(key, message);
+    this.#pump();
+  }
+
+  #pump(): void {
+    for (const [key, message] of this.#ready) {
+      if (this.#running.size >= this.#opts.concurrency) return;
+      this.#ready.delete(key);
+      this.#running.add(key);
+      void this.#run(key, message);
+    }
+    if (this.#running.size === 0) for (const wake of this.#idleWaiters.splice(0)) wake();
+  }
+
+  async #run(key: string, message: Message): Promise<void> {
+    try {
+      await this.#opts.handle(message);
+    } catch (err) {
+      this.#opts.onError?.(err, message);
+    } finally {
+      this.#running.delete(key);
+      const again = this.#dirty.get(key);
+      if (again) {
+        this.#dirty.delete(key);
+        this.#ready.set(key, again);
+      }
+      this.#pump();
+    }
+  }
+}

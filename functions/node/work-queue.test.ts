@@ -2,7 +2,10 @@ import { describe, expect, it } from "vitest";
 import type { Message } from "../../shared/runtime/types.ts";
 import { WorkQueue } from "./work-queue.ts";
 
-const msg = (name: string, attempt = 0): Message => ({ request: { controller: "c", namespace: "ns", name }, attempt });
+const msg = (name: string, attempt = 0): Message => ({
+  request: { controller: "c", namespace: "ns", name },
+  attempt,
+});
 
 function gate() {
   let open!: () => void;

@@ -1,0 +1,174 @@
+import type { ClassifiedError } from "../../../kube/classify.ts";
+
+/**
+ * Where a Proxy's instance runs: a Pod, a cloud VM. The reconciler observes instances only by
+ * polling {@link Provider.get}; providers never watch.
+ *
+ * Every method throws a {@link ProviderError} (already classified) for a failure, and
+ * {@link ProviderNotFoundError} from `get` when the instance does not exist.
+ */
+export interface Provider {
+  /**
+   * Creates the instance named `req.name`. Idempotent under concurrent passes: when the name is
+   * taken by an instance carrying the request's owner tag, that instance is returned.
+   *
+   * Caveats: a name taken by anything else is a permanent `NameConflict`; a freshly created
+   * instance is usually `Provisioning` — poll `get` for its address.
+   */
+  create(req: CreateRequest): Promise<Instance>;
+  /** The instance behind a providerID returned by `create`. Throws {@link ProviderNotFoundError}. */
+  get(id: string): Promise<Instance>;
+  /** Starts deleting the instance; an instance that is already gone is not an error. */
+  delete(id: string): Promise<void>;
+  /** Every instance carrying `tag`, across whatever scope the provider manages (orphan GC). */
+  listByTag(tag: Tag): Promise<Instance[]>;
+}
+
+/** Providers by the name a Proxy's `spec.provider` uses. */
+export type ProvidersByName = Readonly<Record<string, Provider>>;
+
+export interface Tag {
+  key: string;
+  value: string;
+}
+
+/** What the Proxy asks of its instance; every field is optional and defaulted by the provider. */
+export interface InstanceShape {
+  image?: string;
+  machineType?: string;
+  zone?: string;
+  /** Extra labels from the Proxy spec. Owner tags win over them. */
+  labels?: Record<string, string>;
+}
+
+export interface CreateRequest {
+  /** Deterministic, from the Proxy UID: see {@link nameFromUID}. */
+  name: string;
+  /** The Proxy's namespace (the pod provider creates the Pod there). */
+  namespace: string;
+  /** Rendered cloud-init user data. Secret material: never log it. */
+  cloudInit?: string;
+  instance: InstanceShape;
+  /** Must include {@link ownerTagKey}; see {@link ownerTags}. */
+  tags: Record<string, string>;
+}
+
+export type InstanceState = "Provisioning" | "Running" | "Stopped" | "Terminating";
+
+export interface Instance {
+  /** providerID: "kubernetes://ns/name", "gce://project/zone/name". Pass it back to get/delete. */
+  id: string;
+  state: InstanceState;
+  /** Set once the instance is Running and has an address. */
+  ip?: string;
+  /** Tags as the provider stores them (after the provider's label sanitising). */
+  tags: Record<string, string>;
+}
+
+/** The tag naming the Proxy (by UID) an instance belongs to. */
+export const ownerTagKey = "crawl.kubefn.dev/proxy-uid";
+/** The tag marking an instance as made by kubefn. */
+export const managedByTagKey = "crawl.kubefn.dev/managed-by";
+export const managedByTagValue = "kubefn";
+
+/** The tags every instance of the Proxy with `uid` must carry. */
+export function ownerTags(uid: string): Record<string, string> {
+  return { [ownerTagKey]: uid, [managedByTagKey]: managedByTagValue };
+}
+
+const nameHexChars = 20;
+
+/**
+ * The instance name for a Proxy: "px-" and the first 20 hex digits of its UID. A valid DNS-1123
+ * label and GCE instance name; deterministic, so a concurrent second create gets AlreadyExists.
+ *
+ * @example
+ * nameFromUID("3f2a9c4e-1b7d-4e8f-9a0b-c1d2e3f4a5b6") // "px-3f2a9c4e1b7d4e8f9a0b"
+ */
+export function nameFromUID(uid: string): string {
+  const hex = uid.toLowerCase().replace(/-/g, "");
+  if (!/^[0-9a-f]+$/.test(hex) || hex.length < nameHexChars) {
+    throw new ProviderError("permanent", "InvalidUID", `not a UUID: ${JSON.stringify(uid)}`);
+  }
+  return `px-${hex.slice(0, nameHexChars)}`;
+}
+
+/** The failure classes a provider can report; see `classifyError` in shared/kube. */
+export type ProviderErrorClass = "quota" | "permanent" | "transient";
+
+/**
+ * A failed provider call, classified where the provider's API is understood. Satisfies
+ * `ClassifiedError`, so the pass executor's `classifyError` trusts `errorClass` and `reason`.
+ *
+ * `reason` is a stable CamelCase word fit for a condition (QuotaExceeded, Invalid, NameConflict,
+ * Unavailable, ...); the message carries the provider's own words.
+ */
+export class ProviderError extends Error implements ClassifiedError {
+  override name = "ProviderError";
+  readonly errorClass: ProviderErrorClass;
+  readonly reason: string;
+  readonly retryAfterSeconds: number | undefined;
+
+  constructor(
+    errorClass: ProviderErrorClass,
+    reason: string,
+    message: string,
+    opts: { cause?: unknown; retryAfterSeconds?: number | undefined } = {},
+  ) {
+    super(message, opts.cause === undefined ? undefined : { cause: opts.cause });
+    this.errorClass = errorClass;
+    this.reason = reason;
+    this.retryAfterSeconds = opts.retryAfterSeconds;
+  }
+}
+
+/**
+ * The instance does not exist. Not a {@link ProviderError}: absence is an expected answer that
+ * the reconciler handles (clear the providerID and create again, or drop the finalizer).
+ *
+ * Caveats: it carries no `errorClass`; if it escapes a pass, the executor's default applies.
+ */
+export class ProviderNotFoundError extends Error {
+  override name = "ProviderNotFoundError";
+  readonly reason = "InstanceNotFound";
+  readonly id: string;
+
+  constructor(id: string, opts: { cause?: unknown } = {}) {
+    super(`instance ${id} not found`, opts.cause === undefined ? undefined : { cause: opts.cause });
+    this.id = id;
+  }
+}
+
+export function isProviderNotFound(err: unknown): err is ProviderNotFoundError {
+  return err instanceof ProviderNotFoundError;
+}
+
+/** The owner tag of a create request; a request without one cannot be made idempotent. */
+export function requireOwnerTag(req: CreateRequest): string {
+  const uid = req.tags[ownerTagKey];
+  if (uid === undefined || uid === "") {
+    throw new ProviderError("permanent", "InvalidRequest", `create ${req.name}: tags lack ${ownerTagKey}`);
+  }
+  return uid;
+}
+
+/**
+ * The answer to a create that hit an existing name: the existing instance when it carries the
+ * same owner tag value (`sanitisedOwner`, as the provider stores it), else a permanent
+ * `NameConflict`.
+ */
+export function adoptExisting(
+  existing: Instance,
+  ownerKey: string,
+  sanitisedOwner: string,
+  name: string,
+  cause?: unknown,
+): Instance {
+  if (existing.tags[ownerKey] === sanitisedOwner) return existing;
+  throw new ProviderError(
+    "permanent",
+    "NameConflict",
+    `an instance named ${name} exists (${existing.id}) but does not carry ${ownerKey}=${sanitisedOwner}`,
+    { cause },
+  );
+}

@@ -99,10 +99,24 @@ export interface Kube {
   list<T extends KubeObject = KubeObject>(res: Resource, opts?: ListOptions): Promise<ListPage<T>>;
   create<T extends KubeObject = KubeObject>(res: Resource, obj: KubeObject, opts?: WriteOptions): Promise<T>;
   update<T extends KubeObject = KubeObject>(res: Resource, obj: KubeObject, opts?: WriteOptions): Promise<T>;
-  patch<T extends KubeObject = KubeObject>(res: Resource, key: ObjectKey, patch: Patch, opts?: WriteOptions): Promise<T>;
+  patch<T extends KubeObject = KubeObject>(
+    res: Resource,
+    key: ObjectKey,
+    patch: Patch,
+    opts?: WriteOptions,
+  ): Promise<T>;
   delete(res: Resource, key: ObjectKey, opts?: DeleteOptions): Promise<void>;
-  updateStatus<T extends KubeObject = KubeObject>(res: Resource, obj: KubeObject, opts?: WriteOptions): Promise<T>;
-  patchStatus<T extends KubeObject = KubeObject>(res: Resource, key: ObjectKey, patch: Patch, opts?: WriteOptions): Promise<T>;
+  updateStatus<T extends KubeObject = KubeObject>(
+    res: Resource,
+    obj: KubeObject,
+    opts?: WriteOptions,
+  ): Promise<T>;
+  patchStatus<T extends KubeObject = KubeObject>(
+    res: Resource,
+    key: ObjectKey,
+    patch: Patch,
+    opts?: WriteOptions,
+  ): Promise<T>;
 }
 
 export interface WriteOptions {

@@ -1,0 +1,72 @@
+/** metav1.Condition. */
+export interface Condition {
+  type: string;
+  status: "True" | "False" | "Unknown";
+  /** CamelCase, stable: other systems match on it. */
+  reason: string;
+  message: string;
+  observedGeneration?: number;
+  /** RFC 3339, whole seconds — moves only when `status` flips. */
+  lastTransitionTime: string;
+}
+
+export type ConditionInput = Omit<Condition, "lastTransitionTime">;
+
+/** metav1.Time serialises to whole seconds; writing milliseconds would read back different. */
+export function formatKubeTime(at: Date): string {
+  return `${at.toISOString().slice(0, 19)}Z`;
+}
+
+export function findCondition(
+  conditions: readonly Condition[] | undefined,
+  type: string,
+): Condition | undefined {
+  return conditions?.find((c) => c.type === type);
+}
+
+export function isTrue(conditions: readonly Condition[] | undefined, type: string): boolean {
+  return findCondition(conditions, type)?.status === "True";
+}
+
+/**
+ * Sets one condition, as `meta.SetStatusCondition` does: a new entry is appended; an existing one
+ * is replaced only when status, reason, message or observedGeneration changed; its
+ * `lastTransitionTime` becomes `now` only when the status flips. Returns a new array and whether
+ * anything changed, so a pass writes status only when `changed`.
+ *
+ * Caveats: an omitted `observedGeneration` removes one the existing entry had.
+ */
+export function setCondition(
+  conditions: readonly Condition[] | undefined,
+  next: ConditionInput,
+  now: Date,
+): { conditions: Condition[]; changed: boolean } {
+  const list = [...(conditions ?? [])];
+  const index = list.findIndex((c) => c.type === next.type);
+  const existing = index === -1 ? undefined : list[index];
+  if (!existing) {
+    list.push({ ...next, lastTransitionTime: formatKubeTime(now) });
+    return { conditions: list, changed: true };
+  }
+  const same =
+    existing.status === next.status &&
+    existing.reason === next.reason &&
+    existing.message === next.message &&
+    existing.observedGeneration === next.observedGeneration;
+  if (same) return { conditions: list, changed: false };
+  const lastTransitionTime =
+    existing.status === next.status ? existing.lastTransitionTime : formatKubeTime(now);
+  const replaced: Condition = { ...next, lastTransitionTime };
+  if (replaced.observedGeneration === undefined) delete replaced.observedGeneration;
+  list[index] = replaced;
+  return { conditions: list, changed: true };
+}
+
+/** Removes the condition of `type`, if present. */
+export function removeCondition(
+  conditions: readonly Condition[] | undefined,
+  type: string,
+): { conditions: Condition[]; changed: boolean } {
+  const list = (conditions ?? []).filter((c) => c.type !== type);
+  return { conditions: list, changed: list.length !== (conditions?.length ?? 0) };
+}

@@ -1,0 +1,70 @@
+export { serverSideApply } from "./apply.ts";
+export {
+  type ClassifiedError,
+  classifyError,
+  type ErrorClass,
+  type ErrorClassName,
+  isClassifiedError,
+  ReconcileError,
+} from "./classify.ts";
+export {
+  type Condition,
+  type ConditionInput,
+  findCondition,
+  formatKubeTime,
+  isTrue,
+  removeCondition,
+  setCondition,
+} from "./conditions.ts";
+export {
+  type CallCounts,
+  type CountingTransport,
+  countingTransport,
+  type RecordedCall,
+} from "./counting-transport.ts";
+export { defaultRequestTimeoutMs } from "./deadline.ts";
+export { type EnsureOptions, type EnsureResult, ensureObject } from "./ensure.ts";
+export {
+  AlreadyExistsError,
+  ConflictError,
+  errorFromResponse,
+  ForbiddenError,
+  InvalidError,
+  isAlreadyExists,
+  isConflict,
+  isNotFound,
+  KubeError,
+  type KubeErrorInit,
+  NetworkError,
+  NotFoundError,
+  ServerError,
+  type Status,
+  type StatusCause,
+  type StatusDetails,
+  TimeoutError,
+  TooManyRequestsError,
+  UnauthorizedError,
+} from "./errors.ts";
+export { createFetchTransport, type FetchTransportOptions } from "./fetch-transport.ts";
+export { addFinalizer, hasFinalizer, removeFinalizer } from "./finalizers.ts";
+export { type CreateKubeOptions, createKube } from "./kube.ts";
+export {
+  formatLabelSelector,
+  type LabelSelector,
+  type LabelSelectorRequirement,
+  labelsMatch,
+  mergeLabels,
+} from "./labels.ts";
+export { defaultPageSize, listAll, listPages } from "./list.ts";
+export { applyMergePatch, diffMergePatch, fieldsPatch, jsonEqual, type MergePatch } from "./merge-patch.ts";
+export {
+  controllerOf,
+  controllerRefTo,
+  isControlledBy,
+  isOwnedBy,
+  upsertOwnerReference,
+} from "./owner-references.ts";
+export { apiVersionOf, keyOf, type PathParts, resourcePath } from "./paths.ts";
+export type * from "./port.ts";
+export { Resources } from "./resources.ts";
+export { canonicalJson, specHash } from "./spec-hash.ts";

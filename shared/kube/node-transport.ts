@@ -1,0 +1,93 @@
+import * as http from "node:http";
+import * as https from "node:https";
+import { KubeConfig } from "@kubernetes/client-node";
+import { requestDeadline } from "./deadline.ts";
+import type { Transport, TransportRequest, TransportResponse } from "./port.ts";
+
+export interface NodeTransportOptions {
+  /** Per-request deadline, default 30 s. */
+  timeoutMs?: number;
+}
+
+/**
+ * A {@link Transport} authenticated by a kubeconfig: bearer tokens, client certificates, exec
+ * plugins and OIDC through `@kubernetes/client-node`, TLS with the cluster's CA, over node:https.
+ * Node-only: keep it out of the Workers bundle.
+ *
+ * Credentials are applied per request (`kc.applyToHTTPSOptions`), so expiring exec/OIDC tokens are
+ * refreshed; client-node caches them and the TLS agent between calls.
+ *
+ * Caveats: client-node refuses plain-HTTP servers unless the cluster sets
+ * `insecure-skip-tls-verify`; use `createFetchTransport` for a plain-HTTP endpoint.
+ *
+ * @example
+ * const kube = createKube(createNodeTransport(loadKubeConfig({ file: process.env.KUBECONFIG })));
+ */
+export function createNodeTransport(kc: KubeConfig, options: NodeTransportOptions = {}): Transport {
+  return {
+    async request(req: TransportRequest): Promise<TransportResponse> {
+      const deadline = requestDeadline(req, options.timeoutMs);
+      try {
+        const cluster = kc.getCurrentCluster();
+        if (!cluster) throw new Error("kubeconfig has no current cluster");
+        const opts: https.RequestOptions = {};
+        await kc.applyToHTTPSOptions(opts);
+        const url = new URL(`${cluster.server.replace(/\/+$/, "")}${req.path}`);
+        const headers: http.OutgoingHttpHeaders = {
+          ...(opts.headers as http.OutgoingHttpHeaders | undefined),
+          accept: "application/json",
+          "user-agent": "kubefn",
+        };
+        if (req.contentType) headers["content-type"] = req.contentType;
+        if (req.body !== undefined) headers["content-length"] = Buffer.byteLength(req.body);
+        return await send(url, { ...opts, method: req.method, headers, signal: deadline.signal }, req.body);
+      } catch (err) {
+        throw deadline.failure(err);
+      }
+    },
+  };
+}
+
+function send(url: URL, opts: https.RequestOptions, body: string | undefined): Promise<TransportResponse> {
+  const client = url.protocol === "http:" ? http : https;
+  return new Promise((resolve, reject) => {
+    const request = client.request(url, opts, (res) => {
+      const chunks: Buffer[] = [];
+      res.on("data", (chunk: Buffer) => chunks.push(chunk));
+      res.on("error", reject);
+      res.on("end", () => {
+        const headers = new Headers();
+        for (const [name, value] of Object.entries(res.headers)) {
+          if (value === undefined) continue;
+          for (const v of Array.isArray(value) ? value : [value]) headers.append(name, v);
+        }
+        resolve({ status: res.statusCode ?? 0, headers, body: Buffer.concat(chunks).toString("utf8") });
+      });
+    });
+    request.on("error", reject);
+    request.end(body);
+  });
+}
+
+export interface LoadKubeConfigOptions {
+  /** A kubeconfig file. */
+  file?: string;
+  /** Use the pod's service account (token, CA and namespace under /var/run/secrets). */
+  inCluster?: boolean;
+  /** Context to select instead of the file's current-context. */
+  context?: string;
+}
+
+/**
+ * Loads a kubeconfig: from `file`, from the in-cluster service account, or client-node's default
+ * search ($KUBECONFIG, ~/.kube/config, then in-cluster) when neither is given. Adapters call this
+ * once at startup and pass the result to {@link createNodeTransport}.
+ */
+export function loadKubeConfig(options: LoadKubeConfigOptions = {}): KubeConfig {
+  const kc = new KubeConfig();
+  if (options.file) kc.loadFromFile(options.file);
+  else if (options.inCluster) kc.loadFromCluster();
+  else kc.loadFromDefault();
+  if (options.context) kc.setCurrentContext(options.context);
+  return kc;
+}

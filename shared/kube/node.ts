@@ -1,0 +1,6 @@
+export {
+  createNodeTransport,
+  type LoadKubeConfigOptions,
+  loadKubeConfig,
+  type NodeTransportOptions,
+} from "./node-transport.ts";

@@ -1,0 +1,110 @@
+/**
+ * The Site API (unbounded-cloud.io/v1alpha3), as far as the component registry needs it: a
+ * cluster-scoped Site whose status carries one condition per component. Cluster components (net,
+ * machina) run for all Sites at once; Site components (metalman, storage) per Site and can be
+ * switched off in the spec.
+ */
+import { z } from "zod";
+import { type CrdSpec, conditionsSchema, objectSchemaFor, resourceFor } from "../../crd/index.ts";
+import type { Resource } from "../../kube/port.ts";
+
+export const siteGroup = "unbounded-cloud.io";
+export const siteVersion = "v1alpha3";
+
+/** Server-side apply field manager for every object the Site components apply. */
+export const siteFieldOwner = "unbounded-operator";
+
+/** Canonical node label for Site membership; per-Site workloads node-select on it. */
+export const siteLabelKey = "unbounded-cloud.io/site";
+
+/**
+ * Site label used by released net controllers before unbounded-cloud.io/site. Per-Site workloads
+ * match either key during the deprecation window.
+ */
+export const deprecatedSiteLabelKey = "net.unbounded-cloud.io/site";
+
+/**
+ * Name of the synthetic request that reconciles cluster components without a Site. It cannot
+ * collide with a Site, since "_" is not allowed in object names.
+ */
+export const singletonRequestName = "__singletons";
+
+/** Reasons published on Site.status.conditions. */
+export const SiteReason = {
+  Reconciled: "Reconciled",
+  Disabled: "Disabled",
+  NoSites: "NoSites",
+  ReconcileError: "ReconcileError",
+} as const;
+export type SiteReason = (typeof SiteReason)[keyof typeof SiteReason];
+
+/**
+ * Condition types of the built-in components, one per component. The registry defines the order
+ * (cluster components first) and rejects duplicates.
+ */
+export const SiteConditionType = {
+  NetReady: "NetReady",
+  MachinaReady: "MachinaReady",
+  MetalmanReady: "MetalmanReady",
+  StorageReady: "StorageReady",
+} as const;
+export type SiteConditionType = (typeof SiteConditionType)[keyof typeof SiteConditionType];
+
+const componentToggleSchema = z.object({
+  enabled: z.boolean().default(true).describe("Whether the component runs for this Site."),
+});
+
+export const siteSpecSchema = z
+  .object({
+    displayName: z.string().max(253).optional(),
+    components: z
+      .object({
+        metalman: componentToggleSchema.optional(),
+        storage: componentToggleSchema.optional(),
+      })
+      .optional()
+      .describe("Per-Site components; an absent entry means enabled."),
+  })
+  .default({});
+export type SiteSpec = z.infer<typeof siteSpecSchema>;
+
+export const siteStatusSchema = z.object({
+  observedGeneration: z.int().min(0).optional(),
+  conditions: conditionsSchema(Object.values(SiteConditionType)).optional(),
+});
+export type SiteStatus = z.infer<typeof siteStatusSchema>;
+
+export const siteCrd = {
+  group: siteGroup,
+  version: siteVersion,
+  kind: "Site",
+  plural: "sites",
+  singular: "site",
+  scope: "Cluster",
+  description: "Site is a location whose machines join the cluster; components reconcile per Site.",
+  spec: siteSpecSchema,
+  status: siteStatusSchema,
+  validations: [
+    {
+      rule: "self.metadata.name.size() <= 63 && self.metadata.name.matches('^[a-z0-9]([-a-z0-9]*[a-z0-9])?$')",
+      message: "metadata.name must be a DNS label: it is used as the value of the site node label",
+    },
+  ],
+  printerColumns: [{ name: "Age", type: "date", jsonPath: ".metadata.creationTimestamp" }],
+} satisfies CrdSpec<typeof siteSpecSchema, typeof siteStatusSchema>;
+
+export const siteResource: Resource = resourceFor(siteCrd);
+
+/** A whole Site object: apiVersion/kind checked, metadata as is, spec (defaulted) and status parsed. */
+export const siteSchema = objectSchemaFor(siteCrd);
+export type Site = z.infer<typeof siteSchema>;
+
+/** Narrows an object read from the API server to a {@link Site}, applying schema defaults. */
+export function parseSite(obj: unknown): z.ZodSafeParseResult<Site> {
+  return siteSchema.safeParse(obj);
+}
+
+/** Whether a per-Site component is enabled; absent toggles mean enabled. */
+export function siteComponentEnabled(site: Site, component: "metalman" | "storage"): boolean {
+  return site.spec.components?.[component]?.enabled ?? true;
+}

@@ -1,0 +1,176 @@
+/**
+ * The SubPool API (subrelay.example.com/v1alpha1): a cluster-scoped pool that derives the
+ * Namespace `subpool-<name>` and the objects inside it. Static rules (enums, required fields, the
+ * name format, storage.size immutability, CPU and memory on both containers) live here and reach
+ * the API server through the generated CRD; dynamic rules (budget envelope, ownership) are
+ * conditions with the reasons below.
+ */
+import { z } from "zod";
+import {
+  type CrdSpec,
+  conditionsSchema,
+  objectSchemaFor,
+  quantitySchema,
+  resourceFor,
+  withCel,
+} from "../../crd/index.ts";
+import type { Resource } from "../../kube/port.ts";
+
+export const subPoolGroup = "subrelay.example.com";
+export const subPoolVersion = "v1alpha1";
+
+/** Held until the derived Namespace is gone (or was never ours). */
+export const subPoolFinalizer = "subrelay.example.com/finalizer";
+
+/** Prefix of the derived Namespace: SubPool "demo-pool" owns Namespace "subpool-demo-pool". */
+export const subPoolNamespacePrefix = "subpool-";
+
+/**
+ * Longest SubPool name (the SubPool ID). Derived names add prefixes and suffixes
+ * ("subpool-<id>", "<id>-cpa-manager-0"), and a Namespace name is a DNS label of at most 63.
+ */
+export const subPoolNameMaxLength = 40;
+
+/** The Namespace a SubPool derives. */
+export function subPoolNamespaceName(subPoolName: string): string {
+  return `${subPoolNamespacePrefix}${subPoolName}`;
+}
+
+/** Condition types on `status.conditions`. */
+export const SubPoolConditionType = {
+  /** Everything the pool needs exists and reports ready. */
+  Ready: "Ready",
+  /** The shared proxy gateway (Mihomo) has a ready endpoint; Unknown while suspended. */
+  ProxyGatewayReady: "ProxyGatewayReady",
+  /** Gateway mode: the HTTPRoute is accepted by its Gateway. */
+  RouteReady: "RouteReady",
+  /** spec.suspend is true: workloads scaled to zero, route removed, data kept. */
+  Suspended: "Suspended",
+} as const;
+export type SubPoolConditionType = (typeof SubPoolConditionType)[keyof typeof SubPoolConditionType];
+
+/** Stable condition reasons. */
+export const SubPoolReason = {
+  /** A Namespace of the derived name exists and is not controlled by this SubPool. */
+  NamespaceConflict: "NamespaceConflict",
+  /** The credential Secret exists and is not controlled by this SubPool. */
+  CredentialConflict: "CredentialConflict",
+  /** Another managed object exists and is not controlled by this SubPool. */
+  ManagedResourceConflict: "ManagedResourceConflict",
+  /** Deletion is waiting on the Namespace (finalizers, PVCs, a Forbidden delete). */
+  DeletionBlocked: "DeletionBlocked",
+  Suspended: "Suspended",
+} as const;
+export type SubPoolReason = (typeof SubPoolReason)[keyof typeof SubPoolReason];
+
+export const exposureModeSchema = z.enum(["Internal", "Gateway"]);
+export type ExposureMode = z.infer<typeof exposureModeSchema>;
+export const ExposureMode = exposureModeSchema.enum;
+
+const dnsSubdomain = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$/;
+const dnsLabel = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/;
+
+const exposureSchema = withCel(
+  z.object({
+    mode: exposureModeSchema.describe("Internal: a ClusterIP Service only. Gateway: also an HTTPRoute."),
+    hostname: z
+      .string()
+      .max(253)
+      .regex(dnsSubdomain)
+      .optional()
+      .describe("Hostname of the HTTPRoute (Gateway mode)."),
+    gateway: z
+      .object({ name: z.string().min(1).max(253), namespace: z.string().min(1).max(63).regex(dnsLabel) })
+      .optional()
+      .describe("Gateway the HTTPRoute attaches to; defaults to the operator's configured Gateway."),
+  }),
+  [
+    {
+      rule: "self.mode == 'Gateway' || (!has(self.hostname) && !has(self.gateway))",
+      message: "exposure.hostname and exposure.gateway apply only to mode Gateway",
+    },
+  ],
+);
+
+const containerResourcesSchema = z.object({
+  requests: z.object({ cpu: quantitySchema(), memory: quantitySchema() }),
+  limits: z.object({ cpu: quantitySchema().optional(), memory: quantitySchema().optional() }).optional(),
+});
+export type ContainerResources = z.infer<typeof containerResourcesSchema>;
+
+const containerSchema = z.object({
+  image: z.string().min(1),
+  resources: containerResourcesSchema.describe("CPU and memory requests are required."),
+});
+
+export const subPoolSpecSchema = z.object({
+  exposure: exposureSchema,
+  storage: z.object({
+    size: withCel(quantitySchema(), [
+      { rule: "self == oldSelf", message: "storage.size is immutable" },
+    ]).describe("Size of the pool's PersistentVolumeClaim; immutable."),
+    storageClassName: z.string().min(1).optional(),
+  }),
+  cpa: containerSchema,
+  cpaManager: containerSchema,
+  suspend: z
+    .boolean()
+    .default(false)
+    .describe("Scale workloads to zero and remove the route; Namespace, PVC and Secret are kept."),
+});
+export type SubPoolSpec = z.infer<typeof subPoolSpecSchema>;
+
+export const subPoolStatusSchema = z.object({
+  observedGeneration: z.int().min(0).optional(),
+  namespace: z.string().optional().describe("The derived Namespace."),
+  cpaService: z.string().optional().describe("The in-cluster Service of the pool, as host:port or name."),
+  hostname: z.string().optional().describe("The public hostname (Gateway mode)."),
+  conditions: conditionsSchema(Object.values(SubPoolConditionType)).optional(),
+});
+export type SubPoolStatus = z.infer<typeof subPoolStatusSchema>;
+
+export const subPoolCrd = {
+  group: subPoolGroup,
+  version: subPoolVersion,
+  kind: "SubPool",
+  plural: "subpools",
+  singular: "subpool",
+  shortNames: ["sp"],
+  scope: "Cluster",
+  description:
+    "SubPool is a relay pool; it derives the Namespace subpool-<name> and the workloads inside it.",
+  spec: subPoolSpecSchema,
+  status: subPoolStatusSchema,
+  validations: [
+    {
+      rule: `self.metadata.name.size() <= ${subPoolNameMaxLength}`,
+      message: `metadata.name (the SubPool ID) must be at most ${subPoolNameMaxLength} characters`,
+    },
+    {
+      rule: `self.metadata.name.matches('${dnsLabel.source}')`,
+      message: "metadata.name (the SubPool ID) must be a DNS label: lowercase alphanumerics and '-'",
+    },
+  ],
+  printerColumns: [
+    { name: "Mode", type: "string", jsonPath: ".spec.exposure.mode" },
+    { name: "Suspended", type: "boolean", jsonPath: ".spec.suspend" },
+    { name: "Namespace", type: "string", jsonPath: ".status.namespace" },
+    { name: "Ready", type: "string", jsonPath: '.status.conditions[?(@.type=="Ready")].status' },
+    { name: "Age", type: "date", jsonPath: ".metadata.creationTimestamp" },
+  ],
+} satisfies CrdSpec<typeof subPoolSpecSchema, typeof subPoolStatusSchema>;
+
+export const subPoolResource: Resource = resourceFor(subPoolCrd);
+
+/** A whole SubPool object: apiVersion/kind checked, metadata as is, spec and status parsed. */
+export const subPoolSchema = objectSchemaFor(subPoolCrd);
+export type SubPool = z.infer<typeof subPoolSchema>;
+
+/**
+ * Narrows an object read from the API server to a {@link SubPool}, applying schema defaults.
+ *
+ * Caveats: the name rules are CEL on the CRD root and are not re-checked here.
+ */
+export function parseSubPool(obj: unknown): z.ZodSafeParseResult<SubPool> {
+  return subPoolSchema.safeParse(obj);
+}

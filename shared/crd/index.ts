@@ -1,0 +1,19 @@
+export { type Condition, conditionSchema, conditionsSchema } from "./conditions.ts";
+export {
+  type CrdSpec,
+  type CustomResourceDefinition,
+  crdFor,
+  objectSchemaFor,
+  type PrinterColumn,
+  resourceFor,
+} from "./crd.ts";
+export { type Quantity, quantitySchema } from "./quantity.ts";
+export { crdFileName, generatedHeader, renderCrdYaml } from "./render.ts";
+export {
+  type CelRule,
+  type JsonSchemaProps,
+  structuralSchemaOf,
+  UnstructuralSchemaError,
+  withCel,
+} from "./schema.ts";
+export { structuralViolations } from "./structural.ts";

@@ -1,0 +1,19 @@
+import { z } from "zod";
+
+/** resource.Quantity's serialization, as the upstream CRDs (controller-gen) publish it. */
+const quantityPattern =
+  /^(\+|-)?(([0-9]+(\.[0-9]*)?)|(\.[0-9]+))(([KMGTPE]i)|[numkMGTPE]|([eE](\+|-)?(([0-9]+(\.[0-9]*)?)|(\.[0-9]+))))?$/;
+
+/**
+ * A Kubernetes resource quantity ("500m", "1Gi", or a bare integer such as `cpu: 2`), rendered as
+ * `x-kubernetes-int-or-string` exactly like corev1 resource fields.
+ *
+ * Caveats: only the syntax is checked; sums and comparisons belong in the reconciler.
+ */
+export function quantitySchema() {
+  return z
+    .union([z.int().min(0), z.string().regex(quantityPattern)])
+    .meta({ "x-kubernetes-int-or-string": true });
+}
+
+export type Quantity = z.infer<ReturnType<typeof quantitySchema>>;

@@ -1,0 +1,243 @@
+/**
+ * The health threshold state machine (pure). One probe result in, the next state and at most one
+ * report out. The sweep persists the state between runs (see `annotation.ts`); the reconciler
+ * projects the *reported* verdict into status (see {@link projectHealth}).
+ *
+ * Rules, from the proxy operator's health engine:
+ * - The verdict flips only when `successThreshold` consecutive successes or `failureThreshold`
+ *   consecutive failures are reached. Counters saturate at their threshold, so a steady state maps
+ *   to an identical (deep-equal) state and needs no write.
+ * - A report is due on the first verdict, when the verdict differs from the last reported one (a
+ *   threshold flip), or when a successful probe's latency differs from the reported latency by more
+ *   than max(20 ms, 50 % of the reported value).
+ * - At most one report per `minReportIntervalSeconds`, measured from the last report. A suppressed
+ *   report leaves the reported markers where they were, so every later probe re-evaluates it: a
+ *   flip is delivered by the first probe after the interval (if it still holds), a latency change
+ *   only if the latency is still different then. A flip that flips back inside the interval is
+ *   absorbed. The first verdict is never suppressed (there is no earlier report to space from).
+ * - Counters belong to one instance (providerID, or the address for External proxies): a
+ *   different instance starts fresh. A fresh state is seeded from an existing Healthy condition, so
+ *   a replaced function instance or a lost annotation does not flap the condition.
+ */
+
+import type { RefusalReason } from "./target.ts";
+
+export interface HealthThresholds {
+  successThreshold: number;
+  failureThreshold: number;
+  /** Minimum spacing of reports, in seconds. The proxy operator uses 60. */
+  minReportIntervalSeconds: number;
+}
+
+/** What was last reported, i.e. what status shows. Seeded markers may lack latency and time. */
+export interface ReportedHealth {
+  healthy: boolean;
+  latencyMs?: number;
+  /** ISO timestamp of the probe that was reported. */
+  at?: string;
+}
+
+export interface HealthState {
+  /** The providerID or address these counters were counted for. */
+  instance: string;
+  /** Absent until a threshold is first reached (or a seed provides it). */
+  verdict?: boolean;
+  consecOK: number;
+  consecFail: number;
+  reported?: ReportedHealth;
+  /** Set while the probe target is refused (see `target.ts`); the reconciler shows it. */
+  refused?: { reason: RefusalReason; message: string };
+}
+
+export interface ProbeOutcome {
+  ok: boolean;
+  latencyMs: number;
+  /** When the probe completed. */
+  at: Date;
+}
+
+/** What the sweep knows about the proxy when no usable state exists. */
+export interface HealthSeed {
+  instance: string;
+  /** From an existing Healthy condition with status True/False; absent for Unknown or none. */
+  healthy?: boolean;
+  /** From status.latencyMillis. */
+  latencyMs?: number;
+  /** From status.lastHealthCheckTime. */
+  at?: string;
+}
+
+export type ReportReason = "FirstVerdict" | "ThresholdFlip" | "LatencyChange";
+
+export interface HealthReport {
+  healthy: boolean;
+  latencyMs: number;
+  at: string;
+  reason: ReportReason;
+}
+
+export interface RecordResult {
+  state: HealthState;
+  /** Present when status should change: the reconciler must be asked to run. */
+  report?: HealthReport;
+  /** A report that was due but held back by the rate limit; it is retried on the next probe. */
+  suppressed?: ReportReason;
+}
+
+/**
+ * Folds one probe result into the state.
+ *
+ * @example
+ * const { state, report } = recordProbe(previous, { ok: true, latencyMs: 12, at: now }, thresholds, { instance: ip });
+ * if (report) reconcileKeys.push(key);
+ *
+ * Caveats: the latency compared and reported is that of the probe just made; a failed probe's
+ * latency is reported with a flip but never triggers a LatencyChange on its own.
+ */
+export function recordProbe(
+  previous: HealthState | undefined,
+  probe: ProbeOutcome,
+  cfg: HealthThresholds,
+  seed: HealthSeed,
+): RecordResult {
+  const base = stateFor(previous, cfg, seed);
+  const successThreshold = Math.max(1, cfg.successThreshold);
+  const failureThreshold = Math.max(1, cfg.failureThreshold);
+  let { verdict } = base;
+  let consecOK: number;
+  let consecFail: number;
+  if (probe.ok) {
+    consecOK = Math.min(base.consecOK + 1, successThreshold);
+    consecFail = 0;
+    if (consecOK >= successThreshold) verdict = true;
+  } else {
+    consecFail = Math.min(base.consecFail + 1, failureThreshold);
+    consecOK = 0;
+    if (consecFail >= failureThreshold) verdict = false;
+  }
+
+  const latencyMs = Math.max(0, Math.round(probe.latencyMs));
+  const reason = verdict === undefined ? undefined : dueReason(base.reported, verdict, probe.ok, latencyMs);
+  let reported = base.reported;
+  let report: HealthReport | undefined;
+  let suppressed: ReportReason | undefined;
+  if (reason && verdict !== undefined) {
+    if (
+      reason !== "FirstVerdict" &&
+      withinInterval(base.reported?.at, probe.at, cfg.minReportIntervalSeconds)
+    ) {
+      suppressed = reason;
+    } else {
+      const at = probe.at.toISOString();
+      reported = { healthy: verdict, latencyMs, at };
+      report = { healthy: verdict, latencyMs, at, reason };
+    }
+  }
+
+  const state = makeState({ instance: base.instance, verdict, consecOK, consecFail, reported });
+  return { state, ...(report ? { report } : {}), ...(suppressed ? { suppressed } : {}) };
+}
+
+/**
+ * Records that the target was refused without probing. Counters and verdict are kept; `changed`
+ * says whether the refusal is new or different, i.e. whether the reconciler must run.
+ */
+export function recordRefusal(
+  previous: HealthState | undefined,
+  refused: { reason: RefusalReason; message: string },
+  cfg: HealthThresholds,
+  seed: HealthSeed,
+): { state: HealthState; changed: boolean } {
+  const base = stateFor(previous, cfg, seed);
+  const changed = base.refused?.reason !== refused.reason || base.refused.message !== refused.message;
+  return {
+    state: makeState({ ...base, refused: { reason: refused.reason, message: refused.message } }),
+    changed,
+  };
+}
+
+/** What the reconciler shows for the current instance. */
+export type HealthProjection =
+  | { kind: "Unknown" }
+  | { kind: "Refused"; reason: RefusalReason; message: string }
+  | { kind: "Reported"; healthy: boolean; latencyMs?: number; at?: string };
+
+/**
+ * The reconciler's view of a persisted state: the last *reported* verdict (never the raw counters,
+ * so status moves only when a report was emitted), or the refusal, for the proxy's current
+ * instance. A state counted for another instance reads as Unknown.
+ */
+export function projectHealth(
+  state: HealthState | undefined,
+  instance: string | undefined,
+): HealthProjection {
+  if (!state || instance === undefined || state.instance !== instance) return { kind: "Unknown" };
+  if (state.refused) return { kind: "Refused", reason: state.refused.reason, message: state.refused.message };
+  if (!state.reported) return { kind: "Unknown" };
+  return { kind: "Reported", ...state.reported };
+}
+
+/** The state to build on: the previous one for the same instance, else a fresh, seeded one. */
+export function stateFor(
+  previous: HealthState | undefined,
+  cfg: HealthThresholds,
+  seed: HealthSeed,
+): HealthState {
+  if (previous && previous.instance === seed.instance) return previous;
+  if (seed.healthy === undefined) return makeState({ instance: seed.instance, consecOK: 0, consecFail: 0 });
+  return makeState({
+    instance: seed.instance,
+    verdict: seed.healthy,
+    consecOK: seed.healthy ? Math.max(1, cfg.successThreshold) : 0,
+    consecFail: seed.healthy ? 0 : Math.max(1, cfg.failureThreshold),
+    reported: { healthy: seed.healthy, latencyMs: seed.latencyMs, at: seed.at },
+  });
+}
+
+function dueReason(
+  reported: ReportedHealth | undefined,
+  verdict: boolean,
+  probeOk: boolean,
+  latencyMs: number,
+): ReportReason | undefined {
+  if (!reported) return "FirstVerdict";
+  if (reported.healthy !== verdict) return "ThresholdFlip";
+  if (probeOk && latencyChanged(reported.latencyMs, latencyMs)) return "LatencyChange";
+  return undefined;
+}
+
+/** True when `latencyMs` differs from the reported value by more than max(20 ms, 50 %). */
+export function latencyChanged(reportedMs: number | undefined, latencyMs: number): boolean {
+  if (reportedMs === undefined) return true;
+  return Math.abs(latencyMs - reportedMs) > Math.max(20, 0.5 * reportedMs);
+}
+
+/**
+ * Whether `now` is inside the rate-limit window opened by a report at `reportedAt`. An unknown or
+ * unparseable time opens no window; a report time in the future by less than the interval (clock
+ * skew between function instances) still counts as recent.
+ */
+function withinInterval(reportedAt: string | undefined, now: Date, intervalSeconds: number): boolean {
+  if (reportedAt === undefined) return false;
+  const t = Date.parse(reportedAt);
+  if (Number.isNaN(t)) return false;
+  const elapsedMs = now.getTime() - t;
+  const windowMs = intervalSeconds * 1000;
+  return elapsedMs < windowMs && elapsedMs > -windowMs;
+}
+
+/** Builds a state with a fixed key order and no undefined fields, so equal states encode equally. */
+export function makeState(s: HealthState): HealthState {
+  const out = { instance: s.instance } as HealthState;
+  if (s.verdict !== undefined) out.verdict = s.verdict;
+  out.consecOK = s.consecOK;
+  out.consecFail = s.consecFail;
+  if (s.reported) {
+    const r: ReportedHealth = { healthy: s.reported.healthy };
+    if (s.reported.latencyMs !== undefined) r.latencyMs = s.reported.latencyMs;
+    if (s.reported.at !== undefined) r.at = s.reported.at;
+    out.reported = r;
+  }
+  if (s.refused) out.refused = { reason: s.refused.reason, message: s.refused.message };
+  return out;
+}

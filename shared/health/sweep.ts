@@ -1,0 +1,242 @@
+/**
+ * The health part of the sweep: probe every eligible Proxy once, with bounded concurrency, and
+ * turn the results into annotation patches and reconcile requests. Pure apart from the injected
+ * prober and clock; the caller applies the patches through the Kube port and enqueues the keys.
+ */
+
+import type { ObjectKey, Patch } from "../kube/port.ts";
+import { decodeHealthState, healthAnnotationPatch } from "./annotation.ts";
+import { mapWithConcurrency } from "./concurrency.ts";
+import {
+  describeError,
+  type ProbeResult,
+  type Prober,
+  type ProxyEndpoint,
+  screenProbeTarget,
+} from "./probe.ts";
+import {
+  type HealthReport,
+  type HealthSeed,
+  type HealthState,
+  type HealthThresholds,
+  type RecordResult,
+  recordProbe,
+  recordRefusal,
+} from "./state.ts";
+import type { TargetPolicy } from "./target.ts";
+
+/**
+ * What the health sweep needs to know about one Proxy. The proxy controller maps its objects to
+ * this shape (see `subjectFor`), so this folder does not depend on the Proxy schema.
+ */
+export interface HealthSubject {
+  key: ObjectKey;
+  /** Guards the annotation patch. */
+  resourceVersion?: string;
+  /** deletionTimestamp is set: never probed. */
+  deleting: boolean;
+  /** The current value of the `crawl.kubefn.dev/health` annotation. */
+  annotation?: string;
+  /** providerID (Managed) or address (External); absent → not probed. */
+  instance?: string;
+  /** Where the proxy listens; absent (no IP/host yet) → not probed. */
+  proxy?: ProxyEndpoint;
+  probe: { url: string; expectedStatus: number; timeoutMs: number; intervalSeconds?: number };
+  thresholds: HealthThresholds;
+  /** From an existing Healthy condition (True/False) and status latency/time, for a fresh state. */
+  seed?: Omit<HealthSeed, "instance">;
+  policy?: TargetPolicy;
+}
+
+export interface ProbeAllOptions<P> {
+  proxies: readonly P[];
+  subjectFor: (proxy: P) => HealthSubject;
+  prober: Prober;
+  /** Read after each probe completes; the time recorded for that probe. */
+  now: () => Date;
+  /** Probes in flight at once. */
+  concurrency: number;
+  /**
+   * How often the sweep runs (the cron period, 60 on Workers and Lambda). A proxy whose probe
+   * interval is longer is probed on every k-th sweep only, k = round(interval / period), at a
+   * phase derived from its key, so the load spreads across sweeps without any stored schedule.
+   */
+  sweepPeriodSeconds?: number;
+}
+
+export interface SubjectOutcome {
+  key: ObjectKey;
+  /** What happened to this proxy in this sweep. */
+  kind: "skipped" | "refused" | "probed";
+  result?: ProbeResult;
+  report?: HealthReport;
+  state?: HealthState;
+}
+
+export interface HealthSweepStats {
+  probed: number;
+  ok: number;
+  failed: number;
+  skipped: number;
+  refused: number;
+  reports: number;
+  suppressed: number;
+  writes: number;
+}
+
+export interface HealthSweepResult {
+  /** Merge patches of the health annotation; none in steady state. */
+  annotationPatches: Array<{ key: ObjectKey; patch: Patch }>;
+  /**
+   * Proxies whose status must change (a report, or a refusal that appeared, changed or cleared).
+   * Enqueue a reconcile for each *after* its annotation patch succeeded: the reconciler reads the
+   * annotation. On a Conflict drop both; the next sweep recomputes from what is stored.
+   */
+  reconcileKeys: ObjectKey[];
+  stats: HealthSweepStats;
+  outcomes: SubjectOutcome[];
+}
+
+/**
+ * Probes every Proxy that has an address and is not being deleted.
+ *
+ * @example
+ * const { annotationPatches, reconcileKeys } = await probeAll({
+ *   proxies, subjectFor: healthSubjectOf, prober, now: () => ctx.clock.now(), concurrency: 32,
+ * });
+ *
+ * Caveats: probing is once per sweep (the cron period); a per-proxy interval longer than that is
+ * the caller's filter. A prober that throws is counted as a failed probe.
+ */
+export async function probeAll<P>(opts: ProbeAllOptions<P>): Promise<HealthSweepResult> {
+  const subjects = opts.proxies.map(opts.subjectFor);
+  const outcomes = await mapWithConcurrency(subjects, opts.concurrency, (s) => sweepOne(s, opts));
+
+  const annotationPatches: HealthSweepResult["annotationPatches"] = [];
+  const reconcileKeys: ObjectKey[] = [];
+  const stats: HealthSweepStats = {
+    probed: 0,
+    ok: 0,
+    failed: 0,
+    skipped: 0,
+    refused: 0,
+    reports: 0,
+    suppressed: 0,
+    writes: 0,
+  };
+  for (const o of outcomes) {
+    if (o.patch) annotationPatches.push({ key: o.outcome.key, patch: o.patch });
+    if (o.reconcile) reconcileKeys.push(o.outcome.key);
+    if (o.outcome.kind === "skipped") stats.skipped++;
+    if (o.outcome.kind === "refused") stats.refused++;
+    if (o.outcome.kind === "probed") {
+      stats.probed++;
+      if (o.outcome.result?.ok) stats.ok++;
+      else stats.failed++;
+    }
+    if (o.outcome.report) stats.reports++;
+    if (o.suppressed) stats.suppressed++;
+  }
+  stats.writes = annotationPatches.length;
+  return { annotationPatches, reconcileKeys, stats, outcomes: outcomes.map((o) => o.outcome) };
+}
+
+interface Swept {
+  outcome: SubjectOutcome;
+  patch?: Patch | null;
+  reconcile: boolean;
+  suppressed: boolean;
+}
+
+async function sweepOne<P>(s: HealthSubject, opts: ProbeAllOptions<P>): Promise<Swept> {
+  const interval = s.probe.intervalSeconds;
+  const due =
+    !opts.sweepPeriodSeconds || !interval || probeDue(s.key, opts.now(), interval, opts.sweepPeriodSeconds);
+  if (s.deleting || !s.proxy || !s.instance || !due) {
+    return { outcome: { key: s.key, kind: "skipped" }, reconcile: false, suppressed: false };
+  }
+  const previous = decodeHealthState(s.annotation);
+  const seed: HealthSeed = { ...s.seed, instance: s.instance };
+  const hadRefusal = previous?.instance === s.instance && previous.refused !== undefined;
+  const target = { proxy: s.proxy, url: s.probe.url, policy: s.policy };
+
+  const screened = screenProbeTarget(target);
+  if (!screened.allowed) {
+    return refused(s, previous, screened, seed);
+  }
+
+  const startedAt = opts.now();
+  let result: ProbeResult;
+  try {
+    result = await opts.prober.probe({
+      ...target,
+      expectedStatus: s.probe.expectedStatus,
+      timeoutMs: s.probe.timeoutMs,
+    });
+  } catch (err) {
+    result = { ok: false, latencyMs: opts.now().getTime() - startedAt.getTime(), error: describeError(err) };
+  }
+  if (result.refused) return refused(s, previous, result.refused, seed);
+
+  const recorded: RecordResult = recordProbe(
+    previous,
+    { ok: result.ok, latencyMs: result.latencyMs, at: opts.now() },
+    s.thresholds,
+    seed,
+  );
+  return {
+    outcome: {
+      key: s.key,
+      kind: "probed",
+      result,
+      state: recorded.state,
+      ...(recorded.report ? { report: recorded.report } : {}),
+    },
+    patch: healthAnnotationPatch(s.annotation, recorded.state, s.resourceVersion),
+    reconcile: recorded.report !== undefined || hadRefusal,
+    suppressed: recorded.suppressed !== undefined,
+  };
+}
+
+function refused(
+  s: HealthSubject,
+  previous: HealthState | undefined,
+  refusal: { reason: NonNullable<HealthState["refused"]>["reason"]; message: string },
+  seed: HealthSeed,
+): Swept {
+  const { state, changed } = recordRefusal(previous, refusal, s.thresholds, seed);
+  return {
+    outcome: { key: s.key, kind: "refused", state },
+    patch: healthAnnotationPatch(s.annotation, state, s.resourceVersion),
+    reconcile: changed,
+    suppressed: false,
+  };
+}
+
+/**
+ * Whether a proxy probed every `intervalSeconds` is due in the sweep running at `now`, when sweeps
+ * run every `sweepPeriodSeconds`. Stateless: the phase comes from a hash of the key.
+ *
+ * Caveats: intervals shorter than the sweep period are probed once per sweep; intervals are
+ * rounded to a whole number of sweep periods.
+ */
+export function probeDue(
+  key: ObjectKey,
+  now: Date,
+  intervalSeconds: number,
+  sweepPeriodSeconds: number,
+): boolean {
+  const every = Math.max(1, Math.round(intervalSeconds / sweepPeriodSeconds));
+  if (every === 1) return true;
+  const slot = Math.floor(now.getTime() / 1000 / sweepPeriodSeconds);
+  return (slot + fnv1a(`${key.namespace ?? ""}/${key.name}`)) % every === 0;
+}
+
+function fnv1a(text: string): number {
+  let h = 0x811c9dc5;
+  for (let i = 0; i < text.length; i++) {
+    h ^= text.charCodeAt(i);
+    h = Math.imul(h, 0x01000193) >>> 0;
+  }
+  return h;
+}

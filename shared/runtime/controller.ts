@@ -16,7 +16,13 @@ export interface WatchedChange {
 /** A kind nobody owns whose changes matter to a controller (e.g. Secret → Proxies naming it). */
 export interface Watch {
   resource: Resource;
-  /** Which reconcile requests this change causes. May read the cluster through `ctx.kube`. */
+  /**
+   * Which reconcile requests this change causes. May read the cluster through `ctx.kube`.
+   *
+   * Caveats: a mapper that throws is logged and counted, and the batch goes on without its
+   * requests; the sweep covers what it missed. Requests naming an unregistered controller are
+   * dropped. Return `[]` to filter a change out (mappers double as predicates).
+   */
   map(ctx: Pick<Context, "kube" | "log">, change: WatchedChange): Promise<Request[]> | Request[];
 }
 
@@ -31,12 +37,21 @@ export interface PassContext extends Context {
  *
  * `reconcile` must be idempotent: two passes for one key may run at once on serverless
  * platforms. It receives a private copy of the object and may change `status` in place; the
- * executor writes the status once, only if it changed, guarded by the resourceVersion read.
+ * executor writes the status once, only if it changed, guarded by the resourceVersion read, and
+ * sets `status.observedGeneration` to `metadata.generation` (see `observedGeneration`).
  * Metadata and spec writes (finalizers, annotations) the controller makes itself through
  * `ctx.kube`.
  *
+ * Errors: return `failed(err)` (or throw); the executor classifies with shared/kube's
+ * `classifyError` and retries per class (transient: backoff; conflict: now; quota: 60 s;
+ * permanent: never). Quota and permanent conditions with domain reasons are the controller's to
+ * set before it returns `failed`; the executor only sets `permanentErrorCondition` when asked.
+ *
  * Caveats: `reconcileAbsent` runs when the primary object does not exist (deleted, or a
- * synthetic key such as the Site singleton request); without it an absent object is `done`.
+ * synthetic key such as the Site singleton request `__singletons`); without it an absent object
+ * is `done`. When the controller writes the primary itself (e.g. adds a finalizer with
+ * `kube.update`), it should copy the returned `metadata.resourceVersion` onto its object, or the
+ * executor's guarded status write meets a Conflict and requeues at once (harmless, one more pass).
  */
 export interface ControllerDefinition<T extends KubeObject = KubeObject> {
   name: string;
@@ -46,8 +61,35 @@ export interface ControllerDefinition<T extends KubeObject = KubeObject> {
   watches?: Watch[];
   /** Condition types this controller publishes; must be unique across the registry. */
   conditionTypes: string[];
-  /** Drift interval: the sweep revisits every object at least this often. */
+  /**
+   * Drift interval: the sweep revisits every object at least this often. A follow-up later than
+   * this is not sent. At least 60 (the sweep runs every minute).
+   */
   resyncSeconds: number;
+  /**
+   * The permanent-error latch, when the executor should keep it. On a permanent error the
+   * executor sets this condition True (reason from the classifier, observedGeneration = the
+   * object's generation); a later pass that finds it True at the current generation does nothing
+   * and calls no controller code. When a pass at a newer generation ends without a permanent
+   * error, the executor sets it False with reason `Resolved`. Must be one of `conditionTypes`.
+   *
+   * Caveats: leave it unset when the controller keeps its own latch (the proxy does: its
+   * `Provisioned` condition with reason `PermanentError`), so the object has exactly one latch.
+   * Deleting objects (deletionTimestamp set) are never latched, so finalizers still run.
+   */
+  permanentErrorCondition?: string;
+  /**
+   * Whether the executor maintains `status.observedGeneration`. Default true. Turn it off for a
+   * status schema without that field: the API server would prune it and every pass would write.
+   */
+  observedGeneration?: boolean;
+  /**
+   * The primary that owns an object of an owned kind, from the object's key alone. Intake uses it
+   * when an event carries no body (audit `Metadata` level, e.g. Secrets) and so no
+   * ownerReferences; e.g. SubPool maps namespace `subpool-<name>` back to `<name>`. Without it
+   * such an event maps to nothing and the sweep covers the change.
+   */
+  ownerFromKey?(resource: Resource, key: ObjectKey): ObjectKey | undefined;
   reconcile(ctx: PassContext, object: T): Promise<Outcome>;
   reconcileAbsent?(ctx: PassContext): Promise<Outcome>;
 }

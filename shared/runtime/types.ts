@@ -15,6 +15,21 @@ export interface Message {
   request: Request;
   /** 0 for an event-triggered pass; n for the n-th retry after transient failures. */
   attempt: number;
+  /**
+   * The primary as a list returned it seconds ago (the sweep attaches it), to save a GET.
+   *
+   * Caveats: it is a read, not the truth: every write of the pass is guarded by its
+   * `metadata.resourceVersion`, so a stale snapshot costs one Conflict and an immediate requeue.
+   */
+  snapshot?: KubeObject;
+}
+
+/**
+ * The dedup key of a request, `controller/namespace/name` (namespace empty when cluster-scoped):
+ * equal keys are the same reconcile work. Kubernetes names never contain "/", so keys are unique.
+ */
+export function requestKey(request: Request): string {
+  return `${request.controller}/${request.namespace ?? ""}/${request.name}`;
 }
 
 /** Where follow-ups go. Platforms bind it to their queue's delayed delivery. */

@@ -1,0 +1,377 @@
+import type { KubeObject, ObjectKey, OwnerReference } from "../kube/port.ts";
+import type { ControllerDefinition, Watch, WatchedChange } from "./controller.ts";
+import { type EventBatch, parseEventBatch, relayEventSchema } from "./event-batch.ts";
+import { groupOf, type Registry } from "./registry.ts";
+import { type Context, type Request, requestKey } from "./types.ts";
+
+/** Audit verbs that change an object. Reads (get, list, watch) never map. */
+export const WRITE_VERBS: ReadonlySet<string> = new Set([
+  "create",
+  "update",
+  "patch",
+  "delete",
+  "deletecollection",
+]);
+/**
+ * Subresource writes that change what a controller manages: `scale` edits a workload's replicas.
+ * Every other subresource is dropped: `status` is status-only, `finalize` is the namespace
+ * controller's bookkeeping (the final delete follows as its own event), and `exec`, `eviction`,
+ * `binding`, `token`, `attach`… are writes to something other than the object's desired state.
+ */
+export const MAPPED_SUBRESOURCES: ReadonlySet<string> = new Set(["scale"]);
+
+/** Body kinds that are not the object itself (a delete's answer, a scale, options). */
+const NOT_OBJECT_KINDS: ReadonlySet<string> = new Set(["Status", "DeleteOptions", "Scale"]);
+
+export interface MapEventsOptions {
+  /**
+   * Usernames of the functions' own identity (e.g. "system:serviceaccount:kubefn-system:kubefn").
+   * Their writes are dropped: the pass that wrote already scheduled its follow-up.
+   */
+  selfUsernames?: Iterable<string>;
+  /** Watch mappers running at once. Default 8. */
+  mapperConcurrency?: number;
+}
+
+/** What a batch became. Every event lands in exactly one of skipped, dropped, ignored, unresolved or mapped. */
+export type MappingCounts = {
+  /** Events in the batch. */
+  events: number;
+  /** Malformed events, skipped. */
+  skipped: number;
+  /** Well-formed but filtered by rule: not ResponseComplete, a read, a failure, a subresource, a self-write. */
+  dropped: number;
+  /** Kinds no controller cares about, or events that mapped to nothing (e.g. a foreign owner). */
+  ignored: number;
+  /** Owned kinds without a body (Metadata level) and no `ownerFromKey`: left to the sweep. */
+  unresolved: number;
+  /** Events that produced at least one request or mapper call. */
+  mapped: number;
+  /** Mappers that threw; their requests are lost to this batch (the sweep covers them). */
+  mapperErrors: number;
+  /** Requests after deduplication. */
+  requests: number;
+};
+
+export interface MappingResult {
+  source: EventBatch["source"];
+  /** Deduplicated by controller + namespace + name, in first-seen order. */
+  requests: Request[];
+  counts: MappingCounts;
+}
+
+/** One change to one object, whatever the sender. */
+interface Change {
+  group: string;
+  resource: string;
+  namespace: string | undefined;
+  name: string;
+  verb: WatchedChange["verb"];
+  object: KubeObject | undefined;
+}
+
+/**
+ * Turns one intake batch (an audit `EventList` or a `RelayBatch`) into deduplicated reconcile
+ * requests through the registry: a primary kind maps to its own request, an owned kind to the
+ * registered primary named by its controlling ownerReference, a watched kind through the watch's
+ * mapper. Audit events count only at stage ResponseComplete, with a 2xx code and a write verb,
+ * not on a subresource (see {@link MAPPED_SUBRESOURCES}) and not by `selfUsernames`.
+ *
+ * Caveats: an owned object whose body the event does not carry (audit Metadata level, a delete
+ * answered with a Status) maps through the owning controller's `ownerFromKey`, or to nothing
+ * (counted `unresolved`): the sweep covers it. Mappers run after the batch is read, at most
+ * `mapperConcurrency` at once, once per watch and object key even if the batch changed that
+ * object several times; a mapper that throws is logged and counted, never fails the batch.
+ *
+ * @throws EventBatchError when the envelope is neither format (intake answers 400).
+ * @example
+ * const { requests, counts } = await mapEvents(ctx, registry, JSON.parse(body), { selfUsernames: [self] });
+ * await queue.send(requests.map((request) => ({ request, attempt: 0 })));
+ */
+export async function mapEvents(
+  ctx: Pick<Context, "kube" | "log" | "metrics">,
+  registry: Registry,
+  body: unknown,
+  options: MapEventsOptions = {},
+): Promise<MappingResult> {
+  const batch = parseEventBatch(body);
+  const mapper = new BatchMapper(registry, new Set(options.selfUsernames ?? []));
+  if (batch.source === "audit") {
+    for (const item of batch.items) mapper.addAudit(item);
+  } else {
+    for (const event of batch.events) mapper.addRelay(event);
+  }
+  await mapper.runWatches(ctx, options.mapperConcurrency ?? 8);
+  return { source: batch.source, requests: mapper.requests(), counts: mapper.counts };
+}
+
+interface WatchJob {
+  controller: ControllerDefinition;
+  watch: Watch;
+  change: WatchedChange;
+}
+
+class BatchMapper {
+  readonly counts: MappingCounts = {
+    events: 0,
+    skipped: 0,
+    dropped: 0,
+    ignored: 0,
+    unresolved: 0,
+    mapped: 0,
+    mapperErrors: 0,
+    requests: 0,
+  };
+  private readonly out = new Map<string, Request>();
+  private readonly jobs = new Map<string, WatchJob>();
+
+  constructor(
+    private readonly registry: Registry,
+    private readonly self: ReadonlySet<string>,
+  ) {}
+
+  addAudit(item: unknown): void {
+    this.counts.events++;
+    if (!isRecord(item)) return void this.counts.skipped++;
+    const { stage, verb, objectRef: ref, responseStatus } = item;
+    if (typeof stage !== "string" || typeof verb !== "string") return void this.counts.skipped++;
+    if (stage !== "ResponseComplete" || !WRITE_VERBS.has(verb)) return void this.counts.dropped++;
+    if (!isRecord(ref) || typeof ref.resource !== "string" || !isRecord(responseStatus)) {
+      return void this.counts.skipped++;
+    }
+    const code = responseStatus.code;
+    if (typeof code !== "number") return void this.counts.skipped++;
+    if (code < 200 || code > 299) return void this.counts.dropped++;
+    const subresource = ref.subresource;
+    if (typeof subresource === "string" && subresource !== "" && !MAPPED_SUBRESOURCES.has(subresource)) {
+      return void this.counts.dropped++;
+    }
+    const user = isRecord(item.user) ? item.user.username : undefined;
+    if (typeof user === "string" && this.self.has(user)) return void this.counts.dropped++;
+
+    const group = typeof ref.apiGroup === "string" ? ref.apiGroup : "";
+    const resource = ref.resource;
+    if (!this.interested(group, resource)) return void this.counts.ignored++;
+
+    const refNamespace =
+      typeof ref.namespace === "string" && ref.namespace !== "" ? ref.namespace : undefined;
+    const refName = typeof ref.name === "string" && ref.name !== "" ? ref.name : undefined;
+    const hasBody = subresource === undefined || subresource === "";
+
+    if (verb === "deletecollection") {
+      const list = hasBody && isRecord(item.responseObject) ? item.responseObject.items : undefined;
+      if (!Array.isArray(list)) return void this.counts.unresolved++;
+      let any = false;
+      for (const entry of list) {
+        const object = objectBody(entry);
+        if (!object) continue;
+        const namespace = object.metadata.namespace ?? refNamespace;
+        const result = this.add({
+          group,
+          resource,
+          namespace,
+          name: object.metadata.name,
+          verb: "delete",
+          object,
+        });
+        any = result === true || any;
+      }
+      return void (any ? this.counts.mapped++ : this.counts.ignored++);
+    }
+
+    const object = hasBody ? (objectBody(item.responseObject) ?? objectBody(item.requestObject)) : undefined;
+    const name = refName ?? object?.metadata.name;
+    if (name === undefined) return void this.counts.skipped++;
+    const namespace = refNamespace ?? object?.metadata.namespace;
+    this.count(this.add({ group, resource, namespace, name, verb: verb as WatchedChange["verb"], object }));
+  }
+
+  addRelay(event: unknown): void {
+    this.counts.events++;
+    const parsed = relayEventSchema.safeParse(event);
+    if (!parsed.success) return void this.counts.skipped++;
+    const { type, resource: res, object } = parsed.data;
+    if (!this.interested(res.group, res.resource)) return void this.counts.ignored++;
+    const verb = type === "ADDED" ? "create" : type === "DELETED" ? "delete" : "update";
+    const meta = object.metadata;
+    const namespace = meta.namespace === "" ? undefined : meta.namespace;
+    const kubeObject = { apiVersion: "", kind: "", ...object } as KubeObject;
+    this.count(
+      this.add({
+        group: res.group,
+        resource: res.resource,
+        namespace,
+        name: meta.name,
+        verb,
+        object: kubeObject,
+      }),
+    );
+  }
+
+  private count(result: boolean | "unresolved"): void {
+    if (result === "unresolved") this.counts.unresolved++;
+    else if (result) this.counts.mapped++;
+    else this.counts.ignored++;
+  }
+
+  private interested(group: string, resource: string): boolean {
+    const r = this.registry;
+    return (
+      r.primaryFor(group, resource) !== undefined ||
+      r.ownersOf(group, resource).length > 0 ||
+      r.watchersOf(group, resource).length > 0
+    );
+  }
+
+  /** Maps one change; true when it produced a request or a mapper call. */
+  private add(change: Change): boolean | "unresolved" {
+    const { registry } = this;
+    let produced = false;
+    let unresolved = false;
+
+    const primary = registry.primaryFor(change.group, change.resource);
+    if (primary) {
+      this.emit({
+        controller: primary.name,
+        namespace: primary.for.namespaced ? change.namespace : undefined,
+        name: change.name,
+      });
+      produced = true;
+    }
+
+    const owners = registry.ownersOf(change.group, change.resource);
+    if (owners.length > 0) {
+      const refs = change.object?.metadata.ownerReferences;
+      if (change.object) {
+        const owner = controllerRef(refs);
+        const def = owner ? registry.primaryForKind(groupOf(owner.apiVersion), owner.kind) : undefined;
+        if (owner && def && owners.includes(def)) {
+          this.emit({
+            controller: def.name,
+            namespace: def.for.namespaced ? change.namespace : undefined,
+            name: owner.name,
+          });
+          produced = true;
+        }
+      } else {
+        const key: ObjectKey =
+          change.namespace === undefined
+            ? { name: change.name }
+            : { namespace: change.namespace, name: change.name };
+        for (const def of owners) {
+          const ownerResource = def.owns!.find(
+            (o) => o.group === change.group && o.resource === change.resource,
+          )!;
+          const ownerKey = def.ownerFromKey?.(ownerResource, key);
+          if (ownerKey) {
+            this.emit({
+              controller: def.name,
+              namespace: def.for.namespaced ? ownerKey.namespace : undefined,
+              name: ownerKey.name,
+            });
+            produced = true;
+          } else {
+            unresolved = true;
+          }
+        }
+      }
+    }
+
+    for (const { controller, watch } of registry.watchersOf(change.group, change.resource)) {
+      const key: ObjectKey =
+        change.namespace === undefined
+          ? { name: change.name }
+          : { namespace: change.namespace, name: change.name };
+      const watched: WatchedChange = { resource: watch.resource, key, verb: change.verb };
+      if (change.object) watched.object = change.object;
+      this.jobs.set(
+        `${controller.name}\0${change.group}/${change.resource}\0${change.namespace ?? ""}\0${change.name}`,
+        {
+          controller,
+          watch,
+          change: watched,
+        },
+      );
+      produced = true;
+    }
+
+    return produced ? true : unresolved ? "unresolved" : false;
+  }
+
+  private emit(request: Request): void {
+    if (request.namespace === undefined) delete request.namespace;
+    const key = requestKey(request);
+    if (!this.out.has(key)) this.out.set(key, request);
+  }
+
+  async runWatches(ctx: Pick<Context, "kube" | "log" | "metrics">, concurrency: number): Promise<void> {
+    const jobs = [...this.jobs.values()];
+    let next = 0;
+    const worker = async (): Promise<void> => {
+      while (next < jobs.length) {
+        const job = jobs[next++]!;
+        try {
+          const requests = await job.watch.map(ctx, job.change);
+          for (const request of requests) {
+            if (this.registry.controller(request.controller)) this.emit({ ...request });
+            else
+              ctx.log.warn("mapper returned a request for an unknown controller", {
+                controller: job.controller.name,
+                request,
+              });
+          }
+        } catch (err) {
+          this.counts.mapperErrors++;
+          ctx.metrics.count("kubefn_mapper_errors_total", {
+            controller: job.controller.name,
+            kind: job.watch.resource.kind,
+          });
+          ctx.log.error("watch mapper failed", {
+            controller: job.controller.name,
+            kind: job.watch.resource.kind,
+            namespace: job.change.key.namespace,
+            name: job.change.key.name,
+            error: err instanceof Error ? err.message : String(err),
+          });
+        }
+      }
+    };
+    const workers = Array.from({ length: Math.max(1, Math.min(concurrency, jobs.length)) }, worker);
+    await Promise.all(workers);
+  }
+
+  requests(): Request[] {
+    const requests = [...this.out.values()];
+    this.counts.requests = requests.length;
+    return requests;
+  }
+}
+
+/** An object body with a name, or undefined for a Status, DeleteOptions, Scale or anything else. */
+function objectBody(value: unknown): (KubeObject & { metadata: { name: string } }) | undefined {
+  if (!isRecord(value) || !isRecord(value.metadata)) return undefined;
+  if (typeof value.kind === "string" && NOT_OBJECT_KINDS.has(value.kind)) return undefined;
+  if (typeof value.metadata.name !== "string" || value.metadata.name === "") return undefined;
+  return value as KubeObject & { metadata: { name: string } };
+}
+
+/** The ownerReference with `controller: true`, if any (metav1.GetControllerOf). */
+function controllerRef(refs: unknown): OwnerReference | undefined {
+  if (!Array.isArray(refs)) return undefined;
+  for (const ref of refs) {
+    if (
+      isRecord(ref) &&
+      ref.controller === true &&
+      typeof ref.kind === "string" &&
+      typeof ref.apiVersion === "string" &&
+      typeof ref.name === "string"
+    ) {
+      return ref as unknown as OwnerReference;
+    }
+  }
+  return undefined;
+}
+
+function isRecord(value: unknown): value is Record<string, unknown> {
+  return typeof value === "object" && value !== null && !Array.isArray(value);
+}

@@ -1,0 +1,361 @@
+import { classifyError, type ErrorClass, type ErrorClassName } from "../kube/classify.ts";
+import { isNotFound } from "../kube/errors.ts";
+import type { KubeObject, ObjectKey } from "../kube/port.ts";
+import { backoffSeconds } from "./backoff.ts";
+import type { ControllerDefinition, PassContext } from "./controller.ts";
+import { failed, type Outcome } from "./outcome.ts";
+import type { Registry } from "./registry.ts";
+import { jsonEqual, mergePatchFor } from "./status-patch.ts";
+import { type Context, type Message, type Request, requestKey } from "./types.ts";
+
+/** Fixed retry interval after a quota error (DESIGN: "fixed retry interval"). */
+export const QUOTA_RETRY_SECONDS = 60;
+/**
+ * Conflicts requeue at once (delay 0) this many times in a row; after that they back off like
+ * transient errors. The attempt grows by one per conflict, so a hot conflict loop (two writers
+ * fighting over a field) is bounded instead of spinning the queue.
+ */
+export const IMMEDIATE_CONFLICT_RETRIES = 3;
+/** Reason the executor writes on `permanentErrorCondition` once a newer generation passes. */
+export const RESOLVED_REASON = "Resolved";
+
+/** How a pass ended, for adapters to print and for `kubefn_passes_total{result}`. */
+export type PassResultKind = "done" | "requeue" | "error" | "latched";
+
+/** The summary of one pass. */
+export interface PassResult {
+  /** `controller/namespace/name`. */
+  key: string;
+  result: PassResultKind;
+  /** The primary did not exist (reconcileAbsent ran, or nothing did). */
+  absent: boolean;
+  /** Whether the status subresource was patched. */
+  wroteStatus: boolean;
+  /** Delay of the follow-up sent, in seconds; undefined when none was sent. */
+  followUpSeconds?: number;
+  /** Set when `result` is "error". */
+  errorClass?: ErrorClassName;
+  errorReason?: string;
+  durationMs: number;
+}
+
+/**
+ * One reconcile pass for one message: read the primary (or take `message.snapshot`), run the
+ * controller on a private copy, patch the status once if it changed (merge patch guarded by the
+ * resourceVersion read, with `status.observedGeneration`), and turn the Outcome into at most one
+ * follow-up through `ctx.queue`.
+ *
+ * | outcome | follow-up |
+ * | --- | --- |
+ * | done | none |
+ * | requeueAfter(s) | s, attempt 0 |
+ * | transient error | backoffSeconds(attempt) (1 s · 2^n, cap 300, equal jitter, ≥ Retry-After), attempt + 1 |
+ * | conflict (also a Conflict on the status patch) | 0 for the first {@link IMMEDIATE_CONFLICT_RETRIES}, then backoff; attempt + 1 |
+ * | quota | {@link QUOTA_RETRY_SECONDS}, attempt 0 |
+ * | permanent | none; `permanentErrorCondition` set when the controller asks for it |
+ *
+ * A follow-up later than the controller's `resyncSeconds` is not sent: the sweep comes first.
+ * Never throws for a failed pass: the failure is logged at error level with its key and class,
+ * counted, and expressed as the follow-up.
+ *
+ * Caveats: the latch (a True `permanentErrorCondition` at the current generation) makes a pass a
+ * no-op without calling the controller; controllers with their own latch leave that field unset.
+ * A failed follow-up send is logged and counted but not thrown: the sweep covers a lost message.
+ *
+ * @example
+ * const result = await runPass(ctx, registry, { request: { controller: "proxy", namespace: "ns", name: "p1" }, attempt: 0 });
+ * log.info("pass", result);
+ */
+export async function runPass(ctx: Context, registry: Registry, message: Message): Promise<PassResult> {
+  const started = performance.now();
+  const { request } = message;
+  const key = requestKey(request);
+  const attempt = Number.isInteger(message.attempt) && message.attempt > 0 ? message.attempt : 0;
+  const def = registry.controller(request.controller);
+  const summary: PassResult = { key, result: "done", absent: false, wroteStatus: false, durationMs: 0 };
+
+  const finish = (): PassResult => {
+    summary.durationMs = Math.round((performance.now() - started) * 100) / 100;
+    const controller = def?.name ?? "unknown";
+    ctx.metrics.count("kubefn_passes_total", { controller, result: summary.result });
+    ctx.metrics.observe("kubefn_pass_duration_seconds", summary.durationMs / 1000, { controller });
+    return summary;
+  };
+
+  if (!def) {
+    fail(
+      ctx,
+      summary,
+      request,
+      "unknown",
+      attempt,
+      new Error(`no controller "${request.controller}" is registered`),
+      {
+        class: "permanent",
+        reason: "UnknownController",
+      },
+    );
+    return finish();
+  }
+
+  const passCtx: PassContext = { ...ctx, request, attempt };
+  const objectKey: ObjectKey = def.for.namespaced
+    ? { namespace: request.namespace ?? "", name: request.name }
+    : { name: request.name };
+
+  let observed: KubeObject | undefined;
+  if (message.snapshot && matchesKey(message.snapshot, objectKey)) {
+    observed = message.snapshot;
+  } else {
+    try {
+      observed = await ctx.kube.get(def.for, objectKey);
+    } catch (err) {
+      if (!isNotFound(err)) {
+        await settle(ctx, def, summary, request, attempt, failed(err));
+        return finish();
+      }
+    }
+  }
+
+  if (!observed) {
+    summary.absent = true;
+    const outcome = def.reconcileAbsent
+      ? await guard(() => def.reconcileAbsent!(passCtx))
+      : { kind: "done" as const };
+    await settle(ctx, def, summary, request, attempt, outcome);
+    return finish();
+  }
+
+  if (isLatched(def, observed)) {
+    summary.result = "latched";
+    return finish();
+  }
+
+  const copy = structuredClone(observed);
+  let outcome = await guard(() => def.reconcile(passCtx, copy));
+  recordLatch(def, copy, ctx.clock.now(), outcome);
+  if (def.observedGeneration !== false && typeof copy.metadata.generation === "number") {
+    const status = isRecord(copy.status) ? copy.status : {};
+    status.observedGeneration = copy.metadata.generation;
+    copy.status = status;
+  }
+
+  const patch = jsonEqual(observed.status, copy.status)
+    ? undefined
+    : mergePatchFor(observed.status, copy.status);
+  if (patch !== undefined) {
+    try {
+      await ctx.kube.patchStatus(def.for, objectKey, {
+        type: "merge",
+        body: { metadata: { resourceVersion: observed.metadata.resourceVersion }, status: patch },
+      });
+      summary.wroteStatus = true;
+    } catch (err) {
+      // The write failure decides what happens next: a Conflict is "requeue now" through the
+      // conflict class and the next pass recomputes everything. NotFound means the object went
+      // away mid-pass; its deletion event brings the next pass.
+      if (isNotFound(err)) {
+        summary.absent = true;
+        outcome = { kind: "done" };
+      } else {
+        outcome = failed(err);
+      }
+    }
+  }
+
+  await settle(ctx, def, summary, request, attempt, outcome);
+  return finish();
+}
+
+/**
+ * The follow-up an Outcome asks for, before the resync limit is applied: its delay and the attempt
+ * it carries, plus the classified error. `undefined` for done; a negative delay for a permanent
+ * error (never retried).
+ */
+export function followUpFor(
+  outcome: Outcome,
+  attempt: number,
+  random: () => number,
+): { delaySeconds: number; attempt: number; error?: ErrorClass } | undefined {
+  switch (outcome.kind) {
+    case "done":
+      return undefined;
+    case "requeue":
+      return { delaySeconds: Math.ceil(outcome.afterSeconds), attempt: 0 };
+    case "error": {
+      const error = classifyError(outcome.error);
+      const retryAfter = error.retryAfterSeconds;
+      switch (error.class) {
+        case "transient":
+          return {
+            delaySeconds: backoffSeconds(attempt, random, retryAfter === undefined ? {} : { retryAfter }),
+            attempt: attempt + 1,
+            error,
+          };
+        case "conflict":
+          return {
+            delaySeconds:
+              attempt < IMMEDIATE_CONFLICT_RETRIES
+                ? 0
+                : backoffSeconds(attempt - IMMEDIATE_CONFLICT_RETRIES, random),
+            attempt: attempt + 1,
+            error,
+          };
+        case "quota":
+          return {
+            delaySeconds: Math.max(QUOTA_RETRY_SECONDS, Math.ceil(retryAfter ?? 0)),
+            attempt: 0,
+            error,
+          };
+        case "permanent":
+          return { delaySeconds: -1, attempt, error };
+        default:
+          return assertNever(error.class);
+      }
+    }
+    default:
+      return assertNever(outcome);
+  }
+}
+
+async function settle(
+  ctx: Context,
+  def: ControllerDefinition,
+  summary: PassResult,
+  request: Request,
+  attempt: number,
+  outcome: Outcome,
+): Promise<void> {
+  const next = followUpFor(outcome, attempt, ctx.random);
+  if (outcome.kind === "error") {
+    fail(
+      ctx,
+      summary,
+      request,
+      def.name,
+      attempt,
+      outcome.error,
+      next?.error ?? classifyError(outcome.error),
+    );
+  } else {
+    summary.result = outcome.kind;
+  }
+  if (!next || next.delaySeconds < 0 || next.delaySeconds > def.resyncSeconds) return;
+  try {
+    await ctx.queue.send([{ request, attempt: next.attempt }], next.delaySeconds);
+    summary.followUpSeconds = next.delaySeconds;
+  } catch (err) {
+    ctx.log.error("follow-up not sent; the sweep will revisit", { key: summary.key, error: String(err) });
+    ctx.metrics.count("kubefn_followup_errors_total", { controller: def.name });
+  }
+}
+
+function fail(
+  ctx: Context,
+  summary: PassResult,
+  request: Request,
+  controller: string,
+  attempt: number,
+  error: unknown,
+  cls: ErrorClass,
+): void {
+  summary.result = "error";
+  summary.errorClass = cls.class;
+  summary.errorReason = cls.reason;
+  ctx.log.error("pass failed", {
+    key: summary.key,
+    controller,
+    namespace: request.namespace,
+    name: request.name,
+    class: cls.class,
+    reason: cls.reason,
+    attempt,
+    error: error instanceof Error ? error.message : String(error),
+  });
+  ctx.metrics.count("kubefn_pass_errors_total", { controller, class: cls.class });
+}
+
+async function guard(run: () => Promise<Outcome>): Promise<Outcome> {
+  try {
+    return await run();
+  } catch (err) {
+    return failed(err);
+  }
+}
+
+function matchesKey(object: KubeObject, key: ObjectKey): boolean {
+  return object.metadata?.name === key.name && (object.metadata.namespace ?? "") === (key.namespace ?? "");
+}
+
+interface ConditionLike {
+  type: string;
+  status: string;
+  reason?: string;
+  message?: string;
+  observedGeneration?: number;
+  lastTransitionTime?: string;
+}
+
+function conditionsOf(object: KubeObject): ConditionLike[] | undefined {
+  const status = object.status;
+  if (!isRecord(status) || !Array.isArray(status.conditions)) return undefined;
+  return status.conditions as ConditionLike[];
+}
+
+/** The executor-kept latch: True at the current generation, and the object is not being deleted. */
+export function isLatched(def: ControllerDefinition, object: KubeObject): boolean {
+  if (!def.permanentErrorCondition || object.metadata.deletionTimestamp) return false;
+  const condition = conditionsOf(object)?.find((c) => c.type === def.permanentErrorCondition);
+  return (
+    condition?.status === "True" &&
+    condition.observedGeneration !== undefined &&
+    condition.observedGeneration === object.metadata.generation
+  );
+}
+
+function recordLatch(def: ControllerDefinition, object: KubeObject, now: Date, outcome: Outcome): void {
+  const type = def.permanentErrorCondition;
+  if (!type) return;
+  const cls = outcome.kind === "error" ? classifyError(outcome.error) : undefined;
+  const existing = conditionsOf(object)?.find((c) => c.type === type);
+  const generation = object.metadata.generation;
+  if (cls?.class === "permanent" && outcome.kind === "error") {
+    const message = outcome.error instanceof Error ? outcome.error.message : String(outcome.error);
+    upsertCondition(
+      object,
+      { type, status: "True", reason: cls.reason, message, observedGeneration: generation },
+      now,
+    );
+  } else if (existing?.status === "True") {
+    upsertCondition(
+      object,
+      { type, status: "False", reason: RESOLVED_REASON, message: "", observedGeneration: generation },
+      now,
+    );
+  }
+}
+
+function upsertCondition(object: KubeObject, next: ConditionLike, now: Date): void {
+  const status = isRecord(object.status) ? object.status : {};
+  object.status = status;
+  const conditions = Array.isArray(status.conditions) ? (status.conditions as ConditionLike[]) : [];
+  status.conditions = conditions;
+  const index = conditions.findIndex((c) => c.type === next.type);
+  const previous = index >= 0 ? conditions[index] : undefined;
+  const lastTransitionTime =
+    previous && previous.status === next.status && previous.lastTransitionTime
+      ? previous.lastTransitionTime
+      : now.toISOString().replace(/\.\d{3}Z$/, "Z");
+  const condition = { ...next, lastTransitionTime };
+  if (next.observedGeneration === undefined) delete condition.observedGeneration;
+  if (index >= 0) conditions[index] = condition;
+  else conditions.push(condition);
+}
+
+function isRecord(value: unknown): value is Record<string, unknown> {
+  return typeof value === "object" && value !== null && !Array.isArray(value);
+}
+
+function assertNever(value: never): never {
+  throw new Error(`unhandled case: ${JSON.stringify(value)}`);
+}

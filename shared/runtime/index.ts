@@ -1,0 +1,60 @@
+export { type BackoffPolicy, backoffSeconds, DEFAULT_BACKOFF } from "./backoff.ts";
+export type { ControllerDefinition, PassContext, Watch, WatchedChange } from "./controller.ts";
+export {
+  type AuditEvent,
+  auditEventListSchema,
+  auditEventSchema,
+  auditObjectRefSchema,
+  type EventBatch,
+  EventBatchError,
+  parseEventBatch,
+  type RelayBatch,
+  type RelayEvent,
+  relayBatchSchema,
+  relayEventSchema,
+} from "./event-batch.ts";
+export {
+  MAPPED_SUBRESOURCES,
+  type MapEventsOptions,
+  type MappingCounts,
+  type MappingResult,
+  mapEvents,
+  WRITE_VERBS,
+} from "./event-mapping.ts";
+export {
+  followUpFor,
+  IMMEDIATE_CONFLICT_RETRIES,
+  isLatched,
+  type PassResult,
+  type PassResultKind,
+  QUOTA_RETRY_SECONDS,
+  RESOLVED_REASON,
+  runPass,
+} from "./executor.ts";
+export { done, failed, Outcome, requeueAfter } from "./outcome.ts";
+export {
+  createRegistry,
+  groupOf,
+  isKind,
+  MAX_RESYNC_SECONDS,
+  MIN_RESYNC_SECONDS,
+  type RegisteredWatch,
+  type Registry,
+  RegistryError,
+  resourceKey,
+} from "./registry.ts";
+export { jsonEqual, mergePatchFor } from "./status-patch.ts";
+export { planSweep, type SweepInput, type SweepPlan, sweepBucket } from "./sweep.ts";
+export type {
+  Clock,
+  Context,
+  Kube,
+  KubeObject,
+  Log,
+  Message,
+  Metrics,
+  Queue,
+  Request,
+  Resource,
+} from "./types.ts";
+export { requestKey } from "./types.ts";

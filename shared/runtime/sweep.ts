@@ -1,0 +1,79 @@
+import type { KubeObject } from "../kube/port.ts";
+import type { Message, Request } from "./types.ts";
+
+export interface SweepInput {
+  /** The controller whose primaries these are. */
+  controller: string;
+  /** One full (paginated) list of the controller's primary kind. */
+  objects: readonly KubeObject[];
+  now: Date;
+  resyncSeconds: number;
+  /** Messages per shard (one queue batch each). */
+  shardSize: number;
+  /** Attach each listed object as `Message.snapshot`, saving the pass a GET. Default false. */
+  snapshots?: boolean;
+}
+
+export interface SweepPlan {
+  /** Number of minute buckets the interval is cut into: ceil(resyncSeconds / 60). */
+  buckets: number;
+  /** The bucket due this minute. */
+  bucket: number;
+  /** Drift requests due this minute, in list order. */
+  due: Request[];
+  /** `due` as messages, chunked into shards of at most `shardSize` for fan-out. */
+  shards: Message[][];
+}
+
+/**
+ * Which primaries are due for a drift pass this minute. An object is due in minute m iff
+ * `hash(uid) mod B == m mod B` with B = ceil(resyncSeconds / 60), so over any B consecutive
+ * minutes each listed object is due exactly once, and the load spreads evenly over the interval
+ * without any stored schedule. The hash is FNV-1a (32 bit) of the UID, stable across runs.
+ *
+ * Caveats: the spread is statistical: a bucket holds n/B ± ~sqrt(n/B) objects. An object
+ * without a UID (never from a real list) is hashed by namespace/name. An object created
+ * mid-interval waits up to one interval for its first drift pass (its creation event already
+ * ran one).
+ *
+ * @example
+ * const plan = planSweep({ controller: "proxy", objects: items, now: clock.now(), resyncSeconds: 600, shardSize: 100 });
+ * for (const shard of plan.shards) await queue.send(shard);
+ */
+export function planSweep(input: SweepInput): SweepPlan {
+  const buckets = Math.max(1, Math.ceil(input.resyncSeconds / 60));
+  const bucket = Math.floor(input.now.getTime() / 60_000) % buckets;
+  const due: Request[] = [];
+  const messages: Message[] = [];
+  for (const object of input.objects) {
+    const meta = object.metadata;
+    if (!meta?.name) continue;
+    if (sweepBucket(meta.uid ?? `${meta.namespace ?? ""}/${meta.name}`, buckets) !== bucket) continue;
+    const request: Request = meta.namespace
+      ? { controller: input.controller, namespace: meta.namespace, name: meta.name }
+      : { controller: input.controller, name: meta.name };
+    due.push(request);
+    messages.push(input.snapshots ? { request, attempt: 0, snapshot: object } : { request, attempt: 0 });
+  }
+  return { buckets, bucket, due, shards: chunk(messages, Math.max(1, Math.floor(input.shardSize))) };
+}
+
+/** The minute bucket (0 ≤ b < buckets) an object with this UID is swept in. */
+export function sweepBucket(uid: string, buckets: number): number {
+  return fnv1a(uid) % buckets;
+}
+
+function fnv1a(text: string): number {
+  let hash = 0x811c9dc5;
+  for (let i = 0; i < text.length; i++) {
+    hash ^= text.charCodeAt(i);
+    hash = Math.imul(hash, 0x01000193);
+  }
+  return hash >>> 0;
+}
+
+function chunk<T>(items: readonly T[], size: number): T[][] {
+  const out: T[][] = [];
+  for (let i = 0; i < items.length; i += size) out.push(items.slice(i, i + size));
+  return out;
+}

@@ -6,7 +6,6 @@ import {
   type CreateRequest,
   type Instance,
   type InstanceState,
-  ownerTagKey,
   type Provider,
   ProviderError,
   ProviderNotFoundError,
@@ -94,7 +93,7 @@ export function createKubernetesProvider(opts: KubernetesProviderOptions): Provi
           }
           throw getErr;
         }
-        return adoptExisting(existing, ownerTagKey, sanitiseLabelValue(owner), req.name, err);
+        return adoptExisting(existing, sanitiseLabelValue(owner), req.name, err);
       }
     },
 

@@ -61,7 +61,10 @@ export interface Instance {
   state: InstanceState;
   /** Set once the instance is Running and has an address. */
   ip?: string;
-  /** Tags as the provider stores them (after the provider's label sanitising). */
+  /**
+   * Tags as the provider stores them, after its label sanitising — except {@link ownerTagKey} and
+   * {@link managedByTagKey}, which every provider reports under these canonical keys.
+   */
   tags: Record<string, string>;
 }
 
@@ -153,22 +156,15 @@ export function requireOwnerTag(req: CreateRequest): string {
 }
 
 /**
- * The answer to a create that hit an existing name: the existing instance when it carries the
- * same owner tag value (`sanitisedOwner`, as the provider stores it), else a permanent
- * `NameConflict`.
+ * The answer to a create that hit an existing name: the existing instance when its
+ * {@link ownerTagKey} is `owner`, else a permanent `NameConflict`.
  */
-export function adoptExisting(
-  existing: Instance,
-  ownerKey: string,
-  sanitisedOwner: string,
-  name: string,
-  cause?: unknown,
-): Instance {
-  if (existing.tags[ownerKey] === sanitisedOwner) return existing;
+export function adoptExisting(existing: Instance, owner: string, name: string, cause?: unknown): Instance {
+  if (existing.tags[ownerTagKey] === owner) return existing;
   throw new ProviderError(
     "permanent",
     "NameConflict",
-    `an instance named ${name} exists (${existing.id}) but does not carry ${ownerKey}=${sanitisedOwner}`,
+    `an instance named ${name} exists (${existing.id}) but does not carry ${ownerTagKey}=${owner}`,
     { cause },
   );
 }

@@ -1,0 +1,196 @@
+import type { Clock } from "../../../runtime/types.ts";
+import { ProviderError } from "./provider.ts";
+
+/** The fields kubefn reads from a Google service-account key file (JSON). */
+export interface ServiceAccountKey {
+  client_email: string;
+  /** PKCS#8 PEM ("-----BEGIN PRIVATE KEY-----"). */
+  private_key: string;
+  private_key_id?: string;
+  /** Defaults to {@link googleTokenUri}. */
+  token_uri?: string;
+}
+
+export const googleTokenUri = "https://oauth2.googleapis.com/token";
+export const computeScope = "https://www.googleapis.com/auth/compute";
+const jwtBearerGrant = "urn:ietf:params:oauth:grant-type:jwt-bearer";
+const assertionLifetimeSeconds = 3600;
+/** A cached token is replaced this long before it expires. */
+const refreshMarginSeconds = 60;
+
+/** Hands out OAuth 2.0 access tokens. */
+export interface TokenSource {
+  /** A valid access token, from the cache while it has more than a minute left. */
+  token(): Promise<string>;
+  /** Forget the cached token (the API answered 401). */
+  invalidate(): void;
+}
+
+export interface ServiceAccountTokenSourceOptions {
+  key: ServiceAccountKey;
+  fetch: typeof fetch;
+  clock: Clock;
+  scope?: string;
+}
+
+/**
+ * The OAuth 2.0 JWT bearer grant (RFC 7523) for a service account: an RS256 assertion signed with
+ * Web Crypto, exchanged at `token_uri` for an access token. Runs wherever `fetch` and
+ * `crypto.subtle` do.
+ *
+ * Caveats: the token is cached in the returned object only; a new instance (a cold start) fetches
+ * a new token. Concurrent callers share one in-flight exchange.
+ */
+export function createServiceAccountTokenSource(opts: ServiceAccountTokenSourceOptions): TokenSource {
+  const { key, clock } = opts;
+  const scope = opts.scope ?? computeScope;
+  const tokenUri = key.token_uri ?? googleTokenUri;
+  let signingKey: Promise<CryptoKey> | undefined;
+  let cached: { token: string; expiresAtMs: number } | undefined;
+  let inFlight: Promise<string> | undefined;
+
+  async function exchange(): Promise<string> {
+    signingKey ??= importPrivateKey(key.private_key).catch((err: unknown) => {
+      signingKey = undefined;
+      throw err;
+    });
+    const nowSeconds = Math.floor(clock.now().getTime() / 1000);
+    const assertion = await signJwt(await signingKey, {
+      header: { alg: "RS256", typ: "JWT", ...(key.private_key_id ? { kid: key.private_key_id } : {}) },
+      claims: {
+        iss: key.client_email,
+        scope,
+        aud: tokenUri,
+        iat: nowSeconds,
+        exp: nowSeconds + assertionLifetimeSeconds,
+      },
+    });
+    let res: Response;
+    try {
+      res = await opts.fetch(tokenUri, {
+        method: "POST",
+        headers: { "content-type": "application/x-www-form-urlencoded", accept: "application/json" },
+        body: new URLSearchParams({ grant_type: jwtBearerGrant, assertion }).toString(),
+        signal: AbortSignal.timeout(30_000),
+      });
+    } catch (err) {
+      throw new ProviderError("transient", "TokenUnavailable", `token request to ${tokenUri} failed`, {
+        cause: err,
+      });
+    }
+    const text = await res.text();
+    const body = parseJson(text) as
+      | { access_token?: unknown; expires_in?: unknown; error?: unknown }
+      | undefined;
+    if (!res.ok || typeof body?.access_token !== "string") {
+      const detail = typeof body?.error === "string" ? text.slice(0, 300) : `HTTP ${res.status}`;
+      const message = `token request for ${key.client_email} refused: ${detail}`;
+      // 400/401 are invalid_grant, invalid_client, ...: bad or revoked credentials.
+      if (res.status === 400 || res.status === 401 || res.status === 403) {
+        throw new ProviderError("permanent", "AuthenticationFailed", message);
+      }
+      throw new ProviderError("transient", "TokenUnavailable", message);
+    }
+    const expiresIn = typeof body.expires_in === "number" ? body.expires_in : assertionLifetimeSeconds;
+    cached = { token: body.access_token, expiresAtMs: clock.now().getTime() + expiresIn * 1000 };
+    return body.access_token;
+  }
+
+  return {
+    async token() {
+      if (cached && clock.now().getTime() < cached.expiresAtMs - refreshMarginSeconds * 1000)
+        return cached.token;
+      inFlight ??= exchange().finally(() => {
+        inFlight = undefined;
+      });
+      return inFlight;
+    },
+    invalidate() {
+      cached = undefined;
+    },
+  };
+}
+
+export interface Jwt {
+  header: Record<string, unknown>;
+  claims: Record<string, unknown>;
+}
+
+/** A compact JWS: base64url(header).base64url(claims).base64url(RSASSA-PKCS1-v1_5/SHA-256 signature). */
+export async function signJwt(key: CryptoKey, jwt: Jwt): Promise<string> {
+  const signingInput = `${base64UrlFromString(JSON.stringify(jwt.header))}.${base64UrlFromString(JSON.stringify(jwt.claims))}`;
+  const signature = await crypto.subtle.sign(
+    "RSASSA-PKCS1-v1_5",
+    key,
+    new TextEncoder().encode(signingInput),
+  );
+  return `${signingInput}.${base64UrlFromBytes(new Uint8Array(signature))}`;
+}
+
+/** Imports a PKCS#8 PEM private key for RS256 signing. */
+export async function importPrivateKey(pem: string): Promise<CryptoKey> {
+  try {
+    return await crypto.subtle.importKey(
+      "pkcs8",
+      bytesFromPem(pem, "PRIVATE KEY"),
+      { name: "RSASSA-PKCS1-v1_5", hash: "SHA-256" },
+      false,
+      ["sign"],
+    );
+  } catch (err) {
+    throw new ProviderError(
+      "permanent",
+      "InvalidCredentials",
+      "service account private_key is not a PKCS#8 RSA key",
+      {
+        cause: err,
+      },
+    );
+  }
+}
+
+/** The DER bytes inside a PEM block labelled `label`. */
+export function bytesFromPem(pem: string, label: string): Uint8Array<ArrayBuffer> {
+  const match = new RegExp(`-----BEGIN ${label}-----([^-]*)-----END ${label}-----`).exec(pem);
+  if (!match?.[1]) throw new TypeError(`no ${label} PEM block`);
+  return bytesFromBase64(match[1].replace(/\s+/g, ""));
+}
+
+/** PEM text for DER bytes. */
+export function pemFromBytes(der: Uint8Array, label: string): string {
+  const b64 = base64FromBytes(der).replace(/.{1,64}/g, "$&\n");
+  return `-----BEGIN ${label}-----\n${b64}-----END ${label}-----\n`;
+}
+
+export function base64UrlFromBytes(bytes: Uint8Array): string {
+  return base64FromBytes(bytes).replace(/\+/g, "-").replace(/\//g, "_").replace(/=+$/, "");
+}
+
+export function bytesFromBase64Url(s: string): Uint8Array<ArrayBuffer> {
+  return bytesFromBase64(s.replace(/-/g, "+").replace(/_/g, "/"));
+}
+
+function base64UrlFromString(s: string): string {
+  return base64UrlFromBytes(new TextEncoder().encode(s));
+}
+
+function base64FromBytes(bytes: Uint8Array): string {
+  let binary = "";
+  for (const byte of bytes) binary += String.fromCharCode(byte);
+  return btoa(binary);
+}
+
+function bytesFromBase64(b64: string): Uint8Array<ArrayBuffer> {
+  const binary = atob(b64 + "=".repeat((4 - (b64.length % 4)) % 4));
+  const bytes = new Uint8Array(binary.length);
+  for (let i = 0; i < binary.length; i++) bytes[i] = binary.charCodeAt(i);
+  return bytes;
+}
+
+function parseJson(text: string): unknown {
+  try {
+    return JSON.parse(text);
+  } catch {
+    return undefined;
+  }
+}

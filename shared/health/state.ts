@@ -8,8 +8,8 @@
  *   consecutive failures are reached. Counters saturate at their threshold, so a steady state maps
  *   to an identical (deep-equal) state and needs no write.
  * - A report is due on the first verdict, when the verdict differs from the last reported one (a
- *   threshold flip), or when a successful probe's latency differs from the reported latency by more
- *   than max(20 ms, 50 % of the reported value).
+ *   threshold flip), or, while healthy, when a successful probe's latency differs from the reported
+ *   latency by more than max(20 ms, 50 % of the reported value).
  * - At most one report per `minReportIntervalSeconds`, measured from the last report. A suppressed
  *   report leaves the reported markers where they were, so every later probe re-evaluates it: a
  *   flip is delivered by the first probe after the interval (if it still holds), a latency change
@@ -92,7 +92,8 @@ export interface RecordResult {
  * if (report) reconcileKeys.push(key);
  *
  * Caveats: the latency compared and reported is that of the probe just made; a failed probe's
- * latency is reported with a flip but never triggers a LatencyChange on its own.
+ * latency (often the timeout) is reported with a flip but never triggers a LatencyChange, and
+ * neither does any probe while the verdict is unhealthy.
  */
 export function recordProbe(
   previous: HealthState | undefined,
@@ -202,7 +203,7 @@ function dueReason(
 ): ReportReason | undefined {
   if (!reported) return "FirstVerdict";
   if (reported.healthy !== verdict) return "ThresholdFlip";
-  if (probeOk && latencyChanged(reported.latencyMs, latencyMs)) return "LatencyChange";
+  if (verdict && probeOk && latencyChanged(reported.latencyMs, latencyMs)) return "LatencyChange";
   return undefined;
 }
 

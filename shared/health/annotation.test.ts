@@ -1,0 +1,91 @@
+import { describe, expect, it } from "vitest";
+import {
+  decodeHealthState,
+  encodeHealthState,
+  HEALTH_ANNOTATION,
+  healthAnnotationPatch,
+  healthStateOf,
+} from "./annotation.ts";
+import type { HealthState } from "./state.ts";
+
+const state: HealthState = {
+  instance: "pod-a",
+  verdict: true,
+  consecOK: 2,
+  consecFail: 0,
+  reported: { healthy: true, latencyMs: 12, at: "2026-01-01T00:00:00.000Z" },
+};
+
+describe("encode/decode", () => {
+  it("round-trips", () => {
+    expect(decodeHealthState(encodeHealthState(state))).toStrictEqual(state);
+  });
+
+  it("is canonical: key order of the input does not matter", () => {
+    const shuffled = {
+      reported: { at: "2026-01-01T00:00:00.000Z", latencyMs: 12, healthy: true },
+      consecFail: 0,
+      consecOK: 2,
+      verdict: true,
+      instance: "pod-a",
+    } as HealthState;
+    expect(encodeHealthState(shuffled)).toBe(encodeHealthState(state));
+  });
+
+  it("is compact", () => {
+    expect(encodeHealthState(state)).toBe(
+      '{"instance":"pod-a","verdict":true,"consecOK":2,"consecFail":0,' +
+        '"reported":{"healthy":true,"latencyMs":12,"at":"2026-01-01T00:00:00.000Z"}}',
+    );
+  });
+
+  it.each([
+    ["missing", undefined],
+    ["empty", ""],
+    ["not JSON", "{nope"],
+    ["JSON null", "null"],
+    ["an array", "[]"],
+    ["no instance", '{"consecOK":1,"consecFail":0}'],
+    ["negative counter", '{"instance":"a","consecOK":-1,"consecFail":0}'],
+    ["fractional counter", '{"instance":"a","consecOK":1.5,"consecFail":0}'],
+    ["bad time", '{"instance":"a","consecOK":1,"consecFail":0,"reported":{"healthy":true,"at":"soon"}}'],
+    [
+      "unknown refusal",
+      '{"instance":"a","consecOK":1,"consecFail":0,"refused":{"reason":"Nope","message":""}}',
+    ],
+  ])("garbage (%s) reads as no state", (_name, text) => {
+    expect(decodeHealthState(text)).toBeUndefined();
+  });
+
+  it("ignores unknown fields", () => {
+    expect(decodeHealthState('{"instance":"a","consecOK":1,"consecFail":0,"future":1}')).toEqual({
+      instance: "a",
+      consecOK: 1,
+      consecFail: 0,
+    });
+  });
+
+  it("reads from annotations", () => {
+    expect(healthStateOf({ [HEALTH_ANNOTATION]: encodeHealthState(state) })).toEqual(state);
+    expect(healthStateOf(undefined)).toBeUndefined();
+  });
+});
+
+describe("healthAnnotationPatch", () => {
+  it("is null when the stored value already says the same (steady state writes nothing)", () => {
+    expect(healthAnnotationPatch(encodeHealthState(state), { ...state }, "42")).toBeNull();
+  });
+
+  it("is a resourceVersion-guarded merge patch of only the annotation", () => {
+    expect(healthAnnotationPatch(undefined, state, "42")).toEqual({
+      type: "merge",
+      body: {
+        metadata: { resourceVersion: "42", annotations: { [HEALTH_ANNOTATION]: encodeHealthState(state) } },
+      },
+    });
+  });
+
+  it("rewrites a garbage value", () => {
+    expect(healthAnnotationPatch("{nope", state)).not.toBeNull();
+  });
+});

@@ -1,0 +1,168 @@
+import { describe, expect, it } from "vitest";
+import { screenProbeTarget } from "./probe.ts";
+import { checkProbeTarget, parseIpLiteral, type RefusalReason } from "./target.ts";
+
+describe("checkProbeTarget refuses", () => {
+  it.each([
+    // The metadata service in every spelling.
+    ["169.254.169.254", "MetadataAddress"],
+    ["169.254.169.254.", "MetadataAddress"],
+    ["2852039166", "MetadataAddress"],
+    ["0xA9FEA9FE", "MetadataAddress"],
+    ["0xa9fea9fe", "MetadataAddress"],
+    ["0251.0376.0251.0376", "MetadataAddress"],
+    ["0xA9.0xFE.0xA9.0xFE", "MetadataAddress"],
+    ["169.254.43518", "MetadataAddress"],
+    ["169.16689662", "MetadataAddress"],
+    ["0251.254.169.254", "MetadataAddress"],
+    ["0x00000000A9FEA9FE", "MetadataAddress"],
+    ["::ffff:169.254.169.254", "MetadataAddress"],
+    ["[::ffff:169.254.169.254]", "MetadataAddress"],
+    ["::ffff:a9fe:a9fe", "MetadataAddress"],
+    ["0:0:0:0:0:ffff:a9fe:a9fe", "MetadataAddress"],
+    ["::169.254.169.254", "MetadataAddress"],
+    ["64:ff9b::169.254.169.254", "MetadataAddress"],
+    ["64:ff9b::a9fe:a9fe", "MetadataAddress"],
+    ["169.254.170.2", "MetadataAddress"],
+    ["169.254.170.23", "MetadataAddress"],
+    ["fd00:ec2::254", "MetadataAddress"],
+    ["[FD00:EC2::254]", "MetadataAddress"],
+    ["fd00:ec2:0:0:0:0:0:254", "MetadataAddress"],
+    ["fd00:ec2::23", "MetadataAddress"],
+    ["100.100.100.200", "MetadataAddress"],
+    ["1684301000", "MetadataAddress"],
+    ["::ffff:100.100.100.200", "MetadataAddress"],
+    ["metadata.google.internal", "MetadataAddress"],
+    ["METADATA.GOOGLE.INTERNAL.", "MetadataAddress"],
+    ["metadata.goog", "MetadataAddress"],
+    ["instance-data.ec2.internal", "MetadataAddress"],
+    // Link-local.
+    ["169.254.0.1", "LinkLocal"],
+    ["169.254.255.255", "LinkLocal"],
+    ["0xA9FE0001", "LinkLocal"],
+    ["fe80::1", "LinkLocal"],
+    ["fe80::1%eth0", "LinkLocal"],
+    ["[fe80::1%25eth0]", "LinkLocal"],
+    ["febf:ffff::1", "LinkLocal"],
+    ["::ffff:169.254.1.1", "LinkLocal"],
+    // Unspecified.
+    ["0.0.0.0", "Unspecified"],
+    ["0", "Unspecified"],
+    ["0x0", "Unspecified"],
+    ["00", "Unspecified"],
+    ["0.1.2.3", "Unspecified"],
+    ["::", "Unspecified"],
+    ["[::]", "Unspecified"],
+    ["0:0:0:0:0:0:0:0", "Unspecified"],
+    ["::ffff:0.0.0.0", "Unspecified"],
+    // Nothing at all.
+    ["", "InvalidHost"],
+    ["  ", "InvalidHost"],
+  ] as Array<[string, RefusalReason]>)("%s → %s", (host, reason) => {
+    const verdict = checkProbeTarget(host);
+    expect(verdict).toMatchObject({ allowed: false, reason });
+    if (!verdict.allowed) expect(verdict.message).toContain(JSON.stringify(host));
+  });
+});
+
+describe("checkProbeTarget allows", () => {
+  it.each([
+    "127.0.0.1",
+    "127.0.0.53",
+    "2130706433",
+    "localhost",
+    "::1",
+    "[::1]",
+    "::ffff:127.0.0.1",
+    "10.0.0.1",
+    "192.168.1.10",
+    "172.16.0.1",
+    "100.64.0.1",
+    "100.100.100.201",
+    "169.253.255.255",
+    "169.255.0.1",
+    "fec0::1",
+    "fd00:ec2::253",
+    "2001:db8::1",
+    "proxy.default.svc.cluster.local",
+    "metadata.google.internal.example.com",
+    "example.com",
+    "1.1.1.1",
+    "256.1.1.1", // not an address, so a (bogus) name: DNS decides
+  ])("%s", (host) => {
+    expect(checkProbeTarget(host)).toEqual({ allowed: true });
+  });
+});
+
+describe("policy", () => {
+  it("allowLinkLocal permits everything", () => {
+    expect(checkProbeTarget("169.254.169.254", { allowLinkLocal: true })).toEqual({ allowed: true });
+    expect(checkProbeTarget("metadata.google.internal", { allowLinkLocal: true })).toEqual({ allowed: true });
+  });
+
+  it.each([
+    ["169.254.10.5", ["169.254.10.0/24"], true],
+    ["0xA9FE0A05", ["169.254.10.0/24"], true],
+    ["::ffff:169.254.10.5", ["169.254.10.0/24"], true],
+    ["169.254.11.5", ["169.254.10.0/24"], false],
+    ["169.254.169.254", ["169.254.10.0/24"], false],
+    ["169.254.169.254", ["169.254.169.254"], true],
+    ["2852039166", ["169.254.169.254"], true],
+    ["fe80::5", ["fe80::/64"], true],
+    ["metadata.google.internal", ["metadata.google.internal"], true],
+    ["metadata.google.internal", ["169.254.169.254"], false],
+  ] as Array<[string, string[], boolean]>)("%s with allowList %j → %s", (host, allowList, allowed) => {
+    expect(checkProbeTarget(host, { allowList }).allowed).toBe(allowed);
+  });
+});
+
+describe("parseIpLiteral", () => {
+  it.each([
+    ["1.2.3.4", [1, 2, 3, 4]],
+    ["1.2.772", [1, 2, 3, 4]],
+    ["1.131844", [1, 2, 3, 4]],
+    ["16909060", [1, 2, 3, 4]],
+    ["0x1.0x2.0x3.0x4", [1, 2, 3, 4]],
+    ["01.02.03.04", [1, 2, 3, 4]],
+  ])("%s", (text, bytes) => {
+    expect(parseIpLiteral(text)).toEqual({ family: 4, bytes: Uint8Array.from(bytes) });
+  });
+
+  it.each([
+    "1.2.3.4.5",
+    "1.2.3.256",
+    "08.1.1.1",
+    "4294967296",
+    "1..2",
+    "a.b.c.d",
+    "1:2:3",
+    "1::2::3",
+    "12345::",
+  ])("%s is not an address", (text) => {
+    expect(parseIpLiteral(text)).toBeUndefined();
+  });
+});
+
+describe("screenProbeTarget", () => {
+  const proxy = { host: "10.0.0.5", port: 3128, scheme: "http" as const };
+  it.each([
+    ["http://example.com/", true, undefined],
+    ["https://example.com/", true, undefined],
+    ["http://169.254.169.254/latest/meta-data/", false, "MetadataAddress"],
+    ["http://0xA9FEA9FE/", false, "MetadataAddress"],
+    ["http://[fd00:ec2::254]/", false, "MetadataAddress"],
+    ["http://metadata.google.internal/computeMetadata/v1/", false, "MetadataAddress"],
+    ["ftp://example.com/", false, "InvalidURL"],
+    ["not a url", false, "InvalidURL"],
+  ])("probe URL %s → %s", (url, allowed, reason) => {
+    const verdict = screenProbeTarget({ proxy, url });
+    expect(verdict.allowed).toBe(allowed);
+    if (!verdict.allowed) expect(verdict.reason).toBe(reason);
+  });
+
+  it("checks the proxy host first", () => {
+    expect(
+      screenProbeTarget({ proxy: { ...proxy, host: "169.254.169.254" }, url: "http://example.com/" }),
+    ).toMatchObject({ allowed: false, reason: "MetadataAddress" });
+  });
+});

@@ -142,7 +142,7 @@ describe("probeAll", () => {
     expect(second.reconcileKeys).toEqual([]);
 
     const fixed = await probeAll({
-      proxies: [{ ...s, annotation: stored, proxy: { host: "10.0.0.9", port: 80, scheme: "http" } }],
+      proxies: [{ ...s, annotation: stored, proxy: { host: "10.0.0.9", port: 80, scheme: "http" as const } }],
       subjectFor: (x) => x,
       prober,
       now: () => now,

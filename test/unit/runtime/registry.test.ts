@@ -1,0 +1,86 @@
+import { describe, expect, it } from "vitest";
+import { Resources } from "../../../shared/kube/resources.ts";
+import { createRegistry, RegistryError } from "../../../shared/runtime/registry.ts";
+import type { Resource } from "../../../shared/runtime/types.ts";
+import { proxyController, siteController, subPoolController } from "./controllers.ts";
+
+function problemsOf(run: () => unknown): readonly string[] {
+  try {
+    run();
+  } catch (err) {
+    if (err instanceof RegistryError) return err.problems;
+    throw err;
+  }
+  return [];
+}
+
+describe("createRegistry", () => {
+  const registry = createRegistry([proxyController(), subPoolController(), siteController()]);
+
+  it("looks controllers up by name, primary kind, owned kind and watched kind", () => {
+    expect(registry.controller("subpool")?.for.kind).toBe("SubPool");
+    expect(registry.controller("nope")).toBeUndefined();
+    expect(registry.primaryFor("crawl.example.com", "proxies")?.name).toBe("proxy");
+    expect(registry.primaryForKind("subrelay.example.com", "SubPool")?.name).toBe("subpool");
+    expect(registry.ownersOf("", "secrets").map((c) => c.name)).toEqual(["subpool"]);
+    expect(registry.ownersOf("", "namespaces").map((c) => c.name)).toEqual(["subpool"]);
+    expect(registry.watchersOf("", "secrets").map((w) => w.controller.name)).toEqual(["proxy"]);
+    expect(registry.watchersOf("", "configmaps").map((w) => w.controller.name)).toEqual(["site"]);
+    expect(registry.ownersOf("", "leases")).toEqual([]);
+    expect(registry.primaryFor("", "pods")).toBeUndefined();
+  });
+
+  it.each([
+    [
+      "duplicate names",
+      () => [proxyController(), proxyController({ for: { ...Resources.Lease } })],
+      /name registered twice/,
+    ],
+    [
+      "a condition type published twice",
+      () => [proxyController(), siteController({ conditionTypes: ["Healthy"] })],
+      /condition type "Healthy" is already published by "proxy"/,
+    ],
+    [
+      "two controllers for one kind",
+      () => [proxyController(), siteController({ name: "proxy2", for: proxyController().for })],
+      /already the primary of "proxy"/,
+    ],
+    [
+      "an unresolvable kind",
+      () => [
+        proxyController({ owns: [{ group: "", version: "v1", resource: "", kind: "Pod" } as Resource] }),
+      ],
+      /resource must be the lowercase plural/,
+    ],
+    [
+      "a resync under a minute",
+      () => [proxyController({ resyncSeconds: 30 })],
+      /resyncSeconds must be an integer/,
+    ],
+    ["a resync in milliseconds", () => [proxyController({ resyncSeconds: 600_000_000 })], /resyncSeconds/],
+    [
+      "a latch condition it does not publish",
+      () => [subPoolController({ permanentErrorCondition: "Nope" })],
+      /permanentErrorCondition "Nope"/,
+    ],
+    ["an empty registry", () => [], /no controllers registered/],
+  ])("rejects %s", (_name, defs, message) => {
+    const problems = problemsOf(() => createRegistry(defs()));
+    expect(problems.join("\n")).toMatch(message);
+  });
+
+  it("lists every problem in one error", () => {
+    const run = () =>
+      createRegistry([
+        proxyController({ resyncSeconds: 1 }),
+        proxyController({ conditionTypes: ["Healthy"], for: { ...Resources.Lease, version: "1" } }),
+      ]);
+    expect(run).toThrow(RegistryError);
+    const problems = problemsOf(run);
+    expect(problems.length).toBeGreaterThanOrEqual(4);
+    expect(problems.join("\n")).toMatch(/name registered twice/);
+    expect(problems.join("\n")).toMatch(/version must look like v1/);
+    expect(() => run()).toThrow(/invalid controller registry \(\d+ problems\)/);
+  });
+});

@@ -102,7 +102,7 @@ describe("errorFromResponse", () => {
     ]);
   });
 
-  it.each([
+  it.each<{ name: string; headers: Record<string, string>; expected: unknown }>([
     { name: "Retry-After header wins", headers: { "retry-after": "7" }, expected: 7 },
     { name: "details.retryAfterSeconds without header", headers: {}, expected: 1 },
     {

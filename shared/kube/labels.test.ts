@@ -1,8 +1,10 @@
 import { describe, expect, it } from "vitest";
 import { formatLabelSelector, type LabelSelector, labelsMatch, mergeLabels } from "./labels.ts";
 
+type Labels = Record<string, string> | undefined;
+
 describe("mergeLabels", () => {
-  it.each([
+  it.each<{ name: string; existing: Labels; ours: Labels; labels: Labels; changed: boolean }>([
     { name: "none yet", existing: undefined, ours: { a: "1" }, labels: { a: "1" }, changed: true },
     {
       name: "keeps others' keys",
@@ -32,7 +34,7 @@ describe("mergeLabels", () => {
 });
 
 describe("labelsMatch", () => {
-  it.each([
+  it.each<{ labels: Labels; wanted: Record<string, string>; expected: boolean }>([
     { labels: { a: "1", b: "2" }, wanted: { a: "1" }, expected: true },
     { labels: { a: "1" }, wanted: { a: "1", b: "2" }, expected: false },
     { labels: { a: "2" }, wanted: { a: "1" }, expected: false },

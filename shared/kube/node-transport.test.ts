@@ -1,0 +1,103 @@
+import { once } from "node:events";
+import { createServer, type IncomingMessage, type Server } from "node:http";
+import type { AddressInfo } from "node:net";
+import { KubeConfig } from "@kubernetes/client-node";
+import { afterEach, describe, expect, it } from "vitest";
+import { NetworkError, NotFoundError, TimeoutError } from "./errors.ts";
+import { createKube } from "./kube.ts";
+import { createNodeTransport } from "./node-transport.ts";
+import { Resources } from "./resources.ts";
+
+let server: Server | undefined;
+afterEach(() => {
+  server?.closeAllConnections();
+  server?.close();
+  server = undefined;
+});
+
+async function serve(
+  handler: (req: IncomingMessage, body: string) => { status: number; body: string; delayMs?: number },
+) {
+  server = createServer(async (req, res) => {
+    const chunks: Buffer[] = [];
+    for await (const chunk of req) chunks.push(chunk as Buffer);
+    const answer = handler(req, Buffer.concat(chunks).toString("utf8"));
+    if (answer.delayMs) await new Promise((r) => setTimeout(r, answer.delayMs));
+    res.writeHead(answer.status, { "content-type": "application/json", "retry-after": "3" }).end(answer.body);
+  });
+  server.listen(0, "127.0.0.1");
+  await once(server, "listening");
+  return `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+}
+
+/** client-node only allows plain HTTP with insecure-skip-tls-verify. */
+function kubeConfigFor(url: string, token = "s3cret"): KubeConfig {
+  const kc = new KubeConfig();
+  kc.loadFromOptions({
+    clusters: [{ name: "c", server: url, skipTLSVerify: true }],
+    users: [{ name: "u", token }],
+    contexts: [{ name: "x", cluster: "c", user: "u" }],
+    currentContext: "x",
+  });
+  return kc;
+}
+
+describe("createNodeTransport", () => {
+  it("authenticates from the kubeconfig and round-trips a request", async () => {
+    const seen: { method?: string; url?: string; auth?: string; type?: string; body?: string }[] = [];
+    const url = await serve((req, body) => {
+      seen.push({
+        method: req.method,
+        url: req.url,
+        auth: req.headers.authorization,
+        type: req.headers["content-type"],
+        body,
+      });
+      return { status: 201, body: '{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"a"}}' };
+    });
+    const kube = createKube(createNodeTransport(kubeConfigFor(url)));
+    const created = await kube.create(Resources.ConfigMap, {
+      apiVersion: "v1",
+      kind: "ConfigMap",
+      metadata: { name: "a", namespace: "n s" },
+    });
+    expect(created.metadata.name).toBe("a");
+    expect(seen).toEqual([
+      {
+        method: "POST",
+        url: "/api/v1/namespaces/n%20s/configmaps?fieldManager=kubefn",
+        auth: "Bearer s3cret",
+        type: "application/json",
+        body: '{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"a","namespace":"n s"}}',
+      },
+    ]);
+  });
+
+  it("passes status and headers through for createKube to decode", async () => {
+    const url = await serve(() => ({
+      status: 404,
+      body: '{"kind":"Status","reason":"NotFound","message":"nope","code":404}',
+    }));
+    const transport = createNodeTransport(kubeConfigFor(url));
+    const res = await transport.request({ method: "GET", path: "/api/v1/namespaces/x" });
+    expect(res.status).toBe(404);
+    expect(res.headers.get("retry-after")).toBe("3");
+    await expect(createKube(transport).get(Resources.Namespace, { name: "x" })).rejects.toBeInstanceOf(
+      NotFoundError,
+    );
+  });
+
+  it("gives a TimeoutError past its deadline", async () => {
+    const url = await serve(() => ({ status: 200, body: "{}", delayMs: 500 }));
+    const transport = createNodeTransport(kubeConfigFor(url), { timeoutMs: 50 });
+    const err = await transport.request({ method: "GET", path: "/api" }).catch((e: unknown) => e);
+    expect(err).toBeInstanceOf(TimeoutError);
+  });
+
+  it("gives a NetworkError when nothing listens", async () => {
+    const transport = createNodeTransport(kubeConfigFor("http://127.0.0.1:1"));
+    const err = await transport.request({ method: "GET", path: "/api" }).catch((e: unknown) => e);
+    expect(err).toBeInstanceOf(NetworkError);
+    expect((err as Error).message).toMatch(/ECONNREFUSED/);
+  });
+});

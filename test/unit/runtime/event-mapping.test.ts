@@ -1,0 +1,302 @@
+import { readFileSync } from "node:fs";
+import { describe, expect, it } from "vitest";
+import { EventBatchError, relayBatchSchema } from "../../../shared/runtime/event-batch.ts";
+import { mapEvents } from "../../../shared/runtime/event-mapping.ts";
+import { createRegistry } from "../../../shared/runtime/registry.ts";
+import {
+  ProxyResource,
+  proxyController,
+  SINGLETON,
+  SiteResource,
+  siteController,
+  subPoolController,
+} from "./controllers.ts";
+import { FakeKube, fakeContext } from "./fake-kube.ts";
+
+const SELF = "system:serviceaccount:kubefn-system:kubefn";
+const fixture = JSON.parse(
+  readFileSync(new URL("../../fixtures/audit/mixed.json", import.meta.url), "utf8"),
+) as {
+  kind: string;
+  apiVersion: string;
+  items: unknown[];
+};
+const byId = (auditID: string) =>
+  fixture.items.find(
+    (item) => (item as { auditID?: string }).auditID === `a0000001-0000-4000-8000-0000000000${auditID}`,
+  );
+const eventList = (...items: unknown[]) => ({
+  kind: "EventList",
+  apiVersion: "audit.k8s.io/v1",
+  metadata: {},
+  items,
+});
+
+function world() {
+  const kube = new FakeKube();
+  const proxy = (name: string, secret: string) => ({
+    apiVersion: "crawl.example.com/v1alpha1",
+    kind: "Proxy",
+    metadata: { name, namespace: "ns1", uid: `uid-${name}` },
+    spec: { mode: "Managed", cloudInit: { secretRef: { name: secret } } },
+  });
+  kube.seed(ProxyResource, proxy("p1", "cloud-init"));
+  kube.seed(ProxyResource, proxy("p2", "other"));
+  for (const name of ["dc1", "dc2"])
+    kube.seed(SiteResource, { apiVersion: "unbounded-cloud.io/v1alpha3", kind: "Site", metadata: { name } });
+  const { ctx, recorded } = fakeContext(kube);
+  const registry = createRegistry([proxyController(), subPoolController(), siteController()]);
+  return { kube, ctx, recorded, registry };
+}
+
+describe("mapEvents: audit EventList", () => {
+  it("maps the mixed fixture to deduplicated requests and accounts for every event", async () => {
+    const { ctx, registry } = world();
+    const result = await mapEvents(ctx, registry, fixture, { selfUsernames: [SELF] });
+    expect(result.source).toBe("audit");
+    expect(result.requests).toEqual([
+      { controller: "proxy", namespace: "ns1", name: "p1" },
+      { controller: "subpool", name: "demo-pool" },
+      { controller: "site", name: "dc1" },
+    ]);
+    expect(result.counts).toEqual({
+      events: 16,
+      skipped: 2,
+      dropped: 7,
+      ignored: 1,
+      unresolved: 0,
+      mapped: 6,
+      mapperErrors: 0,
+      requests: 3,
+    });
+    const c = result.counts;
+    expect(c.skipped + c.dropped + c.ignored + c.unresolved + c.mapped).toBe(c.events);
+  });
+
+  it.each([
+    ["01", "a Proxy create", [{ controller: "proxy", namespace: "ns1", name: "p1" }], "mapped"],
+    ["02", "a status-subresource write", [], "dropped"],
+    ["03", "a write by the functions' own identity", [], "dropped"],
+    ["04", "a failed write (409)", [], "dropped"],
+    ["05", "a get", [], "dropped"],
+    ["06", "the RequestReceived stage", [], "dropped"],
+    [
+      "07",
+      "an owned Pod (controller ref to a Proxy)",
+      [{ controller: "proxy", namespace: "ns1", name: "p1" }],
+      "mapped",
+    ],
+    [
+      "08",
+      "a Secret at Metadata level (watched by proxy)",
+      [{ controller: "proxy", namespace: "ns1", name: "p1" }],
+      "mapped",
+    ],
+    ["09", "a self-created Namespace", [], "dropped"],
+    [
+      "10",
+      "a Namespace owned by the cluster-scoped SubPool",
+      [{ controller: "subpool", name: "demo-pool" }],
+      "mapped",
+    ],
+    ["12", "an event without responseStatus", [], "skipped"],
+    ["13", "a kind nobody registered (Lease)", [], "ignored"],
+    ["15", "a per-site ConfigMap (watch mapper)", [{ controller: "site", name: "dc1" }], "mapped"],
+    ["16", "a namespaces/finalize subresource write", [], "dropped"],
+  ] as const)("item %s: %s", async (id, _name, requests, bucket) => {
+    const { ctx, registry } = world();
+    const item = byId(id);
+    expect(item).toBeDefined();
+    const result = await mapEvents(ctx, registry, eventList(item), { selfUsernames: [SELF] });
+    expect(result.requests).toEqual(requests);
+    expect(result.counts[bucket]).toBe(1);
+  });
+
+  it("skips a malformed item and goes on", async () => {
+    const { ctx, registry } = world();
+    const result = await mapEvents(ctx, registry, eventList("not an event", null, 42, byId("01")));
+    expect(result.counts).toMatchObject({ events: 4, skipped: 3, mapped: 1, requests: 1 });
+  });
+
+  it("keeps self-writes when no self identity is configured", async () => {
+    const { ctx, registry } = world();
+    const result = await mapEvents(ctx, registry, eventList(byId("03")));
+    expect(result.requests).toEqual([{ controller: "proxy", namespace: "ns1", name: "p1" }]);
+  });
+
+  const metadataSecret = (namespace: string, name: string) => ({
+    level: "Metadata",
+    auditID: "b0000000-0000-4000-8000-000000000001",
+    stage: "ResponseComplete",
+    requestURI: `/api/v1/namespaces/${namespace}/secrets/${name}`,
+    verb: "delete",
+    user: { username: "jane@example.com", groups: ["system:authenticated"] },
+    objectRef: { resource: "secrets", namespace, name, apiVersion: "v1" },
+    responseStatus: { metadata: {}, code: 200 },
+    requestReceivedTimestamp: "2026-11-30T12:00:00.000000Z",
+    stageTimestamp: "2026-11-30T12:00:00.002000Z",
+  });
+
+  it("maps an owned kind without a body through ownerFromKey", async () => {
+    const { ctx, registry } = world();
+    const result = await mapEvents(
+      ctx,
+      registry,
+      eventList(metadataSecret("subpool-demo-pool", "credentials")),
+    );
+    expect(result.requests).toEqual([{ controller: "subpool", name: "demo-pool" }]);
+  });
+
+  it("leaves an owned kind without a body and without ownerFromKey to the sweep", async () => {
+    const { ctx } = world();
+    const registry = createRegistry([subPoolController({ ownerFromKey: undefined })]);
+    const result = await mapEvents(
+      ctx,
+      registry,
+      eventList(metadataSecret("subpool-demo-pool", "credentials")),
+    );
+    expect(result.requests).toEqual([]);
+    expect(result.counts).toMatchObject({ unresolved: 1, mapped: 0 });
+  });
+
+  it("ignores an owned kind whose controller is not a registered primary", async () => {
+    const { ctx, registry } = world();
+    const pod = structuredClone(byId("07")) as {
+      responseObject: { metadata: { ownerReferences: { kind: string; apiVersion: string }[] } };
+    };
+    pod.responseObject.metadata.ownerReferences[0]!.kind = "ReplicaSet";
+    pod.responseObject.metadata.ownerReferences[0]!.apiVersion = "apps/v1";
+    const result = await mapEvents(ctx, registry, eventList(pod));
+    expect(result.requests).toEqual([]);
+    expect(result.counts.ignored).toBe(1);
+  });
+
+  const configMapEvent = (name: string) => ({
+    ...(byId("15") as object),
+    objectRef: { resource: "configmaps", namespace: "unbounded-kube", name, apiVersion: "v1" },
+  });
+
+  it("fans a shared config out to the singleton request and every Site", async () => {
+    const { ctx, registry } = world();
+    const result = await mapEvents(ctx, registry, eventList(configMapEvent("unbounded-config")));
+    expect(result.requests).toEqual([
+      { controller: "site", name: SINGLETON },
+      { controller: "site", name: "dc1" },
+      { controller: "site", name: "dc2" },
+    ]);
+  });
+
+  it("counts a failing mapper and keeps the rest of the batch", async () => {
+    const { ctx, registry, recorded } = world();
+    const result = await mapEvents(
+      ctx,
+      registry,
+      eventList(configMapEvent("boom"), configMapEvent("site-config-dc2")),
+    );
+    expect(result.requests).toEqual([{ controller: "site", name: "dc2" }]);
+    expect(result.counts.mapperErrors).toBe(1);
+    expect(recorded.counts).toContainEqual({
+      name: "kubefn_mapper_errors_total",
+      labels: { controller: "site", kind: "ConfigMap" },
+    });
+    expect(recorded.logs.some((l) => l.level === "error" && l.msg === "watch mapper failed")).toBe(true);
+  });
+
+  it("calls a mapper once per object even when the batch changed it many times", async () => {
+    const { ctx, registry, kube } = world();
+    const secret = byId("08");
+    await mapEvents(ctx, registry, eventList(secret, secret, secret));
+    expect(kube.calls.filter((c) => c.method === "list")).toHaveLength(1);
+  });
+
+  it("expands a deletecollection by the items of its response", async () => {
+    const { ctx, registry } = world();
+    const pod = byId("07") as { responseObject: unknown };
+    const collection = {
+      ...(byId("07") as object),
+      verb: "deletecollection",
+      objectRef: { resource: "pods", namespace: "ns1", apiVersion: "v1" },
+      responseObject: { kind: "PodList", apiVersion: "v1", metadata: {}, items: [pod.responseObject] },
+    };
+    const result = await mapEvents(ctx, registry, eventList(collection));
+    expect(result.requests).toEqual([{ controller: "proxy", namespace: "ns1", name: "p1" }]);
+  });
+
+  it.each([
+    [{ kind: "EventList", apiVersion: "audit.k8s.io/v1" }, /malformed audit EventList/],
+    [{ kind: "EventList", apiVersion: "audit.k8s.io/v1beta1", items: [] }, /malformed audit EventList/],
+    [{ kind: "Pod" }, /expected kind EventList/],
+    ["text", /expected kind EventList/],
+    [{ kind: "RelayBatch", apiVersion: "kubefn.dev/v1", events: {} }, /malformed RelayBatch/],
+  ])("rejects the envelope %j", async (body, message) => {
+    const { ctx, registry } = world();
+    await expect(mapEvents(ctx, registry, body)).rejects.toThrow(EventBatchError);
+    await expect(mapEvents(ctx, registry, body)).rejects.toThrow(message);
+  });
+});
+
+describe("mapEvents: relay batch", () => {
+  const batch = {
+    kind: "RelayBatch",
+    apiVersion: "kubefn.dev/v1",
+    events: [
+      {
+        type: "ADDED",
+        resource: { group: "crawl.example.com", version: "v1alpha1", resource: "proxies" },
+        object: { metadata: { name: "p2", namespace: "ns1", uid: "uid-p2" } },
+      },
+      {
+        type: "MODIFIED",
+        resource: { group: "apps", version: "v1", resource: "statefulsets" },
+        object: {
+          metadata: {
+            name: "cpa",
+            namespace: "subpool-demo-pool",
+            uid: "uid-sts",
+            ownerReferences: [
+              {
+                apiVersion: "subrelay.example.com/v1alpha1",
+                kind: "SubPool",
+                name: "demo-pool",
+                uid: "u",
+                controller: true,
+              },
+            ],
+          },
+        },
+      },
+      {
+        type: "DELETED",
+        resource: { group: "crawl.example.com", version: "v1alpha1", resource: "proxies" },
+        object: { metadata: { name: "p2", namespace: "ns1", uid: "uid-p2" } },
+      },
+      {
+        type: "BOOKMARK",
+        resource: { group: "", version: "v1", resource: "pods" },
+        object: { metadata: { name: "x" } },
+      },
+      {
+        type: "ADDED",
+        resource: { group: "", version: "v1", resource: "nodes" },
+        object: { metadata: { name: "n1" } },
+      },
+    ],
+  };
+
+  it("maps primaries and owned kinds, deduplicates, skips malformed and ignores unknown kinds", async () => {
+    const { ctx, registry } = world();
+    const result = await mapEvents(ctx, registry, batch);
+    expect(result.source).toBe("relay");
+    expect(result.requests).toEqual([
+      { controller: "proxy", namespace: "ns1", name: "p2" },
+      { controller: "subpool", name: "demo-pool" },
+    ]);
+    expect(result.counts).toMatchObject({ events: 5, mapped: 3, skipped: 1, ignored: 1, requests: 2 });
+  });
+
+  it("the exported schema accepts a well-formed batch", () => {
+    const valid = { ...batch, events: batch.events.slice(0, 3) };
+    expect(relayBatchSchema.safeParse(valid).success).toBe(true);
+    expect(relayBatchSchema.safeParse(batch).success).toBe(false);
+  });
+});

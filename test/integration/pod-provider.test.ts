@@ -1,0 +1,190 @@
+import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
+import { createKubernetesProvider } from "../../shared/controllers/proxy/providers/kubernetes.ts";
+import {
+  type CreateRequest,
+  type Instance,
+  isProviderNotFound,
+  managedByTagKey,
+  managedByTagValue,
+  nameFromUID,
+  ownerTagKey,
+  ownerTags,
+  type Provider,
+  ProviderError,
+} from "../../shared/controllers/proxy/providers/provider.ts";
+import { createKube, type Kube, type KubeObject, Resources } from "../../shared/kube/index.ts";
+import { createNodeTransport, loadKubeConfig } from "../../shared/kube/node.ts";
+
+declare module "vitest" {
+  interface ProvidedContext {
+    /** Path of the devcluster's admin kubeconfig (test/setup/devcluster.ts). */
+    kubeconfig: string;
+  }
+}
+
+/**
+ * The pod provider against the devcluster: a real API server (admission, quota, validation) and
+ * the simulated node that takes Pods to Running with a loopback address.
+ */
+let kube: Kube;
+let provider: Provider;
+const namespace = `pod-provider-${Date.now().toString(36)}`;
+
+beforeAll(async () => {
+  kube = createKube(createNodeTransport(loadKubeConfig({ file: inject("kubeconfig") })));
+  provider = createKubernetesProvider({ kube });
+  await kube.create(Resources.Namespace, {
+    apiVersion: "v1",
+    kind: "Namespace",
+    metadata: { name: namespace },
+  });
+});
+
+afterAll(async () => {
+  await kube?.delete(Resources.Namespace, { name: namespace }).catch(() => {});
+});
+
+function requestFor(uid: string, extra: Partial<CreateRequest> = {}): CreateRequest {
+  return {
+    name: nameFromUID(uid),
+    namespace,
+    cloudInit: "#cloud-config\n",
+    instance: { image: "registry.example/forward-proxy:test" },
+    tags: ownerTags(uid),
+    ...extra,
+  };
+}
+
+async function pollUntil(id: string, done: (inst: Instance | "gone") => boolean, timeoutMs = 30_000) {
+  const deadline = Date.now() + timeoutMs;
+  let last: Instance | "gone" | undefined;
+  while (Date.now() < deadline) {
+    try {
+      last = await provider.get(id);
+    } catch (err) {
+      if (!isProviderNotFound(err)) throw err;
+      last = "gone";
+    }
+    if (done(last)) return last;
+    await new Promise((resolve) => setTimeout(resolve, 200));
+  }
+  throw new Error(`${id} did not reach the expected state; last: ${JSON.stringify(last)}`);
+}
+
+describe("Kubernetes pod provider on the devcluster", () => {
+  const uid = crypto.randomUUID();
+  const req = requestFor(uid);
+  let created: Instance;
+
+  it("create → Provisioning → Running with an address", async () => {
+    created = await provider.create(req);
+    expect(created.id).toBe(`kubernetes://${namespace}/${req.name}`);
+    expect(["Provisioning", "Running"]).toContain(created.state);
+    expect(created.tags).toMatchObject({ [ownerTagKey]: uid, [managedByTagKey]: managedByTagValue });
+
+    const running = await pollUntil(created.id, (i) => i !== "gone" && i.state === "Running");
+    expect(running).toMatchObject({ state: "Running", ip: expect.stringMatching(/^127\./) });
+  });
+
+  it("a second create of the same name returns the same instance", async () => {
+    const again = await provider.create(req);
+    expect(again.id).toBe(created.id);
+    expect(again.tags[ownerTagKey]).toBe(uid);
+  });
+
+  it("concurrent creates agree", async () => {
+    const other = requestFor(crypto.randomUUID());
+    const results = await Promise.all([
+      provider.create(other),
+      provider.create(other),
+      provider.create(other),
+    ]);
+    expect(new Set(results.map((r) => r.id)).size).toBe(1);
+    await provider.delete(results[0]!.id);
+  });
+
+  it("a create over a foreign Pod of that name is a permanent NameConflict", async () => {
+    const foreignUid = crypto.randomUUID();
+    const pod: KubeObject = {
+      apiVersion: "v1",
+      kind: "Pod",
+      metadata: { name: nameFromUID(foreignUid), namespace, labels: { app: "someone-else" } },
+      spec: { containers: [{ name: "c", image: "registry.example/other:1" }] },
+    };
+    await kube.create(Resources.Pod, pod);
+    const err = await provider.create(requestFor(foreignUid)).catch((e: unknown) => e);
+    expect(err).toBeInstanceOf(ProviderError);
+    expect(err).toMatchObject({ errorClass: "permanent", reason: "NameConflict" });
+  });
+
+  it("listByTag finds our Pod and not an untagged one", async () => {
+    const untagged: KubeObject = {
+      apiVersion: "v1",
+      kind: "Pod",
+      metadata: { name: "untagged", namespace, labels: { [managedByTagKey]: "someone-else" } },
+      spec: { containers: [{ name: "c", image: "registry.example/other:1" }] },
+    };
+    await kube.create(Resources.Pod, untagged);
+
+    const byOwner = await provider.listByTag({ key: ownerTagKey, value: uid });
+    expect(byOwner.map((i) => i.id)).toEqual([created.id]);
+    const managed = await provider.listByTag({ key: managedByTagKey, value: managedByTagValue });
+    const ids = managed.map((i) => i.id);
+    expect(ids).toContain(created.id);
+    expect(ids).not.toContain(`kubernetes://${namespace}/untagged`);
+  });
+
+  it("delete → NotFound eventually; a second delete is fine", async () => {
+    await provider.delete(created.id);
+    await pollUntil(created.id, (i) => i === "gone" || i.state === "Terminating");
+    await pollUntil(created.id, (i) => i === "gone");
+    await expect(provider.delete(created.id)).resolves.toBeUndefined();
+  });
+
+  it("an invalid Pod is permanent", async () => {
+    const bad = requestFor(crypto.randomUUID(), { instance: { image: "" } });
+    const err = await provider.create({ ...bad, name: "Not_A_DNS_Label" }).catch((e: unknown) => e);
+    expect(err).toMatchObject({ errorClass: "permanent", reason: "Invalid" });
+  });
+
+  it("a ResourceQuota with pods: 0 makes create a quota error", async () => {
+    const quotaNs = `${namespace}-quota`;
+    await kube.create(Resources.Namespace, {
+      apiVersion: "v1",
+      kind: "Namespace",
+      metadata: { name: quotaNs },
+    });
+    try {
+      const quota = await kube.create(Resources.ResourceQuota, {
+        apiVersion: "v1",
+        kind: "ResourceQuota",
+        metadata: { name: "no-pods", namespace: quotaNs },
+        spec: { hard: { pods: "0" } },
+      });
+      // The devcluster runs no resourcequota controller; admission reads status, so set it as
+      // that controller would.
+      await kube.updateStatus(Resources.ResourceQuota, {
+        ...quota,
+        status: { hard: { pods: "0" }, used: { pods: "0" } },
+      });
+
+      const req = requestFor(crypto.randomUUID(), { namespace: quotaNs });
+      const deadline = Date.now() + 15_000;
+      let err: unknown;
+      while (Date.now() < deadline) {
+        // Admission sees the quota through an informer: until it has, a create may slip through.
+        const inst = await provider.create(req).catch((e: unknown) => {
+          err = e;
+          return undefined;
+        });
+        if (!inst) break;
+        await provider.delete(inst.id);
+        await pollUntil(inst.id, (i) => i === "gone");
+      }
+      expect(err).toBeInstanceOf(ProviderError);
+      expect(err).toMatchObject({ errorClass: "quota", reason: "QuotaExceeded" });
+    } finally {
+      await kube.delete(Resources.Namespace, { name: quotaNs }).catch(() => {});
+    }
+  });
+});

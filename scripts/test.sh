@@ -5,6 +5,6 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 source scripts/node24.sh
 bash scripts/build-devcluster.sh
-npx --no tsc -p tsconfig.json
-npx --no biome check .
+npm run --silent typecheck
+npm run --silent lint
 npx --no vitest run "$@"

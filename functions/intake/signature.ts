@@ -26,9 +26,9 @@ function toHex(bytes: ArrayBuffer): string {
   return Array.from(new Uint8Array(bytes), (b) => b.toString(16).padStart(2, "0")).join("");
 }
 
-function fromHex(hex: string): Uint8Array | undefined {
+function fromHex(hex: string): Uint8Array<ArrayBuffer> | undefined {
   if (hex.length % 2 !== 0 || !/^[0-9a-f]*$/i.test(hex)) return undefined;
-  const out = new Uint8Array(hex.length / 2);
+  const out = new Uint8Array(new ArrayBuffer(hex.length / 2));
   for (let i = 0; i < out.length; i++) out[i] = Number.parseInt(hex.slice(i * 2, i * 2 + 2), 16);
   return out;
 }

@@ -1,0 +1,9 @@
+export {
+  type BatchSource,
+  createIntakeApp,
+  type IntakeOptions,
+  MalformedBatchError,
+  type MappedBatch,
+} from "./app.ts";
+export { SIGNATURE_HEADER, signBatch, TIMESTAMP_HEADER, verifyBatch } from "./signature.ts";
+export { mapWithRegistry } from "./wire.ts";

@@ -1,0 +1,32 @@
+import { EventBatchError, mapEvents, type Registry } from "../../shared/runtime/index.ts";
+import type { Context } from "../../shared/runtime/types.ts";
+import { type BatchSource, type MappedBatch, MalformedBatchError } from "./app.ts";
+
+const envelopeOf: Record<BatchSource, string> = {
+  audit: "an audit.k8s.io/v1 EventList",
+  relay: "a kubefn.dev/v1 RelayBatch",
+};
+
+/**
+ * The intake's `map` over the runtime's event mapping: every request becomes a fresh message
+ * (attempt 0), and an envelope the mapping cannot read becomes a 400.
+ */
+export function mapWithRegistry(
+  ctx: Pick<Context, "kube" | "log" | "metrics">,
+  registry: Registry,
+  selfUsernames: readonly string[],
+): (source: BatchSource, batch: unknown) => Promise<MappedBatch> {
+  return async (source, batch) => {
+    try {
+      const mapped = await mapEvents(ctx, registry, batch, { selfUsernames });
+      if (mapped.source !== source) {
+        throw new MalformedBatchError(`a ${source} sender must send ${envelopeOf[source]}`);
+      }
+      const { requests, counts } = mapped;
+      return { messages: requests.map((request) => ({ request, attempt: 0 })), counts };
+    } catch (err) {
+      if (err instanceof EventBatchError) throw new MalformedBatchError(err.message, { cause: err });
+      throw err;
+    }
+  };
+}

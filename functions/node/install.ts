@@ -1,0 +1,77 @@
+import { readdir, readFile } from "node:fs/promises";
+import { fileURLToPath } from "node:url";
+import { parseAllDocuments } from "yaml";
+import { errorFromResponse, isNotFound, Resources, serverSideApply } from "../../shared/kube/index.ts";
+import type { Kube, KubeObject, Resource, Transport } from "../../shared/kube/port.ts";
+
+const infra = fileURLToPath(new URL("../../infra/", import.meta.url));
+
+const installable: Record<string, Resource> = {
+  CustomResourceDefinition: Resources.CustomResourceDefinition,
+  Namespace: Resources.Namespace,
+  ServiceAccount: Resources.ServiceAccount,
+  ClusterRole: Resources.ClusterRole,
+  ClusterRoleBinding: Resources.ClusterRoleBinding,
+};
+
+/** Every object in the YAML files of `infra/<folder>`, in file order. */
+export async function manifestsIn(folder: string): Promise<KubeObject[]> {
+  const dir = `${infra}${folder}`;
+  const files = (await readdir(dir)).filter((f) => /\.ya?ml$/.test(f)).sort();
+  const objects: KubeObject[] = [];
+  for (const file of files) {
+    for (const doc of parseAllDocuments(await readFile(`${dir}/${file}`, "utf8"))) {
+      const obj = doc.toJSON() as KubeObject | null;
+      if (obj?.kind) objects.push(obj);
+    }
+  }
+  return objects;
+}
+
+/**
+ * Server-side applies kubefn's CRDs (`infra/crds`) and RBAC (`infra/rbac`), then waits until
+ * every CRD is Established. Idempotent; the field manager is "kubefn-installer".
+ */
+export async function installCrdsAndRbac(kube: Kube, timeoutMs = 60_000): Promise<{ crds: number; rbac: number }> {
+  const crds = await manifestsIn("crds");
+  const rbac = await manifestsIn("rbac");
+  for (const obj of [...crds, ...rbac]) {
+    const res = installable[obj.kind];
+    if (!res) throw new Error(`installer does not know kind ${obj.kind} (${obj.metadata.name})`);
+    await serverSideApply(kube, res, obj, "kubefn-installer", true);
+  }
+  const deadline = Date.now() + timeoutMs;
+  for (const crd of crds) {
+    for (;;) {
+      try {
+        const got = await kube.get<KubeObject & { status?: { conditions?: Array<{ type: string; status: string }> } }>(
+          Resources.CustomResourceDefinition,
+          { name: crd.metadata.name! },
+        );
+        if (got.status?.conditions?.some((c) => c.type === "Established" && c.status === "True")) break;
+      } catch (err) {
+        if (!isNotFound(err)) throw err;
+      }
+      if (Date.now() > deadline) throw new Error(`CRD ${crd.metadata.name} not Established in ${timeoutMs} ms`);
+      await new Promise((r) => setTimeout(r, 200));
+    }
+  }
+  return { crds: crds.length, rbac: rbac.length };
+}
+
+/** A short-lived token for a ServiceAccount, through the TokenRequest API. */
+export async function serviceAccountToken(
+  transport: Transport,
+  namespace: string,
+  name: string,
+  expirationSeconds = 24 * 3600,
+): Promise<string> {
+  const res = await transport.request({
+    method: "POST",
+    path: `/api/v1/namespaces/${encodeURIComponent(namespace)}/serviceaccounts/${encodeURIComponent(name)}/token`,
+    contentType: "application/json",
+    body: JSON.stringify({ apiVersion: "authentication.k8s.io/v1", kind: "TokenRequest", spec: { expirationSeconds } }),
+  });
+  if (res.status !== 201 && res.status !== 200) throw errorFromResponse(res);
+  return (JSON.parse(res.body) as { status: { token: string } }).status.token;
+}

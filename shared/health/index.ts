@@ -10,6 +10,7 @@ export {
   healthAnnotationPatch,
   healthStateOf,
 } from "./annotation.ts";
+export { type AppliedHealthSweep, applyHealthSweep } from "./apply.ts";
 export { mapWithConcurrency } from "./concurrency.ts";
 export type { ProbeResult, Prober, ProbeTarget, ProxyEndpoint } from "./probe.ts";
 export { screenProbeTarget } from "./probe.ts";

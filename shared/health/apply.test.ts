@@ -1,0 +1,50 @@
+import { describe, expect, it } from "vitest";
+import { ConflictError } from "../kube/errors.ts";
+import type { Kube, ObjectKey, Patch, Resource } from "../kube/port.ts";
+import type { Message } from "../runtime/types.ts";
+import { applyHealthSweep } from "./apply.ts";
+
+const resource: Resource = {
+  group: "crawl.kubefn.dev",
+  version: "v1alpha1",
+  resource: "proxies",
+  kind: "Proxy",
+  namespaced: true,
+};
+const patch: Patch = { type: "merge", body: { metadata: { annotations: {} } } };
+
+describe("applyHealthSweep", () => {
+  it("patches, then requests reconciles only for patches that landed", async () => {
+    const patched: string[] = [];
+    const kube = {
+      async patch(_res: Resource, key: ObjectKey) {
+        if (key.name === "b") throw Object.create(ConflictError.prototype) as Error;
+        if (key.name === "c") throw new Error("boom");
+        patched.push(key.name);
+        return {};
+      },
+    } as unknown as Kube;
+    const sent: Message[][] = [];
+    const queue = { send: async (m: Message[]) => void sent.push(m) };
+    const keys = ["a", "b", "c", "d"].map((name) => ({ namespace: "ns", name }));
+    const out = await applyHealthSweep({ kube, queue }, resource, "proxy", {
+      annotationPatches: keys.map((key) => ({ key, patch })),
+      reconcileKeys: [keys[0]!, keys[1]!, keys[2]!],
+    });
+    expect(out).toEqual({ written: 2, conflicts: 1, failed: 1, reconcilesRequested: 1 });
+    expect(patched.sort()).toEqual(["a", "d"]);
+    expect(sent).toEqual([[{ request: { controller: "proxy", namespace: "ns", name: "a" }, attempt: 0 }]]);
+  });
+
+  it("sends nothing when nothing changed", async () => {
+    const sent: Message[][] = [];
+    const out = await applyHealthSweep(
+      { kube: {} as Kube, queue: { send: async (m) => void sent.push(m) } },
+      resource,
+      "proxy",
+      { annotationPatches: [], reconcileKeys: [] },
+    );
+    expect(out.reconcilesRequested).toBe(0);
+    expect(sent).toEqual([]);
+  });
+});

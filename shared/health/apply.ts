@@ -1,0 +1,59 @@
+/**
+ * The thin executor for a health sweep's result: store the annotation patches, then ask for a
+ * reconcile of each proxy whose status must change and whose patch landed.
+ */
+
+import { isConflict, isNotFound } from "../kube/errors.ts";
+import type { Kube, ObjectKey, Resource } from "../kube/port.ts";
+import type { Message, Queue } from "../runtime/types.ts";
+import { mapWithConcurrency } from "./concurrency.ts";
+import type { HealthSweepResult } from "./sweep.ts";
+
+export interface AppliedHealthSweep {
+  written: number;
+  /** Patches that met a newer resourceVersion or a deleted object: recomputed next sweep. */
+  conflicts: number;
+  /** Patches that failed otherwise. */
+  failed: number;
+  reconcilesRequested: number;
+}
+
+/**
+ * @example
+ * const result = await probeAll({ ... });
+ * await applyHealthSweep({ kube: ctx.kube, queue: ctx.queue }, proxyResource, "proxy", result);
+ *
+ * Caveats: a reconcile is requested only after its patch succeeded, because the reconciler reads
+ * the annotation; on a Conflict neither happens and the next sweep redoes both from what is stored.
+ * Other patch errors are counted, not thrown: the sweep revisits every proxy anyway.
+ */
+export async function applyHealthSweep(
+  deps: { kube: Kube; queue: Queue },
+  resource: Resource,
+  controller: string,
+  result: Pick<HealthSweepResult, "annotationPatches" | "reconcileKeys">,
+  concurrency = 8,
+): Promise<AppliedHealthSweep> {
+  const out: AppliedHealthSweep = { written: 0, conflicts: 0, failed: 0, reconcilesRequested: 0 };
+  const landed = new Set<string>();
+  const id = (k: ObjectKey) => `${k.namespace ?? ""}/${k.name}`;
+  await mapWithConcurrency(result.annotationPatches, concurrency, async ({ key, patch }) => {
+    try {
+      await deps.kube.patch(resource, key, patch);
+      out.written++;
+      landed.add(id(key));
+    } catch (err) {
+      if (isConflict(err) || isNotFound(err)) out.conflicts++;
+      else out.failed++;
+    }
+  });
+  const messages: Message[] = result.reconcileKeys
+    .filter((k) => landed.has(id(k)))
+    .map((k) => ({
+      request: { controller, ...(k.namespace ? { namespace: k.namespace } : {}), name: k.name },
+      attempt: 0,
+    }));
+  if (messages.length > 0) await deps.queue.send(messages);
+  out.reconcilesRequested = messages.length;
+  return out;
+}

@@ -1,4 +1,4 @@
-import type { KubeObject, ObjectKey, OwnerReference } from "../kube/port.ts";
+import { controllerOf, type KubeObject, type ObjectKey, type OwnerReference } from "../kube/index.ts";
 import type { ControllerDefinition, Watch, WatchedChange } from "./controller.ts";
 import { type EventBatch, parseEventBatch, relayEventSchema } from "./event-batch.ts";
 import { groupOf, type Registry } from "./registry.ts";
@@ -241,9 +241,8 @@ class BatchMapper {
 
     const owners = registry.ownersOf(change.group, change.resource);
     if (owners.length > 0) {
-      const refs = change.object?.metadata.ownerReferences;
       if (change.object) {
-        const owner = controllerRef(refs);
+        const owner = controllerRef(change.object);
         const def = owner ? registry.primaryForKind(groupOf(owner.apiVersion), owner.kind) : undefined;
         if (owner && def && owners.includes(def)) {
           this.emit({
@@ -355,21 +354,16 @@ function objectBody(value: unknown): (KubeObject & { metadata: { name: string } 
   return value as KubeObject & { metadata: { name: string } };
 }
 
-/** The ownerReference with `controller: true`, if any (metav1.GetControllerOf). */
-function controllerRef(refs: unknown): OwnerReference | undefined {
-  if (!Array.isArray(refs)) return undefined;
-  for (const ref of refs) {
-    if (
-      isRecord(ref) &&
-      ref.controller === true &&
-      typeof ref.kind === "string" &&
-      typeof ref.apiVersion === "string" &&
-      typeof ref.name === "string"
-    ) {
-      return ref as unknown as OwnerReference;
-    }
-  }
-  return undefined;
+/** The controlling ownerReference of an untrusted body, when it is well-formed. */
+function controllerRef(object: KubeObject): OwnerReference | undefined {
+  const refs = object.metadata.ownerReferences;
+  const ref = Array.isArray(refs) ? controllerOf(object) : undefined;
+  return ref &&
+    typeof ref.kind === "string" &&
+    typeof ref.apiVersion === "string" &&
+    typeof ref.name === "string"
+    ? ref
+    : undefined;
 }
 
 function isRecord(value: unknown): value is Record<string, unknown> {

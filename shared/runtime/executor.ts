@@ -1,11 +1,20 @@
-import { classifyError, type ErrorClass, type ErrorClassName } from "../kube/classify.ts";
-import { isNotFound } from "../kube/errors.ts";
-import type { KubeObject, ObjectKey } from "../kube/port.ts";
+import {
+  type Condition,
+  type ConditionInput,
+  classifyError,
+  diffMergePatch,
+  type ErrorClass,
+  type ErrorClassName,
+  findCondition,
+  isNotFound,
+  type KubeObject,
+  type ObjectKey,
+  setCondition,
+} from "../kube/index.ts";
 import { backoffSeconds } from "./backoff.ts";
 import type { ControllerDefinition, PassContext } from "./controller.ts";
 import { failed, type Outcome } from "./outcome.ts";
 import type { Registry } from "./registry.ts";
-import { jsonEqual, mergePatchFor } from "./status-patch.ts";
 import { type Context, type Message, type Request, requestKey } from "./types.ts";
 
 /** Fixed retry interval after a quota error (DESIGN: "fixed retry interval"). */
@@ -140,9 +149,7 @@ export async function runPass(ctx: Context, registry: Registry, message: Message
     copy.status = status;
   }
 
-  const patch = jsonEqual(observed.status, copy.status)
-    ? undefined
-    : mergePatchFor(observed.status, copy.status);
+  const patch = diffMergePatch(observed.status, copy.status);
   if (patch !== undefined) {
     try {
       await ctx.kube.patchStatus(def.for, objectKey, {
@@ -287,25 +294,16 @@ function matchesKey(object: KubeObject, key: ObjectKey): boolean {
   return object.metadata?.name === key.name && (object.metadata.namespace ?? "") === (key.namespace ?? "");
 }
 
-interface ConditionLike {
-  type: string;
-  status: string;
-  reason?: string;
-  message?: string;
-  observedGeneration?: number;
-  lastTransitionTime?: string;
-}
-
-function conditionsOf(object: KubeObject): ConditionLike[] | undefined {
+function conditionsOf(object: KubeObject): Condition[] | undefined {
   const status = object.status;
   if (!isRecord(status) || !Array.isArray(status.conditions)) return undefined;
-  return status.conditions as ConditionLike[];
+  return status.conditions as Condition[];
 }
 
 /** The executor-kept latch: True at the current generation, and the object is not being deleted. */
 export function isLatched(def: ControllerDefinition, object: KubeObject): boolean {
   if (!def.permanentErrorCondition || object.metadata.deletionTimestamp) return false;
-  const condition = conditionsOf(object)?.find((c) => c.type === def.permanentErrorCondition);
+  const condition = findCondition(conditionsOf(object), def.permanentErrorCondition);
   return (
     condition?.status === "True" &&
     condition.observedGeneration !== undefined &&
@@ -317,39 +315,21 @@ function recordLatch(def: ControllerDefinition, object: KubeObject, now: Date, o
   const type = def.permanentErrorCondition;
   if (!type) return;
   const cls = outcome.kind === "error" ? classifyError(outcome.error) : undefined;
-  const existing = conditionsOf(object)?.find((c) => c.type === type);
   const generation = object.metadata.generation;
+  let next: ConditionInput | undefined;
   if (cls?.class === "permanent" && outcome.kind === "error") {
     const message = outcome.error instanceof Error ? outcome.error.message : String(outcome.error);
-    upsertCondition(
-      object,
-      { type, status: "True", reason: cls.reason, message, observedGeneration: generation },
-      now,
-    );
-  } else if (existing?.status === "True") {
-    upsertCondition(
-      object,
-      { type, status: "False", reason: RESOLVED_REASON, message: "", observedGeneration: generation },
-      now,
-    );
+    next = { type, status: "True", reason: cls.reason, message, observedGeneration: generation };
+  } else if (findCondition(conditionsOf(object), type)?.status === "True") {
+    next = { type, status: "False", reason: RESOLVED_REASON, message: "", observedGeneration: generation };
   }
-}
-
-function upsertCondition(object: KubeObject, next: ConditionLike, now: Date): void {
+  if (!next) return;
+  if (next.observedGeneration === undefined) delete next.observedGeneration;
+  const { conditions, changed } = setCondition(conditionsOf(object), next, now);
+  if (!changed) return;
   const status = isRecord(object.status) ? object.status : {};
-  object.status = status;
-  const conditions = Array.isArray(status.conditions) ? (status.conditions as ConditionLike[]) : [];
   status.conditions = conditions;
-  const index = conditions.findIndex((c) => c.type === next.type);
-  const previous = index >= 0 ? conditions[index] : undefined;
-  const lastTransitionTime =
-    previous && previous.status === next.status && previous.lastTransitionTime
-      ? previous.lastTransitionTime
-      : now.toISOString().replace(/\.\d{3}Z$/, "Z");
-  const condition = { ...next, lastTransitionTime };
-  if (next.observedGeneration === undefined) delete condition.observedGeneration;
-  if (index >= 0) conditions[index] = condition;
-  else conditions.push(condition);
+  object.status = status;
 }
 
 function isRecord(value: unknown): value is Record<string, unknown> {

@@ -43,7 +43,6 @@ export {
   RegistryError,
   resourceKey,
 } from "./registry.ts";
-export { jsonEqual, mergePatchFor } from "./status-patch.ts";
 export { planSweep, type SweepInput, type SweepPlan, sweepBucket } from "./sweep.ts";
 export type {
   Clock,

@@ -46,6 +46,8 @@ export const ProxyReason = {
   PermanentError: "PermanentError",
   ProbeSucceeded: "ProbeSucceeded",
   ProbeFailed: "ProbeFailed",
+  /** The sweep would not probe the target (link-local, metadata address, invalid URL). */
+  ProbeTargetRefused: "ProbeTargetRefused",
 } as const;
 export type ProxyReason = (typeof ProxyReason)[keyof typeof ProxyReason];
 

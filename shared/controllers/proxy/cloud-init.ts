@@ -1,0 +1,105 @@
+/**
+ * cloud-init resolution and the spec hash. The hash covers what shapes the instance (provider,
+ * instance shape, the *resolved* user data), so rotating a referenced Secret replaces the
+ * instance even though the Proxy spec is untouched.
+ */
+import { ReconcileError } from "../../kube/classify.ts";
+import { isNotFound } from "../../kube/errors.ts";
+import type { Kube, KubeObject } from "../../kube/port.ts";
+import { Resources } from "../../kube/resources.ts";
+import { specHash } from "../../kube/spec-hash.ts";
+import { ProxyReason, type ProxySpec } from "./api.ts";
+
+/** The Secret key read when `secretRef.key` is not set. */
+export const defaultCloudInitKey = "user-data";
+
+/**
+ * Version prefix of the hash stored in the spec-hash annotation. A value without it was written
+ * by someone else (the original Go operator) and is treated as missing: the instance is adopted,
+ * not replaced, when a cluster switches to kubefn.
+ */
+export const specHashPrefix = "v1:";
+
+/** The resolved user data; `undefined` when the spec has no cloudInit. */
+export interface ResolvedCloudInit {
+  userData: string | undefined;
+}
+
+/**
+ * Reads the user data: inline, or from the referenced Secret in the Proxy's namespace.
+ *
+ * @throws ReconcileError (transient, reason CloudInitError) when the Secret or its key is missing:
+ * a condition and a retry, never a crash. The Secret watch brings the pass back as soon as the
+ * Secret appears. Other API failures are thrown as they are (the executor classifies them).
+ */
+export async function resolveCloudInit(
+  kube: Kube,
+  namespace: string,
+  spec: Pick<ProxySpec, "cloudInit">,
+): Promise<ResolvedCloudInit> {
+  const cloudInit = spec.cloudInit;
+  if (!cloudInit) return { userData: undefined };
+  if (cloudInit.inline !== undefined) return { userData: cloudInit.inline };
+  const ref = cloudInit.secretRef;
+  if (!ref) return { userData: undefined };
+  const key = ref.key ?? defaultCloudInitKey;
+  let secret: KubeObject;
+  try {
+    secret = await kube.get(Resources.Secret, { namespace, name: ref.name });
+  } catch (err) {
+    if (isNotFound(err)) {
+      throw new CloudInitError(`cloud-init Secret ${namespace}/${ref.name} not found`, err);
+    }
+    throw err;
+  }
+  const data = secret.data as Record<string, string> | undefined;
+  const encoded = data?.[key];
+  if (encoded === undefined) {
+    throw new CloudInitError(`cloud-init Secret ${namespace}/${ref.name} has no key "${key}"`);
+  }
+  return { userData: decodeBase64(encoded) };
+}
+
+/** A cloud-init that cannot be resolved yet; transient, with reason {@link ProxyReason.CloudInitError}. */
+export class CloudInitError extends ReconcileError {
+  override name = "CloudInitError";
+  constructor(message: string, cause?: unknown) {
+    super("transient", ProxyReason.CloudInitError, message, cause === undefined ? {} : { cause });
+  }
+}
+
+export function isCloudInitError(err: unknown): err is CloudInitError {
+  return err instanceof CloudInitError;
+}
+
+/**
+ * What the spec hash covers: the provider, the instance shape and the resolved user data. Pure.
+ *
+ * Caveats: mode, endpoint and healthCheck are left out on purpose — editing a probe must not
+ * replace a VM. Changing this shape changes every hash and replaces every instance: bump
+ * {@link specHashPrefix} instead of editing it in place.
+ */
+export function specHashInput(
+  spec: Pick<ProxySpec, "provider" | "instance">,
+  cloudInit: ResolvedCloudInit,
+): unknown {
+  return {
+    provider: spec.provider ?? null,
+    instance: spec.instance ?? null,
+    cloudInit: cloudInit.userData ?? null,
+  };
+}
+
+/** The annotation value for a spec and its resolved cloud-init: `v1:` and a SHA-256. */
+export async function proxySpecHash(
+  spec: Pick<ProxySpec, "provider" | "instance">,
+  cloudInit: ResolvedCloudInit,
+): Promise<string> {
+  return `${specHashPrefix}${await specHash(specHashInput(spec, cloudInit))}`;
+}
+
+function decodeBase64(encoded: string): string {
+  const binary = atob(encoded);
+  const bytes = Uint8Array.from(binary, (c) => c.charCodeAt(0));
+  return new TextDecoder().decode(bytes);
+}

@@ -1,0 +1,41 @@
+import type { ControllerDefinition } from "../../runtime/controller.ts";
+import { ProxyConditionType, proxyResource } from "./api.ts";
+import { type ProvidersSource, reconcileProxy } from "./reconcile.ts";
+import { proxiesForSecret } from "./secret-watch.ts";
+import { defaultProxyTimings, type ProxyTimings } from "./timings.ts";
+
+export const proxyControllerName = "proxy";
+
+export interface ProxyControllerDeps {
+  /** Providers by the name `spec.provider` uses; a function builds them per pass from its context. */
+  providers: ProvidersSource;
+  timings?: Partial<ProxyTimings>;
+}
+
+/**
+ * The proxy operator as a kubefn controller: Managed proxies provisioned through a provider,
+ * replaced when their spec or cloud-init changes, deleted behind a finalizer; External proxies
+ * taken as they are; health projected from the sweep's annotation.
+ *
+ * Watches Secrets (a rotated cloud-init Secret re-enqueues every Proxy naming it). Does not own
+ * Pods: instances are observed only by polling the provider. The resync is the drift poll.
+ *
+ * Caveats: the permanent-failure latch is the controller's own (PermanentError at the current
+ * generation), so `permanentErrorCondition` is left unset and the executor keeps no second latch.
+ *
+ * @example
+ * const registry = createRegistry([
+ *   proxyController({ providers: (ctx) => ({ kubernetes: createKubernetesProvider({ kube: ctx.kube }) }) }),
+ * ]);
+ */
+export function proxyController(deps: ProxyControllerDeps): ControllerDefinition {
+  const timings: ProxyTimings = { ...defaultProxyTimings, ...deps.timings };
+  return {
+    name: proxyControllerName,
+    for: proxyResource,
+    watches: [proxiesForSecret(proxyControllerName)],
+    conditionTypes: Object.values(ProxyConditionType),
+    resyncSeconds: Math.max(60, timings.driftPoll),
+    reconcile: (ctx, object) => reconcileProxy(ctx, object, { providers: deps.providers, timings }),
+  };
+}

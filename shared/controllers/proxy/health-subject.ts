@@ -1,0 +1,103 @@
+/**
+ * The bridge to the health sweep: which Proxies are probed, where, and under which instance key
+ * their counters are kept. The reconciler projects with the same key, so the two always agree.
+ */
+import { HEALTH_ANNOTATION } from "../../health/annotation.ts";
+import type { HealthSubject } from "../../health/sweep.ts";
+import type { TargetPolicy } from "../../health/target.ts";
+import type { KubeObject } from "../../kube/port.ts";
+import { ProxyConditionType, ProxyMode, type Proxy as ProxyObject, ProxyReason, parseProxy } from "./api.ts";
+import { conditionOf } from "./status.ts";
+
+/** Port a Managed proxy listens on (providers start the proxy there). */
+export const managedProxyPort = 3128;
+/** Minimum spacing of health reports that change status (the seed's MinReportInterval). */
+export const minReportIntervalSeconds = 60;
+
+/**
+ * The instance a Proxy's health counters belong to: the providerID (Managed) or `host:port`
+ * (External). A different value starts the counters afresh (a replaced instance is judged anew).
+ */
+export function healthInstanceOf(proxy: Pick<ProxyObject, "spec" | "status">): string | undefined {
+  if (proxy.spec.mode === ProxyMode.External) {
+    const e = proxy.spec.endpoint;
+    return e ? `${e.host}:${e.port}` : undefined;
+  }
+  return proxy.status?.providerID || undefined;
+}
+
+export interface HealthSubjectOptions {
+  policy?: TargetPolicy;
+  /** Overrides {@link managedProxyPort}. */
+  managedPort?: number;
+}
+
+/**
+ * A Proxy as the health sweep sees it; pass it as `subjectFor` to `probeAll`.
+ *
+ * A proxy is probed only when it has a healthCheck, an instance key and an address, and is not
+ * being deleted; otherwise the subject has no `instance`/`proxy` and the sweep skips it.
+ *
+ * @example
+ * const result = await probeAll({ proxies, subjectFor: (p) => proxyHealthSubject(p), prober, now, concurrency: 32 });
+ */
+export function proxyHealthSubject(object: KubeObject, options: HealthSubjectOptions = {}): HealthSubject {
+  const annotation = object.metadata.annotations?.[HEALTH_ANNOTATION];
+  const key = { namespace: object.metadata.namespace ?? "", name: object.metadata.name ?? "" };
+  const base = {
+    key,
+    ...(object.metadata.resourceVersion === undefined
+      ? {}
+      : { resourceVersion: object.metadata.resourceVersion }),
+    deleting: object.metadata.deletionTimestamp !== undefined,
+    ...(annotation === undefined ? {} : { annotation }),
+    ...(options.policy ? { policy: options.policy } : {}),
+  };
+  const parsed = parseProxy(object);
+  const hc = parsed.success ? parsed.data.spec.healthCheck : undefined;
+  if (!parsed.success || !hc) {
+    return {
+      ...base,
+      probe: { url: "", expectedStatus: 200, timeoutMs: 0 },
+      thresholds: { successThreshold: 1, failureThreshold: 1, minReportIntervalSeconds },
+    };
+  }
+  const proxy = parsed.data;
+  const status = proxy.status ?? {};
+  const instance = healthInstanceOf(proxy);
+  const endpoint =
+    proxy.spec.mode === ProxyMode.External
+      ? proxy.spec.endpoint
+      : status.ip
+        ? { host: status.ip, port: options.managedPort ?? managedProxyPort, scheme: "http" as const }
+        : undefined;
+  const healthy = conditionOf(status, ProxyConditionType.Healthy);
+  const seeded =
+    healthy &&
+    (healthy.reason === ProxyReason.ProbeSucceeded || healthy.reason === ProxyReason.ProbeFailed) &&
+    healthy.status !== "Unknown";
+  return {
+    ...base,
+    ...(instance && endpoint ? { instance, proxy: endpoint } : {}),
+    probe: {
+      url: hc.probeURL,
+      expectedStatus: hc.expectedStatus,
+      timeoutMs: hc.timeoutSeconds * 1000,
+      intervalSeconds: hc.intervalSeconds,
+    },
+    thresholds: {
+      successThreshold: hc.successThreshold,
+      failureThreshold: hc.failureThreshold,
+      minReportIntervalSeconds,
+    },
+    ...(seeded
+      ? {
+          seed: {
+            healthy: healthy.status === "True",
+            ...(status.latencyMillis === undefined ? {} : { latencyMs: status.latencyMillis }),
+            ...(status.lastHealthCheckTime === undefined ? {} : { at: status.lastHealthCheckTime }),
+          },
+        }
+      : {}),
+  };
+}

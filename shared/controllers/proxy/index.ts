@@ -1,0 +1,33 @@
+export * from "./api.ts";
+export {
+  CloudInitError,
+  defaultCloudInitKey,
+  isCloudInitError,
+  proxySpecHash,
+  type ResolvedCloudInit,
+  resolveCloudInit,
+  specHashInput,
+  specHashPrefix,
+} from "./cloud-init.ts";
+export { type ProxyControllerDeps, proxyController, proxyControllerName } from "./controller.ts";
+export { type DeletionAction, type DeletionObservation, decideDeletion, reconcileDelete } from "./delete.ts";
+export { reconcileExternal } from "./external.ts";
+export { clearQuota, providerFailure } from "./failure.ts";
+export {
+  type HealthSubjectOptions,
+  healthInstanceOf,
+  managedProxyPort,
+  minReportIntervalSeconds,
+  proxyHealthSubject,
+} from "./health-subject.ts";
+export {
+  decideManaged,
+  type InstanceLookup,
+  type ManagedAction,
+  type ManagedObservation,
+  reconcileManaged,
+} from "./managed.ts";
+export { type ProvidersSource, reconcileProxy } from "./reconcile.ts";
+export { proxiesForSecret } from "./secret-watch.ts";
+export { applyHealth, computePhase, isLatched } from "./status.ts";
+export { defaultProxyTimings, type ProxyTimings } from "./timings.ts";

@@ -1,0 +1,269 @@
+/**
+ * The Managed state machine (seed §3): a pure `decideManaged` over what a pass has observed so
+ * far, and `reconcileManaged`, which observes (cloud-init, provider lookup) and acts through the
+ * Kube and Provider ports until a decision ends the pass.
+ */
+
+import { healthStateOf } from "../../health/annotation.ts";
+import { projectHealth } from "../../health/state.ts";
+import { ReconcileError } from "../../kube/classify.ts";
+import { hasFinalizer } from "../../kube/finalizers.ts";
+import { done, failed, type Outcome, requeueAfter } from "../../runtime/outcome.ts";
+import { ProxyReason, proxyFinalizer, proxySpecHashAnnotation } from "./api.ts";
+import {
+  isCloudInitError,
+  proxySpecHash,
+  type ResolvedCloudInit,
+  resolveCloudInit,
+  specHashPrefix,
+} from "./cloud-init.ts";
+import { clearQuota, providerFailure } from "./failure.ts";
+import { patchMetadata } from "./metadata.ts";
+import type { ProxyPass } from "./pass.ts";
+import {
+  type Instance,
+  isProviderNotFound,
+  nameFromUID,
+  ownerTags,
+  type Provider,
+} from "./providers/provider.ts";
+import { applyHealth, isLatched, latchPermanentError, releaseStaleLatch, setProvisioned } from "./status.ts";
+
+/** The result of looking the current instance up. */
+export type InstanceLookup = { found: true; instance: Instance } | { found: false };
+
+/** What a Managed pass knows so far. Later fields are filled in as the pass observes more. */
+export interface ManagedObservation {
+  hasFinalizer: boolean;
+  /** PermanentError True at the current generation. */
+  latched: boolean;
+  providerKnown: boolean;
+  /** status.providerID. */
+  providerID?: string | undefined;
+  /** The spec-hash annotation as stored. */
+  storedHash?: string | undefined;
+  /** The hash of the current spec and resolved cloud-init; undefined until resolved. */
+  desiredHash?: string | undefined;
+  /** provider.get(providerID); undefined until looked up. */
+  lookup?: InstanceLookup | undefined;
+}
+
+/** The next step of a Managed pass. `resolve` and `lookup` ask for an observation, not an action. */
+export type ManagedAction =
+  | { kind: "addFinalizer" }
+  | { kind: "latched" }
+  | { kind: "unknownProvider" }
+  | { kind: "resolve" }
+  | { kind: "create" }
+  | { kind: "adopt" }
+  | { kind: "lookup"; id: string; purpose: "replace" | "observe" }
+  /** The instance is gone: forget it; the next pass creates. */
+  | { kind: "forget"; purpose: "replace" | "observe" }
+  /** The spec changed: delete the instance and poll until it is gone. */
+  | { kind: "replace"; instance: Instance; callDelete: boolean }
+  | { kind: "poll"; instance: Instance }
+  | { kind: "running"; instance: Instance & { ip: string } }
+  /** Stopped or Terminating: instances are cattle — delete and recreate. */
+  | { kind: "deleteDead"; instance: Instance; callDelete: boolean };
+
+/**
+ * Decides the next step of a Managed pass (seed §3). Pure.
+ *
+ * Order: finalizer first; then the latch; then the provider; then cloud-init (needed for the
+ * hash); then no instance → create; a missing or foreign hash → adopt (write it, no create);
+ * otherwise look the instance up and act on its state, replacing it when the hash differs.
+ */
+export function decideManaged(o: ManagedObservation): ManagedAction {
+  if (!o.hasFinalizer) return { kind: "addFinalizer" };
+  if (o.latched) return { kind: "latched" };
+  if (!o.providerKnown) return { kind: "unknownProvider" };
+  if (o.desiredHash === undefined) return { kind: "resolve" };
+  if (!o.providerID) return { kind: "create" };
+  const ours = o.storedHash?.startsWith(specHashPrefix) ?? false;
+  if (!ours) return { kind: "adopt" };
+  const purpose = o.storedHash === o.desiredHash ? "observe" : "replace";
+  if (!o.lookup) return { kind: "lookup", id: o.providerID, purpose };
+  if (!o.lookup.found) return { kind: "forget", purpose };
+  const instance = o.lookup.instance;
+  const terminating = instance.state === "Terminating";
+  if (purpose === "replace") return { kind: "replace", instance, callDelete: !terminating };
+  switch (instance.state) {
+    case "Provisioning":
+      return { kind: "poll", instance };
+    case "Running":
+      return instance.ip
+        ? { kind: "running", instance: { ...instance, ip: instance.ip } }
+        : { kind: "poll", instance };
+    case "Stopped":
+    case "Terminating":
+      return { kind: "deleteDead", instance, callDelete: !terminating };
+    default:
+      return assertNever(instance.state);
+  }
+}
+
+/**
+ * One Managed pass: observe as `decideManaged` asks, then act once.
+ *
+ * | action | writes | outcome |
+ * | --- | --- | --- |
+ * | addFinalizer | finalizer (guarded patch) | requeueNow |
+ * | latched | nothing | done |
+ * | unknownProvider | latch, Provisioned=False/PermanentError | failed(permanent) |
+ * | create | provider.create (name from UID); providerID; spec-hash annotation if it differs | provisioningPoll |
+ * | adopt | spec-hash annotation | requeueNow |
+ * | forget | providerID and IP cleared | requeueNow |
+ * | replace | provider.delete; Provisioned=False/Replacing | deletionPoll |
+ * | poll | Provisioned=False/Provisioning | provisioningPoll |
+ * | running | IP, Provisioned=True/Created, health | driftPoll |
+ * | deleteDead | provider.delete; Provisioned=False/Replacing | deletionPoll |
+ *
+ * Caveats: the finalizer pass requeues instead of returning done: the intake drops the
+ * functions' own writes, so no event would bring the next pass before the sweep.
+ */
+export async function reconcileManaged(pass: ProxyPass): Promise<Outcome> {
+  const { ctx, object, proxy, status, timings } = pass;
+  const now = ctx.clock.now();
+  const generation = object.metadata.generation;
+  const providerName = proxy.spec.provider ?? "";
+  const provider: Provider | undefined = Object.hasOwn(pass.providers, providerName)
+    ? pass.providers[providerName]
+    : undefined;
+  const observation: ManagedObservation = {
+    hasFinalizer: hasFinalizer(object.metadata.finalizers, proxyFinalizer),
+    latched: isLatched(status, generation),
+    providerKnown: provider !== undefined,
+    providerID: status.providerID,
+    storedHash: object.metadata.annotations?.[proxySpecHashAnnotation],
+  };
+  const onProviderError = (err: unknown) =>
+    providerFailure(status, err, { generation, now, quotaRetrySeconds: timings.quotaRetry });
+  let cloudInit: ResolvedCloudInit = { userData: undefined };
+
+  for (;;) {
+    const action = decideManaged(observation);
+    switch (action.kind) {
+      case "addFinalizer": {
+        const finalizers = [...(object.metadata.finalizers ?? []), proxyFinalizer];
+        await patchMetadata(ctx.kube, object, { finalizers });
+        return requeueAfter(timings.requeueNow);
+      }
+      case "latched":
+        return done();
+      case "unknownProvider": {
+        const known = Object.keys(pass.providers).sort().join(", ") || "none";
+        const message = `no provider named "${providerName}" (known: ${known})`;
+        latchPermanentError(status, ProxyReason.UnknownProvider, message, generation, now);
+        return failed(ReconcileError.permanent(ProxyReason.UnknownProvider, message));
+      }
+      case "resolve": {
+        releaseStaleLatch(status, generation);
+        try {
+          cloudInit = await resolveCloudInit(ctx.kube, object.metadata.namespace ?? "", proxy.spec);
+        } catch (err) {
+          if (!isCloudInitError(err)) throw err;
+          setProvisioned(status, false, ProxyReason.CloudInitError, err.message, now);
+          return failed(err);
+        }
+        observation.desiredHash = await proxySpecHash(proxy.spec, cloudInit);
+        continue;
+      }
+      case "create": {
+        let instance: Instance;
+        try {
+          const uid = object.metadata.uid ?? "";
+          instance = await provider!.create({
+            name: nameFromUID(uid),
+            namespace: object.metadata.namespace ?? "",
+            ...(cloudInit.userData === undefined ? {} : { cloudInit: cloudInit.userData }),
+            instance: proxy.spec.instance ?? {},
+            tags: ownerTags(uid),
+          });
+        } catch (err) {
+          return onProviderError(err);
+        }
+        clearQuota(status);
+        status.providerID = instance.id;
+        delete status.ip;
+        setProvisioned(status, false, ProxyReason.Provisioning, `instance ${instance.id} created`, now);
+        if (observation.storedHash !== observation.desiredHash) {
+          await patchMetadata(ctx.kube, object, {
+            annotations: { [proxySpecHashAnnotation]: observation.desiredHash! },
+          });
+        }
+        return requeueAfter(timings.provisioningPoll);
+      }
+      case "adopt":
+        await patchMetadata(ctx.kube, object, {
+          annotations: { [proxySpecHashAnnotation]: observation.desiredHash! },
+        });
+        return requeueAfter(timings.requeueNow);
+      case "lookup":
+        try {
+          observation.lookup = { found: true, instance: await provider!.get(action.id) };
+        } catch (err) {
+          if (!isProviderNotFound(err)) return onProviderError(err);
+          observation.lookup = { found: false };
+        }
+        clearQuota(status);
+        continue;
+      case "forget": {
+        const gone = status.providerID;
+        delete status.providerID;
+        delete status.ip;
+        setProvisioned(
+          status,
+          false,
+          action.purpose === "replace" ? ProxyReason.Replacing : ProxyReason.Provisioning,
+          `instance ${gone} is gone; creating a new one`,
+          now,
+        );
+        return requeueAfter(timings.requeueNow);
+      }
+      case "replace":
+      case "deleteDead": {
+        if (action.callDelete) {
+          try {
+            await provider!.delete(action.instance.id);
+          } catch (err) {
+            return onProviderError(err);
+          }
+        }
+        const why =
+          action.kind === "replace"
+            ? "the spec or its cloud-init changed"
+            : `the instance is ${action.instance.state}`;
+        setProvisioned(
+          status,
+          false,
+          ProxyReason.Replacing,
+          `${why}: deleting instance ${action.instance.id} before recreating it`,
+          now,
+        );
+        return requeueAfter(timings.deletionPoll);
+      }
+      case "poll":
+        setProvisioned(
+          status,
+          false,
+          ProxyReason.Provisioning,
+          `instance ${action.instance.id} is provisioning`,
+          now,
+        );
+        return requeueAfter(timings.provisioningPoll);
+      case "running": {
+        status.ip = action.instance.ip;
+        setProvisioned(status, true, ProxyReason.Created, `instance ${action.instance.id} is running`, now);
+        const projection = projectHealth(healthStateOf(object.metadata.annotations), action.instance.id);
+        applyHealth(status, projection, proxy.spec.healthCheck !== undefined, now);
+        return requeueAfter(timings.driftPoll);
+      }
+      default:
+        return assertNever(action);
+    }
+  }
+}
+
+function assertNever(value: never): never {
+  throw new Error(`unhandled case: ${JSON.stringify(value)}`);
+}

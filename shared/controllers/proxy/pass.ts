@@ -1,0 +1,18 @@
+import type { KubeObject } from "../../kube/port.ts";
+import type { PassContext } from "../../runtime/controller.ts";
+import type { Proxy as ProxyObject, ProxyStatus } from "./api.ts";
+import type { ProvidersByName } from "./providers/provider.ts";
+import type { ProxyTimings } from "./timings.ts";
+
+/** Everything one branch of a pass works on. */
+export interface ProxyPass {
+  ctx: PassContext;
+  /** The executor's private copy: metadata writes update it, `status` is the same object as below. */
+  object: KubeObject;
+  /** The parsed object, spec defaults applied. Read its spec; never write through it. */
+  proxy: ProxyObject;
+  /** `object.status`, mutated in place; the executor writes it once if it changed. */
+  status: ProxyStatus;
+  providers: ProvidersByName;
+  timings: ProxyTimings;
+}

@@ -1,0 +1,51 @@
+import { z } from "zod";
+import { ReconcileError } from "../../kube/classify.ts";
+import type { KubeObject } from "../../kube/port.ts";
+import type { PassContext } from "../../runtime/controller.ts";
+import { failed, type Outcome } from "../../runtime/outcome.ts";
+import { ProxyMode, type ProxyStatus, parseProxy } from "./api.ts";
+import { reconcileDelete } from "./delete.ts";
+import { reconcileExternal } from "./external.ts";
+import { reconcileManaged } from "./managed.ts";
+import type { ProvidersByName } from "./providers/provider.ts";
+import { computePhase } from "./status.ts";
+import type { ProxyTimings } from "./timings.ts";
+
+/** Providers fixed at start-up, or built per pass from its context (e.g. the pod provider on `ctx.kube`). */
+export type ProvidersSource = ProvidersByName | ((ctx: PassContext) => ProvidersByName);
+
+/**
+ * One pass over one Proxy (seed §2): dispatch on deletion, then mode; whatever the branch did,
+ * recompute `status.phase`. The executor writes the status once, only if it changed.
+ *
+ * Caveats: an object that fails the schema (it escaped or predates the CRD) is a permanent error
+ * reason InvalidSpec; nothing is written and the next spec edit retries.
+ */
+export async function reconcileProxy(
+  ctx: PassContext,
+  object: KubeObject,
+  deps: { providers: ProvidersSource; timings: ProxyTimings },
+): Promise<Outcome> {
+  const parsed = parseProxy(object);
+  if (!parsed.success) {
+    return failed(ReconcileError.permanent("InvalidSpec", z.prettifyError(parsed.error)));
+  }
+  const status: ProxyStatus = isRecord(object.status) ? (object.status as ProxyStatus) : {};
+  object.status = status;
+  const providers = typeof deps.providers === "function" ? deps.providers(ctx) : deps.providers;
+  const pass = { ctx, object, proxy: parsed.data, status, providers, timings: deps.timings };
+  try {
+    if (object.metadata.deletionTimestamp) return await reconcileDelete(pass);
+    if (parsed.data.spec.mode === ProxyMode.External) return await reconcileExternal(pass);
+    return await reconcileManaged(pass);
+  } finally {
+    status.phase = computePhase(status, {
+      deleting: object.metadata.deletionTimestamp !== undefined,
+      generation: object.metadata.generation,
+    });
+  }
+}
+
+function isRecord(value: unknown): value is Record<string, unknown> {
+  return typeof value === "object" && value !== null && !Array.isArray(value);
+}

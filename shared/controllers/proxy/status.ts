@@ -1,0 +1,194 @@
+/**
+ * The Proxy's status as the reconciler writes it: condition helpers, the health projection and
+ * the phase. Pure: every function takes the status and returns or mutates it, never the world.
+ */
+
+import type { HealthProjection } from "../../health/state.ts";
+import {
+  type Condition,
+  findCondition,
+  formatKubeTime,
+  removeCondition,
+  setCondition,
+} from "../../kube/conditions.ts";
+import { ProxyConditionType, ProxyPhase, ProxyReason, type ProxyStatus } from "./api.ts";
+
+/** `status.conditions` as shared/kube's condition helpers type it. */
+function conditionsOf(status: ProxyStatus): Condition[] | undefined {
+  return status.conditions as Condition[] | undefined;
+}
+
+/** Sets one condition (lastTransitionTime moves only when the status flips). */
+export function putCondition(
+  status: ProxyStatus,
+  type: ProxyConditionType,
+  value: Condition["status"],
+  reason: string,
+  message: string,
+  now: Date,
+  observedGeneration?: number,
+): void {
+  const input = {
+    type,
+    status: value,
+    reason,
+    message,
+    ...(observedGeneration === undefined ? {} : { observedGeneration }),
+  };
+  const { conditions, changed } = setCondition(conditionsOf(status), input, now);
+  if (changed) status.conditions = conditions;
+}
+
+/** Removes a condition; leaves `status.conditions` untouched when it was absent. */
+export function dropCondition(status: ProxyStatus, type: ProxyConditionType): void {
+  const { conditions, changed } = removeCondition(conditionsOf(status), type);
+  if (!changed) return;
+  if (conditions.length > 0) status.conditions = conditions;
+  else delete status.conditions;
+}
+
+export function conditionOf(status: ProxyStatus, type: ProxyConditionType): Condition | undefined {
+  return findCondition(conditionsOf(status), type);
+}
+
+/** Sets `Provisioned`. */
+export function setProvisioned(
+  status: ProxyStatus,
+  provisioned: boolean,
+  reason: ProxyReason,
+  message: string,
+  now: Date,
+): void {
+  putCondition(status, ProxyConditionType.Provisioned, provisioned ? "True" : "False", reason, message, now);
+}
+
+/**
+ * The proxy keeps its own permanent-failure latch: a `PermanentError` condition that is True at
+ * the object's current generation. While latched, a pass calls no provider and changes nothing;
+ * a spec edit (new generation) releases it.
+ */
+export function isLatched(status: ProxyStatus | undefined, generation: number | undefined): boolean {
+  if (!status) return false;
+  const c = conditionOf(status, ProxyConditionType.PermanentError);
+  return c?.status === "True" && c.observedGeneration !== undefined && c.observedGeneration === generation;
+}
+
+/** Latches a permanent failure at `generation`: PermanentError=True and Provisioned=False/PermanentError. */
+export function latchPermanentError(
+  status: ProxyStatus,
+  reason: string,
+  message: string,
+  generation: number | undefined,
+  now: Date,
+): void {
+  putCondition(status, ProxyConditionType.PermanentError, "True", reason, message, now, generation);
+  setProvisioned(status, false, ProxyReason.PermanentError, `${reason}: ${message}`, now);
+}
+
+/** A latch from an older generation no longer applies: drop it so this pass starts clean. */
+export function releaseStaleLatch(status: ProxyStatus, generation: number | undefined): void {
+  const c = conditionOf(status, ProxyConditionType.PermanentError);
+  if (c && c.observedGeneration !== generation) dropCondition(status, ProxyConditionType.PermanentError);
+}
+
+/**
+ * Projects the sweep's health bookkeeping into status: the `Healthy` condition, `latencyMillis`
+ * and `lastHealthCheckTime`.
+ *
+ * | projection | Healthy | latency / time |
+ * | --- | --- | --- |
+ * | no healthCheck in spec | removed | removed |
+ * | Unknown (no report yet for this instance) | unchanged | unchanged |
+ * | Refused | False / ProbeTargetRefused, with the refusal message | unchanged |
+ * | Reported | True / ProbeSucceeded or False / ProbeFailed | from the report |
+ *
+ * Caveats: Unknown leaves the condition as it was rather than writing Unknown: the sweep seeds a
+ * fresh state from the existing condition, so a replaced instance or a lost annotation does not
+ * make the condition flap. `lastHealthCheckTime` is the time of the last *reported* probe.
+ */
+export function applyHealth(
+  status: ProxyStatus,
+  projection: HealthProjection,
+  healthCheckConfigured: boolean,
+  now: Date,
+): void {
+  if (!healthCheckConfigured) {
+    dropCondition(status, ProxyConditionType.Healthy);
+    delete status.latencyMillis;
+    delete status.lastHealthCheckTime;
+    return;
+  }
+  switch (projection.kind) {
+    case "Unknown":
+      return;
+    case "Refused":
+      putCondition(
+        status,
+        ProxyConditionType.Healthy,
+        "False",
+        ProxyReason.ProbeTargetRefused,
+        `${projection.reason}: ${projection.message}`,
+        now,
+      );
+      return;
+    case "Reported": {
+      putCondition(
+        status,
+        ProxyConditionType.Healthy,
+        projection.healthy ? "True" : "False",
+        projection.healthy ? ProxyReason.ProbeSucceeded : ProxyReason.ProbeFailed,
+        projection.healthy ? "probes through the proxy succeed" : "probes through the proxy fail",
+        now,
+      );
+      if (projection.latencyMs !== undefined)
+        status.latencyMillis = Math.max(0, Math.round(projection.latencyMs));
+      if (projection.at !== undefined) {
+        const at = new Date(projection.at);
+        if (!Number.isNaN(at.getTime())) status.lastHealthCheckTime = formatKubeTime(at);
+      }
+      return;
+    }
+    default:
+      assertNever(projection);
+  }
+}
+
+/**
+ * The phase, from the conditions and the deletion mark:
+ *
+ * | state | phase |
+ * | --- | --- |
+ * | deletionTimestamp set | Deleting |
+ * | PermanentError True at this generation | Failed |
+ * | Provisioned True, Healthy False | Unhealthy |
+ * | Provisioned True otherwise | Ready |
+ * | Provisioned False / CloudInitError | Pending |
+ * | an instance exists (providerID), or Provisioned False / Provisioning or Replacing | Provisioning |
+ * | otherwise | Pending |
+ */
+export function computePhase(
+  status: ProxyStatus,
+  object: { deleting: boolean; generation: number | undefined },
+): ProxyPhase {
+  if (object.deleting) return ProxyPhase.Deleting;
+  if (isLatched(status, object.generation)) return ProxyPhase.Failed;
+  const provisioned = conditionOf(status, ProxyConditionType.Provisioned);
+  if (provisioned?.status === "True") {
+    return conditionOf(status, ProxyConditionType.Healthy)?.status === "False"
+      ? ProxyPhase.Unhealthy
+      : ProxyPhase.Ready;
+  }
+  if (provisioned?.reason === ProxyReason.CloudInitError) return ProxyPhase.Pending;
+  if (
+    status.providerID ||
+    provisioned?.reason === ProxyReason.Provisioning ||
+    provisioned?.reason === ProxyReason.Replacing
+  ) {
+    return ProxyPhase.Provisioning;
+  }
+  return ProxyPhase.Pending;
+}
+
+function assertNever(value: never): never {
+  throw new Error(`unhandled case: ${JSON.stringify(value)}`);
+}

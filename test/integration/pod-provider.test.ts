@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
-import { createKubernetesProvider } from "../../shared/controllers/proxy/providers/kubernetes.ts";
 import {
   type CreateRequest,
+  createKubernetesProvider,
   type Instance,
   isProviderNotFound,
   managedByTagKey,
@@ -11,7 +11,7 @@ import {
   ownerTags,
   type Provider,
   ProviderError,
-} from "../../shared/controllers/proxy/providers/provider.ts";
+} from "../../shared/controllers/proxy/providers/index.ts";
 import { createKube, type Kube, type KubeObject, Resources } from "../../shared/kube/index.ts";
 import { createNodeTransport, loadKubeConfig } from "../../shared/kube/node.ts";
 

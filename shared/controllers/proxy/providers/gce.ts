@@ -24,8 +24,11 @@ export interface GceProviderOptions {
   project: string;
   /** Zone of instances whose shape names none; also the zone `listByTag` searches by default. */
   zone: string;
-  /** Zones `listByTag` searches. Defaults to `[zone]`. */
-  listZones?: string[];
+  /**
+   * Zones `listByTag` searches: a list (instances.list per zone), or "all" (one
+   * instances.aggregatedList over the project). Defaults to `[zone]`.
+   */
+  listZones?: string[] | "all";
   /** A service-account key, exchanged for tokens by a token source private to this provider. */
   serviceAccountKey?: ServiceAccountKey;
   /** Or any other source of access tokens (e.g. the metadata server). Wins over the key. */
@@ -49,6 +52,12 @@ export interface GceInstance {
   status?: string;
   labels?: Record<string, string>;
   networkInterfaces?: { networkIP?: string; accessConfigs?: { natIP?: string }[] }[];
+}
+
+/** instances.aggregatedList: instances keyed by scope ("zones/europe-west1-b"). */
+export interface GceAggregatedList {
+  items?: Record<string, { instances?: GceInstance[]; warning?: { code?: string } }>;
+  nextPageToken?: string;
 }
 
 /** A zone Operation; only its error matters here (state is read later with instances.get). */
@@ -126,6 +135,21 @@ export function createGceProvider(opts: GceProviderOptions): Provider {
     return answer;
   }
 
+  /** Every page of a list call, following nextPageToken. */
+  async function* listPages(path: string, filter: string): AsyncGenerator<unknown> {
+    let pageToken: string | undefined;
+    do {
+      const query = new URLSearchParams({ filter, maxResults: "500" });
+      if (pageToken) query.set("pageToken", pageToken);
+      const what = `list ${path} with ${filter}`;
+      const answer = await call("GET", `${path}?${query}`, what);
+      if (!isOk(answer.status))
+        throw gceErrorFrom(answer.status, answer.body, what, answer.retryAfterSeconds);
+      yield answer.body;
+      pageToken = (answer.body as { nextPageToken?: string } | undefined)?.nextPageToken || undefined;
+    } while (pageToken);
+  }
+
   async function getByKey(key: GceKey, id: string): Promise<Instance> {
     const what = `get ${id}`;
     const answer = await call("GET", `${zonePath(key.zone)}/${enc(key.name)}`, what);
@@ -188,20 +212,24 @@ export function createGceProvider(opts: GceProviderOptions): Provider {
 
     async listByTag(tag: Tag) {
       const filter = labelFilter(tag);
+      const zones = opts.listZones ?? [opts.zone];
+      if (zones === "all") {
+        const pages = listPages(`/projects/${enc(project)}/aggregated/instances`, filter);
+        const instances: Instance[] = [];
+        for await (const page of pages) {
+          for (const [scope, scoped] of Object.entries((page as GceAggregatedList).items ?? {})) {
+            const zone = scope.replace(/^zones\//, "");
+            instances.push(...(scoped.instances ?? []).map((inst) => instanceFromGce(project, zone, inst)));
+          }
+        }
+        return instances;
+      }
       const instances: Instance[] = [];
-      for (const zone of opts.listZones ?? [opts.zone]) {
-        let pageToken: string | undefined;
-        do {
-          const query = new URLSearchParams({ filter, maxResults: "500" });
-          if (pageToken) query.set("pageToken", pageToken);
-          const what = `list instances in ${zone} with ${filter}`;
-          const answer = await call("GET", `${zonePath(zone)}?${query}`, what);
-          if (!isOk(answer.status))
-            throw gceErrorFrom(answer.status, answer.body, what, answer.retryAfterSeconds);
-          const list = answer.body as { items?: GceInstance[]; nextPageToken?: string };
-          instances.push(...(list.items ?? []).map((inst) => instanceFromGce(project, zone, inst)));
-          pageToken = list.nextPageToken || undefined;
-        } while (pageToken);
+      for (const zone of zones) {
+        for await (const page of listPages(zonePath(zone), filter)) {
+          const items = (page as { items?: GceInstance[] }).items ?? [];
+          instances.push(...items.map((inst) => instanceFromGce(project, zone, inst)));
+        }
       }
       return instances;
     },

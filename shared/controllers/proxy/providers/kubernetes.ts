@@ -1,6 +1,7 @@
 import { classifyError } from "../../../kube/classify.ts";
 import { isAlreadyExists, isNotFound } from "../../../kube/errors.ts";
 import type { Kube, KubeObject, ObjectMeta, Resource } from "../../../kube/port.ts";
+import { Resources } from "../../../kube/resources.ts";
 import {
   adoptExisting,
   type CreateRequest,
@@ -13,13 +14,7 @@ import {
   type Tag,
 } from "./provider.ts";
 
-export const podResource: Resource = {
-  group: "",
-  version: "v1",
-  resource: "pods",
-  kind: "Pod",
-  namespaced: true,
-};
+export const podResource: Resource = Resources.Pod;
 
 /** The image when the Proxy names none: a plain forward proxy listening on 3128. */
 export const defaultPodImage = "ghcr.io/kubefn/forward-proxy:latest";

@@ -1,0 +1,29 @@
+export {
+  createGceProvider,
+  type GceProviderOptions,
+  gceErrorFrom,
+} from "./gce.ts";
+export {
+  createServiceAccountTokenSource,
+  type ServiceAccountKey,
+  type TokenSource,
+} from "./gce-auth.ts";
+export { buildPod, createKubernetesProvider, type KubernetesProviderOptions } from "./kubernetes.ts";
+export {
+  type CreateRequest,
+  type Instance,
+  type InstanceShape,
+  type InstanceState,
+  isProviderNotFound,
+  managedByTagKey,
+  managedByTagValue,
+  nameFromUID,
+  ownerTagKey,
+  ownerTags,
+  type Provider,
+  ProviderError,
+  type ProviderErrorClass,
+  ProviderNotFoundError,
+  type ProvidersByName,
+  type Tag,
+} from "./provider.ts";

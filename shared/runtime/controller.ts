@@ -1,4 +1,4 @@
-import type { KubeObject, ObjectKey, Resource } from "../kube/port.ts";
+import type { KubeObject, ObjectKey, Resource } from "../kube/index.ts";
 import type { Outcome } from "./outcome.ts";
 import type { Context, Request } from "./types.ts";
 

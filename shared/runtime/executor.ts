@@ -174,30 +174,33 @@ export async function runPass(ctx: Context, registry: Registry, message: Message
   return finish();
 }
 
+/** A follow-up message's delay and the attempt it carries. */
+export interface FollowUp {
+  delaySeconds: number;
+  attempt: number;
+}
+
 /**
- * The follow-up an Outcome asks for, before the resync limit is applied: its delay and the attempt
- * it carries, plus the classified error. `undefined` for done; a negative delay for a permanent
- * error (never retried).
+ * The follow-up an Outcome asks for, before the resync limit is applied (pure; see the table on
+ * {@link runPass}). `undefined` for done and for permanent errors.
  */
-export function followUpFor(
-  outcome: Outcome,
-  attempt: number,
-  random: () => number,
-): { delaySeconds: number; attempt: number; error?: ErrorClass } | undefined {
+export function followUpFor(outcome: Outcome, attempt: number, random: () => number): FollowUp | undefined {
   switch (outcome.kind) {
     case "done":
       return undefined;
     case "requeue":
       return { delaySeconds: Math.ceil(outcome.afterSeconds), attempt: 0 };
     case "error": {
-      const error = classifyError(outcome.error);
-      const retryAfter = error.retryAfterSeconds;
-      switch (error.class) {
+      const { class: cls, retryAfterSeconds } = classifyError(outcome.error);
+      switch (cls) {
         case "transient":
           return {
-            delaySeconds: backoffSeconds(attempt, random, retryAfter === undefined ? {} : { retryAfter }),
+            delaySeconds: backoffSeconds(
+              attempt,
+              random,
+              retryAfterSeconds === undefined ? {} : { retryAfter: retryAfterSeconds },
+            ),
             attempt: attempt + 1,
-            error,
           };
         case "conflict":
           return {
@@ -206,18 +209,16 @@ export function followUpFor(
                 ? 0
                 : backoffSeconds(attempt - IMMEDIATE_CONFLICT_RETRIES, random),
             attempt: attempt + 1,
-            error,
           };
         case "quota":
           return {
-            delaySeconds: Math.max(QUOTA_RETRY_SECONDS, Math.ceil(retryAfter ?? 0)),
+            delaySeconds: Math.max(QUOTA_RETRY_SECONDS, Math.ceil(retryAfterSeconds ?? 0)),
             attempt: 0,
-            error,
           };
         case "permanent":
-          return { delaySeconds: -1, attempt, error };
+          return undefined;
         default:
-          return assertNever(error.class);
+          return assertNever(cls);
       }
     }
     default:
@@ -235,19 +236,11 @@ async function settle(
 ): Promise<void> {
   const next = followUpFor(outcome, attempt, ctx.random);
   if (outcome.kind === "error") {
-    fail(
-      ctx,
-      summary,
-      request,
-      def.name,
-      attempt,
-      outcome.error,
-      next?.error ?? classifyError(outcome.error),
-    );
+    fail(ctx, summary, request, def.name, attempt, outcome.error, classifyError(outcome.error));
   } else {
     summary.result = outcome.kind;
   }
-  if (!next || next.delaySeconds < 0 || next.delaySeconds > def.resyncSeconds) return;
+  if (!next || next.delaySeconds > def.resyncSeconds) return;
   try {
     await ctx.queue.send([{ request, attempt: next.attempt }], next.delaySeconds);
     summary.followUpSeconds = next.delaySeconds;

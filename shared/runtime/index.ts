@@ -22,6 +22,7 @@ export {
   WRITE_VERBS,
 } from "./event-mapping.ts";
 export {
+  type FollowUp,
   followUpFor,
   IMMEDIATE_CONFLICT_RETRIES,
   isLatched,

@@ -1,4 +1,4 @@
-import type { KubeObject, Resource } from "../kube/port.ts";
+import type { KubeObject, Resource } from "../kube/index.ts";
 import type { ControllerDefinition, Watch } from "./controller.ts";
 
 /** A watch together with the controller that registered it. */

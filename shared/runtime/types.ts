@@ -1,4 +1,4 @@
-import type { Kube, KubeObject, Resource } from "../kube/port.ts";
+import type { Kube, KubeObject, Resource } from "../kube/index.ts";
 
 /**
  * A reconcile request is only a key. It says nothing about what happened: a pass reads the

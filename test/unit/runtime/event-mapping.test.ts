@@ -209,6 +209,38 @@ describe("mapEvents: audit EventList", () => {
     expect(kube.calls.filter((c) => c.method === "list")).toHaveLength(1);
   });
 
+  it("runs at most mapperConcurrency mappers at once", async () => {
+    const { ctx } = world();
+    let running = 0;
+    let peak = 0;
+    const registry = createRegistry([
+      siteController({
+        watches: [
+          {
+            resource: {
+              group: "",
+              version: "v1",
+              resource: "configmaps",
+              kind: "ConfigMap",
+              namespaced: true,
+            },
+            async map(_ctx, change) {
+              running++;
+              peak = Math.max(peak, running);
+              await new Promise((resolve) => setTimeout(resolve, 2));
+              running--;
+              return [{ controller: "site", name: change.key.name }];
+            },
+          },
+        ],
+      }),
+    ]);
+    const events = Array.from({ length: 20 }, (_, i) => configMapEvent(`cm-${i}`));
+    const result = await mapEvents(ctx, registry, eventList(...events), { mapperConcurrency: 3 });
+    expect(result.requests).toHaveLength(20);
+    expect(peak).toBe(3);
+  });
+
   it("expands a deletecollection by the items of its response", async () => {
     const { ctx, registry } = world();
     const pod = byId("07") as { responseObject: unknown };

@@ -130,6 +130,14 @@ describe("runPass", () => {
     ]);
   });
 
+  it("reads the object when the snapshot is of another key", async () => {
+    const { kube, ctx, registry } = setup(async () => done());
+    const other = proxy({ observedGeneration: 1 });
+    other.metadata.name = "p2";
+    await runPass(ctx, registry, { ...proxyMessage(), snapshot: other });
+    expect(kube.calls.filter((c) => c.method === "get")).toHaveLength(1);
+  });
+
   it("NotFound primary without reconcileAbsent is done", async () => {
     const { ctx, recorded, registry } = setup(async () => {
       throw new Error("must not run");

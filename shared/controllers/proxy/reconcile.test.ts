@@ -1,0 +1,586 @@
+import { describe, expect, it } from "vitest";
+import { FakeKube, fakeContext } from "../../../test/unit/runtime/fake-kube.ts";
+import { encodeHealthState, HEALTH_ANNOTATION } from "../../health/annotation.ts";
+import type { HealthState } from "../../health/state.ts";
+import { classifyError } from "../../kube/classify.ts";
+import type { KubeObject } from "../../kube/port.ts";
+import { Resources } from "../../kube/resources.ts";
+import type { PassContext } from "../../runtime/controller.ts";
+import { runPass } from "../../runtime/executor.ts";
+import type { Outcome } from "../../runtime/outcome.ts";
+import { createRegistry } from "../../runtime/registry.ts";
+import type { Message } from "../../runtime/types.ts";
+import { proxyFinalizer, proxyResource, proxySpecHashAnnotation } from "./api.ts";
+import { proxySpecHash } from "./cloud-init.ts";
+import { proxyController } from "./controller.ts";
+import {
+  type CreateRequest,
+  type Instance,
+  nameFromUID,
+  ownerTagKey,
+  type Provider,
+  ProviderError,
+  ProviderNotFoundError,
+  type Tag,
+} from "./providers/provider.ts";
+
+type Method = keyof Provider;
+
+/** An in-memory provider keeping the contract: deterministic names, owner-tag adoption, NotFound. */
+class FakeProvider implements Provider {
+  readonly instances = new Map<string, Instance>();
+  readonly calls: { method: Method; arg: unknown }[] = [];
+  readonly failNext = new Map<Method, unknown[]>();
+  /** "terminating": delete marks the instance Terminating until `finishDeletes()`. */
+  deleteMode: "immediate" | "terminating" = "immediate";
+
+  fail(method: Method, err: unknown): void {
+    this.failNext.set(method, [...(this.failNext.get(method) ?? []), err]);
+  }
+  methods(): Method[] {
+    return this.calls.map((c) => c.method);
+  }
+  put(instance: Instance): void {
+    this.instances.set(instance.id, structuredClone(instance));
+  }
+  set(id: string, change: Partial<Instance>): void {
+    const i = this.instances.get(id);
+    if (!i) throw new Error(`no instance ${id}`);
+    this.instances.set(id, { ...i, ...change });
+  }
+  finishDeletes(): void {
+    for (const [id, i] of this.instances) if (i.state === "Terminating") this.instances.delete(id);
+  }
+
+  async create(req: CreateRequest): Promise<Instance> {
+    this.record("create", req);
+    const id = `fake://${req.namespace}/${req.name}`;
+    const existing = this.instances.get(id);
+    if (existing) {
+      if (existing.tags[ownerTagKey] === req.tags[ownerTagKey]) return structuredClone(existing);
+      throw new ProviderError("permanent", "NameConflict", `${req.name} is taken`);
+    }
+    const instance: Instance = { id, state: "Provisioning", tags: { ...req.tags } };
+    this.instances.set(id, instance);
+    this.created.push(req);
+    return structuredClone(instance);
+  }
+  readonly created: CreateRequest[] = [];
+  async get(id: string): Promise<Instance> {
+    this.record("get", id);
+    const i = this.instances.get(id);
+    if (!i) throw new ProviderNotFoundError(id);
+    return structuredClone(i);
+  }
+  async delete(id: string): Promise<void> {
+    this.record("delete", id);
+    const i = this.instances.get(id);
+    if (!i) return;
+    if (this.deleteMode === "immediate") this.instances.delete(id);
+    else this.instances.set(id, { ...i, state: "Terminating" });
+  }
+  async listByTag(tag: Tag): Promise<Instance[]> {
+    this.record("listByTag", tag);
+    return [...this.instances.values()]
+      .filter((i) => i.tags[tag.key] === tag.value)
+      .map((i) => structuredClone(i));
+  }
+
+  private record(method: Method, arg: unknown): void {
+    this.calls.push({ method, arg });
+    const queued = this.failNext.get(method);
+    if (queued && queued.length > 0) throw queued.shift();
+  }
+}
+
+const uid = "3f2a9c4e-1b7d-4e8f-9a0b-c1d2e3f4a5b6";
+const instanceName = nameFromUID(uid);
+const instanceId = `fake://ns1/${instanceName}`;
+const key = { namespace: "ns1", name: "p1" };
+const request = { controller: "proxy", ...key };
+const message: Message = { request, attempt: 0 };
+const now = new Date("2026-11-30T12:00:00Z");
+
+interface ProxyInit {
+  spec?: Record<string, unknown>;
+  status?: Record<string, unknown>;
+  finalizer?: boolean;
+  annotations?: Record<string, string>;
+  generation?: number;
+  deleting?: boolean;
+}
+
+function proxyObject(init: ProxyInit = {}): KubeObject {
+  return {
+    apiVersion: "crawl.kubefn.dev/v1alpha1",
+    kind: "Proxy",
+    metadata: {
+      ...key,
+      uid,
+      generation: init.generation ?? 1,
+      ...(init.finalizer === false ? {} : { finalizers: [proxyFinalizer] }),
+      ...(init.annotations ? { annotations: init.annotations } : {}),
+      ...(init.deleting ? { deletionTimestamp: "2026-11-30T11:59:00Z" } : {}),
+    },
+    spec: init.spec ?? { mode: "Managed", provider: "fake" },
+    ...(init.status ? { status: init.status } : {}),
+  };
+}
+
+const hashOf = (userData?: string) => proxySpecHash({ provider: "fake" }, { userData });
+const healthy = (instance: string, ok = true): HealthState => ({
+  instance,
+  verdict: ok,
+  consecOK: ok ? 2 : 0,
+  consecFail: ok ? 0 : 3,
+  reported: { healthy: ok, latencyMs: 42, at: "2026-11-30T11:59:30.000Z" },
+});
+const healthCheck = {
+  probeURL: "http://example.com/",
+  expectedStatus: 200,
+  intervalSeconds: 30,
+  timeoutSeconds: 5,
+  successThreshold: 2,
+  failureThreshold: 3,
+};
+
+function world(init: ProxyInit = {}, opts: { secrets?: Record<string, Record<string, string>> } = {}) {
+  const kube = new FakeKube();
+  kube.seed(proxyResource, proxyObject(init));
+  for (const [name, data] of Object.entries(opts.secrets ?? {})) {
+    kube.seed(Resources.Secret, {
+      apiVersion: "v1",
+      kind: "Secret",
+      metadata: { name, namespace: "ns1" },
+      data: Object.fromEntries(
+        Object.entries(data).map(([k, v]) => [k, Buffer.from(v, "utf8").toString("base64")]),
+      ),
+    });
+  }
+  const provider = new FakeProvider();
+  const def = proxyController({ providers: { fake: provider } });
+  const registry = createRegistry([def]);
+  const { ctx, recorded } = fakeContext(kube, { now });
+  const stored = () => kube.stored(proxyResource, key)!;
+  /** Runs the controller's reconcile on a copy, as the executor would, without the status write. */
+  async function reconcile(): Promise<{ outcome: Outcome; object: KubeObject }> {
+    const object = structuredClone(stored());
+    const passCtx: PassContext = { ...ctx, request, attempt: 0 };
+    const outcome = await def.reconcile(passCtx, object);
+    return { outcome, object };
+  }
+  /** runPass until no immediate follow-up is left (at most `max` passes); delayed polls end it. */
+  async function converge(max = 10): Promise<number> {
+    for (let i = 1; i <= max; i++) {
+      recorded.sent.length = 0;
+      await runPass(ctx, registry, message);
+      const next = recorded.sent[0];
+      if (!next || (next.delaySeconds ?? 0) > 0) return i;
+    }
+    return max;
+  }
+  return { kube, provider, def, registry, ctx, recorded, stored, reconcile, converge };
+}
+
+const conditionsOf = (o: KubeObject) =>
+  Object.fromEntries(
+    ((o.status as { conditions?: { type: string; status: string; reason: string }[] }).conditions ?? []).map(
+      (c) => [c.type, `${c.status}/${c.reason}`],
+    ),
+  );
+const outcomeOf = (o: Outcome) =>
+  o.kind === "requeue"
+    ? `requeue ${o.afterSeconds}`
+    : o.kind === "error"
+      ? `error ${classifyError(o.error).class}/${classifyError(o.error).reason}`
+      : "done";
+
+describe("proxy reconcile: one pass per branch", () => {
+  it("adds the finalizer first and requeues at once, calling no provider", async () => {
+    const w = world({ finalizer: false });
+    const { outcome, object } = await w.reconcile();
+    expect(outcomeOf(outcome)).toBe("requeue 0");
+    expect(w.stored().metadata.finalizers).toEqual([proxyFinalizer]);
+    expect(object.metadata.resourceVersion).toBe(w.stored().metadata.resourceVersion);
+    expect(w.provider.calls).toEqual([]);
+  });
+
+  it("creates the instance named from the UID, records it and its spec hash, and polls", async () => {
+    const w = world();
+    const { outcome, object } = await w.reconcile();
+    expect(outcomeOf(outcome)).toBe("requeue 5");
+    expect(w.provider.created).toEqual([
+      {
+        name: instanceName,
+        namespace: "ns1",
+        instance: {},
+        tags: { [ownerTagKey]: uid, "crawl.kubefn.dev/managed-by": "kubefn" },
+      },
+    ]);
+    expect(object.status).toMatchObject({ providerID: instanceId, phase: "Provisioning" });
+    expect(conditionsOf(object)).toEqual({ Provisioned: "False/Provisioning" });
+    expect(w.stored().metadata.annotations?.[proxySpecHashAnnotation]).toBe(await hashOf());
+  });
+
+  it.each<[string, Instance["state"], string | undefined, string, string]>([
+    ["Provisioning → poll", "Provisioning", undefined, "requeue 5", "Provisioning"],
+    ["Running → IP, Provisioned=True, drift poll", "Running", "10.1.2.3", "requeue 300", "Ready"],
+  ])("%s", async (_name, state, ip, expected, phase) => {
+    const w = world({
+      annotations: { [proxySpecHashAnnotation]: await hashOf() },
+      status: { providerID: instanceId },
+    });
+    w.provider.put({ id: instanceId, state, ...(ip ? { ip } : {}), tags: {} });
+    const { outcome, object } = await w.reconcile();
+    expect(outcomeOf(outcome)).toBe(expected);
+    expect(object.status).toMatchObject({ phase, ...(ip ? { ip } : {}) });
+    expect(w.provider.methods()).toEqual(["get"]);
+    expect(w.kube.writes()).toBe(0);
+  });
+
+  it.each<[string, HealthState | undefined, string | undefined, string]>([
+    ["healthy report → Ready", healthy(instanceId), "True/ProbeSucceeded", "Ready"],
+    ["unhealthy report → Unhealthy", healthy(instanceId, false), "False/ProbeFailed", "Unhealthy"],
+    [
+      "refused target → Healthy=False/ProbeTargetRefused",
+      {
+        instance: instanceId,
+        consecOK: 0,
+        consecFail: 0,
+        refused: { reason: "LinkLocal", message: "169.254.1.1 is link-local" },
+      },
+      "False/ProbeTargetRefused",
+      "Unhealthy",
+    ],
+    ["state counted for another instance → no Healthy", healthy("fake://ns1/old"), undefined, "Ready"],
+  ])("Running with health: %s", async (_name, state, condition, phase) => {
+    const w = world({
+      spec: { mode: "Managed", provider: "fake", healthCheck },
+      annotations: {
+        [proxySpecHashAnnotation]: await hashOf(),
+        ...(state ? { [HEALTH_ANNOTATION]: encodeHealthState(state) } : {}),
+      },
+      status: { providerID: instanceId },
+    });
+    w.provider.put({ id: instanceId, state: "Running", ip: "10.1.2.3", tags: {} });
+    const { object } = await w.reconcile();
+    expect(conditionsOf(object).Healthy).toBe(condition);
+    expect(object.status).toMatchObject({ phase });
+    if (condition === "True/ProbeSucceeded") {
+      expect(object.status).toMatchObject({ latencyMillis: 42, lastHealthCheckTime: "2026-11-30T11:59:30Z" });
+    }
+  });
+
+  it("replaces on a changed hash: deletes and polls, marked Replacing", async () => {
+    const w = world({
+      annotations: { [proxySpecHashAnnotation]: "v1:old" },
+      status: { providerID: instanceId },
+    });
+    w.provider.put({ id: instanceId, state: "Running", ip: "10.1.2.3", tags: {} });
+    const { outcome, object } = await w.reconcile();
+    expect(outcomeOf(outcome)).toBe("requeue 5");
+    expect(w.provider.methods()).toEqual(["get", "delete"]);
+    expect(conditionsOf(object).Provisioned).toBe("False/Replacing");
+    expect(object.status).toMatchObject({ phase: "Provisioning" });
+  });
+
+  it.each([
+    ["replacement finished (hash changed, instance gone)", "v1:old"],
+    ["instance vanished (hash unchanged)", undefined],
+  ])("NotFound → forget the instance and requeue at once: %s", async (_name, stored) => {
+    const w = world({
+      annotations: { [proxySpecHashAnnotation]: stored ?? (await hashOf()) },
+      status: { providerID: instanceId, ip: "10.1.2.3" },
+    });
+    const { outcome, object } = await w.reconcile();
+    expect(outcomeOf(outcome)).toBe("requeue 0");
+    expect(object.status).not.toHaveProperty("providerID");
+    expect(object.status).not.toHaveProperty("ip");
+    expect(w.provider.methods()).toEqual(["get"]);
+  });
+
+  it.each([
+    ["annotation missing", undefined],
+    ["a hash the Go operator wrote", "9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08"],
+  ])("adopts the instance when the %s: writes the hash, creates nothing", async (_name, stored) => {
+    const w = world({
+      ...(stored ? { annotations: { [proxySpecHashAnnotation]: stored } } : {}),
+      status: { providerID: instanceId },
+    });
+    const { outcome } = await w.reconcile();
+    expect(outcomeOf(outcome)).toBe("requeue 0");
+    expect(w.provider.calls).toEqual([]);
+    expect(w.stored().metadata.annotations?.[proxySpecHashAnnotation]).toBe(await hashOf());
+  });
+
+  it.each<[Instance["state"], Method[]]>([
+    ["Stopped", ["get", "delete"]],
+    ["Terminating", ["get"]],
+  ])("%s instance → delete (cattle) and poll", async (state, methods) => {
+    const w = world({
+      annotations: { [proxySpecHashAnnotation]: await hashOf() },
+      status: { providerID: instanceId },
+    });
+    w.provider.put({ id: instanceId, state, tags: {} });
+    const { outcome, object } = await w.reconcile();
+    expect(outcomeOf(outcome)).toBe("requeue 5");
+    expect(w.provider.methods()).toEqual(methods);
+    expect(conditionsOf(object).Provisioned).toBe("False/Replacing");
+  });
+
+  it("quota → QuotaExceeded and a fixed 60 s retry, not an error; cleared by the next success", async () => {
+    const w = world();
+    w.provider.fail("create", new ProviderError("quota", "QuotaExceeded", "20/20 instances"));
+    const first = await w.reconcile();
+    expect(outcomeOf(first.outcome)).toBe("requeue 60");
+    expect(conditionsOf(first.object)).toEqual({ QuotaExceeded: "True/QuotaExceeded" });
+    expect(first.object.status).toMatchObject({ phase: "Pending" });
+
+    await w.converge(1);
+    const second = await w.reconcile();
+    expect(outcomeOf(second.outcome)).toBe("requeue 5");
+    expect(conditionsOf(second.object)).not.toHaveProperty("QuotaExceeded");
+  });
+
+  it("permanent → Failed, latched: the same generation calls no provider; a new one retries", async () => {
+    const w = world();
+    w.provider.fail("create", new ProviderError("permanent", "Invalid", "machine type does not exist"));
+    const first = await runPass(w.ctx, w.registry, message);
+    expect(first).toMatchObject({ result: "error", errorClass: "permanent", errorReason: "Invalid" });
+    expect(w.recorded.sent).toEqual([]);
+    const failedObj = w.stored();
+    expect(failedObj.status).toMatchObject({ phase: "Failed", observedGeneration: 1 });
+    expect(conditionsOf(failedObj)).toEqual({
+      PermanentError: "True/Invalid",
+      Provisioned: "False/PermanentError",
+    });
+
+    w.provider.calls.length = 0;
+    const writes = w.kube.writes();
+    const second = await runPass(w.ctx, w.registry, message);
+    expect(second).toMatchObject({ result: "done", wroteStatus: false });
+    expect(w.provider.calls).toEqual([]);
+    expect(w.kube.writes()).toBe(writes);
+
+    w.kube.seed(proxyResource, {
+      ...failedObj,
+      metadata: { ...failedObj.metadata, generation: 2, resourceVersion: undefined },
+    });
+    await w.converge();
+    expect(w.provider.methods()).toContain("create");
+    expect(conditionsOf(w.stored())).not.toHaveProperty("PermanentError");
+    expect(w.stored().status).toMatchObject({
+      phase: "Provisioning",
+      providerID: instanceId,
+      observedGeneration: 2,
+    });
+  });
+
+  it("transient provider errors are returned for the executor's backoff, status untouched", async () => {
+    const w = world({
+      annotations: { [proxySpecHashAnnotation]: await hashOf() },
+      status: { providerID: instanceId },
+    });
+    w.provider.fail("get", new ProviderError("transient", "Unavailable", "503 from the cloud"));
+    const { outcome, object } = await w.reconcile();
+    expect(outcomeOf(outcome)).toBe("error transient/Unavailable");
+    expect(conditionsOf(object)).toEqual({});
+  });
+
+  it("unknown provider → Failed with UnknownProvider, no retry", async () => {
+    const w = world({ spec: { mode: "Managed", provider: "azure" } });
+    const { outcome, object } = await w.reconcile();
+    expect(outcomeOf(outcome)).toBe("error permanent/UnknownProvider");
+    expect(conditionsOf(object)).toEqual({
+      PermanentError: "True/UnknownProvider",
+      Provisioned: "False/PermanentError",
+    });
+    expect(object.status).toMatchObject({ phase: "Failed" });
+  });
+
+  it("a missing cloud-init Secret is a condition and a transient retry, not a crash", async () => {
+    const w = world({
+      spec: { mode: "Managed", provider: "fake", cloudInit: { secretRef: { name: "ci" } } },
+    });
+    const { outcome, object } = await w.reconcile();
+    expect(outcomeOf(outcome)).toBe("error transient/CloudInitError");
+    expect(conditionsOf(object)).toEqual({ Provisioned: "False/CloudInitError" });
+    expect(object.status).toMatchObject({ phase: "Pending" });
+    expect(w.provider.calls).toEqual([]);
+    const result = await runPass(w.ctx, w.registry, message);
+    expect(result).toMatchObject({
+      result: "error",
+      errorClass: "transient",
+      followUpSeconds: expect.any(Number),
+    });
+  });
+
+  it("hands the Secret's user data to the provider", async () => {
+    const w = world(
+      { spec: { mode: "Managed", provider: "fake", cloudInit: { secretRef: { name: "ci", key: "ud" } } } },
+      { secrets: { ci: { ud: "#cloud-config\nruncmd: [echo hé]\n" } } },
+    );
+    await w.reconcile();
+    expect(w.provider.created[0]?.cloudInit).toBe("#cloud-config\nruncmd: [echo hé]\n");
+    expect(w.stored().metadata.annotations?.[proxySpecHashAnnotation]).toBe(
+      await hashOf("#cloud-config\nruncmd: [echo hé]\n"),
+    );
+  });
+});
+
+describe("proxy reconcile: deletion", () => {
+  it("deletes the instance and polls until the provider says it is gone, then drops the finalizer", async () => {
+    const w = world({ deleting: true, status: { providerID: instanceId } });
+    w.provider.deleteMode = "terminating";
+    w.provider.put({ id: instanceId, state: "Running", ip: "10.1.2.3", tags: { [ownerTagKey]: uid } });
+    const first = await w.reconcile();
+    expect(outcomeOf(first.outcome)).toBe("requeue 5");
+    expect(w.provider.methods()).toEqual(["get", "delete"]);
+    expect(conditionsOf(first.object).Provisioned).toBe("False/Deleting");
+    expect(first.object.status).toMatchObject({ phase: "Deleting" });
+    expect(w.stored().metadata.finalizers).toEqual([proxyFinalizer]);
+
+    const polling = await w.reconcile();
+    expect(outcomeOf(polling.outcome)).toBe("requeue 5");
+    expect(w.provider.methods()).toEqual(["get", "delete", "get"]);
+
+    w.provider.finishDeletes();
+    const last = await w.reconcile();
+    expect(outcomeOf(last.outcome)).toBe("done");
+    expect(w.stored().metadata.finalizers ?? []).toEqual([]);
+  });
+
+  it("without a providerID, finds an orphan by its owner tag before letting go", async () => {
+    const w = world({ deleting: true });
+    w.provider.put({ id: instanceId, state: "Provisioning", tags: { [ownerTagKey]: uid } });
+    w.provider.put({ id: "fake://ns1/px-other", state: "Running", tags: { [ownerTagKey]: "someone-else" } });
+    const first = await w.reconcile();
+    expect(outcomeOf(first.outcome)).toBe("requeue 5");
+    expect(w.provider.calls.map((c) => `${c.method} ${JSON.stringify(c.arg)}`)).toEqual([
+      `listByTag {"key":"${ownerTagKey}","value":"${uid}"}`,
+      `delete "${instanceId}"`,
+    ]);
+    const last = await w.reconcile();
+    expect(outcomeOf(last.outcome)).toBe("done");
+    expect(w.stored().metadata.finalizers ?? []).toEqual([]);
+    expect(w.provider.instances.has("fake://ns1/px-other")).toBe(true);
+  });
+
+  it("without our finalizer there is nothing to do", async () => {
+    const w = world({ deleting: true, finalizer: false });
+    const { outcome } = await w.reconcile();
+    expect(outcomeOf(outcome)).toBe("done");
+    expect(w.kube.writes()).toBe(0);
+    expect(w.provider.calls).toEqual([]);
+  });
+});
+
+describe("proxy reconcile: External", () => {
+  it("takes the IP from the endpoint, never calls a provider, never adds a finalizer", async () => {
+    const w = world({
+      finalizer: false,
+      spec: { mode: "External", endpoint: { host: "203.0.113.7", port: 3128 }, healthCheck },
+      annotations: { [HEALTH_ANNOTATION]: encodeHealthState(healthy("203.0.113.7:3128")) },
+    });
+    const passes = await w.converge();
+    expect(passes).toBe(1);
+    const stored = w.stored();
+    expect(stored.status).toMatchObject({ ip: "203.0.113.7", phase: "Ready", latencyMillis: 42 });
+    expect(conditionsOf(stored)).toEqual({
+      Provisioned: "True/ExternalEndpoint",
+      Healthy: "True/ProbeSucceeded",
+    });
+    expect(stored.metadata.finalizers).toBeUndefined();
+    expect(w.provider.calls).toEqual([]);
+    expect(w.recorded.sent).toEqual([]);
+  });
+});
+
+describe("proxy reconcile: through the executor", () => {
+  it("converges a new Proxy to Ready; then a steady-state pass writes nothing", async () => {
+    const w = world({ finalizer: false });
+    await w.converge();
+    expect(w.stored().status).toMatchObject({ phase: "Provisioning", providerID: instanceId });
+    w.provider.set(instanceId, { state: "Running", ip: "10.1.2.3" });
+    await w.converge();
+    expect(w.stored().status).toMatchObject({ phase: "Ready", ip: "10.1.2.3", observedGeneration: 1 });
+    expect(w.provider.created).toHaveLength(1);
+
+    const writes = w.kube.writes();
+    w.recorded.sent.length = 0;
+    const steady = await runPass(w.ctx, w.registry, message);
+    expect(steady).toMatchObject({ result: "requeue", wroteStatus: false, followUpSeconds: 300 });
+    expect(w.kube.writes()).toBe(writes);
+  });
+
+  it("rotating the cloud-init Secret replaces the instance (delete, poll until gone, recreate)", async () => {
+    const w = world(
+      { spec: { mode: "Managed", provider: "fake", cloudInit: { secretRef: { name: "ci" } } } },
+      { secrets: { ci: { "user-data": "one" } } },
+    );
+    w.provider.deleteMode = "terminating";
+    await w.converge();
+    w.provider.set(instanceId, { state: "Running", ip: "10.1.2.3" });
+    await w.converge();
+    expect(w.stored().status).toMatchObject({ phase: "Ready" });
+
+    const secret = w.kube.stored(Resources.Secret, { namespace: "ns1", name: "ci" })!;
+    w.kube.seed(Resources.Secret, { ...secret, data: { "user-data": btoa("two") } });
+    const [mapped] = await Promise.all(
+      w.def.watches!.map((watch) =>
+        watch.map(w.ctx, {
+          resource: Resources.Secret,
+          key: { namespace: "ns1", name: "ci" },
+          verb: "update",
+        }),
+      ),
+    );
+    expect(mapped).toEqual([request]);
+
+    await w.converge();
+    expect(w.provider.instances.get(instanceId)?.state).toBe("Terminating");
+    expect(conditionsOf(w.stored()).Provisioned).toBe("False/Replacing");
+    await w.converge(); // still terminating: poll again, nothing created
+    expect(w.provider.created).toHaveLength(1);
+
+    w.provider.finishDeletes();
+    await w.converge();
+    expect(w.provider.created.map((c) => c.cloudInit)).toEqual(["one", "two"]);
+    expect(w.stored().metadata.annotations?.[proxySpecHashAnnotation]).toBe(await hashOf("two"));
+    expect(w.stored().status).toMatchObject({ phase: "Provisioning", providerID: instanceId });
+  });
+
+  it("two passes at once for a new Proxy leave one instance", async () => {
+    const w = world();
+    await Promise.all([runPass(w.ctx, w.registry, message), runPass(w.ctx, w.registry, message)]);
+    await w.converge();
+    expect(w.provider.instances.size).toBe(1);
+    expect(w.provider.created).toHaveLength(1);
+    expect(w.stored().status).toMatchObject({ providerID: instanceId });
+  });
+});
+
+describe("Secret watch", () => {
+  it("maps a Secret to the Proxies in its namespace that reference it", async () => {
+    const w = world({
+      spec: { mode: "Managed", provider: "fake", cloudInit: { secretRef: { name: "ci" } } },
+    });
+    const other = (name: string, namespace: string, secret: string): KubeObject => ({
+      ...proxyObject({
+        spec: { mode: "Managed", provider: "fake", cloudInit: { secretRef: { name: secret } } },
+      }),
+      metadata: { name, namespace, uid: `${name}-uid` },
+    });
+    w.kube.seed(proxyResource, other("p2", "ns1", "ci"));
+    w.kube.seed(proxyResource, other("p3", "ns1", "other"));
+    w.kube.seed(proxyResource, other("p4", "ns2", "ci"));
+    const watch = w.def.watches![0]!;
+    expect(watch.resource).toMatchObject({ resource: "secrets", group: "" });
+    const requests = await watch.map(w.ctx, {
+      resource: Resources.Secret,
+      key: { namespace: "ns1", name: "ci" },
+      verb: "update",
+    });
+    expect(requests).toEqual([request, { controller: "proxy", namespace: "ns1", name: "p2" }]);
+  });
+});

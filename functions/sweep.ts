@@ -1,17 +1,10 @@
 import { listAll } from "../shared/kube/index.ts";
 import type { KubeObject } from "../shared/kube/port.ts";
 import { planSweep, type Registry } from "../shared/runtime/index.ts";
+import type { SweepTask } from "../shared/runtime/sweep-task.ts";
 import type { Context } from "../shared/runtime/types.ts";
 
-/**
- * Periodic work a controller hangs on the sweep (health probes, orphan collection). It gets the
- * primaries the sweep just listed, so it never lists them again.
- */
-export interface SweepTask {
-  name: string;
-  controller: string;
-  run(ctx: Context, primaries: readonly KubeObject[]): Promise<Record<string, number>>;
-}
+export type { SweepTask };
 
 export interface SweepOptions {
   /** Messages per queue batch when fanning drift requests out. */
@@ -64,7 +57,11 @@ export async function runSweep(
       snapshots: options.snapshots,
     });
     for (const shard of plan.shards) await ctx.queue.send(shard);
-    summary.controllers[def.name] = { listed: objects.length, due: plan.due.length, shards: plan.shards.length };
+    summary.controllers[def.name] = {
+      listed: objects.length,
+      due: plan.due.length,
+      shards: plan.shards.length,
+    };
     ctx.metrics.count("kubefn_sweep_requests_total", { controller: def.name }, plan.due.length);
   }
   for (const task of tasks) {

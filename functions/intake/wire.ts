@@ -1,6 +1,6 @@
 import { EventBatchError, mapEvents, type Registry } from "../../shared/runtime/index.ts";
 import type { Context } from "../../shared/runtime/types.ts";
-import { type BatchSource, type MappedBatch, MalformedBatchError } from "./app.ts";
+import { type BatchSource, MalformedBatchError, type MappedBatch } from "./app.ts";
 
 const envelopeOf: Record<BatchSource, string> = {
   audit: "an audit.k8s.io/v1 EventList",

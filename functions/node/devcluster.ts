@@ -27,7 +27,9 @@ export interface DevclusterOptions {
   onStderr?: (chunk: string) => void;
 }
 
-export const devclusterBinary = fileURLToPath(new URL("../../infra/devcluster/bin/devcluster", import.meta.url));
+export const devclusterBinary = fileURLToPath(
+  new URL("../../infra/devcluster/bin/devcluster", import.meta.url),
+);
 
 const READY_PREFIX = "devcluster ready ";
 
@@ -59,7 +61,9 @@ export async function startDevcluster(opts: DevclusterOptions = {}): Promise<Dev
     let out = "";
     const timer = setTimeout(() => {
       child.kill("SIGTERM");
-      reject(new Error(`devcluster not ready after ${opts.readyTimeoutMs ?? 180_000} ms; stderr tail:\n${tail}`));
+      reject(
+        new Error(`devcluster not ready after ${opts.readyTimeoutMs ?? 180_000} ms; stderr tail:\n${tail}`),
+      );
     }, opts.readyTimeoutMs ?? 180_000);
     child.stdout.setEncoding("utf8").on("data", (chunk: string) => {
       out += chunk;

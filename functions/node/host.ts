@@ -8,7 +8,8 @@ import type { Kube } from "../../shared/kube/port.ts";
 import { type PassResult, type Registry, runPass } from "../../shared/runtime/index.ts";
 import type { Context, Log } from "../../shared/runtime/types.ts";
 import { createIntakeApp, mapWithRegistry } from "../intake/index.ts";
-import { runSweep, type SweepTask } from "../sweep.ts";
+import type { Operators } from "../operators.ts";
+import { runSweep } from "../sweep.ts";
 import { type Devcluster, startDevcluster } from "./devcluster.ts";
 import { installCrdsAndRbac, serviceAccountToken } from "./install.ts";
 import { PrometheusMetrics } from "./prometheus.ts";
@@ -29,13 +30,6 @@ export interface NodeHostConfig {
   replayWindowSeconds: number;
   /** Apply infra/crds and infra/rbac at start (always with the embedded devcluster). */
   install: boolean;
-}
-
-export interface Operators {
-  registry: Registry;
-  sweepTasks: SweepTask[];
-  /** Extra HTTP routes (discovery, leases) mounted beside the intake. */
-  routes?: (ctx: Context) => Hono;
 }
 
 export interface NodeHost {
@@ -84,8 +78,15 @@ export async function startNodeHost(
     }
   } else {
     log.info("starting the devcluster (embedded etcd, kube-apiserver, controllers, simulated node)");
-    devcluster = await startDevcluster({ auditWebhookUrl: `${url}/v1/events`, auditWebhookToken: auditToken });
-    log.info("cluster up", { server: devcluster.info.server, version: devcluster.info.version, kubeconfig: devcluster.info.kubeconfig });
+    devcluster = await startDevcluster({
+      auditWebhookUrl: `${url}/v1/events`,
+      auditWebhookToken: auditToken,
+    });
+    log.info("cluster up", {
+      server: devcluster.info.server,
+      version: devcluster.info.version,
+      kubeconfig: devcluster.info.kubeconfig,
+    });
     const admin = loadKubeConfig({ file: devcluster.info.kubeconfig });
     const installed = await installCrdsAndRbac(createKube(createNodeTransport(admin)));
     log.info("CRDs and RBAC installed", installed);
@@ -180,7 +181,9 @@ function summarise(log: Log, r: PassResult): void {
 }
 
 function randomToken(): string {
-  return Array.from(crypto.getRandomValues(new Uint8Array(24)), (b) => b.toString(16).padStart(2, "0")).join("");
+  return Array.from(crypto.getRandomValues(new Uint8Array(24)), (b) => b.toString(16).padStart(2, "0")).join(
+    "",
+  );
 }
 
 /** The admin kubeconfig's cluster, with a ServiceAccount token as the user. */

@@ -32,7 +32,10 @@ export async function manifestsIn(folder: string): Promise<KubeObject[]> {
  * Server-side applies kubefn's CRDs (`infra/crds`) and RBAC (`infra/rbac`), then waits until
  * every CRD is Established. Idempotent; the field manager is "kubefn-installer".
  */
-export async function installCrdsAndRbac(kube: Kube, timeoutMs = 60_000): Promise<{ crds: number; rbac: number }> {
+export async function installCrdsAndRbac(
+  kube: Kube,
+  timeoutMs = 60_000,
+): Promise<{ crds: number; rbac: number }> {
   const crds = await manifestsIn("crds");
   const rbac = await manifestsIn("rbac");
   for (const obj of [...crds, ...rbac]) {
@@ -44,15 +47,15 @@ export async function installCrdsAndRbac(kube: Kube, timeoutMs = 60_000): Promis
   for (const crd of crds) {
     for (;;) {
       try {
-        const got = await kube.get<KubeObject & { status?: { conditions?: Array<{ type: string; status: string }> } }>(
-          Resources.CustomResourceDefinition,
-          { name: crd.metadata.name! },
-        );
+        const got = await kube.get<
+          KubeObject & { status?: { conditions?: Array<{ type: string; status: string }> } }
+        >(Resources.CustomResourceDefinition, { name: crd.metadata.name! });
         if (got.status?.conditions?.some((c) => c.type === "Established" && c.status === "True")) break;
       } catch (err) {
         if (!isNotFound(err)) throw err;
       }
-      if (Date.now() > deadline) throw new Error(`CRD ${crd.metadata.name} not Established in ${timeoutMs} ms`);
+      if (Date.now() > deadline)
+        throw new Error(`CRD ${crd.metadata.name} not Established in ${timeoutMs} ms`);
       await new Promise((r) => setTimeout(r, 200));
     }
   }
@@ -70,7 +73,11 @@ export async function serviceAccountToken(
     method: "POST",
     path: `/api/v1/namespaces/${encodeURIComponent(namespace)}/serviceaccounts/${encodeURIComponent(name)}/token`,
     contentType: "application/json",
-    body: JSON.stringify({ apiVersion: "authentication.k8s.io/v1", kind: "TokenRequest", spec: { expirationSeconds } }),
+    body: JSON.stringify({
+      apiVersion: "authentication.k8s.io/v1",
+      kind: "TokenRequest",
+      spec: { expirationSeconds },
+    }),
   });
   if (res.status !== 201 && res.status !== 200) throw errorFromResponse(res);
   return (JSON.parse(res.body) as { status: { token: string } }).status.token;

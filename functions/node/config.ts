@@ -1,0 +1,62 @@
+import { z } from "zod";
+import type { NodeHostConfig } from "./host.ts";
+
+const list = z.string().transform((s) =>
+  s
+    .split(",")
+    .map((x) => x.trim())
+    .filter(Boolean),
+);
+
+const envSchema = z.object({
+  KUBECONFIG: z.string().min(1).optional(),
+  KUBEFN_HOST: z.string().default("127.0.0.1"),
+  KUBEFN_PORT: z.coerce.number().int().min(0).max(65535).default(8080),
+  KUBEFN_AUDIT_TOKEN: z.string().min(16, "KUBEFN_AUDIT_TOKEN must be at least 16 characters").optional(),
+  KUBEFN_RELAY_SECRET: z.string().min(16, "KUBEFN_RELAY_SECRET must be at least 16 characters").optional(),
+  KUBEFN_CONCURRENCY: z.coerce.number().int().min(1).max(256).default(4),
+  KUBEFN_SWEEP_SECONDS: z.coerce.number().int().min(1).max(3600).default(60),
+  KUBEFN_SELF_USERNAMES: list.default(["system:serviceaccount:kubefn-system:kubefn"]),
+  KUBEFN_MAX_BODY_BYTES: z.coerce
+    .number()
+    .int()
+    .min(1024)
+    .default(4 * 1024 * 1024),
+  KUBEFN_REPLAY_WINDOW_SECONDS: z.coerce.number().int().min(10).default(300),
+  KUBEFN_INSTALL: z.enum(["true", "false"]).default("false"),
+  KUBEFN_LOG_FORMAT: z.enum(["text", "json"]).default("text"),
+});
+
+export type NodeHostEnv = z.infer<typeof envSchema>;
+
+/**
+ * Reads the Node host's settings from the environment, once, at start. Throws one error that
+ * lists every bad variable.
+ */
+export function parseNodeHostEnv(env: Record<string, string | undefined>): {
+  config: NodeHostConfig;
+  logFormat: "text" | "json";
+} {
+  const parsed = envSchema.safeParse(env);
+  if (!parsed.success) {
+    const lines = parsed.error.issues.map((i) => `  ${i.path.join(".")}: ${i.message}`);
+    throw new Error(`invalid environment:\n${lines.join("\n")}`);
+  }
+  const e = parsed.data;
+  return {
+    logFormat: e.KUBEFN_LOG_FORMAT,
+    config: {
+      ...(e.KUBECONFIG ? { kubeconfig: e.KUBECONFIG } : {}),
+      host: e.KUBEFN_HOST,
+      port: e.KUBEFN_PORT,
+      ...(e.KUBEFN_AUDIT_TOKEN ? { auditToken: e.KUBEFN_AUDIT_TOKEN } : {}),
+      ...(e.KUBEFN_RELAY_SECRET ? { relaySecret: e.KUBEFN_RELAY_SECRET } : {}),
+      concurrency: e.KUBEFN_CONCURRENCY,
+      sweepSeconds: e.KUBEFN_SWEEP_SECONDS,
+      selfUsernames: e.KUBEFN_SELF_USERNAMES,
+      maxBodyBytes: e.KUBEFN_MAX_BODY_BYTES,
+      replayWindowSeconds: e.KUBEFN_REPLAY_WINDOW_SECONDS,
+      install: e.KUBEFN_INSTALL === "true",
+    },
+  };
+}

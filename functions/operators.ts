@@ -1,0 +1,58 @@
+import type { Hono } from "hono";
+import { proxyHealthTask } from "../shared/controllers/proxy/health-task.ts";
+import { proxyController } from "../shared/controllers/proxy/index.ts";
+import {
+  createKubernetesProvider,
+  type ProvidersByName,
+} from "../shared/controllers/proxy/providers/index.ts";
+import type { Prober } from "../shared/health/index.ts";
+import type { Kube } from "../shared/kube/port.ts";
+import { createRegistry, type Registry } from "../shared/runtime/index.ts";
+import type { SweepTask } from "../shared/runtime/sweep-task.ts";
+import type { Context } from "../shared/runtime/types.ts";
+
+/** What every platform runs: the registry, the sweep's periodic tasks, and extra HTTP routes. */
+export interface Operators {
+  registry: Registry;
+  sweepTasks: SweepTask[];
+  /** Routes mounted beside the intake (discovery, leases). */
+  routes?: (ctx: Context) => Hono;
+}
+
+export interface OperatorOptions {
+  prober: Prober;
+  /** How often the platform runs the sweep (the cron period). */
+  sweepPeriodSeconds: number;
+  probeConcurrency?: number;
+  /** Providers beyond the built-in Kubernetes pod provider (e.g. "gce"). */
+  providers?: (kube: Kube) => ProvidersByName;
+  /** Drift poll (resync) of Proxies, seconds. */
+  proxyResyncSeconds?: number;
+}
+
+/**
+ * The operators kubefn runs, assembled once per platform instance. Everything here is built
+ * from parameters; nothing is read from the environment.
+ */
+export function createOperators(opts: OperatorOptions): Operators {
+  const providersFor = (kube: Kube): ProvidersByName => ({
+    kubernetes: createKubernetesProvider({ kube }),
+    ...opts.providers?.(kube),
+  });
+  const registry = createRegistry([
+    proxyController({
+      providers: (ctx) => providersFor(ctx.kube),
+      ...(opts.proxyResyncSeconds ? { timings: { driftPoll: opts.proxyResyncSeconds } } : {}),
+    }),
+  ]);
+  return {
+    registry,
+    sweepTasks: [
+      proxyHealthTask({
+        prober: opts.prober,
+        concurrency: opts.probeConcurrency ?? 32,
+        sweepPeriodSeconds: opts.sweepPeriodSeconds,
+      }),
+    ],
+  };
+}

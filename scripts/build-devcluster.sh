@@ -1,7 +1,17 @@
 #!/usr/bin/env bash
 # Builds infra/devcluster into infra/devcluster/bin/devcluster. Go caches the build in its usual
 # places (GOCACHE, GOMODCACHE), so a rebuild with nothing changed takes seconds.
+# The Kubernetes version (from go.mod) is stamped into k8s.io/component-base/version, as the
+# upstream release build does, so the API server and `devcluster kubectl version` report it.
 set -euo pipefail
 cd "$(dirname "$0")/../infra/devcluster"
+if ! command -v go >/dev/null 2>&1 && [ -x /usr/local/go/bin/go ]; then
+  export PATH="/usr/local/go/bin:$PATH"
+fi
 mkdir -p bin
-go build -o bin/devcluster .
+KUBE_VERSION="$(go list -m -f '{{.Version}}' k8s.io/kubernetes)"   # e.g. v1.37.2
+major="${KUBE_VERSION#v}"; major="${major%%.*}"
+minor="${KUBE_VERSION#v*.}"; minor="${minor%%.*}"
+pkg=k8s.io/component-base/version
+go build -ldflags "-X ${pkg}.gitVersion=${KUBE_VERSION} -X ${pkg}.gitMajor=${major} -X ${pkg}.gitMinor=${minor} -X ${pkg}.gitTreeState=clean" \
+  -o bin/devcluster .

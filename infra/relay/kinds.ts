@@ -1,0 +1,71 @@
+import { z } from "zod";
+import { Resources } from "../../shared/kube/index.ts";
+import type { Resource } from "../../shared/kube/port.ts";
+import { type Registry, resourceKey } from "../../shared/runtime/registry.ts";
+import { type Predicate, payloadChanges, specChanges } from "./predicates.ts";
+
+/**
+ * Which edges of a kind the relay forwards: `spec` (create, delete, generation change, deletion
+ * start) for primary and owned kinds; `payload` (create, delete, data change) for configuration
+ * objects a controller watches.
+ */
+export type PredicateKind = "spec" | "payload";
+
+/** One kind the relay list-watches. */
+export interface RelayKind {
+  resource: Resource;
+  predicate: PredicateKind;
+}
+
+/** The predicate behind a {@link PredicateKind}. */
+export function predicateFor(kind: PredicateKind): Predicate {
+  return kind === "spec" ? specChanges : payloadChanges;
+}
+
+/** Kinds whose meaning is their `data`: a watch on them forwards payload changes. */
+const PAYLOAD_KINDS = new Set([resourceKey(Resources.ConfigMap), resourceKey(Resources.Secret)]);
+
+/**
+ * The kinds the relay must watch for `registry`: every `for` and `owns` kind with the `spec`
+ * predicate, every `watches` kind with `payload` when it is a ConfigMap or Secret and `spec`
+ * otherwise. A kind listed by several controllers is watched once; `spec` wins over `payload` when
+ * a kind is both owned and watched, since an owned object's spec matters more than its data.
+ *
+ * @example
+ * relayKindsFor(createRegistry([proxyController(deps)]))
+ * // [{ resource: proxyResource, predicate: "spec" }, { resource: Resources.Secret, predicate: "payload" }]
+ */
+export function relayKindsFor(registry: Registry): RelayKind[] {
+  const kinds = new Map<string, RelayKind>();
+  const add = (resource: Resource, predicate: PredicateKind) => {
+    const key = resourceKey(resource);
+    const existing = kinds.get(key);
+    if (!existing) kinds.set(key, { resource, predicate });
+    else if (predicate === "spec") existing.predicate = "spec";
+  };
+  for (const controller of registry.controllers) {
+    add(controller.for, "spec");
+    for (const owned of controller.owns ?? []) add(owned, "spec");
+  }
+  for (const controller of registry.controllers) {
+    for (const watch of controller.watches ?? []) {
+      add(watch.resource, PAYLOAD_KINDS.has(resourceKey(watch.resource)) ? "payload" : "spec");
+    }
+  }
+  return [...kinds.values()];
+}
+
+/** A {@link RelayKind} as configuration gives it (`KUBEFN_RELAY_KINDS`, JSON). */
+export const relayKindSchema = z.object({
+  group: z.string(),
+  version: z.string().min(1),
+  resource: z.string().min(1),
+  kind: z.string().min(1),
+  namespaced: z.boolean(),
+  predicate: z.enum(["spec", "payload"]),
+});
+
+export function relayKindFromConfig(entry: z.infer<typeof relayKindSchema>): RelayKind {
+  const { predicate, ...resource } = entry;
+  return { resource, predicate };
+}

@@ -1,0 +1,104 @@
+/**
+ * The relay's process entry: `node --experimental-strip-types infra/relay/main.ts` (Node ≥ 22.18
+ * strips types by default). Reads its configuration from the environment once, with zod:
+ *
+ * | variable | meaning | default |
+ * | --- | --- | --- |
+ * | `KUBEFN_INTAKE_URL` | intake's `/v1/events` URL | required |
+ * | `KUBEFN_RELAY_SECRET` | HMAC secret shared with intake | required |
+ * | `KUBECONFIG` | kubeconfig file; without it, the pod's service account | in-cluster |
+ * | `KUBEFN_RELAY_KINDS` | JSON list of `{group,version,resource,kind,namespaced,predicate}` | from the registry |
+ * | `KUBEFN_RELAY_BATCH_SIZE` | most events per batch | 100 |
+ * | `KUBEFN_RELAY_BATCH_INTERVAL_MS` | longest an event waits for its batch | 1000 |
+ * | `KUBEFN_RELAY_BUFFER_SIZE` | most pending keys | 10000 |
+ * | `KUBEFN_RELAY_PORT` | `/healthz` and `/metrics` | 8080 |
+ * | `KUBEFN_LOG_FORMAT` | `text` or `json` | json |
+ */
+import { serve } from "@hono/node-server";
+import { z } from "zod";
+import { createLineLog } from "../../functions/node/log.ts";
+import { proxyController } from "../../shared/controllers/proxy/index.ts";
+import { createKube } from "../../shared/kube/index.ts";
+import { createNodeTransport, loadKubeConfig } from "../../shared/kube/node.ts";
+import { createRegistry } from "../../shared/runtime/registry.ts";
+import { type RelayKind, relayKindFromConfig, relayKindSchema, relayKindsFor } from "./kinds.ts";
+import { createRelay } from "./relay.ts";
+import { clientNodeWatchStream } from "./watch-stream.ts";
+
+const envSchema = z.object({
+  KUBEFN_INTAKE_URL: z.url(),
+  KUBEFN_RELAY_SECRET: z.string().min(16, "KUBEFN_RELAY_SECRET must be at least 16 characters"),
+  KUBECONFIG: z.string().min(1).optional(),
+  KUBEFN_RELAY_KINDS: z
+    .string()
+    .transform((text, ctx) => {
+      try {
+        return JSON.parse(text) as unknown;
+      } catch {
+        ctx.addIssue({ code: "custom", message: "KUBEFN_RELAY_KINDS is not JSON" });
+        return z.NEVER;
+      }
+    })
+    .pipe(z.array(relayKindSchema).min(1))
+    .optional(),
+  KUBEFN_RELAY_BATCH_SIZE: z.coerce.number().int().min(1).max(10_000).default(100),
+  KUBEFN_RELAY_BATCH_INTERVAL_MS: z.coerce.number().int().min(0).max(60_000).default(1000),
+  KUBEFN_RELAY_BUFFER_SIZE: z.coerce.number().int().min(1).default(10_000),
+  KUBEFN_RELAY_PORT: z.coerce.number().int().min(1).max(65_535).default(8080),
+  KUBEFN_LOG_FORMAT: z.enum(["text", "json"]).default("json"),
+});
+
+export type RelayEnv = z.infer<typeof envSchema>;
+
+/** Parses the relay's environment; throws with every problem listed. */
+export function parseRelayEnv(env: Record<string, string | undefined>): RelayEnv {
+  const parsed = envSchema.safeParse(env);
+  if (!parsed.success) throw new Error(`invalid relay configuration:\n${z.prettifyError(parsed.error)}`);
+  return parsed.data;
+}
+
+/**
+ * The kinds kubefn's controllers need. The relay never reconciles, so the controllers are built
+ * with no providers; only their `for`/`owns`/`watches` are read.
+ */
+export function defaultRelayKinds(): RelayKind[] {
+  return relayKindsFor(createRegistry([proxyController({ providers: () => ({}) })]));
+}
+
+async function main(): Promise<void> {
+  const env = parseRelayEnv(process.env);
+  const log = createLineLog(env.KUBEFN_LOG_FORMAT);
+  const kc = env.KUBECONFIG ? loadKubeConfig({ file: env.KUBECONFIG }) : loadKubeConfig({ inCluster: true });
+  const kinds = env.KUBEFN_RELAY_KINDS?.map(relayKindFromConfig) ?? defaultRelayKinds();
+  const relay = createRelay({
+    kinds,
+    kube: createKube(createNodeTransport(kc)),
+    stream: clientNodeWatchStream(kc),
+    intakeUrl: env.KUBEFN_INTAKE_URL,
+    secret: env.KUBEFN_RELAY_SECRET,
+    batch: { maxEvents: env.KUBEFN_RELAY_BATCH_SIZE, maxDelayMs: env.KUBEFN_RELAY_BATCH_INTERVAL_MS },
+    bufferSize: env.KUBEFN_RELAY_BUFFER_SIZE,
+    log,
+  });
+  const server = serve({ fetch: relay.app.fetch, port: env.KUBEFN_RELAY_PORT });
+  relay.start();
+  log.info("relay started", {
+    kinds: kinds.map((k) => `${k.resource.resource}.${k.resource.group || "core"}:${k.predicate}`),
+    intake: env.KUBEFN_INTAKE_URL,
+    port: env.KUBEFN_RELAY_PORT,
+  });
+  const shutdown = async (signal: string) => {
+    log.info("relay stopping", { signal });
+    await relay.stop();
+    server.close();
+  };
+  process.once("SIGTERM", () => void shutdown("SIGTERM"));
+  process.once("SIGINT", () => void shutdown("SIGINT"));
+}
+
+if (import.meta.url === `file://${process.argv[1]}`) {
+  main().catch((err: unknown) => {
+    console.error(err instanceof Error ? err.message : err);
+    process.exit(1);
+  });
+}

@@ -24,7 +24,7 @@ export interface ForwardProxy {
 }
 
 /** A minimal forward proxy: what squid or tinyproxy do for a probe, nothing more. */
-export async function startForwardProxy(): Promise<ForwardProxy> {
+export async function startForwardProxy(at: ListenAt = {}): Promise<ForwardProxy> {
   const sockets = new Set<net.Socket>();
   const server = http.createServer((req, res) => {
     state.requests.push(req.url ?? "");
@@ -80,7 +80,7 @@ export async function startForwardProxy(): Promise<ForwardProxy> {
     upstream.on("close", () => client.destroy());
     client.on("close", () => upstream.destroy());
   });
-  const port = await listen(server);
+  const port = await listen(server, at);
   const state: ForwardProxy = {
     port,
     connections: 0,
@@ -103,7 +103,9 @@ export interface Target {
 }
 
 /** An HTTP target answering `status` (or hanging forever when `hang`). */
-export async function startHttpTarget(opts: { status?: number; hang?: boolean } = {}): Promise<Target> {
+export async function startHttpTarget(
+  opts: { status?: number; hang?: boolean } & ListenAt = {},
+): Promise<Target> {
   const sockets = new Set<net.Socket>();
   const server = http.createServer((_req, res) => {
     state.hits++;
@@ -111,7 +113,7 @@ export async function startHttpTarget(opts: { status?: number; hang?: boolean } 
     res.writeHead(opts.status ?? 200, { "content-type": "text/plain" }).end("ok\n");
   });
   trackSockets(server, sockets);
-  const port = await listen(server);
+  const port = await listen(server, opts);
   const state: Target = { port, hits: 0, close: () => closeServer(server, sockets) };
   return state;
 }
@@ -165,7 +167,7 @@ export async function startHttpsTarget(tls: TlsMaterial, opts: { status?: number
     res.writeHead(opts.status ?? 200).end("ok\n");
   });
   trackSockets(server, sockets);
-  const port = await listen(server);
+  const port = await listen(server, opts);
   const state: Target = { port, hits: 0, close: () => closeServer(server, sockets) };
   return state;
 }
@@ -185,10 +187,16 @@ function trackSockets(server: net.Server, sockets: Set<net.Socket>): void {
   });
 }
 
-function listen(server: net.Server): Promise<number> {
+/** Where a fixture server listens; default 127.0.0.1 on a free port. */
+export interface ListenAt {
+  host?: string;
+  port?: number;
+}
+
+function listen(server: net.Server, at: ListenAt = {}): Promise<number> {
   return new Promise((resolve, reject) => {
     server.once("error", reject);
-    server.listen(0, "127.0.0.1", () => {
+    server.listen(at.port ?? 0, at.host ?? "127.0.0.1", () => {
       const address = server.address();
       resolve(typeof address === "object" && address ? address.port : 0);
     });

@@ -154,7 +154,12 @@ export async function runPass(ctx: Context, registry: Registry, message: Message
     try {
       await ctx.kube.patchStatus(def.for, objectKey, {
         type: "merge",
-        body: { metadata: { resourceVersion: observed.metadata.resourceVersion }, status: patch },
+        // The controller's own metadata writes (finalizer, annotations) move the resourceVersion;
+        // it copies the new one onto its object, so guard with that, else the observed one.
+        body: {
+          metadata: { resourceVersion: copy.metadata.resourceVersion ?? observed.metadata.resourceVersion },
+          status: patch,
+        },
       });
       summary.wroteStatus = true;
     } catch (err) {

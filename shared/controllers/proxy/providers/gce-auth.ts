@@ -98,8 +98,8 @@ export function createServiceAccountTokenSource(opts: ServiceAccountTokenSourceO
 
   return {
     async token() {
-      if (cached && clock.now().getTime() < cached.expiresAtMs - refreshMarginSeconds * 1000)
-        return cached.token;
+      const fresh = cached && clock.now().getTime() < cached.expiresAtMs - refreshMarginSeconds * 1000;
+      if (cached && fresh) return cached.token;
       inFlight ??= exchange().finally(() => {
         inFlight = undefined;
       });

@@ -143,8 +143,9 @@ export function createGceProvider(opts: GceProviderOptions): Provider {
       if (pageToken) query.set("pageToken", pageToken);
       const what = `list ${path} with ${filter}`;
       const answer = await call("GET", `${path}?${query}`, what);
-      if (!isOk(answer.status))
+      if (!isOk(answer.status)) {
         throw gceErrorFrom(answer.status, answer.body, what, answer.retryAfterSeconds);
+      }
       yield answer.body;
       pageToken = (answer.body as { nextPageToken?: string } | undefined)?.nextPageToken || undefined;
     } while (pageToken);
@@ -204,8 +205,9 @@ export function createGceProvider(opts: GceProviderOptions): Provider {
       const what = `delete ${id}`;
       const answer = await call("DELETE", `${zonePath(key.zone)}/${enc(key.name)}`, what);
       if (answer.status === 404) return;
-      if (!isOk(answer.status))
+      if (!isOk(answer.status)) {
         throw gceErrorFrom(answer.status, answer.body, what, answer.retryAfterSeconds);
+      }
       const opError = operationError(answer.body as GceOperation);
       if (opError && opError.status !== 404) throw gceErrorFrom(opError.status, opError.body, what);
     },

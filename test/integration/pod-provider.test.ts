@@ -1,4 +1,4 @@
-import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import {
   type CreateRequest,
   createKubernetesProvider,
@@ -13,14 +13,8 @@ import {
   ProviderError,
 } from "../../shared/controllers/proxy/providers/index.ts";
 import { createKube, type Kube, type KubeObject, Resources } from "../../shared/kube/index.ts";
-import { createNodeTransport, loadKubeConfig } from "../../shared/kube/node.ts";
-
-declare module "vitest" {
-  interface ProvidedContext {
-    /** Path of the devcluster's admin kubeconfig (test/setup/devcluster.ts). */
-    kubeconfig: string;
-  }
-}
+import { createNodeTransport } from "../../shared/kube/node.ts";
+import { kubeConfig } from "../setup/cluster.ts";
 
 /**
  * The pod provider against the devcluster: a real API server (admission, quota, validation) and
@@ -31,7 +25,7 @@ let provider: Provider;
 const namespace = `pod-provider-${Date.now().toString(36)}`;
 
 beforeAll(async () => {
-  kube = createKube(createNodeTransport(loadKubeConfig({ file: inject("kubeconfig") })));
+  kube = createKube(createNodeTransport(kubeConfig()));
   provider = createKubernetesProvider({ kube });
   await kube.create(Resources.Namespace, {
     apiVersion: "v1",

@@ -1,6 +1,7 @@
 /**
- * The relay's process entry: `node --experimental-strip-types infra/relay/main.ts` (Node ≥ 22.18
- * strips types by default). Reads its configuration from the environment once, with zod:
+ * The relay's process entry. Locally: `node --import tsx infra/relay/main.ts`; in the image, the
+ * esbuild bundle of this file (see Dockerfile; Node's type stripping rejects the parameter
+ * properties used in shared/). Reads its configuration from the environment once, with zod:
  *
  * | variable | meaning | default |
  * | --- | --- | --- |

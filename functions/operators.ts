@@ -28,6 +28,8 @@ export interface OperatorOptions {
   providers?: (kube: Kube) => ProvidersByName;
   /** Drift poll (resync) of Proxies, seconds. */
   proxyResyncSeconds?: number;
+  /** Least time between two status-affecting health reports of one Proxy. */
+  minReportIntervalSeconds?: number;
 }
 
 /**
@@ -52,6 +54,7 @@ export function createOperators(opts: OperatorOptions): Operators {
         prober: opts.prober,
         concurrency: opts.probeConcurrency ?? 32,
         sweepPeriodSeconds: opts.sweepPeriodSeconds,
+        ...(opts.minReportIntervalSeconds ? { minReportIntervalSeconds: opts.minReportIntervalSeconds } : {}),
       }),
     ],
   };

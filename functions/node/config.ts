@@ -24,6 +24,8 @@ const envSchema = z.object({
     .default(4 * 1024 * 1024),
   KUBEFN_REPLAY_WINDOW_SECONDS: z.coerce.number().int().min(10).default(300),
   KUBEFN_INSTALL: z.enum(["true", "false"]).default("false"),
+  KUBEFN_PROXY_RESYNC_SECONDS: z.coerce.number().int().min(60).max(86400).default(300),
+  KUBEFN_MIN_REPORT_SECONDS: z.coerce.number().int().min(1).max(3600).default(60),
   KUBEFN_LOG_FORMAT: z.enum(["text", "json"]).default("text"),
 });
 
@@ -36,6 +38,8 @@ export type NodeHostEnv = z.infer<typeof envSchema>;
 export function parseNodeHostEnv(env: Record<string, string | undefined>): {
   config: NodeHostConfig;
   logFormat: "text" | "json";
+  proxyResyncSeconds: number;
+  minReportIntervalSeconds: number;
 } {
   const parsed = envSchema.safeParse(env);
   if (!parsed.success) {
@@ -45,6 +49,8 @@ export function parseNodeHostEnv(env: Record<string, string | undefined>): {
   const e = parsed.data;
   return {
     logFormat: e.KUBEFN_LOG_FORMAT,
+    proxyResyncSeconds: e.KUBEFN_PROXY_RESYNC_SECONDS,
+    minReportIntervalSeconds: e.KUBEFN_MIN_REPORT_SECONDS,
     config: {
       ...(e.KUBECONFIG ? { kubeconfig: e.KUBECONFIG } : {}),
       host: e.KUBEFN_HOST,

@@ -5,11 +5,17 @@ import { startNodeHost } from "./host.ts";
 import { createLineLog } from "./log.ts";
 
 /** `npm start`: the Node host, configured from the environment (see README). */
-const { config, logFormat } = parseNodeHostEnv(process.env);
+const { config, logFormat, proxyResyncSeconds, minReportIntervalSeconds } = parseNodeHostEnv(process.env);
 const log = createLineLog(logFormat);
 const host = await startNodeHost(
   config,
-  () => createOperators({ prober: createNodeProber(), sweepPeriodSeconds: config.sweepSeconds }),
+  () =>
+    createOperators({
+      prober: createNodeProber(),
+      sweepPeriodSeconds: config.sweepSeconds,
+      proxyResyncSeconds,
+      minReportIntervalSeconds,
+    }),
   log,
 );
 let stopping = false;

@@ -30,6 +30,8 @@ export interface HealthSubjectOptions {
   policy?: TargetPolicy;
   /** Overrides {@link managedProxyPort}. */
   managedPort?: number;
+  /** Overrides {@link minReportIntervalSeconds} (tests and small fleets use less). */
+  minReportIntervalSeconds?: number;
 }
 
 /**
@@ -42,6 +44,7 @@ export interface HealthSubjectOptions {
  * const result = await probeAll({ proxies, subjectFor: (p) => proxyHealthSubject(p), prober, now, concurrency: 32 });
  */
 export function proxyHealthSubject(object: KubeObject, options: HealthSubjectOptions = {}): HealthSubject {
+  const reportInterval = options.minReportIntervalSeconds ?? minReportIntervalSeconds;
   const annotation = object.metadata.annotations?.[HEALTH_ANNOTATION];
   const key = { namespace: object.metadata.namespace ?? "", name: object.metadata.name ?? "" };
   const base = {
@@ -59,7 +62,7 @@ export function proxyHealthSubject(object: KubeObject, options: HealthSubjectOpt
     return {
       ...base,
       probe: { url: "", expectedStatus: 200, timeoutMs: 0 },
-      thresholds: { successThreshold: 1, failureThreshold: 1, minReportIntervalSeconds },
+      thresholds: { successThreshold: 1, failureThreshold: 1, minReportIntervalSeconds: reportInterval },
     };
   }
   const proxy = parsed.data;
@@ -88,7 +91,7 @@ export function proxyHealthSubject(object: KubeObject, options: HealthSubjectOpt
     thresholds: {
       successThreshold: hc.successThreshold,
       failureThreshold: hc.failureThreshold,
-      minReportIntervalSeconds,
+      minReportIntervalSeconds: reportInterval,
     },
     ...(seeded
       ? {

@@ -11,6 +11,8 @@ export interface ProxyHealthTaskOptions {
   /** How often the sweep runs; a longer probe interval probes on every k-th sweep. */
   sweepPeriodSeconds: number;
   policy?: TargetPolicy;
+  /** Least time between two status-affecting reports of one proxy; default 60 s. */
+  minReportIntervalSeconds?: number;
 }
 
 /**
@@ -26,7 +28,13 @@ export function proxyHealthTask(opts: ProxyHealthTaskOptions): SweepTask {
       const started = performance.now();
       const result = await probeAll({
         proxies,
-        subjectFor: (p) => proxyHealthSubject(p, opts.policy ? { policy: opts.policy } : {}),
+        subjectFor: (p) =>
+          proxyHealthSubject(p, {
+            ...(opts.policy ? { policy: opts.policy } : {}),
+            ...(opts.minReportIntervalSeconds
+              ? { minReportIntervalSeconds: opts.minReportIntervalSeconds }
+              : {}),
+          }),
         prober: opts.prober,
         now: () => ctx.clock.now(),
         concurrency: opts.concurrency,

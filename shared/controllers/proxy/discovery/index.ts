@@ -1,0 +1,21 @@
+export { apiErrorHandler } from "./api-errors.ts";
+export { bearerAuth, tokensEqual } from "./bearer-auth.ts";
+export {
+  type LabelRequirements,
+  matchesRequirements,
+  type ParsedSelector,
+  parseLabelSelector,
+} from "./label-selector.ts";
+export { listProxies, parseProxies } from "./list-proxies.ts";
+export { countByPhase, proxyPhaseGaugeTask, unknownPhaseLabel } from "./phase-gauge.ts";
+export {
+  defaultManagedPort,
+  defaultManagedScheme,
+  isProxyReady,
+  type ProxyEndpoint,
+  proxyEndpoint,
+  type ReadyFilter,
+  type ReadyProxy,
+  selectReady,
+} from "./ready.ts";
+export { discoveryRoutes, type ProxyApiOptions } from "./routes.ts";

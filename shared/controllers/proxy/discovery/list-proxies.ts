@@ -1,0 +1,26 @@
+import { type Kube, listAll } from "../../../kube/index.ts";
+import type { Log } from "../../../runtime/types.ts";
+import { type Proxy as ProxyObject, parseProxy, proxyResource } from "../api.ts";
+
+/**
+ * Every Proxy in `namespace` (all namespaces when unset), parsed. Objects that fail the schema are
+ * logged and left out: a crawler should never be sent to a proxy the reconciler cannot read.
+ */
+export async function listProxies(kube: Kube, log: Log, namespace?: string): Promise<ProxyObject[]> {
+  const objects = await listAll(kube, proxyResource, namespace ? { namespace } : {});
+  return parseProxies(objects, log);
+}
+
+/** The objects that parse as Proxies; the rest are logged at warn level. */
+export function parseProxies(objects: readonly unknown[], log: Log): ProxyObject[] {
+  const proxies: ProxyObject[] = [];
+  for (const obj of objects) {
+    const parsed = parseProxy(obj);
+    if (parsed.success) proxies.push(parsed.data);
+    else {
+      const meta = (obj as { metadata?: { namespace?: string; name?: string } }).metadata;
+      log.warn("skipping a Proxy that fails the schema", { namespace: meta?.namespace, name: meta?.name });
+    }
+  }
+  return proxies;
+}

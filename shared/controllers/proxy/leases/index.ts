@@ -1,0 +1,37 @@
+export {
+  canTakeOver,
+  formatMicroTime,
+  isExpired,
+  type LeasedProxy,
+  type LeaseSweepDecision,
+  leaseExpiresAt,
+  leaseLabelValueFor,
+  leaseNameFor,
+  leaseNamePrefix,
+  leaseProxyLabel,
+  leaseSweepDecision,
+  maxLeaseSeconds,
+  minLeaseSeconds,
+  newLease,
+  type ProxyLease,
+  type ProxyState,
+  parseMicroTime,
+  proxyOwnerReference,
+  proxyRefOf,
+  renewed,
+  type TakeOverReason,
+  takenOver,
+} from "./lease.ts";
+export { leaseRoutes } from "./routes.ts";
+export {
+  type AcquireRequest,
+  type AcquireResult,
+  acquireLease,
+  type LeaseKey,
+  type LeaseView,
+  type ReleaseResult,
+  type RenewResult,
+  releaseLease,
+  renewLease,
+} from "./store.ts";
+export { leaseSweepTask } from "./sweep-task.ts";

@@ -1,0 +1,145 @@
+import { Hono, type Context as HonoContext } from "hono";
+import { z } from "zod";
+import type { Context } from "../../../runtime/types.ts";
+import { apiErrorHandler } from "../discovery/api-errors.ts";
+import { bearerAuth } from "../discovery/bearer-auth.ts";
+import { parseLabelSelector } from "../discovery/label-selector.ts";
+import type { ProxyApiOptions } from "../discovery/routes.ts";
+import { maxLeaseSeconds, minLeaseSeconds } from "./lease.ts";
+import { acquireLease, releaseLease, renewLease } from "./store.ts";
+
+const holderSchema = z.string().min(1).max(253);
+const ttlSchema = z.int().min(minLeaseSeconds).max(maxLeaseSeconds);
+
+const acquireBodySchema = z.object({
+  namespace: z.string().min(1).max(63).optional(),
+  selector: z.string().max(4096).optional(),
+  holder: holderSchema,
+  ttlSeconds: ttlSchema,
+});
+const renewBodySchema = z.object({ holder: holderSchema, ttlSeconds: ttlSchema.optional() });
+const releaseBodySchema = z.object({ holder: holderSchema });
+
+/**
+ * The lease API: a crawler's exclusive use of one Ready proxy for a TTL, stored as
+ * coordination.k8s.io/v1 Leases (one per proxy, `proxy-<name>` in the proxy's namespace).
+ *
+ * - `POST /v1/leases` `{ namespace?, selector?, holder, ttlSeconds (5..3600) }` →
+ *   201 `{ lease: { id, proxy: { namespace, name, ip, port, scheme }, holder, expiresAt } }`, or
+ *   409 `{ error: "NoProxyAvailable" }` when every matching Ready proxy is held.
+ * - `PUT /v1/leases/:namespace/:name` `{ holder, ttlSeconds? }` → 200 `{ lease }`; 409
+ *   `{ error: "NotHolder" }`; 410 `{ error: "ProxyNotReady" }` (the lease is deleted); 404.
+ * - `DELETE /v1/leases/:namespace/:name?holder=` (or body `{ holder }`) → 204; 409 NotHolder; 404.
+ *
+ * 401 without the bearer token, 400 for a malformed body or selector, 503 (Retry-After) when the
+ * API server cannot be reached.
+ *
+ * Caveats: "none free" is 409, not 503: the request conflicts with the current holders, the
+ * service is healthy, and a 503 would trip generic retry and alerting on load balancers. Poll
+ * again after a while, or widen the selector.
+ *
+ * @example
+ * app.route("/", leaseRoutes(ctx, { apiToken: config.apiToken }));
+ */
+export function leaseRoutes(ctx: Context, options: ProxyApiOptions): Hono {
+  const app = new Hono();
+  app.onError(apiErrorHandler(ctx.log));
+  app.use("/v1/leases", bearerAuth(options.apiToken));
+  app.use("/v1/leases/*", bearerAuth(options.apiToken));
+
+  app.post("/v1/leases", async (c) => {
+    const body = await readBody(c, acquireBodySchema);
+    if (!body.ok) return badRequest(c, body.error);
+    const selector = parseLabelSelector(body.data.selector ?? "");
+    if (!selector.ok) return badRequest(c, `selector: ${selector.error}`);
+    const result = await acquireLease(ctx, {
+      namespace: body.data.namespace,
+      selector: selector.requirements,
+      holder: body.data.holder,
+      ttlSeconds: body.data.ttlSeconds,
+    });
+    if (result.kind === "none") {
+      return c.json(
+        {
+          error: "NoProxyAvailable",
+          message:
+            result.candidates === 0
+              ? "no Ready proxy matches"
+              : `all ${result.candidates} matching Ready proxies are leased`,
+        },
+        409,
+      );
+    }
+    return c.json({ lease: result.lease }, 201);
+  });
+
+  app.put("/v1/leases/:namespace/:name", async (c) => {
+    const body = await readBody(c, renewBodySchema);
+    if (!body.ok) return badRequest(c, body.error);
+    const key = { namespace: c.req.param("namespace"), name: c.req.param("name") };
+    const result = await renewLease(ctx, key, body.data.holder, body.data.ttlSeconds);
+    switch (result.kind) {
+      case "renewed":
+        return c.json({ lease: result.lease }, 200);
+      case "notFound":
+        return c.json({ error: "LeaseNotFound" }, 404);
+      case "notHolder":
+        return c.json({ error: "NotHolder" }, 409);
+      case "proxyNotReady":
+        return c.json({ error: "ProxyNotReady" }, 410);
+      default:
+        return assertNever(result);
+    }
+  });
+
+  app.delete("/v1/leases/:namespace/:name", async (c) => {
+    const fromQuery = c.req.query("holder");
+    const body =
+      fromQuery !== undefined
+        ? parseWith(releaseBodySchema, { holder: fromQuery })
+        : await readBody(c, releaseBodySchema);
+    if (!body.ok) return badRequest(c, body.error);
+    const key = { namespace: c.req.param("namespace"), name: c.req.param("name") };
+    const result = await releaseLease(ctx, key, body.data.holder);
+    switch (result.kind) {
+      case "released":
+        return c.body(null, 204);
+      case "notFound":
+        return c.json({ error: "LeaseNotFound" }, 404);
+      case "notHolder":
+        return c.json({ error: "NotHolder" }, 409);
+      default:
+        return assertNever(result);
+    }
+  });
+
+  return app;
+}
+
+type BodyResult<T> = { ok: true; data: T } | { ok: false; error: string };
+
+/** The JSON body parsed with `schema`; a missing, malformed or invalid body is an error message. */
+async function readBody<T>(c: HonoContext, schema: z.ZodType<T>): Promise<BodyResult<T>> {
+  let raw: unknown;
+  try {
+    raw = await c.req.json();
+  } catch {
+    return { ok: false, error: "the body must be a JSON object" };
+  }
+  return parseWith(schema, raw);
+}
+
+function parseWith<T>(schema: z.ZodType<T>, raw: unknown): BodyResult<T> {
+  const parsed = schema.safeParse(raw);
+  return parsed.success
+    ? { ok: true, data: parsed.data }
+    : { ok: false, error: z.prettifyError(parsed.error) };
+}
+
+function badRequest(c: HonoContext, message: string): Response {
+  return c.json({ error: "BadRequest", message }, 400);
+}
+
+function assertNever(value: never): never {
+  throw new TypeError(`unexpected lease result ${JSON.stringify(value)}`);
+}

@@ -1,0 +1,42 @@
+import type { KubeObject } from "../../../kube/index.ts";
+import { type Instance, managedByTagKey, managedByTagValue, ownerTagKey } from "../providers/provider.ts";
+
+/** Default time an instance must exist before it may be collected as an orphan. */
+export const defaultOrphanGraceSeconds = 600;
+
+/**
+ * An instance as orphan GC sees it. `createdAt` (RFC 3339) is when the provider created it.
+ *
+ * Caveats: {@link Instance} in providers/provider.ts does not carry `createdAt` yet; until the
+ * providers report it (a Pod's `metadata.creationTimestamp`, a GCE instance's
+ * `creationTimestamp`), the grace period cannot be measured and the age counts as unknown.
+ */
+export type AgedInstance = Instance & { createdAt?: string };
+
+/**
+ * The instances to collect: made by kubefn (`crawl.kubefn.dev/managed-by=kubefn`), carrying an
+ * owner tag (`crawl.kubefn.dev/proxy-uid`) that matches the UID of none of `proxies`, not already
+ * Terminating, and created at least `graceSeconds` before `now`. Pure.
+ *
+ * Caveats: an instance without a readable `createdAt` is of unknown age and is collectible; the
+ * sweep task guards it by checking again against a list of Proxies made after the instances were
+ * listed (a Proxy always exists before its instance, since the instance is named from its UID).
+ * Instances lacking either tag are never returned.
+ */
+export function findOrphans<T extends AgedInstance>(
+  instances: readonly T[],
+  proxies: readonly Pick<KubeObject, "metadata">[],
+  now: Date,
+  graceSeconds: number = defaultOrphanGraceSeconds,
+): T[] {
+  const owners = new Set<string>();
+  for (const p of proxies) if (p.metadata.uid) owners.add(p.metadata.uid);
+  return instances.filter((inst) => {
+    if (inst.tags[managedByTagKey] !== managedByTagValue) return false;
+    const owner = inst.tags[ownerTagKey];
+    if (!owner || owners.has(owner)) return false;
+    if (inst.state === "Terminating") return false;
+    const created = inst.createdAt ? Date.parse(inst.createdAt) : Number.NaN;
+    return Number.isNaN(created) || now.getTime() - created >= graceSeconds * 1000;
+  });
+}

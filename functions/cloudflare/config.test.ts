@@ -1,0 +1,54 @@
+import { describe, expect, it } from "vitest";
+import { parseWorkerEnv, WorkerConfigError } from "./config.ts";
+
+const minimal = { KUBE_SERVER: "https://kube.example.com", KUBE_TOKEN: "t0ken" };
+
+describe("parseWorkerEnv", () => {
+  it("fills defaults from the minimal env", () => {
+    expect(parseWorkerEnv(minimal)).toEqual({
+      kubeServer: "https://kube.example.com",
+      kubeToken: "t0ken",
+      selfUsernames: ["system:serviceaccount:kubefn-system:kubefn"],
+      maxBodyBytes: 4 * 1024 * 1024,
+      replayWindowSeconds: 300,
+      sweepPeriodSeconds: 60,
+      probeConcurrency: 6,
+    });
+  });
+
+  it("reads [vars] strings, secrets and lists", () => {
+    const config = parseWorkerEnv({
+      ...minimal,
+      AUDIT_TOKEN: "a".repeat(16),
+      RELAY_SECRET: "r".repeat(32),
+      SELF_USERNAMES: "system:serviceaccount:x:y, alice ,",
+      MAX_BODY_BYTES: "65536",
+      PROXY_RESYNC_SECONDS: 600,
+      KUBEFN_QUEUE: {},
+    });
+    expect(config).toMatchObject({
+      auditToken: "a".repeat(16),
+      relaySecret: "r".repeat(32),
+      selfUsernames: ["system:serviceaccount:x:y", "alice"],
+      maxBodyBytes: 65536,
+      proxyResyncSeconds: 600,
+    });
+  });
+
+  it.each([
+    [{}, ["KUBE_SERVER", "KUBE_TOKEN"]],
+    [{ ...minimal, KUBE_SERVER: "ftp://x" }, ["KUBE_SERVER"]],
+    [{ ...minimal, AUDIT_TOKEN: "short" }, ["AUDIT_TOKEN: AUDIT_TOKEN must be at least 16"]],
+    [{ ...minimal, MAX_BODY_BYTES: "lots" }, ["MAX_BODY_BYTES"]],
+    [{ ...minimal, SWEEP_PERIOD_SECONDS: "30" }, ["SWEEP_PERIOD_SECONDS"]],
+  ])("rejects %j naming %j", (env, named) => {
+    let error: unknown;
+    try {
+      parseWorkerEnv(env);
+    } catch (err) {
+      error = err;
+    }
+    expect(error).toBeInstanceOf(WorkerConfigError);
+    for (const name of named) expect((error as Error).message).toContain(name);
+  });
+});

@@ -1,0 +1,157 @@
+import type { MessageSendRequest, QueueSendBatchOptions } from "@cloudflare/workers-types/index.ts";
+import { describe, expect, it } from "vitest";
+import type { Log, Message } from "../../shared/runtime/types.ts";
+import {
+  clampDelay,
+  consumeBatch,
+  isMessage,
+  MAX_BATCH_MESSAGES,
+  MAX_DELAY_SECONDS,
+  queuesPort,
+} from "./queue.ts";
+
+const message = (name: string, snapshotBytes = 0): Message => ({
+  request: { controller: "proxy", namespace: "ns", name },
+  attempt: 0,
+  ...(snapshotBytes
+    ? {
+        snapshot: {
+          apiVersion: "v1",
+          kind: "X",
+          metadata: { name, annotations: { pad: "x".repeat(snapshotBytes) } },
+        },
+      }
+    : {}),
+});
+
+function recordingBinding() {
+  const calls: Array<{ bodies: Message[]; options: QueueSendBatchOptions | undefined }> = [];
+  return {
+    calls,
+    async sendBatch(messages: Iterable<MessageSendRequest<Message>>, options?: QueueSendBatchOptions) {
+      calls.push({ bodies: [...messages].map((m) => m.body), options });
+      return { metadata: { metrics: { backlogCount: 0, backlogBytes: 0 } } };
+    },
+  };
+}
+
+const silent: Log = { info() {}, warn() {}, error() {} };
+
+describe("clampDelay", () => {
+  it.each([
+    [undefined, 0],
+    [0, 0],
+    [-3, 0],
+    [Number.NaN, 0],
+    [0.2, 1],
+    [30, 30],
+    [86_400, MAX_DELAY_SECONDS],
+  ])("%s → %s", (input, expected) => expect(clampDelay(input)).toBe(expected));
+});
+
+describe("queuesPort", () => {
+  it("sends at once without options and delayed with delaySeconds", async () => {
+    const binding = recordingBinding();
+    const queue = queuesPort(binding);
+    await queue.send([message("a")]);
+    await queue.send([message("b")], 90.5);
+    expect(binding.calls).toEqual([
+      { bodies: [message("a")], options: undefined },
+      { bodies: [message("b")], options: { delaySeconds: 91 } },
+    ]);
+  });
+
+  it("splits into batches of at most 100 messages, in order", async () => {
+    const binding = recordingBinding();
+    const all = Array.from({ length: 250 }, (_, i) => message(`p${i}`));
+    await queuesPort(binding).send(all);
+    expect(binding.calls.map((c) => c.bodies.length)).toEqual([MAX_BATCH_MESSAGES, MAX_BATCH_MESSAGES, 50]);
+    expect(binding.calls.flatMap((c) => c.bodies)).toEqual(all);
+  });
+
+  it("splits by size so a batch of snapshots stays under the platform's 256 KB", async () => {
+    const binding = recordingBinding();
+    await queuesPort(binding).send(Array.from({ length: 100 }, (_, i) => message(`p${i}`, 5_000)));
+    expect(binding.calls.length).toBeGreaterThan(1);
+    for (const call of binding.calls) expect(JSON.stringify(call.bodies).length).toBeLessThan(256_000);
+  });
+
+  it("drops the snapshot of a message too large to send, keeping the request", async () => {
+    const binding = recordingBinding();
+    await queuesPort(binding).send([message("big", 200_000)]);
+    expect(binding.calls[0]?.bodies).toEqual([message("big")]);
+  });
+});
+
+describe("isMessage", () => {
+  it.each([
+    [message("a"), true],
+    [{ request: { controller: "proxy", name: "cluster-scoped" }, attempt: 2 }, true],
+    [{ request: { controller: "proxy", name: "a" } }, false],
+    [{ request: { name: "a" }, attempt: 0 }, false],
+    [{ request: { controller: "proxy", name: "a", namespace: 3 }, attempt: 0 }, false],
+    ["proxy/ns/a", false],
+    [null, false],
+  ])("%j → %s", (body, expected) => expect(isMessage(body)).toBe(expected));
+});
+
+describe("consumeBatch", () => {
+  function fakeMessage(body: unknown, attempts = 1) {
+    const m = {
+      id: `id-${attempts}`,
+      body,
+      attempts,
+      acked: false,
+      retried: undefined as { delaySeconds?: number } | undefined,
+      ack() {
+        m.acked = true;
+      },
+      retry(options?: { delaySeconds?: number }) {
+        m.retried = options ?? {};
+      },
+    };
+    return m;
+  }
+
+  it("acks after each pass, including a pass whose outcome was an error follow-up", async () => {
+    const seen: string[] = [];
+    const msgs = [fakeMessage(message("a")), fakeMessage(message("b"))];
+    await consumeBatch(
+      { messages: msgs },
+      async (m) => seen.push(m.request.name),
+      silent,
+      () => 0.5,
+    );
+    expect(seen.sort()).toEqual(["a", "b"]);
+    expect(msgs.map((m) => [m.acked, m.retried])).toEqual([
+      [true, undefined],
+      [true, undefined],
+    ]);
+  });
+
+  it.each([
+    [1, 1],
+    [3, 3],
+    [5, 12],
+  ])("retries a crashed pass on attempt %s after %s s", async (attempts, delaySeconds) => {
+    const msg = fakeMessage(message("a"), attempts);
+    const other = fakeMessage(message("b"));
+    await consumeBatch(
+      { messages: [msg, other] },
+      async (m) => {
+        if (m.request.name === "a") throw new Error("boom");
+      },
+      silent,
+      () => 0.5,
+    );
+    expect(msg).toMatchObject({ acked: false, retried: { delaySeconds } });
+    expect(other.acked).toBe(true);
+  });
+
+  it("acks and drops a body that is not a reconcile request", async () => {
+    const msg = fakeMessage({ hello: "world" });
+    let passes = 0;
+    await consumeBatch({ messages: [msg] }, async () => passes++, silent, Math.random);
+    expect([msg.acked, passes]).toEqual([true, 0]);
+  });
+});

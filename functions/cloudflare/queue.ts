@@ -1,0 +1,120 @@
+import type {
+  Message as DeliveredMessage,
+  MessageSendRequest,
+  Queue as QueueBinding,
+} from "@cloudflare/workers-types/index.ts";
+import { backoffSeconds } from "../../shared/runtime/index.ts";
+import type { Log, Message, Queue } from "../../shared/runtime/types.ts";
+
+/** Longest delay Cloudflare Queues accept (12 h). */
+export const MAX_DELAY_SECONDS = 43_200;
+/** Messages per `sendBatch` call. */
+export const MAX_BATCH_MESSAGES = 100;
+/** Budget per `sendBatch` call (the platform's limit is 256 KB; JSON size is an estimate). */
+export const MAX_BATCH_BYTES = 200_000;
+/** Above this a message's snapshot is dropped (the platform's per-message limit is 128 KB). */
+export const MAX_MESSAGE_BYTES = 100_000;
+
+/**
+ * The runtime's {@link Queue} on a Queues producer binding: `send(messages, delay)` becomes
+ * `sendBatch` calls of at most {@link MAX_BATCH_MESSAGES} messages and {@link MAX_BATCH_BYTES},
+ * delayed by `delaySeconds` rounded up and clamped to [0, {@link MAX_DELAY_SECONDS}].
+ *
+ * Caveats: the clamp never bites in practice — `runPass` sends no follow-up later than the
+ * controller's resync. A message too large for the platform loses its snapshot (a pass then
+ * GETs the object) rather than failing the batch.
+ */
+export function queuesPort(binding: Pick<QueueBinding<Message>, "sendBatch">): Queue {
+  return {
+    async send(messages, delaySeconds) {
+      const delay = clampDelay(delaySeconds);
+      const options = delay > 0 ? { delaySeconds: delay } : undefined;
+      for (const chunk of chunksOf(messages.map(fitted))) {
+        await binding.sendBatch(
+          chunk.map((body): MessageSendRequest<Message> => ({ body })),
+          options,
+        );
+      }
+    },
+  };
+}
+
+export function clampDelay(delaySeconds: number | undefined): number {
+  if (delaySeconds === undefined || !Number.isFinite(delaySeconds) || delaySeconds <= 0) return 0;
+  return Math.min(MAX_DELAY_SECONDS, Math.ceil(delaySeconds));
+}
+
+function fitted(message: Message): Message {
+  if (!message.snapshot || sizeOf(message) <= MAX_MESSAGE_BYTES) return message;
+  return { request: message.request, attempt: message.attempt };
+}
+
+function* chunksOf(messages: Message[]): Generator<Message[]> {
+  let chunk: Message[] = [];
+  let bytes = 0;
+  for (const message of messages) {
+    const size = sizeOf(message);
+    if (chunk.length > 0 && (chunk.length === MAX_BATCH_MESSAGES || bytes + size > MAX_BATCH_BYTES)) {
+      yield chunk;
+      chunk = [];
+      bytes = 0;
+    }
+    chunk.push(message);
+    bytes += size;
+  }
+  if (chunk.length > 0) yield chunk;
+}
+
+const sizeOf = (message: Message) => JSON.stringify(message).length;
+
+/** Whether a queue message's body is a runtime {@link Message}. */
+export function isMessage(body: unknown): body is Message {
+  if (typeof body !== "object" || body === null) return false;
+  const { request, attempt } = body as Partial<Message>;
+  return (
+    typeof attempt === "number" &&
+    typeof request === "object" &&
+    request !== null &&
+    typeof request.controller === "string" &&
+    typeof request.name === "string" &&
+    (request.namespace === undefined || typeof request.namespace === "string")
+  );
+}
+
+/**
+ * The queue consumer: one pass per message, all messages of the batch at once, each acked when
+ * its pass returns. A pass that throws (runPass reports failures as follow-ups, so this is a
+ * crash) is retried by the platform after a backoff on `attempts`; after `max_retries` the
+ * message goes to the dead-letter queue. A body that is not a Message is logged and acked.
+ */
+export async function consumeBatch(
+  batch: {
+    readonly messages: readonly Pick<DeliveredMessage, "id" | "body" | "attempts" | "ack" | "retry">[];
+  },
+  pass: (message: Message) => Promise<unknown>,
+  log: Log,
+  random: () => number,
+): Promise<void> {
+  await Promise.all(
+    batch.messages.map(async (msg) => {
+      if (!isMessage(msg.body)) {
+        log.error("queue message is not a reconcile request; dropped", { id: msg.id });
+        msg.ack();
+        return;
+      }
+      try {
+        await pass(msg.body);
+        msg.ack();
+      } catch (err) {
+        const delaySeconds = clampDelay(backoffSeconds(msg.attempts - 1, random));
+        log.error("pass crashed; redelivering", {
+          request: msg.body.request,
+          attempts: msg.attempts,
+          delaySeconds,
+          error: String(err),
+        });
+        msg.retry({ delaySeconds });
+      }
+    }),
+  );
+}

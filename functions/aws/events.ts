@@ -1,0 +1,66 @@
+import type { LambdaEvent } from "hono/aws-lambda";
+import type { Message } from "../../shared/runtime/types.ts";
+import { DETAIL_TYPE, SOURCE } from "./queue.ts";
+
+/**
+ * A `kubefn.reconcile` event: from the bus (a full EventBridge envelope) or from a one-time
+ * schedule (its `Input`, the same three fields). Only these fields are read.
+ */
+export interface ReconcileEvent {
+  source: typeof SOURCE;
+  "detail-type": typeof DETAIL_TYPE;
+  detail: { messages: unknown[] };
+}
+
+/** The default bus's schedule rule (the sweep): `source: "aws.events"`, `detail-type: "Scheduled Event"`. */
+export interface ScheduledEvent {
+  source: "aws.events";
+  "detail-type": "Scheduled Event";
+  time: string;
+  resources: string[];
+}
+
+const isRecord = (x: unknown): x is Record<string, unknown> => typeof x === "object" && x !== null;
+
+/** API Gateway v2 and Function URL (`requestContext.http`), or API Gateway v1 (`httpMethod`). */
+export function isHttpEvent(event: unknown): event is LambdaEvent {
+  if (!isRecord(event) || !isRecord(event.requestContext)) return false;
+  return (
+    (isRecord(event.requestContext.http) && typeof event.rawPath === "string") ||
+    typeof event.httpMethod === "string"
+  );
+}
+
+export function isReconcileEvent(event: unknown): event is ReconcileEvent {
+  return (
+    isRecord(event) &&
+    event.source === SOURCE &&
+    event["detail-type"] === DETAIL_TYPE &&
+    isRecord(event.detail) &&
+    Array.isArray(event.detail.messages)
+  );
+}
+
+export function isScheduledEvent(event: unknown): event is ScheduledEvent {
+  return isRecord(event) && event.source === "aws.events" && event["detail-type"] === "Scheduled Event";
+}
+
+/** Whether an item of `detail.messages` is a runtime {@link Message}. */
+export function isMessage(x: unknown): x is Message {
+  if (!isRecord(x) || typeof x.attempt !== "number" || !isRecord(x.request)) return false;
+  const { controller, namespace, name } = x.request;
+  return (
+    typeof controller === "string" &&
+    typeof name === "string" &&
+    (namespace === undefined || typeof namespace === "string")
+  );
+}
+
+/** A short description of an event no guard accepted, for the error. */
+export function describeEvent(event: unknown): string {
+  if (!isRecord(event)) return typeof event;
+  const hint = ["source", "detail-type", "eventSource"]
+    .filter((k) => typeof event[k] === "string")
+    .map((k) => `${k}=${event[k] as string}`);
+  return hint.length > 0 ? hint.join(" ") : `keys ${Object.keys(event).slice(0, 8).join(",")}`;
+}

@@ -1,0 +1,148 @@
+/**
+ * The AWS Lambda entry (infra/aws/template.yaml `Handler: handler.handler`): one function for
+ * every event source, told apart by a type guard per shape:
+ *
+ * | event | from | runs |
+ * | --- | --- | --- |
+ * | API Gateway v2 / Function URL (`requestContext.http`), API Gateway v1 (`httpMethod`) | intake callers | the Hono app (`POST /v1/events`, `GET /healthz`) |
+ * | `source: "kubefn"`, `detail-type: "kubefn.reconcile"` | the bus's rule, or a one-time schedule's input | `runPass` per message |
+ * | `source: "aws.events"`, `detail-type: "Scheduled Event"` | the sweep's schedule rule | `runSweep` |
+ *
+ * Anything else throws. Wiring is built once per execution environment, at the first invoke
+ * (delayed follow-ups target the invoked function's ARN).
+ */
+import { EventBridgeClient } from "@aws-sdk/client-eventbridge";
+import { SchedulerClient } from "@aws-sdk/client-scheduler";
+import { KubeConfig } from "@kubernetes/client-node";
+import { Hono } from "hono";
+import { handle, type LambdaContext } from "hono/aws-lambda";
+import { mapWithConcurrency } from "../../shared/health/concurrency.ts";
+import { createNodeProber } from "../../shared/health/node-prober.ts";
+import { createKube } from "../../shared/kube/index.ts";
+import { createNodeTransport, loadKubeConfig } from "../../shared/kube/node.ts";
+import type { Kube } from "../../shared/kube/port.ts";
+import { runPass } from "../../shared/runtime/index.ts";
+import type { Clock, Context, Log, Metrics } from "../../shared/runtime/types.ts";
+import { createIntakeApp, mapWithRegistry } from "../intake/index.ts";
+import { createOperators, type Operators } from "../operators.ts";
+import { runSweep } from "../sweep.ts";
+import { type AwsConfig, parseAwsEnv } from "./config.ts";
+import { describeEvent, isHttpEvent, isMessage, isReconcileEvent, isScheduledEvent } from "./events.ts";
+import { awsQueue } from "./queue.ts";
+import { createEmfMetrics, createJsonLog } from "./telemetry.ts";
+
+/** What the handler is built from; everything but `env` has a production default. */
+export interface HandlerOptions {
+  env: Record<string, string | undefined>;
+  /** AWS endpoint for both SDK clients (tests point it at a local server). */
+  endpoint?: string;
+  kube?: (config: AwsConfig) => Kube;
+  operators?: (config: AwsConfig) => Operators;
+  clock?: Clock;
+  log?: Log;
+  metrics?: Metrics;
+}
+
+interface Instance {
+  ctx: Context;
+  config: AwsConfig;
+  operators: Operators;
+  http: ReturnType<typeof handle>;
+}
+
+/** Builds a Lambda handler; `handler` below is the one deployed. */
+export function createHandler(options: HandlerOptions) {
+  let instance: Instance | undefined; // a cache, not state: a cold start rebuilds the same thing
+  return async (event: unknown, context: LambdaContext): Promise<unknown> => {
+    instance ??= build(options, context.invokedFunctionArn);
+    const { ctx, config, operators, http } = instance;
+    if (isHttpEvent(event)) return http(event, context);
+    if (isReconcileEvent(event)) {
+      const messages = event.detail.messages.filter(isMessage);
+      const skipped = event.detail.messages.length - messages.length;
+      if (skipped > 0) ctx.log.error("reconcile event items that are not messages; skipped", { skipped });
+      const crashed: unknown[] = [];
+      await mapWithConcurrency(messages, config.passConcurrency, async (message) => {
+        try {
+          const r = await runPass(ctx, operators.registry, message);
+          (r.result === "error" ? ctx.log.error : ctx.log.info)("pass", { ...r });
+        } catch (err) {
+          ctx.log.error("pass crashed", { request: message.request, error: String(err) });
+          crashed.push(err);
+        }
+      });
+      // Lambda retries the async invoke (then the DLQ); passes are idempotent.
+      if (crashed.length > 0) throw new AggregateError(crashed, `${crashed.length} passes crashed`);
+      return { passes: messages.length, skipped };
+    }
+    if (isScheduledEvent(event)) {
+      const summary = await runSweep(ctx, operators.registry, operators.sweepTasks, {
+        shardSize: 100,
+        snapshots: true,
+      });
+      ctx.log.info("sweep", { time: event.time, ...summary });
+      return summary;
+    }
+    throw new Error(
+      `unrecognised Lambda event (${describeEvent(event)}); expected an HTTP, kubefn.reconcile or Scheduled Event`,
+    );
+  };
+}
+
+function build(options: HandlerOptions, invokedFunctionArn: string): Instance {
+  const config = parseAwsEnv(options.env);
+  const aws = { region: config.region, ...(options.endpoint ? { endpoint: options.endpoint } : {}) };
+  const clock = options.clock ?? { now: () => new Date() };
+  const ctx: Context = {
+    kube:
+      options.kube?.(config) ??
+      createKube(createNodeTransport(kubeConfigOf(config)), { fieldManager: "kubefn" }),
+    queue: awsQueue({
+      eventBridge: new EventBridgeClient(aws),
+      scheduler: new SchedulerClient(aws),
+      eventBusName: config.eventBusName,
+      scheduleGroup: config.scheduleGroup,
+      schedulerRoleArn: config.schedulerRoleArn,
+      targetArn: config.functionArn ?? invokedFunctionArn,
+      clock,
+    }),
+    clock,
+    log: options.log ?? createJsonLog(),
+    metrics: options.metrics ?? createEmfMetrics(),
+    random: Math.random,
+  };
+  const operators =
+    options.operators?.(config) ??
+    createOperators({
+      prober: createNodeProber(),
+      sweepPeriodSeconds: config.sweepPeriodSeconds,
+      probeConcurrency: config.probeConcurrency,
+      ...(config.proxyResyncSeconds ? { proxyResyncSeconds: config.proxyResyncSeconds } : {}),
+    });
+  const app = new Hono();
+  app.route(
+    "/",
+    createIntakeApp({
+      ...(config.auditToken ? { auditToken: config.auditToken } : {}),
+      ...(config.relaySecret ? { relaySecret: config.relaySecret } : {}),
+      maxBodyBytes: config.maxBodyBytes,
+      replayWindowSeconds: config.replayWindowSeconds,
+      clock,
+      log: ctx.log,
+      metrics: ctx.metrics,
+      map: mapWithRegistry(ctx, operators.registry, config.selfUsernames),
+      enqueue: (messages) => ctx.queue.send(messages),
+    }),
+  );
+  if (operators.routes) app.route("/", operators.routes(ctx));
+  return { ctx, config, operators, http: handle(app) };
+}
+
+function kubeConfigOf(config: AwsConfig): KubeConfig {
+  if ("file" in config.kubeconfig) return loadKubeConfig({ file: config.kubeconfig.file });
+  const kc = new KubeConfig();
+  kc.loadFromString(config.kubeconfig.yaml);
+  return kc;
+}
+
+export const handler = createHandler({ env: process.env });

@@ -1,0 +1,147 @@
+import { createHash } from "node:crypto";
+import {
+  type EventBridgeClient,
+  PutEventsCommand,
+  type PutEventsRequestEntry,
+} from "@aws-sdk/client-eventbridge";
+import { CreateScheduleCommand, type SchedulerClient } from "@aws-sdk/client-scheduler";
+import { type Clock, type Message, type Queue, requestKey } from "../../shared/runtime/types.ts";
+
+export const SOURCE = "kubefn";
+export const DETAIL_TYPE = "kubefn.reconcile";
+/** Messages per event's `detail` (and per schedule's input). */
+export const MAX_ENTRY_MESSAGES = 50;
+/** PutEvents takes at most 10 entries per call. */
+export const MAX_CALL_ENTRIES = 10;
+/** Budget per PutEvents call and per schedule input; the platform's limit is 256 KB for both. */
+export const MAX_CALL_BYTES = 240_000;
+/** Above this a message's snapshot is dropped (the pass then GETs the object). */
+export const MAX_MESSAGE_BYTES = 64_000;
+
+/** What a `kubefn.reconcile` event carries in `detail`, on the bus and in a schedule's input. */
+export interface ReconcileDetail {
+  messages: Message[];
+}
+
+export interface AwsQueueOptions {
+  eventBridge: EventBridgeClient;
+  scheduler: SchedulerClient;
+  eventBusName: string;
+  scheduleGroup: string;
+  schedulerRoleArn: string;
+  /** The function that runs the follow-ups (this one). */
+  targetArn: string;
+  clock: Clock;
+}
+
+/** PutEvents accepted the call but rejected some entries. */
+export class PutEventsError extends Error {
+  override readonly name = "PutEventsError";
+}
+
+/**
+ * The runtime's {@link Queue} on EventBridge: `send(messages)` puts `kubefn.reconcile` events on
+ * the bus (a rule there invokes the function); `send(messages, delay > 0)` creates one-time
+ * EventBridge Scheduler schedules, `at(due)` in UTC, that invoke the function with the same
+ * event shape and delete themselves after running.
+ *
+ * Schedules are named `kubefn-<hash of the request keys>-<due epoch second>`, so two passes that
+ * ask for the same follow-up at the same second make one schedule: the second create gets a
+ * ConflictException, which counts as sent.
+ *
+ * Caveats: `at()` has whole-second syntax but Scheduler fires one-time schedules within about a
+ * minute of the time, so short delays (a conflict's backoff of 1–2 s) arrive late; that only
+ * slows convergence. Delayed messages drop their snapshot: it would be older by the delay.
+ * A call with any rejected entry throws {@link PutEventsError} naming the error codes; the
+ * accepted entries are not retracted (a duplicate pass is harmless).
+ */
+export function awsQueue(opts: AwsQueueOptions): Queue {
+  return {
+    async send(messages, delaySeconds) {
+      if (messages.length === 0) return;
+      if (delaySeconds !== undefined && delaySeconds > 0) await schedule(opts, messages, delaySeconds);
+      else await putEvents(opts, messages);
+    },
+  };
+}
+
+async function putEvents(opts: AwsQueueOptions, messages: Message[]): Promise<void> {
+  const entries = chunk(messages.map(fitted), MAX_ENTRY_MESSAGES, sizeOf).map(
+    (batch): PutEventsRequestEntry => ({
+      Source: SOURCE,
+      DetailType: DETAIL_TYPE,
+      Detail: JSON.stringify({ messages: batch } satisfies ReconcileDetail),
+      EventBusName: opts.eventBusName,
+    }),
+  );
+  const entrySize = (e: PutEventsRequestEntry) => bytes(`${e.Source}${e.DetailType}${e.Detail}`);
+  for (const call of chunk(entries, MAX_CALL_ENTRIES, entrySize)) {
+    const out = await opts.eventBridge.send(new PutEventsCommand({ Entries: call }));
+    if (out.FailedEntryCount) {
+      const codes = (out.Entries ?? [])
+        .filter((e) => e.ErrorCode)
+        .map((e) => `${e.ErrorCode}: ${e.ErrorMessage}`);
+      throw new PutEventsError(
+        `PutEvents rejected ${out.FailedEntryCount} of ${call.length} entries (${codes.join("; ")})`,
+      );
+    }
+  }
+}
+
+async function schedule(opts: AwsQueueOptions, messages: Message[], delaySeconds: number): Promise<void> {
+  const due = Math.ceil((opts.clock.now().getTime() + delaySeconds * 1000) / 1000);
+  const at = new Date(due * 1000).toISOString().slice(0, 19);
+  const bare = messages.map(({ request, attempt }) => ({ request, attempt }));
+  for (const batch of chunk(bare, MAX_ENTRY_MESSAGES, sizeOf)) {
+    const input = { source: SOURCE, "detail-type": DETAIL_TYPE, detail: { messages: batch } };
+    try {
+      await opts.scheduler.send(
+        new CreateScheduleCommand({
+          Name: scheduleName(batch, due),
+          GroupName: opts.scheduleGroup,
+          ScheduleExpression: `at(${at})`,
+          ScheduleExpressionTimezone: "UTC",
+          FlexibleTimeWindow: { Mode: "OFF" },
+          ActionAfterCompletion: "DELETE",
+          Target: { Arn: opts.targetArn, RoleArn: opts.schedulerRoleArn, Input: JSON.stringify(input) },
+        }),
+      );
+    } catch (err) {
+      if ((err as Error).name !== "ConflictException") throw err;
+    }
+  }
+}
+
+/** `kubefn-<20 hex of sha256 over the sorted keys>-<due>`: ≤ 64 chars of `[0-9a-zA-Z-_.]`. */
+export function scheduleName(messages: readonly Message[], dueEpochSecond: number): string {
+  const keys = messages.map((m) => requestKey(m.request)).sort();
+  const hash = createHash("sha256").update(keys.join("\n")).digest("hex").slice(0, 20);
+  return `kubefn-${hash}-${dueEpochSecond}`;
+}
+
+function fitted(message: Message): Message {
+  if (!message.snapshot || sizeOf(message) <= MAX_MESSAGE_BYTES) return message;
+  return { request: message.request, attempt: message.attempt };
+}
+
+/** Splits `items` into runs of at most `maxCount` items and {@link MAX_CALL_BYTES}. */
+function chunk<T>(items: readonly T[], maxCount: number, size: (item: T) => number): T[][] {
+  const out: T[][] = [];
+  let current: T[] = [];
+  let total = 0;
+  for (const item of items) {
+    const s = size(item);
+    if (current.length > 0 && (current.length === maxCount || total + s > MAX_CALL_BYTES)) {
+      out.push(current);
+      current = [];
+      total = 0;
+    }
+    current.push(item);
+    total += s;
+  }
+  if (current.length > 0) out.push(current);
+  return out;
+}
+
+const bytes = (s: string) => Buffer.byteLength(s, "utf8");
+const sizeOf = (message: Message) => bytes(JSON.stringify(message)) + 1;

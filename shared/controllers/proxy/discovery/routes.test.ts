@@ -1,0 +1,119 @@
+import { describe, expect, it } from "vitest";
+import { fakeContext } from "../../../../test/unit/runtime/fake-kube.ts";
+import { NetworkError } from "../../../kube/index.ts";
+import { LeaseFakeKube, proxyResource, testProxy } from "../leases/fake-kube.ts";
+import { tokensEqual } from "./bearer-auth.ts";
+import { discoveryRoutes } from "./routes.ts";
+
+const apiToken = "s3cret-token";
+const auth = { authorization: `Bearer ${apiToken}` };
+
+function setup() {
+  const kube = new LeaseFakeKube();
+  kube.seed(proxyResource, testProxy({ name: "slow", latencyMillis: 200, labels: { tier: "bulk" } }));
+  kube.seed(proxyResource, testProxy({ name: "fast", latencyMillis: 10, labels: { tier: "fast" } }));
+  kube.seed(proxyResource, testProxy({ name: "sick", phase: "Unhealthy", latencyMillis: 1 }));
+  kube.seed(proxyResource, testProxy({ namespace: "other", name: "far", ip: "10.9.9.9" }));
+  const { ctx, recorded } = fakeContext(kube);
+  return { kube, recorded, app: discoveryRoutes(ctx, { apiToken }) };
+}
+
+describe("GET /v1/proxies", () => {
+  it("lists Ready proxies fastest first, missing latency last", async () => {
+    const { app } = setup();
+    const res = await app.request("/v1/proxies", { headers: auth });
+    expect(res.status).toBe(200);
+    expect(await res.json()).toEqual({
+      items: [
+        {
+          namespace: "crawl",
+          name: "fast",
+          ip: "10.0.0.1",
+          port: 8080,
+          scheme: "http",
+          latencyMillis: 10,
+          labels: { tier: "fast" },
+        },
+        {
+          namespace: "crawl",
+          name: "slow",
+          ip: "10.0.0.1",
+          port: 8080,
+          scheme: "http",
+          latencyMillis: 200,
+          labels: { tier: "bulk" },
+        },
+        {
+          namespace: "other",
+          name: "far",
+          ip: "10.9.9.9",
+          port: 8080,
+          scheme: "http",
+          latencyMillis: null,
+          labels: {},
+        },
+      ],
+    });
+  });
+
+  it.each([
+    ["?namespace=other", ["other/far"]],
+    ["?labelSelector=tier%3Dfast", ["crawl/fast"]],
+    ["?namespace=crawl&labelSelector=tier%20in%20(bulk,fast)", ["crawl/fast", "crawl/slow"]],
+    ["?labelSelector=!tier", ["other/far"]],
+    ["?namespace=empty", []],
+  ])("filters %s", async (query, expected) => {
+    const { app } = setup();
+    const res = await app.request(`/v1/proxies${query}`, { headers: auth });
+    expect(res.status).toBe(200);
+    const body = (await res.json()) as { items: { namespace: string; name: string }[] };
+    expect(body.items.map((i) => `${i.namespace}/${i.name}`)).toEqual(expected);
+  });
+
+  it("answers 400 for a malformed labelSelector", async () => {
+    const { app } = setup();
+    const res = await app.request("/v1/proxies?labelSelector=a%20in%20(", { headers: auth });
+    expect(res.status).toBe(400);
+    expect(await res.json()).toMatchObject({ error: "BadRequest" });
+  });
+
+  it.each([
+    ["no header", {}],
+    ["a wrong token", { authorization: "Bearer wrong" }],
+    ["a token prefix", { authorization: `Bearer ${apiToken.slice(0, -1)}` }],
+    ["another scheme", { authorization: `Basic ${apiToken}` }],
+    ["an empty bearer", { authorization: "Bearer " }],
+  ])("answers 401 for %s", async (_, headers) => {
+    const { app, kube } = setup();
+    const res = await app.request("/v1/proxies", { headers });
+    expect(res.status).toBe(401);
+    expect(res.headers.get("www-authenticate")).toMatch(/^Bearer/);
+    expect(await res.json()).toEqual({ error: "Unauthorized" });
+    expect(kube.calls).toEqual([]);
+  });
+
+  it("answers 503 with Retry-After when the API server is unreachable", async () => {
+    const { app, kube, recorded } = setup();
+    kube.fail("list", new NetworkError("connection refused", { status: 0, reason: "NetworkError" }));
+    const res = await app.request("/v1/proxies", { headers: auth });
+    expect(res.status).toBe(503);
+    expect(res.headers.get("retry-after")).toBe("1");
+    expect(recorded.logs.some((l) => l.level === "error")).toBe(true);
+  });
+
+  it("refuses to build with an empty token", () => {
+    const { ctx } = fakeContext(new LeaseFakeKube());
+    expect(() => discoveryRoutes(ctx, { apiToken: "" })).toThrow(/empty/);
+  });
+});
+
+describe("tokensEqual", () => {
+  it.each([
+    ["abc", "abc", true],
+    ["abc", "abd", false],
+    ["ab", "abc", false],
+    ["", "abc", false],
+  ])("%j vs %j → %s", async (a, b, expected) => {
+    expect(await tokensEqual(a, b)).toBe(expected);
+  });
+});

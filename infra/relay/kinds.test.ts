@@ -1,0 +1,70 @@
+import { describe, expect, it } from "vitest";
+import { proxyController, proxyResource } from "../../shared/controllers/proxy/index.ts";
+import { Resources } from "../../shared/kube/index.ts";
+import type { Resource } from "../../shared/kube/port.ts";
+import type { ControllerDefinition } from "../../shared/runtime/controller.ts";
+import { done } from "../../shared/runtime/outcome.ts";
+import { createRegistry } from "../../shared/runtime/registry.ts";
+import { relayKindsFor } from "./kinds.ts";
+import { defaultRelayKinds } from "./main.ts";
+
+const kindsOf = (defs: ControllerDefinition[]) =>
+  relayKindsFor(createRegistry(defs)).map((k) => `${k.resource.resource}:${k.predicate}`);
+
+const controller = (
+  name: string,
+  primary: Resource,
+  extra: Partial<ControllerDefinition> = {},
+): ControllerDefinition => ({
+  name,
+  for: primary,
+  conditionTypes: [`${name}Ready`],
+  resyncSeconds: 300,
+  reconcile: async () => done(),
+  ...extra,
+});
+const widgets: Resource = {
+  group: "example.com",
+  version: "v1",
+  resource: "widgets",
+  kind: "Widget",
+  namespaced: true,
+};
+const gadgets: Resource = {
+  group: "example.com",
+  version: "v1",
+  resource: "gadgets",
+  kind: "Gadget",
+  namespaced: false,
+};
+const watch = (resource: Resource) => ({ resource, map: () => [] });
+
+describe("relayKindsFor", () => {
+  it("the proxy controller: Proxies by spec, Secrets by payload", () => {
+    expect(kindsOf([proxyController({ providers: () => ({}) })])).toEqual([
+      "proxies:spec",
+      "secrets:payload",
+    ]);
+    expect(defaultRelayKinds().map((k) => k.resource)).toEqual([proxyResource, Resources.Secret]);
+  });
+
+  it("primary and owned kinds by spec, watched ConfigMaps by payload, other watched kinds by spec, each once", () => {
+    expect(
+      kindsOf([
+        controller("a", widgets, { owns: [Resources.Namespace], watches: [watch(Resources.ConfigMap)] }),
+        controller("b", gadgets, {
+          watches: [watch(Resources.ConfigMap), watch(Resources.Namespace), watch(widgets)],
+        }),
+      ]),
+    ).toEqual(["widgets:spec", "namespaces:spec", "gadgets:spec", "configmaps:payload"]);
+  });
+
+  it("a kind both owned and watched is watched by spec", () => {
+    expect(
+      kindsOf([
+        controller("a", widgets, { watches: [watch(Resources.Secret)] }),
+        controller("b", gadgets, { owns: [Resources.Secret] }),
+      ]),
+    ).toEqual(["widgets:spec", "gadgets:spec", "secrets:spec"]);
+  });
+});

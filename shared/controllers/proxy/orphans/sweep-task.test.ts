@@ -1,0 +1,107 @@
+import { describe, expect, it } from "vitest";
+import { fakeContext } from "../../../../test/unit/runtime/fake-kube.ts";
+import type { KubeObject } from "../../../kube/index.ts";
+import { LeaseFakeKube, proxyResource, testProxy } from "../leases/fake-kube.ts";
+import { type Instance, ownerTags, type Provider, ProviderError, type Tag } from "../providers/provider.ts";
+import { orphanSweepTask } from "./sweep-task.ts";
+
+const now = new Date("2026-11-30T12:00:00Z");
+
+/** A provider over a list of instances, recording deletes. */
+function memoryProvider(instances: Instance[], opts: { failList?: boolean; failDelete?: string } = {}) {
+  const deleted: string[] = [];
+  const listed: Tag[] = [];
+  const provider: Provider = {
+    create: async () => {
+      throw new Error("not used");
+    },
+    get: async () => {
+      throw new Error("not used");
+    },
+    async delete(id) {
+      if (id === opts.failDelete) throw new ProviderError("transient", "Unavailable", "try later");
+      deleted.push(id);
+    },
+    async listByTag(tag) {
+      listed.push(tag);
+      if (opts.failList) throw new ProviderError("transient", "Unavailable", "down");
+      return instances.filter((i) => i.tags[tag.key] === tag.value);
+    },
+  };
+  return { provider, deleted, listed };
+}
+
+const run = (i: string, uid: string): Instance => ({ id: i, state: "Running", tags: ownerTags(uid) });
+
+describe("orphanSweepTask", () => {
+  it("deletes instances whose Proxy is gone, by the managed-by tag, and counts them", async () => {
+    const kube = new LeaseFakeKube(() => now);
+    const live = kube.seed(proxyResource, testProxy({ name: "live", uid: "uid-live" }));
+    const pods = memoryProvider([
+      run("pod-live", "uid-live"),
+      run("pod-orphan", "uid-gone"),
+      { id: "pod-untagged", state: "Running", tags: { app: "other" } },
+    ]);
+    const vms = memoryProvider([run("vm-orphan", "uid-gone-2")]);
+    const { ctx, recorded } = fakeContext(kube, { now });
+    const task = orphanSweepTask({
+      providers: { kubernetes: pods.provider, gce: vms.provider },
+      graceSeconds: 0,
+    });
+    expect(task.controller).toBe("proxy");
+    expect(await task.run(ctx, [live])).toEqual({ instances: 3, orphans: 2, collected: 2, failed: 0 });
+    expect(pods.deleted).toEqual(["pod-orphan"]);
+    expect(vms.deleted).toEqual(["vm-orphan"]);
+    expect(pods.listed).toEqual([{ key: "crawl.kubefn.dev/managed-by", value: "kubefn" }]);
+    expect(recorded.counts.filter((c) => c.name === "kubefn_orphans_collected_total")).toEqual([
+      { name: "kubefn_orphans_collected_total", labels: { provider: "gce" } },
+      { name: "kubefn_orphans_collected_total", labels: { provider: "kubernetes" } },
+    ]);
+  });
+
+  it("spares an instance whose Proxy appeared after the sweep listed (confirmation re-list)", async () => {
+    const kube = new LeaseFakeKube(() => now);
+    kube.seed(proxyResource, testProxy({ name: "new", uid: "uid-new" }));
+    const pods = memoryProvider([run("pod-new", "uid-new")]);
+    const { ctx } = fakeContext(kube, { now });
+    const swept: KubeObject[] = [];
+    const counts = await orphanSweepTask({ providers: { kubernetes: pods.provider }, graceSeconds: 0 }).run(
+      ctx,
+      swept,
+    );
+    expect(counts).toMatchObject({ orphans: 0, collected: 0 });
+    expect(pods.deleted).toEqual([]);
+  });
+
+  it("respects the grace period", async () => {
+    const kube = new LeaseFakeKube(() => now);
+    const pods = memoryProvider([
+      { ...run("young", "uid-gone"), createdAt: "2026-11-30T11:55:00Z" } as Instance,
+      { ...run("old", "uid-gone"), createdAt: "2026-11-30T11:49:00Z" } as Instance,
+    ]);
+    const { ctx } = fakeContext(kube, { now });
+    await orphanSweepTask({ providers: { kubernetes: pods.provider } }).run(ctx, []);
+    expect(pods.deleted).toEqual(["old"]);
+  });
+
+  it("a failing provider is counted and the others proceed", async () => {
+    const kube = new LeaseFakeKube(() => now);
+    const broken = memoryProvider([], { failList: true });
+    const flaky = memoryProvider([run("a", "uid-gone"), run("b", "uid-gone")], { failDelete: "a" });
+    const { ctx, recorded } = fakeContext(kube, { now });
+    const counts = await orphanSweepTask({
+      providers: { broken: broken.provider, flaky: flaky.provider },
+      graceSeconds: 0,
+    }).run(ctx, []);
+    expect(counts).toEqual({ instances: 2, orphans: 2, collected: 1, failed: 2 });
+    expect(flaky.deleted).toEqual(["b"]);
+    expect(recorded.logs.filter((l) => l.level === "error")).toHaveLength(2);
+  });
+
+  it("makes no API call when nothing is orphaned", async () => {
+    const kube = new LeaseFakeKube(() => now);
+    const { ctx } = fakeContext(kube, { now });
+    await orphanSweepTask({ providers: { kubernetes: memoryProvider([]).provider } }).run(ctx, []);
+    expect(kube.calls).toEqual([]);
+  });
+});

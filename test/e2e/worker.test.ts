@@ -1,0 +1,206 @@
+/**
+ * kubefn's Cloudflare Worker (wrangler.toml, bundled by wrangler) running in workerd through
+ * wrangler's local test harness, against the real devcluster: Queues and cron are miniflare's
+ * local simulation, the API server is real and reached through the devcluster's plain-HTTP
+ * loopback proxy with the least-privileged `kubefn-system/kubefn` ServiceAccount token.
+ *
+ * - relay batch → intake → queue → pass: an External Proxy converges;
+ * - a real audit EventList (the API server's own event for the create) does the same;
+ * - no event at all: the cron sweep alone converges a Proxy and probes its health through
+ *   workerd's `connect()` sockets.
+ */
+
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { createTestHarness, type TestHarness } from "wrangler";
+import { signBatch } from "../../functions/intake/index.ts";
+import { installCrdsAndRbac, serviceAccountToken } from "../../functions/node/install.ts";
+import { type Proxy as ProxyObject, proxyResource } from "../../shared/controllers/proxy/api.ts";
+import {
+  type ForwardProxy,
+  startForwardProxy,
+  startHttpTarget,
+  type Target,
+} from "../../shared/health/test-fixtures.ts";
+import {
+  createFetchTransport,
+  createKube,
+  type Kube,
+  type KubeObject,
+  Resources,
+} from "../../shared/kube/index.ts";
+import { clusterInfo, eventually, waitForAuditEvent } from "../setup/cluster.ts";
+
+const root = new URL("../../", import.meta.url).pathname;
+const namespace = `worker-e2e-${Math.random().toString(36).slice(2, 8)}`;
+const auditToken = crypto.randomUUID();
+const relaySecret = crypto.randomUUID();
+
+type Proxy = ProxyObject & KubeObject;
+
+let kube: Kube;
+let harness: TestHarness;
+let forwardProxy: ForwardProxy;
+let target: Target;
+
+beforeAll(async () => {
+  const { httpProxy, adminToken } = clusterInfo();
+  const admin = createFetchTransport({ server: httpProxy, token: adminToken });
+  kube = createKube(admin, { fieldManager: "kubefn-e2e" });
+  await installCrdsAndRbac(kube);
+  const workerToken = await serviceAccountToken(admin, "kubefn-system", "kubefn");
+  await kube.create(Resources.Namespace, {
+    apiVersion: "v1",
+    kind: "Namespace",
+    metadata: { name: namespace },
+  });
+  [forwardProxy, target] = await Promise.all([startForwardProxy(), startHttpTarget()]);
+
+  harness = createTestHarness({
+    root,
+    workers: [
+      {
+        configPath: "wrangler.toml",
+        // Every Proxy is due at every sweep (one bucket), so one cron tick revisits all of them.
+        vars: { KUBE_SERVER: httpProxy, PROXY_RESYNC_SECONDS: "60" },
+        secrets: { KUBE_TOKEN: workerToken, AUDIT_TOKEN: auditToken, RELAY_SECRET: relaySecret },
+      },
+    ],
+  });
+  await harness.listen();
+}, 180_000);
+
+afterAll(async () => {
+  await harness?.close();
+  await Promise.all([forwardProxy?.close(), target?.close()]);
+  await kube?.delete(Resources.Namespace, { name: namespace }).catch(() => undefined);
+});
+
+function externalProxy(name: string, spec: Partial<Proxy["spec"]> = {}): Proxy {
+  return {
+    apiVersion: "crawl.kubefn.dev/v1alpha1",
+    kind: "Proxy",
+    metadata: { name, namespace },
+    spec: { mode: "External", endpoint: { host: "203.0.113.7", port: 3128, scheme: "http" }, ...spec },
+  } as Proxy;
+}
+
+const getProxy = (name: string) => kube.get<Proxy>(proxyResource, { namespace, name });
+const condition = (p: Proxy, type: string) => p.status?.conditions?.find((c) => c.type === type);
+
+/** Waits until the Worker has marked the Proxy Provisioned=True/ExternalEndpoint with its ip. */
+function provisioned(name: string, timeoutMs = 30_000): Promise<Proxy> {
+  return eventually(
+    async () => {
+      const p = await getProxy(name);
+      const c = condition(p, "Provisioned");
+      return c?.status === "True" && c.reason === "ExternalEndpoint" && p.status?.ip ? p : undefined;
+    },
+    { timeoutMs, intervalMs: 200, what: `${name} Provisioned=True` },
+  );
+}
+
+/** The status was written by the Worker's identity (field manager "kubefn"), not by the test. */
+function writtenByWorker(p: Proxy): boolean {
+  const entries = (p.metadata.managedFields ?? []) as Array<{ manager?: string; subresource?: string }>;
+  return entries.some((f) => f.manager === "kubefn" && f.subresource === "status");
+}
+
+const postEvents = (body: string, headers: Record<string, string>) =>
+  harness.fetch("/v1/events", {
+    method: "POST",
+    headers: { "content-type": "application/json", ...headers },
+    body,
+  });
+
+describe("kubefn on Cloudflare Workers (workerd, real API server)", () => {
+  it("answers health checks and refuses unauthenticated batches", async () => {
+    expect((await harness.fetch("/healthz")).status).toBe(200);
+    const res = await postEvents(
+      JSON.stringify({ kind: "EventList", apiVersion: "audit.k8s.io/v1", items: [] }),
+      {},
+    );
+    expect(res.status).toBe(401);
+  });
+
+  it("a signed relay batch converges an External Proxy through the queue", async () => {
+    const created = await kube.create<Proxy>(proxyResource, externalProxy("px-relay"));
+    const body = JSON.stringify({
+      kind: "RelayBatch",
+      apiVersion: "kubefn.dev/v1",
+      events: [
+        {
+          type: "ADDED",
+          resource: { group: "crawl.kubefn.dev", version: "v1alpha1", resource: "proxies" },
+          object: created,
+        },
+      ],
+    });
+    const res = await postEvents(body, await signBatch(relaySecret, body, Date.now() / 1000));
+    expect(res.status).toBe(202);
+    expect(await res.json()).toMatchObject({ source: "relay", enqueued: 1 });
+
+    const p = await provisioned("px-relay");
+    expect(p.status?.ip).toBe("203.0.113.7");
+    expect(p.status?.observedGeneration).toBe(created.metadata.generation);
+    expect(writtenByWorker(p)).toBe(true);
+  });
+
+  it("the API server's own audit event for the create converges an External Proxy", async () => {
+    await kube.create<Proxy>(proxyResource, externalProxy("px-audit"));
+    const event = await waitForAuditEvent(
+      (e) =>
+        e.verb === "create" &&
+        e.stage === "ResponseComplete" &&
+        e.objectRef?.resource === "proxies" &&
+        e.objectRef.namespace === namespace &&
+        e.objectRef.name === "px-audit",
+    );
+    const res = await postEvents(
+      JSON.stringify({ kind: "EventList", apiVersion: "audit.k8s.io/v1", items: [event] }),
+      {
+        authorization: `Bearer ${auditToken}`,
+      },
+    );
+    expect(res.status).toBe(202);
+    expect(await res.json()).toMatchObject({ source: "audit", enqueued: 1 });
+
+    const p = await provisioned("px-audit");
+    expect(writtenByWorker(p)).toBe(true);
+  });
+
+  it("with every event lost, the cron sweep alone converges a Proxy and probes it over connect()", async () => {
+    await kube.create<Proxy>(
+      proxyResource,
+      externalProxy("px-sweep", {
+        endpoint: { host: "127.0.0.1", port: forwardProxy.port, scheme: "http" },
+        healthCheck: {
+          probeURL: `http://127.0.0.1:${target.port}/`,
+          expectedStatus: 200,
+          intervalSeconds: 30,
+          timeoutSeconds: 5,
+          successThreshold: 1,
+          failureThreshold: 3,
+        },
+      }),
+    );
+    await new Promise((r) => setTimeout(r, 1500));
+    expect((await getProxy("px-sweep")).status?.conditions ?? []).toEqual([]);
+
+    const result = await harness.getWorker().scheduled({ cron: "* * * * *", scheduledTime: new Date() });
+    expect(result.outcome).toBe("ok");
+
+    const p = await provisioned("px-sweep");
+    expect(p.status?.ip).toBe("127.0.0.1");
+    const healthy = await eventually(
+      async () => {
+        const q = await getProxy("px-sweep");
+        return condition(q, "Healthy")?.status === "True" ? q : undefined;
+      },
+      { timeoutMs: 30_000, intervalMs: 200, what: "px-sweep Healthy=True" },
+    );
+    expect(condition(healthy, "Healthy")?.reason).toBe("ProbeSucceeded");
+    expect(healthy.status?.phase).toBe("Ready");
+    expect(forwardProxy.requests).toContain(`http://127.0.0.1:${target.port}/`);
+    expect(target.hits).toBeGreaterThan(0);
+  });
+});

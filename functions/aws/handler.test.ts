@@ -1,0 +1,215 @@
+import { readFileSync } from "node:fs";
+import type { LambdaContext } from "hono/aws-lambda";
+import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
+import type { ControllerDefinition } from "../../shared/runtime/controller.ts";
+import { createRegistry, type Message, requeueAfter } from "../../shared/runtime/index.ts";
+import { ProxyResource, proxyController } from "../../test/unit/runtime/controllers.ts";
+import { FakeKube } from "../../test/unit/runtime/fake-kube.ts";
+import type { SweepSummary } from "../sweep.ts";
+import { createHandler } from "./handler.ts";
+import { scheduleName } from "./queue.ts";
+import { type AwsEndpoint, startAwsEndpoint, TEST_CREDENTIALS } from "./test-endpoint.ts";
+
+const fixture = (name: string): unknown =>
+  JSON.parse(readFileSync(new URL(`../../test/fixtures/aws/${name}`, import.meta.url), "utf8"));
+
+const NOW = new Date("2026-11-30T12:00:00.000Z");
+const FUNCTION_ARN = "arn:aws:lambda:us-east-1:111122223333:function:kubefn";
+const KUBECONFIG = `apiVersion: v1
+kind: Config
+clusters: [{ name: c, cluster: { server: "https://203.0.113.10:6443" } }]
+users: [{ name: u, user: { token: t } }]
+contexts: [{ name: c, context: { cluster: c, user: u } }]
+current-context: c
+`;
+const ENV = {
+  AWS_REGION: "us-east-1",
+  EVENT_BUS_NAME: "kubefn",
+  SCHEDULE_GROUP: "kubefn",
+  SCHEDULER_ROLE_ARN: "arn:aws:iam::111122223333:role/kubefn-scheduler",
+  KUBECONFIG_BASE64: Buffer.from(KUBECONFIG).toString("base64"),
+  AUDIT_TOKEN: "test-audit-token-0123456789",
+};
+const lambdaContext = {
+  functionName: "kubefn",
+  functionVersion: "$LATEST",
+  invokedFunctionArn: FUNCTION_ARN,
+  memoryLimitInMB: "512",
+  awsRequestId: "4c9e5a8b-1d2f-4e3a-9b8c-7d6e5f4a3b2c",
+  logGroupName: "/aws/lambda/kubefn",
+  logStreamName: "2026/11/30/[$LATEST]0123456789abcdef0123456789abcdef",
+  callbackWaitsForEmptyEventLoop: true,
+  getRemainingTimeInMillis: () => 60_000,
+} satisfies LambdaContext;
+const silent = { info() {}, warn() {}, error() {} };
+const noMetrics = { count() {}, observe() {}, gauge() {} };
+
+let endpoint: AwsEndpoint;
+let kube: FakeKube;
+
+beforeEach(async () => {
+  for (const [k, v] of Object.entries(TEST_CREDENTIALS)) vi.stubEnv(k, v);
+  endpoint = await startAwsEndpoint();
+  kube = new FakeKube();
+  for (const name of ["p1", "p2"]) {
+    kube.seed(ProxyResource, {
+      apiVersion: "crawl.example.com/v1alpha1",
+      kind: "Proxy",
+      metadata: { name, namespace: "ns1", uid: `uid-${name}`, generation: 1 },
+      spec: {},
+    });
+  }
+});
+afterEach(async () => {
+  vi.unstubAllEnvs();
+  await endpoint.close();
+});
+
+function handlerWith(controller: Partial<ControllerDefinition> = {}) {
+  return createHandler({
+    env: ENV,
+    endpoint: endpoint.url,
+    kube: () => kube,
+    operators: () => ({ registry: createRegistry([proxyController(controller)]), sweepTasks: [] }),
+    clock: { now: () => NOW },
+    log: silent,
+    metrics: noMetrics,
+  });
+}
+
+const sentMessages = () =>
+  endpoint
+    .putEvents()
+    .flatMap((r) => r.json.Entries as Array<{ Detail: string }>)
+    .flatMap((e) => (JSON.parse(e.Detail) as { messages: Message[] }).messages);
+
+describe("HTTP events → the intake app", () => {
+  it.each(["function-url-post-events.json", "function-url-post-events-base64.json"])(
+    "%s: an audit EventList with the bearer token → 202 and a PutEvents carrying the request",
+    async (name) => {
+      const res = (await handlerWith()(fixture(name), lambdaContext)) as { statusCode: number; body: string };
+      expect(res.statusCode).toBe(202);
+      expect(JSON.parse(res.body)).toMatchObject({ source: "audit", enqueued: 1 });
+      expect(endpoint.putEvents()).toHaveLength(1);
+      expect(sentMessages()).toEqual([
+        { request: { controller: "proxy", namespace: "ns1", name: "p1" }, attempt: 0 },
+      ]);
+    },
+  );
+
+  it("rejects a Function URL request without the token with 401 and sends nothing", async () => {
+    const event = fixture("function-url-post-events.json") as { headers: Record<string, string> };
+    delete event.headers.authorization;
+    const res = (await handlerWith()(event, lambdaContext)) as { statusCode: number };
+    expect(res.statusCode).toBe(401);
+    expect(endpoint.requests).toEqual([]);
+  });
+
+  it("API Gateway v1 GET /healthz → 200", async () => {
+    const res = (await handlerWith()(fixture("apigw-v1-get-healthz.json"), lambdaContext)) as {
+      statusCode: number;
+      body: string;
+    };
+    expect(res.statusCode).toBe(200);
+    expect(JSON.parse(res.body)).toEqual({ ok: true });
+  });
+});
+
+describe("kubefn.reconcile events → runPass", () => {
+  it("an EventBridge envelope runs one pass per message; a requeue becomes an at() schedule targeting this function", async () => {
+    const reconciled: string[] = [];
+    const handler = handlerWith({
+      reconcile: async (_ctx, proxy) => {
+        reconciled.push(proxy.metadata.name as string);
+        return requeueAfter(30);
+      },
+    });
+    const out = await handler(fixture("eventbridge-reconcile.json"), lambdaContext);
+    expect(out).toEqual({ passes: 2, skipped: 0 });
+    expect(reconciled.sort()).toEqual(["p1", "p2"]);
+    const schedules = endpoint.createSchedules();
+    expect(schedules).toHaveLength(2);
+    const due = NOW.getTime() / 1000 + 30;
+    expect(schedules.map((s) => s.path).sort()).toEqual(
+      ["p1", "p2"]
+        .map(
+          (name) =>
+            `/schedules/${scheduleName([{ request: { controller: "proxy", namespace: "ns1", name }, attempt: 0 }], due)}`,
+        )
+        .sort(),
+    );
+    for (const s of schedules) {
+      expect(s.json).toMatchObject({
+        ScheduleExpression: "at(2026-11-30T12:00:30)",
+        ActionAfterCompletion: "DELETE",
+        Target: { Arn: FUNCTION_ARN, RoleArn: ENV.SCHEDULER_ROLE_ARN },
+      });
+    }
+  });
+
+  it("a schedule's input (the same fields, no envelope) is handled the same way", async () => {
+    const reconciled: string[] = [];
+    const handler = handlerWith({
+      reconcile: async (_ctx, proxy) => {
+        reconciled.push(proxy.metadata.name as string);
+        return requeueAfter(0);
+      },
+    });
+    expect(await handler(fixture("scheduler-reconcile-input.json"), lambdaContext)).toEqual({
+      passes: 1,
+      skipped: 0,
+    });
+    expect(reconciled).toEqual(["p2"]);
+    // requeueAfter(0) goes straight back onto the bus
+    expect(sentMessages()).toEqual([
+      { request: { controller: "proxy", namespace: "ns1", name: "p2" }, attempt: 0 },
+    ]);
+  });
+
+  it("skips items that are not messages and runs the rest", async () => {
+    const event = fixture("eventbridge-reconcile.json") as { detail: { messages: unknown[] } };
+    event.detail.messages.push({ request: "nope" }, 42);
+    expect(await handlerWith()(event, lambdaContext)).toEqual({ passes: 2, skipped: 2 });
+  });
+
+  it("throws when a pass crashes, so Lambda retries the invoke and then dead-letters it", async () => {
+    const errors: string[] = [];
+    const handler = createHandler({
+      env: ENV,
+      endpoint: endpoint.url,
+      kube: () => kube,
+      operators: () => ({ registry: createRegistry([proxyController()]), sweepTasks: [] }),
+      log: {
+        ...silent,
+        info() {
+          throw new Error("stdout closed");
+        },
+        error: (msg) => errors.push(msg),
+      },
+      metrics: noMetrics,
+    });
+    await expect(handler(fixture("eventbridge-reconcile.json"), lambdaContext)).rejects.toThrow(
+      "2 passes crashed",
+    );
+    expect(errors).toEqual(["pass crashed", "pass crashed"]);
+  });
+});
+
+describe("Scheduled Event → runSweep", () => {
+  it("lists the primaries once and fans the due ones out on the bus", async () => {
+    const summary = (await handlerWith()(fixture("scheduled-event.json"), lambdaContext)) as SweepSummary;
+    expect(kube.calls.filter((c) => c.method === "list").map((c) => c.resource)).toEqual(["proxies"]);
+    expect(summary.controllers.proxy?.listed).toBe(2);
+    expect(sentMessages().map((m) => m.request.name)).toHaveLength(summary.controllers.proxy?.due ?? -1);
+  });
+});
+
+describe("anything else", () => {
+  it.each([
+    [{ Records: [{ eventSource: "aws:sqs" }] }, /unrecognised Lambda event \(keys Records\)/],
+    [{ source: "aws.ec2", "detail-type": "EC2 Instance State-change Notification" }, /source=aws\.ec2/],
+    ["hello", /unrecognised Lambda event \(string\)/],
+  ])("throws a clear error for %j", async (event, message) => {
+    await expect(handlerWith()(event, lambdaContext)).rejects.toThrow(message);
+  });
+});

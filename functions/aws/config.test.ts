@@ -54,6 +54,12 @@ describe("parseAwsEnv", () => {
     });
   });
 
+  it("treats empty variables as unset", () => {
+    expect(parseAwsEnv({ ...base, AUDIT_TOKEN: "", RELAY_SECRET: "", FUNCTION_ARN: "" })).not.toHaveProperty(
+      "auditToken",
+    );
+  });
+
   it("names every bad variable in one error", () => {
     const { KUBECONFIG_BASE64: _, ...rest } = base;
     const bad = () =>

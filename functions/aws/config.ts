@@ -70,7 +70,8 @@ export class AwsConfigError extends Error {
 }
 
 /**
- * Reads the Lambda's settings. `KUBECONFIG_BASE64` wins over `KUBECONFIG` when both are set.
+ * Reads the Lambda's settings. `KUBECONFIG_BASE64` wins over `KUBECONFIG` when both are set; an
+ * empty variable counts as unset (CloudFormation cannot omit one conditionally without noise).
  *
  * Caveats: Lambda caps all environment variables at 4 KB together, so an inline kubeconfig must
  * be small: a ServiceAccount token plus the cluster CA fits, client-certificate kubeconfigs often
@@ -79,7 +80,7 @@ export class AwsConfigError extends Error {
  * @throws AwsConfigError naming every bad variable.
  */
 export function parseAwsEnv(env: Record<string, string | undefined>): AwsConfig {
-  const parsed = envSchema.safeParse(env);
+  const parsed = envSchema.safeParse(Object.fromEntries(Object.entries(env).filter(([, v]) => v !== "")));
   if (!parsed.success) {
     const lines = parsed.error.issues.map((i) => `  ${i.path.join(".")}: ${i.message}`);
     throw new AwsConfigError(`invalid Lambda environment:\n${lines.join("\n")}`);

@@ -1,7 +1,9 @@
+import { Hono } from "hono";
 import { describe, expect, it } from "vitest";
 import { fakeContext } from "../../../../test/unit/runtime/fake-kube.ts";
 import { NetworkError } from "../../../kube/index.ts";
 import { LeaseFakeKube, proxyResource, testProxy } from "../leases/fake-kube.ts";
+import { leaseRoutes } from "../leases/routes.ts";
 import { tokensEqual } from "./bearer-auth.ts";
 import { discoveryRoutes } from "./routes.ts";
 
@@ -115,5 +117,31 @@ describe("tokensEqual", () => {
     ["", "abc", false],
   ])("%j vs %j → %s", async (a, b, expected) => {
     expect(await tokensEqual(a, b)).toBe(expected);
+  });
+});
+
+describe("mounted together, as the Node host does", () => {
+  it("serves both APIs from one app, each with its auth and error mapping", async () => {
+    const { kube } = setup();
+    const { ctx } = fakeContext(kube);
+    const app = new Hono()
+      .route("/", discoveryRoutes(ctx, { apiToken }))
+      .route("/", leaseRoutes(ctx, { apiToken }));
+    expect((await app.request("/v1/proxies", { headers: auth })).status).toBe(200);
+    const lease = await app.request("/v1/leases", {
+      method: "POST",
+      headers: { ...auth, "content-type": "application/json" },
+      body: JSON.stringify({ holder: "a", ttlSeconds: 60 }),
+    });
+    expect(lease.status).toBe(201);
+    expect((await app.request("/v1/leases", { method: "POST" })).status).toBe(401);
+    kube.fail("list", new NetworkError("refused", { status: 0, reason: "NetworkError" }));
+    const down = await app.request("/v1/leases", {
+      method: "POST",
+      headers: { ...auth, "content-type": "application/json" },
+      body: JSON.stringify({ holder: "a", ttlSeconds: 60 }),
+    });
+    expect(down.status).toBe(503);
+    expect((await app.request("/elsewhere", { headers: auth })).status).toBe(404);
   });
 });

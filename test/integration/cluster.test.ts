@@ -53,7 +53,11 @@ async function api(
 }
 
 async function createNamespace(name: string): Promise<void> {
-  const r = await api("POST", "/api/v1/namespaces", { apiVersion: "v1", kind: "Namespace", metadata: { name } });
+  const r = await api("POST", "/api/v1/namespaces", {
+    apiVersion: "v1",
+    kind: "Namespace",
+    metadata: { name },
+  });
   expect(r.status, JSON.stringify(r.body)).toBe(201);
 }
 
@@ -141,9 +145,14 @@ describe("devcluster", () => {
     expect(invalid.status).toBe(422);
     expect(invalid.body.message).toContain("spec.size");
 
-    const cel = await api("PATCH", `${widgets}/${name}`, { spec: { owner: "mallory" } }, {
-      contentType: "application/merge-patch+json",
-    });
+    const cel = await api(
+      "PATCH",
+      `${widgets}/${name}`,
+      { spec: { owner: "mallory" } },
+      {
+        contentType: "application/merge-patch+json",
+      },
+    );
     expect(cel.status).toBe(422);
     expect(cel.body.message).toContain("owner is immutable");
 
@@ -168,22 +177,37 @@ describe("devcluster", () => {
     expect(created.status).toBe(201);
     const gen0 = created.body.metadata.generation as number;
 
-    const status = await api("PATCH", `${widgets}/${name}/status`, { status: { phase: "Ready" } }, {
-      contentType: "application/merge-patch+json",
-    });
+    const status = await api(
+      "PATCH",
+      `${widgets}/${name}/status`,
+      { status: { phase: "Ready" } },
+      {
+        contentType: "application/merge-patch+json",
+      },
+    );
     expect(status.status).toBe(200);
     expect(status.body.status.phase).toBe("Ready");
     expect(status.body.metadata.generation).toBe(gen0);
 
     // Through the main resource, status is ignored (and so is the generation).
-    const ignored = await api("PATCH", `${widgets}/${name}`, { status: { phase: "Other" } }, {
-      contentType: "application/merge-patch+json",
-    });
+    const ignored = await api(
+      "PATCH",
+      `${widgets}/${name}`,
+      { status: { phase: "Other" } },
+      {
+        contentType: "application/merge-patch+json",
+      },
+    );
     expect(ignored.body.status.phase).toBe("Ready");
 
-    const spec = await api("PATCH", `${widgets}/${name}`, { spec: { size: 2 } }, {
-      contentType: "application/merge-patch+json",
-    });
+    const spec = await api(
+      "PATCH",
+      `${widgets}/${name}`,
+      { spec: { size: 2 } },
+      {
+        contentType: "application/merge-patch+json",
+      },
+    );
     expect(spec.status).toBe(200);
     expect(spec.body.metadata.generation).toBe(gen0 + 1);
   });
@@ -193,7 +217,8 @@ describe("devcluster", () => {
     const name = unique("fin");
     const path = `${widgets}/${name}`;
     expect(
-      (await api("POST", widgets, widget(name, { size: 1 }, { finalizers: ["test.kubefn.dev/hold"] }))).status,
+      (await api("POST", widgets, widget(name, { size: 1 }, { finalizers: ["test.kubefn.dev/hold"] })))
+        .status,
     ).toBe(201);
     const del = await api("DELETE", path);
     expect(del.status).toBe(200);
@@ -203,9 +228,14 @@ describe("devcluster", () => {
     expect(held.body.metadata.deletionTimestamp).toBeTruthy();
     expect(held.body.metadata.finalizers).toEqual(["test.kubefn.dev/hold"]);
 
-    const released = await api("PATCH", path, { metadata: { finalizers: null } }, {
-      contentType: "application/merge-patch+json",
-    });
+    const released = await api(
+      "PATCH",
+      path,
+      { metadata: { finalizers: null } },
+      {
+        contentType: "application/merge-patch+json",
+      },
+    );
     expect(released.status).toBe(200);
     await waitGone(path, 10_000);
   });
@@ -224,7 +254,8 @@ describe("devcluster", () => {
     expect(cm.status).toBe(201);
     // The serviceaccount controller fills the namespace with its default ServiceAccount.
     await eventually(
-      async () => ((await api("GET", `/api/v1/namespaces/${ns}/serviceaccounts/default`)).status === 200 ? 1 : undefined),
+      async () =>
+        (await api("GET", `/api/v1/namespaces/${ns}/serviceaccounts/default`)).status === 200 ? 1 : undefined,
       { what: "default ServiceAccount" },
     );
 
@@ -348,9 +379,9 @@ describe("devcluster", () => {
     const cmName = unique("audited");
     const secretName = unique("secret");
     const saName = unique("sa");
-    expect((await api("POST", "/api/v1/namespaces/default/configmaps", { metadata: { name: cmName } })).status).toBe(
-      201,
-    );
+    expect(
+      (await api("POST", "/api/v1/namespaces/default/configmaps", { metadata: { name: cmName } })).status,
+    ).toBe(201);
     expect(
       (
         await api("POST", "/api/v1/namespaces/default/secrets", {
@@ -360,7 +391,8 @@ describe("devcluster", () => {
       ).status,
     ).toBe(201);
     expect(
-      (await api("POST", "/api/v1/namespaces/default/serviceaccounts", { metadata: { name: saName } })).status,
+      (await api("POST", "/api/v1/namespaces/default/serviceaccounts", { metadata: { name: saName } }))
+        .status,
     ).toBe(201);
 
     const cmEvent = await waitForAuditEvent(
@@ -381,7 +413,8 @@ describe("devcluster", () => {
 
     // Objects whose ownerReferences matter come with the stored object.
     const saEvent = await waitForAuditEvent(
-      (e) => e.verb === "create" && e.objectRef?.resource === "serviceaccounts" && e.objectRef.name === saName,
+      (e) =>
+        e.verb === "create" && e.objectRef?.resource === "serviceaccounts" && e.objectRef.name === saName,
       { since: next },
     );
     expect(saEvent.level).toBe("RequestResponse");
@@ -425,14 +458,22 @@ describe("devcluster", () => {
     expect(ns.code, ns.stderr).toBe(0);
     expect(ns.stdout.split("\n")).toContain("namespace/default");
 
-    const node = await kubectl(["get", "node", "devnode", "-o", "jsonpath={.status.conditions[?(@.type=='Ready')].status}"]);
+    const node = await kubectl([
+      "get",
+      "node",
+      "devnode",
+      "-o",
+      "jsonpath={.status.conditions[?(@.type=='Ready')].status}",
+    ]);
     expect(node.stdout).toBe("True");
   });
 
   it("the HTTP proxy adds no credentials: a TokenRequest token without RBAC is Forbidden", async () => {
     const ns = unique("rbac");
     await createNamespace(ns);
-    const sa = await api("POST", `/api/v1/namespaces/${ns}/serviceaccounts`, { metadata: { name: "nobody" } });
+    const sa = await api("POST", `/api/v1/namespaces/${ns}/serviceaccounts`, {
+      metadata: { name: "nobody" },
+    });
     expect(sa.status).toBe(201);
     const tr = await api("POST", `/api/v1/namespaces/${ns}/serviceaccounts/nobody/token`, {
       apiVersion: "authentication.k8s.io/v1",
@@ -479,7 +520,10 @@ describe("devcluster", () => {
       ).status,
     ).toBe(201);
     await eventually(
-      async () => ((await api("GET", `/api/v1/namespaces/${ns}/pods`, undefined, { token })).status === 200 ? 1 : undefined),
+      async () =>
+        (await api("GET", `/api/v1/namespaces/${ns}/pods`, undefined, { token })).status === 200
+          ? 1
+          : undefined,
       { what: "RBAC grant to take effect" },
     );
     await api("DELETE", `/api/v1/namespaces/${ns}`);
@@ -498,7 +542,9 @@ describe("devcluster", () => {
     expect(res.status).toBe(200);
     const reader = res.body!.getReader();
     // Create after the watch is open: the event must arrive while the response is still open.
-    expect((await api("POST", "/api/v1/namespaces/default/configmaps", { metadata: { name } })).status).toBe(201);
+    expect((await api("POST", "/api/v1/namespaces/default/configmaps", { metadata: { name } })).status).toBe(
+      201,
+    );
     const decoder = new TextDecoder();
     let buffered = "";
     const deadline = Date.now() + 10_000;
@@ -508,7 +554,10 @@ describe("devcluster", () => {
       buffered += decoder.decode(value, { stream: true });
     }
     abort.abort();
-    const event = JSON.parse(buffered.split("\n")[0]!) as { type: string; object: { metadata: { name: string } } };
+    const event = JSON.parse(buffered.split("\n")[0]!) as {
+      type: string;
+      object: { metadata: { name: string } };
+    };
     expect(event.type).toBe("ADDED");
     expect(event.object.metadata.name).toBe(name);
   });

@@ -77,7 +77,13 @@ export interface AuditEvent {
   verb: string;
   requestURI: string;
   user?: { username?: string; groups?: string[] };
-  objectRef?: { resource?: string; namespace?: string; name?: string; apiGroup?: string; subresource?: string };
+  objectRef?: {
+    resource?: string;
+    namespace?: string;
+    name?: string;
+    apiGroup?: string;
+    subresource?: string;
+  };
   responseStatus?: { code?: number };
   requestObject?: unknown;
   responseObject?: unknown;

@@ -80,7 +80,10 @@ function startAuditCollector(token: string): Promise<{ server: Server; url: stri
     req.on("data", (c: Buffer) => chunks.push(c));
     req.on("end", () => {
       try {
-        const body = JSON.parse(Buffer.concat(chunks).toString("utf8")) as { kind?: string; items?: unknown[] };
+        const body = JSON.parse(Buffer.concat(chunks).toString("utf8")) as {
+          kind?: string;
+          items?: unknown[];
+        };
         if (body.kind === "EventList" && Array.isArray(body.items)) events.push(...body.items);
         res.writeHead(200).end();
       } catch {
@@ -145,7 +148,9 @@ export default async function setup(project: TestProject): Promise<() => Promise
     collector.server.close();
     throw err;
   }
-  const kc = parseYaml(readFileSync(info.kubeconfig, "utf8")) as { users: Array<{ user: { token: string } }> };
+  const kc = parseYaml(readFileSync(info.kubeconfig, "utf8")) as {
+    users: Array<{ user: { token: string } }>;
+  };
   const adminToken = kc.users[0]?.user.token ?? "";
 
   project.provide("kubeconfig", info.kubeconfig);

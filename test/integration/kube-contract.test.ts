@@ -17,6 +17,7 @@ import {
   createFetchTransport,
   createKube,
   ensureObject,
+  ForbiddenError,
   fieldsPatch,
   InvalidError,
   isNotFound,
@@ -286,6 +287,37 @@ describe.each(transports)("$name", ({ make }) => {
       ]),
     );
     expect(classifyError(err)).toEqual({ class: "permanent", reason: "Invalid" });
+  });
+
+  it("reports ResourceQuota admission's refusal as ForbiddenError classified quota", async () => {
+    const quotaNamespace = `${namespace}-quota`;
+    await kube.create(Resources.Namespace, {
+      apiVersion: "v1",
+      kind: "Namespace",
+      metadata: { name: quotaNamespace },
+    });
+    try {
+      const hard = { "count/configmaps": "1" };
+      const quota = await kube.create(Resources.ResourceQuota, {
+        apiVersion: "v1",
+        kind: "ResourceQuota",
+        metadata: { name: "tight", namespace: quotaNamespace },
+        spec: { hard },
+      });
+      // The devcluster runs no resourcequota controller: publish the usage it would have computed.
+      await kube.updateStatus(Resources.ResourceQuota, { ...quota, status: { hard, used: hard } });
+      const err = await kube
+        .create(Resources.ConfigMap, {
+          ...configMap("one-too-many"),
+          metadata: { name: "one-too-many", namespace: quotaNamespace },
+        })
+        .catch((e: unknown) => e);
+      expect(err).toBeInstanceOf(ForbiddenError);
+      expect((err as ForbiddenError).message).toContain("exceeded quota: tight");
+      expect(classifyError(err)).toEqual({ class: "quota", reason: "QuotaExceeded" });
+    } finally {
+      await kube.delete(Resources.Namespace, { name: quotaNamespace }).catch(() => undefined);
+    }
   });
 
   describe("ensureObject", () => {

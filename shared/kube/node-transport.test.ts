@@ -1,6 +1,9 @@
 import { once } from "node:events";
+import { mkdtempSync, writeFileSync } from "node:fs";
 import { createServer, type IncomingMessage, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
 import { KubeConfig } from "@kubernetes/client-node";
 import { afterEach, describe, expect, it } from "vitest";
 import { NetworkError, NotFoundError, TimeoutError } from "./errors.ts";
@@ -85,6 +88,46 @@ describe("createNodeTransport", () => {
     await expect(createKube(transport).get(Resources.Namespace, { name: "x" })).rejects.toBeInstanceOf(
       NotFoundError,
     );
+  });
+
+  it("re-runs an exec credential plugin per request once its token has expired", async () => {
+    const dir = mkdtempSync(join(tmpdir(), "kubefn-exec-"));
+    const counter = join(dir, "n");
+    writeFileSync(counter, "0");
+    // Each run bumps a counter and hands out token-<n>, already expired, so client-node asks again.
+    const plugin = [
+      "const fs = require('node:fs');",
+      `const n = Number(fs.readFileSync(${JSON.stringify(counter)}, 'utf8')) + 1;`,
+      `fs.writeFileSync(${JSON.stringify(counter)}, String(n));`,
+      "process.stdout.write(JSON.stringify({ apiVersion: 'client.authentication.k8s.io/v1', kind: 'ExecCredential',",
+      "  status: { token: 'token-' + n, expirationTimestamp: '2000-01-01T00:00:00Z' } }));",
+    ].join("\n");
+    const auths: (string | undefined)[] = [];
+    const url = await serve((req) => {
+      auths.push(req.headers.authorization);
+      return { status: 200, body: "{}" };
+    });
+    const kc = new KubeConfig();
+    kc.loadFromOptions({
+      clusters: [{ name: "c", server: url, skipTLSVerify: true }],
+      users: [
+        {
+          name: "u",
+          exec: {
+            apiVersion: "client.authentication.k8s.io/v1",
+            command: process.execPath,
+            args: ["-e", plugin],
+            interactiveMode: "Never",
+          },
+        },
+      ],
+      contexts: [{ name: "x", cluster: "c", user: "u" }],
+      currentContext: "x",
+    });
+    const transport = createNodeTransport(kc);
+    await transport.request({ method: "GET", path: "/api" });
+    await transport.request({ method: "GET", path: "/api" });
+    expect(auths).toEqual(["Bearer token-1", "Bearer token-2"]);
   });
 
   it("gives a TimeoutError past its deadline", async () => {

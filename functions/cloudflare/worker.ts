@@ -2,6 +2,9 @@
  * The Cloudflare Workers entry (wrangler.toml `main`): `fetch` is the intake, `queue` the
  * reconcile consumer, `scheduled` the cron sweep. Everything is wired from `env` once per isolate.
  *
+ * A bad `env` fails loudly, naming every bad variable: `fetch` answers 500 and logs the list;
+ * `queue` and `scheduled` throw it (batches are retried, then dead-lettered).
+ *
  * Caveats: each invocation has a subrequest budget (50 on the free plan, 1000 paid) and at most
  * 6 open connections; a sweep that lists and probes many Proxies spends it (the probe
  * concurrency defaults to 6).

@@ -50,13 +50,21 @@ func apiserverArgs(c apiserverConfig) ([]string, error) {
 		"--enable-priority-and-fairness=false",
 	}
 	if c.auditURL != "" {
+		webhookURL, err := startAuditRelay(c.auditURL, c.auditToken, c.pki)
+		if err != nil {
+			return nil, err
+		}
+		caLine := ""
+		if webhookURL != c.auditURL {
+			caLine = "\n    certificate-authority: " + c.pki.CAFile
+		}
 		kc := filepath.Join(c.dataDir, "audit-webhook.kubeconfig")
 		if err := os.WriteFile(kc, []byte(fmt.Sprintf(`apiVersion: v1
 kind: Config
 clusters:
 - name: audit
   cluster:
-    server: %q
+    server: %q%s
 users:
 - name: audit
   user:
@@ -65,7 +73,7 @@ contexts:
 - name: audit
   context: {cluster: audit, user: audit}
 current-context: audit
-`, c.auditURL, c.auditToken)), 0o600); err != nil {
+`, webhookURL, caLine, c.auditToken)), 0o600); err != nil {
 			return nil, err
 		}
 		args = append(args,

@@ -3,12 +3,16 @@ import type { LambdaContext } from "hono/aws-lambda";
 import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
 import type { ControllerDefinition } from "../../shared/runtime/controller.ts";
 import { createRegistry, type Message, requeueAfter } from "../../shared/runtime/index.ts";
+import type { Resource } from "../../shared/runtime/types.ts";
 import { ProxyResource, proxyController } from "../../test/unit/runtime/controllers.ts";
 import { FakeKube } from "../../test/unit/runtime/fake-kube.ts";
 import type { SweepSummary } from "../sweep.ts";
 import { createHandler } from "./handler.ts";
 import { scheduleName } from "./queue.ts";
 import { type AwsEndpoint, startAwsEndpoint, TEST_CREDENTIALS } from "./test-endpoint.ts";
+
+/** The fixtures carry real Proxy events (crawl.kubefn.dev); the test controller reconciles that kind. */
+const ProxyKind: Resource = { ...ProxyResource, group: "crawl.kubefn.dev" };
 
 const fixture = (name: string): unknown =>
   JSON.parse(readFileSync(new URL(`../../test/fixtures/aws/${name}`, import.meta.url), "utf8"));
@@ -52,8 +56,8 @@ beforeEach(async () => {
   endpoint = await startAwsEndpoint();
   kube = new FakeKube();
   for (const name of ["p1", "p2"]) {
-    kube.seed(ProxyResource, {
-      apiVersion: "crawl.example.com/v1alpha1",
+    kube.seed(ProxyKind, {
+      apiVersion: "crawl.kubefn.dev/v1alpha1",
       kind: "Proxy",
       metadata: { name, namespace: "ns1", uid: `uid-${name}`, generation: 1 },
       spec: {},
@@ -70,7 +74,10 @@ function handlerWith(controller: Partial<ControllerDefinition> = {}) {
     env: ENV,
     endpoint: endpoint.url,
     kube: () => kube,
-    operators: () => ({ registry: createRegistry([proxyController(controller)]), sweepTasks: [] }),
+    operators: () => ({
+      registry: createRegistry([proxyController({ for: ProxyKind, ...controller })]),
+      sweepTasks: [],
+    }),
     clock: { now: () => NOW },
     log: silent,
     metrics: noMetrics,
@@ -178,7 +185,7 @@ describe("kubefn.reconcile events → runPass", () => {
       env: ENV,
       endpoint: endpoint.url,
       kube: () => kube,
-      operators: () => ({ registry: createRegistry([proxyController()]), sweepTasks: [] }),
+      operators: () => ({ registry: createRegistry([proxyController({ for: ProxyKind })]), sweepTasks: [] }),
       log: {
         ...silent,
         info() {

@@ -1,0 +1,81 @@
+import { execFile } from "node:child_process";
+import { mkdtemp, readFile, rm } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { pathToFileURL } from "node:url";
+import { promisify } from "node:util";
+import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
+import { type AwsEndpoint, startAwsEndpoint, TEST_CREDENTIALS } from "./test-endpoint.ts";
+
+const root = new URL("../../", import.meta.url);
+const fixture = async (name: string): Promise<unknown> =>
+  JSON.parse(await readFile(new URL(`test/fixtures/aws/${name}`, root), "utf8"));
+
+/** The artifact infra/aws deploys: the esbuild command from infra/aws/README.md, run for real. */
+describe("the deployed bundle (dist/aws/index.mjs)", () => {
+  let dir: string;
+  let endpoint: AwsEndpoint;
+  let handler: (event: unknown, context: unknown) => Promise<{ statusCode: number; body: string }>;
+
+  beforeAll(async () => {
+    dir = await mkdtemp(join(tmpdir(), "kubefn-aws-"));
+    const outfile = join(dir, "index.mjs");
+    await promisify(execFile)(
+      "node_modules/.bin/esbuild",
+      [
+        "functions/aws/handler.ts",
+        "--bundle",
+        "--platform=node",
+        "--target=node22",
+        "--format=esm",
+        `--outfile=${outfile}`,
+        "--log-level=error",
+        "--banner:js=import { createRequire } from 'node:module'; const require = createRequire(import.meta.url);",
+      ],
+      { cwd: root },
+    );
+    endpoint = await startAwsEndpoint();
+    const kubeconfig = `apiVersion: v1
+kind: Config
+clusters: [{ name: c, cluster: { server: "https://203.0.113.10:6443" } }]
+users: [{ name: u, user: { token: t } }]
+contexts: [{ name: c, context: { cluster: c, user: u } }]
+current-context: c
+`;
+    const env = {
+      ...TEST_CREDENTIALS,
+      AWS_REGION: "us-east-1",
+      AWS_ENDPOINT_URL: endpoint.url,
+      EVENT_BUS_NAME: "kubefn",
+      SCHEDULER_ROLE_ARN: "arn:aws:iam::111122223333:role/kubefn-scheduler",
+      KUBECONFIG_BASE64: Buffer.from(kubeconfig).toString("base64"),
+      AUDIT_TOKEN: "test-audit-token-0123456789",
+    };
+    for (const [k, v] of Object.entries(env)) vi.stubEnv(k, v);
+    ({ handler } = await import(pathToFileURL(outfile).href));
+  }, 60_000);
+
+  afterAll(async () => {
+    vi.unstubAllEnvs();
+    await endpoint?.close();
+    if (dir) await rm(dir, { recursive: true, force: true });
+  });
+
+  const context = { invokedFunctionArn: "arn:aws:lambda:us-east-1:111122223333:function:kubefn" };
+
+  it("answers /healthz", async () => {
+    const res = await handler(await fixture("apigw-v1-get-healthz.json"), context);
+    expect(res.statusCode).toBe(200);
+  });
+
+  it("takes an audit batch from a Function URL and puts it on the bus (AWS_ENDPOINT_URL honoured)", async () => {
+    const res = await handler(await fixture("function-url-post-events.json"), context);
+    expect(res.statusCode).toBe(202);
+    const [put] = endpoint.putEvents();
+    expect(put?.headers["x-amz-target"]).toBe("AWSEvents.PutEvents");
+    const entries = put?.json.Entries as Array<{ Detail: string }>;
+    expect(JSON.parse(entries[0]?.Detail ?? "{}")).toEqual({
+      messages: [{ request: { controller: "proxy", namespace: "ns1", name: "p1" }, attempt: 0 }],
+    });
+  });
+});

@@ -41,7 +41,9 @@ export function parseNodeHostEnv(env: Record<string, string | undefined>): {
   proxyResyncSeconds: number;
   minReportIntervalSeconds: number;
 } {
-  const parsed = envSchema.safeParse(env);
+  // An empty variable means unset, as shells and env files use it.
+  const set = Object.fromEntries(Object.entries(env).filter(([, v]) => v !== undefined && v !== ""));
+  const parsed = envSchema.safeParse(set);
   if (!parsed.success) {
     const lines = parsed.error.issues.map((i) => `  ${i.path.join(".")}: ${i.message}`);
     throw new Error(`invalid environment:\n${lines.join("\n")}`);

@@ -2,19 +2,15 @@
  * The generated CRDs against a real API server: each installs and becomes Established, accepts a
  * valid object (with server-side defaults), and rejects schema and CEL violations with 422.
  */
-import {
-  ApiException,
-  ApiextensionsV1Api,
-  CustomObjectsApi,
-  KubeConfig,
-  type V1CustomResourceDefinition,
-} from "@kubernetes/client-node";
+import { ApiException, ApiextensionsV1Api, CustomObjectsApi, KubeConfig } from "@kubernetes/client-node";
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
+import { installCrdsAndRbac } from "../../functions/node/install.ts";
 import { controllerCrds } from "../../shared/controllers/crds.ts";
 import { proxyResource } from "../../shared/controllers/proxy/api.ts";
 import { siteResource } from "../../shared/controllers/site/api.ts";
 import { subPoolResource } from "../../shared/controllers/subpool/api.ts";
-import { crdFor } from "../../shared/crd/index.ts";
+import { createKube } from "../../shared/kube/index.ts";
+import { createNodeTransport } from "../../shared/kube/node.ts";
 import type { Resource } from "../../shared/kube/port.ts";
 
 declare module "vitest" {
@@ -30,21 +26,6 @@ const created: Array<{ resource: Resource; name: string }> = [];
 
 let extensions: ApiextensionsV1Api;
 let objects: CustomObjectsApi;
-
-/** Installs or updates a CRD (create, then replace on conflict). */
-async function installCrd(body: V1CustomResourceDefinition): Promise<void> {
-  try {
-    await extensions.createCustomResourceDefinition({ body });
-  } catch (error) {
-    if (!(error instanceof ApiException) || error.code !== 409) throw error;
-    const current = await extensions.readCustomResourceDefinition({ name: body.metadata!.name! });
-    const next = {
-      ...body,
-      metadata: { ...body.metadata, resourceVersion: current.metadata?.resourceVersion },
-    };
-    await extensions.replaceCustomResourceDefinition({ name: body.metadata!.name!, body: next });
-  }
-}
 
 async function waitEstablished(name: string, timeoutMs = 30_000): Promise<void> {
   const deadline = Date.now() + timeoutMs;
@@ -147,9 +128,9 @@ beforeAll(async () => {
   config.loadFromFile(inject("kubeconfig"));
   extensions = config.makeApiClient(ApiextensionsV1Api);
   objects = config.makeApiClient(CustomObjectsApi);
-  for (const spec of controllerCrds) {
-    await installCrd(crdFor(spec) as unknown as V1CustomResourceDefinition);
-  }
+  // The committed YAML, server-side applied, is what users install; client-node's typed
+  // CRD model would drop the x-kubernetes-* extensions it does not know by their JSON names.
+  await installCrdsAndRbac(createKube(createNodeTransport(config)));
 });
 
 afterAll(async () => {

@@ -1,0 +1,128 @@
+/**
+ * Runs the Node host (`functions/node/main.ts`) as a child process for end-to-end tests, the way
+ * `npm start` does, and gives tests its log lines and URL.
+ */
+import { type ChildProcess, spawn } from "node:child_process";
+import { mkdtempSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { fileURLToPath } from "node:url";
+import { KubeConfig } from "@kubernetes/client-node";
+import { installCrdsAndRbac, serviceAccountToken } from "../../functions/node/install.ts";
+import { createKube } from "../../shared/kube/index.ts";
+import { createNodeTransport } from "../../shared/kube/node.ts";
+
+const root = fileURLToPath(new URL("../../", import.meta.url));
+
+export interface LogLine {
+  time: string;
+  level: string;
+  msg: string;
+  [field: string]: unknown;
+}
+
+export interface HostProcess {
+  child: ChildProcess;
+  url: string;
+  lines: LogLine[];
+  /** Resolves with the first log line matching `pred` (already seen or future). */
+  waitFor(pred: (l: LogLine) => boolean, timeoutMs?: number): Promise<LogLine>;
+  /** SIGINT (or the given signal) and wait for exit; resolves with the exit code. */
+  stop(signal?: NodeJS.Signals): Promise<number | null>;
+}
+
+/** Starts the host with `env` (JSON logs) and waits for its "listening" line. */
+export async function startHost(env: Record<string, string>, readyTimeoutMs = 180_000): Promise<HostProcess> {
+  const child = spawn(process.execPath, ["--import", "tsx", "functions/node/main.ts"], {
+    cwd: root,
+    env: { ...process.env, KUBECONFIG: "", KUBEFN_PORT: "0", KUBEFN_LOG_FORMAT: "json", ...env },
+    stdio: ["ignore", "pipe", "pipe"],
+  });
+  const lines: LogLine[] = [];
+  const waiters: Array<{ pred: (l: LogLine) => boolean; resolve: (l: LogLine) => void }> = [];
+  let buffer = "";
+  let stderr = "";
+  child.stderr?.setEncoding("utf8").on("data", (c: string) => {
+    stderr = (stderr + c).slice(-4000);
+  });
+  child.stdout?.setEncoding("utf8").on("data", (chunk: string) => {
+    buffer += chunk;
+    let nl = buffer.indexOf("\n");
+    while (nl >= 0) {
+      const raw = buffer.slice(0, nl);
+      buffer = buffer.slice(nl + 1);
+      nl = buffer.indexOf("\n");
+      let line: LogLine;
+      try {
+        line = JSON.parse(raw) as LogLine;
+      } catch {
+        continue;
+      }
+      lines.push(line);
+      for (const w of [...waiters]) {
+        if (w.pred(line)) {
+          waiters.splice(waiters.indexOf(w), 1);
+          w.resolve(line);
+        }
+      }
+    }
+  });
+  const exited = new Promise<number | null>((resolve) => child.once("exit", (code) => resolve(code)));
+
+  const waitFor = (pred: (l: LogLine) => boolean, timeoutMs = 60_000) =>
+    new Promise<LogLine>((resolve, reject) => {
+      const seen = lines.find(pred);
+      if (seen) return resolve(seen);
+      const timer = setTimeout(() => {
+        waiters.splice(waiters.indexOf(entry), 1);
+        reject(new Error(`host log line not seen in ${timeoutMs} ms; stderr tail:\n${stderr}`));
+      }, timeoutMs);
+      const entry = {
+        pred,
+        resolve: (l: LogLine) => {
+          clearTimeout(timer);
+          resolve(l);
+        },
+      };
+      waiters.push(entry);
+      void exited.then((code) => {
+        if (!waiters.includes(entry)) return;
+        clearTimeout(timer);
+        reject(new Error(`host exited (${code}) before the line appeared; stderr tail:\n${stderr}`));
+      });
+    });
+
+  const listening = await waitFor((l) => l.msg === "listening", readyTimeoutMs);
+  return {
+    child,
+    url: String(listening.url),
+    lines,
+    waitFor,
+    async stop(signal: NodeJS.Signals = "SIGINT") {
+      if (child.exitCode === null && child.signalCode === null) child.kill(signal);
+      return exited;
+    },
+  };
+}
+
+/**
+ * Installs CRDs and RBAC into the cluster of `adminKubeconfig` and writes a kubeconfig for the
+ * least-privileged `kubefn-system/kubefn` ServiceAccount, as the host runs in production.
+ */
+export async function functionsKubeconfig(adminKubeconfig: string): Promise<string> {
+  const admin = new KubeConfig();
+  admin.loadFromFile(adminKubeconfig);
+  await installCrdsAndRbac(createKube(createNodeTransport(admin)));
+  const token = await serviceAccountToken(createNodeTransport(admin), "kubefn-system", "kubefn");
+  const cluster = admin.getCurrentCluster()!;
+  const kc = new KubeConfig();
+  kc.loadFromOptions({
+    clusters: [cluster],
+    users: [{ name: "kubefn", token }],
+    contexts: [{ name: "kubefn", cluster: cluster.name, user: "kubefn" }],
+    currentContext: "kubefn",
+  });
+  const file = join(mkdtempSync(join(tmpdir(), "kubefn-e2e-")), "kubeconfig");
+  writeFileSync(file, kc.exportConfig());
+  return file;
+}

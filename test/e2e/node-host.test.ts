@@ -1,0 +1,248 @@
+/**
+ * The Node host end to end, as a separate process, against real control planes: the quick start
+ * with its own devcluster and the real audit webhook; and, against the run's shared devcluster,
+ * convergence with every event lost, a host killed mid-pass, and duplicated or reordered events.
+ */
+import { randomBytes } from "node:crypto";
+import { KubeConfig } from "@kubernetes/client-node";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { signBatch } from "../../functions/intake/signature.ts";
+import { proxyResource } from "../../shared/controllers/proxy/api.ts";
+import { ownerTagKey } from "../../shared/controllers/proxy/providers/provider.ts";
+import { createKube, findCondition, isNotFound, listAll, Resources } from "../../shared/kube/index.ts";
+import { createNodeTransport } from "../../shared/kube/node.ts";
+import type { Kube, KubeObject } from "../../shared/kube/port.ts";
+import { clusterInfo } from "../setup/cluster.ts";
+import { functionsKubeconfig, type HostProcess, startHost } from "./host.ts";
+
+type ProxyObject = KubeObject & {
+  status?: { ip?: string; phase?: string; providerID?: string; conditions?: Array<Record<string, string>> };
+};
+
+function adminKube(kubeconfig: string): Kube {
+  const kc = new KubeConfig();
+  kc.loadFromFile(kubeconfig);
+  return createKube(createNodeTransport(kc));
+}
+
+async function eventually<T>(what: string, fn: () => Promise<T | undefined>, timeoutMs = 60_000): Promise<T> {
+  const deadline = Date.now() + timeoutMs;
+  let last: unknown;
+  for (;;) {
+    try {
+      const v = await fn();
+      if (v !== undefined) return v;
+    } catch (err) {
+      last = err;
+    }
+    if (Date.now() > deadline)
+      throw new Error(`timed out waiting for ${what}${last ? `: ${String(last)}` : ""}`);
+    await new Promise((r) => setTimeout(r, 250));
+  }
+}
+
+const external = (namespace: string, name: string, port = 3128): KubeObject => ({
+  apiVersion: "crawl.kubefn.dev/v1alpha1",
+  kind: "Proxy",
+  metadata: { namespace, name },
+  spec: { mode: "External", endpoint: { host: "127.0.0.1", port, scheme: "http" } },
+});
+
+const managed = (namespace: string, name: string): KubeObject => ({
+  apiVersion: "crawl.kubefn.dev/v1alpha1",
+  kind: "Proxy",
+  metadata: { namespace, name },
+  spec: { mode: "Managed", provider: "kubernetes", cloudInit: { inline: "#cloud-config\n" } },
+});
+
+function provisioned(p: ProxyObject | undefined): boolean {
+  return findCondition(p?.status?.conditions as never, "Provisioned")?.status === "True";
+}
+
+async function newNamespace(kube: Kube, prefix: string): Promise<string> {
+  const name = `${prefix}-${randomBytes(3).toString("hex")}`;
+  await kube.create(Resources.Namespace, { apiVersion: "v1", kind: "Namespace", metadata: { name } });
+  return name;
+}
+
+async function podsOf(kube: Kube, namespace: string, uid: string): Promise<KubeObject[]> {
+  return listAll(kube, Resources.Pod, { namespace, labelSelector: `${ownerTagKey}=${uid}` });
+}
+
+describe("npm start on a fresh machine (its own devcluster, the real audit webhook)", () => {
+  let host: HostProcess;
+  let kube: Kube;
+
+  beforeAll(async () => {
+    // The sweep is an hour away, so only the audit webhook can bring a pass for a new object.
+    host = await startHost({ KUBEFN_SWEEP_SECONDS: "3600" });
+    const up = await host.waitFor((l) => l.msg === "cluster up");
+    kube = adminKube(String(up.kubeconfig));
+  }, 240_000);
+
+  afterAll(async () => {
+    const code = await host?.stop("SIGINT");
+    expect(code).toBe(0);
+    expect(host.lines.some((l) => l.msg === "stopped")).toBe(true);
+  }, 60_000);
+
+  it("prints what it is doing: cluster up, CRDs and RBAC installed, identity, listening", () => {
+    const msgs = host.lines.map((l) => l.msg);
+    for (const m of [
+      "cluster up",
+      "CRDs and RBAC installed",
+      "reconciling as system:serviceaccount:kubefn-system:kubefn",
+      "listening",
+    ]) {
+      expect(msgs).toContain(m);
+    }
+  });
+
+  it("a Proxy created with the admin reaches a pass through the audit webhook and converges", async () => {
+    await kube.create(proxyResource, external("default", "quickstart"));
+    const p = await eventually("Provisioned=True", async () => {
+      const got = await kube.get<ProxyObject>(proxyResource, { namespace: "default", name: "quickstart" });
+      return provisioned(got) ? got : undefined;
+    });
+    expect(p.status?.ip).toBe("127.0.0.1");
+    const pass = await host.waitFor((l) => l.msg === "pass" && l.key === "proxy/default/quickstart");
+    expect(pass.result).toBeDefined();
+  });
+});
+
+describe("the Node host on the shared devcluster", () => {
+  let admin: Kube;
+  let sa: string;
+
+  beforeAll(async () => {
+    admin = adminKube(clusterInfo().kubeconfig);
+    sa = await functionsKubeconfig(clusterInfo().kubeconfig);
+  }, 120_000);
+
+  it("converges every object with all events lost, through the sweep alone", async () => {
+    const ns = await newNamespace(admin, "lost");
+    const host = await startHost({
+      KUBECONFIG: sa,
+      KUBEFN_SWEEP_SECONDS: "2",
+      KUBEFN_PROXY_RESYNC_SECONDS: "60",
+    });
+    try {
+      const names = ["a", "b", "c", "d", "e"];
+      for (const n of names) await admin.create(proxyResource, external(ns, n));
+      await eventually("all five Provisioned", async () => {
+        const items = await listAll<ProxyObject>(admin, proxyResource, { namespace: ns });
+        return items.length === 5 && items.every(provisioned) ? items : undefined;
+      });
+      // Nothing but the sweep brought these passes: the host has no intake credentials at all.
+      expect(host.lines.some((l) => l.msg === "sweep")).toBe(true);
+    } finally {
+      expect(await host.stop()).toBe(0);
+    }
+  });
+
+  it("a host killed mid-pass and started again converges, leaving exactly one instance", async () => {
+    const ns = await newNamespace(admin, "killed");
+    const env = { KUBECONFIG: sa, KUBEFN_SWEEP_SECONDS: "2", KUBEFN_PROXY_RESYNC_SECONDS: "60" };
+    const first = await startHost(env);
+    const created = await admin.create<ProxyObject>(proxyResource, managed(ns, "m1"));
+    await first.waitFor((l) => l.msg === "pass" && l.key === `proxy/${ns}/m1`);
+    await first.stop("SIGKILL");
+
+    const second = await startHost(env);
+    try {
+      const p = await eventually(
+        "the restarted host provisions m1",
+        async () => {
+          const got = await admin.get<ProxyObject>(proxyResource, { namespace: ns, name: "m1" });
+          return provisioned(got) ? got : undefined;
+        },
+        90_000,
+      );
+      expect(p.status?.ip).toMatch(/^127\./);
+      expect(await podsOf(admin, ns, created.metadata.uid!)).toHaveLength(1);
+    } finally {
+      expect(await second.stop()).toBe(0);
+    }
+  });
+
+  it("duplicated and reordered relay events change nothing beyond one pass per object", async () => {
+    const ns = await newNamespace(admin, "dup");
+    const secret = randomBytes(24).toString("hex");
+    // No sweep during the test: only the relay batches drive passes.
+    const host = await startHost({
+      KUBECONFIG: sa,
+      KUBEFN_RELAY_SECRET: secret,
+      KUBEFN_SWEEP_SECONDS: "3600",
+    });
+    try {
+      const objs: ProxyObject[] = [];
+      for (const n of ["x", "y", "z"])
+        objs.push(await admin.create<ProxyObject>(proxyResource, managed(ns, n)));
+      const event = (o: ProxyObject, generation: number) => ({
+        type: "MODIFIED",
+        resource: { group: "crawl.kubefn.dev", version: "v1alpha1", resource: "proxies" },
+        object: { metadata: { ...o.metadata, generation } },
+      });
+      // Each object three times, newest first, interleaved, and the whole batch sent twice.
+      const events = [3, 1, 2].flatMap((g) => objs.map((o) => event(o, g))).reverse();
+      const body = JSON.stringify({ kind: "RelayBatch", apiVersion: "kubefn.dev/v1", events });
+      for (let i = 0; i < 2; i++) {
+        const res = await fetch(`${host.url}/v1/events`, {
+          method: "POST",
+          body,
+          headers: {
+            "content-type": "application/json",
+            ...(await signBatch(secret, body, Date.now() / 1000)),
+          },
+        });
+        expect(res.status).toBe(202);
+        expect(((await res.json()) as { enqueued: number }).enqueued).toBe(3);
+      }
+      for (const o of objs) {
+        await eventually(`${o.metadata.name} provisioned`, async () => {
+          const got = await admin.get<ProxyObject>(proxyResource, { namespace: ns, name: o.metadata.name! });
+          return provisioned(got) ? got : undefined;
+        });
+        expect(await podsOf(admin, ns, o.metadata.uid!)).toHaveLength(1);
+      }
+    } finally {
+      expect(await host.stop()).toBe(0);
+    }
+  });
+
+  it("deleting a Managed Proxy removes its Pod before the finalizer goes", async () => {
+    const ns = await newNamespace(admin, "del");
+    const host = await startHost({
+      KUBECONFIG: sa,
+      KUBEFN_SWEEP_SECONDS: "1",
+      KUBEFN_PROXY_RESYNC_SECONDS: "60",
+    });
+    try {
+      const p = await admin.create<ProxyObject>(proxyResource, managed(ns, "gone"));
+      await eventually("provisioned", async () => {
+        const got = await admin.get<ProxyObject>(proxyResource, { namespace: ns, name: "gone" });
+        return provisioned(got) ? got : undefined;
+      });
+      await admin.delete(proxyResource, { namespace: ns, name: "gone" });
+      await eventually(
+        "the Proxy is gone",
+        async () => {
+          try {
+            const still = await admin.get<ProxyObject>(proxyResource, { namespace: ns, name: "gone" });
+            // While the Proxy still exists, its finalizer must still be there if the Pod is.
+            const pods = await podsOf(admin, ns, p.metadata.uid!);
+            if (pods.length > 0) expect(still.metadata.finalizers).toContain("crawl.kubefn.dev/finalizer");
+            return undefined;
+          } catch (err) {
+            if (isNotFound(err)) return true;
+            throw err;
+          }
+        },
+        90_000,
+      );
+      expect(await podsOf(admin, ns, p.metadata.uid!)).toHaveLength(0);
+    } finally {
+      expect(await host.stop()).toBe(0);
+    }
+  });
+});

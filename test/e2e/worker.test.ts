@@ -6,6 +6,9 @@
  *
  * - relay batch → intake → queue → pass: an External Proxy converges;
  * - a real audit EventList (the API server's own event for the create) does the same;
+ * - one relay event for a Managed Proxy: the Worker alone drives it Pending → Provisioning → Ready
+ *   (a Pod on the devcluster's simulated node) through delayed follow-ups on the queue
+ *   (`delaySeconds`), and one event for its deletion runs the finalizer to the end;
  * - no event at all: the cron sweep alone converges a Proxy and probes its health through
  *   workerd's `connect()` sockets.
  */
@@ -15,6 +18,7 @@ import { createTestHarness, type TestHarness } from "wrangler";
 import { signBatch } from "../../functions/intake/index.ts";
 import { installCrdsAndRbac, serviceAccountToken } from "../../functions/node/install.ts";
 import { type Proxy as ProxyObject, proxyResource } from "../../shared/controllers/proxy/api.ts";
+import { ownerTagKey } from "../../shared/controllers/proxy/providers/provider.ts";
 import {
   type ForwardProxy,
   startForwardProxy,
@@ -24,6 +28,7 @@ import {
 import {
   createFetchTransport,
   createKube,
+  isNotFound,
   type Kube,
   type KubeObject,
   Resources,
@@ -105,6 +110,29 @@ function writtenByWorker(p: Proxy): boolean {
   return entries.some((f) => f.manager === "kubefn" && f.subresource === "status");
 }
 
+/** A signed relay batch announcing `object` (ADDED, or MODIFIED for a deletion in progress). */
+async function relay(object: KubeObject, type: "ADDED" | "MODIFIED" = "ADDED") {
+  const body = JSON.stringify({
+    kind: "RelayBatch",
+    apiVersion: "kubefn.dev/v1",
+    events: [
+      { type, resource: { group: "crawl.kubefn.dev", version: "v1alpha1", resource: "proxies" }, object },
+    ],
+  });
+  return postEvents(body, await signBatch(relaySecret, body, Date.now() / 1000));
+}
+
+/** The Worker's own JSON log lines (telemetry.ts) captured by the harness. */
+function workerLogs(): Array<Record<string, unknown>> {
+  return harness.getLogs().flatMap((l) => {
+    try {
+      return [JSON.parse(l.message) as Record<string, unknown>];
+    } catch {
+      return [];
+    }
+  });
+}
+
 const postEvents = (body: string, headers: Record<string, string>) =>
   harness.fetch("/v1/events", {
     method: "POST",
@@ -124,18 +152,7 @@ describe("kubefn on Cloudflare Workers (workerd, real API server)", () => {
 
   it("a signed relay batch converges an External Proxy through the queue", async () => {
     const created = await kube.create<Proxy>(proxyResource, externalProxy("px-relay"));
-    const body = JSON.stringify({
-      kind: "RelayBatch",
-      apiVersion: "kubefn.dev/v1",
-      events: [
-        {
-          type: "ADDED",
-          resource: { group: "crawl.kubefn.dev", version: "v1alpha1", resource: "proxies" },
-          object: created,
-        },
-      ],
-    });
-    const res = await postEvents(body, await signBatch(relaySecret, body, Date.now() / 1000));
+    const res = await relay(created);
     expect(res.status).toBe(202);
     expect(await res.json()).toMatchObject({ source: "relay", enqueued: 1 });
 
@@ -166,6 +183,50 @@ describe("kubefn on Cloudflare Workers (workerd, real API server)", () => {
 
     const p = await provisioned("px-audit");
     expect(writtenByWorker(p)).toBe(true);
+  });
+
+  it("one event drives a Managed Proxy to Ready through delayed follow-ups, one more deletes it", async () => {
+    const created = await kube.create<Proxy>(proxyResource, {
+      apiVersion: "crawl.kubefn.dev/v1alpha1",
+      kind: "Proxy",
+      metadata: { name: "px-managed", namespace },
+      spec: { mode: "Managed", provider: "kubernetes" },
+    } as Proxy);
+    expect((await relay(created)).status).toBe(202);
+
+    const ready = await eventually(
+      async () => {
+        const p = await getProxy("px-managed");
+        return p.status?.phase === "Ready" ? p : undefined;
+      },
+      { timeoutMs: 60_000, intervalMs: 250, what: "px-managed Ready" },
+    );
+    expect(condition(ready, "Provisioned")).toMatchObject({ status: "True", reason: "Created" });
+    expect(ready.status?.ip).toMatch(/^127\./);
+    expect(ready.metadata.finalizers).toContain("crawl.kubefn.dev/finalizer");
+    const podsOf = async () =>
+      (await kube.list(Resources.Pod, { namespace, labelSelector: `${ownerTagKey}=${created.metadata.uid}` }))
+        .items;
+    expect(await podsOf()).toHaveLength(1);
+    const delayed = workerLogs().filter(
+      (l) => l.msg === "pass" && String(l.key).endsWith("/px-managed") && Number(l.followUpSeconds) > 0,
+    );
+    expect(delayed.length).toBeGreaterThan(0);
+
+    await kube.delete(proxyResource, { namespace, name: "px-managed" });
+    expect((await relay(await getProxy("px-managed"), "MODIFIED")).status).toBe(202);
+    await eventually(
+      async () => {
+        try {
+          await getProxy("px-managed");
+          return undefined;
+        } catch (err) {
+          return isNotFound(err) ? true : undefined;
+        }
+      },
+      { timeoutMs: 60_000, intervalMs: 250, what: "px-managed gone" },
+    );
+    expect(await podsOf()).toEqual([]);
   });
 
   it("with every event lost, the cron sweep alone converges a Proxy and probes it over connect()", async () => {

@@ -13,8 +13,9 @@ import (
 // The kube-controller-manager controllers run in this process. Only those a cluster without
 // workloads controllers still needs:
 var controllers = []string{
-	"namespace-controller",                     // a deleted Namespace really goes away, with its content
-	"garbage-collector-controller",             // ownerReferences cascade (foreground and background)
+	"namespace-controller", // a deleted Namespace really goes away, with its content
+	// The garbage collector (ownerReferences cascade, foreground and background) runs too, but
+	// outside the controller manager: see gc.go.
 	"serviceaccount-controller",                // the "default" ServiceAccount in each namespace (Pods need it)
 	"root-ca-certificate-publisher-controller", // kube-root-ca.crt in each namespace, as in any cluster
 	"clusterrole-aggregation-controller",       // admin/edit/view ClusterRoles get their aggregated rules

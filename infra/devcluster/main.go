@@ -243,6 +243,15 @@ func run() error {
 	defer ctrlCancel()
 	kcmErr := make(chan error, 1)
 	go func() { kcmErr <- runControllerManager(ctrlCtx, kcmOpts) }()
+	kcmCfg, err := clientcmd.BuildConfigFromFlags("", kcmKubeconfig)
+	if err != nil {
+		return err
+	}
+	go func() {
+		if err := runGarbageCollector(ctrlCtx, kcmCfg, 5); err != nil {
+			kcmErr <- fmt.Errorf("garbage collector: %w", err)
+		}
+	}()
 
 	nodeCfg, err := clientcmd.BuildConfigFromFlags("", nodeKubeconfig)
 	if err != nil {

@@ -299,6 +299,30 @@ describe("devcluster", () => {
     await api("DELETE", `/api/v1/namespaces/${ns}`);
   });
 
+  it("the garbage collector follows owners of a just-installed custom resource type within seconds", async () => {
+    await ensureCrd();
+    const owner = await api("POST", widgets, widget(unique("owner"), { size: 1 }));
+    expect(owner.status).toBe(201);
+    const name = unique("owned");
+    const dependent = await api("POST", "/api/v1/namespaces/default/configmaps", {
+      metadata: {
+        name,
+        ownerReferences: [
+          {
+            apiVersion: `${group}/v1`,
+            kind: "Widget",
+            name: owner.body.metadata.name,
+            uid: owner.body.metadata.uid,
+          },
+        ],
+      },
+    });
+    expect(dependent.status).toBe(201);
+    expect((await api("DELETE", `${widgets}/${owner.body.metadata.name}`)).status).toBe(200);
+    // kube-controller-manager rediscovers resource types every 30s; the devcluster's collector every 2s.
+    await waitGone(`/api/v1/namespaces/default/configmaps/${name}`, 10_000);
+  });
+
   // -------------------------------------------------------------------------------------------
   // The simulated node
   // -------------------------------------------------------------------------------------------

@@ -130,7 +130,7 @@ const cond = (
 });
 
 describe("computePhase", () => {
-  it.each<[string, ProxyStatus, { deleting?: boolean; generation?: number }, string]>([
+  it.each<[string, ProxyStatus, { deleting?: boolean; generation?: number; healthChecked?: boolean }, string]>([
     ["nothing yet", {}, {}, "Pending"],
     [
       "deleting wins",
@@ -158,7 +158,13 @@ describe("computePhase", () => {
       {},
       "Pending",
     ],
-    ["provisioned, no health yet", { conditions: [cond("Provisioned", "True", "Created")] }, {}, "Ready"],
+    ["provisioned, no health check", { conditions: [cond("Provisioned", "True", "Created")] }, {}, "Ready"],
+    [
+      "provisioned, health check not yet passed",
+      { conditions: [cond("Provisioned", "True", "Created")] },
+      { healthChecked: true },
+      "Provisioning",
+    ],
     [
       "provisioned and healthy",
       { conditions: [cond("Provisioned", "True", "Created"), cond("Healthy", "True", "ProbeSucceeded")] },
@@ -172,7 +178,8 @@ describe("computePhase", () => {
       "Unhealthy",
     ],
   ])("%s → %s", (_name, status, o, phase) => {
-    expect(computePhase(status, { deleting: o.deleting ?? false, generation: o.generation ?? 1 })).toBe(
+    const opts = { deleting: o.deleting ?? false, generation: o.generation ?? 1, healthChecked: o.healthChecked };
+    expect(computePhase(status, opts)).toBe(
       phase,
     );
   });

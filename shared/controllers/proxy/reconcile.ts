@@ -42,6 +42,7 @@ export async function reconcileProxy(
     status.phase = computePhase(status, {
       deleting: object.metadata.deletionTimestamp !== undefined,
       generation: object.metadata.generation,
+      healthChecked: parsed.data.spec.healthCheck !== undefined,
     });
   }
 }

@@ -168,15 +168,17 @@ export function applyHealth(
  */
 export function computePhase(
   status: ProxyStatus,
-  object: { deleting: boolean; generation: number | undefined },
+  object: { deleting: boolean; generation: number | undefined; healthChecked?: boolean },
 ): ProxyPhase {
   if (object.deleting) return ProxyPhase.Deleting;
   if (isLatched(status, object.generation)) return ProxyPhase.Failed;
   const provisioned = conditionOf(status, ProxyConditionType.Provisioned);
   if (provisioned?.status === "True") {
-    return conditionOf(status, ProxyConditionType.Healthy)?.status === "False"
-      ? ProxyPhase.Unhealthy
-      : ProxyPhase.Ready;
+    const healthy = conditionOf(status, ProxyConditionType.Healthy)?.status;
+    if (healthy === "False") return ProxyPhase.Unhealthy;
+    // With a health check, Ready means its probes passed: crawlers are handed Ready proxies.
+    if (object.healthChecked && healthy !== "True") return ProxyPhase.Provisioning;
+    return ProxyPhase.Ready;
   }
   if (provisioned?.reason === ProxyReason.CloudInitError) return ProxyPhase.Pending;
   if (

@@ -28,6 +28,7 @@ import (
 	"time"
 
 	"github.com/spf13/pflag"
+	"golang.org/x/sys/unix"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apiserver/pkg/util/compatibility"
 	"k8s.io/client-go/kubernetes"
@@ -100,6 +101,7 @@ func run() error {
 	auditURL := fs.String("audit-webhook-url", "", "post audit EventList batches to this URL")
 	auditToken := fs.String("audit-webhook-token", "", "bearer token for --audit-webhook-url")
 	auditPolicy := fs.String("audit-policy", "", "audit policy file (default infra/audit/policy.yaml)")
+	exitWithParent := fs.Bool("exit-with-parent", false, "stop (as on SIGTERM) when the parent process dies, e.g. a test runner killed hard")
 	verbosity := fs.Int("v", 0, "klog verbosity of the control plane's log (<data-dir>/devcluster.log)")
 	if err := fs.Parse(os.Args[1:]); err != nil {
 		if errors.Is(err, pflag.ErrHelp) {
@@ -108,6 +110,15 @@ func run() error {
 		return err
 	}
 	start := time.Now()
+	if *exitWithParent {
+		ppid := os.Getppid()
+		if err := unix.Prctl(unix.PR_SET_PDEATHSIG, uintptr(syscall.SIGTERM), 0, 0, 0); err != nil {
+			return fmt.Errorf("--exit-with-parent: %w", err)
+		}
+		if os.Getppid() != ppid { // the parent died before prctl
+			return fmt.Errorf("--exit-with-parent: parent already gone")
+		}
+	}
 
 	// Data directory.
 	dataDir := *dataDirFlag

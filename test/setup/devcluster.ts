@@ -132,7 +132,7 @@ export default async function setup(project: TestProject): Promise<() => Promise
 
   const child = spawn(
     devclusterBin,
-    ["--audit-webhook-url", `${collector.url}/audit`, "--audit-webhook-token", auditToken],
+    ["--exit-with-parent", "--audit-webhook-url", `${collector.url}/audit`, "--audit-webhook-token", auditToken],
     { stdio: ["ignore", "pipe", "pipe"] },
   );
   let tail = "";

@@ -507,6 +507,16 @@ describe("devcluster", () => {
     expect(tr.status, JSON.stringify(tr.body)).toBe(201);
     const token = tr.body.status.token as string;
 
+    // The TokenRequest is audited at Metadata level: the token never reaches the audit stream.
+    const trEvent = await waitForAuditEvent(
+      (e) =>
+        e.objectRef?.namespace === ns &&
+        e.objectRef.resource === "serviceaccounts" &&
+        e.objectRef.subresource === "token",
+    );
+    expect(trEvent.level).toBe("Metadata");
+    expect(JSON.stringify(trEvent)).not.toContain(token);
+
     // The token authenticates as the ServiceAccount...
     const who = await api(
       "POST",

@@ -1,6 +1,9 @@
-import type { Hono } from "hono";
+import { Hono } from "hono";
+import { discoveryRoutes, proxyPhaseGaugeTask } from "../shared/controllers/proxy/discovery/index.ts";
 import { proxyHealthTask } from "../shared/controllers/proxy/health-task.ts";
 import { proxyController } from "../shared/controllers/proxy/index.ts";
+import { leaseRoutes, leaseSweepTask } from "../shared/controllers/proxy/leases/index.ts";
+import { orphanSweepTask } from "../shared/controllers/proxy/orphans/index.ts";
 import {
   createKubernetesProvider,
   type ProvidersByName,
@@ -30,6 +33,10 @@ export interface OperatorOptions {
   proxyResyncSeconds?: number;
   /** Least time between two status-affecting health reports of one Proxy. */
   minReportIntervalSeconds?: number;
+  /** Bearer token for the crawler API (`/v1/proxies`, `/v1/leases`); the API is off without it. */
+  apiToken?: string;
+  /** How old an untracked provider instance must be before the orphan collector deletes it. */
+  orphanGraceSeconds?: number;
 }
 
 /**
@@ -56,6 +63,28 @@ export function createOperators(opts: OperatorOptions): Operators {
         sweepPeriodSeconds: opts.sweepPeriodSeconds,
         ...(opts.minReportIntervalSeconds ? { minReportIntervalSeconds: opts.minReportIntervalSeconds } : {}),
       }),
+      proxyPhaseGaugeTask(),
+      leaseSweepTask(),
+      {
+        name: "proxy-orphans",
+        controller: "proxy",
+        // Providers are built per run from the sweep's own Kube, like the reconciler's.
+        run: (ctx, primaries) =>
+          orphanSweepTask({
+            providers: providersFor(ctx.kube),
+            ...(opts.orphanGraceSeconds === undefined ? {} : { graceSeconds: opts.orphanGraceSeconds }),
+          }).run(ctx, primaries),
+      },
     ],
+    ...(opts.apiToken ? { routes: crawlerRoutes(opts.apiToken) } : {}),
+  };
+}
+
+function crawlerRoutes(apiToken: string): (ctx: Context) => Hono {
+  return (ctx) => {
+    const app = new Hono();
+    app.route("/", discoveryRoutes(ctx, { apiToken }));
+    app.route("/", leaseRoutes(ctx, { apiToken }));
+    return app;
   };
 }

@@ -16,6 +16,8 @@ export interface AwsConfig {
   functionArn?: string;
   auditToken?: string;
   relaySecret?: string;
+  /** Bearer token of the crawler API (/v1/proxies, /v1/leases); off when unset. */
+  apiToken?: string;
   selfUsernames: string[];
   maxBodyBytes: number;
   replayWindowSeconds: number;
@@ -47,6 +49,7 @@ const envSchema = z
     FUNCTION_ARN: arn("FUNCTION_ARN").optional(),
     AUDIT_TOKEN: secret("AUDIT_TOKEN"),
     RELAY_SECRET: secret("RELAY_SECRET"),
+    API_TOKEN: secret("API_TOKEN"),
     SELF_USERNAMES: list.default(["system:serviceaccount:kubefn-system:kubefn"]),
     MAX_BODY_BYTES: z.coerce
       .number()
@@ -97,6 +100,7 @@ export function parseAwsEnv(env: Record<string, string | undefined>): AwsConfig 
     ...(e.FUNCTION_ARN ? { functionArn: e.FUNCTION_ARN } : {}),
     ...(e.AUDIT_TOKEN ? { auditToken: e.AUDIT_TOKEN } : {}),
     ...(e.RELAY_SECRET ? { relaySecret: e.RELAY_SECRET } : {}),
+    ...(e.API_TOKEN ? { apiToken: e.API_TOKEN } : {}),
     selfUsernames: e.SELF_USERNAMES,
     maxBodyBytes: e.MAX_BODY_BYTES,
     replayWindowSeconds: e.REPLAY_WINDOW_SECONDS,

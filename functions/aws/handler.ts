@@ -118,6 +118,7 @@ function build(options: HandlerOptions, invokedFunctionArn: string): Instance {
       sweepPeriodSeconds: config.sweepPeriodSeconds,
       probeConcurrency: config.probeConcurrency,
       ...(config.proxyResyncSeconds ? { proxyResyncSeconds: config.proxyResyncSeconds } : {}),
+      ...(config.apiToken ? { apiToken: config.apiToken } : {}),
     });
   const app = new Hono();
   app.route(

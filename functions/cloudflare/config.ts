@@ -21,6 +21,8 @@ export interface WorkerConfig {
   kubeToken: string;
   auditToken?: string;
   relaySecret?: string;
+  /** Bearer token of the crawler API (/v1/proxies, /v1/leases); off when unset. */
+  apiToken?: string;
   selfUsernames: string[];
   maxBodyBytes: number;
   replayWindowSeconds: number;
@@ -44,6 +46,7 @@ const envSchema = z.object({
   KUBE_TOKEN: z.string({ error: "KUBE_TOKEN is required (wrangler secret put KUBE_TOKEN)" }).min(1),
   AUDIT_TOKEN: secret("AUDIT_TOKEN"),
   RELAY_SECRET: secret("RELAY_SECRET"),
+  API_TOKEN: secret("API_TOKEN"),
   SELF_USERNAMES: list.default(["system:serviceaccount:kubefn-system:kubefn"]),
   MAX_BODY_BYTES: z.coerce
     .number()
@@ -79,6 +82,7 @@ export function parseWorkerEnv(env: Record<string, unknown>): WorkerConfig {
     kubeToken: e.KUBE_TOKEN,
     ...(e.AUDIT_TOKEN ? { auditToken: e.AUDIT_TOKEN } : {}),
     ...(e.RELAY_SECRET ? { relaySecret: e.RELAY_SECRET } : {}),
+    ...(e.API_TOKEN ? { apiToken: e.API_TOKEN } : {}),
     selfUsernames: e.SELF_USERNAMES,
     maxBodyBytes: e.MAX_BODY_BYTES,
     replayWindowSeconds: e.REPLAY_WINDOW_SECONDS,

@@ -52,6 +52,7 @@ function isolateFor(env: WorkerEnv): Isolate {
     sweepPeriodSeconds: config.sweepPeriodSeconds,
     probeConcurrency: config.probeConcurrency,
     ...(config.proxyResyncSeconds ? { proxyResyncSeconds: config.proxyResyncSeconds } : {}),
+    ...(config.apiToken ? { apiToken: config.apiToken } : {}),
   });
   const app = new Hono();
   app.route(

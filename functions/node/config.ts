@@ -26,6 +26,8 @@ const envSchema = z.object({
   KUBEFN_INSTALL: z.enum(["true", "false"]).default("false"),
   KUBEFN_PROXY_RESYNC_SECONDS: z.coerce.number().int().min(60).max(86400).default(300),
   KUBEFN_MIN_REPORT_SECONDS: z.coerce.number().int().min(1).max(3600).default(60),
+  KUBEFN_API_TOKEN: z.string().min(16, "KUBEFN_API_TOKEN must be at least 16 characters").optional(),
+  KUBEFN_ORPHAN_GRACE_SECONDS: z.coerce.number().int().min(0).default(600),
   KUBEFN_LOG_FORMAT: z.enum(["text", "json"]).default("text"),
 });
 
@@ -40,6 +42,8 @@ export function parseNodeHostEnv(env: Record<string, string | undefined>): {
   logFormat: "text" | "json";
   proxyResyncSeconds: number;
   minReportIntervalSeconds: number;
+  apiToken?: string;
+  orphanGraceSeconds: number;
 } {
   // An empty variable means unset, as shells and env files use it.
   const set = Object.fromEntries(Object.entries(env).filter(([, v]) => v !== undefined && v !== ""));
@@ -53,6 +57,8 @@ export function parseNodeHostEnv(env: Record<string, string | undefined>): {
     logFormat: e.KUBEFN_LOG_FORMAT,
     proxyResyncSeconds: e.KUBEFN_PROXY_RESYNC_SECONDS,
     minReportIntervalSeconds: e.KUBEFN_MIN_REPORT_SECONDS,
+    ...(e.KUBEFN_API_TOKEN ? { apiToken: e.KUBEFN_API_TOKEN } : {}),
+    orphanGraceSeconds: e.KUBEFN_ORPHAN_GRACE_SECONDS,
     config: {
       ...(e.KUBECONFIG ? { kubeconfig: e.KUBECONFIG } : {}),
       host: e.KUBEFN_HOST,

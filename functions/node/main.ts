@@ -5,7 +5,8 @@ import { startNodeHost } from "./host.ts";
 import { createLineLog } from "./log.ts";
 
 /** `npm start`: the Node host, configured from the environment (see README). */
-const { config, logFormat, proxyResyncSeconds, minReportIntervalSeconds } = parseNodeHostEnv(process.env);
+const { config, logFormat, proxyResyncSeconds, minReportIntervalSeconds, apiToken, orphanGraceSeconds } =
+  parseNodeHostEnv(process.env);
 const log = createLineLog(logFormat);
 const host = await startNodeHost(
   config,
@@ -15,6 +16,8 @@ const host = await startNodeHost(
       sweepPeriodSeconds: config.sweepSeconds,
       proxyResyncSeconds,
       minReportIntervalSeconds,
+      orphanGraceSeconds,
+      ...(apiToken ? { apiToken } : {}),
     }),
   log,
 );

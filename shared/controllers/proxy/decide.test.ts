@@ -130,7 +130,9 @@ const cond = (
 });
 
 describe("computePhase", () => {
-  it.each<[string, ProxyStatus, { deleting?: boolean; generation?: number; healthChecked?: boolean }, string]>([
+  it.each<
+    [string, ProxyStatus, { deleting?: boolean; generation?: number; healthChecked?: boolean }, string]
+  >([
     ["nothing yet", {}, {}, "Pending"],
     [
       "deleting wins",
@@ -178,10 +180,12 @@ describe("computePhase", () => {
       "Unhealthy",
     ],
   ])("%s → %s", (_name, status, o, phase) => {
-    const opts = { deleting: o.deleting ?? false, generation: o.generation ?? 1, healthChecked: o.healthChecked };
-    expect(computePhase(status, opts)).toBe(
-      phase,
-    );
+    const opts = {
+      deleting: o.deleting ?? false,
+      generation: o.generation ?? 1,
+      healthChecked: o.healthChecked,
+    };
+    expect(computePhase(status, opts)).toBe(phase);
   });
 });
 

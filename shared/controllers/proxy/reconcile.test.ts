@@ -252,7 +252,12 @@ describe("proxy reconcile: one pass per branch", () => {
       "False/ProbeTargetRefused",
       "Unhealthy",
     ],
-    ["state counted for another instance → no Healthy yet", healthy("fake://ns1/old"), undefined, "Provisioning"],
+    [
+      "state counted for another instance → no Healthy yet",
+      healthy("fake://ns1/old"),
+      undefined,
+      "Provisioning",
+    ],
   ])("Running with health: %s", async (_name, state, condition, phase) => {
     const w = world({
       spec: { mode: "Managed", provider: "fake", healthCheck },

@@ -8,7 +8,7 @@ const ago = (seconds: number) => new Date(now.getTime() - seconds * 1000).toISOS
 const proxies: Pick<KubeObject, "metadata">[] = [{ metadata: { name: "live", uid: "uid-live" } }];
 
 function inst(id: string, tags: Record<string, string>, extra: Partial<AgedInstance> = {}): AgedInstance {
-  return { id, state: "Running", tags, ...extra };
+  return { id, state: "Running", tags, createdAt: ago(3600), ...extra };
 }
 
 describe("findOrphans", () => {
@@ -18,8 +18,13 @@ describe("findOrphans", () => {
     ["owner gone, exactly at grace", inst("a", ownerTags("uid-gone"), { createdAt: ago(600) }), 600, true],
     ["owner gone, within grace", inst("a", ownerTags("uid-gone"), { createdAt: ago(599) }), 600, false],
     ["owner gone, grace 0, just created", inst("a", ownerTags("uid-gone"), { createdAt: ago(0) }), 0, true],
-    ["owner gone, age unknown", inst("a", ownerTags("uid-gone")), 600, true],
-    ["owner gone, unparsable createdAt", inst("a", ownerTags("uid-gone"), { createdAt: "soon" }), 600, true],
+    ["owner gone, age unknown: never", inst("a", ownerTags("uid-gone"), { createdAt: undefined }), 0, false],
+    [
+      "owner gone, unparsable createdAt: never",
+      inst("a", ownerTags("uid-gone"), { createdAt: "soon" }),
+      0,
+      false,
+    ],
     ["owner gone, already Terminating", inst("a", ownerTags("uid-gone"), { state: "Terminating" }), 0, false],
     ["owner gone, Stopped", inst("a", ownerTags("uid-gone"), { state: "Stopped" }), 0, true],
     ["no owner tag", inst("a", { [managedByTagKey]: "kubefn" }), 0, false],

@@ -11,7 +11,7 @@ export const defaultOrphanGraceSeconds = 600;
  * providers report it (a Pod's `metadata.creationTimestamp`, a GCE instance's
  * `creationTimestamp`), the grace period cannot be measured and the age counts as unknown.
  */
-export type AgedInstance = Instance & { createdAt?: string };
+export type AgedInstance = Instance;
 
 /**
  * The instances to collect: made by kubefn (`crawl.kubefn.dev/managed-by=kubefn`), carrying an
@@ -36,7 +36,9 @@ export function findOrphans<T extends AgedInstance>(
     const owner = inst.tags[ownerTagKey];
     if (!owner || owners.has(owner)) return false;
     if (inst.state === "Terminating") return false;
+    // An instance of unknown age is never collected: the grace period is what protects an
+    // instance whose Proxy a concurrent pass is still creating.
     const created = inst.createdAt ? Date.parse(inst.createdAt) : Number.NaN;
-    return Number.isNaN(created) || now.getTime() - created >= graceSeconds * 1000;
+    return !Number.isNaN(created) && now.getTime() - created >= graceSeconds * 1000;
   });
 }

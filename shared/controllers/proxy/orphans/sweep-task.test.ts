@@ -31,7 +31,12 @@ function memoryProvider(instances: Instance[], opts: { failList?: boolean; failD
   return { provider, deleted, listed };
 }
 
-const run = (i: string, uid: string): Instance => ({ id: i, state: "Running", tags: ownerTags(uid) });
+const run = (i: string, uid: string): Instance => ({
+  id: i,
+  state: "Running",
+  tags: ownerTags(uid),
+  createdAt: "2026-01-01T00:00:00Z",
+});
 
 describe("orphanSweepTask", () => {
   it("deletes instances whose Proxy is gone, by the managed-by tag, and counts them", async () => {

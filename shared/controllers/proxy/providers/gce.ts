@@ -50,6 +50,7 @@ export interface GceInstance {
   name: string;
   zone?: string;
   status?: string;
+  creationTimestamp?: string;
   labels?: Record<string, string>;
   networkInterfaces?: { networkIP?: string; accessConfigs?: { natIP?: string }[] }[];
 }
@@ -294,6 +295,7 @@ export function instanceFromGce(project: string, zone: string, inst: GceInstance
     state,
     ...(ip ? { ip } : {}),
     tags: canonicalTags(inst.labels ?? {}),
+    ...(inst.creationTimestamp ? { createdAt: inst.creationTimestamp } : {}),
   };
 }
 

@@ -161,6 +161,7 @@ export function instanceFromPod(pod: Pod): Instance {
     state,
     ...(ip ? { ip } : {}),
     tags: { ...pod.metadata.labels },
+    ...(pod.metadata.creationTimestamp ? { createdAt: pod.metadata.creationTimestamp } : {}),
   };
 }
 

@@ -66,6 +66,8 @@ export interface Instance {
    * {@link managedByTagKey}, which every provider reports under these canonical keys.
    */
   tags: Record<string, string>;
+  /** When the provider created it (RFC 3339), for the orphan collector's grace period. */
+  createdAt?: string;
 }
 
 /** The tag naming the Proxy (by UID) an instance belongs to. */

@@ -12,6 +12,9 @@ mkdir -p bin
 KUBE_VERSION="$(go list -m -f '{{.Version}}' k8s.io/kubernetes)"   # e.g. v1.37.2
 major="${KUBE_VERSION#v}"; major="${major%%.*}"
 minor="${KUBE_VERSION#v*.}"; minor="${minor%%.*}"
-pkg=k8s.io/component-base/version
-go build -ldflags "-X ${pkg}.gitVersion=${KUBE_VERSION} -X ${pkg}.gitMajor=${major} -X ${pkg}.gitMinor=${minor} -X ${pkg}.gitTreeState=clean" \
-  -o bin/devcluster .
+ldflags=""
+# component-base: what the API server and kubectl report; client-go: the User-Agent of clients.
+for pkg in k8s.io/component-base/version k8s.io/client-go/pkg/version; do
+  ldflags+=" -X ${pkg}.gitVersion=${KUBE_VERSION} -X ${pkg}.gitMajor=${major} -X ${pkg}.gitMinor=${minor} -X ${pkg}.gitTreeState=clean"
+done
+go build -ldflags "${ldflags}" -o bin/devcluster .

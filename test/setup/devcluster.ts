@@ -132,7 +132,13 @@ export default async function setup(project: TestProject): Promise<() => Promise
 
   const child = spawn(
     devclusterBin,
-    ["--exit-with-parent", "--audit-webhook-url", `${collector.url}/audit`, "--audit-webhook-token", auditToken],
+    [
+      "--exit-with-parent",
+      "--audit-webhook-url",
+      `${collector.url}/audit`,
+      "--audit-webhook-token",
+      auditToken,
+    ],
     { stdio: ["ignore", "pipe", "pipe"] },
   );
   let tail = "";

@@ -15,7 +15,7 @@ const envSchema = z.object({
   KUBEFN_AUDIT_TOKEN: z.string().min(16, "KUBEFN_AUDIT_TOKEN must be at least 16 characters").optional(),
   KUBEFN_RELAY_SECRET: z.string().min(16, "KUBEFN_RELAY_SECRET must be at least 16 characters").optional(),
   KUBEFN_CONCURRENCY: z.coerce.number().int().min(1).max(256).default(4),
-  KUBEFN_SWEEP_SECONDS: z.coerce.number().int().min(1).max(3600).default(60),
+  KUBEFN_SWEEP_SECONDS: z.coerce.number().int().min(1).max(3600).optional(),
   KUBEFN_SELF_USERNAMES: list.default(["system:serviceaccount:kubefn-system:kubefn"]),
   KUBEFN_MAX_BODY_BYTES: z.coerce
     .number()
@@ -66,7 +66,8 @@ export function parseNodeHostEnv(env: Record<string, string | undefined>): {
       ...(e.KUBEFN_AUDIT_TOKEN ? { auditToken: e.KUBEFN_AUDIT_TOKEN } : {}),
       ...(e.KUBEFN_RELAY_SECRET ? { relaySecret: e.KUBEFN_RELAY_SECRET } : {}),
       concurrency: e.KUBEFN_CONCURRENCY,
-      sweepSeconds: e.KUBEFN_SWEEP_SECONDS,
+      // The embedded devcluster is for trying things: sweep (and so probe) every 10 s there.
+      sweepSeconds: e.KUBEFN_SWEEP_SECONDS ?? (e.KUBECONFIG ? 60 : 10),
       selfUsernames: e.KUBEFN_SELF_USERNAMES,
       maxBodyBytes: e.KUBEFN_MAX_BODY_BYTES,
       replayWindowSeconds: e.KUBEFN_REPLAY_WINDOW_SECONDS,

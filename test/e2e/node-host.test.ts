@@ -3,21 +3,45 @@
  * with its own devcluster and the real audit webhook; and, against the run's shared devcluster,
  * convergence with every event lost, a host killed mid-pass, and duplicated or reordered events.
  */
+import { spawn } from "node:child_process";
 import { randomBytes } from "node:crypto";
+import { fileURLToPath } from "node:url";
 import { KubeConfig } from "@kubernetes/client-node";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { signBatch } from "../../functions/intake/signature.ts";
 import { proxyResource } from "../../shared/controllers/proxy/api.ts";
 import { ownerTagKey } from "../../shared/controllers/proxy/providers/provider.ts";
+import { startForwardProxy, startHttpTarget } from "../../shared/health/test-fixtures.ts";
 import { createKube, findCondition, isNotFound, listAll, Resources } from "../../shared/kube/index.ts";
 import { createNodeTransport } from "../../shared/kube/node.ts";
 import type { Kube, KubeObject } from "../../shared/kube/port.ts";
+import { sweepBucket } from "../../shared/runtime/index.ts";
 import { clusterInfo } from "../setup/cluster.ts";
 import { functionsKubeconfig, type HostProcess, startHost } from "./host.ts";
 
 type ProxyObject = KubeObject & {
   status?: { ip?: string; phase?: string; providerID?: string; conditions?: Array<Record<string, string>> };
 };
+
+/** The devcluster's own kubectl against `kubeconfig`, as the README tells a user to run it. */
+function runKubectl(
+  kubeconfig: string,
+  args: string[],
+): Promise<{ code: number; stdout: string; stderr: string }> {
+  return new Promise((resolve, reject) => {
+    const child = spawn(clusterInfo().devclusterBin, ["kubectl", "--kubeconfig", kubeconfig, ...args]);
+    let stdout = "";
+    let stderr = "";
+    child.stdout.setEncoding("utf8").on("data", (c: string) => {
+      stdout += c;
+    });
+    child.stderr.setEncoding("utf8").on("data", (c: string) => {
+      stderr += c;
+    });
+    child.on("error", reject);
+    child.on("close", (code) => resolve({ code: code ?? -1, stdout, stderr }));
+  });
+}
 
 function adminKube(kubeconfig: string): Kube {
   const kc = new KubeConfig();
@@ -74,8 +98,10 @@ describe("npm start on a fresh machine (its own devcluster, the real audit webho
   let kube: Kube;
 
   beforeAll(async () => {
-    // The sweep is an hour away, so only the audit webhook can bring a pass for a new object.
-    host = await startHost({ KUBEFN_SWEEP_SECONDS: "3600" });
+    // Sweeps (and so health probes) every 2 s, but a drift pass per object only once a day, in a
+    // minute bucket the test checks is not the current one: only the audit webhook can bring the
+    // first pass of a new object.
+    host = await startHost({ KUBEFN_SWEEP_SECONDS: "2", KUBEFN_PROXY_RESYNC_SECONDS: "86400" });
     const up = await host.waitFor((l) => l.msg === "cluster up");
     kube = adminKube(String(up.kubeconfig));
   }, 240_000);
@@ -99,7 +125,10 @@ describe("npm start on a fresh machine (its own devcluster, the real audit webho
   });
 
   it("a Proxy created with the admin reaches a pass through the audit webhook and converges", async () => {
-    await kube.create(proxyResource, external("default", "quickstart"));
+    const created = await kube.create(proxyResource, external("default", "quickstart"));
+    const minuteBucket = () => Math.floor(Date.now() / 60_000) % 1440;
+    const bucketAtCreate = minuteBucket();
+    expect(sweepBucket(created.metadata.uid!, 1440)).not.toBe(bucketAtCreate);
     const p = await eventually("Provisioned=True", async () => {
       const got = await kube.get<ProxyObject>(proxyResource, { namespace: "default", name: "quickstart" });
       return provisioned(got) ? got : undefined;
@@ -107,6 +136,46 @@ describe("npm start on a fresh machine (its own devcluster, the real audit webho
     expect(p.status?.ip).toBe("127.0.0.1");
     const pass = await host.waitFor((l) => l.msg === "pass" && l.key === "proxy/default/quickstart");
     expect(pass.result).toBeDefined();
+    expect(sweepBucket(created.metadata.uid!, 1440)).not.toBe(minuteBucket());
+  });
+
+  it("the README walk-through: kubectl apply the example, watch it become Ready", async () => {
+    // The example's forward proxy and probe target, as scripts/forward-proxy.ts would start them.
+    const proxy = await startForwardProxy({ host: "127.0.0.1", port: 3128 });
+    const target = await startHttpTarget({ host: "127.0.0.1", port: 8081 });
+    try {
+      const kubeconfig = String((await host.waitFor((l) => l.msg === "cluster up")).kubeconfig);
+      const kubectl = (args: string[]) => runKubectl(kubeconfig, args);
+      const applied = await kubectl([
+        "apply",
+        "-f",
+        fileURLToPath(new URL("../../examples/proxy-external.yaml", import.meta.url)),
+      ]);
+      expect(applied.stdout).toContain("proxy.crawl.kubefn.dev/local created");
+      await eventually(
+        "phase Ready",
+        async () => {
+          const r = await kubectl([
+            "get",
+            "proxy",
+            "local",
+            "-n",
+            "default",
+            "-o",
+            "jsonpath={.status.phase}",
+          ]);
+          return r.stdout === "Ready" ? true : undefined;
+        },
+        90_000,
+      );
+      const table = await kubectl(["get", "proxies", "-n", "default"]);
+      expect(table.stdout).toMatch(/NAME\s+MODE\s+PHASE\s+IP/);
+      expect(table.stdout).toMatch(/local\s+External\s+Ready\s+127\.0\.0\.1/);
+      expect(proxy.requests.length).toBeGreaterThan(0);
+    } finally {
+      await proxy.close();
+      await target.close();
+    }
   });
 });
 

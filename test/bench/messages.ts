@@ -1,0 +1,5 @@
+import type { BenchRow } from "./cluster.ts";
+
+export async function benchMessagesPerHour(): Promise<BenchRow[]> {
+  return [];
+}

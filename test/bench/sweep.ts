@@ -1,0 +1,5 @@
+import type { BenchRow } from "./cluster.ts";
+
+export async function benchSweep(_sizes: number[]): Promise<BenchRow[]> {
+  return [];
+}

@@ -5,11 +5,11 @@ import { Hono } from "hono";
 import { createKube } from "../../shared/kube/index.ts";
 import { createNodeTransport, loadKubeConfig } from "../../shared/kube/node.ts";
 import type { Kube } from "../../shared/kube/port.ts";
-import { type PassResult, type Registry, runPass } from "../../shared/runtime/index.ts";
+import { type PassResult, runPass } from "../../shared/runtime/index.ts";
 import type { Context, Log } from "../../shared/runtime/types.ts";
 import { createIntakeApp, mapWithRegistry } from "../intake/index.ts";
 import type { Operators } from "../operators.ts";
-import { runSweep } from "../sweep.ts";
+import { runSweep, type SweepSummary } from "../sweep.ts";
 import { type Devcluster, startDevcluster } from "./devcluster.ts";
 import { installCrdsAndRbac, serviceAccountToken } from "./install.ts";
 import { PrometheusMetrics } from "./prometheus.ts";
@@ -146,7 +146,7 @@ export async function startNodeHost(
         snapshots: true,
         full,
       });
-      log.info("sweep", { ...summary.controllers, tasks: summary.tasks, ms: summary.durationMs });
+      log.info("sweep", sweepLine(summary));
     } finally {
       sweeping = false;
     }
@@ -178,6 +178,23 @@ function summarise(log: Log, r: PassResult): void {
   if (r.errorClass) fields.error = `${r.errorClass}/${r.errorReason}`;
   if (r.absent) fields.absent = true;
   (r.result === "error" ? log.error : log.info)("pass", fields);
+}
+
+/** One short line per sweep: objects listed and due per controller, and the tasks' non-zero counts. */
+function sweepLine(summary: SweepSummary): Record<string, unknown> {
+  const fields: Record<string, unknown> = {};
+  for (const [name, c] of Object.entries(summary.controllers))
+    fields[name] = `${c.listed} listed, ${c.due} due`;
+  for (const [task, counts] of Object.entries(summary.tasks)) {
+    if ("error" in counts) {
+      fields[task] = `error: ${counts.error}`;
+      continue;
+    }
+    const nonZero = Object.entries(counts).filter(([k, v]) => v !== 0 && k !== "ms");
+    if (nonZero.length > 0 && task !== "proxy-phase-gauge") fields[task] = Object.fromEntries(nonZero);
+  }
+  fields.ms = summary.durationMs;
+  return fields;
 }
 
 function randomToken(): string {

@@ -1,0 +1,237 @@
+/**
+ * "Steady state writes nothing" (DESIGN, one writer per field): the Node host, as the
+ * least-privileged ServiceAccount, sweeps every second with resync 60 (every Proxy is due at every
+ * sweep, so each gets a drift pass every second) and probes with a one-second report interval.
+ * Once a Managed Proxy (a real forward proxy at its Pod IP:3128) and an External Proxy (a local
+ * forward proxy) are both Ready, ≥ 10 sweeps go by and the API server's audit stream must show
+ * zero writes (create/update/patch/delete) by the ServiceAccount.
+ *
+ * Reads: the audit policy (infra/audit/policy.yaml) records get/list/watch at level None, so the
+ * audit stream cannot count them. The host therefore talks to the API server through a counting
+ * pass-through (this file, in front of the devcluster's plain-HTTP proxy, credentials passed
+ * through unchanged): it counts every request on the wire, reads and writes, as a second witness.
+ */
+import { randomBytes } from "node:crypto";
+import { readFileSync, writeFileSync } from "node:fs";
+import { createServer, request as httpRequest, type Server } from "node:http";
+import type { AddressInfo } from "node:net";
+import { KubeConfig } from "@kubernetes/client-node";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { proxyResource } from "../../shared/controllers/proxy/api.ts";
+import {
+  type ForwardProxy,
+  startForwardProxy,
+  startHttpTarget,
+  type Target,
+} from "../../shared/health/test-fixtures.ts";
+import { createKube, findCondition, Resources } from "../../shared/kube/index.ts";
+import { createNodeTransport } from "../../shared/kube/node.ts";
+import type { Kube, KubeObject } from "../../shared/kube/port.ts";
+import { auditEventsSince, clusterInfo, eventually } from "../setup/cluster.ts";
+import { functionsKubeconfig, type HostProcess, startHost } from "./host.ts";
+
+const SA = "system:serviceaccount:kubefn-system:kubefn";
+const WRITE_VERBS = new Set(["create", "update", "patch", "delete", "deletecollection"]);
+const READ_VERBS = new Set(["get", "list", "watch"]);
+
+type ProxyObject = KubeObject & {
+  status?: { ip?: string; phase?: string; conditions?: Array<{ type: string; status: string }> };
+};
+
+interface WireCall {
+  at: number;
+  method: string;
+  path: string;
+}
+
+/** A plain-HTTP pass-through to `upstream` that records every request. */
+function startCountingApiProxy(
+  upstream: string,
+): Promise<{ url: string; calls: WireCall[]; server: Server }> {
+  const target = new URL(upstream);
+  const calls: WireCall[] = [];
+  const server = createServer((req, res) => {
+    calls.push({ at: Date.now(), method: req.method ?? "", path: req.url ?? "" });
+    const up = httpRequest(
+      {
+        host: target.hostname,
+        port: target.port,
+        method: req.method,
+        path: req.url,
+        headers: { ...req.headers, host: target.host },
+      },
+      (r) => {
+        res.writeHead(r.statusCode ?? 502, r.headers);
+        r.pipe(res);
+      },
+    );
+    up.on("error", () => {
+      if (!res.headersSent) res.writeHead(502);
+      res.end();
+    });
+    req.pipe(up);
+  });
+  return new Promise((resolve) =>
+    server.listen(0, "127.0.0.1", () =>
+      resolve({ url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`, calls, server }),
+    ),
+  );
+}
+
+let admin: Kube;
+let host: HostProcess;
+let target: Target;
+let external: ForwardProxy;
+let podProxy: ForwardProxy | undefined;
+let api: Awaited<ReturnType<typeof startCountingApiProxy>>;
+let ns: string;
+
+beforeAll(async () => {
+  const kc = new KubeConfig();
+  kc.loadFromFile(clusterInfo().kubeconfig);
+  admin = createKube(createNodeTransport(kc));
+  ns = `steady-${randomBytes(3).toString("hex")}`;
+  await admin.create(Resources.Namespace, { apiVersion: "v1", kind: "Namespace", metadata: { name: ns } });
+  target = await startHttpTarget();
+  external = await startForwardProxy({ host: "127.0.0.1" });
+  api = await startCountingApiProxy(clusterInfo().httpProxy);
+
+  // The ServiceAccount's kubeconfig, pointed at the counting pass-through (plain HTTP; client-node
+  // wants insecure-skip-tls-verify for an http:// server).
+  const saFile = await functionsKubeconfig(clusterInfo().kubeconfig);
+  const sa = new KubeConfig();
+  sa.loadFromFile(saFile);
+  const user = sa.getCurrentUser()!;
+  const counted = new KubeConfig();
+  counted.loadFromOptions({
+    clusters: [{ name: "counted", server: api.url, skipTLSVerify: true }],
+    users: [{ name: "kubefn", token: user.token! }],
+    contexts: [{ name: "kubefn", cluster: "counted", user: "kubefn" }],
+    currentContext: "kubefn",
+  });
+  const countedFile = `${saFile}.counted`;
+  writeFileSync(countedFile, counted.exportConfig());
+  expect(readFileSync(countedFile, "utf8")).toContain(api.url);
+
+  host = await startHost({
+    KUBECONFIG: countedFile,
+    KUBEFN_SWEEP_SECONDS: "1",
+    KUBEFN_PROXY_RESYNC_SECONDS: "60",
+    KUBEFN_MIN_REPORT_SECONDS: "1",
+  });
+}, 120_000);
+
+afterAll(async () => {
+  expect(await host?.stop()).toBe(0);
+  await podProxy?.close();
+  await external?.close();
+  await target?.close();
+  await new Promise((r) => api?.server.close(r));
+  await admin?.delete(Resources.Namespace, { name: ns }).catch(() => undefined);
+});
+
+describe("steady state", () => {
+  it("two Ready Proxies, ≥ 10 sweeps with a drift pass for each every second: zero writes", async () => {
+    const healthCheck = {
+      probeURL: `http://127.0.0.1:${target.port}/`,
+      intervalSeconds: 5, // the CRD minimum: a probe every 5th sweep
+      timeoutSeconds: 1,
+      successThreshold: 2,
+      failureThreshold: 2,
+    };
+    await admin.create(proxyResource, {
+      apiVersion: "crawl.kubefn.dev/v1alpha1",
+      kind: "Proxy",
+      metadata: { namespace: ns, name: "managed" },
+      spec: {
+        mode: "Managed",
+        provider: "kubernetes",
+        cloudInit: { inline: "#cloud-config\n" },
+        healthCheck,
+      },
+    });
+    await admin.create(proxyResource, {
+      apiVersion: "crawl.kubefn.dev/v1alpha1",
+      kind: "Proxy",
+      metadata: { namespace: ns, name: "external" },
+      spec: {
+        mode: "External",
+        endpoint: { host: "127.0.0.1", port: external.port, scheme: "http" },
+        healthCheck,
+      },
+    });
+    const get = (name: string) => admin.get<ProxyObject>(proxyResource, { namespace: ns, name });
+    const ip = await eventually(async () => (await get("managed")).status?.ip, {
+      timeoutMs: 60_000,
+      what: "the managed Proxy's Pod IP",
+    });
+    podProxy = await startForwardProxy({ host: ip, port: 3128 });
+    for (const name of ["managed", "external"]) {
+      await eventually(async () => ((await get(name)).status?.phase === "Ready" ? true : undefined), {
+        timeoutMs: 60_000,
+        what: `${name} Ready`,
+      });
+    }
+    const readyRvs = await Promise.all(
+      ["managed", "external"].map(async (n) => (await get(n)).metadata.resourceVersion),
+    );
+    // Let the last writes of convergence (latency report, health annotation) land and be audited.
+    await new Promise((r) => setTimeout(r, 3000));
+
+    // The window.
+    const cursor = (await auditEventsSince(0)).next;
+    const lineMark = host.lines.length;
+    const wireMark = api.calls.length;
+    const t0 = Date.now();
+    await new Promise((r) => setTimeout(r, 11_000));
+    const lines = host.lines.slice(lineMark);
+    const wire = api.calls.slice(wireMark);
+    const seconds = (Date.now() - t0) / 1000;
+    // Audit batches arrive asynchronously: wait a moment more (counting any late write too).
+    await new Promise((r) => setTimeout(r, 3000));
+    const { events } = await auditEventsSince(cursor);
+
+    const byAccount = events.filter((e) => e.user?.username === SA && e.stage === "ResponseComplete");
+    const writes = byAccount.filter((e) => WRITE_VERBS.has(e.verb));
+    const auditReads = byAccount.filter((e) => READ_VERBS.has(e.verb));
+    const sweeps = lines.filter((l) => l.msg === "sweep").length;
+    const passes = lines.filter((l) => l.msg === "pass");
+    const wireReads = wire.filter((c) => c.method === "GET").length;
+    const wireWrites = wire.filter((c) => c.method !== "GET");
+    console.log(
+      `steady-state: ${seconds.toFixed(1)} s, sweeps=${sweeps} passes=${passes.length} ` +
+        `auditWrites=${writes.length} auditReads=${auditReads.length} (policy: reads at level None) ` +
+        `wireReads=${wireReads} wireWrites=${wireWrites.length} ` +
+        `passKeys=${JSON.stringify(countBy(passes.map((p) => String(p.key))))} ` +
+        `readPaths=${JSON.stringify(countBy(wire.map((c) => `${c.method} ${c.path.split("?")[0]}`)))}`,
+    );
+
+    expect(sweeps).toBeGreaterThanOrEqual(10);
+    expect(passes.length).toBeGreaterThanOrEqual(20);
+    expect(passes.filter((p) => p.key === `proxy/${ns}/managed`).length).toBeGreaterThanOrEqual(10);
+    expect(passes.filter((p) => p.key === `proxy/${ns}/external`).length).toBeGreaterThanOrEqual(10);
+    expect(passes.filter((p) => p.status === "written")).toEqual([]);
+    expect(writes.map((e) => `${e.verb} ${e.requestURI}`)).toEqual([]);
+    expect(wireWrites.map((c) => `${c.method} ${c.path}`)).toEqual([]);
+    expect(wireReads).toBeGreaterThan(0);
+    // The passes and probes really happened against healthy proxies.
+    expect(podProxy.requests.length + external.requests.length).toBeGreaterThan(0);
+    for (const name of ["managed", "external"]) {
+      const p = await get(name);
+      expect(p.status?.phase).toBe("Ready");
+      expect(findCondition(p.status?.conditions as never, "Healthy")?.status).toBe("True");
+    }
+    const afterRvs = await Promise.all(
+      ["managed", "external"].map(async (n) => (await get(n)).metadata.resourceVersion),
+    );
+    console.log(
+      `steady-state: resourceVersions at Ready ${readyRvs.join(",")} → after window ${afterRvs.join(",")}`,
+    );
+  });
+});
+
+function countBy(values: string[]): Record<string, number> {
+  const out: Record<string, number> = {};
+  for (const v of values) out[v] = (out[v] ?? 0) + 1;
+  return out;
+}

@@ -6,7 +6,12 @@ export default defineConfig({
       {
         test: {
           name: "unit",
-          include: ["shared/**/*.test.ts", "functions/**/*.test.ts", "infra/relay/**/*.test.ts", "test/unit/**/*.test.ts"],
+          include: [
+            "shared/**/*.test.ts",
+            "functions/**/*.test.ts",
+            "infra/relay/**/*.test.ts",
+            "test/unit/**/*.test.ts",
+          ],
         },
       },
       {

@@ -14,7 +14,6 @@
 import { EventBridgeClient } from "@aws-sdk/client-eventbridge";
 import { SchedulerClient } from "@aws-sdk/client-scheduler";
 import { KubeConfig } from "@kubernetes/client-node";
-import { Hono } from "hono";
 import { handle, type LambdaContext } from "hono/aws-lambda";
 import { mapWithConcurrency } from "../../shared/health/concurrency.ts";
 import { createNodeProber } from "../../shared/health/node-prober.ts";
@@ -23,7 +22,7 @@ import { createNodeTransport, loadKubeConfig } from "../../shared/kube/node.ts";
 import type { Kube } from "../../shared/kube/port.ts";
 import { runPass } from "../../shared/runtime/index.ts";
 import type { Clock, Context, Log, Metrics } from "../../shared/runtime/types.ts";
-import { createIntakeApp, mapWithRegistry } from "../intake/index.ts";
+import { createFunctionsApp } from "../http.ts";
 import { createOperators, type Operators } from "../operators.ts";
 import { runSweep } from "../sweep.ts";
 import { type AwsConfig, parseAwsEnv } from "./config.ts";
@@ -120,22 +119,7 @@ function build(options: HandlerOptions, invokedFunctionArn: string): Instance {
       ...(config.proxyResyncSeconds ? { proxyResyncSeconds: config.proxyResyncSeconds } : {}),
       ...(config.apiToken ? { apiToken: config.apiToken } : {}),
     });
-  const app = new Hono();
-  app.route(
-    "/",
-    createIntakeApp({
-      ...(config.auditToken ? { auditToken: config.auditToken } : {}),
-      ...(config.relaySecret ? { relaySecret: config.relaySecret } : {}),
-      maxBodyBytes: config.maxBodyBytes,
-      replayWindowSeconds: config.replayWindowSeconds,
-      clock,
-      log: ctx.log,
-      metrics: ctx.metrics,
-      map: mapWithRegistry(ctx, operators.registry, config.selfUsernames),
-      enqueue: (messages) => ctx.queue.send(messages),
-    }),
-  );
-  if (operators.routes) app.route("/", operators.routes(ctx));
+  const app = createFunctionsApp(ctx, operators, config);
   return { ctx, config, operators, http: handle(app) };
 }
 

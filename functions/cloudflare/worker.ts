@@ -12,12 +12,12 @@
 
 import { connect } from "cloudflare:sockets";
 import type { ExecutionContext, MessageBatch, ScheduledController } from "@cloudflare/workers-types/index.ts";
-import { Hono } from "hono";
+import type { Hono } from "hono";
 import { createSocketProber } from "../../shared/health/socket-prober.ts";
 import { createFetchTransport, createKube } from "../../shared/kube/index.ts";
 import { runPass } from "../../shared/runtime/index.ts";
 import type { Context } from "../../shared/runtime/types.ts";
-import { createIntakeApp, mapWithRegistry } from "../intake/index.ts";
+import { createFunctionsApp } from "../http.ts";
 import { createOperators, type Operators } from "../operators.ts";
 import { runSweep } from "../sweep.ts";
 import { parseWorkerEnv, WorkerConfigError, type WorkerEnv } from "./config.ts";
@@ -54,22 +54,7 @@ function isolateFor(env: WorkerEnv): Isolate {
     ...(config.proxyResyncSeconds ? { proxyResyncSeconds: config.proxyResyncSeconds } : {}),
     ...(config.apiToken ? { apiToken: config.apiToken } : {}),
   });
-  const app = new Hono();
-  app.route(
-    "/",
-    createIntakeApp({
-      ...(config.auditToken ? { auditToken: config.auditToken } : {}),
-      ...(config.relaySecret ? { relaySecret: config.relaySecret } : {}),
-      maxBodyBytes: config.maxBodyBytes,
-      replayWindowSeconds: config.replayWindowSeconds,
-      clock: ctx.clock,
-      log: ctx.log,
-      metrics: ctx.metrics,
-      map: mapWithRegistry(ctx, operators.registry, config.selfUsernames),
-      enqueue: (messages) => ctx.queue.send(messages),
-    }),
-  );
-  if (operators.routes) app.route("/", operators.routes(ctx));
+  const app = createFunctionsApp(ctx, operators, config);
   const isolate = { ctx, operators, app };
   isolates.set(env, isolate);
   return isolate;

@@ -58,7 +58,7 @@ export async function verifyBatch(
 ): Promise<SignatureVerdict> {
   if (!headers.signature || !headers.timestamp) return { ok: false, reason: "MissingSignature" };
   const mac = headers.signature.startsWith("sha256=") ? fromHex(headers.signature.slice(7)) : undefined;
-  if (!mac || mac.length !== 32 || !/^\d{1,12}$/.test(headers.timestamp)) {
+  if (mac?.length !== 32 || !/^\d{1,12}$/.test(headers.timestamp)) {
     return { ok: false, reason: "MalformedSignature" };
   }
   if (Math.abs(nowSeconds - Number(headers.timestamp)) > windowSeconds) {
@@ -67,7 +67,7 @@ export async function verifyBatch(
   const valid = await crypto.subtle.verify(
     "HMAC",
     await hmacKey(secret),
-    mac,
+    mac!,
     encoder.encode(`${headers.timestamp}.${body}`),
   );
   return valid ? { ok: true } : { ok: false, reason: "BadSignature" };

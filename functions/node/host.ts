@@ -7,7 +7,7 @@ import { createNodeTransport, loadKubeConfig } from "../../shared/kube/node.ts";
 import type { Kube } from "../../shared/kube/port.ts";
 import { type PassResult, runPass } from "../../shared/runtime/index.ts";
 import type { Context, Log } from "../../shared/runtime/types.ts";
-import { createIntakeApp, mapWithRegistry } from "../intake/index.ts";
+import { createFunctionsApp } from "../http.ts";
 import type { Operators } from "../operators.ts";
 import { runSweep, type SweepSummary } from "../sweep.ts";
 import { type Devcluster, startDevcluster } from "./devcluster.ts";
@@ -111,21 +111,13 @@ export async function startNodeHost(
     random: Math.random,
   };
 
-  const app = new Hono();
-  app.route(
-    "/",
-    createIntakeApp({
-      ...(auditToken ? { auditToken } : {}),
-      ...(config.relaySecret ? { relaySecret: config.relaySecret } : {}),
-      maxBodyBytes: config.maxBodyBytes,
-      replayWindowSeconds: config.replayWindowSeconds,
-      clock: ctx.clock,
-      log,
-      metrics,
-      map: mapWithRegistry(ctx, operators.registry, config.selfUsernames),
-      enqueue: (messages) => queue.send(messages),
-    }),
-  );
+  const app = createFunctionsApp(ctx, operators, {
+    ...(auditToken ? { auditToken } : {}),
+    ...(config.relaySecret ? { relaySecret: config.relaySecret } : {}),
+    maxBodyBytes: config.maxBodyBytes,
+    replayWindowSeconds: config.replayWindowSeconds,
+    selfUsernames: config.selfUsernames,
+  });
   app.get("/metrics", (c) => {
     const s = queue.stats();
     metrics.gauge("kubefn_queue_ready", s.ready);
@@ -133,7 +125,6 @@ export async function startNodeHost(
     metrics.gauge("kubefn_queue_delayed", s.delayed);
     return c.text(metrics.render(), 200, { "content-type": "text/plain; version=0.0.4" });
   });
-  if (operators.routes) app.route("/", operators.routes(ctx));
   handler = app;
 
   let sweeping = false;

@@ -160,7 +160,10 @@ export function makeSelfSignedCert(): TlsMaterial {
 }
 
 /** An HTTPS target with the given certificate. */
-export async function startHttpsTarget(tls: TlsMaterial, opts: { status?: number } & ListenAt = {}): Promise<Target> {
+export async function startHttpsTarget(
+  tls: TlsMaterial,
+  opts: { status?: number } & ListenAt = {},
+): Promise<Target> {
   const sockets = new Set<net.Socket>();
   const server = https.createServer({ cert: tls.cert, key: tls.key }, (_req, res) => {
     state.hits++;

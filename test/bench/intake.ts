@@ -8,11 +8,11 @@
  */
 import { spawn } from "node:child_process";
 import { randomBytes } from "node:crypto";
-import { readFileSync } from "node:fs";
 import { fileURLToPath } from "node:url";
 import { functionsKubeconfig, startHost } from "../e2e/host.ts";
 import { type BenchRow, benchCluster, round } from "./cluster.ts";
 import type { LoadConfig, LoadResult } from "./intake-load.ts";
+import { cpuMsOf } from "./proc.ts";
 
 const root = fileURLToPath(new URL("../../", import.meta.url));
 const BATCH = 100;
@@ -97,15 +97,4 @@ function runLoad(config: LoadConfig): Promise<LoadResult> {
       resolve(JSON.parse(line) as LoadResult);
     });
   });
-}
-
-/** User + system CPU of a process so far, from /proc (Linux; clock ticks at 100 Hz). */
-function cpuMsOf(pid: number): number {
-  try {
-    const stat = readFileSync(`/proc/${pid}/stat`, "utf8");
-    const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
-    return (Number(fields[11]) + Number(fields[12])) * 10;
-  } catch {
-    return Number.NaN;
-  }
 }

@@ -1,0 +1,23 @@
+/**
+ * Probe fixtures in their own process, so the sweep bench's CPU figures are the sweep's alone:
+ * `count` forward proxies and one HTTP target on 127.0.0.1. Prints one JSON line with the ports,
+ * then serves until stdin closes or SIGTERM.
+ *
+ * Usage: node --import tsx test/bench/fixtures-server.ts [count]
+ */
+import { startForwardProxy, startHttpTarget } from "../../shared/health/test-fixtures.ts";
+
+const count = Number(process.argv[2] ?? 4);
+const target = await startHttpTarget();
+const proxies = await Promise.all(Array.from({ length: count }, () => startForwardProxy()));
+console.log(JSON.stringify({ target: target.port, proxies: proxies.map((p) => p.port) }));
+
+let closing = false;
+const close = async () => {
+  if (closing) return;
+  closing = true;
+  await Promise.all([target.close(), ...proxies.map((p) => p.close())]);
+  process.exit(0);
+};
+process.stdin.on("end", close).resume();
+process.on("SIGTERM", close);

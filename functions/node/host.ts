@@ -1,6 +1,6 @@
 import type { AddressInfo } from "node:net";
 import { serve } from "@hono/node-server";
-import { KubeConfig } from "@kubernetes/client-node";
+import type { KubeConfig } from "@kubernetes/client-node";
 import { Hono } from "hono";
 import { createKube } from "../../shared/kube/index.ts";
 import { createNodeTransport, loadKubeConfig } from "../../shared/kube/node.ts";
@@ -11,7 +11,7 @@ import { createFunctionsApp } from "../http.ts";
 import type { Operators } from "../operators.ts";
 import { runSweep, type SweepSummary } from "../sweep.ts";
 import { type Devcluster, startDevcluster } from "./devcluster.ts";
-import { installCrdsAndRbac, serviceAccountToken } from "./install.ts";
+import { asServiceAccount, installCrdsAndRbac, serviceAccountToken } from "./install.ts";
 import { PrometheusMetrics } from "./prometheus.ts";
 import { WorkQueue } from "./work-queue.ts";
 
@@ -192,18 +192,4 @@ function randomToken(): string {
   return Array.from(crypto.getRandomValues(new Uint8Array(24)), (b) => b.toString(16).padStart(2, "0")).join(
     "",
   );
-}
-
-/** The admin kubeconfig's cluster, with a ServiceAccount token as the user. */
-function asServiceAccount(admin: KubeConfig, token: string): KubeConfig {
-  const cluster = admin.getCurrentCluster();
-  if (!cluster) throw new Error("the devcluster kubeconfig has no current cluster");
-  const kc = new KubeConfig();
-  kc.loadFromOptions({
-    clusters: [cluster],
-    users: [{ name: "kubefn", token }],
-    contexts: [{ name: "kubefn", cluster: cluster.name, user: "kubefn" }],
-    currentContext: "kubefn",
-  });
-  return kc;
 }

@@ -1,5 +1,6 @@
 import { readdir, readFile } from "node:fs/promises";
 import { fileURLToPath } from "node:url";
+import { KubeConfig } from "@kubernetes/client-node";
 import { parseAllDocuments } from "yaml";
 import { errorFromResponse, isNotFound, Resources, serverSideApply } from "../../shared/kube/index.ts";
 import type { Kube, KubeObject, Resource, Transport } from "../../shared/kube/port.ts";
@@ -81,4 +82,18 @@ export async function serviceAccountToken(
   });
   if (res.status !== 201 && res.status !== 200) throw errorFromResponse(res);
   return (JSON.parse(res.body) as { status: { token: string } }).status.token;
+}
+
+/** The admin kubeconfig's cluster, with a ServiceAccount token as the user. */
+export function asServiceAccount(admin: KubeConfig, token: string): KubeConfig {
+  const cluster = admin.getCurrentCluster();
+  if (!cluster) throw new Error("the kubeconfig has no current cluster");
+  const kc = new KubeConfig();
+  kc.loadFromOptions({
+    clusters: [cluster],
+    users: [{ name: "kubefn", token }],
+    contexts: [{ name: "kubefn", cluster: cluster.name, user: "kubefn" }],
+    currentContext: "kubefn",
+  });
+  return kc;
 }

@@ -8,7 +8,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { KubeConfig } from "@kubernetes/client-node";
-import { installCrdsAndRbac, serviceAccountToken } from "../../functions/node/install.ts";
+import { asServiceAccount, installCrdsAndRbac, serviceAccountToken } from "../../functions/node/install.ts";
 import { createKube } from "../../shared/kube/index.ts";
 import { createNodeTransport } from "../../shared/kube/node.ts";
 
@@ -114,15 +114,32 @@ export async function functionsKubeconfig(adminKubeconfig: string): Promise<stri
   admin.loadFromFile(adminKubeconfig);
   await installCrdsAndRbac(createKube(createNodeTransport(admin)));
   const token = await serviceAccountToken(createNodeTransport(admin), "kubefn-system", "kubefn");
-  const cluster = admin.getCurrentCluster()!;
-  const kc = new KubeConfig();
-  kc.loadFromOptions({
-    clusters: [cluster],
-    users: [{ name: "kubefn", token }],
-    contexts: [{ name: "kubefn", cluster: cluster.name, user: "kubefn" }],
-    currentContext: "kubefn",
-  });
+  const kc = asServiceAccount(admin, token);
   const file = join(mkdtempSync(join(tmpdir(), "kubefn-e2e-")), "kubeconfig");
   writeFileSync(file, kc.exportConfig());
   return file;
+}
+
+/**
+ * Polls `fn` until it returns a value, for up to `timeoutMs`. Errors count as "not yet" (an
+ * object may not exist yet) and the last one is reported on timeout.
+ */
+export async function eventually<T>(
+  what: string,
+  fn: () => Promise<T | undefined>,
+  timeoutMs = 60_000,
+): Promise<T> {
+  const deadline = Date.now() + timeoutMs;
+  let last: unknown;
+  for (;;) {
+    try {
+      const v = await fn();
+      if (v !== undefined) return v;
+    } catch (err) {
+      last = err;
+    }
+    if (Date.now() > deadline)
+      throw new Error(`timed out waiting for ${what}${last ? `: ${String(last)}` : ""}`);
+    await new Promise((r) => setTimeout(r, 200));
+  }
 }

@@ -17,7 +17,7 @@ import { createNodeTransport } from "../../shared/kube/node.ts";
 import type { Kube, KubeObject } from "../../shared/kube/port.ts";
 import { sweepBucket } from "../../shared/runtime/index.ts";
 import { clusterInfo } from "../setup/cluster.ts";
-import { functionsKubeconfig, type HostProcess, startHost } from "./host.ts";
+import { eventually, functionsKubeconfig, type HostProcess, startHost } from "./host.ts";
 
 type ProxyObject = KubeObject & {
   status?: { ip?: string; phase?: string; providerID?: string; conditions?: Array<Record<string, string>> };
@@ -47,22 +47,6 @@ function adminKube(kubeconfig: string): Kube {
   const kc = new KubeConfig();
   kc.loadFromFile(kubeconfig);
   return createKube(createNodeTransport(kc));
-}
-
-async function eventually<T>(what: string, fn: () => Promise<T | undefined>, timeoutMs = 60_000): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  let last: unknown;
-  for (;;) {
-    try {
-      const v = await fn();
-      if (v !== undefined) return v;
-    } catch (err) {
-      last = err;
-    }
-    if (Date.now() > deadline)
-      throw new Error(`timed out waiting for ${what}${last ? `: ${String(last)}` : ""}`);
-    await new Promise((r) => setTimeout(r, 250));
-  }
 }
 
 const external = (namespace: string, name: string, port = 3128): KubeObject => ({

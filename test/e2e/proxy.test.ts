@@ -19,7 +19,7 @@ import { createKube, findCondition, listAll, Resources } from "../../shared/kube
 import { createNodeTransport } from "../../shared/kube/node.ts";
 import type { Kube, KubeObject } from "../../shared/kube/port.ts";
 import { clusterInfo } from "../setup/cluster.ts";
-import { functionsKubeconfig, type HostProcess, startHost } from "./host.ts";
+import { eventually, functionsKubeconfig, type HostProcess, startHost } from "./host.ts";
 
 type Condition = { type: string; status: string; reason?: string; message?: string };
 type ProxyObject = KubeObject & {
@@ -37,22 +37,6 @@ let admin: Kube;
 let host: HostProcess;
 let target: Target;
 let ns: string;
-
-async function eventually<T>(what: string, fn: () => Promise<T | undefined>, timeoutMs = 60_000): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  let last: unknown;
-  for (;;) {
-    try {
-      const v = await fn();
-      if (v !== undefined) return v;
-    } catch (err) {
-      last = err;
-    }
-    if (Date.now() > deadline)
-      throw new Error(`timed out waiting for ${what}${last ? `: ${String(last)}` : ""}`);
-    await new Promise((r) => setTimeout(r, 200));
-  }
-}
 
 const get = (name: string) => admin.get<ProxyObject>(proxyResource, { namespace: ns, name });
 const condition = (p: ProxyObject, type: string) =>

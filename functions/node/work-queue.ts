@@ -1,9 +1,4 @@
-import type { Message, Queue, Request } from "../../shared/runtime/types.ts";
-
-/** Identity of a request: one pass at a time per key. */
-export function requestKey(r: Request): string {
-  return `${r.controller}/${r.namespace ?? ""}/${r.name}`;
-}
+import { type Message, type Queue, requestKey } from "../../shared/runtime/types.ts";
 
 export interface WorkQueueOptions {
   /** Passes running at once, across keys. */

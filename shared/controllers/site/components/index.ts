@@ -1,0 +1,10 @@
+export { defaultSiteRegistry } from "./default-registry.ts";
+export {
+  metalmanComponent,
+  metalmanConfigFor,
+  metalmanConfigHashAnnotation,
+  metalmanDeploymentFor,
+  metalmanOverridePrefix,
+} from "./metalman.ts";
+export { netComponent, netConfigName } from "./net.ts";
+export { storageComponent, storageConfigFor } from "./storage.ts";

@@ -1,0 +1,133 @@
+import { isNotFound } from "../../../kube/errors.ts";
+import type { KubeObject } from "../../../kube/port.ts";
+import { Resources } from "../../../kube/resources.ts";
+import { type Site, SiteConditionType, siteComponentEnabled, siteLabelKey } from "../api.ts";
+import { failed, reconciled, type SiteComponent } from "../component.ts";
+import type { Env } from "../env.ts";
+import {
+  configMapPayloadHash,
+  setPodSpecImages,
+  siteNodeAffinity,
+  siteOwnerReference,
+} from "../manifests.ts";
+
+/** Prefix of the optional per-Site override ConfigMap, `metalman-config-<site>`. */
+export const metalmanOverridePrefix = "metalman-config-";
+/** Pod template annotation carrying the config hash, so a config change rolls the Deployment. */
+export const metalmanConfigHashAnnotation = "unbounded-cloud.io/config-hash";
+
+const metalmanName = (site: Site) => `metalman-${site.metadata.name ?? ""}`;
+
+/** The generated config `metalman-<site>`: defaults, the API server, then the Site's overrides. */
+export function metalmanConfigFor(env: Env, site: Site, overrides: Record<string, string>): KubeObject {
+  const name = site.metadata.name ?? "";
+  return {
+    apiVersion: "v1",
+    kind: "ConfigMap",
+    metadata: {
+      name: metalmanName(site),
+      namespace: env.namespace,
+      labels: { "app.kubernetes.io/name": "metalman", [siteLabelKey]: name },
+      ownerReferences: [siteOwnerReference(site)],
+    },
+    data: {
+      "dhcp-enabled": "true",
+      "pxe-boot": "ipxe",
+      ...overrides,
+      site: name,
+      "apiserver-endpoint": env.config.apiServerEndpoint,
+    },
+  };
+}
+
+/** The per-Site metalman Deployment: pinned to the Site's nodes, owned by the Site. */
+export function metalmanDeploymentFor(env: Env, site: Site, configHash: string): KubeObject {
+  const name = site.metadata.name ?? "";
+  const labels = { "app.kubernetes.io/name": "metalman", [siteLabelKey]: name };
+  const deployment: KubeObject = {
+    apiVersion: "apps/v1",
+    kind: "Deployment",
+    metadata: {
+      name: metalmanName(site),
+      namespace: env.namespace,
+      labels,
+      ownerReferences: [siteOwnerReference(site)],
+    },
+    spec: {
+      replicas: 1,
+      selector: { matchLabels: labels },
+      template: {
+        metadata: { labels, annotations: { [metalmanConfigHashAnnotation]: configHash.slice(0, 16) } },
+        spec: {
+          serviceAccountName: "metalman",
+          affinity: siteNodeAffinity(name),
+          containers: [
+            {
+              name: "metalman",
+              image: "placeholder",
+              args: ["--config=/etc/metalman/config", `--site=${name}`],
+              volumeMounts: [{ name: "config", mountPath: "/etc/metalman" }],
+            },
+          ],
+          volumes: [{ name: "config", configMap: { name: metalmanName(site) } }],
+        },
+      },
+    },
+  };
+  setPodSpecImages(deployment, env.image("metalman"));
+  return deployment;
+}
+
+/**
+ * metalman: per-Site bare-metal provisioning — a ConfigMap `metalman-<site>` and a Deployment of
+ * the same name with node affinity for the Site's labels, both controlled by the Site (the garbage
+ * collector removes them with it). An optional `metalman-config-<site>` ConfigMap in the operator
+ * namespace overrides config keys; it is watched, so editing it re-runs that Site.
+ */
+export function metalmanComponent(): SiteComponent {
+  return {
+    name: "metalman",
+    conditionType: SiteConditionType.MetalmanReady,
+    enabled: (site) => siteComponentEnabled(site, "metalman"),
+    watches: (env) => [
+      { resource: Resources.ConfigMap, map: env.requestSiteFromConfigName(metalmanOverridePrefix) },
+    ],
+    async reconcile(env, site) {
+      try {
+        const overrides = await readOverrides(env, site);
+        const config = metalmanConfigFor(env, site, overrides);
+        await env.applyObject(config);
+        const hash = await configMapPayloadHash(config as KubeObject & { data: Record<string, string> });
+        await env.applyObject(metalmanDeploymentFor(env, site, hash));
+      } catch (err) {
+        return failed(err);
+      }
+      return reconciled();
+    },
+    async cleanup(env, site) {
+      await env.deleteIfExists({
+        apiVersion: "apps/v1",
+        kind: "Deployment",
+        metadata: { name: metalmanName(site), namespace: env.namespace },
+      });
+      await env.deleteIfExists({
+        apiVersion: "v1",
+        kind: "ConfigMap",
+        metadata: { name: metalmanName(site), namespace: env.namespace },
+      });
+    },
+  };
+}
+
+async function readOverrides(env: Env, site: Site): Promise<Record<string, string>> {
+  try {
+    const cm = await env.kube.get(Resources.ConfigMap, {
+      namespace: env.namespace,
+      name: `${metalmanOverridePrefix}${site.metadata.name ?? ""}`,
+    });
+    return (cm.data as Record<string, string> | undefined) ?? {};
+  } catch (err) {
+    if (isNotFound(err)) return {};
+    throw err;
+  }
+}

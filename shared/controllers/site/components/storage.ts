@@ -1,0 +1,44 @@
+import type { KubeObject } from "../../../kube/port.ts";
+import { type Site, SiteConditionType, siteComponentEnabled, siteLabelKey } from "../api.ts";
+import { failed, reconciled, type SiteComponent } from "../component.ts";
+import type { Env } from "../env.ts";
+import { siteOwnerReference } from "../manifests.ts";
+
+/** The per-Site storage config: `storage-<site>` in the operator namespace, owned by the Site. */
+export function storageConfigFor(env: Env, site: Site): KubeObject {
+  const name = site.metadata.name ?? "";
+  return {
+    apiVersion: "v1",
+    kind: "ConfigMap",
+    metadata: {
+      name: `storage-${name}`,
+      namespace: env.namespace,
+      labels: { "app.kubernetes.io/name": "storage", [siteLabelKey]: name },
+      ownerReferences: [siteOwnerReference(site)],
+    },
+    data: { site: name, "storage-class": "local-path", "volume-binding-mode": "WaitForFirstConsumer" },
+  };
+}
+
+/**
+ * storage: one ConfigMap per Site. Off when `spec.components.storage.enabled` is false: the
+ * ConfigMap is deleted and the condition reads `Disabled`.
+ */
+export function storageComponent(): SiteComponent {
+  return {
+    name: "storage",
+    conditionType: SiteConditionType.StorageReady,
+    enabled: (site) => siteComponentEnabled(site, "storage"),
+    async reconcile(env, site) {
+      try {
+        await env.applyObject(storageConfigFor(env, site));
+      } catch (err) {
+        return failed(err);
+      }
+      return reconciled();
+    },
+    async cleanup(env, site) {
+      await env.deleteIfExists(storageConfigFor(env, site));
+    },
+  };
+}

@@ -1,0 +1,231 @@
+import { classifyError } from "../../kube/classify.ts";
+import { type Condition, type ConditionInput, setCondition } from "../../kube/conditions.ts";
+import type { KubeObject, Resource } from "../../kube/port.ts";
+import { Resources } from "../../kube/resources.ts";
+import type { ControllerDefinition } from "../../runtime/controller.ts";
+import { done, failed, type Outcome, requeueAfter } from "../../runtime/outcome.ts";
+import { parseSite, type Site, siteResource } from "./api.ts";
+import {
+  type ClusterComponent,
+  conditionOrder,
+  disabled,
+  failed as failedResult,
+  type Registry,
+  type Result,
+  type SiteComponent,
+  validateRegistry,
+} from "./component.ts";
+import { createEnv, defaultEnvSettings, type Env } from "./env.ts";
+import { type ComponentConfig, createWatchEnv, type EnvSettings, mergeWatches } from "./watches.ts";
+
+export const siteControllerName = "site";
+
+/** Drift interval of Sites when none is given: every Site pass re-checks every component. */
+export const defaultSiteResyncSeconds = 300;
+
+export interface SiteControllerOptions {
+  registry: Registry;
+  env: {
+    config: ComponentConfig;
+    /** Operator namespace; default kubefn-system. */
+    namespace?: string;
+    /** Server-side apply field manager; default "unbounded-operator" (the seed's). */
+    fieldOwner?: string;
+  };
+  resyncSeconds?: number;
+  /** Kinds the Site components create with a controller reference to the Site. */
+  owns?: Resource[];
+}
+
+/** One component's Result in a pass, named. */
+export interface ComponentResult {
+  component: string;
+  conditionType: string;
+  result: Result;
+}
+
+/**
+ * Every component's error in one pass. Classified (by the executor) through `cause`: the first
+ * retryable error (transient, conflict, quota) if any, else the first — so one permanent failure
+ * does not stop the retries another component needs.
+ */
+export class SiteComponentsError extends Error {
+  override readonly name = "SiteComponentsError";
+  constructor(readonly failures: readonly { component: string; err: unknown }[]) {
+    const chosen =
+      failures.find((f) => classifyError(f.err).class !== "permanent") ?? (failures[0] as { err: unknown });
+    super(
+      failures
+        .map((f) => `${f.component}: ${f.err instanceof Error ? f.err.message : String(f.err)}`)
+        .join("; "),
+      { cause: chosen.err },
+    );
+  }
+}
+
+/**
+ * What the pass asks for next, from its components' Results: any `err` → `failed` (aggregated,
+ * the executor backs off); else the smallest positive `requeueAfterSeconds` → `requeueAfter`;
+ * else `done`.
+ */
+export function outcomeOf(results: readonly ComponentResult[]): Outcome {
+  const failures = results.flatMap((r) =>
+    r.result.err === undefined ? [] : [{ component: r.component, err: r.result.err }],
+  );
+  if (failures.length > 0) return failed(new SiteComponentsError(failures));
+  const delays = results
+    .map((r) => r.result.requeueAfterSeconds ?? 0)
+    .filter((s) => Number.isFinite(s) && s > 0);
+  return delays.length > 0 ? requeueAfter(Math.min(...delays)) : done();
+}
+
+async function guarded(run: () => Promise<Result>): Promise<Result> {
+  try {
+    return await run();
+  } catch (err) {
+    return failedResult(err);
+  }
+}
+
+/** Runs every cluster component with `sites`, in registry order. */
+export async function reconcileClusterComponents(
+  env: Env,
+  components: readonly ClusterComponent[],
+  sites: readonly Site[],
+): Promise<ComponentResult[]> {
+  const results: ComponentResult[] = [];
+  for (const c of components) {
+    results.push({
+      component: c.name,
+      conditionType: c.conditionType,
+      result: await guarded(() => c.reconcile(env, sites)),
+    });
+  }
+  return results;
+}
+
+/** Runs every Site component for `site`: reconcile when enabled, else cleanup and `Disabled`. */
+export async function reconcileSiteComponents(
+  env: Env,
+  components: readonly SiteComponent[],
+  site: Site,
+): Promise<ComponentResult[]> {
+  const results: ComponentResult[] = [];
+  for (const c of components) {
+    const result = await guarded(async () => {
+      if (c.enabled(site)) return c.reconcile(env, site);
+      await c.cleanup(env, site);
+      return disabled(`${c.name} is disabled for this Site`);
+    });
+    results.push({ component: c.name, conditionType: c.conditionType, result });
+  }
+  return results;
+}
+
+/**
+ * Sets one condition per component and orders them: the registry's types in registry order
+ * first, then any others the Site carries (left alone). `lastTransitionTime` moves only on a flip.
+ */
+export function publishConditions(
+  existing: readonly Condition[] | undefined,
+  results: readonly ComponentResult[],
+  order: readonly string[],
+  now: Date,
+  generation: number | undefined,
+): Condition[] {
+  let conditions = [...(existing ?? [])];
+  for (const { conditionType, result } of results) {
+    const input: ConditionInput = {
+      type: conditionType,
+      status: result.ready ? "True" : "False",
+      reason: result.reason,
+      message: result.message,
+      ...(generation === undefined ? {} : { observedGeneration: generation }),
+    };
+    conditions = setCondition(conditions, input, now).conditions;
+  }
+  const rank = (type: string) => {
+    const index = order.indexOf(type);
+    return index === -1 ? order.length : index;
+  };
+  return conditions
+    .map((c, index) => ({ c, index }))
+    .sort((a, b) => rank(a.c.type) - rank(b.c.type) || a.index - b.index)
+    .map(({ c }) => c);
+}
+
+const liveSites = (sites: readonly Site[]) => sites.filter((s) => !s.metadata.deletionTimestamp);
+
+/**
+ * The Site operator's component driver as a kubefn controller.
+ *
+ * A pass for a Site runs every cluster component (with all live Sites), then each Site component
+ * (enabled → reconcile; disabled → cleanup and `Disabled`), and publishes one condition per
+ * component in registry order (cluster first). Any component error fails the pass (the executor
+ * backs off) while the conditions still record each failure; otherwise the smallest positive
+ * `requeueAfterSeconds` decides the follow-up.
+ *
+ * `reconcileAbsent` serves a deleted Site and the singleton request `__singletons`: cluster
+ * components only (the Site-less pass), no status. Per-Site objects of a deleted Site are left to
+ * the garbage collector through their controller references.
+ *
+ * Caveats: a Site being deleted gets the Site-less pass (its components would recreate what the
+ * garbage collector removes). Components apply through `Env.applyObject`, which reads before it
+ * applies, so a converged pass makes no writes.
+ *
+ * @example
+ * createRegistry([
+ *   siteController({ registry: defaultSiteRegistry(), env: { config: { imageRegistry: "ghcr.io/unbounded", imageTag: "v0.1.24", apiServerEndpoint: "https://10.0.0.1:6443" } } }),
+ * ]);
+ */
+export function siteController(options: SiteControllerOptions): ControllerDefinition {
+  validateRegistry(options.registry);
+  const { registry } = options;
+  const settings: EnvSettings = {
+    namespace: options.env.namespace ?? defaultEnvSettings.namespace,
+    fieldOwner: options.env.fieldOwner ?? defaultEnvSettings.fieldOwner,
+    controller: siteControllerName,
+    config: options.env.config,
+  };
+  const watchEnv = createWatchEnv(settings);
+  const order = conditionOrder(registry);
+
+  const siteless = async (env: Env): Promise<Outcome> => {
+    const sites = liveSites(await env.listSites());
+    return outcomeOf(await reconcileClusterComponents(env, registry.cluster, sites));
+  };
+
+  return {
+    name: siteControllerName,
+    for: siteResource,
+    owns: options.owns ?? [Resources.ConfigMap, Resources.Deployment],
+    watches: mergeWatches(
+      [...registry.cluster, ...registry.site].flatMap((c) => c.watches?.(watchEnv) ?? []),
+    ),
+    conditionTypes: order,
+    resyncSeconds: options.resyncSeconds ?? defaultSiteResyncSeconds,
+    async reconcile(ctx, object: KubeObject) {
+      const env = createEnv(ctx.kube, settings);
+      if (object.metadata.deletionTimestamp) return siteless(env);
+      const parsed = parseSite(object);
+      if (!parsed.success) return failed(new Error(`Site ${object.metadata.name}: ${parsed.error.message}`));
+      const site = parsed.data;
+      const sites = liveSites(await env.listSites());
+      const results = [
+        ...(await reconcileClusterComponents(env, registry.cluster, sites)),
+        ...(await reconcileSiteComponents(env, registry.site, site)),
+      ];
+      const status = (object.status ?? {}) as { conditions?: Condition[] };
+      status.conditions = publishConditions(
+        status.conditions,
+        results,
+        order,
+        ctx.clock.now(),
+        object.metadata.generation,
+      );
+      object.status = status;
+      return outcomeOf(results);
+    },
+    reconcileAbsent: (ctx) => siteless(createEnv(ctx.kube, settings)),
+  };
+}

@@ -1,0 +1,146 @@
+/**
+ * The execution context handed to every component in one pass: the pass's Kube, the operator
+ * namespace and config, and the apply/delete machinery with the operator's field owner.
+ */
+import { serverSideApply } from "../../kube/apply.ts";
+import { isNotFound } from "../../kube/errors.ts";
+import { listAll } from "../../kube/list.ts";
+import type { Kube, KubeObject, Resource } from "../../kube/port.ts";
+import { Resources } from "../../kube/resources.ts";
+import { groupOf } from "../../runtime/registry.ts";
+import { parseSite, type Site, siteResource } from "./api.ts";
+import { appliedMatches, crdKind, retargetNamespaceOf } from "./manifests.ts";
+import { type ComponentConfig, createWatchEnv, type EnvSettings, type WatchEnv } from "./watches.ts";
+
+/** What `applyObject` did: `unchanged` when the live object already held every applied field. */
+export type ApplyResult = "applied" | "unchanged";
+
+/**
+ * Rewrites an embedded object before it is applied; return null to skip it.
+ * Receives a private copy, already retargeted to the operator namespace.
+ */
+export type ManifestMutator = (obj: KubeObject) => KubeObject | null;
+
+/** Settings plus the pass's Kube and the write helpers every component uses. */
+export interface Env extends WatchEnv {
+  kube: Kube;
+  /**
+   * Server-side applies each object (CRDs skipped; see `applyObject`), after retargeting its
+   * namespace and running `mutate`. Stops at the first failure.
+   */
+  applyManifests(objects: readonly KubeObject[], mutate?: ManifestMutator): Promise<ApplyResult[]>;
+  /**
+   * Server-side applies one object as the field owner, with force. Reads it first and skips the
+   * apply when this field owner already applied it and the live object holds every field of `obj`
+   * at the same value — an apply is a PATCH even when it changes nothing, and steady state writes
+   * nothing.
+   *
+   * Caveats: a field dropped from `obj` since the last apply is pruned only at the next apply that
+   * happens for another reason (see `appliedMatches`).
+   */
+  applyObject(obj: KubeObject): Promise<ApplyResult>;
+  /** Deletes the object named by `obj`'s apiVersion/kind/namespace/name; absent is fine. */
+  deleteIfExists(obj: Pick<KubeObject, "apiVersion" | "kind" | "metadata">): Promise<boolean>;
+  /** Rewrites the build-time namespace of an embedded object to the operator namespace, in place. */
+  retargetNamespace(obj: KubeObject): void;
+  /** Every Site that parses, by name. */
+  listSites(): Promise<Site[]>;
+  /** `<imageRegistry>/<repository>:<imageTag>`. */
+  image(repository: string): string;
+}
+
+const DaemonSet: Resource = {
+  group: "apps",
+  version: "v1",
+  resource: "daemonsets",
+  kind: "DaemonSet",
+  namespaced: true,
+};
+
+const knownKinds: ReadonlyMap<string, Resource> = new Map(
+  [...Object.values(Resources), DaemonSet].map((res) => [`${res.group}/${res.kind}`, res]),
+);
+
+/** The Resource of an object from its apiVersion and kind, among the kinds components apply. */
+export function resourceOfObject(obj: Pick<KubeObject, "apiVersion" | "kind">): Resource {
+  const res = knownKinds.get(`${groupOf(obj.apiVersion)}/${obj.kind}`);
+  if (!res) throw new TypeError(`Site components cannot apply ${obj.apiVersion} ${obj.kind}`);
+  return res;
+}
+
+function appliedBy(live: KubeObject, fieldOwner: string): boolean {
+  return (live.metadata.managedFields ?? []).some((entry) => {
+    const e = entry as { manager?: string; operation?: string };
+    return e.manager === fieldOwner && e.operation === "Apply";
+  });
+}
+
+/** Default settings: the operator namespace and the seed's field owner. */
+export const defaultEnvSettings = {
+  namespace: "kubefn-system",
+  fieldOwner: "unbounded-operator",
+  controller: "site",
+} as const;
+
+/** Builds the Env of one pass around that pass's Kube. */
+export function createEnv(kube: Kube, settings: EnvSettings): Env {
+  const watchEnv = createWatchEnv(settings);
+  const key = (obj: Pick<KubeObject, "metadata">) => ({
+    ...(obj.metadata.namespace ? { namespace: obj.metadata.namespace } : {}),
+    name: obj.metadata.name ?? "",
+  });
+
+  const applyObject = async (obj: KubeObject): Promise<ApplyResult> => {
+    const res = resourceOfObject(obj);
+    try {
+      const live = await kube.get(res, key(obj));
+      if (appliedBy(live, settings.fieldOwner) && appliedMatches(obj, live)) return "unchanged";
+    } catch (err) {
+      if (!isNotFound(err)) throw err;
+    }
+    await serverSideApply(kube, res, obj, settings.fieldOwner, true);
+    return "applied";
+  };
+
+  const retargetNamespace = (obj: KubeObject) => retargetNamespaceOf(obj, settings.namespace);
+
+  return {
+    ...watchEnv,
+    kube,
+    applyObject,
+    retargetNamespace,
+    async applyManifests(objects, mutate) {
+      const results: ApplyResult[] = [];
+      for (const original of objects) {
+        if (original.kind === crdKind) continue;
+        const copy = structuredClone(original);
+        retargetNamespace(copy);
+        const obj = mutate ? mutate(copy) : copy;
+        if (obj === null) continue;
+        results.push(await applyObject(obj));
+      }
+      return results;
+    },
+    async deleteIfExists(obj) {
+      try {
+        await kube.delete(resourceOfObject(obj), key(obj));
+        return true;
+      } catch (err) {
+        if (isNotFound(err)) return false;
+        throw err;
+      }
+    },
+    async listSites() {
+      const items = await listAll(kube, siteResource);
+      return items
+        .flatMap((item) => {
+          const parsed = parseSite(item);
+          return parsed.success ? [parsed.data] : [];
+        })
+        .sort((a, b) => (a.metadata.name ?? "").localeCompare(b.metadata.name ?? ""));
+    },
+    image: (repository) => `${settings.config.imageRegistry}/${repository}:${settings.config.imageTag}`,
+  };
+}
+
+export type { ComponentConfig, EnvSettings, WatchEnv };

@@ -1,0 +1,151 @@
+/**
+ * Pure helpers for the objects Site components apply: owner references, node affinity, images,
+ * RBAC selection, ConfigMap payload hashing, and the "already applied" comparison that lets a
+ * steady-state pass skip the server-side apply.
+ */
+import { parseAllDocuments } from "yaml";
+import { controllerRefTo } from "../../kube/owner-references.ts";
+import type { KubeObject, OwnerReference } from "../../kube/port.ts";
+import { canonicalJson, specHash } from "../../kube/spec-hash.ts";
+import { deprecatedSiteLabelKey, type Site, siteLabelKey } from "./api.ts";
+
+/** Kind of a CustomResourceDefinition in embedded manifests; components never apply it. */
+export const crdKind = "CustomResourceDefinition";
+
+/** Namespace baked into the embedded manifests; `retargetNamespace` rewrites it. */
+export const buildDefaultNamespace = "kubefn-system";
+
+/**
+ * The controller reference per-Site objects carry to their Site, so the garbage collector removes
+ * them when the Site goes (even while the operator is down) and intake maps their changes back.
+ *
+ * Caveats: `blockOwnerDeletion` is unset on purpose: setting it needs `update` on
+ * `sites/finalizers`, which the operator lacks, and every apply of an owned object would be refused.
+ */
+export function siteOwnerReference(site: Pick<Site, "apiVersion" | "kind" | "metadata">): OwnerReference {
+  return controllerRefTo(site as KubeObject);
+}
+
+/** Node affinity matching Nodes with either the canonical or the deprecated site label (an OR). */
+export function siteNodeAffinity(siteName: string): Record<string, unknown> {
+  const term = (key: string) => ({ matchExpressions: [{ key, operator: "In", values: [siteName] }] });
+  return {
+    nodeAffinity: {
+      requiredDuringSchedulingIgnoredDuringExecution: {
+        nodeSelectorTerms: [term(siteLabelKey), term(deprecatedSiteLabelKey)],
+      },
+    },
+  };
+}
+
+/**
+ * Sets every init and main container image of a workload (Deployment, DaemonSet, StatefulSet:
+ * `spec.template.spec`; Pod: `spec`), in place.
+ *
+ * @throws TypeError when the object has no pod spec.
+ */
+export function setPodSpecImages(obj: KubeObject, image: string): void {
+  const spec = obj.spec as { template?: { spec?: unknown }; containers?: unknown } | undefined;
+  const podSpec = (obj.kind === "Pod" ? spec : spec?.template?.spec) as
+    | { containers?: { image?: string }[]; initContainers?: { image?: string }[] }
+    | undefined;
+  if (!podSpec || !Array.isArray(podSpec.containers)) {
+    throw new TypeError(`${obj.kind} ${obj.metadata.name ?? ""} has no pod spec`);
+  }
+  for (const container of [...podSpec.containers, ...(podSpec.initContainers ?? [])]) container.image = image;
+}
+
+const rbacKinds: ReadonlySet<string> = new Set([
+  "ServiceAccount",
+  "Role",
+  "RoleBinding",
+  "ClusterRole",
+  "ClusterRoleBinding",
+]);
+
+/**
+ * Whether `obj` is an RBAC object (ServiceAccount, Role, RoleBinding, ClusterRole,
+ * ClusterRoleBinding) whose name contains `nameContains` — the one decision of which RBAC in a
+ * shared manifest set belongs to a component, so the component that skips it and the one that
+ * applies it cannot drift apart.
+ */
+export function isRBACObject(obj: KubeObject, nameContains: string): boolean {
+  return rbacKinds.has(obj.kind) && (obj.metadata.name ?? "").includes(nameContains);
+}
+
+type ConfigMapPayload = Pick<KubeObject, "metadata"> & {
+  data?: Record<string, string>;
+  binaryData?: Record<string, string>;
+};
+
+function payloadOf(config: ConfigMapPayload | undefined): { data: unknown; binaryData: unknown } {
+  return { data: config?.data ?? {}, binaryData: config?.binaryData ?? {} };
+}
+
+/** Whether two ConfigMaps differ in payload (`data` and `binaryData`); metadata is ignored. */
+export function configMapPayloadChanged(
+  oldConfig: ConfigMapPayload | undefined,
+  newConfig: ConfigMapPayload | undefined,
+): boolean {
+  return canonicalJson(payloadOf(oldConfig)) !== canonicalJson(payloadOf(newConfig));
+}
+
+/**
+ * SHA-256 (hex) of the whole ConfigMap payload, over canonical JSON of `data` and `binaryData`:
+ * stable across key order, and an absent map hashes like an empty one.
+ */
+export function configMapPayloadHash(config: ConfigMapPayload | undefined): Promise<string> {
+  return specHash(payloadOf(config));
+}
+
+/** The objects in a multi-document YAML string, in order; empty documents are skipped. */
+export function parseManifests(yaml: string): KubeObject[] {
+  const objects: KubeObject[] = [];
+  for (const doc of parseAllDocuments(yaml)) {
+    if (doc.errors.length > 0) throw doc.errors[0];
+    const obj = doc.toJSON() as KubeObject | null;
+    if (obj?.kind) objects.push(obj);
+  }
+  return objects;
+}
+
+/**
+ * Whether `live` already holds every field of `desired` at the same value: objects compare key by
+ * key (extra live keys, e.g. server defaults, are fine), arrays element by element with equal
+ * length, scalars strictly. This is the "would this apply change anything" test that lets a pass
+ * skip a server-side apply, which is a PATCH even when nothing changes.
+ *
+ * Caveats: a field applied before and since dropped from `desired` is not noticed (the apply
+ * would prune it); it goes the next time another field changes. Values the API server normalises
+ * (quantities like "0.5" → "500m") must be written in their normal form, or every pass applies.
+ */
+export function appliedMatches(desired: unknown, live: unknown): boolean {
+  if (Array.isArray(desired)) {
+    return (
+      Array.isArray(live) &&
+      live.length === desired.length &&
+      desired.every((item, index) => appliedMatches(item, live[index]))
+    );
+  }
+  if (desired !== null && typeof desired === "object") {
+    if (live === null || typeof live !== "object" || Array.isArray(live)) return false;
+    return Object.entries(desired).every(
+      ([key, value]) => value === undefined || appliedMatches(value, (live as Record<string, unknown>)[key]),
+    );
+  }
+  return desired === live;
+}
+
+/**
+ * Rewrites references to {@link buildDefaultNamespace} (the object's namespace and the subjects of
+ * role bindings) to `namespace`, in place. A no-op in the default install.
+ */
+export function retargetNamespaceOf(obj: KubeObject, namespace: string): void {
+  if (namespace === buildDefaultNamespace) return;
+  if (obj.metadata.namespace === buildDefaultNamespace) obj.metadata.namespace = namespace;
+  if (Array.isArray(obj.subjects)) {
+    for (const subject of obj.subjects as { namespace?: string }[]) {
+      if (subject.namespace === buildDefaultNamespace) subject.namespace = namespace;
+    }
+  }
+}

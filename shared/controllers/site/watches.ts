@@ -1,0 +1,143 @@
+/**
+ * Watch helpers for components: key matchers and mappers from a changed object to Site requests.
+ * They are pure (the one exception lists Sites through the pass's own Kube) and double as
+ * predicates: a mapper that returns `[]` filters the change out.
+ */
+import { isNotFound } from "../../kube/errors.ts";
+import { listAll } from "../../kube/list.ts";
+import type { ObjectKey } from "../../kube/port.ts";
+import type { Watch } from "../../runtime/controller.ts";
+import { type Request, requestKey } from "../../runtime/types.ts";
+import { singletonRequestName, siteResource } from "./api.ts";
+
+/** A watch mapper, as `Watch.map` takes it. */
+export type WatchMap = Watch["map"];
+
+/** A predicate on a changed object's key. */
+export type KeyMatch = (key: ObjectKey) => boolean;
+
+/** Operator-level settings every component reads. */
+export interface ComponentConfig {
+  imageRegistry: string;
+  imageTag: string;
+  /** API server endpoint advertised to per-Site agents (metalman) and cluster config. */
+  apiServerEndpoint: string;
+}
+
+/** What a Site controller is configured with, before any pass (no Kube yet). */
+export interface EnvSettings {
+  /** The operator namespace components install into (kubefn-system by default). */
+  namespace: string;
+  config: ComponentConfig;
+  /** Server-side apply field manager; "unbounded-operator". */
+  fieldOwner: string;
+  /** Name of the controller the requests are for ("site"). */
+  controller: string;
+}
+
+/**
+ * The part of {@link Env} available when the controller is wired: settings and watch helpers.
+ *
+ * @example
+ * watches: (env) => [{ resource: Resources.ConfigMap, map: env.requestSiteFromConfigName("metalman-config-") }]
+ */
+export interface WatchEnv extends EnvSettings {
+  /** Objects in the operator namespace named one of `names`. */
+  inNamespaceNamed(...names: string[]): KeyMatch;
+  /** Objects in the operator namespace named `prefix` + a non-empty suffix (a per-Site config). */
+  inNamespaceWithPrefix(prefix: string): KeyMatch;
+  /**
+   * A ConfigMap `<prefix><site>` in the operator namespace → that Site. Other namespaces, other
+   * names and an empty suffix map to nothing.
+   */
+  requestSiteFromConfigName(prefix: string): WatchMap;
+  /** Any change → the singleton request `__singletons` (the Site-less pass of cluster components). */
+  requestSingleton(): WatchMap;
+  /**
+   * Any change → the singleton request plus every Site, so a shared config re-runs cluster state
+   * and refreshes each Site's conditions. Lists Sites through the mapper's Kube.
+   */
+  requestSingletonAndAllSites(): WatchMap;
+  /** `map`, for changes whose key passes `match`; nothing otherwise. */
+  mapWhen(match: KeyMatch, map: WatchMap): WatchMap;
+}
+
+/** The Site name a per-Site config `<prefix><site>` is for; undefined without prefix or suffix. */
+export function siteFromConfigName(prefix: string, name: string): string | undefined {
+  if (prefix === "" || !name.startsWith(prefix) || name.length === prefix.length) return undefined;
+  return name.slice(prefix.length);
+}
+
+export function createWatchEnv(settings: EnvSettings): WatchEnv {
+  const { namespace, controller } = settings;
+  const singleton: Request = { controller, name: singletonRequestName };
+  const inNamespaceNamed =
+    (...names: string[]): KeyMatch =>
+    (key) =>
+      key.namespace === namespace && names.includes(key.name);
+  const inNamespaceWithPrefix =
+    (prefix: string): KeyMatch =>
+    (key) =>
+      key.namespace === namespace && siteFromConfigName(prefix, key.name) !== undefined;
+  return {
+    ...settings,
+    inNamespaceNamed,
+    inNamespaceWithPrefix,
+    requestSiteFromConfigName: (prefix) => (_ctx, change) => {
+      if (change.key.namespace !== namespace) return [];
+      const site = siteFromConfigName(prefix, change.key.name);
+      return site === undefined ? [] : [{ controller, name: site }];
+    },
+    requestSingleton: () => () => [{ ...singleton }],
+    requestSingletonAndAllSites: () => async (ctx) => {
+      try {
+        const sites = await listAll(ctx.kube, siteResource);
+        return [
+          { ...singleton },
+          ...sites.flatMap((s) => (s.metadata.name ? [{ controller, name: s.metadata.name }] : [])),
+        ];
+      } catch (err) {
+        // Before the Site CRD is installed there are no Sites to refresh.
+        if (isNotFound(err)) return [{ ...singleton }];
+        throw err;
+      }
+    },
+    mapWhen: (match, map) => (ctx, change) => (match(change.key) ? map(ctx, change) : []),
+  };
+}
+
+/**
+ * One watch per kind: components may watch the same kind (net and metalman both watch
+ * ConfigMaps), the runtime registry accepts one watch per kind per controller. The merged mapper
+ * runs each component's mapper and deduplicates the requests by key.
+ */
+export function mergeWatches(watches: readonly Watch[]): Watch[] {
+  const byKind = new Map<string, Watch[]>();
+  for (const watch of watches) {
+    const key = `${watch.resource.group}/${watch.resource.resource}`;
+    const list = byKind.get(key);
+    if (list) list.push(watch);
+    else byKind.set(key, [watch]);
+  }
+  return [...byKind.values()].map((group) => {
+    const [first] = group as [Watch, ...Watch[]];
+    if (group.length === 1) return first;
+    return {
+      resource: first.resource,
+      async map(ctx, change) {
+        const seen = new Set<string>();
+        const out: Request[] = [];
+        for (const watch of group) {
+          for (const request of await watch.map(ctx, change)) {
+            const key = requestKey(request);
+            if (!seen.has(key)) {
+              seen.add(key);
+              out.push(request);
+            }
+          }
+        }
+        return out;
+      },
+    };
+  });
+}

@@ -31,6 +31,12 @@ export const subPoolNamespacePrefix = "subpool-";
  */
 export const subPoolNameMaxLength = 40;
 
+/** Label on every object a SubPool derives; the Namespace must carry it to count as ours. */
+export const subPoolManagedLabel = "app.kubernetes.io/managed-by";
+export const subPoolManagedValue = "subpool-operator";
+/** Label naming the SubPool an object belongs to; the Namespace must carry it to count as ours. */
+export const subPoolPoolLabel = "subrelay.example.com/pool";
+
 /** The Namespace a SubPool derives. */
 export function subPoolNamespaceName(subPoolName: string): string {
   return `${subPoolNamespacePrefix}${subPoolName}`;
@@ -60,6 +66,32 @@ export const SubPoolReason = {
   /** Deletion is waiting on the Namespace (finalizers, PVCs, a Forbidden delete). */
   DeletionBlocked: "DeletionBlocked",
   Suspended: "Suspended",
+  /** The operator configuration ConfigMap exists but cannot be parsed. */
+  InvalidOperatorConfig: "InvalidOperatorConfig",
+  /** Gateway mode without a Gateway or a hostname, from the spec or the operator configuration. */
+  GatewayConfigIncomplete: "GatewayConfigIncomplete",
+  /** The SubPool ID, an image, a resource request or the storage size is invalid. */
+  InvalidSpec: "InvalidSpec",
+  /** cpa + cpaManager requests exceed the platform envelope of the operator configuration. */
+  ResourceEnvelopeExceeded: "ResourceEnvelopeExceeded",
+  /** The derived Namespace is being deleted while the SubPool is active. */
+  NamespaceTerminating: "NamespaceTerminating",
+  /** The StatefulSet has fewer ready replicas than wanted. */
+  StatefulSetNotReady: "StatefulSetNotReady",
+  /** The shared proxy gateway has no ready endpoint. */
+  ProxyGatewayNotReady: "ProxyGatewayNotReady",
+  /** The HTTPRoute is not (yet) accepted by its Gateway. */
+  RouteNotReady: "RouteNotReady",
+  /** The cluster does not serve gateway.networking.k8s.io/v1 HTTPRoutes. */
+  GatewayAPIMissing: "GatewayAPIMissing",
+  /** Everything is in place and ready. */
+  Ready: "Ready",
+  /** RouteReady: the HTTPRoute is accepted by its Gateway. */
+  Accepted: "Accepted",
+  /** ProxyGatewayReady: the shared proxy gateway has a ready endpoint. */
+  EndpointReady: "EndpointReady",
+  /** Suspended=False: the pool runs. */
+  Active: "Active",
 } as const;
 export type SubPoolReason = (typeof SubPoolReason)[keyof typeof SubPoolReason];
 

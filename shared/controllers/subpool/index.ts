@@ -1,0 +1,39 @@
+export * from "./api.ts";
+export {
+  type ConfigResult,
+  defaultOperatorConfigKey,
+  type OperatorConfig,
+  parseOperatorConfig,
+  readOperatorConfig,
+} from "./config.ts";
+export {
+  type SubPoolControllerDeps,
+  subPoolController,
+  subPoolControllerName,
+  subPoolFromKey,
+  subPoolOwnedResources,
+  subPoolsForOperatorConfig,
+} from "./controller.ts";
+export {
+  type DeletionAction,
+  type DeletionObservation,
+  decideDeletion,
+  namespaceBlockers,
+  reconcileDeletion,
+} from "./deletion.ts";
+export {
+  buildDesired,
+  type DesiredObjects,
+  endpointSliceResource,
+  httpRouteResource,
+  type ManagedObject,
+  podSelectorLabels,
+  poolLabels,
+  subPoolObjectNames,
+} from "./desired.ts";
+export { type NamespaceOwnership, namespaceOwnership } from "./ownership.ts";
+export { milliValue, sameQuantity } from "./quantity.ts";
+export { newCredentials, reconcileSubPool, type SubPoolPassDeps } from "./reconcile.ts";
+export { type ReadinessObservation, readinessConditions } from "./status.ts";
+export { defaultSubPoolTimings, type SubPoolTimings } from "./timings.ts";
+export { type ResolvedRoute, type Validation, validateSubPool } from "./validate.ts";

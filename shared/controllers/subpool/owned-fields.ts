@@ -1,0 +1,92 @@
+/**
+ * Which fields of an owned object this controller writes, per kind. Everything else — the
+ * API server's defaults (a Service's clusterIP, a container's terminationMessagePath), other
+ * systems' labels — is kept.
+ */
+import { fieldsPatch, type MergePatch } from "../../kube/merge-patch.ts";
+import type { KubeObject } from "../../kube/port.ts";
+import { sameQuantity } from "./quantity.ts";
+
+export type OwnedFields = (observed: KubeObject, desired: KubeObject) => MergePatch | null;
+
+/** Keys whose members are resource quantities ("1" and "1000m" are the same). */
+const quantityMaps = new Set(["requests", "limits", "hard"]);
+
+/**
+ * Whether `observed` already has everything `desired` says: objects key by key (extra observed
+ * keys are defaults and do not count), arrays element by element at equal length, quantities by
+ * value.
+ */
+export function covers(observed: unknown, desired: unknown, parentKey = ""): boolean {
+  if (desired === undefined) return true;
+  if (Array.isArray(desired)) {
+    return (
+      Array.isArray(observed) &&
+      observed.length === desired.length &&
+      desired.every((d, i) => covers(observed[i], d, parentKey))
+    );
+  }
+  if (isObject(desired)) {
+    return isObject(observed) && Object.entries(desired).every(([k, v]) => covers(observed[k], v, k));
+  }
+  if (quantityMaps.has(parentKey) && isQuantityLike(desired) && isQuantityLike(observed)) {
+    return sameQuantity(observed, desired);
+  }
+  return observed === desired;
+}
+
+/** Paths synced exactly: observed must equal desired there (the Service's type, ports, selector). */
+export function exactly(...paths: string[]): OwnedFields {
+  return (observed, desired) => fieldsPatch(observed, desired, paths);
+}
+
+/**
+ * Paths synced by {@link covers}: a path that drifted is replaced by the desired value; one that
+ * only carries server defaults beside ours is left alone.
+ *
+ * Caveats: a key dropped from `desired` is not removed from `observed` until something else at
+ * that path drifts (the whole path is then written).
+ */
+export function covering(...paths: string[]): OwnedFields {
+  return (observed, desired) => {
+    const drifted = paths.filter((p) => !covers(valueAt(observed, p), valueAt(desired, p)));
+    return drifted.length === 0 ? null : fieldsPatch(observed, desired, drifted);
+  };
+}
+
+/** Both at once: `exact` paths by equality, `covered` paths by {@link covers}. */
+export function combine(...parts: OwnedFields[]): OwnedFields {
+  return (observed, desired) => {
+    let patch: MergePatch | null = null;
+    for (const part of parts) {
+      const sub = part(observed, desired);
+      if (sub) patch = mergeInto(patch ?? {}, sub);
+    }
+    return patch;
+  };
+}
+
+function mergeInto(target: MergePatch, source: MergePatch): MergePatch {
+  for (const [k, v] of Object.entries(source)) {
+    const existing = target[k];
+    target[k] = isObject(existing) && isObject(v) ? mergeInto(existing, v) : v;
+  }
+  return target;
+}
+
+function valueAt(obj: unknown, dotted: string): unknown {
+  let current = obj;
+  for (const segment of dotted.split(".")) {
+    if (!isObject(current)) return undefined;
+    current = current[segment];
+  }
+  return current;
+}
+
+function isQuantityLike(value: unknown): value is string | number {
+  return typeof value === "string" || typeof value === "number";
+}
+
+function isObject(value: unknown): value is Record<string, unknown> {
+  return typeof value === "object" && value !== null && !Array.isArray(value);
+}

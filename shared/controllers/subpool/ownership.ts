@@ -1,0 +1,27 @@
+import { isControlledBy } from "../../kube/owner-references.ts";
+import type { KubeObject } from "../../kube/port.ts";
+import { subPoolManagedLabel, subPoolManagedValue, subPoolPoolLabel } from "./api.ts";
+
+/** What step 5 found under the derived Namespace's name. */
+export type NamespaceOwnership = "absent" | "ours" | "foreign";
+
+/**
+ * Whether the derived Namespace is this pool's: controlled by it (by UID) AND labelled managed
+ * and with its pool. Anything else of that name is foreign and never adopted — adopting by name
+ * would let deleting the pool delete someone else's Namespace and data.
+ */
+export function namespaceOwnership(namespace: KubeObject | undefined, pool: KubeObject): NamespaceOwnership {
+  if (!namespace) return "absent";
+  const labels = namespace.metadata.labels ?? {};
+  const ours =
+    isControlledBy(namespace, pool) &&
+    labels[subPoolManagedLabel] === subPoolManagedValue &&
+    labels[subPoolPoolLabel] === pool.metadata.name;
+  return ours ? "ours" : "foreign";
+}
+
+/** A one-line description of who controls `observed`, for conflict messages. */
+export function describeController(observed: KubeObject): string {
+  const ref = observed.metadata.ownerReferences?.find((r) => r.controller === true);
+  return ref ? `controlled by ${ref.kind} ${ref.name} (uid ${ref.uid})` : "not controlled by any object";
+}

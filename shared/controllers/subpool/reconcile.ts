@@ -1,0 +1,341 @@
+/**
+ * One pass over one SubPool: the deletion path, or the finalizer and then the active path in the
+ * seed's fixed order (config → Gateway config → spec and envelope → desired objects → Namespace →
+ * credential Secret → legacy LimitRange → the other objects → HTTPRoute → status).
+ */
+import { z } from "zod";
+import { ReconcileError } from "../../kube/classify.ts";
+import { ensureObject } from "../../kube/ensure.ts";
+import { isNotFound } from "../../kube/errors.ts";
+import { addFinalizer } from "../../kube/finalizers.ts";
+import { formatLabelSelector } from "../../kube/labels.ts";
+import { listAll } from "../../kube/list.ts";
+import { isControlledBy } from "../../kube/owner-references.ts";
+import type { KubeObject, ObjectKey, Resource } from "../../kube/port.ts";
+import { Resources } from "../../kube/resources.ts";
+import type { PassContext } from "../../runtime/controller.ts";
+import { done, failed, type Outcome, requeueAfter } from "../../runtime/outcome.ts";
+import {
+  ExposureMode,
+  parseSubPool,
+  SubPoolReason as Reason,
+  type SubPool,
+  type SubPoolReason,
+  subPoolFinalizer,
+  subPoolPoolLabel,
+  SubPoolConditionType as Type,
+} from "./api.ts";
+import { readOperatorConfig } from "./config.ts";
+import { reconcileDeletion } from "./deletion.ts";
+import {
+  buildDesired,
+  endpointSliceResource,
+  httpRouteResource,
+  type ManagedObject,
+  subPoolObjectNames,
+} from "./desired.ts";
+import { patchFinalizers } from "./metadata.ts";
+import { describeController, namespaceOwnership } from "./ownership.ts";
+import {
+  type ReadinessObservation,
+  readinessConditions,
+  type SubPoolStatusWriter,
+  statusWriter,
+} from "./status.ts";
+import type { SubPoolTimings } from "./timings.ts";
+import { validateSubPool } from "./validate.ts";
+
+export interface SubPoolPassDeps {
+  timings: SubPoolTimings;
+  /** The operator configuration ConfigMap. */
+  configKey: Required<ObjectKey>;
+  /** Field manager of every write to owned objects. */
+  fieldManager: string;
+  /** Cryptographically random bytes for new credentials. */
+  randomBytes: (length: number) => Uint8Array;
+}
+
+/**
+ * Reconciles one SubPool. The executor writes the status once, only if it changed.
+ *
+ * Caveats: a validation failure (operator configuration, Gateway configuration, spec, envelope)
+ * is a permanent error with the reason on Ready: no retry and nothing created. A later pass (the
+ * sweep, a spec edit, an operator configuration change through the ConfigMap watch) validates
+ * again with one read and writes nothing while the outcome is the same.
+ */
+export async function reconcileSubPool(
+  ctx: PassContext,
+  object: KubeObject,
+  deps: SubPoolPassDeps,
+): Promise<Outcome> {
+  const status = statusWriter(object, ctx.clock.now());
+  if (object.metadata.deletionTimestamp) return reconcileDeletion(ctx, object, status, deps.timings);
+
+  const parsed = parseSubPool(object);
+  if (!parsed.success) {
+    return block(status, Reason.InvalidSpec, z.prettifyError(parsed.error).replace(/\n/g, "; "), "permanent");
+  }
+  const finalizers = addFinalizer(object.metadata.finalizers, subPoolFinalizer);
+  if (finalizers.changed) await patchFinalizers(ctx.kube, object, finalizers.finalizers);
+  return reconcileActive(ctx, object, parsed.data, status, deps);
+}
+
+async function reconcileActive(
+  ctx: PassContext,
+  object: KubeObject,
+  pool: SubPool,
+  status: SubPoolStatusWriter,
+  deps: SubPoolPassDeps,
+): Promise<Outcome> {
+  const { kube } = ctx;
+  const { timings } = deps;
+  const ensureOpts = (m: ManagedObject) => ({
+    owner: object,
+    fieldManager: deps.fieldManager,
+    ...(m.ownedFields ? { ownedFields: m.ownedFields } : {}),
+  });
+
+  // 1–3: validate before creating anything.
+  const config = await readOperatorConfig(kube, deps.configKey);
+  if (!config.ok) return block(status, Reason.InvalidOperatorConfig, config.message, "permanent");
+  const validation = validateSubPool(pool, config.config);
+  if (!validation.ok) return block(status, validation.reason, validation.message, "permanent");
+
+  // 4: everything desired, purely.
+  const desired = buildDesired(pool, config.config, validation.route);
+  const nsName = desired.status.namespace;
+
+  // 5: the Namespace, created or confirmed ours; never adopted.
+  const namespace = await getOrUndefined(ctx, Resources.Namespace, { name: nsName });
+  const ownership = namespaceOwnership(namespace, object);
+  if (ownership === "foreign") {
+    return block(
+      status,
+      Reason.NamespaceConflict,
+      `Namespace ${nsName} exists and is not this SubPool's: ${describeController(namespace!)} or lacks its labels`,
+      timings.conflictRetry,
+    );
+  }
+  if (ownership === "absent") {
+    const created = await ensureObject(kube, Resources.Namespace, desired.namespace, {
+      owner: object,
+      fieldManager: deps.fieldManager,
+    });
+    if (created.result === "conflict") {
+      return block(
+        status,
+        Reason.NamespaceConflict,
+        `Namespace ${nsName} appeared meanwhile: ${describeController(created.observed)}`,
+        timings.conflictRetry,
+      );
+    }
+  } else if (namespace?.metadata.deletionTimestamp) {
+    status.ready(
+      false,
+      Reason.NamespaceTerminating,
+      `Namespace ${nsName} is being deleted; it is recreated once gone`,
+    );
+    return requeueAfter(timings.deletionPoll);
+  }
+  status.status.namespace = nsName;
+
+  // 6: the credential Secret: generated only when missing, never overwritten.
+  const secret = await ensureObject(
+    kube,
+    Resources.Secret,
+    { ...desired.credentials, data: newCredentials(deps.randomBytes) },
+    { owner: object, fieldManager: deps.fieldManager },
+  );
+  if (secret.result === "conflict") {
+    return block(
+      status,
+      Reason.CredentialConflict,
+      `Secret ${nsName}/${desired.credentials.metadata.name} exists and is ${describeController(secret.observed)}`,
+      timings.conflictRetry,
+    );
+  }
+
+  // 7: a LimitRange of earlier operator versions, if this pool owns one.
+  const limitRanges = await listAll(kube, Resources.LimitRange, {
+    namespace: nsName,
+    labelSelector: formatLabelSelector({ [subPoolPoolLabel]: pool.metadata.name ?? "" }),
+  });
+  for (const legacy of limitRanges.filter((lr) => isControlledBy(lr, object))) {
+    await deleteIfPresent(ctx, Resources.LimitRange, legacy);
+  }
+
+  // 8: the rest, syncing only owned fields.
+  let statefulSet: KubeObject | undefined;
+  for (const managed of desired.managed) {
+    const result = await ensureObject(kube, managed.resource, managed.object, ensureOpts(managed));
+    if (result.result === "conflict") {
+      return block(
+        status,
+        Reason.ManagedResourceConflict,
+        `${managed.object.kind} ${nsName}/${managed.object.metadata.name} exists and is ${describeController(result.observed)}`,
+        timings.conflictRetry,
+      );
+    }
+    if (managed.resource === Resources.StatefulSet) statefulSet = result.object;
+  }
+
+  // 9: the HTTPRoute, per mode and suspend.
+  const gatewayMode = pool.spec.exposure.mode === ExposureMode.Gateway;
+  let route: ReadinessObservation["route"];
+  if (desired.httpRoute) {
+    try {
+      const result = await ensureObject(
+        kube,
+        httpRouteResource,
+        desired.httpRoute.object,
+        ensureOpts(desired.httpRoute),
+      );
+      if (result.result === "conflict") {
+        return block(
+          status,
+          Reason.ManagedResourceConflict,
+          `HTTPRoute ${nsName}/${desired.httpRoute.object.metadata.name} exists and is ${describeController(result.observed)}`,
+          timings.conflictRetry,
+        );
+      }
+      route = routeState(result.object, validation.route!.gateway);
+    } catch (err) {
+      // The Namespace exists (step 5), so a NotFound here means the kind is not served.
+      if (!isNotFound(err)) throw err;
+      route = {
+        state: "apiMissing",
+        message:
+          "gateway.networking.k8s.io/v1 HTTPRoute is not served by this cluster; install the Gateway API CRDs",
+      };
+    }
+  } else {
+    const existing = await getOrUndefined(ctx, httpRouteResource, {
+      namespace: nsName,
+      name: subPoolObjectNames(pool.metadata.name ?? "").httpRoute,
+    });
+    if (existing && isControlledBy(existing, object)) await deleteIfPresent(ctx, httpRouteResource, existing);
+    route = gatewayMode ? { state: "suspended" } : undefined;
+  }
+
+  // 10: actual state into conditions.
+  const suspended = pool.spec.suspend;
+  const proxyGateway = suspended ? undefined : await proxyGatewayReadiness(ctx, config.config.proxyGateway);
+  const sts = (statefulSet?.status ?? {}) as { readyReplicas?: number };
+  const conditions = readinessConditions({
+    suspended,
+    statefulSet: { wanted: suspended ? 0 : 1, ready: sts.readyReplicas ?? 0 },
+    proxyGateway,
+    route,
+  });
+  const set = (type: string, c: { status: "True" | "False" | "Unknown"; reason: string; message: string }) =>
+    status.set(type, c.status, c.reason, c.message);
+  set(Type.Ready, conditions.ready);
+  set(Type.ProxyGatewayReady, conditions.proxyGateway);
+  if (conditions.route) set(Type.RouteReady, conditions.route);
+  else status.remove(Type.RouteReady);
+  set(Type.Suspended, conditions.suspended);
+  status.status.cpaService = desired.status.cpaService;
+  if (desired.status.hostname) status.status.hostname = desired.status.hostname;
+  else delete status.status.hostname;
+
+  return suspended ? done() : requeueAfter(timings.activeRequeue);
+}
+
+/**
+ * Ready=False with `reason`, then either a permanent error (validation: no retry until the spec
+ * or the operator configuration changes) or a look again after `retry` seconds (conflicts: the
+ * foreign object may go away).
+ */
+function block(
+  status: SubPoolStatusWriter,
+  reason: SubPoolReason,
+  message: string,
+  retry: number | "permanent",
+): Outcome {
+  status.ready(false, reason, message);
+  return retry === "permanent" ? failed(ReconcileError.permanent(reason, message)) : requeueAfter(retry);
+}
+
+function routeState(
+  route: KubeObject,
+  gateway: { name: string; namespace: string },
+): ReadinessObservation["route"] {
+  const parents =
+    (
+      route.status as
+        | {
+            parents?: {
+              parentRef?: { name?: string; namespace?: string };
+              conditions?: { type: string; status: string; message?: string }[];
+            }[];
+          }
+        | undefined
+    )?.parents ?? [];
+  const ours = parents.find(
+    (p) =>
+      p.parentRef?.name === gateway.name &&
+      (p.parentRef.namespace ?? route.metadata.namespace) === gateway.namespace,
+  );
+  const accepted = ours?.conditions?.find((c) => c.type === "Accepted");
+  if (accepted?.status === "True") {
+    return { state: "accepted", message: `accepted by Gateway ${gateway.namespace}/${gateway.name}` };
+  }
+  return {
+    state: "pending",
+    message: accepted?.message
+      ? `Gateway ${gateway.namespace}/${gateway.name}: ${accepted.message}`
+      : `not yet accepted by Gateway ${gateway.namespace}/${gateway.name}`,
+  };
+}
+
+async function proxyGatewayReadiness(
+  ctx: PassContext,
+  gateway: { namespace: string; service: string },
+): Promise<{ ready: boolean; message: string }> {
+  const slices = await listAll<KubeObject & { endpoints?: { conditions?: { ready?: boolean } }[] }>(
+    ctx.kube,
+    endpointSliceResource,
+    {
+      namespace: gateway.namespace,
+      labelSelector: formatLabelSelector({ "kubernetes.io/service-name": gateway.service }),
+    },
+  );
+  const ready = slices.flatMap((s) => s.endpoints ?? []).filter((e) => e.conditions?.ready !== false).length;
+  const where = `Service ${gateway.namespace}/${gateway.service}`;
+  return ready > 0
+    ? { ready: true, message: `${where} has ${ready} ready endpoint${ready === 1 ? "" : "s"}` }
+    : { ready: false, message: `${where} has no ready endpoints` };
+}
+
+async function getOrUndefined(
+  ctx: PassContext,
+  res: Resource,
+  key: ObjectKey,
+): Promise<KubeObject | undefined> {
+  try {
+    return await ctx.kube.get(res, key);
+  } catch (err) {
+    if (isNotFound(err)) return undefined;
+    throw err;
+  }
+}
+
+/** Deletes `observed`, guarded by its UID (never a same-named successor); absent is fine. */
+async function deleteIfPresent(ctx: PassContext, res: Resource, observed: KubeObject): Promise<void> {
+  const { name = "", namespace, uid } = observed.metadata;
+  try {
+    await ctx.kube.delete(
+      res,
+      { name, ...(namespace ? { namespace } : {}) },
+      uid ? { preconditions: { uid } } : {},
+    );
+  } catch (err) {
+    if (!isNotFound(err)) throw err;
+  }
+}
+
+/** A username and a 32-byte password, base64 as Secret `data` wants. */
+export function newCredentials(randomBytes: (length: number) => Uint8Array): Record<string, string> {
+  const hex = (bytes: Uint8Array) => Array.from(bytes, (b) => b.toString(16).padStart(2, "0")).join("");
+  return { username: btoa(`cpa-${hex(randomBytes(6))}`), password: btoa(hex(randomBytes(32))) };
+}

@@ -1,0 +1,21 @@
+/** How long the SubPool controller waits before its next look, in seconds. */
+export interface SubPoolTimings {
+  /**
+   * While a pool is active (not suspended, not deleting): the shared Gateway and the proxy
+   * gateway's EndpointSlices are owned by nobody, so no owned-object event reports their changes.
+   */
+  activeRequeue: number;
+  /** While the derived Namespace is being deleted, or is terminating under an active pool. */
+  deletionPoll: number;
+  /** After a conflict (foreign Namespace, Secret or object): someone may remove it. */
+  conflictRetry: number;
+  /** The drift interval: the sweep revisits every SubPool at least this often (≥ 60). */
+  resync: number;
+}
+
+export const defaultSubPoolTimings: SubPoolTimings = {
+  activeRequeue: 30,
+  deletionPoll: 5,
+  conflictRetry: 30,
+  resync: 300,
+};

@@ -1,0 +1,121 @@
+/**
+ * Steps 2 and 3 of a pass, pure: Gateway completeness, then the SubPool ID, images, resources,
+ * storage and the platform envelope. A failure is a stable reason and a message; the pass then
+ * creates nothing.
+ */
+import {
+  ExposureMode,
+  SubPoolReason as Reason,
+  type SubPool,
+  type SubPoolReason,
+  subPoolNameMaxLength,
+} from "./api.ts";
+import type { OperatorConfig } from "./config.ts";
+import { milliValue } from "./quantity.ts";
+
+/** Where the pool is reached from outside, once validated (Gateway mode only). */
+export interface ResolvedRoute {
+  hostname: string;
+  gateway: { name: string; namespace: string };
+}
+
+export type Validation =
+  | { ok: true; route: ResolvedRoute | undefined }
+  | { ok: false; reason: SubPoolReason; message: string };
+
+const dnsLabel = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/;
+const pathComponent = "[a-z0-9]+(?:(?:[._]|__|-+)[a-z0-9]+)*";
+/** A container image reference: [registry[:port]/]path[:tag][@digest]. */
+const imageReference = new RegExp(
+  `^(?:[a-zA-Z0-9](?:[a-zA-Z0-9.-]*[a-zA-Z0-9])?(?::[0-9]+)?/)?${pathComponent}(?:/${pathComponent})*(?::[A-Za-z0-9_][A-Za-z0-9_.-]{0,127})?(?:@sha256:[a-f0-9]{64})?$`,
+);
+
+/**
+ * Validates a SubPool against the operator configuration, in the seed's order: Gateway
+ * configuration first (step 2), then ID, images, resources, storage, envelope (step 3). Returns
+ * the first failure.
+ *
+ * Caveats: the CRD already enforces most of this; it is checked again because objects written
+ * before the CRD rule (or with validation off) reach the controller too, and "nothing persistent
+ * is created for an invalid pool" must not depend on admission.
+ */
+export function validateSubPool(pool: SubPool, config: OperatorConfig): Validation {
+  const name = pool.metadata.name ?? "";
+  const { exposure } = pool.spec;
+  let route: ResolvedRoute | undefined;
+  if (exposure.mode === ExposureMode.Gateway) {
+    const gateway = exposure.gateway ?? config.gateway;
+    const hostname =
+      exposure.hostname ?? (config.hostnameSuffix ? `${name}.${config.hostnameSuffix}` : undefined);
+    const missing = [gateway ? "" : "a Gateway", hostname ? "" : "a hostname"].filter(Boolean);
+    if (!gateway || !hostname) {
+      return invalid(
+        Reason.GatewayConfigIncomplete,
+        `Gateway mode needs ${missing.join(" and ")}: set spec.exposure or the operator configuration`,
+      );
+    }
+    if (hostname.length > 253) {
+      return invalid(Reason.GatewayConfigIncomplete, `hostname ${hostname} is longer than 253 characters`);
+    }
+    route = { hostname, gateway: { name: gateway.name, namespace: gateway.namespace } };
+  }
+
+  if (name.length > subPoolNameMaxLength || !dnsLabel.test(name)) {
+    return invalid(
+      Reason.InvalidSpec,
+      `SubPool ID "${name}" must be a DNS label of at most ${subPoolNameMaxLength} characters`,
+    );
+  }
+
+  const containers = [
+    ["cpa", pool.spec.cpa],
+    ["cpaManager", pool.spec.cpaManager],
+  ] as const;
+  const sums = { cpu: 0, memory: 0 };
+  for (const [field, container] of containers) {
+    if (!imageReference.test(container.image)) {
+      return invalid(
+        Reason.InvalidSpec,
+        `spec.${field}.image "${container.image}" is not an image reference`,
+      );
+    }
+    for (const resource of ["cpu", "memory"] as const) {
+      const request = milliValue(container.resources.requests[resource]);
+      if (request === undefined || request <= 0) {
+        return invalid(Reason.InvalidSpec, `spec.${field}.resources.requests.${resource} must be positive`);
+      }
+      const rawLimit = container.resources.limits?.[resource];
+      if (rawLimit !== undefined) {
+        const limit = milliValue(rawLimit);
+        if (limit === undefined || limit < request) {
+          return invalid(
+            Reason.InvalidSpec,
+            `spec.${field}.resources.limits.${resource} (${rawLimit}) is below the request (${container.resources.requests[resource]})`,
+          );
+        }
+      }
+      sums[resource] += request;
+    }
+  }
+
+  const storage = milliValue(pool.spec.storage.size);
+  if (storage === undefined || storage <= 0) {
+    return invalid(Reason.InvalidSpec, `spec.storage.size (${pool.spec.storage.size}) must be positive`);
+  }
+
+  for (const resource of ["cpu", "memory"] as const) {
+    const limit = milliValue(config.envelope[resource]) ?? 0;
+    if (sums[resource] > limit) {
+      const requested = containers.map(([, c]) => String(c.resources.requests[resource])).join(" + ");
+      return invalid(
+        Reason.ResourceEnvelopeExceeded,
+        `cpa + cpaManager ${resource} requests (${requested}) exceed the platform envelope of ${config.envelope[resource]}`,
+      );
+    }
+  }
+  return { ok: true, route };
+}
+
+function invalid(reason: SubPoolReason, message: string): Validation {
+  return { ok: false, reason, message };
+}

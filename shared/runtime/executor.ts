@@ -63,7 +63,8 @@ export interface PassResult {
  * | quota | {@link QUOTA_RETRY_SECONDS}, attempt 0 |
  * | permanent | none; `permanentErrorCondition` set when the controller asks for it |
  *
- * A follow-up later than the controller's `resyncSeconds` is not sent: the sweep comes first.
+ * A follow-up as late as the controller's `resyncSeconds` or later is not sent: the sweep comes
+ * first.
  * Never throws for a failed pass: the failure is logged at error level with its key and class,
  * counted, and expressed as the follow-up.
  *
@@ -245,7 +246,9 @@ async function settle(
   } else {
     summary.result = outcome.kind;
   }
-  if (!next || next.delaySeconds > def.resyncSeconds) return;
+  // A follow-up as late as the drift interval would only duplicate the sweep's own visit; sent
+  // anyway, every drift pass would start one more self-perpetuating chain of them.
+  if (!next || next.delaySeconds >= def.resyncSeconds) return;
   try {
     await ctx.queue.send([{ request, attempt: next.attempt }], next.delaySeconds);
     summary.followUpSeconds = next.delaySeconds;

@@ -49,6 +49,8 @@ export function proxyHealthTask(opts: ProxyHealthTaskOptions): SweepTask {
         proxyResource,
         proxyControllerName,
         result,
+        // Writes run as wide as probes: a first sweep over a large fleet writes every counter.
+        opts.concurrency,
       );
       ctx.metrics.count("kubefn_probes_total", {}, result.stats.probed);
       return {

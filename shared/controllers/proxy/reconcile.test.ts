@@ -514,7 +514,10 @@ describe("proxy reconcile: through the executor", () => {
     const writes = w.kube.writes();
     w.recorded.sent.length = 0;
     const steady = await runPass(w.ctx, w.registry, message);
-    expect(steady).toMatchObject({ result: "requeue", wroteStatus: false, followUpSeconds: 300 });
+    // The drift poll equals the resync: the sweep's visit is the next pass, no follow-up is sent.
+    expect(steady).toMatchObject({ result: "requeue", wroteStatus: false });
+    expect(steady.followUpSeconds).toBeUndefined();
+    expect(w.recorded.sent).toHaveLength(0);
     expect(w.kube.writes()).toBe(writes);
   });
 

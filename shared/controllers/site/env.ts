@@ -39,7 +39,10 @@ export interface Env extends WatchEnv {
    * happens for another reason (see `appliedMatches`).
    */
   applyObject(obj: KubeObject): Promise<ApplyResult>;
-  /** Deletes the object named by `obj`'s apiVersion/kind/namespace/name; absent is fine. */
+  /**
+   * Deletes the object named by `obj`'s apiVersion/kind/namespace/name if it exists (read first, so
+   * an absent object costs no write); absent is fine.
+   */
   deleteIfExists(obj: Pick<KubeObject, "apiVersion" | "kind" | "metadata">): Promise<boolean>;
   /** Rewrites the build-time namespace of an embedded object to the operator namespace, in place. */
   retargetNamespace(obj: KubeObject): void;
@@ -122,8 +125,16 @@ export function createEnv(kube: Kube, settings: EnvSettings): Env {
       return results;
     },
     async deleteIfExists(obj) {
+      const res = resourceOfObject(obj);
       try {
-        await kube.delete(resourceOfObject(obj), key(obj));
+        // Read first: a DELETE of an absent object is still a write request, and a disabled
+        // component's steady state should write nothing.
+        const live = await kube.get(res, key(obj));
+        await kube.delete(
+          res,
+          key(obj),
+          live.metadata.uid ? { preconditions: { uid: live.metadata.uid } } : {},
+        );
         return true;
       } catch (err) {
         if (isNotFound(err)) return false;

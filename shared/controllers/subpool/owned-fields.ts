@@ -27,7 +27,13 @@ export function covers(observed: unknown, desired: unknown, parentKey = ""): boo
     );
   }
   if (isObject(desired)) {
-    return isObject(observed) && Object.entries(desired).every(([k, v]) => covers(observed[k], v, k));
+    // A scalar member is judged by the key of the map holding it ("requests", "hard").
+    return (
+      isObject(observed) &&
+      Object.entries(desired).every(([k, v]) =>
+        covers(observed[k], v, isObject(v) || Array.isArray(v) ? k : parentKey),
+      )
+    );
   }
   if (quantityMaps.has(parentKey) && isQuantityLike(desired) && isQuantityLike(observed)) {
     return sameQuantity(observed, desired);

@@ -39,7 +39,7 @@ export function milliValue(value: string | number): number | undefined {
   const factor = /^[eE]/.test(suffix) ? 10 ** Number(suffix.slice(1)) : suffixFactor[suffix];
   if (factor === undefined) return undefined;
   const milli = Math.ceil(Number(digits) * factor * 1000 - 1e-6);
-  return sign === "-" ? -milli : milli;
+  return milli === 0 ? 0 : sign === "-" ? -milli : milli;
 }
 
 /** Whether two quantities denote the same amount ("1" and "1000m"; "1Gi" and "1073741824"). */

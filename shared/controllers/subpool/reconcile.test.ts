@@ -1,0 +1,446 @@
+import { beforeEach, describe, expect, it } from "vitest";
+import { FakeKube, fakeContext } from "../../../test/unit/runtime/fake-kube.ts";
+import type { Condition } from "../../kube/conditions.ts";
+import { NotFoundError } from "../../kube/errors.ts";
+import type { KubeObject, Resource } from "../../kube/port.ts";
+import { Resources } from "../../kube/resources.ts";
+import { runPass } from "../../runtime/executor.ts";
+import { createRegistry } from "../../runtime/registry.ts";
+import type { Message } from "../../runtime/types.ts";
+import { subPoolFinalizer, subPoolManagedLabel, subPoolPoolLabel, subPoolResource } from "./api.ts";
+import { subPoolController } from "./controller.ts";
+import { endpointSliceResource, httpRouteResource } from "./desired.ts";
+import { poolUid, subPoolObject } from "./test-fixtures.ts";
+
+const ns = "subpool-demo";
+const message: Message = { request: { controller: "subpool", name: "demo" }, attempt: 0 };
+const registry = createRegistry([subPoolController({ randomBytes: (n) => new Uint8Array(n).fill(7) })]);
+const ownedKinds: [Resource, string][] = [
+  [Resources.Secret, "demo-credentials"],
+  [Resources.ServiceAccount, "demo"],
+  [Resources.ConfigMap, "demo-config"],
+  [Resources.ResourceQuota, "demo-quota"],
+  [Resources.NetworkPolicy, "demo"],
+  [Resources.Service, "demo-cpa"],
+  [Resources.StatefulSet, "demo-cpa-manager"],
+  [Resources.PodDisruptionBudget, "demo"],
+];
+
+let kube: FakeKube;
+let ctx: ReturnType<typeof fakeContext>["ctx"];
+let recorded: ReturnType<typeof fakeContext>["recorded"];
+
+beforeEach(() => {
+  kube = new FakeKube();
+  ({ ctx, recorded } = fakeContext(kube));
+});
+
+const pass = () => runPass(ctx, registry, message);
+const pool = () => kube.stored(subPoolResource, { name: "demo" })!;
+const conditions = () => (pool().status as { conditions?: Condition[] } | undefined)?.conditions ?? [];
+const condition = (type: string) => conditions().find((c) => c.type === type);
+const inNs = (res: Resource, name: string) => kube.stored(res, { namespace: ns, name });
+const creates = () => kube.calls.filter((c) => c.method === "create");
+/** Changes the stored SubPool's spec and bumps its generation, as an edit would. */
+const editSpec = (spec: Record<string, unknown>) => {
+  const current = pool();
+  kube.seed(subPoolResource, {
+    ...current,
+    metadata: {
+      ...current.metadata,
+      generation: (current.metadata.generation ?? 1) + 1,
+      resourceVersion: undefined,
+    },
+    spec: { ...(current.spec as object), ...spec },
+  });
+};
+const markDeleted = () => {
+  const current = pool();
+  kube.seed(subPoolResource, {
+    ...current,
+    metadata: { ...current.metadata, deletionTimestamp: "2026-11-30T12:00:00Z", resourceVersion: undefined },
+  });
+};
+async function converge(spec: Record<string, unknown> = {}): Promise<void> {
+  kube.seed(subPoolResource, subPoolObject(spec));
+  await pass();
+  kube.calls.length = 0;
+  recorded.sent.length = 0;
+}
+
+describe("SubPool pass over the fake Kube", () => {
+  it("creates the Namespace and every owned object with a controller ref, finalizer first", async () => {
+    kube.seed(subPoolResource, subPoolObject());
+    const result = await pass();
+
+    expect(result).toMatchObject({ result: "requeue", followUpSeconds: 30, wroteStatus: true });
+    expect(kube.calls.find((c) => c.method !== "get")).toMatchObject({
+      method: "patch",
+      resource: "subpools",
+    });
+    expect(pool().metadata.finalizers).toEqual([subPoolFinalizer]);
+
+    const namespace = kube.stored(Resources.Namespace, { name: ns })!;
+    expect(namespace.metadata.labels).toEqual({
+      [subPoolManagedLabel]: "subpool-operator",
+      [subPoolPoolLabel]: "demo",
+    });
+    for (const object of [namespace, ...ownedKinds.map(([res, name]) => inNs(res, name)!)]) {
+      expect(object.metadata.ownerReferences).toEqual([
+        {
+          apiVersion: "subrelay.example.com/v1alpha1",
+          kind: "SubPool",
+          name: "demo",
+          uid: poolUid,
+          controller: true,
+        },
+      ]);
+    }
+    expect(creates().map((c) => c.resource)).toEqual([
+      "namespaces",
+      "secrets",
+      "serviceaccounts",
+      "configmaps",
+      "resourcequotas",
+      "networkpolicies",
+      "services",
+      "statefulsets",
+      "poddisruptionbudgets",
+    ]);
+    expect(pool().status).toMatchObject({
+      observedGeneration: 1,
+      namespace: ns,
+      cpaService: "demo-cpa.subpool-demo.svc:8080",
+    });
+    expect(condition("Ready")).toMatchObject({
+      status: "False",
+      reason: "StatefulSetNotReady",
+      observedGeneration: 1,
+    });
+    expect(condition("ProxyGatewayReady")).toMatchObject({ status: "False", reason: "ProxyGatewayNotReady" });
+    expect(condition("Suspended")).toMatchObject({ status: "False", reason: "Active" });
+    expect(condition("RouteReady")).toBeUndefined();
+  });
+
+  it("a second pass over a converged pool makes zero writes", async () => {
+    await converge();
+    const result = await pass();
+    expect(result).toMatchObject({ result: "requeue", wroteStatus: false, followUpSeconds: 30 });
+    expect(kube.writes()).toBe(0);
+  });
+
+  it("reports Ready once the StatefulSet and the proxy gateway are ready", async () => {
+    await converge();
+    const sts = inNs(Resources.StatefulSet, "demo-cpa-manager")!;
+    kube.seed(Resources.StatefulSet, { ...sts, status: { replicas: 1, readyReplicas: 1 } });
+    kube.seed(endpointSliceResource, {
+      apiVersion: "discovery.k8s.io/v1",
+      kind: "EndpointSlice",
+      metadata: {
+        name: "mihomo-abc",
+        namespace: "subrelay-system",
+        labels: { "kubernetes.io/service-name": "mihomo" },
+      },
+      endpoints: [{ addresses: ["10.0.0.9"], conditions: { ready: true } }],
+    });
+    await pass();
+    expect(condition("Ready")).toMatchObject({ status: "True", reason: "Ready" });
+    expect(condition("ProxyGatewayReady")).toMatchObject({ status: "True", reason: "EndpointReady" });
+  });
+
+  it.each([
+    [
+      "envelope exceeded",
+      { cpa: { image: "cpa:1", resources: { requests: { cpu: "2", memory: "1Gi" } } } },
+      undefined,
+      "ResourceEnvelopeExceeded",
+    ],
+    [
+      "bad image",
+      { cpa: { image: "Bad Image", resources: { requests: { cpu: "1", memory: "1Gi" } } } },
+      undefined,
+      "InvalidSpec",
+    ],
+    [
+      "Gateway mode without a Gateway",
+      { exposure: { mode: "Gateway" } },
+      undefined,
+      "GatewayConfigIncomplete",
+    ],
+    ["unparsable operator configuration", {}, { maxCPU: "plenty" }, "InvalidOperatorConfig"],
+  ])(
+    "an invalid pool (%s) leaves zero objects and latches without retry",
+    async (_, spec, configData, reason) => {
+      if (configData) {
+        kube.seed(Resources.ConfigMap, {
+          apiVersion: "v1",
+          kind: "ConfigMap",
+          metadata: { name: "subpool-operator-config", namespace: "kubefn-system" },
+          data: configData,
+        });
+      }
+      kube.seed(subPoolResource, subPoolObject(spec));
+      const result = await pass();
+      expect(result).toMatchObject({ result: "error", errorClass: "permanent", errorReason: reason });
+      expect(result.followUpSeconds).toBeUndefined();
+      expect(creates()).toEqual([]);
+      expect(kube.stored(Resources.Namespace, { name: ns })).toBeUndefined();
+      expect(condition("Ready")).toMatchObject({ status: "False", reason, observedGeneration: 1 });
+
+      kube.calls.length = 0;
+      await pass();
+      expect(kube.writes()).toBe(0);
+    },
+  );
+
+  it("a foreign Namespace of the derived name gives NamespaceConflict and is left untouched", async () => {
+    const foreign = kube.seed(Resources.Namespace, {
+      apiVersion: "v1",
+      kind: "Namespace",
+      metadata: { name: ns, labels: { team: "someone-else" } },
+    });
+    kube.seed(subPoolResource, subPoolObject());
+    const result = await pass();
+    expect(result).toMatchObject({ result: "requeue", followUpSeconds: 30 });
+    expect(condition("Ready")).toMatchObject({ status: "False", reason: "NamespaceConflict" });
+    expect(kube.stored(Resources.Namespace, { name: ns })).toEqual(foreign);
+    expect(kube.calls.filter((c) => c.method !== "get" && c.resource !== "subpools")).toEqual([]);
+  });
+
+  it("never overwrites an existing credential Secret of the pool", async () => {
+    await converge();
+    const secret = inNs(Resources.Secret, "demo-credentials")!;
+    kube.seed(Resources.Secret, { ...secret, data: { username: "b2xk", password: "b2xkLXBhc3M=" } });
+    await pass();
+    expect(inNs(Resources.Secret, "demo-credentials")!.data).toEqual({
+      username: "b2xk",
+      password: "b2xkLXBhc3M=",
+    });
+    expect(kube.calls.filter((c) => c.resource === "secrets" && c.method !== "get")).toEqual([]);
+  });
+
+  it("generates credentials only when the Secret is missing", async () => {
+    await converge();
+    const first = inNs(Resources.Secret, "demo-credentials")!.data as Record<string, string>;
+    expect(atob(first.password!)).toMatch(/^(07){32}$/);
+    expect(atob(first.username!)).toBe("cpa-070707070707");
+  });
+
+  it("a Secret someone else holds gives CredentialConflict and is left alone", async () => {
+    kube.seed(subPoolResource, subPoolObject());
+    await pass();
+    const secret = inNs(Resources.Secret, "demo-credentials")!;
+    const foreign = kube.seed(Resources.Secret, {
+      ...secret,
+      metadata: { ...secret.metadata, ownerReferences: [] },
+    });
+    await pass();
+    expect(condition("Ready")).toMatchObject({ status: "False", reason: "CredentialConflict" });
+    expect(inNs(Resources.Secret, "demo-credentials")).toEqual(foreign);
+  });
+
+  it("a foreign object in the Namespace gives ManagedResourceConflict", async () => {
+    await converge();
+    const svc = inNs(Resources.Service, "demo-cpa")!;
+    kube.seed(Resources.Service, { ...svc, metadata: { ...svc.metadata, ownerReferences: undefined } });
+    await pass();
+    expect(condition("Ready")).toMatchObject({ status: "False", reason: "ManagedResourceConflict" });
+    expect(condition("Ready")!.message).toMatch(
+      /Service subpool-demo\/demo-cpa exists and is not controlled by any object/,
+    );
+  });
+
+  it("syncs only the Service's type, ports and selector: clusterIP and others' labels are kept", async () => {
+    await converge();
+    const svc = inNs(Resources.Service, "demo-cpa")! as KubeObject & { spec: Record<string, unknown> };
+    kube.seed(Resources.Service, {
+      ...svc,
+      metadata: { ...svc.metadata, labels: { ...svc.metadata.labels, "mesh.example/injected": "true" } },
+      spec: {
+        ...svc.spec,
+        clusterIP: "10.96.0.42",
+        clusterIPs: ["10.96.0.42"],
+        ports: [{ name: "http", port: 9999 }],
+      },
+    });
+    await pass();
+    const after = inNs(Resources.Service, "demo-cpa")! as KubeObject & { spec: Record<string, unknown> };
+    expect(after.spec.clusterIP).toBe("10.96.0.42");
+    expect(after.spec.ports).toEqual([{ name: "http", port: 8080, targetPort: "http", protocol: "TCP" }]);
+    expect(after.metadata.labels?.["mesh.example/injected"]).toBe("true");
+    expect(kube.calls.filter((c) => c.method === "update").map((c) => c.resource)).toEqual(["services"]);
+  });
+
+  it("suspend scales the StatefulSet to 0 and keeps the Namespace, PVC and Secret", async () => {
+    await converge();
+    kube.seed(Resources.PersistentVolumeClaim, {
+      apiVersion: "v1",
+      kind: "PersistentVolumeClaim",
+      metadata: { name: "data-demo-cpa-manager-0", namespace: ns },
+    });
+    editSpec({ suspend: true });
+    const result = await pass();
+    expect(result).toMatchObject({ result: "done" });
+    expect((inNs(Resources.StatefulSet, "demo-cpa-manager")!.spec as { replicas: number }).replicas).toBe(0);
+    expect(kube.stored(Resources.Namespace, { name: ns })).toBeDefined();
+    expect(inNs(Resources.PersistentVolumeClaim, "data-demo-cpa-manager-0")).toBeDefined();
+    expect(inNs(Resources.Secret, "demo-credentials")).toBeDefined();
+    expect(kube.calls.filter((c) => c.method === "delete")).toEqual([]);
+    expect(condition("Suspended")).toMatchObject({
+      status: "True",
+      reason: "Suspended",
+      observedGeneration: 2,
+    });
+    expect(condition("ProxyGatewayReady")).toMatchObject({ status: "Unknown", reason: "Suspended" });
+    expect(condition("Ready")).toMatchObject({ status: "False", reason: "Suspended" });
+
+    editSpec({ suspend: false });
+    await pass();
+    expect((inNs(Resources.StatefulSet, "demo-cpa-manager")!.spec as { replicas: number }).replicas).toBe(1);
+    expect(condition("Suspended")).toMatchObject({ status: "False", reason: "Active" });
+  });
+
+  it("Gateway mode creates the HTTPRoute; suspend or Internal mode deletes it", async () => {
+    const gateway = {
+      mode: "Gateway",
+      hostname: "demo.example.com",
+      gateway: { name: "public", namespace: "gw" },
+    };
+    await converge({ exposure: gateway });
+    const route = inNs(httpRouteResource, "demo")!;
+    expect(route.spec).toMatchObject({
+      hostnames: ["demo.example.com"],
+      parentRefs: [{ name: "public", namespace: "gw" }],
+    });
+    expect(condition("RouteReady")).toMatchObject({ status: "False", reason: "RouteNotReady" });
+    expect(pool().status).toMatchObject({ hostname: "demo.example.com" });
+
+    editSpec({ suspend: true });
+    await pass();
+    expect(inNs(httpRouteResource, "demo")).toBeUndefined();
+    expect(condition("RouteReady")).toMatchObject({ status: "False", reason: "Suspended" });
+
+    editSpec({ suspend: false });
+    await pass();
+    expect(inNs(httpRouteResource, "demo")).toBeDefined();
+
+    editSpec({ exposure: { mode: "Internal" } });
+    await pass();
+    expect(inNs(httpRouteResource, "demo")).toBeUndefined();
+    expect(condition("RouteReady")).toBeUndefined();
+    expect(pool().status).not.toHaveProperty("hostname");
+  });
+
+  it("reports GatewayAPIMissing when HTTPRoute is not served, and still ensures the rest", async () => {
+    await converge();
+    editSpec({
+      exposure: {
+        mode: "Gateway",
+        hostname: "demo.example.com",
+        gateway: { name: "public", namespace: "gw" },
+      },
+    });
+    kube.fail(
+      "create",
+      new NotFoundError("the server could not find the requested resource", {
+        status: 404,
+        reason: "NotFound",
+      }),
+    );
+    const result = await pass();
+    expect(result).toMatchObject({ result: "requeue" });
+    expect(condition("RouteReady")).toMatchObject({ status: "False", reason: "GatewayAPIMissing" });
+    expect(inNs(Resources.StatefulSet, "demo-cpa-manager")).toBeDefined();
+  });
+
+  it("deletes a legacy LimitRange the pool owns, and only that one", async () => {
+    await converge();
+    const ref = inNs(Resources.Service, "demo-cpa")!.metadata.ownerReferences;
+    const labels = { [subPoolPoolLabel]: "demo" };
+    kube.seed(Resources.LimitRange, {
+      apiVersion: "v1",
+      kind: "LimitRange",
+      metadata: { name: "demo-limits", namespace: ns, labels, ownerReferences: ref },
+    });
+    kube.seed(Resources.LimitRange, {
+      apiVersion: "v1",
+      kind: "LimitRange",
+      metadata: { name: "team-limits", namespace: ns, labels },
+    });
+    await pass();
+    expect(inNs(Resources.LimitRange, "demo-limits")).toBeUndefined();
+    expect(inNs(Resources.LimitRange, "team-limits")).toBeDefined();
+  });
+
+  describe("deletion", () => {
+    it("deletes the Namespace, waits for it, then removes the finalizer", async () => {
+      await converge();
+      markDeleted();
+      const first = await pass();
+      expect(first).toMatchObject({ result: "requeue", followUpSeconds: 5 });
+      expect(kube.calls.filter((c) => c.method === "delete").map((c) => c.resource)).toEqual(["namespaces"]);
+      expect(pool().metadata.finalizers).toEqual([subPoolFinalizer]);
+      expect(condition("Ready")).toMatchObject({ status: "False", reason: "DeletionBlocked" });
+
+      await pass();
+      expect(pool().metadata.finalizers).toEqual([]);
+    });
+
+    it("keeps the finalizer while the Namespace is terminating, with the blocker in the message", async () => {
+      await converge();
+      const namespace = kube.stored(Resources.Namespace, { name: ns })!;
+      kube.seed(Resources.Namespace, {
+        ...namespace,
+        metadata: { ...namespace.metadata, deletionTimestamp: "2026-11-30T12:00:00Z" },
+        status: {
+          phase: "Terminating",
+          conditions: [
+            {
+              type: "NamespaceFinalizersRemaining",
+              status: "True",
+              message: "kubernetes.io/pvc-protection in 1 resource instances",
+            },
+          ],
+        },
+      });
+      markDeleted();
+      for (let i = 0; i < 2; i++) {
+        expect(await pass()).toMatchObject({ result: "requeue", followUpSeconds: 5 });
+        expect(pool().metadata.finalizers).toEqual([subPoolFinalizer]);
+      }
+      expect(kube.calls.filter((c) => c.method === "delete")).toEqual([]);
+      expect(condition("Ready")!.message).toMatch(
+        /NamespaceFinalizersRemaining: kubernetes.io\/pvc-protection/,
+      );
+
+      await kube.delete(Resources.Namespace, { name: ns });
+      expect(await pass()).toMatchObject({ result: "done" });
+      expect(pool().metadata.finalizers).toEqual([]);
+    });
+
+    it("does not delete a Namespace that is not the pool's; only removes the finalizer", async () => {
+      const foreign = kube.seed(Resources.Namespace, {
+        apiVersion: "v1",
+        kind: "Namespace",
+        metadata: { name: ns },
+      });
+      kube.seed(
+        subPoolResource,
+        subPoolObject({}, { finalizers: [subPoolFinalizer], deletionTimestamp: "2026-11-30T12:00:00Z" }),
+      );
+      expect(await pass()).toMatchObject({ result: "done" });
+      expect(kube.stored(Resources.Namespace, { name: ns })).toEqual(foreign);
+      expect(pool().metadata.finalizers).toEqual([]);
+    });
+
+    it("with no finalizer of ours, does nothing", async () => {
+      kube.seed(
+        subPoolResource,
+        subPoolObject({}, { finalizers: ["other/finalizer"], deletionTimestamp: "2026-11-30T12:00:00Z" }),
+      );
+      expect(await pass()).toMatchObject({ result: "done" });
+      expect(kube.calls.filter((c) => c.method !== "get" && c.method !== "patchStatus")).toEqual([]);
+      expect(pool().metadata.finalizers).toEqual(["other/finalizer"]);
+    });
+  });
+});

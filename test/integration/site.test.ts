@@ -1,0 +1,217 @@
+/**
+ * The Site controller against the real control plane: `runPass` with the sample registry (net,
+ * metalman, storage), the admin identity, CRDs and RBAC from infra/. The devcluster runs the
+ * garbage collector, so a deleted Site's per-Site objects go through their ownerReferences.
+ */
+import { randomBytes } from "node:crypto";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { installCrdsAndRbac } from "../../functions/node/install.ts";
+import { siteResource } from "../../shared/controllers/site/api.ts";
+import { defaultSiteRegistry, netConfigName } from "../../shared/controllers/site/components/index.ts";
+import { siteController } from "../../shared/controllers/site/controller.ts";
+import {
+  type Condition,
+  type CountingTransport,
+  countingTransport,
+  createKube,
+  isNotFound,
+  type Kube,
+  type KubeObject,
+  Resources,
+} from "../../shared/kube/index.ts";
+import { createNodeTransport } from "../../shared/kube/node.ts";
+import { runPass } from "../../shared/runtime/executor.ts";
+import { createRegistry, type Registry } from "../../shared/runtime/registry.ts";
+import type { Context } from "../../shared/runtime/types.ts";
+import { eventually, kubeConfig } from "../setup/cluster.ts";
+
+const ns = "kubefn-system";
+const siteName = `site-it-${randomBytes(3).toString("hex")}`;
+/** A second Site that stays, so net has Sites left when the first one goes. */
+const siblingName = `${siteName}-b`;
+const config = {
+  imageRegistry: "ghcr.io/unbounded",
+  imageTag: "v0.1.24",
+  apiServerEndpoint: "https://10.0.0.1:6443",
+};
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+let transport: CountingTransport;
+let kube: Kube;
+let registry: Registry;
+let ctx: Context;
+let siteUid = "";
+
+const pass = (name: string) => runPass(ctx, registry, { request: { controller: "site", name }, attempt: 0 });
+const getSite = () => kube.get(siteResource, { name: siteName });
+const conditionsOf = (obj: KubeObject) =>
+  (obj.status as { conditions?: Condition[] } | undefined)?.conditions ?? [];
+const getOrUndefined = async (res: (typeof Resources)[keyof typeof Resources], name: string) => {
+  try {
+    return await kube.get(res, { namespace: ns, name });
+  } catch (err) {
+    if (isNotFound(err)) return undefined;
+    throw err;
+  }
+};
+
+beforeAll(async () => {
+  transport = countingTransport(createNodeTransport(kubeConfig()));
+  kube = createKube(transport);
+  await installCrdsAndRbac(kube);
+  registry = createRegistry([siteController({ registry: defaultSiteRegistry(), env: { config } })]);
+  ctx = {
+    kube,
+    queue: { send: async () => {} },
+    clock: { now: () => new Date() },
+    log: { info: () => {}, warn: () => {}, error: () => {} },
+    metrics: { count: () => {}, observe: () => {}, gauge: () => {} },
+    random: Math.random,
+  };
+  for (let attempt = 0; ; attempt++) {
+    try {
+      const created = await kube.create(siteResource, {
+        apiVersion: "unbounded-cloud.io/v1alpha3",
+        kind: "Site",
+        metadata: { name: siteName },
+        spec: { displayName: "integration" },
+      });
+      siteUid = created.metadata.uid!;
+      await kube.create(siteResource, {
+        apiVersion: "unbounded-cloud.io/v1alpha3",
+        kind: "Site",
+        metadata: { name: siblingName },
+        spec: { components: { metalman: { enabled: false } } },
+      });
+      break;
+    } catch (err) {
+      // A freshly Established CRD can answer 404 for a moment while its handler is installed.
+      if (!isNotFound(err) || attempt > 50) throw err;
+      await sleep(200);
+    }
+  }
+}, 120_000);
+
+afterAll(async () => {
+  await kube?.delete(siteResource, { name: siteName }).catch(() => undefined);
+  await kube?.delete(siteResource, { name: siblingName }).catch(() => undefined);
+});
+
+describe("Site controller on the devcluster", () => {
+  it("publishes NetReady, MetalmanReady, StorageReady in registry order", async () => {
+    const result = await pass(siteName);
+    expect(result).toMatchObject({ result: "done", absent: false, wroteStatus: true });
+    const site = await getSite();
+    expect(conditionsOf(site).map((c) => [c.type, c.status, c.reason])).toEqual([
+      ["NetReady", "True", "Reconciled"],
+      ["MetalmanReady", "True", "Reconciled"],
+      ["StorageReady", "True", "Reconciled"],
+    ]);
+    expect((site.status as { observedGeneration?: number }).observedGeneration).toBe(
+      site.metadata.generation,
+    );
+  });
+
+  it("per-Site objects carry a controller ownerReference and are applied by unbounded-operator", async () => {
+    const perSite = [
+      await kube.get(Resources.Deployment, { namespace: ns, name: `metalman-${siteName}` }),
+      await kube.get(Resources.ConfigMap, { namespace: ns, name: `metalman-${siteName}` }),
+      await kube.get(Resources.ConfigMap, { namespace: ns, name: `storage-${siteName}` }),
+    ];
+    for (const obj of perSite) {
+      expect(obj.metadata.ownerReferences).toEqual([
+        {
+          apiVersion: "unbounded-cloud.io/v1alpha3",
+          kind: "Site",
+          name: siteName,
+          uid: siteUid,
+          controller: true,
+        },
+      ]);
+    }
+    const cluster = [
+      await kube.get(Resources.ConfigMap, { namespace: ns, name: netConfigName }),
+      await kube.get(Resources.ServiceAccount, { namespace: ns, name: "net" }),
+    ];
+    for (const obj of [...perSite, ...cluster]) {
+      const managers = (obj.metadata.managedFields as { manager: string; operation: string }[]).map(
+        (m) => `${m.manager}/${m.operation}`,
+      );
+      expect(managers).toContain("unbounded-operator/Apply");
+    }
+    const deployment = perSite[0]!;
+    const podSpec = (deployment.spec as { template: { spec: Record<string, unknown> } }).template.spec;
+    expect(JSON.stringify(podSpec.affinity)).toContain("net.unbounded-cloud.io/site");
+    expect(JSON.stringify(podSpec.containers)).toContain("ghcr.io/unbounded/metalman:v0.1.24");
+    expect((cluster[0]!.data as Record<string, string>).sites?.split(",")).toContain(siteName);
+  });
+
+  it("a second pass on the converged Site makes zero writes", async () => {
+    transport.reset();
+    const result = await pass(siteName);
+    expect(result).toMatchObject({ result: "done", wroteStatus: false });
+    const counts = transport.counts();
+    expect(transport.calls().filter((c) => c.method !== "GET")).toEqual([]);
+    expect(counts.writes).toBe(0);
+    // Reads: the Site, the Site list, net's 2 objects, metalman's override + 2 objects, storage's 1.
+    expect(counts.reads).toBeLessThanOrEqual(8);
+    console.info(`steady-state Site pass: ${counts.reads} reads, ${counts.writes} writes`);
+  });
+
+  it("the singleton request re-applies net-config after it is deleted, and only cluster state", async () => {
+    await kube.delete(Resources.ConfigMap, { namespace: ns, name: netConfigName });
+    const result = await pass("__singletons");
+    expect(result).toMatchObject({ result: "done", absent: true, wroteStatus: false });
+    const cm = await kube.get(Resources.ConfigMap, { namespace: ns, name: netConfigName });
+    expect((cm.data as Record<string, string>).sites?.split(",")).toContain(siteName);
+    transport.reset();
+    await pass("__singletons");
+    expect(transport.counts().writes).toBe(0);
+  });
+
+  it("disabling storage deletes its ConfigMap and sets Disabled; the next pass writes nothing", async () => {
+    await kube.patch(
+      siteResource,
+      { name: siteName },
+      { type: "merge", body: { spec: { components: { storage: { enabled: false } } } } },
+    );
+    await pass(siteName);
+    expect(await getOrUndefined(Resources.ConfigMap, `storage-${siteName}`)).toBeUndefined();
+    const storage = conditionsOf(await getSite()).find((c) => c.type === "StorageReady");
+    expect(storage).toMatchObject({ status: "True", reason: "Disabled" });
+    transport.reset();
+    await pass(siteName);
+    expect(transport.counts().writes).toBe(0);
+  });
+
+  it("deleting the Site lets the garbage collector remove its Deployment and ConfigMap", async () => {
+    expect(await getOrUndefined(Resources.Deployment, `metalman-${siteName}`)).toBeDefined();
+    await kube.delete(siteResource, { name: siteName });
+    await eventually(
+      async () => {
+        try {
+          await getSite();
+          return undefined;
+        } catch (err) {
+          return isNotFound(err) ? true : undefined;
+        }
+      },
+      { what: "the Site to be gone" },
+    );
+    const result = await pass(siteName);
+    expect(result).toMatchObject({ absent: true, result: "done" });
+    await eventually(
+      async () =>
+        (await getOrUndefined(Resources.Deployment, `metalman-${siteName}`)) === undefined &&
+        (await getOrUndefined(Resources.ConfigMap, `metalman-${siteName}`)) === undefined
+          ? true
+          : undefined,
+      { timeoutMs: 60_000, intervalMs: 250, what: "the garbage collector to remove metalman's objects" },
+    );
+    // The absent pass ran net with the Sites left: the sibling stays listed, the deleted one goes.
+    const cm = await kube.get(Resources.ConfigMap, { namespace: ns, name: netConfigName });
+    const listed = (cm.data as Record<string, string>).sites?.split(",");
+    expect(listed).toContain(siblingName);
+    expect(listed).not.toContain(siteName);
+  });
+});

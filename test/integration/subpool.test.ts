@@ -1,0 +1,277 @@
+/**
+ * The SubPool controller against the real control plane: `runPass` driven directly with the admin
+ * identity. The devcluster runs the namespace and garbage collectors but no StatefulSet
+ * controller and no Gateway API, so readiness stays False with StatefulSetNotReady.
+ */
+import { beforeAll, describe, expect, inject, it } from "vitest";
+import { installCrdsAndRbac } from "../../functions/node/install.ts";
+import {
+  type SubPool,
+  subPoolFinalizer,
+  subPoolManagedLabel,
+  subPoolNamespaceName,
+  subPoolPoolLabel,
+  subPoolResource,
+} from "../../shared/controllers/subpool/api.ts";
+import { subPoolController } from "../../shared/controllers/subpool/controller.ts";
+import {
+  type CountingTransport,
+  countingTransport,
+  createKube,
+  isNotFound,
+  type Kube,
+  type KubeObject,
+  type Resource,
+  Resources,
+} from "../../shared/kube/index.ts";
+import { createNodeTransport, loadKubeConfig } from "../../shared/kube/node.ts";
+import { runPass } from "../../shared/runtime/executor.ts";
+import { createRegistry, type Registry } from "../../shared/runtime/registry.ts";
+import type { Context, Message } from "../../shared/runtime/types.ts";
+import { eventually } from "../setup/cluster.ts";
+
+const suffix = Math.random().toString(36).slice(2, 7);
+const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+
+let transport: CountingTransport;
+let kube: Kube;
+let registry: Registry;
+let ctx: Context;
+
+type SubPoolObject = SubPool & KubeObject;
+const message = (name: string): Message => ({ request: { controller: "subpool", name }, attempt: 0 });
+const pass = (name: string) => runPass(ctx, registry, message(name));
+const getPool = (name: string) => kube.get<SubPoolObject>(subPoolResource, { name });
+const maybe = async <T>(read: Promise<T>): Promise<T | undefined> => {
+  try {
+    return await read;
+  } catch (err) {
+    if (isNotFound(err)) return undefined;
+    throw err;
+  }
+};
+const conditionOf = (p: SubPoolObject, type: string) => p.status?.conditions?.find((c) => c.type === type);
+
+function spec(cpu = "500m"): Record<string, unknown> {
+  return {
+    exposure: { mode: "Internal" },
+    storage: { size: "1Gi" },
+    cpa: { image: "ghcr.io/subrelay/cpa:1.4.0", resources: { requests: { cpu, memory: "256Mi" } } },
+    cpaManager: {
+      image: "ghcr.io/subrelay/cpa-manager:1.4.0",
+      resources: { requests: { cpu: "250m", memory: "128Mi" } },
+    },
+  };
+}
+
+async function createPool(name: string, body: Record<string, unknown>): Promise<SubPoolObject> {
+  for (let attempt = 0; ; attempt++) {
+    try {
+      return await kube.create(subPoolResource, {
+        apiVersion: `${subPoolResource.group}/${subPoolResource.version}`,
+        kind: "SubPool",
+        metadata: { name },
+        spec: body,
+      });
+    } catch (err) {
+      // A freshly Established CRD can answer 404 for a moment while its handler is installed.
+      if (!isNotFound(err) || attempt > 50) throw err;
+      await sleep(200);
+    }
+  }
+}
+
+/** Deletes the SubPool and drives passes until it is gone; returns what each pass saw. */
+async function deleteAndDrive(name: string): Promise<{ namespaceSeenWhileBlocked: boolean }> {
+  await kube.delete(subPoolResource, { name });
+  let namespaceSeenWhileBlocked = false;
+  await eventually(
+    async () => {
+      await pass(name);
+      const pool = await maybe(getPool(name));
+      const namespace = await maybe(kube.get(Resources.Namespace, { name: subPoolNamespaceName(name) }));
+      if (pool && namespace && conditionOf(pool, "Ready")?.reason === "DeletionBlocked") {
+        expect(pool.metadata.finalizers).toContain(subPoolFinalizer);
+        namespaceSeenWhileBlocked = true;
+      }
+      await sleep(200);
+      return pool ? undefined : true;
+    },
+    { timeoutMs: 90_000, intervalMs: 0, what: `SubPool ${name} to disappear` },
+  );
+  return { namespaceSeenWhileBlocked };
+}
+
+beforeAll(async () => {
+  const kc = loadKubeConfig({ file: inject("kubeconfig") });
+  transport = countingTransport(createNodeTransport(kc));
+  kube = createKube(transport);
+  await installCrdsAndRbac(kube);
+  registry = createRegistry([subPoolController()]);
+  ctx = {
+    kube,
+    queue: { send: async () => {} },
+    clock: { now: () => new Date() },
+    log: { info: () => {}, warn: () => {}, error: () => {} },
+    metrics: { count: () => {}, observe: () => {}, gauge: () => {} },
+    random: Math.random,
+  };
+}, 120_000);
+
+describe("SubPool controller on the devcluster", () => {
+  const name = `sp-it-${suffix}`;
+  const namespace = subPoolNamespaceName(name);
+  const owned: [Resource, string][] = [
+    [Resources.Secret, `${name}-credentials`],
+    [Resources.ServiceAccount, name],
+    [Resources.ConfigMap, `${name}-config`],
+    [Resources.ResourceQuota, `${name}-quota`],
+    [Resources.NetworkPolicy, name],
+    [Resources.Service, `${name}-cpa`],
+    [Resources.StatefulSet, `${name}-cpa-manager`],
+    [Resources.PodDisruptionBudget, name],
+  ];
+
+  it("creates the Namespace and every owned object with a controller reference", async () => {
+    const created = await createPool(name, spec());
+    const result = await pass(name);
+    expect(result).toMatchObject({ result: "requeue", followUpSeconds: 30, wroteStatus: true });
+
+    const ref = {
+      apiVersion: "subrelay.example.com/v1alpha1",
+      kind: "SubPool",
+      name,
+      uid: created.metadata.uid,
+      controller: true,
+    };
+    const ns = await kube.get(Resources.Namespace, { name: namespace });
+    expect(ns.metadata.ownerReferences).toEqual([ref]);
+    expect(ns.metadata.labels).toMatchObject({
+      [subPoolManagedLabel]: "subpool-operator",
+      [subPoolPoolLabel]: name,
+    });
+    for (const [res, objectName] of owned) {
+      const object = await kube.get(res, { namespace, name: objectName });
+      expect(object.metadata.ownerReferences, `${res.kind} ${objectName}`).toEqual([ref]);
+    }
+    const svc = await kube.get<KubeObject & { spec: { clusterIP?: string } }>(Resources.Service, {
+      namespace,
+      name: `${name}-cpa`,
+    });
+    expect(svc.spec.clusterIP).toMatch(/^\d+\.\d+\.\d+\.\d+$/);
+
+    const pool = await getPool(name);
+    expect(pool.metadata.finalizers).toEqual([subPoolFinalizer]);
+    expect(pool.status).toMatchObject({
+      observedGeneration: 1,
+      namespace,
+      cpaService: `${name}-cpa.${namespace}.svc:8080`,
+    });
+    // No StatefulSet controller runs in the devcluster: readiness stays False, and says why.
+    expect(conditionOf(pool, "Ready")).toMatchObject({
+      status: "False",
+      reason: "StatefulSetNotReady",
+      message: "StatefulSet has 0/1 ready replicas",
+    });
+    expect(conditionOf(pool, "ProxyGatewayReady")).toMatchObject({
+      status: "False",
+      reason: "ProxyGatewayNotReady",
+    });
+    expect(conditionOf(pool, "Suspended")).toMatchObject({ status: "False", reason: "Active" });
+  });
+
+  it("a second pass over the converged pool makes zero writes", async () => {
+    transport.reset();
+    const result = await pass(name);
+    expect(result).toMatchObject({ result: "requeue", wroteStatus: false });
+    expect(transport.calls().filter((c) => c.method !== "GET")).toEqual([]);
+    expect(transport.counts().writes).toBe(0);
+  });
+
+  it("suspend scales to zero and keeps the Namespace and Secret; resume scales back", async () => {
+    await kube.patch(subPoolResource, { name }, { type: "merge", body: { spec: { suspend: true } } });
+    expect(await pass(name)).toMatchObject({ result: "done" });
+    const sts = await kube.get<KubeObject & { spec: { replicas: number } }>(Resources.StatefulSet, {
+      namespace,
+      name: `${name}-cpa-manager`,
+    });
+    expect(sts.spec.replicas).toBe(0);
+    await kube.get(Resources.Secret, { namespace, name: `${name}-credentials` });
+    const pool = await getPool(name);
+    expect(conditionOf(pool, "Suspended")).toMatchObject({ status: "True", observedGeneration: 2 });
+    expect(conditionOf(pool, "ProxyGatewayReady")).toMatchObject({ status: "Unknown", reason: "Suspended" });
+
+    await kube.patch(subPoolResource, { name }, { type: "merge", body: { spec: { suspend: false } } });
+    await pass(name);
+    const resumed = await kube.get<KubeObject & { spec: { replicas: number } }>(Resources.StatefulSet, {
+      namespace,
+      name: `${name}-cpa-manager`,
+    });
+    expect(resumed.spec.replicas).toBe(1);
+  });
+
+  it("deleting the SubPool deletes its Namespace, and only then drops the finalizer", async () => {
+    const { namespaceSeenWhileBlocked } = await deleteAndDrive(name);
+    expect(namespaceSeenWhileBlocked).toBe(true);
+    expect(await maybe(kube.get(Resources.Namespace, { name: namespace }))).toBeUndefined();
+  });
+});
+
+describe("SubPool conflicts and validation on the devcluster", () => {
+  it("a Namespace that already exists unowned gives NamespaceConflict and is left untouched", async () => {
+    const name = `sp-taken-${suffix}`;
+    const namespace = subPoolNamespaceName(name);
+    const foreign = await kube.create(Resources.Namespace, {
+      apiVersion: "v1",
+      kind: "Namespace",
+      metadata: { name: namespace, labels: { team: "someone-else" } },
+    });
+    await createPool(name, spec());
+    const result = await pass(name);
+    expect(result).toMatchObject({ result: "requeue", followUpSeconds: 30 });
+    const pool = await getPool(name);
+    expect(conditionOf(pool, "Ready")).toMatchObject({ status: "False", reason: "NamespaceConflict" });
+
+    const after = await kube.get(Resources.Namespace, { name: namespace });
+    expect(after.metadata.resourceVersion).toBe(foreign.metadata.resourceVersion);
+    expect(after.metadata.ownerReferences).toBeUndefined();
+    expect(
+      await maybe(kube.get(Resources.Secret, { namespace, name: `${name}-credentials` })),
+    ).toBeUndefined();
+
+    // Deleting the pool keeps the foreign Namespace: only the finalizer goes.
+    await deleteAndDrive(name);
+    const kept = await kube.get(Resources.Namespace, { name: namespace });
+    expect(kept.metadata.deletionTimestamp).toBeUndefined();
+    await kube.delete(Resources.Namespace, { name: namespace });
+  });
+
+  it("a SubPool over the resource envelope gets ResourceEnvelopeExceeded and nothing is created", async () => {
+    const name = `sp-big-${suffix}`;
+    await createPool(name, spec("3"));
+    transport.reset();
+    const result = await pass(name);
+    expect(result).toMatchObject({
+      result: "error",
+      errorClass: "permanent",
+      errorReason: "ResourceEnvelopeExceeded",
+    });
+    expect(result.followUpSeconds).toBeUndefined();
+    expect(transport.calls().filter((c) => c.method === "POST")).toEqual([]);
+    expect(await maybe(kube.get(Resources.Namespace, { name: subPoolNamespaceName(name) }))).toBeUndefined();
+    const pool = await getPool(name);
+    expect(conditionOf(pool, "Ready")).toMatchObject({
+      status: "False",
+      reason: "ResourceEnvelopeExceeded",
+      observedGeneration: 1,
+    });
+    expect(conditionOf(pool, "Ready")?.message).toMatch(
+      /cpu requests \(3 \+ 250m\) exceed the platform envelope of 2/,
+    );
+
+    transport.reset();
+    await pass(name);
+    expect(transport.counts().writes).toBe(0);
+    await deleteAndDrive(name);
+  });
+});

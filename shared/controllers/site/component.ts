@@ -5,6 +5,7 @@
  * can be switched off. Adding a component means implementing one interface and registering it:
  * the pass, the conditions, their order and the Site-less pass are all driven from the registry.
  */
+import type { ObjectKey, Resource } from "../../kube/port.ts";
 import type { Watch } from "../../runtime/controller.ts";
 import type { Site } from "./api.ts";
 import { SiteReason } from "./api.ts";
@@ -105,6 +106,12 @@ export interface SiteComponent extends ComponentIdentity {
   reconcile(env: Env, site: Site): Promise<Result>;
   /** Removes the component's per-Site resources; absent ones are fine. */
   cleanup(env: Env, site: Site): Promise<void>;
+  /**
+   * The Site an object of an owned kind belongs to, from its key alone (e.g. ConfigMap
+   * `storage-<site>` in the operator namespace). Intake uses it for events without a body, where
+   * the ownerReference cannot be read; without it such events wait for the drift resync.
+   */
+  siteFromKey?(resource: Resource, key: ObjectKey, namespace: string): string | undefined;
 }
 
 /**

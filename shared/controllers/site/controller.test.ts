@@ -373,6 +373,20 @@ describe("siteController over a fake Kube (runPass)", () => {
     );
   });
 
+  it.each([
+    ["ConfigMap", "storage-west", { name: "west" }],
+    ["ConfigMap", "metalman-west", { name: "west" }],
+    ["Deployment", "metalman-west", { name: "west" }],
+    ["ConfigMap", "metalman-config-west", undefined],
+    ["ConfigMap", "net-config", undefined],
+    ["Deployment", "storage-west", undefined],
+  ])("ownerFromKey: %s %s → %j", (kind, name, owner) => {
+    const def = siteController({ registry: defaultSiteRegistry(), env: { config } });
+    const resource = kind === "ConfigMap" ? Resources.ConfigMap : Resources.Deployment;
+    expect(def.ownerFromKey?.(resource, { namespace: ns, name })).toEqual(owner);
+    expect(def.ownerFromKey?.(resource, { namespace: "default", name })).toBeUndefined();
+  });
+
   it("maps watched ConfigMaps to Sites and the singleton", async () => {
     kube.seed(siteResource, siteObject("west"));
     const [watch] = siteController({ registry: defaultSiteRegistry(), env: { config } }).watches!;

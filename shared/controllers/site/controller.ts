@@ -227,5 +227,12 @@ export function siteController(options: SiteControllerOptions): ControllerDefini
       return outcomeOf(results);
     },
     reconcileAbsent: (ctx) => siteless(createEnv(ctx.kube, settings)),
+    ownerFromKey(resource, key) {
+      for (const component of registry.site) {
+        const site = component.siteFromKey?.(resource, key, settings.namespace);
+        if (site !== undefined) return { name: site };
+      }
+      return undefined;
+    },
   };
 }

@@ -10,6 +10,7 @@ import {
   siteNodeAffinity,
   siteOwnerReference,
 } from "../manifests.ts";
+import { siteFromConfigName } from "../watches.ts";
 
 /** Prefix of the optional per-Site override ConfigMap, `metalman-config-<site>`. */
 export const metalmanOverridePrefix = "metalman-config-";
@@ -104,6 +105,12 @@ export function metalmanComponent(): SiteComponent {
       }
       return reconciled();
     },
+    siteFromKey: (resource, key, namespace) =>
+      (resource.kind === "ConfigMap" || resource.kind === "Deployment") &&
+      key.namespace === namespace &&
+      !key.name.startsWith(metalmanOverridePrefix)
+        ? siteFromConfigName("metalman-", key.name)
+        : undefined,
     async cleanup(env, site) {
       await env.deleteIfExists({
         apiVersion: "apps/v1",

@@ -3,6 +3,7 @@ import { type Site, SiteConditionType, siteComponentEnabled, siteLabelKey } from
 import { failed, reconciled, type SiteComponent } from "../component.ts";
 import type { Env } from "../env.ts";
 import { siteOwnerReference } from "../manifests.ts";
+import { siteFromConfigName } from "../watches.ts";
 
 /** The per-Site storage config: `storage-<site>` in the operator namespace, owned by the Site. */
 export function storageConfigFor(env: Env, site: Site): KubeObject {
@@ -40,5 +41,9 @@ export function storageComponent(): SiteComponent {
     async cleanup(env, site) {
       await env.deleteIfExists(storageConfigFor(env, site));
     },
+    siteFromKey: (resource, key, namespace) =>
+      resource.kind === "ConfigMap" && key.namespace === namespace
+        ? siteFromConfigName("storage-", key.name)
+        : undefined,
   };
 }

@@ -25,3 +25,19 @@ export function describeController(observed: KubeObject): string {
   const ref = observed.metadata.ownerReferences?.find((r) => r.controller === true);
   return ref ? `controlled by ${ref.kind} ${ref.name} (uid ${ref.uid})` : "not controlled by any object";
 }
+
+/** Why a Namespace of the derived name is not this pool's, for the NamespaceConflict message. */
+export function namespaceConflictMessage(namespace: KubeObject, pool: KubeObject): string {
+  const name = namespace.metadata.name ?? "";
+  if (!isControlledBy(namespace, pool)) {
+    return `Namespace ${name} exists and is ${describeController(namespace)}; it is never adopted`;
+  }
+  const labels = namespace.metadata.labels ?? {};
+  const missing = [
+    labels[subPoolManagedLabel] === subPoolManagedValue
+      ? ""
+      : `${subPoolManagedLabel}=${subPoolManagedValue}`,
+    labels[subPoolPoolLabel] === pool.metadata.name ? "" : `${subPoolPoolLabel}=${pool.metadata.name ?? ""}`,
+  ].filter(Boolean);
+  return `Namespace ${name} is controlled by this SubPool but lacks the label${missing.length === 1 ? "" : "s"} ${missing.join(", ")}; it is not treated as ours`;
+}

@@ -202,7 +202,11 @@ describe("SubPool pass over the fake Kube", () => {
     kube.seed(subPoolResource, subPoolObject());
     const result = await pass();
     expect(result).toMatchObject({ result: "requeue", followUpSeconds: 30 });
-    expect(condition("Ready")).toMatchObject({ status: "False", reason: "NamespaceConflict" });
+    expect(condition("Ready")).toMatchObject({
+      status: "False",
+      reason: "NamespaceConflict",
+      message: "Namespace subpool-demo exists and is not controlled by any object; it is never adopted",
+    });
     expect(kube.stored(Resources.Namespace, { name: ns })).toEqual(foreign);
     expect(kube.calls.filter((c) => c.method !== "get" && c.resource !== "subpools")).toEqual([]);
   });

@@ -35,7 +35,7 @@ import {
   subPoolObjectNames,
 } from "./desired.ts";
 import { patchFinalizers } from "./metadata.ts";
-import { describeController, namespaceOwnership } from "./ownership.ts";
+import { describeController, namespaceConflictMessage, namespaceOwnership } from "./ownership.ts";
 import {
   type ReadinessObservation,
   readinessConditions,
@@ -112,7 +112,7 @@ async function reconcileActive(
     return block(
       status,
       Reason.NamespaceConflict,
-      `Namespace ${nsName} exists and is not this SubPool's: ${describeController(namespace!)} or lacks its labels`,
+      namespaceConflictMessage(namespace!, object),
       timings.conflictRetry,
     );
   }

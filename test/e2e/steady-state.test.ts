@@ -1,7 +1,7 @@
 /**
  * "Steady state writes nothing" (DESIGN, one writer per field): the Node host, as the
  * least-privileged ServiceAccount, sweeps every second with resync 60 (every Proxy is due at every
- * sweep, so each gets a drift pass every second) and probes with a one-second report interval.
+ * sweep, so each gets a drift pass every second) and probes on every fifth sweep.
  * Once a Managed Proxy (a real forward proxy at its Pod IP:3128) and an External Proxy (a local
  * forward proxy) are both Ready, ≥ 10 sweeps go by and the API server's audit stream must show
  * zero writes (create/update/patch/delete) by the ServiceAccount.
@@ -117,7 +117,11 @@ beforeAll(async () => {
     KUBECONFIG: countedFile,
     KUBEFN_SWEEP_SECONDS: "1",
     KUBEFN_PROXY_RESYNC_SECONDS: "60",
-    KUBEFN_MIN_REPORT_SECONDS: "1",
+    // The default (60 s) report interval: a latency change beyond the seed's threshold (more than
+    // max(20 ms, 50 %)) is a real change and reported, at most once a minute per proxy; on a
+    // loaded two-core machine loopback latency jitters past 20 ms. The window below starts right
+    // after both first verdicts and ends well within that minute.
+    KUBEFN_MIN_REPORT_SECONDS: "60",
   });
 }, 120_000);
 

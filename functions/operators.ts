@@ -8,6 +8,8 @@ import {
   createKubernetesProvider,
   type ProvidersByName,
 } from "../shared/controllers/proxy/providers/index.ts";
+import { defaultSiteRegistry, siteController } from "../shared/controllers/site/index.ts";
+import { subPoolController } from "../shared/controllers/subpool/index.ts";
 import type { Prober } from "../shared/health/index.ts";
 import type { Kube } from "../shared/kube/port.ts";
 import { createRegistry, type Registry } from "../shared/runtime/index.ts";
@@ -37,10 +39,19 @@ export interface OperatorOptions {
   apiToken?: string;
   /** How old an untracked provider instance must be before the orphan collector deletes it. */
   orphanGraceSeconds?: number;
+  /** Images and endpoint the Site components install (seed 004's operator Config). */
+  site?: { imageRegistry: string; imageTag: string; apiServerEndpoint: string };
 }
 
+const defaultSiteConfig = {
+  imageRegistry: "ghcr.io/unbounded-cloud",
+  imageTag: "latest",
+  apiServerEndpoint: "https://kubernetes.default.svc",
+};
+
 /**
- * The operators kubefn runs, assembled once per platform instance. Everything here is built
+ * The operators kubefn runs, assembled once per platform instance: the proxy operator (seed 000),
+ * SubPool (seed 003) and the Site component registry (seed 004). Everything here is built
  * from parameters; nothing is read from the environment.
  */
 export function createOperators(opts: OperatorOptions): Operators {
@@ -53,6 +64,8 @@ export function createOperators(opts: OperatorOptions): Operators {
       providers: (ctx) => providersFor(ctx.kube),
       ...(opts.proxyResyncSeconds ? { timings: { driftPoll: opts.proxyResyncSeconds } } : {}),
     }),
+    subPoolController(),
+    siteController({ registry: defaultSiteRegistry(), env: { config: opts.site ?? defaultSiteConfig } }),
   ]);
   return {
     registry,

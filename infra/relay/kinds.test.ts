@@ -45,7 +45,16 @@ describe("relayKindsFor", () => {
       "proxies:spec",
       "secrets:payload",
     ]);
-    expect(defaultRelayKinds().map((k) => k.resource)).toEqual([proxyResource, Resources.Secret]);
+  });
+
+  it("by default, every kind the three operators need, each once", () => {
+    const kinds = defaultRelayKinds().map((k) => `${k.resource.resource}:${k.predicate}`);
+    expect(kinds.slice(0, 2)).toEqual(["proxies:spec", "secrets:payload"]);
+    expect(kinds).toEqual(
+      expect.arrayContaining(["subpools:spec", "sites:spec", "configmaps:payload", "deployments:spec"]),
+    );
+    expect(new Set(kinds.map((k) => k.split(":")[0])).size).toBe(kinds.length);
+    expect(defaultRelayKinds()[0]!.resource).toEqual(proxyResource);
   });
 
   it("primary and owned kinds by spec, watched ConfigMaps by payload, other watched kinds by spec, each once", () => {
@@ -56,15 +65,17 @@ describe("relayKindsFor", () => {
           watches: [watch(Resources.ConfigMap), watch(Resources.Namespace), watch(widgets)],
         }),
       ]),
-    ).toEqual(["widgets:spec", "namespaces:spec", "gadgets:spec", "configmaps:payload"]);
+    ).toEqual(["widgets:spec", "namespaces:spec", "configmaps:payload", "gadgets:spec"]);
   });
 
-  it("a kind both owned and watched is watched by spec", () => {
+  // Regression: with SubPool owning Secrets, "spec won" and a rotated cloud-init Secret (no
+  // generation) was no longer forwarded.
+  it("a Secret both owned and watched is watched by payload", () => {
     expect(
       kindsOf([
         controller("a", widgets, { watches: [watch(Resources.Secret)] }),
         controller("b", gadgets, { owns: [Resources.Secret] }),
       ]),
-    ).toEqual(["widgets:spec", "gadgets:spec", "secrets:spec"]);
+    ).toEqual(["widgets:spec", "secrets:payload", "gadgets:spec"]);
   });
 });

@@ -26,10 +26,10 @@ export function predicateFor(kind: PredicateKind): Predicate {
 const PAYLOAD_KINDS = new Set([resourceKey(Resources.ConfigMap), resourceKey(Resources.Secret)]);
 
 /**
- * The kinds the relay must watch for `registry`: every `for` and `owns` kind with the `spec`
- * predicate, every `watches` kind with `payload` when it is a ConfigMap or Secret and `spec`
- * otherwise. A kind listed by several controllers is watched once; `spec` wins over `payload` when
- * a kind is both owned and watched, since an owned object's spec matters more than its data.
+ * The kinds the relay must watch for `registry`: ConfigMaps and Secrets with the `payload`
+ * predicate, whether owned or watched (they have no generation, so `spec` would only see create
+ * and delete, and miss a rotated cloud-init Secret); every other kind with `spec`. A kind listed
+ * by several controllers is watched once.
  *
  * @example
  * relayKindsFor(createRegistry([proxyController(deps)]))
@@ -37,20 +37,14 @@ const PAYLOAD_KINDS = new Set([resourceKey(Resources.ConfigMap), resourceKey(Res
  */
 export function relayKindsFor(registry: Registry): RelayKind[] {
   const kinds = new Map<string, RelayKind>();
-  const add = (resource: Resource, predicate: PredicateKind) => {
+  const add = (resource: Resource) => {
     const key = resourceKey(resource);
-    const existing = kinds.get(key);
-    if (!existing) kinds.set(key, { resource, predicate });
-    else if (predicate === "spec") existing.predicate = "spec";
+    if (!kinds.has(key)) kinds.set(key, { resource, predicate: PAYLOAD_KINDS.has(key) ? "payload" : "spec" });
   };
   for (const controller of registry.controllers) {
-    add(controller.for, "spec");
-    for (const owned of controller.owns ?? []) add(owned, "spec");
-  }
-  for (const controller of registry.controllers) {
-    for (const watch of controller.watches ?? []) {
-      add(watch.resource, PAYLOAD_KINDS.has(resourceKey(watch.resource)) ? "payload" : "spec");
-    }
+    add(controller.for);
+    for (const owned of controller.owns ?? []) add(owned);
+    for (const watch of controller.watches ?? []) add(watch.resource);
   }
   return [...kinds.values()];
 }

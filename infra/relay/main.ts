@@ -18,10 +18,9 @@
 import { serve } from "@hono/node-server";
 import { z } from "zod";
 import { createLineLog } from "../../functions/node/log.ts";
-import { proxyController } from "../../shared/controllers/proxy/index.ts";
+import { createOperators } from "../../functions/operators.ts";
 import { createKube } from "../../shared/kube/index.ts";
 import { createNodeTransport, loadKubeConfig } from "../../shared/kube/node.ts";
-import { createRegistry } from "../../shared/runtime/registry.ts";
 import { type RelayKind, relayKindFromConfig, relayKindSchema, relayKindsFor } from "./kinds.ts";
 import { createRelay } from "./relay.ts";
 import { clientNodeWatchStream } from "./watch-stream.ts";
@@ -63,7 +62,12 @@ export function parseRelayEnv(env: Record<string, string | undefined>): RelayEnv
  * with no providers; only their `for`/`owns`/`watches` are read.
  */
 export function defaultRelayKinds(): RelayKind[] {
-  return relayKindsFor(createRegistry([proxyController({ providers: () => ({}) })]));
+  // The kinds of the operators every platform runs; the prober is never called here.
+  const operators = createOperators({
+    prober: { probe: async () => ({ ok: false, latencyMs: 0 }) },
+    sweepPeriodSeconds: 60,
+  });
+  return relayKindsFor(operators.registry);
 }
 
 async function main(): Promise<void> {

@@ -68,7 +68,7 @@ describe("createRelay", () => {
       log: quiet,
     });
     relay.start();
-    await expect.poll(() => batches.flat().length).toBe(3);
+    await expect.poll(() => batches.flat().length, { timeout: 10_000 }).toBe(3);
     expect(batches).toEqual([["a"], ["b"], ["c"]]);
     expect(relay.metrics.value("kubefn_relay_delivered_events_total")).toBe(3);
     await relay.stop();
@@ -97,7 +97,9 @@ describe("createRelay", () => {
     relay.start();
     expect((await relay.app.request("/healthz")).status).toBe(503);
     release();
-    await expect.poll(async () => (await relay.app.request("/healthz")).status).toBe(200);
+    await expect
+      .poll(async () => (await relay.app.request("/healthz")).status, { timeout: 10_000 })
+      .toBe(200);
     const metrics = await (await relay.app.request("/metrics")).text();
     expect(metrics).toContain("kubefn_relay_objects");
     await relay.stop();

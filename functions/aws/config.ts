@@ -1,10 +1,16 @@
 import { z } from "zod";
+import {
+  describeIssues,
+  type FunctionSettings,
+  functionSettingsFrom,
+  functionVariables,
+} from "../settings.ts";
 
 /**
  * The Lambda's settings, parsed once per execution environment from `process.env` (set by
  * infra/aws/template.yaml).
  */
-export interface AwsConfig {
+export interface AwsConfig extends FunctionSettings {
   /** Where the kubeconfig comes from: inline (base64, the template's choice) or a bundled file. */
   kubeconfig: { yaml: string } | { file: string };
   region: string;
@@ -14,28 +20,11 @@ export interface AwsConfig {
   schedulerRoleArn: string;
   /** Target of delayed follow-ups; unset means the invoked function's own ARN. */
   functionArn?: string;
-  auditToken?: string;
-  relaySecret?: string;
-  /** Bearer token of the crawler API (/v1/proxies, /v1/leases); off when unset. */
-  apiToken?: string;
-  selfUsernames: string[];
-  maxBodyBytes: number;
-  replayWindowSeconds: number;
-  /** Must match the sweep rule's rate. */
-  sweepPeriodSeconds: number;
   probeConcurrency: number;
   /** Passes run at once for one reconcile event. */
   passConcurrency: number;
-  proxyResyncSeconds?: number;
 }
 
-const list = z.string().transform((s) =>
-  s
-    .split(",")
-    .map((x) => x.trim())
-    .filter(Boolean),
-);
-const secret = (name: string) => z.string().min(16, `${name} must be at least 16 characters`).optional();
 const arn = (name: string) => z.string().startsWith("arn:", `${name} must be an ARN`);
 
 const envSchema = z
@@ -47,20 +36,9 @@ const envSchema = z
     SCHEDULE_GROUP: z.string().min(1).default("default"),
     SCHEDULER_ROLE_ARN: arn("SCHEDULER_ROLE_ARN"),
     FUNCTION_ARN: arn("FUNCTION_ARN").optional(),
-    AUDIT_TOKEN: secret("AUDIT_TOKEN"),
-    RELAY_SECRET: secret("RELAY_SECRET"),
-    API_TOKEN: secret("API_TOKEN"),
-    SELF_USERNAMES: list.default(["system:serviceaccount:kubefn-system:kubefn"]),
-    MAX_BODY_BYTES: z.coerce
-      .number()
-      .int()
-      .min(1024)
-      .default(4 * 1024 * 1024),
-    REPLAY_WINDOW_SECONDS: z.coerce.number().int().min(10).default(300),
-    SWEEP_PERIOD_SECONDS: z.coerce.number().int().min(60).max(3600).default(60),
+    ...functionVariables,
     PROBE_CONCURRENCY: z.coerce.number().int().min(1).max(256).default(32),
     PASS_CONCURRENCY: z.coerce.number().int().min(1).max(64).default(8),
-    PROXY_RESYNC_SECONDS: z.coerce.number().int().min(60).optional(),
   })
   .refine((e) => e.KUBECONFIG_BASE64 || e.KUBECONFIG, {
     message: "set KUBECONFIG_BASE64 (base64 kubeconfig) or KUBECONFIG (a file in the bundle)",
@@ -85,11 +63,11 @@ export class AwsConfigError extends Error {
 export function parseAwsEnv(env: Record<string, string | undefined>): AwsConfig {
   const parsed = envSchema.safeParse(Object.fromEntries(Object.entries(env).filter(([, v]) => v !== "")));
   if (!parsed.success) {
-    const lines = parsed.error.issues.map((i) => `  ${i.path.join(".")}: ${i.message}`);
-    throw new AwsConfigError(`invalid Lambda environment:\n${lines.join("\n")}`);
+    throw new AwsConfigError(`invalid Lambda environment:\n${describeIssues(parsed.error)}`);
   }
   const e = parsed.data;
   return {
+    ...functionSettingsFrom(e),
     kubeconfig: e.KUBECONFIG_BASE64
       ? { yaml: Buffer.from(e.KUBECONFIG_BASE64, "base64").toString("utf8") }
       : { file: e.KUBECONFIG as string },
@@ -98,15 +76,7 @@ export function parseAwsEnv(env: Record<string, string | undefined>): AwsConfig 
     scheduleGroup: e.SCHEDULE_GROUP,
     schedulerRoleArn: e.SCHEDULER_ROLE_ARN,
     ...(e.FUNCTION_ARN ? { functionArn: e.FUNCTION_ARN } : {}),
-    ...(e.AUDIT_TOKEN ? { auditToken: e.AUDIT_TOKEN } : {}),
-    ...(e.RELAY_SECRET ? { relaySecret: e.RELAY_SECRET } : {}),
-    ...(e.API_TOKEN ? { apiToken: e.API_TOKEN } : {}),
-    selfUsernames: e.SELF_USERNAMES,
-    maxBodyBytes: e.MAX_BODY_BYTES,
-    replayWindowSeconds: e.REPLAY_WINDOW_SECONDS,
-    sweepPeriodSeconds: e.SWEEP_PERIOD_SECONDS,
     probeConcurrency: e.PROBE_CONCURRENCY,
     passConcurrency: e.PASS_CONCURRENCY,
-    ...(e.PROXY_RESYNC_SECONDS ? { proxyResyncSeconds: e.PROXY_RESYNC_SECONDS } : {}),
   };
 }

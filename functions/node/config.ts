@@ -1,22 +1,16 @@
 import { z } from "zod";
+import { commaList, describeIssues, secretVariable } from "../settings.ts";
 import type { NodeHostConfig } from "./host.ts";
-
-const list = z.string().transform((s) =>
-  s
-    .split(",")
-    .map((x) => x.trim())
-    .filter(Boolean),
-);
 
 const envSchema = z.object({
   KUBECONFIG: z.string().min(1).optional(),
   KUBEFN_HOST: z.string().default("127.0.0.1"),
   KUBEFN_PORT: z.coerce.number().int().min(0).max(65535).default(8080),
-  KUBEFN_AUDIT_TOKEN: z.string().min(16, "KUBEFN_AUDIT_TOKEN must be at least 16 characters").optional(),
-  KUBEFN_RELAY_SECRET: z.string().min(16, "KUBEFN_RELAY_SECRET must be at least 16 characters").optional(),
+  KUBEFN_AUDIT_TOKEN: secretVariable("KUBEFN_AUDIT_TOKEN"),
+  KUBEFN_RELAY_SECRET: secretVariable("KUBEFN_RELAY_SECRET"),
   KUBEFN_CONCURRENCY: z.coerce.number().int().min(1).max(256).default(4),
   KUBEFN_SWEEP_SECONDS: z.coerce.number().int().min(1).max(3600).optional(),
-  KUBEFN_SELF_USERNAMES: list.default(["system:serviceaccount:kubefn-system:kubefn"]),
+  KUBEFN_SELF_USERNAMES: commaList.default(["system:serviceaccount:kubefn-system:kubefn"]),
   KUBEFN_MAX_BODY_BYTES: z.coerce
     .number()
     .int()
@@ -26,7 +20,7 @@ const envSchema = z.object({
   KUBEFN_INSTALL: z.enum(["true", "false"]).default("false"),
   KUBEFN_PROXY_RESYNC_SECONDS: z.coerce.number().int().min(60).max(86400).default(300),
   KUBEFN_MIN_REPORT_SECONDS: z.coerce.number().int().min(1).max(3600).default(60),
-  KUBEFN_API_TOKEN: z.string().min(16, "KUBEFN_API_TOKEN must be at least 16 characters").optional(),
+  KUBEFN_API_TOKEN: secretVariable("KUBEFN_API_TOKEN"),
   KUBEFN_ORPHAN_GRACE_SECONDS: z.coerce.number().int().min(0).default(600),
   KUBEFN_LOG_FORMAT: z.enum(["text", "json"]).default("text"),
 });
@@ -49,8 +43,7 @@ export function parseNodeHostEnv(env: Record<string, string | undefined>): {
   const set = Object.fromEntries(Object.entries(env).filter(([, v]) => v !== undefined && v !== ""));
   const parsed = envSchema.safeParse(set);
   if (!parsed.success) {
-    const lines = parsed.error.issues.map((i) => `  ${i.path.join(".")}: ${i.message}`);
-    throw new Error(`invalid environment:\n${lines.join("\n")}`);
+    throw new Error(`invalid environment:\n${describeIssues(parsed.error)}`);
   }
   const e = parsed.data;
   return {

@@ -191,7 +191,14 @@ describe("runPass", () => {
     ],
     // Regression: a Running proxy's drift poll equals its resync; sent, every sweep-triggered pass
     // started another endless chain (102 messages per object-hour instead of 12 on a serverless queue).
-    ["requeue at exactly the resync is not sent", () => requeueAfter(600), 0, undefined, undefined, undefined],
+    [
+      "requeue at exactly the resync is not sent",
+      () => requeueAfter(600),
+      0,
+      undefined,
+      undefined,
+      undefined,
+    ],
     ["requeue just under the resync is sent", () => requeueAfter(599), 0, 599, 0, undefined],
     [
       "transient (5xx), attempt 0",

@@ -99,6 +99,8 @@ afterAll(async () => {
 describe("relay → intake → pass, with no sweep to help", () => {
   it("kubectl apply → Provisioned; edit → status follows; delete → gone, with a pass that finds it absent", async () => {
     const started = performance.now();
+    // The host's first sweep runs right after it starts listening; count from after it.
+    await host.waitFor((l) => l.msg === "sweep");
     const sweepsAtStart = host.lines.filter((l) => l.msg === "sweep").length;
     const relayedBefore = await relayBatches();
 

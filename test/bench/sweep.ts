@@ -91,7 +91,7 @@ async function sweepOnce(n: number, ports: { target: number; proxies: number[] }
         name: `sweep ${n} ${label}`,
         figure: round(probed / probeSeconds),
         unit: "probes/s",
-        note: `${probed} probed (${stats.ok} ok) in ${round(probeSeconds, 2)} s of health task (probes + annotation writes, 8 in flight), whole sweep ${round(ms / 1000, 2)} s`,
+        note: `${probed} probed (${stats.ok} ok) in ${round(probeSeconds, 2)} s of health task (probes + annotation writes, 32 of each in flight), whole sweep ${round(ms / 1000, 2)} s`,
       },
       {
         name: `sweep ${n} ${label} API`,

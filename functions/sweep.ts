@@ -13,6 +13,8 @@ export interface SweepOptions {
   snapshots: boolean;
   /** Send every object, not only those due this minute (a host's first sweep after start). */
   full?: boolean;
+  /** How often the platform runs the sweep, seconds (default 60). */
+  periodSeconds?: number;
 }
 
 export interface SweepSummary {
@@ -53,16 +55,31 @@ export async function runSweep(
       objects,
       now: ctx.clock.now(),
       resyncSeconds: options.full ? 60 : def.resyncSeconds,
+      ...(options.periodSeconds ? { periodSeconds: options.periodSeconds } : {}),
       shardSize: options.shardSize,
       snapshots: options.snapshots,
     });
-    for (const shard of plan.shards) await ctx.queue.send(shard);
+    let sent = 0;
+    for (const shard of plan.shards) {
+      try {
+        await ctx.queue.send(shard);
+        sent += shard.length;
+      } catch (err) {
+        // A lost drift request only delays that object to its next interval; keep sweeping.
+        ctx.log.error("sweep enqueue failed", {
+          controller: def.name,
+          messages: shard.length,
+          error: String(err),
+        });
+        ctx.metrics.count("kubefn_sweep_errors_total", { controller: def.name, stage: "enqueue" });
+      }
+    }
     summary.controllers[def.name] = {
       listed: objects.length,
       due: plan.due.length,
       shards: plan.shards.length,
     };
-    ctx.metrics.count("kubefn_sweep_requests_total", { controller: def.name }, plan.due.length);
+    ctx.metrics.count("kubefn_sweep_requests_total", { controller: def.name }, sent);
   }
   for (const task of tasks) {
     const primaries = listed.get(task.controller);

@@ -53,6 +53,15 @@ export function proxyHealthTask(opts: ProxyHealthTaskOptions): SweepTask {
         opts.concurrency,
       );
       ctx.metrics.count("kubefn_probes_total", {}, result.stats.probed);
+      if (applied.failed > 0) {
+        // Conflicts are recomputed next sweep; other failures (403, 422…) would stop health
+        // updates silently, so they are logged and counted.
+        ctx.log.error("health annotation writes failed", {
+          failed: applied.failed,
+          written: applied.written,
+        });
+        ctx.metrics.count("kubefn_health_patch_errors_total", {}, applied.failed);
+      }
       return {
         probed: result.stats.probed,
         ok: result.stats.ok,
@@ -60,6 +69,8 @@ export function proxyHealthTask(opts: ProxyHealthTaskOptions): SweepTask {
         refused: result.stats.refused,
         reports: result.stats.reports,
         writes: applied.written,
+        writeConflicts: applied.conflicts,
+        writeErrors: applied.failed,
         ms: Math.round(performance.now() - started),
       };
     },

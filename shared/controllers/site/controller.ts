@@ -1,4 +1,4 @@
-import { classifyError } from "../../kube/classify.ts";
+import { classifyError, ReconcileError } from "../../kube/classify.ts";
 import { type Condition, type ConditionInput, setCondition } from "../../kube/conditions.ts";
 import type { KubeObject, Resource } from "../../kube/port.ts";
 import { Resources } from "../../kube/resources.ts";
@@ -208,7 +208,12 @@ export function siteController(options: SiteControllerOptions): ControllerDefini
       const env = createEnv(ctx.kube, settings);
       if (object.metadata.deletionTimestamp) return siteless(env);
       const parsed = parseSite(object);
-      if (!parsed.success) return failed(new Error(`Site ${object.metadata.name}: ${parsed.error.message}`));
+      if (!parsed.success) {
+        // A Site the schema rejects will not pass on a retry: permanent until it is edited.
+        return failed(
+          ReconcileError.permanent("InvalidSpec", `Site ${object.metadata.name}: ${parsed.error.message}`),
+        );
+      }
       const site = parsed.data;
       const sites = liveSites(await env.listSites());
       const results = [

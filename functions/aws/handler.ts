@@ -78,6 +78,7 @@ export function createHandler(options: HandlerOptions) {
       const summary = await runSweep(ctx, operators.registry, operators.sweepTasks, {
         shardSize: 100,
         snapshots: true,
+        periodSeconds: config.sweepPeriodSeconds,
       });
       ctx.log.info("sweep", { time: event.time, ...summary });
       return summary;

@@ -20,12 +20,13 @@ import type { Context } from "../../shared/runtime/types.ts";
 import { createFunctionsApp } from "../http.ts";
 import { createOperators, type Operators } from "../operators.ts";
 import { runSweep } from "../sweep.ts";
-import { parseWorkerEnv, WorkerConfigError, type WorkerEnv } from "./config.ts";
+import { parseWorkerEnv, type WorkerConfig, WorkerConfigError, type WorkerEnv } from "./config.ts";
 import { consumeBatch, queuesPort } from "./queue.ts";
 import { createConsoleLog, createMetrics } from "./telemetry.ts";
 
 interface Isolate {
   ctx: Context;
+  config: WorkerConfig;
   operators: Operators;
   app: Hono;
 }
@@ -55,7 +56,7 @@ function isolateFor(env: WorkerEnv): Isolate {
     ...(config.apiToken ? { apiToken: config.apiToken } : {}),
   });
   const app = createFunctionsApp(ctx, operators, config);
-  const isolate = { ctx, operators, app };
+  const isolate = { ctx, config, operators, app };
   isolates.set(env, isolate);
   return isolate;
 }
@@ -87,11 +88,13 @@ export default {
   },
 
   scheduled(controller: ScheduledController, env: WorkerEnv, exec: ExecutionContext): void {
-    const { ctx, operators } = isolateFor(env);
+    const { ctx, config, operators } = isolateFor(env);
     exec.waitUntil(
-      runSweep(ctx, operators.registry, operators.sweepTasks, { shardSize: 100, snapshots: true }).then(
-        (summary) => ctx.log.info("sweep", { cron: controller.cron, ...summary }),
-      ),
+      runSweep(ctx, operators.registry, operators.sweepTasks, {
+        shardSize: 100,
+        snapshots: true,
+        periodSeconds: config.sweepPeriodSeconds,
+      }).then((summary) => ctx.log.info("sweep", { cron: controller.cron, ...summary })),
     );
   },
 };

@@ -136,6 +136,7 @@ export async function startNodeHost(
         shardSize: 100,
         snapshots: true,
         full,
+        periodSeconds: config.sweepSeconds,
       });
       log.info("sweep", sweepLine(summary));
     } finally {

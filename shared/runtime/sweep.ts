@@ -12,10 +12,15 @@ export interface SweepInput {
   shardSize: number;
   /** Attach each listed object as `Message.snapshot`, saving the pass a GET. Default false. */
   snapshots?: boolean;
+  /**
+   * How often the sweep runs, in seconds; default 60. Buckets are this long (never shorter than a
+   * minute), so a sweep every 2 minutes still reaches every bucket.
+   */
+  periodSeconds?: number;
 }
 
 export interface SweepPlan {
-  /** Number of minute buckets the interval is cut into: ceil(resyncSeconds / 60). */
+  /** Number of buckets the interval is cut into: ceil(resyncSeconds / max(60, periodSeconds)). */
   buckets: number;
   /** The bucket due this minute. */
   bucket: number;
@@ -31,7 +36,12 @@ export interface SweepPlan {
  * minutes each listed object is due exactly once, and the load spreads evenly over the interval
  * without any stored schedule. The hash is FNV-1a (32 bit) of the UID, stable across runs.
  *
- * Caveats: the spread is statistical: a bucket holds n/B ± ~sqrt(n/B) objects. An object
+ * With a sweep period P above a minute, buckets are P long: B = ceil(resyncSeconds / P), and the
+ * bucket due is floor(now / P) mod B, so every bucket is still reached.
+ *
+ * Caveats: the spread is statistical: a bucket holds n/B ± ~sqrt(n/B) objects. A sweep that runs
+ * more often than once a minute (the Node host may) sends the minute's bucket at each of its
+ * sweeps in that minute: more drift passes than needed, never fewer. An object
  * without a UID (never from a real list) is hashed by namespace/name. An object created
  * mid-interval waits up to one interval for its first drift pass (its creation event already
  * ran one).
@@ -41,8 +51,9 @@ export interface SweepPlan {
  * for (const shard of plan.shards) await queue.send(shard);
  */
 export function planSweep(input: SweepInput): SweepPlan {
-  const buckets = Math.max(1, Math.ceil(input.resyncSeconds / 60));
-  const bucket = Math.floor(input.now.getTime() / 60_000) % buckets;
+  const slotSeconds = Math.max(60, input.periodSeconds ?? 60);
+  const buckets = Math.max(1, Math.ceil(input.resyncSeconds / slotSeconds));
+  const bucket = Math.floor(input.now.getTime() / (slotSeconds * 1000)) % buckets;
   const due: Request[] = [];
   const messages: Message[] = [];
   for (const object of input.objects) {

@@ -62,6 +62,36 @@ describe("planSweep", () => {
     },
   );
 
+  // Regression: buckets were wall-clock minutes, so a sweep every 2 minutes over a 4-minute resync
+  // only ever reached the even buckets and half the objects were never swept.
+  it.each([
+    [120, 480, 4],
+    [300, 600, 2],
+    [3600, 3600, 1],
+  ])(
+    "a sweep every %s s over a %s s resync reaches every object exactly once per %s sweeps",
+    (period, resyncSeconds, sweeps) => {
+      const list = objects(uids(2_000));
+      const start = Date.parse("2026-11-30T12:00:00Z");
+      const visits = new Map<string, number>();
+      for (let i = 0; i < sweeps; i++) {
+        const plan = planSweep({
+          controller: "proxy",
+          objects: list,
+          now: new Date(start + i * period * 1000 + 3_000),
+          resyncSeconds,
+          shardSize: 100,
+          periodSeconds: period,
+        });
+        expect(plan.buckets).toBe(sweeps);
+        for (const r of plan.due)
+          visits.set(`${r.namespace}/${r.name}`, (visits.get(`${r.namespace}/${r.name}`) ?? 0) + 1);
+      }
+      expect(visits.size).toBe(2_000);
+      expect([...visits.values()].every((n) => n === 1)).toBe(true);
+    },
+  );
+
   it("keeps a 10-bucket spread within a few percent of the mean", () => {
     const counts = new Array(10).fill(0) as number[];
     for (const uid of uids(10_000, 7)) counts[sweepBucket(uid, 10)]!++;

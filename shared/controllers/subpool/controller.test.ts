@@ -21,7 +21,7 @@ describe("subPoolController", () => {
       expect(registry.ownersOf(group!, resource!).map((d) => d.name)).toEqual(["subpool"]);
     }
     expect(registry.watchersOf("", "configmaps").map((w) => w.controller.name)).toEqual(["subpool"]);
-    expect(registry.controller("subpool")?.resyncSeconds).toBe(300);
+    expect(registry.controller("subpool")?.resyncSeconds).toBe(60);
   });
 
   it("a change to the operator configuration re-enqueues every SubPool; other ConfigMaps nothing", async () => {

@@ -41,8 +41,9 @@ export const subPoolOwnedResources: Resource[] = [
  *
  * Owns the derived kinds (events map back through the controller reference, or through the
  * `subpool-<name>` namespace when an audit event carries no body); watches the operator
- * configuration ConfigMap (a change re-enqueues every SubPool). Active pools requeue every
- * `activeRequeue` seconds, since the shared Gateway and proxy gateway are owned by nobody.
+ * configuration ConfigMap (a change re-enqueues every SubPool). Active pools are looked at again
+ * every `activeRequeue` seconds, since the shared Gateway and proxy gateway are owned by nobody;
+ * by default that is the one-minute resync, i.e. the sweep's drift pass.
  *
  * Caveats: the HTTPRoute kind is not in `owns` (clusters without the Gateway API do not serve
  * it, and intake watching it would fail there); route changes are seen by the active requeue.

@@ -73,7 +73,9 @@ describe("SubPool pass over the fake Kube", () => {
     kube.seed(subPoolResource, subPoolObject());
     const result = await pass();
 
-    expect(result).toMatchObject({ result: "requeue", followUpSeconds: 30, wroteStatus: true });
+    expect(result).toMatchObject({ result: "requeue", wroteStatus: true });
+    // The active re-check is the sweep's one-minute drift pass: no follow-up of its own.
+    expect(result.followUpSeconds).toBeUndefined();
     expect(kube.calls.find((c) => c.method !== "get")).toMatchObject({
       method: "patch",
       resource: "subpools",
@@ -125,7 +127,8 @@ describe("SubPool pass over the fake Kube", () => {
   it("a second pass over a converged pool makes zero writes", async () => {
     await converge();
     const result = await pass();
-    expect(result).toMatchObject({ result: "requeue", wroteStatus: false, followUpSeconds: 30 });
+    expect(result).toMatchObject({ result: "requeue", wroteStatus: false });
+    expect(result.followUpSeconds).toBeUndefined();
     expect(kube.writes()).toBe(0);
   });
 
@@ -201,7 +204,8 @@ describe("SubPool pass over the fake Kube", () => {
     });
     kube.seed(subPoolResource, subPoolObject());
     const result = await pass();
-    expect(result).toMatchObject({ result: "requeue", followUpSeconds: 30 });
+    expect(result).toMatchObject({ result: "requeue" });
+    expect(result.followUpSeconds).toBeUndefined();
     expect(condition("Ready")).toMatchObject({
       status: "False",
       reason: "NamespaceConflict",

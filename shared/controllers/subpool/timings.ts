@@ -13,9 +13,15 @@ export interface SubPoolTimings {
   resync: number;
 }
 
+/**
+ * The seed re-checks an active pool every 30 s. Here the sweep does it: the resync is one minute
+ * (the sweep's own period) and the active and conflict looks equal it, so the executor sends no
+ * follow-up for them (one as late as the resync would start a chain per drift pass on a
+ * serverless queue, where nothing coalesces them).
+ */
 export const defaultSubPoolTimings: SubPoolTimings = {
-  activeRequeue: 30,
+  activeRequeue: 60,
   deletionPoll: 5,
-  conflictRetry: 30,
-  resync: 300,
+  conflictRetry: 60,
+  resync: 60,
 };

@@ -74,7 +74,7 @@ export interface ControllerDefinition<T extends KubeObject = KubeObject> {
    * error, the executor sets it False with reason `Resolved`. Must be one of `conditionTypes`.
    *
    * Caveats: leave it unset when the controller keeps its own latch (the proxy does: its
-   * `Provisioned` condition with reason `PermanentError`), so the object has exactly one latch.
+   * `PermanentError` condition at the current generation), so the object has exactly one latch.
    * Deleting objects (deletionTimestamp set) are never latched, so finalizers still run.
    */
   permanentErrorCondition?: string;

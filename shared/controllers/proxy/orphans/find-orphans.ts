@@ -5,11 +5,8 @@ import { type Instance, managedByTagKey, managedByTagValue, ownerTagKey } from "
 export const defaultOrphanGraceSeconds = 600;
 
 /**
- * An instance as orphan GC sees it. `createdAt` (RFC 3339) is when the provider created it.
- *
- * Caveats: {@link Instance} in providers/provider.ts does not carry `createdAt` yet; until the
- * providers report it (a Pod's `metadata.creationTimestamp`, a GCE instance's
- * `creationTimestamp`), the grace period cannot be measured and the age counts as unknown.
+ * An instance as orphan GC sees it; its `createdAt` (RFC 3339: a Pod's creationTimestamp, a GCE
+ * instance's creationTimestamp) measures the grace period.
  */
 export type AgedInstance = Instance;
 
@@ -18,10 +15,10 @@ export type AgedInstance = Instance;
  * owner tag (`crawl.kubefn.dev/proxy-uid`) that matches the UID of none of `proxies`, not already
  * Terminating, and created at least `graceSeconds` before `now`. Pure.
  *
- * Caveats: an instance without a readable `createdAt` is of unknown age and is collectible; the
- * sweep task guards it by checking again against a list of Proxies made after the instances were
- * listed (a Proxy always exists before its instance, since the instance is named from its UID).
- * Instances lacking either tag are never returned.
+ * Caveats: an instance without a readable `createdAt` is of unknown age and never collected. The
+ * sweep task also checks again against a list of Proxies made after the instances were listed (a
+ * Proxy always exists before its instance, since the instance is named from its UID). Instances
+ * lacking either tag are never returned.
  */
 export function findOrphans<T extends AgedInstance>(
   instances: readonly T[],

@@ -5,6 +5,7 @@
  */
 
 import type { ObjectKey, Patch } from "../kube/port.ts";
+import { fnv1a32 } from "../kube/spec-hash.ts";
 import { decodeHealthState, healthAnnotationPatch } from "./annotation.ts";
 import { mapWithConcurrency } from "./concurrency.ts";
 import {
@@ -229,14 +230,5 @@ export function probeDue(
   const every = Math.max(1, Math.round(intervalSeconds / sweepPeriodSeconds));
   if (every === 1) return true;
   const slot = Math.floor(now.getTime() / 1000 / sweepPeriodSeconds);
-  return (slot + fnv1a(`${key.namespace ?? ""}/${key.name}`)) % every === 0;
-}
-
-function fnv1a(text: string): number {
-  let h = 0x811c9dc5;
-  for (let i = 0; i < text.length; i++) {
-    h ^= text.charCodeAt(i);
-    h = Math.imul(h, 0x01000193) >>> 0;
-  }
-  return h;
+  return (slot + fnv1a32(`${key.namespace ?? ""}/${key.name}`)) % every === 0;
 }

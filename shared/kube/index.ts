@@ -67,4 +67,4 @@ export {
 export { apiVersionOf, keyOf, type PathParts, resourcePath } from "./paths.ts";
 export type * from "./port.ts";
 export { Resources } from "./resources.ts";
-export { canonicalJson, specHash } from "./spec-hash.ts";
+export { canonicalJson, fnv1a32, specHash } from "./spec-hash.ts";

@@ -30,3 +30,16 @@ export async function specHash(value: unknown): Promise<string> {
   const digest = await crypto.subtle.digest("SHA-256", new TextEncoder().encode(canonicalJson(value)));
   return Array.from(new Uint8Array(digest), (b) => b.toString(16).padStart(2, "0")).join("");
 }
+
+/**
+ * FNV-1a, 32 bit, of a string's UTF-16 code units: a fast, stable, non-cryptographic hash for
+ * spreading keys (sweep buckets, probe phases) and short deterministic name suffixes.
+ */
+export function fnv1a32(text: string): number {
+  let hash = 0x811c9dc5;
+  for (let i = 0; i < text.length; i++) {
+    hash ^= text.charCodeAt(i);
+    hash = Math.imul(hash, 0x01000193);
+  }
+  return hash >>> 0;
+}

@@ -1,4 +1,5 @@
 import type { KubeObject } from "../kube/index.ts";
+import { fnv1a32 } from "../kube/spec-hash.ts";
 import type { Message, Request } from "./types.ts";
 
 export interface SweepInput {
@@ -71,16 +72,7 @@ export function planSweep(input: SweepInput): SweepPlan {
 
 /** The minute bucket (0 ≤ b < buckets) an object with this UID is swept in. */
 export function sweepBucket(uid: string, buckets: number): number {
-  return fnv1a(uid) % buckets;
-}
-
-function fnv1a(text: string): number {
-  let hash = 0x811c9dc5;
-  for (let i = 0; i < text.length; i++) {
-    hash ^= text.charCodeAt(i);
-    hash = Math.imul(hash, 0x01000193);
-  }
-  return hash >>> 0;
+  return fnv1a32(uid) % buckets;
 }
 
 function chunk<T>(items: readonly T[], size: number): T[][] {

@@ -1,4 +1,5 @@
 import type { KubeObject, ObjectMeta, OwnerReference } from "../../../kube/index.ts";
+import { fnv1a32 } from "../../../kube/spec-hash.ts";
 import { proxyGroup, proxyVersion } from "../api.ts";
 
 /** Label on every proxy Lease: the Proxy's name (hashed when longer than a label value allows). */
@@ -41,14 +42,9 @@ const subdomainMax = 253;
 const labelValueMax = 63;
 const hashChars = 8;
 
-/** FNV-1a 32-bit, as 8 hex digits: a short deterministic suffix for names that must be cut. */
+/** A short deterministic suffix for names that must be cut: FNV-1a, 8 hex digits. */
 function fnv1a(text: string): string {
-  let h = 0x811c9dc5;
-  for (let i = 0; i < text.length; i++) {
-    h ^= text.charCodeAt(i);
-    h = Math.imul(h, 0x01000193) >>> 0;
-  }
-  return h.toString(16).padStart(hashChars, "0");
+  return fnv1a32(text).toString(16).padStart(hashChars, "0");
 }
 
 /** `text` if it fits in `max`, else its head (trimmed to end alphanumeric) and a hash of all of it. */

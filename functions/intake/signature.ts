@@ -10,6 +10,8 @@
  * which are idempotent and deduplicated downstream.
  */
 
+import { tokensEqual } from "../../shared/auth/index.ts";
+
 export const SIGNATURE_HEADER = "x-kubefn-signature";
 export const TIMESTAMP_HEADER = "x-kubefn-timestamp";
 
@@ -75,15 +77,5 @@ export async function verifyBatch(
 
 /** Constant-time comparison of a presented bearer token with the expected one. */
 export async function bearerMatches(presented: string | undefined, expected: string): Promise<boolean> {
-  if (presented === undefined) return false;
-  // Comparing digests keeps the time independent of where the strings first differ and of length.
-  const [a, b] = await Promise.all([
-    crypto.subtle.digest("SHA-256", encoder.encode(presented)),
-    crypto.subtle.digest("SHA-256", encoder.encode(expected)),
-  ]);
-  const x = new Uint8Array(a);
-  const y = new Uint8Array(b);
-  let diff = 0;
-  for (let i = 0; i < x.length; i++) diff |= x[i]! ^ y[i]!;
-  return diff === 0;
+  return presented !== undefined && (await tokensEqual(presented, expected));
 }

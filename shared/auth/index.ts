@@ -1,0 +1,1 @@
+export { tokensEqual } from "./tokens.ts";

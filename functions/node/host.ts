@@ -164,7 +164,12 @@ export async function startNodeHost(
 }
 
 function summarise(log: Log, r: PassResult): void {
-  const fields: Record<string, unknown> = { key: r.key, result: r.result, ms: Math.round(r.durationMs) };
+  const fields: Record<string, unknown> = {
+    key: r.key,
+    trigger: r.trigger,
+    result: r.result,
+    ms: Math.round(r.durationMs),
+  };
   if (r.wroteStatus) fields.status = "written";
   if (r.followUpSeconds !== undefined) fields.next = `${r.followUpSeconds}s`;
   if (r.errorClass) fields.error = `${r.errorClass}/${r.errorReason}`;
@@ -175,8 +180,10 @@ function summarise(log: Log, r: PassResult): void {
 /** One short line per sweep: objects listed and due per controller, and the tasks' non-zero counts. */
 function sweepLine(summary: SweepSummary): Record<string, unknown> {
   const fields: Record<string, unknown> = {};
-  for (const [name, c] of Object.entries(summary.controllers))
-    fields[name] = `${c.listed} listed, ${c.due} due`;
+  for (const [name, c] of Object.entries(summary.controllers)) {
+    const why = Object.entries(c.reasons).map(([reason, n]) => `${reason}=${n}`);
+    fields[name] = `${c.listed} listed, ${c.due} due${why.length > 0 ? ` (${why.join(" ")})` : ""}`;
+  }
   for (const [task, counts] of Object.entries(summary.tasks)) {
     if ("error" in counts) {
       fields[task] = `error: ${counts.error}`;

@@ -33,7 +33,15 @@ describe("applyHealthSweep", () => {
     });
     expect(out).toEqual({ written: 2, conflicts: 1, failed: 1, reconcilesRequested: 1 });
     expect(patched.sort()).toEqual(["a", "d"]);
-    expect(sent).toEqual([[{ request: { controller: "proxy", namespace: "ns", name: "a" }, attempt: 0 }]]);
+    expect(sent).toEqual([
+      [
+        {
+          request: { controller: "proxy", namespace: "ns", name: "a" },
+          attempt: 0,
+          trigger: { kind: "drift", reason: "health-report" },
+        },
+      ],
+    ]);
   });
 
   it("sends nothing when nothing changed", async () => {

@@ -52,6 +52,7 @@ export async function applyHealthSweep(
     .map((k) => ({
       request: { controller, ...(k.namespace ? { namespace: k.namespace } : {}), name: k.name },
       attempt: 0,
+      trigger: { kind: "drift" as const, reason: "health-report" },
     }));
   if (messages.length > 0) await deps.queue.send(messages);
   out.reconcilesRequested = messages.length;

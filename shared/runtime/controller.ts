@@ -1,4 +1,5 @@
 import type { KubeObject, ObjectKey, Resource } from "../kube/index.ts";
+import type { DriftDeclaration } from "./drift.ts";
 import type { Outcome } from "./outcome.ts";
 import type { Context, Request } from "./types.ts";
 
@@ -66,6 +67,13 @@ export interface ControllerDefinition<T extends KubeObject = KubeObject> {
    * this is not sent. At least 60 (the sweep runs every minute).
    */
   resyncSeconds: number;
+  /**
+   * How the sweep finds drift from lists (see {@link DriftDeclaration}): once per `resyncSeconds`
+   * it lists the declared kinds and sends a pass only to primaries the decision names, with the
+   * reason. Without it, the sweep sends every primary a pass once per `resyncSeconds` (reason
+   * `resync`), spread by UID.
+   */
+  drift?: DriftDeclaration;
   /**
    * The permanent-error latch, when the executor should keep it. On a permanent error the
    * executor sets this condition True (reason from the classifier, observedGeneration = the

@@ -15,7 +15,7 @@ import { backoffSeconds } from "./backoff.ts";
 import type { ControllerDefinition, PassContext } from "./controller.ts";
 import { failed, type Outcome } from "./outcome.ts";
 import type { Registry } from "./registry.ts";
-import { type Context, type Message, type Request, requestKey } from "./types.ts";
+import { type Context, describeTrigger, type Message, type Request, requestKey } from "./types.ts";
 
 /** Fixed retry interval after a quota error (DESIGN: "fixed retry interval"). */
 export const QUOTA_RETRY_SECONDS = 60;
@@ -36,6 +36,8 @@ export interface PassResult {
   /** `controller/namespace/name`. */
   key: string;
   result: PassResultKind;
+  /** Why the pass ran: `audit`, `relay`, `follow-up`, `drift:<reason>`, `safety-net`, `start`. */
+  trigger: string;
   /** The primary did not exist (reconcileAbsent ran, or nothing did). */
   absent: boolean;
   /** Whether the status subresource was patched. */
@@ -82,12 +84,24 @@ export async function runPass(ctx: Context, registry: Registry, message: Message
   const key = requestKey(request);
   const attempt = Number.isInteger(message.attempt) && message.attempt > 0 ? message.attempt : 0;
   const def = registry.controller(request.controller);
-  const summary: PassResult = { key, result: "done", absent: false, wroteStatus: false, durationMs: 0 };
+  const summary: PassResult = {
+    key,
+    result: "done",
+    trigger: describeTrigger(message.trigger),
+    absent: false,
+    wroteStatus: false,
+    durationMs: 0,
+  };
 
   const finish = (): PassResult => {
     summary.durationMs = Math.round((performance.now() - started) * 100) / 100;
     const controller = def?.name ?? "unknown";
     ctx.metrics.count("kubefn_passes_total", { controller, result: summary.result });
+    ctx.metrics.count("kubefn_pass_triggers_total", {
+      controller,
+      trigger: message.trigger?.kind ?? "unknown",
+      reason: message.trigger?.reason ?? "",
+    });
     ctx.metrics.observe("kubefn_pass_duration_seconds", summary.durationMs / 1000, { controller });
     return summary;
   };
@@ -250,7 +264,10 @@ async function settle(
   // anyway, every drift pass would start one more self-perpetuating chain of them.
   if (!next || next.delaySeconds >= def.resyncSeconds) return;
   try {
-    await ctx.queue.send([{ request, attempt: next.attempt }], next.delaySeconds);
+    await ctx.queue.send(
+      [{ request, attempt: next.attempt, trigger: { kind: "follow-up" } }],
+      next.delaySeconds,
+    );
     summary.followUpSeconds = next.delaySeconds;
   } catch (err) {
     ctx.log.error("follow-up not sent; the sweep will revisit", { key: summary.key, error: String(err) });

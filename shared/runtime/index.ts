@@ -1,6 +1,19 @@
 export { type BackoffPolicy, backoffSeconds, DEFAULT_BACKOFF } from "./backoff.ts";
 export type { ControllerDefinition, PassContext, Watch, WatchedChange } from "./controller.ts";
 export {
+  DEFAULT_SAFETY_NET_SECONDS,
+  type DriftDeclaration,
+  type DriftInput,
+  type DriftList,
+  type DriftReason,
+  defineDrift,
+  driftDue,
+  type Listed,
+  listForDrift,
+  pagesOf,
+  safetyNetDue,
+} from "./drift.ts";
+export {
   type AuditEvent,
   auditEventListSchema,
   auditEventSchema,
@@ -45,6 +58,7 @@ export {
   resourceKey,
 } from "./registry.ts";
 export { planSweep, type SweepInput, type SweepPlan, sweepBucket } from "./sweep.ts";
+export { type ControllerSweep, runSweep, type SweepOptions, type SweepSummary } from "./sweep-run.ts";
 export type {
   Clock,
   Context,
@@ -57,4 +71,4 @@ export type {
   Request,
   Resource,
 } from "./types.ts";
-export { requestKey } from "./types.ts";
+export { describeTrigger, requestKey, type Trigger, type TriggerKind } from "./types.ts";

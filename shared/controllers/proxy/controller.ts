@@ -1,5 +1,6 @@
 import type { ControllerDefinition } from "../../runtime/controller.ts";
 import { ProxyConditionType, proxyResource } from "./api.ts";
+import { proxyDrift } from "./drift.ts";
 import { type ProvidersSource, reconcileProxy } from "./reconcile.ts";
 import { proxiesForSecret } from "./secret-watch.ts";
 import { defaultProxyTimings, type ProxyTimings } from "./timings.ts";
@@ -18,7 +19,9 @@ export interface ProxyControllerDeps {
  * taken as they are; health projected from the sweep's annotation.
  *
  * Watches Secrets (a rotated cloud-init Secret re-enqueues every Proxy naming it). Does not own
- * Pods: instances are observed only by polling the provider. The resync is the drift poll.
+ * Pods: instances are observed by listing each provider once per drift period (`drift.ts`); a
+ * Proxy gets a drift pass only when that list, its Secret or its health annotation says a pass
+ * would change something. The resync is the drift period.
  *
  * Caveats: the permanent-failure latch is the controller's own (PermanentError at the current
  * generation), so `permanentErrorCondition` is left unset and the executor keeps no second latch.
@@ -36,6 +39,7 @@ export function proxyController(deps: ProxyControllerDeps): ControllerDefinition
     watches: [proxiesForSecret(proxyControllerName)],
     conditionTypes: Object.values(ProxyConditionType),
     resyncSeconds: Math.max(60, timings.driftPoll),
+    drift: proxyDrift(deps.providers),
     reconcile: (ctx, object) => reconcileProxy(ctx, object, { providers: deps.providers, timings }),
   };
 }

@@ -5,6 +5,7 @@ import type { ControllerDefinition, Watch } from "../../runtime/controller.ts";
 import type { Request } from "../../runtime/types.ts";
 import { SubPoolConditionType, subPoolNamespacePrefix, subPoolResource } from "./api.ts";
 import { defaultOperatorConfigKey } from "./config.ts";
+import { subPoolDrift } from "./drift.ts";
 import { reconcileSubPool } from "./reconcile.ts";
 import { defaultSubPoolTimings, type SubPoolTimings } from "./timings.ts";
 
@@ -41,9 +42,11 @@ export const subPoolOwnedResources: Resource[] = [
  *
  * Owns the derived kinds (events map back through the controller reference, or through the
  * `subpool-<name>` namespace when an audit event carries no body); watches the operator
- * configuration ConfigMap (a change re-enqueues every SubPool). Active pools are looked at again
- * every `activeRequeue` seconds, since the shared Gateway and proxy gateway are owned by nobody;
- * by default that is the one-minute resync, i.e. the sweep's drift pass.
+ * configuration ConfigMap (a change re-enqueues every SubPool). Drift is found by lists (see
+ * `drift.ts`): once per `resync` the sweep lists each owned kind, the shared proxy gateway's
+ * EndpointSlices and the operator configuration, and a pool gets a pass only when one would
+ * change something — so the shared gateway, owned by nobody, is still watched every minute
+ * without a pass per pool per minute.
  *
  * Caveats: the HTTPRoute kind is not in `owns` (clusters without the Gateway API do not serve
  * it, and intake watching it would fail there); route changes are seen by the active requeue.
@@ -67,6 +70,7 @@ export function subPoolController(deps: SubPoolControllerDeps = {}): ControllerD
     watches: [subPoolsForOperatorConfig(subPoolControllerName, configKey)],
     conditionTypes: Object.values(SubPoolConditionType),
     resyncSeconds: Math.max(60, timings.resync),
+    drift: subPoolDrift(configKey),
     ownerFromKey: subPoolFromKey,
     reconcile: (ctx, object) => reconcileSubPool(ctx, object, passDeps),
   };

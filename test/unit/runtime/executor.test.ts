@@ -126,7 +126,10 @@ describe("runPass", () => {
       followUpSeconds: 0,
     });
     expect(recorded.sent).toEqual([
-      { messages: [{ request: proxyMessage().request, attempt: 1 }], delaySeconds: 0 },
+      {
+        messages: [{ request: proxyMessage().request, attempt: 1, trigger: { kind: "follow-up" } }],
+        delaySeconds: 0,
+      },
     ]);
   });
 
@@ -298,7 +301,12 @@ describe("runPass", () => {
       expect(recorded.sent).toEqual([]);
     } else {
       expect(recorded.sent).toEqual([
-        { messages: [{ request: proxyMessage().request, attempt: attemptOut }], delaySeconds: delay },
+        {
+          messages: [
+            { request: proxyMessage().request, attempt: attemptOut, trigger: { kind: "follow-up" } },
+          ],
+          delaySeconds: delay,
+        },
       ]);
     }
     if (errorClass) {

@@ -1,6 +1,6 @@
 import { Hono } from "hono";
 import { discoveryRoutes, proxyPhaseGaugeTask } from "../shared/controllers/proxy/discovery/index.ts";
-import { proxyHealthTask } from "../shared/controllers/proxy/health-task.ts";
+import { probeShardTask, proxyHealthTask } from "../shared/controllers/proxy/health-task.ts";
 import { proxyController } from "../shared/controllers/proxy/index.ts";
 import { leaseRoutes, leaseSweepTask } from "../shared/controllers/proxy/leases/index.ts";
 import { orphanSweepTask } from "../shared/controllers/proxy/orphans/index.ts";
@@ -29,6 +29,8 @@ export interface OperatorOptions {
   /** How often the platform runs the sweep (the cron period). */
   sweepPeriodSeconds: number;
   probeConcurrency?: number;
+  /** Fan health probes out through the queue in shards of this many Proxies (unset: probe in the sweep). */
+  probeShardSize?: number;
   /** Providers beyond the built-in Kubernetes pod provider (e.g. "gce"). */
   providers?: (kube: Kube) => ProvidersByName;
   /** Drift poll (resync) of Proxies, seconds. */
@@ -59,9 +61,17 @@ export function createOperators(opts: OperatorOptions): Operators {
     kubernetes: createKubernetesProvider({ kube }),
     ...opts.providers?.(kube),
   });
+  const health = proxyHealthTask({
+    prober: opts.prober,
+    concurrency: opts.probeConcurrency ?? 32,
+    sweepPeriodSeconds: opts.sweepPeriodSeconds,
+    ...(opts.minReportIntervalSeconds ? { minReportIntervalSeconds: opts.minReportIntervalSeconds } : {}),
+    ...(opts.probeShardSize ? { fanOut: { shardSize: opts.probeShardSize } } : {}),
+  });
   const registry = createRegistry([
     proxyController({
       providers: (ctx) => providersFor(ctx.kube),
+      shards: { [probeShardTask]: health.handleShard },
       ...(opts.proxyResyncSeconds ? { timings: { driftPoll: opts.proxyResyncSeconds } } : {}),
     }),
     subPoolController(),
@@ -70,12 +80,7 @@ export function createOperators(opts: OperatorOptions): Operators {
   return {
     registry,
     sweepTasks: [
-      proxyHealthTask({
-        prober: opts.prober,
-        concurrency: opts.probeConcurrency ?? 32,
-        sweepPeriodSeconds: opts.sweepPeriodSeconds,
-        ...(opts.minReportIntervalSeconds ? { minReportIntervalSeconds: opts.minReportIntervalSeconds } : {}),
-      }),
+      health,
       proxyPhaseGaugeTask(),
       leaseSweepTask(),
       {

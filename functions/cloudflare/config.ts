@@ -27,6 +27,12 @@ export interface WorkerConfig extends FunctionSettings {
   kubeToken: string;
   /** Workers keep at most 6 connections open per invocation; more only queue up. */
   probeConcurrency: number;
+  /**
+   * Proxies per probe-shard message. A queue batch (up to 10 messages) runs in one invocation,
+   * and each probe costs a connection and at most one annotation write: 40 keeps a batch of
+   * shards under the paid plan's 1,000 subrequests. On the free plan (50) use 2.
+   */
+  probeShardSize: number;
 }
 
 const envSchema = z.object({
@@ -34,6 +40,7 @@ const envSchema = z.object({
   KUBE_TOKEN: z.string({ error: "KUBE_TOKEN is required (wrangler secret put KUBE_TOKEN)" }).min(1),
   ...functionVariables,
   PROBE_CONCURRENCY: z.coerce.number().int().min(1).max(64).default(6),
+  PROBE_SHARD_SIZE: z.coerce.number().int().min(1).max(200).default(40),
 });
 
 /** `env` is missing a variable or holds a bad one; the message lists every problem. */
@@ -58,5 +65,6 @@ export function parseWorkerEnv(env: Record<string, unknown>): WorkerConfig {
     kubeServer: e.KUBE_SERVER,
     kubeToken: e.KUBE_TOKEN,
     probeConcurrency: e.PROBE_CONCURRENCY,
+    probeShardSize: e.PROBE_SHARD_SIZE,
   };
 }

@@ -52,6 +52,7 @@ function isolateFor(env: WorkerEnv): Isolate {
     prober: createSocketProber({ connect }),
     sweepPeriodSeconds: config.sweepPeriodSeconds,
     probeConcurrency: config.probeConcurrency,
+    probeShardSize: config.probeShardSize,
     ...(config.proxyResyncSeconds ? { proxyResyncSeconds: config.proxyResyncSeconds } : {}),
     ...(config.apiToken ? { apiToken: config.apiToken } : {}),
   });

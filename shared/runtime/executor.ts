@@ -44,6 +44,8 @@ export interface PassResult {
   wroteStatus: boolean;
   /** Delay of the follow-up sent, in seconds; undefined when none was sent. */
   followUpSeconds?: number;
+  /** What a shard handler counted (`Message.shard`), instead of a pass. */
+  shard?: Record<string, number>;
   /** Set when `result` is "error". */
   errorClass?: ErrorClassName;
   errorReason?: string;
@@ -119,6 +121,23 @@ export async function runPass(ctx: Context, registry: Registry, message: Message
         reason: "UnknownController",
       },
     );
+    return finish();
+  }
+
+  if (message.shard) {
+    const handler = def.shards?.[message.shard.task];
+    try {
+      if (!handler) throw new Error(`controller "${def.name}" has no shard handler "${message.shard.task}"`);
+      summary.shard = await handler(ctx, message.shard.objects);
+    } catch (err) {
+      summary.result = "error";
+      ctx.log.error("shard failed; the next sweep plans it again", {
+        key,
+        task: message.shard.task,
+        error: err instanceof Error ? err.message : String(err),
+      });
+      ctx.metrics.count("kubefn_shard_errors_total", { controller: def.name, task: message.shard.task });
+    }
     return finish();
   }
 

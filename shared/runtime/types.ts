@@ -19,9 +19,10 @@ export interface Request {
  * - `drift`: the sweep's list showed the object needs a pass; `reason` says why (e.g.
  *   `missing:ConfigMap`, `generation`, `instance-gone`);
  * - `safety-net`: the sweep's long-interval revisit, whatever the lists say;
- * - `start`: a host's first sweep after start, which sends every object once.
+ * - `start`: a host's first sweep after start, which sends every object once;
+ * - `shard`: not a pass but a piece of the sweep's fanned-out work (`Message.shard`, e.g. probes).
  */
-export type TriggerKind = "audit" | "relay" | "follow-up" | "drift" | "safety-net" | "start";
+export type TriggerKind = "audit" | "relay" | "follow-up" | "drift" | "safety-net" | "start" | "shard";
 
 export interface Trigger {
   kind: TriggerKind;
@@ -42,6 +43,12 @@ export interface Message {
   attempt: number;
   /** Why this pass runs; absent in messages from older senders ("unknown"). */
   trigger?: Trigger;
+  /**
+   * Set on a shard of the sweep's fanned-out work instead of a pass: the controller's
+   * `shards[task]` handler runs over `objects` (as the sweep listed them). `request.name` is a
+   * unique `__shard-…` name, never an object's.
+   */
+  shard?: { task: string; objects: KubeObject[] };
   /**
    * The primary as a list returned it seconds ago (the sweep attaches it), to save a GET.
    *

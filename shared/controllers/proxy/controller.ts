@@ -11,6 +11,8 @@ export interface ProxyControllerDeps {
   /** Providers by the name `spec.provider` uses; a function builds them per pass from its context. */
   providers: ProvidersSource;
   timings?: Partial<ProxyTimings>;
+  /** Handlers of the sweep's fanned-out work (the probe shards of `proxyHealthTask`). */
+  shards?: ControllerDefinition["shards"];
 }
 
 /**
@@ -40,6 +42,7 @@ export function proxyController(deps: ProxyControllerDeps): ControllerDefinition
     conditionTypes: Object.values(ProxyConditionType),
     resyncSeconds: Math.max(60, timings.driftPoll),
     drift: proxyDrift(deps.providers),
+    ...(deps.shards ? { shards: deps.shards } : {}),
     reconcile: (ctx, object) => reconcileProxy(ctx, object, { providers: deps.providers, timings }),
   };
 }

@@ -12,9 +12,15 @@ export {
 } from "./annotation.ts";
 export { type AppliedHealthSweep, applyHealthSweep } from "./apply.ts";
 export { mapWithConcurrency } from "./concurrency.ts";
-export { boundedProber, type PlanProbeShardsOptions, type ProbeShard, planProbeShards, probeDelays } from "./shards.ts";
 export type { ProbeResult, Prober, ProbeTarget, ProxyEndpoint } from "./probe.ts";
 export { screenProbeTarget } from "./probe.ts";
+export {
+  boundedProber,
+  type PlanProbeShardsOptions,
+  type ProbeShard,
+  planProbeShards,
+  probeDelays,
+} from "./shards.ts";
 export type {
   HealthProjection,
   HealthReport,

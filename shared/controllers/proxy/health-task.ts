@@ -53,7 +53,12 @@ export function proxyHealthTask(opts: ProxyHealthTaskOptions): SweepTask & {
       ...(opts.minReportIntervalSeconds ? { minReportIntervalSeconds: opts.minReportIntervalSeconds } : {}),
     });
 
-  const probeAndApply = async (ctx: Context, proxies: readonly KubeObject[], dueFilter: boolean) => {
+  const probeAndApply = async (
+    ctx: Context,
+    proxies: readonly KubeObject[],
+    dueFilter: boolean,
+    retryConflicts = false,
+  ): Promise<Record<string, number>> => {
     const started = performance.now();
     const result = await probeAll({
       proxies,
@@ -82,8 +87,23 @@ export function proxyHealthTask(opts: ProxyHealthTaskOptions): SweepTask & {
       ctx.log.error("health annotation writes failed", { failed: applied.failed, written: applied.written });
       ctx.metrics.count("kubefn_health_patch_errors_total", {}, applied.failed);
     }
+    let retried: Record<string, number> | undefined;
+    if (retryConflicts && applied.conflictKeys.length > 0) {
+      // A shard carries the Proxies as listed up to a minute ago; a pass may have written one
+      // since. Only those are read again and probed once more.
+      const fresh: KubeObject[] = [];
+      for (const key of applied.conflictKeys) {
+        try {
+          fresh.push(await ctx.kube.get(proxyResource, key));
+        } catch {
+          // Gone or unreadable: the next sweep decides.
+        }
+      }
+      retried = await probeAndApply(ctx, fresh, false, false);
+    }
     return {
-      probed: result.stats.probed,
+      retried: countOf(retried?.probed),
+      probed: result.stats.probed + countOf(retried?.probed),
       ok: result.stats.ok,
       failed: result.stats.failed,
       refused: result.stats.refused,
@@ -95,6 +115,7 @@ export function proxyHealthTask(opts: ProxyHealthTaskOptions): SweepTask & {
     };
   };
 
+  const countOf = (n: number | undefined) => n ?? 0;
   return {
     name: "proxy-health",
     controller: proxyControllerName,
@@ -138,6 +159,6 @@ export function proxyHealthTask(opts: ProxyHealthTaskOptions): SweepTask & {
       ctx.metrics.count("kubefn_probe_shards_total", {}, shards.length - failed);
       return { shards: shards.length - failed, planned, shardErrors: failed };
     },
-    handleShard: (ctx, objects) => probeAndApply(ctx, objects, false),
+    handleShard: (ctx, objects) => probeAndApply(ctx, objects, false, true),
   };
 }

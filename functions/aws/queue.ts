@@ -120,8 +120,9 @@ export function scheduleName(messages: readonly Message[], dueEpochSecond: numbe
 }
 
 function fitted(message: Message): Message {
-  if (!message.snapshot || sizeOf(message) <= MAX_MESSAGE_BYTES) return message;
-  return { request: message.request, attempt: message.attempt };
+  if ((!message.snapshot && !message.listed) || sizeOf(message) <= MAX_MESSAGE_BYTES) return message;
+  const { snapshot: _, listed: __, ...rest } = message;
+  return rest;
 }
 
 /** Splits `items` into runs of at most `maxCount` items and {@link MAX_CALL_BYTES}. */

@@ -45,8 +45,9 @@ export function clampDelay(delaySeconds: number | undefined): number {
 }
 
 function fitted(message: Message): Message {
-  if (!message.snapshot || sizeOf(message) <= MAX_MESSAGE_BYTES) return message;
-  return { request: message.request, attempt: message.attempt };
+  if ((!message.snapshot && !message.listed) || sizeOf(message) <= MAX_MESSAGE_BYTES) return message;
+  const { snapshot: _, listed: __, ...rest } = message;
+  return rest;
 }
 
 function* chunksOf(messages: Message[]): Generator<Message[]> {

@@ -59,6 +59,11 @@ export interface DriftDeclaration<S = unknown> {
   /** Shared reads for the whole sweep, once per drift period (a few requests, never per object). */
   load?(ctx: Context): Promise<S>;
   decide(input: DriftInput<S>): DriftReason | undefined | Promise<DriftReason | undefined>;
+  /**
+   * The listed objects a pass sent for this primary will read (full objects only, never
+   * metadata-only ones), attached to its message so the pass reads nothing the sweep holds.
+   */
+  attach?(input: DriftInput<S>): KubeObject[];
 }
 
 /** Keeps the declared state type `S` inside a declaration stored as {@link DriftDeclaration}. */

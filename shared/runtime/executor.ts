@@ -7,14 +7,16 @@ import {
   type ErrorClassName,
   findCondition,
   isNotFound,
+  type Kube,
   type KubeObject,
   type ObjectKey,
+  type Resource,
   setCondition,
 } from "../kube/index.ts";
 import { backoffSeconds } from "./backoff.ts";
 import type { ControllerDefinition, PassContext } from "./controller.ts";
 import { failed, type Outcome } from "./outcome.ts";
-import type { Registry } from "./registry.ts";
+import { groupOf, type Registry } from "./registry.ts";
 import { type Context, describeTrigger, type Message, type Request, requestKey } from "./types.ts";
 
 /** Fixed retry interval after a quota error (DESIGN: "fixed retry interval"). */
@@ -141,7 +143,12 @@ export async function runPass(ctx: Context, registry: Registry, message: Message
     return finish();
   }
 
-  const passCtx: PassContext = { ...ctx, request, attempt };
+  const passCtx: PassContext = {
+    ...ctx,
+    ...(message.listed?.length ? { kube: listedReads(ctx.kube, message.listed) } : {}),
+    request,
+    attempt,
+  };
   const objectKey: ObjectKey = def.for.namespaced
     ? { namespace: request.namespace ?? "", name: request.name }
     : { name: request.name };
@@ -325,6 +332,28 @@ async function guard(run: () => Promise<Outcome>): Promise<Outcome> {
   } catch (err) {
     return failed(err);
   }
+}
+
+/**
+ * `kube` whose first GET of each attached object is answered from it (the sweep listed it moments
+ * ago); every other call, and a second GET of the same key, goes to the API server.
+ */
+function listedReads(kube: Kube, listed: readonly KubeObject[]): Kube {
+  const held = new Map<string, KubeObject>();
+  const id = (group: string, kind: string, key: ObjectKey) =>
+    `${group}/${kind}/${key.namespace ?? ""}/${key.name}`;
+  for (const o of listed) {
+    if (o.metadata?.name) held.set(id(groupOf(o.apiVersion ?? ""), o.kind, o.metadata as ObjectKey), o);
+  }
+  return Object.assign(Object.create(kube) as Kube, {
+    get: async <T extends KubeObject>(res: Resource, key: ObjectKey): Promise<T> => {
+      const k = id(res.group, res.kind, key);
+      const hit = held.get(k);
+      if (!hit) return kube.get<T>(res, key);
+      held.delete(k);
+      return structuredClone(hit) as T;
+    },
+  });
 }
 
 function matchesKey(object: KubeObject, key: ObjectKey): boolean {

@@ -82,6 +82,7 @@ export async function runSweep(
     const wantsList = tasks.some((t) => t.controller === def.name);
     const driftNow = options.full === true || driftDue(now, def.resyncSeconds, periodSeconds);
     const decide = driftNow && def.drift ? await decisionFor(ctx, def, now) : undefined;
+    const attach = driftNow && def.drift?.attach && decide ? decide.attach : undefined;
     const trigger = async (object: KubeObject): Promise<Trigger | undefined> => {
       if (options.full) return { kind: "start" };
       if (safetyNetDue(object, now, options.safetyNetSeconds ?? DEFAULT_SAFETY_NET_SECONDS, periodSeconds))
@@ -105,11 +106,13 @@ export async function runSweep(
           const request: Request = object.metadata.namespace
             ? { controller: def.name, namespace: object.metadata.namespace, name: object.metadata.name }
             : { controller: def.name, name: object.metadata.name };
+          const listed = options.snapshots && why.kind === "drift" ? attach?.(object) : undefined;
           messages.push({
             request,
             attempt: 0,
             trigger: why,
             ...(options.snapshots ? { snapshot: object } : {}),
+            ...(listed && listed.length > 0 ? { listed } : {}),
           });
           const label = why.reason ? `${why.kind}:${why.reason}` : why.kind;
           stats.reasons[label] = (stats.reasons[label] ?? 0) + 1;
@@ -145,7 +148,10 @@ async function decisionFor(
   ctx: Context,
   def: ControllerDefinition,
   now: Date,
-): Promise<((object: KubeObject) => Promise<string | undefined>) | undefined> {
+): Promise<
+  | (((object: KubeObject) => Promise<string | undefined>) & { attach: (object: KubeObject) => KubeObject[] })
+  | undefined
+> {
   const drift = def.drift!;
   const listed: Listed = await listForDrift(ctx, def.name, drift.lists ?? []);
   let shared: unknown;
@@ -156,7 +162,7 @@ async function decisionFor(
     ctx.metrics.count("kubefn_sweep_errors_total", { controller: def.name, stage: "load" });
     return undefined;
   }
-  return async (primary) => {
+  const decide = async (primary: KubeObject) => {
     try {
       return await drift.decide({ primary, listed, shared, now });
     } catch (err) {
@@ -168,6 +174,14 @@ async function decisionFor(
       return "decide-error";
     }
   };
+  const attach = (primary: KubeObject): KubeObject[] => {
+    try {
+      return drift.attach?.({ primary, listed, shared, now }) ?? [];
+    } catch {
+      return [];
+    }
+  };
+  return Object.assign(decide, { attach });
 }
 
 /** A controller without a drift declaration: every object once per resync, spread by UID. */

@@ -56,6 +56,13 @@ export interface Message {
    * `metadata.resourceVersion`, so a stale snapshot costs one Conflict and an immediate requeue.
    */
   snapshot?: KubeObject;
+  /**
+   * Other objects the sweep listed that this pass will read (a SubPool's derived objects): the
+   * pass's first GET of each is answered from here instead of the API server.
+   *
+   * Caveats: as with `snapshot`, writes stay guarded by each object's resourceVersion.
+   */
+  listed?: KubeObject[];
 }
 
 /**

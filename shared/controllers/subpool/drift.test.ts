@@ -115,4 +115,35 @@ describe("SubPool drift found by lists", () => {
     await kube.delete(Resources.Namespace, { name: ns });
     expect((await sweep()).map((m) => m.trigger?.reason)).toEqual(["missing:Namespace"]);
   });
+
+  it("the drift message carries the listed objects; its pass reads none of them again", async () => {
+    await edit(Resources.StatefulSet, "demo-cpa-manager", (o) => {
+      o.status = { readyReplicas: 1 };
+    });
+    const [message] = await sweep();
+    expect(message?.listed?.map((o) => o.kind).sort()).toEqual([
+      "ConfigMap",
+      "NetworkPolicy",
+      "PodDisruptionBudget",
+      "ResourceQuota",
+      "Service",
+      "ServiceAccount",
+      "StatefulSet",
+    ]);
+    const getsOf = async (m: Message) => {
+      kube.calls.length = 0;
+      await runPass(ctx, registry, m);
+      return kube.calls.filter((c) => c.method === "get").map((c) => c.resource);
+    };
+    const { listed: _, ...bare } = message!;
+    const withList = await getsOf(message!);
+    const without = await getsOf(bare);
+    console.log(
+      `SubPool drift pass GETs: ${withList.length} with the listed objects, ${without.length} without`,
+    );
+    expect(withList).not.toContain("statefulsets");
+    expect(withList).not.toContain("services");
+    expect(without).toContain("statefulsets");
+    expect(withList.length).toBeLessThanOrEqual(without.length - 7);
+  });
 });

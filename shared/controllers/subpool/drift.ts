@@ -99,6 +99,30 @@ export function subPoolDrift(configKey: Required<ObjectKey>): DriftDeclaration {
       return { config, gateway: gatewayReadiness(slices, gateway) };
     },
     decide: ({ primary, listed, shared }) => subPoolDriftReason(primary, listed, shared),
+    attach: ({ primary, listed }) => subPoolListedObjects(primary, listed),
+  });
+}
+
+/**
+ * The derived objects the sweep listed in full for this pool, by their fixed names: the pass's
+ * first GET of each is served from them (the metadata-only Namespace is not attached).
+ */
+export function subPoolListedObjects(primary: KubeObject, listed: Listed): KubeObject[] {
+  const id = primary.metadata.name ?? "";
+  const names = subPoolObjectNames(id);
+  const wanted: [Resource, string][] = [
+    [Resources.ConfigMap, names.config],
+    [Resources.ServiceAccount, names.serviceAccount],
+    [Resources.Service, names.service],
+    [Resources.StatefulSet, names.statefulSet],
+    [Resources.ResourceQuota, names.resourceQuota],
+    [Resources.NetworkPolicy, names.networkPolicy],
+    [Resources.PodDisruptionBudget, names.podDisruptionBudget],
+    [httpRouteResource, names.httpRoute],
+  ];
+  return wanted.flatMap(([resource, name]) => {
+    const found = listed.get(listOf(resource), { namespace: names.namespace, name });
+    return found ? [found] : [];
   });
 }
 

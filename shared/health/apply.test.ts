@@ -31,7 +31,13 @@ describe("applyHealthSweep", () => {
       annotationPatches: keys.map((key) => ({ key, patch })),
       reconcileKeys: [keys[0]!, keys[1]!, keys[2]!],
     });
-    expect(out).toEqual({ written: 2, conflicts: 1, failed: 1, reconcilesRequested: 1 });
+    expect(out).toEqual({
+      written: 2,
+      conflicts: 1,
+      conflictKeys: [keys[1]],
+      failed: 1,
+      reconcilesRequested: 1,
+    });
     expect(patched.sort()).toEqual(["a", "d"]);
     expect(sent).toEqual([
       [

@@ -70,7 +70,7 @@ beforeAll(async () => {
     workers: [
       {
         configPath: "wrangler.toml",
-        // Every Proxy is due at every sweep (one bucket), so one cron tick revisits all of them.
+        // Drift lists and decisions at every cron tick (resync 60), so one tick finds a new Proxy.
         vars: { KUBE_SERVER: httpProxy, PROXY_RESYNC_SECONDS: "60" },
         secrets: { KUBE_TOKEN: workerToken, AUDIT_TOKEN: auditToken, RELAY_SECRET: relaySecret },
       },

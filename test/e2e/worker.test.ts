@@ -316,9 +316,17 @@ describe("kubefn on Cloudflare Workers (workerd, real API server)", () => {
         intervalMs: 200,
         what: "twelve probes at the slow target",
       });
-      await new Promise((r) => setTimeout(r, 1500));
+      const shardLines = () =>
+        workerLogs()
+          .slice(mark)
+          .filter((l) => l.msg === "pass" && l.trigger === "shard:probe");
+      await eventually(async () => (shardLines().length > 0 ? true : undefined), {
+        timeoutMs: 30_000,
+        intervalMs: 200,
+        what: "a probe-shard message's log line",
+      });
       const lines = workerLogs().slice(mark);
-      const shards = lines.filter((l) => l.msg === "pass" && l.trigger === "shard:probe");
+      const shards = shardLines();
       const sweep = lines.find((l) => l.msg === "sweep") as {
         tasks?: Record<string, Record<string, number>>;
       };

@@ -53,6 +53,7 @@ export function proxyHealthTask(opts: ProxyHealthTaskOptions): SweepTask & {
       ...(opts.minReportIntervalSeconds ? { minReportIntervalSeconds: opts.minReportIntervalSeconds } : {}),
     });
 
+  const countOf = (n: number | undefined) => n ?? 0;
   const probeAndApply = async (
     ctx: Context,
     proxies: readonly KubeObject[],
@@ -104,18 +105,18 @@ export function proxyHealthTask(opts: ProxyHealthTaskOptions): SweepTask & {
     return {
       retried: countOf(retried?.probed),
       probed: result.stats.probed + countOf(retried?.probed),
-      ok: result.stats.ok,
-      failed: result.stats.failed,
-      refused: result.stats.refused,
-      reports: result.stats.reports,
-      writes: applied.written,
-      writeConflicts: applied.conflicts,
-      writeErrors: applied.failed,
+      ok: result.stats.ok + countOf(retried?.ok),
+      failed: result.stats.failed + countOf(retried?.failed),
+      refused: result.stats.refused + countOf(retried?.refused),
+      reports: result.stats.reports + countOf(retried?.reports),
+      writes: applied.written + countOf(retried?.writes),
+      // Conflicts of the first round were retried; what is left is the retry's.
+      writeConflicts: retried ? countOf(retried.writeConflicts) : applied.conflicts,
+      writeErrors: applied.failed + countOf(retried?.writeErrors),
       ms: Math.round(performance.now() - started),
     };
   };
 
-  const countOf = (n: number | undefined) => n ?? 0;
   return {
     name: "proxy-health",
     controller: proxyControllerName,

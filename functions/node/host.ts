@@ -127,25 +127,30 @@ export async function startNodeHost(
   });
   handler = app;
 
-  let sweeping = false;
-  const sweep = async (full = false) => {
-    if (sweeping) return;
-    sweeping = true;
-    try {
-      const summary = await runSweep(ctx, operators.registry, operators.sweepTasks, {
-        shardSize: 100,
-        snapshots: true,
-        full,
-        periodSeconds: config.sweepSeconds,
-      });
-      log.info("sweep", sweepLine(summary));
-    } finally {
-      sweeping = false;
-    }
+  let sweeping: Promise<void> | undefined;
+  const sweep = (full = false): Promise<void> => {
+    sweeping ??= sweepOnce(full).finally(() => {
+      sweeping = undefined;
+    });
+    return sweeping;
+  };
+  const sweepOnce = async (full: boolean) => {
+    const summary = await runSweep(ctx, operators.registry, operators.sweepTasks, {
+      shardSize: 100,
+      snapshots: true,
+      full,
+      periodSeconds: config.sweepSeconds,
+    });
+    log.info("sweep", sweepLine(summary));
   };
   log.info("listening", { url, intake: `${url}/v1/events`, metrics: `${url}/metrics` });
-  await sweep(true);
-  const timer = setInterval(() => void sweep(), config.sweepSeconds * 1000);
+  // The first sweep (every object once) runs in the background: the caller can install its
+  // shutdown handling at once; `stop` waits for a sweep in flight.
+  void sweep(true).catch((err: unknown) => log.error("sweep failed", { error: String(err) }));
+  const timer = setInterval(
+    () => void sweep().catch((err: unknown) => log.error("sweep failed", { error: String(err) })),
+    config.sweepSeconds * 1000,
+  );
 
   return {
     url,
@@ -156,6 +161,7 @@ export async function startNodeHost(
     sweep,
     async stop() {
       clearInterval(timer);
+      await sweeping?.catch(() => undefined);
       await queue.close();
       await new Promise<void>((resolve) => server.close(() => resolve()));
       await devcluster?.stop();

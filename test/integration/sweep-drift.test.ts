@@ -128,6 +128,24 @@ async function driftFor(name: string): Promise<Message> {
   throw new Error(`no drift message for ${name}`);
 }
 
+/**
+ * The same sweep as before drift was found by lists (the controllers without their drift
+ * declarations: every object a pass each resync), for the side-by-side figure: requests of one
+ * sweep and of the passes it sends, and the messages.
+ */
+async function legacyWindow(): Promise<{ requests: number; messages: number }> {
+  const legacy = createRegistry(registry.controllers.map(({ drift: _, ...def }) => def));
+  const before = wire.calls().length;
+  swept = [];
+  collecting = "sweep";
+  await runSweep(ctx, legacy, [], { shardSize: 100, snapshots: true, safetyNetSeconds: 7 * 86_400 });
+  collecting = "pass";
+  const messages = swept.length;
+  for (const m of swept) await runPass(ctx, legacy, m);
+  followUps = [];
+  return { requests: wire.calls().length - before, messages };
+}
+
 /** Requests of `n` steady sweeps, and the messages they sent. */
 async function steadyWindow(n: number): Promise<{ requests: number; messages: number; perSweep: number[] }> {
   const perSweep: number[] = [];
@@ -190,14 +208,23 @@ describe("sweep by lists", () => {
     for (let i = 0; i < 5; i++) await createPool(`st${suffix}-${i}`);
     await converge("5 pools");
     const five = await steadyWindow(3);
+    const legacyFive = await legacyWindow();
     for (let i = 5; i < 20; i++) await createPool(`st${suffix}-${i}`);
     await converge("20 pools", 180_000);
     const twenty = await steadyWindow(3);
+    const legacyTwenty = await legacyWindow();
     console.log(
       `sweep-drift steady: 5 SubPools → ${five.requests} requests in 3 sweeps (${five.perSweep.join("/")}), ${five.messages} messages; ` +
         `20 SubPools → ${twenty.requests} requests (${twenty.perSweep.join("/")}), ${twenty.messages} messages; ` +
         `paths ${JSON.stringify(countPaths(wire.calls().slice(-twenty.perSweep.at(-1)!)))}`,
     );
+    console.log(
+      `sweep-drift side by side, one sweep with its passes at steady state: ` +
+        `5 SubPools: by lists ${five.perSweep.at(-1)} requests / 0 messages, by passes ${legacyFive.requests} requests / ${legacyFive.messages} messages; ` +
+        `20 SubPools: by lists ${twenty.perSweep.at(-1)} requests / 0 messages, by passes ${legacyTwenty.requests} requests / ${legacyTwenty.messages} messages`,
+    );
+    expect(legacyTwenty.messages).toBe(20);
+    expect(legacyTwenty.requests).toBeGreaterThan(legacyFive.requests);
     expect(five.messages).toBe(0);
     expect(twenty.messages).toBe(0);
     expect(twenty.requests).toBe(five.requests);

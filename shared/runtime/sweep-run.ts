@@ -81,7 +81,8 @@ export async function runSweep(
   for (const def of registry.controllers) {
     const wantsList = tasks.some((t) => t.controller === def.name);
     const driftNow = options.full === true || driftDue(now, def.resyncSeconds, periodSeconds);
-    const decide = driftNow && def.drift ? await decisionFor(ctx, def, now) : undefined;
+    // A full sweep sends every object anyway: no lists or decisions to make.
+    const decide = driftNow && def.drift && !options.full ? await decisionFor(ctx, def, now) : undefined;
     const attach = driftNow && def.drift?.attach && decide ? decide.attach : undefined;
     const trigger = async (object: KubeObject): Promise<Trigger | undefined> => {
       if (options.full) return { kind: "start" };

@@ -24,6 +24,7 @@ import {
   isNotFound,
   type Kube,
   type KubeObject,
+  type RecordedCall,
   Resources,
 } from "../../shared/kube/index.ts";
 import { createNodeTransport, loadKubeConfig } from "../../shared/kube/node.ts";
@@ -39,6 +40,7 @@ let admin: Kube;
 let wire: CountingTransport;
 let ctx: Context;
 let registry: Registry;
+let subPoolOnly: Registry;
 /** Follow-ups the passes sent (delivered by `drain`); the sweep's messages go to `swept`. */
 let followUps: { message: Message; at: number }[] = [];
 let swept: Message[] = [];
@@ -77,6 +79,9 @@ async function createPool(name: string): Promise<void> {
   }
 }
 
+/** This file's objects: other test files share the cluster, and their objects are theirs. */
+const ours = (m: Message) => m.request.name.includes(suffix) || m.request.namespace === proxyNs;
+
 /** One sweep as the platform runs it: drift due (resync 60, period 60), no tasks. */
 async function sweep(): Promise<{ messages: Message[]; summary: SweepSummary }> {
   swept = [];
@@ -88,7 +93,7 @@ async function sweep(): Promise<{ messages: Message[]; summary: SweepSummary }> 
 
 /** Runs `messages` and every follow-up they cause (delays capped at 1 s), as a queue would. */
 async function drain(messages: Message[]): Promise<void> {
-  for (const m of messages) await runPass(ctx, registry, m);
+  for (const m of messages.filter(ours)) await runPass(ctx, registry, m);
   for (let rounds = 0; followUps.length > 0 && rounds < 200; rounds++) {
     const next = followUps.shift()!;
     const wait = next.at - Date.now();
@@ -104,7 +109,7 @@ async function converge(what: string, timeoutMs = 90_000): Promise<string[]> {
   let quiet = 0;
   while (quiet < 2) {
     if (Date.now() > deadline) throw new Error(`${what}: still drifting: ${reasons.slice(-10).join(", ")}`);
-    const { messages } = await sweep();
+    const messages = (await sweep()).messages.filter(ours);
     reasons.push(...messages.map((m) => `${m.request.name}:${m.trigger?.reason ?? m.trigger?.kind}`));
     if (messages.length === 0) quiet++;
     else quiet = 0;
@@ -134,29 +139,40 @@ async function driftFor(name: string): Promise<Message> {
  * sweep and of the passes it sends, and the messages.
  */
 async function legacyWindow(): Promise<{ requests: number; messages: number }> {
-  const legacy = createRegistry(registry.controllers.map(({ drift: _, ...def }) => def));
+  const legacy = createRegistry([subPoolOnly.controllers[0]!].map(({ drift: _, ...def }) => def));
   const before = wire.calls().length;
   swept = [];
   collecting = "sweep";
   await runSweep(ctx, legacy, [], { shardSize: 100, snapshots: true, safetyNetSeconds: 7 * 86_400 });
   collecting = "pass";
-  const messages = swept.length;
-  for (const m of swept) await runPass(ctx, legacy, m);
+  const mine = swept.filter((m) => m.request.name.includes(suffix));
+  const messages = mine.length;
+  for (const m of mine) await runPass(ctx, legacy, m);
   followUps = [];
   return { requests: wire.calls().length - before, messages };
 }
 
-/** Requests of `n` steady sweeps, and the messages they sent. */
-async function steadyWindow(n: number): Promise<{ requests: number; messages: number; perSweep: number[] }> {
+/**
+ * Requests of `n` steady sweeps of the SubPool controller alone, and the messages they sent for
+ * this file's pools (other test files share the cluster and create objects of their own).
+ */
+async function steadyWindow(
+  n: number,
+): Promise<{ requests: number; messages: number; perSweep: number[]; last: RecordedCall[] }> {
   const perSweep: number[] = [];
+  let last: RecordedCall[] = [];
   let messages = 0;
   for (let i = 0; i < n; i++) {
     const before = wire.calls().length;
-    const { messages: sent } = await sweep();
+    swept = [];
+    collecting = "sweep";
+    await runSweep(ctx, subPoolOnly, [], { shardSize: 100, snapshots: true, safetyNetSeconds: 7 * 86_400 });
+    collecting = "pass";
     perSweep.push(wire.calls().length - before);
-    messages += sent.length;
+    last = wire.calls().slice(before);
+    messages += swept.filter((m) => m.request.name.includes(suffix)).length;
   }
-  return { requests: perSweep.reduce((a, b) => a + b, 0), messages, perSweep };
+  return { requests: perSweep.reduce((a, b) => a + b, 0), messages, perSweep, last };
 }
 
 beforeAll(async () => {
@@ -166,6 +182,7 @@ beforeAll(async () => {
   const token = await serviceAccountToken(createNodeTransport(adminKc), "kubefn-system", "kubefn");
   wire = countingTransport(createNodeTransport(asServiceAccount(adminKc, token)));
   const kube = createKube(wire, { fieldManager: "kubefn" });
+  subPoolOnly = createRegistry([subPoolController()]);
   registry = createRegistry([
     subPoolController(),
     proxyController({
@@ -216,7 +233,7 @@ describe("sweep by lists", () => {
     console.log(
       `sweep-drift steady: 5 SubPools → ${five.requests} requests in 3 sweeps (${five.perSweep.join("/")}), ${five.messages} messages; ` +
         `20 SubPools → ${twenty.requests} requests (${twenty.perSweep.join("/")}), ${twenty.messages} messages; ` +
-        `paths ${JSON.stringify(countPaths(wire.calls().slice(-twenty.perSweep.at(-1)!)))}`,
+        `paths ${JSON.stringify(countPaths(twenty.last))}`,
     );
     console.log(
       `sweep-drift side by side, one sweep with its passes at steady state: ` +
@@ -229,7 +246,7 @@ describe("sweep by lists", () => {
     expect(twenty.messages).toBe(0);
     expect(twenty.requests).toBe(five.requests);
     // Reads only, and no read of any one SubPool's objects: every request is a list or a shared read.
-    const last = wire.calls().slice(-twenty.perSweep.at(-1)!);
+    const last = twenty.last;
     expect(last.every((c) => c.method === "GET")).toBe(true);
     expect(last.filter((c) => c.path.includes(`/namespaces/subpool-`))).toEqual([]);
   }, 420_000);
@@ -279,8 +296,7 @@ describe("sweep by lists", () => {
       } catch (err) {
         if (!isNotFound(err)) throw err;
       }
-      const { messages } = await sweep();
-      await drain(messages);
+      await drain((await sweep()).messages);
       await sleep(250);
     }
     await converge(`${name} after the conflict`);

@@ -57,4 +57,4 @@ export type {
   Request,
   Resource,
 } from "./types.ts";
-export { requestKey } from "./types.ts";
+export { isMessage, requestKey } from "./types.ts";

@@ -32,7 +32,7 @@ export {
   RESOLVED_REASON,
   runPass,
 } from "./executor.ts";
-export { done, failed, Outcome, requeueAfter } from "./outcome.ts";
+export { awaitSweep, done, failed, Outcome, type OutcomeKind, requeueAfter } from "./outcome.ts";
 export {
   createRegistry,
   groupOf,

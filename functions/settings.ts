@@ -1,4 +1,4 @@
-import { z } from "zod";
+import * as z from "zod";
 
 /** A comma-separated list, trimmed, empties dropped. */
 export const commaList = z.string().transform((s) =>

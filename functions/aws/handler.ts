@@ -15,8 +15,8 @@
 import { EventBridgeClient } from "@aws-sdk/client-eventbridge";
 import { SchedulerClient } from "@aws-sdk/client-scheduler";
 import { KubeConfig } from "@kubernetes/client-node";
-import { Hono } from "hono";
 import { handle, type LambdaContext } from "hono/aws-lambda";
+import { Hono } from "hono/tiny";
 import { mapWithConcurrency } from "../../shared/health/concurrency.ts";
 import { createNodeProber } from "../../shared/health/node-prober.ts";
 import { createKube } from "../../shared/kube/index.ts";

@@ -1,5 +1,5 @@
 import type { AnalyticsEngineDataset, Queue as QueueBinding } from "@cloudflare/workers-types/index.ts";
-import { z } from "zod";
+import * as z from "zod";
 import type { Message } from "../../shared/runtime/types.ts";
 import {
   atLeastOneMinute,

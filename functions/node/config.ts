@@ -1,4 +1,4 @@
-import { z } from "zod";
+import * as z from "zod";
 import { type KubefnSettings, parseEnvironment, settingsFrom, settingsVariables } from "../settings.ts";
 
 /** The Node host's settings, parsed once from the environment. */

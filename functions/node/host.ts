@@ -1,7 +1,7 @@
 import type { AddressInfo } from "node:net";
 import { serve } from "@hono/node-server";
 import type { KubeConfig } from "@kubernetes/client-node";
-import { Hono } from "hono";
+import { Hono } from "hono/tiny";
 import { createNodeProber } from "../../shared/health/node-prober.ts";
 import { createKube } from "../../shared/kube/index.ts";
 import { createNodeTransport, loadKubeConfig } from "../../shared/kube/node.ts";

@@ -16,7 +16,7 @@
  * | `KUBEFN_LOG_FORMAT` | `text` or `json` | json |
  */
 import { serve } from "@hono/node-server";
-import { z } from "zod";
+import * as z from "zod";
 import { createLineLog } from "../../functions/log.ts";
 import { createOperators } from "../../functions/operators.ts";
 import { createKube } from "../../shared/kube/index.ts";

@@ -3,7 +3,7 @@
  * seed's fixed order (config → Gateway config → spec and envelope → desired objects → Namespace →
  * credential Secret → legacy LimitRange → the other objects → HTTPRoute → status).
  */
-import { z } from "zod";
+import * as z from "zod";
 import { ReconcileError } from "../../kube/classify.ts";
 import { ensureObject } from "../../kube/ensure.ts";
 import { isNotFound } from "../../kube/errors.ts";

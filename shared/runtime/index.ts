@@ -45,7 +45,7 @@ export {
   RESOLVED_REASON,
   runPass,
 } from "./executor.ts";
-export { done, failed, Outcome, requeueAfter } from "./outcome.ts";
+export { awaitSweep, done, failed, Outcome, type OutcomeKind, requeueAfter } from "./outcome.ts";
 export {
   createRegistry,
   groupOf,
@@ -71,4 +71,4 @@ export type {
   Request,
   Resource,
 } from "./types.ts";
-export { describeTrigger, requestKey, type Trigger, type TriggerKind } from "./types.ts";
+export { describeTrigger, isMessage, requestKey, type Trigger, type TriggerKind } from "./types.ts";

@@ -46,7 +46,7 @@ export const subPoolOwnedResources: Resource[] = [
  * `drift.ts`): once per `resync` the sweep lists each owned kind, the shared proxy gateway's
  * EndpointSlices and the operator configuration, and a pool gets a pass only when one would
  * change something — so the shared gateway, owned by nobody, is still watched every minute
- * without a pass per pool per minute.
+ * without a pass per pool per minute (or every `activeRequeue` seconds, when set shorter).
  *
  * Caveats: the HTTPRoute kind is not in `owns` (clusters without the Gateway API do not serve
  * it, and intake watching it would fail there); route changes are seen by the active requeue.
@@ -71,6 +71,11 @@ export function subPoolController(deps: SubPoolControllerDeps = {}): ControllerD
     conditionTypes: Object.values(SubPoolConditionType),
     resyncSeconds: Math.max(60, timings.resync),
     drift: subPoolDrift(configKey),
+    requeueSeconds: {
+      deletionPoll: timings.deletionPoll,
+      ...(timings.activeRequeue === undefined ? {} : { activeRequeue: timings.activeRequeue }),
+      ...(timings.conflictRetry === undefined ? {} : { conflictRetry: timings.conflictRetry }),
+    },
     ownerFromKey: subPoolFromKey,
     reconcile: (ctx, object) => reconcileSubPool(ctx, object, passDeps),
   };

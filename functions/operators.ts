@@ -87,11 +87,11 @@ export function createOperators(opts: OperatorOptions): Operators {
         name: "proxy-orphans",
         controller: "proxy",
         // Providers are built per run from the sweep's own Kube, like the reconciler's.
-        run: (ctx, primaries) =>
+        run: (ctx, primaries, memo) =>
           orphanSweepTask({
             providers: providersFor(ctx.kube),
             ...(opts.orphanGraceSeconds === undefined ? {} : { graceSeconds: opts.orphanGraceSeconds }),
-          }).run(ctx, primaries),
+          }).run(ctx, primaries, memo),
       },
     ],
     ...(opts.apiToken ? { routes: crawlerRoutes(opts.apiToken) } : {}),

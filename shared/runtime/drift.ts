@@ -1,5 +1,6 @@
 import type { Kube, KubeObject, ObjectKey, Resource } from "../kube/index.ts";
 import { fnv1a32 } from "../kube/spec-hash.ts";
+import type { SweepMemo } from "./sweep-task.ts";
 import type { Context } from "./types.ts";
 
 /**
@@ -57,7 +58,7 @@ export interface DriftInput<S> {
 export interface DriftDeclaration<S = unknown> {
   lists?: readonly DriftList[];
   /** Shared reads for the whole sweep, once per drift period (a few requests, never per object). */
-  load?(ctx: Context): Promise<S>;
+  load?(ctx: Context, memo: SweepMemo): Promise<S>;
   decide(input: DriftInput<S>): DriftReason | undefined | Promise<DriftReason | undefined>;
   /**
    * The listed objects a pass sent for this primary will read (full objects only, never

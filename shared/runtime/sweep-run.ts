@@ -12,7 +12,7 @@ import {
 } from "./drift.ts";
 import type { Registry } from "./registry.ts";
 import { sweepBucket } from "./sweep.ts";
-import type { SweepTask } from "./sweep-task.ts";
+import { createSweepMemo, type SweepMemo, type SweepTask } from "./sweep-task.ts";
 import type { Context, Message, Request, Trigger } from "./types.ts";
 
 export interface SweepOptions {
@@ -77,12 +77,14 @@ export async function runSweep(
   const pageSize = options.pageSize ?? SWEEP_PAGE_SIZE;
   const summary: SweepSummary = { controllers: {}, tasks: {}, durationMs: 0 };
   const kept = new Map<string, KubeObject[]>();
+  const memo = createSweepMemo();
 
   for (const def of registry.controllers) {
     const wantsList = tasks.some((t) => t.controller === def.name);
     const driftNow = options.full === true || driftDue(now, def.resyncSeconds, periodSeconds);
     // A full sweep sends every object anyway: no lists or decisions to make.
-    const decide = driftNow && def.drift && !options.full ? await decisionFor(ctx, def, now) : undefined;
+    const decide =
+      driftNow && def.drift && !options.full ? await decisionFor(ctx, def, now, memo) : undefined;
     const attach = driftNow && def.drift?.attach && decide ? decide.attach : undefined;
     const trigger = async (object: KubeObject): Promise<Trigger | undefined> => {
       if (options.full) return { kind: "start" };
@@ -133,7 +135,7 @@ export async function runSweep(
     const primaries = kept.get(task.controller);
     if (!primaries) continue;
     try {
-      summary.tasks[task.name] = await task.run(ctx, primaries);
+      summary.tasks[task.name] = await task.run(ctx, primaries, memo);
     } catch (err) {
       ctx.log.error("sweep task failed", { task: task.name, error: String(err) });
       ctx.metrics.count("kubefn_sweep_errors_total", { controller: task.controller, stage: task.name });
@@ -149,6 +151,7 @@ async function decisionFor(
   ctx: Context,
   def: ControllerDefinition,
   now: Date,
+  memo: SweepMemo,
 ): Promise<
   | (((object: KubeObject) => Promise<string | undefined>) & { attach: (object: KubeObject) => KubeObject[] })
   | undefined
@@ -157,7 +160,7 @@ async function decisionFor(
   const listed: Listed = await listForDrift(ctx, def.name, drift.lists ?? []);
   let shared: unknown;
   try {
-    shared = drift.load ? await drift.load(ctx) : undefined;
+    shared = drift.load ? await drift.load(ctx, memo) : undefined;
   } catch (err) {
     ctx.log.error("sweep drift load failed", { controller: def.name, error: String(err) });
     ctx.metrics.count("kubefn_sweep_errors_total", { controller: def.name, stage: "load" });

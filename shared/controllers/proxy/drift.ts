@@ -8,6 +8,7 @@ import { hasFinalizer } from "../../kube/finalizers.ts";
 import type { Kube, KubeObject } from "../../kube/port.ts";
 import type { PassContext } from "../../runtime/controller.ts";
 import { type DriftDeclaration, defineDrift } from "../../runtime/drift.ts";
+import type { SweepMemo } from "../../runtime/sweep-task.ts";
 import type { Context } from "../../runtime/types.ts";
 import {
   ProxyConditionType,
@@ -20,7 +21,7 @@ import {
 } from "./api.ts";
 import { isCloudInitError, proxySpecHash, type ResolvedCloudInit, resolveCloudInit } from "./cloud-init.ts";
 import { healthInstanceOf } from "./health-subject.ts";
-import { type Instance, managedByTagKey, managedByTagValue } from "./providers/provider.ts";
+import { type Instance, managedByTagKey, managedByTagValue, type Provider } from "./providers/provider.ts";
 import type { ProvidersSource } from "./reconcile.ts";
 import { applyHealth, conditionOf, isLatched } from "./status.ts";
 
@@ -43,12 +44,12 @@ export interface ProxyDriftShared {
  */
 export function proxyDrift(providers: ProvidersSource): DriftDeclaration {
   return defineDrift<ProxyDriftShared>({
-    async load(ctx) {
+    async load(ctx, memo) {
       const byName = typeof providers === "function" ? providers(sweepPassContext(ctx)) : providers;
       const instances = new Map<string, Map<string, Instance>>();
       for (const [name, provider] of Object.entries(byName)) {
         try {
-          const listed = await provider.listByTag({ key: managedByTagKey, value: managedByTagValue });
+          const listed = await providerInstances(memo, name, provider);
           instances.set(name, new Map(listed.map((i) => [i.id, i])));
         } catch (err) {
           ctx.log.error("sweep drift: listing instances failed", { provider: name, error: String(err) });
@@ -130,6 +131,19 @@ function healthDrift(
     new Date(0),
   );
   return JSON.stringify(projected) === JSON.stringify(status) ? undefined : "health";
+}
+
+/**
+ * A provider's kubefn-made instances (by the managed-by tag), listed once per sweep for everyone
+ * who asks (the drift decision and the orphan collector).
+ */
+export function providerInstances(
+  memo: SweepMemo | undefined,
+  name: string,
+  provider: Provider,
+): Promise<Instance[]> {
+  const list = () => provider.listByTag({ key: managedByTagKey, value: managedByTagValue });
+  return memo ? memo.once(`proxy-instances/${name}`, list) : list();
 }
 
 /** Each cloud-init Secret read once per sweep, whatever number of Proxies name it. */

@@ -169,4 +169,37 @@ describe("runSweep", () => {
     }
     expect(withDrift).toBe(2);
   });
+
+  it("a read shared through the sweep memo is made once for the drift load and the tasks", async () => {
+    const kube = pagedKube([pool(1)]);
+    const { ctx } = fakeContext(kube, { now });
+    let reads = 0;
+    const instances = () => {
+      reads++;
+      return Promise.resolve(["i-1"]);
+    };
+    const registry = createRegistry([
+      subPoolController({
+        resyncSeconds: 60,
+        drift: defineDrift({
+          load: (_ctx, memo) => memo.once("instances", instances),
+          decide: () => undefined,
+        }),
+      }),
+    ]);
+    const task = {
+      name: "collector",
+      controller: "subpool",
+      async run(
+        _ctx: unknown,
+        _primaries: unknown,
+        memo?: { once: <T>(k: string, l: () => Promise<T>) => Promise<T> },
+      ) {
+        return { seen: (await memo!.once("instances", instances)).length };
+      },
+    };
+    const summary = await runSweep(ctx, registry, [task], { shardSize: 10, snapshots: false });
+    expect(summary.tasks.collector).toEqual({ seen: 1 });
+    expect(reads).toBe(1);
+  });
 });

@@ -1,5 +1,13 @@
 export { serverSideApply } from "./apply.ts";
 export {
+  type ApiGuard,
+  type ApiGuardStats,
+  type CircuitPolicy,
+  type CircuitState,
+  createApiGuard,
+  DEFAULT_CIRCUIT,
+} from "./back-pressure.ts";
+export {
   type ClassifiedError,
   classifyError,
   type ErrorClass,
@@ -26,6 +34,7 @@ export { defaultRequestTimeoutMs } from "./deadline.ts";
 export { type EnsureOptions, type EnsureResult, ensureObject } from "./ensure.ts";
 export {
   AlreadyExistsError,
+  ClientThrottledError,
   ConflictError,
   errorFromResponse,
   ForbiddenError,

@@ -232,6 +232,17 @@ describe("runPass", () => {
       "transient",
     ],
     [
+      "503 with Retry-After: the follow-up waits for it (regression: it was ignored)",
+      () =>
+        failed(
+          new ServerError("overloaded", { status: 503, reason: "ServiceUnavailable", retryAfterSeconds: 30 }),
+        ),
+      0,
+      30,
+      1,
+      "transient",
+    ],
+    [
       "transient delay beyond resync (Retry-After 900 s) is not sent",
       () => failed(ReconcileError.transient("Throttled", "x", { retryAfterSeconds: 900 })),
       0,

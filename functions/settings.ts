@@ -30,6 +30,10 @@ export const functionVariables = {
   REPLAY_WINDOW_SECONDS: z.coerce.number().int().min(10).default(300),
   SWEEP_PERIOD_SECONDS: z.coerce.number().int().min(60).max(3600).default(60),
   PROXY_RESYNC_SECONDS: z.coerce.number().int().min(60).optional(),
+  // Back-pressure (shared/kube createApiGuard). 900 stays under Workers' 1,000 subrequests.
+  REQUEST_BUDGET: z.coerce.number().int().min(1).default(900),
+  CIRCUIT_FAILURES: z.coerce.number().int().min(1).default(5),
+  CIRCUIT_OPEN_SECONDS: z.coerce.number().int().min(1).max(600).default(5),
 };
 
 type FunctionVariables = z.infer<z.ZodObject<typeof functionVariables>>;
@@ -42,6 +46,10 @@ export interface FunctionSettings extends HttpSettings {
   /** Must match the platform's sweep schedule. */
   sweepPeriodSeconds: number;
   proxyResyncSeconds?: number;
+  /** API requests one invocation (a queue batch, a cron run) may send. */
+  requestBudget: number;
+  /** When to stop sending requests to a failing API server, and for how long. */
+  circuit: { failureThreshold: number; openSeconds: number };
 }
 
 export function functionSettingsFrom(e: FunctionVariables): FunctionSettings {
@@ -54,6 +62,8 @@ export function functionSettingsFrom(e: FunctionVariables): FunctionSettings {
     replayWindowSeconds: e.REPLAY_WINDOW_SECONDS,
     sweepPeriodSeconds: e.SWEEP_PERIOD_SECONDS,
     ...(e.PROXY_RESYNC_SECONDS ? { proxyResyncSeconds: e.PROXY_RESYNC_SECONDS } : {}),
+    requestBudget: e.REQUEST_BUDGET,
+    circuit: { failureThreshold: e.CIRCUIT_FAILURES, openSeconds: e.CIRCUIT_OPEN_SECONDS },
   };
 }
 

@@ -20,6 +20,8 @@ describe("parseAwsEnv", () => {
       maxBodyBytes: 4 * 1024 * 1024,
       replayWindowSeconds: 300,
       sweepPeriodSeconds: 60,
+      requestBudget: 900,
+      circuit: { failureThreshold: 5, openSeconds: 5 },
       probeConcurrency: 32,
       passConcurrency: 8,
     });

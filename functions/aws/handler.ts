@@ -17,7 +17,7 @@ import { KubeConfig } from "@kubernetes/client-node";
 import { handle, type LambdaContext } from "hono/aws-lambda";
 import { mapWithConcurrency } from "../../shared/health/concurrency.ts";
 import { createNodeProber } from "../../shared/health/node-prober.ts";
-import { createKube } from "../../shared/kube/index.ts";
+import { createApiGuard, createKube } from "../../shared/kube/index.ts";
 import { createNodeTransport, loadKubeConfig } from "../../shared/kube/node.ts";
 import type { Kube } from "../../shared/kube/port.ts";
 import { runPass } from "../../shared/runtime/index.ts";
@@ -44,6 +44,8 @@ export interface HandlerOptions {
 
 interface Instance {
   ctx: Context;
+  /** The Kube port for one invocation: its own request budget, the instance's circuit. */
+  invocationKube(): Kube;
   config: AwsConfig;
   operators: Operators;
   http: ReturnType<typeof handle>;
@@ -54,8 +56,9 @@ export function createHandler(options: HandlerOptions) {
   let instance: Instance | undefined; // a cache, not state: a cold start rebuilds the same thing
   return async (event: unknown, context: LambdaContext): Promise<unknown> => {
     instance ??= build(options, context.invokedFunctionArn);
-    const { ctx, config, operators, http } = instance;
+    const { config, operators, http } = instance;
     if (isHttpEvent(event)) return http(event, context);
+    const ctx = { ...instance.ctx, kube: instance.invocationKube() };
     if (isReconcileEvent(event)) {
       const messages = event.detail.messages.filter(isMessage);
       const skipped = event.detail.messages.length - messages.length;
@@ -93,10 +96,11 @@ function build(options: HandlerOptions, invokedFunctionArn: string): Instance {
   const config = parseAwsEnv(options.env);
   const aws = { region: config.region, ...(options.endpoint ? { endpoint: options.endpoint } : {}) };
   const clock = options.clock ?? { now: () => new Date() };
+  const guard = options.kube
+    ? undefined
+    : createApiGuard(createNodeTransport(kubeConfigOf(config)), config.circuit);
   const ctx: Context = {
-    kube:
-      options.kube?.(config) ??
-      createKube(createNodeTransport(kubeConfigOf(config)), { fieldManager: "kubefn" }),
+    kube: options.kube?.(config) ?? createKube(guard!.invocation(), { fieldManager: "kubefn" }),
     queue: awsQueue({
       eventBridge: new EventBridgeClient(aws),
       scheduler: new SchedulerClient(aws),
@@ -121,7 +125,9 @@ function build(options: HandlerOptions, invokedFunctionArn: string): Instance {
       ...(config.apiToken ? { apiToken: config.apiToken } : {}),
     });
   const app = createFunctionsApp(ctx, operators, config);
-  return { ctx, config, operators, http: handle(app) };
+  const invocationKube = () =>
+    guard ? createKube(guard.invocation(config.requestBudget), { fieldManager: "kubefn" }) : ctx.kube;
+  return { ctx, config, operators, http: handle(app), invocationKube };
 }
 
 function kubeConfigOf(config: AwsConfig): KubeConfig {

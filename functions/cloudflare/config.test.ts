@@ -12,6 +12,8 @@ describe("parseWorkerEnv", () => {
       maxBodyBytes: 4 * 1024 * 1024,
       replayWindowSeconds: 300,
       sweepPeriodSeconds: 60,
+      requestBudget: 900,
+      circuit: { failureThreshold: 5, openSeconds: 5 },
       probeConcurrency: 6,
     });
   });

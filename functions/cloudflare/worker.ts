@@ -14,7 +14,7 @@ import { connect } from "cloudflare:sockets";
 import type { ExecutionContext, MessageBatch, ScheduledController } from "@cloudflare/workers-types/index.ts";
 import type { Hono } from "hono";
 import { createSocketProber } from "../../shared/health/socket-prober.ts";
-import { createFetchTransport, createKube } from "../../shared/kube/index.ts";
+import { type ApiGuard, createApiGuard, createFetchTransport, createKube } from "../../shared/kube/index.ts";
 import { runPass } from "../../shared/runtime/index.ts";
 import type { Context } from "../../shared/runtime/types.ts";
 import { createFunctionsApp } from "../http.ts";
@@ -26,6 +26,8 @@ import { createConsoleLog, createMetrics } from "./telemetry.ts";
 
 interface Isolate {
   ctx: Context;
+  /** One circuit per isolate; each queue batch and cron run gets its own request budget. */
+  guard: ApiGuard;
   config: WorkerConfig;
   operators: Operators;
   app: Hono;
@@ -38,10 +40,12 @@ function isolateFor(env: WorkerEnv): Isolate {
   const cached = isolates.get(env);
   if (cached) return cached;
   const config = parseWorkerEnv(env);
+  const guard = createApiGuard(
+    createFetchTransport({ server: config.kubeServer, token: config.kubeToken }),
+    config.circuit,
+  );
   const ctx: Context = {
-    kube: createKube(createFetchTransport({ server: config.kubeServer, token: config.kubeToken }), {
-      fieldManager: "kubefn",
-    }),
+    kube: createKube(guard.invocation(), { fieldManager: "kubefn" }),
     queue: queuesPort(env.KUBEFN_QUEUE),
     clock: { now: () => new Date() },
     log: createConsoleLog(),
@@ -56,9 +60,13 @@ function isolateFor(env: WorkerEnv): Isolate {
     ...(config.apiToken ? { apiToken: config.apiToken } : {}),
   });
   const app = createFunctionsApp(ctx, operators, config);
-  const isolate = { ctx, config, operators, app };
+  const isolate = { ctx, guard, config, operators, app };
   isolates.set(env, isolate);
   return isolate;
+}
+
+function invocationContext({ ctx, guard, config }: Isolate): Context {
+  return { ...ctx, kube: createKube(guard.invocation(config.requestBudget), { fieldManager: "kubefn" }) };
 }
 
 export default {
@@ -75,7 +83,9 @@ export default {
   },
 
   async queue(batch: MessageBatch<unknown>, env: WorkerEnv): Promise<void> {
-    const { ctx, operators } = isolateFor(env);
+    const isolate = isolateFor(env);
+    const { operators } = isolate;
+    const ctx = invocationContext(isolate);
     await consumeBatch(
       batch,
       async (message) => {
@@ -88,7 +98,9 @@ export default {
   },
 
   scheduled(controller: ScheduledController, env: WorkerEnv, exec: ExecutionContext): void {
-    const { ctx, config, operators } = isolateFor(env);
+    const isolate = isolateFor(env);
+    const { config, operators } = isolate;
+    const ctx = invocationContext(isolate);
     exec.waitUntil(
       runSweep(ctx, operators.registry, operators.sweepTasks, {
         shardSize: 100,

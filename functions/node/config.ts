@@ -23,6 +23,10 @@ const envSchema = z.object({
   KUBEFN_API_TOKEN: secretVariable("KUBEFN_API_TOKEN"),
   KUBEFN_ORPHAN_GRACE_SECONDS: z.coerce.number().int().min(0).default(600),
   KUBEFN_LOG_FORMAT: z.enum(["text", "json"]).default("text"),
+  KUBEFN_REQUEST_BUDGET: z.coerce.number().int().min(1).default(200),
+  KUBEFN_CIRCUIT_FAILURES: z.coerce.number().int().min(1).default(5),
+  KUBEFN_CIRCUIT_OPEN_SECONDS: z.coerce.number().int().min(1).max(600).default(5),
+  KUBEFN_KUBE_TIMEOUT_SECONDS: z.coerce.number().min(0.1).max(300).default(30),
 });
 
 export type NodeHostEnv = z.infer<typeof envSchema>;
@@ -65,6 +69,9 @@ export function parseNodeHostEnv(env: Record<string, string | undefined>): {
       maxBodyBytes: e.KUBEFN_MAX_BODY_BYTES,
       replayWindowSeconds: e.KUBEFN_REPLAY_WINDOW_SECONDS,
       install: e.KUBEFN_INSTALL === "true",
+      requestBudget: e.KUBEFN_REQUEST_BUDGET,
+      circuit: { failureThreshold: e.KUBEFN_CIRCUIT_FAILURES, openSeconds: e.KUBEFN_CIRCUIT_OPEN_SECONDS },
+      kubeTimeoutMs: Math.round(e.KUBEFN_KUBE_TIMEOUT_SECONDS * 1000),
     },
   };
 }

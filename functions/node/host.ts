@@ -2,7 +2,7 @@ import type { AddressInfo } from "node:net";
 import { serve } from "@hono/node-server";
 import type { KubeConfig } from "@kubernetes/client-node";
 import { Hono } from "hono";
-import { createKube } from "../../shared/kube/index.ts";
+import { createApiGuard, createKube } from "../../shared/kube/index.ts";
 import { createNodeTransport, loadKubeConfig } from "../../shared/kube/node.ts";
 import type { Kube } from "../../shared/kube/port.ts";
 import { type PassResult, runPass } from "../../shared/runtime/index.ts";
@@ -30,6 +30,12 @@ export interface NodeHostConfig {
   replayWindowSeconds: number;
   /** Apply infra/crds and infra/rbac at start (always with the embedded devcluster). */
   install: boolean;
+  /** API requests one pass may send. */
+  requestBudget: number;
+  /** When to stop sending requests to a failing API server, and for how long. */
+  circuit: { failureThreshold: number; openSeconds: number };
+  /** Per-request deadline of API calls. */
+  kubeTimeoutMs: number;
 }
 
 export interface NodeHost {
@@ -95,11 +101,15 @@ export async function startNodeHost(
     log.info("reconciling as system:serviceaccount:kubefn-system:kubefn");
   }
 
-  const kube = createKube(createNodeTransport(kc), { fieldManager: "kubefn" });
+  const guard = createApiGuard(createNodeTransport(kc, { timeoutMs: config.kubeTimeoutMs }), config.circuit);
+  const kube = createKube(guard.invocation(), { fieldManager: "kubefn" });
   const operators = makeOperators(kube);
+  // A pass is the Node host's invocation: each gets its own request budget.
+  const passKube = () => createKube(guard.invocation(config.requestBudget), { fieldManager: "kubefn" });
   const queue: WorkQueue = new WorkQueue({
     concurrency: config.concurrency,
-    handle: async (message) => summarise(log, await runPass(ctx, operators.registry, message)),
+    handle: async (message) =>
+      summarise(log, await runPass({ ...ctx, kube: passKube() }, operators.registry, message)),
     onError: (err, message) => log.error("pass crashed", { request: message.request, error: String(err) }),
   });
   const ctx: Context = {
@@ -123,6 +133,11 @@ export async function startNodeHost(
     metrics.gauge("kubefn_queue_ready", s.ready);
     metrics.gauge("kubefn_queue_running", s.running);
     metrics.gauge("kubefn_queue_delayed", s.delayed);
+    const g = guard.stats();
+    metrics.gauge("kubefn_api_circuit_open", g.state === "closed" ? 0 : 1);
+    metrics.gauge("kubefn_api_circuit_opened", g.opened);
+    metrics.gauge("kubefn_api_requests_held_back", g.heldBack);
+    metrics.gauge("kubefn_api_requests_over_budget", g.overBudget);
     return c.text(metrics.render(), 200, { "content-type": "text/plain; version=0.0.4" });
   });
   handler = app;

@@ -91,6 +91,9 @@ export interface FaultStats {
 /** What `onForwarded` may do with the client's connection. */
 export type AfterForward = "answer" | "reset";
 
+/** Sees a forwarded request (and its body, as text) once the upstream answered. */
+export type ForwardHook = (req: SeenRequest, body: string) => AfterForward | Promise<AfterForward>;
+
 export interface FaultProxy {
   url: string;
   configure(plan: FaultPlan): void;
@@ -103,7 +106,7 @@ export interface FaultProxy {
    * Called once a request was forwarded and the upstream answered, before the client sees the
    * answer. Returning "reset" drops the client's connection instead (on top of any fault).
    */
-  onForwarded(hook: ((req: SeenRequest) => AfterForward | Promise<AfterForward>) | undefined): void;
+  onForwarded(hook: ForwardHook | undefined): void;
   close(): Promise<void>;
 }
 
@@ -264,7 +267,7 @@ export async function startFaultProxy(upstream: string, initial: FaultPlan = noF
   let random = seededRandom(plan.seed ?? 1);
   let seen: SeenRequest[] = [];
   let byFault = emptyByFault();
-  let hook: ((req: SeenRequest) => AfterForward | Promise<AfterForward>) | undefined;
+  let hook: ForwardHook | undefined;
   const sockets = new Set<import("node:net").Socket>();
 
   const configure = (next: FaultPlan) => {
@@ -340,7 +343,7 @@ export async function startFaultProxy(upstream: string, initial: FaultPlan = noF
       return;
     }
     entry.upstreamStatus = up.status;
-    const after = hook ? await hook(entry) : "answer";
+    const after = hook ? await hook(entry, body.toString("utf8")) : "answer";
     if (after === "reset" || fault === "lost") {
       req.socket.resetAndDestroy();
       return;

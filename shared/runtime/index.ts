@@ -31,6 +31,7 @@ export {
   QUOTA_RETRY_SECONDS,
   RESOLVED_REASON,
   runPass,
+  SNAPSHOT_MAX_AGE_SECONDS,
 } from "./executor.ts";
 export { done, failed, Outcome, requeueAfter } from "./outcome.ts";
 export {

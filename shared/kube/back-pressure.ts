@@ -1,5 +1,6 @@
 import { ClientThrottledError } from "./errors.ts";
-import type { Transport, TransportRequest, TransportResponse } from "./port.ts";
+import { createKube } from "./kube.ts";
+import type { Kube, Transport, TransportRequest, TransportResponse } from "./port.ts";
 
 /** Policy of the {@link createApiGuard} circuit, as data. */
 export interface CircuitPolicy {
@@ -156,4 +157,33 @@ function retryAfterOf(res: TransportResponse | undefined): number {
   const header = res?.headers.get("retry-after");
   const seconds = header ? Number(header) : Number.NaN;
   return Number.isFinite(seconds) && seconds > 0 ? Math.min(seconds, 600) : 0;
+}
+
+/** The Kube ports a platform hands kubefn, with back-pressure in front of `transport`. */
+export interface GuardedKube {
+  /** For work outside an invocation's budget (the intake, the crawler API). */
+  kube: Kube;
+  /** A Kube for one invocation: `requestBudget` requests at most, the instance's circuit. */
+  invocationKube(): Kube;
+  guard: ApiGuard;
+}
+
+/**
+ * {@link createApiGuard} over `transport`, as the ports `createKubefn` takes.
+ *
+ * @example
+ * const { kube, invocationKube } = guardedKube(createNodeTransport(kc), settings);
+ * const kubefn = createKubefn(settings, { kube, invocationKube, queue, prober, log, metrics });
+ */
+export function guardedKube(
+  transport: Transport,
+  settings: { circuit?: CircuitPolicy; requestBudget?: number | undefined },
+  fieldManager = "kubefn",
+): GuardedKube {
+  const guard = createApiGuard(transport, settings.circuit);
+  return {
+    guard,
+    kube: createKube(guard.invocation(), { fieldManager }),
+    invocationKube: () => createKube(guard.invocation(settings.requestBudget), { fieldManager }),
+  };
 }

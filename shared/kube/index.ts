@@ -6,6 +6,8 @@ export {
   type CircuitState,
   createApiGuard,
   DEFAULT_CIRCUIT,
+  type GuardedKube,
+  guardedKube,
 } from "./back-pressure.ts";
 export {
   type ClassifiedError,

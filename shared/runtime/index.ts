@@ -33,7 +33,7 @@ export {
   runPass,
   SNAPSHOT_MAX_AGE_SECONDS,
 } from "./executor.ts";
-export { done, failed, Outcome, requeueAfter } from "./outcome.ts";
+export { awaitSweep, done, failed, Outcome, type OutcomeKind, requeueAfter } from "./outcome.ts";
 export {
   createRegistry,
   groupOf,
@@ -58,4 +58,4 @@ export type {
   Request,
   Resource,
 } from "./types.ts";
-export { requestKey } from "./types.ts";
+export { isMessage, requestKey } from "./types.ts";

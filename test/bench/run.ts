@@ -5,6 +5,7 @@
  * when a bench fails or the run is interrupted. `KUBEFN_BENCH_LARGE=1` adds the 10,000-Proxy sweep;
  * `chaos` (1,000 Proxies under API faults, ~20+ min on 2 cores) runs only when named.
  */
+import { benchBundle } from "./bundle.ts";
 import { benchChaos } from "./chaos.ts";
 import type { BenchRow } from "./cluster.ts";
 import { stopBenchCluster } from "./cluster.ts";
@@ -20,6 +21,7 @@ const large = process.env.KUBEFN_BENCH_LARGE === "1";
 
 /** `explicit` benches run only when named (`npm run bench -- chaos`): they take many minutes. */
 const benches: { name: string; run: () => Promise<BenchRow[]>; explicit?: boolean }[] = [
+  { name: "bundle", run: benchBundle },
   {
     name: "mapping",
     run: async () => {

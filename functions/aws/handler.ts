@@ -7,6 +7,7 @@
  * | API Gateway v2 / Function URL (`requestContext.http`), API Gateway v1 (`httpMethod`) | intake callers | the Hono app (`POST /v1/events`, `GET /healthz`) |
  * | `source: "kubefn"`, `detail-type: "kubefn.reconcile"` | the bus's rule, or a one-time schedule's input | `runPass` per message |
  * | `source: "aws.events"`, `detail-type: "Scheduled Event"` | the sweep's schedule rule | `runSweep` |
+ * | `awslogs.data` | a CloudWatch Logs subscription on an EKS cluster's audit log | `intakeCloudWatchLogs` |
  *
  * Anything else throws. Wiring is built once per execution environment, at the first invoke
  * (delayed follow-ups target the invoked function's ARN).
@@ -15,6 +16,7 @@ import { EventBridgeClient } from "@aws-sdk/client-eventbridge";
 import { SchedulerClient } from "@aws-sdk/client-scheduler";
 import { KubeConfig } from "@kubernetes/client-node";
 import { handle, type LambdaContext } from "hono/aws-lambda";
+import { isCloudWatchLogsEvent } from "../../shared/audit-export/index.ts";
 import { mapWithConcurrency } from "../../shared/health/concurrency.ts";
 import { createNodeProber } from "../../shared/health/node-prober.ts";
 import { createKube } from "../../shared/kube/index.ts";
@@ -23,6 +25,7 @@ import type { Kube } from "../../shared/kube/port.ts";
 import { runPass } from "../../shared/runtime/index.ts";
 import type { Clock, Context, Log, Metrics } from "../../shared/runtime/types.ts";
 import { createFunctionsApp } from "../http.ts";
+import { intakeCloudWatchLogs, mapWithRegistry } from "../intake/index.ts";
 import { createOperators, type Operators } from "../operators.ts";
 import { runSweep } from "../sweep.ts";
 import { type AwsConfig, parseAwsEnv } from "./config.ts";
@@ -56,6 +59,17 @@ export function createHandler(options: HandlerOptions) {
     instance ??= build(options, context.invokedFunctionArn);
     const { ctx, config, operators, http } = instance;
     if (isHttpEvent(event)) return http(event, context);
+    if (isCloudWatchLogsEvent(event)) {
+      const result = await intakeCloudWatchLogs(event.awslogs.data, {
+        map: mapWithRegistry(ctx, operators.registry, config.selfUsernames),
+        enqueue: (messages) => ctx.queue.send(messages),
+        log: ctx.log,
+        metrics: ctx.metrics,
+        maxBytes: config.maxBodyBytes,
+      });
+      ctx.log.info("audit log delivery", { ...result, requests: result.enqueued });
+      return result;
+    }
     if (isReconcileEvent(event)) {
       const messages = event.detail.messages.filter(isMessage);
       const skipped = event.detail.messages.length - messages.length;
@@ -84,7 +98,7 @@ export function createHandler(options: HandlerOptions) {
       return summary;
     }
     throw new Error(
-      `unrecognised Lambda event (${describeEvent(event)}); expected an HTTP, kubefn.reconcile or Scheduled Event`,
+      `unrecognised Lambda event (${describeEvent(event)}); expected an HTTP, kubefn.reconcile, Scheduled Event or CloudWatch Logs event`,
     );
   };
 }

@@ -1,5 +1,11 @@
 import { z } from "zod";
-import { commaList, describeIssues, secretVariable } from "../settings.ts";
+import {
+  commaList,
+  describeIssues,
+  pubsubSettingsFrom,
+  pubsubVariable,
+  secretVariable,
+} from "../settings.ts";
 import type { NodeHostConfig } from "./host.ts";
 
 const envSchema = z.object({
@@ -8,6 +14,10 @@ const envSchema = z.object({
   KUBEFN_PORT: z.coerce.number().int().min(0).max(65535).default(8080),
   KUBEFN_AUDIT_TOKEN: secretVariable("KUBEFN_AUDIT_TOKEN"),
   KUBEFN_RELAY_SECRET: secretVariable("KUBEFN_RELAY_SECRET"),
+  KUBEFN_PUBSUB_AUDIENCE: pubsubVariable.audience,
+  KUBEFN_PUBSUB_SERVICE_ACCOUNT: pubsubVariable.serviceAccount("KUBEFN_PUBSUB_SERVICE_ACCOUNT"),
+  KUBEFN_PUBSUB_JWKS_URL: pubsubVariable.jwksUrl("KUBEFN_PUBSUB_JWKS_URL"),
+  KUBEFN_PUBSUB_JWKS: pubsubVariable.jwks("KUBEFN_PUBSUB_JWKS"),
   KUBEFN_CONCURRENCY: z.coerce.number().int().min(1).max(256).default(4),
   KUBEFN_SWEEP_SECONDS: z.coerce.number().int().min(1).max(3600).optional(),
   KUBEFN_SELF_USERNAMES: commaList.default(["system:serviceaccount:kubefn-system:kubefn"]),
@@ -58,6 +68,12 @@ export function parseNodeHostEnv(env: Record<string, string | undefined>): {
       port: e.KUBEFN_PORT,
       ...(e.KUBEFN_AUDIT_TOKEN ? { auditToken: e.KUBEFN_AUDIT_TOKEN } : {}),
       ...(e.KUBEFN_RELAY_SECRET ? { relaySecret: e.KUBEFN_RELAY_SECRET } : {}),
+      ...pubsubSettingsFrom({
+        audience: e.KUBEFN_PUBSUB_AUDIENCE,
+        serviceAccount: e.KUBEFN_PUBSUB_SERVICE_ACCOUNT,
+        jwks: e.KUBEFN_PUBSUB_JWKS,
+        jwksUrl: e.KUBEFN_PUBSUB_JWKS_URL,
+      }),
       concurrency: e.KUBEFN_CONCURRENCY,
       // The embedded devcluster is for trying things: sweep (and so probe) every 10 s there.
       sweepSeconds: e.KUBEFN_SWEEP_SECONDS ?? (e.KUBECONFIG ? 60 : 10),

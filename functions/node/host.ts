@@ -7,7 +7,7 @@ import { createNodeTransport, loadKubeConfig } from "../../shared/kube/node.ts";
 import type { Kube } from "../../shared/kube/port.ts";
 import { type PassResult, runPass } from "../../shared/runtime/index.ts";
 import type { Context, Log } from "../../shared/runtime/types.ts";
-import { createFunctionsApp } from "../http.ts";
+import { createFunctionsApp, type HttpSettings } from "../http.ts";
 import type { Operators } from "../operators.ts";
 import { runSweep, type SweepSummary } from "../sweep.ts";
 import { type Devcluster, startDevcluster } from "./devcluster.ts";
@@ -23,6 +23,8 @@ export interface NodeHostConfig {
   port: number;
   auditToken?: string;
   relaySecret?: string;
+  /** Pub/Sub push intake of GKE audit logs (see functions/http.ts). */
+  pubsub?: HttpSettings["pubsub"];
   concurrency: number;
   sweepSeconds: number;
   selfUsernames: string[];
@@ -114,6 +116,7 @@ export async function startNodeHost(
   const app = createFunctionsApp(ctx, operators, {
     ...(auditToken ? { auditToken } : {}),
     ...(config.relaySecret ? { relaySecret: config.relaySecret } : {}),
+    ...(config.pubsub ? { pubsub: config.pubsub } : {}),
     maxBodyBytes: config.maxBodyBytes,
     replayWindowSeconds: config.replayWindowSeconds,
     selfUsernames: config.selfUsernames,

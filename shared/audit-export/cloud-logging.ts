@@ -14,7 +14,9 @@
  * ```
  *
  * `methodName` is `<reversed API group>.<version>.<resource>[.<subresource>].<verb>`
- * (`io.k8s.core.v1.…` for the core group); `resourceName` is
+ * (`io.k8s.core.v1.…` for the core group, `io.k8s.authorization.rbac.v1.…` for
+ * rbac.authorization.k8s.io); only the part after the version is read, the group comes from
+ * `resourceName`, which is
  * `<group>/<version>/[namespaces/<ns>/]<resource>[/<name>[/<subresource>]]`, `core` for the core
  * group. `status` is a `google.rpc.Status`: empty or code 0 is success. Custom resources are
  * logged at Metadata level: no `request` nor `response`.
@@ -139,7 +141,12 @@ export function logEntryFromAuditEvent(
 ): Record<string, unknown> {
   const ref = (isRecord(event.objectRef) ? event.objectRef : {}) as Record<string, string | undefined>;
   const group = ref.apiGroup ? ref.apiGroup : "core";
-  const methodGroup = ref.apiGroup ? ref.apiGroup.split(".").reverse().join(".") : "io.k8s.core";
+  // Built-in groups without a domain are k8s.io's: "apps" → "io.k8s.apps".
+  const methodGroup = !ref.apiGroup
+    ? "io.k8s.core"
+    : ref.apiGroup.includes(".")
+      ? ref.apiGroup.split(".").reverse().join(".")
+      : `io.k8s.${ref.apiGroup}`;
   const method = [methodGroup, ref.apiVersion, ref.resource, ref.subresource, event.verb]
     .filter((x) => x !== undefined && x !== "")
     .join(".");

@@ -40,3 +40,25 @@ export function eksAuditFilterPattern(registry: Registry): string {
   ];
   return `{ ${clauses.join(" && ")} }`;
 }
+
+/**
+ * The Cloud Logging filter for a Log Router sink that routes a GKE cluster's audit entries to
+ * Pub/Sub: Admin Activity entries of service `k8s.io` from that cluster whose `methodName` is a
+ * write on a resource the registry needs (optionally through a mapped subresource), and nothing
+ * else — status writes, other resources and other services stay out of the topic.
+ *
+ * @example
+ * gkeAuditLogFilter(registry, { project: "p", cluster: "prod" })
+ */
+export function gkeAuditLogFilter(registry: Registry, where: { project: string; cluster: string }): string {
+  const resources = registryResources(registry).join("|");
+  const subresources = [...MAPPED_SUBRESOURCES].join("|");
+  const verbs = [...WRITE_VERBS].join("|");
+  return [
+    `logName="projects/${where.project}/logs/cloudaudit.googleapis.com%2Factivity"`,
+    `resource.type="k8s_cluster"`,
+    `resource.labels.cluster_name="${where.cluster}"`,
+    `protoPayload.serviceName="k8s.io"`,
+    `protoPayload.methodName=~"\\.(${resources})(\\.(${subresources}))?\\.(${verbs})$"`,
+  ].join(" AND ");
+}

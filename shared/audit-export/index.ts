@@ -7,5 +7,10 @@ export {
   encodeCloudWatchLogs,
   isCloudWatchLogsEvent,
 } from "./cloudwatch-logs.ts";
-export { eksAuditFilterPattern, MAX_FILTER_PATTERN_LENGTH, registryResources } from "./filter-pattern.ts";
+export {
+  eksAuditFilterPattern,
+  gkeAuditLogFilter,
+  MAX_FILTER_PATTERN_LENGTH,
+  registryResources,
+} from "./filter-pattern.ts";
 export { type PushDelivery, PushDeliveryError, parsePushDelivery, pushBodyOf } from "./pubsub-push.ts";

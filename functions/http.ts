@@ -1,4 +1,4 @@
-import { Hono } from "hono";
+import { Hono } from "hono/tiny";
 import {
   fetchedKeys,
   GOOGLE_JWKS_URL,
@@ -10,6 +10,14 @@ import type { Context } from "../shared/runtime/types.ts";
 import { createIntakeApp, mapWithRegistry } from "./intake/index.ts";
 import type { Operators } from "./operators.ts";
 
+/** Pub/Sub push intake settings (see {@link HttpSettings.pubsub}). */
+export interface PubSubSettings {
+  audience: string;
+  serviceAccountEmail: string;
+  jwks?: { keys: RsaJwk[] };
+  jwksUrl?: string;
+}
+
 /** What the HTTP surface needs beyond the context: intake credentials and limits. */
 export interface HttpSettings {
   auditToken?: string;
@@ -18,7 +26,7 @@ export interface HttpSettings {
    * Pub/Sub push intake of GKE audit logs: the push subscription's token audience and service
    * account; keys inline (`jwks`) or fetched from `jwksUrl` (Google's by default).
    */
-  pubsub?: { audience: string; serviceAccountEmail: string; jwks?: { keys: RsaJwk[] }; jwksUrl?: string };
+  pubsub?: PubSubSettings;
   maxBodyBytes: number;
   replayWindowSeconds: number;
   /** Writes by these identities are dropped at intake. */
@@ -55,7 +63,7 @@ export function createFunctionsApp(ctx: Context, operators: Operators, settings:
 }
 
 /** The OIDC policy of Pub/Sub push deliveries; the fetched keys are cached per instance. */
-function pushTokenPolicy(pubsub: NonNullable<HttpSettings["pubsub"]>, ctx: Context): PushTokenPolicy {
+function pushTokenPolicy(pubsub: PubSubSettings, ctx: Context): PushTokenPolicy {
   return {
     audience: pubsub.audience,
     serviceAccountEmail: pubsub.serviceAccountEmail,

@@ -3,6 +3,7 @@ import { describe, expect, it } from "vitest";
 import { parse } from "yaml";
 import { createOperators } from "../../functions/operators.ts";
 import { eksAuditFilterPattern, MAX_FILTER_PATTERN_LENGTH } from "../../shared/audit-export/index.ts";
+import { matchesFilterPattern } from "../../test/fixtures/cloudwatch-filter.ts";
 
 // CloudFormation's short tags (!Ref, !Sub, …) are kept as the plain values they tag.
 const template = parse(readFileSync(new URL("../../infra/aws/template.yaml", import.meta.url), "utf8"), {
@@ -54,5 +55,38 @@ describe("infra/aws/template.yaml: the EKS audit log subscription", () => {
           "arn:${AWS::Partition}:logs:${AWS::Region}:${AWS::AccountId}:log-group:/aws/eks/${EksClusterName}/cluster:*",
       },
     });
+  });
+});
+
+describe("the committed filter pattern, read as CloudWatch Logs reads it", () => {
+  const pattern = template.Resources.EksAuditLogSubscription?.Properties.FilterPattern as string;
+  const audit = (name: string) =>
+    JSON.parse(
+      readFileSync(new URL(`../../test/fixtures/audit/devcluster-${name}.json`, import.meta.url), "utf8"),
+    ).items[0] as Record<string, unknown>;
+
+  it.each([
+    ["proxy-create", true],
+    ["proxy-delete", true],
+    ["secret-create", true],
+    ["self-write", true], // the intake drops it by user
+    ["proxy-create-conflict", true], // the intake drops it by code
+    ["proxy-status-patch", false],
+    ["pod-owned-create", false],
+  ])("devcluster %s passes: %s", (name, passes) => {
+    expect(matchesFilterPattern(pattern, audit(name))).toBe(passes);
+  });
+
+  it("a read, an unrelated kind and a scale write", () => {
+    const base = audit("proxy-create");
+    expect(matchesFilterPattern(pattern, { ...base, verb: "get" })).toBe(false);
+    expect(matchesFilterPattern(pattern, { ...base, stage: "ResponseStarted" })).toBe(false);
+    expect(matchesFilterPattern(pattern, { ...base, objectRef: { resource: "leases" } })).toBe(false);
+    expect(
+      matchesFilterPattern(pattern, {
+        ...base,
+        objectRef: { resource: "statefulsets", subresource: "scale" },
+      }),
+    ).toBe(true);
   });
 });

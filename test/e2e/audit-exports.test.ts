@@ -13,9 +13,11 @@
  * Bad deliveries get the answer the provider acts on (401/403 redeliver, 200 acknowledges what no
  * retry can fix) and enqueue nothing.
  */
+import { readFileSync } from "node:fs";
 import type { LambdaContext } from "hono/aws-lambda";
 import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
 import { createTestHarness, type TestHarness } from "wrangler";
+import { parse } from "yaml";
 import { createHandler } from "../../functions/aws/handler.ts";
 import { type AwsEndpoint, startAwsEndpoint, TEST_CREDENTIALS } from "../../functions/aws/test-endpoint.ts";
 import { installCrdsAndRbac, serviceAccountToken } from "../../functions/node/install.ts";
@@ -29,6 +31,7 @@ import {
   Resources,
 } from "../../shared/kube/index.ts";
 import type { Message, Request } from "../../shared/runtime/types.ts";
+import { matchesFilterPattern } from "../fixtures/cloudwatch-filter.ts";
 import {
   createTokenSigner,
   type JwksServer,
@@ -305,6 +308,8 @@ describe("EKS: CloudWatch Logs subscription → the Lambda handler", () => {
         EVENT_BUS_NAME: "kubefn",
         SCHEDULER_ROLE_ARN: "arn:aws:iam::111122223333:role/kubefn-scheduler",
         KUBECONFIG_BASE64: Buffer.from("unused: the kube port is given").toString("base64"),
+        AUDIT_TOKEN,
+        MAX_BODY_BYTES: String(64 << 20),
       },
       endpoint: aws.url,
       kube: () =>
@@ -336,6 +341,48 @@ describe("EKS: CloudWatch Logs subscription → the Lambda handler", () => {
     const out = (await handler()({ awslogs: { data } }, lambdaContext)) as { requests: Request[] };
     expect(out.requests).toEqual(webhookRequests);
     expect(sent()).toEqual(webhookRequests);
+  });
+
+  it("the template's subscription filter, applied to everything the API server audited, keeps every event that maps", async () => {
+    const pattern = (
+      parse(readFileSync(new URL("../../infra/aws/template.yaml", import.meta.url), "utf8"), {
+        logLevel: "error",
+      }) as { Resources: { EksAuditLogSubscription: { Properties: { FilterPattern: string } } } }
+    ).Resources.EksAuditLogSubscription.Properties.FilterPattern;
+    const all = (await auditEventsSince(0)).events.map((e) => ({
+      kind: "Event",
+      apiVersion: "audit.k8s.io/v1",
+      ...e,
+    }));
+    const passed = all.filter((e) => matchesFilterPattern(pattern, e));
+    const h = handler();
+    const unfiltered = (await h(
+      {
+        version: "2.0",
+        routeKey: "$default",
+        rawPath: "/v1/events",
+        rawQueryString: "",
+        headers: { "content-type": "application/json", authorization: `Bearer ${AUDIT_TOKEN}` },
+        requestContext: { http: { method: "POST", path: "/v1/events", sourceIp: "127.0.0.1" } },
+        body: JSON.stringify({ kind: "EventList", apiVersion: "audit.k8s.io/v1", items: all }),
+        isBase64Encoded: false,
+      },
+      lambdaContext,
+    )) as { statusCode: number; body: string };
+    expect(unfiltered.statusCode).toBe(202);
+    const data = await encodeCloudWatchLogs({
+      messageType: "DATA_MESSAGE",
+      logGroup: "/aws/eks/prod/cluster",
+      logEvents: passed.map((e, i) => ({ id: String(i), timestamp: Date.now(), message: JSON.stringify(e) })),
+    });
+    const filtered = (await h({ awslogs: { data } }, lambdaContext)) as { requests: Request[] };
+    expect(keys(filtered.requests)).toEqual(keys(JSON.parse(unfiltered.body).requests));
+    expect(passed.length).toBeLessThan(all.length);
+    console.log(
+      `EKS filter pattern: ${passed.length} of ${all.length} audit events of this run pass (${(
+        (100 * passed.length) / all.length
+      ).toFixed(1)}%); both map to ${filtered.requests.length} requests`,
+    );
   });
 
   it("undecodable and control deliveries do no work and do not throw (no retry can help)", async () => {

@@ -8,7 +8,8 @@ const envSchema = z.object({
   KUBEFN_PORT: z.coerce.number().int().min(0).max(65535).default(8080),
   KUBEFN_AUDIT_TOKEN: secretVariable("KUBEFN_AUDIT_TOKEN"),
   KUBEFN_RELAY_SECRET: secretVariable("KUBEFN_RELAY_SECRET"),
-  KUBEFN_CONCURRENCY: z.coerce.number().int().min(1).max(256).default(4),
+  // The seed's MaxConcurrentReconciles.
+  KUBEFN_CONCURRENCY: z.coerce.number().int().min(1).max(256).default(3),
   KUBEFN_SWEEP_SECONDS: z.coerce.number().int().min(1).max(3600).optional(),
   KUBEFN_SELF_USERNAMES: commaList.default(["system:serviceaccount:kubefn-system:kubefn"]),
   KUBEFN_MAX_BODY_BYTES: z.coerce

@@ -68,6 +68,8 @@ interface Change {
   name: string;
   verb: WatchedChange["verb"];
   object: KubeObject | undefined;
+  /** The audit event's requestObject, for predicates. */
+  request?: unknown;
 }
 
 /**
@@ -183,7 +185,10 @@ class BatchMapper {
     const name = refName ?? object?.metadata.name;
     if (name === undefined) return void this.counts.skipped++;
     const namespace = refNamespace ?? object?.metadata.namespace;
-    this.count(this.add({ group, resource, namespace, name, verb: verb as WatchedChange["verb"], object }));
+    const request = hasBody && item.requestObject !== undefined ? { request: item.requestObject } : {};
+    this.count(
+      this.add({ group, resource, namespace, name, verb: verb as WatchedChange["verb"], object, ...request }),
+    );
   }
 
   addRelay(event: unknown): void {
@@ -230,7 +235,14 @@ class BatchMapper {
     let unresolved = false;
 
     const primary = registry.primaryFor(change.group, change.resource);
-    if (primary) {
+    const passes =
+      !primary?.predicate ||
+      primary.predicate({
+        verb: change.verb,
+        ...(change.object ? { object: change.object } : {}),
+        ...(change.request === undefined ? {} : { request: change.request }),
+      });
+    if (primary && passes) {
       this.emit({
         controller: primary.name,
         namespace: primary.for.namespaced ? change.namespace : undefined,
@@ -283,6 +295,7 @@ class BatchMapper {
           : { namespace: change.namespace, name: change.name };
       const watched: WatchedChange = { resource: watch.resource, key, verb: change.verb };
       if (change.object) watched.object = change.object;
+      if (change.request !== undefined) watched.request = change.request;
       this.jobs.set(
         `${controller.name}\0${change.group}/${change.resource}\0${change.namespace ?? ""}\0${change.name}`,
         {

@@ -105,6 +105,12 @@ export interface ControllerDefinition<T extends KubeObject = KubeObject> {
    * keep predicates to changes the pass provably ignores.
    */
   predicate?(change: Pick<WatchedChange, "verb" | "object" | "request">): boolean;
+  /**
+   * Which changes of an owned kind map back to the owner (e.g. the seed's
+   * `OwnedWorkloadPredicate`: workloads only on a generation change, so status churn of a
+   * Deployment does not re-run its Site). Default: every change.
+   */
+  ownedPredicate?(resource: Resource, change: Pick<WatchedChange, "verb" | "object" | "request">): boolean;
   reconcile(ctx: PassContext, object: T): Promise<Outcome>;
   reconcileAbsent?(ctx: PassContext): Promise<Outcome>;
 }

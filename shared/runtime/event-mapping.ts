@@ -234,14 +234,13 @@ class BatchMapper {
     let produced = false;
     let unresolved = false;
 
+    const observed = {
+      verb: change.verb,
+      ...(change.object ? { object: change.object } : {}),
+      ...(change.request === undefined ? {} : { request: change.request }),
+    };
     const primary = registry.primaryFor(change.group, change.resource);
-    const passes =
-      !primary?.predicate ||
-      primary.predicate({
-        verb: change.verb,
-        ...(change.object ? { object: change.object } : {}),
-        ...(change.request === undefined ? {} : { request: change.request }),
-      });
+    const passes = !primary?.predicate || primary.predicate(observed);
     if (primary && passes) {
       this.emit({
         controller: primary.name,
@@ -251,7 +250,11 @@ class BatchMapper {
       produced = true;
     }
 
-    const owners = registry.ownersOf(change.group, change.resource);
+    const owners = registry.ownersOf(change.group, change.resource).filter((def) => {
+      if (!def.ownedPredicate) return true;
+      const res = def.owns!.find((o) => o.group === change.group && o.resource === change.resource)!;
+      return def.ownedPredicate(res, observed);
+    });
     if (owners.length > 0) {
       if (change.object) {
         const owner = controllerRef(change.object);

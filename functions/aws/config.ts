@@ -1,4 +1,5 @@
 import { z } from "zod";
+import { type OperatorSettings, operatorSettingsFrom, operatorVariables } from "../operator-settings.ts";
 import {
   describeIssues,
   type FunctionSettings,
@@ -23,6 +24,8 @@ export interface AwsConfig extends FunctionSettings {
   probeConcurrency: number;
   /** Passes run at once for one reconcile event. */
   passConcurrency: number;
+  /** SubPool, Site and GCE settings (`GCE_CREDENTIALS` from Secrets Manager, see template.yaml). */
+  operators: OperatorSettings;
 }
 
 const arn = (name: string) => z.string().startsWith("arn:", `${name} must be an ARN`);
@@ -37,6 +40,7 @@ const envSchema = z
     SCHEDULER_ROLE_ARN: arn("SCHEDULER_ROLE_ARN"),
     FUNCTION_ARN: arn("FUNCTION_ARN").optional(),
     ...functionVariables,
+    ...operatorVariables,
     PROBE_CONCURRENCY: z.coerce.number().int().min(1).max(256).default(32),
     PASS_CONCURRENCY: z.coerce.number().int().min(1).max(64).default(8),
   })
@@ -66,8 +70,11 @@ export function parseAwsEnv(env: Record<string, string | undefined>): AwsConfig 
     throw new AwsConfigError(`invalid Lambda environment:\n${describeIssues(parsed.error)}`);
   }
   const e = parsed.data;
+  const operators = operatorSettingsFrom(e, e.SELF_USERNAMES);
+  if (!operators.ok) throw new AwsConfigError(`invalid Lambda environment:\n${operators.issues.join("\n")}`);
   return {
     ...functionSettingsFrom(e),
+    operators: operators.settings,
     kubeconfig: e.KUBECONFIG_BASE64
       ? { yaml: Buffer.from(e.KUBECONFIG_BASE64, "base64").toString("utf8") }
       : { file: e.KUBECONFIG as string },

@@ -119,6 +119,7 @@ function build(options: HandlerOptions, invokedFunctionArn: string): Instance {
       probeConcurrency: config.probeConcurrency,
       ...(config.proxyResyncSeconds ? { proxyResyncSeconds: config.proxyResyncSeconds } : {}),
       ...(config.apiToken ? { apiToken: config.apiToken } : {}),
+      settings: config.operators,
     });
   const app = createFunctionsApp(ctx, operators, config);
   return { ctx, config, operators, http: handle(app) };

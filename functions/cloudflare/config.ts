@@ -1,6 +1,7 @@
 import type { AnalyticsEngineDataset, Queue as QueueBinding } from "@cloudflare/workers-types/index.ts";
 import { z } from "zod";
 import type { Message } from "../../shared/runtime/types.ts";
+import { type OperatorSettings, operatorSettingsFrom, operatorVariables } from "../operator-settings.ts";
 import {
   describeIssues,
   type FunctionSettings,
@@ -27,12 +28,15 @@ export interface WorkerConfig extends FunctionSettings {
   kubeToken: string;
   /** Workers keep at most 6 connections open per invocation; more only queue up. */
   probeConcurrency: number;
+  /** SubPool, Site and GCE settings (`GCE_CREDENTIALS` is a secret: `wrangler secret put`). */
+  operators: OperatorSettings;
 }
 
 const envSchema = z.object({
   KUBE_SERVER: z.url({ protocol: /^https?$/, error: "KUBE_SERVER must be an http(s) URL" }),
   KUBE_TOKEN: z.string({ error: "KUBE_TOKEN is required (wrangler secret put KUBE_TOKEN)" }).min(1),
   ...functionVariables,
+  ...operatorVariables,
   PROBE_CONCURRENCY: z.coerce.number().int().min(1).max(64).default(6),
 });
 
@@ -53,8 +57,13 @@ export function parseWorkerEnv(env: Record<string, unknown>): WorkerConfig {
     throw new WorkerConfigError(`invalid Worker environment:\n${describeIssues(parsed.error)}`);
   }
   const e = parsed.data;
+  const operators = operatorSettingsFrom(e, e.SELF_USERNAMES);
+  if (!operators.ok) {
+    throw new WorkerConfigError(`invalid Worker environment:\n${operators.issues.join("\n")}`);
+  }
   return {
     ...functionSettingsFrom(e),
+    operators: operators.settings,
     kubeServer: e.KUBE_SERVER,
     kubeToken: e.KUBE_TOKEN,
     probeConcurrency: e.PROBE_CONCURRENCY,

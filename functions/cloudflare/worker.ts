@@ -54,6 +54,7 @@ function isolateFor(env: WorkerEnv): Isolate {
     probeConcurrency: config.probeConcurrency,
     ...(config.proxyResyncSeconds ? { proxyResyncSeconds: config.proxyResyncSeconds } : {}),
     ...(config.apiToken ? { apiToken: config.apiToken } : {}),
+    settings: config.operators,
   });
   const app = createFunctionsApp(ctx, operators, config);
   const isolate = { ctx, config, operators, app };

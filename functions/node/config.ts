@@ -1,4 +1,5 @@
 import { z } from "zod";
+import { type OperatorSettings, operatorSettingsFrom, operatorVariables } from "../operator-settings.ts";
 import { commaList, describeIssues, secretVariable } from "../settings.ts";
 import type { NodeHostConfig } from "./host.ts";
 
@@ -24,6 +25,8 @@ const envSchema = z.object({
   KUBEFN_API_TOKEN: secretVariable("KUBEFN_API_TOKEN"),
   KUBEFN_ORPHAN_GRACE_SECONDS: z.coerce.number().int().min(0).default(600),
   KUBEFN_LOG_FORMAT: z.enum(["text", "json"]).default("text"),
+  // SUBPOOL_*, SITE_*, GCE_*: the same names as on Workers and Lambda.
+  ...operatorVariables,
 });
 
 export type NodeHostEnv = z.infer<typeof envSchema>;
@@ -39,6 +42,7 @@ export function parseNodeHostEnv(env: Record<string, string | undefined>): {
   minReportIntervalSeconds: number;
   apiToken?: string;
   orphanGraceSeconds: number;
+  operators: OperatorSettings;
 } {
   // An empty variable means unset, as shells and env files use it.
   const set = Object.fromEntries(Object.entries(env).filter(([, v]) => v !== undefined && v !== ""));
@@ -47,7 +51,10 @@ export function parseNodeHostEnv(env: Record<string, string | undefined>): {
     throw new Error(`invalid environment:\n${describeIssues(parsed.error)}`);
   }
   const e = parsed.data;
+  const operators = operatorSettingsFrom(e, e.KUBEFN_SELF_USERNAMES);
+  if (!operators.ok) throw new Error(`invalid environment:\n${operators.issues.join("\n")}`);
   return {
+    operators: operators.settings,
     logFormat: e.KUBEFN_LOG_FORMAT,
     proxyResyncSeconds: e.KUBEFN_PROXY_RESYNC_SECONDS,
     minReportIntervalSeconds: e.KUBEFN_MIN_REPORT_SECONDS,

@@ -5,8 +5,15 @@ import { startNodeHost } from "./host.ts";
 import { createLineLog } from "./log.ts";
 
 /** `npm start`: the Node host, configured from the environment (see README). */
-const { config, logFormat, proxyResyncSeconds, minReportIntervalSeconds, apiToken, orphanGraceSeconds } =
-  parseNodeHostEnv(process.env);
+const {
+  config,
+  logFormat,
+  proxyResyncSeconds,
+  minReportIntervalSeconds,
+  apiToken,
+  orphanGraceSeconds,
+  operators,
+} = parseNodeHostEnv(process.env);
 const log = createLineLog(logFormat);
 const host = await startNodeHost(
   config,
@@ -18,6 +25,7 @@ const host = await startNodeHost(
       minReportIntervalSeconds,
       orphanGraceSeconds,
       ...(apiToken ? { apiToken } : {}),
+      settings: operators,
     }),
   log,
 );

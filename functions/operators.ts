@@ -13,7 +13,7 @@ import {
 import { defaultSiteRegistry, siteController } from "../shared/controllers/site/index.ts";
 import { subPoolController } from "../shared/controllers/subpool/index.ts";
 import type { Prober } from "../shared/health/index.ts";
-import type { Kube } from "../shared/kube/port.ts";
+import type { Kube, KubeObject } from "../shared/kube/port.ts";
 import { createRegistry, type Registry } from "../shared/runtime/index.ts";
 import type { SweepTask } from "../shared/runtime/sweep-task.ts";
 import type { Context } from "../shared/runtime/types.ts";
@@ -47,6 +47,8 @@ export interface OperatorOptions {
    * namespace, the GCE provider), parsed once by the adapter; defaults when absent.
    */
   settings?: OperatorSettings;
+  /** Site component manifests read from a directory (Node host only); the embedded bundle otherwise. */
+  siteManifests?: readonly KubeObject[];
   /** Overrides the `fetch` of providers that call out (GCE); tests only. */
   fetch?: typeof fetch;
 }
@@ -77,7 +79,7 @@ export function createOperators(opts: OperatorOptions): Operators {
     }),
     subPoolController(opts.settings ? { operatorConfig: opts.settings.subPool } : {}),
     siteController({
-      registry: defaultSiteRegistry(),
+      registry: defaultSiteRegistry(opts.siteManifests ? { manifests: opts.siteManifests } : {}),
       env: opts.settings
         ? { config: opts.settings.site.config, namespace: opts.settings.site.namespace }
         : { config: defaultSiteConfig },

@@ -27,6 +27,8 @@ const envSchema = z.object({
   KUBEFN_LOG_FORMAT: z.enum(["text", "json"]).default("text"),
   // SUBPOOL_*, SITE_*, GCE_*: the same names as on Workers and Lambda.
   ...operatorVariables,
+  /** Node only (a Worker has no filesystem): Site component manifests from this directory. */
+  SITE_MANIFESTS_DIR: z.string().min(1).optional(),
 });
 
 export type NodeHostEnv = z.infer<typeof envSchema>;
@@ -43,6 +45,7 @@ export function parseNodeHostEnv(env: Record<string, string | undefined>): {
   apiToken?: string;
   orphanGraceSeconds: number;
   operators: OperatorSettings;
+  siteManifestsDir?: string;
 } {
   // An empty variable means unset, as shells and env files use it.
   const set = Object.fromEntries(Object.entries(env).filter(([, v]) => v !== undefined && v !== ""));
@@ -55,6 +58,7 @@ export function parseNodeHostEnv(env: Record<string, string | undefined>): {
   if (!operators.ok) throw new Error(`invalid environment:\n${operators.issues.join("\n")}`);
   return {
     operators: operators.settings,
+    ...(e.SITE_MANIFESTS_DIR ? { siteManifestsDir: e.SITE_MANIFESTS_DIR } : {}),
     logFormat: e.KUBEFN_LOG_FORMAT,
     proxyResyncSeconds: e.KUBEFN_PROXY_RESYNC_SECONDS,
     minReportIntervalSeconds: e.KUBEFN_MIN_REPORT_SECONDS,

@@ -1,4 +1,5 @@
 import { createNodeProber } from "../../shared/health/node-prober.ts";
+import { readManifestDirectory } from "../../shared/kube/node-manifests.ts";
 import { createOperators } from "../operators.ts";
 import { parseNodeHostEnv } from "./config.ts";
 import { startNodeHost } from "./host.ts";
@@ -13,7 +14,10 @@ const {
   apiToken,
   orphanGraceSeconds,
   operators,
+  siteManifestsDir,
 } = parseNodeHostEnv(process.env);
+// Read once at start, like every other setting.
+const siteManifests = siteManifestsDir ? readManifestDirectory(siteManifestsDir) : undefined;
 const log = createLineLog(logFormat);
 const host = await startNodeHost(
   config,
@@ -26,6 +30,7 @@ const host = await startNodeHost(
       orphanGraceSeconds,
       ...(apiToken ? { apiToken } : {}),
       settings: operators,
+      ...(siteManifests ? { siteManifests } : {}),
     }),
   log,
 );

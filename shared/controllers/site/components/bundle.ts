@@ -113,6 +113,12 @@ spec:
             name: ${machinaConfigName}
 `;
 
+/**
+ * Where components take their manifests from: the embedded bundle by default, or (Node host,
+ * `SITE_MANIFESTS_DIR`) a directory read once at start. Returns fresh copies each call.
+ */
+export type ManifestSource = () => KubeObject[];
+
 /** The bundle's objects, parsed afresh (callers may mutate them). */
 export function operatorManifests(): KubeObject[] {
   return parseManifests(operatorManifestsYaml);

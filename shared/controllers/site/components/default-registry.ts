@@ -1,3 +1,4 @@
+import type { KubeObject } from "../../../kube/port.ts";
 import type { Registry } from "../component.ts";
 import { machinaComponent } from "./machina.ts";
 import { metalmanComponent } from "./metalman.ts";
@@ -7,8 +8,13 @@ import { storageComponent } from "./storage.ts";
 /**
  * The sample registry: net and machina (cluster), then metalman and storage (per Site).
  * Conditions appear on every Site in this order: NetReady, MachinaReady, MetalmanReady,
- * StorageReady.
+ * StorageReady. `manifests` replaces the embedded bundle (the Node host's `SITE_MANIFESTS_DIR`).
  */
-export function defaultSiteRegistry(): Registry {
-  return { cluster: [netComponent(), machinaComponent()], site: [metalmanComponent(), storageComponent()] };
+export function defaultSiteRegistry(opts: { manifests?: readonly KubeObject[] } = {}): Registry {
+  const given = opts.manifests;
+  const source = given ? () => structuredClone([...given]) : undefined;
+  return {
+    cluster: [netComponent(source), machinaComponent(source)],
+    site: [metalmanComponent(source), storageComponent()],
+  };
 }

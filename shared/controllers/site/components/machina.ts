@@ -4,7 +4,7 @@ import { SiteConditionType } from "../api.ts";
 import { type ClusterComponent, failed, noSites, reconciled } from "../component.ts";
 import type { Env } from "../env.ts";
 import { configMapPayloadHash, isRBACObject, setPodSpecImages } from "../manifests.ts";
-import { machinaConfigName, machinaName, operatorManifests } from "./bundle.ts";
+import { type ManifestSource, machinaConfigName, machinaName, operatorManifests } from "./bundle.ts";
 import { metalmanConfigHashAnnotation } from "./metalman.ts";
 
 export { machinaConfigName, machinaName };
@@ -40,7 +40,7 @@ export function machinaConfigFor(
  *
  * Caveats: like net, with no Sites it is retained (`NoSites`), never deleted.
  */
-export function machinaComponent(): ClusterComponent {
+export function machinaComponent(source: ManifestSource = operatorManifests): ClusterComponent {
   return {
     name: "machina",
     conditionType: SiteConditionType.MachinaReady,
@@ -57,7 +57,7 @@ export function machinaComponent(): ClusterComponent {
     async reconcile(env, sites) {
       if (sites.length === 0) return noSites("no sites; machina retained");
       try {
-        const manifests = operatorManifests();
+        const manifests = source();
         const config = machinaConfigFor(
           env,
           manifests,

@@ -12,7 +12,7 @@ import {
   siteOwnerReference,
 } from "../manifests.ts";
 import { siteFromConfigName } from "../watches.ts";
-import { operatorManifests } from "./bundle.ts";
+import { type ManifestSource, operatorManifests } from "./bundle.ts";
 
 /** Prefix of the optional per-Site override ConfigMap, `metalman-config-<site>`. */
 export const metalmanOverridePrefix = "metalman-config-";
@@ -88,7 +88,7 @@ export function metalmanDeploymentFor(env: Env, site: Site, configHash: string):
  * operator's bundle (without it the Deployment's Pods would be refused). An optional `metalman-config-<site>` ConfigMap in the operator
  * namespace overrides config keys; it is watched, so editing it re-runs that Site.
  */
-export function metalmanComponent(): SiteComponent {
+export function metalmanComponent(manifests: ManifestSource = operatorManifests): SiteComponent {
   return {
     name: "metalman",
     conditionType: SiteConditionType.MetalmanReady,
@@ -106,7 +106,7 @@ export function metalmanComponent(): SiteComponent {
       try {
         // The ServiceAccount the Deployment runs as, from the shared bundle (net skips it). Shared
         // by every Site's metalman, so it carries no Site owner and stays when one Site goes.
-        await env.applyManifests(operatorManifests(), (obj) => (isRBACObject(obj, "metalman") ? obj : null));
+        await env.applyManifests(manifests(), (obj) => (isRBACObject(obj, "metalman") ? obj : null));
         const overrides = await readOverrides(env, site);
         const config = metalmanConfigFor(env, site, overrides);
         await env.applyObject(config);

@@ -2,7 +2,7 @@ import { Resources } from "../../../kube/resources.ts";
 import { SiteConditionType } from "../api.ts";
 import { type ClusterComponent, failed, noSites, reconciled } from "../component.ts";
 import { isRBACObject } from "../manifests.ts";
-import { netConfigName, operatorManifests } from "./bundle.ts";
+import { type ManifestSource, netConfigName, operatorManifests } from "./bundle.ts";
 
 export { netConfigName };
 
@@ -15,7 +15,7 @@ export { netConfigName };
  * Caveats: with no Sites it applies nothing and deletes nothing (`NoSites`): removing the
  * dataplane because the last Site went would break pod networking cluster-wide.
  */
-export function netComponent(): ClusterComponent {
+export function netComponent(manifests: ManifestSource = operatorManifests): ClusterComponent {
   return {
     name: "net",
     conditionType: SiteConditionType.NetReady,
@@ -29,7 +29,7 @@ export function netComponent(): ClusterComponent {
       if (sites.length === 0) return noSites("no sites; net retained");
       const siteNames = sites.map((s) => s.metadata.name ?? "").join(",");
       try {
-        await env.applyManifests(operatorManifests(), (obj) => {
+        await env.applyManifests(manifests(), (obj) => {
           // The bundle is shared: metalman's RBAC is metalman's (the one decision, isRBACObject),
           // and of the rest net applies only what is labelled as net's.
           if (isRBACObject(obj, "metalman")) return null;

@@ -11,7 +11,7 @@ import { proxyResource } from "../../shared/controllers/proxy/api.ts";
 import { createKube, findCondition, isNotFound, Resources } from "../../shared/kube/index.ts";
 import { createNodeTransport } from "../../shared/kube/node.ts";
 import type { Kube, KubeObject } from "../../shared/kube/port.ts";
-import { clusterInfo } from "../setup/cluster.ts";
+import { auditEventsSince, clusterInfo, waitForAuditEvent } from "../setup/cluster.ts";
 import { type GceServer, startGceServer } from "./gce-server.ts";
 import { eventually, functionsKubeconfig, type HostProcess, startHost } from "./host.ts";
 
@@ -25,6 +25,7 @@ type ProxyObject = KubeObject & {
 };
 
 const project = "kubefn-e2e";
+const auditToken = randomBytes(16).toString("hex");
 let admin: Kube;
 let host: HostProcess;
 let gce: GceServer;
@@ -42,6 +43,7 @@ beforeAll(async () => {
   host = await startHost({
     KUBECONFIG: await functionsKubeconfig(clusterInfo().kubeconfig),
     KUBEFN_SWEEP_SECONDS: "1",
+    KUBEFN_AUDIT_TOKEN: auditToken,
     GCE_PROJECT: project,
     GCE_ZONES: "europe-west1-b,europe-west1-c",
     GCE_CREDENTIALS: gce.credentials,
@@ -75,7 +77,25 @@ describe("a gce Proxy through the Node host", () => {
   });
 
   it("deleting it waits for the VM to be gone before the finalizer goes", async () => {
+    const since = (await auditEventsSince()).next;
     await admin.delete(proxyResource, { namespace: ns, name: "vm" });
+    // The API server's audit webhook points at the run's collector; hand the host the real
+    // delete event, as the webhook would, instead of waiting for the drift resync.
+    const deleted = await waitForAuditEvent(
+      (e) =>
+        e.stage === "ResponseComplete" &&
+        e.verb === "delete" &&
+        e.objectRef?.resource === "proxies" &&
+        e.objectRef.namespace === ns &&
+        e.objectRef.name === "vm",
+      { since },
+    );
+    const posted = await fetch(`${host.url}/v1/events`, {
+      method: "POST",
+      headers: { authorization: `Bearer ${auditToken}`, "content-type": "application/json" },
+      body: JSON.stringify({ kind: "EventList", apiVersion: "audit.k8s.io/v1", items: [deleted] }),
+    });
+    expect(posted.status).toBe(202);
     const stopping = await eventually("the VM stopping while the Proxy is held", async () => {
       const vm = [...gce.instances.values()][0];
       if (vm?.status !== "STOPPING") return undefined;

@@ -22,7 +22,7 @@ const operatorEnv = {
 };
 /** Every platform's parser, with the platform's own required variables. */
 const platforms: [string, (env: Record<string, string>) => { operators: unknown }][] = [
-  ["Node host", (env) => parseNodeHostEnv(env)],
+  ["Node host", (env) => parseNodeHostEnv(env).settings],
   [
     "Workers",
     (env) => parseWorkerEnv({ KUBE_SERVER: "https://kube.example.com", KUBE_TOKEN: "t0ken", ...env }),

@@ -6,10 +6,17 @@
  * {@link operatorVariables} into its schema and turns the result into {@link OperatorSettings}
  * with {@link operatorSettingsFrom}.
  */
-import { z } from "zod";
+import * as z from "zod";
 import type { ServiceAccountKey } from "../shared/controllers/proxy/providers/gce-auth.ts";
 import { type OperatorConfig, parseOperatorConfig } from "../shared/controllers/subpool/config.ts";
-import { commaList } from "./settings.ts";
+
+/** A comma-separated list, trimmed, empties dropped (settings.ts has the same; no import cycle). */
+const commaList = z.string().transform((s) =>
+  s
+    .split(",")
+    .map((x) => x.trim())
+    .filter(Boolean),
+);
 
 export const operatorVariables = {
   SUBPOOL_MAX_CPU: z.string().optional(),

@@ -1,5 +1,6 @@
-import { type Context, Hono } from "hono";
+import type { Context } from "hono";
 import { bodyLimit } from "hono/body-limit";
+import { Hono } from "hono/tiny";
 import type { Clock, Log, Message, Metrics } from "../../shared/runtime/types.ts";
 import { bearerMatches, SIGNATURE_HEADER, TIMESTAMP_HEADER, verifyBatch } from "./signature.ts";
 

@@ -3,7 +3,7 @@ import { parseNodeHostEnv } from "./config.ts";
 
 describe("Node host settings", () => {
   it("runs 3 passes at once by default: the seed's MaxConcurrentReconciles", () => {
-    expect(parseNodeHostEnv({}).config.concurrency).toBe(3);
-    expect(parseNodeHostEnv({ KUBEFN_CONCURRENCY: "8" }).config.concurrency).toBe(8);
+    expect(parseNodeHostEnv({}).settings.passConcurrency).toBe(3);
+    expect(parseNodeHostEnv({ KUBEFN_CONCURRENCY: "8" }).settings.passConcurrency).toBe(8);
   });
 });

@@ -1,4 +1,4 @@
-import { z } from "zod";
+import * as z from "zod";
 import { classifyError, ReconcileError } from "../../kube/classify.ts";
 import { type Condition, type ConditionInput, setCondition } from "../../kube/conditions.ts";
 import type { KubeObject, Resource } from "../../kube/port.ts";

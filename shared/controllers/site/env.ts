@@ -2,7 +2,7 @@
  * The execution context handed to every component in one pass: the pass's Kube, the operator
  * namespace and config, and the apply/delete machinery with the operator's field owner.
  */
-import { z } from "zod";
+import * as z from "zod";
 import { serverSideApply } from "../../kube/apply.ts";
 import { isNotFound } from "../../kube/errors.ts";
 import { listAll } from "../../kube/list.ts";

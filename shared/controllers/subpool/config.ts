@@ -4,7 +4,7 @@
  * start, from the platform's settings (`SUBPOOL_*`), and hands the value to `subPoolController`.
  * A bad value stops the process with the settings error; no pass reads it from the cluster.
  */
-import { z } from "zod";
+import * as z from "zod";
 import { milliValue } from "./quantity.ts";
 
 const quantityString = z

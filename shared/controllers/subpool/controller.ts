@@ -41,9 +41,9 @@ export const subPoolOwnedResources: Resource[] = [
  * Owns the derived kinds (events map back through the controller reference, or through the
  * `subpool-<name>` namespace when an audit event carries no body). The operator configuration is
  * a value fixed at construction (the seed's immutable configuration): no pass reads it and
- * nothing watches it. Active pools are looked at again
- * every `activeRequeue` seconds, since the shared Gateway and proxy gateway are owned by nobody;
- * by default that is the one-minute resync, i.e. the sweep's drift pass.
+ * nothing watches it. Active pools are looked at again at the sweep's one-minute drift pass (or
+ * every `activeRequeue` seconds, when set shorter), since the shared Gateway and proxy gateway
+ * are owned by nobody.
  *
  * Caveats: the HTTPRoute kind is not in `owns` (clusters without the Gateway API do not serve
  * it, and intake watching it would fail there); route changes are seen by the active requeue.
@@ -67,6 +67,11 @@ export function subPoolController(deps: SubPoolControllerDeps = {}): ControllerD
     predicate: generationChanged,
     conditionTypes: Object.values(SubPoolConditionType),
     resyncSeconds: Math.max(60, timings.resync),
+    requeueSeconds: {
+      deletionPoll: timings.deletionPoll,
+      ...(timings.activeRequeue === undefined ? {} : { activeRequeue: timings.activeRequeue }),
+      ...(timings.conflictRetry === undefined ? {} : { conflictRetry: timings.conflictRetry }),
+    },
     ownerFromKey: subPoolFromKey,
     reconcile: (ctx, object) => reconcileSubPool(ctx, object, passDeps),
   };

@@ -1,4 +1,4 @@
-export { machinaConfigName, machinaName, operatorManifests, operatorManifestsYaml } from "./bundle.ts";
+export { machinaConfigName, machinaName, operatorManifests } from "./bundle.ts";
 export { defaultSiteRegistry } from "./default-registry.ts";
 export { machinaComponent, machinaConfigFor } from "./machina.ts";
 export {

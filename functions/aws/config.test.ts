@@ -25,6 +25,7 @@ describe("parseAwsEnv", () => {
       kubeTimeoutMs: 30_000,
       probeConcurrency: 32,
       passConcurrency: 8,
+      operators: expect.any(Object),
     });
   });
 

@@ -17,6 +17,7 @@ describe("parseWorkerEnv", () => {
       kubeTimeoutMs: 30_000,
       probeConcurrency: 6,
       passConcurrency: 8,
+      operators: expect.any(Object),
     });
   });
 

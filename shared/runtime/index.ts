@@ -35,6 +35,13 @@ export {
 } from "./executor.ts";
 export { awaitSweep, done, failed, Outcome, type OutcomeKind, requeueAfter } from "./outcome.ts";
 export {
+  anyOf,
+  type ChangePredicate,
+  generationChanged,
+  type PredicateInput,
+  payloadChanged,
+} from "./predicates.ts";
+export {
   createRegistry,
   groupOf,
   isKind,

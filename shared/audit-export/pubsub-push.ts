@@ -60,12 +60,16 @@ export function parsePushDelivery(body: unknown): PushDelivery {
   };
 }
 
-/** A push body carrying `data` (JSON-encoded first). For tests and fixtures. */
-export function pushBodyOf(data: unknown, messageId: string, subscription: string): Record<string, unknown> {
+/** A push body carrying `data` (JSON-encoded first), as Pub/Sub posts it. For tests and fixtures. */
+export function pushBodyOf(
+  data: unknown,
+  messageId: string,
+  subscription: string,
+  publishTime = new Date().toISOString(),
+): Record<string, unknown> {
   const bytes = new TextEncoder().encode(JSON.stringify(data));
   let binary = "";
   for (const b of bytes) binary += String.fromCharCode(b);
-  const publishTime = new Date(0).toISOString();
   return {
     message: {
       attributes: { "logging.googleapis.com/timestamp": publishTime },

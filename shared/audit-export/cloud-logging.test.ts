@@ -116,6 +116,25 @@ describe("GKE audit LogEntry → audit Event", () => {
     if (name === "subpool-delete-metadata.json") expect(event.objectRef).not.toHaveProperty("namespace");
   });
 
+  it("a collection (deletecollection, a generateName create) has no name in its objectRef", () => {
+    const reading = auditEventFromLogEntry({
+      protoPayload: {
+        serviceName: "k8s.io",
+        methodName: "io.k8s.core.v1.configmaps.deletecollection",
+        resourceName: "core/v1/namespaces/subpool-team-a/configmaps",
+        status: { code: 0 },
+      },
+    });
+    expect(reading).toMatchObject({
+      event: {
+        verb: "deletecollection",
+        responseStatus: { code: 200 },
+        objectRef: { resource: "configmaps", namespace: "subpool-team-a" },
+      },
+    });
+    expect((reading as { event: { objectRef: object } }).event.objectRef).not.toHaveProperty("name");
+  });
+
   it("keeps the bodies without their @type (a RequestResponse entry)", () => {
     const { event } = auditEventFromLogEntry(gke("pod-create-request-response.json")) as {
       event: Record<string, unknown>;

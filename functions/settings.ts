@@ -1,6 +1,7 @@
 import * as z from "zod";
 import type { RsaJwk } from "../shared/auth/index.ts";
 import type { PubSubSettings } from "./http.ts";
+import { type OperatorSettings, operatorSettingsFrom, operatorVariables } from "./operator-settings.ts";
 
 /** A comma-separated list, trimmed, empties dropped. */
 export const commaList = z.string().transform((s) =>
@@ -52,6 +53,8 @@ export const settingsVariables = {
   ORPHAN_GRACE_SECONDS: z.coerce.number().int().min(0).optional(),
   PROBE_CONCURRENCY: z.coerce.number().int().min(1).max(256).default(32),
   PASS_CONCURRENCY: z.coerce.number().int().min(1).max(256).default(8),
+  // SUBPOOL_*, SITE_*, GCE_*: the operators' own settings (see operator-settings.ts).
+  ...operatorVariables,
 };
 
 type SettingsVariables = z.infer<z.ZodObject<typeof settingsVariables>>;
@@ -82,11 +85,16 @@ export interface KubefnSettings {
   probeConcurrency: number;
   /** Passes run at once for one delivery (a Lambda event, the Node host's queue). */
   passConcurrency: number;
+  /** SubPool's operator configuration, the Site components' config and namespace, GCE. */
+  operators: OperatorSettings;
 }
 
 /** The typed settings of a parsed environment. */
 export function settingsFrom(e: SettingsVariables): KubefnSettings {
+  const operators = operatorSettingsFrom(e, e.SELF_USERNAMES);
+  if (!operators.ok) throw new SettingsError(`invalid operator settings:\n${operators.issues.join("\n")}`);
   return {
+    operators: operators.settings,
     ...(e.AUDIT_TOKEN ? { auditToken: e.AUDIT_TOKEN } : {}),
     ...(e.RELAY_SECRET ? { relaySecret: e.RELAY_SECRET } : {}),
     ...(e.API_TOKEN ? { apiToken: e.API_TOKEN } : {}),

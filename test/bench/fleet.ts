@@ -23,7 +23,7 @@
  * Ends with one JSON line `{"bench":"fleet",...}`.
  *
  * Caveats: converged means, for a SubPool, that its status reports its Namespace (the pass that
- * created every owned object wrote it); for a Proxy, Ready=True. The peer does not compute
+ * created every owned object wrote it); for a Proxy, phase Ready (provisioned and healthy). The peer does not compute
  * proxy-gateway readiness, Gateway mode or legacy LimitRange clean-up (see peer/main.go).
  */
 import { type ChildProcess, execFileSync, spawn } from "node:child_process";
@@ -401,6 +401,17 @@ async function counterSum(host: HostProcess, name: string): Promise<number> {
   return sum;
 }
 
+/** Resolves once the host's next sweep has run and every pass it caused is done. */
+async function afterSweep(host: HostProcess): Promise<void> {
+  const seen = host.lines.length;
+  await host.waitFor((l) => l.msg === "sweep" && host.lines.indexOf(l) >= seen, 120_000);
+  await waitFor("the host's queue to drain", 300_000, async () =>
+    (await counterSum(host, "kubefn_queue_ready")) + (await counterSum(host, "kubefn_queue_running")) === 0
+      ? true
+      : undefined,
+  );
+}
+
 function byVerb(calls: Counted[]): Record<string, number> {
   const out: Record<string, number> = {};
   for (const c of calls) out[c.verb] = (out[c.verb] ?? 0) + 1;
@@ -484,7 +495,9 @@ export async function benchFleet(opts: FleetOptions = defaultFleet): Promise<Fle
     cleanups.unshift(() => host.stop());
     tee.intake = { url: `${host.url}/v1/events`, token: intakeToken };
 
-    // kubefn's SubPools.
+    // kubefn's SubPools, created just after a sweep's passes drained, so that the window holds
+    // the passes the creates caused and no drift pass of the next sweep.
+    await afterSweep(host);
     process.stderr.write(`fleet: ${opts.subPools} kubefn SubPools …\n`);
     const kfPools = Array.from({ length: opts.subPools }, (_, i) =>
       subPool(subPoolResource.group, `kf-${i}`),
@@ -533,12 +546,10 @@ export async function benchFleet(opts: FleetOptions = defaultFleet): Promise<Fle
       proxyResource,
       proxies,
       async () => {
-        const listed = await listAll<
-          KubeObject & { status?: { conditions?: { type: string; status: string }[] } }
-        >(admin, proxyResource, { namespace: "bench-fleet" });
-        return listed.filter((p) =>
-          p.status?.conditions?.some((c) => c.type === "Ready" && c.status === "True"),
-        ).length;
+        const listed = await listAll<KubeObject & { status?: { phase?: string } }>(admin, proxyResource, {
+          namespace: "bench-fleet",
+        });
+        return listed.filter((p) => p.status?.phase === "Ready").length;
       },
       900_000,
     );
@@ -556,20 +567,14 @@ export async function benchFleet(opts: FleetOptions = defaultFleet): Promise<Fle
     });
     let peerErr = "";
     peer.stderr!.setEncoding("utf8").on("data", (c: string) => {
-      peerErr = (peerErr + c).slice(-4000);
+      peerErr = (peerErr + c).slice(-20_000);
     });
-    await new Promise<void>((resolve, reject) => {
-      let out = "";
-      const timer = setTimeout(() => reject(new Error(`peer not elected in 60 s:\n${peerErr}`)), 60_000);
-      peer.stdout!.setEncoding("utf8").on("data", (c: string) => {
-        out += c;
-        if (out.includes("peer elected")) {
-          clearTimeout(timer);
-          resolve();
-        }
-      });
-      void peerExited.then(() => reject(new Error(`peer exited:\n${peerErr}`)));
-    });
+    void peerExited.then(() => process.stderr.write(`fleet: the peer exited:\n${peerErr.slice(-2000)}\n`));
+    // Elected, its informers synced and its workers started: from here on it only reacts.
+    await waitFor("the peer's workers", 120_000, async () =>
+      peerErr.includes("Starting workers") ? true : undefined,
+    );
+    await sleep(2000);
     const crPools = Array.from({ length: opts.subPools }, (_, i) => subPool(PEER_GROUP, `cr-${i}`));
     const peerPoolConverge = await converge(
       tee,

@@ -13,6 +13,8 @@ describe("parseWorkerEnv", () => {
       replayWindowSeconds: 300,
       sweepPeriodSeconds: 60,
       probeConcurrency: 6,
+      passConcurrency: 8,
+      operators: expect.any(Object),
     });
   });
 

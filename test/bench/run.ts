@@ -6,6 +6,7 @@
  * `fleet` starts its own devcluster (audit webhook on) and ends the output with one JSON line;
  * `KUBEFN_BENCH_FLEET_LARGE=1` runs it with 10,000 primaries.
  */
+import { benchBundle } from "./bundle.ts";
 import type { BenchRow } from "./cluster.ts";
 import { stopBenchCluster } from "./cluster.ts";
 import { benchFleet, defaultFleet, largeFleet } from "./fleet.ts";
@@ -21,6 +22,7 @@ const large = process.env.KUBEFN_BENCH_LARGE === "1";
 const jsonLines: string[] = [];
 
 const benches: { name: string; run: () => Promise<BenchRow[]> }[] = [
+  { name: "bundle", run: benchBundle },
   {
     name: "mapping",
     run: async () => {

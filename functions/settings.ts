@@ -1,4 +1,6 @@
 import * as z from "zod";
+import type { RsaJwk } from "../shared/auth/index.ts";
+import type { PubSubSettings } from "./http.ts";
 import { type OperatorSettings, operatorSettingsFrom, operatorVariables } from "./operator-settings.ts";
 
 /** A comma-separated list, trimmed, empties dropped. */
@@ -29,6 +31,22 @@ export const settingsVariables = {
     .min(1024)
     .default(4 * 1024 * 1024),
   REPLAY_WINDOW_SECONDS: z.coerce.number().int().min(10).default(300),
+  PUBSUB_AUDIENCE: z.string().min(1).optional(),
+  PUBSUB_SERVICE_ACCOUNT: z.email("PUBSUB_SERVICE_ACCOUNT must be a service account email").optional(),
+  PUBSUB_JWKS_URL: z
+    .url({ protocol: /^https?$/, error: "PUBSUB_JWKS_URL must be an http(s) URL" })
+    .optional(),
+  PUBSUB_JWKS: z
+    .string()
+    .transform((s, ctx) => {
+      try {
+        const v = JSON.parse(s) as { keys?: unknown };
+        if (Array.isArray(v.keys)) return v as { keys: RsaJwk[] };
+      } catch {}
+      ctx.addIssue({ code: "custom", message: 'PUBSUB_JWKS must be a JWKS: {"keys":[…]}' });
+      return z.NEVER;
+    })
+    .optional(),
   SWEEP_PERIOD_SECONDS: z.coerce.number().int().min(1).max(3600).default(60),
   PROXY_RESYNC_SECONDS: z.coerce.number().int().min(60).max(86400).optional(),
   MIN_REPORT_SECONDS: z.coerce.number().int().min(1).max(3600).optional(),
@@ -53,6 +71,8 @@ export interface KubefnSettings {
   selfUsernames: string[];
   maxBodyBytes: number;
   replayWindowSeconds: number;
+  /** GKE audit logs by Pub/Sub push; on when `PUBSUB_AUDIENCE` and `PUBSUB_SERVICE_ACCOUNT` are set. */
+  pubsub?: PubSubSettings;
   /** How often the platform runs the sweep; must match its schedule. */
   sweepPeriodSeconds: number;
   /** Drift poll (resync) of Proxies; the controller's default when unset. */
@@ -81,6 +101,16 @@ export function settingsFrom(e: SettingsVariables): KubefnSettings {
     selfUsernames: e.SELF_USERNAMES,
     maxBodyBytes: e.MAX_BODY_BYTES,
     replayWindowSeconds: e.REPLAY_WINDOW_SECONDS,
+    ...(e.PUBSUB_AUDIENCE && e.PUBSUB_SERVICE_ACCOUNT
+      ? {
+          pubsub: {
+            audience: e.PUBSUB_AUDIENCE,
+            serviceAccountEmail: e.PUBSUB_SERVICE_ACCOUNT,
+            ...(e.PUBSUB_JWKS ? { jwks: e.PUBSUB_JWKS } : {}),
+            ...(e.PUBSUB_JWKS_URL ? { jwksUrl: e.PUBSUB_JWKS_URL } : {}),
+          },
+        }
+      : {}),
     sweepPeriodSeconds: e.SWEEP_PERIOD_SECONDS,
     ...(e.PROXY_RESYNC_SECONDS ? { proxyResyncSeconds: e.PROXY_RESYNC_SECONDS } : {}),
     ...(e.MIN_REPORT_SECONDS ? { minReportIntervalSeconds: e.MIN_REPORT_SECONDS } : {}),

@@ -142,8 +142,14 @@ describe("SubPool controller on the devcluster", () => {
     // gateway's EndpointSlices) — 13 in all, against the controller-runtime peer's 11 (its reads
     // come from its informer cache). Reading before each create cost 26.
     const calls = transport.calls().map((c) => `${c.method} ${c.status}`);
-    expect(calls.filter((c) => c.startsWith("POST")), calls.join(", ")).toHaveLength(9);
-    expect(calls.filter((c) => c.endsWith(" 404")), calls.join(", ")).toEqual([]);
+    expect(
+      calls.filter((c) => c.startsWith("POST")),
+      calls.join(", "),
+    ).toHaveLength(9);
+    expect(
+      calls.filter((c) => c.endsWith(" 404")),
+      calls.join(", "),
+    ).toEqual([]);
     expect(calls.length, calls.join(", ")).toBeLessThanOrEqual(13);
     // The active re-check is the sweep's one-minute drift pass: no follow-up of its own.
     expect(result.followUpSeconds).toBeUndefined();

@@ -1,5 +1,6 @@
 import type { ProvidersByName } from "../shared/controllers/proxy/providers/index.ts";
 import type { Prober } from "../shared/health/index.ts";
+import type { KubeObject } from "../shared/kube/port.ts";
 import { isMessage, type PassResult, runPass } from "../shared/runtime/index.ts";
 import type { Clock, Context, Kube, Log, Metrics, Queue } from "../shared/runtime/types.ts";
 import { createFunctionsApp } from "./http.ts";
@@ -10,6 +11,11 @@ import { runSweep, type SweepSummary } from "./sweep.ts";
 /** What a platform binds: the outside world, as the core's ports. */
 export interface KubefnPorts {
   kube: Kube;
+  /**
+   * A Kube for one pass (one `consume`), e.g. with its own request budget (`guardedKube` in
+   * shared/kube); `kube` serves the passes too when unset.
+   */
+  invocationKube?: () => Kube;
   /** Enqueue now or after a delay: Queues, EventBridge (+ Scheduler), or the Node host's work queue. */
   queue: Queue;
   prober: Prober;
@@ -19,8 +25,13 @@ export interface KubefnPorts {
   clock?: Clock;
   /** Jitter source; `Math.random` when unset. */
   random?: () => number;
-  /** Instance providers beyond the built-in Kubernetes pod provider (e.g. "gce"). */
+  /** Instance providers beyond the built-in Kubernetes pod provider and the settings' gce. */
   providers?: (kube: Kube) => ProvidersByName;
+  /**
+   * Site component manifests from the platform's filesystem (the Node host's
+   * `SITE_MANIFESTS_DIR`); the embedded bundle when unset — a Worker has no filesystem.
+   */
+  siteManifests?: readonly KubeObject[];
 }
 
 /** The three calls every platform maps its events onto. */
@@ -78,6 +89,8 @@ export function createKubefn(settings: KubefnSettings, ports: KubefnPorts, opera
         ? {}
         : { orphanGraceSeconds: settings.orphanGraceSeconds }),
       ...(settings.apiToken ? { apiToken: settings.apiToken } : {}),
+      settings: settings.operators,
+      ...(ports.siteManifests ? { siteManifests: ports.siteManifests } : {}),
     });
   const app = createFunctionsApp(ctx, ops, settings);
   return {
@@ -89,7 +102,8 @@ export function createKubefn(settings: KubefnSettings, ports: KubefnPorts, opera
         ctx.log.error("queue message is not a reconcile request; dropped", { body: describe(body) });
         return undefined;
       }
-      const result = await runPass(ctx, ops.registry, body);
+      const passCtx = ports.invocationKube ? { ...ctx, kube: ports.invocationKube() } : ctx;
+      const result = await runPass(passCtx, ops.registry, body);
       (result.result === "error" ? ctx.log.error : ctx.log.info)("pass", passLine(result));
       return result;
     },

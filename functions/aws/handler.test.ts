@@ -176,6 +176,7 @@ describe("kubefn.reconcile events → runPass", () => {
       {
         request: { controller: "proxy", namespace: "ns1", name: "p2" },
         attempt: 0,
+        uid: "uid-p2",
         trigger: { kind: "follow-up" },
       },
     ]);

@@ -48,8 +48,8 @@ export function clampDelay(delaySeconds: number | undefined): number {
 
 function fitted(message: Message): Message {
   if ((!message.snapshot && !message.listed) || sizeOf(message) <= MAX_MESSAGE_BYTES) return message;
-  const { snapshot: _, listed: __, ...rest } = message;
-  return rest;
+  const { snapshot: _snapshot, listedAt: _listedAt, listed: _listed, ...bare } = message;
+  return bare;
 }
 
 function* chunksOf(messages: Message[]): Generator<Message[]> {

@@ -44,8 +44,16 @@ export {
   QUOTA_RETRY_SECONDS,
   RESOLVED_REASON,
   runPass,
+  SNAPSHOT_MAX_AGE_SECONDS,
 } from "./executor.ts";
 export { awaitSweep, done, failed, Outcome, type OutcomeKind, requeueAfter } from "./outcome.ts";
+export {
+  anyOf,
+  type ChangePredicate,
+  generationChanged,
+  type PredicateInput,
+  payloadChanged,
+} from "./predicates.ts";
 export {
   createRegistry,
   groupOf,

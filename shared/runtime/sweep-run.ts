@@ -114,7 +114,8 @@ export async function runSweep(
             request,
             attempt: 0,
             trigger: why,
-            ...(options.snapshots ? { snapshot: object } : {}),
+            ...(object.metadata.uid ? { uid: object.metadata.uid } : {}),
+            ...(options.snapshots ? { snapshot: object, listedAt: now.getTime() } : {}),
             ...(listed && listed.length > 0 ? { listed } : {}),
           });
           const label = why.reason ? `${why.kind}:${why.reason}` : why.kind;

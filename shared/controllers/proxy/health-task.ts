@@ -20,7 +20,7 @@ export interface ProxyHealthTaskOptions {
   /** How often the sweep runs; a longer probe interval probes on every k-th sweep. */
   sweepPeriodSeconds: number;
   policy?: TargetPolicy;
-  /** Least time between two status-affecting reports of one proxy; default 60 s. */
+  /** Least time between two latency reports of one proxy (flips are never held back); default 60 s. */
   minReportIntervalSeconds?: number;
   /**
    * Fan the probes out through the queue: the sweep only plans probe shards of at most
@@ -42,6 +42,14 @@ export const probeShardTask = "probe";
  * With `fanOut`, the sweep sends probe shards instead (see {@link planProbeShards}: intervals
  * below a minute are honoured by delayed shards, phases jittered per Proxy) and `handleShard` does
  * the probing where the queue delivers them; a hung probe spends only its own deadline.
+ *
+ * Every probe made sets two per-Proxy gauges, labelled `namespace` and `name`: the true probe
+ * recency the seed moved into metrics (`kubefn_proxy_last_probe_timestamp_seconds`, since
+ * `status.lastHealthCheckTime` moves only when a report changes status) and the raw result of the
+ * last probe (`kubefn_proxy_probe_success`, 1 or 0; the Healthy condition is the thresholded one).
+ *
+ * Caveats: a gauge is process memory on the Node host and a log/metric line on Workers and
+ * Lambda; a deleted Proxy's series stays on the Node host until the process restarts.
  */
 export function proxyHealthTask(opts: ProxyHealthTaskOptions): SweepTask & {
   handleShard(ctx: Context, objects: readonly KubeObject[]): Promise<Record<string, number>>;
@@ -69,9 +77,14 @@ export function proxyHealthTask(opts: ProxyHealthTaskOptions): SweepTask & {
       concurrency: opts.concurrency,
       ...(dueFilter ? { sweepPeriodSeconds: opts.sweepPeriodSeconds } : {}),
     });
+    const probedAt = ctx.clock.now().getTime() / 1000;
     for (const o of result.outcomes) {
-      if (o.result)
-        ctx.metrics.observe("kubefn_probe_seconds", o.result.latencyMs / 1000, { ok: String(o.result.ok) });
+      if (!o.result) continue;
+      ctx.metrics.observe("kubefn_probe_seconds", o.result.latencyMs / 1000, { ok: String(o.result.ok) });
+      // True probe recency (seed §6): status.lastHealthCheckTime moves only with a report.
+      const proxy = { namespace: o.key.namespace ?? "", name: o.key.name };
+      ctx.metrics.gauge("kubefn_proxy_last_probe_timestamp_seconds", probedAt, proxy);
+      ctx.metrics.gauge("kubefn_proxy_probe_success", o.result.ok ? 1 : 0, proxy);
     }
     const applied = await applyHealthSweep(
       { kube: ctx.kube, queue: ctx.queue },

@@ -4,6 +4,7 @@
  * proxy gateway's EndpointSlices, all read once per drift period for every pool together.
  */
 import { findCondition } from "../../kube/conditions.ts";
+import { isNotFound } from "../../kube/errors.ts";
 import { hasFinalizer } from "../../kube/finalizers.ts";
 import { formatLabelSelector, mergeLabels } from "../../kube/labels.ts";
 import { listAll } from "../../kube/list.ts";
@@ -28,10 +29,11 @@ import {
   subPoolPoolLabel,
   SubPoolConditionType as Type,
 } from "./api.ts";
-import { type ConfigResult, readOperatorConfig } from "./config.ts";
+import type { OperatorConfig } from "./config.ts";
 import {
   buildDesired,
   endpointSliceResource,
+  gatewayResource,
   httpRouteResource,
   type ManagedObject,
   subPoolObjectNames,
@@ -39,13 +41,16 @@ import {
 import { namespaceOwnership } from "./ownership.ts";
 import { gatewayReadiness, routeState } from "./reconcile.ts";
 import { type ReadinessObservation, readinessConditions } from "./status.ts";
-import { validateSubPool } from "./validate.ts";
+import { runningRequests, validateSubPool } from "./validate.ts";
 
 /** What the sweep reads once per period for every SubPool's decision. */
 export interface SubPoolDriftShared {
-  config: ConfigResult;
-  /** The shared proxy gateway's readiness, when the configuration names one. */
-  gateway: { ready: boolean; message: string } | undefined;
+  /** The operator configuration (fixed for the process). */
+  config: OperatorConfig;
+  /** The shared proxy gateway's readiness. */
+  gateway: { ready: boolean; message: string };
+  /** A Gateway by key, read once per sweep whatever number of pools route through it; null when absent. */
+  gatewayObject(key: { name: string; namespace: string }): Promise<KubeObject | null>;
 }
 
 const managedSelector = formatLabelSelector({ [subPoolManagedLabel]: subPoolManagedValue });
@@ -84,19 +89,30 @@ export const subPoolDriftLists: readonly DriftList[] = [
   },
 ];
 
-/** The SubPool drift declaration for the controller; reads the operator configuration at `configKey`. */
-export function subPoolDrift(configKey: Required<ObjectKey>): DriftDeclaration {
+/** The SubPool drift declaration for the controller, under the operator configuration `config`. */
+export function subPoolDrift(config: OperatorConfig): DriftDeclaration {
   return defineDrift<SubPoolDriftShared>({
     lists: subPoolDriftLists,
     async load(ctx) {
-      const config = await readOperatorConfig(ctx.kube, configKey);
-      if (!config.ok) return { config, gateway: undefined };
-      const gateway = config.config.proxyGateway;
+      const gateway = config.proxyGateway;
       const slices = await listAll(ctx.kube, endpointSliceResource, {
         namespace: gateway.namespace,
         labelSelector: formatLabelSelector({ "kubernetes.io/service-name": gateway.service }),
       });
-      return { config, gateway: gatewayReadiness(slices, gateway) };
+      const gateways = new Map<string, Promise<KubeObject | null>>();
+      const gatewayObject = (key: { name: string; namespace: string }) => {
+        const id = `${key.namespace}/${key.name}`;
+        let found = gateways.get(id);
+        if (!found) {
+          found = ctx.kube.get(gatewayResource, key).catch((err: unknown) => {
+            if (isNotFound(err)) return null;
+            throw err;
+          });
+          gateways.set(id, found);
+        }
+        return found;
+      };
+      return { config, gateway: gatewayReadiness(slices, gateway), gatewayObject };
     },
     decide: ({ primary, listed, shared }) => subPoolDriftReason(primary, listed, shared),
     attach: ({ primary, listed }) => subPoolListedObjects(primary, listed),
@@ -135,11 +151,11 @@ export function subPoolListedObjects(primary: KubeObject, listed: Listed): KubeO
  * Caveats: a blocked pool (a conflict, an invalid spec) is quiet while its Ready condition already
  * says so; a credential conflict is re-checked every period (Secrets cannot be listed).
  */
-export function subPoolDriftReason(
+export async function subPoolDriftReason(
   primary: KubeObject,
   listed: Listed,
   shared: SubPoolDriftShared,
-): string | undefined {
+): Promise<string | undefined> {
   if (primary.metadata.deletionTimestamp) return "deleting";
   const status = (primary.status ?? {}) as SubPoolStatus & { observedGeneration?: number };
   const ready = findCondition(status.conditions as never, Type.Ready);
@@ -152,13 +168,22 @@ export function subPoolDriftReason(
   if (!parsed.success) return blockedBy(Reason.InvalidSpec) ? undefined : "invalid-spec";
   if (status.observedGeneration !== primary.metadata.generation) return "generation";
   if (!hasFinalizer(primary.metadata.finalizers, subPoolFinalizer)) return "finalizer";
-  if (!shared.config.ok) {
-    return blockedBy(Reason.InvalidOperatorConfig, shared.config.message) ? undefined : "operator-config";
-  }
   const pool = parsed.data;
-  const validation = validateSubPool(pool, shared.config.config);
+  const config = shared.config;
+  const names = subPoolObjectNames(pool.metadata.name ?? "");
+  let validation = validateSubPool(pool, config);
+  if (!validation.ok && validation.reason === Reason.ResourceEnvelopeExceeded) {
+    // As the pass does: a pool above a lowered envelope is measured against what it runs.
+    const running = listed.get(listOf(Resources.StatefulSet), {
+      namespace: names.namespace,
+      name: names.statefulSet,
+    });
+    if (running && isControlledBy(running, primary))
+      validation = validateSubPool(pool, config, runningRequests(running));
+  }
   if (!validation.ok) return blockedBy(validation.reason, validation.message) ? undefined : "validation";
-  const desired = buildDesired(pool, shared.config.config, validation.route);
+  const effective = validation.aboveEnvelope ? { ...config, envelope: validation.aboveEnvelope } : config;
+  const desired = buildDesired(pool, effective, validation.route);
   const nsName = desired.status.namespace;
 
   if (!listed.available(listOf(Resources.Namespace))) return undefined;
@@ -192,7 +217,8 @@ export function subPoolDriftReason(
       const why = ownedDrift(primary, listed, desired.httpRoute, blockedBy(Reason.ManagedResourceConflict));
       if (why) return why;
       const observed = listed.get(routes, keyOf(desired.httpRoute.object))!;
-      route = routeState(observed, validation.route!.gateway);
+      const gatewayKey = validation.route!.gateway;
+      route = routeState(observed, gatewayKey, await shared.gatewayObject(gatewayKey));
     } else {
       route = { state: "apiMissing", message: "" };
     }

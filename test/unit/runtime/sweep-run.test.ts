@@ -61,6 +61,7 @@ describe("runSweep", () => {
       {
         request: { controller: "subpool", name: "p7" },
         attempt: 0,
+        uid: "uid-7",
         trigger: { kind: "drift", reason: "missing:ConfigMap" },
       },
     ]);

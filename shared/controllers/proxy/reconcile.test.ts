@@ -278,7 +278,7 @@ describe("proxy reconcile: one pass per branch", () => {
 
   it("replaces on a changed hash: deletes and polls, marked Replacing", async () => {
     const w = world({
-      annotations: { [proxySpecHashAnnotation]: "v1:old" },
+      annotations: { [proxySpecHashAnnotation]: "v2:old" },
       status: { providerID: instanceId },
     });
     w.provider.put({ id: instanceId, state: "Running", ip: "10.1.2.3", tags: {} });
@@ -290,7 +290,7 @@ describe("proxy reconcile: one pass per branch", () => {
   });
 
   it.each([
-    ["replacement finished (hash changed, instance gone)", "v1:old"],
+    ["replacement finished (hash changed, instance gone)", "v2:old"],
     ["instance vanished (hash unchanged)", undefined],
   ])("NotFound → forget the instance and requeue at once: %s", async (_name, stored) => {
     const w = world({

@@ -14,8 +14,14 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { type Proxy as ProxyObject, proxyResource } from "../../shared/controllers/proxy/api.ts";
 import { proxyController } from "../../shared/controllers/proxy/controller.ts";
 import { createKubernetesProvider } from "../../shared/controllers/proxy/providers/kubernetes.ts";
-import { ownerTags, ownerTagKey } from "../../shared/controllers/proxy/providers/provider.ts";
-import { ForbiddenError, isNotFound, type Kube, type KubeObject, Resources } from "../../shared/kube/index.ts";
+import { ownerTagKey, ownerTags } from "../../shared/controllers/proxy/providers/provider.ts";
+import {
+  ForbiddenError,
+  isNotFound,
+  type Kube,
+  type KubeObject,
+  Resources,
+} from "../../shared/kube/index.ts";
 import { runPass } from "../../shared/runtime/executor.ts";
 import { createRegistry, type Registry } from "../../shared/runtime/registry.ts";
 import type { Context, Message } from "../../shared/runtime/types.ts";
@@ -99,7 +105,9 @@ beforeAll(async () => {
     namespace: tenantNs,
     name: "mallory",
     clusterRole: "edit",
-    rules: [{ apiGroups: ["crawl.kubefn.dev"], resources: ["proxies/status"], verbs: ["get", "patch", "update"] }],
+    rules: [
+      { apiGroups: ["crawl.kubefn.dev"], resources: ["proxies/status"], verbs: ["get", "patch", "update"] },
+    ],
   });
   vic = await tenant(admin, { namespace: tenantNs, name: "vic", clusterRole: "view" });
   victimPod = await admin.create(Resources.Pod, {
@@ -156,13 +164,22 @@ describe("cloud-init from a Secret", () => {
     expect(JSON.stringify(seen)).not.toContain(secretWord);
     // Nor through the annotations kubefn writes on the Proxy (an unsalted hash would let vic
     // confirm a guess offline).
-    const annotations = JSON.stringify((await vic.get(proxyResource, { namespace: tenantNs, name: "with-secret" })).metadata);
+    const annotations = JSON.stringify(
+      (await vic.get(proxyResource, { namespace: tenantNs, name: "with-secret" })).metadata,
+    );
     expect(annotations).not.toContain(secretWord);
     // The Secret the Pod mounts is labelled for the Proxy and controlled by the Pod.
     const [pod] = await podsOwnedBy(proxy.metadata.uid!);
-    const mounted = await admin.get(Resources.Secret, { namespace: tenantNs, name: `${pod!.metadata.name}-cloud-init` });
+    const mounted = await admin.get(Resources.Secret, {
+      namespace: tenantNs,
+      name: `${pod!.metadata.name}-cloud-init`,
+    });
     expect(mounted.metadata.labels?.[ownerTagKey]).toBe(proxy.metadata.uid);
-    expect(mounted.metadata.ownerReferences?.[0]).toMatchObject({ kind: "Pod", uid: pod!.metadata.uid, controller: true });
+    expect(mounted.metadata.ownerReferences?.[0]).toMatchObject({
+      kind: "Pod",
+      uid: pod!.metadata.uid,
+      controller: true,
+    });
   });
 });
 
@@ -227,7 +244,9 @@ describe("a stale snapshot never causes a provider side effect", () => {
     const stale = await getProxy("replaced");
     const replaced = await drive("replaced", async (p) => {
       const pods = await podsOwnedBy(proxy.metadata.uid!);
-      return p?.status?.phase === "Ready" && pods.length === 1 && pods[0]!.metadata.uid !== first!.metadata.uid;
+      return (
+        p?.status?.phase === "Ready" && pods.length === 1 && pods[0]!.metadata.uid !== first!.metadata.uid
+      );
     });
     expect(replaced).toBeDefined();
     const [replacement] = await podsOwnedBy(proxy.metadata.uid!);

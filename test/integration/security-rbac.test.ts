@@ -69,7 +69,10 @@ const calls: Array<{ resource: string; verbs: string[]; at: Array<[file: string,
     verbs: ["get", "list", "create", "update", "delete"],
     at: [
       ["shared/controllers/proxy/leases/store.ts", "ctx.kube.get<ProxyLease>(leaseResource"],
-      ["shared/controllers/proxy/leases/sweep-task.ts", "listAll<ProxyLease & KubeObject>(ctx.kube, Resources.Lease"],
+      [
+        "shared/controllers/proxy/leases/sweep-task.ts",
+        "listAll<ProxyLease & KubeObject>(ctx.kube, Resources.Lease",
+      ],
       ["shared/controllers/proxy/leases/store.ts", "ctx.kube.create<ProxyLease>(leaseResource"],
       ["shared/controllers/proxy/leases/store.ts", "ctx.kube.update<ProxyLease>("],
       ["shared/controllers/proxy/leases/store.ts", "ctx.kube.delete("],
@@ -173,7 +176,11 @@ beforeAll(async () => {
   await installCrdsAndRbac(admin);
   const token = await serviceAccountToken(createNodeTransport(kubeConfig()), "kubefn-system", "kubefn");
   kubefn = createKube(createNodeTransport(asIdentity(kubeConfig(), token)));
-  await admin.create(Resources.Namespace, { apiVersion: "v1", kind: "Namespace", metadata: { name: victims } });
+  await admin.create(Resources.Namespace, {
+    apiVersion: "v1",
+    kind: "Namespace",
+    metadata: { name: victims },
+  });
 });
 
 afterAll(async () => {
@@ -283,15 +290,18 @@ describe("the kubefn token used outside kubefn", () => {
 
   it("cannot delete a tenant's Pod, though RBAC lets it delete Pods", async () => {
     await refused(() => kubefn.delete(Resources.Pod, { namespace: victims, name: "tenant-app" }));
-    expect((await admin.get(Resources.Pod, { namespace: victims, name: "tenant-app" })).metadata.deletionTimestamp).toBe(
-      undefined,
-    );
+    expect(
+      (await admin.get(Resources.Pod, { namespace: victims, name: "tenant-app" })).metadata.deletionTimestamp,
+    ).toBe(undefined);
   });
 
   it("cannot renew or delete a Lease it did not make (leader election, node heartbeats)", async () => {
     const lease = await kubefn.get(Resources.Lease, { namespace: victims, name: "leader-election" });
     await refused(() =>
-      kubefn.update(Resources.Lease, { ...lease, spec: { holderIdentity: "attacker", leaseDurationSeconds: 3600 } }),
+      kubefn.update(Resources.Lease, {
+        ...lease,
+        spec: { holderIdentity: "attacker", leaseDurationSeconds: 3600 },
+      }),
     );
     await refused(() => kubefn.delete(Resources.Lease, { namespace: victims, name: "leader-election" }));
     const nodeLeases = await admin.list(Resources.Lease, { namespace: "kube-node-lease" });
@@ -326,7 +336,9 @@ describe("the kubefn token used outside kubefn", () => {
         metadata: { name: `subpool-${victims}` },
       }),
     );
-    expect((await admin.get(Resources.Namespace, { name: victims })).metadata.deletionTimestamp).toBe(undefined);
+    expect((await admin.get(Resources.Namespace, { name: victims })).metadata.deletionTimestamp).toBe(
+      undefined,
+    );
   });
 
   it("cannot create a Pod that runs with a ServiceAccount token or on the host", async () => {
@@ -339,7 +351,10 @@ describe("the kubefn token used outside kubefn", () => {
     });
     await refused(() => kubefn.create(Resources.Pod, pod("token", { serviceAccountName: "default" })));
     await refused(() =>
-      kubefn.create(Resources.Pod, pod("sa", { automountServiceAccountToken: false, serviceAccountName: "admin" })),
+      kubefn.create(
+        Resources.Pod,
+        pod("sa", { automountServiceAccountToken: false, serviceAccountName: "admin" }),
+      ),
     );
     await refused(() =>
       kubefn.create(Resources.Pod, pod("host", { automountServiceAccountToken: false, hostNetwork: true })),
@@ -359,7 +374,9 @@ describe("the kubefn token used outside kubefn", () => {
   });
 
   it("cannot read what RBAC does not grant: Secrets by list, Deployments outside its namespace", async () => {
-    await expect(kubefn.list(Resources.Secret, { namespace: victims })).rejects.toBeInstanceOf(ForbiddenError);
+    await expect(kubefn.list(Resources.Secret, { namespace: victims })).rejects.toBeInstanceOf(
+      ForbiddenError,
+    );
     await expect(kubefn.list(Resources.Secret)).rejects.toBeInstanceOf(ForbiddenError);
     await expect(
       kubefn.create(Resources.Deployment, {

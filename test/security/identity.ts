@@ -28,7 +28,10 @@ function bracketed(text: string): string[] {
  * `kubectl auth can-i --list --as=<user>` (in `namespace`, else the default namespace, which shows
  * cluster-wide grants), printed table and parsed rows.
  */
-export async function canIList(user: string, namespace?: string): Promise<{ table: string; grants: Grant[] }> {
+export async function canIList(
+  user: string,
+  namespace?: string,
+): Promise<{ table: string; grants: Grant[] }> {
   const args = ["auth", "can-i", "--list", `--as=${user}`, ...(namespace ? ["-n", namespace] : [])];
   const r = await kubectl(args);
   if (r.code !== 0) throw new Error(`kubectl ${args.join(" ")}: ${r.stderr}`);

@@ -4,13 +4,23 @@
  * permissions an installation might hand out), each with its own token and Kube.
  */
 import { asServiceAccount, installCrdsAndRbac, serviceAccountToken } from "../../functions/node/install.ts";
-import { createKube, isAlreadyExists, type Kube, type KubeObject, Resources } from "../../shared/kube/index.ts";
+import {
+  createKube,
+  isAlreadyExists,
+  type Kube,
+  type KubeObject,
+  Resources,
+} from "../../shared/kube/index.ts";
 import { createNodeTransport } from "../../shared/kube/node.ts";
 import { kubeConfig } from "../setup/cluster.ts";
 
 export const kubefnUser = "system:serviceaccount:kubefn-system:kubefn";
 
-export async function createIfAbsent(kube: Kube, res: (typeof Resources)[keyof typeof Resources], obj: KubeObject) {
+export async function createIfAbsent(
+  kube: Kube,
+  res: (typeof Resources)[keyof typeof Resources],
+  obj: KubeObject,
+) {
   try {
     await kube.create(res, obj);
   } catch (err) {

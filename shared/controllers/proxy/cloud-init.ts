@@ -115,9 +115,13 @@ export async function proxySpecHash(
 
 async function hmacHex(key: string, text: string): Promise<string> {
   const encoder = new TextEncoder();
-  const k = await crypto.subtle.importKey("raw", encoder.encode(key), { name: "HMAC", hash: "SHA-256" }, false, [
-    "sign",
-  ]);
+  const k = await crypto.subtle.importKey(
+    "raw",
+    encoder.encode(key),
+    { name: "HMAC", hash: "SHA-256" },
+    false,
+    ["sign"],
+  );
   const mac = new Uint8Array(await crypto.subtle.sign("HMAC", k, encoder.encode(text)));
   return Array.from(mac, (b) => b.toString(16).padStart(2, "0")).join("");
 }

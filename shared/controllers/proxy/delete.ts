@@ -84,7 +84,10 @@ export async function reconcileDelete(pass: ProxyPass): Promise<Outcome> {
       }
       case "lookup":
         try {
-          observation.lookup = { found: true, instance: await provider!.get(action.id, object.metadata.uid ?? "") };
+          observation.lookup = {
+            found: true,
+            instance: await provider!.get(action.id, object.metadata.uid ?? ""),
+          };
         } catch (err) {
           if (!isProviderNotFound(err)) return onProviderError(err);
           observation.lookup = { found: false };

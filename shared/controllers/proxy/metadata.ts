@@ -1,5 +1,5 @@
-import { type MetadataChange, patchMetadataGuarded } from "../../kube/guarded-metadata.ts";
 import { isNotFound } from "../../kube/errors.ts";
+import { type MetadataChange, patchMetadataGuarded } from "../../kube/guarded-metadata.ts";
 import type { Kube, KubeObject } from "../../kube/port.ts";
 import { proxyResource } from "./api.ts";
 

@@ -2,7 +2,12 @@ import { listAll } from "../../../kube/index.ts";
 import type { SweepTask } from "../../../runtime/sweep-task.ts";
 import { proxyResource } from "../api.ts";
 import { proxyControllerName } from "../controller.ts";
-import { managedByTagKey, managedByTagValue, ownerTagKey, type ProvidersByName } from "../providers/provider.ts";
+import {
+  managedByTagKey,
+  managedByTagValue,
+  ownerTagKey,
+  type ProvidersByName,
+} from "../providers/provider.ts";
 import { type AgedInstance, defaultOrphanGraceSeconds, findOrphans } from "./find-orphans.ts";
 
 export interface OrphanSweepOptions {

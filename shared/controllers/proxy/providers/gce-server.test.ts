@@ -306,7 +306,9 @@ describe("GCE provider against a local Compute API", () => {
     await expect(provider.get(`gce://${project}/${zone}/${name}`, uid)).rejects.toBeInstanceOf(
       ProviderNotFoundError,
     );
-    await expect(provider.delete(`gce://${project}/${zone}/${name}`, { owner: uid })).resolves.toBeUndefined();
+    await expect(
+      provider.delete(`gce://${project}/${zone}/${name}`, { owner: uid }),
+    ).resolves.toBeUndefined();
     // delete reads first; a missing instance needs no DELETE.
     expect(apiCalls.map((c) => `${c.method} ${c.path}`)).toEqual([
       `GET ${instancesPath}/${name}`,
@@ -319,7 +321,9 @@ describe("GCE provider against a local Compute API", () => {
       req.method === "GET"
         ? { status: 200, body: gceInstance(name, "RUNNING", storedLabels, "34.76.1.2") }
         : { status: 200, body: operation("delete", req.path.split("/").at(-1)!) };
-    await expect(provider.delete(`gce://${project}/${zone}/${name}`, { owner: uid })).resolves.toBeUndefined();
+    await expect(
+      provider.delete(`gce://${project}/${zone}/${name}`, { owner: uid }),
+    ).resolves.toBeUndefined();
     expect(apiCalls[0]).toMatchObject({ method: "GET", path: `${instancesPath}/${name}` });
     expect(apiCalls[1]).toMatchObject({ method: "DELETE", path: `${instancesPath}/${name}` });
   });

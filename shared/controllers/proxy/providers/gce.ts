@@ -3,15 +3,15 @@ import { createServiceAccountTokenSource, type ServiceAccountKey, type TokenSour
 import {
   adoptExisting,
   type CreateRequest,
+  type DeleteGuard,
   type Instance,
   type InstanceState,
+  isOwnedBy,
   managedByTagKey,
   ownerTagKey,
   type Provider,
   ProviderError,
   ProviderNotFoundError,
-  isOwnedBy,
-  type DeleteGuard,
   requireOwnerTag,
   type Tag,
 } from "./provider.ts";

@@ -11,8 +11,8 @@ import {
 import type { Kube, KubeObject } from "../../../kube/port.ts";
 import {
   buildPod,
-  createKubernetesProvider,
   cloudInitMountPath,
+  createKubernetesProvider,
   defaultPodImage,
   instanceFromPod,
   type Pod,
@@ -58,7 +58,10 @@ describe("buildPod", () => {
             securityContext: { allowPrivilegeEscalation: false, capabilities: { drop: ["ALL"] } },
           },
         ]);
-        expect(pod.spec?.securityContext).toMatchObject({ runAsNonRoot: true, seccompProfile: { type: "RuntimeDefault" } });
+        expect(pod.spec?.securityContext).toMatchObject({
+          runAsNonRoot: true,
+          seccompProfile: { type: "RuntimeDefault" },
+        });
         expect(pod.spec?.volumes).toBeUndefined();
       },
     },
@@ -71,7 +74,10 @@ describe("buildPod", () => {
         expect(JSON.stringify(pod)).not.toContain("#cloud-config");
         expect(pod.spec?.containers[0]?.env).toBeUndefined();
         expect(pod.spec?.volumes).toEqual([
-          { name: "cloud-init", secret: { secretName: "px-3f2a9c4e1b7d4e8f9a0b-cloud-init", defaultMode: 0o400 } },
+          {
+            name: "cloud-init",
+            secret: { secretName: "px-3f2a9c4e1b7d4e8f9a0b-cloud-init", defaultMode: 0o400 },
+          },
         ]);
         expect(pod.spec?.containers[0]?.volumeMounts).toEqual([
           { name: "cloud-init", mountPath: cloudInitMountPath, readOnly: true },

@@ -8,11 +8,11 @@ import {
   type DeleteGuard,
   type Instance,
   type InstanceState,
+  isOwnedBy,
+  ownerTagKey,
   type Provider,
   ProviderError,
   ProviderNotFoundError,
-  isOwnedBy,
-  ownerTagKey,
   requireOwnerTag,
   type Tag,
 } from "./provider.ts";
@@ -91,7 +91,8 @@ export function createKubernetesProvider(opts: KubernetesProviderOptions): Provi
 
   async function get(id: string, owner: string): Promise<Instance> {
     const instance = await readPod(id);
-    if (!isOwnedBy(instance, owner, sanitiseLabelValue)) throw new ProviderNotFoundError(id, { notOwnedBy: owner });
+    if (!isOwnedBy(instance, owner, sanitiseLabelValue))
+      throw new ProviderNotFoundError(id, { notOwnedBy: owner });
     return instance;
   }
 
@@ -122,7 +123,11 @@ export function createKubernetesProvider(opts: KubernetesProviderOptions): Provi
       if (controller?.uid === pod.metadata.uid) return;
       const ownTag = pod.metadata.labels?.[ownerTagKey] ?? "";
       if (ownTag === "" || existing.metadata.labels?.[ownerTagKey] !== ownTag) {
-        throw new ProviderError("permanent", "NameConflict", `${what}: a Secret of that name exists and is not ours`);
+        throw new ProviderError(
+          "permanent",
+          "NameConflict",
+          `${what}: a Secret of that name exists and is not ours`,
+        );
       }
       try {
         await kube.delete(secretResource, key, { preconditions: { uid: existing.metadata.uid ?? "" } });
@@ -143,7 +148,6 @@ export function createKubernetesProvider(opts: KubernetesProviderOptions): Provi
         created = await kube.create<Pod>(podResource, pod);
       } catch (err) {
         if (!isAlreadyExists(err)) throw providerErrorFromKube(err, what);
-        const id = podProviderId(req.namespace, req.name);
         let existing: Pod;
         try {
           existing = await kube.get<Pod>(podResource, { namespace: req.namespace, name: req.name });
@@ -233,7 +237,14 @@ export function buildPod(req: CreateRequest, defaultImage: string = defaultPodIm
       automountServiceAccountToken: false,
       securityContext: { runAsNonRoot: true, runAsUser: 65532, seccompProfile: { type: "RuntimeDefault" } },
       ...(withCloudInit
-        ? { volumes: [{ name: "cloud-init", secret: { secretName: cloudInitSecretName(req.name), defaultMode: 0o400 } }] }
+        ? {
+            volumes: [
+              {
+                name: "cloud-init",
+                secret: { secretName: cloudInitSecretName(req.name), defaultMode: 0o400 },
+              },
+            ],
+          }
         : {}),
       containers: [
         {
@@ -263,7 +274,13 @@ export function buildCloudInitSecret(pod: Pod, cloudInit: string): CloudInitSecr
       namespace: pod.metadata.namespace,
       labels: { ...pod.metadata.labels },
       ownerReferences: [
-        { apiVersion: "v1", kind: "Pod", name: pod.metadata.name, uid: pod.metadata.uid ?? "", controller: true },
+        {
+          apiVersion: "v1",
+          kind: "Pod",
+          name: pod.metadata.name,
+          uid: pod.metadata.uid ?? "",
+          controller: true,
+        },
       ],
     },
     type: "Opaque",

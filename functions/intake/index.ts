@@ -4,6 +4,8 @@ export {
   type IntakeOptions,
   MalformedBatchError,
   type MappedBatch,
+  readCapped,
 } from "./app.ts";
+export { memoryReplayGuard, type ReplayGuard } from "./replay.ts";
 export { SIGNATURE_HEADER, signBatch, TIMESTAMP_HEADER, verifyBatch } from "./signature.ts";
 export { mapWithRegistry } from "./wire.ts";

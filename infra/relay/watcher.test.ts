@@ -210,7 +210,11 @@ describe("KindWatcher", () => {
     const object = { ...cm("a", "1", { password: "hunter2" }) };
     object.metadata = { ...object.metadata, managedFields: [{}] };
     const forwarded = relayObject(object, configMaps);
-    expect(forwarded).toEqual({ apiVersion: object.apiVersion, kind: object.kind, metadata: cm("a", "1", {}).metadata });
+    expect(forwarded).toEqual({
+      apiVersion: object.apiVersion,
+      kind: object.kind,
+      metadata: cm("a", "1", {}).metadata,
+    });
     expect(JSON.stringify(forwarded)).not.toContain("hunter2");
   });
 });

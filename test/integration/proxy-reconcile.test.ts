@@ -219,7 +219,9 @@ describe("proxy controller on the devcluster", () => {
       namespace,
       name: `${pod!.metadata.name}-cloud-init`,
     });
-    expect(Buffer.from(secret.data?.["user-data"] ?? "", "base64").toString()).toBe("#cloud-config\nsecond\n");
+    expect(Buffer.from(secret.data?.["user-data"] ?? "", "base64").toString()).toBe(
+      "#cloud-config\nsecond\n",
+    );
     expect(secret.metadata.ownerReferences?.[0]).toMatchObject({ kind: "Pod", uid: pod!.metadata.uid });
   });
 

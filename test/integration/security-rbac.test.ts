@@ -17,7 +17,13 @@ import {
 } from "../../shared/kube/index.ts";
 import { createNodeTransport } from "../../shared/kube/node.ts";
 import { asIdentity, canIList, type Grant } from "../security/identity.ts";
-import { eventually, kubeConfig } from "../setup/cluster.ts";
+import {
+  type AuditEvent,
+  auditEventsSince,
+  eventually,
+  kubeConfig,
+  waitForAuditEvent,
+} from "../setup/cluster.ts";
 
 const kubefnUser = "system:serviceaccount:kubefn-system:kubefn";
 const repo = fileURLToPath(new URL("../../", import.meta.url));
@@ -386,5 +392,43 @@ describe("the kubefn token used outside kubefn", () => {
         spec: {},
       }),
     ).rejects.toBeInstanceOf(ForbiddenError);
+  });
+});
+
+describe("the audit policy sends no workload bodies off the API server", () => {
+  const deployment = (namespace: string, name: string): KubeObject => ({
+    apiVersion: "apps/v1",
+    kind: "Deployment",
+    metadata: { name, namespace },
+    spec: {
+      replicas: 0,
+      selector: { matchLabels: { app: name } },
+      template: {
+        metadata: { labels: { app: name } },
+        spec: {
+          containers: [
+            { name: "c", image: "registry.example/x:1", env: [{ name: "DB_PASSWORD", value: "hunter2" }] },
+          ],
+        },
+      },
+    },
+  });
+
+  it("a tenant's Deployment is audited at Metadata; only kubefn-system's come with their body", async () => {
+    const { next } = await auditEventsSince();
+    const name = `audit-${Date.now().toString(36)}`;
+    await admin.create(Resources.Deployment, deployment(victims, name));
+    await admin.create(Resources.Deployment, deployment("kubefn-system", name));
+    const match = (namespace: string) => (e: AuditEvent) =>
+      e.verb === "create" &&
+      e.objectRef?.resource === "deployments" &&
+      e.objectRef.namespace === namespace &&
+      e.objectRef.name === name;
+    const tenantEvent = await waitForAuditEvent(match(victims), { since: next });
+    expect(tenantEvent.level).toBe("Metadata");
+    expect(JSON.stringify(tenantEvent)).not.toContain("hunter2");
+    const ownEvent = await waitForAuditEvent(match("kubefn-system"), { since: next });
+    expect(ownEvent.level).toBe("RequestResponse");
+    await admin.delete(Resources.Deployment, { namespace: "kubefn-system", name });
   });
 });

@@ -35,7 +35,7 @@ export async function reconcileExternal(pass: ProxyPass): Promise<Outcome> {
     `external endpoint ${endpoint.scheme}://${endpoint.host}:${endpoint.port}`,
     now,
   );
-  const projection = projectHealth(healthStateOf(object.metadata.annotations), healthInstanceOf(proxy));
+  const projection = projectHealth(healthStateOf(status), healthInstanceOf(proxy));
   applyHealth(status, projection, proxy.spec.healthCheck !== undefined, now);
   return done();
 }

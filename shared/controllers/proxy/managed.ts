@@ -257,7 +257,7 @@ export async function reconcileManaged(pass: ProxyPass): Promise<Outcome> {
       case "running": {
         status.ip = action.instance.ip;
         setProvisioned(status, true, ProxyReason.Created, `instance ${action.instance.id} is running`, now);
-        const projection = projectHealth(healthStateOf(object.metadata.annotations), action.instance.id);
+        const projection = projectHealth(healthStateOf(status), action.instance.id);
         applyHealth(status, projection, proxy.spec.healthCheck !== undefined, now);
         return requeueAfter(timings.driftPoll);
       }

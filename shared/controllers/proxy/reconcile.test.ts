@@ -261,11 +261,8 @@ describe("proxy reconcile: one pass per branch", () => {
   ])("Running with health: %s", async (_name, state, condition, phase) => {
     const w = world({
       spec: { mode: "Managed", provider: "fake", healthCheck },
-      annotations: {
-        [proxySpecHashAnnotation]: await hashOf(),
-        ...(state ? { [HEALTH_ANNOTATION]: encodeHealthState(state) } : {}),
-      },
-      status: { providerID: instanceId },
+      annotations: { [proxySpecHashAnnotation]: await hashOf() },
+      status: { providerID: instanceId, ...(state ? { health: encodeHealthState(state) } : {}) },
     });
     w.provider.put({ id: instanceId, state: "Running", ip: "10.1.2.3", tags: {} });
     const { object } = await w.reconcile();
@@ -485,7 +482,7 @@ describe("proxy reconcile: External", () => {
     const w = world({
       finalizer: false,
       spec: { mode: "External", endpoint: { host: "203.0.113.7", port: 3128 }, healthCheck },
-      annotations: { [HEALTH_ANNOTATION]: encodeHealthState(healthy("203.0.113.7:3128")) },
+      status: { health: encodeHealthState(healthy("203.0.113.7:3128")) },
     });
     const passes = await w.converge();
     expect(passes).toBe(1);
@@ -498,6 +495,20 @@ describe("proxy reconcile: External", () => {
     expect(stored.metadata.finalizers).toBeUndefined();
     expect(w.provider.calls).toEqual([]);
     expect(w.recorded.sent).toEqual([]);
+  });
+});
+
+describe("proxy reconcile: health a tenant cannot forge", () => {
+  it("the tenant-writable health annotation claiming healthy is not probe history: no Healthy, no Ready", async () => {
+    const w = world({
+      finalizer: false,
+      spec: { mode: "External", endpoint: { host: "203.0.113.7", port: 3128 }, healthCheck },
+      annotations: { [HEALTH_ANNOTATION]: encodeHealthState(healthy("203.0.113.7:3128")) },
+    });
+    await w.converge();
+    const stored = w.stored();
+    expect((stored.status as { phase?: string }).phase).not.toBe("Ready");
+    expect(conditionsOf(stored).Healthy ?? "absent").not.toMatch(/^True/);
   });
 });
 

@@ -17,7 +17,7 @@ import { applyHealth, dropCondition, setProvisioned } from "./status.ts";
  * it is deleted: deletion still runs the provider clean-up first.
  */
 export async function reconcileExternal(pass: ProxyPass): Promise<Outcome> {
-  const { ctx, object, proxy, status } = pass;
+  const { ctx, proxy, status } = pass;
   const now = ctx.clock.now();
   const endpoint = proxy.spec.endpoint;
   dropCondition(status, ProxyConditionType.PermanentError);

@@ -41,9 +41,25 @@ const stateSchema = z.object({
   refused: z.object({ reason: refusalReason, message: z.string() }).optional(),
 });
 
-/** Compact, canonical JSON: equal states give equal strings. */
+/** Longest refusal message kept in the state (it may quote a tenant's probe URL). */
+const maxRefusalMessageLength = 512;
+
+/**
+ * Compact, canonical JSON: equal states give equal strings. A refusal message is cut to 512
+ * characters, so a tenant's 40 kB probe URL cannot push the state past what status accepts.
+ */
 export function encodeHealthState(state: HealthState): string {
-  return JSON.stringify(makeState(state));
+  const bounded =
+    state.refused && state.refused.message.length > maxRefusalMessageLength
+      ? {
+          ...state,
+          refused: {
+            ...state.refused,
+            message: `${state.refused.message.slice(0, maxRefusalMessageLength - 1)}…`,
+          },
+        }
+      : state;
+  return JSON.stringify(makeState(bounded));
 }
 
 /** Tolerant decode: a missing, malformed or foreign value reads as "no state" (start fresh). */

@@ -107,6 +107,8 @@ export function createSender(opts: SenderOptions): (events: RelayEvent[]) => Pro
         if (opts.signal) signals.push(opts.signal);
         const res = await doFetch(opts.url, {
           method: "POST",
+          // The signed batch goes to the configured intake only, never where a redirect points.
+          redirect: "manual",
           headers: { ...headers, "content-type": "application/json" },
           body,
           signal: AbortSignal.any(signals),

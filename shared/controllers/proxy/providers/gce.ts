@@ -123,6 +123,8 @@ export function createGceProvider(opts: GceProviderOptions): Provider {
         },
         ...(body === undefined ? {} : { body: JSON.stringify(body) }),
         signal: AbortSignal.timeout(requestTimeoutMs),
+        // Never follow a redirect with the OAuth token.
+        redirect: "manual",
       });
     } catch (err) {
       const timedOut = err instanceof Error && (err.name === "TimeoutError" || err.name === "AbortError");

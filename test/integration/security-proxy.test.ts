@@ -13,8 +13,10 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { type Proxy as ProxyObject, proxyResource } from "../../shared/controllers/proxy/api.ts";
 import { proxyController } from "../../shared/controllers/proxy/controller.ts";
+import { discoveryRoutes } from "../../shared/controllers/proxy/discovery/routes.ts";
 import { createKubernetesProvider } from "../../shared/controllers/proxy/providers/kubernetes.ts";
 import { ownerTagKey, ownerTags } from "../../shared/controllers/proxy/providers/provider.ts";
+import { encodeHealthState, HEALTH_ANNOTATION } from "../../shared/health/annotation.ts";
 import {
   ForbiddenError,
   isNotFound,
@@ -38,6 +40,7 @@ let admin: Kube;
 let kubefn: Kube;
 let mallory: Kube;
 let vic: Kube;
+let eve: Kube;
 let registry: Registry;
 let ctx: Context;
 
@@ -110,6 +113,7 @@ beforeAll(async () => {
     ],
   });
   vic = await tenant(admin, { namespace: tenantNs, name: "vic", clusterRole: "view" });
+  eve = await tenant(admin, { namespace: tenantNs, name: "eve", clusterRole: "edit" });
   victimPod = await admin.create(Resources.Pod, {
     apiVersion: "v1",
     kind: "Pod",
@@ -265,5 +269,63 @@ describe("a stale snapshot never causes a provider side effect", () => {
     await runPass(ctx, registry, message("gone", stale));
     await sleep(300);
     expect(await podsOwnedBy(proxy.metadata.uid!)).toEqual([]);
+  });
+});
+
+describe("health a tenant cannot forge", () => {
+  it("a tenant with `edit` cannot mark an unprobed proxy healthy, and crawlers are never sent to it", async () => {
+    const claimed = {
+      instance: "198.51.100.9:3128",
+      verdict: true,
+      consecOK: 99,
+      consecFail: 0,
+      reported: { healthy: true, latencyMs: 1, at: new Date().toISOString() },
+    };
+    await createProxy(eve, "forged-health", {
+      mode: "External",
+      endpoint: { host: "198.51.100.9", port: 3128, scheme: "http" },
+      healthCheck: { probeURL: "http://probe.example/" },
+    });
+    await eve.patch(
+      proxyResource,
+      { namespace: tenantNs, name: "forged-health" },
+      {
+        type: "merge",
+        body: { metadata: { annotations: { [HEALTH_ANNOTATION]: JSON.stringify(claimed) } } },
+      },
+    );
+    // Nor can she write the status, where the real probe history lives.
+    await expect(
+      eve.patchStatus(
+        proxyResource,
+        { namespace: tenantNs, name: "forged-health" },
+        { type: "merge", body: { status: { health: encodeHealthState(claimed), phase: "Ready" } } },
+      ),
+    ).rejects.toBeInstanceOf(ForbiddenError);
+    for (let i = 0; i < 3; i++) await runPass(ctx, registry, message("forged-health"));
+    const p = await getProxy("forged-health");
+    expect(p.status?.phase).not.toBe("Ready");
+    expect(p.status?.conditions?.find((c) => c.type === "Healthy")?.status).not.toBe("True");
+
+    const api = discoveryRoutes(ctx, { apiToken: "crawler-token-0123456789" });
+    const res = await api.request(`/v1/proxies?namespace=${tenantNs}`, {
+      headers: { authorization: "Bearer crawler-token-0123456789" },
+    });
+    const names = ((await res.json()) as { items: { name: string }[] }).items.map((i) => i.name);
+    expect(names).not.toContain("forged-health");
+  });
+
+  it("an External proxy without a health check is Ready (provisioned) but never offered to crawlers", async () => {
+    await createProxy(eve, "unprobed", {
+      mode: "External",
+      endpoint: { host: "198.51.100.10", port: 3128, scheme: "http" },
+    });
+    await drive("unprobed", (p) => p?.status?.phase === "Ready");
+    const api = discoveryRoutes(ctx, { apiToken: "crawler-token-0123456789" });
+    const res = await api.request(`/v1/proxies?namespace=${tenantNs}`, {
+      headers: { authorization: "Bearer crawler-token-0123456789" },
+    });
+    const names = ((await res.json()) as { items: { name: string }[] }).items.map((i) => i.name);
+    expect(names).not.toContain("unprobed");
   });
 });

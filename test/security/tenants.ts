@@ -6,6 +6,7 @@
 import { asServiceAccount, installCrdsAndRbac, serviceAccountToken } from "../../functions/node/install.ts";
 import {
   createKube,
+  ForbiddenError,
   isAlreadyExists,
   type Kube,
   type KubeObject,
@@ -33,11 +34,42 @@ export function adminKube(): Kube {
   return createKube(createNodeTransport(kubeConfig()));
 }
 
-/** Installs CRDs, RBAC and the admission policy; returns a Kube acting as the kubefn ServiceAccount. */
+/**
+ * Installs CRDs, RBAC and the admission policy; returns a Kube acting as the kubefn ServiceAccount
+ * once the API server enforces the policy (it takes effect a moment after it is created).
+ */
 export async function kubefnKube(admin: Kube): Promise<Kube> {
   await installCrdsAndRbac(admin);
   const token = await serviceAccountToken(createNodeTransport(kubeConfig()), "kubefn-system", "kubefn");
-  return createKube(createNodeTransport(asServiceAccount(kubeConfig(), token)), { fieldManager: "kubefn" });
+  const kubefn = createKube(createNodeTransport(asServiceAccount(kubeConfig(), token)), {
+    fieldManager: "kubefn",
+  });
+  await policyEnforced(kubefn, admin);
+  return kubefn;
+}
+
+/** Waits until an unlabelled write as kubefn is refused (403), undoing any that got through. */
+async function policyEnforced(kubefn: Kube, admin: Kube): Promise<void> {
+  const probe: KubeObject = {
+    apiVersion: "v1",
+    kind: "ConfigMap",
+    metadata: { name: `policy-probe-${Date.now().toString(36)}`, namespace: "kubefn-system" },
+  };
+  const deadline = Date.now() + 30_000;
+  for (;;) {
+    try {
+      await kubefn.create(Resources.ConfigMap, probe);
+      await admin.delete(Resources.ConfigMap, {
+        namespace: "kubefn-system",
+        name: probe.metadata.name ?? "",
+      });
+    } catch (err) {
+      if (err instanceof ForbiddenError) return;
+      throw err;
+    }
+    if (Date.now() > deadline) throw new Error("the admission policy is not enforced after 30 s");
+    await new Promise((r) => setTimeout(r, 200));
+  }
 }
 
 export interface TenantOptions {

@@ -67,7 +67,11 @@ async function createReadyProxy(name: string, latencyMillis = 50): Promise<KubeO
     apiVersion: "crawl.kubefn.dev/v1alpha1",
     kind: "Proxy",
     metadata: { name, namespace, labels: { pool: name } },
-    spec: { mode: "External", endpoint: { host: "203.0.113.7", port: 3128, scheme: "http" } },
+    spec: {
+      mode: "External",
+      endpoint: { host: "203.0.113.7", port: 3128, scheme: "http" },
+      healthCheck: { probeURL: "http://probe.example/" },
+    },
   });
   await setPhase(name, "Ready", latencyMillis);
   return created;

@@ -1,4 +1,4 @@
-import { Hono } from "hono";
+import { Hono } from "hono/tiny";
 import type { Context } from "../shared/runtime/types.ts";
 import { createIntakeApp, mapWithRegistry } from "./intake/index.ts";
 import type { Operators } from "./operators.ts";

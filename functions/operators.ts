@@ -1,4 +1,4 @@
-import { Hono } from "hono";
+import { Hono } from "hono/tiny";
 import { discoveryRoutes, proxyPhaseGaugeTask } from "../shared/controllers/proxy/discovery/index.ts";
 import { proxyHealthTask } from "../shared/controllers/proxy/health-task.ts";
 import { proxyController } from "../shared/controllers/proxy/index.ts";

@@ -13,6 +13,7 @@ describe("parseWorkerEnv", () => {
       replayWindowSeconds: 300,
       sweepPeriodSeconds: 60,
       probeConcurrency: 6,
+      passConcurrency: 8,
     });
   });
 

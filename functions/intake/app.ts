@@ -1,4 +1,5 @@
-import { type Context, Hono } from "hono";
+import type { Context } from "hono";
+import { Hono } from "hono/tiny";
 import type { Clock, Log, Message, Metrics } from "../../shared/runtime/types.ts";
 import { memoryReplayGuard, type ReplayGuard } from "./replay.ts";
 import {

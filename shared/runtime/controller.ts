@@ -67,6 +67,15 @@ export interface ControllerDefinition<T extends KubeObject = KubeObject> {
    */
   resyncSeconds: number;
   /**
+   * The requeue delays `reconcile` asks for, by name (its timings, e.g. `provisioningPoll`).
+   * Registration refuses one at or beyond `resyncSeconds`: such a follow-up is never sent, so a
+   * controller that means "look again at the next drift pass" returns `awaitSweep()`.
+   *
+   * Caveats: only declared delays are checked at registration; one computed at run time (a
+   * Retry-After) that late is not sent either, and the pass reports `awaitSweep`.
+   */
+  requeueSeconds?: Readonly<Record<string, number>>;
+  /**
    * The permanent-error latch, when the executor should keep it. On a permanent error the
    * executor sets this condition True (reason from the classifier, observedGeneration = the
    * object's generation); a later pass that finds it True at the current generation does nothing

@@ -13,7 +13,7 @@ import {
 } from "../kube/index.ts";
 import { backoffSeconds } from "./backoff.ts";
 import type { ControllerDefinition, PassContext } from "./controller.ts";
-import { failed, type Outcome } from "./outcome.ts";
+import { done, failed, Outcome } from "./outcome.ts";
 import type { Registry } from "./registry.ts";
 import { type Context, type Message, type Request, requestKey } from "./types.ts";
 
@@ -29,7 +29,7 @@ export const IMMEDIATE_CONFLICT_RETRIES = 3;
 export const RESOLVED_REASON = "Resolved";
 
 /** How a pass ended, for adapters to print and for `kubefn_passes_total{result}`. */
-export type PassResultKind = "done" | "requeue" | "error" | "latched";
+export type PassResultKind = "done" | "awaitSweep" | "requeue" | "error" | "latched";
 
 /** The summary of one pass. */
 export interface PassResult {
@@ -56,8 +56,8 @@ export interface PassResult {
  *
  * | outcome | follow-up |
  * | --- | --- |
- * | done | none |
- * | requeueAfter(s) | s, attempt 0 |
+ * | done, awaitSweep | none (the sweep's drift pass is the next look) |
+ * | requeueAfter(s) | s, attempt 0 (none when s ≥ the resync: reported as awaitSweep) |
  * | transient error | backoffSeconds(attempt) (1 s · 2^n, cap 300, equal jitter, ≥ Retry-After), attempt + 1 |
  * | conflict (also a Conflict on the status patch) | 0 for the first {@link IMMEDIATE_CONFLICT_RETRIES}, then backoff; attempt + 1 |
  * | quota | {@link QUOTA_RETRY_SECONDS}, attempt 0 |
@@ -129,9 +129,7 @@ export async function runPass(ctx: Context, registry: Registry, message: Message
 
   if (!observed) {
     summary.absent = true;
-    const outcome = def.reconcileAbsent
-      ? await guard(() => def.reconcileAbsent!(passCtx))
-      : { kind: "done" as const };
+    const outcome = def.reconcileAbsent ? await guard(() => def.reconcileAbsent!(passCtx)) : done();
     await settle(ctx, def, summary, request, attempt, outcome);
     return finish();
   }
@@ -169,7 +167,7 @@ export async function runPass(ctx: Context, registry: Registry, message: Message
       // away mid-pass; its deletion event brings the next pass.
       if (isNotFound(err)) {
         summary.absent = true;
-        outcome = { kind: "done" };
+        outcome = done();
       } else {
         outcome = failed(err);
       }
@@ -193,9 +191,10 @@ export interface FollowUp {
 export function followUpFor(outcome: Outcome, attempt: number, random: () => number): FollowUp | undefined {
   switch (outcome.kind) {
     case "done":
+    case "awaitSweep":
       return undefined;
     case "requeue":
-      return { delaySeconds: Math.ceil(outcome.afterSeconds), attempt: 0 };
+      return { delaySeconds: Math.ceil(outcome.afterSeconds ?? 0), attempt: 0 };
     case "error": {
       const { class: cls, retryAfterSeconds } = classifyError(outcome.error);
       switch (cls) {
@@ -228,7 +227,7 @@ export function followUpFor(outcome: Outcome, attempt: number, random: () => num
       }
     }
     default:
-      return assertNever(outcome);
+      return assertNever(outcome.kind);
   }
 }
 
@@ -247,7 +246,10 @@ async function settle(
     summary.result = outcome.kind;
   }
   // A follow-up as late as the drift interval would only duplicate the sweep's own visit; sent
-  // anyway, every drift pass would start one more self-perpetuating chain of them.
+  // anyway, every drift pass would start one more self-perpetuating chain of them. Registration
+  // refuses declared requeues that late; one computed at run time waits for the sweep, visibly.
+  if (next && outcome.kind === "requeue" && next.delaySeconds >= def.resyncSeconds)
+    summary.result = "awaitSweep";
   if (!next || next.delaySeconds >= def.resyncSeconds) return;
   try {
     await ctx.queue.send([{ request, attempt: next.attempt }], next.delaySeconds);
@@ -285,7 +287,8 @@ function fail(
 
 async function guard(run: () => Promise<Outcome>): Promise<Outcome> {
   try {
-    return await run();
+    const outcome = await run();
+    return Outcome.is(outcome) ? outcome : failed(new TypeError("a reconcile must return an Outcome"));
   } catch (err) {
     return failed(err);
   }

@@ -32,7 +32,7 @@ export {
   RESOLVED_REASON,
   runPass,
 } from "./executor.ts";
-export { done, failed, Outcome, requeueAfter } from "./outcome.ts";
+export { awaitSweep, done, failed, Outcome, type OutcomeKind, requeueAfter } from "./outcome.ts";
 export {
   createRegistry,
   groupOf,
@@ -57,4 +57,4 @@ export type {
   Request,
   Resource,
 } from "./types.ts";
-export { requestKey } from "./types.ts";
+export { isMessage, requestKey } from "./types.ts";

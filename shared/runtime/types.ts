@@ -24,6 +24,20 @@ export interface Message {
   snapshot?: KubeObject;
 }
 
+/** Whether a queue message's body (JSON from any platform's queue) is a {@link Message}. */
+export function isMessage(body: unknown): body is Message {
+  if (typeof body !== "object" || body === null) return false;
+  const { request, attempt } = body as Partial<Message>;
+  return (
+    typeof attempt === "number" &&
+    typeof request === "object" &&
+    request !== null &&
+    typeof request.controller === "string" &&
+    typeof request.name === "string" &&
+    (request.namespace === undefined || typeof request.namespace === "string")
+  );
+}
+
 /**
  * The dedup key of a request, `controller/namespace/name` (namespace empty when cluster-scoped):
  * equal keys are the same reconcile work. Kubernetes names never contain "/", so keys are unique.

@@ -4,6 +4,7 @@
  * The cluster benches share one devcluster, started on first use and stopped at the end, also
  * when a bench fails or the run is interrupted. `KUBEFN_BENCH_LARGE=1` adds the 10,000-Proxy sweep.
  */
+import { benchBundle } from "./bundle.ts";
 import type { BenchRow } from "./cluster.ts";
 import { stopBenchCluster } from "./cluster.ts";
 import { benchProbes } from "./health.ts";
@@ -17,6 +18,7 @@ import { benchSweep } from "./sweep.ts";
 const large = process.env.KUBEFN_BENCH_LARGE === "1";
 
 const benches: { name: string; run: () => Promise<BenchRow[]> }[] = [
+  { name: "bundle", run: benchBundle },
   {
     name: "mapping",
     run: async () => {

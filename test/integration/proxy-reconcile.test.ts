@@ -197,7 +197,7 @@ describe("proxy controller on the devcluster", () => {
   it("a second pass on the converged Proxy makes zero writes", async () => {
     transport.reset();
     const result = await runPass(ctx, registry, message(name));
-    expect(result).toMatchObject({ result: "requeue", wroteStatus: false });
+    expect(result).toMatchObject({ result: "awaitSweep", wroteStatus: false });
     expect(transport.counts().writes).toBe(0);
   });
 

@@ -135,7 +135,7 @@ describe("SubPool controller on the devcluster", () => {
   it("creates the Namespace and every owned object with a controller reference", async () => {
     const created = await createPool(name, spec());
     const result = await pass(name);
-    expect(result).toMatchObject({ result: "requeue", wroteStatus: true });
+    expect(result).toMatchObject({ result: "awaitSweep", wroteStatus: true });
     // The active re-check is the sweep's one-minute drift pass: no follow-up of its own.
     expect(result.followUpSeconds).toBeUndefined();
 
@@ -185,7 +185,7 @@ describe("SubPool controller on the devcluster", () => {
   it("a second pass over the converged pool makes zero writes", async () => {
     transport.reset();
     const result = await pass(name);
-    expect(result).toMatchObject({ result: "requeue", wroteStatus: false });
+    expect(result).toMatchObject({ result: "awaitSweep", wroteStatus: false });
     expect(transport.calls().filter((c) => c.method !== "GET")).toEqual([]);
     expect(transport.counts().writes).toBe(0);
   });
@@ -230,7 +230,7 @@ describe("SubPool conflicts and validation on the devcluster", () => {
     });
     await createPool(name, spec());
     const result = await pass(name);
-    expect(result).toMatchObject({ result: "requeue" });
+    expect(result).toMatchObject({ result: "awaitSweep" });
     expect(result.followUpSeconds).toBeUndefined();
     const pool = await getPool(name);
     expect(conditionOf(pool, "Ready")).toMatchObject({ status: "False", reason: "NamespaceConflict" });

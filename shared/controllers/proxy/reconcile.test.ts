@@ -193,7 +193,7 @@ const outcomeOf = (o: Outcome) =>
     ? `requeue ${o.afterSeconds}`
     : o.kind === "error"
       ? `error ${classifyError(o.error).class}/${classifyError(o.error).reason}`
-      : "done";
+      : o.kind;
 
 describe("proxy reconcile: one pass per branch", () => {
   it("adds the finalizer first and requeues at once, calling no provider", async () => {
@@ -224,7 +224,7 @@ describe("proxy reconcile: one pass per branch", () => {
 
   it.each<[string, Instance["state"], string | undefined, string, string]>([
     ["Provisioning → poll", "Provisioning", undefined, "requeue 5", "Provisioning"],
-    ["Running → IP, Provisioned=True, drift poll", "Running", "10.1.2.3", "requeue 300", "Ready"],
+    ["Running → IP, Provisioned=True, drift poll", "Running", "10.1.2.3", "awaitSweep", "Ready"],
   ])("%s", async (_name, state, ip, expected, phase) => {
     const w = world({
       annotations: { [proxySpecHashAnnotation]: await hashOf() },
@@ -526,7 +526,7 @@ describe("proxy reconcile: through the executor", () => {
     w.recorded.sent.length = 0;
     const steady = await runPass(w.ctx, w.registry, message);
     // The drift poll equals the resync: the sweep's visit is the next pass, no follow-up is sent.
-    expect(steady).toMatchObject({ result: "requeue", wroteStatus: false });
+    expect(steady).toMatchObject({ result: "awaitSweep", wroteStatus: false });
     expect(steady.followUpSeconds).toBeUndefined();
     expect(w.recorded.sent).toHaveLength(0);
     expect(w.kube.writes()).toBe(writes);

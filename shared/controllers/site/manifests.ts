@@ -3,7 +3,6 @@
  * RBAC selection, ConfigMap payload hashing, and the "already applied" comparison that lets a
  * steady-state pass skip the server-side apply.
  */
-import { parseAllDocuments } from "yaml";
 import { controllerRefTo } from "../../kube/owner-references.ts";
 import type { KubeObject, OwnerReference } from "../../kube/port.ts";
 import { canonicalJson, specHash } from "../../kube/spec-hash.ts";
@@ -96,17 +95,6 @@ export function configMapPayloadChanged(
  */
 export function configMapPayloadHash(config: ConfigMapPayload | undefined): Promise<string> {
   return specHash(payloadOf(config));
-}
-
-/** The objects in a multi-document YAML string, in order; empty documents are skipped. */
-export function parseManifests(yaml: string): KubeObject[] {
-  const objects: KubeObject[] = [];
-  for (const doc of parseAllDocuments(yaml)) {
-    if (doc.errors.length > 0) throw doc.errors[0];
-    const obj = doc.toJSON() as KubeObject | null;
-    if (obj?.kind) objects.push(obj);
-  }
-  return objects;
 }
 
 /**

@@ -4,7 +4,7 @@
  * seed: the operator never writes it, and each pass reads it first (step 1), so a change reaches
  * every SubPool through the ConfigMap watch.
  */
-import { z } from "zod";
+import * as z from "zod";
 import { isNotFound } from "../../kube/errors.ts";
 import type { Kube, KubeObject, ObjectKey } from "../../kube/port.ts";
 import { Resources } from "../../kube/resources.ts";

@@ -42,8 +42,8 @@ export const subPoolOwnedResources: Resource[] = [
  * Owns the derived kinds (events map back through the controller reference, or through the
  * `subpool-<name>` namespace when an audit event carries no body); watches the operator
  * configuration ConfigMap (a change re-enqueues every SubPool). Active pools are looked at again
- * every `activeRequeue` seconds, since the shared Gateway and proxy gateway are owned by nobody;
- * by default that is the one-minute resync, i.e. the sweep's drift pass.
+ * at the sweep's one-minute drift pass (or every `activeRequeue` seconds, when set shorter),
+ * since the shared Gateway and proxy gateway are owned by nobody.
  *
  * Caveats: the HTTPRoute kind is not in `owns` (clusters without the Gateway API do not serve
  * it, and intake watching it would fail there); route changes are seen by the active requeue.
@@ -67,6 +67,11 @@ export function subPoolController(deps: SubPoolControllerDeps = {}): ControllerD
     watches: [subPoolsForOperatorConfig(subPoolControllerName, configKey)],
     conditionTypes: Object.values(SubPoolConditionType),
     resyncSeconds: Math.max(60, timings.resync),
+    requeueSeconds: {
+      deletionPoll: timings.deletionPoll,
+      ...(timings.activeRequeue === undefined ? {} : { activeRequeue: timings.activeRequeue }),
+      ...(timings.conflictRetry === undefined ? {} : { conflictRetry: timings.conflictRetry }),
+    },
     ownerFromKey: subPoolFromKey,
     reconcile: (ctx, object) => reconcileSubPool(ctx, object, passDeps),
   };

@@ -73,7 +73,7 @@ describe("SubPool pass over the fake Kube", () => {
     kube.seed(subPoolResource, subPoolObject());
     const result = await pass();
 
-    expect(result).toMatchObject({ result: "requeue", wroteStatus: true });
+    expect(result).toMatchObject({ result: "awaitSweep", wroteStatus: true });
     // The active re-check is the sweep's one-minute drift pass: no follow-up of its own.
     expect(result.followUpSeconds).toBeUndefined();
     expect(kube.calls.find((c) => c.method !== "get")).toMatchObject({
@@ -127,7 +127,7 @@ describe("SubPool pass over the fake Kube", () => {
   it("a second pass over a converged pool makes zero writes", async () => {
     await converge();
     const result = await pass();
-    expect(result).toMatchObject({ result: "requeue", wroteStatus: false });
+    expect(result).toMatchObject({ result: "awaitSweep", wroteStatus: false });
     expect(result.followUpSeconds).toBeUndefined();
     expect(kube.writes()).toBe(0);
   });
@@ -204,7 +204,7 @@ describe("SubPool pass over the fake Kube", () => {
     });
     kube.seed(subPoolResource, subPoolObject());
     const result = await pass();
-    expect(result).toMatchObject({ result: "requeue" });
+    expect(result).toMatchObject({ result: "awaitSweep" });
     expect(result.followUpSeconds).toBeUndefined();
     expect(condition("Ready")).toMatchObject({
       status: "False",
@@ -356,7 +356,7 @@ describe("SubPool pass over the fake Kube", () => {
       }),
     );
     const result = await pass();
-    expect(result).toMatchObject({ result: "requeue" });
+    expect(result).toMatchObject({ result: "awaitSweep" });
     expect(condition("RouteReady")).toMatchObject({ status: "False", reason: "GatewayAPIMissing" });
     expect(inNs(Resources.StatefulSet, "demo-cpa-manager")).toBeDefined();
   });

@@ -3,7 +3,7 @@
  * seed's fixed order (config → Gateway config → spec and envelope → desired objects → Namespace →
  * credential Secret → legacy LimitRange → the other objects → HTTPRoute → status).
  */
-import { z } from "zod";
+import * as z from "zod";
 import { ReconcileError } from "../../kube/classify.ts";
 import { ensureObject } from "../../kube/ensure.ts";
 import { isNotFound } from "../../kube/errors.ts";
@@ -14,7 +14,7 @@ import { isControlledBy } from "../../kube/owner-references.ts";
 import type { KubeObject, ObjectKey, Resource } from "../../kube/port.ts";
 import { Resources } from "../../kube/resources.ts";
 import type { PassContext } from "../../runtime/controller.ts";
-import { done, failed, type Outcome, requeueAfter } from "../../runtime/outcome.ts";
+import { awaitSweep, done, failed, type Outcome, requeueAfter } from "../../runtime/outcome.ts";
 import {
   ExposureMode,
   parseSubPool,
@@ -238,7 +238,7 @@ async function reconcileActive(
   if (desired.status.hostname) status.status.hostname = desired.status.hostname;
   else delete status.status.hostname;
 
-  return suspended ? done() : requeueAfter(timings.activeRequeue);
+  return suspended ? done() : lookAgainAfter(timings.activeRequeue);
 }
 
 /**
@@ -250,10 +250,15 @@ function block(
   status: SubPoolStatusWriter,
   reason: SubPoolReason,
   message: string,
-  retry: number | "permanent",
+  retry: number | undefined | "permanent",
 ): Outcome {
   status.ready(false, reason, message);
-  return retry === "permanent" ? failed(ReconcileError.permanent(reason, message)) : requeueAfter(retry);
+  return retry === "permanent" ? failed(ReconcileError.permanent(reason, message)) : lookAgainAfter(retry);
+}
+
+/** A timing left unset is the sweep's drift pass. */
+function lookAgainAfter(seconds: number | undefined): Outcome {
+  return seconds === undefined ? awaitSweep() : requeueAfter(seconds);
 }
 
 function routeState(

@@ -7,7 +7,7 @@ import {
   QUOTA_RETRY_SECONDS,
   runPass,
 } from "../../../shared/runtime/executor.ts";
-import { done, failed, type Outcome, requeueAfter } from "../../../shared/runtime/outcome.ts";
+import { awaitSweep, done, failed, Outcome, requeueAfter } from "../../../shared/runtime/outcome.ts";
 import { createRegistry } from "../../../shared/runtime/registry.ts";
 import type { KubeObject, Message } from "../../../shared/runtime/types.ts";
 import {
@@ -179,6 +179,14 @@ describe("runPass", () => {
   it.each<[string, () => Outcome, number, number | undefined, number | undefined, string | undefined]>([
     // name, outcome, attempt in, follow-up delay, attempt out, error class
     ["done", () => done(), 0, undefined, undefined, undefined],
+    [
+      "awaitSweep() sends nothing: the sweep's drift pass is the next look",
+      () => awaitSweep(),
+      2,
+      undefined,
+      undefined,
+      undefined,
+    ],
     ["requeueAfter(45)", () => requeueAfter(45), 3, 45, 0, undefined],
     ["requeueAfter(0)", () => requeueAfter(0), 0, 0, 0, undefined],
     [
@@ -315,8 +323,35 @@ describe("runPass", () => {
     }
     expect(recorded.counts).toContainEqual({
       name: "kubefn_passes_total",
-      labels: { controller: "proxy", result: errorClass ? "error" : outcome().kind },
+      // A requeue as late as the resync is not sent, and says so: it waits for the sweep.
+      labels: {
+        controller: "proxy",
+        result: errorClass
+          ? "error"
+          : outcome().kind === "requeue" && delay === undefined
+            ? "awaitSweep"
+            : outcome().kind,
+      },
     });
+  });
+
+  it("a reconcile that returns a hand-built outcome fails the pass instead of guessing", async () => {
+    const { ctx, registry } = setup(async () => ({ kind: "done" }) as unknown as Outcome);
+    const result = await runPass(ctx, registry, proxyMessage());
+    expect(result).toMatchObject({ result: "error", errorClass: "transient" });
+  });
+
+  it("Outcome has no public constructor: only the named constructors build one", () => {
+    expect(Outcome.is(done())).toBe(true);
+    expect(Outcome.is({ kind: "done" })).toBe(false);
+    expect(
+      [done(), awaitSweep(), requeueAfter(-3), failed("x")].map((o) => [o.kind, o.afterSeconds]),
+    ).toEqual([
+      ["done", undefined],
+      ["awaitSweep", undefined],
+      ["requeue", 0],
+      ["error", undefined],
+    ]);
   });
 
   it("a Conflict on the status patch requeues now", async () => {

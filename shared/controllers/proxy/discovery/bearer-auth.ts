@@ -1,5 +1,5 @@
 import type { Context as HonoContext, MiddlewareHandler } from "hono";
-import { z } from "zod";
+import * as z from "zod";
 import { tokensEqual } from "../../../auth/index.ts";
 
 export { tokensEqual };

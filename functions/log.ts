@@ -1,25 +1,30 @@
-import type { Log } from "../../shared/runtime/types.ts";
+import type { Log } from "../shared/runtime/types.ts";
 
 /**
- * A line logger for the Node host: `time level message key=value …` for people, or one JSON
- * object per line for machines.
+ * A line logger: `time level message key=value …` for people, or one JSON object per line for
+ * machines (Workers Logs, CloudWatch Logs Insights and Loki index the fields). `write` gets
+ * every line with its level; the default writes all of them to stdout, in order.
  *
  * In text, a value with whitespace, quotes, `=` or control characters is written JSON-quoted, and
  * control characters in the message are escaped: whatever a tenant put in a name, URL or error
  * cannot start a new line that reads like another log entry.
  */
-export function createLineLog(format: "text" | "json", write: (line: string) => void = console.log): Log {
+export function createLineLog(
+  format: "text" | "json",
+  write: (line: string, level: string) => void = (line) => console.log(line),
+): Log {
   const emit = (level: string, msg: string, fields?: Record<string, unknown>) => {
+    const out = (line: string) => write(line, level);
     const time = new Date().toISOString();
     if (format === "json") {
-      write(JSON.stringify({ time, level, msg, ...fields }));
+      out(JSON.stringify({ time, level, msg, ...fields }));
       return;
     }
     const kv = Object.entries(fields ?? {})
       .filter(([, v]) => v !== undefined)
       .map(([k, v]) => `${escapeControls(k)}=${textValue(v)}`)
       .join(" ");
-    write(`${time.slice(11, 19)} ${level.padEnd(5)} ${escapeControls(msg)}${kv ? ` ${kv}` : ""}`);
+    out(`${time.slice(11, 19)} ${level.padEnd(5)} ${escapeControls(msg)}${kv ? ` ${kv}` : ""}`);
   };
   return {
     info: (m, f) => emit("info", m, f),
@@ -27,6 +32,10 @@ export function createLineLog(format: "text" | "json", write: (line: string) => 
     error: (m, f) => emit("error", m, f),
   };
 }
+
+/** One JSON object per line on the console, errors on stderr (the serverless platforms' log). */
+export const createJsonLog = (): Log =>
+  createLineLog("json", (line, level) => (level === "error" ? console.error : console.log)(line));
 
 const plain = /^[^\s"=\\\p{Cc}]+$/u;
 

@@ -290,7 +290,11 @@ describe("intake as an attacker meets it", () => {
     });
     return { stream, pulled: () => pulled };
   }
-  const postStream = (app: ReturnType<typeof setup>["app"], body: ReadableStream, headers: Record<string, string>) =>
+  const postStream = (
+    app: ReturnType<typeof setup>["app"],
+    body: ReadableStream,
+    headers: Record<string, string>,
+  ) =>
     app.request("/v1/events", {
       method: "POST",
       body,
@@ -301,9 +305,18 @@ describe("intake as an attacker meets it", () => {
   it.each([
     ["no credentials", {}],
     ["a wrong bearer token", { authorization: "Bearer nope" }],
-    ["a stale relay timestamp", { "x-kubefn-timestamp": String(nowSeconds - 3600), "x-kubefn-signature": `sha256=${"0".repeat(64)}` }],
-    ["a future relay timestamp", { "x-kubefn-timestamp": String(nowSeconds + 60), "x-kubefn-signature": `sha256=${"0".repeat(64)}` }],
-    ["a malformed signature", { "x-kubefn-timestamp": String(nowSeconds), "x-kubefn-signature": "sha256=zz" }],
+    [
+      "a stale relay timestamp",
+      { "x-kubefn-timestamp": String(nowSeconds - 3600), "x-kubefn-signature": `sha256=${"0".repeat(64)}` },
+    ],
+    [
+      "a future relay timestamp",
+      { "x-kubefn-timestamp": String(nowSeconds + 60), "x-kubefn-signature": `sha256=${"0".repeat(64)}` },
+    ],
+    [
+      "a malformed signature",
+      { "x-kubefn-timestamp": String(nowSeconds), "x-kubefn-signature": "sha256=zz" },
+    ],
   ])("refuses %s before reading a byte of the body", async (_what, headers) => {
     const s = setup();
     const body = countingBody(64 * 1024 * 1024);

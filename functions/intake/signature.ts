@@ -103,7 +103,9 @@ export async function verifyBatch(
 ): Promise<SignatureVerdict> {
   const headerVerdict = checkSignatureHeaders(headers, nowSeconds, windowSeconds);
   if (!headerVerdict.ok) return headerVerdict;
-  return (await verifyBody(secret, body, headerVerdict.checked)) ? { ok: true } : { ok: false, reason: "BadSignature" };
+  return (await verifyBody(secret, body, headerVerdict.checked))
+    ? { ok: true }
+    : { ok: false, reason: "BadSignature" };
 }
 
 /** Constant-time comparison of a presented bearer token with the expected one. */

@@ -386,3 +386,28 @@ describe("intake as an attacker meets it", () => {
     expect((await post(app, auditFixture, auth)).status).toBe(202);
   });
 });
+
+describe("replays and transient failures", () => {
+  it("a batch refused with 503 (enqueue failed) can be sent again under the same signature", async () => {
+    const registry = createRegistry([proxyController()]);
+    const { ctx } = fakeContext(new FakeKube(), { now: NOW });
+    let fail = true;
+    const app = createIntakeApp({
+      relaySecret: RELAY_SECRET,
+      maxBodyBytes: 1 << 20,
+      replayWindowSeconds: 300,
+      clock: ctx.clock,
+      log: ctx.log,
+      metrics: ctx.metrics,
+      map: mapWithRegistry(ctx, registry, []),
+      enqueue: async () => {
+        if (fail) throw new Error("queue unavailable");
+      },
+    });
+    const headers = await signBatch(RELAY_SECRET, relayBody, nowSeconds);
+    expect((await post(app, relayBody, headers)).status).toBe(503);
+    fail = false;
+    expect((await post(app, relayBody, headers)).status).toBe(202);
+    expect((await post(app, relayBody, headers)).status).toBe(409);
+  });
+});

@@ -119,8 +119,7 @@ export function createIntakeApp(opts: IntakeOptions): Hono {
         if (!(await verifyBody(opts.relaySecret ?? "", body, relayHeaders))) {
           return reject(c, 401, "BadSignature", describe("BadSignature"));
         }
-        const expires = relayHeaders.timestampSeconds + opts.replayWindowSeconds;
-        if (replayGuard.seen(signature ?? "", expires, nowSeconds)) {
+        if (replayGuard.seen(signature ?? "", nowSeconds)) {
           opts.metrics.count("kubefn_intake_rejected_total", { reason: "Replayed" });
           return c.json({ error: "this batch was already accepted", reason: "Replayed" }, 409);
         }
@@ -140,6 +139,10 @@ export function createIntakeApp(opts: IntakeOptions): Hono {
         throw err;
       }
       if (mapped.messages.length > 0) await opts.enqueue(mapped.messages);
+      if (relayHeaders) {
+        const expires = relayHeaders.timestampSeconds + opts.replayWindowSeconds;
+        replayGuard.remember(signature ?? "", expires, nowSeconds);
+      }
       opts.metrics.count("kubefn_intake_batches_total", { source });
       opts.metrics.count("kubefn_intake_requests_total", { source }, mapped.messages.length);
       return c.json({ source, enqueued: mapped.messages.length, counts: mapped.counts }, 202);

@@ -12,10 +12,14 @@
  * useful for at most the window after it was signed.
  */
 export interface ReplayGuard {
+  /** Whether `signature` was accepted before and its window has not run out (a replay). */
+  seen(signature: string, nowSeconds: number): boolean;
   /**
-   * Records `signature` as seen until `expiresAtSeconds`; true when it was already seen (a replay).
+   * Records `signature` as accepted until `expiresAtSeconds`. Called only once the batch was
+   * enqueued: a batch refused for a transient failure (503) may be sent again under the same
+   * signature (a relay retry within the same second signs identically).
    */
-  seen(signature: string, expiresAtSeconds: number, nowSeconds: number): boolean;
+  remember(signature: string, expiresAtSeconds: number, nowSeconds: number): void;
 }
 
 /**
@@ -25,9 +29,11 @@ export interface ReplayGuard {
 export function memoryReplayGuard(maxEntries = 10_000): ReplayGuard {
   const expiries = new Map<string, number>();
   return {
-    seen(signature, expiresAtSeconds, nowSeconds) {
+    seen(signature, nowSeconds) {
       const known = expiries.get(signature);
-      if (known !== undefined && known > nowSeconds) return true;
+      return known !== undefined && known > nowSeconds;
+    },
+    remember(signature, expiresAtSeconds, nowSeconds) {
       if (expiries.size >= maxEntries) {
         for (const [sig, at] of expiries) if (at <= nowSeconds) expiries.delete(sig);
         while (expiries.size >= maxEntries) {
@@ -37,7 +43,6 @@ export function memoryReplayGuard(maxEntries = 10_000): ReplayGuard {
         }
       }
       expiries.set(signature, expiresAtSeconds);
-      return false;
     },
   };
 }

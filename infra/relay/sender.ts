@@ -11,6 +11,8 @@ export const retryStatusCodes: ReadonlySet<number> = new Set([408, 425, 429]);
 /** Classifies intake's HTTP status; the only place that does. */
 export function verdictFor(status: number): Verdict {
   if (status >= 200 && status < 300) return "delivered";
+  // Intake already accepted this very batch (its signature): an earlier attempt got through.
+  if (status === 409) return "delivered";
   if (status === 413) return "tooLarge";
   if (status >= 500 || retryStatusCodes.has(status)) return "retry";
   return "rejected";

@@ -1,6 +1,7 @@
 import type { Context } from "hono";
 import { Hono } from "hono/tiny";
 import type { Clock, Log, Message, Metrics } from "../../shared/runtime/types.ts";
+import { type PubSubOptions, pubsubHandler } from "./pubsub.ts";
 import { memoryReplayGuard, type ReplayGuard } from "./replay.ts";
 import {
   bearerMatches,
@@ -34,6 +35,8 @@ export interface IntakeOptions {
   auditToken?: string;
   /** HMAC secret shared with the relay. Relay intake is off when unset. */
   relaySecret?: string;
+  /** Pub/Sub push deliveries of GKE audit log entries (`POST /v1/events/pubsub`). */
+  pubsub?: PubSubOptions;
   maxBodyBytes: number;
   replayWindowSeconds: number;
   /** Signatures seen within the window; default one in memory per app (see replay.ts). */
@@ -56,15 +59,17 @@ export const defaultMaxConcurrentBatches = 16;
 /**
  * The intake function: `POST /v1/events` takes audit `EventList`s (bearer token) and relay
  * batches (HMAC signature), maps them to deduplicated reconcile requests and enqueues them.
- * `GET /healthz` answers 200.
+ * `GET /healthz` answers 200. `POST /v1/events/pubsub` takes Pub/Sub push deliveries of GKE audit
+ * log entries (see {@link pubsubHandler}).
  *
  * It rejects before it reads: a request without a valid bearer token, or without well-formed
  * signature headers whose timestamp is inside the window (and not in the future), is refused
  * from its headers alone; only then is the body read, as a stream cut off at `maxBodyBytes`.
  * A relay batch's signature is accepted once per window (a replay is 409).
  *
- * Answers: 202 with the counts; 401 unauthenticated; 400 malformed; 409 replayed; 413 over the
- * size cap; 503 (Retry-After) over the concurrency bound or when enqueueing failed.
+ * Answers: 202 with the counts and the requests enqueued; 401 unauthenticated; 400 malformed;
+ * 409 replayed; 413 over the size cap; 503 (Retry-After) over the concurrency bound or when
+ * enqueueing failed.
  *
  * @example
  * const app = createIntakeApp({ auditToken, relaySecret, maxBodyBytes: 4 << 20, ... });
@@ -145,11 +150,21 @@ export function createIntakeApp(opts: IntakeOptions): Hono {
       }
       opts.metrics.count("kubefn_intake_batches_total", { source });
       opts.metrics.count("kubefn_intake_requests_total", { source }, mapped.messages.length);
-      return c.json({ source, enqueued: mapped.messages.length, counts: mapped.counts }, 202);
+      return c.json(
+        {
+          source,
+          enqueued: mapped.messages.length,
+          requests: mapped.messages.map((m) => m.request),
+          counts: mapped.counts,
+        },
+        202,
+      );
     } finally {
       inFlight--;
     }
   });
+
+  app.post("/v1/events/pubsub", pubsubHandler(opts, reject));
 
   app.onError((err, c) => {
     opts.log.error("intake failed", { error: String(err) });
@@ -157,7 +172,7 @@ export function createIntakeApp(opts: IntakeOptions): Hono {
     return c.json({ error: "intake could not enqueue the batch; retry" }, 503);
   });
 
-  function reject(c: Context, status: 400 | 401, reason: string, message: string) {
+  function reject(c: Context, status: 400 | 401 | 403 | 413 | 503, reason: string, message: string) {
     opts.metrics.count("kubefn_intake_rejected_total", { reason });
     return c.json({ error: message, reason }, status);
   }

@@ -142,6 +142,10 @@ beforeAll(async () => {
 }, 120_000);
 
 afterAll(async () => {
+  // The look-alike carries kubefn's tags: remove it at once, so no other file's orphan sweep meets it.
+  await admin
+    ?.delete(Resources.Pod, { namespace: victimNs, name: "px-lookalike" }, { gracePeriodSeconds: 0 })
+    .catch(() => {});
   for (const name of [tenantNs, victimNs]) await admin?.delete(Resources.Namespace, { name }).catch(() => {});
 });
 

@@ -1,6 +1,4 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { createNodeProber } from "./node-prober.ts";
-import type { ProbeTarget } from "./probe.ts";
 import {
   type ForwardProxy,
   makeSelfSignedCert,
@@ -10,7 +8,9 @@ import {
   type Target,
   type TlsMaterial,
   unusedPort,
-} from "./test-fixtures.ts";
+} from "../../test/support/probe-fixtures.ts";
+import { createNodeProber } from "./node-prober.ts";
+import type { ProbeTarget } from "./probe.ts";
 
 let proxy: ForwardProxy;
 let httpTarget: Target;

@@ -7,7 +7,7 @@
 import { HEALTH_ANNOTATION } from "../../shared/health/annotation.ts";
 import { createNodeProber } from "../../shared/health/node-prober.ts";
 import { type HealthSubject, probeAll } from "../../shared/health/sweep.ts";
-import { startForwardProxy, startHttpTarget } from "../../shared/health/test-fixtures.ts";
+import { startForwardProxy, startHttpTarget } from "../support/probe-fixtures.ts";
 
 export interface HealthBenchResult {
   probes: number;

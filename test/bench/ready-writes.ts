@@ -19,11 +19,11 @@ import { proxyResource, proxySpecHashAnnotation } from "../../shared/controllers
 import { proxyHealthTask } from "../../shared/controllers/proxy/health-task.ts";
 import { HEALTH_ANNOTATION } from "../../shared/health/annotation.ts";
 import { createNodeProber } from "../../shared/health/node-prober.ts";
-import { type ForwardProxy, startForwardProxy, startHttpTarget } from "../../shared/health/test-fixtures.ts";
 import { countingTransport, listAll } from "../../shared/kube/index.ts";
 import { createNodeTransport } from "../../shared/kube/node.ts";
 import type { KubeObject, Transport, TransportRequest } from "../../shared/kube/port.ts";
 import { runPass } from "../../shared/runtime/index.ts";
+import { type ForwardProxy, startForwardProxy, startHttpTarget } from "../support/probe-fixtures.ts";
 import {
   type BenchRow,
   benchCluster,

@@ -20,12 +20,6 @@ import { installCrdsAndRbac, serviceAccountToken } from "../../functions/node/in
 import { type Proxy as ProxyObject, proxyResource } from "../../shared/controllers/proxy/api.ts";
 import { ownerTagKey } from "../../shared/controllers/proxy/providers/provider.ts";
 import {
-  type ForwardProxy,
-  startForwardProxy,
-  startHttpTarget,
-  type Target,
-} from "../../shared/health/test-fixtures.ts";
-import {
   createFetchTransport,
   createKube,
   isNotFound,
@@ -34,6 +28,12 @@ import {
   Resources,
 } from "../../shared/kube/index.ts";
 import { clusterInfo, eventually, waitForAuditEvent } from "../setup/cluster.ts";
+import {
+  type ForwardProxy,
+  startForwardProxy,
+  startHttpTarget,
+  type Target,
+} from "../support/probe-fixtures.ts";
 
 const root = new URL("../../", import.meta.url).pathname;
 const namespace = `worker-e2e-${Math.random().toString(36).slice(2, 8)}`;

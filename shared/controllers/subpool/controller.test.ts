@@ -1,11 +1,11 @@
 import { describe, expect, it } from "vitest";
-import { FakeKube, fakeContext } from "../../../test/unit/runtime/fake-kube.ts";
+import { FakeKube, fakeContext } from "../../../test/support/fake-kube.ts";
+import { subPoolObject } from "../../../test/support/subpools.ts";
 import { Resources } from "../../kube/resources.ts";
 import { createRegistry } from "../../runtime/registry.ts";
 import { proxyController } from "../proxy/controller.ts";
 import { subPoolResource } from "./api.ts";
 import { subPoolController, subPoolsForOperatorConfig } from "./controller.ts";
-import { subPoolObject } from "./test-fixtures.ts";
 
 describe("subPoolController", () => {
   it("registers beside the proxy controller: owned kinds, the config watch, a 60 s+ resync", () => {

@@ -1,7 +1,7 @@
 import { describe, expect, it } from "vitest";
-import { fakeContext } from "../../../../test/unit/runtime/fake-kube.ts";
+import { FakeKube, fakeContext } from "../../../../test/support/fake-kube.ts";
+import { proxyResource, type TestProxy, testProxy } from "../../../../test/support/proxies.ts";
 import { type KubeObject, Resources } from "../../../kube/index.ts";
-import { LeaseFakeKube, proxyResource, type TestProxy, testProxy } from "./fake-kube.ts";
 import type { LeaseView, ProxyLease } from "./index.ts";
 import { leaseRoutes } from "./routes.ts";
 
@@ -10,7 +10,7 @@ const t0 = new Date("2026-11-30T12:00:00Z");
 
 function setup(...proxies: TestProxy[]) {
   let now = t0;
-  const kube = new LeaseFakeKube(() => now);
+  const kube = new FakeKube(() => now);
   for (const p of proxies) kube.seed(proxyResource, testProxy(p));
   const { ctx } = fakeContext(kube);
   ctx.clock = { now: () => now };

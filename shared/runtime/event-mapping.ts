@@ -1,3 +1,4 @@
+import { isRecord } from "../guards/index.ts";
 import { controllerOf, type KubeObject, type ObjectKey, type OwnerReference } from "../kube/index.ts";
 import type { ControllerDefinition, Watch, WatchedChange } from "./controller.ts";
 import { type EventBatch, parseEventBatch, relayEventSchema } from "./event-batch.ts";
@@ -364,8 +365,4 @@ function controllerRef(object: KubeObject): OwnerReference | undefined {
     typeof ref.name === "string"
     ? ref
     : undefined;
-}
-
-function isRecord(value: unknown): value is Record<string, unknown> {
-  return typeof value === "object" && value !== null && !Array.isArray(value);
 }

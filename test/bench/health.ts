@@ -4,8 +4,8 @@
  * probe) and the real sweep (state machine, annotation patches). `test/bench/run.ts` calls it.
  */
 
+import { createNodeProber } from "../../functions/ports/node-prober.ts";
 import { HEALTH_ANNOTATION } from "../../shared/health/annotation.ts";
-import { createNodeProber } from "../../shared/health/node-prober.ts";
 import { type HealthSubject, probeAll } from "../../shared/health/sweep.ts";
 import { startForwardProxy, startHttpTarget } from "../support/probe-fixtures.ts";
 

@@ -1,6 +1,8 @@
 /**
  * Deletion (seed §4): keep the finalizer until the provider says the instance is gone.
  */
+
+import { assertNever } from "../../guards/index.ts";
 import { hasFinalizer, removeFinalizer } from "../../kube/finalizers.ts";
 import { done, type Outcome, requeueAfter } from "../../runtime/outcome.ts";
 import { ProxyReason, proxyFinalizer } from "./api.ts";
@@ -119,8 +121,4 @@ export async function reconcileDelete(pass: ProxyPass): Promise<Outcome> {
         return assertNever(action);
     }
   }
-}
-
-function assertNever(value: never): never {
-  throw new Error(`unhandled case: ${JSON.stringify(value)}`);
 }

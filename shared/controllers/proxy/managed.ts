@@ -4,6 +4,7 @@
  * Kube and Provider ports until a decision ends the pass.
  */
 
+import { assertNever } from "../../guards/index.ts";
 import { healthStateOf } from "../../health/annotation.ts";
 import { projectHealth } from "../../health/state.ts";
 import { ReconcileError } from "../../kube/classify.ts";
@@ -262,8 +263,4 @@ export async function reconcileManaged(pass: ProxyPass): Promise<Outcome> {
         return assertNever(action);
     }
   }
-}
-
-function assertNever(value: never): never {
-  throw new Error(`unhandled case: ${JSON.stringify(value)}`);
 }

@@ -1,4 +1,5 @@
 import * as z from "zod";
+import { isRecord } from "../../guards/index.ts";
 import { ReconcileError } from "../../kube/classify.ts";
 import type { KubeObject } from "../../kube/port.ts";
 import type { PassContext } from "../../runtime/controller.ts";
@@ -45,8 +46,4 @@ export async function reconcileProxy(
       healthChecked: parsed.data.spec.healthCheck !== undefined,
     });
   }
-}
-
-function isRecord(value: unknown): value is Record<string, unknown> {
-  return typeof value === "object" && value !== null && !Array.isArray(value);
 }

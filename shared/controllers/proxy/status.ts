@@ -3,6 +3,7 @@
  * the phase. Pure: every function takes the status and returns or mutates it, never the world.
  */
 
+import { assertNever } from "../../guards/index.ts";
 import type { HealthProjection } from "../../health/state.ts";
 import {
   type Condition,
@@ -189,8 +190,4 @@ export function computePhase(
     return ProxyPhase.Provisioning;
   }
   return ProxyPhase.Pending;
-}
-
-function assertNever(value: never): never {
-  throw new Error(`unhandled case: ${JSON.stringify(value)}`);
 }

@@ -1,6 +1,8 @@
 /**
  * The finalizer path: the derived Namespace goes first, then the finalizer, then the SubPool.
  */
+
+import { assertNever } from "../../guards/index.ts";
 import { ForbiddenError, isNotFound } from "../../kube/errors.ts";
 import { hasFinalizer, removeFinalizer } from "../../kube/finalizers.ts";
 import { isControlledBy } from "../../kube/owner-references.ts";
@@ -129,8 +131,4 @@ export async function reconcileDeletion(
     default:
       return assertNever(action);
   }
-}
-
-function assertNever(value: never): never {
-  throw new Error(`unhandled deletion action ${JSON.stringify(value)}`);
 }

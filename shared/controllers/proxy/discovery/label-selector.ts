@@ -1,3 +1,4 @@
+import { assertNever } from "../../../guards/index.ts";
 import type { LabelSelectorRequirement } from "../../../kube/index.ts";
 
 /** A parsed label selector: every requirement must hold. Empty matches everything. */
@@ -117,8 +118,4 @@ function validValue(value: string): string | undefined {
   if (value === "") return undefined;
   if (value.length > 63 || !nameRe.test(value)) return `invalid label value ${JSON.stringify(value)}`;
   return undefined;
-}
-
-function assertNever(value: never): never {
-  throw new TypeError(`unexpected selector operator ${String(value)}`);
 }

@@ -1,6 +1,7 @@
 import type { Context as HonoContext } from "hono";
 import { Hono } from "hono/tiny";
 import * as z from "zod";
+import { assertNever } from "../../../guards/index.ts";
 import type { Context } from "../../../runtime/types.ts";
 import { apiErrorHandler } from "../discovery/api-errors.ts";
 import { bearerAuth } from "../discovery/bearer-auth.ts";
@@ -139,8 +140,4 @@ function parseWith<T>(schema: z.ZodType<T>, raw: unknown): BodyResult<T> {
 
 function badRequest(c: HonoContext, message: string): Response {
   return c.json({ error: "BadRequest", message }, 400);
-}
-
-function assertNever(value: never): never {
-  throw new TypeError(`unexpected lease result ${JSON.stringify(value)}`);
 }

@@ -1,4 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import type { ProbeTarget } from "../../shared/health/index.ts";
 import {
   type ForwardProxy,
   makeSelfSignedCert,
@@ -10,7 +11,6 @@ import {
   unusedPort,
 } from "../../test/support/probe-fixtures.ts";
 import { createNodeProber } from "./node-prober.ts";
-import type { ProbeTarget } from "./probe.ts";
 
 let proxy: ForwardProxy;
 let httpTarget: Target;

@@ -1,8 +1,14 @@
 import type { Context } from "hono";
 import { bodyLimit } from "hono/body-limit";
 import { Hono } from "hono/tiny";
+import {
+  bearerMatches,
+  bearerToken,
+  SIGNATURE_HEADER,
+  TIMESTAMP_HEADER,
+  verifyBatch,
+} from "../../shared/auth/index.ts";
 import type { Clock, Log, Message, Metrics } from "../../shared/runtime/types.ts";
-import { bearerMatches, SIGNATURE_HEADER, TIMESTAMP_HEADER, verifyBatch } from "./signature.ts";
 
 /** Which sender a batch came from; decides how it is authenticated and decoded. */
 export type BatchSource = "audit" | "relay";
@@ -78,7 +84,7 @@ export function createIntakeApp(opts: IntakeOptions): Hono {
         source = "relay";
       } else {
         const auth = c.req.header("authorization");
-        const token = auth?.startsWith("Bearer ") ? auth.slice(7) : undefined;
+        const token = bearerToken(auth);
         if (!opts.auditToken || !(await bearerMatches(token, opts.auditToken))) {
           return reject(c, 401, "Unauthenticated", "a bearer token or a relay signature is required");
         }

@@ -1,3 +1,4 @@
+export { SIGNATURE_HEADER, signBatch, TIMESTAMP_HEADER, verifyBatch } from "../../shared/auth/index.ts";
 export {
   type BatchSource,
   createIntakeApp,
@@ -5,5 +6,4 @@ export {
   MalformedBatchError,
   type MappedBatch,
 } from "./app.ts";
-export { SIGNATURE_HEADER, signBatch, TIMESTAMP_HEADER, verifyBatch } from "./signature.ts";
 export { mapWithRegistry } from "./wire.ts";

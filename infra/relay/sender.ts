@@ -1,4 +1,4 @@
-import { signBatch } from "../../functions/intake/signature.ts";
+import { signBatch } from "../../shared/auth/index.ts";
 import type { RelayBatch, RelayEvent } from "../../shared/runtime/event-batch.ts";
 import type { Log, Metrics } from "../../shared/runtime/types.ts";
 

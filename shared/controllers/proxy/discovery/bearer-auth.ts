@@ -1,5 +1,5 @@
 import type { MiddlewareHandler } from "hono";
-import { tokensEqual } from "../../../auth/index.ts";
+import { bearerToken, tokensEqual } from "../../../auth/index.ts";
 
 export { tokensEqual };
 
@@ -17,9 +17,8 @@ export { tokensEqual };
 export function bearerAuth(apiToken: string): MiddlewareHandler {
   if (apiToken === "") throw new Error("bearerAuth: the API token is empty");
   return async (c, next) => {
-    const header = c.req.header("authorization") ?? "";
-    const match = /^Bearer[ \t]+(\S+)[ \t]*$/i.exec(header);
-    if (!match?.[1] || !(await tokensEqual(match[1], apiToken))) {
+    const token = bearerToken(c.req.header("authorization"));
+    if (!token || !(await tokensEqual(token, apiToken))) {
       c.header("WWW-Authenticate", 'Bearer realm="kubefn"');
       return c.json({ error: "Unauthorized" }, 401);
     }

@@ -10,7 +10,7 @@
  * which are idempotent and deduplicated downstream.
  */
 
-import { tokensEqual } from "../../shared/auth/index.ts";
+import { tokensEqual } from "./tokens.ts";
 
 export const SIGNATURE_HEADER = "x-kubefn-signature";
 export const TIMESTAMP_HEADER = "x-kubefn-timestamp";
@@ -78,4 +78,12 @@ export async function verifyBatch(
 /** Constant-time comparison of a presented bearer token with the expected one. */
 export async function bearerMatches(presented: string | undefined, expected: string): Promise<boolean> {
   return presented !== undefined && (await tokensEqual(presented, expected));
+}
+
+/**
+ * The token of an `Authorization: Bearer <token>` header (the scheme case-insensitive, as RFC 7235
+ * has it); `undefined` for any other header or none.
+ */
+export function bearerToken(header: string | undefined): string | undefined {
+  return /^Bearer[ \t]+(\S+)[ \t]*$/i.exec(header ?? "")?.[1];
 }

@@ -17,7 +17,7 @@ import { SchedulerClient } from "@aws-sdk/client-scheduler";
 import { KubeConfig } from "@kubernetes/client-node";
 import { handle, type LambdaContext } from "hono/aws-lambda";
 import { Hono } from "hono/tiny";
-import { mapWithConcurrency } from "../../shared/health/concurrency.ts";
+import { mapWithConcurrency } from "../../shared/concurrency/index.ts";
 import { createKube } from "../../shared/kube/index.ts";
 import { createNodeTransport, loadKubeConfig } from "../../shared/kube/node.ts";
 import type { Kube } from "../../shared/kube/port.ts";

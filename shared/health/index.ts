@@ -4,6 +4,8 @@
  * and the Workers adapter imports `shared/health/socket-prober.ts` (its `connect` is a parameter)
  * by path, so neither platform's sockets enter the other's bundle.
  */
+
+export { mapWithConcurrency } from "../concurrency/index.ts";
 export {
   decodeHealthState,
   encodeHealthState,
@@ -12,7 +14,6 @@ export {
   healthStateOf,
 } from "./annotation.ts";
 export { type AppliedHealthSweep, applyHealthSweep } from "./apply.ts";
-export { mapWithConcurrency } from "./concurrency.ts";
 export type { ProbeResult, Prober, ProbeTarget, ProxyEndpoint } from "./probe.ts";
 export { describeError, screenProbeTarget } from "./probe.ts";
 export type {

@@ -4,10 +4,10 @@
  * prober and clock; the caller applies the patches through the Kube port and enqueues the keys.
  */
 
+import { mapWithConcurrency } from "../concurrency/index.ts";
 import type { ObjectKey, Patch } from "../kube/port.ts";
 import { fnv1a32 } from "../kube/spec-hash.ts";
 import { decodeHealthState, healthAnnotationPatch } from "./annotation.ts";
-import { mapWithConcurrency } from "./concurrency.ts";
 import {
   describeError,
   type ProbeResult,

@@ -18,11 +18,9 @@
  * no garbage collection, merge patches (RFC 7386) and apply only (no JSON patch), no
  * fieldSelector. Anything beyond deciding logic belongs in test/integration.
  */
-import {
-  matchesRequirements,
-  parseLabelSelector,
-} from "../../shared/controllers/proxy/discovery/label-selector.ts";
+
 import { AlreadyExistsError, ConflictError, NotFoundError } from "../../shared/kube/errors.ts";
+import { matchesRequirements, parseLabelSelector } from "../../shared/kube/index.ts";
 import type {
   DeleteOptions,
   Kube,

@@ -6,9 +6,9 @@
  */
 import * as z from "zod";
 import { isNotFound } from "../../kube/errors.ts";
+import { milliValue } from "../../kube/index.ts";
 import type { Kube, KubeObject, ObjectKey } from "../../kube/port.ts";
 import { Resources } from "../../kube/resources.ts";
-import { milliValue } from "./quantity.ts";
 
 /** Where the operator configuration lives. */
 export const defaultOperatorConfigKey: Required<ObjectKey> = {

@@ -1,11 +1,5 @@
 export { apiErrorHandler } from "./api-errors.ts";
 export { bearerAuth, tokensEqual } from "./bearer-auth.ts";
-export {
-  type LabelRequirements,
-  matchesRequirements,
-  type ParsedSelector,
-  parseLabelSelector,
-} from "./label-selector.ts";
 export { listProxies, parseProxies } from "./list-proxies.ts";
 export { countByPhase, proxyPhaseGaugeTask, unknownPhaseLabel } from "./phase-gauge.ts";
 export {

@@ -1,8 +1,8 @@
 import { Hono } from "hono/tiny";
+import { parseLabelSelector } from "../../../kube/index.ts";
 import type { Context } from "../../../runtime/types.ts";
 import { apiErrorHandler } from "./api-errors.ts";
 import { bearerAuth } from "./bearer-auth.ts";
-import { parseLabelSelector } from "./label-selector.ts";
 import { listProxies } from "./list-proxies.ts";
 import { selectReady } from "./ready.ts";
 

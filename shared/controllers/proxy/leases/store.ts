@@ -1,3 +1,4 @@
+import type { LabelRequirements } from "../../../kube/index.ts";
 import {
   ConflictError,
   isAlreadyExists,
@@ -8,7 +9,6 @@ import {
 } from "../../../kube/index.ts";
 import type { Context } from "../../../runtime/types.ts";
 import { type Proxy as ProxyObject, parseProxy, proxyResource } from "../api.ts";
-import type { LabelRequirements } from "../discovery/label-selector.ts";
 import { listProxies } from "../discovery/list-proxies.ts";
 import {
   isProxyReady,

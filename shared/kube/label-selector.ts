@@ -1,5 +1,5 @@
-import { assertNever } from "../../../guards/index.ts";
-import type { LabelSelectorRequirement } from "../../../kube/index.ts";
+import { assertNever } from "../guards/index.ts";
+import type { LabelSelectorRequirement } from "./labels.ts";
 
 /** A parsed label selector: every requirement must hold. Empty matches everything. */
 export type LabelRequirements = readonly LabelSelectorRequirement[];

@@ -1,5 +1,5 @@
 import { Hono } from "hono/tiny";
-import type { Context } from "../shared/runtime/types.ts";
+import type { Context } from "../shared/runtime/index.ts";
 import { createIntakeApp, mapWithRegistry } from "./intake/index.ts";
 import type { Operators } from "./operators.ts";
 

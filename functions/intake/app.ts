@@ -8,7 +8,7 @@ import {
   TIMESTAMP_HEADER,
   verifyBatch,
 } from "../../shared/auth/index.ts";
-import type { Clock, Log, Message, Metrics } from "../../shared/runtime/types.ts";
+import type { Clock, Log, Message, Metrics } from "../../shared/runtime/index.ts";
 
 /** Which sender a batch came from; decides how it is authenticated and decoded. */
 export type BatchSource = "audit" | "relay";

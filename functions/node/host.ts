@@ -4,13 +4,13 @@ import type { KubeConfig } from "@kubernetes/client-node";
 import { Hono } from "hono/tiny";
 import { createKube } from "../../shared/kube/index.ts";
 import { createNodeTransport, loadKubeConfig } from "../../shared/kube/node.ts";
-import type { Context, Log } from "../../shared/runtime/types.ts";
+import type { Context, Log } from "../../shared/runtime/index.ts";
 import { createKubefn, type Kubefn } from "../kubefn.ts";
-import { createNodeProber } from "../ports/node-prober.ts";
+import { createNodeProber } from "../ports/index.ts";
+import { PrometheusMetrics } from "../telemetry/index.ts";
 import type { NodeHostConfig } from "./config.ts";
 import { type Devcluster, startDevcluster } from "./devcluster.ts";
 import { asServiceAccount, installCrdsAndRbac, serviceAccountToken } from "./install.ts";
-import { PrometheusMetrics } from "./prometheus.ts";
 import { WorkQueue } from "./work-queue.ts";
 
 export type { NodeHostConfig };

@@ -1,7 +1,7 @@
 import * as z from "zod";
+import type { Resource } from "../../shared/kube/index.ts";
 import { Resources } from "../../shared/kube/index.ts";
-import type { Resource } from "../../shared/kube/port.ts";
-import { type Registry, resourceKey } from "../../shared/runtime/registry.ts";
+import { type Registry, resourceKey } from "../../shared/runtime/index.ts";
 import { type Predicate, payloadChanges, specChanges } from "./predicates.ts";
 
 /**

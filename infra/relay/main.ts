@@ -17,8 +17,8 @@
  */
 import { serve } from "@hono/node-server";
 import * as z from "zod";
-import { createLineLog } from "../../functions/log.ts";
-import { controllerKinds } from "../../shared/controllers/kinds.ts";
+import { createLineLog } from "../../functions/telemetry/index.ts";
+import { controllerKinds } from "../../shared/controllers/index.ts";
 import { createKube } from "../../shared/kube/index.ts";
 import { createNodeTransport, loadKubeConfig } from "../../shared/kube/node.ts";
 import { type RelayKind, relayKindFromConfig, relayKindSchema, relayKindsOf } from "./kinds.ts";

@@ -1,7 +1,7 @@
 import { type Resource, Resources } from "../kube/index.ts";
-import { proxyResource } from "./proxy/api.ts";
-import { siteResource } from "./site/api.ts";
-import { subPoolResource } from "./subpool/api.ts";
+import { proxyResource } from "./proxy/index.ts";
+import { siteResource } from "./site/index.ts";
+import { subPoolResource } from "./subpool/index.ts";
 
 /**
  * Every kind the operators read — each controller's primary (`for`), the kinds it owns and the

@@ -8,7 +8,7 @@
  */
 
 import * as z from "zod";
-import type { Patch } from "../kube/port.ts";
+import type { Patch } from "../kube/index.ts";
 import { type HealthState, makeState } from "./state.ts";
 
 export const HEALTH_ANNOTATION = "crawl.kubefn.dev/health";

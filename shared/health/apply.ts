@@ -4,9 +4,9 @@
  */
 
 import { mapWithConcurrency } from "../concurrency/index.ts";
-import { isConflict, isNotFound } from "../kube/errors.ts";
-import type { Kube, ObjectKey, Resource } from "../kube/port.ts";
-import type { Message, Queue } from "../runtime/types.ts";
+import type { Kube, ObjectKey, Resource } from "../kube/index.ts";
+import { isConflict, isNotFound } from "../kube/index.ts";
+import type { Message, Queue } from "../runtime/index.ts";
 import type { HealthSweepResult } from "./sweep.ts";
 
 export interface AppliedHealthSweep {

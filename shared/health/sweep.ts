@@ -5,8 +5,8 @@
  */
 
 import { mapWithConcurrency } from "../concurrency/index.ts";
-import type { ObjectKey, Patch } from "../kube/port.ts";
-import { fnv1a32 } from "../kube/spec-hash.ts";
+import type { ObjectKey, Patch } from "../kube/index.ts";
+import { fnv1a32 } from "../kube/index.ts";
 import { decodeHealthState, healthAnnotationPatch } from "./annotation.ts";
 import {
   describeError,

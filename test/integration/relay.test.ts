@@ -21,7 +21,7 @@ import { createServer, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
 import { fileURLToPath } from "node:url";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { PrometheusMetrics } from "../../functions/node/prometheus.ts";
+import { PrometheusMetrics } from "../../functions/telemetry/index.ts";
 import { createRelay, type Relay } from "../../infra/relay/relay.ts";
 import { clientNodeWatchStream, type WatchStream } from "../../infra/relay/watch-stream.ts";
 import { KindWatcher } from "../../infra/relay/watcher.ts";

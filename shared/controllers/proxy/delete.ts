@@ -3,14 +3,14 @@
  */
 
 import { assertNever } from "../../guards/index.ts";
-import { hasFinalizer, removeFinalizer } from "../../kube/finalizers.ts";
-import { done, type Outcome, requeueAfter } from "../../runtime/outcome.ts";
+import { hasFinalizer, removeFinalizer } from "../../kube/index.ts";
+import { done, type Outcome, requeueAfter } from "../../runtime/index.ts";
 import { ProxyReason, proxyFinalizer } from "./api.ts";
 import { providerFailure } from "./failure.ts";
 import type { InstanceLookup } from "./managed.ts";
 import { patchMetadata } from "./metadata.ts";
 import type { ProxyPass } from "./pass.ts";
-import { type Instance, isProviderNotFound, ownerTagKey } from "./providers/provider.ts";
+import { type Instance, isProviderNotFound, ownerTagKey } from "./providers/index.ts";
 import { setProvisioned } from "./status.ts";
 
 /** What a deletion pass knows so far. */

@@ -2,9 +2,8 @@
  * External mode (seed §4): someone else runs the proxy. The address comes from the spec; no
  * provider is ever called and no finalizer is added.
  */
-import { healthStateOf } from "../../health/annotation.ts";
-import { projectHealth } from "../../health/state.ts";
-import { done, type Outcome } from "../../runtime/outcome.ts";
+import { healthStateOf, projectHealth } from "../../health/index.ts";
+import { done, type Outcome } from "../../runtime/index.ts";
 import { ProxyConditionType, ProxyReason } from "./api.ts";
 import { healthInstanceOf } from "./health-subject.ts";
 import type { ProxyPass } from "./pass.ts";

@@ -5,11 +5,9 @@
  */
 
 import { assertNever } from "../../guards/index.ts";
-import { healthStateOf } from "../../health/annotation.ts";
-import { projectHealth } from "../../health/state.ts";
-import { ReconcileError } from "../../kube/classify.ts";
-import { hasFinalizer } from "../../kube/finalizers.ts";
-import { awaitSweep, done, failed, type Outcome, requeueAfter } from "../../runtime/outcome.ts";
+import { healthStateOf, projectHealth } from "../../health/index.ts";
+import { hasFinalizer, ReconcileError } from "../../kube/index.ts";
+import { awaitSweep, done, failed, type Outcome, requeueAfter } from "../../runtime/index.ts";
 import { ProxyReason, proxyFinalizer, proxySpecHashAnnotation } from "./api.ts";
 import {
   isCloudInitError,
@@ -27,7 +25,7 @@ import {
   nameFromUID,
   ownerTags,
   type Provider,
-} from "./providers/provider.ts";
+} from "./providers/index.ts";
 import { applyHealth, isLatched, latchPermanentError, releaseStaleLatch, setProvisioned } from "./status.ts";
 
 /** The result of looking the current instance up. */

@@ -4,14 +4,14 @@
  */
 
 import { assertNever } from "../../guards/index.ts";
-import type { HealthProjection } from "../../health/state.ts";
+import type { HealthProjection } from "../../health/index.ts";
 import {
   type Condition,
   findCondition,
   formatKubeTime,
   removeCondition,
   setCondition,
-} from "../../kube/conditions.ts";
+} from "../../kube/index.ts";
 import { ProxyConditionType, ProxyPhase, ProxyReason, type ProxyStatus } from "./api.ts";
 
 /** `status.conditions` as shared/kube's condition helpers type it. */

@@ -2,12 +2,10 @@
  * The execution context handed to every component in one pass: the pass's Kube, the operator
  * namespace and config, and the apply/delete machinery with the operator's field owner.
  */
-import { serverSideApply } from "../../kube/apply.ts";
-import { isNotFound } from "../../kube/errors.ts";
-import { listAll } from "../../kube/list.ts";
-import type { Kube, KubeObject, Resource } from "../../kube/port.ts";
-import { Resources } from "../../kube/resources.ts";
-import { groupOf } from "../../runtime/registry.ts";
+
+import type { Kube, KubeObject, Resource } from "../../kube/index.ts";
+import { isNotFound, listAll, Resources, serverSideApply } from "../../kube/index.ts";
+import { groupOf } from "../../runtime/index.ts";
 import { parseSite, type Site, siteResource } from "./api.ts";
 import { appliedMatches, crdKind, retargetNamespaceOf } from "./manifests.ts";
 import { type ComponentConfig, createWatchEnv, type EnvSettings, type WatchEnv } from "./watches.ts";

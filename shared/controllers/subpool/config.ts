@@ -5,10 +5,8 @@
  * every SubPool through the ConfigMap watch.
  */
 import * as z from "zod";
-import { isNotFound } from "../../kube/errors.ts";
-import { milliValue } from "../../kube/index.ts";
-import type { Kube, KubeObject, ObjectKey } from "../../kube/port.ts";
-import { Resources } from "../../kube/resources.ts";
+import type { Kube, KubeObject, ObjectKey } from "../../kube/index.ts";
+import { isNotFound, milliValue, Resources } from "../../kube/index.ts";
 
 /** Where the operator configuration lives. */
 export const defaultOperatorConfigKey: Required<ObjectKey> = {

@@ -1,8 +1,6 @@
-import { listAll } from "../../kube/list.ts";
-import type { ObjectKey, Resource } from "../../kube/port.ts";
-import { Resources } from "../../kube/resources.ts";
-import type { ControllerDefinition, Watch } from "../../runtime/controller.ts";
-import type { Request } from "../../runtime/types.ts";
+import type { ObjectKey, Resource } from "../../kube/index.ts";
+import { listAll, Resources } from "../../kube/index.ts";
+import type { ControllerDefinition, Request, Watch } from "../../runtime/index.ts";
 import { SubPoolConditionType, subPoolNamespacePrefix, subPoolResource } from "./api.ts";
 import { defaultOperatorConfigKey } from "./config.ts";
 import { reconcileSubPool } from "./reconcile.ts";

@@ -5,9 +5,8 @@
  */
 
 import { isRecord } from "../../guards/index.ts";
-import { sameQuantity } from "../../kube/index.ts";
-import { fieldsPatch, type MergePatch } from "../../kube/merge-patch.ts";
-import type { KubeObject } from "../../kube/port.ts";
+import type { KubeObject } from "../../kube/index.ts";
+import { fieldsPatch, type MergePatch, sameQuantity } from "../../kube/index.ts";
 
 export type OwnedFields = (observed: KubeObject, desired: KubeObject) => MergePatch | null;
 

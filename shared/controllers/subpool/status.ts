@@ -5,8 +5,8 @@
  */
 
 import { assertNever, isRecord } from "../../guards/index.ts";
-import { type Condition, type ConditionInput, removeCondition, setCondition } from "../../kube/conditions.ts";
-import type { KubeObject } from "../../kube/port.ts";
+import type { KubeObject } from "../../kube/index.ts";
+import { type Condition, type ConditionInput, removeCondition, setCondition } from "../../kube/index.ts";
 import { SubPoolReason as Reason, type SubPoolStatus, SubPoolConditionType as Type } from "./api.ts";
 
 type Status = "True" | "False" | "Unknown";

@@ -1,6 +1,6 @@
 import { Hono } from "hono/tiny";
 import { parseLabelSelector } from "../../../kube/index.ts";
-import type { Context } from "../../../runtime/types.ts";
+import type { Context } from "../../../runtime/index.ts";
 import { apiErrorHandler } from "./api-errors.ts";
 import { bearerAuth } from "./bearer-auth.ts";
 import { listProxies } from "./list-proxies.ts";

@@ -3,10 +3,9 @@ import { Hono } from "hono/tiny";
 import * as z from "zod";
 import { assertNever } from "../../../guards/index.ts";
 import { parseLabelSelector } from "../../../kube/index.ts";
-import type { Context } from "../../../runtime/types.ts";
-import { apiErrorHandler } from "../discovery/api-errors.ts";
-import { bearerAuth } from "../discovery/bearer-auth.ts";
-import type { ProxyApiOptions } from "../discovery/routes.ts";
+import type { Context } from "../../../runtime/index.ts";
+import type { ProxyApiOptions } from "../discovery/index.ts";
+import { apiErrorHandler, bearerAuth } from "../discovery/index.ts";
 import { maxLeaseSeconds, minLeaseSeconds } from "./lease.ts";
 import { acquireLease, releaseLease, renewLease } from "./store.ts";
 

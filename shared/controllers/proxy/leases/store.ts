@@ -7,16 +7,16 @@ import {
   type ObjectKey,
   Resources,
 } from "../../../kube/index.ts";
-import type { Context } from "../../../runtime/types.ts";
+import type { Context } from "../../../runtime/index.ts";
 import { type Proxy as ProxyObject, parseProxy, proxyResource } from "../api.ts";
-import { listProxies } from "../discovery/list-proxies.ts";
 import {
   isProxyReady,
+  listProxies,
   type ProxyEndpoint,
   proxyEndpoint,
   type ReadyProxy,
   selectReady,
-} from "../discovery/ready.ts";
+} from "../discovery/index.ts";
 import {
   canTakeOver,
   type LeasedProxy,

@@ -1,5 +1,6 @@
 import type { ProvidersByName } from "../shared/controllers/proxy/providers/index.ts";
 import type { Prober } from "../shared/health/index.ts";
+import type { KubeObject } from "../shared/kube/index.ts";
 import type { Clock, Context, Kube, Log, Metrics, Queue } from "../shared/runtime/index.ts";
 import { isMessage, type PassResult, runPass } from "../shared/runtime/index.ts";
 import { createFunctionsApp } from "./http.ts";
@@ -19,8 +20,13 @@ export interface KubefnPorts {
   clock?: Clock;
   /** Jitter source; `Math.random` when unset. */
   random?: () => number;
-  /** Instance providers beyond the built-in Kubernetes pod provider (e.g. "gce"). */
+  /** Instance providers beyond the built-in Kubernetes pod provider and the settings' gce. */
   providers?: (kube: Kube) => ProvidersByName;
+  /**
+   * Site component manifests from the platform's filesystem (the Node host's
+   * `SITE_MANIFESTS_DIR`); the embedded bundle when unset — a Worker has no filesystem.
+   */
+  siteManifests?: readonly KubeObject[];
 }
 
 /** The three calls every platform maps its events onto. */
@@ -77,6 +83,8 @@ export function createKubefn(settings: KubefnSettings, ports: KubefnPorts, opera
         ? {}
         : { orphanGraceSeconds: settings.orphanGraceSeconds }),
       ...(settings.apiToken ? { apiToken: settings.apiToken } : {}),
+      settings: settings.operators,
+      ...(ports.siteManifests ? { siteManifests: ports.siteManifests } : {}),
     });
   const app = createFunctionsApp(ctx, ops, settings);
   return {

@@ -94,7 +94,7 @@ describe("parseNodeHostEnv", () => {
       install: false,
       logFormat: "text",
       settings: {
-        passConcurrency: 4,
+        passConcurrency: 3,
         probeConcurrency: 32,
         selfUsernames: ["system:serviceaccount:kubefn-system:kubefn"],
       },

@@ -1,4 +1,7 @@
 import * as z from "zod";
+import type { RsaJwk } from "../shared/auth/index.ts";
+import type { PubSubSettings } from "./http.ts";
+import { type OperatorSettings, operatorSettingsFrom, operatorVariables } from "./operator-settings.ts";
 
 /** A comma-separated list, trimmed, empties dropped. */
 export const commaList = z.string().transform((s) =>
@@ -28,12 +31,30 @@ export const settingsVariables = {
     .min(1024)
     .default(4 * 1024 * 1024),
   REPLAY_WINDOW_SECONDS: z.coerce.number().int().min(10).default(300),
+  PUBSUB_AUDIENCE: z.string().min(1).optional(),
+  PUBSUB_SERVICE_ACCOUNT: z.email("PUBSUB_SERVICE_ACCOUNT must be a service account email").optional(),
+  PUBSUB_JWKS_URL: z
+    .url({ protocol: /^https?$/, error: "PUBSUB_JWKS_URL must be an http(s) URL" })
+    .optional(),
+  PUBSUB_JWKS: z
+    .string()
+    .transform((s, ctx) => {
+      try {
+        const v = JSON.parse(s) as { keys?: unknown };
+        if (Array.isArray(v.keys)) return v as { keys: RsaJwk[] };
+      } catch {}
+      ctx.addIssue({ code: "custom", message: 'PUBSUB_JWKS must be a JWKS: {"keys":[…]}' });
+      return z.NEVER;
+    })
+    .optional(),
   SWEEP_PERIOD_SECONDS: z.coerce.number().int().min(1).max(3600).default(60),
   PROXY_RESYNC_SECONDS: z.coerce.number().int().min(60).max(86400).optional(),
   MIN_REPORT_SECONDS: z.coerce.number().int().min(1).max(3600).optional(),
   ORPHAN_GRACE_SECONDS: z.coerce.number().int().min(0).optional(),
   PROBE_CONCURRENCY: z.coerce.number().int().min(1).max(256).default(32),
   PASS_CONCURRENCY: z.coerce.number().int().min(1).max(256).default(8),
+  // SUBPOOL_*, SITE_*, GCE_*: the operators' own settings (see operator-settings.ts).
+  ...operatorVariables,
 };
 
 type SettingsVariables = z.infer<z.ZodObject<typeof settingsVariables>>;
@@ -50,6 +71,8 @@ export interface KubefnSettings {
   selfUsernames: string[];
   maxBodyBytes: number;
   replayWindowSeconds: number;
+  /** GKE audit logs by Pub/Sub push; on when `PUBSUB_AUDIENCE` and `PUBSUB_SERVICE_ACCOUNT` are set. */
+  pubsub?: PubSubSettings;
   /** How often the platform runs the sweep; must match its schedule. */
   sweepPeriodSeconds: number;
   /** Drift poll (resync) of Proxies; the controller's default when unset. */
@@ -62,17 +85,32 @@ export interface KubefnSettings {
   probeConcurrency: number;
   /** Passes run at once for one delivery (a Lambda event, the Node host's queue). */
   passConcurrency: number;
+  /** SubPool's operator configuration, the Site components' config and namespace, GCE. */
+  operators: OperatorSettings;
 }
 
 /** The typed settings of a parsed environment. */
 export function settingsFrom(e: SettingsVariables): KubefnSettings {
+  const operators = operatorSettingsFrom(e, e.SELF_USERNAMES);
+  if (!operators.ok) throw new SettingsError(`invalid operator settings:\n${operators.issues.join("\n")}`);
   return {
+    operators: operators.settings,
     ...(e.AUDIT_TOKEN ? { auditToken: e.AUDIT_TOKEN } : {}),
     ...(e.RELAY_SECRET ? { relaySecret: e.RELAY_SECRET } : {}),
     ...(e.API_TOKEN ? { apiToken: e.API_TOKEN } : {}),
     selfUsernames: e.SELF_USERNAMES,
     maxBodyBytes: e.MAX_BODY_BYTES,
     replayWindowSeconds: e.REPLAY_WINDOW_SECONDS,
+    ...(e.PUBSUB_AUDIENCE && e.PUBSUB_SERVICE_ACCOUNT
+      ? {
+          pubsub: {
+            audience: e.PUBSUB_AUDIENCE,
+            serviceAccountEmail: e.PUBSUB_SERVICE_ACCOUNT,
+            ...(e.PUBSUB_JWKS ? { jwks: e.PUBSUB_JWKS } : {}),
+            ...(e.PUBSUB_JWKS_URL ? { jwksUrl: e.PUBSUB_JWKS_URL } : {}),
+          },
+        }
+      : {}),
     sweepPeriodSeconds: e.SWEEP_PERIOD_SECONDS,
     ...(e.PROXY_RESYNC_SECONDS ? { proxyResyncSeconds: e.PROXY_RESYNC_SECONDS } : {}),
     ...(e.MIN_REPORT_SECONDS ? { minReportIntervalSeconds: e.MIN_REPORT_SECONDS } : {}),

@@ -22,6 +22,7 @@ describe("parseAwsEnv", () => {
       sweepPeriodSeconds: 60,
       probeConcurrency: 32,
       passConcurrency: 8,
+      operators: expect.any(Object),
     });
   });
 

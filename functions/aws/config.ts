@@ -60,13 +60,15 @@ export class AwsConfigError extends SettingsError {
  */
 export function parseAwsEnv(env: Record<string, string | undefined>): AwsConfig {
   let e: z.infer<typeof envSchema>;
+  let settings: ReturnType<typeof settingsFrom>;
   try {
     e = parseEnvironment(envSchema, env, "invalid Lambda environment");
+    settings = settingsFrom(e);
   } catch (err) {
     throw err instanceof SettingsError ? new AwsConfigError(err.message) : err;
   }
   return {
-    ...settingsFrom(e),
+    ...settings,
     kubeconfig: e.KUBECONFIG_BASE64
       ? { yaml: Buffer.from(e.KUBECONFIG_BASE64, "base64").toString("utf8") }
       : { file: e.KUBECONFIG as string },

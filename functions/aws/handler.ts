@@ -8,6 +8,7 @@
  * | API Gateway v2 / Function URL (`requestContext.http`), API Gateway v1 (`httpMethod`) | intake callers | `fetch` (through `hono/aws-lambda`) |
  * | `source: "kubefn"`, `detail-type: "kubefn.reconcile"` | the bus's rule, or a one-time schedule's input | `consume` per message |
  * | `source: "aws.events"`, `detail-type: "Scheduled Event"` | the sweep's schedule rule | `sweep` |
+ * | `awslogs.data` | a CloudWatch Logs subscription on an EKS cluster's audit log | `intakeCloudWatchLogs` |
  *
  * Anything else throws. Wiring is built once per execution environment, at the first invoke
  * (delayed follow-ups target the invoked function's ARN).
@@ -17,12 +18,14 @@ import { SchedulerClient } from "@aws-sdk/client-scheduler";
 import { KubeConfig } from "@kubernetes/client-node";
 import { handle, type LambdaContext } from "hono/aws-lambda";
 import { Hono } from "hono/tiny";
+import { isCloudWatchLogsEvent } from "../../shared/audit-export/index.ts";
 import { mapWithConcurrency } from "../../shared/concurrency/index.ts";
 import type { Kube } from "../../shared/kube/index.ts";
 import { createKube } from "../../shared/kube/index.ts";
 import { createNodeTransport, loadKubeConfig } from "../../shared/kube/node.ts";
 import type { Clock, Log, Metrics } from "../../shared/runtime/index.ts";
 import { isMessage } from "../../shared/runtime/index.ts";
+import { intakeCloudWatchLogs, mapWithRegistry } from "../intake/index.ts";
 import { createKubefn, type Kubefn } from "../kubefn.ts";
 import type { Operators } from "../operators.ts";
 import { createNodeProber } from "../ports/index.ts";
@@ -51,6 +54,18 @@ export function createHandler(options: HandlerOptions) {
     instance ??= build(options, context.invokedFunctionArn);
     const { kubefn, config, http } = instance;
     if (isHttpEvent(event)) return http(event, context);
+    if (isCloudWatchLogsEvent(event)) {
+      const { ctx, operators } = kubefn;
+      const result = await intakeCloudWatchLogs(event.awslogs.data, {
+        map: mapWithRegistry(ctx, operators.registry, config.selfUsernames),
+        enqueue: (messages) => ctx.queue.send(messages),
+        log: ctx.log,
+        metrics: ctx.metrics,
+        maxBytes: config.maxBodyBytes,
+      });
+      ctx.log.info("audit log delivery", { ...result, requests: result.enqueued });
+      return result;
+    }
     if (isReconcileEvent(event)) {
       const messages = event.detail.messages.filter(isMessage);
       const skipped = event.detail.messages.length - messages.length;
@@ -71,7 +86,7 @@ export function createHandler(options: HandlerOptions) {
     }
     if (isScheduledEvent(event)) return kubefn.sweep();
     throw new Error(
-      `unrecognised Lambda event (${describeEvent(event)}); expected an HTTP, kubefn.reconcile or Scheduled Event`,
+      `unrecognised Lambda event (${describeEvent(event)}); expected an HTTP, kubefn.reconcile, Scheduled Event or CloudWatch Logs event`,
     );
   };
 }

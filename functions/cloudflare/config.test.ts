@@ -14,6 +14,7 @@ describe("parseWorkerEnv", () => {
       sweepPeriodSeconds: 60,
       probeConcurrency: 6,
       passConcurrency: 8,
+      operators: expect.any(Object),
     });
   });
 

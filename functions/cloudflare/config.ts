@@ -53,10 +53,12 @@ export class WorkerConfigError extends SettingsError {
  */
 export function parseWorkerEnv(env: Record<string, unknown>): WorkerConfig {
   let e: z.infer<typeof envSchema>;
+  let settings: ReturnType<typeof settingsFrom>;
   try {
     e = parseEnvironment(envSchema, env, "invalid Worker environment", workerDefaults);
+    settings = settingsFrom(e);
   } catch (err) {
     throw err instanceof SettingsError ? new WorkerConfigError(err.message) : err;
   }
-  return { ...settingsFrom(e), kubeServer: e.KUBE_SERVER, kubeToken: e.KUBE_TOKEN };
+  return { ...settings, kubeServer: e.KUBE_SERVER, kubeToken: e.KUBE_TOKEN };
 }

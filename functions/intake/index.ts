@@ -6,4 +6,6 @@ export {
   MalformedBatchError,
   type MappedBatch,
 } from "./app.ts";
+export { intakeCloudWatchLogs } from "./cloudwatch-logs.ts";
+export { type PubSubOptions, pubsubHandler } from "./pubsub.ts";
 export { mapWithRegistry } from "./wire.ts";

@@ -10,6 +10,8 @@ export interface NodeHostConfig {
   /** Apply infra/crds and infra/rbac at start (always with the embedded devcluster). */
   install: boolean;
   logFormat: "text" | "json";
+  /** Site component manifests are read from here at start instead of the embedded bundle. */
+  siteManifestsDir?: string;
   settings: KubefnSettings;
 }
 
@@ -19,6 +21,8 @@ const envSchema = z.object({
   KUBEFN_PORT: z.coerce.number().int().min(0).max(65535).default(8080),
   KUBEFN_INSTALL: z.enum(["true", "false"]).default("false"),
   KUBEFN_LOG_FORMAT: z.enum(["text", "json"]).default("text"),
+  /** Node only (a Worker has no filesystem): Site component manifests from this directory. */
+  SITE_MANIFESTS_DIR: z.string().min(1).optional(),
   ...settingsVariables,
 });
 
@@ -43,7 +47,8 @@ export function parseNodeHostEnv(env: Record<string, string | undefined>): NodeH
     if (shared !== name && shared in settingsVariables) named[shared] = value;
   }
   const defaults = {
-    PASS_CONCURRENCY: "4",
+    // The seed's MaxConcurrentReconciles.
+    PASS_CONCURRENCY: "3",
     // The embedded devcluster is for trying things: sweep (and so probe) every 10 s there.
     SWEEP_PERIOD_SECONDS: env.KUBECONFIG ? "60" : "10",
   };
@@ -54,6 +59,7 @@ export function parseNodeHostEnv(env: Record<string, string | undefined>): NodeH
     port: e.KUBEFN_PORT,
     install: e.KUBEFN_INSTALL === "true",
     logFormat: e.KUBEFN_LOG_FORMAT,
+    ...(e.SITE_MANIFESTS_DIR ? { siteManifestsDir: e.SITE_MANIFESTS_DIR } : {}),
     settings: settingsFrom(e),
   };
 }

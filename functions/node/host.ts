@@ -4,6 +4,7 @@ import type { KubeConfig } from "@kubernetes/client-node";
 import { Hono } from "hono/tiny";
 import { createKube } from "../../shared/kube/index.ts";
 import { createNodeTransport, loadKubeConfig } from "../../shared/kube/node.ts";
+import { readManifestDirectory } from "../../shared/kube/node-manifests.ts";
 import type { Context, Log } from "../../shared/runtime/index.ts";
 import { createKubefn, type Kubefn } from "../kubefn.ts";
 import { createNodeProber } from "../ports/index.ts";
@@ -69,6 +70,8 @@ export async function startNodeHost(config: NodeHostConfig, log: Log): Promise<N
     prober: createNodeProber(),
     log,
     metrics,
+    // Read once at start, like every other setting.
+    ...(config.siteManifestsDir ? { siteManifests: readManifestDirectory(config.siteManifestsDir) } : {}),
   });
 
   let sweeping = false;

@@ -34,6 +34,13 @@ export {
 } from "./executor.ts";
 export { awaitSweep, done, failed, Outcome, type OutcomeKind, requeueAfter } from "./outcome.ts";
 export {
+  anyOf,
+  type ChangePredicate,
+  generationChanged,
+  type PredicateInput,
+  payloadChanged,
+} from "./predicates.ts";
+export {
   createRegistry,
   groupOf,
   isKind,

@@ -503,6 +503,67 @@ describe("proxy reconcile: External", () => {
   });
 });
 
+describe("proxy reconcile: Managed → External", () => {
+  const external = { mode: "External", provider: "fake", endpoint: { host: "203.0.113.7", port: 3128 } };
+
+  it("External never has a finalizer or a provider: the instance is deleted, then providerID, hash and finalizer go", async () => {
+    const w = world({
+      spec: external,
+      status: { providerID: instanceId, ip: "10.1.2.3" },
+      annotations: { [proxySpecHashAnnotation]: await hashOf() },
+    });
+    w.provider.deleteMode = "terminating";
+    w.provider.put({ id: instanceId, state: "Running", ip: "10.1.2.3", tags: { [ownerTagKey]: uid } });
+
+    const first = await w.reconcile();
+    expect(outcomeOf(first.outcome)).toBe("requeue 5");
+    expect(w.provider.methods()).toEqual(["get", "delete"]);
+    expect(first.object.status).toMatchObject({ ip: "203.0.113.7" });
+    const provisioned = (
+      first.object.status as { conditions: { type: string; message: string }[] }
+    ).conditions.find((c) => c.type === "Provisioned");
+    expect(provisioned?.message).toContain(`deleting the Managed instance ${instanceId}`);
+    expect(w.stored().metadata.finalizers).toEqual([proxyFinalizer]);
+
+    w.provider.finishDeletes();
+    await w.converge();
+    const stored = w.stored();
+    expect(stored.metadata.finalizers ?? []).toEqual([]);
+    expect(stored.metadata.annotations?.[proxySpecHashAnnotation]).toBeUndefined();
+    expect(stored.status).not.toHaveProperty("providerID");
+    expect(conditionsOf(stored).Provisioned).toBe("True/ExternalEndpoint");
+    expect(w.provider.instances.size).toBe(0);
+
+    w.provider.calls.length = 0;
+    const writes = w.kube.writes();
+    await w.converge();
+    expect(w.provider.calls).toEqual([]);
+    expect(w.kube.writes()).toBe(writes);
+  });
+
+  it("with spec.provider removed, the providerID's scheme names the provider", async () => {
+    const w = world({
+      spec: { mode: "External", endpoint: external.endpoint },
+      status: { providerID: instanceId },
+    });
+    w.provider.put({ id: instanceId, state: "Running", ip: "10.1.2.3", tags: { [ownerTagKey]: uid } });
+    await w.converge(); // deletes, then polls after deletionPoll
+    await w.converge();
+    expect(w.provider.methods()).toEqual(["get", "delete", "get"]);
+    expect(w.stored().metadata.finalizers ?? []).toEqual([]);
+  });
+
+  it("without a providerID, an instance carrying the owner tag is still found and deleted", async () => {
+    const w = world({ spec: external });
+    w.provider.put({ id: instanceId, state: "Provisioning", tags: { [ownerTagKey]: uid } });
+    await w.converge(); // deletes, then polls after deletionPoll
+    await w.converge();
+    expect(w.provider.methods()).toEqual(["listByTag", "delete", "listByTag"]);
+    expect(w.provider.instances.size).toBe(0);
+    expect(w.stored().metadata.finalizers ?? []).toEqual([]);
+  });
+});
+
 describe("proxy reconcile: through the executor", () => {
   it("converges a new Proxy to Ready; then a steady-state pass writes nothing", async () => {
     const w = world({ finalizer: false });

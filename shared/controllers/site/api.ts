@@ -35,6 +35,8 @@ export const SiteReason = {
   Disabled: "Disabled",
   NoSites: "NoSites",
   ReconcileError: "ReconcileError",
+  /** The Site fails the schema (it escaped or predates the CRD); fixed only by editing it. */
+  InvalidSpec: "InvalidSpec",
 } as const;
 export type SiteReason = (typeof SiteReason)[keyof typeof SiteReason];
 

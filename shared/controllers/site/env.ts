@@ -2,12 +2,12 @@
  * The execution context handed to every component in one pass: the pass's Kube, the operator
  * namespace and config, and the apply/delete machinery with the operator's field owner.
  */
-
+import * as z from "zod";
 import type { Kube, KubeObject, Resource } from "../../kube/index.ts";
 import { isNotFound, listAll, Resources, serverSideApply } from "../../kube/index.ts";
 import { groupOf } from "../../runtime/index.ts";
 import { parseSite, type Site, siteResource } from "./api.ts";
-import { appliedMatches, crdKind, retargetNamespaceOf } from "./manifests.ts";
+import { appliedMatches, crdKind, defaultConfigMap, retargetNamespaceOf } from "./manifests.ts";
 import { type ComponentConfig, createWatchEnv, type EnvSettings, type WatchEnv } from "./watches.ts";
 
 /** What `applyObject` did: `unchanged` when the live object already held every applied field. */
@@ -44,7 +44,16 @@ export interface Env extends WatchEnv {
   deleteIfExists(obj: Pick<KubeObject, "apiVersion" | "kind" | "metadata">): Promise<boolean>;
   /** Rewrites the build-time namespace of an embedded object to the operator namespace, in place. */
   retargetNamespace(obj: KubeObject): void;
-  /** Every Site that parses, by name. */
+  /**
+   * The ConfigMap `name` from `manifests`, retargeted to the operator namespace (the seed's
+   * `DefaultConfigMap`); `component` names the manifest set in the error when it is missing.
+   */
+  defaultConfigMap(
+    manifests: readonly KubeObject[],
+    name: string,
+    component: string,
+  ): KubeObject & { data: Record<string, string> };
+  /** Every Site that parses, by name; the others are reported to `onInvalidSite`, never dropped silently. */
   listSites(): Promise<Site[]>;
   /** `<imageRegistry>/<repository>:<imageTag>`. */
   image(repository: string): string;
@@ -83,8 +92,14 @@ export const defaultEnvSettings = {
   controller: "site",
 } as const;
 
-/** Builds the Env of one pass around that pass's Kube. */
-export function createEnv(kube: Kube, settings: EnvSettings): Env {
+/** A Site `listSites` left out because it fails the schema, with the schema's message. */
+export type InvalidSiteReport = (name: string, message: string) => void;
+
+/**
+ * Builds the Env of one pass around that pass's Kube. `onInvalidSite` hears of every Site that
+ * `listSites` leaves out because it fails the schema (the controller logs and counts it).
+ */
+export function createEnv(kube: Kube, settings: EnvSettings, onInvalidSite?: InvalidSiteReport): Env {
   const watchEnv = createWatchEnv(settings);
   const key = (obj: Pick<KubeObject, "metadata">) => ({
     ...(obj.metadata.namespace ? { namespace: obj.metadata.namespace } : {}),
@@ -110,6 +125,8 @@ export function createEnv(kube: Kube, settings: EnvSettings): Env {
     kube,
     applyObject,
     retargetNamespace,
+    defaultConfigMap: (manifests, name, component) =>
+      defaultConfigMap(manifests, name, component, settings.namespace),
     async applyManifests(objects, mutate) {
       const results: ApplyResult[] = [];
       for (const original of objects) {
@@ -144,6 +161,7 @@ export function createEnv(kube: Kube, settings: EnvSettings): Env {
       return items
         .flatMap((item) => {
           const parsed = parseSite(item);
+          if (!parsed.success) onInvalidSite?.(item.metadata.name ?? "", z.prettifyError(parsed.error));
           return parsed.success ? [parsed.data] : [];
         })
         .sort((a, b) => (a.metadata.name ?? "").localeCompare(b.metadata.name ?? ""));

@@ -137,3 +137,23 @@ export function retargetNamespaceOf(obj: KubeObject, namespace: string): void {
     }
   }
 }
+
+/**
+ * The ConfigMap `name` from a component's manifests, retargeted to `namespace` (the seed's
+ * `DefaultConfigMap`): the defaults a component starts its generated config from. Pure; returns a
+ * private copy.
+ *
+ * @throws Error naming `component` when the manifests hold no such ConfigMap.
+ */
+export function defaultConfigMap(
+  manifests: readonly KubeObject[],
+  name: string,
+  component: string,
+  namespace: string,
+): KubeObject & { data: Record<string, string> } {
+  const found = manifests.find((o) => o.kind === "ConfigMap" && o.metadata.name === name);
+  if (!found) throw new Error(`${component} manifests contain no ConfigMap ${name}`);
+  const copy = structuredClone(found) as KubeObject & { data?: Record<string, string> };
+  retargetNamespaceOf(copy, namespace);
+  return { ...copy, data: copy.data ?? {} };
+}

@@ -27,11 +27,12 @@ import {
   subPoolPoolLabel,
   SubPoolConditionType as Type,
 } from "./api.ts";
-import { readOperatorConfig } from "./config.ts";
+import type { OperatorConfig } from "./config.ts";
 import { reconcileDeletion } from "./deletion.ts";
 import {
   buildDesired,
   endpointSliceResource,
+  gatewayResource,
   httpRouteResource,
   type ManagedObject,
   subPoolObjectNames,
@@ -45,12 +46,12 @@ import {
   statusWriter,
 } from "./status.ts";
 import type { SubPoolTimings } from "./timings.ts";
-import { validateSubPool } from "./validate.ts";
+import { runningRequests, type Validation, validateSubPool } from "./validate.ts";
 
 export interface SubPoolPassDeps {
   timings: SubPoolTimings;
-  /** The operator configuration ConfigMap. */
-  configKey: Required<ObjectKey>;
+  /** The operator configuration, fixed for the process (validated when the adapter parsed it). */
+  operatorConfig: OperatorConfig;
   /** Field manager of every write to owned objects. */
   fieldManager: string;
   /** Cryptographically random bytes for new credentials. */
@@ -60,10 +61,9 @@ export interface SubPoolPassDeps {
 /**
  * Reconciles one SubPool. The executor writes the status once, only if it changed.
  *
- * Caveats: a validation failure (operator configuration, Gateway configuration, spec, envelope)
- * is a permanent error with the reason on Ready: no retry and nothing created. A later pass (the
- * sweep, a spec edit, an operator configuration change through the ConfigMap watch) validates
- * again with one read and writes nothing while the outcome is the same.
+ * Caveats: a validation failure (Gateway configuration, spec, envelope) is a permanent error with
+ * the reason on Ready: no retry and nothing created. A later pass (the sweep, a spec edit)
+ * validates again and writes nothing while the outcome is the same.
  */
 export async function reconcileSubPool(
   ctx: PassContext,
@@ -98,13 +98,13 @@ async function reconcileActive(
   });
 
   // 1–3: validate before creating anything.
-  const config = await readOperatorConfig(kube, deps.configKey);
-  if (!config.ok) return block(status, Reason.InvalidOperatorConfig, config.message, "permanent");
-  const validation = validateSubPool(pool, config.config);
+  const config = deps.operatorConfig;
+  const validation = await validateAgainstRunning(ctx, object, pool, config);
   if (!validation.ok) return block(status, validation.reason, validation.message, "permanent");
 
   // 4: everything desired, purely.
-  const desired = buildDesired(pool, config.config, validation.route);
+  const effective = validation.aboveEnvelope ? { ...config, envelope: validation.aboveEnvelope } : config;
+  const desired = buildDesired(pool, effective, validation.route);
   const nsName = desired.status.namespace;
 
   // 5: the Namespace, created or confirmed ours; never adopted.
@@ -200,7 +200,9 @@ async function reconcileActive(
           timings.conflictRetry,
         );
       }
-      route = routeState(result.object, validation.route!.gateway);
+      const gatewayKey = validation.route!.gateway;
+      const gateway = await getOrUndefined(ctx, gatewayResource, gatewayKey);
+      route = routeState(result.object, gatewayKey, gateway ?? null);
     } catch (err) {
       // The Namespace exists (step 5), so a NotFound here means the kind is not served.
       if (!isNotFound(err)) throw err;
@@ -221,7 +223,7 @@ async function reconcileActive(
 
   // 10: actual state into conditions.
   const suspended = pool.spec.suspend;
-  const proxyGateway = suspended ? undefined : await proxyGatewayReadiness(ctx, config.config.proxyGateway);
+  const proxyGateway = suspended ? undefined : await proxyGatewayReadiness(ctx, config.proxyGateway);
   const sts = (statefulSet?.status ?? {}) as { readyReplicas?: number };
   const conditions = readinessConditions({
     suspended,
@@ -244,6 +246,35 @@ async function reconcileActive(
 }
 
 /**
+ * Validates the pool; over the envelope, measures it again against what its own StatefulSet
+ * already runs with (one GET, only on that path), so a lowered envelope refuses growth and never
+ * an unchanged running pool.
+ */
+async function validateAgainstRunning(
+  ctx: PassContext,
+  object: KubeObject,
+  pool: SubPool,
+  config: OperatorConfig,
+): Promise<Validation> {
+  const first = validateSubPool(pool, config);
+  if (first.ok || first.reason !== Reason.ResourceEnvelopeExceeded) return first;
+  const names = subPoolObjectNames(pool.metadata.name ?? "");
+  const statefulSet = await getOrUndefined(ctx, Resources.StatefulSet, {
+    namespace: names.namespace,
+    name: names.statefulSet,
+  });
+  if (!statefulSet || !isControlledBy(statefulSet, object)) return first;
+  const second = validateSubPool(pool, config, runningRequests(statefulSet));
+  if (second.ok) {
+    ctx.log.warn("SubPool runs above the current resource envelope, admitted under an earlier one", {
+      name: pool.metadata.name,
+      envelope: config.envelope,
+    });
+  }
+  return second;
+}
+
+/**
  * Ready=False with `reason`, then either a permanent error (validation: no retry until the spec
  * or the operator configuration changes) or a look again after `retry` seconds (conflicts: the
  * foreign object may go away).
@@ -263,36 +294,48 @@ function lookAgainAfter(seconds: number | undefined): Outcome {
   return seconds === undefined ? awaitSweep() : requeueAfter(seconds);
 }
 
-function routeState(
+type Conditioned = { conditions?: { type: string; status: string; reason?: string; message?: string }[] };
+
+/**
+ * What RouteReady shows in Gateway mode (pure): the HTTPRoute's own status for our parent
+ * (`status.parents[]` entry whose parentRef names the Gateway; its namespace defaults to the
+ * route's), then the Gateway's status — a route accepted by a Gateway that does not exist, or is
+ * not Programmed (Accepted, for implementations that set no Programmed), carries no traffic.
+ * `gateway` is `null` when the Gateway does not exist.
+ */
+export function routeState(
   route: KubeObject,
   gateway: { name: string; namespace: string },
-): ReadinessObservation["route"] {
+  gatewayObject: KubeObject | null,
+): NonNullable<ReadinessObservation["route"]> {
+  const where = `Gateway ${gateway.namespace}/${gateway.name}`;
   const parents =
-    (
-      route.status as
-        | {
-            parents?: {
-              parentRef?: { name?: string; namespace?: string };
-              conditions?: { type: string; status: string; message?: string }[];
-            }[];
-          }
-        | undefined
-    )?.parents ?? [];
+    (route.status as { parents?: (Conditioned & { parentRef?: { name?: string; namespace?: string } })[] })
+      ?.parents ?? [];
   const ours = parents.find(
     (p) =>
       p.parentRef?.name === gateway.name &&
       (p.parentRef.namespace ?? route.metadata.namespace) === gateway.namespace,
   );
   const accepted = ours?.conditions?.find((c) => c.type === "Accepted");
-  if (accepted?.status === "True") {
-    return { state: "accepted", message: `accepted by Gateway ${gateway.namespace}/${gateway.name}` };
+  if (accepted?.status !== "True") {
+    return {
+      state: "pending",
+      message: accepted?.message ? `${where}: ${accepted.message}` : `not yet accepted by ${where}`,
+    };
   }
-  return {
-    state: "pending",
-    message: accepted?.message
-      ? `Gateway ${gateway.namespace}/${gateway.name}: ${accepted.message}`
-      : `not yet accepted by Gateway ${gateway.namespace}/${gateway.name}`,
-  };
+  if (gatewayObject === null) return { state: "pending", message: `${where} does not exist` };
+  const gatewayConditions = (gatewayObject.status as Conditioned | undefined)?.conditions ?? [];
+  const live =
+    gatewayConditions.find((c) => c.type === "Programmed") ??
+    gatewayConditions.find((c) => c.type === "Accepted");
+  if (live?.status !== "True") {
+    const detail = live
+      ? `${live.type}=${live.status}${live.message ? `: ${live.message}` : ""}`
+      : "no status yet";
+    return { state: "pending", message: `accepted by ${where}, which is not ready (${detail})` };
+  }
+  return { state: "accepted", message: `accepted by ${where}` };
 }
 
 async function proxyGatewayReadiness(

@@ -11,6 +11,11 @@ import { runSweep, type SweepSummary } from "./sweep.ts";
 /** What a platform binds: the outside world, as the core's ports. */
 export interface KubefnPorts {
   kube: Kube;
+  /**
+   * A Kube for one pass (one `consume`), e.g. with its own request budget (`guardedKube` in
+   * shared/kube); `kube` serves the passes too when unset.
+   */
+  invocationKube?: () => Kube;
   /** Enqueue now or after a delay: Queues, EventBridge (+ Scheduler), or the Node host's work queue. */
   queue: Queue;
   prober: Prober;
@@ -96,7 +101,8 @@ export function createKubefn(settings: KubefnSettings, ports: KubefnPorts, opera
         ctx.log.error("queue message is not a reconcile request; dropped", { body: describe(body) });
         return undefined;
       }
-      const result = await runPass(ctx, ops.registry, body);
+      const passCtx = ports.invocationKube ? { ...ctx, kube: ports.invocationKube() } : ctx;
+      const result = await runPass(passCtx, ops.registry, body);
       (result.result === "error" ? ctx.log.error : ctx.log.info)("pass", passLine(result));
       return result;
     },

@@ -53,6 +53,11 @@ export const settingsVariables = {
   ORPHAN_GRACE_SECONDS: z.coerce.number().int().min(0).optional(),
   PROBE_CONCURRENCY: z.coerce.number().int().min(1).max(256).default(32),
   PASS_CONCURRENCY: z.coerce.number().int().min(1).max(256).default(8),
+  // Back-pressure (shared/kube guardedKube): API requests per pass; a circuit per instance.
+  REQUEST_BUDGET: z.coerce.number().int().min(1).default(200),
+  CIRCUIT_FAILURES: z.coerce.number().int().min(1).default(5),
+  CIRCUIT_OPEN_SECONDS: z.coerce.number().int().min(1).max(600).default(5),
+  KUBE_TIMEOUT_SECONDS: z.coerce.number().min(0.1).max(300).default(30),
   // SUBPOOL_*, SITE_*, GCE_*: the operators' own settings (see operator-settings.ts).
   ...operatorVariables,
 };
@@ -85,6 +90,12 @@ export interface KubefnSettings {
   probeConcurrency: number;
   /** Passes run at once for one delivery (a Lambda event, the Node host's queue). */
   passConcurrency: number;
+  /** API requests one pass may send; past it the pass ends as a transient error (RequestBudgetExhausted). */
+  requestBudget: number;
+  /** When to stop sending requests to a failing API server, and for how long. */
+  circuit: { failureThreshold: number; openSeconds: number };
+  /** Per-request deadline of API calls, ms. */
+  kubeTimeoutMs: number;
   /** SubPool's operator configuration, the Site components' config and namespace, GCE. */
   operators: OperatorSettings;
 }
@@ -117,6 +128,9 @@ export function settingsFrom(e: SettingsVariables): KubefnSettings {
     ...(e.ORPHAN_GRACE_SECONDS === undefined ? {} : { orphanGraceSeconds: e.ORPHAN_GRACE_SECONDS }),
     probeConcurrency: e.PROBE_CONCURRENCY,
     passConcurrency: e.PASS_CONCURRENCY,
+    requestBudget: e.REQUEST_BUDGET,
+    circuit: { failureThreshold: e.CIRCUIT_FAILURES, openSeconds: e.CIRCUIT_OPEN_SECONDS },
+    kubeTimeoutMs: Math.round(e.KUBE_TIMEOUT_SECONDS * 1000),
   };
 }
 

@@ -20,8 +20,7 @@ import { handle, type LambdaContext } from "hono/aws-lambda";
 import { Hono } from "hono/tiny";
 import { isCloudWatchLogsEvent } from "../../shared/audit-export/index.ts";
 import { mapWithConcurrency } from "../../shared/concurrency/index.ts";
-import type { Kube } from "../../shared/kube/index.ts";
-import { createKube } from "../../shared/kube/index.ts";
+import { guardedKube, type Kube } from "../../shared/kube/index.ts";
 import { createNodeTransport, loadKubeConfig } from "../../shared/kube/node.ts";
 import type { Clock, Log, Metrics } from "../../shared/runtime/index.ts";
 import { isMessage } from "../../shared/runtime/index.ts";
@@ -63,7 +62,10 @@ export function createHandler(options: HandlerOptions) {
         metrics: ctx.metrics,
         maxBytes: config.maxBodyBytes,
       });
-      ctx.log.info("audit log delivery", { ...result, requests: result.enqueued });
+      ctx.log.info(
+        "audit log delivery",
+        "acknowledged" in result ? { ...result } : { enqueued: result.enqueued, ...result.counts },
+      );
       return result;
     }
     if (isReconcileEvent(event)) {
@@ -95,12 +97,14 @@ function build(options: HandlerOptions, invokedFunctionArn: string) {
   const config = parseAwsEnv(options.env);
   const aws = { region: config.region, ...(options.endpoint ? { endpoint: options.endpoint } : {}) };
   const clock = options.clock ?? { now: () => new Date() };
+  const kubePorts = options.kube
+    ? { kube: options.kube(config) }
+    : guardedKube(createNodeTransport(kubeConfigOf(config), { timeoutMs: config.kubeTimeoutMs }), config);
   const kubefn = createKubefn(
     config,
     {
-      kube:
-        options.kube?.(config) ??
-        createKube(createNodeTransport(kubeConfigOf(config)), { fieldManager: "kubefn" }),
+      kube: kubePorts.kube,
+      ...("invocationKube" in kubePorts ? { invocationKube: kubePorts.invocationKube } : {}),
       queue: awsQueue({
         eventBridge: new EventBridgeClient(aws),
         scheduler: new SchedulerClient(aws),

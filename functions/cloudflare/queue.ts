@@ -48,7 +48,8 @@ export function clampDelay(delaySeconds: number | undefined): number {
 
 function fitted(message: Message): Message {
   if (!message.snapshot || sizeOf(message) <= MAX_MESSAGE_BYTES) return message;
-  return { request: message.request, attempt: message.attempt };
+  const { snapshot: _snapshot, listedAt: _listedAt, ...bare } = message;
+  return bare;
 }
 
 function* chunksOf(messages: Message[]): Generator<Message[]> {

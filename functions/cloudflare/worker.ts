@@ -14,7 +14,7 @@
 import { connect } from "cloudflare:sockets";
 import type { ExecutionContext, MessageBatch, ScheduledController } from "@cloudflare/workers-types/index.ts";
 import { createSocketProber } from "../../shared/health/socket-prober.ts";
-import { createFetchTransport, createKube } from "../../shared/kube/index.ts";
+import { createFetchTransport, guardedKube } from "../../shared/kube/index.ts";
 import { createKubefn, type Kubefn } from "../kubefn.ts";
 import { createJsonLog } from "../telemetry/index.ts";
 import { parseWorkerEnv, WorkerConfigError, type WorkerEnv } from "./config.ts";
@@ -28,10 +28,17 @@ function kubefnFor(env: WorkerEnv): Kubefn {
   const cached = isolates.get(env);
   if (cached) return cached;
   const config = parseWorkerEnv(env);
-  const kubefn = createKubefn(config, {
-    kube: createKube(createFetchTransport({ server: config.kubeServer, token: config.kubeToken }), {
-      fieldManager: "kubefn",
+  const { kube, invocationKube } = guardedKube(
+    createFetchTransport({
+      server: config.kubeServer,
+      token: config.kubeToken,
+      timeoutMs: config.kubeTimeoutMs,
     }),
+    config,
+  );
+  const kubefn = createKubefn(config, {
+    kube,
+    invocationKube,
     queue: queuesPort(env.KUBEFN_QUEUE),
     prober: createSocketProber({ connect }),
     log: createJsonLog(),

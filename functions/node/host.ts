@@ -2,7 +2,7 @@ import type { AddressInfo } from "node:net";
 import { serve } from "@hono/node-server";
 import type { KubeConfig } from "@kubernetes/client-node";
 import { Hono } from "hono/tiny";
-import { createKube } from "../../shared/kube/index.ts";
+import { createKube, guardedKube } from "../../shared/kube/index.ts";
 import { createNodeTransport, loadKubeConfig } from "../../shared/kube/node.ts";
 import { readManifestDirectory } from "../../shared/kube/node-manifests.ts";
 import type { Context, Log } from "../../shared/runtime/index.ts";
@@ -48,6 +48,11 @@ export async function startNodeHost(config: NodeHostConfig, log: Log): Promise<N
     metrics.gauge("kubefn_queue_ready", s.ready);
     metrics.gauge("kubefn_queue_running", s.running);
     metrics.gauge("kubefn_queue_delayed", s.delayed);
+    const g = guard.stats();
+    metrics.gauge("kubefn_api_circuit_open", g.state === "closed" ? 0 : 1);
+    metrics.gauge("kubefn_api_circuit_opened", g.opened);
+    metrics.gauge("kubefn_api_requests_held_back", g.heldBack);
+    metrics.gauge("kubefn_api_requests_over_budget", g.overBudget);
     return c.text(metrics.render(), 200, { "content-type": "text/plain; version=0.0.4" });
   });
   http.all("*", (c) => (kubefn ? kubefn.fetch(c.req.raw) : c.json({ error: "starting" }, 503)));
@@ -64,8 +69,13 @@ export async function startNodeHost(config: NodeHostConfig, log: Log): Promise<N
     handle: async (message) => void (await kubefn?.consume(message)),
     onError: (err, message) => log.error("pass crashed", { request: message.request, error: String(err) }),
   });
+  const { kube, invocationKube, guard } = guardedKube(
+    createNodeTransport(kc, { timeoutMs: settings.kubeTimeoutMs }),
+    settings,
+  );
   kubefn = createKubefn(settings, {
-    kube: createKube(createNodeTransport(kc), { fieldManager: "kubefn" }),
+    kube,
+    invocationKube,
     queue,
     prober: createNodeProber(),
     log,

@@ -26,6 +26,11 @@ export const QUOTA_RETRY_SECONDS = 60;
  * fighting over a field) is bounded instead of spinning the queue.
  */
 export const IMMEDIATE_CONFLICT_RETRIES = 3;
+/**
+ * A snapshot listed longer ago than this is not trusted to save the GET: a message that waited in
+ * a queue (delayed, redelivered) reads the object afresh, so its UID can be checked.
+ */
+export const SNAPSHOT_MAX_AGE_SECONDS = 30;
 /** Reason the executor writes on `permanentErrorCondition` once a newer generation passes. */
 export const RESOLVED_REASON = "Resolved";
 
@@ -43,6 +48,8 @@ export interface PassResult {
   wroteStatus: boolean;
   /** Delay of the follow-up sent, in seconds; undefined when none was sent. */
   followUpSeconds?: number;
+  /** The message was for an earlier object of this name (another UID); it was dropped. */
+  staleUid?: boolean;
   /** Set when `result` is "error". */
   errorClass?: ErrorClassName;
   errorReason?: string;
@@ -115,14 +122,14 @@ export async function runPass(ctx: Context, registry: Registry, message: Message
     : { name: request.name };
 
   let observed: KubeObject | undefined;
-  if (message.snapshot && matchesKey(message.snapshot, objectKey)) {
+  if (message.snapshot && matchesKey(message.snapshot, objectKey) && isFresh(message, ctx.clock.now())) {
     observed = message.snapshot;
   } else {
     try {
       observed = await ctx.kube.get(def.for, objectKey);
     } catch (err) {
       if (!isNotFound(err)) {
-        await settle(ctx, def, summary, request, attempt, failed(err));
+        await settle(ctx, def, summary, message, attempt, failed(err));
         return finish();
       }
     }
@@ -131,7 +138,20 @@ export async function runPass(ctx: Context, registry: Registry, message: Message
   if (!observed) {
     summary.absent = true;
     const outcome = def.reconcileAbsent ? await guard(() => def.reconcileAbsent!(passCtx)) : done();
-    await settle(ctx, def, summary, request, attempt, outcome);
+    await settle(ctx, def, summary, message, attempt, outcome);
+    return finish();
+  }
+
+  if (
+    message.uid !== undefined &&
+    observed.metadata.uid !== undefined &&
+    observed.metadata.uid !== message.uid
+  ) {
+    // Decided for an object that has since been deleted and recreated under the same name: none
+    // of it applies to the new one, whose own events and sweep bring its passes.
+    summary.result = "done";
+    summary.staleUid = true;
+    ctx.metrics.count("kubefn_stale_messages_total", { controller: def.name });
     return finish();
   }
 
@@ -175,7 +195,14 @@ export async function runPass(ctx: Context, registry: Registry, message: Message
     }
   }
 
-  await settle(ctx, def, summary, request, attempt, outcome);
+  await settle(
+    ctx,
+    def,
+    summary,
+    { ...message, uid: observed.metadata.uid ?? message.uid },
+    attempt,
+    outcome,
+  );
   return finish();
 }
 
@@ -236,10 +263,11 @@ async function settle(
   ctx: Context,
   def: ControllerDefinition,
   summary: PassResult,
-  request: Request,
+  message: Pick<Message, "request" | "uid">,
   attempt: number,
   outcome: Outcome,
 ): Promise<void> {
+  const { request } = message;
   const next = followUpFor(outcome, attempt, ctx.random);
   if (outcome.kind === "error") {
     fail(ctx, summary, request, def.name, attempt, outcome.error, classifyError(outcome.error));
@@ -253,7 +281,8 @@ async function settle(
     summary.result = "awaitSweep";
   if (!next || next.delaySeconds >= def.resyncSeconds) return;
   try {
-    await ctx.queue.send([{ request, attempt: next.attempt }], next.delaySeconds);
+    const uid = message.uid === undefined ? {} : { uid: message.uid };
+    await ctx.queue.send([{ request, attempt: next.attempt, ...uid }], next.delaySeconds);
     summary.followUpSeconds = next.delaySeconds;
   } catch (err) {
     ctx.log.error("follow-up not sent; the sweep will revisit", { key: summary.key, error: String(err) });
@@ -293,6 +322,12 @@ async function guard(run: () => Promise<Outcome>): Promise<Outcome> {
   } catch (err) {
     return failed(err);
   }
+}
+
+function isFresh(message: Message, now: Date): boolean {
+  return (
+    message.listedAt === undefined || now.getTime() - message.listedAt <= SNAPSHOT_MAX_AGE_SECONDS * 1000
+  );
 }
 
 function matchesKey(object: KubeObject, key: ObjectKey): boolean {

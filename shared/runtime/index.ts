@@ -31,6 +31,7 @@ export {
   QUOTA_RETRY_SECONDS,
   RESOLVED_REASON,
   runPass,
+  SNAPSHOT_MAX_AGE_SECONDS,
 } from "./executor.ts";
 export { awaitSweep, done, failed, Outcome, type OutcomeKind, requeueAfter } from "./outcome.ts";
 export {

@@ -22,6 +22,14 @@ export interface Message {
    * `metadata.resourceVersion`, so a stale snapshot costs one Conflict and an immediate requeue.
    */
   snapshot?: KubeObject;
+  /**
+   * The UID of the object this message was decided for (a follow-up carries its pass's object's;
+   * the sweep its listed object's). A pass that finds another UID under the name — the object was
+   * deleted and recreated since — drops the message: the new object has its own events.
+   */
+  uid?: string;
+  /** When the sweep listed `snapshot` (ms since the epoch); an old snapshot is read afresh. */
+  listedAt?: number;
 }
 
 /** Whether a queue message's body (JSON from any platform's queue) is a {@link Message}. */

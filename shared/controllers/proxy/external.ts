@@ -21,8 +21,8 @@ import { applyHealth, dropCondition, setProvisioned } from "./status.ts";
  * spec-hash annotation and the finalizer are dropped. Meanwhile the endpoint is already used and
  * Provisioned's message names the instance being deleted.
  *
- * Caveats: the provider is `spec.provider` if this platform has it, else the scheme of `status.providerID`
- * (`kubernetes://…`, `gce://…`). When neither names a provider this platform has, nothing can be
+ * Caveats: the provider is the one the scheme of `status.providerID` names (`kubernetes://…`,
+ * `gce://…`), else `spec.provider`. When neither names a provider this platform has, nothing can be
  * reached: the finalizer goes at once, and an instance left behind is the orphan sweep's, which
  * does not count External Proxies as owners.
  */
@@ -65,9 +65,11 @@ async function releaseManaged(pass: ProxyPass): Promise<Release> {
   const finalizer = hasFinalizer(object.metadata.finalizers, proxyFinalizer);
   const hashed = object.metadata.annotations?.[proxySpecHashAnnotation] !== undefined;
   if (!finalizer && !hashed && !status.providerID) return { kind: "clean" };
+  // The instance's own providerID names the provider that made it (spec.provider may have been
+  // edited in the same change); without one, spec.provider is the one to ask by owner tag.
   const provider =
-    providerNamed(pass.providers, proxy.spec.provider) ??
-    providerNamed(pass.providers, schemeOf(status.providerID));
+    providerNamed(pass.providers, schemeOf(status.providerID)) ??
+    providerNamed(pass.providers, proxy.spec.provider);
   const step = await deleteInstances(pass, provider, {
     hasFinalizer: true,
     providerKnown: provider !== undefined,

@@ -553,6 +553,27 @@ describe("proxy reconcile: Managed → External", () => {
     expect(w.stored().metadata.finalizers ?? []).toEqual([]);
   });
 
+  it("switching mode and provider in one edit deletes through the provider that made the instance", async () => {
+    const kube = new FakeKube();
+    kube.seed(
+      proxyResource,
+      proxyObject({
+        spec: { ...external, provider: "other" },
+        status: { providerID: instanceId },
+      }),
+    );
+    const maker = new FakeProvider();
+    const other = new FakeProvider();
+    maker.put({ id: instanceId, state: "Running", ip: "10.1.2.3", tags: { [ownerTagKey]: uid } });
+    const registry = createRegistry([proxyController({ providers: { fake: maker, other } })]);
+    const { ctx } = fakeContext(kube, { now });
+    await runPass(ctx, registry, message);
+    await runPass(ctx, registry, message);
+    expect(maker.methods()).toEqual(["get", "delete", "get"]);
+    expect(other.calls).toEqual([]);
+    expect(kube.stored(proxyResource, key)!.metadata.finalizers ?? []).toEqual([]);
+  });
+
   it("without a providerID, an instance carrying the owner tag is still found and deleted", async () => {
     const w = world({ spec: external });
     w.provider.put({ id: instanceId, state: "Provisioning", tags: { [ownerTagKey]: uid } });

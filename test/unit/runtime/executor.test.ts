@@ -6,6 +6,7 @@ import {
   IMMEDIATE_CONFLICT_RETRIES,
   QUOTA_RETRY_SECONDS,
   runPass,
+  SNAPSHOT_MAX_AGE_SECONDS,
 } from "../../../shared/runtime/executor.ts";
 import { awaitSweep, done, failed, Outcome, requeueAfter } from "../../../shared/runtime/outcome.ts";
 import { createRegistry } from "../../../shared/runtime/registry.ts";
@@ -126,8 +127,46 @@ describe("runPass", () => {
       followUpSeconds: 0,
     });
     expect(recorded.sent).toEqual([
-      { messages: [{ request: proxyMessage().request, attempt: 1 }], delaySeconds: 0 },
+      { messages: [{ request: proxyMessage().request, attempt: 1, uid: "uid-p1" }], delaySeconds: 0 },
     ]);
+  });
+
+  it("drops a message decided for an earlier object of the same name (another UID): no call, no write, no follow-up", async () => {
+    let called = false;
+    const { kube, ctx, recorded, registry } = setup(async (_ctx, p) => {
+      called = true;
+      (p.status as Record<string, unknown>).phase = "Unhealthy";
+      return requeueAfter(5);
+    });
+    const result = await runPass(ctx, registry, { ...proxyMessage(), uid: "uid-of-the-deleted-one" });
+    expect(called).toBe(false);
+    expect(kube.writes()).toBe(0);
+    expect(recorded.sent).toEqual([]);
+    expect(result).toMatchObject({ result: "done", staleUid: true });
+    expect(recorded.counts).toContainEqual({
+      name: "kubefn_stale_messages_total",
+      labels: { controller: "proxy" },
+    });
+  });
+
+  it("a late snapshot (listed over SNAPSHOT_MAX_AGE_SECONDS ago) is read afresh, so its UID is checked", async () => {
+    let called = false;
+    const { kube, ctx, registry } = setup(async () => {
+      called = true;
+      return done();
+    });
+    const old = proxy({ observedGeneration: 1, phase: "Ready" });
+    old.metadata.uid = "uid-of-the-deleted-one";
+    const listedAt = ctx.clock.now().getTime() - (SNAPSHOT_MAX_AGE_SECONDS + 1) * 1000;
+    const result = await runPass(ctx, registry, {
+      ...proxyMessage(),
+      snapshot: old,
+      uid: "uid-of-the-deleted-one",
+      listedAt,
+    });
+    expect(kube.calls.filter((c) => c.method === "get")).toHaveLength(1);
+    expect(called).toBe(false);
+    expect(result.staleUid).toBe(true);
   });
 
   it("reads the object when the snapshot is of another key", async () => {
@@ -240,6 +279,17 @@ describe("runPass", () => {
       "transient",
     ],
     [
+      "503 with Retry-After: the follow-up waits for it (regression: it was ignored)",
+      () =>
+        failed(
+          new ServerError("overloaded", { status: 503, reason: "ServiceUnavailable", retryAfterSeconds: 30 }),
+        ),
+      0,
+      30,
+      1,
+      "transient",
+    ],
+    [
       "transient delay beyond resync (Retry-After 900 s) is not sent",
       () => failed(ReconcileError.transient("Throttled", "x", { retryAfterSeconds: 900 })),
       0,
@@ -306,7 +356,10 @@ describe("runPass", () => {
       expect(recorded.sent).toEqual([]);
     } else {
       expect(recorded.sent).toEqual([
-        { messages: [{ request: proxyMessage().request, attempt: attemptOut }], delaySeconds: delay },
+        {
+          messages: [{ request: proxyMessage().request, attempt: attemptOut, uid: "uid-p1" }],
+          delaySeconds: delay,
+        },
       ]);
     }
     if (errorClass) {

@@ -62,7 +62,11 @@ export function parseRelayEnv(env: Record<string, string | undefined>): RelayEnv
  * reconciles, so it builds no operators to learn them.
  */
 export function defaultRelayKinds(): RelayKind[] {
-  return relayKindsOf(controllerKinds.flatMap((c) => c.kinds));
+  // Secrets are left out: the relay's identity may not list Secrets (infra/relay/manifests.yaml).
+  // A rotated cloud-init or credential Secret is picked up by the drift pass instead.
+  return relayKindsOf(controllerKinds.flatMap((c) => c.kinds)).filter(
+    (k) => !(k.resource.group === "" && k.resource.resource === "secrets"),
+  );
 }
 
 async function main(): Promise<void> {

@@ -13,10 +13,15 @@ export {
 export {
   bearerMatches,
   bearerToken,
+  type CheckedHeaders,
+  checkSignatureHeaders,
+  maxFutureSkewSeconds,
   SIGNATURE_HEADER,
+  type SignatureRefusal,
   type SignatureVerdict,
   signBatch,
   TIMESTAMP_HEADER,
   verifyBatch,
+  verifyBody,
 } from "./relay-signature.ts";
 export { tokensEqual } from "./tokens.ts";

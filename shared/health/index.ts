@@ -10,8 +10,10 @@ export {
   decodeHealthState,
   encodeHealthState,
   HEALTH_ANNOTATION,
-  healthAnnotationPatch,
+  HEALTH_STATUS_FIELD,
   healthStateOf,
+  healthStatusPatch,
+  storedHealthOf,
 } from "./annotation.ts";
 export { type AppliedHealthSweep, applyHealthSweep } from "./apply.ts";
 export type { ProbeResult, Prober, ProbeTarget, ProxyEndpoint } from "./probe.ts";

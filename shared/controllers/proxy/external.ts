@@ -27,7 +27,7 @@ import { applyHealth, dropCondition, setProvisioned } from "./status.ts";
  * does not count External Proxies as owners.
  */
 export async function reconcileExternal(pass: ProxyPass): Promise<Outcome> {
-  const { ctx, object, proxy, status } = pass;
+  const { ctx, proxy, status } = pass;
   const now = ctx.clock.now();
   const endpoint = proxy.spec.endpoint;
   dropCondition(status, ProxyConditionType.PermanentError);
@@ -49,7 +49,7 @@ export async function reconcileExternal(pass: ProxyPass): Promise<Outcome> {
     `external endpoint ${endpoint.scheme}://${endpoint.host}:${endpoint.port}${releasing}`,
     now,
   );
-  const projection = projectHealth(healthStateOf(object.metadata.annotations), healthInstanceOf(proxy));
+  const projection = projectHealth(healthStateOf(status), healthInstanceOf(proxy));
   applyHealth(status, projection, proxy.spec.healthCheck !== undefined, now);
   return release.kind === "deleting" ? requeueAfter(pass.timings.deletionPoll) : done();
 }

@@ -4,7 +4,7 @@
  */
 
 import type { HealthSubject, TargetPolicy } from "../../health/index.ts";
-import { HEALTH_ANNOTATION } from "../../health/index.ts";
+import { storedHealthOf } from "../../health/index.ts";
 import type { KubeObject } from "../../kube/index.ts";
 import { ProxyConditionType, ProxyMode, type Proxy as ProxyObject, ProxyReason, parseProxy } from "./api.ts";
 import { conditionOf } from "./status.ts";
@@ -45,7 +45,7 @@ export interface HealthSubjectOptions {
  */
 export function proxyHealthSubject(object: KubeObject, options: HealthSubjectOptions = {}): HealthSubject {
   const reportInterval = options.minReportIntervalSeconds ?? minReportIntervalSeconds;
-  const annotation = object.metadata.annotations?.[HEALTH_ANNOTATION];
+  const annotation = storedHealthOf(object);
   const key = { namespace: object.metadata.namespace ?? "", name: object.metadata.name ?? "" };
   const base = {
     key,

@@ -1,6 +1,14 @@
 export { apiErrorHandler } from "./api-errors.ts";
-export { bearerAuth, tokensEqual } from "./bearer-auth.ts";
-export { listProxies, parseProxies } from "./list-proxies.ts";
+export {
+  bearerAuth,
+  boundHolder,
+  type CrawlerCredential,
+  crawlerOf,
+  mayUseNamespace,
+  parseCrawlerCredentials,
+  tokensEqual,
+} from "./bearer-auth.ts";
+export { listProxies, listProxiesInScope, parseProxies } from "./list-proxies.ts";
 export { countByPhase, proxyPhaseGaugeTask, unknownPhaseLabel } from "./phase-gauge.ts";
 export {
   defaultManagedPort,

@@ -101,3 +101,48 @@ describe("parseNodeHostEnv", () => {
     });
   });
 });
+
+describe("Pub/Sub push intake settings", () => {
+  const jwks = { keys: [{ kty: "RSA", kid: "k1", n: "AQAB", e: "AQAB" }] };
+  it.each(Object.entries(platforms))(
+    "%s: on with an audience and a service account, keys inline or by URL",
+    (_n, parse) => {
+      expect(
+        parse({
+          PUBSUB_AUDIENCE: "https://kubefn.example.com/v1/events/pubsub",
+          PUBSUB_SERVICE_ACCOUNT: "kubefn-push@p.iam.gserviceaccount.com",
+          PUBSUB_JWKS: JSON.stringify(jwks),
+        }).pubsub,
+      ).toEqual({
+        audience: "https://kubefn.example.com/v1/events/pubsub",
+        serviceAccountEmail: "kubefn-push@p.iam.gserviceaccount.com",
+        jwks,
+      });
+      expect(
+        parse({
+          PUBSUB_AUDIENCE: "a",
+          PUBSUB_SERVICE_ACCOUNT: "s@p.iam.gserviceaccount.com",
+          PUBSUB_JWKS_URL: "http://127.0.0.1:1/certs",
+        }).pubsub?.jwksUrl,
+      ).toBe("http://127.0.0.1:1/certs");
+      expect(parse({ PUBSUB_AUDIENCE: "a" }).pubsub).toBeUndefined();
+    },
+  );
+
+  it.each([
+    [{ PUBSUB_SERVICE_ACCOUNT: "not-an-email" }, /PUBSUB_SERVICE_ACCOUNT/],
+    [{ PUBSUB_JWKS: "{}" }, /PUBSUB_JWKS/],
+    [{ PUBSUB_JWKS_URL: "ftp://x" }, /PUBSUB_JWKS_URL/],
+  ])("a bad %j is named", (env, name) => {
+    expect(() => platforms.workers(env)).toThrow(name);
+  });
+
+  it("the Node host reads them KUBEFN_-prefixed too", () => {
+    expect(
+      platforms.node({
+        KUBEFN_PUBSUB_AUDIENCE: "a",
+        KUBEFN_PUBSUB_SERVICE_ACCOUNT: "s@p.iam.gserviceaccount.com",
+      }).pubsub,
+    ).toMatchObject({ audience: "a", serviceAccountEmail: "s@p.iam.gserviceaccount.com" });
+  });
+});

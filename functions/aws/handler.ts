@@ -63,7 +63,10 @@ export function createHandler(options: HandlerOptions) {
         metrics: ctx.metrics,
         maxBytes: config.maxBodyBytes,
       });
-      ctx.log.info("audit log delivery", { ...result, requests: result.enqueued });
+      ctx.log.info(
+        "audit log delivery",
+        "acknowledged" in result ? { ...result } : { enqueued: result.enqueued, ...result.counts },
+      );
       return result;
     }
     if (isReconcileEvent(event)) {

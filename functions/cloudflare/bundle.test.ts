@@ -48,9 +48,11 @@ describe("the Workers bundle", () => {
   // Was 733 KB (182 KiB gzipped): zod's whole namespace with every locale, and a YAML parser for
   // manifests fixed at build time. The figure is printed by `npm run bench -- bundle`. 75 KiB
   // before the GCE provider was wired on Workers (its REST client and service-account JWT signer,
-  // with the SUBPOOL_*/SITE_*/GCE_* settings and the machina component: about +6.5 KiB).
-  it("stays at most 84 KiB gzipped", () => {
-    expect(bundle.gzipBytes).toBeLessThanOrEqual(84 * 1024);
+  // with the SUBPOOL_*/SITE_*/GCE_* settings and the machina component: about +6.5 KiB), then
+  // the GKE audit-log intake (Pub/Sub push route, OIDC verification against Google's keys,
+  // LogEntry reading, PUBSUB_* settings: about +2.6 KiB).
+  it("stays at most 86 KiB gzipped", () => {
+    expect(bundle.gzipBytes).toBeLessThanOrEqual(86 * 1024);
   });
 
   it("carries no YAML parser (manifests are parsed at build time)", () => {

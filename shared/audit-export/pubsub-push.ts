@@ -12,11 +12,9 @@
  * 2xx for every delivery a retry cannot improve.
  */
 
-/** A push delivery's envelope, checked. */
+/** A push delivery's envelope, checked; attributes and subscription are not read. */
 export interface PushDelivery {
   messageId: string;
-  subscription: string;
-  attributes: Record<string, string>;
   /** The message's data, decoded from base64 as UTF-8. */
   data: string;
 }
@@ -48,24 +46,19 @@ export function parsePushDelivery(body: unknown): PushDelivery {
   } catch {
     throw new PushDeliveryError("message.data is not base64 of UTF-8 text");
   }
-  const attributes: Record<string, string> = {};
-  if (isRecord(message.attributes)) {
-    for (const [k, v] of Object.entries(message.attributes)) if (typeof v === "string") attributes[k] = v;
-  }
-  return {
-    messageId,
-    subscription: typeof body.subscription === "string" ? body.subscription : "",
-    attributes,
-    data,
-  };
+  return { messageId, data };
 }
 
-/** A push body carrying `data` (JSON-encoded first). For tests and fixtures. */
-export function pushBodyOf(data: unknown, messageId: string, subscription: string): Record<string, unknown> {
+/** A push body carrying `data` (JSON-encoded first), as Pub/Sub posts it. For tests and fixtures. */
+export function pushBodyOf(
+  data: unknown,
+  messageId: string,
+  subscription: string,
+  publishTime = new Date().toISOString(),
+): Record<string, unknown> {
   const bytes = new TextEncoder().encode(JSON.stringify(data));
   let binary = "";
   for (const b of bytes) binary += String.fromCharCode(b);
-  const publishTime = new Date(0).toISOString();
   return {
     message: {
       attributes: { "logging.googleapis.com/timestamp": publishTime },

@@ -4,11 +4,14 @@
  * The cluster benches share one devcluster, started on first use and stopped at the end, also
  * when a bench fails or the run is interrupted. `KUBEFN_BENCH_LARGE=1` adds the 10,000-Proxy sweep;
  * `chaos` (1,000 Proxies under API faults, ~20+ min on 2 cores) runs only when named.
+ * `fleet` starts its own devcluster (audit webhook on) and ends the output with one JSON line;
+ * `KUBEFN_BENCH_FLEET_LARGE=1` runs it with 10,000 primaries.
  */
 import { benchBundle } from "./bundle.ts";
 import { benchChaos } from "./chaos.ts";
 import type { BenchRow } from "./cluster.ts";
 import { stopBenchCluster } from "./cluster.ts";
+import { benchFleet, defaultFleet, largeFleet } from "./fleet.ts";
 import { benchProbes } from "./health.ts";
 import { benchIntake } from "./intake.ts";
 import { benchAuditZod, benchMapping } from "./mapping.ts";
@@ -18,6 +21,7 @@ import { benchSteadyPass } from "./steady-pass.ts";
 import { benchSweep } from "./sweep.ts";
 
 const large = process.env.KUBEFN_BENCH_LARGE === "1";
+const jsonLines: string[] = [];
 
 /** `explicit` benches run only when named (`npm run bench -- chaos`): they take many minutes. */
 const benches: { name: string; run: () => Promise<BenchRow[]>; explicit?: boolean }[] = [
@@ -70,6 +74,14 @@ const benches: { name: string; run: () => Promise<BenchRow[]>; explicit?: boolea
   { name: "sweep", run: () => benchSweep(large ? [1000, 10_000] : [1000]) },
   { name: "ready-writes", run: benchApplyToReady },
   { name: "chaos", run: benchChaos, explicit: true },
+  {
+    name: "fleet",
+    run: async () => {
+      const r = await benchFleet(process.env.KUBEFN_BENCH_FLEET_LARGE === "1" ? largeFleet : defaultFleet);
+      jsonLines.push(JSON.stringify(r.json));
+      return r.rows;
+    },
+  },
 ];
 
 const only = process.argv.slice(2);
@@ -119,6 +131,7 @@ if (!large && (only.length === 0 || only.includes("sweep"))) {
 }
 printTable(rows);
 console.log(`total ${((performance.now() - t0) / 1000).toFixed(0)} s`);
+for (const line of jsonLines) console.log(line);
 process.exit(failed ? 1 : 0);
 
 function printTable(table: BenchRow[]): void {

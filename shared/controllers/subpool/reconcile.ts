@@ -6,11 +6,11 @@
 import * as z from "zod";
 import { ReconcileError } from "../../kube/classify.ts";
 import { ensureObject } from "../../kube/ensure.ts";
-import { isNotFound } from "../../kube/errors.ts";
+import { isAlreadyExists, isNotFound } from "../../kube/errors.ts";
 import { addFinalizer } from "../../kube/finalizers.ts";
 import { formatLabelSelector } from "../../kube/labels.ts";
 import { listAll } from "../../kube/list.ts";
-import { isControlledBy } from "../../kube/owner-references.ts";
+import { controllerRefTo, isControlledBy, upsertOwnerReference } from "../../kube/owner-references.ts";
 import type { KubeObject, ObjectKey, Resource } from "../../kube/port.ts";
 import { Resources } from "../../kube/resources.ts";
 import type { PassContext } from "../../runtime/controller.ts";
@@ -89,9 +89,11 @@ async function reconcileActive(
 ): Promise<Outcome> {
   const { kube } = ctx;
   const { timings } = deps;
+  let createFirst = false;
   const ensureOpts = (m: ManagedObject) => ({
     owner: object,
     fieldManager: deps.fieldManager,
+    createFirst,
     ...(m.ownedFields ? { ownedFields: m.ownedFields } : {}),
   });
 
@@ -105,46 +107,53 @@ async function reconcileActive(
   const desired = buildDesired(pool, effective, validation.route);
   const nsName = desired.status.namespace;
 
-  // 5: the Namespace, created or confirmed ours; never adopted.
-  const namespace = await getOrUndefined(ctx, Resources.Namespace, { name: nsName });
-  const ownership = namespaceOwnership(namespace, object);
-  if (ownership === "foreign") {
-    return block(
-      status,
-      Reason.NamespaceConflict,
-      namespaceConflictMessage(namespace!, object),
-      timings.conflictRetry,
-    );
-  }
-  if (ownership === "absent") {
-    const created = await ensureObject(kube, Resources.Namespace, desired.namespace, {
-      owner: object,
-      fieldManager: deps.fieldManager,
-    });
-    if (created.result === "conflict") {
+  // 5: the Namespace, created or confirmed ours; never adopted. A pool that has never reported
+  // its Namespace most likely has none yet: try the create first, and when it is refused, look.
+  // A Namespace this pass created is empty, so everything in it is created without a read first.
+  const createdNamespace =
+    !reportedNamespace(object) && (await createNamespace(ctx, desired.namespace, object, deps));
+  if (!createdNamespace) {
+    const namespace = await getOrUndefined(ctx, Resources.Namespace, { name: nsName });
+    const ownership = namespaceOwnership(namespace, object);
+    if (ownership === "foreign") {
       return block(
         status,
         Reason.NamespaceConflict,
-        `Namespace ${nsName} appeared meanwhile: ${describeController(created.observed)}`,
+        namespaceConflictMessage(namespace!, object),
         timings.conflictRetry,
       );
     }
-  } else if (namespace?.metadata.deletionTimestamp) {
-    status.ready(
-      false,
-      Reason.NamespaceTerminating,
-      `Namespace ${nsName} is being deleted; it is recreated once gone`,
-    );
-    return requeueAfter(timings.deletionPoll);
+    if (ownership === "absent") {
+      const created = await ensureObject(kube, Resources.Namespace, desired.namespace, {
+        owner: object,
+        fieldManager: deps.fieldManager,
+      });
+      if (created.result === "conflict") {
+        return block(
+          status,
+          Reason.NamespaceConflict,
+          `Namespace ${nsName} appeared meanwhile: ${describeController(created.observed)}`,
+          timings.conflictRetry,
+        );
+      }
+    } else if (namespace?.metadata.deletionTimestamp) {
+      status.ready(
+        false,
+        Reason.NamespaceTerminating,
+        `Namespace ${nsName} is being deleted; it is recreated once gone`,
+      );
+      return requeueAfter(timings.deletionPoll);
+    }
   }
   status.status.namespace = nsName;
+  createFirst = createdNamespace;
 
   // 6: the credential Secret: generated only when missing, never overwritten.
   const secret = await ensureObject(
     kube,
     Resources.Secret,
     { ...desired.credentials, data: newCredentials(deps.randomBytes) },
-    { owner: object, fieldManager: deps.fieldManager },
+    { owner: object, fieldManager: deps.fieldManager, createFirst },
   );
   if (secret.result === "conflict") {
     return block(
@@ -155,11 +164,13 @@ async function reconcileActive(
     );
   }
 
-  // 7: a LimitRange of earlier operator versions, if this pool owns one.
-  const limitRanges = await listAll(kube, Resources.LimitRange, {
-    namespace: nsName,
-    labelSelector: formatLabelSelector({ [subPoolPoolLabel]: pool.metadata.name ?? "" }),
-  });
+  // 7: a LimitRange of earlier operator versions, if this pool owns one (none in a new Namespace).
+  const limitRanges = createdNamespace
+    ? []
+    : await listAll(kube, Resources.LimitRange, {
+        namespace: nsName,
+        labelSelector: formatLabelSelector({ [subPoolPoolLabel]: pool.metadata.name ?? "" }),
+      });
   for (const legacy of limitRanges.filter((lr) => isControlledBy(lr, object))) {
     await deleteIfPresent(ctx, Resources.LimitRange, legacy);
   }
@@ -210,12 +221,14 @@ async function reconcileActive(
           "gateway.networking.k8s.io/v1 HTTPRoute is not served by this cluster; install the Gateway API CRDs",
       };
     }
-  } else {
+  } else if (!createdNamespace) {
     const existing = await getOrUndefined(ctx, httpRouteResource, {
       namespace: nsName,
       name: subPoolObjectNames(pool.metadata.name ?? "").httpRoute,
     });
     if (existing && isControlledBy(existing, object)) await deleteIfPresent(ctx, httpRouteResource, existing);
+    route = gatewayMode ? { state: "suspended" } : undefined;
+  } else {
     route = gatewayMode ? { state: "suspended" } : undefined;
   }
 
@@ -353,6 +366,35 @@ async function proxyGatewayReadiness(
   return ready > 0
     ? { ready: true, message: `${where} has ${ready} ready endpoint${ready === 1 ? "" : "s"}` }
     : { ready: false, message: `${where} has no ready endpoints` };
+}
+
+/** Whether an earlier pass reported the pool's Namespace in its status (it got that far). */
+function reportedNamespace(object: KubeObject): boolean {
+  return typeof (object.status as { namespace?: unknown } | undefined)?.namespace === "string";
+}
+
+/**
+ * Creates the pool's Namespace with a controller reference to the pool; false when one of that
+ * name exists already (whoever controls it: the caller looks).
+ */
+async function createNamespace(
+  ctx: PassContext,
+  namespace: KubeObject,
+  pool: KubeObject,
+  deps: SubPoolPassDeps,
+): Promise<boolean> {
+  const refs = upsertOwnerReference(namespace.metadata.ownerReferences, controllerRefTo(pool)).refs;
+  try {
+    await ctx.kube.create(
+      Resources.Namespace,
+      { ...namespace, metadata: { ...namespace.metadata, ownerReferences: refs } },
+      { fieldManager: deps.fieldManager },
+    );
+    return true;
+  } catch (err) {
+    if (isAlreadyExists(err)) return false;
+    throw err;
+  }
 }
 
 async function getOrUndefined(

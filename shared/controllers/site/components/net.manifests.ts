@@ -20,7 +20,11 @@ export const netManifests: readonly KubeObject[] = [
     "kind": "ServiceAccount",
     "metadata": {
       "name": "metalman",
-      "namespace": "kubefn-system"
+      "namespace": "kubefn-system",
+      "labels": {
+        "app.kubernetes.io/name": "metalman",
+        "app.kubernetes.io/managed-by": "unbounded-operator"
+      }
     }
   },
   {

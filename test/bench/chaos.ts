@@ -88,7 +88,7 @@ export async function benchChaos(): Promise<BenchRow[]> {
         name: `outage circuit ${circuit ? "on" : "off"}`,
         figure: r.requestsDuringOutage,
         unit: "requests",
-        note: `${outageObjects} Proxies created during a ${Math.round(r.outageMs / 1000)} s all-503 outage; recovered in ${Math.round(r.recoverMs / 100) / 10} s; ${r.leaks.length} leaks`,
+        note: `${outageObjects} Proxies in progress, then a ${Math.round(r.outageMs / 1000)} s all-503 outage; recovered in ${Math.round(r.recoverMs / 100) / 10} s; ${r.leaks.length} leaks`,
       });
       await h.stop();
     }

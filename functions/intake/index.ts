@@ -4,8 +4,10 @@ export {
   type IntakeOptions,
   MalformedBatchError,
   type MappedBatch,
+  readCapped,
 } from "./app.ts";
 export { intakeCloudWatchLogs } from "./cloudwatch-logs.ts";
 export { type PubSubOptions, pubsubHandler } from "./pubsub.ts";
+export { memoryReplayGuard, type ReplayGuard } from "./replay.ts";
 export { SIGNATURE_HEADER, signBatch, TIMESTAMP_HEADER, verifyBatch } from "./signature.ts";
 export { mapWithRegistry } from "./wire.ts";

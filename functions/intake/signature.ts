@@ -3,11 +3,9 @@
  * `X-Kubefn-Signature: sha256=<hex>` beside `X-Kubefn-Timestamp: <unix seconds>`.
  *
  * Verification uses `crypto.subtle.verify`, which compares in constant time, and rejects
- * timestamps outside the replay window.
- *
- * Caveats: the window bounds replay, it does not forbid it: a captured batch can be re-sent
- * within the window. That is harmless here, because a batch only asks for reconcile passes,
- * which are idempotent and deduplicated downstream.
+ * timestamps older than the replay window or more than {@link maxFutureSkewSeconds} ahead.
+ * `checkSignatureHeaders` judges the headers alone, so a request can be refused before its body
+ * is read; replays within the window are refused by the intake's `ReplayGuard` (replay.ts).
  */
 
 import { tokensEqual } from "../../shared/auth/index.ts";
@@ -46,9 +44,54 @@ export async function signBatch(
   return { [TIMESTAMP_HEADER]: timestamp, [SIGNATURE_HEADER]: `sha256=${toHex(mac)}` };
 }
 
-export type SignatureVerdict =
-  | { ok: true }
-  | { ok: false; reason: "MissingSignature" | "MalformedSignature" | "StaleTimestamp" | "BadSignature" };
+/** How far a relay's clock may run ahead of the intake's before its timestamps are refused. */
+export const maxFutureSkewSeconds = 5;
+
+export type SignatureRefusal =
+  | "MissingSignature"
+  | "MalformedSignature"
+  | "StaleTimestamp"
+  | "FutureTimestamp"
+  | "BadSignature";
+
+export type SignatureVerdict = { ok: true } | { ok: false; reason: SignatureRefusal };
+
+/** Signature headers that passed {@link checkSignatureHeaders}. */
+export interface CheckedHeaders {
+  mac: Uint8Array<ArrayBuffer>;
+  timestamp: string;
+  timestampSeconds: number;
+}
+
+/**
+ * The headers alone: both present, well-formed, and the timestamp neither older than the window
+ * nor more than {@link maxFutureSkewSeconds} ahead. Needs no body, so it runs before the read.
+ */
+export function checkSignatureHeaders(
+  headers: { signature: string | undefined; timestamp: string | undefined },
+  nowSeconds: number,
+  windowSeconds: number,
+): { ok: true; checked: CheckedHeaders } | { ok: false; reason: SignatureRefusal } {
+  if (!headers.signature || !headers.timestamp) return { ok: false, reason: "MissingSignature" };
+  const mac = headers.signature.startsWith("sha256=") ? fromHex(headers.signature.slice(7)) : undefined;
+  if (mac?.length !== 32 || !/^\d{1,12}$/.test(headers.timestamp)) {
+    return { ok: false, reason: "MalformedSignature" };
+  }
+  const timestampSeconds = Number(headers.timestamp);
+  if (timestampSeconds > nowSeconds + maxFutureSkewSeconds) return { ok: false, reason: "FutureTimestamp" };
+  if (nowSeconds - timestampSeconds > windowSeconds) return { ok: false, reason: "StaleTimestamp" };
+  return { ok: true, checked: { mac, timestamp: headers.timestamp, timestampSeconds } };
+}
+
+/** Whether the MAC in checked headers is the body's (constant-time). */
+export async function verifyBody(secret: string, body: string, checked: CheckedHeaders): Promise<boolean> {
+  return crypto.subtle.verify(
+    "HMAC",
+    await hmacKey(secret),
+    checked.mac,
+    encoder.encode(`${checked.timestamp}.${body}`),
+  );
+}
 
 /** Checks a relay batch's signature and timestamp against `secret` and the replay window. */
 export async function verifyBatch(
@@ -58,21 +101,11 @@ export async function verifyBatch(
   nowSeconds: number,
   windowSeconds: number,
 ): Promise<SignatureVerdict> {
-  if (!headers.signature || !headers.timestamp) return { ok: false, reason: "MissingSignature" };
-  const mac = headers.signature.startsWith("sha256=") ? fromHex(headers.signature.slice(7)) : undefined;
-  if (mac?.length !== 32 || !/^\d{1,12}$/.test(headers.timestamp)) {
-    return { ok: false, reason: "MalformedSignature" };
-  }
-  if (Math.abs(nowSeconds - Number(headers.timestamp)) > windowSeconds) {
-    return { ok: false, reason: "StaleTimestamp" };
-  }
-  const valid = await crypto.subtle.verify(
-    "HMAC",
-    await hmacKey(secret),
-    mac!,
-    encoder.encode(`${headers.timestamp}.${body}`),
-  );
-  return valid ? { ok: true } : { ok: false, reason: "BadSignature" };
+  const headerVerdict = checkSignatureHeaders(headers, nowSeconds, windowSeconds);
+  if (!headerVerdict.ok) return headerVerdict;
+  return (await verifyBody(secret, body, headerVerdict.checked))
+    ? { ok: true }
+    : { ok: false, reason: "BadSignature" };
 }
 
 /** Constant-time comparison of a presented bearer token with the expected one. */

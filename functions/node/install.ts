@@ -13,6 +13,22 @@ const installable: Record<string, Resource> = {
   ServiceAccount: Resources.ServiceAccount,
   ClusterRole: Resources.ClusterRole,
   ClusterRoleBinding: Resources.ClusterRoleBinding,
+  Role: Resources.Role,
+  RoleBinding: Resources.RoleBinding,
+  ValidatingAdmissionPolicy: {
+    group: "admissionregistration.k8s.io",
+    version: "v1",
+    resource: "validatingadmissionpolicies",
+    kind: "ValidatingAdmissionPolicy",
+    namespaced: false,
+  },
+  ValidatingAdmissionPolicyBinding: {
+    group: "admissionregistration.k8s.io",
+    version: "v1",
+    resource: "validatingadmissionpolicybindings",
+    kind: "ValidatingAdmissionPolicyBinding",
+    namespaced: false,
+  },
 };
 
 /** Every object in the YAML files of `infra/<folder>`, in file order. */

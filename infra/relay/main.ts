@@ -67,7 +67,11 @@ export function defaultRelayKinds(): RelayKind[] {
     prober: { probe: async () => ({ ok: false, latencyMs: 0 }) },
     sweepPeriodSeconds: 60,
   });
-  return relayKindsFor(operators.registry);
+  // Secrets are left out: the relay's identity may not list Secrets (infra/relay/manifests.yaml).
+  // A rotated cloud-init or credential Secret is picked up by the drift pass instead.
+  return relayKindsFor(operators.registry).filter(
+    (k) => !(k.resource.group === "" && k.resource.resource === "secrets"),
+  );
 }
 
 async function main(): Promise<void> {

@@ -18,6 +18,8 @@ describe("verdictFor", () => {
     [401, "rejected"],
     [403, "rejected"],
     [404, "rejected"],
+    // A replay: the batch was accepted on an earlier attempt whose answer was lost.
+    [409, "delivered"],
     [408, "retry"],
     [413, "tooLarge"],
     [425, "retry"],

@@ -11,6 +11,8 @@ export const retryStatusCodes: ReadonlySet<number> = new Set([408, 425, 429]);
 /** Classifies intake's HTTP status; the only place that does. */
 export function verdictFor(status: number): Verdict {
   if (status >= 200 && status < 300) return "delivered";
+  // Intake already accepted this very batch (its signature): an earlier attempt got through.
+  if (status === 409) return "delivered";
   if (status === 413) return "tooLarge";
   if (status >= 500 || retryStatusCodes.has(status)) return "retry";
   return "rejected";
@@ -107,6 +109,8 @@ export function createSender(opts: SenderOptions): (events: RelayEvent[]) => Pro
         if (opts.signal) signals.push(opts.signal);
         const res = await doFetch(opts.url, {
           method: "POST",
+          // The signed batch goes to the configured intake only, never where a redirect points.
+          redirect: "manual",
           headers: { ...headers, "content-type": "application/json" },
           body,
           signal: AbortSignal.any(signals),

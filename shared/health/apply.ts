@@ -39,7 +39,7 @@ export async function applyHealthSweep(
   const id = (k: ObjectKey) => `${k.namespace ?? ""}/${k.name}`;
   await mapWithConcurrency(result.annotationPatches, concurrency, async ({ key, patch }) => {
     try {
-      await deps.kube.patch(resource, key, patch);
+      await deps.kube.patchStatus(resource, key, patch);
       out.written++;
       landed.add(id(key));
     } catch (err) {

@@ -7,8 +7,10 @@ export {
   decodeHealthState,
   encodeHealthState,
   HEALTH_ANNOTATION,
-  healthAnnotationPatch,
+  HEALTH_STATUS_FIELD,
   healthStateOf,
+  healthStatusPatch,
+  storedHealthOf,
 } from "./annotation.ts";
 export { type AppliedHealthSweep, applyHealthSweep } from "./apply.ts";
 export { mapWithConcurrency } from "./concurrency.ts";

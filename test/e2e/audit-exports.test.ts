@@ -107,8 +107,9 @@ async function writeThings(): Promise<void> {
   );
   await admin.create(proxyResource, proxy("px-b"));
   await admin.delete(proxyResource, { namespace: ns, name: "px-b" });
-  // A SubPool's namespace and an object in it: owned kinds, mapped to the SubPool from their key
-  // (the audit policy logs them at Metadata level, without a body).
+  // A SubPool's namespace and an object it derives in it (its ConfigMap `<pool>-config`): owned
+  // kinds, mapped to the SubPool from their key (the audit policy logs them at Metadata level,
+  // without a body).
   await admin.create(Resources.Namespace, {
     apiVersion: "v1",
     kind: "Namespace",
@@ -117,7 +118,7 @@ async function writeThings(): Promise<void> {
   await admin.create(Resources.ConfigMap, {
     apiVersion: "v1",
     kind: "ConfigMap",
-    metadata: { namespace: poolNamespace, name: "relay-config" },
+    metadata: { namespace: poolNamespace, name: `${ns}-config` },
     data: { k: "v" },
   } as KubeObject);
   // A Pod the proxy controller does not own: maps to nothing anywhere.

@@ -245,7 +245,8 @@ describe("the Node host on the shared devcluster", () => {
           body,
           headers: {
             "content-type": "application/json",
-            ...(await signBatch(secret, body, Date.now() / 1000)),
+            // A re-send is signed anew (one second later); the very same signature is a replay.
+            ...(await signBatch(secret, body, Date.now() / 1000 + i)),
           },
         });
         expect(res.status).toBe(202);

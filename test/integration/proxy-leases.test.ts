@@ -67,7 +67,11 @@ async function createReadyProxy(name: string, latencyMillis = 50): Promise<KubeO
     apiVersion: "crawl.kubefn.dev/v1alpha1",
     kind: "Proxy",
     metadata: { name, namespace, labels: { pool: name } },
-    spec: { mode: "External", endpoint: { host: "203.0.113.7", port: 3128, scheme: "http" } },
+    spec: {
+      mode: "External",
+      endpoint: { host: "203.0.113.7", port: 3128, scheme: "http" },
+      healthCheck: { probeURL: "http://probe.example/" },
+    },
   });
   await setPhase(name, "Ready", latencyMillis);
   return created;
@@ -268,7 +272,11 @@ describe("orphan GC on the devcluster", () => {
       ctx,
       proxies,
     );
-    expect(counts).toMatchObject({ orphans: 1, collected: 1, failed: 0 });
+    // At least this test's orphan: the sweep is cluster-wide, and other files on the shared
+    // devcluster may leave tagged Pods of their own behind. Which Pods went is checked below.
+    expect(counts.failed).toBe(0);
+    expect(counts.collected).toBe(counts.orphans);
+    expect(counts.orphans).toBeGreaterThanOrEqual(1);
     await eventually(
       async () => ((await podExists(nameFromUID(orphanUid))) ? undefined : true),
       "the orphan to go",

@@ -18,7 +18,7 @@ import {
   specHashPrefix,
 } from "./cloud-init.ts";
 import { clearQuota, providerFailure } from "./failure.ts";
-import { patchMetadata } from "./metadata.ts";
+import { patchMetadata, stillCurrent } from "./metadata.ts";
 import type { ProxyPass } from "./pass.ts";
 import {
   type Instance,
@@ -139,6 +139,7 @@ export async function reconcileManaged(pass: ProxyPass): Promise<Outcome> {
   const onProviderError = (err: unknown) =>
     providerFailure(status, err, { generation, now, quotaRetrySeconds: timings.quotaRetry });
   let cloudInit: ResolvedCloudInit = { userData: undefined };
+  const ownerUID = object.metadata.uid ?? "";
 
   for (;;) {
     const action = decideManaged(observation);
@@ -169,6 +170,7 @@ export async function reconcileManaged(pass: ProxyPass): Promise<Outcome> {
         continue;
       }
       case "create": {
+        if (!(await stillCurrent(ctx.kube, object))) return requeueAfter(timings.requeueNow);
         let instance: Instance;
         try {
           const uid = object.metadata.uid ?? "";
@@ -200,7 +202,7 @@ export async function reconcileManaged(pass: ProxyPass): Promise<Outcome> {
         return requeueAfter(timings.requeueNow);
       case "lookup":
         try {
-          observation.lookup = { found: true, instance: await provider!.get(action.id) };
+          observation.lookup = { found: true, instance: await provider!.get(action.id, ownerUID) };
         } catch (err) {
           if (!isProviderNotFound(err)) return onProviderError(err);
           observation.lookup = { found: false };
@@ -223,8 +225,9 @@ export async function reconcileManaged(pass: ProxyPass): Promise<Outcome> {
       case "replace":
       case "deleteDead": {
         if (action.callDelete) {
+          if (!(await stillCurrent(ctx.kube, object))) return requeueAfter(timings.requeueNow);
           try {
-            await provider!.delete(action.instance.id);
+            await provider!.delete(action.instance.id, { owner: ownerUID, uid: action.instance.uid });
           } catch (err) {
             return onProviderError(err);
           }
@@ -254,7 +257,7 @@ export async function reconcileManaged(pass: ProxyPass): Promise<Outcome> {
       case "running": {
         status.ip = action.instance.ip;
         setProvisioned(status, true, ProxyReason.Created, `instance ${action.instance.id} is running`, now);
-        const projection = projectHealth(healthStateOf(object.metadata.annotations), action.instance.id);
+        const projection = projectHealth(healthStateOf(status), action.instance.id);
         applyHealth(status, projection, proxy.spec.healthCheck !== undefined, now);
         return awaitSweep();
       }

@@ -400,7 +400,14 @@ describe("subPoolFromKey", () => {
   it.each([
     [Resources.Namespace, { name: "subpool-demo" }, { name: "demo" }],
     [Resources.Secret, { namespace: "subpool-demo", name: "demo-credentials" }, { name: "demo" }],
-    [Resources.StatefulSet, { namespace: "subpool-a-b", name: "x" }, { name: "a-b" }],
+    [Resources.StatefulSet, { namespace: "subpool-a-b", name: "a-b-cpa-manager" }, { name: "a-b" }],
+    [Resources.ConfigMap, { namespace: "subpool-demo", name: "demo-config" }, { name: "demo" }],
+    [Resources.ServiceAccount, { namespace: "subpool-demo", name: "demo" }, { name: "demo" }],
+    // What the cluster puts in every new Namespace is no drift of the pool.
+    [Resources.ConfigMap, { namespace: "subpool-demo", name: "kube-root-ca.crt" }, undefined],
+    [Resources.ServiceAccount, { namespace: "subpool-demo", name: "default" }, undefined],
+    [Resources.StatefulSet, { namespace: "subpool-a-b", name: "x" }, undefined],
+    [Resources.Secret, { namespace: "subpool-demo", name: "demo-config" }, undefined],
     [Resources.Namespace, { name: "default" }, undefined],
     [Resources.ConfigMap, { namespace: "kube-system", name: "x" }, undefined],
     [Resources.Namespace, { name: "subpool-" }, undefined],

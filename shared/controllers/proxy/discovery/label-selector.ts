@@ -40,7 +40,8 @@ export function matchesRequirements(
   requirements: LabelRequirements,
 ): boolean {
   return requirements.every((req) => {
-    const value = labels?.[req.key];
+    // Own properties only: a key like "constructor" or "__proto__" must not find Object's members.
+    const value = labels && Object.hasOwn(labels, req.key) ? labels[req.key] : undefined;
     switch (req.operator) {
       case "In":
         return value !== undefined && (req.values ?? []).includes(value);

@@ -11,6 +11,21 @@ export async function listProxies(kube: Kube, log: Log, namespace?: string): Pro
   return parseProxies(objects, log);
 }
 
+/**
+ * The Proxies a crawler may see: in `namespace` when given (the caller checked it is in scope),
+ * else in each namespace of `scope` (one list each), else in every namespace.
+ */
+export async function listProxiesInScope(
+  kube: Kube,
+  log: Log,
+  namespace: string | undefined,
+  scope: readonly string[] | "*",
+): Promise<ProxyObject[]> {
+  if (namespace !== undefined || scope === "*") return listProxies(kube, log, namespace);
+  const lists = await Promise.all([...new Set(scope)].sort().map((ns) => listProxies(kube, log, ns)));
+  return lists.flat();
+}
+
 /** The objects that parse as Proxies; the rest are logged at warn level. */
 export function parseProxies(objects: readonly unknown[], log: Log): ProxyObject[] {
   const proxies: ProxyObject[] = [];

@@ -44,6 +44,9 @@ describe("selectReady", () => {
         { name: "unhealthy", phase: "Unhealthy" },
         { name: "provisioning", phase: "Provisioning" },
         { name: "deleting", deleting: true },
+        // Ready without a health check means provisioned, not probed: never offered.
+        { name: "unprobed", noHealthCheck: true },
+        { name: "unprobed-managed", mode: "Managed", ip: "10.2.2.2", noHealthCheck: true },
       ],
       {},
       ["crawl/ready"],

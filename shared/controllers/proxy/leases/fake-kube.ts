@@ -85,6 +85,8 @@ export interface TestProxy {
   mode?: "External" | "Managed";
   endpoint?: { host: string; port: number; scheme: "http" | "https" };
   deleting?: boolean;
+  /** Leave out `spec.healthCheck` (such a proxy is never offered to crawlers). */
+  noHealthCheck?: boolean;
 }
 
 /** A Proxy object as the API server would return it (External by default, status Ready). */
@@ -107,6 +109,7 @@ export function testProxy(p: TestProxy): KubeObject {
       mode,
       ...(mode === "Managed" ? { provider: "kubernetes" } : {}),
       ...(endpoint ? { endpoint } : {}),
+      ...(p.noHealthCheck ? {} : { healthCheck: { probeURL: "http://probe.example/" } }),
     },
     status: {
       phase: p.phase ?? "Ready",

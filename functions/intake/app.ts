@@ -164,7 +164,7 @@ export function createIntakeApp(opts: IntakeOptions): Hono {
     }
   });
 
-  app.post("/v1/events/pubsub", pubsubHandler(opts, reject));
+  app.post("/v1/events/pubsub", pubsubHandler(opts, reject, replayGuard));
 
   app.onError((err, c) => {
     opts.log.error("intake failed", { error: String(err) });

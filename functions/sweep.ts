@@ -3,5 +3,5 @@ export {
   runSweep,
   type SweepOptions,
   type SweepSummary,
-} from "../shared/runtime/sweep-run.ts";
-export type { SweepTask } from "../shared/runtime/sweep-task.ts";
+  type SweepTask,
+} from "../shared/runtime/index.ts";

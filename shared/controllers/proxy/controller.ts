@@ -1,4 +1,4 @@
-import type { ControllerDefinition } from "../../runtime/controller.ts";
+import type { ControllerDefinition } from "../../runtime/index.ts";
 import { ProxyConditionType, proxyResource } from "./api.ts";
 import { proxyDrift } from "./drift.ts";
 import { type ProvidersSource, reconcileProxy } from "./reconcile.ts";

@@ -6,9 +6,8 @@ import {
   probeAll,
   type TargetPolicy,
 } from "../../health/index.ts";
-import type { KubeObject } from "../../kube/port.ts";
-import type { SweepTask } from "../../runtime/sweep-task.ts";
-import type { Context, Message } from "../../runtime/types.ts";
+import type { KubeObject } from "../../kube/index.ts";
+import type { Context, Message, SweepTask } from "../../runtime/index.ts";
 import { proxyResource } from "./api.ts";
 import { proxyControllerName } from "./controller.ts";
 import { proxyHealthSubject } from "./health-subject.ts";

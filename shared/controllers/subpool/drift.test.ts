@@ -1,5 +1,6 @@
 import { beforeEach, describe, expect, it } from "vitest";
-import { FakeKube, fakeContext } from "../../../test/unit/runtime/fake-kube.ts";
+import { FakeKube, fakeContext } from "../../../test/support/fake-kube.ts";
+import { subPoolObject } from "../../../test/support/subpools.ts";
 import type { KubeObject, Resource } from "../../kube/port.ts";
 import { Resources } from "../../kube/resources.ts";
 import { runPass } from "../../runtime/executor.ts";
@@ -8,7 +9,6 @@ import { runSweep } from "../../runtime/sweep-run.ts";
 import type { Message } from "../../runtime/types.ts";
 import { subPoolResource } from "./api.ts";
 import { subPoolController } from "./controller.ts";
-import { subPoolObject } from "./test-fixtures.ts";
 
 const ns = "subpool-demo";
 const registry = createRegistry([subPoolController({ randomBytes: (n) => new Uint8Array(n).fill(7) })]);

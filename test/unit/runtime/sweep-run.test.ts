@@ -3,8 +3,8 @@ import type { Kube, KubeObject, ListOptions, ListPage } from "../../../shared/ku
 import { defineDrift, safetyNetDue } from "../../../shared/runtime/drift.ts";
 import { createRegistry } from "../../../shared/runtime/registry.ts";
 import { runSweep } from "../../../shared/runtime/sweep-run.ts";
+import { fakeContext } from "../../support/fake-kube.ts";
 import { proxyController, SubPoolResource, subPoolController } from "./controllers.ts";
-import { fakeContext } from "./fake-kube.ts";
 
 /** A Kube whose lists page `pageSize` at a time and record their options. */
 function pagedKube(objects: KubeObject[]): Kube & { lists: ListOptions[] } {

@@ -3,8 +3,7 @@
  * each a message (delayed to its phase in the minute) that one invocation probes within its
  * platform budget.
  */
-import type { ObjectKey } from "../kube/port.ts";
-import { fnv1a32 } from "../kube/spec-hash.ts";
+import { fnv1a32, type ObjectKey } from "../kube/index.ts";
 import type { ProbeResult, Prober, ProbeTarget } from "./probe.ts";
 import type { HealthSubject } from "./sweep.ts";
 import { probeDue } from "./sweep.ts";

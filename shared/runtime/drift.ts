@@ -1,5 +1,5 @@
 import type { Kube, KubeObject, ObjectKey, Resource } from "../kube/index.ts";
-import { fnv1a32 } from "../kube/spec-hash.ts";
+import { fnv1a32 } from "../kube/index.ts";
 import type { SweepMemo } from "./sweep-task.ts";
 import type { Context } from "./types.ts";
 

@@ -67,7 +67,7 @@ export {
 } from "./registry.ts";
 export { planSweep, type SweepInput, type SweepPlan, sweepBucket } from "./sweep.ts";
 export { type ControllerSweep, runSweep, type SweepOptions, type SweepSummary } from "./sweep-run.ts";
-export type { SweepTask } from "./sweep-task.ts";
+export { createSweepMemo, type SweepMemo, type SweepTask } from "./sweep-task.ts";
 export type {
   Clock,
   Context,

@@ -2,14 +2,15 @@
  * Proxy drift from the sweep's lists: each provider's instances listed once per drift period, each
  * distinct cloud-init Secret read once, and a pure comparison per Proxy.
  */
-import { healthStateOf } from "../../health/annotation.ts";
-import { projectHealth } from "../../health/state.ts";
-import { hasFinalizer } from "../../kube/finalizers.ts";
-import type { Kube, KubeObject } from "../../kube/port.ts";
-import type { PassContext } from "../../runtime/controller.ts";
-import { type DriftDeclaration, defineDrift } from "../../runtime/drift.ts";
-import type { SweepMemo } from "../../runtime/sweep-task.ts";
-import type { Context } from "../../runtime/types.ts";
+import { healthStateOf, projectHealth } from "../../health/index.ts";
+import { hasFinalizer, type Kube, type KubeObject } from "../../kube/index.ts";
+import {
+  type Context,
+  type DriftDeclaration,
+  defineDrift,
+  type PassContext,
+  type SweepMemo,
+} from "../../runtime/index.ts";
 import {
   ProxyConditionType,
   ProxyMode,
@@ -21,7 +22,7 @@ import {
 } from "./api.ts";
 import { isCloudInitError, proxySpecHash, type ResolvedCloudInit, resolveCloudInit } from "./cloud-init.ts";
 import { healthInstanceOf } from "./health-subject.ts";
-import { type Instance, managedByTagKey, managedByTagValue, type Provider } from "./providers/provider.ts";
+import { type Instance, managedByTagKey, managedByTagValue, type Provider } from "./providers/index.ts";
 import type { ProvidersSource } from "./reconcile.ts";
 import { applyHealth, conditionOf, isLatched } from "./status.ts";
 

@@ -3,21 +3,24 @@
  * anything?", answered from one list per owned kind, the operator configuration and the shared
  * proxy gateway's EndpointSlices, all read once per drift period for every pool together.
  */
-import { findCondition } from "../../kube/conditions.ts";
-import { isNotFound } from "../../kube/errors.ts";
-import { hasFinalizer } from "../../kube/finalizers.ts";
-import { formatLabelSelector, mergeLabels } from "../../kube/labels.ts";
-import { listAll } from "../../kube/list.ts";
 import {
   controllerOf,
   controllerRefTo,
+  findCondition,
+  formatLabelSelector,
+  hasFinalizer,
   isControlledBy,
+  isNotFound,
   isOwnedBy,
+  type KubeObject,
+  listAll,
+  mergeLabels,
+  type ObjectKey,
+  type Resource,
+  Resources,
   upsertOwnerReference,
-} from "../../kube/owner-references.ts";
-import type { KubeObject, ObjectKey, Resource } from "../../kube/port.ts";
-import { Resources } from "../../kube/resources.ts";
-import { type DriftDeclaration, type DriftList, defineDrift, type Listed } from "../../runtime/drift.ts";
+} from "../../kube/index.ts";
+import { type DriftDeclaration, type DriftList, defineDrift, type Listed } from "../../runtime/index.ts";
 import {
   ExposureMode,
   parseSubPool,

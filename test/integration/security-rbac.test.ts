@@ -92,7 +92,7 @@ const calls: Array<{ resource: string; verbs: string[]; at: Array<[file: string,
     verbs: ["get", "list", "patch"],
     at: [
       ["shared/runtime/executor.ts", "ctx.kube.get(def.for"],
-      ["functions/sweep.ts", "listAll(ctx.kube, def.for"],
+      ["shared/runtime/drift.ts", "const page = await kube.list(resource"],
       ["shared/controllers/subpool/metadata.ts", "patchMetadataGuarded"],
     ],
   },
@@ -103,8 +103,9 @@ const calls: Array<{ resource: string; verbs: string[]; at: Array<[file: string,
   },
   ...["namespaces", "configmaps", "serviceaccounts", "services", "resourcequotas"].map((resource) => ({
     resource,
-    verbs: ["get", "create", "update", ...(resource === "namespaces" ? ["delete"] : [])],
+    verbs: ["get", "list", "create", "update", ...(resource === "namespaces" ? ["delete"] : [])],
     at: [
+      ["shared/runtime/drift.ts", "const page = await kube.list(resource"],
       ["shared/kube/ensure.ts", "kube.get<T>(res, key)"],
       ["shared/kube/ensure.ts", "kube.create<T>("],
       ["shared/kube/ensure.ts", "kube.update<T>(res, next"],
@@ -122,8 +123,9 @@ const calls: Array<{ resource: string; verbs: string[]; at: Array<[file: string,
   ...["statefulsets.apps", "networkpolicies.networking.k8s.io", "poddisruptionbudgets.policy"].map(
     (resource) => ({
       resource,
-      verbs: ["get", "create", "update"],
+      verbs: ["get", "list", "create", "update"],
       at: [
+        ["shared/runtime/drift.ts", "const page = await kube.list(resource"],
         ["shared/kube/ensure.ts", "kube.get<T>(res, key)"],
         ["shared/kube/ensure.ts", "kube.create<T>("],
         ["shared/kube/ensure.ts", "kube.update<T>(res, next"],
@@ -132,8 +134,9 @@ const calls: Array<{ resource: string; verbs: string[]; at: Array<[file: string,
   ),
   {
     resource: "httproutes.gateway.networking.k8s.io",
-    verbs: ["get", "create", "update", "delete"],
+    verbs: ["get", "list", "create", "update", "delete"],
     at: [
+      ["shared/runtime/drift.ts", "const page = await kube.list(resource"],
       ["shared/controllers/subpool/reconcile.ts", "ensureObject(\n        kube,\n        httpRouteResource"],
       ["shared/controllers/subpool/reconcile.ts", "deleteIfPresent(ctx, httpRouteResource"],
     ],

@@ -1,5 +1,5 @@
 import type { Kube, KubeObject, ObjectKey, Resource } from "../kube/index.ts";
-import { fnv1a32 } from "../kube/index.ts";
+import { fnv1a32, isNotFound } from "../kube/index.ts";
 import type { SweepMemo } from "./sweep-task.ts";
 import type { Context } from "./types.ts";
 
@@ -138,6 +138,12 @@ export async function listForDrift(
       }
       index.set(list.name, byKey);
     } catch (err) {
+      // A kind the cluster does not serve (404: e.g. no Gateway API) is an answer, not a fault:
+      // the decision sees the list unavailable, as the pass sees the kind missing.
+      if (isNotFound(err)) {
+        ctx.metrics.count("kubefn_sweep_lists_unavailable_total", { controller, list: list.name });
+        continue;
+      }
       ctx.log.error("sweep drift list failed", { controller, list: list.name, error: String(err) });
       ctx.metrics.count("kubefn_sweep_errors_total", { controller, stage: `list:${list.name}` });
     }

@@ -41,6 +41,7 @@ let wire: CountingTransport;
 let ctx: Context;
 let registry: Registry;
 let subPoolOnly: Registry;
+const errors: string[] = [];
 /** Follow-ups the passes sent (delivered by `drain`); the sweep's messages go to `swept`. */
 let followUps: { message: Message; at: number }[] = [];
 let swept: Message[] = [];
@@ -201,7 +202,13 @@ beforeAll(async () => {
       },
     },
     clock: { now: () => new Date() },
-    log: { info: () => {}, warn: () => {}, error: () => {} },
+    // Errors are kept: a drift list the ServiceAccount may not make must fail the test, not
+    // quietly leave the decisions without it.
+    log: {
+      info: () => {},
+      warn: () => {},
+      error: (msg, fields) => errors.push(`${msg} ${JSON.stringify(fields)}`),
+    },
     metrics: { count: () => {}, observe: () => {}, gauge: () => {} },
     random: Math.random,
   };
@@ -242,6 +249,7 @@ describe("sweep by lists", () => {
     );
     expect(legacyTwenty.messages).toBe(20);
     expect(legacyTwenty.requests).toBeGreaterThan(legacyFive.requests);
+    expect(errors.filter((e) => e.startsWith("sweep"))).toEqual([]);
     expect(five.messages).toBe(0);
     expect(twenty.messages).toBe(0);
     expect(twenty.requests).toBe(five.requests);

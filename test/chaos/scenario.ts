@@ -145,7 +145,7 @@ export async function findProblems(
 /** The cloud-init an instance runs: its cloud-init Secret's user data, if the Secret is the Pod's. */
 function cloudInitOf(pod: Pod, secrets: ReadonlyMap<string, Secret>): string | undefined {
   const secret = secrets.get(cloudInitSecretName(pod.metadata.name ?? ""));
-  if (!secret || !secret.metadata.ownerReferences?.some((r) => r.uid === pod.metadata.uid)) return undefined;
+  if (!secret?.metadata.ownerReferences?.some((r) => r.uid === pod.metadata.uid)) return undefined;
   const data = secret.data?.["user-data"];
   return data === undefined ? undefined : Buffer.from(data, "base64").toString("utf8");
 }

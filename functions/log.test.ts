@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { createLineLog } from "./log.ts";
+import { createLineLog } from "./telemetry/index.ts";
 
 describe("createLineLog text format", () => {
   it("a tenant-controlled value cannot forge a second log line", () => {

@@ -1,11 +1,11 @@
 import { readFileSync } from "node:fs";
 import { beforeEach, describe, expect, it } from "vitest";
+import { signBatch } from "../../shared/auth/index.ts";
 import { createRegistry } from "../../shared/runtime/index.ts";
 import type { Message } from "../../shared/runtime/types.ts";
+import { FakeKube, fakeContext } from "../../test/support/fake-kube.ts";
 import { proxyController, siteController, subPoolController } from "../../test/unit/runtime/controllers.ts";
-import { FakeKube, fakeContext } from "../../test/unit/runtime/fake-kube.ts";
 import { createIntakeApp } from "./app.ts";
-import { signBatch } from "./signature.ts";
 import { mapWithRegistry } from "./wire.ts";
 
 const AUDIT_TOKEN = "audit-token-0123456789abcdef";

@@ -1,8 +1,5 @@
 import type { Context } from "hono";
 import { Hono } from "hono/tiny";
-import type { Clock, Log, Message, Metrics } from "../../shared/runtime/types.ts";
-import { type PubSubOptions, pubsubHandler } from "./pubsub.ts";
-import { memoryReplayGuard, type ReplayGuard } from "./replay.ts";
 import {
   bearerMatches,
   type CheckedHeaders,
@@ -10,7 +7,10 @@ import {
   SIGNATURE_HEADER,
   TIMESTAMP_HEADER,
   verifyBody,
-} from "./signature.ts";
+} from "../../shared/auth/index.ts";
+import type { Clock, Log, Message, Metrics } from "../../shared/runtime/index.ts";
+import { type PubSubOptions, pubsubHandler } from "./pubsub.ts";
+import { memoryReplayGuard, type ReplayGuard } from "./replay.ts";
 
 /** Which sender a batch came from; decides how it is authenticated and decoded. */
 export type BatchSource = "audit" | "relay";
@@ -164,7 +164,7 @@ export function createIntakeApp(opts: IntakeOptions): Hono {
     }
   });
 
-  app.post("/v1/events/pubsub", pubsubHandler(opts, reject));
+  app.post("/v1/events/pubsub", pubsubHandler(opts, reject, replayGuard));
 
   app.onError((err, c) => {
     opts.log.error("intake failed", { error: String(err) });

@@ -1,3 +1,4 @@
+export { SIGNATURE_HEADER, signBatch, TIMESTAMP_HEADER, verifyBatch } from "../../shared/auth/index.ts";
 export {
   type BatchSource,
   createIntakeApp,
@@ -9,5 +10,4 @@ export {
 export { intakeCloudWatchLogs } from "./cloudwatch-logs.ts";
 export { type PubSubOptions, pubsubHandler } from "./pubsub.ts";
 export { memoryReplayGuard, type ReplayGuard } from "./replay.ts";
-export { SIGNATURE_HEADER, signBatch, TIMESTAMP_HEADER, verifyBatch } from "./signature.ts";
 export { mapWithRegistry } from "./wire.ts";

@@ -2,8 +2,8 @@ import { readdir, readFile } from "node:fs/promises";
 import { fileURLToPath } from "node:url";
 import { KubeConfig } from "@kubernetes/client-node";
 import { parseAllDocuments } from "yaml";
+import type { Kube, KubeObject, Resource, Transport } from "../../shared/kube/index.ts";
 import { errorFromResponse, isNotFound, Resources, serverSideApply } from "../../shared/kube/index.ts";
-import type { Kube, KubeObject, Resource, Transport } from "../../shared/kube/port.ts";
 
 const infra = fileURLToPath(new URL("../../infra/", import.meta.url));
 

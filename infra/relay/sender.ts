@@ -1,6 +1,5 @@
-import { signBatch } from "../../functions/intake/signature.ts";
-import type { RelayBatch, RelayEvent } from "../../shared/runtime/event-batch.ts";
-import type { Log, Metrics } from "../../shared/runtime/types.ts";
+import { signBatch } from "../../shared/auth/index.ts";
+import type { Log, Metrics, RelayBatch, RelayEvent } from "../../shared/runtime/index.ts";
 
 /** What intake's answer means for the batch. */
 export type Verdict = "delivered" | "retry" | "rejected" | "tooLarge";

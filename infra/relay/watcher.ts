@@ -1,7 +1,6 @@
+import type { Kube, KubeObject } from "../../shared/kube/index.ts";
 import { listPages } from "../../shared/kube/index.ts";
-import type { Kube, KubeObject } from "../../shared/kube/port.ts";
-import type { RelayEvent } from "../../shared/runtime/event-batch.ts";
-import type { Log, Metrics } from "../../shared/runtime/types.ts";
+import type { Log, Metrics, RelayEvent } from "../../shared/runtime/index.ts";
 import { predicateFor, type RelayKind } from "./kinds.ts";
 import { type Edge, type Predicate, type Seen, seenOf } from "./predicates.ts";
 import { backoffDelay } from "./sender.ts";

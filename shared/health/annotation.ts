@@ -15,7 +15,7 @@
  */
 
 import * as z from "zod";
-import type { Patch } from "../kube/port.ts";
+import type { Patch } from "../kube/index.ts";
 import { type HealthState, makeState } from "./state.ts";
 
 /** Where earlier versions kept the state; tenant-writable, so never read. */

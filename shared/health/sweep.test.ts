@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
+import { mapWithConcurrency } from "../concurrency/index.ts";
 import { encodeHealthState } from "./annotation.ts";
-import { mapWithConcurrency } from "./concurrency.ts";
 import type { ProbeResult, Prober, ProbeTarget } from "./probe.ts";
 import type { HealthState } from "./state.ts";
 import { type HealthSubject, probeAll, probeDue } from "./sweep.ts";

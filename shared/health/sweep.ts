@@ -4,10 +4,10 @@
  * prober and clock; the caller applies the patches through the Kube port and enqueues the keys.
  */
 
-import type { ObjectKey, Patch } from "../kube/port.ts";
-import { fnv1a32 } from "../kube/spec-hash.ts";
+import { mapWithConcurrency } from "../concurrency/index.ts";
+import type { ObjectKey, Patch } from "../kube/index.ts";
+import { fnv1a32 } from "../kube/index.ts";
 import { decodeHealthState, healthStatusPatch } from "./annotation.ts";
-import { mapWithConcurrency } from "./concurrency.ts";
 import {
   describeError,
   type ProbeResult,

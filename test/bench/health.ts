@@ -4,9 +4,9 @@
  * probe) and the real sweep (state machine, annotation patches). `test/bench/run.ts` calls it.
  */
 
-import { createNodeProber } from "../../shared/health/node-prober.ts";
+import { createNodeProber } from "../../functions/ports/index.ts";
 import { type HealthSubject, probeAll } from "../../shared/health/sweep.ts";
-import { startForwardProxy, startHttpTarget } from "../../shared/health/test-fixtures.ts";
+import { startForwardProxy, startHttpTarget } from "../support/probe-fixtures.ts";
 
 export interface HealthBenchResult {
   probes: number;

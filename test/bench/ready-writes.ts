@@ -15,14 +15,14 @@
  * (1). With the default successThreshold 2: 8.
  */
 import { createOperators } from "../../functions/operators.ts";
+import { createNodeProber } from "../../functions/ports/index.ts";
 import { proxyResource, proxySpecHashAnnotation } from "../../shared/controllers/proxy/api.ts";
 import { proxyHealthTask } from "../../shared/controllers/proxy/health-task.ts";
-import { createNodeProber } from "../../shared/health/node-prober.ts";
-import { type ForwardProxy, startForwardProxy, startHttpTarget } from "../../shared/health/test-fixtures.ts";
 import { countingTransport, listAll } from "../../shared/kube/index.ts";
 import { createNodeTransport } from "../../shared/kube/node.ts";
 import type { KubeObject, Transport, TransportRequest } from "../../shared/kube/port.ts";
 import { runPass } from "../../shared/runtime/index.ts";
+import { type ForwardProxy, startForwardProxy, startHttpTarget } from "../support/probe-fixtures.ts";
 import {
   type BenchRow,
   benchCluster,

@@ -8,15 +8,15 @@ import { randomBytes } from "node:crypto";
 import { fileURLToPath } from "node:url";
 import { KubeConfig } from "@kubernetes/client-node";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { signBatch } from "../../functions/intake/signature.ts";
+import { signBatch } from "../../shared/auth/index.ts";
 import { proxyResource } from "../../shared/controllers/proxy/api.ts";
 import { ownerTagKey } from "../../shared/controllers/proxy/providers/provider.ts";
-import { startForwardProxy, startHttpTarget } from "../../shared/health/test-fixtures.ts";
 import { createKube, findCondition, isNotFound, listAll, Resources } from "../../shared/kube/index.ts";
 import { createNodeTransport } from "../../shared/kube/node.ts";
 import type { Kube, KubeObject } from "../../shared/kube/port.ts";
 import { sweepBucket } from "../../shared/runtime/index.ts";
 import { clusterInfo } from "../setup/cluster.ts";
+import { startForwardProxy, startHttpTarget } from "../support/probe-fixtures.ts";
 import { eventually, functionsKubeconfig, type HostProcess, startHost } from "./host.ts";
 
 type ProxyObject = KubeObject & {

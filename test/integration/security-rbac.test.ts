@@ -106,7 +106,7 @@ const calls: Array<{ resource: string; verbs: string[]; at: Array<[file: string,
     verbs: ["get", "create", "update", ...(resource === "namespaces" ? ["delete"] : [])],
     at: [
       ["shared/kube/ensure.ts", "kube.get<T>(res, key)"],
-      ["shared/kube/ensure.ts", "kube.create<T>(res, toCreate"],
+      ["shared/kube/ensure.ts", "kube.create<T>("],
       ["shared/kube/ensure.ts", "kube.update<T>(res, next"],
       ["shared/controllers/subpool/deletion.ts", "ctx.kube.delete("],
     ] as Array<[string, string]>,
@@ -125,7 +125,7 @@ const calls: Array<{ resource: string; verbs: string[]; at: Array<[file: string,
       verbs: ["get", "create", "update"],
       at: [
         ["shared/kube/ensure.ts", "kube.get<T>(res, key)"],
-        ["shared/kube/ensure.ts", "kube.create<T>(res, toCreate"],
+        ["shared/kube/ensure.ts", "kube.create<T>("],
         ["shared/kube/ensure.ts", "kube.update<T>(res, next"],
       ] as Array<[string, string]>,
     }),
@@ -442,5 +442,38 @@ describe("the audit policy sends no workload bodies off the API server", () => {
     const ownEvent = await waitForAuditEvent(match("kubefn-system"), { since: next });
     expect(ownEvent.level).toBe("RequestResponse");
     await admin.delete(Resources.Deployment, { namespace: "kubefn-system", name });
+  });
+});
+
+describe("the relay's identity", () => {
+  it("may only read, only the kinds the relay watches, and never Secrets", async () => {
+    const { parseAllDocuments } = await import("yaml");
+    const { serverSideApply } = await import("../../shared/kube/index.ts");
+    const { defaultRelayKinds } = await import("../../infra/relay/main.ts");
+    const kinds: Record<string, (typeof Resources)[keyof typeof Resources]> = {
+      Namespace: Resources.Namespace,
+      ServiceAccount: Resources.ServiceAccount,
+      ClusterRole: Resources.ClusterRole,
+      ClusterRoleBinding: Resources.ClusterRoleBinding,
+    };
+    const text = readFileSync(`${repo}infra/relay/manifests.yaml`, "utf8");
+    for (const doc of parseAllDocuments(text)) {
+      const obj = doc.toJSON() as KubeObject | null;
+      const res = obj ? kinds[obj.kind] : undefined;
+      if (obj && res) await serverSideApply(admin, res, obj, "kubefn-installer", true);
+    }
+    const relayUser = "system:serviceaccount:kubefn-system:kubefn-relay";
+    const { table, grants } = await canIList(relayUser);
+    console.log(`kubectl auth can-i --list --as=${relayUser}\n${table}`);
+    const watched = new Set(
+      defaultRelayKinds().map((k) =>
+        k.resource.group ? `${k.resource.resource}.${k.resource.group}` : k.resource.resource,
+      ),
+    );
+    const own = grants.filter((g) => !grantedToEveryone(g));
+    expect(own.length).toBeGreaterThan(0);
+    expect(own.filter((g) => g.verbs.some((v) => !["get", "list", "watch"].includes(v)))).toEqual([]);
+    expect(own.map((g) => g.resource).filter((r) => !watched.has(r))).toEqual([]);
+    expect(own.some((g) => g.resource === "secrets")).toBe(false);
   });
 });

@@ -6,7 +6,7 @@
  */
 import * as z from "zod";
 import { type CrdSpec, conditionsSchema, objectSchemaFor, resourceFor, withCel } from "../../crd/index.ts";
-import type { Resource } from "../../kube/port.ts";
+import type { Resource } from "../../kube/index.ts";
 
 export const proxyGroup = "crawl.kubefn.dev";
 export const proxyVersion = "v1alpha1";

@@ -3,11 +3,9 @@
  * instance shape, the *resolved* user data), so rotating a referenced Secret replaces the
  * instance even though the Proxy spec is untouched.
  */
-import { ReconcileError } from "../../kube/classify.ts";
-import { isNotFound } from "../../kube/errors.ts";
-import type { Kube, KubeObject } from "../../kube/port.ts";
-import { Resources } from "../../kube/resources.ts";
-import { specHash } from "../../kube/spec-hash.ts";
+
+import type { Kube, KubeObject } from "../../kube/index.ts";
+import { isNotFound, ReconcileError, Resources, specHash } from "../../kube/index.ts";
 import { ProxyReason, type ProxySpec } from "./api.ts";
 
 /** The Secret key read when `secretRef.key` is not set. */

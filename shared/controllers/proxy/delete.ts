@@ -1,8 +1,10 @@
 /**
  * Deletion (seed §4): keep the finalizer until the provider says the instance is gone.
  */
-import { hasFinalizer, removeFinalizer } from "../../kube/finalizers.ts";
-import { done, type Outcome, requeueAfter } from "../../runtime/outcome.ts";
+
+import { assertNever } from "../../guards/index.ts";
+import { hasFinalizer, removeFinalizer } from "../../kube/index.ts";
+import { done, type Outcome, requeueAfter } from "../../runtime/index.ts";
 import { ProxyReason, proxyFinalizer } from "./api.ts";
 import { providerFailure } from "./failure.ts";
 import type { InstanceLookup } from "./managed.ts";
@@ -14,7 +16,7 @@ import {
   ownerTagKey,
   type Provider,
   type ProvidersByName,
-} from "./providers/provider.ts";
+} from "./providers/index.ts";
 import { setProvisioned } from "./status.ts";
 
 /** What a deletion pass knows so far. */
@@ -164,8 +166,4 @@ export async function deleteInstances(
         return assertNever(action);
     }
   }
-}
-
-function assertNever(value: never): never {
-  throw new Error(`unhandled case: ${JSON.stringify(value)}`);
 }

@@ -2,10 +2,9 @@
  * External mode (seed §4): someone else runs the proxy. The address comes from the spec; no
  * instance is kept and no finalizer is held.
  */
-import { healthStateOf } from "../../health/annotation.ts";
-import { projectHealth } from "../../health/state.ts";
-import { hasFinalizer, removeFinalizer } from "../../kube/finalizers.ts";
-import { done, type Outcome, requeueAfter } from "../../runtime/outcome.ts";
+import { healthStateOf, projectHealth } from "../../health/index.ts";
+import { hasFinalizer, removeFinalizer } from "../../kube/index.ts";
+import { done, type Outcome, requeueAfter } from "../../runtime/index.ts";
 import { ProxyConditionType, ProxyReason, proxyFinalizer, proxySpecHashAnnotation } from "./api.ts";
 import { deleteInstances, providerNamed } from "./delete.ts";
 import { healthInstanceOf } from "./health-subject.ts";

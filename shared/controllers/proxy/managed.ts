@@ -4,11 +4,10 @@
  * Kube and Provider ports until a decision ends the pass.
  */
 
-import { healthStateOf } from "../../health/annotation.ts";
-import { projectHealth } from "../../health/state.ts";
-import { ReconcileError } from "../../kube/classify.ts";
-import { hasFinalizer } from "../../kube/finalizers.ts";
-import { awaitSweep, done, failed, type Outcome, requeueAfter } from "../../runtime/outcome.ts";
+import { assertNever } from "../../guards/index.ts";
+import { healthStateOf, projectHealth } from "../../health/index.ts";
+import { hasFinalizer, ReconcileError } from "../../kube/index.ts";
+import { awaitSweep, done, failed, type Outcome, requeueAfter } from "../../runtime/index.ts";
 import { ProxyReason, proxyFinalizer, proxySpecHashAnnotation } from "./api.ts";
 import {
   isCloudInitError,
@@ -26,7 +25,7 @@ import {
   nameFromUID,
   ownerTags,
   type Provider,
-} from "./providers/provider.ts";
+} from "./providers/index.ts";
 import { applyHealth, isLatched, latchPermanentError, releaseStaleLatch, setProvisioned } from "./status.ts";
 
 /** The result of looking the current instance up. */
@@ -265,8 +264,4 @@ export async function reconcileManaged(pass: ProxyPass): Promise<Outcome> {
         return assertNever(action);
     }
   }
-}
-
-function assertNever(value: never): never {
-  throw new Error(`unhandled case: ${JSON.stringify(value)}`);
 }

@@ -1,6 +1,5 @@
-import { isNotFound } from "../../kube/errors.ts";
-import { type MetadataChange, patchMetadataGuarded } from "../../kube/guarded-metadata.ts";
-import type { Kube, KubeObject } from "../../kube/port.ts";
+import type { Kube, KubeObject } from "../../kube/index.ts";
+import { isNotFound, type MetadataChange, patchMetadataGuarded } from "../../kube/index.ts";
 import { proxyResource } from "./api.ts";
 
 export type { MetadataChange };

@@ -1,5 +1,5 @@
 import { type Kube, listAll } from "../../../kube/index.ts";
-import type { Log } from "../../../runtime/types.ts";
+import type { Log } from "../../../runtime/index.ts";
 import { type Proxy as ProxyObject, parseProxy, proxyResource } from "../api.ts";
 
 /**

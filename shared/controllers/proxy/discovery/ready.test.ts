@@ -1,7 +1,7 @@
 import { describe, expect, it } from "vitest";
+import { type TestProxy, testProxy } from "../../../../test/support/proxies.ts";
+import { parseLabelSelector } from "../../../kube/index.ts";
 import { type Proxy as ProxyObject, parseProxy } from "../api.ts";
-import { type TestProxy, testProxy } from "../leases/fake-kube.ts";
-import { parseLabelSelector } from "./label-selector.ts";
 import { isProxyReady, proxyEndpoint, type ReadyFilter, selectReady } from "./ready.ts";
 
 function proxies(...specs: TestProxy[]): ProxyObject[] {

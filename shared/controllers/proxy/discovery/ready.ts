@@ -1,6 +1,6 @@
+import { type LabelRequirements, matchesRequirements } from "../../../kube/index.ts";
 import { type Proxy as ProxyObject, ProxyPhase } from "../api.ts";
 import { managedProxyPort } from "../health-subject.ts";
-import { type LabelRequirements, matchesRequirements } from "./label-selector.ts";
 
 /** Scheme a Managed proxy without `spec.endpoint` speaks: a plain forward proxy. */
 export const defaultManagedScheme = "http";

@@ -1,8 +1,8 @@
 import { Hono } from "hono/tiny";
-import type { Context } from "../../../runtime/types.ts";
+import { parseLabelSelector } from "../../../kube/index.ts";
+import type { Context } from "../../../runtime/index.ts";
 import { apiErrorHandler } from "./api-errors.ts";
 import { bearerAuth, crawlerOf, mayUseNamespace } from "./bearer-auth.ts";
-import { parseLabelSelector } from "./label-selector.ts";
 import { listProxiesInScope } from "./list-proxies.ts";
 import { selectReady } from "./ready.ts";
 

@@ -1,5 +1,5 @@
 import type { KubeObject, ObjectMeta, OwnerReference } from "../../../kube/index.ts";
-import { fnv1a32 } from "../../../kube/spec-hash.ts";
+import { fnv1a32 } from "../../../kube/index.ts";
 import { proxyGroup, proxyVersion } from "../api.ts";
 
 /** Label on every proxy Lease: the Proxy's name (hashed when longer than a label value allows). */

@@ -1,7 +1,7 @@
 import { describe, expect, it } from "vitest";
-import { fakeContext } from "../../../../test/unit/runtime/fake-kube.ts";
+import { FakeKube, fakeContext } from "../../../../test/support/fake-kube.ts";
+import { proxyResource, type TestProxy, testProxy } from "../../../../test/support/proxies.ts";
 import { type KubeObject, Resources } from "../../../kube/index.ts";
-import { LeaseFakeKube, proxyResource, type TestProxy, testProxy } from "./fake-kube.ts";
 import type { LeaseView, ProxyLease } from "./index.ts";
 import { leaseRoutes } from "./routes.ts";
 
@@ -10,7 +10,7 @@ const t0 = new Date("2026-11-30T12:00:00Z");
 
 function setup(...proxies: TestProxy[]) {
   let now = t0;
-  const kube = new LeaseFakeKube(() => now);
+  const kube = new FakeKube(() => now);
   for (const p of proxies) kube.seed(proxyResource, testProxy(p));
   const { ctx } = fakeContext(kube);
   ctx.clock = { now: () => now };
@@ -227,7 +227,7 @@ describe("attacks on the lease API", () => {
     { name: "team-b", token: "team-b-token-0123456789", namespaces: ["other"] },
   ]);
   function scoped(...proxies: TestProxy[]) {
-    const kube = new LeaseFakeKube(() => t0);
+    const kube = new FakeKube(() => t0);
     for (const p of proxies) kube.seed(proxyResource, testProxy(p));
     const { ctx } = fakeContext(kube);
     ctx.clock = { now: () => t0 };
@@ -269,7 +269,7 @@ describe("attacks on the lease API", () => {
       { name: "one", token: "one-token-0123456789ab", namespaces: "*" },
       { name: "two", token: "two-token-0123456789ab", namespaces: "*" },
     ]);
-    const kube = new LeaseFakeKube(() => t0);
+    const kube = new FakeKube(() => t0);
     kube.seed(proxyResource, testProxy({ name: "only" }));
     const { ctx } = fakeContext(kube);
     ctx.clock = { now: () => t0 };

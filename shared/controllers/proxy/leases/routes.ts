@@ -1,11 +1,11 @@
 import type { Context as HonoContext } from "hono";
 import { Hono } from "hono/tiny";
 import * as z from "zod";
-import type { Context } from "../../../runtime/types.ts";
-import { apiErrorHandler } from "../discovery/api-errors.ts";
-import { bearerAuth, boundHolder, crawlerOf, mayUseNamespace } from "../discovery/bearer-auth.ts";
-import { parseLabelSelector } from "../discovery/label-selector.ts";
-import type { ProxyApiOptions } from "../discovery/routes.ts";
+import { assertNever } from "../../../guards/index.ts";
+import { parseLabelSelector } from "../../../kube/index.ts";
+import type { Context } from "../../../runtime/index.ts";
+import type { ProxyApiOptions } from "../discovery/index.ts";
+import { apiErrorHandler, bearerAuth, boundHolder, crawlerOf, mayUseNamespace } from "../discovery/index.ts";
 import { maxLeaseSeconds, minLeaseSeconds } from "./lease.ts";
 import { acquireLease, releaseLease, renewLease } from "./store.ts";
 
@@ -157,8 +157,4 @@ function parseWith<T>(schema: z.ZodType<T>, raw: unknown): BodyResult<T> {
 
 function badRequest(c: HonoContext, message: string): Response {
   return c.json({ error: "BadRequest", message }, 400);
-}
-
-function assertNever(value: never): never {
-  throw new TypeError(`unexpected lease result ${JSON.stringify(value)}`);
 }

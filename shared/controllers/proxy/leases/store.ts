@@ -1,3 +1,4 @@
+import type { LabelRequirements } from "../../../kube/index.ts";
 import {
   ConflictError,
   isAlreadyExists,
@@ -6,17 +7,16 @@ import {
   type ObjectKey,
   Resources,
 } from "../../../kube/index.ts";
-import type { Context } from "../../../runtime/types.ts";
+import type { Context } from "../../../runtime/index.ts";
 import { type Proxy as ProxyObject, parseProxy, proxyResource } from "../api.ts";
-import type { LabelRequirements } from "../discovery/label-selector.ts";
-import { listProxiesInScope } from "../discovery/list-proxies.ts";
 import {
   isProxyReady,
+  listProxiesInScope,
   type ProxyEndpoint,
   proxyEndpoint,
   type ReadyProxy,
   selectReady,
-} from "../discovery/ready.ts";
+} from "../discovery/index.ts";
 import {
   canTakeOver,
   isProxyLease,

@@ -1,8 +1,7 @@
 import { type KubeObject, listAll, Resources } from "../../../kube/index.ts";
-import type { SweepTask } from "../../../runtime/sweep-task.ts";
+import type { SweepTask } from "../../../runtime/index.ts";
 import { proxyControllerName } from "../controller.ts";
-import { parseProxies } from "../discovery/list-proxies.ts";
-import { isProxyReady } from "../discovery/ready.ts";
+import { isProxyReady, parseProxies } from "../discovery/index.ts";
 import {
   isProxyLease,
   leaseSweepDecision,

@@ -1,13 +1,8 @@
 import { listAll } from "../../../kube/index.ts";
-import type { SweepTask } from "../../../runtime/sweep-task.ts";
+import type { SweepTask } from "../../../runtime/index.ts";
 import { proxyResource } from "../api.ts";
 import { proxyControllerName } from "../controller.ts";
-import {
-  managedByTagKey,
-  managedByTagValue,
-  ownerTagKey,
-  type ProvidersByName,
-} from "../providers/provider.ts";
+import { managedByTagKey, managedByTagValue, ownerTagKey, type ProvidersByName } from "../providers/index.ts";
 import { type AgedInstance, defaultOrphanGraceSeconds, findOrphans } from "./find-orphans.ts";
 
 export interface OrphanSweepOptions {

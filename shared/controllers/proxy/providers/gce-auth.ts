@@ -1,4 +1,4 @@
-import type { Clock } from "../../../runtime/types.ts";
+import type { Clock } from "../../../runtime/index.ts";
 import { ProviderError } from "./provider.ts";
 
 /** The fields kubefn reads from a Google service-account key file (JSON). */

@@ -1,4 +1,4 @@
-import type { Clock } from "../../../runtime/types.ts";
+import type { Clock } from "../../../runtime/index.ts";
 import { createServiceAccountTokenSource, type ServiceAccountKey, type TokenSource } from "./gce-auth.ts";
 import {
   adoptExisting,

@@ -1,7 +1,5 @@
-import { classifyError } from "../../../kube/classify.ts";
-import { isAlreadyExists, isConflict, isNotFound } from "../../../kube/errors.ts";
-import type { Kube, KubeObject, ObjectMeta, Resource } from "../../../kube/port.ts";
-import { Resources } from "../../../kube/resources.ts";
+import type { Kube, KubeObject, ObjectMeta, Resource } from "../../../kube/index.ts";
+import { classifyError, isAlreadyExists, isConflict, isNotFound, Resources } from "../../../kube/index.ts";
 import {
   adoptExisting,
   type CreateRequest,

@@ -1,4 +1,4 @@
-import type { ClassifiedError } from "../../../kube/classify.ts";
+import type { ClassifiedError } from "../../../kube/index.ts";
 
 /**
  * Where a Proxy's instance runs: a Pod, a cloud VM. The reconciler observes instances only by

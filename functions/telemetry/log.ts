@@ -1,4 +1,4 @@
-import type { Log } from "../shared/runtime/types.ts";
+import type { Log } from "../../shared/runtime/index.ts";
 
 /**
  * A line logger: `time level message key=value …` for people, or one JSON object per line for

@@ -8,7 +8,7 @@
  * is read; replays within the window are refused by the intake's `ReplayGuard` (replay.ts).
  */
 
-import { tokensEqual } from "../../shared/auth/index.ts";
+import { tokensEqual } from "./tokens.ts";
 
 export const SIGNATURE_HEADER = "x-kubefn-signature";
 export const TIMESTAMP_HEADER = "x-kubefn-timestamp";
@@ -111,4 +111,12 @@ export async function verifyBatch(
 /** Constant-time comparison of a presented bearer token with the expected one. */
 export async function bearerMatches(presented: string | undefined, expected: string): Promise<boolean> {
   return presented !== undefined && (await tokensEqual(presented, expected));
+}
+
+/**
+ * The token of an `Authorization: Bearer <token>` header (the scheme case-insensitive, as RFC 7235
+ * has it); `undefined` for any other header or none.
+ */
+export function bearerToken(header: string | undefined): string | undefined {
+  return /^Bearer[ \t]+(\S+)[ \t]*$/i.exec(header ?? "")?.[1];
 }

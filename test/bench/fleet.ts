@@ -641,6 +641,7 @@ export async function benchFleet(opts: FleetOptions = defaultFleet): Promise<Fle
 
     const json = {
       bench: "fleet",
+      commit: execFileSync("git", ["rev-parse", "--short", "HEAD"], { cwd: root, encoding: "utf8" }).trim(),
       primaries: { proxies: opts.proxies, subPools: opts.subPools, peerSubPools: opts.subPools },
       steadySeconds: round(minutes * 60, 0),
       converge: {

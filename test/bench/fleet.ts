@@ -39,14 +39,14 @@ import { fileURLToPath } from "node:url";
 import { parse as parseYaml, stringify as stringifyYaml } from "yaml";
 import { devclusterBinary } from "../../functions/node/devcluster.ts";
 import { asServiceAccount, installCrdsAndRbac, serviceAccountToken } from "../../functions/node/install.ts";
+import { mapWithConcurrency } from "../../shared/concurrency/index.ts";
 import { proxyResource } from "../../shared/controllers/proxy/api.ts";
 import { subPoolResource } from "../../shared/controllers/subpool/api.ts";
-import { mapWithConcurrency } from "../../shared/health/concurrency.ts";
-import { type ForwardProxy, startForwardProxy, startHttpTarget } from "../../shared/health/test-fixtures.ts";
 import { createKube, isAlreadyExists, listAll, Resources } from "../../shared/kube/index.ts";
 import { createNodeTransport, loadKubeConfig } from "../../shared/kube/node.ts";
 import type { Kube, KubeObject, Resource } from "../../shared/kube/port.ts";
 import { type HostProcess, startHost } from "../e2e/host.ts";
+import { type ForwardProxy, startForwardProxy, startHttpTarget } from "../support/probe-fixtures.ts";
 import type { BenchRow } from "./cluster.ts";
 import { round } from "./cluster.ts";
 

@@ -19,7 +19,6 @@ import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
 import { createTestHarness, type TestHarness } from "wrangler";
 import { parse } from "yaml";
 import { createHandler } from "../../functions/aws/handler.ts";
-import { type AwsEndpoint, startAwsEndpoint, TEST_CREDENTIALS } from "../../functions/aws/test-endpoint.ts";
 import { installCrdsAndRbac, serviceAccountToken } from "../../functions/node/install.ts";
 import { encodeCloudWatchLogs, logEntryFromAuditEvent, pushBodyOf } from "../../shared/audit-export/index.ts";
 import { proxyResource } from "../../shared/controllers/proxy/api.ts";
@@ -39,6 +38,7 @@ import {
   type TokenSigner,
 } from "../fixtures/google-tokens.ts";
 import { type AuditEvent, auditEventsSince, clusterInfo, eventually } from "../setup/cluster.ts";
+import { type AwsEndpoint, startAwsEndpoint, TEST_CREDENTIALS } from "../support/aws-endpoint.ts";
 import { functionsKubeconfig, type HostProcess, startHost } from "./host.ts";
 
 const root = new URL("../../", import.meta.url).pathname;

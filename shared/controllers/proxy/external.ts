@@ -2,10 +2,9 @@
  * External mode (seed §4): someone else runs the proxy. The address comes from the spec; no
  * instance is kept and no finalizer is held.
  */
-import { healthStateOf } from "../../health/annotation.ts";
-import { projectHealth } from "../../health/state.ts";
-import { hasFinalizer, removeFinalizer } from "../../kube/finalizers.ts";
-import { done, type Outcome, requeueAfter } from "../../runtime/outcome.ts";
+import { healthStateOf, projectHealth } from "../../health/index.ts";
+import { hasFinalizer, removeFinalizer } from "../../kube/index.ts";
+import { done, type Outcome, requeueAfter } from "../../runtime/index.ts";
 import { ProxyConditionType, ProxyReason, proxyFinalizer, proxySpecHashAnnotation } from "./api.ts";
 import { deleteInstances, providerNamed } from "./delete.ts";
 import { healthInstanceOf } from "./health-subject.ts";
@@ -28,7 +27,7 @@ import { applyHealth, dropCondition, setProvisioned } from "./status.ts";
  * does not count External Proxies as owners.
  */
 export async function reconcileExternal(pass: ProxyPass): Promise<Outcome> {
-  const { ctx, object, proxy, status } = pass;
+  const { ctx, proxy, status } = pass;
   const now = ctx.clock.now();
   const endpoint = proxy.spec.endpoint;
   dropCondition(status, ProxyConditionType.PermanentError);
@@ -50,7 +49,7 @@ export async function reconcileExternal(pass: ProxyPass): Promise<Outcome> {
     `external endpoint ${endpoint.scheme}://${endpoint.host}:${endpoint.port}${releasing}`,
     now,
   );
-  const projection = projectHealth(healthStateOf(object.metadata.annotations), healthInstanceOf(proxy));
+  const projection = projectHealth(healthStateOf(status), healthInstanceOf(proxy));
   applyHealth(status, projection, proxy.spec.healthCheck !== undefined, now);
   return release.kind === "deleting" ? requeueAfter(pass.timings.deletionPoll) : done();
 }

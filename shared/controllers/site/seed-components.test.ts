@@ -4,7 +4,7 @@
  * per-component predicates.
  */
 import { beforeEach, describe, expect, it } from "vitest";
-import { fakeContext } from "../../../test/unit/runtime/fake-kube.ts";
+import { FakeKube, fakeContext } from "../../../test/support/fake-kube.ts";
 import type { Condition } from "../../kube/conditions.ts";
 import { ForbiddenError } from "../../kube/errors.ts";
 import type { KubeObject } from "../../kube/port.ts";
@@ -19,7 +19,6 @@ import { machinaConfigName, operatorManifests } from "./components/bundle.ts";
 import { defaultSiteRegistry } from "./components/default-registry.ts";
 import { siteController } from "./controller.ts";
 import { createEnv, defaultEnvSettings } from "./env.ts";
-import { ApplyFakeKube } from "./fake-kube.ts";
 import { defaultConfigMap } from "./manifests.ts";
 
 const config = {
@@ -41,7 +40,7 @@ const conditionsOf = (obj: KubeObject | undefined) =>
     reason: c.reason,
   }));
 
-let kube: ApplyFakeKube;
+let kube: FakeKube;
 let ctx: Context;
 let recorded: ReturnType<typeof fakeContext>["recorded"];
 const registry = () => createRegistry([siteController({ registry: defaultSiteRegistry(), env: { config } })]);
@@ -49,7 +48,7 @@ const pass = (name: string) =>
   runPass(ctx, registry(), { request: { controller: "site", name }, attempt: 0 });
 
 beforeEach(() => {
-  kube = new ApplyFakeKube();
+  kube = new FakeKube();
   ({ ctx, recorded } = fakeContext(kube));
 });
 

@@ -1,7 +1,7 @@
-import type { ObjectKey, Resource } from "../../kube/port.ts";
-import { Resources } from "../../kube/resources.ts";
-import type { ControllerDefinition } from "../../runtime/controller.ts";
-import { generationChanged } from "../../runtime/predicates.ts";
+import type { ObjectKey, Resource } from "../../kube/index.ts";
+import { Resources } from "../../kube/index.ts";
+import type { ControllerDefinition } from "../../runtime/index.ts";
+import { generationChanged } from "../../runtime/index.ts";
 import { SubPoolConditionType, subPoolNamespacePrefix, subPoolResource } from "./api.ts";
 import { defaultOperatorConfig, type OperatorConfig } from "./config.ts";
 import { subPoolObjectNames } from "./desired.ts";

@@ -20,7 +20,13 @@ import { clusterInfo } from "../setup/cluster.ts";
 import { type FaultProxy, startFaultProxy } from "../support/fault-proxy.ts";
 import { type ChaosProfile, type ChaosResult, type Driver, runChaos, shortProfile } from "./scenario.ts";
 
-const REQUEST_BOUND = 3;
+/**
+ * The faulted run may send at most this many times the requests of the fault-free run. Looser
+ * than the Node host's 3: the test runs the cron every 3 s and every run sends a drift pass per
+ * Proxy (resync 60 s is one bucket), so here requests grow with the time to converge, which
+ * faults stretch (measured 2.0–3.3×).
+ */
+const REQUEST_BOUND = 4;
 const profile: ChaosProfile = { ...shortProfile, objects: 15 };
 const root = new URL("../../", import.meta.url).pathname;
 

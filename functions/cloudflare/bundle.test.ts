@@ -50,9 +50,11 @@ describe("the Workers bundle", () => {
   // the SUBPOOL_*/SITE_*/GCE_*/PUBSUB_* settings (+9 KiB), less zod's JSON Schema generator, which
   // only gen:crds uses (scripts/build-worker.mjs, −5.5 KiB), then the trust boundary (scoped
   // crawler credentials, streamed intake cap, replay guard: +2.2 KiB): 81.8 KiB. The issue's
-  // 80 KiB needs zod/mini in the schemas the Worker parses. `npm run bench -- bundle` prints it.
-  it("stays at most 82 KiB gzipped", () => {
-    expect(bundle.gzipBytes).toBeLessThanOrEqual(82 * 1024);
+  // 80 KiB needs zod/mini in the schemas the Worker parses. Then drift found by lists (the sweep
+  // runner, the SubPool and Proxy drift decisions, probe-shard planning and the bounded prober:
+  // about +5.6 KiB). `npm run bench -- bundle` prints it.
+  it("stays at most 88 KiB gzipped", () => {
+    expect(bundle.gzipBytes).toBeLessThanOrEqual(88 * 1024);
   });
 
   it("carries no zod JSON Schema generator (only gen:crds, on Node, generates JSON Schema)", () => {

@@ -23,6 +23,15 @@ export {
   type RecordedCall,
 } from "./counting-transport.ts";
 export { defaultRequestTimeoutMs } from "./deadline.ts";
+export {
+  createEventRecorder,
+  type EventInput,
+  type EventRecorder,
+  type EventRecorderOptions,
+  type EventType,
+  eventName,
+  formatMicroTime,
+} from "./events.ts";
 export { type EnsureOptions, type EnsureResult, ensureObject } from "./ensure.ts";
 export {
   AlreadyExistsError,

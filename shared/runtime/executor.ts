@@ -2,6 +2,7 @@ import {
   type Condition,
   type ConditionInput,
   classifyError,
+  createEventRecorder,
   diffMergePatch,
   type ErrorClass,
   type ErrorClassName,
@@ -12,6 +13,7 @@ import {
   setCondition,
 } from "../kube/index.ts";
 import { backoffSeconds } from "./backoff.ts";
+import { conditionEvents } from "./condition-events.ts";
 import type { ControllerDefinition, PassContext } from "./controller.ts";
 import { failed, type Outcome } from "./outcome.ts";
 import type { Registry } from "./registry.ts";
@@ -108,7 +110,15 @@ export async function runPass(ctx: Context, registry: Registry, message: Message
     return finish();
   }
 
-  const passCtx: PassContext = { ...ctx, request, attempt };
+  const events = createEventRecorder(ctx.kube, {
+    controller: `kubefn.dev/${def.name}`,
+    now: () => ctx.clock.now(),
+    onError: (err, event) => {
+      ctx.log.warn("event not recorded", { key, reason: event.reason, error: String(err) });
+      ctx.metrics.count("kubefn_event_errors_total", { controller: def.name });
+    },
+  });
+  const passCtx: PassContext = { ...ctx, request, attempt, events };
   const objectKey: ObjectKey = def.for.namespaced
     ? { namespace: request.namespace ?? "", name: request.name }
     : { name: request.name };
@@ -163,6 +173,9 @@ export async function runPass(ctx: Context, registry: Registry, message: Message
         },
       });
       summary.wroteStatus = true;
+      for (const event of conditionEvents(def, conditionsOf(observed), conditionsOf(copy))) {
+        await events.record(copy, event);
+      }
     } catch (err) {
       // The write failure decides what happens next: a Conflict is "requeue now" through the
       // conflict class and the next pass recomputes everything. NotFound means the object went

@@ -1,5 +1,5 @@
 import type { ControllerDefinition } from "../../runtime/controller.ts";
-import { ProxyConditionType, proxyResource } from "./api.ts";
+import { ProxyConditionType, ProxyReason, proxyResource } from "./api.ts";
 import { type ProvidersSource, reconcileProxy } from "./reconcile.ts";
 import { proxiesForSecret } from "./secret-watch.ts";
 import { defaultProxyTimings, type ProxyTimings } from "./timings.ts";
@@ -35,6 +35,15 @@ export function proxyController(deps: ProxyControllerDeps): ControllerDefinition
     for: proxyResource,
     watches: [proxiesForSecret(proxyControllerName)],
     conditionTypes: Object.values(ProxyConditionType),
+    conditionEvents: {
+      conditions: {
+        [ProxyConditionType.Provisioned]: "positive",
+        [ProxyConditionType.Healthy]: "positive",
+        [ProxyConditionType.QuotaExceeded]: "negative",
+        [ProxyConditionType.PermanentError]: "negative",
+      },
+      progressReasons: [ProxyReason.Provisioning, ProxyReason.Replacing, ProxyReason.Deleting],
+    },
     resyncSeconds: Math.max(60, timings.driftPoll),
     reconcile: (ctx, object) => reconcileProxy(ctx, object, { providers: deps.providers, timings }),
   };

@@ -110,6 +110,12 @@ export async function reconcileDelete(pass: ProxyPass): Promise<Outcome> {
           } catch (err) {
             return onProviderError(err);
           }
+          await ctx.events?.record(object, {
+            type: "Normal",
+            reason: "InstanceDeleted",
+            action: "DeleteInstance",
+            note: `deleted instance ${instance.id}: the Proxy is being deleted`,
+          });
         }
         const ids = action.instances.map((i) => i.id).join(", ");
         setProvisioned(status, false, ProxyReason.Deleting, `deleting instance ${ids}`, now);

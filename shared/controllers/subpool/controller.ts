@@ -66,6 +66,14 @@ export function subPoolController(deps: SubPoolControllerDeps = {}): ControllerD
     owns: subPoolOwnedResources,
     watches: [subPoolsForOperatorConfig(subPoolControllerName, configKey)],
     conditionTypes: Object.values(SubPoolConditionType),
+    conditionEvents: {
+      conditions: {
+        [SubPoolConditionType.Ready]: "positive",
+        [SubPoolConditionType.ProxyGatewayReady]: "positive",
+        [SubPoolConditionType.RouteReady]: "positive",
+        [SubPoolConditionType.Suspended]: "neutral",
+      },
+    },
     resyncSeconds: Math.max(60, timings.resync),
     ownerFromKey: subPoolFromKey,
     reconcile: (ctx, object) => reconcileSubPool(ctx, object, passDeps),

@@ -50,6 +50,8 @@ function managedProxy(name: string, spec: Record<string, unknown> = {}): KubeObj
     spec: {
       mode: "Managed",
       provider: "kubernetes",
+      // Not kubefn's proxy image, so the devcluster runs no proxy in the Pod: the test plays it.
+      instance: { image: "registry.example/forward-proxy:test" },
       cloudInit: { inline: "#cloud-config\n" },
       healthCheck: {
         probeURL: `http://127.0.0.1:${target.port}/`,

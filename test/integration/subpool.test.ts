@@ -1,7 +1,8 @@
 /**
  * The SubPool controller against the real control plane: `runPass` driven directly with the admin
- * identity. The devcluster runs the namespace and garbage collectors but no StatefulSet
- * controller and no Gateway API, so readiness stays False with StatefulSetNotReady.
+ * identity. The devcluster runs the StatefulSet controller (and binds the volume claim), but no
+ * shared proxy gateway exists here, so readiness moves from StatefulSetNotReady to
+ * ProxyGatewayNotReady and stays False (examples.test.ts covers a pool that becomes Ready).
  */
 import { beforeAll, describe, expect, inject, it } from "vitest";
 import { installCrdsAndRbac } from "../../functions/node/install.ts";
@@ -169,7 +170,7 @@ describe("SubPool controller on the devcluster", () => {
       namespace,
       cpaService: `${name}-cpa.${namespace}.svc:8080`,
     });
-    // No StatefulSet controller runs in the devcluster: readiness stays False, and says why.
+    // The pass that created the StatefulSet saw it with no ready replica yet: False, and why.
     expect(conditionOf(pool, "Ready")).toMatchObject({
       status: "False",
       reason: "StatefulSetNotReady",
@@ -183,6 +184,26 @@ describe("SubPool controller on the devcluster", () => {
   });
 
   it("a second pass over the converged pool makes zero writes", async () => {
+    // The StatefulSet controller brings its Pod up (the volume claim bound first); the next pass
+    // sees it and moves Ready on to the proxy gateway, which this cluster does not run.
+    await eventually(
+      async () => {
+        const sts = await kube.get<KubeObject & { status?: { readyReplicas?: number } }>(
+          Resources.StatefulSet,
+          {
+            namespace,
+            name: `${name}-cpa-manager`,
+          },
+        );
+        return sts.status?.readyReplicas === 1 ? true : undefined;
+      },
+      { timeoutMs: 60_000, what: "the StatefulSet's Pod ready" },
+    );
+    await pass(name);
+    expect(conditionOf(await getPool(name), "Ready")).toMatchObject({
+      status: "False",
+      reason: "ProxyGatewayNotReady",
+    });
     transport.reset();
     const result = await pass(name);
     expect(result).toMatchObject({ result: "requeue", wroteStatus: false });

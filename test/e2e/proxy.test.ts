@@ -196,15 +196,21 @@ describe("a Managed Proxy through the functions", () => {
   it("a quota refusal shows QuotaExceeded and is retried until the quota allows it", async () => {
     const qns = `${ns}-q`;
     await admin.create(Resources.Namespace, { apiVersion: "v1", kind: "Namespace", metadata: { name: qns } });
-    const hard = { pods: "0" };
-    const quota = await admin.create(Resources.ResourceQuota, {
+    await admin.create(Resources.ResourceQuota, {
       apiVersion: "v1",
       kind: "ResourceQuota",
       metadata: { namespace: qns, name: "none" },
-      spec: { hard },
+      spec: { hard: { pods: "0" } },
     });
-    // The devcluster runs no resourcequota controller: publish the usage it would have computed.
-    await admin.updateStatus(Resources.ResourceQuota, { ...quota, status: { hard, used: { pods: "0" } } });
+    // The devcluster's resourcequota controller publishes the usage; until then quota admission
+    // refuses everything in the namespace anyway.
+    await eventually("quota status", async () => {
+      const q = await admin.get<KubeObject & { status?: { hard?: object } }>(Resources.ResourceQuota, {
+        namespace: qns,
+        name: "none",
+      });
+      return q.status?.hard ? true : undefined;
+    });
     await admin.create(proxyResource, {
       ...managedProxy("quota"),
       metadata: { namespace: qns, name: "quota" },

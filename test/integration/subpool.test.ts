@@ -281,7 +281,11 @@ describe("SubPool conflicts and validation on the devcluster", () => {
       errorReason: "ResourceEnvelopeExceeded",
     });
     expect(result.followUpSeconds).toBeUndefined();
-    expect(transport.calls().filter((c) => c.method === "POST")).toEqual([]);
+    // Nothing is created but the Event that says why.
+    const posts = transport.calls().filter((c) => c.method === "POST");
+    expect(posts.map((c) => c.path.split("?")[0])).toEqual([
+      "/apis/events.k8s.io/v1/namespaces/default/events",
+    ]);
     expect(await maybe(kube.get(Resources.Namespace, { name: subPoolNamespaceName(name) }))).toBeUndefined();
     const pool = await getPool(name);
     expect(conditionOf(pool, "Ready")).toMatchObject({

@@ -17,7 +17,7 @@ export default defineConfig({
       {
         test: {
           name: "integration",
-          include: ["test/integration/**/*.test.ts", "test/e2e/**/*.test.ts"],
+          include: ["test/integration/**/*.test.ts", "test/e2e/**/*.test.ts", "test/chaos/**/*.test.ts"],
           globalSetup: ["test/setup/devcluster.ts"],
           testTimeout: 120_000,
           hookTimeout: 180_000,

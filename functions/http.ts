@@ -1,12 +1,32 @@
-import { Hono } from "hono";
+import { Hono } from "hono/tiny";
+import {
+  fetchedKeys,
+  GOOGLE_JWKS_URL,
+  type PushTokenPolicy,
+  type RsaJwk,
+  staticKeys,
+} from "../shared/auth/index.ts";
 import type { Context } from "../shared/runtime/types.ts";
 import { createIntakeApp, mapWithRegistry } from "./intake/index.ts";
 import type { Operators } from "./operators.ts";
+
+/** Pub/Sub push intake settings (see {@link HttpSettings.pubsub}). */
+export interface PubSubSettings {
+  audience: string;
+  serviceAccountEmail: string;
+  jwks?: { keys: RsaJwk[] };
+  jwksUrl?: string;
+}
 
 /** What the HTTP surface needs beyond the context: intake credentials and limits. */
 export interface HttpSettings {
   auditToken?: string;
   relaySecret?: string;
+  /**
+   * Pub/Sub push intake of GKE audit logs: the push subscription's token audience and service
+   * account; keys inline (`jwks`) or fetched from `jwksUrl` (Google's by default).
+   */
+  pubsub?: PubSubSettings;
   maxBodyBytes: number;
   replayWindowSeconds: number;
   /** Writes by these identities are dropped at intake. */
@@ -28,6 +48,7 @@ export function createFunctionsApp(ctx: Context, operators: Operators, settings:
     createIntakeApp({
       ...(settings.auditToken ? { auditToken: settings.auditToken } : {}),
       ...(settings.relaySecret ? { relaySecret: settings.relaySecret } : {}),
+      ...(settings.pubsub ? { pubsub: { token: pushTokenPolicy(settings.pubsub, ctx) } } : {}),
       maxBodyBytes: settings.maxBodyBytes,
       replayWindowSeconds: settings.replayWindowSeconds,
       clock: ctx.clock,
@@ -39,4 +60,15 @@ export function createFunctionsApp(ctx: Context, operators: Operators, settings:
   );
   if (operators.routes) app.route("/", operators.routes(ctx));
   return app;
+}
+
+/** The OIDC policy of Pub/Sub push deliveries; the fetched keys are cached per instance. */
+function pushTokenPolicy(pubsub: PubSubSettings, ctx: Context): PushTokenPolicy {
+  return {
+    audience: pubsub.audience,
+    serviceAccountEmail: pubsub.serviceAccountEmail,
+    keys: pubsub.jwks
+      ? staticKeys(pubsub.jwks)
+      : fetchedKeys({ url: pubsub.jwksUrl ?? GOOGLE_JWKS_URL, now: () => ctx.clock.now().getTime() / 1000 }),
+  };
 }

@@ -1,20 +1,23 @@
-import { Hono } from "hono";
+import { Hono } from "hono/tiny";
 import { discoveryRoutes, proxyPhaseGaugeTask } from "../shared/controllers/proxy/discovery/index.ts";
 import { proxyHealthTask } from "../shared/controllers/proxy/health-task.ts";
 import { proxyController } from "../shared/controllers/proxy/index.ts";
 import { leaseRoutes, leaseSweepTask } from "../shared/controllers/proxy/leases/index.ts";
 import { orphanSweepTask } from "../shared/controllers/proxy/orphans/index.ts";
 import {
+  createGceProvider,
   createKubernetesProvider,
+  type Provider,
   type ProvidersByName,
 } from "../shared/controllers/proxy/providers/index.ts";
 import { defaultSiteRegistry, siteController } from "../shared/controllers/site/index.ts";
 import { subPoolController } from "../shared/controllers/subpool/index.ts";
 import type { Prober } from "../shared/health/index.ts";
-import type { Kube } from "../shared/kube/port.ts";
+import type { Kube, KubeObject } from "../shared/kube/port.ts";
 import { createRegistry, type Registry } from "../shared/runtime/index.ts";
 import type { SweepTask } from "../shared/runtime/sweep-task.ts";
 import type { Context } from "../shared/runtime/types.ts";
+import type { OperatorSettings } from "./operator-settings.ts";
 
 /** What every platform runs: the registry, the sweep's periodic tasks, and extra HTTP routes. */
 export interface Operators {
@@ -39,8 +42,15 @@ export interface OperatorOptions {
   apiToken?: string;
   /** How old an untracked provider instance must be before the orphan collector deletes it. */
   orphanGraceSeconds?: number;
-  /** Images and endpoint the Site components install (seed 004's operator Config). */
-  site?: { imageRegistry: string; imageTag: string; apiServerEndpoint: string };
+  /**
+   * The operators' own settings (SubPool's operator configuration, the Site components' config and
+   * namespace, the GCE provider), parsed once by the adapter; defaults when absent.
+   */
+  settings?: OperatorSettings;
+  /** Site component manifests read from a directory (Node host only); the embedded bundle otherwise. */
+  siteManifests?: readonly KubeObject[];
+  /** Overrides the `fetch` of providers that call out (GCE); tests only. */
+  fetch?: typeof fetch;
 }
 
 const defaultSiteConfig = {
@@ -55,8 +65,11 @@ const defaultSiteConfig = {
  * from parameters; nothing is read from the environment.
  */
 export function createOperators(opts: OperatorOptions): Operators {
+  // Built once: its token source caches the access token across passes.
+  const gce = gceProvider(opts.settings?.gce, opts.fetch);
   const providersFor = (kube: Kube): ProvidersByName => ({
     kubernetes: createKubernetesProvider({ kube }),
+    ...(gce ? { gce } : {}),
     ...opts.providers?.(kube),
   });
   const registry = createRegistry([
@@ -64,8 +77,13 @@ export function createOperators(opts: OperatorOptions): Operators {
       providers: (ctx) => providersFor(ctx.kube),
       ...(opts.proxyResyncSeconds ? { timings: { driftPoll: opts.proxyResyncSeconds } } : {}),
     }),
-    subPoolController(),
-    siteController({ registry: defaultSiteRegistry(), env: { config: opts.site ?? defaultSiteConfig } }),
+    subPoolController(opts.settings ? { operatorConfig: opts.settings.subPool } : {}),
+    siteController({
+      registry: defaultSiteRegistry(opts.siteManifests ? { manifests: opts.siteManifests } : {}),
+      env: opts.settings
+        ? { config: opts.settings.site.config, namespace: opts.settings.site.namespace }
+        : { config: defaultSiteConfig },
+    }),
   ]);
   return {
     registry,
@@ -100,4 +118,19 @@ function crawlerRoutes(apiToken: string): (ctx: Context) => Hono {
     app.route("/", leaseRoutes(ctx, { apiToken }));
     return app;
   };
+}
+
+function gceProvider(
+  settings: OperatorSettings["gce"],
+  fetchImpl: typeof fetch | undefined,
+): Provider | undefined {
+  if (!settings) return undefined;
+  return createGceProvider({
+    project: settings.project,
+    zone: settings.zones[0]!,
+    listZones: settings.zones,
+    serviceAccountKey: settings.serviceAccountKey,
+    ...(settings.computeUrl ? { baseUrl: settings.computeUrl } : {}),
+    ...(fetchImpl ? { fetch: fetchImpl } : {}),
+  });
 }

@@ -1,5 +1,7 @@
-import { z } from "zod";
-import type { HttpSettings } from "./http.ts";
+import * as z from "zod";
+import type { RsaJwk } from "../shared/auth/index.ts";
+import type { PubSubSettings } from "./http.ts";
+import { type OperatorSettings, operatorSettingsFrom, operatorVariables } from "./operator-settings.ts";
 
 /** A comma-separated list, trimmed, empties dropped. */
 export const commaList = z.string().transform((s) =>
@@ -14,10 +16,11 @@ export const secretVariable = (name: string) =>
   z.string().min(16, `${name} must be at least 16 characters`).optional();
 
 /**
- * The variables every serverless platform reads the same way: intake credentials and limits,
- * the crawler API token, the sweep period and the proxy resync. Spread into a platform's schema.
+ * The one settings schema, read under the same names on every platform (Workers `[vars]` and
+ * secrets, the Lambda environment, the Node host's environment). Spread into a platform's schema
+ * beside its own variables (where the cluster and the queue are).
  */
-export const functionVariables = {
+export const settingsVariables = {
   AUDIT_TOKEN: secretVariable("AUDIT_TOKEN"),
   RELAY_SECRET: secretVariable("RELAY_SECRET"),
   API_TOKEN: secretVariable("API_TOKEN"),
@@ -28,36 +31,143 @@ export const functionVariables = {
     .min(1024)
     .default(4 * 1024 * 1024),
   REPLAY_WINDOW_SECONDS: z.coerce.number().int().min(10).default(300),
-  SWEEP_PERIOD_SECONDS: z.coerce.number().int().min(60).max(3600).default(60),
-  PROXY_RESYNC_SECONDS: z.coerce.number().int().min(60).optional(),
+  PUBSUB_AUDIENCE: z.string().min(1).optional(),
+  PUBSUB_SERVICE_ACCOUNT: z.email("PUBSUB_SERVICE_ACCOUNT must be a service account email").optional(),
+  PUBSUB_JWKS_URL: z
+    .url({ protocol: /^https?$/, error: "PUBSUB_JWKS_URL must be an http(s) URL" })
+    .optional(),
+  PUBSUB_JWKS: z
+    .string()
+    .transform((s, ctx) => {
+      try {
+        const v = JSON.parse(s) as { keys?: unknown };
+        if (Array.isArray(v.keys)) return v as { keys: RsaJwk[] };
+      } catch {}
+      ctx.addIssue({ code: "custom", message: 'PUBSUB_JWKS must be a JWKS: {"keys":[…]}' });
+      return z.NEVER;
+    })
+    .optional(),
+  SWEEP_PERIOD_SECONDS: z.coerce.number().int().min(1).max(3600).default(60),
+  PROXY_RESYNC_SECONDS: z.coerce.number().int().min(60).max(86400).optional(),
+  MIN_REPORT_SECONDS: z.coerce.number().int().min(1).max(3600).optional(),
+  ORPHAN_GRACE_SECONDS: z.coerce.number().int().min(0).optional(),
+  PROBE_CONCURRENCY: z.coerce.number().int().min(1).max(256).default(32),
+  PASS_CONCURRENCY: z.coerce.number().int().min(1).max(256).default(8),
+  // Back-pressure (shared/kube guardedKube): API requests per pass; a circuit per instance.
+  REQUEST_BUDGET: z.coerce.number().int().min(1).default(200),
+  CIRCUIT_FAILURES: z.coerce.number().int().min(1).default(5),
+  CIRCUIT_OPEN_SECONDS: z.coerce.number().int().min(1).max(600).default(5),
+  KUBE_TIMEOUT_SECONDS: z.coerce.number().min(0.1).max(300).default(30),
+  // SUBPOOL_*, SITE_*, GCE_*: the operators' own settings (see operator-settings.ts).
+  ...operatorVariables,
 };
 
-type FunctionVariables = z.infer<z.ZodObject<typeof functionVariables>>;
+type SettingsVariables = z.infer<z.ZodObject<typeof settingsVariables>>;
 
-/** The settings {@link functionVariables} give, in the shape the adapters pass on. */
-export interface FunctionSettings extends HttpSettings {
+/** What {@link createKubefn} is built from besides its ports; parsed once by an adapter. */
+export interface KubefnSettings {
+  /** Bearer token the API server's audit webhook sends; audit batches are refused without it. */
+  auditToken?: string;
+  /** HMAC secret shared with the relay; relay batches are refused without it. */
+  relaySecret?: string;
   /** Bearer token of the crawler API (/v1/proxies, /v1/leases); off when unset. */
   apiToken?: string;
+  /** Writes by these identities are dropped at intake. */
   selfUsernames: string[];
-  /** Must match the platform's sweep schedule. */
+  maxBodyBytes: number;
+  replayWindowSeconds: number;
+  /** GKE audit logs by Pub/Sub push; on when `PUBSUB_AUDIENCE` and `PUBSUB_SERVICE_ACCOUNT` are set. */
+  pubsub?: PubSubSettings;
+  /** How often the platform runs the sweep; must match its schedule. */
   sweepPeriodSeconds: number;
+  /** Drift poll (resync) of Proxies; the controller's default when unset. */
   proxyResyncSeconds?: number;
+  /** Least time between two status-affecting health reports of one Proxy. */
+  minReportIntervalSeconds?: number;
+  /** How old an untracked provider instance must be before the orphan collector deletes it. */
+  orphanGraceSeconds?: number;
+  /** Probes in flight at once during a sweep. */
+  probeConcurrency: number;
+  /** Passes run at once for one delivery (a Lambda event, the Node host's queue). */
+  passConcurrency: number;
+  /** API requests one pass may send; past it the pass ends as a transient error (RequestBudgetExhausted). */
+  requestBudget: number;
+  /** When to stop sending requests to a failing API server, and for how long. */
+  circuit: { failureThreshold: number; openSeconds: number };
+  /** Per-request deadline of API calls, ms. */
+  kubeTimeoutMs: number;
+  /** SubPool's operator configuration, the Site components' config and namespace, GCE. */
+  operators: OperatorSettings;
 }
 
-export function functionSettingsFrom(e: FunctionVariables): FunctionSettings {
+/** The typed settings of a parsed environment. */
+export function settingsFrom(e: SettingsVariables): KubefnSettings {
+  const operators = operatorSettingsFrom(e, e.SELF_USERNAMES);
+  if (!operators.ok) throw new SettingsError(`invalid operator settings:\n${operators.issues.join("\n")}`);
   return {
+    operators: operators.settings,
     ...(e.AUDIT_TOKEN ? { auditToken: e.AUDIT_TOKEN } : {}),
     ...(e.RELAY_SECRET ? { relaySecret: e.RELAY_SECRET } : {}),
     ...(e.API_TOKEN ? { apiToken: e.API_TOKEN } : {}),
     selfUsernames: e.SELF_USERNAMES,
     maxBodyBytes: e.MAX_BODY_BYTES,
     replayWindowSeconds: e.REPLAY_WINDOW_SECONDS,
+    ...(e.PUBSUB_AUDIENCE && e.PUBSUB_SERVICE_ACCOUNT
+      ? {
+          pubsub: {
+            audience: e.PUBSUB_AUDIENCE,
+            serviceAccountEmail: e.PUBSUB_SERVICE_ACCOUNT,
+            ...(e.PUBSUB_JWKS ? { jwks: e.PUBSUB_JWKS } : {}),
+            ...(e.PUBSUB_JWKS_URL ? { jwksUrl: e.PUBSUB_JWKS_URL } : {}),
+          },
+        }
+      : {}),
     sweepPeriodSeconds: e.SWEEP_PERIOD_SECONDS,
     ...(e.PROXY_RESYNC_SECONDS ? { proxyResyncSeconds: e.PROXY_RESYNC_SECONDS } : {}),
+    ...(e.MIN_REPORT_SECONDS ? { minReportIntervalSeconds: e.MIN_REPORT_SECONDS } : {}),
+    ...(e.ORPHAN_GRACE_SECONDS === undefined ? {} : { orphanGraceSeconds: e.ORPHAN_GRACE_SECONDS }),
+    probeConcurrency: e.PROBE_CONCURRENCY,
+    passConcurrency: e.PASS_CONCURRENCY,
+    requestBudget: e.REQUEST_BUDGET,
+    circuit: { failureThreshold: e.CIRCUIT_FAILURES, openSeconds: e.CIRCUIT_OPEN_SECONDS },
+    kubeTimeoutMs: Math.round(e.KUBE_TIMEOUT_SECONDS * 1000),
   };
+}
+
+/** The environment is missing a variable or holds a bad one; the message lists every problem. */
+export class SettingsError extends Error {
+  override readonly name: string = "SettingsError";
+}
+
+/**
+ * Parses `env` with a platform's schema (its own variables plus {@link settingsVariables}).
+ * An empty string counts as unset, as shells, env files and CloudFormation use it; `defaults`
+ * are the platform's own defaults, in the environment's string form.
+ *
+ * @throws SettingsError naming every bad variable, after `what` ("invalid Worker environment").
+ */
+export function parseEnvironment<T extends z.ZodType>(
+  schema: T,
+  env: Record<string, unknown>,
+  what: string,
+  defaults: Record<string, string> = {},
+): z.infer<T> {
+  const set = Object.fromEntries(Object.entries(env).filter(([, v]) => v !== undefined && v !== ""));
+  const parsed = schema.safeParse({ ...defaults, ...set });
+  if (!parsed.success) throw new SettingsError(`${what}:\n${describeIssues(parsed.error)}`);
+  return parsed.data;
 }
 
 /** One line per bad variable, for a configuration error's message. */
 export function describeIssues(error: z.ZodError): string {
   return error.issues.map((i) => `  ${i.path.join(".")}: ${i.message}`).join("\n");
 }
+
+/** Serverless schedules run at most once a minute: a refinement for their schemas. */
+export const atLeastOneMinute = {
+  check: (e: { SWEEP_PERIOD_SECONDS: number }) => e.SWEEP_PERIOD_SECONDS >= 60,
+  message: {
+    message: "SWEEP_PERIOD_SECONDS must be at least 60 (the schedule runs every minute)",
+    path: ["SWEEP_PERIOD_SECONDS"],
+  },
+};

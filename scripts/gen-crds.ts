@@ -9,13 +9,9 @@ import { mkdir, readdir, readFile, rm, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { controllerCrds } from "../shared/controllers/crds.ts";
-import {
-  crdFileName,
-  crdFor,
-  generatedHeader,
-  renderCrdYaml,
-  structuralViolations,
-} from "../shared/crd/index.ts";
+import { crdFor, structuralViolations } from "../shared/crd/index.ts";
+// Build time only: the YAML renderer is not part of the folder's runtime surface (index.ts).
+import { crdFileName, generatedHeader, renderCrdYaml } from "../shared/crd/render.ts";
 
 const crdDir = fileURLToPath(new URL("../infra/crds/", import.meta.url));
 

@@ -20,8 +20,12 @@ describe("parseAwsEnv", () => {
       maxBodyBytes: 4 * 1024 * 1024,
       replayWindowSeconds: 300,
       sweepPeriodSeconds: 60,
+      requestBudget: 200,
+      circuit: { failureThreshold: 5, openSeconds: 5 },
+      kubeTimeoutMs: 30_000,
       probeConcurrency: 32,
       passConcurrency: 8,
+      operators: expect.any(Object),
     });
   });
 

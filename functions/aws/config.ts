@@ -1,16 +1,18 @@
-import { z } from "zod";
+import * as z from "zod";
 import {
-  describeIssues,
-  type FunctionSettings,
-  functionSettingsFrom,
-  functionVariables,
+  atLeastOneMinute,
+  type KubefnSettings,
+  parseEnvironment,
+  SettingsError,
+  settingsFrom,
+  settingsVariables,
 } from "../settings.ts";
 
 /**
  * The Lambda's settings, parsed once per execution environment from `process.env` (set by
- * infra/aws/template.yaml).
+ * infra/aws/template.yaml): where the cluster and the bus are, and the settings every platform shares.
  */
-export interface AwsConfig extends FunctionSettings {
+export interface AwsConfig extends KubefnSettings {
   /** Where the kubeconfig comes from: inline (base64, the template's choice) or a bundled file. */
   kubeconfig: { yaml: string } | { file: string };
   region: string;
@@ -20,9 +22,6 @@ export interface AwsConfig extends FunctionSettings {
   schedulerRoleArn: string;
   /** Target of delayed follow-ups; unset means the invoked function's own ARN. */
   functionArn?: string;
-  probeConcurrency: number;
-  /** Passes run at once for one reconcile event. */
-  passConcurrency: number;
 }
 
 const arn = (name: string) => z.string().startsWith("arn:", `${name} must be an ARN`);
@@ -36,17 +35,16 @@ const envSchema = z
     SCHEDULE_GROUP: z.string().min(1).default("default"),
     SCHEDULER_ROLE_ARN: arn("SCHEDULER_ROLE_ARN"),
     FUNCTION_ARN: arn("FUNCTION_ARN").optional(),
-    ...functionVariables,
-    PROBE_CONCURRENCY: z.coerce.number().int().min(1).max(256).default(32),
-    PASS_CONCURRENCY: z.coerce.number().int().min(1).max(64).default(8),
+    ...settingsVariables,
   })
   .refine((e) => e.KUBECONFIG_BASE64 || e.KUBECONFIG, {
     message: "set KUBECONFIG_BASE64 (base64 kubeconfig) or KUBECONFIG (a file in the bundle)",
     path: ["KUBECONFIG_BASE64"],
-  });
+  })
+  .refine(atLeastOneMinute.check, atLeastOneMinute.message);
 
 /** The environment is missing a variable or holds a bad one; the message lists every problem. */
-export class AwsConfigError extends Error {
+export class AwsConfigError extends SettingsError {
   override readonly name = "AwsConfigError";
 }
 
@@ -61,13 +59,16 @@ export class AwsConfigError extends Error {
  * @throws AwsConfigError naming every bad variable.
  */
 export function parseAwsEnv(env: Record<string, string | undefined>): AwsConfig {
-  const parsed = envSchema.safeParse(Object.fromEntries(Object.entries(env).filter(([, v]) => v !== "")));
-  if (!parsed.success) {
-    throw new AwsConfigError(`invalid Lambda environment:\n${describeIssues(parsed.error)}`);
+  let e: z.infer<typeof envSchema>;
+  let settings: ReturnType<typeof settingsFrom>;
+  try {
+    e = parseEnvironment(envSchema, env, "invalid Lambda environment");
+    settings = settingsFrom(e);
+  } catch (err) {
+    throw err instanceof SettingsError ? new AwsConfigError(err.message) : err;
   }
-  const e = parsed.data;
   return {
-    ...functionSettingsFrom(e),
+    ...settings,
     kubeconfig: e.KUBECONFIG_BASE64
       ? { yaml: Buffer.from(e.KUBECONFIG_BASE64, "base64").toString("utf8") }
       : { file: e.KUBECONFIG as string },
@@ -76,7 +77,5 @@ export function parseAwsEnv(env: Record<string, string | undefined>): AwsConfig 
     scheduleGroup: e.SCHEDULE_GROUP,
     schedulerRoleArn: e.SCHEDULER_ROLE_ARN,
     ...(e.FUNCTION_ARN ? { functionArn: e.FUNCTION_ARN } : {}),
-    probeConcurrency: e.PROBE_CONCURRENCY,
-    passConcurrency: e.PASS_CONCURRENCY,
   };
 }

@@ -1,5 +1,4 @@
 import type { LambdaEvent } from "hono/aws-lambda";
-import type { Message } from "../../shared/runtime/types.ts";
 import { DETAIL_TYPE, SOURCE } from "./queue.ts";
 
 /**
@@ -43,17 +42,6 @@ export function isReconcileEvent(event: unknown): event is ReconcileEvent {
 
 export function isScheduledEvent(event: unknown): event is ScheduledEvent {
   return isRecord(event) && event.source === "aws.events" && event["detail-type"] === "Scheduled Event";
-}
-
-/** Whether an item of `detail.messages` is a runtime {@link Message}. */
-export function isMessage(x: unknown): x is Message {
-  if (!isRecord(x) || typeof x.attempt !== "number" || !isRecord(x.request)) return false;
-  const { controller, namespace, name } = x.request;
-  return (
-    typeof controller === "string" &&
-    typeof name === "string" &&
-    (namespace === undefined || typeof namespace === "string")
-  );
 }
 
 /** A short description of an event no guard accepted, for the error. */

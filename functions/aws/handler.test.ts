@@ -169,7 +169,7 @@ describe("kubefn.reconcile events → runPass", () => {
     expect(reconciled).toEqual(["p2"]);
     // requeueAfter(0) goes straight back onto the bus
     expect(sentMessages()).toEqual([
-      { request: { controller: "proxy", namespace: "ns1", name: "p2" }, attempt: 0 },
+      { request: { controller: "proxy", namespace: "ns1", name: "p2" }, attempt: 0, uid: "uid-p2" },
     ]);
   });
 

@@ -1,12 +1,14 @@
 /**
  * The AWS Lambda entry (infra/aws/template.yaml `Handler: handler.handler`): one function for
- * every event source, told apart by a type guard per shape:
+ * every event source, told apart by a type guard per shape, each mapped onto one call of
+ * {@link createKubefn}:
  *
- * | event | from | runs |
+ * | event | from | calls |
  * | --- | --- | --- |
- * | API Gateway v2 / Function URL (`requestContext.http`), API Gateway v1 (`httpMethod`) | intake callers | the Hono app (`POST /v1/events`, `GET /healthz`) |
- * | `source: "kubefn"`, `detail-type: "kubefn.reconcile"` | the bus's rule, or a one-time schedule's input | `runPass` per message |
- * | `source: "aws.events"`, `detail-type: "Scheduled Event"` | the sweep's schedule rule | `runSweep` |
+ * | API Gateway v2 / Function URL (`requestContext.http`), API Gateway v1 (`httpMethod`) | intake callers | `fetch` (through `hono/aws-lambda`) |
+ * | `source: "kubefn"`, `detail-type: "kubefn.reconcile"` | the bus's rule, or a one-time schedule's input | `consume` per message |
+ * | `source: "aws.events"`, `detail-type: "Scheduled Event"` | the sweep's schedule rule | `sweep` |
+ * | `awslogs.data` | a CloudWatch Logs subscription on an EKS cluster's audit log | `intakeCloudWatchLogs` |
  *
  * Anything else throws. Wiring is built once per execution environment, at the first invoke
  * (delayed follow-ups target the invoked function's ARN).
@@ -15,20 +17,23 @@ import { EventBridgeClient } from "@aws-sdk/client-eventbridge";
 import { SchedulerClient } from "@aws-sdk/client-scheduler";
 import { KubeConfig } from "@kubernetes/client-node";
 import { handle, type LambdaContext } from "hono/aws-lambda";
+import { Hono } from "hono/tiny";
+import { isCloudWatchLogsEvent } from "../../shared/audit-export/index.ts";
 import { mapWithConcurrency } from "../../shared/health/concurrency.ts";
 import { createNodeProber } from "../../shared/health/node-prober.ts";
-import { createKube } from "../../shared/kube/index.ts";
+import { guardedKube } from "../../shared/kube/index.ts";
 import { createNodeTransport, loadKubeConfig } from "../../shared/kube/node.ts";
 import type { Kube } from "../../shared/kube/port.ts";
-import { runPass } from "../../shared/runtime/index.ts";
-import type { Clock, Context, Log, Metrics } from "../../shared/runtime/types.ts";
-import { createFunctionsApp } from "../http.ts";
-import { createOperators, type Operators } from "../operators.ts";
-import { runSweep } from "../sweep.ts";
+import { isMessage } from "../../shared/runtime/index.ts";
+import type { Clock, Log, Metrics } from "../../shared/runtime/types.ts";
+import { intakeCloudWatchLogs, mapWithRegistry } from "../intake/index.ts";
+import { createKubefn, type Kubefn } from "../kubefn.ts";
+import { createJsonLog } from "../log.ts";
+import type { Operators } from "../operators.ts";
 import { type AwsConfig, parseAwsEnv } from "./config.ts";
-import { describeEvent, isHttpEvent, isMessage, isReconcileEvent, isScheduledEvent } from "./events.ts";
+import { describeEvent, isHttpEvent, isReconcileEvent, isScheduledEvent } from "./events.ts";
 import { awsQueue } from "./queue.ts";
-import { createEmfMetrics, createJsonLog } from "./telemetry.ts";
+import { createEmfMetrics } from "./telemetry.ts";
 
 /** What the handler is built from; everything but `env` has a production default. */
 export interface HandlerOptions {
@@ -42,31 +47,39 @@ export interface HandlerOptions {
   metrics?: Metrics;
 }
 
-interface Instance {
-  ctx: Context;
-  config: AwsConfig;
-  operators: Operators;
-  http: ReturnType<typeof handle>;
-}
-
 /** Builds a Lambda handler; `handler` below is the one deployed. */
 export function createHandler(options: HandlerOptions) {
-  let instance: Instance | undefined; // a cache, not state: a cold start rebuilds the same thing
+  let instance: { kubefn: Kubefn; config: AwsConfig; http: ReturnType<typeof handle> } | undefined;
   return async (event: unknown, context: LambdaContext): Promise<unknown> => {
     instance ??= build(options, context.invokedFunctionArn);
-    const { ctx, config, operators, http } = instance;
+    const { kubefn, config, http } = instance;
     if (isHttpEvent(event)) return http(event, context);
+    if (isCloudWatchLogsEvent(event)) {
+      const { ctx, operators } = kubefn;
+      const result = await intakeCloudWatchLogs(event.awslogs.data, {
+        map: mapWithRegistry(ctx, operators.registry, config.selfUsernames),
+        enqueue: (messages) => ctx.queue.send(messages),
+        log: ctx.log,
+        metrics: ctx.metrics,
+        maxBytes: config.maxBodyBytes,
+      });
+      ctx.log.info(
+        "audit log delivery",
+        "acknowledged" in result ? { ...result } : { enqueued: result.enqueued, ...result.counts },
+      );
+      return result;
+    }
     if (isReconcileEvent(event)) {
       const messages = event.detail.messages.filter(isMessage);
       const skipped = event.detail.messages.length - messages.length;
-      if (skipped > 0) ctx.log.error("reconcile event items that are not messages; skipped", { skipped });
+      if (skipped > 0)
+        kubefn.ctx.log.error("reconcile event items that are not messages; skipped", { skipped });
       const crashed: unknown[] = [];
       await mapWithConcurrency(messages, config.passConcurrency, async (message) => {
         try {
-          const r = await runPass(ctx, operators.registry, message);
-          (r.result === "error" ? ctx.log.error : ctx.log.info)("pass", { ...r });
+          await kubefn.consume(message);
         } catch (err) {
-          ctx.log.error("pass crashed", { request: message.request, error: String(err) });
+          kubefn.ctx.log.error("pass crashed", { request: message.request, error: String(err) });
           crashed.push(err);
         }
       });
@@ -74,54 +87,43 @@ export function createHandler(options: HandlerOptions) {
       if (crashed.length > 0) throw new AggregateError(crashed, `${crashed.length} passes crashed`);
       return { passes: messages.length, skipped };
     }
-    if (isScheduledEvent(event)) {
-      const summary = await runSweep(ctx, operators.registry, operators.sweepTasks, {
-        shardSize: 100,
-        snapshots: true,
-        periodSeconds: config.sweepPeriodSeconds,
-      });
-      ctx.log.info("sweep", { time: event.time, ...summary });
-      return summary;
-    }
+    if (isScheduledEvent(event)) return kubefn.sweep();
     throw new Error(
-      `unrecognised Lambda event (${describeEvent(event)}); expected an HTTP, kubefn.reconcile or Scheduled Event`,
+      `unrecognised Lambda event (${describeEvent(event)}); expected an HTTP, kubefn.reconcile, Scheduled Event or CloudWatch Logs event`,
     );
   };
 }
 
-function build(options: HandlerOptions, invokedFunctionArn: string): Instance {
+function build(options: HandlerOptions, invokedFunctionArn: string) {
   const config = parseAwsEnv(options.env);
   const aws = { region: config.region, ...(options.endpoint ? { endpoint: options.endpoint } : {}) };
   const clock = options.clock ?? { now: () => new Date() };
-  const ctx: Context = {
-    kube:
-      options.kube?.(config) ??
-      createKube(createNodeTransport(kubeConfigOf(config)), { fieldManager: "kubefn" }),
-    queue: awsQueue({
-      eventBridge: new EventBridgeClient(aws),
-      scheduler: new SchedulerClient(aws),
-      eventBusName: config.eventBusName,
-      scheduleGroup: config.scheduleGroup,
-      schedulerRoleArn: config.schedulerRoleArn,
-      targetArn: config.functionArn ?? invokedFunctionArn,
-      clock,
-    }),
-    clock,
-    log: options.log ?? createJsonLog(),
-    metrics: options.metrics ?? createEmfMetrics(),
-    random: Math.random,
-  };
-  const operators =
-    options.operators?.(config) ??
-    createOperators({
+  const kubePorts = options.kube
+    ? { kube: options.kube(config) }
+    : guardedKube(createNodeTransport(kubeConfigOf(config), { timeoutMs: config.kubeTimeoutMs }), config);
+  const kubefn = createKubefn(
+    config,
+    {
+      kube: kubePorts.kube,
+      ...("invocationKube" in kubePorts ? { invocationKube: kubePorts.invocationKube } : {}),
+      queue: awsQueue({
+        eventBridge: new EventBridgeClient(aws),
+        scheduler: new SchedulerClient(aws),
+        eventBusName: config.eventBusName,
+        scheduleGroup: config.scheduleGroup,
+        schedulerRoleArn: config.schedulerRoleArn,
+        targetArn: config.functionArn ?? invokedFunctionArn,
+        clock,
+      }),
       prober: createNodeProber(),
-      sweepPeriodSeconds: config.sweepPeriodSeconds,
-      probeConcurrency: config.probeConcurrency,
-      ...(config.proxyResyncSeconds ? { proxyResyncSeconds: config.proxyResyncSeconds } : {}),
-      ...(config.apiToken ? { apiToken: config.apiToken } : {}),
-    });
-  const app = createFunctionsApp(ctx, operators, config);
-  return { ctx, config, operators, http: handle(app) };
+      clock,
+      log: options.log ?? createJsonLog(),
+      metrics: options.metrics ?? createEmfMetrics(),
+    },
+    options.operators?.(config),
+  );
+  const app = new Hono().all("*", (c) => kubefn.fetch(c.req.raw));
+  return { kubefn, config, http: handle(app) };
 }
 
 function kubeConfigOf(config: AwsConfig): KubeConfig {

@@ -152,6 +152,12 @@ describe("delayed sends: Scheduler CreateSchedule on the wire", () => {
     });
   });
 
+  it("keeps the UID a delayed message was decided for (the snapshot goes)", async () => {
+    await queue().send([{ ...message("p1", 1, 1000), uid: "uid-1", listedAt: 5 }], 30);
+    const body = endpoint.requests[0]?.json as { Target: { Input: string } };
+    expect(JSON.parse(body.Target.Input).detail.messages).toEqual([{ ...message("p1", 1), uid: "uid-1" }]);
+  });
+
   it("treats a 409 ConflictException (the same follow-up already scheduled) as sent", async () => {
     answer = () => ({
       status: 409,

@@ -91,7 +91,9 @@ async function putEvents(opts: AwsQueueOptions, messages: Message[]): Promise<vo
 async function schedule(opts: AwsQueueOptions, messages: Message[], delaySeconds: number): Promise<void> {
   const due = Math.ceil((opts.clock.now().getTime() + delaySeconds * 1000) / 1000);
   const at = new Date(due * 1000).toISOString().slice(0, 19);
-  const bare = messages.map(({ request, attempt }) => ({ request, attempt }));
+  const bare = messages.map(({ request, attempt, uid }) =>
+    uid === undefined ? { request, attempt } : { request, attempt, uid },
+  );
   for (const batch of chunk(bare, MAX_ENTRY_MESSAGES, sizeOf)) {
     const input = { source: SOURCE, "detail-type": DETAIL_TYPE, detail: { messages: batch } };
     try {
@@ -121,7 +123,8 @@ export function scheduleName(messages: readonly Message[], dueEpochSecond: numbe
 
 function fitted(message: Message): Message {
   if (!message.snapshot || sizeOf(message) <= MAX_MESSAGE_BYTES) return message;
-  return { request: message.request, attempt: message.attempt };
+  const { snapshot: _snapshot, listedAt: _listedAt, ...bare } = message;
+  return bare;
 }
 
 /** Splits `items` into runs of at most `maxCount` items and {@link MAX_CALL_BYTES}. */

@@ -1,15 +1,4 @@
-import type { Log, Metrics } from "../../shared/runtime/types.ts";
-
-/** One JSON object per line on stdout/stderr, which CloudWatch Logs Insights queries by field. */
-export function createJsonLog(): Log {
-  const emit = (level: string, msg: string, fields?: Record<string, unknown>) =>
-    (level === "error" ? console.error : console.log)(JSON.stringify({ level, msg, ...fields }));
-  return {
-    info: (m, f) => emit("info", m, f),
-    warn: (m, f) => emit("warn", m, f),
-    error: (m, f) => emit("error", m, f),
-  };
-}
+import type { Metrics } from "../../shared/runtime/types.ts";
 
 /**
  * Metrics as CloudWatch Embedded Metric Format log lines (namespace `kubefn`, the labels as

@@ -1,11 +1,13 @@
 import type { AnalyticsEngineDataset, Queue as QueueBinding } from "@cloudflare/workers-types/index.ts";
-import { z } from "zod";
+import * as z from "zod";
 import type { Message } from "../../shared/runtime/types.ts";
 import {
-  describeIssues,
-  type FunctionSettings,
-  functionSettingsFrom,
-  functionVariables,
+  atLeastOneMinute,
+  type KubefnSettings,
+  parseEnvironment,
+  SettingsError,
+  settingsFrom,
+  settingsVariables,
 } from "../settings.ts";
 
 /**
@@ -20,24 +22,26 @@ export interface WorkerEnv {
   [variable: string]: unknown;
 }
 
-/** The Worker's settings, parsed once per isolate from `env`. */
-export interface WorkerConfig extends FunctionSettings {
+/** The Worker's settings, parsed once per isolate from `env`: where the cluster is, and the rest. */
+export interface WorkerConfig extends KubefnSettings {
   /** API server base URL; its certificate must be publicly trusted (e.g. a tunnel). */
   kubeServer: string;
   kubeToken: string;
-  /** Workers keep at most 6 connections open per invocation; more only queue up. */
-  probeConcurrency: number;
 }
 
-const envSchema = z.object({
-  KUBE_SERVER: z.url({ protocol: /^https?$/, error: "KUBE_SERVER must be an http(s) URL" }),
-  KUBE_TOKEN: z.string({ error: "KUBE_TOKEN is required (wrangler secret put KUBE_TOKEN)" }).min(1),
-  ...functionVariables,
-  PROBE_CONCURRENCY: z.coerce.number().int().min(1).max(64).default(6),
-});
+const envSchema = z
+  .object({
+    KUBE_SERVER: z.url({ protocol: /^https?$/, error: "KUBE_SERVER must be an http(s) URL" }),
+    KUBE_TOKEN: z.string({ error: "KUBE_TOKEN is required (wrangler secret put KUBE_TOKEN)" }).min(1),
+    ...settingsVariables,
+  })
+  .refine(atLeastOneMinute.check, atLeastOneMinute.message);
+
+/** Workers keep at most 6 connections open per invocation; more only queue up. */
+const workerDefaults = { PROBE_CONCURRENCY: "6" };
 
 /** `env` is missing a variable or holds a bad one; the message lists every problem. */
-export class WorkerConfigError extends Error {
+export class WorkerConfigError extends SettingsError {
   override readonly name = "WorkerConfigError";
 }
 
@@ -48,15 +52,13 @@ export class WorkerConfigError extends Error {
  * @throws WorkerConfigError naming every bad variable.
  */
 export function parseWorkerEnv(env: Record<string, unknown>): WorkerConfig {
-  const parsed = envSchema.safeParse(env);
-  if (!parsed.success) {
-    throw new WorkerConfigError(`invalid Worker environment:\n${describeIssues(parsed.error)}`);
+  let e: z.infer<typeof envSchema>;
+  let settings: ReturnType<typeof settingsFrom>;
+  try {
+    e = parseEnvironment(envSchema, env, "invalid Worker environment", workerDefaults);
+    settings = settingsFrom(e);
+  } catch (err) {
+    throw err instanceof SettingsError ? new WorkerConfigError(err.message) : err;
   }
-  const e = parsed.data;
-  return {
-    ...functionSettingsFrom(e),
-    kubeServer: e.KUBE_SERVER,
-    kubeToken: e.KUBE_TOKEN,
-    probeConcurrency: e.PROBE_CONCURRENCY,
-  };
+  return { ...settings, kubeServer: e.KUBE_SERVER, kubeToken: e.KUBE_TOKEN };
 }

@@ -9,4 +9,4 @@ export {
   MAX_MESSAGE_BYTES,
   queuesPort,
 } from "./queue.ts";
-export { createConsoleLog, createMetrics } from "./telemetry.ts";
+export { createMetrics } from "./telemetry.ts";

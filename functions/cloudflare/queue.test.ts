@@ -81,6 +81,12 @@ describe("queuesPort", () => {
     await queuesPort(binding).send([message("big", 200_000)]);
     expect(binding.calls[0]?.bodies).toEqual([message("big")]);
   });
+
+  it("keeps the UID when it drops a snapshot", async () => {
+    const binding = recordingBinding();
+    await queuesPort(binding).send([{ ...message("big", 200_000), uid: "uid-1", listedAt: 5 }]);
+    expect(binding.calls[0]?.bodies).toEqual([{ ...message("big"), uid: "uid-1" }]);
+  });
 });
 
 describe("isMessage", () => {

@@ -3,8 +3,10 @@ import type {
   MessageSendRequest,
   Queue as QueueBinding,
 } from "@cloudflare/workers-types/index.ts";
-import { backoffSeconds } from "../../shared/runtime/index.ts";
+import { backoffSeconds, isMessage } from "../../shared/runtime/index.ts";
 import type { Log, Message, Queue } from "../../shared/runtime/types.ts";
+
+export { isMessage };
 
 /** Longest delay Cloudflare Queues accept (12 h). */
 export const MAX_DELAY_SECONDS = 43_200;
@@ -46,7 +48,8 @@ export function clampDelay(delaySeconds: number | undefined): number {
 
 function fitted(message: Message): Message {
   if (!message.snapshot || sizeOf(message) <= MAX_MESSAGE_BYTES) return message;
-  return { request: message.request, attempt: message.attempt };
+  const { snapshot: _snapshot, listedAt: _listedAt, ...bare } = message;
+  return bare;
 }
 
 function* chunksOf(messages: Message[]): Generator<Message[]> {
@@ -66,20 +69,6 @@ function* chunksOf(messages: Message[]): Generator<Message[]> {
 }
 
 const sizeOf = (message: Message) => JSON.stringify(message).length;
-
-/** Whether a queue message's body is a runtime {@link Message}. */
-export function isMessage(body: unknown): body is Message {
-  if (typeof body !== "object" || body === null) return false;
-  const { request, attempt } = body as Partial<Message>;
-  return (
-    typeof attempt === "number" &&
-    typeof request === "object" &&
-    request !== null &&
-    typeof request.controller === "string" &&
-    typeof request.name === "string" &&
-    (request.namespace === undefined || typeof request.namespace === "string")
-  );
-}
 
 /**
  * The queue consumer: one pass per message, all messages of the batch at once, each acked when

@@ -1,16 +1,5 @@
 import type { AnalyticsEngineDataset } from "@cloudflare/workers-types/index.ts";
-import type { Log, Metrics } from "../../shared/runtime/types.ts";
-
-/** One JSON object per line on the console, which Workers Logs index by field. */
-export function createConsoleLog(): Log {
-  const emit = (level: string, msg: string, fields?: Record<string, unknown>) =>
-    (level === "error" ? console.error : console.log)(JSON.stringify({ level, msg, ...fields }));
-  return {
-    info: (m, f) => emit("info", m, f),
-    warn: (m, f) => emit("warn", m, f),
-    error: (m, f) => emit("error", m, f),
-  };
-}
+import type { Metrics } from "../../shared/runtime/types.ts";
 
 /**
  * Metrics as Analytics Engine data points (blob1 = name, blob2 = labels as JSON, double1 =

@@ -1,6 +1,8 @@
-import { type Context, Hono } from "hono";
+import type { Context } from "hono";
 import { bodyLimit } from "hono/body-limit";
+import { Hono } from "hono/tiny";
 import type { Clock, Log, Message, Metrics } from "../../shared/runtime/types.ts";
+import { type PubSubOptions, pubsubHandler } from "./pubsub.ts";
 import { bearerMatches, SIGNATURE_HEADER, TIMESTAMP_HEADER, verifyBatch } from "./signature.ts";
 
 /** Which sender a batch came from; decides how it is authenticated and decoded. */
@@ -26,6 +28,8 @@ export interface IntakeOptions {
   auditToken?: string;
   /** HMAC secret shared with the relay. Relay intake is off when unset. */
   relaySecret?: string;
+  /** Pub/Sub push deliveries of GKE audit log entries (`POST /v1/events/pubsub`). */
+  pubsub?: PubSubOptions;
   maxBodyBytes: number;
   replayWindowSeconds: number;
   clock: Clock;
@@ -38,9 +42,11 @@ export interface IntakeOptions {
 /**
  * The intake function: `POST /v1/events` takes audit `EventList`s (bearer token) and relay
  * batches (HMAC signature), maps them to deduplicated reconcile requests and enqueues them.
- * `GET /healthz` answers 200.
+ * `GET /healthz` answers 200. `POST /v1/events/pubsub` takes Pub/Sub push deliveries of GKE audit
+ * log entries (see {@link pubsubHandler}).
  *
- * Answers: 202 with the counts; 401 unauthenticated; 400 malformed; 413 over the size cap.
+ * Answers: 202 with the counts and the requests enqueued; 401 unauthenticated; 400 malformed; 413
+ * over the size cap.
  *
  * @example
  * const app = createIntakeApp({ auditToken, relaySecret, maxBodyBytes: 4 << 20, ... });
@@ -100,9 +106,19 @@ export function createIntakeApp(opts: IntakeOptions): Hono {
       if (mapped.messages.length > 0) await opts.enqueue(mapped.messages);
       opts.metrics.count("kubefn_intake_batches_total", { source });
       opts.metrics.count("kubefn_intake_requests_total", { source }, mapped.messages.length);
-      return c.json({ source, enqueued: mapped.messages.length, counts: mapped.counts }, 202);
+      return c.json(
+        {
+          source,
+          enqueued: mapped.messages.length,
+          requests: mapped.messages.map((m) => m.request),
+          counts: mapped.counts,
+        },
+        202,
+      );
     },
   );
+
+  app.post("/v1/events/pubsub", pubsubHandler(opts, reject));
 
   app.onError((err, c) => {
     opts.log.error("intake failed", { error: String(err) });
@@ -110,7 +126,7 @@ export function createIntakeApp(opts: IntakeOptions): Hono {
     return c.json({ error: "intake could not enqueue the batch; retry" }, 503);
   });
 
-  function reject(c: Context, status: 400 | 401, reason: string, message: string) {
+  function reject(c: Context, status: 400 | 401 | 403 | 413 | 503, reason: string, message: string) {
     opts.metrics.count("kubefn_intake_rejected_total", { reason });
     return c.json({ error: message, reason }, status);
   }

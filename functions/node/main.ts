@@ -1,26 +1,11 @@
-import { createNodeProber } from "../../shared/health/node-prober.ts";
-import { createOperators } from "../operators.ts";
+import { createLineLog } from "../log.ts";
 import { parseNodeHostEnv } from "./config.ts";
 import { startNodeHost } from "./host.ts";
-import { createLineLog } from "./log.ts";
 
 /** `npm start`: the Node host, configured from the environment (see README). */
-const { config, logFormat, proxyResyncSeconds, minReportIntervalSeconds, apiToken, orphanGraceSeconds } =
-  parseNodeHostEnv(process.env);
-const log = createLineLog(logFormat);
-const host = await startNodeHost(
-  config,
-  () =>
-    createOperators({
-      prober: createNodeProber(),
-      sweepPeriodSeconds: config.sweepSeconds,
-      proxyResyncSeconds,
-      minReportIntervalSeconds,
-      orphanGraceSeconds,
-      ...(apiToken ? { apiToken } : {}),
-    }),
-  log,
-);
+const config = parseNodeHostEnv(process.env);
+const log = createLineLog(config.logFormat);
+const host = await startNodeHost(config, log);
 let stopping = false;
 for (const signal of ["SIGINT", "SIGTERM"] as const) {
   process.on(signal, () => {

@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
 import type { Message } from "../../shared/runtime/types.ts";
-import { WorkQueue } from "./work-queue.ts";
+import { coalesce, WorkQueue } from "./work-queue.ts";
 
 const msg = (name: string, attempt = 0): Message => ({
   request: { controller: "c", namespace: "ns", name },
@@ -106,5 +106,53 @@ describe("WorkQueue", () => {
     await q.idle();
     expect(calls).toBe(2);
     expect(errors).toHaveLength(1);
+  });
+});
+
+describe("coalesce (two messages for one key)", () => {
+  const snapshot = { apiVersion: "v1", kind: "X", metadata: { name: "a", uid: "old" } };
+  it.each<[string, Message, Message, Message]>([
+    [
+      "same UID: the later wins",
+      { ...msg("a"), uid: "u1" },
+      { ...msg("a", 2), uid: "u1" },
+      { ...msg("a", 2), uid: "u1" },
+    ],
+    [
+      "an event after a follow-up: no UID (the event may be for a recreated object)",
+      { ...msg("a", 1), uid: "old" },
+      msg("a"),
+      msg("a"),
+    ],
+    [
+      "a stale follow-up after an event: it does not swallow the event",
+      msg("a"),
+      { ...msg("a", 1), uid: "old", snapshot, listedAt: 1 },
+      msg("a", 1),
+    ],
+    ["different UIDs: neither", { ...msg("a"), uid: "new" }, { ...msg("a", 1), uid: "old" }, msg("a", 1)],
+  ])("%s", (_, earlier, later, expected) => {
+    expect(coalesce(earlier, later)).toEqual(expected);
+  });
+
+  it("a delayed stale follow-up and a later event for the recreated object: the pass runs without a UID", async () => {
+    const seen: Message[] = [];
+    let fire: () => void = () => undefined;
+    const q = new WorkQueue({
+      concurrency: 1,
+      handle: async (m) => {
+        seen.push(m);
+      },
+      setTimer: (fn) => {
+        fire = fn;
+        return 1;
+      },
+      clearTimer: () => undefined,
+    });
+    await q.send([{ ...msg("a", 1), uid: "old" }], 5);
+    await q.send([{ ...msg("a"), uid: "new" }], 10);
+    fire();
+    await q.idle();
+    expect(seen).toEqual([msg("a", 1)]);
   });
 });

@@ -75,23 +75,33 @@ export class WorkQueue implements Queue {
     const key = requestKey(message.request);
     const dueAt = Date.now() + ms;
     const existing = this.#delayed.get(key);
-    if (existing && existing.dueAt <= dueAt) return;
+    if (existing && existing.dueAt <= dueAt) {
+      existing.message = coalesce(message, existing.message);
+      return;
+    }
     if (existing) this.#opts.clearTimer(existing.handle);
-    const handle = this.#opts.setTimer(() => {
+    const entry: Delayed = {
+      dueAt,
+      handle: undefined,
+      message: existing ? coalesce(existing.message, message) : message,
+    };
+    entry.handle = this.#opts.setTimer(() => {
       this.#delayed.delete(key);
-      this.#enqueue(message);
+      this.#enqueue(entry.message);
     }, ms);
-    this.#delayed.set(key, { dueAt, handle, message });
+    this.#delayed.set(key, entry);
   }
 
   #enqueue(message: Message): void {
     if (this.#closed) return;
     const key = requestKey(message.request);
     if (this.#running.has(key)) {
-      this.#dirty.set(key, message);
+      const dirty = this.#dirty.get(key);
+      this.#dirty.set(key, dirty ? coalesce(dirty, message) : message);
       return;
     }
-    this.#ready.set(key, message);
+    const ready = this.#ready.get(key);
+    this.#ready.set(key, ready ? coalesce(ready, message) : message);
     this.#pump();
   }
 
@@ -120,4 +130,16 @@ export class WorkQueue implements Queue {
       this.#pump();
     }
   }
+}
+
+/**
+ * One message for two of a key, the later one's fields winning. A UID stays only when both were
+ * decided for it: a message without one (an event) may be for a recreated object, and a stale
+ * follow-up must not swallow it. Without a UID the pass reads afresh and acts on whatever object
+ * it finds, so the snapshot goes too.
+ */
+export function coalesce(earlier: Message, later: Message): Message {
+  if (earlier.uid !== undefined && earlier.uid === later.uid) return later;
+  const { uid: _uid, snapshot: _snapshot, listedAt: _listedAt, ...rest } = later;
+  return later.uid === undefined ? later : rest;
 }

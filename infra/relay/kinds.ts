@@ -1,4 +1,4 @@
-import { z } from "zod";
+import * as z from "zod";
 import { Resources } from "../../shared/kube/index.ts";
 import type { Resource } from "../../shared/kube/port.ts";
 import { type Registry, resourceKey } from "../../shared/runtime/registry.ts";

@@ -16,8 +16,8 @@
  * | `KUBEFN_LOG_FORMAT` | `text` or `json` | json |
  */
 import { serve } from "@hono/node-server";
-import { z } from "zod";
-import { createLineLog } from "../../functions/node/log.ts";
+import * as z from "zod";
+import { createLineLog } from "../../functions/log.ts";
 import { createOperators } from "../../functions/operators.ts";
 import { createKube } from "../../shared/kube/index.ts";
 import { createNodeTransport, loadKubeConfig } from "../../shared/kube/node.ts";

@@ -1,4 +1,4 @@
-import { z } from "zod";
+import * as z from "zod";
 
 /**
  * metav1.Condition, with the same validation the upstream type carries, so a status written by

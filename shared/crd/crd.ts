@@ -1,4 +1,4 @@
-import { z } from "zod";
+import * as z from "zod";
 import type { ObjectMeta, Resource } from "../kube/port.ts";
 import { type CelRule, type JsonSchemaProps, structuralSchemaOf } from "./schema.ts";
 

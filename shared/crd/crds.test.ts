@@ -6,14 +6,8 @@ import { controllerCrds } from "../controllers/crds.ts";
 import { parseProxy } from "../controllers/proxy/api.ts";
 import { parseSite, siteComponentEnabled } from "../controllers/site/api.ts";
 import { parseSubPool } from "../controllers/subpool/api.ts";
-import {
-  crdFileName,
-  crdFor,
-  generatedHeader,
-  type JsonSchemaProps,
-  renderCrdYaml,
-  structuralViolations,
-} from "./index.ts";
+import { crdFor, type JsonSchemaProps, structuralViolations } from "./index.ts";
+import { crdFileName, generatedHeader, renderCrdYaml } from "./render.ts";
 
 const crds = controllerCrds.map((spec) => ({ spec, crd: crdFor(spec) }));
 const table = crds.map(({ crd, spec }) => [crd.metadata.name, spec, crd] as const);

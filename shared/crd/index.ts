@@ -8,7 +8,6 @@ export {
   resourceFor,
 } from "./crd.ts";
 export { type Quantity, quantitySchema } from "./quantity.ts";
-export { crdFileName, generatedHeader, renderCrdYaml } from "./render.ts";
 export {
   type CelRule,
   type JsonSchemaProps,

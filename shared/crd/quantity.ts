@@ -1,4 +1,4 @@
-import { z } from "zod";
+import * as z from "zod";
 
 /** resource.Quantity's serialization, as the upstream CRDs (controller-gen) publish it. */
 const quantityPattern =

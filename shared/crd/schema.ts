@@ -1,4 +1,4 @@
-import { z } from "zod";
+import * as z from "zod";
 
 /**
  * An OpenAPI v3 schema node as the apiextensions.k8s.io/v1 API accepts it (JSONSchemaProps).

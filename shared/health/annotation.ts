@@ -7,7 +7,7 @@
  * audit event; the sweep asks for the reconcile itself (`reconcileKeys` in `sweep.ts`).
  */
 
-import { z } from "zod";
+import * as z from "zod";
 import type { Patch } from "../kube/port.ts";
 import { type HealthState, makeState } from "./state.ts";
 

@@ -10,11 +10,13 @@
  * - A report is due on the first verdict, when the verdict differs from the last reported one (a
  *   threshold flip), or, while healthy, when a successful probe's latency differs from the reported
  *   latency by more than max(20 ms, 50 % of the reported value).
- * - At most one report per `minReportIntervalSeconds`, measured from the last report. A suppressed
- *   report leaves the reported markers where they were, so every later probe re-evaluates it: a
- *   flip is delivered by the first probe after the interval (if it still holds), a latency change
- *   only if the latency is still different then. A flip that flips back inside the interval is
- *   absorbed. The first verdict is never suppressed (there is no earlier report to space from).
+ * - Latency reports are rate-limited to one per `minReportIntervalSeconds`, measured from the last
+ *   report (the seed: "latency Δ … rate-limited to one report per MinReportInterval"). A
+ *   suppressed latency report leaves the reported markers where they were, so a later probe
+ *   reports it only if the latency is still different after the interval. Verdicts are never
+ *   held back: the first verdict and every threshold flip are reported by the probe that reached
+ *   the threshold, however recent the last report — the thresholds already are the damping, and
+ *   a flip that reverted inside the interval would otherwise never reach status.
  * - Counters belong to one instance (providerID, or the address for External proxies): a
  *   different instance starts fresh. A fresh state is seeded from an existing Healthy condition, so
  *   a replaced function instance or a lost annotation does not flap the condition.
@@ -25,7 +27,7 @@ import type { RefusalReason } from "./target.ts";
 export interface HealthThresholds {
   successThreshold: number;
   failureThreshold: number;
-  /** Minimum spacing of reports, in seconds. The proxy operator uses 60. */
+  /** Minimum spacing of latency reports, in seconds (verdict flips are never held back). The proxy operator uses 60. */
   minReportIntervalSeconds: number;
 }
 
@@ -80,8 +82,8 @@ export interface RecordResult {
   state: HealthState;
   /** Present when status should change: the reconciler must be asked to run. */
   report?: HealthReport;
-  /** A report that was due but held back by the rate limit; it is retried on the next probe. */
-  suppressed?: ReportReason;
+  /** A latency report that was due but held back by the rate limit; re-evaluated by the next probe. */
+  suppressed?: "LatencyChange";
 }
 
 /**
@@ -121,10 +123,10 @@ export function recordProbe(
   const reason = verdict === undefined ? undefined : dueReason(base.reported, verdict, probe.ok, latencyMs);
   let reported = base.reported;
   let report: HealthReport | undefined;
-  let suppressed: ReportReason | undefined;
+  let suppressed: "LatencyChange" | undefined;
   if (reason && verdict !== undefined) {
     if (
-      reason !== "FirstVerdict" &&
+      reason === "LatencyChange" &&
       withinInterval(base.reported?.at, probe.at, cfg.minReportIntervalSeconds)
     ) {
       suppressed = reason;

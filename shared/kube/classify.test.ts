@@ -1,7 +1,7 @@
 import { describe, expect, it } from "vitest";
 import statusFixtures from "../../test/fixtures/kube-status.json" with { type: "json" };
 import { classifyError, type ErrorClass, isClassifiedError, ReconcileError } from "./classify.ts";
-import { errorFromResponse, NetworkError, TimeoutError } from "./errors.ts";
+import { ClientThrottledError, errorFromResponse, NetworkError, TimeoutError } from "./errors.ts";
 
 const bodies = Object.fromEntries(
   Object.entries(statusFixtures).map(([name, status]) => [name, JSON.stringify(status)]),
@@ -87,6 +87,26 @@ describe("classifyError", () => {
       name: "503",
       err: fromResponse(503, ""),
       expected: { class: "transient", reason: "ServiceUnavailable" },
+    },
+    {
+      name: "503 with Retry-After (regression: it was ignored)",
+      err: fromResponse(503, "", { "retry-after": "8" }),
+      expected: { class: "transient", reason: "ServiceUnavailable", retryAfterSeconds: 8 },
+    },
+    {
+      name: "500 with Retry-After",
+      err: fromResponse(500, bodies.internal, { "retry-after": "3" }),
+      expected: { class: "transient", reason: "InternalError", retryAfterSeconds: 3 },
+    },
+    {
+      name: "circuit open (kubefn held the request back)",
+      err: new ClientThrottledError("open", { status: 0, reason: "CircuitOpen", retryAfterSeconds: 4 }),
+      expected: { class: "transient", reason: "CircuitOpen", retryAfterSeconds: 4 },
+    },
+    {
+      name: "request budget spent",
+      err: new ClientThrottledError("spent", { status: 0, reason: "RequestBudgetExhausted" }),
+      expected: { class: "transient", reason: "RequestBudgetExhausted" },
     },
     {
       name: "network",

@@ -1,5 +1,6 @@
 import {
   AlreadyExistsError,
+  ClientThrottledError,
   ConflictError,
   ForbiddenError,
   KubeError,
@@ -101,7 +102,8 @@ const maxCauseDepth = 8;
  * | --- | --- | --- |
  * | ClassifiedError | its `errorClass` | its `reason` |
  * | 429 | transient, with `retryAfterSeconds` | TooManyRequests |
- * | 5xx, 504, Timeout, ServerTimeout, client timeout | transient | the Status reason |
+ * | 5xx, 504, Timeout, ServerTimeout, client timeout | transient, with `retryAfterSeconds` when the server sent one | the Status reason |
+ * | held back by kubefn (circuit open, request budget spent) | transient, with `retryAfterSeconds` | CircuitOpen, RequestBudgetExhausted |
  * | network failure | transient | NetworkError |
  * | 409 Conflict | conflict | Conflict |
  * | 409 AlreadyExists | conflict | AlreadyExists |
@@ -132,10 +134,17 @@ function classifyKubeError(err: KubeError): ErrorClass {
   if (err instanceof TimeoutError) {
     return withRetryAfter({ class: "transient", reason: err.reason || "Timeout" }, err.retryAfterSeconds);
   }
-  if (err instanceof NetworkError) return { class: "transient", reason: "NetworkError" };
-  if (err instanceof ServerError || err.status >= 500) {
-    return { class: "transient", reason: err.reason || "InternalError" };
+  if (err instanceof ClientThrottledError) {
+    return withRetryAfter({ class: "transient", reason: err.reason }, err.retryAfterSeconds);
   }
+  if (err instanceof NetworkError) return { class: "transient", reason: "NetworkError" };
+  if (err instanceof ServerError) {
+    return withRetryAfter(
+      { class: "transient", reason: err.reason || "InternalError" },
+      err.retryAfterSeconds,
+    );
+  }
+  if (err.status >= 500) return { class: "transient", reason: err.reason || "InternalError" };
   if (err instanceof AlreadyExistsError) return { class: "conflict", reason: "AlreadyExists" };
   if (err instanceof ConflictError) return { class: "conflict", reason: "Conflict" };
   if (err instanceof ForbiddenError && /exceeded quota/i.test(err.message)) {

@@ -57,14 +57,19 @@ function observedWith(change: (s: Service) => void): Service {
 function fakeKube(initial: Service | undefined, opts: { raceOnCreate?: Service } = {}) {
   let stored = initial;
   const writes: { verb: string; obj: KubeObject }[] = [];
+  /** Every request, reads included, in order. */
+  const requests: string[] = [];
   const notFound = () => new NotFoundError("not found", { status: 404, reason: "NotFound" });
   const kube = {
     async get() {
+      requests.push("get");
       if (!stored) throw notFound();
       return structuredClone(stored);
     },
     async create(_res: unknown, obj: Service) {
       writes.push({ verb: "create", obj });
+      requests.push("create");
+      if (stored) throw new AlreadyExistsError("exists", { status: 409, reason: "AlreadyExists" });
       if (opts.raceOnCreate) {
         stored = opts.raceOnCreate;
         throw new AlreadyExistsError("exists", { status: 409, reason: "AlreadyExists" });
@@ -74,11 +79,12 @@ function fakeKube(initial: Service | undefined, opts: { raceOnCreate?: Service }
     },
     async update(_res: unknown, obj: Service) {
       writes.push({ verb: "update", obj });
+      requests.push("update");
       stored = obj;
       return structuredClone(obj);
     },
   } as unknown as Kube;
-  return { kube, writes };
+  return { kube, writes, requests };
 }
 
 describe("ensureObject", () => {
@@ -166,5 +172,46 @@ describe("ensureObject", () => {
     expect(written.spec).toEqual({ ...desired.spec, clusterIP: "10.0.0.9" });
     expect(written.metadata.labels).toEqual({ other: "x", managed: "kubefn" });
     expect(written.metadata.resourceVersion).toBe("5");
+  });
+
+  it.each<{ name: string; observed: Service | undefined; result: string; requests: string[] }>([
+    { name: "absent → one create, no read", observed: undefined, result: "created", requests: ["create"] },
+    {
+      name: "in sync → the refused create, then the read",
+      observed: observedWith(() => {}),
+      result: "unchanged",
+      requests: ["create", "get"],
+    },
+    {
+      name: "drifted → refused create, read, update",
+      observed: observedWith((s) => {
+        s.spec.selector = { app: "b" };
+      }),
+      result: "updated",
+      requests: ["create", "get", "update"],
+    },
+    {
+      name: "controlled by another → conflict, nothing written",
+      observed: observedWith((s) => {
+        s.metadata.ownerReferences = [theirRef];
+      }),
+      result: "conflict",
+      requests: ["create", "get"],
+    },
+  ])("createFirst: $name", async ({ observed, result, requests }) => {
+    const fake = fakeKube(observed);
+    const out = await ensureObject(fake.kube, Resources.Service, desired, {
+      owner,
+      ownedFields,
+      createFirst: true,
+    });
+    expect(out.result).toBe(result);
+    expect(fake.requests).toEqual(requests);
+  });
+
+  it("reads first by default: absent costs a 404 and the create", async () => {
+    const fake = fakeKube(undefined);
+    await ensureObject(fake.kube, Resources.Service, desired, { owner, ownedFields });
+    expect(fake.requests).toEqual(["get", "create"]);
   });
 });

@@ -15,6 +15,13 @@ export interface EnsureOptions<T extends KubeObject> {
    */
   ownedFields?: (observed: T, desired: T) => MergePatch | null;
   fieldManager?: string;
+  /**
+   * Create first and treat AlreadyExists as the read: one request when the object is absent, two
+   * (the refused create and a GET) when it exists. The default reads first: one request when it
+   * exists, two when absent. Set it where absence is known or likely (the object's Namespace was
+   * created by this pass, the owner has never converged).
+   */
+  createFirst?: boolean;
 }
 
 export type EnsureResult<T extends KubeObject> =
@@ -37,7 +44,8 @@ export type EnsureResult<T extends KubeObject> =
  * An object that references `owner` without the controller flag (owned before controller refs
  * were used) is ours: its reference converges to a controller one.
  *
- * Caveats: a concurrent create (AlreadyExists) is resolved by reading the winner and carrying on;
+ * Caveats: a concurrent create (AlreadyExists) is resolved by reading the winner and carrying on
+ * (with `createFirst`, every existing object is resolved that way);
  * a concurrent update surfaces as ConflictError (classified "conflict": requeue). Labels and
  * annotations are only added or overridden, never removed.
  */
@@ -51,21 +59,40 @@ export async function ensureObject<T extends KubeObject>(
   const ownerRef = controllerRefTo(options.owner);
   const key = keyOf(desired);
 
-  let observed: T;
-  try {
-    observed = await kube.get<T>(res, key);
-  } catch (err) {
-    if (!isNotFound(err)) throw err;
+  const create = async (): Promise<T> => {
     const refs = upsertOwnerReference(desired.metadata.ownerReferences, ownerRef).refs;
-    const toCreate: T = { ...desired, metadata: { ...desired.metadata, ownerReferences: refs } };
+    return kube.create<T>(
+      res,
+      { ...desired, metadata: { ...desired.metadata, ownerReferences: refs } },
+      writeOpts,
+    );
+  };
+  /** The object that won a create race (or was there all along); the create's error if it is gone again. */
+  const readAfterAlreadyExists = async (createErr: unknown): Promise<T> => {
+    if (!isAlreadyExists(createErr)) throw createErr;
     try {
-      return { result: "created", object: await kube.create<T>(res, toCreate, writeOpts) };
+      return await kube.get<T>(res, key);
+    } catch {
+      throw createErr;
+    }
+  };
+
+  let observed: T;
+  if (options.createFirst) {
+    try {
+      return { result: "created", object: await create() };
     } catch (createErr) {
-      if (!isAlreadyExists(createErr)) throw createErr;
+      observed = await readAfterAlreadyExists(createErr);
+    }
+  } else {
+    try {
+      observed = await kube.get<T>(res, key);
+    } catch (err) {
+      if (!isNotFound(err)) throw err;
       try {
-        observed = await kube.get<T>(res, key);
-      } catch {
-        throw createErr;
+        return { result: "created", object: await create() };
+      } catch (createErr) {
+        observed = await readAfterAlreadyExists(createErr);
       }
     }
   }

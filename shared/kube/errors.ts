@@ -126,9 +126,32 @@ export class TimeoutError extends KubeError {
   }
 }
 
-/** Any other 5xx. */
+/** Any other 5xx. A 503 often carries Retry-After (an overloaded or restarting API server). */
 export class ServerError extends KubeError {
   override name = "ServerError";
+  /** From the Retry-After header, else `details.retryAfterSeconds`. */
+  readonly retryAfterSeconds: number | undefined;
+
+  constructor(message: string, init: KubeErrorInit & { retryAfterSeconds?: number | undefined }) {
+    super(message, init);
+    this.retryAfterSeconds = init.retryAfterSeconds;
+  }
+}
+
+/**
+ * kubefn held the request back itself and sent nothing: the circuit is open because the API
+ * server keeps failing (reason "CircuitOpen"), or this invocation spent its request budget
+ * (reason "RequestBudgetExhausted"). `status` is 0. See back-pressure.ts.
+ */
+export class ClientThrottledError extends KubeError {
+  override name = "ClientThrottledError";
+  /** When the circuit may let a request through again; unset for a spent budget. */
+  readonly retryAfterSeconds: number | undefined;
+
+  constructor(message: string, init: KubeErrorInit & { retryAfterSeconds?: number | undefined }) {
+    super(message, init);
+    this.retryAfterSeconds = init.retryAfterSeconds;
+  }
 }
 
 /**
@@ -221,7 +244,7 @@ export function errorFromResponse(
   if (code === 429 || reason === "TooManyRequests") {
     return new TooManyRequestsError(message, { ...init, retryAfterSeconds });
   }
-  if (code >= 500) return new ServerError(message, init);
+  if (code >= 500) return new ServerError(message, { ...init, retryAfterSeconds });
   switch (code) {
     case 401:
       return new UnauthorizedError(message, init);

@@ -1,3 +1,6 @@
+import { once } from "node:events";
+import { createServer } from "node:http";
+import type { AddressInfo } from "node:net";
 import { fileURLToPath } from "node:url";
 import { build } from "esbuild";
 import { describe, expect, it } from "vitest";
@@ -109,5 +112,27 @@ describe("the neutral entry point (shared/kube/index.ts)", () => {
     expect(imports).toEqual([]);
     const code = result.outputFiles[0]!.text;
     expect(code).not.toMatch(/from\s*["']node:|require\(["']node:|@kubernetes\/client-node/);
+  });
+
+  it("reuses the platform's pooled connection for sequential requests (Node's fetch)", async () => {
+    const server = createServer((_req, res) => {
+      res.writeHead(200, { "content-type": "application/json" }).end("{}");
+    });
+    let connections = 0;
+    server.on("connection", () => connections++);
+    server.listen(0, "127.0.0.1");
+    await once(server, "listening");
+    try {
+      const transport = createFetchTransport({
+        server: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
+        token: "t",
+      });
+      for (let i = 0; i < 20; i++) await transport.request({ method: "GET", path: "/api" });
+      // undici keeps a small pool and alternates between two sockets; without reuse it would be 20.
+      expect(connections).toBeLessThanOrEqual(2);
+    } finally {
+      server.closeAllConnections();
+      server.close();
+    }
   });
 });

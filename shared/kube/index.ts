@@ -1,5 +1,15 @@
 export { serverSideApply } from "./apply.ts";
 export {
+  type ApiGuard,
+  type ApiGuardStats,
+  type CircuitPolicy,
+  type CircuitState,
+  createApiGuard,
+  DEFAULT_CIRCUIT,
+  type GuardedKube,
+  guardedKube,
+} from "./back-pressure.ts";
+export {
   type ClassifiedError,
   classifyError,
   type ErrorClass,
@@ -35,6 +45,7 @@ export {
 export { type EnsureOptions, type EnsureResult, ensureObject } from "./ensure.ts";
 export {
   AlreadyExistsError,
+  ClientThrottledError,
   ConflictError,
   errorFromResponse,
   ForbiddenError,

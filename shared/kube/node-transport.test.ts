@@ -143,4 +143,38 @@ describe("createNodeTransport", () => {
     expect(err).toBeInstanceOf(NetworkError);
     expect((err as Error).message).toMatch(/ECONNREFUSED/);
   });
+
+  it("reuses one connection for sequential requests (keep-alive), instead of one per request", async () => {
+    const url = await serve(() => ({ status: 200, body: "{}" }));
+    let connections = 0;
+    server!.on("connection", () => connections++);
+    const transport = createNodeTransport(kubeConfigFor(url));
+    for (let i = 0; i < 20; i++) await transport.request({ method: "GET", path: "/api" });
+    expect(connections).toBe(1);
+  });
+
+  it("sends once more on a new connection when the server closed the reused one", async () => {
+    const requestsOnSocket = new Map<unknown, number>();
+    let answered = 0;
+    server = createServer((req, res) => {
+      const n = (requestsOnSocket.get(req.socket) ?? 0) + 1;
+      requestsOnSocket.set(req.socket, n);
+      // The second request on a connection finds it closed, as after the server's idle timeout.
+      if (n === 2) {
+        req.socket.destroy();
+        return;
+      }
+      answered++;
+      res.writeHead(200, { "content-type": "application/json" }).end("{}");
+    });
+    server.listen(0, "127.0.0.1");
+    await once(server, "listening");
+    const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+    const transport = createNodeTransport(kubeConfigFor(url));
+    await transport.request({ method: "GET", path: "/api" });
+    const res = await transport.request({ method: "GET", path: "/api" });
+    expect(res.status).toBe(200);
+    expect(answered).toBe(2);
+    expect(requestsOnSocket.size).toBe(2);
+  });
 });

@@ -7,6 +7,11 @@ import type { Transport, TransportRequest, TransportResponse } from "./port.ts";
 export interface NodeTransportOptions {
   /** Per-request deadline, default 30 s. */
   timeoutMs?: number;
+  /**
+   * How long an idle connection is kept for the next request, default 30 s (below the API
+   * server's idle timeout, so the server rarely closes a connection the client is about to reuse).
+   */
+  idleTimeoutMs?: number;
 }
 
 /**
@@ -15,15 +20,22 @@ export interface NodeTransportOptions {
  * Node-only: keep it out of the Workers bundle.
  *
  * Credentials are applied per request (`kc.applyToHTTPSOptions`), so expiring exec/OIDC tokens are
- * refreshed; client-node caches them and the TLS agent between calls.
+ * refreshed. Connections are kept alive and reused: client-node's own agent is built with
+ * Node's default `keepAlive: false`, which pays a TCP and TLS handshake on every request, so the
+ * transport brings its own keep-alive agent. Node pools its connections by TLS material (CA,
+ * client certificate, key, server name), so a rotated client certificate gets a new connection.
  *
  * Caveats: client-node refuses plain-HTTP servers unless the cluster sets
- * `insecure-skip-tls-verify`; use `createFetchTransport` for a plain-HTTP endpoint.
+ * `insecure-skip-tls-verify`; use `createFetchTransport` for a plain-HTTP endpoint. A request that
+ * finds its reused connection closed by the server (ECONNRESET before any response) is sent once
+ * more on a new one.
  *
  * @example
  * const kube = createKube(createNodeTransport(loadKubeConfig({ file: process.env.KUBECONFIG })));
  */
 export function createNodeTransport(kc: KubeConfig, options: NodeTransportOptions = {}): Transport {
+  const agentOptions = { keepAlive: true, timeout: options.idleTimeoutMs ?? 30_000 };
+  const agents = { http: new http.Agent(agentOptions), https: new https.Agent(agentOptions) };
   return {
     async request(req: TransportRequest): Promise<TransportResponse> {
       const deadline = requestDeadline(req, options.timeoutMs);
@@ -40,7 +52,12 @@ export function createNodeTransport(kc: KubeConfig, options: NodeTransportOption
         };
         if (req.contentType) headers["content-type"] = req.contentType;
         if (req.body !== undefined) headers["content-length"] = Buffer.byteLength(req.body);
-        return await send(url, { ...opts, method: req.method, headers, signal: deadline.signal }, req.body);
+        const agent = url.protocol === "http:" ? agents.http : agents.https;
+        const sendOpts = { ...opts, agent, method: req.method, headers, signal: deadline.signal };
+        return await send(url, sendOpts, req.body).catch((err: unknown) => {
+          if (!(err instanceof StaleConnectionError)) throw err;
+          return send(url, sendOpts, req.body);
+        });
       } catch (err) {
         throw deadline.failure(err);
       }
@@ -48,10 +65,15 @@ export function createNodeTransport(kc: KubeConfig, options: NodeTransportOption
   };
 }
 
+/** A reused keep-alive connection the server had already closed: safe to send again. */
+class StaleConnectionError extends Error {}
+
 function send(url: URL, opts: https.RequestOptions, body: string | undefined): Promise<TransportResponse> {
   const client = url.protocol === "http:" ? http : https;
   return new Promise((resolve, reject) => {
+    let responded = false;
     const request = client.request(url, opts, (res) => {
+      responded = true;
       const chunks: Buffer[] = [];
       res.on("data", (chunk: Buffer) => chunks.push(chunk));
       res.on("error", reject);
@@ -64,7 +86,10 @@ function send(url: URL, opts: https.RequestOptions, body: string | undefined): P
         resolve({ status: res.statusCode ?? 0, headers, body: Buffer.concat(chunks).toString("utf8") });
       });
     });
-    request.on("error", reject);
+    request.on("error", (err: NodeJS.ErrnoException) => {
+      const stale = request.reusedSocket && !responded && err.code === "ECONNRESET";
+      reject(stale ? new StaleConnectionError(err.message, { cause: err }) : err);
+    });
     request.end(body);
   });
 }

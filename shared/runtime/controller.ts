@@ -10,7 +10,13 @@ export interface WatchedChange {
   resource: Resource;
   key: ObjectKey;
   verb: "create" | "update" | "patch" | "delete";
+  /** The object after the write, when the event carries it. */
   object?: KubeObject;
+  /**
+   * What the writer sent, when the event carries it (audit `requestObject` at Request level or
+   * above): an update's whole body, or a patch. For predicates; never trust it as state.
+   */
+  request?: unknown;
 }
 
 /** A kind nobody owns whose changes matter to a controller (e.g. Secret → Proxies naming it). */
@@ -86,6 +92,15 @@ export interface ControllerDefinition<T extends KubeObject = KubeObject> {
    */
   resyncSeconds: number;
   /**
+   * The requeue delays `reconcile` asks for, by name (its timings, e.g. `provisioningPoll`).
+   * Registration refuses one at or beyond `resyncSeconds`: such a follow-up is never sent, so a
+   * controller that means "look again at the next drift pass" returns `awaitSweep()`.
+   *
+   * Caveats: only declared delays are checked at registration; one computed at run time (a
+   * Retry-After) that late is not sent either, and the pass reports `awaitSweep`.
+   */
+  requeueSeconds?: Readonly<Record<string, number>>;
+  /**
    * The permanent-error latch, when the executor should keep it. On a permanent error the
    * executor sets this condition True (reason from the classifier, observedGeneration = the
    * object's generation); a later pass that finds it True at the current generation does nothing
@@ -120,6 +135,21 @@ export interface ControllerDefinition<T extends KubeObject = KubeObject> {
    * such an event maps to nothing and the sweep covers the change.
    */
   ownerFromKey?(resource: Resource, key: ObjectKey): ObjectKey | undefined;
+  /**
+   * Which changes of the primary kind (`for`) cause a pass, judged by intake from the event alone
+   * (see shared/runtime/predicates.ts, e.g. `generationChanged`). Default: every change. Owned
+   * and watched kinds are not filtered by it.
+   *
+   * Caveats: a dropped change is not lost work only because the sweep revisits every object;
+   * keep predicates to changes the pass provably ignores.
+   */
+  predicate?(change: Pick<WatchedChange, "verb" | "object" | "request">): boolean;
+  /**
+   * Which changes of an owned kind map back to the owner (e.g. the seed's
+   * `OwnedWorkloadPredicate`: workloads only on a generation change, so status churn of a
+   * Deployment does not re-run its Site). Default: every change.
+   */
+  ownedPredicate?(resource: Resource, change: Pick<WatchedChange, "verb" | "object" | "request">): boolean;
   reconcile(ctx: PassContext, object: T): Promise<Outcome>;
   reconcileAbsent?(ctx: PassContext): Promise<Outcome>;
 }

@@ -1,4 +1,4 @@
-import { z } from "zod";
+import * as z from "zod";
 
 /**
  * The envelopes intake accepts, as zod schemas. Envelopes are checked strictly (a bad one is a

@@ -68,6 +68,8 @@ interface Change {
   name: string;
   verb: WatchedChange["verb"];
   object: KubeObject | undefined;
+  /** The audit event's requestObject, for predicates. */
+  request?: unknown;
 }
 
 /**
@@ -183,7 +185,10 @@ class BatchMapper {
     const name = refName ?? object?.metadata.name;
     if (name === undefined) return void this.counts.skipped++;
     const namespace = refNamespace ?? object?.metadata.namespace;
-    this.count(this.add({ group, resource, namespace, name, verb: verb as WatchedChange["verb"], object }));
+    const request = hasBody && item.requestObject !== undefined ? { request: item.requestObject } : {};
+    this.count(
+      this.add({ group, resource, namespace, name, verb: verb as WatchedChange["verb"], object, ...request }),
+    );
   }
 
   addRelay(event: unknown): void {
@@ -229,8 +234,14 @@ class BatchMapper {
     let produced = false;
     let unresolved = false;
 
+    const observed = {
+      verb: change.verb,
+      ...(change.object ? { object: change.object } : {}),
+      ...(change.request === undefined ? {} : { request: change.request }),
+    };
     const primary = registry.primaryFor(change.group, change.resource);
-    if (primary) {
+    const passes = !primary?.predicate || primary.predicate(observed);
+    if (primary && passes) {
       this.emit({
         controller: primary.name,
         namespace: primary.for.namespaced ? change.namespace : undefined,
@@ -239,7 +250,11 @@ class BatchMapper {
       produced = true;
     }
 
-    const owners = registry.ownersOf(change.group, change.resource);
+    const owners = registry.ownersOf(change.group, change.resource).filter((def) => {
+      if (!def.ownedPredicate) return true;
+      const res = def.owns!.find((o) => o.group === change.group && o.resource === change.resource)!;
+      return def.ownedPredicate(res, observed);
+    });
     if (owners.length > 0) {
       if (change.object) {
         const owner = controllerRef(change.object);
@@ -283,6 +298,7 @@ class BatchMapper {
           : { namespace: change.namespace, name: change.name };
       const watched: WatchedChange = { resource: watch.resource, key, verb: change.verb };
       if (change.object) watched.object = change.object;
+      if (change.request !== undefined) watched.request = change.request;
       this.jobs.set(
         `${controller.name}\0${change.group}/${change.resource}\0${change.namespace ?? ""}\0${change.name}`,
         {

@@ -15,7 +15,7 @@ import {
 import { backoffSeconds } from "./backoff.ts";
 import { conditionEvents } from "./condition-events.ts";
 import type { ControllerDefinition, PassContext } from "./controller.ts";
-import { failed, type Outcome } from "./outcome.ts";
+import { done, failed, Outcome } from "./outcome.ts";
 import type { Registry } from "./registry.ts";
 import { type Context, type Message, type Request, requestKey } from "./types.ts";
 
@@ -27,11 +27,16 @@ export const QUOTA_RETRY_SECONDS = 60;
  * fighting over a field) is bounded instead of spinning the queue.
  */
 export const IMMEDIATE_CONFLICT_RETRIES = 3;
+/**
+ * A snapshot listed longer ago than this is not trusted to save the GET: a message that waited in
+ * a queue (delayed, redelivered) reads the object afresh, so its UID can be checked.
+ */
+export const SNAPSHOT_MAX_AGE_SECONDS = 30;
 /** Reason the executor writes on `permanentErrorCondition` once a newer generation passes. */
 export const RESOLVED_REASON = "Resolved";
 
 /** How a pass ended, for adapters to print and for `kubefn_passes_total{result}`. */
-export type PassResultKind = "done" | "requeue" | "error" | "latched";
+export type PassResultKind = "done" | "awaitSweep" | "requeue" | "error" | "latched";
 
 /** The summary of one pass. */
 export interface PassResult {
@@ -44,6 +49,8 @@ export interface PassResult {
   wroteStatus: boolean;
   /** Delay of the follow-up sent, in seconds; undefined when none was sent. */
   followUpSeconds?: number;
+  /** The message was for an earlier object of this name (another UID); it was dropped. */
+  staleUid?: boolean;
   /** Set when `result` is "error". */
   errorClass?: ErrorClassName;
   errorReason?: string;
@@ -58,8 +65,8 @@ export interface PassResult {
  *
  * | outcome | follow-up |
  * | --- | --- |
- * | done | none |
- * | requeueAfter(s) | s, attempt 0 |
+ * | done, awaitSweep | none (the sweep's drift pass is the next look) |
+ * | requeueAfter(s) | s, attempt 0 (none when s ≥ the resync: reported as awaitSweep) |
  * | transient error | backoffSeconds(attempt) (1 s · 2^n, cap 300, equal jitter, ≥ Retry-After), attempt + 1 |
  * | conflict (also a Conflict on the status patch) | 0 for the first {@link IMMEDIATE_CONFLICT_RETRIES}, then backoff; attempt + 1 |
  * | quota | {@link QUOTA_RETRY_SECONDS}, attempt 0 |
@@ -124,14 +131,14 @@ export async function runPass(ctx: Context, registry: Registry, message: Message
     : { name: request.name };
 
   let observed: KubeObject | undefined;
-  if (message.snapshot && matchesKey(message.snapshot, objectKey)) {
+  if (message.snapshot && matchesKey(message.snapshot, objectKey) && isFresh(message, ctx.clock.now())) {
     observed = message.snapshot;
   } else {
     try {
       observed = await ctx.kube.get(def.for, objectKey);
     } catch (err) {
       if (!isNotFound(err)) {
-        await settle(ctx, def, summary, request, attempt, failed(err));
+        await settle(ctx, def, summary, message, attempt, failed(err));
         return finish();
       }
     }
@@ -139,10 +146,21 @@ export async function runPass(ctx: Context, registry: Registry, message: Message
 
   if (!observed) {
     summary.absent = true;
-    const outcome = def.reconcileAbsent
-      ? await guard(() => def.reconcileAbsent!(passCtx))
-      : { kind: "done" as const };
-    await settle(ctx, def, summary, request, attempt, outcome);
+    const outcome = def.reconcileAbsent ? await guard(() => def.reconcileAbsent!(passCtx)) : done();
+    await settle(ctx, def, summary, message, attempt, outcome);
+    return finish();
+  }
+
+  if (
+    message.uid !== undefined &&
+    observed.metadata.uid !== undefined &&
+    observed.metadata.uid !== message.uid
+  ) {
+    // Decided for an object that has since been deleted and recreated under the same name: none
+    // of it applies to the new one, whose own events and sweep bring its passes.
+    summary.result = "done";
+    summary.staleUid = true;
+    ctx.metrics.count("kubefn_stale_messages_total", { controller: def.name });
     return finish();
   }
 
@@ -182,14 +200,21 @@ export async function runPass(ctx: Context, registry: Registry, message: Message
       // away mid-pass; its deletion event brings the next pass.
       if (isNotFound(err)) {
         summary.absent = true;
-        outcome = { kind: "done" };
+        outcome = done();
       } else {
         outcome = failed(err);
       }
     }
   }
 
-  await settle(ctx, def, summary, request, attempt, outcome);
+  await settle(
+    ctx,
+    def,
+    summary,
+    { ...message, uid: observed.metadata.uid ?? message.uid },
+    attempt,
+    outcome,
+  );
   return finish();
 }
 
@@ -206,9 +231,10 @@ export interface FollowUp {
 export function followUpFor(outcome: Outcome, attempt: number, random: () => number): FollowUp | undefined {
   switch (outcome.kind) {
     case "done":
+    case "awaitSweep":
       return undefined;
     case "requeue":
-      return { delaySeconds: Math.ceil(outcome.afterSeconds), attempt: 0 };
+      return { delaySeconds: Math.ceil(outcome.afterSeconds ?? 0), attempt: 0 };
     case "error": {
       const { class: cls, retryAfterSeconds } = classifyError(outcome.error);
       switch (cls) {
@@ -241,7 +267,7 @@ export function followUpFor(outcome: Outcome, attempt: number, random: () => num
       }
     }
     default:
-      return assertNever(outcome);
+      return assertNever(outcome.kind);
   }
 }
 
@@ -249,10 +275,11 @@ async function settle(
   ctx: Context,
   def: ControllerDefinition,
   summary: PassResult,
-  request: Request,
+  message: Pick<Message, "request" | "uid">,
   attempt: number,
   outcome: Outcome,
 ): Promise<void> {
+  const { request } = message;
   const next = followUpFor(outcome, attempt, ctx.random);
   if (outcome.kind === "error") {
     fail(ctx, summary, request, def.name, attempt, outcome.error, classifyError(outcome.error));
@@ -260,10 +287,14 @@ async function settle(
     summary.result = outcome.kind;
   }
   // A follow-up as late as the drift interval would only duplicate the sweep's own visit; sent
-  // anyway, every drift pass would start one more self-perpetuating chain of them.
+  // anyway, every drift pass would start one more self-perpetuating chain of them. Registration
+  // refuses declared requeues that late; one computed at run time waits for the sweep, visibly.
+  if (next && outcome.kind === "requeue" && next.delaySeconds >= def.resyncSeconds)
+    summary.result = "awaitSweep";
   if (!next || next.delaySeconds >= def.resyncSeconds) return;
   try {
-    await ctx.queue.send([{ request, attempt: next.attempt }], next.delaySeconds);
+    const uid = message.uid === undefined ? {} : { uid: message.uid };
+    await ctx.queue.send([{ request, attempt: next.attempt, ...uid }], next.delaySeconds);
     summary.followUpSeconds = next.delaySeconds;
   } catch (err) {
     ctx.log.error("follow-up not sent; the sweep will revisit", { key: summary.key, error: String(err) });
@@ -298,10 +329,17 @@ function fail(
 
 async function guard(run: () => Promise<Outcome>): Promise<Outcome> {
   try {
-    return await run();
+    const outcome = await run();
+    return Outcome.is(outcome) ? outcome : failed(new TypeError("a reconcile must return an Outcome"));
   } catch (err) {
     return failed(err);
   }
+}
+
+function isFresh(message: Message, now: Date): boolean {
+  return (
+    message.listedAt === undefined || now.getTime() - message.listedAt <= SNAPSHOT_MAX_AGE_SECONDS * 1000
+  );
 }
 
 function matchesKey(object: KubeObject, key: ObjectKey): boolean {

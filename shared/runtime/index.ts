@@ -31,8 +31,16 @@ export {
   QUOTA_RETRY_SECONDS,
   RESOLVED_REASON,
   runPass,
+  SNAPSHOT_MAX_AGE_SECONDS,
 } from "./executor.ts";
-export { done, failed, Outcome, requeueAfter } from "./outcome.ts";
+export { awaitSweep, done, failed, Outcome, type OutcomeKind, requeueAfter } from "./outcome.ts";
+export {
+  anyOf,
+  type ChangePredicate,
+  generationChanged,
+  type PredicateInput,
+  payloadChanged,
+} from "./predicates.ts";
 export {
   createRegistry,
   groupOf,
@@ -57,4 +65,4 @@ export type {
   Request,
   Resource,
 } from "./types.ts";
-export { requestKey } from "./types.ts";
+export { isMessage, requestKey } from "./types.ts";

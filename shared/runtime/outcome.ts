@@ -1,25 +1,57 @@
+/** What an {@link Outcome} asks for; read by the executor, never used to build one. */
+export type OutcomeKind = "done" | "awaitSweep" | "requeue" | "error";
+
 /**
- * What happens after a pass. Build it only with the named constructors; the executor turns it
- * into at most one follow-up message.
+ * What happens after a pass (kube-rs's `Action`, plus the failure): opaque, built only with the
+ * named constructors — {@link done}, {@link awaitSweep}, {@link requeueAfter}, {@link failed} —
+ * and turned by the executor into at most one follow-up message.
+ *
+ * Caveats: a requeue as late as the controller's resync is never sent (the sweep comes first);
+ * say {@link awaitSweep} instead, and declare the controller's requeue delays
+ * (`ControllerDefinition.requeueSeconds`) so that registering it refuses one that late.
  */
-export type Outcome =
-  | { readonly kind: "done" }
-  | { readonly kind: "requeue"; readonly afterSeconds: number }
-  | { readonly kind: "error"; readonly error: unknown };
+export class Outcome {
+  /** Makes the type nominal: an object literal with the same fields is not an Outcome. */
+  readonly #opaque = true;
 
-/** Nothing more to do until something changes (or the drift interval passes). */
-export function done(): Outcome {
-  return { kind: "done" };
+  private constructor(
+    readonly kind: OutcomeKind,
+    /** Set for `requeue`: seconds until the next pass. */
+    readonly afterSeconds?: number,
+    /** Set for `error`: what failed, classified once by the executor. */
+    readonly error?: unknown,
+  ) {}
+
+  /** Nothing more to do until something changes (an event, or the sweep's safety-net pass). */
+  static done(): Outcome {
+    return new Outcome("done");
+  }
+
+  /**
+   * Look again at the next drift pass of the sweep, not sooner: the periodic look of a converged
+   * object (a Running proxy's drift poll, an active SubPool's re-check). Sends no message.
+   */
+  static awaitSweep(): Outcome {
+    return new Outcome("awaitSweep");
+  }
+
+  /** Run again after `seconds` (0 = as soon as possible); must be shorter than the resync. */
+  static requeueAfter(seconds: number): Outcome {
+    return new Outcome("requeue", Math.max(0, seconds));
+  }
+
+  /** The pass failed; the executor classifies `error` once and applies the controller's error policy. */
+  static failed(error: unknown): Outcome {
+    return new Outcome("error", undefined, error);
+  }
+
+  /** Whether `value` is an Outcome built by a constructor. */
+  static is(value: unknown): value is Outcome {
+    return typeof value === "object" && value !== null && #opaque in value;
+  }
 }
 
-/** Run again after `seconds` (0 = as soon as possible). */
-export function requeueAfter(seconds: number): Outcome {
-  return { kind: "requeue", afterSeconds: Math.max(0, seconds) };
-}
-
-/** The pass failed; the executor classifies `error` once and decides on retry. */
-export function failed(error: unknown): Outcome {
-  return { kind: "error", error };
-}
-
-export const Outcome = { done, requeueAfter, failed } as const;
+export const done = Outcome.done;
+export const awaitSweep = Outcome.awaitSweep;
+export const requeueAfter = Outcome.requeueAfter;
+export const failed = Outcome.failed;

@@ -66,8 +66,9 @@ export function isKind(object: KubeObject, resource: Resource): boolean {
 /**
  * Builds the registry and validates it once, at start-up: unique controller names, condition
  * types unique across all controllers, every Resource complete and well-formed, no kind claimed
- * as `for` by two controllers, a resync between 60 s and a week, a `permanentErrorCondition`
- * among the controller's own condition types.
+ * as `for` by two controllers, a resync between 60 s and a week, every declared requeue delay
+ * shorter than the resync (one as late is never sent), a `permanentErrorCondition` among the
+ * controller's own condition types.
  *
  * @throws RegistryError listing every problem, so one start-up shows them all.
  * @example
@@ -161,6 +162,15 @@ export function createRegistry(definitions: readonly ControllerDefinition[]): Re
       problems.push(
         `${label}: resyncSeconds must be an integer in [${MIN_RESYNC_SECONDS}, ${MAX_RESYNC_SECONDS}], got ${String(resync)}`,
       );
+    }
+    for (const [timing, seconds] of Object.entries(def.requeueSeconds ?? {})) {
+      if (typeof seconds !== "number" || !Number.isFinite(seconds) || seconds < 0) {
+        problems.push(`${label}: requeue "${timing}" must be a number of seconds, got ${String(seconds)}`);
+      } else if (Number.isInteger(resync) && Math.ceil(seconds) >= resync) {
+        problems.push(
+          `${label}: requeue "${timing}" (${seconds} s) is not shorter than resyncSeconds (${resync} s), so it would never be sent; return awaitSweep() instead`,
+        );
+      }
     }
     if (typeof def.reconcile !== "function") problems.push(`${label}: reconcile must be a function`);
   });

@@ -65,7 +65,12 @@ export function planSweep(input: SweepInput): SweepPlan {
       ? { controller: input.controller, namespace: meta.namespace, name: meta.name }
       : { controller: input.controller, name: meta.name };
     due.push(request);
-    messages.push(input.snapshots ? { request, attempt: 0, snapshot: object } : { request, attempt: 0 });
+    const uid = meta.uid ? { uid: meta.uid } : {};
+    messages.push(
+      input.snapshots
+        ? { request, attempt: 0, snapshot: object, listedAt: input.now.getTime(), ...uid }
+        : { request, attempt: 0, ...uid },
+    );
   }
   return { buckets, bucket, due, shards: chunk(messages, Math.max(1, Math.floor(input.shardSize))) };
 }

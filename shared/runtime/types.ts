@@ -22,6 +22,28 @@ export interface Message {
    * `metadata.resourceVersion`, so a stale snapshot costs one Conflict and an immediate requeue.
    */
   snapshot?: KubeObject;
+  /**
+   * The UID of the object this message was decided for (a follow-up carries its pass's object's;
+   * the sweep its listed object's). A pass that finds another UID under the name — the object was
+   * deleted and recreated since — drops the message: the new object has its own events.
+   */
+  uid?: string;
+  /** When the sweep listed `snapshot` (ms since the epoch); an old snapshot is read afresh. */
+  listedAt?: number;
+}
+
+/** Whether a queue message's body (JSON from any platform's queue) is a {@link Message}. */
+export function isMessage(body: unknown): body is Message {
+  if (typeof body !== "object" || body === null) return false;
+  const { request, attempt } = body as Partial<Message>;
+  return (
+    typeof attempt === "number" &&
+    typeof request === "object" &&
+    request !== null &&
+    typeof request.controller === "string" &&
+    typeof request.name === "string" &&
+    (request.namespace === undefined || typeof request.namespace === "string")
+  );
 }
 
 /**

@@ -1,5 +1,6 @@
 import { auditEventSchema } from "../../shared/runtime/event-batch.ts";
 import { mapEvents } from "../../shared/runtime/event-mapping.ts";
+import { done } from "../../shared/runtime/outcome.ts";
 import { createRegistry } from "../../shared/runtime/registry.ts";
 import type { Context, Resource } from "../../shared/runtime/types.ts";
 
@@ -41,7 +42,7 @@ const registry = createRegistry([
     ],
     conditionTypes: ["Provisioned", "Healthy"],
     resyncSeconds: 600,
-    reconcile: async () => ({ kind: "done" }),
+    reconcile: async () => done(),
   },
   {
     name: "subpool",
@@ -49,7 +50,7 @@ const registry = createRegistry([
     owns: [core("namespaces", "Namespace", false), core("configmaps", "ConfigMap")],
     conditionTypes: ["Ready"],
     resyncSeconds: 1800,
-    reconcile: async () => ({ kind: "done" }),
+    reconcile: async () => done(),
   },
 ]);
 

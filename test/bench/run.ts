@@ -2,10 +2,16 @@
  * `npm run bench`: runs each named bench in turn and prints one table (name, figure, unit, note).
  * Add a bench by appending to `benches`; pass names to run only those (`npm run bench -- intake`).
  * The cluster benches share one devcluster, started on first use and stopped at the end, also
- * when a bench fails or the run is interrupted. `KUBEFN_BENCH_LARGE=1` adds the 10,000-Proxy sweep.
+ * when a bench fails or the run is interrupted. `KUBEFN_BENCH_LARGE=1` adds the 10,000-Proxy sweep;
+ * `chaos` (1,000 Proxies under API faults, ~20+ min on 2 cores) runs only when named.
+ * `fleet` starts its own devcluster (audit webhook on) and ends the output with one JSON line;
+ * `KUBEFN_BENCH_FLEET_LARGE=1` runs it with 10,000 primaries.
  */
+import { benchBundle } from "./bundle.ts";
+import { benchChaos } from "./chaos.ts";
 import type { BenchRow } from "./cluster.ts";
 import { stopBenchCluster } from "./cluster.ts";
+import { benchFleet, defaultFleet, largeFleet } from "./fleet.ts";
 import { benchProbes } from "./health.ts";
 import { benchIntake } from "./intake.ts";
 import { benchAuditZod, benchMapping } from "./mapping.ts";
@@ -15,8 +21,11 @@ import { benchSteadyPass } from "./steady-pass.ts";
 import { benchSweep } from "./sweep.ts";
 
 const large = process.env.KUBEFN_BENCH_LARGE === "1";
+const jsonLines: string[] = [];
 
-const benches: { name: string; run: () => Promise<BenchRow[]> }[] = [
+/** `explicit` benches run only when named (`npm run bench -- chaos`): they take many minutes. */
+const benches: { name: string; run: () => Promise<BenchRow[]>; explicit?: boolean }[] = [
+  { name: "bundle", run: benchBundle },
   {
     name: "mapping",
     run: async () => {
@@ -64,6 +73,15 @@ const benches: { name: string; run: () => Promise<BenchRow[]> }[] = [
   { name: "messages", run: benchMessagesPerHour },
   { name: "sweep", run: () => benchSweep(large ? [1000, 10_000] : [1000]) },
   { name: "ready-writes", run: benchApplyToReady },
+  { name: "chaos", run: benchChaos, explicit: true },
+  {
+    name: "fleet",
+    run: async () => {
+      const r = await benchFleet(process.env.KUBEFN_BENCH_FLEET_LARGE === "1" ? largeFleet : defaultFleet);
+      jsonLines.push(JSON.stringify(r.json));
+      return r.rows;
+    },
+  },
 ];
 
 const only = process.argv.slice(2);
@@ -87,7 +105,7 @@ const t0 = performance.now();
 try {
   for (const bench of benches) {
     if (interrupted) break;
-    if (only.length > 0 && !only.includes(bench.name)) continue;
+    if (only.length > 0 ? !only.includes(bench.name) : bench.explicit) continue;
     const started = performance.now();
     process.stderr.write(`bench ${bench.name} …\n`);
     try {
@@ -113,6 +131,7 @@ if (!large && (only.length === 0 || only.includes("sweep"))) {
 }
 printTable(rows);
 console.log(`total ${((performance.now() - t0) / 1000).toFixed(0)} s`);
+for (const line of jsonLines) console.log(line);
 process.exit(failed ? 1 : 0);
 
 function printTable(table: BenchRow[]): void {

@@ -193,24 +193,24 @@ describe("the SubPool examples", () => {
     );
   });
 
-  it("subpool-internal.yaml: team-a becomes Ready with its StatefulSet running on a bound volume", async () => {
+  it("subpool-internal.yaml: demo-pool becomes Ready with its StatefulSet running on a bound volume", async () => {
     await ok(["apply", "-f", example("subpool-internal.yaml")]);
     await eventually(
-      "team-a Ready",
-      async () => ((await condition(["get", "subpool", "team-a"], "Ready")) === "True" ? true : undefined),
+      "demo-pool Ready",
+      async () => ((await condition(["get", "subpool", "demo-pool"], "Ready")) === "True" ? true : undefined),
       120_000,
     );
-    expect(await ok(["get", "sp", "team-a"])).toMatch(/team-a\s+Internal\s+\S*\s*subpool-team-a\s+True/);
+    expect(await ok(["get", "sp", "demo-pool"])).toMatch(/demo-pool\s+Internal\s+\S*\s*subpool-demo-pool\s+True/);
     expect(
-      await jsonpath(["get", "pvc", "-n", "subpool-team-a", "data-team-a-cpa-manager-0"], "{.status.phase}"),
+      await jsonpath(["get", "pvc", "-n", "subpool-demo-pool", "data-demo-pool-cpa-manager-0"], "{.status.phase}"),
     ).toBe("Bound");
     expect(
       await jsonpath(
-        ["get", "statefulset", "-n", "subpool-team-a", "team-a-cpa-manager"],
+        ["get", "statefulset", "-n", "subpool-demo-pool", "demo-pool-cpa-manager"],
         "{.status.readyReplicas}",
       ),
     ).toBe("1");
-    const described = await ok(["describe", "subpool", "team-a"]);
+    const described = await ok(["describe", "subpool", "demo-pool"]);
     expect(described).toMatch(/Normal\s+Ready\s+.*Ready=True/);
   });
 

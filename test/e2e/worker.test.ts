@@ -10,7 +10,10 @@
  *   (a Pod on the devcluster's simulated node) through delayed follow-ups on the queue
  *   (`delaySeconds`), and one event for its deletion runs the finalizer to the end;
  * - no event at all: the cron sweep alone converges a Proxy and probes its health through
- *   workerd's `connect()` sockets.
+ *   workerd's `connect()` sockets;
+ * - a `provider: gce` Proxy: the GCE provider wired from the Worker's vars and the
+ *   `GCE_CREDENTIALS` secret signs its JWT with workerd's Web Crypto against a local GCE-shaped
+ *   server, and deletion holds the finalizer until the VM is gone.
  */
 
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -34,6 +37,7 @@ import {
   Resources,
 } from "../../shared/kube/index.ts";
 import { clusterInfo, eventually, waitForAuditEvent } from "../setup/cluster.ts";
+import { type GceServer, startGceServer } from "./gce-server.ts";
 
 const root = new URL("../../", import.meta.url).pathname;
 const namespace = `worker-e2e-${Math.random().toString(36).slice(2, 8)}`;
@@ -46,6 +50,7 @@ let kube: Kube;
 let harness: TestHarness;
 let forwardProxy: ForwardProxy;
 let target: Target;
+let gce: GceServer;
 
 beforeAll(async () => {
   const { httpProxy, adminToken } = clusterInfo();
@@ -58,7 +63,11 @@ beforeAll(async () => {
     kind: "Namespace",
     metadata: { name: namespace },
   });
-  [forwardProxy, target] = await Promise.all([startForwardProxy(), startHttpTarget()]);
+  [forwardProxy, target, gce] = await Promise.all([
+    startForwardProxy(),
+    startHttpTarget(),
+    startGceServer("kubefn-worker-e2e"),
+  ]);
 
   harness = createTestHarness({
     root,
@@ -66,8 +75,19 @@ beforeAll(async () => {
       {
         configPath: "wrangler.toml",
         // Every Proxy is due at every sweep (one bucket), so one cron tick revisits all of them.
-        vars: { KUBE_SERVER: httpProxy, PROXY_RESYNC_SECONDS: "60" },
-        secrets: { KUBE_TOKEN: workerToken, AUDIT_TOKEN: auditToken, RELAY_SECRET: relaySecret },
+        vars: {
+          KUBE_SERVER: httpProxy,
+          PROXY_RESYNC_SECONDS: "60",
+          GCE_PROJECT: "kubefn-worker-e2e",
+          GCE_ZONES: "us-central1-a",
+          GCE_COMPUTE_URL: `${gce.url}/compute/v1`,
+        },
+        secrets: {
+          KUBE_TOKEN: workerToken,
+          AUDIT_TOKEN: auditToken,
+          RELAY_SECRET: relaySecret,
+          GCE_CREDENTIALS: gce.credentials,
+        },
       },
     ],
   });
@@ -76,7 +96,7 @@ beforeAll(async () => {
 
 afterAll(async () => {
   await harness?.close();
-  await Promise.all([forwardProxy?.close(), target?.close()]);
+  await Promise.all([forwardProxy?.close(), target?.close(), gce?.close()]);
   await kube?.delete(Resources.Namespace, { name: namespace }).catch(() => undefined);
 });
 
@@ -227,6 +247,49 @@ describe("kubefn on Cloudflare Workers (workerd, real API server)", () => {
       { timeoutMs: 60_000, intervalMs: 250, what: "px-managed gone" },
     );
     expect(await podsOf()).toEqual([]);
+  });
+
+  it("a gce Proxy: the GCE provider wired from vars and the GCE_CREDENTIALS secret creates the VM; deletion waits for it to be gone", async () => {
+    const created = await kube.create<Proxy>(proxyResource, {
+      apiVersion: "crawl.kubefn.dev/v1alpha1",
+      kind: "Proxy",
+      metadata: { name: "px-gce", namespace },
+      spec: { mode: "Managed", provider: "gce" },
+    } as Proxy);
+    expect((await relay(created)).status).toBe(202);
+    const ready = await eventually(
+      async () => {
+        const p = await getProxy("px-gce");
+        return p.status?.phase === "Ready" ? p : undefined;
+      },
+      { timeoutMs: 60_000, intervalMs: 250, what: "px-gce Ready" },
+    );
+    expect(ready.status?.providerID).toMatch(/^gce:\/\/kubefn-worker-e2e\/us-central1-a\/px-/);
+    expect([...gce.instances.values()].map((i) => i.status)).toEqual(["RUNNING"]);
+
+    await kube.delete(proxyResource, { namespace, name: "px-gce" });
+    expect((await relay(await getProxy("px-gce"), "MODIFIED")).status).toBe(202);
+    let heldWhileStopping = false;
+    await eventually(
+      async () => {
+        try {
+          const p = await getProxy("px-gce");
+          if (
+            [...gce.instances.values()].some((i) => i.status === "STOPPING") &&
+            p.metadata.finalizers?.length
+          ) {
+            heldWhileStopping = true;
+          }
+          return undefined;
+        } catch (err) {
+          return isNotFound(err) ? true : undefined;
+        }
+      },
+      { timeoutMs: 60_000, intervalMs: 100, what: "px-gce gone" },
+    );
+    expect(heldWhileStopping).toBe(true);
+    expect(gce.instances.size).toBe(0);
+    expect(gce.authFailures).toEqual([]);
   });
 
   it("with every event lost, the cron sweep alone converges a Proxy and probes it over connect()", async () => {

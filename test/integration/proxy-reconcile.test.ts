@@ -197,7 +197,7 @@ describe("proxy controller on the devcluster", () => {
   it("a second pass on the converged Proxy makes zero writes", async () => {
     transport.reset();
     const result = await runPass(ctx, registry, message(name));
-    expect(result).toMatchObject({ result: "requeue", wroteStatus: false });
+    expect(result).toMatchObject({ result: "awaitSweep", wroteStatus: false });
     expect(transport.counts().writes).toBe(0);
   });
 
@@ -225,6 +225,36 @@ describe("proxy controller on the devcluster", () => {
       expect(await podsOf(uid)).toEqual([]);
       return true;
     });
+  });
+
+  it("External never has a finalizer or a provider: switching Managed → External deletes the Pod, then drops providerID and finalizer", async () => {
+    const created = await createProxy("switch", { mode: "Managed", provider: "kubernetes" });
+    const switchUid = created.metadata.uid!;
+    await drive("switch", (p) => p?.status?.phase === "Ready");
+    expect(await podsOf(switchUid)).toHaveLength(1);
+
+    await kube.patch(
+      proxyResource,
+      { namespace, name: "switch" },
+      { type: "merge", body: { spec: { mode: "External", endpoint: { host: "192.0.2.10", port: 3128 } } } },
+    );
+    await drive("switch", async (p) => {
+      if (!p || p.metadata.finalizers?.length) return false;
+      return (await podsOf(switchUid)).length === 0;
+    });
+    const p = await getProxy("switch");
+    expect(p.metadata.finalizers ?? []).toEqual([]);
+    expect(p.metadata.annotations?.[proxySpecHashAnnotation]).toBeUndefined();
+    expect(p.status?.providerID).toBeUndefined();
+    expect(p.status?.ip).toBe("192.0.2.10");
+    expect(conditionOf(p, "Provisioned")).toMatchObject({ status: "True", reason: "ExternalEndpoint" });
+
+    transport.reset();
+    await runPass(ctx, registry, message("switch"));
+    expect(transport.counts().writes).toBe(0);
+    // Without a finalizer, deletion is immediate.
+    await kube.delete(proxyResource, { namespace, name: "switch" });
+    await expect(getProxy("switch")).rejects.toSatisfy(isNotFound);
   });
 
   it("50 passes started at once for a new Proxy leave exactly one Pod", async () => {

@@ -98,18 +98,37 @@ afterAll(async () => {
 });
 
 describe("Site controller on the devcluster", () => {
-  it("publishes NetReady, MetalmanReady, StorageReady in registry order", async () => {
+  it("publishes NetReady, MachinaReady, MetalmanReady, StorageReady in registry order", async () => {
     const result = await pass(siteName);
     expect(result).toMatchObject({ result: "done", absent: false, wroteStatus: true });
     const site = await getSite();
     expect(conditionsOf(site).map((c) => [c.type, c.status, c.reason])).toEqual([
       ["NetReady", "True", "Reconciled"],
+      ["MachinaReady", "True", "Reconciled"],
       ["MetalmanReady", "True", "Reconciled"],
       ["StorageReady", "True", "Reconciled"],
     ]);
     expect((site.status as { observedGeneration?: number }).observedGeneration).toBe(
       site.metadata.generation,
     );
+  });
+
+  it("machina publishes MachinaReady with the API server endpoint in its config; metalman's ServiceAccount exists", async () => {
+    const machinaConfig = await kube.get(Resources.ConfigMap, { namespace: ns, name: "machina-config" });
+    expect(machinaConfig.data).toMatchObject({ "apiserver-endpoint": config.apiServerEndpoint });
+    const machina = await kube.get<
+      KubeObject & { spec: { template: { spec: { containers: { image: string }[] } } } }
+    >(Resources.Deployment, { namespace: ns, name: "machina" });
+    expect(machina.spec.template.spec.containers[0]!.image).toBe("ghcr.io/unbounded/machina:v0.1.24");
+    // The bundle carries a CRD (machines.unbounded-cloud.io); components skip CRDs, so it was never applied.
+    await expect(
+      kube.get(Resources.CustomResourceDefinition, { name: "machines.unbounded-cloud.io" }),
+    ).rejects.toSatisfy(isNotFound);
+    // The ServiceAccount the metalman Deployment runs as: without it its Pods are refused.
+    const sa = await kube.get(Resources.ServiceAccount, { namespace: ns, name: "metalman" });
+    expect(
+      sa.metadata.managedFields?.some((f) => (f as { manager?: string }).manager === "unbounded-operator"),
+    ).toBe(true);
   });
 
   it("per-Site objects carry a controller ownerReference and are applied by unbounded-operator", async () => {
@@ -153,8 +172,9 @@ describe("Site controller on the devcluster", () => {
     const counts = transport.counts();
     expect(transport.calls().filter((c) => c.method !== "GET")).toEqual([]);
     expect(counts.writes).toBe(0);
-    // Reads: the Site, the Site list, net's 2 objects, metalman's override + 2 objects, storage's 1.
-    expect(counts.reads).toBeLessThanOrEqual(8);
+    // Reads: the Site, the Site list, net's 2 objects, machina's 3, metalman's ServiceAccount,
+    // override and 2 objects, storage's 1.
+    expect(counts.reads).toBeLessThanOrEqual(12);
     console.info(`steady-state Site pass: ${counts.reads} reads, ${counts.writes} writes`);
   });
 

@@ -135,8 +135,23 @@ describe("SubPool controller on the devcluster", () => {
 
   it("creates the Namespace and every owned object with a controller reference", async () => {
     const created = await createPool(name, spec());
+    transport.reset();
     const result = await pass(name);
-    expect(result).toMatchObject({ result: "requeue", wroteStatus: true });
+    expect(result).toMatchObject({ result: "awaitSweep", wroteStatus: true });
+    // Create first, never a GET that 404s before a create: the first pass costs the pool's
+    // objects' creates (9), the finalizer and the status (2), and 2 reads (the pool, the proxy
+    // gateway's EndpointSlices) — 13 in all, against the controller-runtime peer's 11 (its reads
+    // come from its informer cache). Reading before each create cost 26.
+    const calls = transport.calls().map((c) => `${c.method} ${c.status}`);
+    expect(
+      calls.filter((c) => c.startsWith("POST")),
+      calls.join(", "),
+    ).toHaveLength(9);
+    expect(
+      calls.filter((c) => c.endsWith(" 404")),
+      calls.join(", "),
+    ).toEqual([]);
+    expect(calls.length, calls.join(", ")).toBeLessThanOrEqual(13);
     // The active re-check is the sweep's one-minute drift pass: no follow-up of its own.
     expect(result.followUpSeconds).toBeUndefined();
 
@@ -206,7 +221,7 @@ describe("SubPool controller on the devcluster", () => {
     });
     transport.reset();
     const result = await pass(name);
-    expect(result).toMatchObject({ result: "requeue", wroteStatus: false });
+    expect(result).toMatchObject({ result: "awaitSweep", wroteStatus: false });
     expect(transport.calls().filter((c) => c.method !== "GET")).toEqual([]);
     expect(transport.counts().writes).toBe(0);
   });
@@ -251,7 +266,7 @@ describe("SubPool conflicts and validation on the devcluster", () => {
     });
     await createPool(name, spec());
     const result = await pass(name);
-    expect(result).toMatchObject({ result: "requeue" });
+    expect(result).toMatchObject({ result: "awaitSweep" });
     expect(result.followUpSeconds).toBeUndefined();
     const pool = await getPool(name);
     expect(conditionOf(pool, "Ready")).toMatchObject({ status: "False", reason: "NamespaceConflict" });

@@ -4,7 +4,7 @@
  * health either way. The zod schemas here are the single source of the TypeScript types, the
  * reconciler's parser and the CRD in infra/crds (`npm run gen:crds`).
  */
-import { z } from "zod";
+import * as z from "zod";
 import { type CrdSpec, conditionsSchema, objectSchemaFor, resourceFor, withCel } from "../../crd/index.ts";
 import type { Resource } from "../../kube/port.ts";
 

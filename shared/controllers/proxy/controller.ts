@@ -30,6 +30,7 @@ export interface ProxyControllerDeps {
  */
 export function proxyController(deps: ProxyControllerDeps): ControllerDefinition {
   const timings: ProxyTimings = { ...defaultProxyTimings, ...deps.timings };
+  const resyncSeconds = Math.max(60, timings.driftPoll);
   return {
     name: proxyControllerName,
     for: proxyResource,
@@ -44,7 +45,15 @@ export function proxyController(deps: ProxyControllerDeps): ControllerDefinition
       },
       progressReasons: [ProxyReason.Provisioning, ProxyReason.Replacing, ProxyReason.Deleting],
     },
-    resyncSeconds: Math.max(60, timings.driftPoll),
+    resyncSeconds,
+    // The running state's drift poll is awaitSweep(). The quota retry is computed at run time
+    // (the provider's Retry-After may be later); at or beyond the resync it is the sweep's look.
+    requeueSeconds: {
+      provisioningPoll: timings.provisioningPoll,
+      deletionPoll: timings.deletionPoll,
+      requeueNow: timings.requeueNow,
+      ...(timings.quotaRetry < resyncSeconds ? { quotaRetry: timings.quotaRetry } : {}),
+    },
     reconcile: (ctx, object) => reconcileProxy(ctx, object, { providers: deps.providers, timings }),
   };
 }

@@ -8,7 +8,13 @@ import { providerFailure } from "./failure.ts";
 import type { InstanceLookup } from "./managed.ts";
 import { patchMetadata } from "./metadata.ts";
 import type { ProxyPass } from "./pass.ts";
-import { type Instance, isProviderNotFound, ownerTagKey } from "./providers/provider.ts";
+import {
+  type Instance,
+  isProviderNotFound,
+  ownerTagKey,
+  type Provider,
+  type ProvidersByName,
+} from "./providers/provider.ts";
 import { setProvisioned } from "./status.ts";
 
 /** What a deletion pass knows so far. */
@@ -58,32 +64,69 @@ export function decideDeletion(o: DeletionObservation): DeletionAction {
  * the provider reports it gone, then remove the finalizer (a guarded patch) and finish.
  */
 export async function reconcileDelete(pass: ProxyPass): Promise<Outcome> {
-  const { ctx, object, proxy, status, timings } = pass;
-  const now = ctx.clock.now();
-  const providerName = proxy.spec.provider ?? "";
-  const provider = Object.hasOwn(pass.providers, providerName) ? pass.providers[providerName] : undefined;
-  const observation: DeletionObservation = {
+  const { ctx, object, proxy, status } = pass;
+  const provider = providerNamed(pass.providers, proxy.spec.provider);
+  const step = await deleteInstances(pass, provider, {
     hasFinalizer: hasFinalizer(object.metadata.finalizers, proxyFinalizer),
     providerKnown: provider !== undefined,
     providerID: status.providerID,
-  };
-  const onProviderError = (err: unknown) =>
-    providerFailure(status, err, {
+  });
+  if (step.kind === "outcome") return step.outcome;
+  if (step.kind === "deleting") {
+    const message = `deleting instance ${step.ids.join(", ")}`;
+    setProvisioned(status, false, ProxyReason.Deleting, message, ctx.clock.now());
+    return requeueAfter(pass.timings.deletionPoll);
+  }
+  if (step.kind === "gone") {
+    const { finalizers } = removeFinalizer(object.metadata.finalizers, proxyFinalizer);
+    await patchMetadata(ctx.kube, object, { finalizers });
+  }
+  return done();
+}
+
+/** The provider registered under `name`; undefined for an unset or unknown name. */
+export function providerNamed(providers: ProvidersByName, name: string | undefined): Provider | undefined {
+  return name !== undefined && Object.hasOwn(providers, name) ? providers[name] : undefined;
+}
+
+/** Where {@link deleteInstances} stopped: nothing held, every instance gone, or still waiting. */
+export type InstanceDeletionStep =
+  | { kind: "nothing" }
+  | { kind: "gone" }
+  /** Deletion started (or was already under way) for these providerIDs: poll again. */
+  | { kind: "deleting"; ids: string[] }
+  /** A provider call failed; the outcome is {@link providerFailure}'s. */
+  | { kind: "outcome"; outcome: Outcome };
+
+/**
+ * Drives {@link decideDeletion} through the provider: looks the instance up (or lists it by the
+ * owner tag) and starts deleting what is still there (`deleting`: poll again after
+ * `deletionPoll`). Returns `gone` once the provider reports nothing left, so the caller lets go of the
+ * finalizer. Provider failures are classified by {@link providerFailure} into the status.
+ */
+export async function deleteInstances(
+  pass: ProxyPass,
+  provider: Provider | undefined,
+  observation: DeletionObservation,
+): Promise<InstanceDeletionStep> {
+  const { ctx, object, status, timings } = pass;
+  const now = ctx.clock.now();
+  const onProviderError = (err: unknown): InstanceDeletionStep => ({
+    kind: "outcome",
+    outcome: providerFailure(status, err, {
       generation: object.metadata.generation,
       now,
       quotaRetrySeconds: timings.quotaRetry,
-    });
+    }),
+  });
 
   for (;;) {
     const action = decideDeletion(observation);
     switch (action.kind) {
       case "done":
-        return done();
-      case "removeFinalizer": {
-        const { finalizers } = removeFinalizer(object.metadata.finalizers, proxyFinalizer);
-        await patchMetadata(ctx.kube, object, { finalizers });
-        return done();
-      }
+        return { kind: "nothing" };
+      case "removeFinalizer":
+        return { kind: "gone" };
       case "lookup":
         try {
           observation.lookup = { found: true, instance: await provider!.get(action.id) };
@@ -117,9 +160,7 @@ export async function reconcileDelete(pass: ProxyPass): Promise<Outcome> {
             note: `deleted instance ${instance.id}: the Proxy is being deleted`,
           });
         }
-        const ids = action.instances.map((i) => i.id).join(", ");
-        setProvisioned(status, false, ProxyReason.Deleting, `deleting instance ${ids}`, now);
-        return requeueAfter(timings.deletionPoll);
+        return { kind: "deleting", ids: action.instances.map((i) => i.id) };
       }
       default:
         return assertNever(action);

@@ -1,20 +1,31 @@
 /**
  * External mode (seed §4): someone else runs the proxy. The address comes from the spec; no
- * provider is ever called and no finalizer is added.
+ * instance is kept and no finalizer is held.
  */
 import { healthStateOf } from "../../health/annotation.ts";
 import { projectHealth } from "../../health/state.ts";
-import { done, type Outcome } from "../../runtime/outcome.ts";
-import { ProxyConditionType, ProxyReason } from "./api.ts";
+import { hasFinalizer, removeFinalizer } from "../../kube/finalizers.ts";
+import { done, type Outcome, requeueAfter } from "../../runtime/outcome.ts";
+import { ProxyConditionType, ProxyReason, proxyFinalizer, proxySpecHashAnnotation } from "./api.ts";
+import { deleteInstances, providerNamed } from "./delete.ts";
 import { healthInstanceOf } from "./health-subject.ts";
+import { type MetadataChange, patchMetadata } from "./metadata.ts";
 import type { ProxyPass } from "./pass.ts";
 import { applyHealth, dropCondition, setProvisioned } from "./status.ts";
 
 /**
  * Sets `status.ip` to `spec.endpoint.host`, Provisioned=True/ExternalEndpoint, and projects health.
  *
- * Caveats: a Proxy switched from Managed to External keeps its finalizer (and its instance) until
- * it is deleted: deletion still runs the provider clean-up first.
+ * A Proxy switched from Managed to External lets go of what Managed mode held first (seed:
+ * External never has a finalizer or a provider): its instance is deleted through the provider
+ * that made it and polled every `deletionPoll` seconds until gone, then the providerID, the
+ * spec-hash annotation and the finalizer are dropped. Meanwhile the endpoint is already used and
+ * Provisioned's message names the instance being deleted.
+ *
+ * Caveats: the provider is `spec.provider` if this platform has it, else the scheme of `status.providerID`
+ * (`kubernetes://…`, `gce://…`). When neither names a provider this platform has, nothing can be
+ * reached: the finalizer goes at once, and an instance left behind is the orphan sweep's, which
+ * does not count External Proxies as owners.
  */
 export async function reconcileExternal(pass: ProxyPass): Promise<Outcome> {
   const { ctx, object, proxy, status } = pass;
@@ -22,20 +33,72 @@ export async function reconcileExternal(pass: ProxyPass): Promise<Outcome> {
   const endpoint = proxy.spec.endpoint;
   dropCondition(status, ProxyConditionType.PermanentError);
   dropCondition(status, ProxyConditionType.QuotaExceeded);
+  const release = await releaseManaged(pass);
+  if (release.kind === "outcome") return release.outcome;
   if (!endpoint) {
     // The schema requires an endpoint in External mode; an object that escaped it waits for a fix.
     setProvisioned(status, false, ProxyReason.ExternalEndpoint, "spec.endpoint is not set", now);
-    return done();
+    return release.kind === "deleting" ? requeueAfter(pass.timings.deletionPoll) : done();
   }
   status.ip = endpoint.host;
+  const releasing =
+    release.kind === "deleting" ? `; deleting the Managed instance ${release.ids.join(", ")}` : "";
   setProvisioned(
     status,
     true,
     ProxyReason.ExternalEndpoint,
-    `external endpoint ${endpoint.scheme}://${endpoint.host}:${endpoint.port}`,
+    `external endpoint ${endpoint.scheme}://${endpoint.host}:${endpoint.port}${releasing}`,
     now,
   );
   const projection = projectHealth(healthStateOf(object.metadata.annotations), healthInstanceOf(proxy));
   applyHealth(status, projection, proxy.spec.healthCheck !== undefined, now);
-  return done();
+  return release.kind === "deleting" ? requeueAfter(pass.timings.deletionPoll) : done();
+}
+
+type Release =
+  | { kind: "clean" }
+  | { kind: "deleting"; ids: string[] }
+  | { kind: "outcome"; outcome: Outcome };
+
+/** Deletes what Managed mode left behind, then drops the providerID, spec hash and finalizer. */
+async function releaseManaged(pass: ProxyPass): Promise<Release> {
+  const { ctx, object, proxy, status } = pass;
+  const finalizer = hasFinalizer(object.metadata.finalizers, proxyFinalizer);
+  const hashed = object.metadata.annotations?.[proxySpecHashAnnotation] !== undefined;
+  if (!finalizer && !hashed && !status.providerID) return { kind: "clean" };
+  const provider =
+    providerNamed(pass.providers, proxy.spec.provider) ??
+    providerNamed(pass.providers, schemeOf(status.providerID));
+  const step = await deleteInstances(pass, provider, {
+    hasFinalizer: true,
+    providerKnown: provider !== undefined,
+    providerID: status.providerID,
+  });
+  switch (step.kind) {
+    case "outcome":
+    case "deleting":
+      return step;
+    case "nothing":
+    case "gone": {
+      const change: MetadataChange = {};
+      if (finalizer)
+        change.finalizers = removeFinalizer(object.metadata.finalizers, proxyFinalizer).finalizers;
+      if (hashed) change.annotations = { [proxySpecHashAnnotation]: null };
+      if (finalizer || hashed) await patchMetadata(ctx.kube, object, change);
+      delete status.providerID;
+      return { kind: "clean" };
+    }
+    default:
+      return assertNever(step);
+  }
+}
+
+/** "gce" for "gce://project/zone/name"; undefined for anything without a scheme. */
+function schemeOf(providerID: string | undefined): string | undefined {
+  const match = providerID?.match(/^([a-z][a-z0-9-]*):\/\//);
+  return match?.[1];
+}
+
+function assertNever(value: never): never {
+  throw new Error(`unhandled case: ${JSON.stringify(value)}`);
 }

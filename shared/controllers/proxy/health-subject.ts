@@ -11,7 +11,7 @@ import { conditionOf } from "./status.ts";
 
 /** Port a Managed proxy listens on (providers start the proxy there). */
 export const managedProxyPort = 3128;
-/** Minimum spacing of health reports that change status (the seed's MinReportInterval). */
+/** Minimum spacing of latency reports (the seed's MinReportInterval); verdict flips are never held back. */
 export const minReportIntervalSeconds = 60;
 
 /**

@@ -11,7 +11,7 @@ export interface ProxyHealthTaskOptions {
   /** How often the sweep runs; a longer probe interval probes on every k-th sweep. */
   sweepPeriodSeconds: number;
   policy?: TargetPolicy;
-  /** Least time between two status-affecting reports of one proxy; default 60 s. */
+  /** Least time between two latency reports of one proxy (flips are never held back); default 60 s. */
   minReportIntervalSeconds?: number;
 }
 
@@ -19,6 +19,14 @@ export interface ProxyHealthTaskOptions {
  * The health engine as sweep work: probe every eligible Proxy, store the counters in the
  * `crawl.kubefn.dev/health` annotation (nothing is written in steady state), and request a
  * reconcile where the reported verdict or latency changed, so the reconciler projects it.
+ *
+ * Every probe made sets two per-Proxy gauges, labelled `namespace` and `name`: the true probe
+ * recency the seed moved into metrics (`kubefn_proxy_last_probe_timestamp_seconds`, since
+ * `status.lastHealthCheckTime` moves only when a report changes status) and the raw result of the
+ * last probe (`kubefn_proxy_probe_success`, 1 or 0; the Healthy condition is the thresholded one).
+ *
+ * Caveats: a gauge is process memory on the Node host and a log/metric line on Workers and
+ * Lambda; a deleted Proxy's series stays on the Node host until the process restarts.
  */
 export function proxyHealthTask(opts: ProxyHealthTaskOptions): SweepTask {
   return {
@@ -40,9 +48,14 @@ export function proxyHealthTask(opts: ProxyHealthTaskOptions): SweepTask {
         concurrency: opts.concurrency,
         sweepPeriodSeconds: opts.sweepPeriodSeconds,
       });
+      const probedAt = ctx.clock.now().getTime() / 1000;
       for (const o of result.outcomes) {
-        if (o.result)
-          ctx.metrics.observe("kubefn_probe_seconds", o.result.latencyMs / 1000, { ok: String(o.result.ok) });
+        if (!o.result) continue;
+        ctx.metrics.observe("kubefn_probe_seconds", o.result.latencyMs / 1000, { ok: String(o.result.ok) });
+        // True probe recency (seed §6): status.lastHealthCheckTime moves only with a report.
+        const proxy = { namespace: o.key.namespace ?? "", name: o.key.name };
+        ctx.metrics.gauge("kubefn_proxy_last_probe_timestamp_seconds", probedAt, proxy);
+        ctx.metrics.gauge("kubefn_proxy_probe_success", o.result.ok ? 1 : 0, proxy);
       }
       const applied = await applyHealthSweep(
         { kube: ctx.kube, queue: ctx.queue },

@@ -8,7 +8,7 @@ import { healthStateOf } from "../../health/annotation.ts";
 import { projectHealth } from "../../health/state.ts";
 import { ReconcileError } from "../../kube/classify.ts";
 import { hasFinalizer } from "../../kube/finalizers.ts";
-import { done, failed, type Outcome, requeueAfter } from "../../runtime/outcome.ts";
+import { awaitSweep, done, failed, type Outcome, requeueAfter } from "../../runtime/outcome.ts";
 import { ProxyReason, proxyFinalizer, proxySpecHashAnnotation } from "./api.ts";
 import {
   isCloudInitError,
@@ -115,7 +115,7 @@ export function decideManaged(o: ManagedObservation): ManagedAction {
  * | forget | providerID and IP cleared | requeueNow |
  * | replace | provider.delete; Provisioned=False/Replacing | deletionPoll |
  * | poll | Provisioned=False/Provisioning | provisioningPoll |
- * | running | IP, Provisioned=True/Created, health | driftPoll |
+ * | running | IP, Provisioned=True/Created, health | awaitSweep (the sweep's drift poll) |
  * | deleteDead | provider.delete; Provisioned=False/Replacing | deletionPoll |
  *
  * Caveats: the finalizer pass requeues instead of returning done: the intake drops the
@@ -270,7 +270,7 @@ export async function reconcileManaged(pass: ProxyPass): Promise<Outcome> {
         setProvisioned(status, true, ProxyReason.Created, `instance ${action.instance.id} is running`, now);
         const projection = projectHealth(healthStateOf(object.metadata.annotations), action.instance.id);
         applyHealth(status, projection, proxy.spec.healthCheck !== undefined, now);
-        return requeueAfter(timings.driftPoll);
+        return awaitSweep();
       }
       default:
         return assertNever(action);

@@ -193,7 +193,7 @@ const outcomeOf = (o: Outcome) =>
     ? `requeue ${o.afterSeconds}`
     : o.kind === "error"
       ? `error ${classifyError(o.error).class}/${classifyError(o.error).reason}`
-      : "done";
+      : o.kind;
 
 describe("proxy reconcile: one pass per branch", () => {
   it("adds the finalizer first and requeues at once, calling no provider", async () => {
@@ -224,7 +224,7 @@ describe("proxy reconcile: one pass per branch", () => {
 
   it.each<[string, Instance["state"], string | undefined, string, string]>([
     ["Provisioning → poll", "Provisioning", undefined, "requeue 5", "Provisioning"],
-    ["Running → IP, Provisioned=True, drift poll", "Running", "10.1.2.3", "requeue 300", "Ready"],
+    ["Running → IP, Provisioned=True, drift poll", "Running", "10.1.2.3", "awaitSweep", "Ready"],
   ])("%s", async (_name, state, ip, expected, phase) => {
     const w = world({
       annotations: { [proxySpecHashAnnotation]: await hashOf() },
@@ -501,6 +501,67 @@ describe("proxy reconcile: External", () => {
   });
 });
 
+describe("proxy reconcile: Managed → External", () => {
+  const external = { mode: "External", provider: "fake", endpoint: { host: "203.0.113.7", port: 3128 } };
+
+  it("External never has a finalizer or a provider: the instance is deleted, then providerID, hash and finalizer go", async () => {
+    const w = world({
+      spec: external,
+      status: { providerID: instanceId, ip: "10.1.2.3" },
+      annotations: { [proxySpecHashAnnotation]: await hashOf() },
+    });
+    w.provider.deleteMode = "terminating";
+    w.provider.put({ id: instanceId, state: "Running", ip: "10.1.2.3", tags: { [ownerTagKey]: uid } });
+
+    const first = await w.reconcile();
+    expect(outcomeOf(first.outcome)).toBe("requeue 5");
+    expect(w.provider.methods()).toEqual(["get", "delete"]);
+    expect(first.object.status).toMatchObject({ ip: "203.0.113.7" });
+    const provisioned = (
+      first.object.status as { conditions: { type: string; message: string }[] }
+    ).conditions.find((c) => c.type === "Provisioned");
+    expect(provisioned?.message).toContain(`deleting the Managed instance ${instanceId}`);
+    expect(w.stored().metadata.finalizers).toEqual([proxyFinalizer]);
+
+    w.provider.finishDeletes();
+    await w.converge();
+    const stored = w.stored();
+    expect(stored.metadata.finalizers ?? []).toEqual([]);
+    expect(stored.metadata.annotations?.[proxySpecHashAnnotation]).toBeUndefined();
+    expect(stored.status).not.toHaveProperty("providerID");
+    expect(conditionsOf(stored).Provisioned).toBe("True/ExternalEndpoint");
+    expect(w.provider.instances.size).toBe(0);
+
+    w.provider.calls.length = 0;
+    const writes = w.kube.writes();
+    await w.converge();
+    expect(w.provider.calls).toEqual([]);
+    expect(w.kube.writes()).toBe(writes);
+  });
+
+  it("with spec.provider removed, the providerID's scheme names the provider", async () => {
+    const w = world({
+      spec: { mode: "External", endpoint: external.endpoint },
+      status: { providerID: instanceId },
+    });
+    w.provider.put({ id: instanceId, state: "Running", ip: "10.1.2.3", tags: { [ownerTagKey]: uid } });
+    await w.converge(); // deletes, then polls after deletionPoll
+    await w.converge();
+    expect(w.provider.methods()).toEqual(["get", "delete", "get"]);
+    expect(w.stored().metadata.finalizers ?? []).toEqual([]);
+  });
+
+  it("without a providerID, an instance carrying the owner tag is still found and deleted", async () => {
+    const w = world({ spec: external });
+    w.provider.put({ id: instanceId, state: "Provisioning", tags: { [ownerTagKey]: uid } });
+    await w.converge(); // deletes, then polls after deletionPoll
+    await w.converge();
+    expect(w.provider.methods()).toEqual(["listByTag", "delete", "listByTag"]);
+    expect(w.provider.instances.size).toBe(0);
+    expect(w.stored().metadata.finalizers ?? []).toEqual([]);
+  });
+});
+
 describe("proxy reconcile: through the executor", () => {
   it("converges a new Proxy to Ready; then a steady-state pass writes nothing", async () => {
     const w = world({ finalizer: false });
@@ -515,7 +576,7 @@ describe("proxy reconcile: through the executor", () => {
     w.recorded.sent.length = 0;
     const steady = await runPass(w.ctx, w.registry, message);
     // The drift poll equals the resync: the sweep's visit is the next pass, no follow-up is sent.
-    expect(steady).toMatchObject({ result: "requeue", wroteStatus: false });
+    expect(steady).toMatchObject({ result: "awaitSweep", wroteStatus: false });
     expect(steady.followUpSeconds).toBeUndefined();
     expect(w.recorded.sent).toHaveLength(0);
     expect(w.kube.writes()).toBe(writes);

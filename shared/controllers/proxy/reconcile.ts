@@ -1,4 +1,4 @@
-import { z } from "zod";
+import * as z from "zod";
 import { ReconcileError } from "../../kube/classify.ts";
 import type { KubeObject } from "../../kube/port.ts";
 import type { PassContext } from "../../runtime/controller.ts";

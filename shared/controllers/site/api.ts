@@ -4,7 +4,7 @@
  * machina) run for all Sites at once; Site components (metalman, storage) per Site and can be
  * switched off in the spec.
  */
-import { z } from "zod";
+import * as z from "zod";
 import { type CrdSpec, conditionsSchema, objectSchemaFor, resourceFor } from "../../crd/index.ts";
 import type { Resource } from "../../kube/port.ts";
 
@@ -35,6 +35,8 @@ export const SiteReason = {
   Disabled: "Disabled",
   NoSites: "NoSites",
   ReconcileError: "ReconcileError",
+  /** The Site fails the schema (it escaped or predates the CRD); fixed only by editing it. */
+  InvalidSpec: "InvalidSpec",
 } as const;
 export type SiteReason = (typeof SiteReason)[keyof typeof SiteReason];
 

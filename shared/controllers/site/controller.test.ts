@@ -1,5 +1,6 @@
 import { beforeEach, describe, expect, it } from "vitest";
 import { fakeContext } from "../../../test/unit/runtime/fake-kube.ts";
+import { classifyError } from "../../kube/classify.ts";
 import type { Condition } from "../../kube/conditions.ts";
 import { NotFoundError, ServerError } from "../../kube/errors.ts";
 import type { KubeObject } from "../../kube/port.ts";
@@ -82,8 +83,14 @@ describe("outcomeOf", () => {
     const transient = new ServerError("down", { status: 503, reason: "ServiceUnavailable" });
     const outcome = outcomeOf([r("a", failed(permanent)), r("b", failed(transient))]);
     expect((outcome as { error: Error }).error.cause).toBe(transient);
+  });
+
+  it("a Site whose component errors are all permanent-class backs off rather than waiting for resync", () => {
+    const permanent = new NotFoundError("gone", { status: 404, reason: "NotFound" });
     const onlyPermanent = outcomeOf([r("a", failed(permanent))]);
-    expect((onlyPermanent as { error: Error }).error.cause).toBe(permanent);
+    const err = (onlyPermanent as { error: Error }).error;
+    expect(classifyError(err)).toEqual({ class: "transient", reason: "NotFound" });
+    expect((err.cause as Error).cause).toBe(permanent);
   });
 });
 
@@ -154,6 +161,7 @@ describe("siteController over a fake Kube (runPass)", () => {
     expect(result).toMatchObject({ result: "done", wroteStatus: true });
     expect(conditionsOf(kube.stored(siteResource, { name: "west" }))).toEqual([
       { type: "NetReady", status: "True", reason: "Reconciled" },
+      { type: "MachinaReady", status: "True", reason: "Reconciled" },
       { type: "MetalmanReady", status: "True", reason: "Reconciled" },
       { type: "StorageReady", status: "True", reason: "Reconciled" },
     ]);
@@ -162,7 +170,13 @@ describe("siteController over a fake Kube (runPass)", () => {
       "apiserver-endpoint": config.apiServerEndpoint,
     });
     expect(kube.stored(Resources.ServiceAccount, { namespace: ns, name: "net" })).toBeDefined();
-    expect(kube.stored(Resources.ServiceAccount, { namespace: ns, name: "metalman" })).toBeUndefined();
+    // The ServiceAccount metalman's Deployment runs as: applied by metalman, not by net.
+    expect(kube.stored(Resources.ServiceAccount, { namespace: ns, name: "metalman" })).toBeDefined();
+    expect(
+      kube.calls.filter(
+        (c) => c.resource === "serviceaccounts" && c.key?.name === "metalman" && c.method === "patch",
+      ),
+    ).toHaveLength(1);
     const deployment = kube.stored(Resources.Deployment, { namespace: ns, name: "metalman-west" });
     expect(deployment?.metadata.ownerReferences).toEqual([
       {
@@ -221,7 +235,7 @@ describe("siteController over a fake Kube (runPass)", () => {
     });
     await pass(registry, "west");
     expect(kube.stored(Resources.ConfigMap, { namespace: ns, name: "storage-west" })).toBeUndefined();
-    expect(conditionsOf(kube.stored(siteResource, { name: "west" }))[2]).toEqual({
+    expect(conditionsOf(kube.stored(siteResource, { name: "west" }))[3]).toEqual({
       type: "StorageReady",
       status: "True",
       reason: "Disabled",
@@ -365,9 +379,9 @@ describe("siteController over a fake Kube (runPass)", () => {
 
   it("declares Site conditions in registry order, owned kinds and merged ConfigMap watches", () => {
     const def = siteController({ registry: defaultSiteRegistry(), env: { config } });
-    expect(def.conditionTypes).toEqual(["NetReady", "MetalmanReady", "StorageReady"]);
+    expect(def.conditionTypes).toEqual(["NetReady", "MachinaReady", "MetalmanReady", "StorageReady"]);
     expect(def.owns?.map((o) => o.kind)).toEqual(["ConfigMap", "Deployment"]);
-    expect(def.watches?.map((w) => w.resource.kind)).toEqual(["ConfigMap"]);
+    expect(def.watches?.map((w) => w.resource.kind)).toEqual(["ConfigMap", "Deployment"]);
     expect(() => siteController({ registry: { cluster: [], site: [] }, env: { config } })).toThrow(
       /no components/,
     );

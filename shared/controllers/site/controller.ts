@@ -1,15 +1,19 @@
+import * as z from "zod";
 import { classifyError, ReconcileError } from "../../kube/classify.ts";
 import { type Condition, type ConditionInput, setCondition } from "../../kube/conditions.ts";
 import type { KubeObject, Resource } from "../../kube/port.ts";
 import { Resources } from "../../kube/resources.ts";
 import type { ControllerDefinition } from "../../runtime/controller.ts";
 import { done, failed, type Outcome, requeueAfter } from "../../runtime/outcome.ts";
-import { parseSite, type Site, siteResource } from "./api.ts";
+import { generationChanged, payloadChanged } from "../../runtime/predicates.ts";
+import type { Context } from "../../runtime/types.ts";
+import { parseSite, type Site, SiteReason, siteResource } from "./api.ts";
 import {
   type ClusterComponent,
   conditionOrder,
   disabled,
   failed as failedResult,
+  notReady,
   type Registry,
   type Result,
   type SiteComponent,
@@ -46,20 +50,27 @@ export interface ComponentResult {
 
 /**
  * Every component's error in one pass. Classified (by the executor) through `cause`: the first
- * retryable error (transient, conflict, quota) if any, else the first — so one permanent failure
- * does not stop the retries another component needs.
+ * retryable error (transient, conflict, quota) if any — so one permanent failure does not stop
+ * the retries another component needs. When every error is permanent-class the pass still backs
+ * off, as the seed's driver does (its aggregated error goes to the work queue's exponential
+ * backoff whatever its kind): the cause is then a transient error carrying the first one's reason,
+ * and the executor retries with capped backoff instead of waiting for the drift resync — a
+ * component's "permanent" answer (a 403 until RBAC is fixed, a 422 until a CRD is installed) is
+ * often fixed outside the Site.
  */
 export class SiteComponentsError extends Error {
   override readonly name = "SiteComponentsError";
   constructor(readonly failures: readonly { component: string; err: unknown }[]) {
-    const chosen =
-      failures.find((f) => classifyError(f.err).class !== "permanent") ?? (failures[0] as { err: unknown });
-    super(
-      failures
-        .map((f) => `${f.component}: ${f.err instanceof Error ? f.err.message : String(f.err)}`)
-        .join("; "),
-      { cause: chosen.err },
-    );
+    const message = failures
+      .map((f) => `${f.component}: ${f.err instanceof Error ? f.err.message : String(f.err)}`)
+      .join("; ");
+    const retryable = failures.find((f) => classifyError(f.err).class !== "permanent");
+    const first = failures[0] as { err: unknown };
+    super(message, {
+      cause:
+        retryable?.err ??
+        ReconcileError.transient(classifyError(first.err).reason, message, { cause: first.err }),
+    });
   }
 }
 
@@ -190,6 +201,16 @@ export function siteController(options: SiteControllerOptions): ControllerDefini
   const watchEnv = createWatchEnv(settings);
   const order = conditionOrder(registry);
 
+  /** The pass's Env; Sites failing the schema are logged and counted whenever Sites are listed. */
+  const envFor = (ctx: Context) =>
+    createEnv(ctx.kube, settings, (name, message) => {
+      ctx.log.warn("Site fails the schema; cluster components run without it", {
+        site: name,
+        error: message,
+      });
+      ctx.metrics.count("kubefn_site_invalid_total", { site: name });
+    });
+
   const siteless = async (env: Env): Promise<Outcome> => {
     const sites = liveSites(await env.listSites());
     return outcomeOf(await reconcileClusterComponents(env, registry.cluster, sites));
@@ -199,6 +220,10 @@ export function siteController(options: SiteControllerOptions): ControllerDefini
     name: siteControllerName,
     for: siteResource,
     owns: options.owns ?? [Resources.ConfigMap, Resources.Deployment],
+    // The seed's OwnedWorkloadPredicate (and ManagedConfigPredicate for owned configs): status
+    // churn of an owned Deployment, label churn of an owned ConfigMap re-run nothing.
+    ownedPredicate: (resource, change) =>
+      resource.kind === "ConfigMap" ? payloadChanged(change) : generationChanged(change),
     watches: mergeWatches(
       [...registry.cluster, ...registry.site].flatMap((c) => c.watches?.(watchEnv) ?? []),
     ),
@@ -206,14 +231,27 @@ export function siteController(options: SiteControllerOptions): ControllerDefini
     conditionEvents: { conditions: Object.fromEntries(order.map((type) => [type, "positive" as const])) },
     resyncSeconds: options.resyncSeconds ?? defaultSiteResyncSeconds,
     async reconcile(ctx, object: KubeObject) {
-      const env = createEnv(ctx.kube, settings);
+      const env = envFor(ctx);
       if (object.metadata.deletionTimestamp) return siteless(env);
       const parsed = parseSite(object);
       if (!parsed.success) {
-        // A Site the schema rejects will not pass on a retry: permanent until it is edited.
-        return failed(
-          ReconcileError.permanent("InvalidSpec", `Site ${object.metadata.name}: ${parsed.error.message}`),
+        // A Site the schema rejects will not pass on a retry: permanent until it is edited. It
+        // says so on itself — every component condition False/InvalidSpec — not only in a log.
+        const message = `Site ${object.metadata.name} fails the schema: ${z.prettifyError(parsed.error).replace(/\n/g, "; ")}`;
+        const status = (isRecord(object.status) ? object.status : {}) as { conditions?: Condition[] };
+        status.conditions = publishConditions(
+          status.conditions,
+          order.map((conditionType) => ({
+            component: conditionType,
+            conditionType,
+            result: notReady(SiteReason.InvalidSpec, message),
+          })),
+          order,
+          ctx.clock.now(),
+          object.metadata.generation,
         );
+        object.status = status;
+        return failed(ReconcileError.permanent(SiteReason.InvalidSpec, message));
       }
       const site = parsed.data;
       const sites = liveSites(await env.listSites());
@@ -232,7 +270,7 @@ export function siteController(options: SiteControllerOptions): ControllerDefini
       object.status = status;
       return outcomeOf(results);
     },
-    reconcileAbsent: (ctx) => siteless(createEnv(ctx.kube, settings)),
+    reconcileAbsent: (ctx) => siteless(envFor(ctx)),
     ownerFromKey(resource, key) {
       for (const component of registry.site) {
         const site = component.siteFromKey?.(resource, key, settings.namespace);
@@ -241,4 +279,8 @@ export function siteController(options: SiteControllerOptions): ControllerDefini
       return undefined;
     },
   };
+}
+
+function isRecord(value: unknown): value is Record<string, unknown> {
+  return typeof value === "object" && value !== null && !Array.isArray(value);
 }

@@ -2,6 +2,7 @@
  * The execution context handed to every component in one pass: the pass's Kube, the operator
  * namespace and config, and the apply/delete machinery with the operator's field owner.
  */
+import * as z from "zod";
 import { serverSideApply } from "../../kube/apply.ts";
 import { isNotFound } from "../../kube/errors.ts";
 import { listAll } from "../../kube/list.ts";
@@ -9,7 +10,7 @@ import type { Kube, KubeObject, Resource } from "../../kube/port.ts";
 import { Resources } from "../../kube/resources.ts";
 import { groupOf } from "../../runtime/registry.ts";
 import { parseSite, type Site, siteResource } from "./api.ts";
-import { appliedMatches, crdKind, retargetNamespaceOf } from "./manifests.ts";
+import { appliedMatches, crdKind, defaultConfigMap, retargetNamespaceOf } from "./manifests.ts";
 import { type ComponentConfig, createWatchEnv, type EnvSettings, type WatchEnv } from "./watches.ts";
 
 /** What `applyObject` did: `unchanged` when the live object already held every applied field. */
@@ -46,7 +47,16 @@ export interface Env extends WatchEnv {
   deleteIfExists(obj: Pick<KubeObject, "apiVersion" | "kind" | "metadata">): Promise<boolean>;
   /** Rewrites the build-time namespace of an embedded object to the operator namespace, in place. */
   retargetNamespace(obj: KubeObject): void;
-  /** Every Site that parses, by name. */
+  /**
+   * The ConfigMap `name` from `manifests`, retargeted to the operator namespace (the seed's
+   * `DefaultConfigMap`); `component` names the manifest set in the error when it is missing.
+   */
+  defaultConfigMap(
+    manifests: readonly KubeObject[],
+    name: string,
+    component: string,
+  ): KubeObject & { data: Record<string, string> };
+  /** Every Site that parses, by name; the others are reported to `onInvalidSite`, never dropped silently. */
   listSites(): Promise<Site[]>;
   /** `<imageRegistry>/<repository>:<imageTag>`. */
   image(repository: string): string;
@@ -85,8 +95,14 @@ export const defaultEnvSettings = {
   controller: "site",
 } as const;
 
-/** Builds the Env of one pass around that pass's Kube. */
-export function createEnv(kube: Kube, settings: EnvSettings): Env {
+/** A Site `listSites` left out because it fails the schema, with the schema's message. */
+export type InvalidSiteReport = (name: string, message: string) => void;
+
+/**
+ * Builds the Env of one pass around that pass's Kube. `onInvalidSite` hears of every Site that
+ * `listSites` leaves out because it fails the schema (the controller logs and counts it).
+ */
+export function createEnv(kube: Kube, settings: EnvSettings, onInvalidSite?: InvalidSiteReport): Env {
   const watchEnv = createWatchEnv(settings);
   const key = (obj: Pick<KubeObject, "metadata">) => ({
     ...(obj.metadata.namespace ? { namespace: obj.metadata.namespace } : {}),
@@ -112,6 +128,8 @@ export function createEnv(kube: Kube, settings: EnvSettings): Env {
     kube,
     applyObject,
     retargetNamespace,
+    defaultConfigMap: (manifests, name, component) =>
+      defaultConfigMap(manifests, name, component, settings.namespace),
     async applyManifests(objects, mutate) {
       const results: ApplyResult[] = [];
       for (const original of objects) {
@@ -146,6 +164,7 @@ export function createEnv(kube: Kube, settings: EnvSettings): Env {
       return items
         .flatMap((item) => {
           const parsed = parseSite(item);
+          if (!parsed.success) onInvalidSite?.(item.metadata.name ?? "", z.prettifyError(parsed.error));
           return parsed.success ? [parsed.data] : [];
         })
         .sort((a, b) => (a.metadata.name ?? "").localeCompare(b.metadata.name ?? ""));

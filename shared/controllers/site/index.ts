@@ -49,7 +49,6 @@ export {
   configMapPayloadHash,
   crdKind,
   isRBACObject,
-  parseManifests,
   retargetNamespaceOf,
   setPodSpecImages,
   siteNodeAffinity,

@@ -7,12 +7,12 @@ import {
   configMapPayloadChanged,
   configMapPayloadHash,
   isRBACObject,
-  parseManifests,
   retargetNamespaceOf,
   setPodSpecImages,
   siteNodeAffinity,
   siteOwnerReference,
 } from "./manifests.ts";
+import { parseManifests } from "./manifests-yaml.ts";
 
 const cm = (data?: Record<string, string>, binaryData?: Record<string, string>) => ({
   metadata: { name: "c", resourceVersion: String(Math.random()) },

@@ -3,7 +3,6 @@
  * RBAC selection, ConfigMap payload hashing, and the "already applied" comparison that lets a
  * steady-state pass skip the server-side apply.
  */
-import { parseAllDocuments } from "yaml";
 import { controllerRefTo } from "../../kube/owner-references.ts";
 import type { KubeObject, OwnerReference } from "../../kube/port.ts";
 import { canonicalJson, specHash } from "../../kube/spec-hash.ts";
@@ -98,17 +97,6 @@ export function configMapPayloadHash(config: ConfigMapPayload | undefined): Prom
   return specHash(payloadOf(config));
 }
 
-/** The objects in a multi-document YAML string, in order; empty documents are skipped. */
-export function parseManifests(yaml: string): KubeObject[] {
-  const objects: KubeObject[] = [];
-  for (const doc of parseAllDocuments(yaml)) {
-    if (doc.errors.length > 0) throw doc.errors[0];
-    const obj = doc.toJSON() as KubeObject | null;
-    if (obj?.kind) objects.push(obj);
-  }
-  return objects;
-}
-
 /**
  * Whether `live` already holds every field of `desired` at the same value: objects compare key by
  * key (extra live keys, e.g. server defaults, are fine), arrays element by element with equal
@@ -148,4 +136,24 @@ export function retargetNamespaceOf(obj: KubeObject, namespace: string): void {
       if (subject.namespace === buildDefaultNamespace) subject.namespace = namespace;
     }
   }
+}
+
+/**
+ * The ConfigMap `name` from a component's manifests, retargeted to `namespace` (the seed's
+ * `DefaultConfigMap`): the defaults a component starts its generated config from. Pure; returns a
+ * private copy.
+ *
+ * @throws Error naming `component` when the manifests hold no such ConfigMap.
+ */
+export function defaultConfigMap(
+  manifests: readonly KubeObject[],
+  name: string,
+  component: string,
+  namespace: string,
+): KubeObject & { data: Record<string, string> } {
+  const found = manifests.find((o) => o.kind === "ConfigMap" && o.metadata.name === name);
+  if (!found) throw new Error(`${component} manifests contain no ConfigMap ${name}`);
+  const copy = structuredClone(found) as KubeObject & { data?: Record<string, string> };
+  retargetNamespaceOf(copy, namespace);
+  return { ...copy, data: copy.data ?? {} };
 }

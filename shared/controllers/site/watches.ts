@@ -7,6 +7,7 @@ import { isNotFound } from "../../kube/errors.ts";
 import { listAll } from "../../kube/list.ts";
 import type { ObjectKey } from "../../kube/port.ts";
 import type { Watch } from "../../runtime/controller.ts";
+import { generationChanged, payloadChanged } from "../../runtime/predicates.ts";
 import { type Request, requestKey } from "../../runtime/types.ts";
 import { singletonRequestName, siteResource } from "./api.ts";
 
@@ -60,6 +61,17 @@ export interface WatchEnv extends EnvSettings {
   requestSingletonAndAllSites(): WatchMap;
   /** `map`, for changes whose key passes `match`; nothing otherwise. */
   mapWhen(match: KeyMatch, map: WatchMap): WatchMap;
+  /**
+   * The seed's `ManagedConfigPredicate`: `map` for ConfigMaps whose key passes `match`, on create,
+   * delete, and writes that may change the payload (`payloadChanged`) — not on label- or
+   * annotation-only churn.
+   */
+  managedConfig(match: KeyMatch, map: WatchMap): WatchMap;
+  /**
+   * The seed's `ManagedWorkloadPredicate`: `map` for workloads whose key passes `match`, on
+   * create, delete and generation changes (`generationChanged`) — not on status churn.
+   */
+  managedWorkload(match: KeyMatch, map: WatchMap): WatchMap;
 }
 
 /** The Site name a per-Site config `<prefix><site>` is for; undefined without prefix or suffix. */
@@ -103,6 +115,10 @@ export function createWatchEnv(settings: EnvSettings): WatchEnv {
       }
     },
     mapWhen: (match, map) => (ctx, change) => (match(change.key) ? map(ctx, change) : []),
+    managedConfig: (match, map) => (ctx, change) =>
+      match(change.key) && payloadChanged(change) ? map(ctx, change) : [],
+    managedWorkload: (match, map) => (ctx, change) =>
+      match(change.key) && generationChanged(change) ? map(ctx, change) : [],
   };
 }
 

@@ -5,7 +5,7 @@
  * the API server through the generated CRD; dynamic rules (budget envelope, ownership) are
  * conditions with the reasons below.
  */
-import { z } from "zod";
+import * as z from "zod";
 import {
   type CrdSpec,
   conditionsSchema,

@@ -1,20 +1,11 @@
 /**
- * The operator configuration: one ConfigMap (default `kubefn-system/subpool-operator-config`)
- * holding the platform envelope and the Gateway defaults. It is immutable in the sense of the
- * seed: the operator never writes it, and each pass reads it first (step 1), so a change reaches
- * every SubPool through the ConfigMap watch.
+ * The operator configuration: the platform envelope and the Gateway defaults. Immutable, as in
+ * the seed (step 1 "读取并校验 immutable Operator Configuration"): an adapter parses it once, at
+ * start, from the platform's settings (`SUBPOOL_*`), and hands the value to `subPoolController`.
+ * A bad value stops the process with the settings error; no pass reads it from the cluster.
  */
-import { z } from "zod";
-import { isNotFound } from "../../kube/errors.ts";
-import type { Kube, KubeObject, ObjectKey } from "../../kube/port.ts";
-import { Resources } from "../../kube/resources.ts";
+import * as z from "zod";
 import { milliValue } from "./quantity.ts";
-
-/** Where the operator configuration lives. */
-export const defaultOperatorConfigKey: Required<ObjectKey> = {
-  namespace: "kubefn-system",
-  name: "subpool-operator-config",
-};
 
 const quantityString = z
   .string()
@@ -25,10 +16,7 @@ const dnsSubdomain = z
   .string()
   .regex(/^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$/, "must be a DNS subdomain");
 
-/**
- * The ConfigMap's `data`, key by key. Unknown keys are refused, so a typo is a condition rather
- * than a silently ignored setting.
- */
+/** The configuration, key by key. Unknown keys are refused, so a typo is an error, not ignored. */
 const configDataSchema = z.strictObject({
   /** Most CPU the cpa and cpa-manager containers may request together. */
   maxCPU: quantityString.default("2"),
@@ -54,8 +42,8 @@ export interface OperatorConfig {
 export type ConfigResult = { ok: true; config: OperatorConfig } | { ok: false; message: string };
 
 /**
- * Parses the ConfigMap's `data` (pure). A missing ConfigMap is `undefined` and yields the
- * defaults; a Gateway needs both name and namespace.
+ * Parses the configuration, key by key (pure): the adapters map `SUBPOOL_MAX_CPU` → `maxCPU`
+ * and so on. `undefined` yields the defaults; a Gateway needs both name and namespace.
  */
 export function parseOperatorConfig(data: Readonly<Record<string, string>> | undefined): ConfigResult {
   const parsed = configDataSchema.safeParse(data ?? {});
@@ -80,14 +68,8 @@ export function parseOperatorConfig(data: Readonly<Record<string, string>> | und
   return { ok: true, config };
 }
 
-/** Reads and parses the operator configuration; absent means defaults. */
-export async function readOperatorConfig(kube: Kube, key: Required<ObjectKey>): Promise<ConfigResult> {
-  let data: Record<string, string> | undefined;
-  try {
-    const cm = await kube.get<KubeObject & { data?: Record<string, string> }>(Resources.ConfigMap, key);
-    data = cm.data ?? {};
-  } catch (err) {
-    if (!isNotFound(err)) throw err;
-  }
-  return parseOperatorConfig(data);
-}
+/** The configuration with nothing set: a 2 CPU / 4Gi envelope, no Gateway defaults. */
+export const defaultOperatorConfig: OperatorConfig = {
+  envelope: { cpu: "2", memory: "4Gi" },
+  proxyGateway: { namespace: "subrelay-system", service: "mihomo" },
+};

@@ -1,10 +1,9 @@
-import { listAll } from "../../kube/list.ts";
 import type { ObjectKey, Resource } from "../../kube/port.ts";
 import { Resources } from "../../kube/resources.ts";
-import type { ControllerDefinition, Watch } from "../../runtime/controller.ts";
-import type { Request } from "../../runtime/types.ts";
+import type { ControllerDefinition } from "../../runtime/controller.ts";
+import { generationChanged } from "../../runtime/predicates.ts";
 import { SubPoolConditionType, subPoolNamespacePrefix, subPoolResource } from "./api.ts";
-import { defaultOperatorConfigKey } from "./config.ts";
+import { defaultOperatorConfig, type OperatorConfig } from "./config.ts";
 import { reconcileSubPool } from "./reconcile.ts";
 import { defaultSubPoolTimings, type SubPoolTimings } from "./timings.ts";
 
@@ -12,8 +11,8 @@ export const subPoolControllerName = "subpool";
 
 export interface SubPoolControllerDeps {
   timings?: Partial<SubPoolTimings>;
-  /** The operator configuration ConfigMap; default `kubefn-system/subpool-operator-config`. */
-  operatorConfig?: Required<ObjectKey>;
+  /** The operator configuration, fixed for the life of the process; default {@link defaultOperatorConfig}. */
+  operatorConfig?: OperatorConfig;
   /** Field manager of writes to owned objects; default "kubefn-subpool". */
   fieldManager?: string;
   /** Random bytes for new credentials; default Web Crypto `getRandomValues`. */
@@ -40,10 +39,11 @@ export const subPoolOwnedResources: Resource[] = [
  * that waits for the Namespace.
  *
  * Owns the derived kinds (events map back through the controller reference, or through the
- * `subpool-<name>` namespace when an audit event carries no body); watches the operator
- * configuration ConfigMap (a change re-enqueues every SubPool). Active pools are looked at again
- * every `activeRequeue` seconds, since the shared Gateway and proxy gateway are owned by nobody;
- * by default that is the one-minute resync, i.e. the sweep's drift pass.
+ * `subpool-<name>` namespace when an audit event carries no body). The operator configuration is
+ * a value fixed at construction (the seed's immutable configuration): no pass reads it and
+ * nothing watches it. Active pools are looked at again at the sweep's one-minute drift pass (or
+ * every `activeRequeue` seconds, when set shorter), since the shared Gateway and proxy gateway
+ * are owned by nobody.
  *
  * Caveats: the HTTPRoute kind is not in `owns` (clusters without the Gateway API do not serve
  * it, and intake watching it would fail there); route changes are seen by the active requeue.
@@ -53,10 +53,9 @@ export const subPoolOwnedResources: Resource[] = [
  */
 export function subPoolController(deps: SubPoolControllerDeps = {}): ControllerDefinition {
   const timings: SubPoolTimings = { ...defaultSubPoolTimings, ...deps.timings };
-  const configKey = deps.operatorConfig ?? defaultOperatorConfigKey;
   const passDeps = {
     timings,
-    configKey,
+    operatorConfig: deps.operatorConfig ?? defaultOperatorConfig,
     fieldManager: deps.fieldManager ?? "kubefn-subpool",
     randomBytes: deps.randomBytes ?? ((n: number) => crypto.getRandomValues(new Uint8Array(n))),
   };
@@ -64,7 +63,8 @@ export function subPoolController(deps: SubPoolControllerDeps = {}): ControllerD
     name: subPoolControllerName,
     for: subPoolResource,
     owns: subPoolOwnedResources,
-    watches: [subPoolsForOperatorConfig(subPoolControllerName, configKey)],
+    // The seed's predicate: create, delete, generation change; status- and label-only writes never.
+    predicate: generationChanged,
     conditionTypes: Object.values(SubPoolConditionType),
     conditionEvents: {
       conditions: {
@@ -75,6 +75,11 @@ export function subPoolController(deps: SubPoolControllerDeps = {}): ControllerD
       },
     },
     resyncSeconds: Math.max(60, timings.resync),
+    requeueSeconds: {
+      deletionPoll: timings.deletionPoll,
+      ...(timings.activeRequeue === undefined ? {} : { activeRequeue: timings.activeRequeue }),
+      ...(timings.conflictRetry === undefined ? {} : { conflictRetry: timings.conflictRetry }),
+    },
     ownerFromKey: subPoolFromKey,
     reconcile: (ctx, object) => reconcileSubPool(ctx, object, passDeps),
   };
@@ -93,18 +98,4 @@ export function subPoolFromKey(resource: Resource, key: ObjectKey): ObjectKey | 
   if (!namespace?.startsWith(subPoolNamespacePrefix)) return undefined;
   const name = namespace.slice(subPoolNamespacePrefix.length);
   return name === "" ? undefined : { name };
-}
-
-/** The operator configuration ConfigMap → every SubPool; any other ConfigMap → nothing. */
-export function subPoolsForOperatorConfig(controller: string, configKey: Required<ObjectKey>): Watch {
-  return {
-    resource: Resources.ConfigMap,
-    async map(ctx, change) {
-      if (change.key.namespace !== configKey.namespace || change.key.name !== configKey.name) return [];
-      const pools = await listAll(ctx.kube, subPoolResource);
-      return pools.flatMap((p): Request[] =>
-        p.metadata.name ? [{ controller, name: p.metadata.name }] : [],
-      );
-    },
-  };
 }

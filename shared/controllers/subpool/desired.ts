@@ -26,6 +26,15 @@ export const httpRouteResource: Resource = {
   namespaced: true,
 };
 
+/** gateway.networking.k8s.io/v1 Gateway, read (never written) for its own status. */
+export const gatewayResource: Resource = {
+  group: "gateway.networking.k8s.io",
+  version: "v1",
+  resource: "gateways",
+  kind: "Gateway",
+  namespaced: true,
+};
+
 /** discovery.k8s.io/v1 EndpointSlice, read for the shared proxy gateway. */
 export const endpointSliceResource: Resource = {
   group: "discovery.k8s.io",

@@ -1,10 +1,9 @@
 export * from "./api.ts";
 export {
   type ConfigResult,
-  defaultOperatorConfigKey,
+  defaultOperatorConfig,
   type OperatorConfig,
   parseOperatorConfig,
-  readOperatorConfig,
 } from "./config.ts";
 export {
   type SubPoolControllerDeps,
@@ -12,7 +11,6 @@ export {
   subPoolControllerName,
   subPoolFromKey,
   subPoolOwnedResources,
-  subPoolsForOperatorConfig,
 } from "./controller.ts";
 export {
   type DeletionAction,
@@ -25,6 +23,7 @@ export {
   buildDesired,
   type DesiredObjects,
   endpointSliceResource,
+  gatewayResource,
   httpRouteResource,
   type ManagedObject,
   podSelectorLabels,
@@ -33,7 +32,7 @@ export {
 } from "./desired.ts";
 export { type NamespaceOwnership, namespaceOwnership } from "./ownership.ts";
 export { milliValue, sameQuantity } from "./quantity.ts";
-export { newCredentials, reconcileSubPool, type SubPoolPassDeps } from "./reconcile.ts";
+export { newCredentials, reconcileSubPool, routeState, type SubPoolPassDeps } from "./reconcile.ts";
 export { type ReadinessObservation, readinessConditions } from "./status.ts";
 export { defaultSubPoolTimings, type SubPoolTimings } from "./timings.ts";
 export { type ResolvedRoute, type Validation, validateSubPool } from "./validate.ts";

@@ -8,6 +8,7 @@ import { runPass } from "../../runtime/executor.ts";
 import { createRegistry } from "../../runtime/registry.ts";
 import type { Message } from "../../runtime/types.ts";
 import { subPoolFinalizer, subPoolManagedLabel, subPoolPoolLabel, subPoolResource } from "./api.ts";
+import { parseOperatorConfig } from "./config.ts";
 import { subPoolController } from "./controller.ts";
 import { endpointSliceResource, httpRouteResource } from "./desired.ts";
 import { poolUid, subPoolObject } from "./test-fixtures.ts";
@@ -73,7 +74,7 @@ describe("SubPool pass over the fake Kube", () => {
     kube.seed(subPoolResource, subPoolObject());
     const result = await pass();
 
-    expect(result).toMatchObject({ result: "requeue", wroteStatus: true });
+    expect(result).toMatchObject({ result: "awaitSweep", wroteStatus: true });
     // The active re-check is the sweep's one-minute drift pass: no follow-up of its own.
     expect(result.followUpSeconds).toBeUndefined();
     expect(kube.calls.find((c) => c.method !== "get")).toMatchObject({
@@ -127,7 +128,7 @@ describe("SubPool pass over the fake Kube", () => {
   it("a second pass over a converged pool makes zero writes", async () => {
     await converge();
     const result = await pass();
-    expect(result).toMatchObject({ result: "requeue", wroteStatus: false });
+    expect(result).toMatchObject({ result: "awaitSweep", wroteStatus: false });
     expect(result.followUpSeconds).toBeUndefined();
     expect(kube.writes()).toBe(0);
   });
@@ -170,18 +171,9 @@ describe("SubPool pass over the fake Kube", () => {
       undefined,
       "GatewayConfigIncomplete",
     ],
-    ["unparsable operator configuration", {}, { maxCPU: "plenty" }, "InvalidOperatorConfig"],
   ])(
     "an invalid pool (%s) leaves zero objects and latches without retry",
-    async (_, spec, configData, reason) => {
-      if (configData) {
-        kube.seed(Resources.ConfigMap, {
-          apiVersion: "v1",
-          kind: "ConfigMap",
-          metadata: { name: "subpool-operator-config", namespace: "kubefn-system" },
-          data: configData,
-        });
-      }
+    async (_, spec, _unused, reason) => {
       kube.seed(subPoolResource, subPoolObject(spec));
       const result = await pass();
       expect(result).toMatchObject({ result: "error", errorClass: "permanent", errorReason: reason });
@@ -204,7 +196,7 @@ describe("SubPool pass over the fake Kube", () => {
     });
     kube.seed(subPoolResource, subPoolObject());
     const result = await pass();
-    expect(result).toMatchObject({ result: "requeue" });
+    expect(result).toMatchObject({ result: "awaitSweep" });
     expect(result.followUpSeconds).toBeUndefined();
     expect(condition("Ready")).toMatchObject({
       status: "False",
@@ -212,7 +204,10 @@ describe("SubPool pass over the fake Kube", () => {
       message: "Namespace subpool-demo exists and is not controlled by any object; it is never adopted",
     });
     expect(kube.stored(Resources.Namespace, { name: ns })).toEqual(foreign);
-    expect(kube.calls.filter((c) => c.method !== "get" && c.resource !== "subpools")).toEqual([]);
+    // A pool that never converged tries the create first; the API server refuses it.
+    expect(
+      kube.calls.filter((c) => c.method !== "get" && c.resource !== "subpools").map((c) => c.method),
+    ).toEqual(["create"]);
   });
 
   it("never overwrites an existing credential Secret of the pool", async () => {
@@ -356,7 +351,7 @@ describe("SubPool pass over the fake Kube", () => {
       }),
     );
     const result = await pass();
-    expect(result).toMatchObject({ result: "requeue" });
+    expect(result).toMatchObject({ result: "awaitSweep" });
     expect(condition("RouteReady")).toMatchObject({ status: "False", reason: "GatewayAPIMissing" });
     expect(inNs(Resources.StatefulSet, "demo-cpa-manager")).toBeDefined();
   });
@@ -450,5 +445,61 @@ describe("SubPool pass over the fake Kube", () => {
       expect(kube.calls.filter((c) => c.method !== "get" && c.method !== "patchStatus")).toEqual([]);
       expect(pool().metadata.finalizers).toEqual(["other/finalizer"]);
     });
+  });
+});
+
+describe("the operator configuration is immutable for the process", () => {
+  /** A second process with a lower envelope (the first one's is the default 2 CPU / 4Gi). */
+  const lowered = (maxCPU: string, maxMemory: string) => {
+    const parsed = parseOperatorConfig({ maxCPU, maxMemory });
+    if (!parsed.ok) throw new Error(parsed.message);
+    return createRegistry([
+      subPoolController({ operatorConfig: parsed.config, randomBytes: (n) => new Uint8Array(n).fill(7) }),
+    ]);
+  };
+
+  it("no pass reads a configuration from the cluster", async () => {
+    await converge();
+    await pass();
+    expect(kube.calls.filter((c) => c.resource === "configmaps" && c.key?.namespace !== ns)).toEqual([]);
+  });
+
+  it("lowering the envelope never turns a running pool into a permanent error: it still reconciles and can be suspended", async () => {
+    await converge(); // 750m / 768Mi under the default envelope
+    const restarted = lowered("500m", "512Mi");
+    const result = await runPass(ctx, restarted, message);
+    expect(result.result).not.toBe("error");
+    expect(condition("Ready")?.reason).not.toBe("ResourceEnvelopeExceeded");
+    // Its quota still admits what it runs with, so a restarted Pod is not refused.
+    expect(
+      (inNs(Resources.ResourceQuota, "demo-quota")!.spec as { hard: Record<string, string> }).hard,
+    ).toMatchObject({ "requests.cpu": "750m", "requests.memory": "805306368" });
+
+    editSpec({ suspend: true });
+    expect(await runPass(ctx, restarted, message)).toMatchObject({ result: "done" });
+    expect((inNs(Resources.StatefulSet, "demo-cpa-manager")!.spec as { replicas: number }).replicas).toBe(0);
+    expect(condition("Suspended")).toMatchObject({ status: "True" });
+
+    editSpec({ suspend: false });
+    expect((await runPass(ctx, restarted, message)).result).not.toBe("error");
+    expect((inNs(Resources.StatefulSet, "demo-cpa-manager")!.spec as { replicas: number }).replicas).toBe(1);
+  });
+
+  it("a lowered envelope still refuses growth beyond what the pool runs with", async () => {
+    await converge();
+    const restarted = lowered("500m", "512Mi");
+    editSpec({
+      cpa: { image: "ghcr.io/subrelay/cpa:1.4.0", resources: { requests: { cpu: "1", memory: "512Mi" } } },
+    });
+    const result = await runPass(ctx, restarted, message);
+    expect(result).toMatchObject({ result: "error", errorReason: "ResourceEnvelopeExceeded" });
+    expect(condition("Ready")).toMatchObject({ status: "False", reason: "ResourceEnvelopeExceeded" });
+  });
+
+  it("a new pool over a lowered envelope is refused and nothing is created", async () => {
+    kube.seed(subPoolResource, subPoolObject());
+    const result = await runPass(ctx, lowered("500m", "512Mi"), message);
+    expect(result).toMatchObject({ result: "error", errorReason: "ResourceEnvelopeExceeded" });
+    expect(creates()).toEqual([]);
   });
 });

@@ -3,18 +3,18 @@
  * seed's fixed order (config → Gateway config → spec and envelope → desired objects → Namespace →
  * credential Secret → legacy LimitRange → the other objects → HTTPRoute → status).
  */
-import { z } from "zod";
+import * as z from "zod";
 import { ReconcileError } from "../../kube/classify.ts";
 import { ensureObject } from "../../kube/ensure.ts";
-import { isNotFound } from "../../kube/errors.ts";
+import { isAlreadyExists, isNotFound } from "../../kube/errors.ts";
 import { addFinalizer } from "../../kube/finalizers.ts";
 import { formatLabelSelector } from "../../kube/labels.ts";
 import { listAll } from "../../kube/list.ts";
-import { isControlledBy } from "../../kube/owner-references.ts";
+import { controllerRefTo, isControlledBy, upsertOwnerReference } from "../../kube/owner-references.ts";
 import type { KubeObject, ObjectKey, Resource } from "../../kube/port.ts";
 import { Resources } from "../../kube/resources.ts";
 import type { PassContext } from "../../runtime/controller.ts";
-import { done, failed, type Outcome, requeueAfter } from "../../runtime/outcome.ts";
+import { awaitSweep, done, failed, type Outcome, requeueAfter } from "../../runtime/outcome.ts";
 import {
   ExposureMode,
   parseSubPool,
@@ -25,11 +25,12 @@ import {
   subPoolPoolLabel,
   SubPoolConditionType as Type,
 } from "./api.ts";
-import { readOperatorConfig } from "./config.ts";
+import type { OperatorConfig } from "./config.ts";
 import { reconcileDeletion } from "./deletion.ts";
 import {
   buildDesired,
   endpointSliceResource,
+  gatewayResource,
   httpRouteResource,
   type ManagedObject,
   subPoolObjectNames,
@@ -43,12 +44,12 @@ import {
   statusWriter,
 } from "./status.ts";
 import type { SubPoolTimings } from "./timings.ts";
-import { validateSubPool } from "./validate.ts";
+import { runningRequests, type Validation, validateSubPool } from "./validate.ts";
 
 export interface SubPoolPassDeps {
   timings: SubPoolTimings;
-  /** The operator configuration ConfigMap. */
-  configKey: Required<ObjectKey>;
+  /** The operator configuration, fixed for the process (validated when the adapter parsed it). */
+  operatorConfig: OperatorConfig;
   /** Field manager of every write to owned objects. */
   fieldManager: string;
   /** Cryptographically random bytes for new credentials. */
@@ -58,10 +59,9 @@ export interface SubPoolPassDeps {
 /**
  * Reconciles one SubPool. The executor writes the status once, only if it changed.
  *
- * Caveats: a validation failure (operator configuration, Gateway configuration, spec, envelope)
- * is a permanent error with the reason on Ready: no retry and nothing created. A later pass (the
- * sweep, a spec edit, an operator configuration change through the ConfigMap watch) validates
- * again with one read and writes nothing while the outcome is the same.
+ * Caveats: a validation failure (Gateway configuration, spec, envelope) is a permanent error with
+ * the reason on Ready: no retry and nothing created. A later pass (the sweep, a spec edit)
+ * validates again and writes nothing while the outcome is the same.
  */
 export async function reconcileSubPool(
   ctx: PassContext,
@@ -89,62 +89,71 @@ async function reconcileActive(
 ): Promise<Outcome> {
   const { kube } = ctx;
   const { timings } = deps;
+  let createFirst = false;
   const ensureOpts = (m: ManagedObject) => ({
     owner: object,
     fieldManager: deps.fieldManager,
+    createFirst,
     ...(m.ownedFields ? { ownedFields: m.ownedFields } : {}),
   });
 
   // 1–3: validate before creating anything.
-  const config = await readOperatorConfig(kube, deps.configKey);
-  if (!config.ok) return block(status, Reason.InvalidOperatorConfig, config.message, "permanent");
-  const validation = validateSubPool(pool, config.config);
+  const config = deps.operatorConfig;
+  const validation = await validateAgainstRunning(ctx, object, pool, config);
   if (!validation.ok) return block(status, validation.reason, validation.message, "permanent");
 
   // 4: everything desired, purely.
-  const desired = buildDesired(pool, config.config, validation.route);
+  const effective = validation.aboveEnvelope ? { ...config, envelope: validation.aboveEnvelope } : config;
+  const desired = buildDesired(pool, effective, validation.route);
   const nsName = desired.status.namespace;
 
-  // 5: the Namespace, created or confirmed ours; never adopted.
-  const namespace = await getOrUndefined(ctx, Resources.Namespace, { name: nsName });
-  const ownership = namespaceOwnership(namespace, object);
-  if (ownership === "foreign") {
-    return block(
-      status,
-      Reason.NamespaceConflict,
-      namespaceConflictMessage(namespace!, object),
-      timings.conflictRetry,
-    );
-  }
-  if (ownership === "absent") {
-    const created = await ensureObject(kube, Resources.Namespace, desired.namespace, {
-      owner: object,
-      fieldManager: deps.fieldManager,
-    });
-    if (created.result === "conflict") {
+  // 5: the Namespace, created or confirmed ours; never adopted. A pool that has never reported
+  // its Namespace most likely has none yet: try the create first, and when it is refused, look.
+  // A Namespace this pass created is empty, so everything in it is created without a read first.
+  const createdNamespace =
+    !reportedNamespace(object) && (await createNamespace(ctx, desired.namespace, object, deps));
+  if (!createdNamespace) {
+    const namespace = await getOrUndefined(ctx, Resources.Namespace, { name: nsName });
+    const ownership = namespaceOwnership(namespace, object);
+    if (ownership === "foreign") {
       return block(
         status,
         Reason.NamespaceConflict,
-        `Namespace ${nsName} appeared meanwhile: ${describeController(created.observed)}`,
+        namespaceConflictMessage(namespace!, object),
         timings.conflictRetry,
       );
     }
-  } else if (namespace?.metadata.deletionTimestamp) {
-    status.ready(
-      false,
-      Reason.NamespaceTerminating,
-      `Namespace ${nsName} is being deleted; it is recreated once gone`,
-    );
-    return requeueAfter(timings.deletionPoll);
+    if (ownership === "absent") {
+      const created = await ensureObject(kube, Resources.Namespace, desired.namespace, {
+        owner: object,
+        fieldManager: deps.fieldManager,
+      });
+      if (created.result === "conflict") {
+        return block(
+          status,
+          Reason.NamespaceConflict,
+          `Namespace ${nsName} appeared meanwhile: ${describeController(created.observed)}`,
+          timings.conflictRetry,
+        );
+      }
+    } else if (namespace?.metadata.deletionTimestamp) {
+      status.ready(
+        false,
+        Reason.NamespaceTerminating,
+        `Namespace ${nsName} is being deleted; it is recreated once gone`,
+      );
+      return requeueAfter(timings.deletionPoll);
+    }
   }
   status.status.namespace = nsName;
+  createFirst = createdNamespace;
 
   // 6: the credential Secret: generated only when missing, never overwritten.
   const secret = await ensureObject(
     kube,
     Resources.Secret,
     { ...desired.credentials, data: newCredentials(deps.randomBytes) },
-    { owner: object, fieldManager: deps.fieldManager },
+    { owner: object, fieldManager: deps.fieldManager, createFirst },
   );
   if (secret.result === "conflict") {
     return block(
@@ -155,11 +164,13 @@ async function reconcileActive(
     );
   }
 
-  // 7: a LimitRange of earlier operator versions, if this pool owns one.
-  const limitRanges = await listAll(kube, Resources.LimitRange, {
-    namespace: nsName,
-    labelSelector: formatLabelSelector({ [subPoolPoolLabel]: pool.metadata.name ?? "" }),
-  });
+  // 7: a LimitRange of earlier operator versions, if this pool owns one (none in a new Namespace).
+  const limitRanges = createdNamespace
+    ? []
+    : await listAll(kube, Resources.LimitRange, {
+        namespace: nsName,
+        labelSelector: formatLabelSelector({ [subPoolPoolLabel]: pool.metadata.name ?? "" }),
+      });
   for (const legacy of limitRanges.filter((lr) => isControlledBy(lr, object))) {
     await deleteIfPresent(ctx, Resources.LimitRange, legacy);
   }
@@ -198,7 +209,9 @@ async function reconcileActive(
           timings.conflictRetry,
         );
       }
-      route = routeState(result.object, validation.route!.gateway);
+      const gatewayKey = validation.route!.gateway;
+      const gateway = await getOrUndefined(ctx, gatewayResource, gatewayKey);
+      route = routeState(result.object, gatewayKey, gateway ?? null);
     } catch (err) {
       // The Namespace exists (step 5), so a NotFound here means the kind is not served.
       if (!isNotFound(err)) throw err;
@@ -208,18 +221,20 @@ async function reconcileActive(
           "gateway.networking.k8s.io/v1 HTTPRoute is not served by this cluster; install the Gateway API CRDs",
       };
     }
-  } else {
+  } else if (!createdNamespace) {
     const existing = await getOrUndefined(ctx, httpRouteResource, {
       namespace: nsName,
       name: subPoolObjectNames(pool.metadata.name ?? "").httpRoute,
     });
     if (existing && isControlledBy(existing, object)) await deleteIfPresent(ctx, httpRouteResource, existing);
     route = gatewayMode ? { state: "suspended" } : undefined;
+  } else {
+    route = gatewayMode ? { state: "suspended" } : undefined;
   }
 
   // 10: actual state into conditions.
   const suspended = pool.spec.suspend;
-  const proxyGateway = suspended ? undefined : await proxyGatewayReadiness(ctx, config.config.proxyGateway);
+  const proxyGateway = suspended ? undefined : await proxyGatewayReadiness(ctx, config.proxyGateway);
   const sts = (statefulSet?.status ?? {}) as { readyReplicas?: number };
   const conditions = readinessConditions({
     suspended,
@@ -238,7 +253,36 @@ async function reconcileActive(
   if (desired.status.hostname) status.status.hostname = desired.status.hostname;
   else delete status.status.hostname;
 
-  return suspended ? done() : requeueAfter(timings.activeRequeue);
+  return suspended ? done() : lookAgainAfter(timings.activeRequeue);
+}
+
+/**
+ * Validates the pool; over the envelope, measures it again against what its own StatefulSet
+ * already runs with (one GET, only on that path), so a lowered envelope refuses growth and never
+ * an unchanged running pool.
+ */
+async function validateAgainstRunning(
+  ctx: PassContext,
+  object: KubeObject,
+  pool: SubPool,
+  config: OperatorConfig,
+): Promise<Validation> {
+  const first = validateSubPool(pool, config);
+  if (first.ok || first.reason !== Reason.ResourceEnvelopeExceeded) return first;
+  const names = subPoolObjectNames(pool.metadata.name ?? "");
+  const statefulSet = await getOrUndefined(ctx, Resources.StatefulSet, {
+    namespace: names.namespace,
+    name: names.statefulSet,
+  });
+  if (!statefulSet || !isControlledBy(statefulSet, object)) return first;
+  const second = validateSubPool(pool, config, runningRequests(statefulSet));
+  if (second.ok) {
+    ctx.log.warn("SubPool runs above the current resource envelope, admitted under an earlier one", {
+      name: pool.metadata.name,
+      envelope: config.envelope,
+    });
+  }
+  return second;
 }
 
 /**
@@ -250,42 +294,59 @@ function block(
   status: SubPoolStatusWriter,
   reason: SubPoolReason,
   message: string,
-  retry: number | "permanent",
+  retry: number | undefined | "permanent",
 ): Outcome {
   status.ready(false, reason, message);
-  return retry === "permanent" ? failed(ReconcileError.permanent(reason, message)) : requeueAfter(retry);
+  return retry === "permanent" ? failed(ReconcileError.permanent(reason, message)) : lookAgainAfter(retry);
 }
 
-function routeState(
+/** A timing left unset is the sweep's drift pass. */
+function lookAgainAfter(seconds: number | undefined): Outcome {
+  return seconds === undefined ? awaitSweep() : requeueAfter(seconds);
+}
+
+type Conditioned = { conditions?: { type: string; status: string; reason?: string; message?: string }[] };
+
+/**
+ * What RouteReady shows in Gateway mode (pure): the HTTPRoute's own status for our parent
+ * (`status.parents[]` entry whose parentRef names the Gateway; its namespace defaults to the
+ * route's), then the Gateway's status — a route accepted by a Gateway that does not exist, or is
+ * not Programmed (Accepted, for implementations that set no Programmed), carries no traffic.
+ * `gateway` is `null` when the Gateway does not exist.
+ */
+export function routeState(
   route: KubeObject,
   gateway: { name: string; namespace: string },
-): ReadinessObservation["route"] {
+  gatewayObject: KubeObject | null,
+): NonNullable<ReadinessObservation["route"]> {
+  const where = `Gateway ${gateway.namespace}/${gateway.name}`;
   const parents =
-    (
-      route.status as
-        | {
-            parents?: {
-              parentRef?: { name?: string; namespace?: string };
-              conditions?: { type: string; status: string; message?: string }[];
-            }[];
-          }
-        | undefined
-    )?.parents ?? [];
+    (route.status as { parents?: (Conditioned & { parentRef?: { name?: string; namespace?: string } })[] })
+      ?.parents ?? [];
   const ours = parents.find(
     (p) =>
       p.parentRef?.name === gateway.name &&
       (p.parentRef.namespace ?? route.metadata.namespace) === gateway.namespace,
   );
   const accepted = ours?.conditions?.find((c) => c.type === "Accepted");
-  if (accepted?.status === "True") {
-    return { state: "accepted", message: `accepted by Gateway ${gateway.namespace}/${gateway.name}` };
+  if (accepted?.status !== "True") {
+    return {
+      state: "pending",
+      message: accepted?.message ? `${where}: ${accepted.message}` : `not yet accepted by ${where}`,
+    };
   }
-  return {
-    state: "pending",
-    message: accepted?.message
-      ? `Gateway ${gateway.namespace}/${gateway.name}: ${accepted.message}`
-      : `not yet accepted by Gateway ${gateway.namespace}/${gateway.name}`,
-  };
+  if (gatewayObject === null) return { state: "pending", message: `${where} does not exist` };
+  const gatewayConditions = (gatewayObject.status as Conditioned | undefined)?.conditions ?? [];
+  const live =
+    gatewayConditions.find((c) => c.type === "Programmed") ??
+    gatewayConditions.find((c) => c.type === "Accepted");
+  if (live?.status !== "True") {
+    const detail = live
+      ? `${live.type}=${live.status}${live.message ? `: ${live.message}` : ""}`
+      : "no status yet";
+    return { state: "pending", message: `accepted by ${where}, which is not ready (${detail})` };
+  }
+  return { state: "accepted", message: `accepted by ${where}` };
 }
 
 async function proxyGatewayReadiness(
@@ -305,6 +366,35 @@ async function proxyGatewayReadiness(
   return ready > 0
     ? { ready: true, message: `${where} has ${ready} ready endpoint${ready === 1 ? "" : "s"}` }
     : { ready: false, message: `${where} has no ready endpoints` };
+}
+
+/** Whether an earlier pass reported the pool's Namespace in its status (it got that far). */
+function reportedNamespace(object: KubeObject): boolean {
+  return typeof (object.status as { namespace?: unknown } | undefined)?.namespace === "string";
+}
+
+/**
+ * Creates the pool's Namespace with a controller reference to the pool; false when one of that
+ * name exists already (whoever controls it: the caller looks).
+ */
+async function createNamespace(
+  ctx: PassContext,
+  namespace: KubeObject,
+  pool: KubeObject,
+  deps: SubPoolPassDeps,
+): Promise<boolean> {
+  const refs = upsertOwnerReference(namespace.metadata.ownerReferences, controllerRefTo(pool)).refs;
+  try {
+    await ctx.kube.create(
+      Resources.Namespace,
+      { ...namespace, metadata: { ...namespace.metadata, ownerReferences: refs } },
+      { fieldManager: deps.fieldManager },
+    );
+    return true;
+  } catch (err) {
+    if (isAlreadyExists(err)) return false;
+    throw err;
+  }
 }
 
 async function getOrUndefined(

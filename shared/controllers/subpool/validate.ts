@@ -19,8 +19,43 @@ export interface ResolvedRoute {
   gateway: { name: string; namespace: string };
 }
 
+/** Summed cpu and memory requests (milli-units) of the pool's own StatefulSet, as it runs. */
+export interface RunningRequests {
+  cpu: number;
+  memory: number;
+}
+
+/**
+ * The summed requests of a StatefulSet's containers (milli-units); unreadable values count 0.
+ * Pure.
+ */
+export function runningRequests(statefulSet: { [field: string]: unknown }): RunningRequests {
+  const containers =
+    (
+      statefulSet.spec as
+        | { template?: { spec?: { containers?: { resources?: { requests?: Record<string, unknown> } }[] } } }
+        | undefined
+    )?.template?.spec?.containers ?? [];
+  const sum = { cpu: 0, memory: 0 };
+  for (const c of containers) {
+    for (const resource of ["cpu", "memory"] as const) {
+      const raw = c.resources?.requests?.[resource];
+      sum[resource] += (typeof raw === "string" || typeof raw === "number" ? milliValue(raw) : 0) ?? 0;
+    }
+  }
+  return sum;
+}
+
 export type Validation =
-  | { ok: true; route: ResolvedRoute | undefined }
+  | {
+      ok: true;
+      route: ResolvedRoute | undefined;
+      /**
+       * Set when the pool was admitted above the envelope (see `running`): the pool's own summed
+       * requests, which its ResourceQuota must allow instead of the lower envelope.
+       */
+      aboveEnvelope?: { cpu: string; memory: string };
+    }
   | { ok: false; reason: SubPoolReason; message: string };
 
 const dnsLabel = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/;
@@ -35,11 +70,21 @@ const imageReference = new RegExp(
  * configuration first (step 2), then ID, images, resources, storage, envelope (step 3). Returns
  * the first failure.
  *
+ * The envelope bounds what a pool may *start* asking for, never what it already runs with: a
+ * suspended pool requests nothing and is not measured (scaling to zero is always possible), and
+ * an active pool is measured against the larger of the envelope and `running` — the requests its
+ * own StatefulSet already carries — so lowering the envelope never turns a running pool into a
+ * permanent error; only growth beyond both is refused.
+ *
  * Caveats: the CRD already enforces most of this; it is checked again because objects written
  * before the CRD rule (or with validation off) reach the controller too, and "nothing persistent
  * is created for an invalid pool" must not depend on admission.
  */
-export function validateSubPool(pool: SubPool, config: OperatorConfig): Validation {
+export function validateSubPool(
+  pool: SubPool,
+  config: OperatorConfig,
+  running?: RunningRequests,
+): Validation {
   const name = pool.metadata.name ?? "";
   const { exposure } = pool.spec;
   let route: ResolvedRoute | undefined;
@@ -103,8 +148,9 @@ export function validateSubPool(pool: SubPool, config: OperatorConfig): Validati
     return invalid(Reason.InvalidSpec, `spec.storage.size (${pool.spec.storage.size}) must be positive`);
   }
 
+  if (pool.spec.suspend) return { ok: true, route };
   for (const resource of ["cpu", "memory"] as const) {
-    const limit = milliValue(config.envelope[resource]) ?? 0;
+    const limit = Math.max(milliValue(config.envelope[resource]) ?? 0, running?.[resource] ?? 0);
     if (sums[resource] > limit) {
       const requested = containers.map(([, c]) => String(c.resources.requests[resource])).join(" + ");
       return invalid(
@@ -113,9 +159,23 @@ export function validateSubPool(pool: SubPool, config: OperatorConfig): Validati
       );
     }
   }
+  const envelope = {
+    cpu: milliValue(config.envelope.cpu) ?? 0,
+    memory: milliValue(config.envelope.memory) ?? 0,
+  };
+  if (sums.cpu > envelope.cpu || sums.memory > envelope.memory) {
+    const quota = (resource: "cpu" | "memory") =>
+      sums[resource] > envelope[resource] ? formatMilli(sums[resource]) : config.envelope[resource];
+    return { ok: true, route, aboveEnvelope: { cpu: quota("cpu"), memory: quota("memory") } };
+  }
   return { ok: true, route };
 }
 
 function invalid(reason: SubPoolReason, message: string): Validation {
   return { ok: false, reason, message };
+}
+
+/** A milli-value as a Kubernetes quantity: whole units when exact, else with the `m` suffix. */
+function formatMilli(milli: number): string {
+  return milli % 1000 === 0 ? String(milli / 1000) : `${milli}m`;
 }

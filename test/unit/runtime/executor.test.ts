@@ -6,8 +6,9 @@ import {
   IMMEDIATE_CONFLICT_RETRIES,
   QUOTA_RETRY_SECONDS,
   runPass,
+  SNAPSHOT_MAX_AGE_SECONDS,
 } from "../../../shared/runtime/executor.ts";
-import { done, failed, type Outcome, requeueAfter } from "../../../shared/runtime/outcome.ts";
+import { awaitSweep, done, failed, Outcome, requeueAfter } from "../../../shared/runtime/outcome.ts";
 import { createRegistry } from "../../../shared/runtime/registry.ts";
 import type { KubeObject, Message } from "../../../shared/runtime/types.ts";
 import {
@@ -126,8 +127,46 @@ describe("runPass", () => {
       followUpSeconds: 0,
     });
     expect(recorded.sent).toEqual([
-      { messages: [{ request: proxyMessage().request, attempt: 1 }], delaySeconds: 0 },
+      { messages: [{ request: proxyMessage().request, attempt: 1, uid: "uid-p1" }], delaySeconds: 0 },
     ]);
+  });
+
+  it("drops a message decided for an earlier object of the same name (another UID): no call, no write, no follow-up", async () => {
+    let called = false;
+    const { kube, ctx, recorded, registry } = setup(async (_ctx, p) => {
+      called = true;
+      (p.status as Record<string, unknown>).phase = "Unhealthy";
+      return requeueAfter(5);
+    });
+    const result = await runPass(ctx, registry, { ...proxyMessage(), uid: "uid-of-the-deleted-one" });
+    expect(called).toBe(false);
+    expect(kube.writes()).toBe(0);
+    expect(recorded.sent).toEqual([]);
+    expect(result).toMatchObject({ result: "done", staleUid: true });
+    expect(recorded.counts).toContainEqual({
+      name: "kubefn_stale_messages_total",
+      labels: { controller: "proxy" },
+    });
+  });
+
+  it("a late snapshot (listed over SNAPSHOT_MAX_AGE_SECONDS ago) is read afresh, so its UID is checked", async () => {
+    let called = false;
+    const { kube, ctx, registry } = setup(async () => {
+      called = true;
+      return done();
+    });
+    const old = proxy({ observedGeneration: 1, phase: "Ready" });
+    old.metadata.uid = "uid-of-the-deleted-one";
+    const listedAt = ctx.clock.now().getTime() - (SNAPSHOT_MAX_AGE_SECONDS + 1) * 1000;
+    const result = await runPass(ctx, registry, {
+      ...proxyMessage(),
+      snapshot: old,
+      uid: "uid-of-the-deleted-one",
+      listedAt,
+    });
+    expect(kube.calls.filter((c) => c.method === "get")).toHaveLength(1);
+    expect(called).toBe(false);
+    expect(result.staleUid).toBe(true);
   });
 
   it("reads the object when the snapshot is of another key", async () => {
@@ -179,6 +218,14 @@ describe("runPass", () => {
   it.each<[string, () => Outcome, number, number | undefined, number | undefined, string | undefined]>([
     // name, outcome, attempt in, follow-up delay, attempt out, error class
     ["done", () => done(), 0, undefined, undefined, undefined],
+    [
+      "awaitSweep() sends nothing: the sweep's drift pass is the next look",
+      () => awaitSweep(),
+      2,
+      undefined,
+      undefined,
+      undefined,
+    ],
     ["requeueAfter(45)", () => requeueAfter(45), 3, 45, 0, undefined],
     ["requeueAfter(0)", () => requeueAfter(0), 0, 0, 0, undefined],
     [
@@ -228,6 +275,17 @@ describe("runPass", () => {
         ),
       0,
       40,
+      1,
+      "transient",
+    ],
+    [
+      "503 with Retry-After: the follow-up waits for it (regression: it was ignored)",
+      () =>
+        failed(
+          new ServerError("overloaded", { status: 503, reason: "ServiceUnavailable", retryAfterSeconds: 30 }),
+        ),
+      0,
+      30,
       1,
       "transient",
     ],
@@ -298,7 +356,10 @@ describe("runPass", () => {
       expect(recorded.sent).toEqual([]);
     } else {
       expect(recorded.sent).toEqual([
-        { messages: [{ request: proxyMessage().request, attempt: attemptOut }], delaySeconds: delay },
+        {
+          messages: [{ request: proxyMessage().request, attempt: attemptOut, uid: "uid-p1" }],
+          delaySeconds: delay,
+        },
       ]);
     }
     if (errorClass) {
@@ -315,8 +376,35 @@ describe("runPass", () => {
     }
     expect(recorded.counts).toContainEqual({
       name: "kubefn_passes_total",
-      labels: { controller: "proxy", result: errorClass ? "error" : outcome().kind },
+      // A requeue as late as the resync is not sent, and says so: it waits for the sweep.
+      labels: {
+        controller: "proxy",
+        result: errorClass
+          ? "error"
+          : outcome().kind === "requeue" && delay === undefined
+            ? "awaitSweep"
+            : outcome().kind,
+      },
     });
+  });
+
+  it("a reconcile that returns a hand-built outcome fails the pass instead of guessing", async () => {
+    const { ctx, registry } = setup(async () => ({ kind: "done" }) as unknown as Outcome);
+    const result = await runPass(ctx, registry, proxyMessage());
+    expect(result).toMatchObject({ result: "error", errorClass: "transient" });
+  });
+
+  it("Outcome has no public constructor: only the named constructors build one", () => {
+    expect(Outcome.is(done())).toBe(true);
+    expect(Outcome.is({ kind: "done" })).toBe(false);
+    expect(
+      [done(), awaitSweep(), requeueAfter(-3), failed("x")].map((o) => [o.kind, o.afterSeconds]),
+    ).toEqual([
+      ["done", undefined],
+      ["awaitSweep", undefined],
+      ["requeue", 0],
+      ["error", undefined],
+    ]);
   });
 
   it("a Conflict on the status patch requeues now", async () => {

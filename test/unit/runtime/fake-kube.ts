@@ -1,4 +1,4 @@
-import { ConflictError, NotFoundError } from "../../../shared/kube/errors.ts";
+import { AlreadyExistsError, ConflictError, NotFoundError } from "../../../shared/kube/errors.ts";
 import type { Kube, KubeObject, ListPage, ObjectKey, Patch, Resource } from "../../../shared/kube/port.ts";
 import type { Context, Log, Message, Metrics } from "../../../shared/runtime/types.ts";
 
@@ -59,6 +59,12 @@ export class FakeKube implements Kube {
 
   async create<T extends KubeObject = KubeObject>(res: Resource, obj: KubeObject): Promise<T> {
     this.record("create", res, obj.metadata as ObjectKey, obj);
+    if (this.objects.has(this.id(res, obj.metadata))) {
+      throw new AlreadyExistsError(`${res.resource} "${obj.metadata.name}" already exists`, {
+        status: 409,
+        reason: "AlreadyExists",
+      });
+    }
     return this.seed(res, { ...obj, metadata: { ...obj.metadata, resourceVersion: undefined } }) as T;
   }
 

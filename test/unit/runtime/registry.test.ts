@@ -1,4 +1,6 @@
 import { describe, expect, it } from "vitest";
+import { proxyController as realProxyController } from "../../../shared/controllers/proxy/controller.ts";
+import { subPoolController as realSubPoolController } from "../../../shared/controllers/subpool/controller.ts";
 import { Resources } from "../../../shared/kube/resources.ts";
 import { createRegistry, RegistryError } from "../../../shared/runtime/registry.ts";
 import type { Resource } from "../../../shared/runtime/types.ts";
@@ -64,10 +66,40 @@ describe("createRegistry", () => {
       () => [subPoolController({ permanentErrorCondition: "Nope" })],
       /permanentErrorCondition "Nope"/,
     ],
+    // Regression: a Running proxy's requeueAfter(300) with resync 300 (and SubPool's 60 with 60)
+    // was never sent, a hidden done(); a requeue that late is now refused at registration.
+    [
+      "a requeue as late as the resync",
+      () => [proxyController({ resyncSeconds: 300, requeueSeconds: { poll: 5, driftPoll: 300 } })],
+      /requeue "driftPoll" \(300 s\) is not shorter than resyncSeconds \(300 s\).*awaitSweep\(\)/,
+    ],
+    [
+      "a requeue beyond the resync",
+      () => [proxyController({ resyncSeconds: 60, requeueSeconds: { activeRequeue: 90 } })],
+      /requeue "activeRequeue" \(90 s\)/,
+    ],
+    [
+      "a requeue that is not a delay",
+      () => [proxyController({ requeueSeconds: { poll: -1 } })],
+      /requeue "poll"/,
+    ],
     ["an empty registry", () => [], /no controllers registered/],
   ])("rejects %s", (_name, defs, message) => {
     const problems = problemsOf(() => createRegistry(defs()));
     expect(problems.join("\n")).toMatch(message);
+  });
+
+  it.each([
+    ["the proxy", () => realProxyController({ providers: () => ({}) })],
+    ["SubPool", () => realSubPoolController()],
+    [
+      "the proxy with a short drift poll",
+      () => realProxyController({ providers: () => ({}), timings: { driftPoll: 60 } }),
+    ],
+  ])("accepts %s: every requeue it declares is shorter than its resync", (_name, def) => {
+    const d = def();
+    expect(Object.keys(d.requeueSeconds ?? {}).length).toBeGreaterThan(0);
+    expect(() => createRegistry([d])).not.toThrow();
   });
 
   it("lists every problem in one error", () => {

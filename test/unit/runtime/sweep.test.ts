@@ -133,9 +133,15 @@ describe("planSweep", () => {
     expect(plan.buckets).toBe(1);
     expect(plan.due).toHaveLength(1000);
     expect(plan.shards.map((s) => s.length)).toEqual([300, 300, 300, 100]);
-    expect(plan.shards[0]![0]).toEqual({ request: plan.due[0], attempt: 0, snapshot: list[0] });
+    expect(plan.shards[0]![0]).toEqual({
+      request: plan.due[0],
+      attempt: 0,
+      snapshot: list[0],
+      uid: list[0]!.metadata.uid,
+      listedAt: now.getTime(),
+    });
     const bare = planSweep({ controller: "subpool", objects: list, now, resyncSeconds: 60, shardSize: 300 });
-    expect(bare.shards[0]![0]).toEqual({ request: plan.due[0], attempt: 0 });
+    expect(bare.shards[0]![0]).toEqual({ request: plan.due[0], attempt: 0, uid: list[0]!.metadata.uid });
   });
 
   it("builds cluster-scoped requests without a namespace", () => {

@@ -1,4 +1,4 @@
-import { Hono } from "hono";
+import { Hono } from "hono/tiny";
 import type { Context } from "../../../runtime/types.ts";
 import { apiErrorHandler } from "./api-errors.ts";
 import { bearerAuth } from "./bearer-auth.ts";

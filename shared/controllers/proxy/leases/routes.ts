@@ -1,5 +1,6 @@
-import { Hono, type Context as HonoContext } from "hono";
-import { z } from "zod";
+import type { Context as HonoContext } from "hono";
+import { Hono } from "hono/tiny";
+import * as z from "zod";
 import type { Context } from "../../../runtime/types.ts";
 import { apiErrorHandler } from "../discovery/api-errors.ts";
 import { bearerAuth } from "../discovery/bearer-auth.ts";

@@ -47,6 +47,14 @@ describe("findOrphans", () => {
     expect(findOrphans([young, old], [], now)).toEqual([old]);
   });
 
+  it("an External Proxy owns no instance: one left by a Managed → External switch is an orphan", () => {
+    const left = inst("a", ownerTags("uid-ext"));
+    const external = { metadata: { name: "ext", uid: "uid-ext" }, spec: { mode: "External" } };
+    const managed = { metadata: { name: "ext", uid: "uid-ext" }, spec: { mode: "Managed" } };
+    expect(findOrphans([left], [external], now, 0)).toEqual([left]);
+    expect(findOrphans([left], [managed], now, 0)).toEqual([]);
+  });
+
   it("a proxy without a UID owns nothing", () => {
     const i = inst("a", ownerTags("uid-x"));
     expect(findOrphans([i], [{ metadata: { name: "no-uid" } }], now, 0)).toEqual([i]);

@@ -12,7 +12,8 @@ export type AgedInstance = Instance;
 
 /**
  * The instances to collect: made by kubefn (`crawl.kubefn.dev/managed-by=kubefn`), carrying an
- * owner tag (`crawl.kubefn.dev/proxy-uid`) that matches the UID of none of `proxies`, not already
+ * owner tag (`crawl.kubefn.dev/proxy-uid`) that matches the UID of no Managed Proxy among `proxies`
+ * (External never owns an instance: one left by a Managed → External switch is an orphan), not already
  * Terminating, and created at least `graceSeconds` before `now`. Pure.
  *
  * Caveats: an instance without a readable `createdAt` is of unknown age and never collected. The
@@ -22,12 +23,12 @@ export type AgedInstance = Instance;
  */
 export function findOrphans<T extends AgedInstance>(
   instances: readonly T[],
-  proxies: readonly Pick<KubeObject, "metadata">[],
+  proxies: readonly (Pick<KubeObject, "metadata"> & { spec?: unknown })[],
   now: Date,
   graceSeconds: number = defaultOrphanGraceSeconds,
 ): T[] {
   const owners = new Set<string>();
-  for (const p of proxies) if (p.metadata.uid) owners.add(p.metadata.uid);
+  for (const p of proxies) if (p.metadata.uid && !isExternal(p)) owners.add(p.metadata.uid);
   return instances.filter((inst) => {
     if (inst.tags[managedByTagKey] !== managedByTagValue) return false;
     const owner = inst.tags[ownerTagKey];
@@ -38,4 +39,8 @@ export function findOrphans<T extends AgedInstance>(
     const created = inst.createdAt ? Date.parse(inst.createdAt) : Number.NaN;
     return !Number.isNaN(created) && now.getTime() - created >= graceSeconds * 1000;
   });
+}
+
+function isExternal(proxy: { spec?: unknown }): boolean {
+  return (proxy.spec as { mode?: unknown } | undefined)?.mode === "External";
 }

@@ -41,7 +41,7 @@ const run = (i: string, uid: string): Instance => ({
 describe("orphanSweepTask", () => {
   it("deletes instances whose Proxy is gone, by the managed-by tag, and counts them", async () => {
     const kube = new LeaseFakeKube(() => now);
-    const live = kube.seed(proxyResource, testProxy({ name: "live", uid: "uid-live" }));
+    const live = kube.seed(proxyResource, testProxy({ name: "live", uid: "uid-live", mode: "Managed" }));
     const pods = memoryProvider([
       run("pod-live", "uid-live"),
       run("pod-orphan", "uid-gone"),
@@ -66,7 +66,7 @@ describe("orphanSweepTask", () => {
 
   it("spares an instance whose Proxy appeared after the sweep listed (confirmation re-list)", async () => {
     const kube = new LeaseFakeKube(() => now);
-    kube.seed(proxyResource, testProxy({ name: "new", uid: "uid-new" }));
+    kube.seed(proxyResource, testProxy({ name: "new", uid: "uid-new", mode: "Managed" }));
     const pods = memoryProvider([run("pod-new", "uid-new")]);
     const { ctx } = fakeContext(kube, { now });
     const swept: KubeObject[] = [];

@@ -95,6 +95,21 @@ describe("service-account JWT bearer grant", () => {
     expect((await verifyJwt(forged, publicKey)).valid).toBe(false);
   });
 
+  it("calls fetch unbound: workerd's fetch throws Illegal invocation when called as a method of the options", async () => {
+    const { key } = await generateServiceAccount();
+    // Like workerd's global fetch: refuses any `this` but none (or the global object).
+    const strictFetch = function (this: unknown) {
+      if (this !== undefined && this !== globalThis) throw new TypeError("Illegal invocation");
+      return Promise.resolve(Response.json({ access_token: "tok", expires_in: 3600 }));
+    } as unknown as typeof fetch;
+    const source = createServiceAccountTokenSource({
+      key,
+      fetch: strictFetch,
+      clock: fixedClock("2026-11-30T05:00:00Z"),
+    });
+    expect(await source.token()).toBe("tok");
+  });
+
   it("shares one in-flight exchange between concurrent callers", async () => {
     const { key } = await generateServiceAccount();
     let calls = 0;

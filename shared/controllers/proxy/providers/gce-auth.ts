@@ -42,7 +42,9 @@ export interface ServiceAccountTokenSourceOptions {
  * a new token. Concurrent callers share one in-flight exchange.
  */
 export function createServiceAccountTokenSource(opts: ServiceAccountTokenSourceOptions): TokenSource {
-  const { key, clock } = opts;
+  // Called unbound: workerd's fetch throws "Illegal invocation" when called as a method of
+  // another object (opts.fetch(...)), which made every token request fail on Workers.
+  const { key, clock, fetch: fetchToken } = opts;
   const scope = opts.scope ?? computeScope;
   const tokenUri = key.token_uri ?? googleTokenUri;
   let signingKey: Promise<CryptoKey> | undefined;
@@ -67,7 +69,7 @@ export function createServiceAccountTokenSource(opts: ServiceAccountTokenSourceO
     });
     let res: Response;
     try {
-      res = await opts.fetch(tokenUri, {
+      res = await fetchToken(tokenUri, {
         method: "POST",
         headers: { "content-type": "application/x-www-form-urlencoded", accept: "application/json" },
         body: new URLSearchParams({ grant_type: jwtBearerGrant, assertion }).toString(),

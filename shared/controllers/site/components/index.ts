@@ -1,4 +1,6 @@
+export { machinaConfigName, machinaName, operatorManifests } from "./bundle.ts";
 export { defaultSiteRegistry } from "./default-registry.ts";
+export { machinaComponent, machinaConfigFor } from "./machina.ts";
 export {
   metalmanComponent,
   metalmanConfigFor,

@@ -6,11 +6,13 @@ import { failed, reconciled, type SiteComponent } from "../component.ts";
 import type { Env } from "../env.ts";
 import {
   configMapPayloadHash,
+  isRBACObject,
   setPodSpecImages,
   siteNodeAffinity,
   siteOwnerReference,
 } from "../manifests.ts";
 import { siteFromConfigName } from "../watches.ts";
+import { type ManifestSource, operatorManifests } from "./bundle.ts";
 
 /** Prefix of the optional per-Site override ConfigMap, `metalman-config-<site>`. */
 export const metalmanOverridePrefix = "metalman-config-";
@@ -82,19 +84,29 @@ export function metalmanDeploymentFor(env: Env, site: Site, configHash: string):
 /**
  * metalman: per-Site bare-metal provisioning — a ConfigMap `metalman-<site>` and a Deployment of
  * the same name with node affinity for the Site's labels, both controlled by the Site (the garbage
- * collector removes them with it). An optional `metalman-config-<site>` ConfigMap in the operator
+ * collector removes them with it), running as the `metalman` ServiceAccount it applies from the
+ * operator's bundle (without it the Deployment's Pods would be refused). An optional `metalman-config-<site>` ConfigMap in the operator
  * namespace overrides config keys; it is watched, so editing it re-runs that Site.
  */
-export function metalmanComponent(): SiteComponent {
+export function metalmanComponent(manifests: ManifestSource = operatorManifests): SiteComponent {
   return {
     name: "metalman",
     conditionType: SiteConditionType.MetalmanReady,
     enabled: (site) => siteComponentEnabled(site, "metalman"),
     watches: (env) => [
-      { resource: Resources.ConfigMap, map: env.requestSiteFromConfigName(metalmanOverridePrefix) },
+      {
+        resource: Resources.ConfigMap,
+        map: env.managedConfig(
+          env.inNamespaceWithPrefix(metalmanOverridePrefix),
+          env.requestSiteFromConfigName(metalmanOverridePrefix),
+        ),
+      },
     ],
     async reconcile(env, site) {
       try {
+        // The ServiceAccount the Deployment runs as, from the shared bundle (net skips it). Shared
+        // by every Site's metalman, so it carries no Site owner and stays when one Site goes.
+        await env.applyManifests(manifests(), (obj) => (isRBACObject(obj, "metalman") ? obj : null));
         const overrides = await readOverrides(env, site);
         const config = metalmanConfigFor(env, site, overrides);
         await env.applyObject(config);

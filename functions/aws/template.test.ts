@@ -1,0 +1,92 @@
+import { readFileSync } from "node:fs";
+import { describe, expect, it } from "vitest";
+import { parse } from "yaml";
+import { createOperators } from "../../functions/operators.ts";
+import { eksAuditFilterPattern, MAX_FILTER_PATTERN_LENGTH } from "../../shared/audit-export/index.ts";
+import { matchesFilterPattern } from "../../test/fixtures/cloudwatch-filter.ts";
+
+// CloudFormation's short tags (!Ref, !Sub, …) are kept as the plain values they tag.
+const template = parse(readFileSync(new URL("../../infra/aws/template.yaml", import.meta.url), "utf8"), {
+  logLevel: "error",
+}) as {
+  Parameters: Record<string, { Default?: string }>;
+  Conditions: Record<string, unknown>;
+  Resources: Record<
+    string,
+    { Type: string; Condition?: string; DependsOn?: string; Properties: Record<string, unknown> }
+  >;
+};
+
+const registry = createOperators({
+  prober: { probe: async () => ({ ok: true, latencyMs: 1 }) as never },
+  sweepPeriodSeconds: 60,
+}).registry;
+
+describe("infra/aws/template.yaml: the EKS audit log subscription", () => {
+  it("its filter pattern is the one the registry gives (regenerate with eksAuditFilterPattern when kinds change)", () => {
+    const expected = eksAuditFilterPattern(registry);
+    expect(template.Resources.EksAuditLogSubscription?.Properties.FilterPattern).toBe(expected);
+    expect(expected.length).toBeLessThanOrEqual(MAX_FILTER_PATTERN_LENGTH);
+    for (const c of registry.controllers)
+      expect(expected).toContain(`$.objectRef.resource = "${c.for.resource}"`);
+  });
+
+  it("is optional: both resources only with an EKS cluster name, which is empty by default", () => {
+    expect(template.Parameters.EksClusterName?.Default).toBe("");
+    expect(template.Resources.EksAuditLogSubscription).toMatchObject({
+      Type: "AWS::Logs::SubscriptionFilter",
+      Condition: "HasEksCluster",
+      DependsOn: "EksAuditLogPermission",
+      // biome-ignore lint/suspicious/noTemplateCurlyInString: CloudFormation !Sub syntax
+      Properties: { LogGroupName: "/aws/eks/${EksClusterName}/cluster", DestinationArn: "Kubefn.Arn" },
+    });
+  });
+
+  it("lets only CloudWatch Logs of this account, for that log group, invoke the function", () => {
+    expect(template.Resources.EksAuditLogPermission).toMatchObject({
+      Type: "AWS::Lambda::Permission",
+      Condition: "HasEksCluster",
+      Properties: {
+        Action: "lambda:InvokeFunction",
+        Principal: "logs.amazonaws.com",
+        SourceAccount: "AWS::AccountId",
+        SourceArn:
+          // biome-ignore lint/suspicious/noTemplateCurlyInString: CloudFormation !Sub syntax
+          "arn:${AWS::Partition}:logs:${AWS::Region}:${AWS::AccountId}:log-group:/aws/eks/${EksClusterName}/cluster:*",
+      },
+    });
+  });
+});
+
+describe("the committed filter pattern, read as CloudWatch Logs reads it", () => {
+  const pattern = template.Resources.EksAuditLogSubscription?.Properties.FilterPattern as string;
+  const audit = (name: string) =>
+    JSON.parse(
+      readFileSync(new URL(`../../test/fixtures/audit/devcluster-${name}.json`, import.meta.url), "utf8"),
+    ).items[0] as Record<string, unknown>;
+
+  it.each([
+    ["proxy-create", true],
+    ["proxy-delete", true],
+    ["secret-create", true],
+    ["self-write", true], // the intake drops it by user
+    ["proxy-create-conflict", true], // the intake drops it by code
+    ["proxy-status-patch", false],
+    ["pod-owned-create", false],
+  ])("devcluster %s passes: %s", (name, passes) => {
+    expect(matchesFilterPattern(pattern, audit(name))).toBe(passes);
+  });
+
+  it("a read, an unrelated kind and a scale write", () => {
+    const base = audit("proxy-create");
+    expect(matchesFilterPattern(pattern, { ...base, verb: "get" })).toBe(false);
+    expect(matchesFilterPattern(pattern, { ...base, stage: "ResponseStarted" })).toBe(false);
+    expect(matchesFilterPattern(pattern, { ...base, objectRef: { resource: "leases" } })).toBe(false);
+    expect(
+      matchesFilterPattern(pattern, {
+        ...base,
+        objectRef: { resource: "statefulsets", subresource: "scale" },
+      }),
+    ).toBe(true);
+  });
+});

@@ -1,0 +1,157 @@
+import type { Context, Handler } from "hono";
+import {
+  auditEventFromLogEntry,
+  PushDeliveryError,
+  parsePushDelivery,
+} from "../../shared/audit-export/index.ts";
+import { KeysUnavailableError, type PushTokenPolicy, verifyPushToken } from "../../shared/auth/index.ts";
+import type { IntakeOptions, MappedBatch } from "./app.ts";
+import { SIGNATURE_HEADER, TIMESTAMP_HEADER, verifyBatch } from "./signature.ts";
+
+/** How intake authenticates Pub/Sub push deliveries. */
+export interface PubSubOptions {
+  /** Google-signed OIDC tokens of the push subscription; off when unset. */
+  token?: PushTokenPolicy;
+}
+
+type Acked = { reason: string; detail: string };
+
+/**
+ * `POST /v1/events/pubsub`: a Pub/Sub push delivery of one Cloud Logging entry (a GKE audit
+ * record, from a Log Router sink), authenticated by the push subscription's OIDC token, or by the
+ * relay's HMAC signature where a forwarder in front cannot pass the token on. The entry maps
+ * through the same audit mapping as `POST /v1/events`.
+ *
+ * Answers as Pub/Sub expects (2xx acknowledges, anything else is redelivered with backoff):
+ * 202 mapped and enqueued; 200 acknowledged without work, with the reason — well-formed but
+ * irrelevant (another service, a read), or malformed beyond repair (not JSON, not a push
+ * envelope, data not base64, over the size cap), since a redelivery would be the same bytes;
+ * 401 no or bad credentials, 403 a Google token for another audience or service account (both
+ * fixable by configuration, so redelivery is right); 503 the keys or the queue are unreachable.
+ * Nothing is enqueued unless the delivery is authenticated.
+ */
+export function pubsubHandler(
+  opts: IntakeOptions,
+  reject: (c: Context, status: 400 | 401 | 403 | 413 | 503, reason: string, message: string) => Response,
+): Handler {
+  const ack = (c: Context, why: Acked) => {
+    opts.metrics.count("kubefn_intake_acknowledged_total", { source: "pubsub", reason: why.reason });
+    opts.log.warn("Pub/Sub delivery acknowledged without work", { ...why });
+    return c.json({ source: "pubsub", enqueued: 0, acknowledged: why.reason, detail: why.detail }, 200);
+  };
+
+  /** Checks the OIDC token (the header alone); undefined when it passes. */
+  const checkToken = async (c: Context): Promise<Response | undefined> => {
+    const policy = opts.pubsub?.token;
+    if (!policy) return reject(c, 401, "NotConfigured", "Pub/Sub push intake is not configured");
+    const auth = c.req.header("authorization");
+    const token = auth?.startsWith("Bearer ") ? auth.slice(7) : undefined;
+    try {
+      const verdict = await verifyPushToken(token, policy, opts.clock.now().getTime() / 1000);
+      if (!verdict.ok) {
+        return reject(c, verdict.status, verdict.reason, "the push subscription's OIDC token is required");
+      }
+    } catch (err) {
+      if (!(err instanceof KeysUnavailableError)) throw err;
+      opts.log.error("Pub/Sub token keys unavailable", { error: err.message });
+      return reject(c, 503, "KeysUnavailable", "the token's signing keys could not be fetched; retry");
+    }
+    return undefined;
+  };
+
+  return async (c) => {
+    const signed =
+      c.req.header(SIGNATURE_HEADER) !== undefined || c.req.header(TIMESTAMP_HEADER) !== undefined;
+    if (signed && !opts.relaySecret) return reject(c, 401, "NotConfigured", "relay intake is not configured");
+    if (!signed) {
+      const refused = await checkToken(c);
+      if (refused) return refused;
+    }
+    const body = await readLimited(c.req.raw, opts.maxBodyBytes);
+    if (body === undefined) {
+      // A token-authenticated delivery that is too large would come again byte for byte: ack it.
+      // A signed one cannot be verified without its whole body: refuse it.
+      if (!signed) {
+        return ack(c, { reason: "TooLarge", detail: `delivery larger than ${opts.maxBodyBytes} bytes` });
+      }
+      return reject(c, 413, "TooLarge", `delivery larger than ${opts.maxBodyBytes} bytes`);
+    }
+    if (signed) {
+      const verdict = await verifyBatch(
+        opts.relaySecret!,
+        body,
+        { signature: c.req.header(SIGNATURE_HEADER), timestamp: c.req.header(TIMESTAMP_HEADER) },
+        opts.clock.now().getTime() / 1000,
+        opts.replayWindowSeconds,
+      );
+      if (!verdict.ok) return reject(c, 401, verdict.reason, "relay signature does not verify");
+    }
+    let json: unknown;
+    try {
+      json = JSON.parse(body);
+    } catch {
+      return ack(c, { reason: "InvalidJSON", detail: "the delivery is not JSON" });
+    }
+    let entry: unknown;
+    let messageId: string | undefined;
+    if (typeof json === "object" && json !== null && "protoPayload" in json) {
+      entry = json; // a push subscription with --push-no-wrapper posts the data itself
+    } else {
+      try {
+        const delivery = parsePushDelivery(json);
+        messageId = delivery.messageId;
+        entry = JSON.parse(delivery.data);
+      } catch (err) {
+        const detail = err instanceof PushDeliveryError ? err.message : "message.data is not JSON";
+        return ack(c, { reason: "MalformedDelivery", detail });
+      }
+    }
+    const reading = auditEventFromLogEntry(entry);
+    if ("skip" in reading) return ack(c, { reason: "NotKubernetesAudit", detail: reading.skip });
+    const mapped: MappedBatch = await opts.map("audit", {
+      kind: "EventList",
+      apiVersion: "audit.k8s.io/v1",
+      items: [reading.event],
+    });
+    if (mapped.messages.length > 0) await opts.enqueue(mapped.messages);
+    opts.metrics.count("kubefn_intake_batches_total", { source: "pubsub" });
+    opts.metrics.count("kubefn_intake_requests_total", { source: "pubsub" }, mapped.messages.length);
+    return c.json(
+      {
+        source: "pubsub",
+        ...(messageId ? { messageId } : {}),
+        enqueued: mapped.messages.length,
+        requests: mapped.messages.map((m) => m.request),
+        counts: mapped.counts,
+      },
+      202,
+    );
+  };
+}
+
+/** The body as text, or undefined when it is longer than `maxBytes`. */
+async function readLimited(request: Request, maxBytes: number): Promise<string | undefined> {
+  const declared = Number(request.headers.get("content-length") ?? Number.NaN);
+  if (declared > maxBytes) return undefined;
+  if (!request.body) return "";
+  const reader = request.body.getReader();
+  const chunks: Uint8Array[] = [];
+  let size = 0;
+  for (;;) {
+    const { done, value } = await reader.read();
+    if (done) break;
+    size += value.byteLength;
+    if (size > maxBytes) {
+      await reader.cancel();
+      return undefined;
+    }
+    chunks.push(value);
+  }
+  const bytes = new Uint8Array(size);
+  let offset = 0;
+  for (const chunk of chunks) {
+    bytes.set(chunk, offset);
+    offset += chunk.byteLength;
+  }
+  return new TextDecoder().decode(bytes);
+}

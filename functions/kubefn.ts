@@ -1,0 +1,153 @@
+import type { ProvidersByName } from "../shared/controllers/proxy/providers/index.ts";
+import type { Prober } from "../shared/health/index.ts";
+import type { KubeObject } from "../shared/kube/port.ts";
+import { isMessage, type PassResult, runPass } from "../shared/runtime/index.ts";
+import type { Clock, Context, Kube, Log, Metrics, Queue } from "../shared/runtime/types.ts";
+import { createFunctionsApp } from "./http.ts";
+import { createOperators, type Operators } from "./operators.ts";
+import type { KubefnSettings } from "./settings.ts";
+import { runSweep, type SweepSummary } from "./sweep.ts";
+
+/** What a platform binds: the outside world, as the core's ports. */
+export interface KubefnPorts {
+  kube: Kube;
+  /**
+   * A Kube for one pass (one `consume`), e.g. with its own request budget (`guardedKube` in
+   * shared/kube); `kube` serves the passes too when unset.
+   */
+  invocationKube?: () => Kube;
+  /** Enqueue now or after a delay: Queues, EventBridge (+ Scheduler), or the Node host's work queue. */
+  queue: Queue;
+  prober: Prober;
+  log: Log;
+  metrics: Metrics;
+  /** Wall clock; `new Date()` when unset. */
+  clock?: Clock;
+  /** Jitter source; `Math.random` when unset. */
+  random?: () => number;
+  /** Instance providers beyond the built-in Kubernetes pod provider and the settings' gce. */
+  providers?: (kube: Kube) => ProvidersByName;
+  /**
+   * Site component manifests from the platform's filesystem (the Node host's
+   * `SITE_MANIFESTS_DIR`); the embedded bundle when unset — a Worker has no filesystem.
+   */
+  siteManifests?: readonly KubeObject[];
+}
+
+/** The three calls every platform maps its events onto. */
+export interface Kubefn {
+  /** The HTTP surface: intake (`POST /v1/events`, `GET /healthz`) and the crawler API. */
+  fetch(request: Request): Response | Promise<Response>;
+  /**
+   * One reconcile pass for one queue message body, logged as one `pass` line. A body that is
+   * not a reconcile message is logged and dropped (`undefined`).
+   *
+   * Caveats: a pass reports its failures as follow-ups; a throw here is a crash (or a log sink
+   * that threw), which the platform should redeliver.
+   */
+  consume(body: unknown): Promise<PassResult | undefined>;
+  /** One sweep, logged as one `sweep` line. `full` sends every object (a host's first sweep). */
+  sweep(options?: { full?: boolean }): Promise<SweepSummary>;
+  /** The context passes run with (for the Node host's metrics page and for tests). */
+  readonly ctx: Context;
+  readonly operators: Operators;
+}
+
+/**
+ * The one seam between kubefn and a platform, as Hono's `app.fetch` is: settings and ports in,
+ * `{ fetch, consume, sweep }` out. An adapter parses its environment into {@link KubefnSettings},
+ * binds its ports, and maps its event shapes onto the three calls.
+ *
+ * @example
+ * const kubefn = createKubefn(settings, { kube, queue, prober, log, metrics });
+ * export default { fetch: (req) => kubefn.fetch(req) };
+ *
+ * `operators` replaces the operators built from the settings (tests run a registry of their own).
+ */
+export function createKubefn(settings: KubefnSettings, ports: KubefnPorts, operators?: Operators): Kubefn {
+  const ctx: Context = {
+    kube: ports.kube,
+    queue: ports.queue,
+    clock: ports.clock ?? { now: () => new Date() },
+    log: ports.log,
+    metrics: ports.metrics,
+    random: ports.random ?? Math.random,
+  };
+  const ops =
+    operators ??
+    createOperators({
+      prober: ports.prober,
+      sweepPeriodSeconds: settings.sweepPeriodSeconds,
+      probeConcurrency: settings.probeConcurrency,
+      ...(ports.providers ? { providers: ports.providers } : {}),
+      ...(settings.proxyResyncSeconds ? { proxyResyncSeconds: settings.proxyResyncSeconds } : {}),
+      ...(settings.minReportIntervalSeconds
+        ? { minReportIntervalSeconds: settings.minReportIntervalSeconds }
+        : {}),
+      ...(settings.orphanGraceSeconds === undefined
+        ? {}
+        : { orphanGraceSeconds: settings.orphanGraceSeconds }),
+      ...(settings.apiToken ? { apiToken: settings.apiToken } : {}),
+      settings: settings.operators,
+      ...(ports.siteManifests ? { siteManifests: ports.siteManifests } : {}),
+    });
+  const app = createFunctionsApp(ctx, ops, settings);
+  return {
+    ctx,
+    operators: ops,
+    fetch: (request) => app.fetch(request),
+    async consume(body) {
+      if (!isMessage(body)) {
+        ctx.log.error("queue message is not a reconcile request; dropped", { body: describe(body) });
+        return undefined;
+      }
+      const passCtx = ports.invocationKube ? { ...ctx, kube: ports.invocationKube() } : ctx;
+      const result = await runPass(passCtx, ops.registry, body);
+      (result.result === "error" ? ctx.log.error : ctx.log.info)("pass", passLine(result));
+      return result;
+    },
+    async sweep(options = {}) {
+      const summary = await runSweep(ctx, ops.registry, ops.sweepTasks, {
+        shardSize: 100,
+        snapshots: true,
+        periodSeconds: settings.sweepPeriodSeconds,
+        ...(options.full ? { full: true } : {}),
+      });
+      ctx.log.info("sweep", sweepLine(summary));
+      return summary;
+    },
+  };
+}
+
+/** The fields of a `pass` log line: the result without what is empty, `ms` rounded. */
+export function passLine(r: PassResult): Record<string, unknown> {
+  const fields: Record<string, unknown> = { key: r.key, result: r.result, ms: Math.round(r.durationMs) };
+  if (r.wroteStatus) fields.wroteStatus = true;
+  if (r.followUpSeconds !== undefined) fields.followUpSeconds = r.followUpSeconds;
+  if (r.errorClass) fields.errorClass = r.errorClass;
+  if (r.errorReason) fields.errorReason = r.errorReason;
+  if (r.absent) fields.absent = true;
+  return fields;
+}
+
+/** One short line per sweep: objects listed and due per controller, and the tasks' non-zero counts. */
+export function sweepLine(summary: SweepSummary): Record<string, unknown> {
+  const fields: Record<string, unknown> = {};
+  for (const [name, c] of Object.entries(summary.controllers))
+    fields[name] = `${c.listed} listed, ${c.due} due`;
+  for (const [task, counts] of Object.entries(summary.tasks)) {
+    if ("error" in counts) {
+      fields[task] = `error: ${counts.error}`;
+      continue;
+    }
+    const nonZero = Object.entries(counts).filter(([k, v]) => v !== 0 && k !== "ms");
+    if (nonZero.length > 0 && task !== "proxy-phase-gauge") fields[task] = Object.fromEntries(nonZero);
+  }
+  fields.ms = summary.durationMs;
+  return fields;
+}
+
+function describe(body: unknown): string {
+  if (typeof body !== "object" || body === null) return typeof body;
+  return `keys ${Object.keys(body).slice(0, 8).join(",")}`;
+}

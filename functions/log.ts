@@ -1,0 +1,34 @@
+import type { Log } from "../shared/runtime/types.ts";
+
+/**
+ * A line logger: `time level message key=value …` for people, or one JSON object per line for
+ * machines (Workers Logs, CloudWatch Logs Insights and Loki index the fields). `write` gets
+ * every line with its level; the default writes all of them to stdout, in order.
+ */
+export function createLineLog(
+  format: "text" | "json",
+  write: (line: string, level: string) => void = (line) => console.log(line),
+): Log {
+  const emit = (level: string, msg: string, fields?: Record<string, unknown>) => {
+    const out = (line: string) => write(line, level);
+    const time = new Date().toISOString();
+    if (format === "json") {
+      out(JSON.stringify({ time, level, msg, ...fields }));
+      return;
+    }
+    const kv = Object.entries(fields ?? {})
+      .filter(([, v]) => v !== undefined)
+      .map(([k, v]) => `${k}=${typeof v === "string" ? v : JSON.stringify(v)}`)
+      .join(" ");
+    out(`${time.slice(11, 19)} ${level.padEnd(5)} ${msg}${kv ? ` ${kv}` : ""}`);
+  };
+  return {
+    info: (m, f) => emit("info", m, f),
+    warn: (m, f) => emit("warn", m, f),
+    error: (m, f) => emit("error", m, f),
+  };
+}
+
+/** One JSON object per line on the console, errors on stderr (the serverless platforms' log). */
+export const createJsonLog = (): Log =>
+  createLineLog("json", (line, level) => (level === "error" ? console.error : console.log)(line));

@@ -1,0 +1,100 @@
+/**
+ * `npm run bench -- chaos`: the chaos scenario (test/chaos/scenario.ts), full profile — 1,000
+ * Managed Proxies created, a third updated, a third deleted — on the Node host with 0 % and 20 %
+ * of its API requests faulted, side by side: requests sent, passes, time to converge, leaks
+ * found. Then a 20 s outage (every request answered 503) with the circuit on and off: requests
+ * sent during the outage and time to recover. `KUBEFN_CHAOS_OBJECTS` changes the object count.
+ */
+
+import { Resources } from "../../shared/kube/index.ts";
+import { chaosHostEnv, serviceAccountKubeconfigVia, startChaosHost } from "../chaos/drivers.ts";
+import { fullProfile, runChaos, runOutage } from "../chaos/scenario.ts";
+import type { HostProcess } from "../e2e/host.ts";
+import { startFaultProxy } from "../support/fault-proxy.ts";
+import { type BenchRow, benchCluster } from "./cluster.ts";
+
+export async function benchChaos(): Promise<BenchRow[]> {
+  const cluster = await benchCluster();
+  const objects = Number(process.env.KUBEFN_CHAOS_OBJECTS ?? fullProfile.objects);
+  const profile = { ...fullProfile, objects };
+  const faults = await startFaultProxy(cluster.devcluster.info.httpProxy);
+  const kubeconfig = await serviceAccountKubeconfigVia(cluster.kubeconfig, faults.url);
+  const rows: BenchRow[] = [];
+  const hosts: HostProcess[] = [];
+  try {
+    const { host, driver } = await startChaosHost(chaosHostEnv(kubeconfig));
+    hosts.push(host);
+    const results = [];
+    for (const rate of [0, 0.2]) {
+      const r = await runChaos({
+        admin: cluster.admin,
+        faults,
+        driver,
+        profile,
+        faultRate: rate,
+        log: (l) => process.stderr.write(`  ${l}\n`),
+      });
+      results.push(r);
+      faults.configure({ rate: 0 });
+      await cluster.admin.delete(Resources.Namespace, { name: r.namespace });
+    }
+    const [clean, faulted] = results as [(typeof results)[0], (typeof results)[0]];
+    for (const r of results) {
+      const pct = `${Math.round(r.faultRate * 100)}%`;
+      rows.push(
+        {
+          name: `chaos ${pct} requests`,
+          figure: r.requests,
+          unit: "requests",
+          note: `${r.objects} Managed Proxies; ${r.faulted} faulted`,
+        },
+        { name: `chaos ${pct} passes`, figure: r.passes, unit: "passes", note: "" },
+        {
+          name: `chaos ${pct} converge`,
+          figure: Math.round(r.convergeMs / 100) / 10,
+          unit: "s",
+          note: "create → all Provisioned → update/delete → converged + quiet",
+        },
+        {
+          name: `chaos ${pct} leaks`,
+          figure: r.leaks.length,
+          unit: "leaks",
+          note: r.leaks.slice(0, 3).join("; "),
+        },
+      );
+    }
+    rows.push({
+      name: "chaos 20%/0% requests",
+      figure: Math.round((faulted.requests / clean.requests) * 100) / 100,
+      unit: "ratio",
+      note: `passes ${Math.round((faulted.passes / clean.passes) * 100) / 100}×, time ${Math.round((faulted.convergeMs / clean.convergeMs) * 100) / 100}×`,
+    });
+    await host.stop();
+
+    const outageObjects = Math.min(objects, 100);
+    for (const circuit of [true, false]) {
+      const { host: h, driver: d } = await startChaosHost(
+        chaosHostEnv(kubeconfig, circuit ? {} : { KUBEFN_CIRCUIT_FAILURES: "1000000000" }),
+      );
+      hosts.push(h);
+      const r = await runOutage({
+        admin: cluster.admin,
+        faults,
+        driver: d,
+        objects: outageObjects,
+        outageMs: 20_000,
+      });
+      rows.push({
+        name: `outage circuit ${circuit ? "on" : "off"}`,
+        figure: r.requestsDuringOutage,
+        unit: "requests",
+        note: `${outageObjects} Proxies created during a ${Math.round(r.outageMs / 1000)} s all-503 outage; recovered in ${Math.round(r.recoverMs / 100) / 10} s; ${r.leaks.length} leaks`,
+      });
+      await h.stop();
+    }
+  } finally {
+    for (const h of hosts) await h.stop().catch(() => undefined);
+    await faults.close();
+  }
+  return rows;
+}

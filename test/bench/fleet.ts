@@ -1,0 +1,732 @@
+/**
+ * `npm run bench -- fleet`: kubefn beside a controller-runtime peer, in one run on one devcluster.
+ *
+ * The devcluster's audit webhook goes to a tee in this process that counts every request of the
+ * two identities under measurement — reads too: the bench's audit policy is
+ * infra/audit/policy.yaml plus one first rule logging get/list/watch of exactly those two
+ * ServiceAccounts (watches at ResponseStarted, as they open) — and forwards the write events, as
+ * the production policy would send them, to the Node host's intake.
+ *
+ * - kubefn: the Node host (`functions/node/main.ts`, default settings, 60 s sweep) as the
+ *   least-privileged `kubefn-system/kubefn` ServiceAccount, over 1,000 primaries: 900 External
+ *   Proxies with health checks through 4 local forward proxies, and 100 SubPools.
+ *   `KUBEFN_BENCH_FLEET_LARGE=1`: 9,000 + 1,000.
+ * - peer: test/bench/peer (Go, controller-runtime v0.25, built here with `go build`, cached), as
+ *   its own ServiceAccount with the cluster-wide rights its informers need, over as many SubPools
+ *   of its own CRD (same schema, group peer.bench.kubefn.dev) as kubefn has.
+ *
+ * Phases: kubefn's SubPools converge, then its Proxies, then the peer's SubPools (each timed from
+ * the first create to the last primary converged, requests counted from the first create until
+ * 5 s after); then a steady window (default 150 s, ≥ two sweep periods) with both running and
+ * nothing changing: requests per hour by verb, messages (passes) per object-hour, probes per
+ * minute (counted at the forward proxies), CPU seconds per minute and RSS of each process.
+ * Ends with one JSON line `{"bench":"fleet",...}`.
+ *
+ * Caveats: converged means, for a SubPool, that its status reports its Namespace (the pass that
+ * created every owned object wrote it); for a Proxy, phase Ready (provisioned and healthy). The peer does not compute
+ * proxy-gateway readiness, Gateway mode or legacy LimitRange clean-up (see peer/main.go).
+ */
+import { type ChildProcess, execFileSync, spawn } from "node:child_process";
+import { randomBytes } from "node:crypto";
+import { mkdirSync, readFileSync, writeFileSync } from "node:fs";
+import { createServer, type Server } from "node:http";
+import type { AddressInfo } from "node:net";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { fileURLToPath } from "node:url";
+import { parse as parseYaml, stringify as stringifyYaml } from "yaml";
+import { devclusterBinary } from "../../functions/node/devcluster.ts";
+import { asServiceAccount, installCrdsAndRbac, serviceAccountToken } from "../../functions/node/install.ts";
+import { proxyResource } from "../../shared/controllers/proxy/api.ts";
+import { subPoolResource } from "../../shared/controllers/subpool/api.ts";
+import { mapWithConcurrency } from "../../shared/health/concurrency.ts";
+import { type ForwardProxy, startForwardProxy, startHttpTarget } from "../../shared/health/test-fixtures.ts";
+import { createKube, isAlreadyExists, listAll, Resources } from "../../shared/kube/index.ts";
+import { createNodeTransport, loadKubeConfig } from "../../shared/kube/node.ts";
+import type { Kube, KubeObject, Resource } from "../../shared/kube/port.ts";
+import { type HostProcess, startHost } from "../e2e/host.ts";
+import type { BenchRow } from "./cluster.ts";
+import { round } from "./cluster.ts";
+
+const root = fileURLToPath(new URL("../../", import.meta.url));
+const KUBEFN_USER = "system:serviceaccount:kubefn-system:kubefn";
+const PEER_NAMESPACE = "kubefn-bench-peer";
+const PEER_USER = `system:serviceaccount:${PEER_NAMESPACE}:peer`;
+const PEER_GROUP = "peer.bench.kubefn.dev";
+const READ_VERBS = new Set(["get", "list", "watch"]);
+
+const peerSubPoolResource: Resource = { ...subPoolResource, group: PEER_GROUP };
+
+export interface FleetOptions {
+  proxies: number;
+  subPools: number;
+  /** The steady window, seconds (≥ one drift period: the sweep runs every 60 s). */
+  steadySeconds: number;
+}
+
+export const defaultFleet: FleetOptions = { proxies: 900, subPools: 100, steadySeconds: 150 };
+export const largeFleet: FleetOptions = { proxies: 9000, subPools: 1000, steadySeconds: 150 };
+
+/** One audited request of a measured identity. */
+interface Counted {
+  at: number;
+  user: string;
+  verb: string;
+  resource: string;
+  code: number;
+}
+
+interface AuditEvent {
+  stage?: string;
+  verb?: string;
+  user?: { username?: string };
+  objectRef?: { resource?: string; subresource?: string };
+  responseStatus?: { code?: number };
+  requestReceivedTimestamp?: string;
+}
+
+/**
+ * The API server's audit webhook: counts the measured identities' requests and forwards what
+ * the production policy would send (writes, at ResponseComplete) to the intake once it is set.
+ */
+class AuditTee {
+  readonly counted: Counted[] = [];
+  intake: { url: string; token: string } | undefined;
+  forwardErrors = 0;
+  private server: Server | undefined;
+  readonly token = randomBytes(24).toString("hex");
+
+  async start(): Promise<string> {
+    this.server = createServer((req, res) => {
+      if (req.method !== "POST" || req.headers.authorization !== `Bearer ${this.token}`) {
+        res.writeHead(401).end();
+        return;
+      }
+      const chunks: Buffer[] = [];
+      req.on("data", (c: Buffer) => chunks.push(c));
+      req.on("end", () => {
+        res.writeHead(200).end();
+        try {
+          const body = JSON.parse(Buffer.concat(chunks).toString("utf8")) as { items?: AuditEvent[] };
+          this.take(body.items ?? []);
+        } catch {
+          // A batch we cannot read is the API server's problem, not the bench's figure.
+        }
+      });
+    });
+    await new Promise<void>((resolve) => this.server!.listen(0, "127.0.0.1", resolve));
+    return `http://127.0.0.1:${(this.server.address() as AddressInfo).port}/audit`;
+  }
+
+  private take(items: AuditEvent[]): void {
+    const forward: AuditEvent[] = [];
+    for (const e of items) {
+      const user = e.user?.username ?? "";
+      const verb = e.verb ?? "";
+      const read = READ_VERBS.has(verb);
+      if (user === KUBEFN_USER || user === PEER_USER) {
+        const opened = verb === "watch" ? e.stage === "ResponseStarted" : e.stage === "ResponseComplete";
+        if (opened) {
+          this.counted.push({
+            at: Date.parse(e.requestReceivedTimestamp ?? "") || Date.now(),
+            user,
+            verb,
+            resource: e.objectRef?.resource
+              ? `${e.objectRef.resource}${e.objectRef.subresource ? `/${e.objectRef.subresource}` : ""}`
+              : "",
+            code: e.responseStatus?.code ?? 0,
+          });
+        }
+      }
+      if (!read && e.stage === "ResponseComplete") forward.push(e);
+    }
+    const intake = this.intake;
+    if (!intake || forward.length === 0) return;
+    void fetch(intake.url, {
+      method: "POST",
+      headers: { authorization: `Bearer ${intake.token}`, "content-type": "application/json" },
+      body: JSON.stringify({ kind: "EventList", apiVersion: "audit.k8s.io/v1", items: forward }),
+    })
+      .then((r) => {
+        if (!r.ok) this.forwardErrors++;
+        return r.body?.cancel();
+      })
+      .catch(() => {
+        this.forwardErrors++;
+      });
+  }
+
+  /** Requests of `user` received in [from, to). */
+  between(user: string, from: number, to: number): Counted[] {
+    return this.counted.filter((c) => c.user === user && c.at >= from && c.at < to);
+  }
+
+  async stop(): Promise<void> {
+    await new Promise<void>((resolve) => (this.server ? this.server.close(() => resolve()) : resolve()));
+  }
+}
+
+/** infra/audit/policy.yaml, plus a first rule logging the measured identities' reads. */
+function benchAuditPolicy(dir: string): string {
+  const policy = parseYaml(readFileSync(join(root, "infra/audit/policy.yaml"), "utf8")) as {
+    omitStages?: string[];
+    rules: unknown[];
+  };
+  // Watches are long-running: counted when they open (ResponseStarted).
+  policy.omitStages = ["RequestReceived"];
+  policy.rules.unshift({
+    level: "Metadata",
+    users: [KUBEFN_USER, PEER_USER],
+    verbs: ["get", "list", "watch"],
+  });
+  const file = join(dir, "audit-policy.yaml");
+  writeFileSync(file, stringifyYaml(policy));
+  return file;
+}
+
+interface RunningCluster {
+  kubeconfig: string;
+  child: ChildProcess;
+  stop(): Promise<void>;
+}
+
+async function startAuditedDevcluster(
+  webhook: string,
+  token: string,
+  policy: string,
+): Promise<RunningCluster> {
+  const child = spawn(
+    devclusterBinary,
+    [
+      "--exit-with-parent",
+      "--audit-webhook-url",
+      webhook,
+      "--audit-webhook-token",
+      token,
+      "--audit-policy",
+      policy,
+    ],
+    { stdio: ["ignore", "pipe", "pipe"] },
+  );
+  let tail = "";
+  child.stderr!.setEncoding("utf8").on("data", (c: string) => {
+    tail = (tail + c).slice(-4000);
+  });
+  const exited = new Promise<void>((resolve) => child.once("exit", () => resolve()));
+  const info = await new Promise<{ kubeconfig: string }>((resolve, reject) => {
+    let out = "";
+    const timer = setTimeout(() => reject(new Error(`devcluster not ready in 180 s:\n${tail}`)), 180_000);
+    child.stdout!.setEncoding("utf8").on("data", (c: string) => {
+      out += c;
+      const line = out.split("\n").find((l) => l.startsWith("devcluster ready "));
+      if (!line || !out.includes("\n", out.indexOf("devcluster ready "))) return;
+      clearTimeout(timer);
+      resolve(JSON.parse(line.slice("devcluster ready ".length)) as { kubeconfig: string });
+    });
+    void exited.then(() => {
+      clearTimeout(timer);
+      reject(new Error(`devcluster exited before it was ready:\n${tail}`));
+    });
+  });
+  return {
+    kubeconfig: info.kubeconfig,
+    child,
+    async stop() {
+      if (child.exitCode === null && child.signalCode === null) child.kill("SIGTERM");
+      const timer = setTimeout(() => child.kill("SIGKILL"), 30_000);
+      await exited;
+      clearTimeout(timer);
+    },
+  };
+}
+
+/** `go build` of the peer into a cache directory; Go's build cache makes a rebuild take seconds. */
+function buildPeer(): string {
+  const out = join(root, "node_modules", ".cache", "kubefn-bench", "peer");
+  mkdirSync(join(out, ".."), { recursive: true });
+  const env = { ...process.env, PATH: `${process.env.PATH ?? ""}:/usr/local/go/bin` };
+  execFileSync("go", ["build", "-o", out, "."], {
+    cwd: join(root, "test/bench/peer"),
+    env,
+    stdio: "inherit",
+  });
+  return out;
+}
+
+/** The peer's CRD (kubefn's SubPool schema under the peer's group), SA and the rights it needs. */
+async function installPeer(admin: Kube): Promise<void> {
+  const crd = parseYaml(
+    readFileSync(join(root, "infra/crds/subpools.subrelay.example.com.yaml"), "utf8"),
+  ) as KubeObject & {
+    spec: { group: string };
+  };
+  crd.metadata = { name: `subpools.${PEER_GROUP}` };
+  crd.spec.group = PEER_GROUP;
+  const rule = (apiGroups: string[], resources: string[], verbs: string[]) => ({
+    apiGroups,
+    resources,
+    verbs,
+  });
+  const all = ["get", "list", "watch", "create", "update", "patch", "delete"];
+  const objects: [Resource, KubeObject][] = [
+    [Resources.CustomResourceDefinition, crd],
+    [Resources.Namespace, { apiVersion: "v1", kind: "Namespace", metadata: { name: PEER_NAMESPACE } }],
+    [
+      Resources.ServiceAccount,
+      { apiVersion: "v1", kind: "ServiceAccount", metadata: { name: "peer", namespace: PEER_NAMESPACE } },
+    ],
+    [
+      Resources.ClusterRole,
+      {
+        apiVersion: "rbac.authorization.k8s.io/v1",
+        kind: "ClusterRole",
+        metadata: { name: "kubefn-bench-peer" },
+        rules: [
+          rule([PEER_GROUP], ["subpools"], ["get", "list", "watch", "update", "patch"]),
+          rule([PEER_GROUP], ["subpools/status", "subpools/finalizers"], ["get", "update", "patch"]),
+          rule(
+            [""],
+            ["namespaces", "secrets", "serviceaccounts", "configmaps", "resourcequotas", "services"],
+            all,
+          ),
+          rule(["apps"], ["statefulsets"], all),
+          rule(["networking.k8s.io"], ["networkpolicies"], all),
+          rule(["policy"], ["poddisruptionbudgets"], all),
+          rule(["coordination.k8s.io"], ["leases"], all),
+          rule(["", "events.k8s.io"], ["events"], ["create", "patch", "update"]),
+        ],
+      },
+    ],
+    [
+      Resources.ClusterRoleBinding,
+      {
+        apiVersion: "rbac.authorization.k8s.io/v1",
+        kind: "ClusterRoleBinding",
+        metadata: { name: "kubefn-bench-peer" },
+        roleRef: { apiGroup: "rbac.authorization.k8s.io", kind: "ClusterRole", name: "kubefn-bench-peer" },
+        subjects: [{ kind: "ServiceAccount", name: "peer", namespace: PEER_NAMESPACE }],
+      },
+    ],
+  ];
+  for (const [res, obj] of objects) {
+    try {
+      await admin.create(res, obj);
+    } catch (err) {
+      if (!isAlreadyExists(err)) throw err;
+    }
+  }
+  await waitFor("the peer CRD to be served", 60_000, async () => {
+    try {
+      await admin.list(peerSubPoolResource, { limit: 1 });
+      return true;
+    } catch {
+      return undefined;
+    }
+  });
+}
+
+function saKubeconfig(adminKubeconfig: string, token: string, dir: string, name: string): string {
+  const kc = asServiceAccount(loadKubeConfig({ file: adminKubeconfig }), token);
+  const file = join(dir, `${name}.kubeconfig`);
+  writeFileSync(file, kc.exportConfig(), { mode: 0o600 });
+  return file;
+}
+
+interface Usage {
+  cpuSeconds: number;
+  rssMiB: number;
+}
+
+/** CPU time (user + system) and resident memory of one process, from /proc. */
+function usageOf(pid: number): Usage {
+  const stat = readFileSync(`/proc/${pid}/stat`, "utf8");
+  const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
+  const ticks = Number(fields[11]) + Number(fields[12]);
+  const rssPages = Number(fields[21]);
+  return { cpuSeconds: ticks / 100, rssMiB: (rssPages * 4096) / 2 ** 20 };
+}
+
+async function waitFor<T>(what: string, timeoutMs: number, fn: () => Promise<T | undefined>): Promise<T> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const v = await fn();
+    if (v !== undefined) return v;
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+    await sleep(500);
+  }
+}
+
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+function subPool(group: string, name: string): KubeObject {
+  return {
+    apiVersion: `${group}/${subPoolResource.version}`,
+    kind: "SubPool",
+    metadata: { name },
+    spec: {
+      exposure: { mode: "Internal" },
+      storage: { size: "1Gi" },
+      cpa: { image: "ghcr.io/subrelay/cpa:1.4.0", resources: { requests: { cpu: "100m", memory: "64Mi" } } },
+      cpaManager: {
+        image: "ghcr.io/subrelay/cpa-manager:1.4.0",
+        resources: { requests: { cpu: "50m", memory: "32Mi" } },
+      },
+    },
+  };
+}
+
+/** Creates `objects`, 32 at a time, retrying a CRD that is not served yet. */
+async function createAll(admin: Kube, res: Resource, objects: KubeObject[]): Promise<void> {
+  await mapWithConcurrency(objects, 32, async (o) => {
+    for (let attempt = 0; ; attempt++) {
+      try {
+        return await admin.create(res, o);
+      } catch (err) {
+        if (isAlreadyExists(err)) return o;
+        if (attempt > 20) throw err;
+        await sleep(250);
+      }
+    }
+  });
+}
+
+/** Sum of every series of a Prometheus counter in the host's /metrics. */
+async function counterSum(host: HostProcess, name: string): Promise<number> {
+  const text = await (await fetch(`${host.url}/metrics`)).text();
+  let sum = 0;
+  for (const line of text.split("\n")) {
+    if (line.startsWith(`${name}{`) || line.startsWith(`${name} `))
+      sum += Number(line.split(" ").at(-1)) || 0;
+  }
+  return sum;
+}
+
+/** Resolves once the host's next sweep has run and every pass it caused is done. */
+async function afterSweep(host: HostProcess): Promise<void> {
+  const seen = host.lines.length;
+  await host.waitFor((l) => l.msg === "sweep" && host.lines.indexOf(l) >= seen, 120_000);
+  await waitFor("the host's queue to drain", 300_000, async () =>
+    (await counterSum(host, "kubefn_queue_ready")) + (await counterSum(host, "kubefn_queue_running")) === 0
+      ? true
+      : undefined,
+  );
+}
+
+function byVerb(calls: Counted[]): Record<string, number> {
+  const out: Record<string, number> = {};
+  for (const c of calls) out[c.verb] = (out[c.verb] ?? 0) + 1;
+  return out;
+}
+
+interface Converge {
+  seconds: number;
+  requests: number;
+  perObject: number;
+  byVerb: Record<string, number>;
+  notFound: number;
+}
+
+/** Creates `objects` and waits until `converged` says all are; counts `user`'s requests. */
+async function converge(
+  tee: AuditTee,
+  user: string,
+  admin: Kube,
+  res: Resource,
+  objects: KubeObject[],
+  converged: () => Promise<number>,
+  timeoutMs: number,
+): Promise<Converge> {
+  const t0 = Date.now();
+  await createAll(admin, res, objects);
+  await waitFor(`${objects.length} ${res.resource} converged`, timeoutMs, async () =>
+    (await converged()) >= objects.length ? true : undefined,
+  );
+  const t1 = Date.now();
+  await sleep(5000 + 1500);
+  const calls = tee.between(user, t0 - 1000, t1 + 5000);
+  return {
+    seconds: round((t1 - t0) / 1000, 1),
+    requests: calls.length,
+    perObject: round(calls.length / objects.length, 1),
+    byVerb: byVerb(calls),
+    notFound: calls.filter((c) => c.code === 404).length,
+  };
+}
+
+async function countPools(admin: Kube, res: Resource, prefix: string): Promise<number> {
+  const pools = await listAll<KubeObject & { status?: { namespace?: string } }>(admin, res, {});
+  return pools.filter((p) => p.metadata.name?.startsWith(prefix) && p.status?.namespace).length;
+}
+
+export interface FleetResult {
+  rows: BenchRow[];
+  json: Record<string, unknown>;
+}
+
+export async function benchFleet(opts: FleetOptions = defaultFleet): Promise<FleetResult> {
+  const dir = join(tmpdir(), `kubefn-bench-fleet-${randomBytes(3).toString("hex")}`);
+  mkdirSync(dir, { recursive: true });
+  const peerBinary = buildPeer();
+  const tee = new AuditTee();
+  const webhook = await tee.start();
+  const cleanups: (() => Promise<unknown>)[] = [() => tee.stop()];
+  try {
+    const cluster = await startAuditedDevcluster(webhook, tee.token, benchAuditPolicy(dir));
+    cleanups.unshift(() => cluster.stop());
+    const adminTransport = createNodeTransport(loadKubeConfig({ file: cluster.kubeconfig }));
+    const admin = createKube(adminTransport, { fieldManager: "kubefn-bench" });
+    await installCrdsAndRbac(admin);
+    await installPeer(admin);
+    const kubefnKubeconfig = saKubeconfig(
+      cluster.kubeconfig,
+      await serviceAccountToken(adminTransport, "kubefn-system", "kubefn"),
+      dir,
+      "kubefn",
+    );
+    const peerKubeconfig = saKubeconfig(
+      cluster.kubeconfig,
+      await serviceAccountToken(adminTransport, PEER_NAMESPACE, "peer"),
+      dir,
+      "peer",
+    );
+
+    const intakeToken = randomBytes(24).toString("hex");
+    const host = await startHost({ KUBECONFIG: kubefnKubeconfig, KUBEFN_AUDIT_TOKEN: intakeToken });
+    cleanups.unshift(() => host.stop());
+    tee.intake = { url: `${host.url}/v1/events`, token: intakeToken };
+
+    // kubefn's SubPools, created just after a sweep's passes drained, so that the window holds
+    // the passes the creates caused and no drift pass of the next sweep.
+    await afterSweep(host);
+    process.stderr.write(`fleet: ${opts.subPools} kubefn SubPools …\n`);
+    const kfPools = Array.from({ length: opts.subPools }, (_, i) =>
+      subPool(subPoolResource.group, `kf-${i}`),
+    );
+    const kfPoolConverge = await converge(
+      tee,
+      KUBEFN_USER,
+      admin,
+      subPoolResource,
+      kfPools,
+      () => countPools(admin, subPoolResource, "kf-"),
+      600_000,
+    );
+
+    // kubefn's Proxies, health-checked through local forward proxies.
+    process.stderr.write(`fleet: ${opts.proxies} External Proxies …\n`);
+    const target = await startHttpTarget();
+    const forwardProxies: ForwardProxy[] = await Promise.all([0, 1, 2, 3].map(() => startForwardProxy()));
+    cleanups.push(async () => {
+      await Promise.all(forwardProxies.map((p) => p.close()));
+      await target.close();
+    });
+    await admin.create(Resources.Namespace, {
+      apiVersion: "v1",
+      kind: "Namespace",
+      metadata: { name: "bench-fleet" },
+    });
+    const proxies: KubeObject[] = Array.from({ length: opts.proxies }, (_, i) => ({
+      apiVersion: `${proxyResource.group}/${proxyResource.version}`,
+      kind: "Proxy",
+      metadata: { namespace: "bench-fleet", name: `ext-${i}` },
+      spec: {
+        mode: "External",
+        endpoint: {
+          host: "127.0.0.1",
+          port: forwardProxies[i % forwardProxies.length]!.port,
+          scheme: "http",
+        },
+        healthCheck: { probeURL: `http://127.0.0.1:${target.port}/`, successThreshold: 1 },
+      },
+    }));
+    const proxyConverge = await converge(
+      tee,
+      KUBEFN_USER,
+      admin,
+      proxyResource,
+      proxies,
+      async () => {
+        const listed = await listAll<KubeObject & { status?: { phase?: string } }>(admin, proxyResource, {
+          namespace: "bench-fleet",
+        });
+        return listed.filter((p) => p.status?.phase === "Ready").length;
+      },
+      900_000,
+    );
+
+    // The peer and its SubPools.
+    process.stderr.write(`fleet: controller-runtime peer, ${opts.subPools} SubPools …\n`);
+    const peer = spawn(peerBinary, [], {
+      env: { ...process.env, KUBECONFIG: peerKubeconfig, PEER_LEASE_NAMESPACE: PEER_NAMESPACE },
+      stdio: ["ignore", "pipe", "pipe"],
+    });
+    const peerExited = new Promise<void>((resolve) => peer.once("exit", () => resolve()));
+    cleanups.unshift(async () => {
+      if (peer.exitCode === null && peer.signalCode === null) peer.kill("SIGTERM");
+      await peerExited;
+    });
+    let peerErr = "";
+    peer.stderr!.setEncoding("utf8").on("data", (c: string) => {
+      peerErr = (peerErr + c).slice(-20_000);
+    });
+    void peerExited.then(() => process.stderr.write(`fleet: the peer exited:\n${peerErr.slice(-2000)}\n`));
+    // Elected, its informers synced and its workers started: from here on it only reacts.
+    await waitFor("the peer's workers", 120_000, async () =>
+      peerErr.includes("Starting workers") ? true : undefined,
+    );
+    await sleep(2000);
+    const crPools = Array.from({ length: opts.subPools }, (_, i) => subPool(PEER_GROUP, `cr-${i}`));
+    const peerPoolConverge = await converge(
+      tee,
+      PEER_USER,
+      admin,
+      peerSubPoolResource,
+      crPools,
+      () => countPools(admin, peerSubPoolResource, "cr-"),
+      600_000,
+    );
+
+    // The steady window: both running, nothing changing.
+    process.stderr.write(`fleet: steady window ${opts.steadySeconds} s …\n`);
+    const probesAtProxies = () => target.hits;
+    const s0 = {
+      at: Date.now(),
+      passes: await counterSum(host, "kubefn_passes_total"),
+      probes: probesAtProxies(),
+      host: usageOf(host.child.pid!),
+      peer: usageOf(peer.pid!),
+    };
+    const rss = { host: [] as number[], peer: [] as number[] };
+    while (Date.now() - s0.at < opts.steadySeconds * 1000) {
+      await sleep(5000);
+      rss.host.push(usageOf(host.child.pid!).rssMiB);
+      rss.peer.push(usageOf(peer.pid!).rssMiB);
+    }
+    const s1 = {
+      at: Date.now(),
+      passes: await counterSum(host, "kubefn_passes_total"),
+      probes: probesAtProxies(),
+      host: usageOf(host.child.pid!),
+      peer: usageOf(peer.pid!),
+    };
+    await sleep(2500);
+    const minutes = (s1.at - s0.at) / 60_000;
+    const perHour = (n: number) => round((n / minutes) * 60, 0);
+    const steady = (user: string) => {
+      const calls = tee.between(user, s0.at, s1.at);
+      const verbs = byVerb(calls);
+      return {
+        requestsPerHour: perHour(calls.length),
+        byVerbPerHour: Object.fromEntries(Object.entries(verbs).map(([v, n]) => [v, perHour(n)])),
+      };
+    };
+    const kfSteady = steady(KUBEFN_USER);
+    const peerSteady = steady(PEER_USER);
+    const primaries = opts.proxies + opts.subPools;
+    const messagesPerObjectHour = round((s1.passes - s0.passes) / primaries / (minutes / 60), 2);
+    const probesPerMinute = round((s1.probes - s0.probes) / minutes, 0);
+    const cpu = {
+      host: round((s1.host.cpuSeconds - s0.host.cpuSeconds) / minutes, 2),
+      peer: round((s1.peer.cpuSeconds - s0.peer.cpuSeconds) / minutes, 2),
+    };
+    const maxRss = { host: round(Math.max(...rss.host), 0), peer: round(Math.max(...rss.peer), 0) };
+    const ratio = (a: number, b: number) => (b > 0 ? round(a / b, 2) : null);
+
+    const json = {
+      bench: "fleet",
+      primaries: { proxies: opts.proxies, subPools: opts.subPools, peerSubPools: opts.subPools },
+      steadySeconds: round(minutes * 60, 0),
+      converge: {
+        kubefnSubPools: kfPoolConverge,
+        kubefnProxies: proxyConverge,
+        peerSubPools: peerPoolConverge,
+      },
+      steady: {
+        kubefn: {
+          ...kfSteady,
+          messagesPerObjectHour,
+          probesPerMinute,
+          cpuSecondsPerMinute: cpu.host,
+          maxRssMiB: maxRss.host,
+        },
+        peer: {
+          ...peerSteady,
+          messagesPerObjectHour: 0,
+          cpuSecondsPerMinute: cpu.peer,
+          maxRssMiB: maxRss.peer,
+        },
+      },
+      ratio: {
+        subPoolConvergeSeconds: ratio(kfPoolConverge.seconds, peerPoolConverge.seconds),
+        subPoolConvergeRequestsPerObject: ratio(kfPoolConverge.perObject, peerPoolConverge.perObject),
+        steadyRequestsPerHour: ratio(kfSteady.requestsPerHour, peerSteady.requestsPerHour),
+        cpuSecondsPerMinute: ratio(cpu.host, cpu.peer),
+        maxRssMiB: ratio(maxRss.host, maxRss.peer),
+      },
+      auditForwardErrors: tee.forwardErrors,
+    };
+    const verbs = (v: Record<string, number>) =>
+      Object.entries(v)
+        .map(([k, n]) => `${k} ${n}`)
+        .join(", ");
+    const rows: BenchRow[] = [
+      {
+        name: "fleet converge SubPools",
+        figure: `${kfPoolConverge.seconds} / ${peerPoolConverge.seconds}`,
+        unit: "s kubefn / peer",
+        note: `kubefn ÷ peer ${json.ratio.subPoolConvergeSeconds}; ${opts.subPools} each, audit webhook on`,
+      },
+      {
+        name: "fleet converge requests/SubPool",
+        figure: `${kfPoolConverge.perObject} / ${peerPoolConverge.perObject}`,
+        unit: "requests kubefn / peer",
+        note: `kubefn ÷ peer ${json.ratio.subPoolConvergeRequestsPerObject}; kubefn ${verbs(kfPoolConverge.byVerb)} (${kfPoolConverge.notFound} 404s); peer ${verbs(peerPoolConverge.byVerb)}`,
+      },
+      {
+        name: "fleet converge Proxies",
+        figure: proxyConverge.seconds,
+        unit: "s",
+        note: `${opts.proxies} External Proxies to Ready, ${proxyConverge.perObject} requests each (${verbs(proxyConverge.byVerb)})`,
+      },
+      {
+        name: "fleet steady requests/hour",
+        figure: `${kfSteady.requestsPerHour} / ${peerSteady.requestsPerHour}`,
+        unit: "kubefn / peer",
+        note: `kubefn ÷ peer ${json.ratio.steadyRequestsPerHour}; kubefn (${primaries} primaries) ${verbs(kfSteady.byVerbPerHour)}; peer (${opts.subPools} SubPools) ${verbs(peerSteady.byVerbPerHour)}`,
+      },
+      {
+        name: "fleet steady messages",
+        figure: messagesPerObjectHour,
+        unit: "passes/object-hour",
+        note: "peer: 0 (no resync in the window)",
+      },
+      {
+        name: "fleet steady probes",
+        figure: probesPerMinute,
+        unit: "probes/min",
+        note: "counted at the probe target, through the forward proxies",
+      },
+      {
+        name: "fleet steady CPU",
+        figure: `${cpu.host} / ${cpu.peer}`,
+        unit: "CPU s/min kubefn / peer",
+        note: `kubefn ÷ peer ${json.ratio.cpuSecondsPerMinute}`,
+      },
+      {
+        name: "fleet steady RSS",
+        figure: `${maxRss.host} / ${maxRss.peer}`,
+        unit: "MiB max kubefn / peer",
+        note: `kubefn ÷ peer ${json.ratio.maxRssMiB}`,
+      },
+    ];
+    return { rows, json };
+  } finally {
+    for (const cleanup of cleanups) {
+      try {
+        await cleanup();
+      } catch {
+        // Best effort: the devcluster exits with its parent anyway.
+      }
+    }
+  }
+}

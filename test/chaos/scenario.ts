@@ -1,0 +1,345 @@
+/**
+ * The chaos scenario, shared by the chaos tests (short profile) and `npm run bench -- chaos` (full
+ * profile): Managed Proxies on the Kubernetes pod provider are created, a share updated (new
+ * cloud-init: the instance must be replaced) and a share deleted, while the fault proxy
+ * (test/support/fault-proxy.ts) faults a share of kubefn's API requests. Then every object must
+ * converge and nothing may leak:
+ *
+ * - every live Proxy: observedGeneration = generation, Provisioned=True, `status.providerID` names
+ *   its Pod, and exactly one Pod carries its UID, running the current cloud-init;
+ * - every deleted Proxy is gone (no stuck finalizer) and no Pod carries a UID that is not a live
+ *   Proxy's (no orphaned instance);
+ * - after convergence, a quiet period changes nothing (no late duplicate create).
+ *
+ * kubefn runs behind a {@link Driver} (the Node host, or the Worker in workerd); the admin checks
+ * go straight to the API server, unfaulted. Requests are counted at the fault proxy, so they are
+ * what kubefn sent, answered or not.
+ */
+import { randomBytes } from "node:crypto";
+import { type Proxy as ProxyObject, proxyResource } from "../../shared/controllers/proxy/api.ts";
+import { managedByTagKey, ownerTagKey } from "../../shared/controllers/proxy/providers/provider.ts";
+import { isNotFound, type Kube, type KubeObject, listAll, Resources } from "../../shared/kube/index.ts";
+import type { FaultPlan, FaultProxy } from "../support/fault-proxy.ts";
+
+type Proxy = ProxyObject & KubeObject;
+type Pod = KubeObject & {
+  spec?: { containers?: Array<{ env?: Array<{ name: string; value?: string }> }> };
+  status?: { phase?: string };
+};
+
+/** kubefn under test, talking to the API server through the fault proxy. */
+export interface Driver {
+  /** Passes run so far (one per `pass` log line). */
+  passes(): number;
+  /** Called every poll; a Worker driver runs its cron sweep here, the Node host needs nothing. */
+  tick?(): Promise<void>;
+}
+
+export interface ChaosProfile {
+  /** Managed Proxies created. */
+  objects: number;
+  /** Share of them whose cloud-init is changed once they are Provisioned. */
+  updateShare: number;
+  /** Share deleted once they are Provisioned (disjoint from the updated ones). */
+  deleteShare: number;
+  /** Give up converging after this long. */
+  timeoutMs: number;
+  /** How long a converged state must hold before it counts. */
+  quietMs: number;
+}
+
+export const shortProfile: ChaosProfile = {
+  objects: 30,
+  updateShare: 1 / 3,
+  deleteShare: 1 / 3,
+  timeoutMs: 150_000,
+  quietMs: 3000,
+};
+export const fullProfile: ChaosProfile = {
+  objects: 1000,
+  updateShare: 1 / 3,
+  deleteShare: 1 / 3,
+  timeoutMs: 1_200_000,
+  quietMs: 5000,
+};
+
+/** The faults of a chaos run at `rate`: every kind, slow answers past a 2 s client deadline. */
+export function chaosFaults(rate: number, seed = 12): FaultPlan {
+  return { rate, retryAfterSeconds: 1, slowMs: 3000, seed };
+}
+
+export interface ChaosResult {
+  faultRate: number;
+  objects: number;
+  /** Requests kubefn sent (all of them reached the fault proxy). */
+  requests: number;
+  /** Of which the fault proxy faulted. */
+  faulted: number;
+  passes: number;
+  /** From the first create to a converged state that held for the quiet period. */
+  convergeMs: number;
+  /** Leaks and doubles found after convergence (empty when all is well). */
+  leaks: string[];
+}
+
+/** What is wrong right now; empty when everything converged. */
+export async function findProblems(
+  kube: Kube,
+  namespace: string,
+  expected: ReadonlyMap<string, string>,
+): Promise<{ pending: string[]; leaks: string[] }> {
+  const pending: string[] = [];
+  const leaks: string[] = [];
+  const proxies = await listAll<Proxy>(kube, proxyResource, { namespace });
+  const pods = await listAll<Pod>(kube, Resources.Pod, {
+    namespace,
+    labelSelector: `${managedByTagKey}=kubefn`,
+  });
+  const podsByUid = new Map<string, Pod[]>();
+  for (const pod of pods) {
+    const uid = pod.metadata.labels?.[ownerTagKey] ?? "";
+    podsByUid.set(uid, [...(podsByUid.get(uid) ?? []), pod]);
+  }
+  const live = new Set<string>();
+  for (const p of proxies) {
+    const name = p.metadata.name ?? "";
+    const cloudInit = expected.get(name);
+    if (cloudInit === undefined) {
+      pending.push(`${name}: deleted but still present${p.metadata.deletionTimestamp ? " (finalizer)" : ""}`);
+      continue;
+    }
+    const uid = p.metadata.uid ?? "";
+    live.add(uid);
+    const provisioned = p.status?.conditions?.find((c) => c.type === "Provisioned");
+    const mine = (podsByUid.get(uid) ?? []).filter((pod) => !pod.metadata.deletionTimestamp);
+    if (p.status?.observedGeneration !== p.metadata.generation)
+      pending.push(`${name}: generation not observed`);
+    else if (provisioned?.status !== "True") pending.push(`${name}: Provisioned=${provisioned?.status}`);
+    else if (mine.length === 0) pending.push(`${name}: no instance`);
+    else if (mine.length > 1) pending.push(`${name}: ${mine.length} instances`);
+    else if (envOf(mine[0]!, "CLOUD_INIT") !== cloudInit)
+      pending.push(`${name}: instance has stale cloud-init`);
+    else if (!p.status?.providerID?.endsWith(`/${mine[0]!.metadata.name}`))
+      pending.push(`${name}: providerID ${p.status?.providerID} is not its instance`);
+  }
+  for (const name of expected.keys()) {
+    if (!proxies.some((p) => p.metadata.name === name)) leaks.push(`${name}: the Proxy itself is gone`);
+  }
+  for (const [uid, owned] of podsByUid) {
+    if (!live.has(uid)) pending.push(...owned.map((pod) => `pod ${pod.metadata.name}: owner ${uid} is gone`));
+  }
+  return { pending, leaks };
+}
+
+function envOf(pod: Pod, name: string): string | undefined {
+  return pod.spec?.containers?.[0]?.env?.find((e) => e.name === name)?.value;
+}
+
+function managedProxy(namespace: string, name: string, cloudInit: string): Proxy {
+  return {
+    apiVersion: "crawl.kubefn.dev/v1alpha1",
+    kind: "Proxy",
+    metadata: { name, namespace },
+    spec: {
+      mode: "Managed",
+      provider: "kubernetes",
+      cloudInit: { inline: cloudInit },
+      instance: { image: "kubefn/chaos:1" },
+    },
+  } as Proxy;
+}
+
+async function poolMap<T>(
+  items: readonly T[],
+  limit: number,
+  run: (item: T) => Promise<void>,
+): Promise<void> {
+  let next = 0;
+  await Promise.all(
+    Array.from({ length: Math.min(limit, items.length) }, async () => {
+      while (next < items.length) await run(items[next++]!);
+    }),
+  );
+}
+
+/**
+ * One chaos run in a fresh namespace: configure the faults, create, wait for every Proxy to be
+ * Provisioned, update and delete shares of them, wait for convergence and a quiet period. The
+ * fault proxy's counters are reset at the start and read at the end.
+ *
+ * Caveats: the namespace is left behind for the caller to delete (after the faults are off, so
+ * the finalizers run quickly).
+ */
+export async function runChaos(opts: {
+  admin: Kube;
+  faults: FaultProxy;
+  driver: Driver;
+  profile: ChaosProfile;
+  faultRate: number;
+  log?: (line: string) => void;
+}): Promise<ChaosResult & { namespace: string }> {
+  const { admin, faults, driver, profile, faultRate } = opts;
+  const log = opts.log ?? (() => undefined);
+  const namespace = `chaos-${Math.round(faultRate * 100)}-${randomBytes(3).toString("hex")}`;
+  await admin.create(Resources.Namespace, {
+    apiVersion: "v1",
+    kind: "Namespace",
+    metadata: { name: namespace },
+  });
+  const names = Array.from({ length: profile.objects }, (_, i) => `px-${String(i).padStart(4, "0")}`);
+  const expected = new Map(names.map((n) => [n, "#cloud-config v1"]));
+
+  faults.configure(chaosFaults(faultRate));
+  faults.resetStats();
+  const passesBefore = driver.passes();
+  const started = Date.now();
+
+  await poolMap(names, 16, (name) =>
+    admin.create(proxyResource, managedProxy(namespace, name, "#cloud-config v1")).then(() => undefined),
+  );
+  await converge(admin, namespace, expected, driver, profile, log, "created");
+
+  const updated = names
+    .filter((_, i) => i % 3 === 0)
+    .slice(0, Math.round(profile.objects * profile.updateShare));
+  const deleted = names
+    .filter((_, i) => i % 3 === 1)
+    .slice(0, Math.round(profile.objects * profile.deleteShare));
+  await poolMap(updated, 16, async (name) => {
+    await admin.patch(
+      proxyResource,
+      { namespace, name },
+      {
+        type: "merge",
+        body: { spec: { cloudInit: { inline: "#cloud-config v2" } } },
+      },
+    );
+    expected.set(name, "#cloud-config v2");
+  });
+  await poolMap(deleted, 16, async (name) => {
+    await admin.delete(proxyResource, { namespace, name });
+    expected.delete(name);
+  });
+  await converge(admin, namespace, expected, driver, profile, log, "updated and deleted", started);
+
+  const convergeMs = Date.now() - started;
+  const stats = faults.stats();
+  const passes = driver.passes() - passesBefore;
+  const { pending, leaks } = await findProblems(admin, namespace, expected);
+  return {
+    namespace,
+    faultRate,
+    objects: profile.objects,
+    requests: stats.requests,
+    faulted: stats.faulted,
+    passes,
+    convergeMs,
+    leaks: [...leaks, ...pending],
+  };
+}
+
+async function converge(
+  admin: Kube,
+  namespace: string,
+  expected: ReadonlyMap<string, string>,
+  driver: Driver,
+  profile: ChaosProfile,
+  log: (line: string) => void,
+  what: string,
+  since = Date.now(),
+): Promise<void> {
+  const deadline = Date.now() + profile.timeoutMs;
+  let convergedAt: number | undefined;
+  let last: string[] = [];
+  for (;;) {
+    await driver.tick?.();
+    const { pending, leaks } = await findProblems(admin, namespace, expected).catch((err: unknown) => {
+      if (isNotFound(err)) return { pending: ["namespace gone"], leaks: [] };
+      throw err;
+    });
+    const problems = [...leaks, ...pending];
+    if (problems.length === 0) {
+      convergedAt ??= Date.now();
+      if (Date.now() - convergedAt >= profile.quietMs) {
+        log(`${namespace} ${what}: converged after ${Date.now() - since} ms`);
+        return;
+      }
+    } else {
+      convergedAt = undefined;
+      if (problems.join() !== last.join())
+        log(`${namespace} ${what}: ${problems.length} pending, e.g. ${problems[0]}`);
+      last = problems;
+    }
+    if (Date.now() > deadline) {
+      throw new Error(
+        `${namespace} ${what}: not converged in ${profile.timeoutMs} ms: ${problems.slice(0, 10).join("; ")}`,
+      );
+    }
+    await new Promise((r) => setTimeout(r, 1000));
+  }
+}
+
+export interface OutageResult {
+  /** Requests kubefn sent while the API server answered every one with 503. */
+  requestsDuringOutage: number;
+  outageMs: number;
+  /** From the end of the outage to convergence. */
+  recoverMs: number;
+  leaks: string[];
+}
+
+/**
+ * A struggling API server: `objects` Managed Proxies are created while every request kubefn sends
+ * is answered 503 (Retry-After 1) for `outageMs`; then the server recovers and everything must
+ * converge. Measures what kubefn sent during the outage — with the circuit, it should be little.
+ */
+export async function runOutage(opts: {
+  admin: Kube;
+  faults: FaultProxy;
+  driver: Driver;
+  objects: number;
+  outageMs: number;
+  timeoutMs?: number;
+}): Promise<OutageResult & { namespace: string }> {
+  const { admin, faults, driver } = opts;
+  const namespace = `outage-${randomBytes(3).toString("hex")}`;
+  await admin.create(Resources.Namespace, {
+    apiVersion: "v1",
+    kind: "Namespace",
+    metadata: { name: namespace },
+  });
+  const names = Array.from({ length: opts.objects }, (_, i) => `px-${String(i).padStart(4, "0")}`);
+  const expected = new Map(names.map((n) => [n, "#cloud-config v1"]));
+  faults.configure({ rate: 1, mix: { "503": 1 }, retryAfterSeconds: 1 });
+  faults.resetStats();
+  const started = Date.now();
+  await poolMap(names, 16, (name) =>
+    admin.create(proxyResource, managedProxy(namespace, name, "#cloud-config v1")).then(() => undefined),
+  );
+  while (Date.now() - started < opts.outageMs) {
+    await driver.tick?.();
+    await new Promise((r) => setTimeout(r, 1000));
+  }
+  const requestsDuringOutage = faults.stats().requests;
+  const outageMs = Date.now() - started;
+  faults.configure({ rate: 0 });
+  const recovered = Date.now();
+  await converge(
+    admin,
+    namespace,
+    expected,
+    driver,
+    {
+      objects: opts.objects,
+      updateShare: 0,
+      deleteShare: 0,
+      timeoutMs: opts.timeoutMs ?? 120_000,
+      quietMs: 2000,
+    },
+    () => undefined,
+    "after the outage",
+  );
+  const recoverMs = Date.now() - recovered;
+  const { pending, leaks } = await findProblems(admin, namespace, expected);
+  return { namespace, requestsDuringOutage, outageMs, recoverMs, leaks: [...leaks, ...pending] };
+}

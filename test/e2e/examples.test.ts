@@ -200,9 +200,14 @@ describe("the SubPool examples", () => {
       async () => ((await condition(["get", "subpool", "demo-pool"], "Ready")) === "True" ? true : undefined),
       120_000,
     );
-    expect(await ok(["get", "sp", "demo-pool"])).toMatch(/demo-pool\s+Internal\s+\S*\s*subpool-demo-pool\s+True/);
+    expect(await ok(["get", "sp", "demo-pool"])).toMatch(
+      /demo-pool\s+Internal\s+\S*\s*subpool-demo-pool\s+True/,
+    );
     expect(
-      await jsonpath(["get", "pvc", "-n", "subpool-demo-pool", "data-demo-pool-cpa-manager-0"], "{.status.phase}"),
+      await jsonpath(
+        ["get", "pvc", "-n", "subpool-demo-pool", "data-demo-pool-cpa-manager-0"],
+        "{.status.phase}",
+      ),
     ).toBe("Bound");
     expect(
       await jsonpath(

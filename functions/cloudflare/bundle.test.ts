@@ -50,9 +50,10 @@ describe("the Workers bundle", () => {
   // before the GCE provider was wired on Workers (its REST client and service-account JWT signer,
   // with the SUBPOOL_*/SITE_*/GCE_* settings and the machina component: about +6.5 KiB), then
   // the GKE audit-log intake (Pub/Sub push route, OIDC verification against Google's keys,
-  // LogEntry reading, PUBSUB_* settings: about +2.6 KiB).
-  it("stays at most 86 KiB gzipped", () => {
-    expect(bundle.gzipBytes).toBeLessThanOrEqual(86 * 1024);
+  // LogEntry reading, PUBSUB_* settings: about +2.6 KiB), then Kubernetes Events (the
+  // events.k8s.io recorder with series aggregation and the condition-flip policy: about +1.1 KiB).
+  it("stays at most 87 KiB gzipped", () => {
+    expect(bundle.gzipBytes).toBeLessThanOrEqual(87 * 1024);
   });
 
   it("carries no YAML parser (manifests are parsed at build time)", () => {

@@ -45,17 +45,19 @@ describe("conditionEvents", () => {
       [{ type: "Warning", reason: "ProbeTargetRefused", action: "Reconcile", note: "Healthy=False" }],
     ],
     [
-      "the first appearance counts",
+      "a bad first appearance counts",
       [],
       [c("Quota", "True", "QuotaExceeded")],
       [{ type: "Warning", reason: "QuotaExceeded", action: "Reconcile", note: "Quota=True" }],
     ],
     [
       "a progress reason is Normal",
-      undefined,
+      [c("Healthy", "True", "Ok")],
       [c("Healthy", "False", "Provisioning")],
       [{ type: "Normal", reason: "Provisioning", action: "Reconcile", note: "Healthy=False" }],
     ],
+    ["a good first appearance is no news", undefined, [c("Healthy", "True", "Ok")], []],
+    ["a progressing first appearance is no news", [], [c("Healthy", "False", "Provisioning")], []],
     [
       "neutral conditions are Normal both ways",
       [c("Suspended", "False", "Active")],

@@ -4,7 +4,8 @@ import type { ConditionPolarity, ControllerDefinition } from "./controller.ts";
 /**
  * The Events a status change stands for (pure): one per condition named in the controller's
  * `conditionEvents` (plus its `permanentErrorCondition`, as `negative`) whose status or reason
- * differs between `before` and `after`. A condition that disappears records nothing.
+ * differs between `before` and `after`; a condition that first appears counts only when it is
+ * bad (a Warning). A condition that disappears records nothing.
  *
  * @example
  * conditionEvents(def, [{ type: "Healthy", status: "True", ... }], [{ type: "Healthy", status: "False", reason: "ProbeFailed", ... }])
@@ -27,6 +28,9 @@ export function conditionEvents(
     const bad =
       !progress.has(next.reason) &&
       ((p === "positive" && next.status === "False") || (p === "negative" && next.status === "True"));
+    // A condition's first appearance is news only when it is bad (a validation failure, a
+    // conflict); a good or progressing start is what everyone expects.
+    if (!prev && !bad) continue;
     events.push({
       type: bad ? "Warning" : "Normal",
       reason: next.reason || next.type,

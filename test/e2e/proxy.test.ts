@@ -125,6 +125,13 @@ describe("a Managed Proxy through the functions", () => {
         return p.status?.phase === "Unhealthy" ? p : undefined;
       });
       expect(condition(unhealthy, "Healthy")).toMatchObject({ status: "False", reason: "ProbeFailed" });
+      // The flip is an Event on the Proxy, as kubectl describe shows it.
+      const events = await listAll<
+        KubeObject & { type: string; reason: string; regarding: { name: string } }
+      >(admin, Resources.Event, { namespace: ns });
+      expect(events.filter((e) => e.regarding.name === "health").map((e) => `${e.type} ${e.reason}`)).toEqual(
+        expect.arrayContaining(["Normal InstanceCreated", "Normal Created", "Warning ProbeFailed"]),
+      );
 
       proxy = await startForwardProxy({ host: running.status!.ip!, port: 3128 });
       await eventually("Ready again", async () =>

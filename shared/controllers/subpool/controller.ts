@@ -2,7 +2,7 @@ import type { ObjectKey, Resource } from "../../kube/port.ts";
 import { Resources } from "../../kube/resources.ts";
 import type { ControllerDefinition } from "../../runtime/controller.ts";
 import { generationChanged } from "../../runtime/predicates.ts";
-import { SubPoolConditionType, subPoolNamespacePrefix, subPoolResource } from "./api.ts";
+import { SubPoolConditionType, SubPoolReason, subPoolNamespacePrefix, subPoolResource } from "./api.ts";
 import { defaultOperatorConfig, type OperatorConfig } from "./config.ts";
 import { reconcileSubPool } from "./reconcile.ts";
 import { defaultSubPoolTimings, type SubPoolTimings } from "./timings.ts";
@@ -73,6 +73,9 @@ export function subPoolController(deps: SubPoolControllerDeps = {}): ControllerD
         [SubPoolConditionType.RouteReady]: "positive",
         [SubPoolConditionType.Suspended]: "neutral",
       },
+      // Waiting for the StatefulSet's Pod or the Gateway's acceptance right after a change is
+      // progress, not a problem; a flip from Ready to either is still recorded.
+      progressReasons: [SubPoolReason.StatefulSetNotReady, SubPoolReason.RouteNotReady],
     },
     resyncSeconds: Math.max(60, timings.resync),
     requeueSeconds: {

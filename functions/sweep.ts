@@ -80,6 +80,10 @@ export async function runSweep(
       shards: plan.shards.length,
     };
     ctx.metrics.count("kubefn_sweep_requests_total", { controller: def.name }, sent);
+    // Moves every sweep, also when nothing is due: the "sweep stalled" alert's clock.
+    ctx.metrics.gauge("kubefn_sweep_last_success_timestamp_seconds", ctx.clock.now().getTime() / 1000, {
+      controller: def.name,
+    });
   }
   for (const task of tasks) {
     const primaries = listed.get(task.controller);

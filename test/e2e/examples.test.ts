@@ -281,3 +281,17 @@ describe("the Site example", () => {
     });
   });
 });
+
+describe("the host's /metrics", () => {
+  it("exposes the series infra/monitoring/alerts.yaml alerts on", async () => {
+    const text = await (await fetch(`${host.url}/metrics`)).text();
+    for (const metric of [
+      "kubefn_passes_total",
+      "kubefn_sweep_last_success_timestamp_seconds",
+      "kubefn_proxies",
+      "kubefn_proxy_last_probe_timestamp_seconds",
+    ]) {
+      expect(text).toMatch(new RegExp(`^${metric}\\{`, "m"));
+    }
+  });
+});

@@ -6,7 +6,7 @@ import {
   type RsaJwk,
   staticKeys,
 } from "../shared/auth/index.ts";
-import type { Context } from "../shared/runtime/types.ts";
+import type { Context } from "../shared/runtime/index.ts";
 import { createIntakeApp, mapWithRegistry } from "./intake/index.ts";
 import type { Operators } from "./operators.ts";
 

@@ -1,8 +1,8 @@
 import type { ProvidersByName } from "../shared/controllers/proxy/providers/index.ts";
 import type { Prober } from "../shared/health/index.ts";
-import type { KubeObject } from "../shared/kube/port.ts";
+import type { KubeObject } from "../shared/kube/index.ts";
+import type { Clock, Context, Kube, Log, Metrics, Queue } from "../shared/runtime/index.ts";
 import { isMessage, type PassResult, runPass } from "../shared/runtime/index.ts";
-import type { Clock, Context, Kube, Log, Metrics, Queue } from "../shared/runtime/types.ts";
 import { createFunctionsApp } from "./http.ts";
 import { createOperators, type Operators } from "./operators.ts";
 import type { KubefnSettings } from "./settings.ts";

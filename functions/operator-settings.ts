@@ -7,8 +7,8 @@
  * with {@link operatorSettingsFrom}.
  */
 import * as z from "zod";
-import type { ServiceAccountKey } from "../shared/controllers/proxy/providers/gce-auth.ts";
-import { type OperatorConfig, parseOperatorConfig } from "../shared/controllers/subpool/config.ts";
+import type { ServiceAccountKey } from "../shared/controllers/proxy/providers/index.ts";
+import { type OperatorConfig, parseOperatorConfig } from "../shared/controllers/subpool/index.ts";
 
 /** A comma-separated list, trimmed, empties dropped (settings.ts has the same; no import cycle). */
 const commaList = z.string().transform((s) =>

@@ -1,7 +1,6 @@
 import { Hono } from "hono/tiny";
 import { discoveryRoutes, proxyPhaseGaugeTask } from "../shared/controllers/proxy/discovery/index.ts";
-import { proxyHealthTask } from "../shared/controllers/proxy/health-task.ts";
-import { proxyController } from "../shared/controllers/proxy/index.ts";
+import { proxyController, proxyHealthTask } from "../shared/controllers/proxy/index.ts";
 import { leaseRoutes, leaseSweepTask } from "../shared/controllers/proxy/leases/index.ts";
 import { orphanSweepTask } from "../shared/controllers/proxy/orphans/index.ts";
 import {
@@ -13,10 +12,9 @@ import {
 import { defaultSiteRegistry, siteController } from "../shared/controllers/site/index.ts";
 import { subPoolController } from "../shared/controllers/subpool/index.ts";
 import type { Prober } from "../shared/health/index.ts";
-import type { Kube, KubeObject } from "../shared/kube/port.ts";
+import type { Kube, KubeObject } from "../shared/kube/index.ts";
+import type { Context, SweepTask } from "../shared/runtime/index.ts";
 import { createRegistry, type Registry } from "../shared/runtime/index.ts";
-import type { SweepTask } from "../shared/runtime/sweep-task.ts";
-import type { Context } from "../shared/runtime/types.ts";
 import type { OperatorSettings } from "./operator-settings.ts";
 
 /** What every platform runs: the registry, the sweep's periodic tasks, and extra HTTP routes. */

@@ -1,8 +1,7 @@
+import type { KubeObject } from "../shared/kube/index.ts";
 import { listAll } from "../shared/kube/index.ts";
-import type { KubeObject } from "../shared/kube/port.ts";
+import type { Context, SweepTask } from "../shared/runtime/index.ts";
 import { planSweep, type Registry } from "../shared/runtime/index.ts";
-import type { SweepTask } from "../shared/runtime/sweep-task.ts";
-import type { Context } from "../shared/runtime/types.ts";
 
 export type { SweepTask };
 

@@ -7,7 +7,7 @@
  * Managed Proxies on the devcluster get a Pod IP in 127.0.0.0/8 and listen on port 3128: run this
  * with `--listen <podIP>:3128` to play the proxy inside that Pod.
  */
-import { startForwardProxy, startHttpTarget } from "../shared/health/test-fixtures.ts";
+import { startForwardProxy, startHttpTarget } from "../test/support/probe-fixtures.ts";
 
 function hostPort(flag: string, fallback: string | undefined): { host: string; port: number } | undefined {
   const i = process.argv.indexOf(flag);

@@ -5,7 +5,7 @@ import { join } from "node:path";
 import { pathToFileURL } from "node:url";
 import { promisify } from "node:util";
 import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
-import { type AwsEndpoint, startAwsEndpoint, TEST_CREDENTIALS } from "./test-endpoint.ts";
+import { type AwsEndpoint, startAwsEndpoint, TEST_CREDENTIALS } from "../../test/support/aws-endpoint.ts";
 
 const root = new URL("../../", import.meta.url);
 const fixture = async (name: string): Promise<unknown> =>

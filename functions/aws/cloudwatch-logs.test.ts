@@ -11,10 +11,10 @@ import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
 import { encodeCloudWatchLogs } from "../../shared/audit-export/index.ts";
 import { proxyResource } from "../../shared/controllers/proxy/api.ts";
 import type { Message } from "../../shared/runtime/types.ts";
-import { FakeKube } from "../../test/unit/runtime/fake-kube.ts";
+import { type AwsEndpoint, startAwsEndpoint, TEST_CREDENTIALS } from "../../test/support/aws-endpoint.ts";
+import { FakeKube } from "../../test/support/fake-kube.ts";
 import { createOperators } from "../operators.ts";
 import { createHandler } from "./handler.ts";
-import { type AwsEndpoint, startAwsEndpoint, TEST_CREDENTIALS } from "./test-endpoint.ts";
 
 const eks = (name: string) =>
   JSON.parse(readFileSync(new URL(`../../test/fixtures/eks/${name}`, import.meta.url), "utf8")) as Record<

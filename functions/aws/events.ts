@@ -1,4 +1,5 @@
 import type { LambdaEvent } from "hono/aws-lambda";
+import { isRecord } from "../../shared/guards/index.ts";
 import { DETAIL_TYPE, SOURCE } from "./queue.ts";
 
 /**
@@ -18,8 +19,6 @@ export interface ScheduledEvent {
   time: string;
   resources: string[];
 }
-
-const isRecord = (x: unknown): x is Record<string, unknown> => typeof x === "object" && x !== null;
 
 /** API Gateway v2 and Function URL (`requestContext.http`), or API Gateway v1 (`httpMethod`). */
 export function isHttpEvent(event: unknown): event is LambdaEvent {

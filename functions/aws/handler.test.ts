@@ -4,12 +4,12 @@ import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
 import type { ControllerDefinition } from "../../shared/runtime/controller.ts";
 import { createRegistry, type Message, requeueAfter } from "../../shared/runtime/index.ts";
 import type { Resource } from "../../shared/runtime/types.ts";
+import { type AwsEndpoint, startAwsEndpoint, TEST_CREDENTIALS } from "../../test/support/aws-endpoint.ts";
+import { FakeKube } from "../../test/support/fake-kube.ts";
 import { ProxyResource, proxyController } from "../../test/unit/runtime/controllers.ts";
-import { FakeKube } from "../../test/unit/runtime/fake-kube.ts";
 import type { SweepSummary } from "../sweep.ts";
 import { createHandler } from "./handler.ts";
 import { scheduleName } from "./queue.ts";
-import { type AwsEndpoint, startAwsEndpoint, TEST_CREDENTIALS } from "./test-endpoint.ts";
 
 /** The fixtures carry real Proxy events (crawl.kubefn.dev); the test controller reconciles that kind. */
 const ProxyKind: Resource = { ...ProxyResource, group: "crawl.kubefn.dev" };

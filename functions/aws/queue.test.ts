@@ -2,7 +2,6 @@ import { EventBridgeClient } from "@aws-sdk/client-eventbridge";
 import { SchedulerClient } from "@aws-sdk/client-scheduler";
 import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
 import type { Message } from "../../shared/runtime/types.ts";
-import { awsQueue, MAX_ENTRY_MESSAGES, PutEventsError, scheduleName } from "./queue.ts";
 import {
   type AwsEndpoint,
   defaultAnswer,
@@ -10,7 +9,8 @@ import {
   TEST_CREDENTIALS,
   type WireAnswer,
   type WireRequest,
-} from "./test-endpoint.ts";
+} from "../../test/support/aws-endpoint.ts";
+import { awsQueue, MAX_ENTRY_MESSAGES, PutEventsError, scheduleName } from "./queue.ts";
 
 const NOW = new Date("2026-11-30T12:00:00.400Z");
 const ROLE = "arn:aws:iam::111122223333:role/kubefn-scheduler";

@@ -5,7 +5,7 @@ import {
   type PutEventsRequestEntry,
 } from "@aws-sdk/client-eventbridge";
 import { CreateScheduleCommand, type SchedulerClient } from "@aws-sdk/client-scheduler";
-import { type Clock, type Message, type Queue, requestKey } from "../../shared/runtime/types.ts";
+import { type Clock, type Message, type Queue, requestKey } from "../../shared/runtime/index.ts";
 
 export const SOURCE = "kubefn";
 export const DETAIL_TYPE = "kubefn.reconcile";

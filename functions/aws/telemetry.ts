@@ -1,4 +1,4 @@
-import type { Metrics } from "../../shared/runtime/types.ts";
+import type { Metrics } from "../../shared/runtime/index.ts";
 
 /**
  * Metrics as CloudWatch Embedded Metric Format log lines (namespace `kubefn`, the labels as

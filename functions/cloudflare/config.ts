@@ -1,6 +1,6 @@
 import type { AnalyticsEngineDataset, Queue as QueueBinding } from "@cloudflare/workers-types/index.ts";
 import * as z from "zod";
-import type { Message } from "../../shared/runtime/types.ts";
+import type { Message } from "../../shared/runtime/index.ts";
 import {
   atLeastOneMinute,
   type KubefnSettings,

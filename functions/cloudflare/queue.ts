@@ -3,8 +3,8 @@ import type {
   MessageSendRequest,
   Queue as QueueBinding,
 } from "@cloudflare/workers-types/index.ts";
+import type { Log, Message, Queue } from "../../shared/runtime/index.ts";
 import { backoffSeconds, isMessage } from "../../shared/runtime/index.ts";
-import type { Log, Message, Queue } from "../../shared/runtime/types.ts";
 
 export { isMessage };
 

@@ -1,5 +1,5 @@
 import type { AnalyticsEngineDataset } from "@cloudflare/workers-types/index.ts";
-import type { Metrics } from "../../shared/runtime/types.ts";
+import type { Metrics } from "../../shared/runtime/index.ts";
 
 /**
  * Metrics as Analytics Engine data points (blob1 = name, blob2 = labels as JSON, double1 =

@@ -16,7 +16,7 @@ import type { ExecutionContext, MessageBatch, ScheduledController } from "@cloud
 import { createSocketProber } from "../../shared/health/socket-prober.ts";
 import { createFetchTransport, guardedKube } from "../../shared/kube/index.ts";
 import { createKubefn, type Kubefn } from "../kubefn.ts";
-import { createJsonLog } from "../log.ts";
+import { createJsonLog } from "../telemetry/index.ts";
 import { parseWorkerEnv, WorkerConfigError, type WorkerEnv } from "./config.ts";
 import { consumeBatch, queuesPort } from "./queue.ts";
 import { createMetrics } from "./telemetry.ts";

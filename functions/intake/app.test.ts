@@ -1,11 +1,11 @@
 import { readFileSync } from "node:fs";
 import { beforeEach, describe, expect, it } from "vitest";
+import { signBatch } from "../../shared/auth/index.ts";
 import { createRegistry } from "../../shared/runtime/index.ts";
 import type { Message } from "../../shared/runtime/types.ts";
+import { FakeKube, fakeContext } from "../../test/support/fake-kube.ts";
 import { proxyController, siteController, subPoolController } from "../../test/unit/runtime/controllers.ts";
-import { FakeKube, fakeContext } from "../../test/unit/runtime/fake-kube.ts";
 import { createIntakeApp } from "./app.ts";
-import { signBatch } from "./signature.ts";
 import { mapWithRegistry } from "./wire.ts";
 
 const AUDIT_TOKEN = "audit-token-0123456789abcdef";
@@ -268,6 +268,146 @@ describe("intake fuzz", () => {
     // Both the accepting and the rejecting paths were exercised.
     expect(statuses.get(202)).toBeGreaterThan(100);
     expect(statuses.get(400)).toBeGreaterThan(1000);
-    expect([...statuses.keys()].every((code) => code === 202 || code === 400)).toBe(true);
+    // 409: the same body signed at the same second is a replay of an accepted batch.
+    expect([...statuses.keys()].every((code) => code === 202 || code === 400 || code === 409)).toBe(true);
   }, 120_000);
+});
+
+describe("intake as an attacker meets it", () => {
+  /** A body that counts how much of it was read, and never ends unless `size` is reached. */
+  function countingBody(size: number) {
+    let pulled = 0;
+    const stream = new ReadableStream<Uint8Array>({
+      pull(controller) {
+        if (pulled >= size) {
+          controller.close();
+          return;
+        }
+        const chunk = new Uint8Array(Math.min(64 * 1024, size - pulled)).fill(0x20);
+        pulled += chunk.byteLength;
+        controller.enqueue(chunk);
+      },
+    });
+    return { stream, pulled: () => pulled };
+  }
+  const postStream = (
+    app: ReturnType<typeof setup>["app"],
+    body: ReadableStream,
+    headers: Record<string, string>,
+  ) =>
+    app.request("/v1/events", {
+      method: "POST",
+      body,
+      headers: { "content-type": "application/json", ...headers },
+      duplex: "half",
+    } as RequestInit);
+
+  it.each([
+    ["no credentials", {}],
+    ["a wrong bearer token", { authorization: "Bearer nope" }],
+    [
+      "a stale relay timestamp",
+      { "x-kubefn-timestamp": String(nowSeconds - 3600), "x-kubefn-signature": `sha256=${"0".repeat(64)}` },
+    ],
+    [
+      "a future relay timestamp",
+      { "x-kubefn-timestamp": String(nowSeconds + 60), "x-kubefn-signature": `sha256=${"0".repeat(64)}` },
+    ],
+    [
+      "a malformed signature",
+      { "x-kubefn-timestamp": String(nowSeconds), "x-kubefn-signature": "sha256=zz" },
+    ],
+  ])("refuses %s before reading a byte of the body", async (_what, headers) => {
+    const s = setup();
+    const body = countingBody(64 * 1024 * 1024);
+    const res = await postStream(s.app, body.stream, headers as Record<string, string>);
+    expect(res.status).toBe(401);
+    expect(body.pulled()).toBeLessThanOrEqual(64 * 1024); // at most what the stream pre-buffers
+    expect(s.enqueued).toEqual([]);
+  });
+
+  it("cuts an authenticated body off at the cap, without Content-Length, reading little more than the cap", async () => {
+    const s = setup(256 * 1024);
+    const body = countingBody(64 * 1024 * 1024);
+    const res = await postStream(s.app, body.stream, { authorization: `Bearer ${AUDIT_TOKEN}` });
+    expect(res.status).toBe(413);
+    expect(body.pulled()).toBeLessThan(512 * 1024);
+  });
+
+  it("refuses a relay batch replayed within the window, and a future-dated one", async () => {
+    const s = setup();
+    const headers = await signBatch(RELAY_SECRET, relayBody, nowSeconds);
+    expect((await post(s.app, relayBody, headers)).status).toBe(202);
+    const replay = await post(s.app, relayBody, headers);
+    expect(replay.status).toBe(409);
+    expect(await replay.json()).toMatchObject({ reason: "Replayed" });
+    expect(s.enqueued).toHaveLength(1);
+    const future = await post(s.app, relayBody, await signBatch(RELAY_SECRET, relayBody, nowSeconds + 120));
+    expect(future.status).toBe(401);
+    expect(await future.json()).toMatchObject({ reason: "FutureTimestamp" });
+  });
+
+  it("a forged signature is not remembered: the real batch still gets through", async () => {
+    const s = setup();
+    const real = await signBatch(RELAY_SECRET, relayBody, nowSeconds);
+    const forged = await signBatch("not-the-secret-0123456789", relayBody, nowSeconds);
+    expect((await post(s.app, relayBody, forged)).status).toBe(401);
+    expect((await post(s.app, relayBody, real)).status).toBe(202);
+  });
+
+  it("answers 503 with Retry-After beyond the concurrency bound, before reading the body", async () => {
+    const registry = createRegistry([proxyController()]);
+    const { ctx } = fakeContext(new FakeKube(), { now: NOW });
+    let release: () => void = () => {};
+    const gate = new Promise<void>((resolve) => {
+      release = resolve;
+    });
+    const app = createIntakeApp({
+      auditToken: AUDIT_TOKEN,
+      maxBodyBytes: 1 << 20,
+      replayWindowSeconds: 300,
+      maxConcurrentBatches: 2,
+      clock: ctx.clock,
+      log: ctx.log,
+      metrics: ctx.metrics,
+      map: mapWithRegistry(ctx, registry, []),
+      enqueue: () => gate,
+    });
+    const auth = { authorization: `Bearer ${AUDIT_TOKEN}` };
+    const held = [post(app, auditFixture, auth), post(app, auditFixture, auth)];
+    await new Promise((r) => setTimeout(r, 20));
+    const body = countingBody(1 << 20);
+    const busy = await postStream(app, body.stream, auth);
+    expect(busy.status).toBe(503);
+    expect(busy.headers.get("retry-after")).toBe("1");
+    expect(body.pulled()).toBeLessThanOrEqual(64 * 1024);
+    release();
+    expect((await Promise.all(held)).map((r) => r.status)).toEqual([202, 202]);
+    expect((await post(app, auditFixture, auth)).status).toBe(202);
+  });
+});
+
+describe("replays and transient failures", () => {
+  it("a batch refused with 503 (enqueue failed) can be sent again under the same signature", async () => {
+    const registry = createRegistry([proxyController()]);
+    const { ctx } = fakeContext(new FakeKube(), { now: NOW });
+    let fail = true;
+    const app = createIntakeApp({
+      relaySecret: RELAY_SECRET,
+      maxBodyBytes: 1 << 20,
+      replayWindowSeconds: 300,
+      clock: ctx.clock,
+      log: ctx.log,
+      metrics: ctx.metrics,
+      map: mapWithRegistry(ctx, registry, []),
+      enqueue: async () => {
+        if (fail) throw new Error("queue unavailable");
+      },
+    });
+    const headers = await signBatch(RELAY_SECRET, relayBody, nowSeconds);
+    expect((await post(app, relayBody, headers)).status).toBe(503);
+    fail = false;
+    expect((await post(app, relayBody, headers)).status).toBe(202);
+    expect((await post(app, relayBody, headers)).status).toBe(409);
+  });
 });

@@ -1,9 +1,16 @@
 import type { Context } from "hono";
-import { bodyLimit } from "hono/body-limit";
 import { Hono } from "hono/tiny";
-import type { Clock, Log, Message, Metrics } from "../../shared/runtime/types.ts";
+import {
+  bearerMatches,
+  type CheckedHeaders,
+  checkSignatureHeaders,
+  SIGNATURE_HEADER,
+  TIMESTAMP_HEADER,
+  verifyBody,
+} from "../../shared/auth/index.ts";
+import type { Clock, Log, Message, Metrics } from "../../shared/runtime/index.ts";
 import { type PubSubOptions, pubsubHandler } from "./pubsub.ts";
-import { bearerMatches, SIGNATURE_HEADER, TIMESTAMP_HEADER, verifyBatch } from "./signature.ts";
+import { memoryReplayGuard, type ReplayGuard } from "./replay.ts";
 
 /** Which sender a batch came from; decides how it is authenticated and decoded. */
 export type BatchSource = "audit" | "relay";
@@ -32,6 +39,13 @@ export interface IntakeOptions {
   pubsub?: PubSubOptions;
   maxBodyBytes: number;
   replayWindowSeconds: number;
+  /** Signatures seen within the window; default one in memory per app (see replay.ts). */
+  replayGuard?: ReplayGuard;
+  /**
+   * Batches processed at once by this instance; more get 503 with Retry-After before their body
+   * is read. Default {@link defaultMaxConcurrentBatches}.
+   */
+  maxConcurrentBatches?: number;
   clock: Clock;
   log: Log;
   metrics: Metrics;
@@ -39,14 +53,23 @@ export interface IntakeOptions {
   enqueue(messages: Message[]): Promise<void>;
 }
 
+/** Default of {@link IntakeOptions.maxConcurrentBatches}. */
+export const defaultMaxConcurrentBatches = 16;
+
 /**
  * The intake function: `POST /v1/events` takes audit `EventList`s (bearer token) and relay
  * batches (HMAC signature), maps them to deduplicated reconcile requests and enqueues them.
  * `GET /healthz` answers 200. `POST /v1/events/pubsub` takes Pub/Sub push deliveries of GKE audit
  * log entries (see {@link pubsubHandler}).
  *
- * Answers: 202 with the counts and the requests enqueued; 401 unauthenticated; 400 malformed; 413
- * over the size cap.
+ * It rejects before it reads: a request without a valid bearer token, or without well-formed
+ * signature headers whose timestamp is inside the window (and not in the future), is refused
+ * from its headers alone; only then is the body read, as a stream cut off at `maxBodyBytes`.
+ * A relay batch's signature is accepted once per window (a replay is 409).
+ *
+ * Answers: 202 with the counts and the requests enqueued; 401 unauthenticated; 400 malformed;
+ * 409 replayed; 413 over the size cap; 503 (Retry-After) over the concurrency bound or when
+ * enqueueing failed.
  *
  * @example
  * const app = createIntakeApp({ auditToken, relaySecret, maxBodyBytes: 4 << 20, ... });
@@ -54,40 +77,57 @@ export interface IntakeOptions {
  */
 export function createIntakeApp(opts: IntakeOptions): Hono {
   const app = new Hono();
+  const replayGuard = opts.replayGuard ?? memoryReplayGuard();
+  const maxConcurrent = opts.maxConcurrentBatches ?? defaultMaxConcurrentBatches;
+  let inFlight = 0;
 
   app.get("/healthz", (c) => c.json({ ok: true }));
 
-  app.post(
-    "/v1/events",
-    bodyLimit({
-      maxSize: opts.maxBodyBytes,
-      onError: (c) => {
+  app.post("/v1/events", async (c) => {
+    const nowSeconds = opts.clock.now().getTime() / 1000;
+    const signature = c.req.header(SIGNATURE_HEADER);
+    let source: BatchSource;
+    let relayHeaders: CheckedHeaders | undefined;
+    if (signature !== undefined || c.req.header(TIMESTAMP_HEADER) !== undefined) {
+      if (!opts.relaySecret) return reject(c, 401, "NotConfigured", "relay intake is not configured");
+      const verdict = checkSignatureHeaders(
+        { signature, timestamp: c.req.header(TIMESTAMP_HEADER) },
+        nowSeconds,
+        opts.replayWindowSeconds,
+      );
+      if (!verdict.ok) return reject(c, 401, verdict.reason, describe(verdict.reason));
+      relayHeaders = verdict.checked;
+      source = "relay";
+    } else {
+      const auth = c.req.header("authorization");
+      const token = auth?.startsWith("Bearer ") ? auth.slice(7) : undefined;
+      if (!opts.auditToken || !(await bearerMatches(token, opts.auditToken))) {
+        return reject(c, 401, "Unauthenticated", "a bearer token or a relay signature is required");
+      }
+      source = "audit";
+    }
+
+    if (inFlight >= maxConcurrent) {
+      opts.metrics.count("kubefn_intake_rejected_total", { reason: "Busy" });
+      c.header("Retry-After", "1");
+      return c.json({ error: "intake is busy; retry", reason: "Busy" }, 503);
+    }
+    inFlight++;
+    try {
+      const read = await readCapped(c.req.raw, opts.maxBodyBytes);
+      if (!read.ok) {
         opts.metrics.count("kubefn_intake_rejected_total", { reason: "TooLarge" });
-        return c.json({ error: `batch larger than ${opts.maxBodyBytes} bytes` }, 413);
-      },
-    }),
-    async (c) => {
-      const body = await c.req.text();
-      const signature = c.req.header(SIGNATURE_HEADER);
-      let source: BatchSource;
-      if (signature !== undefined || c.req.header(TIMESTAMP_HEADER) !== undefined) {
-        if (!opts.relaySecret) return reject(c, 401, "NotConfigured", "relay intake is not configured");
-        const verdict = await verifyBatch(
-          opts.relaySecret,
-          body,
-          { signature, timestamp: c.req.header(TIMESTAMP_HEADER) },
-          opts.clock.now().getTime() / 1000,
-          opts.replayWindowSeconds,
-        );
-        if (!verdict.ok) return reject(c, 401, verdict.reason, describe(verdict.reason));
-        source = "relay";
-      } else {
-        const auth = c.req.header("authorization");
-        const token = auth?.startsWith("Bearer ") ? auth.slice(7) : undefined;
-        if (!opts.auditToken || !(await bearerMatches(token, opts.auditToken))) {
-          return reject(c, 401, "Unauthenticated", "a bearer token or a relay signature is required");
+        return c.json({ error: `batch larger than ${opts.maxBodyBytes} bytes`, reason: "TooLarge" }, 413);
+      }
+      const body = read.text;
+      if (relayHeaders) {
+        if (!(await verifyBody(opts.relaySecret ?? "", body, relayHeaders))) {
+          return reject(c, 401, "BadSignature", describe("BadSignature"));
         }
-        source = "audit";
+        if (replayGuard.seen(signature ?? "", nowSeconds)) {
+          opts.metrics.count("kubefn_intake_rejected_total", { reason: "Replayed" });
+          return c.json({ error: "this batch was already accepted", reason: "Replayed" }, 409);
+        }
       }
 
       let batch: unknown;
@@ -104,6 +144,10 @@ export function createIntakeApp(opts: IntakeOptions): Hono {
         throw err;
       }
       if (mapped.messages.length > 0) await opts.enqueue(mapped.messages);
+      if (relayHeaders) {
+        const expires = relayHeaders.timestampSeconds + opts.replayWindowSeconds;
+        replayGuard.remember(signature ?? "", expires, nowSeconds);
+      }
       opts.metrics.count("kubefn_intake_batches_total", { source });
       opts.metrics.count("kubefn_intake_requests_total", { source }, mapped.messages.length);
       return c.json(
@@ -115,10 +159,12 @@ export function createIntakeApp(opts: IntakeOptions): Hono {
         },
         202,
       );
-    },
-  );
+    } finally {
+      inFlight--;
+    }
+  });
 
-  app.post("/v1/events/pubsub", pubsubHandler(opts, reject));
+  app.post("/v1/events/pubsub", pubsubHandler(opts, reject, replayGuard));
 
   app.onError((err, c) => {
     opts.log.error("intake failed", { error: String(err) });
@@ -134,6 +180,42 @@ export function createIntakeApp(opts: IntakeOptions): Hono {
   return app;
 }
 
+/**
+ * The body as text, read as a stream and abandoned as soon as it exceeds `maxBytes` (a declared
+ * Content-Length over the cap is refused without reading at all).
+ */
+export async function readCapped(
+  req: Request,
+  maxBytes: number,
+): Promise<{ ok: true; text: string } | { ok: false }> {
+  const declared = Number(req.headers.get("content-length") ?? "");
+  if (Number.isFinite(declared) && declared > maxBytes) {
+    await req.body?.cancel().catch(() => {});
+    return { ok: false };
+  }
+  if (!req.body) return { ok: true, text: "" };
+  const reader = req.body.getReader();
+  const chunks: Uint8Array[] = [];
+  let total = 0;
+  for (;;) {
+    const { done, value } = await reader.read();
+    if (done) break;
+    total += value.byteLength;
+    if (total > maxBytes) {
+      await reader.cancel().catch(() => {});
+      return { ok: false };
+    }
+    chunks.push(value);
+  }
+  const bytes = new Uint8Array(total);
+  let offset = 0;
+  for (const chunk of chunks) {
+    bytes.set(chunk, offset);
+    offset += chunk.byteLength;
+  }
+  return { ok: true, text: new TextDecoder().decode(bytes) };
+}
+
 function describe(reason: string): string {
   switch (reason) {
     case "MissingSignature":
@@ -142,6 +224,8 @@ function describe(reason: string): string {
       return `${SIGNATURE_HEADER} must be sha256=<64 hex> and ${TIMESTAMP_HEADER} unix seconds`;
     case "StaleTimestamp":
       return "timestamp outside the replay window";
+    case "FutureTimestamp":
+      return "timestamp in the future";
     default:
       return "signature does not match the body";
   }

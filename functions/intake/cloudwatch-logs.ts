@@ -3,7 +3,7 @@ import {
   CloudWatchLogsDecodeError,
   decodeCloudWatchLogs,
 } from "../../shared/audit-export/index.ts";
-import type { Log, Message, Metrics, Request } from "../../shared/runtime/types.ts";
+import type { Log, Message, Metrics, Request } from "../../shared/runtime/index.ts";
 import type { BatchSource, MappedBatch } from "./app.ts";
 
 export interface CloudWatchLogsIntake {

@@ -1,11 +1,13 @@
+export { SIGNATURE_HEADER, signBatch, TIMESTAMP_HEADER, verifyBatch } from "../../shared/auth/index.ts";
 export {
   type BatchSource,
   createIntakeApp,
   type IntakeOptions,
   MalformedBatchError,
   type MappedBatch,
+  readCapped,
 } from "./app.ts";
 export { intakeCloudWatchLogs } from "./cloudwatch-logs.ts";
 export { type PubSubOptions, pubsubHandler } from "./pubsub.ts";
-export { SIGNATURE_HEADER, signBatch, TIMESTAMP_HEADER, verifyBatch } from "./signature.ts";
+export { memoryReplayGuard, type ReplayGuard } from "./replay.ts";
 export { mapWithRegistry } from "./wire.ts";

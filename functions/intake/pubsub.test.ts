@@ -6,14 +6,13 @@
 import { readFileSync } from "node:fs";
 import { beforeAll, describe, expect, it } from "vitest";
 import { pushBodyOf } from "../../shared/audit-export/index.ts";
-import { type KeySource, KeysUnavailableError, staticKeys } from "../../shared/auth/index.ts";
+import { type KeySource, KeysUnavailableError, signBatch, staticKeys } from "../../shared/auth/index.ts";
 import { proxyResource } from "../../shared/controllers/proxy/api.ts";
 import type { Message } from "../../shared/runtime/types.ts";
 import { createTokenSigner, type TokenSigner } from "../../test/fixtures/google-tokens.ts";
-import { FakeKube, fakeContext } from "../../test/unit/runtime/fake-kube.ts";
+import { FakeKube, fakeContext } from "../../test/support/fake-kube.ts";
 import { createOperators } from "../operators.ts";
 import { createIntakeApp } from "./app.ts";
-import { signBatch } from "./signature.ts";
 import { mapWithRegistry } from "./wire.ts";
 
 const AUD = "https://kubefn.example.com/v1/events/pubsub";
@@ -192,12 +191,26 @@ describe("Pub/Sub push intake of GKE audit logs", () => {
     expect(res.status).toBe(401);
   });
 
-  it("the relay's HMAC signature authenticates a forwarded delivery", async () => {
+  it("the relay's HMAC signature authenticates a forwarded delivery, once: a replay is 409", async () => {
     const s = setup();
     const body = gke("push-proxy-create.json");
-    const res = await s.push(body, await signBatch(RELAY_SECRET, body, Date.now() / 1000));
+    const headers = await signBatch(RELAY_SECRET, body, Date.now() / 1000);
+    const res = await s.push(body, headers);
     expect(res.status).toBe(202);
     expect(s.enqueued).toHaveLength(1);
+    const again = await s.push(body, headers);
+    expect(again.status).toBe(409);
+    expect(await again.json()).toMatchObject({ reason: "Replayed" });
+    expect(s.enqueued).toHaveLength(1);
+  });
+
+  it("a signed delivery with a stale timestamp is refused from its headers", async () => {
+    const s = setup();
+    const body = gke("push-proxy-create.json");
+    const res = await s.push(body, await signBatch(RELAY_SECRET, body, Date.now() / 1000 - 3600));
+    expect(res.status).toBe(401);
+    expect(await res.json()).toMatchObject({ reason: "StaleTimestamp" });
+    expect(s.enqueued).toEqual([]);
   });
 
   it("signing keys that cannot be fetched → 503 (Pub/Sub redelivers), nothing enqueued", async () => {

@@ -4,9 +4,18 @@ import {
   PushDeliveryError,
   parsePushDelivery,
 } from "../../shared/audit-export/index.ts";
-import { KeysUnavailableError, type PushTokenPolicy, verifyPushToken } from "../../shared/auth/index.ts";
-import type { IntakeOptions, MappedBatch } from "./app.ts";
-import { SIGNATURE_HEADER, TIMESTAMP_HEADER, verifyBatch } from "./signature.ts";
+import {
+  type CheckedHeaders,
+  checkSignatureHeaders,
+  KeysUnavailableError,
+  type PushTokenPolicy,
+  SIGNATURE_HEADER,
+  TIMESTAMP_HEADER,
+  verifyBody,
+  verifyPushToken,
+} from "../../shared/auth/index.ts";
+import { type IntakeOptions, type MappedBatch, readCapped } from "./app.ts";
+import type { ReplayGuard } from "./replay.ts";
 
 /** How intake authenticates Pub/Sub push deliveries. */
 export interface PubSubOptions {
@@ -28,11 +37,14 @@ type Acked = { reason: string; detail: string };
  * envelope, data not base64, over the size cap), since a redelivery would be the same bytes;
  * 401 no or bad credentials, 403 a Google token for another audience or service account (both
  * fixable by configuration, so redelivery is right); 503 the keys or the queue are unreachable.
- * Nothing is enqueued unless the delivery is authenticated.
+ * Nothing is enqueued unless the delivery is authenticated. A signed delivery is checked as a
+ * relay batch is: headers before the body, and its signature accepted once (`replayGuard`, shared
+ * with `POST /v1/events`; a replay is 409).
  */
 export function pubsubHandler(
   opts: IntakeOptions,
   reject: (c: Context, status: 400 | 401 | 403 | 413 | 503, reason: string, message: string) => Response,
+  replayGuard: ReplayGuard,
 ): Handler {
   const ack = (c: Context, why: Acked) => {
     opts.metrics.count("kubefn_intake_acknowledged_total", { source: "pubsub", reason: why.reason });
@@ -60,31 +72,41 @@ export function pubsubHandler(
   };
 
   return async (c) => {
-    const signed =
-      c.req.header(SIGNATURE_HEADER) !== undefined || c.req.header(TIMESTAMP_HEADER) !== undefined;
-    if (signed && !opts.relaySecret) return reject(c, 401, "NotConfigured", "relay intake is not configured");
-    if (!signed) {
+    const nowSeconds = opts.clock.now().getTime() / 1000;
+    const signature = c.req.header(SIGNATURE_HEADER);
+    const signed = signature !== undefined || c.req.header(TIMESTAMP_HEADER) !== undefined;
+    let relayHeaders: CheckedHeaders | undefined;
+    if (signed) {
+      if (!opts.relaySecret) return reject(c, 401, "NotConfigured", "relay intake is not configured");
+      const verdict = checkSignatureHeaders(
+        { signature, timestamp: c.req.header(TIMESTAMP_HEADER) },
+        nowSeconds,
+        opts.replayWindowSeconds,
+      );
+      if (!verdict.ok) return reject(c, 401, verdict.reason, "relay signature headers are not valid");
+      relayHeaders = verdict.checked;
+    } else {
       const refused = await checkToken(c);
       if (refused) return refused;
     }
-    const body = await readLimited(c.req.raw, opts.maxBodyBytes);
-    if (body === undefined) {
+    const read = await readCapped(c.req.raw, opts.maxBodyBytes);
+    if (!read.ok) {
       // A token-authenticated delivery that is too large would come again byte for byte: ack it.
       // A signed one cannot be verified without its whole body: refuse it.
-      if (!signed) {
+      if (!relayHeaders) {
         return ack(c, { reason: "TooLarge", detail: `delivery larger than ${opts.maxBodyBytes} bytes` });
       }
       return reject(c, 413, "TooLarge", `delivery larger than ${opts.maxBodyBytes} bytes`);
     }
-    if (signed) {
-      const verdict = await verifyBatch(
-        opts.relaySecret!,
-        body,
-        { signature: c.req.header(SIGNATURE_HEADER), timestamp: c.req.header(TIMESTAMP_HEADER) },
-        opts.clock.now().getTime() / 1000,
-        opts.replayWindowSeconds,
-      );
-      if (!verdict.ok) return reject(c, 401, verdict.reason, "relay signature does not verify");
+    const body = read.text;
+    if (relayHeaders) {
+      if (!(await verifyBody(opts.relaySecret ?? "", body, relayHeaders))) {
+        return reject(c, 401, "BadSignature", "relay signature does not verify");
+      }
+      if (replayGuard.seen(signature ?? "", nowSeconds)) {
+        opts.metrics.count("kubefn_intake_rejected_total", { reason: "Replayed" });
+        return c.json({ error: "this delivery was already accepted", reason: "Replayed" }, 409);
+      }
     }
     let json: unknown;
     try {
@@ -114,6 +136,13 @@ export function pubsubHandler(
       items: [reading.event],
     });
     if (mapped.messages.length > 0) await opts.enqueue(mapped.messages);
+    if (relayHeaders) {
+      replayGuard.remember(
+        signature ?? "",
+        relayHeaders.timestampSeconds + opts.replayWindowSeconds,
+        nowSeconds,
+      );
+    }
     opts.metrics.count("kubefn_intake_batches_total", { source: "pubsub" });
     opts.metrics.count("kubefn_intake_requests_total", { source: "pubsub" }, mapped.messages.length);
     return c.json(
@@ -127,31 +156,4 @@ export function pubsubHandler(
       202,
     );
   };
-}
-
-/** The body as text, or undefined when it is longer than `maxBytes`. */
-async function readLimited(request: Request, maxBytes: number): Promise<string | undefined> {
-  const declared = Number(request.headers.get("content-length") ?? Number.NaN);
-  if (declared > maxBytes) return undefined;
-  if (!request.body) return "";
-  const reader = request.body.getReader();
-  const chunks: Uint8Array[] = [];
-  let size = 0;
-  for (;;) {
-    const { done, value } = await reader.read();
-    if (done) break;
-    size += value.byteLength;
-    if (size > maxBytes) {
-      await reader.cancel();
-      return undefined;
-    }
-    chunks.push(value);
-  }
-  const bytes = new Uint8Array(size);
-  let offset = 0;
-  for (const chunk of chunks) {
-    bytes.set(chunk, offset);
-    offset += chunk.byteLength;
-  }
-  return new TextDecoder().decode(bytes);
 }

@@ -1,5 +1,5 @@
+import type { Context } from "../../shared/runtime/index.ts";
 import { EventBatchError, mapEvents, type Registry } from "../../shared/runtime/index.ts";
-import type { Context } from "../../shared/runtime/types.ts";
 import { type BatchSource, MalformedBatchError, type MappedBatch } from "./app.ts";
 
 const envelopeOf: Record<BatchSource, string> = {

@@ -2,8 +2,8 @@ import { readdir, readFile } from "node:fs/promises";
 import { fileURLToPath } from "node:url";
 import { KubeConfig } from "@kubernetes/client-node";
 import { parseAllDocuments } from "yaml";
+import type { Kube, KubeObject, Resource, Transport } from "../../shared/kube/index.ts";
 import { errorFromResponse, isNotFound, Resources, serverSideApply } from "../../shared/kube/index.ts";
-import type { Kube, KubeObject, Resource, Transport } from "../../shared/kube/port.ts";
 
 const infra = fileURLToPath(new URL("../../infra/", import.meta.url));
 
@@ -13,6 +13,22 @@ const installable: Record<string, Resource> = {
   ServiceAccount: Resources.ServiceAccount,
   ClusterRole: Resources.ClusterRole,
   ClusterRoleBinding: Resources.ClusterRoleBinding,
+  Role: Resources.Role,
+  RoleBinding: Resources.RoleBinding,
+  ValidatingAdmissionPolicy: {
+    group: "admissionregistration.k8s.io",
+    version: "v1",
+    resource: "validatingadmissionpolicies",
+    kind: "ValidatingAdmissionPolicy",
+    namespaced: false,
+  },
+  ValidatingAdmissionPolicyBinding: {
+    group: "admissionregistration.k8s.io",
+    version: "v1",
+    resource: "validatingadmissionpolicybindings",
+    kind: "ValidatingAdmissionPolicyBinding",
+    namespaced: false,
+  },
 };
 
 /** Every object in the YAML files of `infra/<folder>`, in file order. */

@@ -1,4 +1,4 @@
-import { createLineLog } from "../log.ts";
+import { createLineLog } from "../telemetry/index.ts";
 import { parseNodeHostEnv } from "./config.ts";
 import { startNodeHost } from "./host.ts";
 

@@ -1,4 +1,4 @@
-import { type Message, type Queue, requestKey } from "../../shared/runtime/types.ts";
+import { type Message, type Queue, requestKey } from "../../shared/runtime/index.ts";
 
 export interface WorkQueueOptions {
   /** Passes running at once, across keys. */

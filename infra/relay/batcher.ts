@@ -1,4 +1,4 @@
-import type { RelayEvent } from "../../shared/runtime/event-batch.ts";
+import type { RelayEvent } from "../../shared/runtime/index.ts";
 import type { CoalescingBuffer } from "./buffer.ts";
 
 export interface BatchRules {

@@ -1,4 +1,4 @@
-import type { RelayEvent } from "../../shared/runtime/event-batch.ts";
+import type { RelayEvent } from "../../shared/runtime/index.ts";
 
 /** The coalescing key of an event: group/resource, namespace and name. */
 export function eventKey(event: RelayEvent): string {

@@ -1,10 +1,12 @@
 import { describe, expect, it } from "vitest";
+import { createOperators } from "../../functions/operators.ts";
+import { controllerKinds } from "../../shared/controllers/kinds.ts";
 import { proxyController, proxyResource } from "../../shared/controllers/proxy/index.ts";
 import { Resources } from "../../shared/kube/index.ts";
 import type { Resource } from "../../shared/kube/port.ts";
 import type { ControllerDefinition } from "../../shared/runtime/controller.ts";
 import { done } from "../../shared/runtime/outcome.ts";
-import { createRegistry } from "../../shared/runtime/registry.ts";
+import { createRegistry, resourceKey } from "../../shared/runtime/registry.ts";
 import { relayKindsFor } from "./kinds.ts";
 import { defaultRelayKinds } from "./main.ts";
 
@@ -47,14 +49,39 @@ describe("relayKindsFor", () => {
     ]);
   });
 
-  it("by default, every kind the three operators need, each once", () => {
+  it("by default, every kind the three operators need, each once — but never Secrets", () => {
     const kinds = defaultRelayKinds().map((k) => `${k.resource.resource}:${k.predicate}`);
-    expect(kinds.slice(0, 2)).toEqual(["proxies:spec", "secrets:payload"]);
+    expect(kinds[0]).toBe("proxies:spec");
+    expect(kinds.filter((k) => k.startsWith("secrets:"))).toEqual([]);
     expect(kinds).toEqual(
       expect.arrayContaining(["subpools:spec", "sites:spec", "configmaps:payload", "deployments:spec"]),
     );
     expect(new Set(kinds.map((k) => k.split(":")[0])).size).toBe(kinds.length);
     expect(defaultRelayKinds()[0]!.resource).toEqual(proxyResource);
+  });
+
+  // The relay learns its kinds from the static list (shared/controllers/kinds.ts) instead of
+  // building the operators; this holds the list equal to what the operators declare.
+  it("the static list is exactly what the registry every platform runs declares, per controller", () => {
+    const { registry } = createOperators({
+      prober: { probe: async () => ({ ok: false, latencyMs: 0 }) },
+      sweepPeriodSeconds: 60,
+    });
+    const declared = registry.controllers.map((c) => ({
+      controller: c.name,
+      kinds: [
+        ...new Set([c.for, ...(c.owns ?? []), ...(c.watches ?? []).map((w) => w.resource)].map(resourceKey)),
+      ].sort(),
+    }));
+    const listed = controllerKinds.map((c) => ({
+      controller: c.controller,
+      kinds: [...new Set(c.kinds.map(resourceKey))].sort(),
+    }));
+    expect(listed).toEqual(declared);
+    // Less Secrets: the relay's identity may not list them (infra/relay/manifests.yaml).
+    expect(defaultRelayKinds()).toEqual(
+      relayKindsFor(registry).filter((k) => !(k.resource.group === "" && k.resource.resource === "secrets")),
+    );
   });
 
   it("primary and owned kinds by spec, watched ConfigMaps by payload, other watched kinds by spec, each once", () => {

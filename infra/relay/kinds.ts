@@ -1,7 +1,7 @@
 import * as z from "zod";
+import type { Resource } from "../../shared/kube/index.ts";
 import { Resources } from "../../shared/kube/index.ts";
-import type { Resource } from "../../shared/kube/port.ts";
-import { type Registry, resourceKey } from "../../shared/runtime/registry.ts";
+import { type Registry, resourceKey } from "../../shared/runtime/index.ts";
 import { type Predicate, payloadChanges, specChanges } from "./predicates.ts";
 
 /**
@@ -36,15 +36,21 @@ const PAYLOAD_KINDS = new Set([resourceKey(Resources.ConfigMap), resourceKey(Res
  * // [{ resource: proxyResource, predicate: "spec" }, { resource: Resources.Secret, predicate: "payload" }]
  */
 export function relayKindsFor(registry: Registry): RelayKind[] {
+  return relayKindsOf(
+    registry.controllers.flatMap((c) => [
+      c.for,
+      ...(c.owns ?? []),
+      ...(c.watches ?? []).map((w) => w.resource),
+    ]),
+  );
+}
+
+/** {@link relayKindsFor} over a plain list of kinds (e.g. the static `controllerKinds`), in order, once each. */
+export function relayKindsOf(resources: readonly Resource[]): RelayKind[] {
   const kinds = new Map<string, RelayKind>();
-  const add = (resource: Resource) => {
+  for (const resource of resources) {
     const key = resourceKey(resource);
     if (!kinds.has(key)) kinds.set(key, { resource, predicate: PAYLOAD_KINDS.has(key) ? "payload" : "spec" });
-  };
-  for (const controller of registry.controllers) {
-    add(controller.for);
-    for (const owned of controller.owns ?? []) add(owned);
-    for (const watch of controller.watches ?? []) add(watch.resource);
   }
   return [...kinds.values()];
 }

@@ -17,11 +17,11 @@
  */
 import { serve } from "@hono/node-server";
 import * as z from "zod";
-import { createLineLog } from "../../functions/log.ts";
-import { createOperators } from "../../functions/operators.ts";
+import { createLineLog } from "../../functions/telemetry/index.ts";
+import { controllerKinds } from "../../shared/controllers/index.ts";
 import { createKube } from "../../shared/kube/index.ts";
 import { createNodeTransport, loadKubeConfig } from "../../shared/kube/node.ts";
-import { type RelayKind, relayKindFromConfig, relayKindSchema, relayKindsFor } from "./kinds.ts";
+import { type RelayKind, relayKindFromConfig, relayKindSchema, relayKindsOf } from "./kinds.ts";
 import { createRelay } from "./relay.ts";
 import { clientNodeWatchStream } from "./watch-stream.ts";
 
@@ -58,16 +58,15 @@ export function parseRelayEnv(env: Record<string, string | undefined>): RelayEnv
 }
 
 /**
- * The kinds kubefn's controllers need. The relay never reconciles, so the controllers are built
- * with no providers; only their `for`/`owns`/`watches` are read.
+ * The kinds kubefn's controllers need, from the static list beside their CRDs: the relay never
+ * reconciles, so it builds no operators to learn them.
  */
 export function defaultRelayKinds(): RelayKind[] {
-  // The kinds of the operators every platform runs; the prober is never called here.
-  const operators = createOperators({
-    prober: { probe: async () => ({ ok: false, latencyMs: 0 }) },
-    sweepPeriodSeconds: 60,
-  });
-  return relayKindsFor(operators.registry);
+  // Secrets are left out: the relay's identity may not list Secrets (infra/relay/manifests.yaml).
+  // A rotated cloud-init or credential Secret is picked up by the drift pass instead.
+  return relayKindsOf(controllerKinds.flatMap((c) => c.kinds)).filter(
+    (k) => !(k.resource.group === "" && k.resource.resource === "secrets"),
+  );
 }
 
 async function main(): Promise<void> {

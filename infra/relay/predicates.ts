@@ -1,6 +1,6 @@
 import { createHash } from "node:crypto";
+import type { KubeObject } from "../../shared/kube/index.ts";
 import { canonicalJson } from "../../shared/kube/index.ts";
-import type { KubeObject } from "../../shared/kube/port.ts";
 
 /**
  * What the relay remembers of an object between events: enough to judge the next edge, and small

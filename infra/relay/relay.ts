@@ -1,8 +1,7 @@
 import { Hono } from "hono";
-import { PrometheusMetrics } from "../../functions/node/prometheus.ts";
-import type { Kube } from "../../shared/kube/port.ts";
-import type { RelayEvent } from "../../shared/runtime/event-batch.ts";
-import type { Log } from "../../shared/runtime/types.ts";
+import { PrometheusMetrics } from "../../functions/telemetry/index.ts";
+import type { Kube } from "../../shared/kube/index.ts";
+import type { Log, RelayEvent } from "../../shared/runtime/index.ts";
 import { Batcher, type BatchRules } from "./batcher.ts";
 import { CoalescingBuffer } from "./buffer.ts";
 import type { RelayKind } from "./kinds.ts";

@@ -1,8 +1,8 @@
 import { createServer, type IncomingHttpHeaders, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
 import { afterEach, describe, expect, it } from "vitest";
-import { SIGNATURE_HEADER, TIMESTAMP_HEADER, verifyBatch } from "../../functions/intake/signature.ts";
-import { PrometheusMetrics } from "../../functions/node/prometheus.ts";
+import { PrometheusMetrics } from "../../functions/telemetry/index.ts";
+import { SIGNATURE_HEADER, TIMESTAMP_HEADER, verifyBatch } from "../../shared/auth/index.ts";
 import { type RelayEvent, relayBatchSchema } from "../../shared/runtime/event-batch.ts";
 import type { Log } from "../../shared/runtime/types.ts";
 import { backoffDelay, createSender, retryAfterMs, verdictFor } from "./sender.ts";
@@ -18,6 +18,8 @@ describe("verdictFor", () => {
     [401, "rejected"],
     [403, "rejected"],
     [404, "rejected"],
+    // A replay: the batch was accepted on an earlier attempt whose answer was lost.
+    [409, "delivered"],
     [408, "retry"],
     [413, "tooLarge"],
     [425, "retry"],

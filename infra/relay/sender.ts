@@ -1,6 +1,5 @@
-import { signBatch } from "../../functions/intake/signature.ts";
-import type { RelayBatch, RelayEvent } from "../../shared/runtime/event-batch.ts";
-import type { Log, Metrics } from "../../shared/runtime/types.ts";
+import { signBatch } from "../../shared/auth/index.ts";
+import type { Log, Metrics, RelayBatch, RelayEvent } from "../../shared/runtime/index.ts";
 
 /** What intake's answer means for the batch. */
 export type Verdict = "delivered" | "retry" | "rejected" | "tooLarge";
@@ -11,6 +10,8 @@ export const retryStatusCodes: ReadonlySet<number> = new Set([408, 425, 429]);
 /** Classifies intake's HTTP status; the only place that does. */
 export function verdictFor(status: number): Verdict {
   if (status >= 200 && status < 300) return "delivered";
+  // Intake already accepted this very batch (its signature): an earlier attempt got through.
+  if (status === 409) return "delivered";
   if (status === 413) return "tooLarge";
   if (status >= 500 || retryStatusCodes.has(status)) return "retry";
   return "rejected";
@@ -107,6 +108,8 @@ export function createSender(opts: SenderOptions): (events: RelayEvent[]) => Pro
         if (opts.signal) signals.push(opts.signal);
         const res = await doFetch(opts.url, {
           method: "POST",
+          // The signed batch goes to the configured intake only, never where a redirect points.
+          redirect: "manual",
           headers: { ...headers, "content-type": "application/json" },
           body,
           signal: AbortSignal.any(signals),

@@ -1,6 +1,6 @@
 import { type KubeConfig, Watch } from "@kubernetes/client-node";
+import type { Resource } from "../../shared/kube/index.ts";
 import { resourcePath } from "../../shared/kube/index.ts";
-import type { Resource } from "../../shared/kube/port.ts";
 
 /** One line of a watch stream, as the API server sends it. */
 export interface RawWatchEvent {

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { PrometheusMetrics } from "../../functions/node/prometheus.ts";
+import { PrometheusMetrics } from "../../functions/telemetry/index.ts";
 import { Resources } from "../../shared/kube/index.ts";
 import type { Kube, KubeObject, ListPage } from "../../shared/kube/port.ts";
 import type { RelayEvent } from "../../shared/runtime/event-batch.ts";
@@ -206,10 +206,16 @@ describe("KindWatcher", () => {
     expect(JSON.stringify(emitted)).not.toContain("c2VjcmV0");
   });
 
-  it("relayObject keeps a ConfigMap's body but drops managedFields", () => {
-    const object = { ...cm("a", "1", { k: "v" }) };
+  it("relayObject forwards metadata only: no ConfigMap data, no managedFields", () => {
+    const object = { ...cm("a", "1", { password: "hunter2" }) };
     object.metadata = { ...object.metadata, managedFields: [{}] };
-    expect(relayObject(object, configMaps)).toEqual(cm("a", "1", { k: "v" }));
+    const forwarded = relayObject(object, configMaps);
+    expect(forwarded).toEqual({
+      apiVersion: object.apiVersion,
+      kind: object.kind,
+      metadata: cm("a", "1", {}).metadata,
+    });
+    expect(JSON.stringify(forwarded)).not.toContain("hunter2");
   });
 });
 

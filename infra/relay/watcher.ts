@@ -1,7 +1,6 @@
+import type { Kube, KubeObject } from "../../shared/kube/index.ts";
 import { listPages } from "../../shared/kube/index.ts";
-import type { Kube, KubeObject } from "../../shared/kube/port.ts";
-import type { RelayEvent } from "../../shared/runtime/event-batch.ts";
-import type { Log, Metrics } from "../../shared/runtime/types.ts";
+import type { Log, Metrics, RelayEvent } from "../../shared/runtime/index.ts";
 import { predicateFor, type RelayKind } from "./kinds.ts";
 import { type Edge, type Predicate, type Seen, seenOf } from "./predicates.ts";
 import { backoffDelay } from "./sender.ts";
@@ -10,19 +9,20 @@ import type { RawWatchEvent, WatchStream } from "./watch-stream.ts";
 const LAST_APPLIED = "kubectl.kubernetes.io/last-applied-configuration";
 
 /**
- * The object as a relay event carries it: without `managedFields` and kubectl's last-applied
- * annotation (bulk, and for a Secret a copy of its data); a Secret is reduced to its metadata.
+ * The object as a relay event carries it: its identity and metadata only (name, namespace, uid,
+ * generation, labels, ownerReferences, deletion), never its spec, data or status. Intake maps
+ * events by key and ownerReference and every pass reads the cluster itself, so nothing else is
+ * needed — and ConfigMap data or a Deployment's env must not travel to the function platform.
+ * `managedFields` and kubectl's last-applied annotation (a copy of the whole object) are dropped.
  */
-export function relayObject(object: KubeObject, kind: RelayKind): RelayEvent["object"] {
+export function relayObject(object: KubeObject, _kind: RelayKind): RelayEvent["object"] {
   const { managedFields: _managed, ...metadata } = object.metadata;
   if (metadata.annotations?.[LAST_APPLIED] !== undefined) {
     const { [LAST_APPLIED]: _lastApplied, ...annotations } = metadata.annotations;
     metadata.annotations = annotations;
   }
   const meta = metadata as RelayEvent["object"]["metadata"];
-  const isSecret = kind.resource.group === "" && kind.resource.resource === "secrets";
-  if (isSecret) return { apiVersion: object.apiVersion, kind: object.kind, metadata: meta };
-  return { ...object, metadata: meta };
+  return { apiVersion: object.apiVersion, kind: object.kind, metadata: meta };
 }
 
 /** Whether a watch failure (an HTTP error or an ERROR event's Status) means "relist": 410 Gone. */

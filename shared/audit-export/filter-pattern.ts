@@ -1,5 +1,5 @@
-import { MAPPED_SUBRESOURCES, WRITE_VERBS } from "../runtime/event-mapping.ts";
-import type { Registry } from "../runtime/registry.ts";
+import type { Registry } from "../runtime/index.ts";
+import { MAPPED_SUBRESOURCES, WRITE_VERBS } from "../runtime/index.ts";
 
 /** CloudWatch Logs caps a filter pattern at 1024 characters. */
 export const MAX_FILTER_PATTERN_LENGTH = 1024;

@@ -1,5 +1,5 @@
 import * as z from "zod";
-import type { ObjectMeta, Resource } from "../kube/port.ts";
+import type { ObjectMeta, Resource } from "../kube/index.ts";
 import { type CelRule, type JsonSchemaProps, structuralSchemaOf } from "./schema.ts";
 
 /** One `additionalPrinterColumns` entry (what `kubectl get` shows). */

@@ -1,8 +1,5 @@
 import * as z from "zod";
-
-/** resource.Quantity's serialization, as the upstream CRDs (controller-gen) publish it. */
-const quantityPattern =
-  /^(\+|-)?(([0-9]+(\.[0-9]*)?)|(\.[0-9]+))(([KMGTPE]i)|[numkMGTPE]|([eE](\+|-)?(([0-9]+(\.[0-9]*)?)|(\.[0-9]+))))?$/;
+import { quantityPattern } from "../kube/index.ts";
 
 /**
  * A Kubernetes resource quantity ("500m", "1Gi", or a bare integer such as `cpu: 2`), rendered as

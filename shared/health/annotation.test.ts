@@ -3,8 +3,9 @@ import {
   decodeHealthState,
   encodeHealthState,
   HEALTH_ANNOTATION,
-  healthAnnotationPatch,
   healthStateOf,
+  healthStatusPatch,
+  storedHealthOf,
 } from "./annotation.ts";
 import type { HealthState } from "./state.ts";
 
@@ -65,27 +66,28 @@ describe("encode/decode", () => {
     });
   });
 
-  it("reads from annotations", () => {
-    expect(healthStateOf({ [HEALTH_ANNOTATION]: encodeHealthState(state) })).toEqual(state);
+  it("reads from status.health, never from the tenant-writable annotation", () => {
+    expect(healthStateOf({ health: encodeHealthState(state) })).toEqual(state);
     expect(healthStateOf(undefined)).toBeUndefined();
+    const forged = { metadata: { annotations: { [HEALTH_ANNOTATION]: encodeHealthState(state) } } };
+    expect(storedHealthOf(forged)).toBeUndefined();
+    expect(storedHealthOf({ ...forged, status: { health: "x" } })).toBe("x");
   });
 });
 
-describe("healthAnnotationPatch", () => {
+describe("healthStatusPatch", () => {
   it("is null when the stored value already says the same (steady state writes nothing)", () => {
-    expect(healthAnnotationPatch(encodeHealthState(state), { ...state }, "42")).toBeNull();
+    expect(healthStatusPatch(encodeHealthState(state), { ...state }, "42")).toBeNull();
   });
 
-  it("is a resourceVersion-guarded merge patch of only the annotation", () => {
-    expect(healthAnnotationPatch(undefined, state, "42")).toEqual({
+  it("is a resourceVersion-guarded merge patch of only status.health", () => {
+    expect(healthStatusPatch(undefined, state, "42")).toEqual({
       type: "merge",
-      body: {
-        metadata: { resourceVersion: "42", annotations: { [HEALTH_ANNOTATION]: encodeHealthState(state) } },
-      },
+      body: { metadata: { resourceVersion: "42" }, status: { health: encodeHealthState(state) } },
     });
   });
 
   it("rewrites a garbage value", () => {
-    expect(healthAnnotationPatch("{nope", state)).not.toBeNull();
+    expect(healthStatusPatch("{nope", state)).not.toBeNull();
   });
 });

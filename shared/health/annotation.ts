@@ -1,17 +1,27 @@
 /**
- * Where the sweep keeps probe bookkeeping between runs: a compact JSON annotation on the Proxy.
- * The sweep is its only writer (a merge patch guarded by resourceVersion); the reconciler only
- * reads it and projects the reported verdict into status, so `.status` keeps one writer.
+ * Where the sweep keeps probe bookkeeping between runs: compact JSON in `status.health` of the
+ * Proxy. The sweep is that field's only writer (a merge patch of the status subresource, guarded
+ * by resourceVersion); the reconciler only reads it and projects the reported verdict into the
+ * rest of status, which it alone writes.
  *
- * Caveats: the annotation write is made by the functions' own identity, so intake drops its
- * audit event; the sweep asks for the reconcile itself (`reconcileKeys` in `sweep.ts`).
+ * Why status and not an annotation: whoever may edit a Proxy may write its annotations, and
+ * probe history they could write would let them mark an unprobed proxy healthy and have crawlers
+ * sent to it. The status subresource is writable only by kubefn (tenants get `proxies`, never
+ * `proxies/status`) — the same trust crawlers already place in `status.phase`. The old
+ * `crawl.kubefn.dev/health` annotation is ignored.
+ *
+ * Caveats: the status write is made by the functions' own identity, so intake drops its audit
+ * event; the sweep asks for the reconcile itself (`reconcileKeys` in `sweep.ts`).
  */
 
 import * as z from "zod";
-import type { Patch } from "../kube/port.ts";
+import type { Patch } from "../kube/index.ts";
 import { type HealthState, makeState } from "./state.ts";
 
+/** Where earlier versions kept the state; tenant-writable, so never read. */
 export const HEALTH_ANNOTATION = "crawl.kubefn.dev/health";
+/** The status field holding the state. */
+export const HEALTH_STATUS_FIELD = "health";
 
 const refusalReason = z.enum(["MetadataAddress", "LinkLocal", "Unspecified", "InvalidHost", "InvalidURL"]);
 const counter = z.number().int().min(0).max(1_000_000);
@@ -31,9 +41,25 @@ const stateSchema = z.object({
   refused: z.object({ reason: refusalReason, message: z.string() }).optional(),
 });
 
-/** Compact, canonical JSON: equal states give equal strings. */
+/** Longest refusal message kept in the state (it may quote a tenant's probe URL). */
+const maxRefusalMessageLength = 512;
+
+/**
+ * Compact, canonical JSON: equal states give equal strings. A refusal message is cut to 512
+ * characters, so a tenant's 40 kB probe URL cannot push the state past what status accepts.
+ */
 export function encodeHealthState(state: HealthState): string {
-  return JSON.stringify(makeState(state));
+  const bounded =
+    state.refused && state.refused.message.length > maxRefusalMessageLength
+      ? {
+          ...state,
+          refused: {
+            ...state.refused,
+            message: `${state.refused.message.slice(0, maxRefusalMessageLength - 1)}…`,
+          },
+        }
+      : state;
+  return JSON.stringify(makeState(bounded));
 }
 
 /** Tolerant decode: a missing, malformed or foreign value reads as "no state" (start fresh). */
@@ -49,28 +75,35 @@ export function decodeHealthState(text: string | undefined): HealthState | undef
   return parsed.success ? makeState(parsed.data) : undefined;
 }
 
-/** Reads the state from an object's annotations. */
-export function healthStateOf(annotations: Record<string, string> | undefined): HealthState | undefined {
-  return decodeHealthState(annotations?.[HEALTH_ANNOTATION]);
+/** Reads the state from an object's status (`status.health`). */
+export function healthStateOf(status: { health?: string | undefined } | undefined): HealthState | undefined {
+  return decodeHealthState(status?.health);
+}
+
+/** The stored state of an object, as the sweep's subject carries it: `status.health`. */
+export function storedHealthOf(object: object): string | undefined {
+  const status = (object as { status?: { health?: unknown } }).status;
+  return typeof status?.health === "string" ? status.health : undefined;
 }
 
 /**
- * The merge patch that stores `after`, or null when the stored annotation already says the same
- * (steady state writes nothing). With `resourceVersion` the patch is a guarded write: a concurrent
- * change gets a Conflict, and the next sweep recomputes from what is stored.
+ * The status merge patch that stores `after`, or null when the stored state already says the
+ * same (steady state writes nothing). With `resourceVersion` the patch is a guarded write: a
+ * concurrent change gets a Conflict, and the next sweep recomputes from what is stored. Apply it
+ * to the status subresource (`kube.patchStatus`).
  *
  * @example
- * const patch = healthAnnotationPatch(obj.metadata.annotations?.[HEALTH_ANNOTATION], next, obj.metadata.resourceVersion);
- * if (patch) await kube.patch(proxies, key, patch);
+ * const patch = healthStatusPatch(storedHealthOf(obj), next, obj.metadata.resourceVersion);
+ * if (patch) await kube.patchStatus(proxies, key, patch);
  */
-export function healthAnnotationPatch(
+export function healthStatusPatch(
   before: string | undefined,
   after: HealthState,
   resourceVersion?: string,
 ): Patch | null {
   const encoded = encodeHealthState(after);
   if (before === encoded) return null;
-  const metadata: Record<string, unknown> = { annotations: { [HEALTH_ANNOTATION]: encoded } };
-  if (resourceVersion !== undefined) metadata.resourceVersion = resourceVersion;
-  return { type: "merge", body: { metadata } };
+  const body: Record<string, unknown> = { status: { [HEALTH_STATUS_FIELD]: encoded } };
+  if (resourceVersion !== undefined) body.metadata = { resourceVersion };
+  return { type: "merge", body };
 }

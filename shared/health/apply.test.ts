@@ -11,13 +11,13 @@ const resource: Resource = {
   kind: "Proxy",
   namespaced: true,
 };
-const patch: Patch = { type: "merge", body: { metadata: { annotations: {} } } };
+const patch: Patch = { type: "merge", body: { status: { health: "{}" } } };
 
 describe("applyHealthSweep", () => {
   it("patches, then requests reconciles only for patches that landed", async () => {
     const patched: string[] = [];
     const kube = {
-      async patch(_res: Resource, key: ObjectKey) {
+      async patchStatus(_res: Resource, key: ObjectKey) {
         if (key.name === "b") throw Object.create(ConflictError.prototype) as Error;
         if (key.name === "c") throw new Error("boom");
         patched.push(key.name);

@@ -3,10 +3,10 @@
  * reconcile of each proxy whose status must change and whose patch landed.
  */
 
-import { isConflict, isNotFound } from "../kube/errors.ts";
-import type { Kube, ObjectKey, Resource } from "../kube/port.ts";
-import type { Message, Queue } from "../runtime/types.ts";
-import { mapWithConcurrency } from "./concurrency.ts";
+import { mapWithConcurrency } from "../concurrency/index.ts";
+import type { Kube, ObjectKey, Resource } from "../kube/index.ts";
+import { isConflict, isNotFound } from "../kube/index.ts";
+import type { Message, Queue } from "../runtime/index.ts";
 import type { HealthSweepResult } from "./sweep.ts";
 
 export interface AppliedHealthSweep {
@@ -39,7 +39,7 @@ export async function applyHealthSweep(
   const id = (k: ObjectKey) => `${k.namespace ?? ""}/${k.name}`;
   await mapWithConcurrency(result.annotationPatches, concurrency, async ({ key, patch }) => {
     try {
-      await deps.kube.patch(resource, key, patch);
+      await deps.kube.patchStatus(resource, key, patch);
       out.written++;
       landed.add(id(key));
     } catch (err) {

@@ -1,19 +1,23 @@
 /**
  * Health probes and the threshold state machine. Platform probers are not exported here: the
- * Node and Lambda adapters import `shared/health/node-prober.ts` and the Workers adapter imports
- * `shared/health/socket-prober.ts` by path, so neither platform's sockets enter the other's bundle.
+ * Node and Lambda adapters bind `functions/ports/node-prober.ts` (Node sockets, outside shared/)
+ * and the Workers adapter imports `shared/health/socket-prober.ts` (its `connect` is a parameter)
+ * by path, so neither platform's sockets enter the other's bundle.
  */
+
+export { mapWithConcurrency } from "../concurrency/index.ts";
 export {
   decodeHealthState,
   encodeHealthState,
   HEALTH_ANNOTATION,
-  healthAnnotationPatch,
+  HEALTH_STATUS_FIELD,
   healthStateOf,
+  healthStatusPatch,
+  storedHealthOf,
 } from "./annotation.ts";
 export { type AppliedHealthSweep, applyHealthSweep } from "./apply.ts";
-export { mapWithConcurrency } from "./concurrency.ts";
 export type { ProbeResult, Prober, ProbeTarget, ProxyEndpoint } from "./probe.ts";
-export { screenProbeTarget } from "./probe.ts";
+export { describeError, screenProbeTarget } from "./probe.ts";
 export type {
   HealthProjection,
   HealthReport,

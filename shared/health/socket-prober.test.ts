@@ -2,8 +2,6 @@ import net from "node:net";
 import { Duplex } from "node:stream";
 import tls from "node:tls";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import type { ProbeTarget } from "./probe.ts";
-import { createSocketProber, type SocketConnect, type WorkerSocket } from "./socket-prober.ts";
 import {
   type ForwardProxy,
   makeSelfSignedCert,
@@ -13,7 +11,9 @@ import {
   type Target,
   type TlsMaterial,
   unusedPort,
-} from "./test-fixtures.ts";
+} from "../../test/support/probe-fixtures.ts";
+import type { ProbeTarget } from "./probe.ts";
+import { createSocketProber, type SocketConnect, type WorkerSocket } from "./socket-prober.ts";
 
 /** A node:net stand-in for `connect` from "cloudflare:sockets" (same stream shapes, same startTls). */
 function nodeConnect(ca: string): SocketConnect {

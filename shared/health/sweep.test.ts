@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
-import { encodeHealthState, HEALTH_ANNOTATION } from "./annotation.ts";
-import { mapWithConcurrency } from "./concurrency.ts";
+import { mapWithConcurrency } from "../concurrency/index.ts";
+import { encodeHealthState } from "./annotation.ts";
 import type { ProbeResult, Prober, ProbeTarget } from "./probe.ts";
 import type { HealthState } from "./state.ts";
 import { type HealthSubject, probeAll, probeDue } from "./sweep.ts";
@@ -87,12 +87,10 @@ describe("probeAll", () => {
     expect(result.annotationPatches).toHaveLength(1);
     const body = result.annotationPatches[0]!.patch as {
       type: "merge";
-      body: { metadata: Record<string, unknown> };
+      body: { metadata: Record<string, unknown>; status: { health: string } };
     };
     expect(body.body.metadata.resourceVersion).toBe("7");
-    expect(
-      JSON.parse((body.body.metadata.annotations as Record<string, string>)[HEALTH_ANNOTATION]!),
-    ).toEqual({
+    expect(JSON.parse(body.body.status.health)).toEqual({
       instance: "pod-a",
       verdict: true,
       consecOK: 1,
@@ -126,9 +124,8 @@ describe("probeAll", () => {
     expect(prober.calls).toEqual([]);
     expect(first.stats.refused).toBe(1);
     expect(first.reconcileKeys).toEqual([s.key]);
-    const stored = (
-      first.annotationPatches[0]!.patch as { body: { metadata: { annotations: Record<string, string> } } }
-    ).body.metadata.annotations[HEALTH_ANNOTATION];
+    const stored = (first.annotationPatches[0]!.patch as { body: { status: { health: string } } }).body.status
+      .health;
     expect(JSON.parse(stored!).refused.reason).toBe("MetadataAddress");
 
     const second = await probeAll({

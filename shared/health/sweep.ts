@@ -4,10 +4,10 @@
  * prober and clock; the caller applies the patches through the Kube port and enqueues the keys.
  */
 
-import type { ObjectKey, Patch } from "../kube/port.ts";
-import { fnv1a32 } from "../kube/spec-hash.ts";
-import { decodeHealthState, healthAnnotationPatch } from "./annotation.ts";
-import { mapWithConcurrency } from "./concurrency.ts";
+import { mapWithConcurrency } from "../concurrency/index.ts";
+import type { ObjectKey, Patch } from "../kube/index.ts";
+import { fnv1a32 } from "../kube/index.ts";
+import { decodeHealthState, healthStatusPatch } from "./annotation.ts";
 import {
   describeError,
   type ProbeResult,
@@ -36,7 +36,7 @@ export interface HealthSubject {
   resourceVersion?: string;
   /** deletionTimestamp is set: never probed. */
   deleting: boolean;
-  /** The current value of the `crawl.kubefn.dev/health` annotation. */
+  /** The stored health state (`status.health`; see annotation.ts). */
   annotation?: string;
   /** providerID (Managed) or address (External); absent → not probed. */
   instance?: string;
@@ -193,7 +193,7 @@ async function sweepOne<P>(s: HealthSubject, opts: ProbeAllOptions<P>): Promise<
       state: recorded.state,
       ...(recorded.report ? { report: recorded.report } : {}),
     },
-    patch: healthAnnotationPatch(s.annotation, recorded.state, s.resourceVersion),
+    patch: healthStatusPatch(s.annotation, recorded.state, s.resourceVersion),
     reconcile: recorded.report !== undefined || hadRefusal,
     suppressed: recorded.suppressed !== undefined,
   };
@@ -208,7 +208,7 @@ function refused(
   const { state, changed } = recordRefusal(previous, refusal, s.thresholds, seed);
   return {
     outcome: { key: s.key, kind: "refused", state },
-    patch: healthAnnotationPatch(s.annotation, state, s.resourceVersion),
+    patch: healthStatusPatch(s.annotation, state, s.resourceVersion),
     reconcile: changed,
     suppressed: false,
   };

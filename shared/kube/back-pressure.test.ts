@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { createApiGuard } from "./back-pressure.ts";
+import { createApiGuard, guardedKube } from "./back-pressure.ts";
 import { classifyError } from "./classify.ts";
 import { ClientThrottledError } from "./errors.ts";
 import { createKube } from "./kube.ts";
@@ -130,5 +130,28 @@ describe("createApiGuard", () => {
     await get(guard.invocation(2));
     expect(server.reached).toHaveLength(3);
     expect(guard.stats().overBudget).toBe(1);
+  });
+
+  it("guardedKube: each invocationKube has its own budget; `kube` has none; one circuit for all", async () => {
+    let status = 200;
+    const server = scripted(() => status);
+    const { kube, invocationKube, guard } = guardedKube(server.transport, {
+      requestBudget: 1,
+      circuit: { failureThreshold: 2 },
+    });
+    const pass = invocationKube();
+    await pass.get(Resources.Namespace, { name: "x" });
+    await expect(pass.get(Resources.Namespace, { name: "x" })).rejects.toBeInstanceOf(ClientThrottledError);
+    for (let i = 0; i < 3; i++) await kube.get(Resources.Namespace, { name: "x" });
+    status = 503;
+    await invocationKube()
+      .get(Resources.Namespace, { name: "x" })
+      .catch(() => undefined);
+    await kube.get(Resources.Namespace, { name: "x" }).catch(() => undefined);
+    expect(guard.stats().state).toBe("open");
+    await expect(invocationKube().get(Resources.Namespace, { name: "x" })).rejects.toMatchObject({
+      reason: "CircuitOpen",
+    });
+    expect(server.reached).toHaveLength(6);
   });
 });

@@ -172,3 +172,25 @@ describe("isTrue / findCondition / formatKubeTime", () => {
     expect(formatKubeTime(now)).toBe(nowText);
   });
 });
+
+describe("bounded condition messages", () => {
+  it("a 40 kB message (a tenant's probe URL) is cut to what the API accepts, stably", () => {
+    const url = `http://probe.example/${"a".repeat(40_000)}`;
+    const now = new Date("2026-11-30T12:00:00Z");
+    const first = setCondition(
+      undefined,
+      { type: "Healthy", status: "False", reason: "ProbeFailed", message: `GET ${url} failed` },
+      now,
+    );
+    const message = first.conditions[0]!.message;
+    expect(Array.from(message).length).toBeLessThanOrEqual(2048);
+    expect(message.endsWith("…")).toBe(true);
+    // The same long input again is no change (steady state writes nothing).
+    const again = setCondition(
+      first.conditions,
+      { type: "Healthy", status: "False", reason: "ProbeFailed", message: `GET ${url} failed` },
+      now,
+    );
+    expect(again.changed).toBe(false);
+  });
+});

@@ -28,19 +28,41 @@ export function isTrue(conditions: readonly Condition[] | undefined, type: strin
   return findCondition(conditions, type)?.status === "True";
 }
 
+/** Longest condition message kept; longer ones are cut with "…" (the API allows 32768). */
+export const maxConditionMessageLength = 2048;
+/** Longest condition reason kept (the API allows 1024). */
+const maxConditionReasonLength = 1024;
+
+/**
+ * `message` cut to {@link maxConditionMessageLength} characters. A message quoting a tenant's
+ * input (a 40 kB probe URL) would otherwise make every status write a 422 and freeze the status.
+ */
+export function boundedMessage(message: string): string {
+  const chars = Array.from(message);
+  return chars.length <= maxConditionMessageLength
+    ? message
+    : `${chars.slice(0, maxConditionMessageLength - 1).join("")}…`;
+}
+
 /**
  * Sets one condition, as `meta.SetStatusCondition` does: a new entry is appended; an existing one
  * is replaced only when status, reason, message or observedGeneration changed; its
  * `lastTransitionTime` becomes `now` only when the status flips. Returns a new array and whether
  * anything changed, so a pass writes status only when `changed`.
  *
- * Caveats: an omitted `observedGeneration` removes one the existing entry had.
+ * Caveats: an omitted `observedGeneration` removes one the existing entry had. The message is
+ * cut to {@link maxConditionMessageLength} characters (see {@link boundedMessage}).
  */
 export function setCondition(
   conditions: readonly Condition[] | undefined,
-  next: ConditionInput,
+  input: ConditionInput,
   now: Date,
 ): { conditions: Condition[]; changed: boolean } {
+  const next: ConditionInput = {
+    ...input,
+    reason: input.reason.slice(0, maxConditionReasonLength),
+    message: boundedMessage(input.message),
+  };
   const list = [...(conditions ?? [])];
   const index = list.findIndex((c) => c.type === next.type);
   const existing = index === -1 ? undefined : list[index];

@@ -136,3 +136,33 @@ describe("the neutral entry point (shared/kube/index.ts)", () => {
     }
   });
 });
+
+describe("createFetchTransport and redirects", () => {
+  it("never follows a redirect, so the bearer token never reaches where it points", async () => {
+    const { createServer } = await import("node:http");
+    const seen: string[] = [];
+    const elsewhere = createServer((req, res) => {
+      seen.push(req.headers.authorization ?? "(none)");
+      res.end("{}");
+    });
+    await new Promise<void>((r) => elsewhere.listen(0, "127.0.0.1", r));
+    const elsewherePort = (elsewhere.address() as { port: number }).port;
+    const api = createServer((_req, res) => {
+      res.writeHead(307, { location: `http://localhost:${elsewherePort}/steal` }).end();
+    });
+    await new Promise<void>((r) => api.listen(0, "127.0.0.1", r));
+    const apiPort = (api.address() as { port: number }).port;
+    try {
+      const transport = createFetchTransport({
+        server: `http://127.0.0.1:${apiPort}`,
+        token: "secret-token",
+      });
+      const res = await transport.request({ method: "GET", path: "/api/v1/namespaces" });
+      expect(res.status).toBe(307);
+      expect(seen).toEqual([]);
+    } finally {
+      api.close();
+      elsewhere.close();
+    }
+  });
+});

@@ -39,6 +39,8 @@ export function createFetchTransport(options: FetchTransportOptions): Transport 
           headers,
           body: req.body,
           signal: deadline.signal,
+          // Never follow a redirect: it would carry the bearer token to wherever it points.
+          redirect: "manual",
         });
         return { status: res.status, headers: res.headers, body: await res.text() };
       } catch (err) {

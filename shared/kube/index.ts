@@ -70,6 +70,12 @@ export { addFinalizer, hasFinalizer, removeFinalizer } from "./finalizers.ts";
 export { type MetadataChange, patchMetadataGuarded } from "./guarded-metadata.ts";
 export { type CreateKubeOptions, createKube } from "./kube.ts";
 export {
+  type LabelRequirements,
+  matchesRequirements,
+  type ParsedSelector,
+  parseLabelSelector,
+} from "./label-selector.ts";
+export {
   formatLabelSelector,
   type LabelSelector,
   type LabelSelectorRequirement,
@@ -87,5 +93,6 @@ export {
 } from "./owner-references.ts";
 export { apiVersionOf, keyOf, type PathParts, resourcePath } from "./paths.ts";
 export type * from "./port.ts";
+export { milliValue, quantityPattern, sameQuantity } from "./quantity.ts";
 export { Resources } from "./resources.ts";
 export { canonicalJson, fnv1a32, specHash } from "./spec-hash.ts";

@@ -1,3 +1,5 @@
+import { assertNever } from "../guards/index.ts";
+
 /** metav1.LabelSelector. */
 export interface LabelSelector {
   matchLabels?: Record<string, string>;
@@ -72,8 +74,4 @@ export function formatLabelSelector(selector: LabelSelector | Readonly<Record<st
 function isLabelSelector(value: object): value is LabelSelector {
   const keys = Object.keys(value);
   return keys.length > 0 && keys.every((k) => k === "matchLabels" || k === "matchExpressions");
-}
-
-function assertNever(value: never): never {
-  throw new TypeError(`unexpected selector operator ${String(value)}`);
 }

@@ -1,3 +1,5 @@
+import { mapWithConcurrency } from "../concurrency/index.ts";
+import { isRecord } from "../guards/index.ts";
 import { controllerOf, type KubeObject, type ObjectKey, type OwnerReference } from "../kube/index.ts";
 import type { ControllerDefinition, Watch, WatchedChange } from "./controller.ts";
 import { type EventBatch, parseEventBatch, relayEventSchema } from "./event-batch.ts";
@@ -320,39 +322,32 @@ class BatchMapper {
   }
 
   async runWatches(ctx: Pick<Context, "kube" | "log" | "metrics">, concurrency: number): Promise<void> {
-    const jobs = [...this.jobs.values()];
-    let next = 0;
-    const worker = async (): Promise<void> => {
-      while (next < jobs.length) {
-        const job = jobs[next++]!;
-        try {
-          const requests = await job.watch.map(ctx, job.change);
-          for (const request of requests) {
-            if (this.registry.controller(request.controller)) this.emit({ ...request });
-            else
-              ctx.log.warn("mapper returned a request for an unknown controller", {
-                controller: job.controller.name,
-                request,
-              });
-          }
-        } catch (err) {
-          this.counts.mapperErrors++;
-          ctx.metrics.count("kubefn_mapper_errors_total", {
-            controller: job.controller.name,
-            kind: job.watch.resource.kind,
-          });
-          ctx.log.error("watch mapper failed", {
-            controller: job.controller.name,
-            kind: job.watch.resource.kind,
-            namespace: job.change.key.namespace,
-            name: job.change.key.name,
-            error: err instanceof Error ? err.message : String(err),
-          });
+    await mapWithConcurrency([...this.jobs.values()], concurrency, async (job) => {
+      try {
+        const requests = await job.watch.map(ctx, job.change);
+        for (const request of requests) {
+          if (this.registry.controller(request.controller)) this.emit({ ...request });
+          else
+            ctx.log.warn("mapper returned a request for an unknown controller", {
+              controller: job.controller.name,
+              request,
+            });
         }
+      } catch (err) {
+        this.counts.mapperErrors++;
+        ctx.metrics.count("kubefn_mapper_errors_total", {
+          controller: job.controller.name,
+          kind: job.watch.resource.kind,
+        });
+        ctx.log.error("watch mapper failed", {
+          controller: job.controller.name,
+          kind: job.watch.resource.kind,
+          namespace: job.change.key.namespace,
+          name: job.change.key.name,
+          error: err instanceof Error ? err.message : String(err),
+        });
       }
-    };
-    const workers = Array.from({ length: Math.max(1, Math.min(concurrency, jobs.length)) }, worker);
-    await Promise.all(workers);
+    });
   }
 
   requests(): Request[] {
@@ -380,8 +375,4 @@ function controllerRef(object: KubeObject): OwnerReference | undefined {
     typeof ref.name === "string"
     ? ref
     : undefined;
-}
-
-function isRecord(value: unknown): value is Record<string, unknown> {
-  return typeof value === "object" && value !== null && !Array.isArray(value);
 }

@@ -1,3 +1,4 @@
+import { assertNever, isRecord } from "../guards/index.ts";
 import {
   type Condition,
   type ConditionInput,
@@ -382,12 +383,4 @@ function recordLatch(def: ControllerDefinition, object: KubeObject, now: Date, o
   const status = isRecord(object.status) ? object.status : {};
   status.conditions = conditions;
   object.status = status;
-}
-
-function isRecord(value: unknown): value is Record<string, unknown> {
-  return typeof value === "object" && value !== null && !Array.isArray(value);
-}
-
-function assertNever(value: never): never {
-  throw new Error(`unhandled case: ${JSON.stringify(value)}`);
 }

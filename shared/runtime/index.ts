@@ -53,6 +53,7 @@ export {
   resourceKey,
 } from "./registry.ts";
 export { planSweep, type SweepInput, type SweepPlan, sweepBucket } from "./sweep.ts";
+export type { SweepTask } from "./sweep-task.ts";
 export type {
   Clock,
   Context,

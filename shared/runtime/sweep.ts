@@ -1,5 +1,5 @@
 import type { KubeObject } from "../kube/index.ts";
-import { fnv1a32 } from "../kube/spec-hash.ts";
+import { fnv1a32 } from "../kube/index.ts";
 import type { Message, Request } from "./types.ts";
 
 export interface SweepInput {

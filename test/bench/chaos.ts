@@ -6,7 +6,7 @@
  * sent during the outage and time to recover. `KUBEFN_CHAOS_OBJECTS` changes the object count.
  */
 
-import { Resources } from "../../shared/kube/index.ts";
+import { isNotFound, type Kube, Resources } from "../../shared/kube/index.ts";
 import { chaosHostEnv, serviceAccountKubeconfigVia, startChaosHost } from "../chaos/drivers.ts";
 import { fullProfile, runChaos, runOutage } from "../chaos/scenario.ts";
 import type { HostProcess } from "../e2e/host.ts";
@@ -36,7 +36,7 @@ export async function benchChaos(): Promise<BenchRow[]> {
       });
       results.push(r);
       faults.configure({ rate: 0 });
-      await cluster.admin.delete(Resources.Namespace, { name: r.namespace });
+      await removeNamespace(cluster.admin, r.namespace);
     }
     const [clean, faulted] = results as [(typeof results)[0], (typeof results)[0]];
     for (const r of results) {
@@ -88,7 +88,7 @@ export async function benchChaos(): Promise<BenchRow[]> {
         name: `outage circuit ${circuit ? "on" : "off"}`,
         figure: r.requestsDuringOutage,
         unit: "requests",
-        note: `${outageObjects} Proxies created during a ${Math.round(r.outageMs / 1000)} s all-503 outage; recovered in ${Math.round(r.recoverMs / 100) / 10} s; ${r.leaks.length} leaks`,
+        note: `${outageObjects} Proxies in progress, then a ${Math.round(r.outageMs / 1000)} s all-503 outage; recovered in ${Math.round(r.recoverMs / 100) / 10} s; ${r.leaks.length} leaks`,
       });
       await h.stop();
     }
@@ -97,4 +97,19 @@ export async function benchChaos(): Promise<BenchRow[]> {
     await faults.close();
   }
   return rows;
+}
+
+/** Deletes a run's namespace and waits until it is gone, so its finalizer passes are not counted in the next run. */
+async function removeNamespace(admin: Kube, name: string): Promise<void> {
+  await admin.delete(Resources.Namespace, { name });
+  const deadline = Date.now() + 900_000;
+  while (Date.now() < deadline) {
+    const err = await admin.get(Resources.Namespace, { name }).then(
+      () => undefined,
+      (e: unknown) => e,
+    );
+    if (isNotFound(err)) return;
+    await new Promise((r) => setTimeout(r, 1000));
+  }
+  throw new Error(`namespace ${name} not gone after 15 min`);
 }

@@ -8,7 +8,7 @@ import { randomBytes } from "node:crypto";
 import type { KubeConfig } from "@kubernetes/client-node";
 import { type Devcluster, startDevcluster } from "../../functions/node/devcluster.ts";
 import { installCrdsAndRbac } from "../../functions/node/install.ts";
-import { mapWithConcurrency } from "../../shared/health/concurrency.ts";
+import { mapWithConcurrency } from "../../shared/concurrency/index.ts";
 import { type CountingTransport, countingTransport, createKube, Resources } from "../../shared/kube/index.ts";
 import { createNodeTransport, loadKubeConfig } from "../../shared/kube/node.ts";
 import type { Kube, KubeObject, Resource, Transport } from "../../shared/kube/port.ts";

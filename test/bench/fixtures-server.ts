@@ -5,7 +5,7 @@
  *
  * Usage: node --import tsx test/bench/fixtures-server.ts [count]
  */
-import { startForwardProxy, startHttpTarget } from "../../shared/health/test-fixtures.ts";
+import { startForwardProxy, startHttpTarget } from "../support/probe-fixtures.ts";
 
 const count = Number(process.argv[2] ?? 4);
 const target = await startHttpTarget();

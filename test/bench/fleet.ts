@@ -37,14 +37,14 @@ import { fileURLToPath } from "node:url";
 import { parse as parseYaml, stringify as stringifyYaml } from "yaml";
 import { devclusterBinary } from "../../functions/node/devcluster.ts";
 import { asServiceAccount, installCrdsAndRbac, serviceAccountToken } from "../../functions/node/install.ts";
+import { mapWithConcurrency } from "../../shared/concurrency/index.ts";
 import { proxyResource } from "../../shared/controllers/proxy/api.ts";
 import { subPoolResource } from "../../shared/controllers/subpool/api.ts";
-import { mapWithConcurrency } from "../../shared/health/concurrency.ts";
-import { type ForwardProxy, startForwardProxy, startHttpTarget } from "../../shared/health/test-fixtures.ts";
 import { createKube, isAlreadyExists, listAll, Resources } from "../../shared/kube/index.ts";
 import { createNodeTransport, loadKubeConfig } from "../../shared/kube/node.ts";
 import type { Kube, KubeObject, Resource } from "../../shared/kube/port.ts";
 import { type HostProcess, startHost } from "../e2e/host.ts";
+import { type ForwardProxy, startForwardProxy, startHttpTarget } from "../support/probe-fixtures.ts";
 import type { BenchRow } from "./cluster.ts";
 import { round } from "./cluster.ts";
 
@@ -413,8 +413,12 @@ async function afterSweep(host: HostProcess): Promise<void> {
 }
 
 function byVerb(calls: Counted[]): Record<string, number> {
+  return countBy(calls.map((c) => c.verb));
+}
+
+function countBy(keys: string[]): Record<string, number> {
   const out: Record<string, number> = {};
-  for (const c of calls) out[c.verb] = (out[c.verb] ?? 0) + 1;
+  for (const k of keys) out[k] = (out[k] ?? 0) + 1;
   return out;
 }
 
@@ -424,6 +428,8 @@ interface Converge {
   perObject: number;
   byVerb: Record<string, number>;
   notFound: number;
+  /** The 404s by resource: reads (or writes) of what was not there. */
+  notFoundByResource: Record<string, number>;
 }
 
 /** Creates `objects` and waits until `converged` says all are; counts `user`'s requests. */
@@ -450,6 +456,7 @@ async function converge(
     perObject: round(calls.length / objects.length, 1),
     byVerb: byVerb(calls),
     notFound: calls.filter((c) => c.code === 404).length,
+    notFoundByResource: countBy(calls.filter((c) => c.code === 404).map((c) => `${c.verb} ${c.resource}`)),
   };
 }
 

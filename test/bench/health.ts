@@ -4,10 +4,9 @@
  * probe) and the real sweep (state machine, annotation patches). `test/bench/run.ts` calls it.
  */
 
-import { HEALTH_ANNOTATION } from "../../shared/health/annotation.ts";
-import { createNodeProber } from "../../shared/health/node-prober.ts";
+import { createNodeProber } from "../../functions/ports/index.ts";
 import { type HealthSubject, probeAll } from "../../shared/health/sweep.ts";
-import { startForwardProxy, startHttpTarget } from "../../shared/health/test-fixtures.ts";
+import { startForwardProxy, startHttpTarget } from "../support/probe-fixtures.ts";
 
 export interface HealthBenchResult {
   probes: number;
@@ -82,8 +81,8 @@ async function steadySweepWrites(
 ): Promise<number> {
   const stored = new Map(
     patches.map(({ key, patch }) => {
-      const body = (patch as { body: { metadata: { annotations: Record<string, string> } } }).body;
-      return [key.name, body.metadata.annotations[HEALTH_ANNOTATION]] as const;
+      const body = (patch as { body: { status: { health: string } } }).body;
+      return [key.name, body.status.health] as const;
     }),
   );
   const again = proxies.map((p) => ({ ...p, annotation: stored.get(p.key.name) }));

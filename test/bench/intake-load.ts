@@ -8,7 +8,7 @@
  * (relay events for Proxies named `missing-<n>`) are built and signed here, before the clock starts.
  */
 import http from "node:http";
-import { signBatch } from "../../functions/intake/signature.ts";
+import { signBatch } from "../../shared/auth/index.ts";
 
 export interface LoadConfig {
   url: string;

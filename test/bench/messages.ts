@@ -11,10 +11,9 @@
  * like the Node host's WorkQueue (a pending message for a key absorbs a later one).
  */
 import { createOperators } from "../../functions/operators.ts";
+import { createNodeProber } from "../../functions/ports/node-prober.ts";
 import { runSweep } from "../../functions/sweep.ts";
 import { proxyResource } from "../../shared/controllers/proxy/api.ts";
-import { createNodeProber } from "../../shared/health/node-prober.ts";
-import { startForwardProxy, startHttpTarget } from "../../shared/health/test-fixtures.ts";
 import type { KubeObject } from "../../shared/kube/port.ts";
 import {
   type Message,
@@ -23,6 +22,7 @@ import {
   requestKey,
   runPass,
 } from "../../shared/runtime/index.ts";
+import { startForwardProxy, startHttpTarget } from "../support/probe-fixtures.ts";
 import {
   type BenchRow,
   benchCluster,

@@ -15,15 +15,14 @@
  * (1). With the default successThreshold 2: 8.
  */
 import { createOperators } from "../../functions/operators.ts";
+import { createNodeProber } from "../../functions/ports/index.ts";
 import { proxyResource, proxySpecHashAnnotation } from "../../shared/controllers/proxy/api.ts";
 import { proxyHealthTask } from "../../shared/controllers/proxy/health-task.ts";
-import { HEALTH_ANNOTATION } from "../../shared/health/annotation.ts";
-import { createNodeProber } from "../../shared/health/node-prober.ts";
-import { type ForwardProxy, startForwardProxy, startHttpTarget } from "../../shared/health/test-fixtures.ts";
 import { countingTransport, listAll } from "../../shared/kube/index.ts";
 import { createNodeTransport } from "../../shared/kube/node.ts";
 import type { KubeObject, Transport, TransportRequest } from "../../shared/kube/port.ts";
 import { runPass } from "../../shared/runtime/index.ts";
+import { type ForwardProxy, startForwardProxy, startHttpTarget } from "../support/probe-fixtures.ts";
 import {
   type BenchRow,
   benchCluster,
@@ -40,11 +39,11 @@ function classify(req: TransportRequest): Kind | undefined {
   const body = req.body ?? "";
   const path = req.path.split("?")[0]!;
   if (req.method === "POST" && /\/pods$/.test(path)) return "podCreate";
-  if (/\/proxies\/[^/]+\/status$/.test(path)) return "status";
+  if (/\/proxies\/[^/]+\/status$/.test(path))
+    return body.includes('"health"') ? "healthAnnotation" : "status";
   if (/\/proxies\/[^/]+$/.test(path)) {
     if (body.includes('"finalizers"')) return "finalizer";
     if (body.includes(proxySpecHashAnnotation)) return "specHash";
-    if (body.includes(HEALTH_ANNOTATION)) return "healthAnnotation";
   }
   return "other";
 }

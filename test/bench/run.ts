@@ -11,6 +11,7 @@ import { benchBundle } from "./bundle.ts";
 import { benchChaos } from "./chaos.ts";
 import type { BenchRow } from "./cluster.ts";
 import { stopBenchCluster } from "./cluster.ts";
+import { benchConnections } from "./connections.ts";
 import { benchFleet, defaultFleet, largeFleet } from "./fleet.ts";
 import { benchProbes } from "./health.ts";
 import { benchIntake } from "./intake.ts";
@@ -73,6 +74,7 @@ const benches: { name: string; run: () => Promise<BenchRow[]>; explicit?: boolea
   { name: "messages", run: benchMessagesPerHour },
   { name: "sweep", run: () => benchSweep(large ? [1000, 10_000] : [1000]) },
   { name: "ready-writes", run: benchApplyToReady },
+  { name: "connections", run: benchConnections },
   { name: "chaos", run: benchChaos, explicit: true },
   {
     name: "fleet",

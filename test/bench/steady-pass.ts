@@ -6,8 +6,8 @@
  * the Proxy) and once as a sweep drift pass (the sweep's list snapshot saves that GET).
  */
 import { createOperators } from "../../functions/operators.ts";
+import { createNodeProber } from "../../functions/ports/node-prober.ts";
 import { proxyResource } from "../../shared/controllers/proxy/api.ts";
-import { createNodeProber } from "../../shared/health/node-prober.ts";
 import type { KubeObject } from "../../shared/kube/port.ts";
 import { type Message, type PassResult, runPass } from "../../shared/runtime/index.ts";
 import {

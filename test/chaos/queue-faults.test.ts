@@ -13,13 +13,12 @@ import { randomBytes } from "node:crypto";
 import type { LambdaContext } from "hono/aws-lambda";
 import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
 import { createHandler } from "../../functions/aws/handler.ts";
-import { type AwsEndpoint, startAwsEndpoint, TEST_CREDENTIALS } from "../../functions/aws/test-endpoint.ts";
 import { consumeBatch } from "../../functions/cloudflare/queue.ts";
 import { installCrdsAndRbac, serviceAccountToken } from "../../functions/node/install.ts";
 import { WorkQueue } from "../../functions/node/work-queue.ts";
 import { createOperators, type Operators } from "../../functions/operators.ts";
+import { createNodeProber } from "../../functions/ports/index.ts";
 import { type Proxy as ProxyObject, proxyResource } from "../../shared/controllers/proxy/api.ts";
-import { createNodeProber } from "../../shared/health/node-prober.ts";
 import {
   createFetchTransport,
   createKube,
@@ -31,6 +30,7 @@ import {
 import { type Message, planSweep, runPass, SNAPSHOT_MAX_AGE_SECONDS } from "../../shared/runtime/index.ts";
 import type { Context } from "../../shared/runtime/types.ts";
 import { clusterInfo } from "../setup/cluster.ts";
+import { type AwsEndpoint, startAwsEndpoint, TEST_CREDENTIALS } from "../support/aws-endpoint.ts";
 import { findProblems } from "./scenario.ts";
 
 type Proxy = ProxyObject & KubeObject;

@@ -289,9 +289,10 @@ export interface OutageResult {
 }
 
 /**
- * A struggling API server: `objects` Managed Proxies are created while every request kubefn sends
- * is answered 503 (Retry-After 1) for `outageMs`; then the server recovers and everything must
- * converge. Measures what kubefn sent during the outage — with the circuit, it should be little.
+ * A struggling API server: `objects` Managed Proxies are created, and once kubefn is at work on
+ * all of them, every request it sends is answered 503 (Retry-After 1) for `outageMs`; then the
+ * server recovers and everything must converge. Measures what kubefn sent during the outage —
+ * with the circuit, it should be little.
  */
 export async function runOutage(opts: {
   admin: Kube;
@@ -310,12 +311,22 @@ export async function runOutage(opts: {
   });
   const names = Array.from({ length: opts.objects }, (_, i) => `px-${String(i).padStart(4, "0")}`);
   const expected = new Map(names.map((n) => [n, "#cloud-config v1"]));
-  faults.configure({ rate: 1, mix: { "503": 1 }, retryAfterSeconds: 1 });
-  faults.resetStats();
-  const started = Date.now();
   await poolMap(names, 16, (name) =>
     admin.create(proxyResource, managedProxy(namespace, name, "#cloud-config v1")).then(() => undefined),
   );
+  // The outage starts once kubefn is at work on every Proxy (its finalizer is on), so passes and
+  // their follow-ups are in flight when the server starts failing.
+  const atWork = Date.now() + (opts.timeoutMs ?? 120_000);
+  for (;;) {
+    await driver.tick?.();
+    const proxies = await listAll<Proxy>(admin, proxyResource, { namespace });
+    if (proxies.every((p) => (p.metadata.finalizers ?? []).length > 0)) break;
+    if (Date.now() > atWork) throw new Error(`${namespace}: kubefn never started on every Proxy`);
+    await new Promise((r) => setTimeout(r, 200));
+  }
+  faults.configure({ rate: 1, mix: { "503": 1 }, retryAfterSeconds: 1 });
+  faults.resetStats();
+  const started = Date.now();
   while (Date.now() - started < opts.outageMs) {
     await driver.tick?.();
     await new Promise((r) => setTimeout(r, 1000));

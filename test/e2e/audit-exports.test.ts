@@ -19,7 +19,6 @@ import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
 import { createTestHarness, type TestHarness } from "wrangler";
 import { parse } from "yaml";
 import { createHandler } from "../../functions/aws/handler.ts";
-import { type AwsEndpoint, startAwsEndpoint, TEST_CREDENTIALS } from "../../functions/aws/test-endpoint.ts";
 import { installCrdsAndRbac, serviceAccountToken } from "../../functions/node/install.ts";
 import { encodeCloudWatchLogs, logEntryFromAuditEvent, pushBodyOf } from "../../shared/audit-export/index.ts";
 import { proxyResource } from "../../shared/controllers/proxy/api.ts";
@@ -39,6 +38,7 @@ import {
   type TokenSigner,
 } from "../fixtures/google-tokens.ts";
 import { type AuditEvent, auditEventsSince, clusterInfo, eventually } from "../setup/cluster.ts";
+import { type AwsEndpoint, startAwsEndpoint, TEST_CREDENTIALS } from "../support/aws-endpoint.ts";
 import { functionsKubeconfig, type HostProcess, startHost } from "./host.ts";
 
 const root = new URL("../../", import.meta.url).pathname;
@@ -107,8 +107,9 @@ async function writeThings(): Promise<void> {
   );
   await admin.create(proxyResource, proxy("px-b"));
   await admin.delete(proxyResource, { namespace: ns, name: "px-b" });
-  // A SubPool's namespace and an object in it: owned kinds, mapped to the SubPool from their key
-  // (the audit policy logs them at Metadata level, without a body).
+  // A SubPool's namespace and an object it derives in it (its ConfigMap `<pool>-config`): owned
+  // kinds, mapped to the SubPool from their key (the audit policy logs them at Metadata level,
+  // without a body).
   await admin.create(Resources.Namespace, {
     apiVersion: "v1",
     kind: "Namespace",
@@ -117,7 +118,7 @@ async function writeThings(): Promise<void> {
   await admin.create(Resources.ConfigMap, {
     apiVersion: "v1",
     kind: "ConfigMap",
-    metadata: { namespace: poolNamespace, name: "relay-config" },
+    metadata: { namespace: poolNamespace, name: `${ns}-config` },
     data: { k: "v" },
   } as KubeObject);
   // A Pod the proxy controller does not own: maps to nothing anywhere.

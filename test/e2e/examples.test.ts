@@ -12,13 +12,13 @@ import { spawn } from "node:child_process";
 import { readFileSync } from "node:fs";
 import { fileURLToPath } from "node:url";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { clusterInfo, type KubectlResult } from "../setup/cluster.ts";
 import {
   type ForwardProxy,
   startForwardProxy,
   startHttpTarget,
   type Target,
-} from "../../shared/health/test-fixtures.ts";
-import { clusterInfo, type KubectlResult } from "../setup/cluster.ts";
+} from "../support/probe-fixtures.ts";
 import { eventually, type HostProcess, startHost } from "./host.ts";
 
 const example = (name: string) => fileURLToPath(new URL(`../../examples/${name}`, import.meta.url));

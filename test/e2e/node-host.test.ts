@@ -8,15 +8,15 @@ import { randomBytes } from "node:crypto";
 import { fileURLToPath } from "node:url";
 import { KubeConfig } from "@kubernetes/client-node";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { signBatch } from "../../functions/intake/signature.ts";
+import { signBatch } from "../../shared/auth/index.ts";
 import { proxyResource } from "../../shared/controllers/proxy/api.ts";
 import { ownerTagKey } from "../../shared/controllers/proxy/providers/provider.ts";
-import { startForwardProxy, startHttpTarget } from "../../shared/health/test-fixtures.ts";
 import { createKube, findCondition, isNotFound, listAll, Resources } from "../../shared/kube/index.ts";
 import { createNodeTransport } from "../../shared/kube/node.ts";
 import type { Kube, KubeObject } from "../../shared/kube/port.ts";
 import { sweepBucket } from "../../shared/runtime/index.ts";
 import { clusterInfo } from "../setup/cluster.ts";
+import { startForwardProxy, startHttpTarget } from "../support/probe-fixtures.ts";
 import { eventually, functionsKubeconfig, type HostProcess, startHost } from "./host.ts";
 
 type ProxyObject = KubeObject & {
@@ -245,7 +245,8 @@ describe("the Node host on the shared devcluster", () => {
           body,
           headers: {
             "content-type": "application/json",
-            ...(await signBatch(secret, body, Date.now() / 1000)),
+            // A re-send is signed anew (one second later); the very same signature is a replay.
+            ...(await signBatch(secret, body, Date.now() / 1000 + i)),
           },
         });
         expect(res.status).toBe(202);

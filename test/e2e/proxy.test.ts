@@ -9,16 +9,16 @@ import { KubeConfig } from "@kubernetes/client-node";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { proxyResource } from "../../shared/controllers/proxy/api.ts";
 import { ownerTagKey } from "../../shared/controllers/proxy/providers/provider.ts";
+import { createKube, findCondition, listAll, Resources } from "../../shared/kube/index.ts";
+import { createNodeTransport } from "../../shared/kube/node.ts";
+import type { Kube, KubeObject } from "../../shared/kube/port.ts";
+import { clusterInfo } from "../setup/cluster.ts";
 import {
   type ForwardProxy,
   startForwardProxy,
   startHttpTarget,
   type Target,
-} from "../../shared/health/test-fixtures.ts";
-import { createKube, findCondition, listAll, Resources } from "../../shared/kube/index.ts";
-import { createNodeTransport } from "../../shared/kube/node.ts";
-import type { Kube, KubeObject } from "../../shared/kube/port.ts";
-import { clusterInfo } from "../setup/cluster.ts";
+} from "../support/probe-fixtures.ts";
 import { eventually, functionsKubeconfig, type HostProcess, startHost } from "./host.ts";
 
 type Condition = { type: string; status: string; reason?: string; message?: string };

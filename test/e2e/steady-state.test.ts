@@ -18,16 +18,16 @@ import type { AddressInfo } from "node:net";
 import { KubeConfig } from "@kubernetes/client-node";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { proxyResource } from "../../shared/controllers/proxy/api.ts";
+import { createKube, findCondition, Resources } from "../../shared/kube/index.ts";
+import { createNodeTransport } from "../../shared/kube/node.ts";
+import type { Kube, KubeObject } from "../../shared/kube/port.ts";
+import { auditEventsSince, clusterInfo, eventually } from "../setup/cluster.ts";
 import {
   type ForwardProxy,
   startForwardProxy,
   startHttpTarget,
   type Target,
-} from "../../shared/health/test-fixtures.ts";
-import { createKube, findCondition, Resources } from "../../shared/kube/index.ts";
-import { createNodeTransport } from "../../shared/kube/node.ts";
-import type { Kube, KubeObject } from "../../shared/kube/port.ts";
-import { auditEventsSince, clusterInfo, eventually } from "../setup/cluster.ts";
+} from "../support/probe-fixtures.ts";
 import { functionsKubeconfig, type HostProcess, startHost } from "./host.ts";
 
 const SA = "system:serviceaccount:kubefn-system:kubefn";

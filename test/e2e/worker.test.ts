@@ -23,12 +23,6 @@ import { installCrdsAndRbac, serviceAccountToken } from "../../functions/node/in
 import { type Proxy as ProxyObject, proxyResource } from "../../shared/controllers/proxy/api.ts";
 import { ownerTagKey } from "../../shared/controllers/proxy/providers/provider.ts";
 import {
-  type ForwardProxy,
-  startForwardProxy,
-  startHttpTarget,
-  type Target,
-} from "../../shared/health/test-fixtures.ts";
-import {
   createFetchTransport,
   createKube,
   isNotFound,
@@ -37,6 +31,12 @@ import {
   Resources,
 } from "../../shared/kube/index.ts";
 import { clusterInfo, eventually, waitForAuditEvent } from "../setup/cluster.ts";
+import {
+  type ForwardProxy,
+  startForwardProxy,
+  startHttpTarget,
+  type Target,
+} from "../support/probe-fixtures.ts";
 import { type GceServer, startGceServer } from "./gce-server.ts";
 
 const root = new URL("../../", import.meta.url).pathname;

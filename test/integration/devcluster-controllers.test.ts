@@ -9,8 +9,8 @@ import { randomBytes } from "node:crypto";
 import http from "node:http";
 import net from "node:net";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { startHttpTarget, type Target } from "../../shared/health/test-fixtures.ts";
 import { eventually, kubectl } from "../setup/cluster.ts";
+import { startHttpTarget, type Target } from "../support/probe-fixtures.ts";
 
 const ns = `dc-${randomBytes(3).toString("hex")}`;
 const other = `${ns}-b`;

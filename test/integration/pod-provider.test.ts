@@ -49,12 +49,17 @@ function requestFor(uid: string, extra: Partial<CreateRequest> = {}): CreateRequ
   };
 }
 
-async function pollUntil(id: string, done: (inst: Instance | "gone") => boolean, timeoutMs = 30_000) {
+async function pollUntil(
+  id: string,
+  owner: string,
+  done: (inst: Instance | "gone") => boolean,
+  timeoutMs = 30_000,
+) {
   const deadline = Date.now() + timeoutMs;
   let last: Instance | "gone" | undefined;
   while (Date.now() < deadline) {
     try {
-      last = await provider.get(id);
+      last = await provider.get(id, owner);
     } catch (err) {
       if (!isProviderNotFound(err)) throw err;
       last = "gone";
@@ -76,7 +81,7 @@ describe("Kubernetes pod provider on the devcluster", () => {
     expect(["Provisioning", "Running"]).toContain(created.state);
     expect(created.tags).toMatchObject({ [ownerTagKey]: uid, [managedByTagKey]: managedByTagValue });
 
-    const running = await pollUntil(created.id, (i) => i !== "gone" && i.state === "Running");
+    const running = await pollUntil(created.id, uid, (i) => i !== "gone" && i.state === "Running");
     expect(running).toMatchObject({ state: "Running", ip: expect.stringMatching(/^127\./) });
   });
 
@@ -94,7 +99,7 @@ describe("Kubernetes pod provider on the devcluster", () => {
       provider.create(other),
     ]);
     expect(new Set(results.map((r) => r.id)).size).toBe(1);
-    await provider.delete(results[0]!.id);
+    await provider.delete(results[0]!.id, { owner: other.tags[ownerTagKey]! });
   });
 
   it("a create over a foreign Pod of that name is a permanent NameConflict", async () => {
@@ -129,10 +134,10 @@ describe("Kubernetes pod provider on the devcluster", () => {
   });
 
   it("delete → NotFound eventually; a second delete is fine", async () => {
-    await provider.delete(created.id);
-    await pollUntil(created.id, (i) => i === "gone" || i.state === "Terminating");
-    await pollUntil(created.id, (i) => i === "gone");
-    await expect(provider.delete(created.id)).resolves.toBeUndefined();
+    await provider.delete(created.id, { owner: uid });
+    await pollUntil(created.id, uid, (i) => i === "gone" || i.state === "Terminating");
+    await pollUntil(created.id, uid, (i) => i === "gone");
+    await expect(provider.delete(created.id, { owner: uid })).resolves.toBeUndefined();
   });
 
   it("an invalid Pod is permanent", async () => {
@@ -172,8 +177,8 @@ describe("Kubernetes pod provider on the devcluster", () => {
           return undefined;
         });
         if (!inst) break;
-        await provider.delete(inst.id);
-        await pollUntil(inst.id, (i) => i === "gone");
+        await provider.delete(inst.id, { owner: req.tags[ownerTagKey]! });
+        await pollUntil(inst.id, req.tags[ownerTagKey]!, (i) => i === "gone");
       }
       expect(err).toBeInstanceOf(ProviderError);
       expect(err).toMatchObject({ errorClass: "quota", reason: "QuotaExceeded" });

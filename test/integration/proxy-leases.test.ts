@@ -67,7 +67,11 @@ async function createReadyProxy(name: string, latencyMillis = 50): Promise<KubeO
     apiVersion: "crawl.kubefn.dev/v1alpha1",
     kind: "Proxy",
     metadata: { name, namespace, labels: { pool: name } },
-    spec: { mode: "External", endpoint: { host: "203.0.113.7", port: 3128, scheme: "http" } },
+    spec: {
+      mode: "External",
+      endpoint: { host: "203.0.113.7", port: 3128, scheme: "http" },
+      healthCheck: { probeURL: "http://probe.example/" },
+    },
   });
   await setPhase(name, "Ready", latencyMillis);
   return created;
@@ -245,7 +249,13 @@ describe("orphan GC on the devcluster", () => {
 
   it("collects a tagged Pod without a Proxy, leaves its Proxy's Pod and an untagged Pod alone", async () => {
     const provider = scopedProvider();
-    const owner = await createReadyProxy("owner");
+    // Managed: an External Proxy never owns an instance (findOrphans).
+    const owner = await kube.create(proxyResource, {
+      apiVersion: "crawl.kubefn.dev/v1alpha1",
+      kind: "Proxy",
+      metadata: { name: "owner", namespace },
+      spec: { mode: "Managed", provider: "kubernetes" },
+    });
     const ownerUid = owner.metadata.uid ?? "";
     const orphanUid = crypto.randomUUID();
     const request = (uid: string) => ({

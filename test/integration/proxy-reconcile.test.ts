@@ -213,9 +213,16 @@ describe("proxy controller on the devcluster", () => {
     const p = await getProxy(name);
     expect(p.metadata.annotations?.[proxySpecHashAnnotation]).not.toBe(before);
     const [pod] = await podsOf(uid);
-    const env = (pod!.spec as { containers: { env?: { name: string; value: string }[] }[] }).containers[0]!
-      .env;
-    expect(env).toContainEqual({ name: "CLOUD_INIT", value: "#cloud-config\nsecond\n" });
+    // The new cloud-init reaches the new Pod through its Secret volume, not its spec.
+    expect(JSON.stringify(pod)).not.toContain("second");
+    const secret = await kube.get<KubeObject & { data?: Record<string, string> }>(Resources.Secret, {
+      namespace,
+      name: `${pod!.metadata.name}-cloud-init`,
+    });
+    expect(Buffer.from(secret.data?.["user-data"] ?? "", "base64").toString()).toBe(
+      "#cloud-config\nsecond\n",
+    );
+    expect(secret.metadata.ownerReferences?.[0]).toMatchObject({ kind: "Pod", uid: pod!.metadata.uid });
   });
 
   it("deleting removes the Pod before the finalizer goes", async () => {

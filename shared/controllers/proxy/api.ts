@@ -6,7 +6,7 @@
  */
 import * as z from "zod";
 import { type CrdSpec, conditionsSchema, objectSchemaFor, resourceFor, withCel } from "../../crd/index.ts";
-import type { Resource } from "../../kube/port.ts";
+import type { Resource } from "../../kube/index.ts";
 
 export const proxyGroup = "crawl.kubefn.dev";
 export const proxyVersion = "v1alpha1";
@@ -180,6 +180,13 @@ export const proxyStatusSchema = z.object({
     .optional()
     .describe("Time of the last status-affecting probe (suppressed probes do not write status)."),
   conditions: conditionsSchema(Object.values(ProxyConditionType)).optional(),
+  health: z
+    .string()
+    .max(4096)
+    .optional()
+    .describe(
+      "Probe bookkeeping of the health sweep (JSON). Kept in status, which tenants cannot write, not in an annotation, which they can.",
+    ),
 });
 export type ProxyStatus = z.infer<typeof proxyStatusSchema>;
 

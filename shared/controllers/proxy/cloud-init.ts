@@ -3,11 +3,9 @@
  * instance shape, the *resolved* user data), so rotating a referenced Secret replaces the
  * instance even though the Proxy spec is untouched.
  */
-import { ReconcileError } from "../../kube/classify.ts";
-import { isNotFound } from "../../kube/errors.ts";
-import type { Kube, KubeObject } from "../../kube/port.ts";
-import { Resources } from "../../kube/resources.ts";
-import { specHash } from "../../kube/spec-hash.ts";
+
+import type { Kube, KubeObject } from "../../kube/index.ts";
+import { isNotFound, ReconcileError, Resources, specHash } from "../../kube/index.ts";
 import { ProxyReason, type ProxySpec } from "./api.ts";
 
 /** The Secret key read when `secretRef.key` is not set. */
@@ -18,11 +16,13 @@ export const defaultCloudInitKey = "user-data";
  * by someone else (the original Go operator) and is treated as missing: the instance is adopted,
  * not replaced, when a cluster switches to kubefn.
  */
-export const specHashPrefix = "v1:";
+export const specHashPrefix = "v2:";
 
 /** The resolved user data; `undefined` when the spec has no cloudInit. */
 export interface ResolvedCloudInit {
   userData: string | undefined;
+  /** The UID of the Secret it came from; keys its digest in the spec hash (see {@link proxySpecHash}). */
+  secretUID?: string | undefined;
 }
 
 /**
@@ -57,7 +57,7 @@ export async function resolveCloudInit(
   if (encoded === undefined) {
     throw new CloudInitError(`cloud-init Secret ${namespace}/${ref.name} has no key "${key}"`);
   }
-  return { userData: decodeBase64(encoded) };
+  return { userData: decodeBase64(encoded), secretUID: secret.metadata.uid };
 }
 
 /** A cloud-init that cannot be resolved yet; transient, with reason {@link ProxyReason.CloudInitError}. */
@@ -90,12 +90,38 @@ export function specHashInput(
   };
 }
 
-/** The annotation value for a spec and its resolved cloud-init: `v1:` and a SHA-256. */
+/**
+ * The annotation value for a spec and its resolved cloud-init: `v2:` and a SHA-256.
+ *
+ * User data from a Secret enters the hash only as an HMAC-SHA256 keyed with the Secret's UID:
+ * the annotation is readable by anyone who may read the Proxy (`view`), and a plain hash of the
+ * Secret's bytes would let them confirm a guess offline. The UID is visible only to those who may
+ * read the Secret itself. (v1 hashed the bytes unkeyed; a v1 value is adopted, not replaced.)
+ *
+ * Caveats: re-creating the Secret with the same bytes changes its UID, so the instance is replaced.
+ */
 export async function proxySpecHash(
   spec: Pick<ProxySpec, "provider" | "instance">,
   cloudInit: ResolvedCloudInit,
 ): Promise<string> {
-  return `${specHashPrefix}${await specHash(specHashInput(spec, cloudInit))}`;
+  const keyed: ResolvedCloudInit =
+    cloudInit.secretUID === undefined || cloudInit.userData === undefined
+      ? cloudInit
+      : { userData: `hmac-sha256:${await hmacHex(cloudInit.secretUID, cloudInit.userData)}` };
+  return `${specHashPrefix}${await specHash(specHashInput(spec, keyed))}`;
+}
+
+async function hmacHex(key: string, text: string): Promise<string> {
+  const encoder = new TextEncoder();
+  const k = await crypto.subtle.importKey(
+    "raw",
+    encoder.encode(key),
+    { name: "HMAC", hash: "SHA-256" },
+    false,
+    ["sign"],
+  );
+  const mac = new Uint8Array(await crypto.subtle.sign("HMAC", k, encoder.encode(text)));
+  return Array.from(mac, (b) => b.toString(16).padStart(2, "0")).join("");
 }
 
 function decodeBase64(encoded: string): string {

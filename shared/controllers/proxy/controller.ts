@@ -1,4 +1,4 @@
-import type { ControllerDefinition } from "../../runtime/controller.ts";
+import type { ControllerDefinition } from "../../runtime/index.ts";
 import { ProxyConditionType, ProxyReason, proxyResource } from "./api.ts";
 import { type ProvidersSource, reconcileProxy } from "./reconcile.ts";
 import { proxiesForSecret } from "./secret-watch.ts";

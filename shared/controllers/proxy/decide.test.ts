@@ -16,7 +16,7 @@ const inst = (state: Instance["state"], ip?: string): Instance => ({
   ...(ip ? { ip } : {}),
   tags: {},
 });
-const H = "v1:aaaa";
+const H = "v2:aaaa";
 const base: ManagedObservation = {
   hasFinalizer: true,
   latched: false,
@@ -35,29 +35,29 @@ describe("decideManaged", () => {
     ["no providerID → create", { providerID: undefined }, "create"],
     [
       "no providerID, old hash → create (it writes the hash)",
-      { providerID: undefined, storedHash: "v1:old" },
+      { providerID: undefined, storedHash: "v2:old" },
       "create",
     ],
     ["providerID without annotation → adopt", { storedHash: undefined }, "adopt"],
     ["providerID with a foreign (Go operator) hash → adopt", { storedHash: "3f2a9c" }, "adopt"],
     ["hash matches → look up to observe", {}, "lookup", { purpose: "observe" }],
-    ["hash differs → look up to replace", { storedHash: "v1:old" }, "lookup", { purpose: "replace" }],
+    ["hash differs → look up to replace", { storedHash: "v2:old" }, "lookup", { purpose: "replace" }],
     ["observe: gone → forget", { lookup: { found: false } }, "forget", { purpose: "observe" }],
     [
       "replace: gone → forget",
-      { storedHash: "v1:old", lookup: { found: false } },
+      { storedHash: "v2:old", lookup: { found: false } },
       "forget",
       { purpose: "replace" },
     ],
     [
       "replace: exists → delete",
-      { storedHash: "v1:old", lookup: { found: true, instance: inst("Running", "10.0.0.1") } },
+      { storedHash: "v2:old", lookup: { found: true, instance: inst("Running", "10.0.0.1") } },
       "replace",
       { callDelete: true },
     ],
     [
       "replace: already terminating → only poll",
-      { storedHash: "v1:old", lookup: { found: true, instance: inst("Terminating") } },
+      { storedHash: "v2:old", lookup: { found: true, instance: inst("Terminating") } },
       "replace",
       { callDelete: false },
     ],
@@ -93,7 +93,14 @@ describe("decideDeletion", () => {
     ["no finalizer → done", { hasFinalizer: false }, "done"],
     ["unknown provider → drop the finalizer", { providerKnown: false }, "removeFinalizer"],
     ["providerID → look up", {}, "lookup"],
-    ["instance gone → drop the finalizer", { lookup: { found: false } }, "removeFinalizer"],
+    // A providerID naming nothing of this Proxy's (gone, or forged) must not hide a tagged instance.
+    ["providerID names nothing of ours → list by owner tag", { lookup: { found: false } }, "listTagged"],
+    ["…and nothing tagged → drop the finalizer", { lookup: { found: false }, tagged: [] }, "removeFinalizer"],
+    [
+      "…and a tagged instance → delete it",
+      { lookup: { found: false }, tagged: [inst("Running")] },
+      "deleteInstances",
+    ],
     [
       "instance exists → delete and poll",
       { lookup: { found: true, instance: inst("Running") } },
@@ -347,5 +354,17 @@ describe("proxyHealthSubject", () => {
       ),
     );
     expect(s.seed).toBeUndefined();
+  });
+});
+
+describe("proxySpecHash of a Secret's cloud-init", () => {
+  it("is keyed by the Secret's UID: a reader of the annotation cannot confirm a guess of the bytes", async () => {
+    const guess = "#cloud-config\npassword: hunter2\n";
+    const unkeyed = await proxySpecHash({ provider: "p" }, { userData: guess });
+    const keyed = await proxySpecHash({ provider: "p" }, { userData: guess, secretUID: "uid-1" });
+    expect(keyed).not.toBe(unkeyed);
+    expect(keyed).not.toBe(await proxySpecHash({ provider: "p" }, { userData: guess, secretUID: "uid-2" }));
+    expect(keyed).toBe(await proxySpecHash({ provider: "p" }, { userData: guess, secretUID: "uid-1" }));
+    expect(keyed.startsWith(specHashPrefix)).toBe(true);
   });
 });

@@ -1,12 +1,14 @@
 /**
  * Deletion (seed §4): keep the finalizer until the provider says the instance is gone.
  */
-import { hasFinalizer, removeFinalizer } from "../../kube/finalizers.ts";
-import { done, type Outcome, requeueAfter } from "../../runtime/outcome.ts";
+
+import { assertNever } from "../../guards/index.ts";
+import { hasFinalizer, removeFinalizer } from "../../kube/index.ts";
+import { done, type Outcome, requeueAfter } from "../../runtime/index.ts";
 import { ProxyReason, proxyFinalizer } from "./api.ts";
 import { providerFailure } from "./failure.ts";
 import type { InstanceLookup } from "./managed.ts";
-import { patchMetadata } from "./metadata.ts";
+import { patchMetadata, stillCurrent } from "./metadata.ts";
 import type { ProxyPass } from "./pass.ts";
 import {
   type Instance,
@@ -14,7 +16,7 @@ import {
   ownerTagKey,
   type Provider,
   type ProvidersByName,
-} from "./providers/provider.ts";
+} from "./providers/index.ts";
 import { setProvisioned } from "./status.ts";
 
 /** What a deletion pass knows so far. */
@@ -39,9 +41,10 @@ export type DeletionAction =
 /**
  * Decides the next step of a deletion pass. Pure.
  *
- * Without a providerID the pass still asks the provider for instances carrying this Proxy's owner
- * tag: a pass that created an instance may have died before its status write recorded the ID, and
- * the deterministic name would otherwise leave that instance orphaned.
+ * Without a providerID, or when it names nothing of this Proxy's, the pass still asks the provider
+ * for instances carrying this Proxy's owner tag: a pass that created an instance may have died
+ * before its status write recorded the ID, and `status.providerID` is tenant-writable (a forged ID
+ * is looked up as "not this Proxy's", and must neither be deleted nor hide the real instance).
  *
  * Caveats: with an unknown provider nothing can be reached (or was ever created), so the finalizer
  * goes at once.
@@ -49,11 +52,8 @@ export type DeletionAction =
 export function decideDeletion(o: DeletionObservation): DeletionAction {
   if (!o.hasFinalizer) return { kind: "done" };
   if (!o.providerKnown) return { kind: "removeFinalizer" };
-  if (o.providerID) {
-    if (!o.lookup) return { kind: "lookup", id: o.providerID };
-    if (!o.lookup.found) return { kind: "removeFinalizer" };
-    return { kind: "deleteInstances", instances: [o.lookup.instance] };
-  }
+  if (o.providerID && !o.lookup) return { kind: "lookup", id: o.providerID };
+  if (o.lookup?.found) return { kind: "deleteInstances", instances: [o.lookup.instance] };
   if (!o.tagged) return { kind: "listTagged" };
   if (o.tagged.length === 0) return { kind: "removeFinalizer" };
   return { kind: "deleteInstances", instances: o.tagged };
@@ -129,7 +129,10 @@ export async function deleteInstances(
         return { kind: "gone" };
       case "lookup":
         try {
-          observation.lookup = { found: true, instance: await provider!.get(action.id) };
+          observation.lookup = {
+            found: true,
+            instance: await provider!.get(action.id, object.metadata.uid ?? ""),
+          };
         } catch (err) {
           if (!isProviderNotFound(err)) return onProviderError(err);
           observation.lookup = { found: false };
@@ -146,10 +149,13 @@ export async function deleteInstances(
         }
         continue;
       case "deleteInstances": {
-        for (const instance of action.instances) {
-          if (instance.state === "Terminating") continue;
+        const live = action.instances.filter((i) => i.state !== "Terminating");
+        if (live.length > 0 && !(await stillCurrent(ctx.kube, object))) {
+          return { kind: "outcome", outcome: requeueAfter(timings.requeueNow) };
+        }
+        for (const instance of live) {
           try {
-            await provider!.delete(instance.id);
+            await provider!.delete(instance.id, { owner: object.metadata.uid ?? "", uid: instance.uid });
           } catch (err) {
             return onProviderError(err);
           }
@@ -166,8 +172,4 @@ export async function deleteInstances(
         return assertNever(action);
     }
   }
-}
-
-function assertNever(value: never): never {
-  throw new Error(`unhandled case: ${JSON.stringify(value)}`);
 }

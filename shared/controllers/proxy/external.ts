@@ -2,10 +2,9 @@
  * External mode (seed §4): someone else runs the proxy. The address comes from the spec; no
  * instance is kept and no finalizer is held.
  */
-import { healthStateOf } from "../../health/annotation.ts";
-import { projectHealth } from "../../health/state.ts";
-import { hasFinalizer, removeFinalizer } from "../../kube/finalizers.ts";
-import { done, type Outcome, requeueAfter } from "../../runtime/outcome.ts";
+import { healthStateOf, projectHealth } from "../../health/index.ts";
+import { hasFinalizer, removeFinalizer } from "../../kube/index.ts";
+import { done, type Outcome, requeueAfter } from "../../runtime/index.ts";
 import { ProxyConditionType, ProxyReason, proxyFinalizer, proxySpecHashAnnotation } from "./api.ts";
 import { deleteInstances, providerNamed } from "./delete.ts";
 import { healthInstanceOf } from "./health-subject.ts";
@@ -22,13 +21,13 @@ import { applyHealth, dropCondition, setProvisioned } from "./status.ts";
  * spec-hash annotation and the finalizer are dropped. Meanwhile the endpoint is already used and
  * Provisioned's message names the instance being deleted.
  *
- * Caveats: the provider is `spec.provider` if this platform has it, else the scheme of `status.providerID`
- * (`kubernetes://…`, `gce://…`). When neither names a provider this platform has, nothing can be
+ * Caveats: the provider is the one the scheme of `status.providerID` names (`kubernetes://…`,
+ * `gce://…`), else `spec.provider`. When neither names a provider this platform has, nothing can be
  * reached: the finalizer goes at once, and an instance left behind is the orphan sweep's, which
  * does not count External Proxies as owners.
  */
 export async function reconcileExternal(pass: ProxyPass): Promise<Outcome> {
-  const { ctx, object, proxy, status } = pass;
+  const { ctx, proxy, status } = pass;
   const now = ctx.clock.now();
   const endpoint = proxy.spec.endpoint;
   dropCondition(status, ProxyConditionType.PermanentError);
@@ -50,7 +49,7 @@ export async function reconcileExternal(pass: ProxyPass): Promise<Outcome> {
     `external endpoint ${endpoint.scheme}://${endpoint.host}:${endpoint.port}${releasing}`,
     now,
   );
-  const projection = projectHealth(healthStateOf(object.metadata.annotations), healthInstanceOf(proxy));
+  const projection = projectHealth(healthStateOf(status), healthInstanceOf(proxy));
   applyHealth(status, projection, proxy.spec.healthCheck !== undefined, now);
   return release.kind === "deleting" ? requeueAfter(pass.timings.deletionPoll) : done();
 }
@@ -66,9 +65,11 @@ async function releaseManaged(pass: ProxyPass): Promise<Release> {
   const finalizer = hasFinalizer(object.metadata.finalizers, proxyFinalizer);
   const hashed = object.metadata.annotations?.[proxySpecHashAnnotation] !== undefined;
   if (!finalizer && !hashed && !status.providerID) return { kind: "clean" };
+  // The instance's own providerID names the provider that made it (spec.provider may have been
+  // edited in the same change); without one, spec.provider is the one to ask by owner tag.
   const provider =
-    providerNamed(pass.providers, proxy.spec.provider) ??
-    providerNamed(pass.providers, schemeOf(status.providerID));
+    providerNamed(pass.providers, schemeOf(status.providerID)) ??
+    providerNamed(pass.providers, proxy.spec.provider);
   const step = await deleteInstances(pass, provider, {
     hasFinalizer: true,
     providerKnown: provider !== undefined,

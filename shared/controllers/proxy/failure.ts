@@ -1,5 +1,5 @@
-import { classifyError } from "../../kube/classify.ts";
-import { failed, type Outcome, requeueAfter } from "../../runtime/outcome.ts";
+import { classifyError } from "../../kube/index.ts";
+import { failed, type Outcome, requeueAfter } from "../../runtime/index.ts";
 import { ProxyConditionType, ProxyReason, type ProxyStatus } from "./api.ts";
 import { dropCondition, latchPermanentError, putCondition } from "./status.ts";
 

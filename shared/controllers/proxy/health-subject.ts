@@ -2,10 +2,10 @@
  * The bridge to the health sweep: which Proxies are probed, where, and under which instance key
  * their counters are kept. The reconciler projects with the same key, so the two always agree.
  */
-import { HEALTH_ANNOTATION } from "../../health/annotation.ts";
-import type { HealthSubject } from "../../health/sweep.ts";
-import type { TargetPolicy } from "../../health/target.ts";
-import type { KubeObject } from "../../kube/port.ts";
+
+import type { HealthSubject, TargetPolicy } from "../../health/index.ts";
+import { storedHealthOf } from "../../health/index.ts";
+import type { KubeObject } from "../../kube/index.ts";
 import { ProxyConditionType, ProxyMode, type Proxy as ProxyObject, ProxyReason, parseProxy } from "./api.ts";
 import { conditionOf } from "./status.ts";
 
@@ -45,7 +45,7 @@ export interface HealthSubjectOptions {
  */
 export function proxyHealthSubject(object: KubeObject, options: HealthSubjectOptions = {}): HealthSubject {
   const reportInterval = options.minReportIntervalSeconds ?? minReportIntervalSeconds;
-  const annotation = object.metadata.annotations?.[HEALTH_ANNOTATION];
+  const annotation = storedHealthOf(object);
   const key = { namespace: object.metadata.namespace ?? "", name: object.metadata.name ?? "" };
   const base = {
     key,

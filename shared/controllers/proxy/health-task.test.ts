@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { FakeKube, fakeContext } from "../../../test/unit/runtime/fake-kube.ts";
+import { FakeKube, fakeContext } from "../../../test/support/fake-kube.ts";
 import type { Prober } from "../../health/index.ts";
 import type { KubeObject } from "../../kube/port.ts";
 import { proxyResource } from "./api.ts";

@@ -1,5 +1,5 @@
 import { applyHealthSweep, type Prober, probeAll, type TargetPolicy } from "../../health/index.ts";
-import type { SweepTask } from "../../runtime/sweep-task.ts";
+import type { SweepTask } from "../../runtime/index.ts";
 import { proxyResource } from "./api.ts";
 import { proxyControllerName } from "./controller.ts";
 import { proxyHealthSubject } from "./health-subject.ts";

@@ -4,11 +4,10 @@
  * Kube and Provider ports until a decision ends the pass.
  */
 
-import { healthStateOf } from "../../health/annotation.ts";
-import { projectHealth } from "../../health/state.ts";
-import { ReconcileError } from "../../kube/classify.ts";
-import { hasFinalizer } from "../../kube/finalizers.ts";
-import { awaitSweep, done, failed, type Outcome, requeueAfter } from "../../runtime/outcome.ts";
+import { assertNever } from "../../guards/index.ts";
+import { healthStateOf, projectHealth } from "../../health/index.ts";
+import { hasFinalizer, ReconcileError } from "../../kube/index.ts";
+import { awaitSweep, done, failed, type Outcome, requeueAfter } from "../../runtime/index.ts";
 import { ProxyReason, proxyFinalizer, proxySpecHashAnnotation } from "./api.ts";
 import {
   isCloudInitError,
@@ -18,7 +17,7 @@ import {
   specHashPrefix,
 } from "./cloud-init.ts";
 import { clearQuota, providerFailure } from "./failure.ts";
-import { patchMetadata } from "./metadata.ts";
+import { patchMetadata, stillCurrent } from "./metadata.ts";
 import type { ProxyPass } from "./pass.ts";
 import {
   type Instance,
@@ -26,7 +25,7 @@ import {
   nameFromUID,
   ownerTags,
   type Provider,
-} from "./providers/provider.ts";
+} from "./providers/index.ts";
 import { applyHealth, isLatched, latchPermanentError, releaseStaleLatch, setProvisioned } from "./status.ts";
 
 /** The result of looking the current instance up. */
@@ -139,6 +138,7 @@ export async function reconcileManaged(pass: ProxyPass): Promise<Outcome> {
   const onProviderError = (err: unknown) =>
     providerFailure(status, err, { generation, now, quotaRetrySeconds: timings.quotaRetry });
   let cloudInit: ResolvedCloudInit = { userData: undefined };
+  const ownerUID = object.metadata.uid ?? "";
 
   for (;;) {
     const action = decideManaged(observation);
@@ -169,6 +169,7 @@ export async function reconcileManaged(pass: ProxyPass): Promise<Outcome> {
         continue;
       }
       case "create": {
+        if (!(await stillCurrent(ctx.kube, object))) return requeueAfter(timings.requeueNow);
         let instance: Instance;
         try {
           const uid = object.metadata.uid ?? "";
@@ -206,7 +207,7 @@ export async function reconcileManaged(pass: ProxyPass): Promise<Outcome> {
         return requeueAfter(timings.requeueNow);
       case "lookup":
         try {
-          observation.lookup = { found: true, instance: await provider!.get(action.id) };
+          observation.lookup = { found: true, instance: await provider!.get(action.id, ownerUID) };
         } catch (err) {
           if (!isProviderNotFound(err)) return onProviderError(err);
           observation.lookup = { found: false };
@@ -229,8 +230,9 @@ export async function reconcileManaged(pass: ProxyPass): Promise<Outcome> {
       case "replace":
       case "deleteDead": {
         if (action.callDelete) {
+          if (!(await stillCurrent(ctx.kube, object))) return requeueAfter(timings.requeueNow);
           try {
-            await provider!.delete(action.instance.id);
+            await provider!.delete(action.instance.id, { owner: ownerUID, uid: action.instance.uid });
           } catch (err) {
             return onProviderError(err);
           }
@@ -268,7 +270,7 @@ export async function reconcileManaged(pass: ProxyPass): Promise<Outcome> {
       case "running": {
         status.ip = action.instance.ip;
         setProvisioned(status, true, ProxyReason.Created, `instance ${action.instance.id} is running`, now);
-        const projection = projectHealth(healthStateOf(object.metadata.annotations), action.instance.id);
+        const projection = projectHealth(healthStateOf(status), action.instance.id);
         applyHealth(status, projection, proxy.spec.healthCheck !== undefined, now);
         return awaitSweep();
       }
@@ -276,8 +278,4 @@ export async function reconcileManaged(pass: ProxyPass): Promise<Outcome> {
         return assertNever(action);
     }
   }
-}
-
-function assertNever(value: never): never {
-  throw new Error(`unhandled case: ${JSON.stringify(value)}`);
 }

@@ -1,7 +1,7 @@
-import type { KubeObject } from "../../kube/port.ts";
-import type { PassContext } from "../../runtime/controller.ts";
+import type { KubeObject } from "../../kube/index.ts";
+import type { PassContext } from "../../runtime/index.ts";
 import type { Proxy as ProxyObject, ProxyStatus } from "./api.ts";
-import type { ProvidersByName } from "./providers/provider.ts";
+import type { ProvidersByName } from "./providers/index.ts";
 import type { ProxyTimings } from "./timings.ts";
 
 /** Everything one branch of a pass works on. */

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { FakeKube, fakeContext } from "../../../test/unit/runtime/fake-kube.ts";
+import { FakeKube, fakeContext } from "../../../test/support/fake-kube.ts";
 import { encodeHealthState, HEALTH_ANNOTATION } from "../../health/annotation.ts";
 import type { HealthState } from "../../health/state.ts";
 import { classifyError } from "../../kube/classify.ts";
@@ -261,11 +261,8 @@ describe("proxy reconcile: one pass per branch", () => {
   ])("Running with health: %s", async (_name, state, condition, phase) => {
     const w = world({
       spec: { mode: "Managed", provider: "fake", healthCheck },
-      annotations: {
-        [proxySpecHashAnnotation]: await hashOf(),
-        ...(state ? { [HEALTH_ANNOTATION]: encodeHealthState(state) } : {}),
-      },
-      status: { providerID: instanceId },
+      annotations: { [proxySpecHashAnnotation]: await hashOf() },
+      status: { providerID: instanceId, ...(state ? { health: encodeHealthState(state) } : {}) },
     });
     w.provider.put({ id: instanceId, state: "Running", ip: "10.1.2.3", tags: {} });
     const { object } = await w.reconcile();
@@ -278,7 +275,7 @@ describe("proxy reconcile: one pass per branch", () => {
 
   it("replaces on a changed hash: deletes and polls, marked Replacing", async () => {
     const w = world({
-      annotations: { [proxySpecHashAnnotation]: "v1:old" },
+      annotations: { [proxySpecHashAnnotation]: "v2:old" },
       status: { providerID: instanceId },
     });
     w.provider.put({ id: instanceId, state: "Running", ip: "10.1.2.3", tags: {} });
@@ -290,7 +287,7 @@ describe("proxy reconcile: one pass per branch", () => {
   });
 
   it.each([
-    ["replacement finished (hash changed, instance gone)", "v1:old"],
+    ["replacement finished (hash changed, instance gone)", "v2:old"],
     ["instance vanished (hash unchanged)", undefined],
   ])("NotFound → forget the instance and requeue at once: %s", async (_name, stored) => {
     const w = world({
@@ -452,7 +449,8 @@ describe("proxy reconcile: deletion", () => {
     w.provider.finishDeletes();
     const last = await w.reconcile();
     expect(outcomeOf(last.outcome)).toBe("done");
-    expect(w.stored().metadata.finalizers ?? []).toEqual([]);
+    // The last finalizer of a deleting object gone, the API server (and FakeKube) deletes it.
+    expect(w.stored()).toBeUndefined();
   });
 
   it("without a providerID, finds an orphan by its owner tag before letting go", async () => {
@@ -467,7 +465,8 @@ describe("proxy reconcile: deletion", () => {
     ]);
     const last = await w.reconcile();
     expect(outcomeOf(last.outcome)).toBe("done");
-    expect(w.stored().metadata.finalizers ?? []).toEqual([]);
+    // The last finalizer of a deleting object gone, the API server (and FakeKube) deletes it.
+    expect(w.stored()).toBeUndefined();
     expect(w.provider.instances.has("fake://ns1/px-other")).toBe(true);
   });
 
@@ -485,7 +484,7 @@ describe("proxy reconcile: External", () => {
     const w = world({
       finalizer: false,
       spec: { mode: "External", endpoint: { host: "203.0.113.7", port: 3128 }, healthCheck },
-      annotations: { [HEALTH_ANNOTATION]: encodeHealthState(healthy("203.0.113.7:3128")) },
+      status: { health: encodeHealthState(healthy("203.0.113.7:3128")) },
     });
     const passes = await w.converge();
     expect(passes).toBe(1);
@@ -498,6 +497,20 @@ describe("proxy reconcile: External", () => {
     expect(stored.metadata.finalizers).toBeUndefined();
     expect(w.provider.calls).toEqual([]);
     expect(w.recorded.sent).toEqual([]);
+  });
+});
+
+describe("proxy reconcile: health a tenant cannot forge", () => {
+  it("the tenant-writable health annotation claiming healthy is not probe history: no Healthy, no Ready", async () => {
+    const w = world({
+      finalizer: false,
+      spec: { mode: "External", endpoint: { host: "203.0.113.7", port: 3128 }, healthCheck },
+      annotations: { [HEALTH_ANNOTATION]: encodeHealthState(healthy("203.0.113.7:3128")) },
+    });
+    await w.converge();
+    const stored = w.stored();
+    expect((stored.status as { phase?: string }).phase).not.toBe("Ready");
+    expect(conditionsOf(stored).Healthy ?? "absent").not.toMatch(/^True/);
   });
 });
 
@@ -547,8 +560,32 @@ describe("proxy reconcile: Managed → External", () => {
     w.provider.put({ id: instanceId, state: "Running", ip: "10.1.2.3", tags: { [ownerTagKey]: uid } });
     await w.converge(); // deletes, then polls after deletionPoll
     await w.converge();
-    expect(w.provider.methods()).toEqual(["get", "delete", "get"]);
+    // Once the providerID names nothing of this Proxy's, the owner tag is asked too: a providerID
+    // is tenant-writable and must not hide an instance.
+    expect(w.provider.methods()).toEqual(["get", "delete", "get", "listByTag"]);
     expect(w.stored().metadata.finalizers ?? []).toEqual([]);
+  });
+
+  it("switching mode and provider in one edit deletes through the provider that made the instance", async () => {
+    const kube = new FakeKube();
+    kube.seed(
+      proxyResource,
+      proxyObject({
+        spec: { ...external, provider: "other" },
+        status: { providerID: instanceId },
+      }),
+    );
+    const maker = new FakeProvider();
+    const other = new FakeProvider();
+    maker.put({ id: instanceId, state: "Running", ip: "10.1.2.3", tags: { [ownerTagKey]: uid } });
+    const registry = createRegistry([proxyController({ providers: { fake: maker, other } })]);
+    const { ctx } = fakeContext(kube, { now });
+    await runPass(ctx, registry, message);
+    await runPass(ctx, registry, message);
+    // The lookup that finds nothing is followed by the owner-tag list (a providerID never hides one).
+    expect(maker.methods()).toEqual(["get", "delete", "get", "listByTag"]);
+    expect(other.calls).toEqual([]);
+    expect(kube.stored(proxyResource, key)!.metadata.finalizers ?? []).toEqual([]);
   });
 
   it("without a providerID, an instance carrying the owner tag is still found and deleted", async () => {

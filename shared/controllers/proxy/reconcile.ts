@@ -1,13 +1,14 @@
 import * as z from "zod";
-import { ReconcileError } from "../../kube/classify.ts";
-import type { KubeObject } from "../../kube/port.ts";
-import type { PassContext } from "../../runtime/controller.ts";
-import { failed, type Outcome } from "../../runtime/outcome.ts";
+import { isRecord } from "../../guards/index.ts";
+import type { KubeObject } from "../../kube/index.ts";
+import { ReconcileError } from "../../kube/index.ts";
+import type { PassContext } from "../../runtime/index.ts";
+import { failed, type Outcome } from "../../runtime/index.ts";
 import { ProxyMode, type ProxyStatus, parseProxy } from "./api.ts";
 import { reconcileDelete } from "./delete.ts";
 import { reconcileExternal } from "./external.ts";
 import { reconcileManaged } from "./managed.ts";
-import type { ProvidersByName } from "./providers/provider.ts";
+import type { ProvidersByName } from "./providers/index.ts";
 import { computePhase } from "./status.ts";
 import type { ProxyTimings } from "./timings.ts";
 
@@ -45,8 +46,4 @@ export async function reconcileProxy(
       healthChecked: parsed.data.spec.healthCheck !== undefined,
     });
   }
-}
-
-function isRecord(value: unknown): value is Record<string, unknown> {
-  return typeof value === "object" && value !== null && !Array.isArray(value);
 }

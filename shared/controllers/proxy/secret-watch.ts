@@ -1,7 +1,5 @@
-import { listAll } from "../../kube/list.ts";
-import { Resources } from "../../kube/resources.ts";
-import type { Watch } from "../../runtime/controller.ts";
-import type { Request } from "../../runtime/types.ts";
+import { listAll, Resources } from "../../kube/index.ts";
+import type { Request, Watch } from "../../runtime/index.ts";
 import { proxyResource } from "./api.ts";
 
 /**

@@ -3,14 +3,15 @@
  * the phase. Pure: every function takes the status and returns or mutates it, never the world.
  */
 
-import type { HealthProjection } from "../../health/state.ts";
+import { assertNever } from "../../guards/index.ts";
+import type { HealthProjection } from "../../health/index.ts";
 import {
   type Condition,
   findCondition,
   formatKubeTime,
   removeCondition,
   setCondition,
-} from "../../kube/conditions.ts";
+} from "../../kube/index.ts";
 import { ProxyConditionType, ProxyPhase, ProxyReason, type ProxyStatus } from "./api.ts";
 
 /** `status.conditions` as shared/kube's condition helpers type it. */
@@ -189,8 +190,4 @@ export function computePhase(
     return ProxyPhase.Provisioning;
   }
   return ProxyPhase.Pending;
-}
-
-function assertNever(value: never): never {
-  throw new Error(`unhandled case: ${JSON.stringify(value)}`);
 }

@@ -6,7 +6,7 @@
  */
 import * as z from "zod";
 import { type CrdSpec, conditionsSchema, objectSchemaFor, resourceFor } from "../../crd/index.ts";
-import type { Resource } from "../../kube/port.ts";
+import type { Resource } from "../../kube/index.ts";
 
 export const siteGroup = "unbounded-cloud.io";
 export const siteVersion = "v1alpha3";

@@ -5,8 +5,8 @@
  * can be switched off. Adding a component means implementing one interface and registering it:
  * the pass, the conditions, their order and the Site-less pass are all driven from the registry.
  */
-import type { ObjectKey, Resource } from "../../kube/port.ts";
-import type { Watch } from "../../runtime/controller.ts";
+import type { ObjectKey, Resource } from "../../kube/index.ts";
+import type { Watch } from "../../runtime/index.ts";
 import type { Site } from "./api.ts";
 import { SiteReason } from "./api.ts";
 import type { Env, WatchEnv } from "./env.ts";

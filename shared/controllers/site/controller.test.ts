@@ -1,5 +1,5 @@
 import { beforeEach, describe, expect, it } from "vitest";
-import { fakeContext } from "../../../test/unit/runtime/fake-kube.ts";
+import { FakeKube, fakeContext } from "../../../test/support/fake-kube.ts";
 import { classifyError } from "../../kube/classify.ts";
 import type { Condition } from "../../kube/conditions.ts";
 import { NotFoundError, ServerError } from "../../kube/errors.ts";
@@ -27,7 +27,6 @@ import {
   SiteComponentsError,
   siteController,
 } from "./controller.ts";
-import { ApplyFakeKube } from "./fake-kube.ts";
 
 const config = {
   imageRegistry: "ghcr.io/unbounded",
@@ -140,7 +139,7 @@ const conditionsOf = (obj: KubeObject | undefined) =>
   }));
 
 describe("siteController over a fake Kube (runPass)", () => {
-  let kube: ApplyFakeKube;
+  let kube: FakeKube;
   let ctx: Context;
   let sent: ReturnType<typeof fakeContext>["recorded"]["sent"];
   const registryOf = (components: Registry) =>
@@ -149,7 +148,7 @@ describe("siteController over a fake Kube (runPass)", () => {
     runPass(ctx, registry, { request: { controller: "site", name }, attempt: 0 });
 
   beforeEach(() => {
-    kube = new ApplyFakeKube();
+    kube = new FakeKube();
     const fake = fakeContext(kube);
     ctx = fake.ctx;
     sent = fake.recorded.sent;

@@ -1,12 +1,22 @@
 import * as z from "zod";
-import { classifyError, ReconcileError } from "../../kube/classify.ts";
-import { type Condition, type ConditionInput, setCondition } from "../../kube/conditions.ts";
-import type { KubeObject, Resource } from "../../kube/port.ts";
-import { Resources } from "../../kube/resources.ts";
-import type { ControllerDefinition } from "../../runtime/controller.ts";
-import { done, failed, type Outcome, requeueAfter } from "../../runtime/outcome.ts";
-import { generationChanged, payloadChanged } from "../../runtime/predicates.ts";
-import type { Context } from "../../runtime/types.ts";
+import type { KubeObject, Resource } from "../../kube/index.ts";
+import {
+  type Condition,
+  type ConditionInput,
+  classifyError,
+  ReconcileError,
+  Resources,
+  setCondition,
+} from "../../kube/index.ts";
+import type { Context, ControllerDefinition } from "../../runtime/index.ts";
+import {
+  done,
+  failed,
+  generationChanged,
+  type Outcome,
+  payloadChanged,
+  requeueAfter,
+} from "../../runtime/index.ts";
 import { parseSite, type Site, SiteReason, siteResource } from "./api.ts";
 import {
   type ClusterComponent,

@@ -3,12 +3,9 @@
  * namespace and config, and the apply/delete machinery with the operator's field owner.
  */
 import * as z from "zod";
-import { serverSideApply } from "../../kube/apply.ts";
-import { isNotFound } from "../../kube/errors.ts";
-import { listAll } from "../../kube/list.ts";
-import type { Kube, KubeObject, Resource } from "../../kube/port.ts";
-import { Resources } from "../../kube/resources.ts";
-import { groupOf } from "../../runtime/registry.ts";
+import type { Kube, KubeObject, Resource } from "../../kube/index.ts";
+import { isNotFound, listAll, Resources, serverSideApply } from "../../kube/index.ts";
+import { groupOf } from "../../runtime/index.ts";
 import { parseSite, type Site, siteResource } from "./api.ts";
 import { appliedMatches, crdKind, defaultConfigMap, retargetNamespaceOf } from "./manifests.ts";
 import { type ComponentConfig, createWatchEnv, type EnvSettings, type WatchEnv } from "./watches.ts";

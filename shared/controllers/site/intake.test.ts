@@ -3,13 +3,12 @@
  * registered: the primary, owned objects by ownerReference, the watched per-Site and shared configs.
  */
 import { describe, expect, it } from "vitest";
-import { fakeContext } from "../../../test/unit/runtime/fake-kube.ts";
+import { FakeKube, fakeContext } from "../../../test/support/fake-kube.ts";
 import { mapEvents } from "../../runtime/event-mapping.ts";
 import { createRegistry } from "../../runtime/registry.ts";
 import { siteResource } from "./api.ts";
 import { defaultSiteRegistry } from "./components/index.ts";
 import { siteController } from "./controller.ts";
-import { ApplyFakeKube } from "./fake-kube.ts";
 
 const config = { imageRegistry: "r", imageTag: "t", apiServerEndpoint: "https://api" };
 const registry = createRegistry([siteController({ registry: defaultSiteRegistry(), env: { config } })]);
@@ -30,7 +29,7 @@ const event = (resource: { group: string; resource: string }, metadata: Record<s
 });
 
 describe("intake → Site requests", () => {
-  const kube = new ApplyFakeKube();
+  const kube = new FakeKube();
   for (const name of ["east", "west"]) {
     kube.seed(siteResource, { apiVersion: "unbounded-cloud.io/v1alpha3", kind: "Site", metadata: { name } });
   }

@@ -1,5 +1,5 @@
 import { parseAllDocuments } from "yaml";
-import type { KubeObject } from "../../kube/port.ts";
+import type { KubeObject } from "../../kube/index.ts";
 
 /**
  * The objects in a multi-document YAML string, in order; empty documents are skipped. Build

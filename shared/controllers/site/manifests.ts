@@ -3,9 +3,9 @@
  * RBAC selection, ConfigMap payload hashing, and the "already applied" comparison that lets a
  * steady-state pass skip the server-side apply.
  */
-import { controllerRefTo } from "../../kube/owner-references.ts";
-import type { KubeObject, OwnerReference } from "../../kube/port.ts";
-import { canonicalJson, specHash } from "../../kube/spec-hash.ts";
+
+import type { KubeObject, OwnerReference } from "../../kube/index.ts";
+import { canonicalJson, controllerRefTo, specHash } from "../../kube/index.ts";
 import { deprecatedSiteLabelKey, type Site, siteLabelKey } from "./api.ts";
 
 /** Kind of a CustomResourceDefinition in embedded manifests; components never apply it. */

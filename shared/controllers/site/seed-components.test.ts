@@ -4,8 +4,9 @@
  * per-component predicates.
  */
 import { beforeEach, describe, expect, it } from "vitest";
-import { fakeContext } from "../../../test/unit/runtime/fake-kube.ts";
+import { FakeKube, fakeContext } from "../../../test/support/fake-kube.ts";
 import type { Condition } from "../../kube/conditions.ts";
+import { ForbiddenError } from "../../kube/errors.ts";
 import type { KubeObject } from "../../kube/port.ts";
 import { Resources } from "../../kube/resources.ts";
 import { mapEvents } from "../../runtime/event-mapping.ts";
@@ -13,11 +14,11 @@ import { runPass } from "../../runtime/executor.ts";
 import { createRegistry } from "../../runtime/registry.ts";
 import type { Context } from "../../runtime/types.ts";
 import { siteResource } from "./api.ts";
+import { failed as failedResult } from "./component.ts";
 import { machinaConfigName, operatorManifests } from "./components/bundle.ts";
 import { defaultSiteRegistry } from "./components/default-registry.ts";
 import { siteController } from "./controller.ts";
 import { createEnv, defaultEnvSettings } from "./env.ts";
-import { ApplyFakeKube } from "./fake-kube.ts";
 import { defaultConfigMap } from "./manifests.ts";
 
 const config = {
@@ -39,7 +40,7 @@ const conditionsOf = (obj: KubeObject | undefined) =>
     reason: c.reason,
   }));
 
-let kube: ApplyFakeKube;
+let kube: FakeKube;
 let ctx: Context;
 let recorded: ReturnType<typeof fakeContext>["recorded"];
 const registry = () => createRegistry([siteController({ registry: defaultSiteRegistry(), env: { config } })]);
@@ -47,7 +48,7 @@ const pass = (name: string) =>
   runPass(ctx, registry(), { request: { controller: "site", name }, attempt: 0 });
 
 beforeEach(() => {
-  kube = new ApplyFakeKube();
+  kube = new FakeKube();
   ({ ctx, recorded } = fakeContext(kube));
 });
 
@@ -233,5 +234,45 @@ describe("per-component predicates on the audit path", () => {
     expect(
       await map(audit("patch", "deployments", "apps", "metalman-west", { spec: { replicas: 0 } }, edited)),
     ).toEqual([{ controller: "site", name: "west" }]);
+  });
+});
+
+describe("a Site whose component errors are all permanent-class", () => {
+  it("backs off (a delayed follow-up) rather than waiting for the resync", async () => {
+    const forbidden = new ForbiddenError('deployments.apps "metalman-west" is forbidden', {
+      status: 403,
+      reason: "Forbidden",
+    });
+    const registryOf = () =>
+      createRegistry([
+        siteController({
+          registry: {
+            cluster: [
+              {
+                name: "net",
+                conditionType: "NetReady",
+                reconcile: async () => failedResult(forbidden),
+              },
+            ],
+            site: [],
+          },
+          env: { config },
+        }),
+      ]);
+    kube.seed(siteResource, siteObject("west"));
+    const first = await runPass(ctx, registryOf(), {
+      request: { controller: "site", name: "west" },
+      attempt: 0,
+    });
+    expect(first).toMatchObject({ result: "error", errorClass: "transient", errorReason: "Forbidden" });
+    expect(first.followUpSeconds).toBeGreaterThan(0);
+    const later = await runPass(ctx, registryOf(), {
+      request: { controller: "site", name: "west" },
+      attempt: 3,
+    });
+    expect(later.followUpSeconds).toBeGreaterThan(first.followUpSeconds!);
+    expect(conditionsOf(kube.stored(siteResource, { name: "west" }))).toEqual([
+      { type: "NetReady", status: "False", reason: "ReconcileError" },
+    ]);
   });
 });

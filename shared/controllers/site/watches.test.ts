@@ -1,9 +1,8 @@
 import { describe, expect, it } from "vitest";
-import { fakeContext } from "../../../test/unit/runtime/fake-kube.ts";
+import { FakeKube, fakeContext } from "../../../test/support/fake-kube.ts";
 import { Resources } from "../../kube/resources.ts";
 import type { Watch, WatchedChange } from "../../runtime/controller.ts";
 import { siteResource } from "./api.ts";
-import { ApplyFakeKube } from "./fake-kube.ts";
 import { createWatchEnv, mergeWatches, siteFromConfigName } from "./watches.ts";
 
 const env = createWatchEnv({
@@ -17,7 +16,7 @@ const change = (name: string, namespace = "kubefn-system"): WatchedChange => ({
   key: { namespace, name },
   verb: "update",
 });
-const kube = new ApplyFakeKube();
+const kube = new FakeKube();
 const { ctx } = fakeContext(kube);
 
 describe("siteFromConfigName", () => {
@@ -70,7 +69,7 @@ describe("mappers", () => {
   });
 
   it("requestSingletonAndAllSites lists the Sites", async () => {
-    const k = new ApplyFakeKube();
+    const k = new FakeKube();
     for (const name of ["east", "west"]) {
       k.seed(siteResource, { apiVersion: "unbounded-cloud.io/v1alpha3", kind: "Site", metadata: { name } });
     }

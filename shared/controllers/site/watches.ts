@@ -3,12 +3,11 @@
  * They are pure (the one exception lists Sites through the pass's own Kube) and double as
  * predicates: a mapper that returns `[]` filters the change out.
  */
-import { isNotFound } from "../../kube/errors.ts";
-import { listAll } from "../../kube/list.ts";
-import type { ObjectKey } from "../../kube/port.ts";
-import type { Watch } from "../../runtime/controller.ts";
-import { generationChanged, payloadChanged } from "../../runtime/predicates.ts";
-import { type Request, requestKey } from "../../runtime/types.ts";
+
+import type { ObjectKey } from "../../kube/index.ts";
+import { isNotFound, listAll } from "../../kube/index.ts";
+import type { Watch } from "../../runtime/index.ts";
+import { generationChanged, payloadChanged, type Request, requestKey } from "../../runtime/index.ts";
 import { singletonRequestName, siteResource } from "./api.ts";
 
 /** A watch mapper, as `Watch.map` takes it. */

@@ -14,7 +14,7 @@ import {
   resourceFor,
   withCel,
 } from "../../crd/index.ts";
-import type { Resource } from "../../kube/port.ts";
+import type { Resource } from "../../kube/index.ts";
 
 export const subPoolGroup = "subrelay.example.com";
 export const subPoolVersion = "v1alpha1";

@@ -5,7 +5,7 @@
  * A bad value stops the process with the settings error; no pass reads it from the cluster.
  */
 import * as z from "zod";
-import { milliValue } from "./quantity.ts";
+import { milliValue } from "../../kube/index.ts";
 
 const quantityString = z
   .string()

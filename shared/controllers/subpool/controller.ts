@@ -1,9 +1,10 @@
-import type { ObjectKey, Resource } from "../../kube/port.ts";
-import { Resources } from "../../kube/resources.ts";
-import type { ControllerDefinition } from "../../runtime/controller.ts";
-import { generationChanged } from "../../runtime/predicates.ts";
+import type { ObjectKey, Resource } from "../../kube/index.ts";
+import { Resources } from "../../kube/index.ts";
+import type { ControllerDefinition } from "../../runtime/index.ts";
+import { generationChanged } from "../../runtime/index.ts";
 import { SubPoolConditionType, SubPoolReason, subPoolNamespacePrefix, subPoolResource } from "./api.ts";
 import { defaultOperatorConfig, type OperatorConfig } from "./config.ts";
+import { subPoolObjectNames } from "./desired.ts";
 import { reconcileSubPool } from "./reconcile.ts";
 import { defaultSubPoolTimings, type SubPoolTimings } from "./timings.ts";
 
@@ -90,7 +91,11 @@ export function subPoolController(deps: SubPoolControllerDeps = {}): ControllerD
 
 /**
  * The SubPool that owns an object of an owned kind, from its key alone: Namespace
- * `subpool-<name>` itself, or anything inside it.
+ * `subpool-<name>` itself, or an object inside it under the name the pool derives for its kind.
+ *
+ * Caveats: what the cluster itself puts in every new Namespace (the `kube-root-ca.crt`
+ * ConfigMap, the `default` ServiceAccount) maps to nothing: it is no drift of the pool, and
+ * mapping it cost every new pool a second pass right after its first.
  */
 export function subPoolFromKey(resource: Resource, key: ObjectKey): ObjectKey | undefined {
   const namespace = resource.namespaced
@@ -100,5 +105,20 @@ export function subPoolFromKey(resource: Resource, key: ObjectKey): ObjectKey | 
       : undefined;
   if (!namespace?.startsWith(subPoolNamespacePrefix)) return undefined;
   const name = namespace.slice(subPoolNamespacePrefix.length);
-  return name === "" ? undefined : { name };
+  if (name === "") return undefined;
+  if (!resource.namespaced) return { name };
+  const derived = derivedName[resource.kind];
+  return derived && key.name === subPoolObjectNames(name)[derived] ? { name } : undefined;
 }
+
+/** Which of {@link subPoolObjectNames} a pool gives each owned namespaced kind. */
+const derivedName: Record<string, keyof ReturnType<typeof subPoolObjectNames>> = {
+  Secret: "credentials",
+  ConfigMap: "config",
+  ServiceAccount: "serviceAccount",
+  Service: "service",
+  StatefulSet: "statefulSet",
+  ResourceQuota: "resourceQuota",
+  NetworkPolicy: "networkPolicy",
+  PodDisruptionBudget: "podDisruptionBudget",
+};

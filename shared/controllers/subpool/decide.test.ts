@@ -1,4 +1,6 @@
 import { describe, expect, it } from "vitest";
+import { poolUid, subPoolObject } from "../../../test/support/subpools.ts";
+import { milliValue } from "../../kube/index.ts";
 import type { KubeObject } from "../../kube/port.ts";
 import { Resources } from "../../kube/resources.ts";
 import { type SubPool, subPoolManagedLabel, subPoolPoolLabel, subPoolSchema } from "./api.ts";
@@ -8,9 +10,7 @@ import { decideDeletion, namespaceBlockers } from "./deletion.ts";
 import { buildDesired } from "./desired.ts";
 import { covers } from "./owned-fields.ts";
 import { namespaceOwnership } from "./ownership.ts";
-import { milliValue } from "./quantity.ts";
 import { type ReadinessObservation, readinessConditions } from "./status.ts";
-import { poolUid, subPoolObject } from "./test-fixtures.ts";
 import { validateSubPool } from "./validate.ts";
 
 const defaults = (() => {
@@ -400,7 +400,14 @@ describe("subPoolFromKey", () => {
   it.each([
     [Resources.Namespace, { name: "subpool-demo" }, { name: "demo" }],
     [Resources.Secret, { namespace: "subpool-demo", name: "demo-credentials" }, { name: "demo" }],
-    [Resources.StatefulSet, { namespace: "subpool-a-b", name: "x" }, { name: "a-b" }],
+    [Resources.StatefulSet, { namespace: "subpool-a-b", name: "a-b-cpa-manager" }, { name: "a-b" }],
+    [Resources.ConfigMap, { namespace: "subpool-demo", name: "demo-config" }, { name: "demo" }],
+    [Resources.ServiceAccount, { namespace: "subpool-demo", name: "demo" }, { name: "demo" }],
+    // What the cluster puts in every new Namespace is no drift of the pool.
+    [Resources.ConfigMap, { namespace: "subpool-demo", name: "kube-root-ca.crt" }, undefined],
+    [Resources.ServiceAccount, { namespace: "subpool-demo", name: "default" }, undefined],
+    [Resources.StatefulSet, { namespace: "subpool-a-b", name: "x" }, undefined],
+    [Resources.Secret, { namespace: "subpool-demo", name: "demo-config" }, undefined],
     [Resources.Namespace, { name: "default" }, undefined],
     [Resources.ConfigMap, { namespace: "kube-system", name: "x" }, undefined],
     [Resources.Namespace, { name: "subpool-" }, undefined],

@@ -1,13 +1,19 @@
 /**
  * The finalizer path: the derived Namespace goes first, then the finalizer, then the SubPool.
  */
-import { ForbiddenError, isNotFound } from "../../kube/errors.ts";
-import { hasFinalizer, removeFinalizer } from "../../kube/finalizers.ts";
-import { isControlledBy } from "../../kube/owner-references.ts";
-import type { KubeObject } from "../../kube/port.ts";
-import { Resources } from "../../kube/resources.ts";
-import type { PassContext } from "../../runtime/controller.ts";
-import { done, failed, type Outcome, requeueAfter } from "../../runtime/outcome.ts";
+
+import { assertNever } from "../../guards/index.ts";
+import type { KubeObject } from "../../kube/index.ts";
+import {
+  ForbiddenError,
+  hasFinalizer,
+  isControlledBy,
+  isNotFound,
+  Resources,
+  removeFinalizer,
+} from "../../kube/index.ts";
+import type { PassContext } from "../../runtime/index.ts";
+import { done, failed, type Outcome, requeueAfter } from "../../runtime/index.ts";
 import { SubPoolReason, subPoolFinalizer, subPoolNamespaceName } from "./api.ts";
 import { patchFinalizers } from "./metadata.ts";
 import type { SubPoolStatusWriter } from "./status.ts";
@@ -129,8 +135,4 @@ export async function reconcileDeletion(
     default:
       return assertNever(action);
   }
-}
-
-function assertNever(value: never): never {
-  throw new Error(`unhandled deletion action ${JSON.stringify(value)}`);
 }

@@ -2,8 +2,8 @@
  * Step 4 of a pass, pure: every object a valid SubPool derives, in the order the pass ensures
  * them, each with the fields the controller owns. Owner references are added by `ensureObject`.
  */
-import type { KubeObject, Resource } from "../../kube/port.ts";
-import { Resources } from "../../kube/resources.ts";
+import type { KubeObject, Resource } from "../../kube/index.ts";
+import { Resources } from "../../kube/index.ts";
 import {
   type ContainerResources,
   ExposureMode,

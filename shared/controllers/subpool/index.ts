@@ -1,3 +1,4 @@
+export { milliValue, sameQuantity } from "../../kube/index.ts";
 export * from "./api.ts";
 export {
   type ConfigResult,
@@ -31,7 +32,6 @@ export {
   subPoolObjectNames,
 } from "./desired.ts";
 export { type NamespaceOwnership, namespaceOwnership } from "./ownership.ts";
-export { milliValue, sameQuantity } from "./quantity.ts";
 export { newCredentials, reconcileSubPool, routeState, type SubPoolPassDeps } from "./reconcile.ts";
 export { type ReadinessObservation, readinessConditions } from "./status.ts";
 export { defaultSubPoolTimings, type SubPoolTimings } from "./timings.ts";

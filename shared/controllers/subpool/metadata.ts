@@ -1,5 +1,5 @@
-import { patchMetadataGuarded } from "../../kube/guarded-metadata.ts";
-import type { Kube, KubeObject } from "../../kube/port.ts";
+import type { Kube, KubeObject } from "../../kube/index.ts";
+import { patchMetadataGuarded } from "../../kube/index.ts";
 import { subPoolResource } from "./api.ts";
 
 /** A SubPool's finalizers, written guarded by its resourceVersion (see {@link patchMetadataGuarded}). */

@@ -3,9 +3,10 @@
  * API server's defaults (a Service's clusterIP, a container's terminationMessagePath), other
  * systems' labels — is kept.
  */
-import { fieldsPatch, type MergePatch } from "../../kube/merge-patch.ts";
-import type { KubeObject } from "../../kube/port.ts";
-import { sameQuantity } from "./quantity.ts";
+
+import { isRecord } from "../../guards/index.ts";
+import type { KubeObject } from "../../kube/index.ts";
+import { fieldsPatch, type MergePatch, sameQuantity } from "../../kube/index.ts";
 
 export type OwnedFields = (observed: KubeObject, desired: KubeObject) => MergePatch | null;
 
@@ -26,12 +27,12 @@ export function covers(observed: unknown, desired: unknown, parentKey = ""): boo
       desired.every((d, i) => covers(observed[i], d, parentKey))
     );
   }
-  if (isObject(desired)) {
+  if (isRecord(desired)) {
     // A scalar member is judged by the key of the map holding it ("requests", "hard").
     return (
-      isObject(observed) &&
+      isRecord(observed) &&
       Object.entries(desired).every(([k, v]) =>
-        covers(observed[k], v, isObject(v) || Array.isArray(v) ? k : parentKey),
+        covers(observed[k], v, isRecord(v) || Array.isArray(v) ? k : parentKey),
       )
     );
   }
@@ -75,7 +76,7 @@ export function combine(...parts: OwnedFields[]): OwnedFields {
 function mergeInto(target: MergePatch, source: MergePatch): MergePatch {
   for (const [k, v] of Object.entries(source)) {
     const existing = target[k];
-    target[k] = isObject(existing) && isObject(v) ? mergeInto(existing, v) : v;
+    target[k] = isRecord(existing) && isRecord(v) ? mergeInto(existing, v) : v;
   }
   return target;
 }
@@ -83,7 +84,7 @@ function mergeInto(target: MergePatch, source: MergePatch): MergePatch {
 function valueAt(obj: unknown, dotted: string): unknown {
   let current = obj;
   for (const segment of dotted.split(".")) {
-    if (!isObject(current)) return undefined;
+    if (!isRecord(current)) return undefined;
     current = current[segment];
   }
   return current;
@@ -91,8 +92,4 @@ function valueAt(obj: unknown, dotted: string): unknown {
 
 function isQuantityLike(value: unknown): value is string | number {
   return typeof value === "string" || typeof value === "number";
-}
-
-function isObject(value: unknown): value is Record<string, unknown> {
-  return typeof value === "object" && value !== null && !Array.isArray(value);
 }

@@ -1,5 +1,5 @@
-import { isControlledBy } from "../../kube/owner-references.ts";
-import type { KubeObject } from "../../kube/port.ts";
+import type { KubeObject } from "../../kube/index.ts";
+import { isControlledBy } from "../../kube/index.ts";
 import { subPoolManagedLabel, subPoolManagedValue, subPoolPoolLabel } from "./api.ts";
 
 /** What step 5 found under the derived Namespace's name. */

@@ -4,17 +4,22 @@
  * credential Secret → legacy LimitRange → the other objects → HTTPRoute → status).
  */
 import * as z from "zod";
-import { ReconcileError } from "../../kube/classify.ts";
-import { ensureObject } from "../../kube/ensure.ts";
-import { isAlreadyExists, isNotFound } from "../../kube/errors.ts";
-import { addFinalizer } from "../../kube/finalizers.ts";
-import { formatLabelSelector } from "../../kube/labels.ts";
-import { listAll } from "../../kube/list.ts";
-import { controllerRefTo, isControlledBy, upsertOwnerReference } from "../../kube/owner-references.ts";
-import type { KubeObject, ObjectKey, Resource } from "../../kube/port.ts";
-import { Resources } from "../../kube/resources.ts";
-import type { PassContext } from "../../runtime/controller.ts";
-import { awaitSweep, done, failed, type Outcome, requeueAfter } from "../../runtime/outcome.ts";
+import type { KubeObject, ObjectKey, Resource } from "../../kube/index.ts";
+import {
+  addFinalizer,
+  controllerRefTo,
+  ensureObject,
+  formatLabelSelector,
+  isAlreadyExists,
+  isControlledBy,
+  isNotFound,
+  listAll,
+  ReconcileError,
+  Resources,
+  upsertOwnerReference,
+} from "../../kube/index.ts";
+import type { PassContext } from "../../runtime/index.ts";
+import { awaitSweep, done, failed, type Outcome, requeueAfter } from "../../runtime/index.ts";
 import {
   ExposureMode,
   parseSubPool,

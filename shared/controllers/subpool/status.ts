@@ -3,8 +3,10 @@
  * message or observedGeneration change (shared/kube `setCondition`), so a converged pool's
  * status stays byte-for-byte the same and the executor writes nothing.
  */
-import { type Condition, type ConditionInput, removeCondition, setCondition } from "../../kube/conditions.ts";
-import type { KubeObject } from "../../kube/port.ts";
+
+import { assertNever, isRecord } from "../../guards/index.ts";
+import type { KubeObject } from "../../kube/index.ts";
+import { type Condition, type ConditionInput, removeCondition, setCondition } from "../../kube/index.ts";
 import { SubPoolReason as Reason, type SubPoolStatus, SubPoolConditionType as Type } from "./api.ts";
 
 type Status = "True" | "False" | "Unknown";
@@ -117,12 +119,4 @@ export function statusWriter(object: KubeObject, now: Date): SubPoolStatusWriter
     },
   };
   return writer;
-}
-
-function isRecord(value: unknown): value is Record<string, unknown> {
-  return typeof value === "object" && value !== null && !Array.isArray(value);
-}
-
-function assertNever(value: never): never {
-  throw new Error(`unhandled route state ${JSON.stringify(value)}`);
 }

@@ -3,6 +3,8 @@
  * storage and the platform envelope. A failure is a stable reason and a message; the pass then
  * creates nothing.
  */
+
+import { milliValue } from "../../kube/index.ts";
 import {
   ExposureMode,
   SubPoolReason as Reason,
@@ -11,7 +13,6 @@ import {
   subPoolNameMaxLength,
 } from "./api.ts";
 import type { OperatorConfig } from "./config.ts";
-import { milliValue } from "./quantity.ts";
 
 /** Where the pool is reached from outside, once validated (Gateway mode only). */
 export interface ResolvedRoute {

@@ -15,7 +15,7 @@ import { describe, expect, it } from "vitest";
 import { createOperators } from "../../../functions/operators.ts";
 import { proxyResource } from "../../../shared/controllers/proxy/api.ts";
 import { mapEvents } from "../../../shared/runtime/event-mapping.ts";
-import { FakeKube, fakeContext } from "./fake-kube.ts";
+import { FakeKube, fakeContext } from "../../support/fake-kube.ts";
 
 const SELF = "system:serviceaccount:kubefn-system:kubefn";
 const NS = "audit-fixtures";

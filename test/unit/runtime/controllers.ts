@@ -32,7 +32,8 @@ export function proxyController(overrides: Partial<ControllerDefinition> = {}): 
   return {
     name: "proxy",
     for: ProxyResource,
-    owns: [Resources.Pod as Resource],
+    // Like the real proxy controller: it owns no kind (its Pods are the provider's instances,
+    // found by owner tag, not by an ownerReference the intake maps).
     watches: [
       {
         resource: Resources.Secret as Resource,

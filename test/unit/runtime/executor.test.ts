@@ -11,6 +11,7 @@ import {
 import { awaitSweep, done, failed, Outcome, requeueAfter } from "../../../shared/runtime/outcome.ts";
 import { createRegistry } from "../../../shared/runtime/registry.ts";
 import type { KubeObject, Message } from "../../../shared/runtime/types.ts";
+import { FakeKube, fakeContext } from "../../support/fake-kube.ts";
 import {
   ProxyResource,
   proxyController,
@@ -19,7 +20,6 @@ import {
   siteController,
   subPoolController,
 } from "./controllers.ts";
-import { FakeKube, fakeContext } from "./fake-kube.ts";
 
 const proxy = (status?: Record<string, unknown>, generation = 1): KubeObject => ({
   apiVersion: "crawl.example.com/v1alpha1",

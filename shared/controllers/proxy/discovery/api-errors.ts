@@ -1,6 +1,6 @@
 import type { ErrorHandler } from "hono";
 import { classifyError } from "../../../kube/index.ts";
-import type { Log } from "../../../runtime/types.ts";
+import type { Log } from "../../../runtime/index.ts";
 
 /**
  * The `onError` of the discovery and lease routes: a failure reaching the API server (transient

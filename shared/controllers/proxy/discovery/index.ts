@@ -1,12 +1,14 @@
 export { apiErrorHandler } from "./api-errors.ts";
-export { bearerAuth, tokensEqual } from "./bearer-auth.ts";
 export {
-  type LabelRequirements,
-  matchesRequirements,
-  type ParsedSelector,
-  parseLabelSelector,
-} from "./label-selector.ts";
-export { listProxies, parseProxies } from "./list-proxies.ts";
+  bearerAuth,
+  boundHolder,
+  type CrawlerCredential,
+  crawlerOf,
+  mayUseNamespace,
+  parseCrawlerCredentials,
+  tokensEqual,
+} from "./bearer-auth.ts";
+export { listProxies, listProxiesInScope, parseProxies } from "./list-proxies.ts";
 export { countByPhase, proxyPhaseGaugeTask, unknownPhaseLabel } from "./phase-gauge.ts";
 export {
   defaultManagedPort,

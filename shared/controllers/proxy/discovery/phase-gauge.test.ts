@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
-import { fakeContext } from "../../../../test/unit/runtime/fake-kube.ts";
-import { LeaseFakeKube, testProxy } from "../leases/fake-kube.ts";
+import { FakeKube, fakeContext } from "../../../../test/support/fake-kube.ts";
+import { testProxy } from "../../../../test/support/proxies.ts";
 import { countByPhase, proxyPhaseGaugeTask } from "./phase-gauge.ts";
 
 const zero = { Pending: 0, Provisioning: 0, Ready: 0, Unhealthy: 0, Deleting: 0, Failed: 0, Unknown: 0 };
@@ -25,7 +25,7 @@ describe("countByPhase", () => {
 
 describe("proxyPhaseGaugeTask", () => {
   it("sets kubefn_proxies{phase} for every phase, zeros included", async () => {
-    const { ctx } = fakeContext(new LeaseFakeKube());
+    const { ctx } = fakeContext(new FakeKube());
     const gauges: [string, number, Record<string, string> | undefined][] = [];
     ctx.metrics.gauge = (name, value, labels) => gauges.push([name, value, labels]);
     const task = proxyPhaseGaugeTask();

@@ -1,5 +1,5 @@
 import type { KubeObject } from "../../../kube/index.ts";
-import type { SweepTask } from "../../../runtime/sweep-task.ts";
+import type { SweepTask } from "../../../runtime/index.ts";
 import { proxyPhaseSchema } from "../api.ts";
 import { proxyControllerName } from "../controller.ts";
 

@@ -1,7 +1,7 @@
 import { describe, expect, it } from "vitest";
+import { type TestProxy, testProxy } from "../../../../test/support/proxies.ts";
+import { parseLabelSelector } from "../../../kube/index.ts";
 import { type Proxy as ProxyObject, parseProxy } from "../api.ts";
-import { type TestProxy, testProxy } from "../leases/fake-kube.ts";
-import { parseLabelSelector } from "./label-selector.ts";
 import { isProxyReady, proxyEndpoint, type ReadyFilter, selectReady } from "./ready.ts";
 
 function proxies(...specs: TestProxy[]): ProxyObject[] {
@@ -44,6 +44,9 @@ describe("selectReady", () => {
         { name: "unhealthy", phase: "Unhealthy" },
         { name: "provisioning", phase: "Provisioning" },
         { name: "deleting", deleting: true },
+        // Ready without a health check means provisioned, not probed: never offered.
+        { name: "unprobed", noHealthCheck: true },
+        { name: "unprobed-managed", mode: "Managed", ip: "10.2.2.2", noHealthCheck: true },
       ],
       {},
       ["crawl/ready"],

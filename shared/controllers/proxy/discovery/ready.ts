@@ -1,6 +1,6 @@
+import { type LabelRequirements, matchesRequirements } from "../../../kube/index.ts";
 import { type Proxy as ProxyObject, ProxyPhase } from "../api.ts";
 import { managedProxyPort } from "../health-subject.ts";
-import { type LabelRequirements, matchesRequirements } from "./label-selector.ts";
 
 /** Scheme a Managed proxy without `spec.endpoint` speaks: a plain forward proxy. */
 export const defaultManagedScheme = "http";
@@ -47,11 +47,13 @@ export function proxyEndpoint(proxy: Pick<ProxyObject, "spec" | "status">): Prox
 }
 
 /**
- * Whether crawlers may use the proxy: phase Ready, an address, and not being deleted. Lease
- * acquisition and renewal use the same rule.
+ * Whether crawlers may use the proxy: phase Ready, an address, not being deleted, and a health
+ * check — Ready without one means "provisioned", not "a probe passed", and crawlers are only ever
+ * handed proxies that answered a probe. Lease acquisition and renewal use the same rule.
  */
 export function isProxyReady(proxy: Pick<ProxyObject, "metadata" | "spec" | "status">): boolean {
   return (
+    proxy.spec.healthCheck !== undefined &&
     proxy.status?.phase === ProxyPhase.Ready &&
     !proxy.metadata.deletionTimestamp &&
     proxyEndpoint(proxy) !== undefined

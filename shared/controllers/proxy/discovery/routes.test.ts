@@ -1,8 +1,8 @@
 import { Hono } from "hono";
 import { describe, expect, it } from "vitest";
-import { fakeContext } from "../../../../test/unit/runtime/fake-kube.ts";
+import { FakeKube, fakeContext } from "../../../../test/support/fake-kube.ts";
+import { proxyResource, testProxy } from "../../../../test/support/proxies.ts";
 import { NetworkError } from "../../../kube/index.ts";
-import { LeaseFakeKube, proxyResource, testProxy } from "../leases/fake-kube.ts";
 import { leaseRoutes } from "../leases/routes.ts";
 import { tokensEqual } from "./bearer-auth.ts";
 import { discoveryRoutes } from "./routes.ts";
@@ -11,7 +11,7 @@ const apiToken = "s3cret-token";
 const auth = { authorization: `Bearer ${apiToken}` };
 
 function setup() {
-  const kube = new LeaseFakeKube();
+  const kube = new FakeKube();
   kube.seed(proxyResource, testProxy({ name: "slow", latencyMillis: 200, labels: { tier: "bulk" } }));
   kube.seed(proxyResource, testProxy({ name: "fast", latencyMillis: 10, labels: { tier: "fast" } }));
   kube.seed(proxyResource, testProxy({ name: "sick", phase: "Unhealthy", latencyMillis: 1 }));
@@ -104,7 +104,7 @@ describe("GET /v1/proxies", () => {
   });
 
   it("refuses to build with an empty token", () => {
-    const { ctx } = fakeContext(new LeaseFakeKube());
+    const { ctx } = fakeContext(new FakeKube());
     expect(() => discoveryRoutes(ctx, { apiToken: "" })).toThrow(/empty/);
   });
 });
@@ -143,5 +143,52 @@ describe("mounted together, as the Node host does", () => {
     });
     expect(down.status).toBe(503);
     expect((await app.request("/elsewhere", { headers: auth })).status).toBe(404);
+  });
+});
+
+describe("crawler credentials scoped to namespaces", () => {
+  const credentials = JSON.stringify([
+    { name: "team-crawl", token: "team-crawl-token-0123", namespaces: ["crawl"] },
+    { name: "team-other", token: "team-other-token-0123", namespaces: ["other"] },
+  ]);
+  function scoped() {
+    const kube = new FakeKube();
+    kube.seed(proxyResource, testProxy({ name: "fast", latencyMillis: 10 }));
+    kube.seed(proxyResource, testProxy({ namespace: "other", name: "far", ip: "10.9.9.9" }));
+    const { ctx } = fakeContext(kube);
+    return discoveryRoutes(ctx, { apiToken: credentials });
+  }
+  const as = (token: string) => ({ authorization: `Bearer ${token}` });
+  const names = async (res: Response) =>
+    ((await res.json()) as { items: { namespace: string; name: string }[] }).items.map(
+      (i) => `${i.namespace}/${i.name}`,
+    );
+
+  it("lists only the credential's namespaces, and refuses another namespace with 403", async () => {
+    const app = scoped();
+    expect(await names(await app.request("/v1/proxies", { headers: as("team-crawl-token-0123") }))).toEqual([
+      "crawl/fast",
+    ]);
+    expect(await names(await app.request("/v1/proxies", { headers: as("team-other-token-0123") }))).toEqual([
+      "other/far",
+    ]);
+    const res = await app.request("/v1/proxies?namespace=other", { headers: as("team-crawl-token-0123") });
+    expect(res.status).toBe(403);
+  });
+
+  it.each([
+    ["not JSON", "[nope"],
+    ["a short token", JSON.stringify([{ name: "a", token: "short", namespaces: "*" }])],
+    [
+      "duplicate names",
+      JSON.stringify([
+        { name: "a", token: "a-token-0123456789", namespaces: "*" },
+        { name: "a", token: "b-token-0123456789", namespaces: "*" },
+      ]),
+    ],
+    ["no namespaces", JSON.stringify([{ name: "a", token: "a-token-0123456789", namespaces: [] }])],
+  ])("a malformed credential setting (%s) fails at construction, never opens the API", (_what, setting) => {
+    const { ctx } = fakeContext(new FakeKube());
+    expect(() => discoveryRoutes(ctx, { apiToken: setting })).toThrow();
   });
 });

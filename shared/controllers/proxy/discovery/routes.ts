@@ -1,21 +1,26 @@
 import { Hono } from "hono/tiny";
-import type { Context } from "../../../runtime/types.ts";
+import { parseLabelSelector } from "../../../kube/index.ts";
+import type { Context } from "../../../runtime/index.ts";
 import { apiErrorHandler } from "./api-errors.ts";
-import { bearerAuth } from "./bearer-auth.ts";
-import { parseLabelSelector } from "./label-selector.ts";
-import { listProxies } from "./list-proxies.ts";
+import { bearerAuth, crawlerOf, mayUseNamespace } from "./bearer-auth.ts";
+import { listProxiesInScope } from "./list-proxies.ts";
 import { selectReady } from "./ready.ts";
 
 export interface ProxyApiOptions {
-  /** Crawlers send it as `Authorization: Bearer <apiToken>`. Must not be empty. */
+  /**
+   * The crawler credentials (see `parseCrawlerCredentials`): one plain token for every namespace,
+   * or a JSON array of `{ name, token, namespaces }`. Crawlers send `Authorization: Bearer <token>`.
+   * Must not be empty.
+   */
   apiToken: string;
 }
 
 /**
  * The discovery API for crawlers: `GET /v1/proxies?namespace=&labelSelector=` answers
  * `{ items: [{ namespace, name, ip, port, scheme, latencyMillis, labels }] }` — the Ready proxies
- * matching the filter, fastest first (see `selectReady`). 401 without the bearer token, 400 for a
- * malformed labelSelector, 503 when the API server cannot be reached.
+ * matching the filter, fastest first (see `selectReady`), only in the namespaces the crawler's
+ * credential names. 401 without the bearer token, 403 for a namespace outside the credential's,
+ * 400 for a malformed labelSelector, 503 when the API server cannot be reached.
  *
  * Caveats: the list is a read, not a reservation; crawlers wanting a proxy to themselves take a
  * lease (`leaseRoutes`).
@@ -29,10 +34,17 @@ export function discoveryRoutes(ctx: Context, options: ProxyApiOptions): Hono {
   app.use("/v1/proxies", bearerAuth(options.apiToken));
   app.get("/v1/proxies", async (c) => {
     const namespace = c.req.query("namespace") || undefined;
+    const crawler = crawlerOf(c);
+    if (namespace !== undefined && !mayUseNamespace(crawler, namespace)) {
+      return c.json(
+        { error: "Forbidden", message: `this credential may not use namespace ${namespace}` },
+        403,
+      );
+    }
     const selector = parseLabelSelector(c.req.query("labelSelector") ?? "");
     if (!selector.ok)
       return c.json({ error: "BadRequest", message: `labelSelector: ${selector.error}` }, 400);
-    const proxies = await listProxies(ctx.kube, ctx.log, namespace);
+    const proxies = await listProxiesInScope(ctx.kube, ctx.log, namespace, crawler.namespaces);
     const items = selectReady(proxies, { namespace, selector: selector.requirements }).map(
       ({ namespace, name, ip, port, scheme, latencyMillis, labels }) => ({
         namespace,

@@ -168,7 +168,7 @@ describe("lease objects", () => {
       metadata: {
         name: "proxy-fast",
         namespace: "crawl",
-        labels: { "crawl.kubefn.dev/proxy": "fast" },
+        labels: { "crawl.kubefn.dev/managed-by": "kubefn", "crawl.kubefn.dev/proxy": "fast" },
         ownerReferences: [
           { apiVersion: "crawl.kubefn.dev/v1alpha1", kind: "Proxy", name: "fast", uid: "uid-1" },
         ],

@@ -1,9 +1,14 @@
 import type { KubeObject, ObjectMeta, OwnerReference } from "../../../kube/index.ts";
-import { fnv1a32 } from "../../../kube/spec-hash.ts";
+import { fnv1a32 } from "../../../kube/index.ts";
 import { proxyGroup, proxyVersion } from "../api.ts";
 
 /** Label on every proxy Lease: the Proxy's name (hashed when longer than a label value allows). */
 export const leaseProxyLabel = "crawl.kubefn.dev/proxy";
+/** Label marking a Lease as made by kubefn (the admission policy lets kubefn write only these). */
+export const leaseManagedByLabel = "crawl.kubefn.dev/managed-by";
+export const leaseManagedByValue = "kubefn";
+/** The label selector of every proxy Lease kubefn made. */
+export const proxyLeaseSelector = `${leaseManagedByLabel}=${leaseManagedByValue},${leaseProxyLabel}`;
 /** Lease names are `proxy-<proxy name>`. */
 export const leaseNamePrefix = "proxy-";
 /** The TTL bounds a crawler may ask for. */
@@ -122,6 +127,19 @@ export function proxyRefOf(
   return ref ? { name: ref.name, uid: ref.uid } : undefined;
 }
 
+/**
+ * Whether kubefn made this Lease for a proxy: its managed-by and proxy labels, and an
+ * ownerReference to a Proxy. The lease API and sweep touch no other Lease.
+ */
+export function isProxyLease(lease: Pick<ProxyLease, "metadata">): boolean {
+  const labels = lease.metadata.labels ?? {};
+  return (
+    labels[leaseManagedByLabel] === leaseManagedByValue &&
+    labels[leaseProxyLabel] !== undefined &&
+    proxyRefOf(lease) !== undefined
+  );
+}
+
 /** Why a held lease may be taken by another holder. */
 export type TakeOverReason = "Released" | "Expired" | "ProxyGone" | "ProxyReplaced" | "ProxyNotReady";
 
@@ -180,7 +198,10 @@ export function newLease(proxy: LeasedProxy, holder: string, ttlSeconds: number,
     metadata: {
       name: leaseNameFor(proxy.name),
       namespace: proxy.namespace,
-      labels: { [leaseProxyLabel]: leaseLabelValueFor(proxy.name) },
+      labels: {
+        [leaseManagedByLabel]: leaseManagedByValue,
+        [leaseProxyLabel]: leaseLabelValueFor(proxy.name),
+      },
       ownerReferences: [proxyOwnerReference(proxy)],
     },
     spec: {

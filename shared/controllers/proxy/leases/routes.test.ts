@@ -1,7 +1,7 @@
 import { describe, expect, it } from "vitest";
-import { fakeContext } from "../../../../test/unit/runtime/fake-kube.ts";
+import { FakeKube, fakeContext } from "../../../../test/support/fake-kube.ts";
+import { proxyResource, type TestProxy, testProxy } from "../../../../test/support/proxies.ts";
 import { type KubeObject, Resources } from "../../../kube/index.ts";
-import { LeaseFakeKube, proxyResource, type TestProxy, testProxy } from "./fake-kube.ts";
 import type { LeaseView, ProxyLease } from "./index.ts";
 import { leaseRoutes } from "./routes.ts";
 
@@ -10,7 +10,7 @@ const t0 = new Date("2026-11-30T12:00:00Z");
 
 function setup(...proxies: TestProxy[]) {
   let now = t0;
-  const kube = new LeaseFakeKube(() => now);
+  const kube = new FakeKube(() => now);
   for (const p of proxies) kube.seed(proxyResource, testProxy(p));
   const { ctx } = fakeContext(kube);
   ctx.clock = { now: () => now };
@@ -53,10 +53,11 @@ describe("POST /v1/leases", () => {
     expect(first.body.lease).toEqual({
       id: "crawl/proxy-fast",
       proxy: { namespace: "crawl", name: "fast", ip: "10.0.0.1", port: 8080, scheme: "http" },
-      holder: "crawler-a",
+      // Bound to the credential: a plain token is the crawler "crawler".
+      holder: "crawler/crawler-a",
       expiresAt: "2026-11-30T12:00:30.000Z",
     });
-    expect(lease("proxy-fast")?.spec?.holderIdentity).toBe("crawler-a");
+    expect(lease("proxy-fast")?.spec?.holderIdentity).toBe("crawler/crawler-a");
     const second = await acquire(call, "crawler-b");
     expect(second.body.lease.proxy.name).toBe("slow");
     const third = await acquire(call, "crawler-c");
@@ -90,7 +91,7 @@ describe("POST /v1/leases", () => {
     advance(1);
     const taken = await acquire(call, "b");
     expect(taken.status).toBe(201);
-    expect(taken.body.lease.holder).toBe("b");
+    expect(taken.body.lease.holder).toBe("crawler/b");
     expect(lease("proxy-only")?.spec?.leaseTransitions).toBe(1);
   });
 
@@ -102,7 +103,7 @@ describe("POST /v1/leases", () => {
     setPhase("only", "Ready");
     // The proxy is Ready again: "a" still holds an unexpired lease.
     expect((await acquire(call, "b")).status).toBe(409);
-    expect(lease("proxy-only")?.spec?.holderIdentity).toBe("a");
+    expect(lease("proxy-only")?.spec?.holderIdentity).toBe("crawler/a");
   });
 
   it.each([
@@ -217,5 +218,122 @@ describe("DELETE /v1/leases/:namespace/:name", () => {
     expect((await call("DELETE", "/v1/leases/crawl/proxy-only")).status).toBe(400);
     expect((await call("DELETE", "/v1/leases/crawl/proxy-only?holder=a")).status).toBe(204);
     expect((await call("DELETE", "/v1/leases/crawl/proxy-only?holder=a")).status).toBe(404);
+  });
+});
+
+describe("attacks on the lease API", () => {
+  const credentials = JSON.stringify([
+    { name: "team-a", token: "team-a-token-0123456789", namespaces: ["crawl"] },
+    { name: "team-b", token: "team-b-token-0123456789", namespaces: ["other"] },
+  ]);
+  function scoped(...proxies: TestProxy[]) {
+    const kube = new FakeKube(() => t0);
+    for (const p of proxies) kube.seed(proxyResource, testProxy(p));
+    const { ctx } = fakeContext(kube);
+    ctx.clock = { now: () => t0 };
+    const app = leaseRoutes(ctx, { apiToken: credentials });
+    const as = (team: "a" | "b") => async (method: string, path: string, body?: unknown) => {
+      const res = await app.request(path, {
+        method,
+        headers: {
+          authorization: `Bearer team-${team}-token-0123456789`,
+          "content-type": "application/json",
+        },
+        ...(body === undefined ? {} : { body: JSON.stringify(body) }),
+      });
+      return {
+        status: res.status,
+        body: (await res.json().catch(() => null)) as { lease?: LeaseView } | null,
+      };
+    };
+    return { kube, a: as("a"), b: as("b") };
+  }
+
+  it("a credential scoped to another namespace sees and leases nothing here", async () => {
+    const { a, b } = scoped({ name: "only" });
+    expect((await b("POST", "/v1/leases", { holder: "x", ttlSeconds: 30 })).status).toBe(409);
+    expect((await b("POST", "/v1/leases", { holder: "x", ttlSeconds: 30, namespace: "crawl" })).status).toBe(
+      403,
+    );
+    const mine = await a("POST", "/v1/leases", { holder: "x", ttlSeconds: 30 });
+    expect(mine.status).toBe(201);
+    expect(mine.body?.lease?.holder).toBe("team-a/x");
+    // The same holder string from another credential is another holder, and out of scope anyway.
+    expect((await b("PUT", "/v1/leases/crawl/proxy-only", { holder: "x" })).status).toBe(404);
+    expect((await b("DELETE", "/v1/leases/crawl/proxy-only?holder=x")).status).toBe(404);
+    expect((await a("PUT", "/v1/leases/crawl/proxy-only", { holder: "x" })).status).toBe(200);
+  });
+
+  it("holders are bound to the credential: asserting another crawler's holder string is not enough", async () => {
+    const shared = JSON.stringify([
+      { name: "one", token: "one-token-0123456789ab", namespaces: "*" },
+      { name: "two", token: "two-token-0123456789ab", namespaces: "*" },
+    ]);
+    const kube = new FakeKube(() => t0);
+    kube.seed(proxyResource, testProxy({ name: "only" }));
+    const { ctx } = fakeContext(kube);
+    ctx.clock = { now: () => t0 };
+    const app = leaseRoutes(ctx, { apiToken: shared });
+    const call = (token: string, method: string, path: string, body?: unknown) =>
+      app.request(path, {
+        method,
+        headers: { authorization: `Bearer ${token}`, "content-type": "application/json" },
+        ...(body === undefined ? {} : { body: JSON.stringify(body) }),
+      });
+    expect(
+      (await call("one-token-0123456789ab", "POST", "/v1/leases", { holder: "h", ttlSeconds: 30 })).status,
+    ).toBe(201);
+    expect(
+      (await call("two-token-0123456789ab", "PUT", "/v1/leases/crawl/proxy-only", { holder: "h" })).status,
+    ).toBe(409);
+    expect(
+      (await call("two-token-0123456789ab", "DELETE", "/v1/leases/crawl/proxy-only?holder=h")).status,
+    ).toBe(409);
+    // Nor by asserting the stored, bound form.
+    expect(
+      (await call("two-token-0123456789ab", "DELETE", "/v1/leases/crawl/proxy-only?holder=one%2Fh")).status,
+    ).toBe(409);
+  });
+
+  it.each([
+    ["a node heartbeat", "kube-node-lease", "node-1", {}],
+    ["a leader-election Lease named like a proxy's", "crawl", "proxy-only", {}],
+    [
+      "a Lease with kubefn's label but no Proxy owner",
+      "crawl",
+      "proxy-only",
+      { "crawl.kubefn.dev/managed-by": "kubefn", "crawl.kubefn.dev/proxy": "only" },
+    ],
+  ])("never renews, releases or takes over %s", async (_what, namespace, name, labels) => {
+    const { kube, a } = scoped({ name: "only" });
+    const foreign = {
+      apiVersion: "coordination.k8s.io/v1",
+      kind: "Lease",
+      metadata: { namespace, name, labels },
+      spec: { holderIdentity: "team-a/x", leaseDurationSeconds: 1, renewTime: "2020-01-01T00:00:00.000000Z" },
+    };
+    kube.seed(Resources.Lease, foreign);
+    const everywhere = JSON.stringify([
+      { name: "team-a", token: "team-a-token-0123456789", namespaces: "*" },
+    ]);
+    const { ctx } = fakeContext(kube);
+    ctx.clock = { now: () => t0 };
+    const app = leaseRoutes(ctx, { apiToken: everywhere });
+    const headers = { authorization: "Bearer team-a-token-0123456789", "content-type": "application/json" };
+    const put = await app.request(`/v1/leases/${namespace}/${name}`, {
+      method: "PUT",
+      headers,
+      body: JSON.stringify({ holder: "x", ttlSeconds: 3600 }),
+    });
+    expect(put.status).toBe(404);
+    const del = await app.request(`/v1/leases/${namespace}/${name}?holder=x`, { method: "DELETE", headers });
+    expect(del.status).toBe(404);
+    if (namespace === "crawl") {
+      // Acquiring the proxy meets the foreign Lease at its name and does not take it over.
+      expect((await a("POST", "/v1/leases", { holder: "y", ttlSeconds: 30 })).status).toBe(409);
+    }
+    const after = kube.stored(Resources.Lease, { namespace, name }) as ProxyLease;
+    expect(after.spec).toEqual(foreign.spec);
+    expect(after.metadata.labels).toEqual(labels);
   });
 });

@@ -1,11 +1,11 @@
 import type { Context as HonoContext } from "hono";
 import { Hono } from "hono/tiny";
 import * as z from "zod";
-import type { Context } from "../../../runtime/types.ts";
-import { apiErrorHandler } from "../discovery/api-errors.ts";
-import { bearerAuth } from "../discovery/bearer-auth.ts";
-import { parseLabelSelector } from "../discovery/label-selector.ts";
-import type { ProxyApiOptions } from "../discovery/routes.ts";
+import { assertNever } from "../../../guards/index.ts";
+import { parseLabelSelector } from "../../../kube/index.ts";
+import type { Context } from "../../../runtime/index.ts";
+import type { ProxyApiOptions } from "../discovery/index.ts";
+import { apiErrorHandler, bearerAuth, boundHolder, crawlerOf, mayUseNamespace } from "../discovery/index.ts";
 import { maxLeaseSeconds, minLeaseSeconds } from "./lease.ts";
 import { acquireLease, releaseLease, renewLease } from "./store.ts";
 
@@ -32,8 +32,14 @@ const releaseBodySchema = z.object({ holder: holderSchema });
  *   `{ error: "NotHolder" }`; 410 `{ error: "ProxyNotReady" }` (the lease is deleted); 404.
  * - `DELETE /v1/leases/:namespace/:name?holder=` (or body `{ holder }`) → 204; 409 NotHolder; 404.
  *
- * 401 without the bearer token, 400 for a malformed body or selector, 503 (Retry-After) when the
- * API server cannot be reached.
+ * Holders are bound to the credential: the stored holder is `<crawler name>/<holder>`, so one
+ * crawler cannot renew or release another's lease by asserting its holder string. Only Leases
+ * kubefn made for proxies (labelled `crawl.kubefn.dev/managed-by=kubefn`, owned by a Proxy) are
+ * ever read or written: any other Lease answers 404.
+ *
+ * 401 without the bearer token, 403 (acquire) or 404 (renew, release) for a namespace outside the
+ * credential's, 400 for a malformed body or selector, 503 (Retry-After) when the API server
+ * cannot be reached.
  *
  * Caveats: "none free" is 409, not 503: the request conflicts with the current holders, the
  * service is healthy, and a 503 would trip generic retry and alerting on load balancers. Poll
@@ -53,10 +59,18 @@ export function leaseRoutes(ctx: Context, options: ProxyApiOptions): Hono {
     if (!body.ok) return badRequest(c, body.error);
     const selector = parseLabelSelector(body.data.selector ?? "");
     if (!selector.ok) return badRequest(c, `selector: ${selector.error}`);
+    const crawler = crawlerOf(c);
+    if (body.data.namespace !== undefined && !mayUseNamespace(crawler, body.data.namespace)) {
+      return c.json(
+        { error: "Forbidden", message: `this credential may not use namespace ${body.data.namespace}` },
+        403,
+      );
+    }
     const result = await acquireLease(ctx, {
       namespace: body.data.namespace,
+      scope: crawler.namespaces,
       selector: selector.requirements,
-      holder: body.data.holder,
+      holder: boundHolder(crawler, body.data.holder),
       ttlSeconds: body.data.ttlSeconds,
     });
     if (result.kind === "none") {
@@ -78,7 +92,9 @@ export function leaseRoutes(ctx: Context, options: ProxyApiOptions): Hono {
     const body = await readBody(c, renewBodySchema);
     if (!body.ok) return badRequest(c, body.error);
     const key = { namespace: c.req.param("namespace"), name: c.req.param("name") };
-    const result = await renewLease(ctx, key, body.data.holder, body.data.ttlSeconds);
+    const crawler = crawlerOf(c);
+    if (!mayUseNamespace(crawler, key.namespace)) return c.json({ error: "LeaseNotFound" }, 404);
+    const result = await renewLease(ctx, key, boundHolder(crawler, body.data.holder), body.data.ttlSeconds);
     switch (result.kind) {
       case "renewed":
         return c.json({ lease: result.lease }, 200);
@@ -101,7 +117,9 @@ export function leaseRoutes(ctx: Context, options: ProxyApiOptions): Hono {
         : await readBody(c, releaseBodySchema);
     if (!body.ok) return badRequest(c, body.error);
     const key = { namespace: c.req.param("namespace"), name: c.req.param("name") };
-    const result = await releaseLease(ctx, key, body.data.holder);
+    const crawler = crawlerOf(c);
+    if (!mayUseNamespace(crawler, key.namespace)) return c.json({ error: "LeaseNotFound" }, 404);
+    const result = await releaseLease(ctx, key, boundHolder(crawler, body.data.holder));
     switch (result.kind) {
       case "released":
         return c.body(null, 204);
@@ -139,8 +157,4 @@ function parseWith<T>(schema: z.ZodType<T>, raw: unknown): BodyResult<T> {
 
 function badRequest(c: HonoContext, message: string): Response {
   return c.json({ error: "BadRequest", message }, 400);
-}
-
-function assertNever(value: never): never {
-  throw new TypeError(`unexpected lease result ${JSON.stringify(value)}`);
 }

@@ -1,3 +1,4 @@
+import type { LabelRequirements } from "../../../kube/index.ts";
 import {
   ConflictError,
   isAlreadyExists,
@@ -6,19 +7,19 @@ import {
   type ObjectKey,
   Resources,
 } from "../../../kube/index.ts";
-import type { Context } from "../../../runtime/types.ts";
+import type { Context } from "../../../runtime/index.ts";
 import { type Proxy as ProxyObject, parseProxy, proxyResource } from "../api.ts";
-import type { LabelRequirements } from "../discovery/label-selector.ts";
-import { listProxies } from "../discovery/list-proxies.ts";
 import {
   isProxyReady,
+  listProxiesInScope,
   type ProxyEndpoint,
   proxyEndpoint,
   type ReadyProxy,
   selectReady,
-} from "../discovery/ready.ts";
+} from "../discovery/index.ts";
 import {
   canTakeOver,
+  isProxyLease,
   type LeasedProxy,
   leaseExpiresAt,
   leaseNameFor,
@@ -44,6 +45,8 @@ export interface LeaseView {
 
 export interface AcquireRequest {
   namespace?: string | undefined;
+  /** The namespaces the crawler may use (its credential's); default every namespace. */
+  scope?: readonly string[] | "*" | undefined;
   selector?: LabelRequirements | undefined;
   holder: string;
   ttlSeconds: number;
@@ -76,7 +79,7 @@ export type ReleaseResult = { kind: "released" } | { kind: "notFound" } | { kind
  */
 export async function acquireLease(ctx: Context, req: AcquireRequest): Promise<AcquireResult> {
   const now = ctx.clock.now();
-  const proxies = await listProxies(ctx.kube, ctx.log, req.namespace);
+  const proxies = await listProxiesInScope(ctx.kube, ctx.log, req.namespace, req.scope ?? "*");
   const candidates = selectReady(proxies, { namespace: req.namespace, selector: req.selector });
   for (const candidate of candidates) {
     const lease = await tryAcquire(ctx, candidate, req.holder, req.ttlSeconds, now);
@@ -110,6 +113,8 @@ async function tryAcquire(
       if (isNotFound(err)) continue; // released between our create and get: create again
       throw err;
     }
+    // A Lease of that name that kubefn did not make for this proxy is never taken over.
+    if (!isProxyLease(current)) return undefined;
     if (!canTakeOver(current, { uid: proxy.uid, ready: true }, now)) return undefined;
     try {
       return await ctx.kube.update<ProxyLease>(
@@ -180,10 +185,14 @@ export async function releaseLease(ctx: Context, key: LeaseKey, holder: string):
   throw conflictAfterRetries(key);
 }
 
-/** Reads a lease; undefined when it does not exist. */
+/**
+ * Reads a proxy lease; undefined when it does not exist or is not one kubefn made for a proxy
+ * (node heartbeats, leader election and anything else in the cluster read as absent).
+ */
 async function getLease(ctx: Context, key: LeaseKey): Promise<ProxyLease | undefined> {
   try {
-    return await ctx.kube.get<ProxyLease>(leaseResource, key);
+    const lease = await ctx.kube.get<ProxyLease>(leaseResource, key);
+    return isProxyLease(lease) ? lease : undefined;
   } catch (err) {
     if (isNotFound(err)) return undefined;
     throw err;

@@ -1,7 +1,7 @@
 import { describe, expect, it } from "vitest";
-import { fakeContext } from "../../../../test/unit/runtime/fake-kube.ts";
+import { FakeKube, fakeContext } from "../../../../test/support/fake-kube.ts";
+import { proxyResource, type TestProxy, testProxy } from "../../../../test/support/proxies.ts";
 import { type KubeObject, Resources } from "../../../kube/index.ts";
-import { LeaseFakeKube, proxyResource, type TestProxy, testProxy } from "./fake-kube.ts";
 import { formatMicroTime, newLease, type ProxyLease } from "./lease.ts";
 import { leaseSweepTask } from "./sweep-task.ts";
 
@@ -14,7 +14,7 @@ function leaseFor(name: string, renewedSecondsAgo: number, uid = `uid-${name}`):
 }
 
 function setup(proxies: TestProxy[], leases: ProxyLease[]) {
-  const kube = new LeaseFakeKube(() => now);
+  const kube = new FakeKube(() => now);
   const primaries: KubeObject[] = proxies.map((p) => kube.seed(proxyResource, testProxy(p)));
   for (const l of leases) kube.seed(Resources.Lease, l);
   const { ctx, recorded } = fakeContext(kube, { now });

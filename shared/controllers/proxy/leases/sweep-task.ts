@@ -1,13 +1,13 @@
 import { type KubeObject, listAll, Resources } from "../../../kube/index.ts";
-import type { SweepTask } from "../../../runtime/sweep-task.ts";
+import type { SweepTask } from "../../../runtime/index.ts";
 import { proxyControllerName } from "../controller.ts";
-import { parseProxies } from "../discovery/list-proxies.ts";
-import { isProxyReady } from "../discovery/ready.ts";
+import { isProxyReady, parseProxies } from "../discovery/index.ts";
 import {
-  leaseProxyLabel,
+  isProxyLease,
   leaseSweepDecision,
   type ProxyLease,
   type ProxyState,
+  proxyLeaseSelector,
   proxyRefOf,
 } from "./lease.ts";
 import { deleteGuarded, getLeasedProxy, proxyStateOf } from "./store.ts";
@@ -39,12 +39,12 @@ export function leaseSweepTask(): SweepTask {
         }
       }
       const leases = await listAll<ProxyLease & KubeObject>(ctx.kube, Resources.Lease, {
-        labelSelector: leaseProxyLabel,
+        labelSelector: proxyLeaseSelector,
       });
       const counts = { leases: leases.length, held: 0, deleted: 0, raced: 0 };
       for (const lease of leases) {
         const ref = proxyRefOf(lease);
-        if (!ref) continue;
+        if (!ref || !isProxyLease(lease)) continue;
         let decision = leaseSweepDecision(lease, listed.get(`${lease.metadata.namespace}/${ref.name}`), now);
         if (decision.action === "delete" && decision.reason !== "ExpiredLongAgo") {
           decision = leaseSweepDecision(lease, proxyStateOf(await getLeasedProxy(ctx, lease)), now);

@@ -1,5 +1,5 @@
 import type { KubeObject } from "../../../kube/index.ts";
-import { type Instance, managedByTagKey, managedByTagValue, ownerTagKey } from "../providers/provider.ts";
+import { type Instance, managedByTagKey, managedByTagValue, ownerTagKey } from "../providers/index.ts";
 
 /** Default time an instance must exist before it may be collected as an orphan. */
 export const defaultOrphanGraceSeconds = 600;

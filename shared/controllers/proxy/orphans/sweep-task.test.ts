@@ -1,7 +1,7 @@
 import { describe, expect, it } from "vitest";
-import { fakeContext } from "../../../../test/unit/runtime/fake-kube.ts";
+import { FakeKube, fakeContext } from "../../../../test/support/fake-kube.ts";
+import { proxyResource, testProxy } from "../../../../test/support/proxies.ts";
 import type { KubeObject } from "../../../kube/index.ts";
-import { LeaseFakeKube, proxyResource, testProxy } from "../leases/fake-kube.ts";
 import { type Instance, ownerTags, type Provider, ProviderError, type Tag } from "../providers/provider.ts";
 import { orphanSweepTask } from "./sweep-task.ts";
 
@@ -40,7 +40,7 @@ const run = (i: string, uid: string): Instance => ({
 
 describe("orphanSweepTask", () => {
   it("deletes instances whose Proxy is gone, by the managed-by tag, and counts them", async () => {
-    const kube = new LeaseFakeKube(() => now);
+    const kube = new FakeKube(() => now);
     const live = kube.seed(proxyResource, testProxy({ name: "live", uid: "uid-live", mode: "Managed" }));
     const pods = memoryProvider([
       run("pod-live", "uid-live"),
@@ -65,7 +65,7 @@ describe("orphanSweepTask", () => {
   });
 
   it("spares an instance whose Proxy appeared after the sweep listed (confirmation re-list)", async () => {
-    const kube = new LeaseFakeKube(() => now);
+    const kube = new FakeKube(() => now);
     kube.seed(proxyResource, testProxy({ name: "new", uid: "uid-new", mode: "Managed" }));
     const pods = memoryProvider([run("pod-new", "uid-new")]);
     const { ctx } = fakeContext(kube, { now });
@@ -79,7 +79,7 @@ describe("orphanSweepTask", () => {
   });
 
   it("respects the grace period", async () => {
-    const kube = new LeaseFakeKube(() => now);
+    const kube = new FakeKube(() => now);
     const pods = memoryProvider([
       { ...run("young", "uid-gone"), createdAt: "2026-11-30T11:55:00Z" } as Instance,
       { ...run("old", "uid-gone"), createdAt: "2026-11-30T11:49:00Z" } as Instance,
@@ -90,7 +90,7 @@ describe("orphanSweepTask", () => {
   });
 
   it("a failing provider is counted and the others proceed", async () => {
-    const kube = new LeaseFakeKube(() => now);
+    const kube = new FakeKube(() => now);
     const broken = memoryProvider([], { failList: true });
     const flaky = memoryProvider([run("a", "uid-gone"), run("b", "uid-gone")], { failDelete: "a" });
     const { ctx, recorded } = fakeContext(kube, { now });
@@ -104,7 +104,7 @@ describe("orphanSweepTask", () => {
   });
 
   it("makes no API call when nothing is orphaned", async () => {
-    const kube = new LeaseFakeKube(() => now);
+    const kube = new FakeKube(() => now);
     const { ctx } = fakeContext(kube, { now });
     await orphanSweepTask({ providers: { kubernetes: memoryProvider([]).provider } }).run(ctx, []);
     expect(kube.calls).toEqual([]);

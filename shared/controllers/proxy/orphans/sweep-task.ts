@@ -1,8 +1,8 @@
 import { listAll } from "../../../kube/index.ts";
-import type { SweepTask } from "../../../runtime/sweep-task.ts";
+import type { SweepTask } from "../../../runtime/index.ts";
 import { proxyResource } from "../api.ts";
 import { proxyControllerName } from "../controller.ts";
-import { managedByTagKey, managedByTagValue, type ProvidersByName } from "../providers/provider.ts";
+import { managedByTagKey, managedByTagValue, ownerTagKey, type ProvidersByName } from "../providers/index.ts";
 import { type AgedInstance, defaultOrphanGraceSeconds, findOrphans } from "./find-orphans.ts";
 
 export interface OrphanSweepOptions {
@@ -60,7 +60,10 @@ export function orphanSweepTask(opts: OrphanSweepOptions): SweepTask {
         if (!confirmed.has(instance)) continue;
         counts.orphans++;
         try {
-          await opts.providers[provider]?.delete(instance.id);
+          await opts.providers[provider]?.delete(instance.id, {
+            owner: instance.tags[ownerTagKey] ?? "",
+            uid: instance.uid,
+          });
           counts.collected++;
           ctx.metrics.count("kubefn_orphans_collected_total", { provider });
           ctx.log.info("collected orphaned instance", { provider, id: instance.id, tags: instance.tags });

@@ -1,4 +1,4 @@
-import type { Clock } from "../../../runtime/types.ts";
+import type { Clock } from "../../../runtime/index.ts";
 import { ProviderError } from "./provider.ts";
 
 /** The fields kubefn reads from a Google service-account key file (JSON). */
@@ -74,6 +74,8 @@ export function createServiceAccountTokenSource(opts: ServiceAccountTokenSourceO
         headers: { "content-type": "application/x-www-form-urlencoded", accept: "application/json" },
         body: new URLSearchParams({ grant_type: jwtBearerGrant, assertion }).toString(),
         signal: AbortSignal.timeout(30_000),
+        // A redirect would re-post the signed assertion elsewhere (a 307/308 keeps the body).
+        redirect: "manual",
       });
     } catch (err) {
       throw new ProviderError("transient", "TokenUnavailable", `token request to ${tokenUri} failed`, {

@@ -260,12 +260,12 @@ describe("GCE provider against a local Compute API", () => {
       metadata: { items: [{ key: "user-data", value: createRequest.cloudInit }] },
     });
 
-    expect(await provider.get(created.id)).toMatchObject({ state: "Provisioning" });
-    expect((await provider.get(created.id)).ip).toBeUndefined();
+    expect(await provider.get(created.id, uid)).toMatchObject({ state: "Provisioning" });
+    expect((await provider.get(created.id, uid)).ip).toBeUndefined();
     status = "STAGING";
-    expect(await provider.get(created.id)).toMatchObject({ state: "Provisioning" });
+    expect(await provider.get(created.id, uid)).toMatchObject({ state: "Provisioning" });
     status = "RUNNING";
-    expect(await provider.get(created.id)).toMatchObject({ state: "Running", ip: "34.76.1.2" });
+    expect(await provider.get(created.id, uid)).toMatchObject({ state: "Running", ip: "34.76.1.2" });
     expect(tokenCalls).toBe(1);
     expect(authFailures).toEqual([]);
   });
@@ -303,20 +303,38 @@ describe("GCE provider against a local Compute API", () => {
             body: googleError(404, "notFound", `The resource '${req.path}' was not found`, "NOT_FOUND"),
           }
         : { status: 500 };
-    await expect(provider.get(`gce://${project}/${zone}/${name}`)).rejects.toBeInstanceOf(
+    await expect(provider.get(`gce://${project}/${zone}/${name}`, uid)).rejects.toBeInstanceOf(
       ProviderNotFoundError,
     );
-    await expect(provider.delete(`gce://${project}/${zone}/${name}`)).resolves.toBeUndefined();
+    await expect(
+      provider.delete(`gce://${project}/${zone}/${name}`, { owner: uid }),
+    ).resolves.toBeUndefined();
+    // delete reads first; a missing instance needs no DELETE.
     expect(apiCalls.map((c) => `${c.method} ${c.path}`)).toEqual([
       `GET ${instancesPath}/${name}`,
-      `DELETE ${instancesPath}/${name}`,
+      `GET ${instancesPath}/${name}`,
     ]);
   });
 
-  it("delete of an existing instance succeeds on the Operation", async () => {
-    compute = (req) => ({ status: 200, body: operation("delete", req.path.split("/").at(-1)!) });
-    await expect(provider.delete(`gce://${project}/${zone}/${name}`)).resolves.toBeUndefined();
-    expect(apiCalls[0]).toMatchObject({ method: "DELETE", path: `${instancesPath}/${name}` });
+  it("delete of an existing instance reads it, then succeeds on the Operation", async () => {
+    compute = (req) =>
+      req.method === "GET"
+        ? { status: 200, body: gceInstance(name, "RUNNING", storedLabels, "34.76.1.2") }
+        : { status: 200, body: operation("delete", req.path.split("/").at(-1)!) };
+    await expect(
+      provider.delete(`gce://${project}/${zone}/${name}`, { owner: uid }),
+    ).resolves.toBeUndefined();
+    expect(apiCalls[0]).toMatchObject({ method: "GET", path: `${instancesPath}/${name}` });
+    expect(apiCalls[1]).toMatchObject({ method: "DELETE", path: `${instancesPath}/${name}` });
+  });
+
+  it("a providerID naming another Proxy's VM is not followed: get is NotFound, delete does nothing", async () => {
+    const other = "9b8c7d6e-0000-4000-8000-000000000001";
+    compute = () => ({ status: 200, body: gceInstance(name, "RUNNING", storedLabels, "34.76.1.2") });
+    const id = `gce://${project}/${zone}/${name}`;
+    await expect(provider.get(id, other)).rejects.toBeInstanceOf(ProviderNotFoundError);
+    await expect(provider.delete(id, { owner: other })).resolves.toBeUndefined();
+    expect(apiCalls.filter((c) => c.method === "DELETE")).toEqual([]);
   });
 
   it("listByTag filters by label and follows nextPageToken", async () => {
@@ -469,7 +487,7 @@ describe("GCE provider against a local Compute API", () => {
 
   it("503 carries Retry-After", async () => {
     compute = () => ({ status: 503, headers: { "retry-after": "5" } });
-    await expect(provider.get(`gce://${project}/${zone}/${name}`)).rejects.toMatchObject({
+    await expect(provider.get(`gce://${project}/${zone}/${name}`, uid)).rejects.toMatchObject({
       retryAfterSeconds: 5,
     });
   });
@@ -485,7 +503,7 @@ describe("GCE provider against a local Compute API", () => {
       baseUrl: `http://127.0.0.1:${port}/compute/v1`,
       tokenSource: { token: async () => "t", invalidate: () => {} },
     });
-    await expect(offline.get(`gce://${project}/${zone}/${name}`)).rejects.toMatchObject({
+    await expect(offline.get(`gce://${project}/${zone}/${name}`, uid)).rejects.toMatchObject({
       errorClass: "transient",
       reason: "NetworkError",
     });
@@ -494,17 +512,17 @@ describe("GCE provider against a local Compute API", () => {
   it("reuses the token until shortly before expiry, then fetches a new one", async () => {
     compute = () => ({ status: 200, body: gceInstance(name, "RUNNING", storedLabels, "34.76.1.2") });
     const id = `gce://${project}/${zone}/${name}`;
-    await provider.get(id);
-    await provider.get(id);
+    await provider.get(id, uid);
+    await provider.get(id, uid);
     now = new Date(now.getTime() + 3000 * 1000);
-    await provider.get(id);
+    await provider.get(id, uid);
     expect(tokenCalls).toBe(1);
 
     // expires_in 3599 s: within the last minute the token is replaced.
     now = new Date(Date.parse("2026-11-30T05:00:00Z") + 3540 * 1000);
-    await provider.get(id);
+    await provider.get(id, uid);
     expect(tokenCalls).toBe(2);
-    await provider.get(id);
+    await provider.get(id, uid);
     expect(tokenCalls).toBe(2);
     expect(authFailures).toEqual([]);
     expect(apiCalls).toHaveLength(5);
@@ -513,13 +531,13 @@ describe("GCE provider against a local Compute API", () => {
   it("a 401 drops the cached token so the next call gets a fresh one", async () => {
     compute = () => ({ status: 200, body: gceInstance(name, "RUNNING", storedLabels, "34.76.1.2") });
     const id = `gce://${project}/${zone}/${name}`;
-    await provider.get(id);
+    await provider.get(id, uid);
     issued.push("ya29.revoked-elsewhere");
-    await expect(provider.get(id)).rejects.toMatchObject({
+    await expect(provider.get(id, uid)).rejects.toMatchObject({
       errorClass: "transient",
       reason: "Unauthenticated",
     });
-    await expect(provider.get(id)).resolves.toMatchObject({ state: "Running" });
+    await expect(provider.get(id, uid)).resolves.toMatchObject({ state: "Running" });
     expect(tokenCalls).toBe(2);
   });
 });

@@ -1,10 +1,12 @@
-import type { Clock } from "../../../runtime/types.ts";
+import type { Clock } from "../../../runtime/index.ts";
 import { createServiceAccountTokenSource, type ServiceAccountKey, type TokenSource } from "./gce-auth.ts";
 import {
   adoptExisting,
   type CreateRequest,
+  type DeleteGuard,
   type Instance,
   type InstanceState,
+  isOwnedBy,
   managedByTagKey,
   ownerTagKey,
   type Provider,
@@ -47,6 +49,8 @@ export interface GceProviderOptions {
 /** The fields of a Compute Engine Instance the provider reads. */
 export interface GceInstance {
   kind?: string;
+  /** The instance's unique numeric id (a uint64 as a string). */
+  id?: string;
   name: string;
   zone?: string;
   status?: string;
@@ -119,6 +123,8 @@ export function createGceProvider(opts: GceProviderOptions): Provider {
         },
         ...(body === undefined ? {} : { body: JSON.stringify(body) }),
         signal: AbortSignal.timeout(requestTimeoutMs),
+        // Never follow a redirect with the OAuth token.
+        redirect: "manual",
       });
     } catch (err) {
       const timedOut = err instanceof Error && (err.name === "TimeoutError" || err.name === "AbortError");
@@ -197,13 +203,29 @@ export function createGceProvider(opts: GceProviderOptions): Provider {
       return { id, state: "Provisioning", tags: canonicalTags(body.labels) };
     },
 
-    async get(id) {
-      return getByKey(parseGceProviderId(id, project), id);
+    async get(id, owner) {
+      const instance = await getByKey(parseGceProviderId(id, project), id);
+      if (!isOwnedBy(instance, owner, sanitiseGceLabelValue)) {
+        throw new ProviderNotFoundError(id, { notOwnedBy: owner });
+      }
+      return instance;
     },
 
-    async delete(id) {
+    async delete(id: string, guard: DeleteGuard) {
       const key = parseGceProviderId(id, project);
       const what = `delete ${id}`;
+      // Read first: only an instance carrying the owner's tag (and, given a uid, that very
+      // incarnation) is deleted. GCE has no delete precondition; a successor of the same name
+      // cannot be inserted while this one is being deleted.
+      let instance: Instance;
+      try {
+        instance = await getByKey(key, id);
+      } catch (err) {
+        if (err instanceof ProviderNotFoundError) return;
+        throw err;
+      }
+      if (!isOwnedBy(instance, guard.owner, sanitiseGceLabelValue)) return;
+      if (guard.uid !== undefined && instance.uid !== guard.uid) return;
       const answer = await call("DELETE", `${zonePath(key.zone)}/${enc(key.name)}`, what);
       if (answer.status === 404) return;
       if (!isOk(answer.status)) {
@@ -295,6 +317,7 @@ export function instanceFromGce(project: string, zone: string, inst: GceInstance
     state,
     ...(ip ? { ip } : {}),
     tags: canonicalTags(inst.labels ?? {}),
+    ...(inst.id ? { uid: String(inst.id) } : {}),
     ...(inst.creationTimestamp ? { createdAt: inst.creationTimestamp } : {}),
   };
 }

@@ -11,6 +11,7 @@ import {
 import type { Kube, KubeObject } from "../../../kube/port.ts";
 import {
   buildPod,
+  cloudInitMountPath,
   createKubernetesProvider,
   defaultPodImage,
   instanceFromPod,
@@ -54,8 +55,14 @@ describe("buildPod", () => {
             name: "proxy",
             image: defaultPodImage,
             ports: [{ name: "proxy", containerPort: 3128, protocol: "TCP" }],
+            securityContext: { allowPrivilegeEscalation: false, capabilities: { drop: ["ALL"] } },
           },
         ]);
+        expect(pod.spec?.securityContext).toMatchObject({
+          runAsNonRoot: true,
+          seccompProfile: { type: "RuntimeDefault" },
+        });
+        expect(pod.spec?.volumes).toBeUndefined();
       },
     },
     {
@@ -63,7 +70,18 @@ describe("buildPod", () => {
       req: { ...baseReq, cloudInit: "#cloud-config\n", instance: { image: "squid:6" } },
       check: (pod) => {
         expect(pod.spec?.containers[0]?.image).toBe("squid:6");
-        expect(pod.spec?.containers[0]?.env).toEqual([{ name: "CLOUD_INIT", value: "#cloud-config\n" }]);
+        // Cloud-init is a Secret volume: the Pod spec carries no Secret bytes.
+        expect(JSON.stringify(pod)).not.toContain("#cloud-config");
+        expect(pod.spec?.containers[0]?.env).toBeUndefined();
+        expect(pod.spec?.volumes).toEqual([
+          {
+            name: "cloud-init",
+            secret: { secretName: "px-3f2a9c4e1b7d4e8f9a0b-cloud-init", defaultMode: 0o400 },
+          },
+        ]);
+        expect(pod.spec?.containers[0]?.volumeMounts).toEqual([
+          { name: "cloud-init", mountPath: cloudInitMountPath, readOnly: true },
+        ]);
       },
     },
     {
@@ -261,8 +279,8 @@ describe("createKubernetesProvider", () => {
 
   it("get of a missing pod is ProviderNotFoundError; delete tolerates it", async () => {
     const provider = createKubernetesProvider({ kube: memoryKube() });
-    await expect(provider.get("kubernetes://crawl/nope")).rejects.toBeInstanceOf(ProviderNotFoundError);
-    await expect(provider.delete("kubernetes://crawl/nope")).resolves.toBeUndefined();
+    await expect(provider.get("kubernetes://crawl/nope", "u")).rejects.toBeInstanceOf(ProviderNotFoundError);
+    await expect(provider.delete("kubernetes://crawl/nope", { owner: "u" })).resolves.toBeUndefined();
   });
 
   it("refuses a request without the owner tag", async () => {

@@ -1,12 +1,13 @@
-import { classifyError } from "../../../kube/classify.ts";
-import { isAlreadyExists, isNotFound } from "../../../kube/errors.ts";
-import type { Kube, KubeObject, ObjectMeta, Resource } from "../../../kube/port.ts";
-import { Resources } from "../../../kube/resources.ts";
+import type { Kube, KubeObject, ObjectMeta, Resource } from "../../../kube/index.ts";
+import { classifyError, isAlreadyExists, isConflict, isNotFound, Resources } from "../../../kube/index.ts";
 import {
   adoptExisting,
   type CreateRequest,
+  type DeleteGuard,
   type Instance,
   type InstanceState,
+  isOwnedBy,
+  ownerTagKey,
   type Provider,
   ProviderError,
   ProviderNotFoundError,
@@ -15,6 +16,10 @@ import {
 } from "./provider.ts";
 
 export const podResource: Resource = Resources.Pod;
+export const secretResource: Resource = Resources.Secret;
+/** Where the Pod mounts its cloud-init Secret; the user data is the file `user-data` in it. */
+export const cloudInitMountPath = "/var/lib/cloud/seed/nocloud";
+const cloudInitKey = "user-data";
 
 /** The image when the Proxy names none: a plain forward proxy listening on 3128. */
 export const defaultPodImage = "ghcr.io/kubefn/forward-proxy:latest";
@@ -29,11 +34,15 @@ export interface Pod extends KubeObject {
   spec?: {
     restartPolicy?: string;
     automountServiceAccountToken?: boolean;
+    securityContext?: Record<string, unknown>;
+    volumes?: { name: string; secret?: { secretName: string; defaultMode?: number } }[];
     containers: {
       name: string;
       image: string;
       ports?: { name?: string; containerPort: number; protocol?: string }[];
       env?: { name: string; value: string }[];
+      volumeMounts?: { name: string; mountPath: string; readOnly?: boolean }[];
+      securityContext?: Record<string, unknown>;
     }[];
   };
   status?: { phase?: string; podIP?: string };
@@ -45,9 +54,21 @@ export interface KubernetesProviderOptions {
   defaultImage?: string;
 }
 
+/** The Secret holding one instance's cloud-init, controlled by its Pod. */
+export interface CloudInitSecret extends KubeObject {
+  apiVersion: "v1";
+  kind: "Secret";
+  metadata: ObjectMeta & { name: string; namespace: string };
+  type: "Opaque";
+  immutable: true;
+  data: Record<string, string>;
+}
+
 /**
  * The pod provider: each instance is a Pod in the Proxy's namespace. For development clusters and
- * tests; the Pod plays the part of a VM (no restarts, cloud-init handed over as an env var).
+ * tests; the Pod plays the part of a VM (no restarts). Cloud-init travels in a Secret the Pod
+ * mounts (`<pod>-cloud-init`, controlled by the Pod, so it goes with it), never in the Pod spec:
+ * whoever may read Pods (the built-in `view` role) must not read Secret bytes through them.
  *
  * @example
  * const providers = { kubernetes: createKubernetesProvider({ kube: ctx.kube }) };
@@ -56,7 +77,7 @@ export function createKubernetesProvider(opts: KubernetesProviderOptions): Provi
   const { kube } = opts;
   const defaultImage = opts.defaultImage ?? defaultPodImage;
 
-  async function get(id: string): Promise<Instance> {
+  async function readPod(id: string): Promise<Instance> {
     const key = parsePodProviderId(id);
     try {
       return instanceFromPod(await kube.get<Pod>(podResource, key));
@@ -66,41 +87,106 @@ export function createKubernetesProvider(opts: KubernetesProviderOptions): Provi
     }
   }
 
+  async function get(id: string, owner: string): Promise<Instance> {
+    const instance = await readPod(id);
+    if (!isOwnedBy(instance, owner, sanitiseLabelValue))
+      throw new ProviderNotFoundError(id, { notOwnedBy: owner });
+    return instance;
+  }
+
+  /**
+   * Creates the Pod's cloud-init Secret, controlled by the Pod. A leftover of the same name (the
+   * Secret of a predecessor the garbage collector has not removed yet) is deleted, UID-guarded,
+   * and created again; a Secret of that name that is not this provider's is a NameConflict.
+   */
+  async function ensureCloudInitSecret(pod: Pod, cloudInit: string): Promise<void> {
+    const secret = buildCloudInitSecret(pod, cloudInit);
+    const key = { namespace: secret.metadata.namespace, name: secret.metadata.name };
+    const what = `create secret ${key.namespace}/${key.name}`;
+    for (let attempt = 0; attempt < 2; attempt++) {
+      try {
+        await kube.create<CloudInitSecret>(secretResource, secret);
+        return;
+      } catch (err) {
+        if (!isAlreadyExists(err)) throw providerErrorFromKube(err, what);
+      }
+      let existing: KubeObject;
+      try {
+        existing = await kube.get(secretResource, key);
+      } catch (err) {
+        if (isNotFound(err)) continue;
+        throw providerErrorFromKube(err, what);
+      }
+      const controller = existing.metadata.ownerReferences?.find((r) => r.controller);
+      if (controller?.uid === pod.metadata.uid) return;
+      const ownTag = pod.metadata.labels?.[ownerTagKey] ?? "";
+      if (ownTag === "" || existing.metadata.labels?.[ownerTagKey] !== ownTag) {
+        throw new ProviderError(
+          "permanent",
+          "NameConflict",
+          `${what}: a Secret of that name exists and is not ours`,
+        );
+      }
+      try {
+        await kube.delete(secretResource, key, { preconditions: { uid: existing.metadata.uid ?? "" } });
+      } catch (err) {
+        if (!isNotFound(err) && !isConflict(err)) throw providerErrorFromKube(err, what);
+      }
+    }
+    throw new ProviderError("transient", "Conflict", `${what}: raced with another writer`);
+  }
+
   return {
     async create(req) {
       const owner = requireOwnerTag(req);
       const pod = buildPod(req, defaultImage);
+      const what = `create pod ${req.namespace}/${req.name}`;
+      let created: Pod;
       try {
-        return instanceFromPod(await kube.create<Pod>(podResource, pod));
+        created = await kube.create<Pod>(podResource, pod);
       } catch (err) {
-        const what = `create pod ${req.namespace}/${req.name}`;
         if (!isAlreadyExists(err)) throw providerErrorFromKube(err, what);
-        const id = podProviderId(req.namespace, req.name);
-        let existing: Instance;
+        let existing: Pod;
         try {
-          existing = await get(id);
+          existing = await kube.get<Pod>(podResource, { namespace: req.namespace, name: req.name });
         } catch (getErr) {
           // Deleted between our create and get: the next pass creates it again.
-          if (getErr instanceof ProviderNotFoundError) {
+          if (isNotFound(getErr)) {
             throw new ProviderError("transient", "Conflict", `pod ${req.name} vanished during create`, {
               cause: getErr,
             });
           }
-          throw getErr;
+          throw providerErrorFromKube(getErr, what);
         }
-        return adoptExisting(existing, sanitiseLabelValue(owner), req.name, err);
+        adoptExisting(instanceFromPod(existing), sanitiseLabelValue(owner), req.name, err);
+        created = existing;
       }
+      // After the Pod, so that the Secret can be controlled by it (and a pass that died in between
+      // is completed by the next one, which adopts the Pod). Until it exists the Pod waits.
+      if (req.cloudInit !== undefined) await ensureCloudInitSecret(created, req.cloudInit);
+      return instanceFromPod(created);
     },
 
     get,
 
-    async delete(id) {
+    async delete(id: string, guard: DeleteGuard) {
       const key = parsePodProviderId(id);
+      const what = `delete pod ${key.namespace}/${key.name}`;
+      let instance: Instance;
       try {
-        await kube.delete(podResource, key);
+        instance = await readPod(id);
       } catch (err) {
-        if (isNotFound(err)) return;
-        throw providerErrorFromKube(err, `delete pod ${key.namespace}/${key.name}`);
+        if (err instanceof ProviderNotFoundError) return;
+        throw err;
+      }
+      if (!isOwnedBy(instance, guard.owner, sanitiseLabelValue)) return;
+      if (guard.uid !== undefined && instance.uid !== guard.uid) return;
+      try {
+        await kube.delete(podResource, key, { preconditions: { uid: instance.uid ?? "" } });
+      } catch (err) {
+        // Gone, or a successor under the same name (the UID precondition failed): not ours to delete.
+        if (isNotFound(err) || isConflict(err)) return;
+        throw providerErrorFromKube(err, what);
       }
     },
 
@@ -122,17 +208,24 @@ export function createKubernetesProvider(opts: KubernetesProviderOptions): Provi
   };
 }
 
+/** The name of the cloud-init Secret of the Pod named `podName`. */
+export function cloudInitSecretName(podName: string): string {
+  return `${podName}-cloud-init`;
+}
+
 /**
  * The Pod for a create request. Pure. Labels are the shape's labels overlaid with the tags, both
- * sanitised to label syntax; cloud-init travels as the `CLOUD_INIT` env var.
+ * sanitised to label syntax. Cloud-init is a read-only Secret volume at {@link cloudInitMountPath}
+ * (file `user-data`), never an env var: the Pod spec carries no Secret bytes. The Pod runs
+ * unprivileged: no ServiceAccount token, non-root, no privilege escalation, every capability
+ * dropped, the runtime's default seccomp profile.
  *
  * Caveats: `restartPolicy: Never` is deliberate — a dead instance shows as Stopped and the
- * reconciler replaces it, as it would a VM. The cloud-init is readable by anyone who may read
- * the Pod; acceptable for this development provider.
+ * reconciler replaces it, as it would a VM.
  */
 export function buildPod(req: CreateRequest, defaultImage: string = defaultPodImage): Pod {
   const labels = sanitiseLabels({ ...req.instance.labels, ...req.tags });
-  const env = req.cloudInit === undefined ? [] : [{ name: "CLOUD_INIT", value: req.cloudInit }];
+  const withCloudInit = req.cloudInit !== undefined;
   return {
     apiVersion: "v1",
     kind: "Pod",
@@ -140,16 +233,64 @@ export function buildPod(req: CreateRequest, defaultImage: string = defaultPodIm
     spec: {
       restartPolicy: "Never",
       automountServiceAccountToken: false,
+      securityContext: { runAsNonRoot: true, runAsUser: 65532, seccompProfile: { type: "RuntimeDefault" } },
+      ...(withCloudInit
+        ? {
+            volumes: [
+              {
+                name: "cloud-init",
+                secret: { secretName: cloudInitSecretName(req.name), defaultMode: 0o400 },
+              },
+            ],
+          }
+        : {}),
       containers: [
         {
           name: "proxy",
           image: req.instance.image || defaultImage,
           ports: [{ name: "proxy", containerPort: proxyPort, protocol: "TCP" }],
-          ...(env.length > 0 ? { env } : {}),
+          ...(withCloudInit
+            ? { volumeMounts: [{ name: "cloud-init", mountPath: cloudInitMountPath, readOnly: true }] }
+            : {}),
+          securityContext: { allowPrivilegeEscalation: false, capabilities: { drop: ["ALL"] } },
         },
       ],
     },
   };
+}
+
+/**
+ * The cloud-init Secret of a created Pod: labelled like the Pod (owner tags), controlled by it (the
+ * garbage collector deletes it with the Pod), immutable. Pure.
+ */
+export function buildCloudInitSecret(pod: Pod, cloudInit: string): CloudInitSecret {
+  return {
+    apiVersion: "v1",
+    kind: "Secret",
+    metadata: {
+      name: cloudInitSecretName(pod.metadata.name),
+      namespace: pod.metadata.namespace,
+      labels: { ...pod.metadata.labels },
+      ownerReferences: [
+        {
+          apiVersion: "v1",
+          kind: "Pod",
+          name: pod.metadata.name,
+          uid: pod.metadata.uid ?? "",
+          controller: true,
+        },
+      ],
+    },
+    type: "Opaque",
+    immutable: true,
+    data: { [cloudInitKey]: base64Of(cloudInit) },
+  };
+}
+
+function base64Of(text: string): string {
+  let binary = "";
+  for (const byte of new TextEncoder().encode(text)) binary += String.fromCharCode(byte);
+  return btoa(binary);
 }
 
 /** What a Pod means as an instance. Pure. */
@@ -161,6 +302,7 @@ export function instanceFromPod(pod: Pod): Instance {
     state,
     ...(ip ? { ip } : {}),
     tags: { ...pod.metadata.labels },
+    ...(pod.metadata.uid ? { uid: pod.metadata.uid } : {}),
     ...(pod.metadata.creationTimestamp ? { createdAt: pod.metadata.creationTimestamp } : {}),
   };
 }

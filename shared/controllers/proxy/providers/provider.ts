@@ -1,4 +1,4 @@
-import type { ClassifiedError } from "../../../kube/classify.ts";
+import type { ClassifiedError } from "../../../kube/index.ts";
 
 /**
  * Where a Proxy's instance runs: a Pod, a cloud VM. The reconciler observes instances only by
@@ -16,16 +16,33 @@ export interface Provider {
    * instance is usually `Provisioning` — poll `get` for its address.
    */
   create(req: CreateRequest): Promise<Instance>;
-  /** The instance behind a providerID returned by `create`. Throws {@link ProviderNotFoundError}. */
-  get(id: string): Promise<Instance>;
-  /** Starts deleting the instance; an instance that is already gone is not an error. */
-  delete(id: string): Promise<void>;
+  /**
+   * The instance behind a providerID returned by `create`, if it carries the owner tag `owner`
+   * (the Proxy's UID). Throws {@link ProviderNotFoundError} when it does not exist or belongs to
+   * someone else: a providerID is tenant-writable (`status.providerID`), never a pointer to follow.
+   */
+  get(id: string, owner: string): Promise<Instance>;
+  /**
+   * Starts deleting the instance, after reading it again: only if it carries `guard.owner`'s tag
+   * and, when `guard.uid` is given, is that very instance (not a same-named successor); the
+   * delete itself is preconditioned on the instance's UID where the provider supports it. An
+   * instance that is already gone, or is not the guarded one, is not an error: nothing happens.
+   */
+  delete(id: string, guard: DeleteGuard): Promise<void>;
   /** Every instance carrying `tag`, across whatever scope the provider manages (orphan GC). */
   listByTag(tag: Tag): Promise<Instance[]>;
 }
 
 /** Providers by the name a Proxy's `spec.provider` uses. */
 export type ProvidersByName = Readonly<Record<string, Provider>>;
+
+/** Which instance a delete may remove: see {@link Provider.delete}. */
+export interface DeleteGuard {
+  /** The Proxy UID the instance's owner tag must carry. */
+  owner: string;
+  /** The provider's own UID of the instance observed ({@link Instance.uid}). */
+  uid?: string | undefined;
+}
 
 export interface Tag {
   key: string;
@@ -68,6 +85,8 @@ export interface Instance {
   tags: Record<string, string>;
   /** When the provider created it (RFC 3339), for the orphan collector's grace period. */
   createdAt?: string;
+  /** The provider's own unique ID of this incarnation (Pod UID, GCE instance id). */
+  uid?: string;
 }
 
 /** The tag naming the Proxy (by UID) an instance belongs to. */
@@ -138,14 +157,24 @@ export class ProviderNotFoundError extends Error {
   readonly reason = "InstanceNotFound";
   readonly id: string;
 
-  constructor(id: string, opts: { cause?: unknown } = {}) {
-    super(`instance ${id} not found`, opts.cause === undefined ? undefined : { cause: opts.cause });
+  constructor(id: string, opts: { cause?: unknown; notOwnedBy?: string } = {}) {
+    super(
+      opts.notOwnedBy === undefined
+        ? `instance ${id} not found`
+        : `instance ${id} does not carry ${ownerTagKey}=${opts.notOwnedBy}: not this Proxy's`,
+      opts.cause === undefined ? undefined : { cause: opts.cause },
+    );
     this.id = id;
   }
 }
 
 export function isProviderNotFound(err: unknown): err is ProviderNotFoundError {
   return err instanceof ProviderNotFoundError;
+}
+
+/** Whether `instance` carries the owner tag `owner` (compared after the provider's sanitising). */
+export function isOwnedBy(instance: Instance, owner: string, sanitise: (v: string) => string): boolean {
+  return owner !== "" && instance.tags[ownerTagKey] === sanitise(owner);
 }
 
 /** The owner tag of a create request; a request without one cannot be made idempotent. */

@@ -1,4 +1,4 @@
-import type { KubeObject } from "../../../kube/port.ts";
+import type { KubeObject } from "../../../kube/index.ts";
 import { machinaManifests } from "./machina.manifests.ts";
 import { netManifests } from "./net.manifests.ts";
 

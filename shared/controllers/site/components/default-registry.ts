@@ -1,4 +1,4 @@
-import type { KubeObject } from "../../../kube/port.ts";
+import type { KubeObject } from "../../../kube/index.ts";
 import type { Registry } from "../component.ts";
 import { machinaComponent } from "./machina.ts";
 import { metalmanComponent } from "./metalman.ts";

@@ -1,5 +1,5 @@
-import type { KubeObject } from "../../../kube/port.ts";
-import { Resources } from "../../../kube/resources.ts";
+import type { KubeObject } from "../../../kube/index.ts";
+import { Resources } from "../../../kube/index.ts";
 import { SiteConditionType } from "../api.ts";
 import { type ClusterComponent, failed, noSites, reconciled } from "../component.ts";
 import type { Env } from "../env.ts";

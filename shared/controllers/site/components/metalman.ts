@@ -1,6 +1,5 @@
-import { isNotFound } from "../../../kube/errors.ts";
-import type { KubeObject } from "../../../kube/port.ts";
-import { Resources } from "../../../kube/resources.ts";
+import type { KubeObject } from "../../../kube/index.ts";
+import { isNotFound, Resources } from "../../../kube/index.ts";
 import { type Site, SiteConditionType, siteComponentEnabled, siteLabelKey } from "../api.ts";
 import { failed, reconciled, type SiteComponent } from "../component.ts";
 import type { Env } from "../env.ts";

@@ -1,4 +1,4 @@
-import { Resources } from "../../../kube/resources.ts";
+import { Resources } from "../../../kube/index.ts";
 import { SiteConditionType } from "../api.ts";
 import { type ClusterComponent, failed, noSites, reconciled } from "../component.ts";
 import { isRBACObject } from "../manifests.ts";

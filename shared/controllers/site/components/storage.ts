@@ -1,4 +1,4 @@
-import type { KubeObject } from "../../../kube/port.ts";
+import type { KubeObject } from "../../../kube/index.ts";
 import { type Site, SiteConditionType, siteComponentEnabled, siteLabelKey } from "../api.ts";
 import { failed, reconciled, type SiteComponent } from "../component.ts";
 import type { Env } from "../env.ts";

@@ -1,7 +1,12 @@
 /**
- * Resource quantities as numbers, for the envelope sum and for telling "1" and "1000m" apart from
- * real drift. Values are in milli-units (like `Quantity.MilliValue()`), rounded up.
+ * Kubernetes resource quantities ("500m", "1Gi", `2`): their syntax, as the upstream CRDs
+ * (controller-gen) publish it for schemas, and their value in milli-units (like
+ * `Quantity.MilliValue()`, rounded up) for sums and for telling "1" and "1000m" apart from drift.
  */
+
+/** resource.Quantity's serialization, as the upstream CRDs (controller-gen) publish it. */
+export const quantityPattern =
+  /^(\+|-)?(([0-9]+(\.[0-9]*)?)|(\.[0-9]+))(([KMGTPE]i)|[numkMGTPE]|([eE](\+|-)?(([0-9]+(\.[0-9]*)?)|(\.[0-9]+))))?$/;
 
 const quantity =
   /^([+-]?)((?:[0-9]+(?:\.[0-9]*)?)|(?:\.[0-9]+))(Ki|Mi|Gi|Ti|Pi|Ei|n|u|m|k|M|G|T|P|E|[eE][+-]?[0-9]+)?$/;

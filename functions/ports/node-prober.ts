@@ -19,8 +19,14 @@
 import { lookup } from "node:dns/promises";
 import { isIP } from "node:net";
 import { ProxyAgent, request } from "undici";
-import { describeError, type ProbeResult, type Prober, type ProbeTarget } from "./probe.ts";
-import { checkAddress, parseIpLiteral } from "./target.ts";
+import {
+  checkAddress,
+  describeError,
+  type ProbeResult,
+  type Prober,
+  type ProbeTarget,
+  parseIpLiteral,
+} from "../../shared/health/index.ts";
 
 export interface NodeProberOptions {
   /** Extra trusted CA certificates (PEM) for https probe URLs and https proxies. */

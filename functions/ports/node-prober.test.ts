@@ -1,6 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { createNodeProber } from "./node-prober.ts";
-import type { ProbeTarget } from "./probe.ts";
+import type { ProbeTarget } from "../../shared/health/index.ts";
 import {
   type ForwardProxy,
   makeSelfSignedCert,
@@ -10,7 +9,8 @@ import {
   type Target,
   type TlsMaterial,
   unusedPort,
-} from "./test-fixtures.ts";
+} from "../../test/support/probe-fixtures.ts";
+import { createNodeProber } from "./node-prober.ts";
 
 let proxy: ForwardProxy;
 let httpTarget: Target;

@@ -68,3 +68,17 @@ describe("matchesRequirements", () => {
     expect(matchesRequirements(undefined, parsed.requirements)).toBe(true);
   });
 });
+
+describe("selector keys that name Object's members", () => {
+  it.each(["constructor", "__proto__", "toString", "hasOwnProperty"])(
+    "%s exists only where the labels have it",
+    (key) => {
+      const parsed = parseLabelSelector(key);
+      if (!parsed.ok) return; // refused as a key: as good
+      expect(matchesRequirements({ app: "x" }, parsed.requirements)).toBe(false);
+      expect(matchesRequirements({}, parsed.requirements)).toBe(false);
+      const negated = parseLabelSelector(`!${key}`);
+      if (negated.ok) expect(matchesRequirements({ app: "x" }, negated.requirements)).toBe(true);
+    },
+  );
+});

@@ -1,4 +1,4 @@
-import type { Metrics } from "../../shared/runtime/types.ts";
+import type { Metrics } from "../../shared/runtime/index.ts";
 
 type Labels = Record<string, string>;
 

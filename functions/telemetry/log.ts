@@ -1,9 +1,13 @@
-import type { Log } from "../shared/runtime/types.ts";
+import type { Log } from "../../shared/runtime/index.ts";
 
 /**
  * A line logger: `time level message key=value …` for people, or one JSON object per line for
  * machines (Workers Logs, CloudWatch Logs Insights and Loki index the fields). `write` gets
  * every line with its level; the default writes all of them to stdout, in order.
+ *
+ * In text, a value with whitespace, quotes, `=` or control characters is written JSON-quoted, and
+ * control characters in the message are escaped: whatever a tenant put in a name, URL or error
+ * cannot start a new line that reads like another log entry.
  */
 export function createLineLog(
   format: "text" | "json",
@@ -18,9 +22,9 @@ export function createLineLog(
     }
     const kv = Object.entries(fields ?? {})
       .filter(([, v]) => v !== undefined)
-      .map(([k, v]) => `${k}=${typeof v === "string" ? v : JSON.stringify(v)}`)
+      .map(([k, v]) => `${escapeControls(k)}=${textValue(v)}`)
       .join(" ");
-    out(`${time.slice(11, 19)} ${level.padEnd(5)} ${msg}${kv ? ` ${kv}` : ""}`);
+    out(`${time.slice(11, 19)} ${level.padEnd(5)} ${escapeControls(msg)}${kv ? ` ${kv}` : ""}`);
   };
   return {
     info: (m, f) => emit("info", m, f),
@@ -32,3 +36,14 @@ export function createLineLog(
 /** One JSON object per line on the console, errors on stderr (the serverless platforms' log). */
 export const createJsonLog = (): Log =>
   createLineLog("json", (line, level) => (level === "error" ? console.error : console.log)(line));
+
+const plain = /^[^\s"=\\\p{Cc}]+$/u;
+
+function textValue(v: unknown): string {
+  if (typeof v === "string" && plain.test(v)) return v;
+  return JSON.stringify(v) ?? String(v);
+}
+
+function escapeControls(text: string): string {
+  return text.replace(/\p{Cc}/gu, (c) => JSON.stringify(c).slice(1, -1));
+}

@@ -1,5 +1,5 @@
-import type { KubeObject } from "../../kube/port.ts";
-import { subPoolResource } from "./api.ts";
+import { subPoolResource } from "../../shared/controllers/subpool/api.ts";
+import type { KubeObject } from "../../shared/kube/port.ts";
 
 export const poolUid = "5e1f0c2a-0000-4000-8000-000000000001";
 

@@ -1,14 +1,40 @@
-import { AlreadyExistsError, ConflictError, NotFoundError } from "../../../shared/kube/errors.ts";
-import type { Kube, KubeObject, ListPage, ObjectKey, Patch, Resource } from "../../../shared/kube/port.ts";
-import type { Context, Log, Message, Metrics } from "../../../shared/runtime/types.ts";
+/**
+ * The one in-memory {@link Kube} for unit tests of deciding logic. It behaves as the API server
+ * does where kubefn's correctness rests on it, and test/integration/kube-contract.test.ts runs
+ * the same cases against it and against the real API server to keep it honest:
+ *
+ * - a second create of one name is AlreadyExists; the server sets uid and creationTimestamp;
+ * - writes carrying a resourceVersion (update, merge patch, status) are Conflicts when stale;
+ *   delete preconditions (uid, resourceVersion) likewise;
+ * - list filters by namespace and label selector;
+ * - delete of an object with finalizers only sets deletionTimestamp; it goes once an update or
+ *   patch removes the last finalizer;
+ * - server-side apply creates or deep-merges and records the field manager in managedFields.
+ *
+ * It records every call (`calls`), can be told to fail the next call of a method (`fail`), and
+ * seeds objects without any check (`seed`).
+ *
+ * Caveats: not the API server — no defaulting, no schema validation or pruning, no admission,
+ * no garbage collection, merge patches (RFC 7386) and apply only (no JSON patch), no
+ * fieldSelector. Anything beyond deciding logic belongs in test/integration.
+ */
+
+import { AlreadyExistsError, ConflictError, NotFoundError } from "../../shared/kube/errors.ts";
+import { matchesRequirements, parseLabelSelector } from "../../shared/kube/index.ts";
+import type {
+  DeleteOptions,
+  Kube,
+  KubeObject,
+  ListOptions,
+  ListPage,
+  ObjectKey,
+  Patch,
+  Resource,
+} from "../../shared/kube/port.ts";
+import type { Context, Log, Message, Metrics } from "../../shared/runtime/types.ts";
 
 type Method = keyof Kube;
 
-/**
- * An in-memory Kube for deciding-logic tests of the executor and mappers: it keeps objects by
- * resource and key, bumps resourceVersion on writes, guards writes that carry one, and records
- * every call. Not a substitute for the real API server (see test/integration).
- */
 export class FakeKube implements Kube {
   readonly calls: { method: Method; resource: string; key?: ObjectKey; body?: unknown }[] = [];
   /** Errors to throw, per method, first in first out. */
@@ -16,6 +42,10 @@ export class FakeKube implements Kube {
   private readonly objects = new Map<string, KubeObject>();
   private version = 100;
 
+  /** `now` stamps creationTimestamp and deletionTimestamp. */
+  constructor(private readonly now: () => Date = () => new Date("2026-11-30T12:00:00Z")) {}
+
+  /** Stores `object` as given (a resourceVersion is added when missing), without any check. */
   seed(res: Resource, object: KubeObject): KubeObject {
     const stored = structuredClone(object);
     stored.metadata.resourceVersion ??= String(++this.version);
@@ -43,15 +73,17 @@ export class FakeKube implements Kube {
     return structuredClone(this.require(res, key)) as T;
   }
 
-  async list<T extends KubeObject = KubeObject>(
-    res: Resource,
-    opts?: { namespace?: string },
-  ): Promise<ListPage<T>> {
+  async list<T extends KubeObject = KubeObject>(res: Resource, opts?: ListOptions): Promise<ListPage<T>> {
     this.record("list", res);
+    const selector = parseLabelSelector(opts?.labelSelector ?? "");
+    if (!selector.ok) throw new Error(`FakeKube: labelSelector: ${selector.error}`);
     const prefix = `${res.group}/${res.resource}/`;
     const items = [...this.objects.entries()]
       .filter(
-        ([id, o]) => id.startsWith(prefix) && (!opts?.namespace || o.metadata.namespace === opts.namespace),
+        ([id, o]) =>
+          id.startsWith(prefix) &&
+          (!opts?.namespace || o.metadata.namespace === opts.namespace) &&
+          matchesRequirements(o.metadata.labels, selector.requirements),
       )
       .map(([, o]) => structuredClone(o) as T);
     return { items, resourceVersion: String(this.version) };
@@ -65,24 +97,57 @@ export class FakeKube implements Kube {
         reason: "AlreadyExists",
       });
     }
-    return this.seed(res, { ...obj, metadata: { ...obj.metadata, resourceVersion: undefined } }) as T;
+    const { deletionTimestamp: _, ...metadata } = obj.metadata;
+    return this.seed(res, {
+      ...obj,
+      metadata: {
+        ...metadata,
+        resourceVersion: undefined,
+        uid: obj.metadata.uid ?? crypto.randomUUID(),
+        creationTimestamp: obj.metadata.creationTimestamp ?? this.timestamp(),
+      },
+    }) as T;
   }
 
   async update<T extends KubeObject = KubeObject>(res: Resource, obj: KubeObject): Promise<T> {
     this.record("update", res, obj.metadata as ObjectKey, obj);
     const current = this.require(res, obj.metadata as ObjectKey);
     this.guard(current, obj.metadata.resourceVersion);
-    return this.store(res, { ...obj, status: current.status }) as T;
+    const next = { ...obj, status: current.status };
+    next.metadata = {
+      ...obj.metadata,
+      ...(current.metadata.deletionTimestamp
+        ? { deletionTimestamp: current.metadata.deletionTimestamp }
+        : {}),
+    };
+    return this.storeOrFinalize(res, next) as T;
   }
 
   async patch<T extends KubeObject = KubeObject>(res: Resource, key: ObjectKey, patch: Patch): Promise<T> {
     this.record("patch", res, key, patch);
+    if (patch.type === "apply") return this.apply(res, key, patch) as T;
     return this.applyMerge(res, key, patch, false) as T;
   }
 
-  async delete(res: Resource, key: ObjectKey): Promise<void> {
+  async delete(res: Resource, key: ObjectKey, opts?: DeleteOptions): Promise<void> {
     this.record("delete", res, key);
-    this.require(res, key);
+    const current = this.require(res, key);
+    const pre = opts?.preconditions;
+    if (
+      (pre?.resourceVersion !== undefined && pre.resourceVersion !== current.metadata.resourceVersion) ||
+      (pre?.uid !== undefined && pre.uid !== current.metadata.uid)
+    ) {
+      throw new ConflictError("precondition failed", { status: 409, reason: "Conflict" });
+    }
+    if ((current.metadata.finalizers ?? []).length > 0) {
+      if (!current.metadata.deletionTimestamp) {
+        this.store(res, {
+          ...current,
+          metadata: { ...current.metadata, deletionTimestamp: this.timestamp() },
+        });
+      }
+      return;
+    }
     this.objects.delete(this.id(res, key));
   }
 
@@ -103,12 +168,37 @@ export class FakeKube implements Kube {
   }
 
   private applyMerge(res: Resource, key: ObjectKey, patch: Patch, statusOnly: boolean): KubeObject {
-    if (patch.type !== "merge") throw new Error(`FakeKube supports merge patches only, got ${patch.type}`);
+    if (patch.type !== "merge")
+      throw new Error(`FakeKube supports merge and apply patches, got ${patch.type}`);
     const current = this.require(res, key);
     const body = patch.body as { metadata?: { resourceVersion?: string }; status?: unknown };
     this.guard(current, body.metadata?.resourceVersion);
     const merged = mergePatch(current, statusOnly ? { status: body.status } : body) as KubeObject;
+    return statusOnly ? this.store(res, merged) : this.storeOrFinalize(res, merged);
+  }
+
+  private apply(res: Resource, key: ObjectKey, patch: Extract<Patch, { type: "apply" }>): KubeObject {
+    const current = this.objects.get(this.id(res, key));
+    const merged = (current ? deepMerge(current, patch.body) : structuredClone(patch.body)) as KubeObject;
+    const managed = (merged.metadata.managedFields ?? []) as { manager?: string; operation?: string }[];
+    if (!managed.some((m) => m.manager === patch.fieldManager && m.operation === "Apply")) {
+      merged.metadata.managedFields = [...managed, { manager: patch.fieldManager, operation: "Apply" }];
+    }
+    merged.metadata.uid = current?.metadata.uid ?? `uid-${res.resource}-${key.name}`;
+    merged.metadata.creationTimestamp = current?.metadata.creationTimestamp ?? this.timestamp();
     return this.store(res, merged);
+  }
+
+  /** Stores a write; an object being deleted whose last finalizer the write removed goes. */
+  private storeOrFinalize(res: Resource, object: KubeObject): KubeObject {
+    if (object.metadata.deletionTimestamp && (object.metadata.finalizers ?? []).length === 0) {
+      this.objects.delete(this.id(res, object.metadata));
+      return structuredClone({
+        ...object,
+        metadata: { ...object.metadata, resourceVersion: String(++this.version) },
+      });
+    }
+    return this.store(res, object);
   }
 
   private store(res: Resource, object: KubeObject): KubeObject {
@@ -137,6 +227,10 @@ export class FakeKube implements Kube {
     if (queued && queued.length > 0) throw queued.shift();
   }
 
+  private timestamp(): string {
+    return `${this.now().toISOString().slice(0, 19)}Z`;
+  }
+
   private id(res: Resource, key: { namespace?: string | undefined; name?: string | undefined }): string {
     return `${res.group}/${res.resource}/${key.namespace ?? ""}/${key.name ?? ""}`;
   }
@@ -153,13 +247,21 @@ function mergePatch(target: unknown, patch: unknown): unknown {
   return out;
 }
 
+function deepMerge(target: unknown, patch: unknown): unknown {
+  if (typeof patch !== "object" || patch === null || Array.isArray(patch)) return structuredClone(patch);
+  const out: Record<string, unknown> =
+    typeof target === "object" && target !== null && !Array.isArray(target) ? { ...(target as object) } : {};
+  for (const [k, v] of Object.entries(patch)) out[k] = deepMerge(out[k], v);
+  return out;
+}
+
 export interface Recorded {
   sent: { messages: Message[]; delaySeconds: number | undefined }[];
   logs: { level: string; msg: string; fields?: Record<string, unknown> }[];
   counts: { name: string; labels?: Record<string, string> }[];
 }
 
-/** A Context around a FakeKube that records what was sent, logged and counted. */
+/** A Context around a Kube that records what was sent, logged and counted. */
 export function fakeContext(
   kube: Kube,
   opts: { random?: number; now?: Date } = {},

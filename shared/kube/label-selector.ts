@@ -1,4 +1,5 @@
-import type { LabelSelectorRequirement } from "../../../kube/index.ts";
+import { assertNever } from "../guards/index.ts";
+import type { LabelSelectorRequirement } from "./labels.ts";
 
 /** A parsed label selector: every requirement must hold. Empty matches everything. */
 export type LabelRequirements = readonly LabelSelectorRequirement[];
@@ -40,7 +41,8 @@ export function matchesRequirements(
   requirements: LabelRequirements,
 ): boolean {
   return requirements.every((req) => {
-    const value = labels?.[req.key];
+    // Own properties only: a key like "constructor" or "__proto__" must not find Object's members.
+    const value = labels && Object.hasOwn(labels, req.key) ? labels[req.key] : undefined;
     switch (req.operator) {
       case "In":
         return value !== undefined && (req.values ?? []).includes(value);
@@ -117,8 +119,4 @@ function validValue(value: string): string | undefined {
   if (value === "") return undefined;
   if (value.length > 63 || !nameRe.test(value)) return `invalid label value ${JSON.stringify(value)}`;
   return undefined;
-}
-
-function assertNever(value: never): never {
-  throw new TypeError(`unexpected selector operator ${String(value)}`);
 }

@@ -1,0 +1,14 @@
+export { createFunctionsApp, type HttpSettings } from "./http.ts";
+export { createKubefn, type Kubefn, type KubefnPorts, passLine, sweepLine } from "./kubefn.ts";
+export { createOperators, type OperatorOptions, type Operators } from "./operators.ts";
+export {
+  commaList,
+  describeIssues,
+  type KubefnSettings,
+  parseEnvironment,
+  SettingsError,
+  secretVariable,
+  settingsFrom,
+  settingsVariables,
+} from "./settings.ts";
+export { runSweep, type SweepOptions, type SweepSummary } from "./sweep.ts";

@@ -1,0 +1,10 @@
+export { type NodeHostConfig, parseNodeHostEnv } from "./config.ts";
+export {
+  type Devcluster,
+  type DevclusterInfo,
+  type DevclusterOptions,
+  startDevcluster,
+} from "./devcluster.ts";
+export { type NodeHost, startNodeHost } from "./host.ts";
+export { asServiceAccount, installCrdsAndRbac, manifestsIn, serviceAccountToken } from "./install.ts";
+export { WorkQueue, type WorkQueueOptions } from "./work-queue.ts";

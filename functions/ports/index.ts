@@ -1,0 +1,1 @@
+export { createNodeProber, type NodeProberOptions } from "./node-prober.ts";

@@ -1,0 +1,2 @@
+export { createJsonLog, createLineLog } from "./log.ts";
+export { PrometheusMetrics } from "./prometheus.ts";

@@ -1,0 +1,2 @@
+export { controllerCrds } from "./crds.ts";
+export { controllerKinds } from "./kinds.ts";

@@ -1,0 +1,20 @@
+/**
+ * Type guards every folder uses: the exhaustiveness check over unions that drive behaviour, and
+ * the plain-object check for values read from JSON.
+ */
+
+/**
+ * Marks the end of an exhaustive `switch` over a union: a new member that is not handled is a
+ * type error here, and a value outside the union at run time (bad input cast to the union) throws.
+ *
+ * @example
+ * switch (outcome.kind) { case "done": …; default: return assertNever(outcome.kind); }
+ */
+export function assertNever(value: never, what = "case"): never {
+  throw new TypeError(`unhandled ${what}: ${JSON.stringify(value)}`);
+}
+
+/** Whether `value` is a plain JSON object (not null, not an array). */
+export function isRecord(value: unknown): value is Record<string, unknown> {
+  return typeof value === "object" && value !== null && !Array.isArray(value);
+}

@@ -1,0 +1,335 @@
+/**
+ * Attacks on the proxy operator by tenants, on the devcluster, with the reconciler running as the
+ * kubefn ServiceAccount (so RBAC and the admission policy apply to it too):
+ *
+ * - mallory has the built-in `edit` role in her namespace, plus write access to proxies/status
+ *   (whoever may write it is assumed hostile);
+ * - vic has only `view` there (get pods, not secrets);
+ * - another namespace holds a victim Pod, and a Pod that looks like another Proxy's instance.
+ *
+ * Nothing tenant-written may act as a pointer, Secret bytes must not reach the Pod spec, and a
+ * stale snapshot must never cause a provider side effect.
+ */
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { type Proxy as ProxyObject, proxyResource } from "../../shared/controllers/proxy/api.ts";
+import { proxyController } from "../../shared/controllers/proxy/controller.ts";
+import { discoveryRoutes } from "../../shared/controllers/proxy/discovery/routes.ts";
+import { createKubernetesProvider } from "../../shared/controllers/proxy/providers/kubernetes.ts";
+import { ownerTagKey, ownerTags } from "../../shared/controllers/proxy/providers/provider.ts";
+import { encodeHealthState, HEALTH_ANNOTATION } from "../../shared/health/annotation.ts";
+import {
+  ForbiddenError,
+  isNotFound,
+  type Kube,
+  type KubeObject,
+  Resources,
+} from "../../shared/kube/index.ts";
+import { runPass } from "../../shared/runtime/executor.ts";
+import { createRegistry, type Registry } from "../../shared/runtime/registry.ts";
+import type { Context, Message } from "../../shared/runtime/types.ts";
+import { adminKube, kubefnKube, tenant } from "../security/tenants.ts";
+import { eventually } from "../setup/cluster.ts";
+
+const suffix = Date.now().toString(36);
+const tenantNs = `tenant-${suffix}`;
+const victimNs = `victim-${suffix}`;
+const secretWord = `s3cret-${suffix}`;
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+let admin: Kube;
+let kubefn: Kube;
+let mallory: Kube;
+let vic: Kube;
+let eve: Kube;
+let registry: Registry;
+let ctx: Context;
+
+type ProxyKube = ProxyObject & KubeObject;
+const getProxy = (name: string) => admin.get<ProxyKube>(proxyResource, { namespace: tenantNs, name });
+const podsOwnedBy = async (uid: string) =>
+  (await admin.list(Resources.Pod, { labelSelector: `${ownerTagKey}=${uid}` })).items;
+const message = (name: string, snapshot?: KubeObject): Message => ({
+  request: { controller: "proxy", namespace: tenantNs, name },
+  attempt: 0,
+  ...(snapshot ? { snapshot } : {}),
+});
+
+/** Runs passes as kubefn until `done` holds for the Proxy (undefined once it is gone). */
+async function drive(name: string, done: (p: ProxyKube | undefined) => boolean | Promise<boolean>) {
+  const deadline = Date.now() + 60_000;
+  for (;;) {
+    await runPass(ctx, registry, message(name));
+    const p = await getProxy(name).catch((err) => {
+      if (isNotFound(err)) return undefined;
+      throw err;
+    });
+    if (await done(p)) return p;
+    if (Date.now() > deadline) throw new Error(`${name} did not converge: ${JSON.stringify(p?.status)}`);
+    await sleep(150);
+  }
+}
+
+async function createProxy(as: Kube, name: string, spec: Record<string, unknown>): Promise<ProxyKube> {
+  return eventually(
+    async () => {
+      try {
+        return await as.create<ProxyKube>(proxyResource, {
+          apiVersion: "crawl.kubefn.dev/v1alpha1",
+          kind: "Proxy",
+          metadata: { name, namespace: tenantNs },
+          spec,
+        });
+      } catch (err) {
+        // The aggregated `edit` rules and a fresh CRD's handler arrive a moment after install.
+        if (isNotFound(err) || err instanceof ForbiddenError) return undefined;
+        throw err;
+      }
+    },
+    { timeoutMs: 30_000, intervalMs: 250, what: "mallory may create Proxies" },
+  );
+}
+
+async function untouched(namespace: string, name: string, uid: string): Promise<void> {
+  const pod = await admin.get(Resources.Pod, { namespace, name });
+  expect(pod.metadata.uid).toBe(uid);
+  expect(pod.metadata.deletionTimestamp).toBeUndefined();
+}
+
+let victimPod: KubeObject;
+let lookalikePod: KubeObject;
+
+beforeAll(async () => {
+  admin = adminKube();
+  kubefn = await kubefnKube(admin);
+  for (const name of [tenantNs, victimNs]) {
+    await admin.create(Resources.Namespace, { apiVersion: "v1", kind: "Namespace", metadata: { name } });
+  }
+  mallory = await tenant(admin, {
+    namespace: tenantNs,
+    name: "mallory",
+    clusterRole: "edit",
+    rules: [
+      { apiGroups: ["crawl.kubefn.dev"], resources: ["proxies/status"], verbs: ["get", "patch", "update"] },
+    ],
+  });
+  vic = await tenant(admin, { namespace: tenantNs, name: "vic", clusterRole: "view" });
+  eve = await tenant(admin, { namespace: tenantNs, name: "eve", clusterRole: "edit" });
+  victimPod = await admin.create(Resources.Pod, {
+    apiVersion: "v1",
+    kind: "Pod",
+    metadata: { name: "database", namespace: victimNs },
+    spec: { containers: [{ name: "db", image: "registry.example/db:1" }] },
+  });
+  // Looks like a kubefn instance of some other Proxy (its tags, its deterministic name).
+  const otherUid = crypto.randomUUID();
+  lookalikePod = await admin.create(Resources.Pod, {
+    apiVersion: "v1",
+    kind: "Pod",
+    metadata: { name: "px-lookalike", namespace: victimNs, labels: ownerTags(otherUid) },
+    spec: { automountServiceAccountToken: false, containers: [{ name: "p", image: "registry.example/p:1" }] },
+  });
+  registry = createRegistry([
+    proxyController({ providers: { kubernetes: createKubernetesProvider({ kube: kubefn }) } }),
+  ]);
+  ctx = {
+    kube: kubefn,
+    queue: { send: async () => {} },
+    clock: { now: () => new Date() },
+    log: { info: () => {}, warn: () => {}, error: () => {} },
+    metrics: { count: () => {}, observe: () => {}, gauge: () => {} },
+    random: Math.random,
+  };
+}, 120_000);
+
+afterAll(async () => {
+  // The look-alike carries kubefn's tags: remove it at once, so no other file's orphan sweep meets it.
+  await admin
+    ?.delete(Resources.Pod, { namespace: victimNs, name: "px-lookalike" }, { gracePeriodSeconds: 0 })
+    .catch(() => {});
+  for (const name of [tenantNs, victimNs]) await admin?.delete(Resources.Namespace, { name }).catch(() => {});
+});
+
+describe("cloud-init from a Secret", () => {
+  it("a tenant with `view` (get pods) reads no Secret bytes through the instance Pod", async () => {
+    await mallory.create(Resources.Secret, {
+      apiVersion: "v1",
+      kind: "Secret",
+      metadata: { name: "ci", namespace: tenantNs },
+      stringData: { "user-data": `#cloud-config\npassword: ${secretWord}\n` },
+    });
+    const proxy = await createProxy(mallory, "with-secret", {
+      mode: "Managed",
+      provider: "kubernetes",
+      cloudInit: { secretRef: { name: "ci" } },
+    });
+    await drive("with-secret", async () => (await podsOwnedBy(proxy.metadata.uid!)).length === 1);
+
+    await expect(vic.get(Resources.Secret, { namespace: tenantNs, name: "ci" })).rejects.toBeInstanceOf(
+      ForbiddenError,
+    );
+    const seen = await vic.list(Resources.Pod, { namespace: tenantNs });
+    expect(seen.items.length).toBeGreaterThan(0);
+    expect(JSON.stringify(seen)).not.toContain(secretWord);
+    // Nor through the annotations kubefn writes on the Proxy (an unsalted hash would let vic
+    // confirm a guess offline).
+    const annotations = JSON.stringify(
+      (await vic.get(proxyResource, { namespace: tenantNs, name: "with-secret" })).metadata,
+    );
+    expect(annotations).not.toContain(secretWord);
+    // The Secret the Pod mounts is labelled for the Proxy and controlled by the Pod.
+    const [pod] = await podsOwnedBy(proxy.metadata.uid!);
+    const mounted = await admin.get(Resources.Secret, {
+      namespace: tenantNs,
+      name: `${pod!.metadata.name}-cloud-init`,
+    });
+    expect(mounted.metadata.labels?.[ownerTagKey]).toBe(proxy.metadata.uid);
+    expect(mounted.metadata.ownerReferences?.[0]).toMatchObject({
+      kind: "Pod",
+      uid: pod!.metadata.uid,
+      controller: true,
+    });
+  });
+});
+
+describe("status.providerID is not a pointer", () => {
+  it("forged to another namespace's Pod (or another Proxy's instance): no read, no delete, through spec edits and deletion", async () => {
+    const proxy = await createProxy(mallory, "forger", { mode: "Managed", provider: "kubernetes" });
+    await drive("forger", async (p) => Boolean(p?.status?.providerID));
+
+    for (const target of [victimPod, lookalikePod]) {
+      const forged = `kubernetes://${victimNs}/${target.metadata.name}`;
+      await mallory.patchStatus(
+        proxyResource,
+        { namespace: tenantNs, name: "forger" },
+        { type: "merge", body: { status: { providerID: forged } } },
+      );
+      // Passes: the forged ID is looked up as "not this Proxy's", forgotten, and a real one made.
+      const after = await drive("forger", (p) => p?.status?.providerID !== forged);
+      expect(after?.status?.ip).not.toBe((target.status as { podIP?: string } | undefined)?.podIP ?? "never");
+      await untouched(victimNs, target.metadata.name!, target.metadata.uid!);
+    }
+
+    // A spec edit (replacement) and the deletion with the forged ID in place.
+    await mallory.patchStatus(
+      proxyResource,
+      { namespace: tenantNs, name: "forger" },
+      { type: "merge", body: { status: { providerID: `kubernetes://${victimNs}/database` } } },
+    );
+    await mallory.patch(
+      proxyResource,
+      { namespace: tenantNs, name: "forger" },
+      { type: "merge", body: { spec: { instance: { image: "registry.example/other:2" } } } },
+    );
+    for (let i = 0; i < 5; i++) await runPass(ctx, registry, message("forger"));
+    await untouched(victimNs, "database", victimPod.metadata.uid!);
+    await mallory.patchStatus(
+      proxyResource,
+      { namespace: tenantNs, name: "forger" },
+      { type: "merge", body: { status: { providerID: `kubernetes://${victimNs}/px-lookalike` } } },
+    );
+    await mallory.delete(proxyResource, { namespace: tenantNs, name: "forger" });
+    await drive("forger", (p) => p === undefined);
+    await untouched(victimNs, "database", victimPod.metadata.uid!);
+    await untouched(victimNs, "px-lookalike", lookalikePod.metadata.uid!);
+    // The Proxy's own instance went with it (found by its owner tag, not by the forged ID).
+    await eventually(async () => ((await podsOwnedBy(proxy.metadata.uid!)).length === 0 ? true : undefined), {
+      what: "the Proxy's own Pod to go",
+    });
+  });
+});
+
+describe("a stale snapshot never causes a provider side effect", () => {
+  it("does not delete a just-created replacement", async () => {
+    const proxy = await createProxy(mallory, "replaced", { mode: "Managed", provider: "kubernetes" });
+    await drive("replaced", (p) => p?.status?.phase === "Ready");
+    const [first] = await podsOwnedBy(proxy.metadata.uid!);
+    await mallory.patch(
+      proxyResource,
+      { namespace: tenantNs, name: "replaced" },
+      { type: "merge", body: { spec: { instance: { image: "registry.example/forward-proxy:2" } } } },
+    );
+    // The sweep listed the Proxy right after the edit; its message arrives late.
+    const stale = await getProxy("replaced");
+    const replaced = await drive("replaced", async (p) => {
+      const pods = await podsOwnedBy(proxy.metadata.uid!);
+      return (
+        p?.status?.phase === "Ready" && pods.length === 1 && pods[0]!.metadata.uid !== first!.metadata.uid
+      );
+    });
+    expect(replaced).toBeDefined();
+    const [replacement] = await podsOwnedBy(proxy.metadata.uid!);
+    await runPass(ctx, registry, message("replaced", stale));
+    await runPass(ctx, registry, message("replaced", stale));
+    await untouched(tenantNs, replacement!.metadata.name!, replacement!.metadata.uid!);
+  });
+
+  it("does not create an instance for a Proxy already deleted", async () => {
+    const proxy = await createProxy(mallory, "gone", { mode: "Managed", provider: "kubernetes" });
+    // One pass adds the finalizer; the snapshot is taken before any instance exists.
+    await drive("gone", (p) => (p?.metadata.finalizers?.length ?? 0) > 0);
+    const stale = await getProxy("gone");
+    await mallory.delete(proxyResource, { namespace: tenantNs, name: "gone" });
+    await drive("gone", (p) => p === undefined);
+    await runPass(ctx, registry, message("gone", stale));
+    await sleep(300);
+    expect(await podsOwnedBy(proxy.metadata.uid!)).toEqual([]);
+  });
+});
+
+describe("health a tenant cannot forge", () => {
+  it("a tenant with `edit` cannot mark an unprobed proxy healthy, and crawlers are never sent to it", async () => {
+    const claimed = {
+      instance: "198.51.100.9:3128",
+      verdict: true,
+      consecOK: 99,
+      consecFail: 0,
+      reported: { healthy: true, latencyMs: 1, at: new Date().toISOString() },
+    };
+    await createProxy(eve, "forged-health", {
+      mode: "External",
+      endpoint: { host: "198.51.100.9", port: 3128, scheme: "http" },
+      healthCheck: { probeURL: "http://probe.example/" },
+    });
+    await eve.patch(
+      proxyResource,
+      { namespace: tenantNs, name: "forged-health" },
+      {
+        type: "merge",
+        body: { metadata: { annotations: { [HEALTH_ANNOTATION]: JSON.stringify(claimed) } } },
+      },
+    );
+    // Nor can she write the status, where the real probe history lives.
+    await expect(
+      eve.patchStatus(
+        proxyResource,
+        { namespace: tenantNs, name: "forged-health" },
+        { type: "merge", body: { status: { health: encodeHealthState(claimed), phase: "Ready" } } },
+      ),
+    ).rejects.toBeInstanceOf(ForbiddenError);
+    for (let i = 0; i < 3; i++) await runPass(ctx, registry, message("forged-health"));
+    const p = await getProxy("forged-health");
+    expect(p.status?.phase).not.toBe("Ready");
+    expect(p.status?.conditions?.find((c) => c.type === "Healthy")?.status).not.toBe("True");
+
+    const api = discoveryRoutes(ctx, { apiToken: "crawler-token-0123456789" });
+    const res = await api.request(`/v1/proxies?namespace=${tenantNs}`, {
+      headers: { authorization: "Bearer crawler-token-0123456789" },
+    });
+    const names = ((await res.json()) as { items: { name: string }[] }).items.map((i) => i.name);
+    expect(names).not.toContain("forged-health");
+  });
+
+  it("an External proxy without a health check is Ready (provisioned) but never offered to crawlers", async () => {
+    await createProxy(eve, "unprobed", {
+      mode: "External",
+      endpoint: { host: "198.51.100.10", port: 3128, scheme: "http" },
+    });
+    await drive("unprobed", (p) => p?.status?.phase === "Ready");
+    const api = discoveryRoutes(ctx, { apiToken: "crawler-token-0123456789" });
+    const res = await api.request(`/v1/proxies?namespace=${tenantNs}`, {
+      headers: { authorization: "Bearer crawler-token-0123456789" },
+    });
+    const names = ((await res.json()) as { items: { name: string }[] }).items.map((i) => i.name);
+    expect(names).not.toContain("unprobed");
+  });
+});

@@ -174,7 +174,8 @@ const calls: Array<{ resource: string; verbs: string[]; at: Array<[file: string,
   },
   ...["configmaps", "serviceaccounts", "deployments.apps"].map((resource) => ({
     resource,
-    verbs: ["get", "patch", "delete"],
+    // create: a server-side apply of an object that does not exist yet is a create.
+    verbs: ["get", "create", "patch", "delete"],
     at: [
       ["shared/controllers/site/env.ts", "kube.get(res, key(obj))"],
       ["shared/controllers/site/env.ts", "serverSideApply(kube, res, obj"],

@@ -9,7 +9,7 @@
  * ports, since other test runs may share this machine.
  */
 import { spawn } from "node:child_process";
-import { readFileSync } from "node:fs";
+import { readdirSync, readFileSync } from "node:fs";
 import { fileURLToPath } from "node:url";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { clusterInfo, type KubectlResult } from "../setup/cluster.ts";
@@ -99,7 +99,14 @@ afterAll(async () => {
 }, 60_000);
 
 describe("kubectl apply -k infra/", () => {
-  it("installs the CRDs, kubefn's RBAC and the relay", async () => {
+  it("installs the CRDs, kubefn's RBAC, its admission policy and the relay", async () => {
+    // Every manifest the host installs from infra/crds and infra/rbac is in the kustomization.
+    const listed = readFileSync(`${root}infra/kustomization.yaml`, "utf8");
+    for (const dir of ["crds", "rbac"]) {
+      for (const file of readdirSync(`${root}infra/${dir}`).filter((f) => /\.ya?ml$/.test(f))) {
+        expect(listed, `${dir}/${file}`).toContain(`- ${dir}/${file}`);
+      }
+    }
     const out = await ok(["apply", "-k", `${root}infra`]);
     for (const line of [
       "customresourcedefinition.apiextensions.k8s.io/proxies.crawl.kubefn.dev",
@@ -108,7 +115,8 @@ describe("kubectl apply -k infra/", () => {
       "namespace/kubefn-system",
       "serviceaccount/kubefn",
       "clusterrole.rbac.authorization.k8s.io/kubefn",
-      "clusterrolebinding.rbac.authorization.k8s.io/kubefn",
+      "clusterrolebinding.rbac.authorization.k8s.io/kubefn-proxy",
+      "validatingadmissionpolicy.admissionregistration.k8s.io/kubefn-writes-only-its-own",
       "serviceaccount/kubefn-relay",
       "deployment.apps/kubefn-relay",
     ]) {

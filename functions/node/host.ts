@@ -84,19 +84,25 @@ export async function startNodeHost(config: NodeHostConfig, log: Log): Promise<N
     ...(config.siteManifestsDir ? { siteManifests: readManifestDirectory(config.siteManifestsDir) } : {}),
   });
 
-  let sweeping = false;
-  const sweep = async (full = false) => {
-    if (sweeping || !kubefn) return;
-    sweeping = true;
-    try {
-      await kubefn.sweep({ full });
-    } finally {
-      sweeping = false;
-    }
+  let sweeping: Promise<void> | undefined;
+  const sweep = (full = false): Promise<void> => {
+    if (!kubefn) return Promise.resolve();
+    const running = kubefn;
+    sweeping ??= running
+      .sweep({ full })
+      .then(() => undefined)
+      .finally(() => {
+        sweeping = undefined;
+      });
+    return sweeping;
   };
   log.info("listening", { url, intake: `${url}/v1/events`, metrics: `${url}/metrics` });
-  await sweep(true);
-  const timer = setInterval(() => void sweep(), settings.sweepPeriodSeconds * 1000);
+  // The first sweep (every object once) runs in the background, so the caller can install its
+  // shutdown handling at once; `stop` waits for a sweep in flight.
+  const sweepLogged = (full = false) =>
+    void sweep(full).catch((err: unknown) => log.error("sweep failed", { error: String(err) }));
+  sweepLogged(true);
+  const timer = setInterval(() => sweepLogged(), settings.sweepPeriodSeconds * 1000);
 
   return {
     url,
@@ -107,6 +113,7 @@ export async function startNodeHost(config: NodeHostConfig, log: Log): Promise<N
     sweep,
     async stop() {
       clearInterval(timer);
+      await sweeping?.catch(() => undefined);
       await queue.close();
       await new Promise<void>((resolve) => server.close(() => resolve()));
       await devcluster?.stop();

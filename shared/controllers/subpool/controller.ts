@@ -5,6 +5,7 @@ import { generationChanged } from "../../runtime/index.ts";
 import { SubPoolConditionType, SubPoolReason, subPoolNamespacePrefix, subPoolResource } from "./api.ts";
 import { defaultOperatorConfig, type OperatorConfig } from "./config.ts";
 import { subPoolObjectNames } from "./desired.ts";
+import { subPoolDrift } from "./drift.ts";
 import { reconcileSubPool } from "./reconcile.ts";
 import { defaultSubPoolTimings, type SubPoolTimings } from "./timings.ts";
 
@@ -79,6 +80,7 @@ export function subPoolController(deps: SubPoolControllerDeps = {}): ControllerD
       progressReasons: [SubPoolReason.StatefulSetNotReady, SubPoolReason.RouteNotReady],
     },
     resyncSeconds: Math.max(60, timings.resync),
+    drift: subPoolDrift(passDeps.operatorConfig),
     requeueSeconds: {
       deletionPoll: timings.deletionPoll,
       ...(timings.activeRequeue === undefined ? {} : { activeRequeue: timings.activeRequeue }),

@@ -17,4 +17,14 @@ ldflags=""
 for pkg in k8s.io/component-base/version k8s.io/client-go/pkg/version; do
   ldflags+=" -X ${pkg}.gitVersion=${KUBE_VERSION} -X ${pkg}.gitMajor=${major} -X ${pkg}.gitMinor=${minor} -X ${pkg}.gitTreeState=clean"
 done
+# The Gateway API CRDs (standard channel) of this sigs.k8s.io/gateway-api release, from its Go
+# module zip (checksummed against the Go checksum database), embedded by gateway.go.
+GATEWAY_API_VERSION=v1.6.3
+tmpmod="$(mktemp -d)"
+gwdir="$(cd "$tmpmod" && go mod download -json "sigs.k8s.io/gateway-api@${GATEWAY_API_VERSION}" | sed -n 's/^[[:space:]]*"Dir": "\(.*\)",$/\1/p')"
+if [ -z "$gwdir" ] || [ ! -d "$gwdir/config/crd/standard" ]; then
+  echo "build-devcluster: could not fetch sigs.k8s.io/gateway-api@${GATEWAY_API_VERSION}" >&2; exit 1
+fi
+rm -rf gatewayapi && mkdir -p gatewayapi
+cp "$gwdir"/config/crd/standard/*.yaml gatewayapi/ && chmod -R u+w gatewayapi
 go build -ldflags "${ldflags}" -o bin/devcluster .

@@ -5,6 +5,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 source scripts/node24.sh
 bash scripts/build-devcluster.sh
+bash scripts/python-tools.sh
 npm run --silent typecheck
 npm run --silent lint
 npx --no vitest run "$@"

@@ -10,8 +10,10 @@ import (
 	kcmoptions "k8s.io/kubernetes/cmd/kube-controller-manager/app/options"
 )
 
-// The kube-controller-manager controllers run in this process. Only those a cluster without
-// workloads controllers still needs:
+// The kube-controller-manager controllers run in this process: those a cluster's objects depend on
+// for the operators here to reach Ready (workloads, their endpoints, quota, volumes), from the
+// same Kubernetes release as the API server. The scheduler and kubelet are played by the
+// simulated node (node.go); volume provisioning by storage.go.
 var controllers = []string{
 	"namespace-controller", // a deleted Namespace really goes away, with its content
 	// The garbage collector (ownerReferences cascade, foreground and background) runs too, but
@@ -19,6 +21,21 @@ var controllers = []string{
 	"serviceaccount-controller",                // the "default" ServiceAccount in each namespace (Pods need it)
 	"root-ca-certificate-publisher-controller", // kube-root-ca.crt in each namespace, as in any cluster
 	"clusterrole-aggregation-controller",       // admin/edit/view ClusterRoles get their aggregated rules
+	// Workloads: a Deployment rolls out ReplicaSets, which create Pods; StatefulSets create Pods and
+	// their volume claims; DaemonSets a Pod on the node. Status (readyReplicas, ...) as upstream.
+	"deployment-controller",
+	"replicaset-controller",
+	"statefulset-controller",
+	"daemonset-controller",
+	"disruption-controller",    // PodDisruptionBudget status
+	"endpointslice-controller", // Services get EndpointSlices of their ready Pods
+	// A namespace with a ResourceQuota admits nothing until the quota's status is computed.
+	"resourcequota-controller",
+	// Volume claims bind: the upstream binder, with storage.go provisioning the volumes; the
+	// protection controllers release the finalizers admission puts on claims and volumes.
+	"persistentvolume-binder-controller",
+	"persistentvolumeclaim-protection-controller",
+	"persistentvolume-protection-controller",
 }
 
 func newControllerManagerOptions(kubeconfig, caFile string) (*kcmoptions.KubeControllerManagerOptions, error) {
@@ -39,6 +56,9 @@ func newControllerManagerOptions(kubeconfig, caFile string) (*kcmoptions.KubeCon
 		"--use-service-account-credentials=false",
 		"--concurrent-gc-syncs=5",
 		"--concurrent-namespace-syncs=5",
+		// Sync periods a test can wait for: the upstream defaults are minutes.
+		"--pvclaimbinder-sync-period=5s",
+		"--resource-quota-sync-period=30s",
 	}
 	if err := fs.Parse(args); err != nil {
 		return nil, fmt.Errorf("kube-controller-manager flags: %w", err)

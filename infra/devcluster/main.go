@@ -1,7 +1,10 @@
 // Command devcluster starts a real Kubernetes control plane in one process: embedded etcd,
 // kube-apiserver (RBAC, CRDs, CEL, server-side apply, TokenRequest, optional audit webhook), the
-// kube-controller-manager controllers a workload-less cluster needs (namespace, garbage
-// collector, serviceaccount, ...) and a simulated node whose Pods run on loopback addresses.
+// kube-controller-manager controllers the operators' objects depend on (namespace, garbage
+// collector, workloads, EndpointSlices, quota, volume binding; see controllers.go), a default
+// StorageClass with a minimal provisioner, the Gateway API CRDs with a status-only gateway
+// controller, and a simulated node whose Pods run on loopback addresses (Pods of kubefn's proxy
+// image with a real forward proxy).
 // It also embeds kubectl of the same version: `devcluster kubectl ...`.
 //
 // When ready it prints one line to stdout:
@@ -31,6 +34,7 @@ import (
 	"golang.org/x/sys/unix"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apiserver/pkg/util/compatibility"
+	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/clientcmd"
 	"k8s.io/component-base/version"
@@ -102,6 +106,7 @@ func run() error {
 	auditToken := fs.String("audit-webhook-token", "", "bearer token for --audit-webhook-url")
 	auditPolicy := fs.String("audit-policy", "", "audit policy file (default infra/audit/policy.yaml)")
 	exitWithParent := fs.Bool("exit-with-parent", false, "stop (as on SIGTERM) when the parent process dies, e.g. a test runner killed hard")
+	proxyImage := fs.String("proxy-image", defaultProxyImage, "Pods running this image repository (any tag) get a real HTTP forward proxy at <podIP>:<port> (\"\" = none)")
 	verbosity := fs.Int("v", 0, "klog verbosity of the control plane's log (<data-dir>/devcluster.log)")
 	if err := fs.Parse(os.Args[1:]); err != nil {
 		if errors.Is(err, pflag.ErrHelp) {
@@ -249,6 +254,7 @@ func run() error {
 	}); err != nil {
 		return failf("kube-apiserver not ready: %v", err)
 	}
+	klog.InfoS("kube-apiserver ready", "after", time.Since(start))
 
 	ctrlCtx, ctrlCancel := context.WithCancel(context.Background())
 	defer ctrlCancel()
@@ -258,6 +264,37 @@ func run() error {
 	if err != nil {
 		return err
 	}
+	kcmCfg.QPS, kcmCfg.Burst = 200, 400
+	// Storage and the Gateway API, installed while the controller manager starts.
+	kcmClient, err := kubernetes.NewForConfig(kcmCfg)
+	if err != nil {
+		return err
+	}
+	kcmDynamic, err := dynamic.NewForConfig(kcmCfg)
+	if err != nil {
+		return err
+	}
+	installed := make(chan error, 1)
+	go func() {
+		if err := ensureStorageClass(ctx, kcmClient); err != nil {
+			installed <- fmt.Errorf("storage class: %w", err)
+			return
+		}
+		go runProvisioner(ctrlCtx, kcmClient, filepath.Join(dataDir, "volumes"))
+		more, err := installGatewayAPI(ctx, kcmCfg, kcmDynamic)
+		if err != nil {
+			installed <- err
+			return
+		}
+		klog.InfoS("gateway API installed", "after", time.Since(start))
+		go runGatewayController(ctrlCtx, kcmClient, kcmDynamic)
+		installed <- nil
+		if err := installGatewayCRDs(ctrlCtx, kcmCfg, more); err != nil && ctrlCtx.Err() == nil {
+			klog.ErrorS(err, "gateway API: the release's other CRDs")
+		} else {
+			klog.InfoS("gateway API: the release's other CRDs installed", "count", len(more), "after", time.Since(start))
+		}
+	}()
 	go func() {
 		if err := runGarbageCollector(ctrlCtx, kcmCfg, 5); err != nil {
 			kcmErr <- fmt.Errorf("garbage collector: %w", err)
@@ -273,7 +310,7 @@ func run() error {
 	if err != nil {
 		return err
 	}
-	node := newSimNode(nodeClient)
+	node := newSimNode(nodeClient, newPodProxies(*proxyImage))
 	if err := node.register(ctx); err != nil {
 		return failf("%v", err)
 	}
@@ -312,6 +349,17 @@ func run() error {
 		return err == nil
 	}); err != nil {
 		return failf("control plane not ready: %v", err)
+	}
+	klog.InfoS("control plane ready", "after", time.Since(start))
+	select {
+	case err := <-installed:
+		if err != nil {
+			return failf("%v", err)
+		}
+	case err := <-anyErr:
+		return failf("%v", err)
+	case <-ctx.Done():
+		return fmt.Errorf("interrupted")
 	}
 	sv, err := admin.Discovery().ServerVersion()
 	if err != nil {

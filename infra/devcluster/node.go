@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sync"
 	"time"
@@ -15,6 +16,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
+	corelisters "k8s.io/client-go/listers/core/v1"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/util/workqueue"
 	"k8s.io/klog/v2"
@@ -29,17 +31,23 @@ const nodeName = "devnode"
 // bind a real server there), and completes deletions the way a kubelet does (grace period 0
 // once the containers are "stopped").
 type simNode struct {
-	client kubernetes.Interface
+	client  kubernetes.Interface
+	proxies *podProxies
+	claims  corelisters.PersistentVolumeClaimLister
 
-	mu     sync.Mutex
-	ips    map[types.UID]string
-	inUse  map[string]bool
-	nextIP uint32
+	mu             sync.Mutex
+	ips            map[types.UID]string
+	inUse          map[string]bool
+	nextIP         uint32
+	nextWorkloadIP uint32
 }
 
-func newSimNode(client kubernetes.Interface) *simNode {
-	return &simNode{client: client, ips: map[types.UID]string{}, inUse: map[string]bool{}}
+func newSimNode(client kubernetes.Interface, proxies *podProxies) *simNode {
+	return &simNode{client: client, proxies: proxies, ips: map[types.UID]string{}, inUse: map[string]bool{}}
 }
+
+// errVolumesPending: a Pod waits (as a scheduler would) until its volume claims are bound.
+var errVolumesPending = errors.New("volume claims not bound yet")
 
 func (n *simNode) nodeObject() *corev1.Node {
 	now := metav1.Now()
@@ -144,20 +152,28 @@ func (n *simNode) heartbeat(ctx context.Context) {
 }
 
 // allocIP hands out 127.1.0.1, 127.1.0.2, ... (skipping .0 and .255 in the last octet),
-// reusing addresses of deleted pods only after the 127.1-127.254 space wraps around.
-func (n *simNode) allocIP(uid types.UID) string {
+// reusing addresses of deleted pods only after the 127.1-127.254 space wraps around. Pods of
+// workload controllers get 10.244.x.y instead (see workloadPod).
+func (n *simNode) allocIP(uid types.UID, workload bool) string {
 	n.mu.Lock()
 	defer n.mu.Unlock()
 	if ip, ok := n.ips[uid]; ok {
 		return ip
 	}
 	for {
-		v := n.nextIP
-		n.nextIP = (n.nextIP + 1) % (254 * 256 * 254)
-		a := 1 + v/(256*254)
-		b := (v / 254) % 256
-		c := 1 + v%254
-		ip := fmt.Sprintf("127.%d.%d.%d", a, b, c)
+		var ip string
+		if workload {
+			v := n.nextWorkloadIP
+			n.nextWorkloadIP = (n.nextWorkloadIP + 1) % (256 * 254)
+			ip = fmt.Sprintf("10.244.%d.%d", v/254, 1+v%254)
+		} else {
+			v := n.nextIP
+			n.nextIP = (n.nextIP + 1) % (254 * 256 * 254)
+			a := 1 + v/(256*254)
+			b := (v / 254) % 256
+			c := 1 + v%254
+			ip = fmt.Sprintf("127.%d.%d.%d", a, b, c)
+		}
 		if !n.inUse[ip] {
 			n.inUse[ip] = true
 			n.ips[uid] = ip
@@ -166,7 +182,26 @@ func (n *simNode) allocIP(uid types.UID) string {
 	}
 }
 
+// workloadPod: a Pod of a ReplicaSet, StatefulSet, DaemonSet or Job that does not run kubefn's
+// proxy image. Such Pods are what Services select, and the API server refuses loopback addresses
+// in EndpointSlices, so they get an address on a pretend pod network (10.244.0.0/16) that
+// nothing serves; Pods created directly (kubefn's pod provider, tests) and proxy-image Pods keep
+// a loopback address where a real server can listen.
+func (n *simNode) workloadPod(pod *corev1.Pod) bool {
+	if n.proxies.proxyPort(pod) != 0 {
+		return false
+	}
+	if ref := metav1.GetControllerOf(pod); ref != nil {
+		switch ref.Kind {
+		case "ReplicaSet", "StatefulSet", "DaemonSet", "Job":
+			return true
+		}
+	}
+	return false
+}
+
 func (n *simNode) releaseIP(uid types.UID) {
+	n.proxies.stop(uid)
 	n.mu.Lock()
 	defer n.mu.Unlock()
 	if ip, ok := n.ips[uid]; ok {
@@ -178,6 +213,7 @@ func (n *simNode) releaseIP(uid types.UID) {
 func (n *simNode) run(ctx context.Context) {
 	factory := informers.NewSharedInformerFactory(n.client, 0)
 	podInformer := factory.Core().V1().Pods()
+	n.claims = factory.Core().V1().PersistentVolumeClaims().Lister()
 	queue := workqueue.NewTypedRateLimitingQueue(workqueue.DefaultTypedControllerRateLimiter[string]())
 	enqueue := func(obj any) {
 		if key, err := cache.DeletionHandlingMetaNamespaceKeyFunc(obj); err == nil {
@@ -199,7 +235,7 @@ func (n *simNode) run(ctx context.Context) {
 	})
 	factory.Start(ctx.Done())
 	factory.WaitForCacheSync(ctx.Done())
-	go func() { <-ctx.Done(); queue.ShutDown() }()
+	go func() { <-ctx.Done(); queue.ShutDown(); n.proxies.stopAll() }()
 	lister := podInformer.Lister()
 	for i := 0; i < 4; i++ {
 		go func() {
@@ -215,7 +251,10 @@ func (n *simNode) run(ctx context.Context) {
 				} else if apierrors.IsNotFound(err) {
 					err = nil
 				}
-				if err != nil && !apierrors.IsNotFound(err) && ctx.Err() == nil {
+				if errors.Is(err, errVolumesPending) {
+					queue.Forget(key)
+					queue.AddAfter(key, 250*time.Millisecond)
+				} else if err != nil && !apierrors.IsNotFound(err) && ctx.Err() == nil {
 					klog.V(2).InfoS("devnode pod sync failed; retrying", "pod", key, "err", err)
 					queue.AddRateLimited(key)
 				} else {
@@ -234,6 +273,7 @@ func (n *simNode) syncPod(ctx context.Context, pod *corev1.Pod) error {
 			return nil
 		}
 		// Containers "stop" at once; the kubelet then deletes with grace period 0.
+		n.proxies.stop(pod.UID)
 		err := pods.Delete(ctx, pod.Name, metav1.DeleteOptions{
 			GracePeriodSeconds: ptr.To[int64](0),
 			Preconditions:      &metav1.Preconditions{UID: &pod.UID},
@@ -247,6 +287,9 @@ func (n *simNode) syncPod(ctx context.Context, pod *corev1.Pod) error {
 		if pod.Spec.SchedulerName != "" && pod.Spec.SchedulerName != corev1.DefaultSchedulerName {
 			return nil // someone else's scheduler
 		}
+		if !n.claimsBound(pod) {
+			return errVolumesPending
+		}
 		return pods.Bind(ctx, &corev1.Binding{
 			ObjectMeta: metav1.ObjectMeta{Name: pod.Name, Namespace: pod.Namespace, UID: pod.UID},
 			Target:     corev1.ObjectReference{Kind: "Node", Name: nodeName},
@@ -255,10 +298,21 @@ func (n *simNode) syncPod(ctx context.Context, pod *corev1.Pod) error {
 	if pod.Spec.NodeName != nodeName {
 		return nil
 	}
-	if pod.Status.Phase == corev1.PodRunning || pod.Status.Phase == corev1.PodSucceeded || pod.Status.Phase == corev1.PodFailed {
+	if pod.Status.Phase == corev1.PodRunning {
+		// After a restart on a kept data dir: the proxy "container" runs again.
+		if err := n.proxies.ensure(pod, pod.Status.PodIP); err != nil {
+			klog.ErrorS(err, "devnode")
+		}
 		return nil
 	}
-	ip := n.allocIP(pod.UID)
+	if pod.Status.Phase == corev1.PodSucceeded || pod.Status.Phase == corev1.PodFailed {
+		return nil
+	}
+	ip := n.allocIP(pod.UID, n.workloadPod(pod))
+	// The Pod reports Running only once its forward proxy (if it runs the proxy image) listens.
+	if err := n.proxies.ensure(pod, ip); err != nil {
+		klog.ErrorS(err, "devnode")
+	}
 	now := metav1.Now()
 	started := metav1.NewTime(now.Add(-time.Millisecond))
 	status := pod.Status.DeepCopy()
@@ -298,6 +352,20 @@ func (n *simNode) syncPod(ctx context.Context, pod *corev1.Pod) error {
 		return nil // a newer version is queued
 	}
 	return err
+}
+
+// claimsBound: every PersistentVolumeClaim the Pod mounts exists and is Bound.
+func (n *simNode) claimsBound(pod *corev1.Pod) bool {
+	for _, v := range pod.Spec.Volumes {
+		if v.PersistentVolumeClaim == nil {
+			continue
+		}
+		c, err := n.claims.PersistentVolumeClaims(pod.Namespace).Get(v.PersistentVolumeClaim.ClaimName)
+		if err != nil || c.Status.Phase != corev1.ClaimBound {
+			return false
+		}
+	}
+	return true
 }
 
 func qosClass(pod *corev1.Pod) corev1.PodQOSClass {

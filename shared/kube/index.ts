@@ -56,6 +56,15 @@ export {
   TooManyRequestsError,
   UnauthorizedError,
 } from "./errors.ts";
+export {
+  createEventRecorder,
+  type EventInput,
+  type EventRecorder,
+  type EventRecorderOptions,
+  type EventType,
+  eventName,
+  formatMicroTime,
+} from "./events.ts";
 export { createFetchTransport, type FetchTransportOptions } from "./fetch-transport.ts";
 export { addFinalizer, hasFinalizer, removeFinalizer } from "./finalizers.ts";
 export { type MetadataChange, patchMetadataGuarded } from "./guarded-metadata.ts";

@@ -1,4 +1,4 @@
-import type { KubeObject, ObjectKey, Resource } from "../kube/index.ts";
+import type { EventRecorder, KubeObject, ObjectKey, Resource } from "../kube/index.ts";
 import type { DriftDeclaration } from "./drift.ts";
 import type { Outcome } from "./outcome.ts";
 import type { Context, Request } from "./types.ts";
@@ -37,6 +37,25 @@ export interface Watch {
 export interface PassContext extends Context {
   request: Request;
   attempt: number;
+  /**
+   * Kubernetes Events about the primary (reporting controller `kubefn.dev/<name>`), for what the
+   * pass *did* (an instance created, replaced, deleted). Condition flips are recorded by the
+   * executor (see `conditionEvents`). Absent in tests that build a context by hand.
+   */
+  events?: EventRecorder;
+}
+
+/**
+ * How a condition's flips read as Events: `positive` — True is healthy (False is a Warning);
+ * `negative` — True is the problem (True is a Warning); `neutral` — both are Normal.
+ */
+export type ConditionPolarity = "positive" | "negative" | "neutral";
+
+/** Which condition flips become Events, and how they read (see `conditionEvents`). */
+export interface ConditionEventPolicy {
+  conditions: Readonly<Record<string, ConditionPolarity>>;
+  /** Reasons that mean "on its way" (e.g. `Provisioning`): Normal even in the unhealthy status. */
+  progressReasons?: readonly string[];
 }
 
 /**
@@ -110,6 +129,17 @@ export interface ControllerDefinition<T extends KubeObject = KubeObject> {
    * Deleting objects (deletionTimestamp set) are never latched, so finalizers still run.
    */
   permanentErrorCondition?: string;
+  /**
+   * Conditions whose flips become Events on the primary: after a successful status write, each
+   * condition listed in `conditions` whose status or reason changed is recorded once (reason = the condition's
+   * reason, note = `<type>=<status>: <message>`). Unlisted conditions record nothing; the
+   * `permanentErrorCondition` counts as `negative`.
+   *
+   * Caveats: only changes are recorded, so steady state writes no Events; a repeat of the same
+   * flip (e.g. Healthy going False again later with the same reason and message) becomes a
+   * series on one Event.
+   */
+  conditionEvents?: ConditionEventPolicy;
   /**
    * Whether the executor maintains `status.observedGeneration`. Default true. Turn it off for a
    * status schema without that field: the API server would prune it and every pass would write.

@@ -3,6 +3,7 @@ import {
   type Condition,
   type ConditionInput,
   classifyError,
+  createEventRecorder,
   diffMergePatch,
   type ErrorClass,
   type ErrorClassName,
@@ -15,6 +16,7 @@ import {
   setCondition,
 } from "../kube/index.ts";
 import { backoffSeconds } from "./backoff.ts";
+import { conditionEvents } from "./condition-events.ts";
 import type { ControllerDefinition, PassContext } from "./controller.ts";
 import { done, failed, Outcome } from "./outcome.ts";
 import { groupOf, type Registry } from "./registry.ts";
@@ -151,6 +153,14 @@ export async function runPass(ctx: Context, registry: Registry, message: Message
     return finish();
   }
 
+  const events = createEventRecorder(ctx.kube, {
+    controller: `kubefn.dev/${def.name}`,
+    now: () => ctx.clock.now(),
+    onError: (err, event) => {
+      ctx.log.warn("event not recorded", { key, reason: event.reason, error: String(err) });
+      ctx.metrics.count("kubefn_event_errors_total", { controller: def.name });
+    },
+  });
   const passCtx: PassContext = {
     ...ctx,
     ...(message.listed?.length && isFresh(message, ctx.clock.now())
@@ -158,6 +168,7 @@ export async function runPass(ctx: Context, registry: Registry, message: Message
       : {}),
     request,
     attempt,
+    events,
   };
   const objectKey: ObjectKey = def.for.namespaced
     ? { namespace: request.namespace ?? "", name: request.name }
@@ -224,6 +235,9 @@ export async function runPass(ctx: Context, registry: Registry, message: Message
         },
       });
       summary.wroteStatus = true;
+      for (const event of conditionEvents(def, conditionsOf(observed), conditionsOf(copy))) {
+        await events.record(copy, event);
+      }
     } catch (err) {
       // The write failure decides what happens next: a Conflict is "requeue now" through the
       // conflict class and the next pass recomputes everything. NotFound means the object went

@@ -130,6 +130,10 @@ export async function runSweep(
     }
     if (wantsList) kept.set(def.name, primaries);
     summary.controllers[def.name] = stats;
+    // Moves every sweep, also when nothing is due: the "sweep stalled" alert's clock.
+    ctx.metrics.gauge("kubefn_sweep_last_success_timestamp_seconds", ctx.clock.now().getTime() / 1000, {
+      controller: def.name,
+    });
   }
 
   for (const task of tasks) {

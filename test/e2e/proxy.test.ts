@@ -50,6 +50,8 @@ function managedProxy(name: string, spec: Record<string, unknown> = {}): KubeObj
     spec: {
       mode: "Managed",
       provider: "kubernetes",
+      // Not kubefn's proxy image, so the devcluster runs no proxy in the Pod: the test plays it.
+      instance: { image: "registry.example/forward-proxy:test" },
       cloudInit: { inline: "#cloud-config\n" },
       healthCheck: {
         probeURL: `http://127.0.0.1:${target.port}/`,
@@ -123,6 +125,13 @@ describe("a Managed Proxy through the functions", () => {
         return p.status?.phase === "Unhealthy" ? p : undefined;
       });
       expect(condition(unhealthy, "Healthy")).toMatchObject({ status: "False", reason: "ProbeFailed" });
+      // The flip is an Event on the Proxy, as kubectl describe shows it.
+      const events = await listAll<
+        KubeObject & { type: string; reason: string; regarding: { name: string } }
+      >(admin, Resources.Event, { namespace: ns });
+      expect(events.filter((e) => e.regarding.name === "health").map((e) => `${e.type} ${e.reason}`)).toEqual(
+        expect.arrayContaining(["Normal InstanceCreated", "Normal Created", "Warning ProbeFailed"]),
+      );
 
       proxy = await startForwardProxy({ host: running.status!.ip!, port: 3128 });
       await eventually("Ready again", async () =>
@@ -194,15 +203,21 @@ describe("a Managed Proxy through the functions", () => {
   it("a quota refusal shows QuotaExceeded and is retried until the quota allows it", async () => {
     const qns = `${ns}-q`;
     await admin.create(Resources.Namespace, { apiVersion: "v1", kind: "Namespace", metadata: { name: qns } });
-    const hard = { pods: "0" };
-    const quota = await admin.create(Resources.ResourceQuota, {
+    await admin.create(Resources.ResourceQuota, {
       apiVersion: "v1",
       kind: "ResourceQuota",
       metadata: { namespace: qns, name: "none" },
-      spec: { hard },
+      spec: { hard: { pods: "0" } },
     });
-    // The devcluster runs no resourcequota controller: publish the usage it would have computed.
-    await admin.updateStatus(Resources.ResourceQuota, { ...quota, status: { hard, used: { pods: "0" } } });
+    // The devcluster's resourcequota controller publishes the usage; until then quota admission
+    // refuses everything in the namespace anyway.
+    await eventually("quota status", async () => {
+      const q = await admin.get<KubeObject & { status?: { hard?: object } }>(Resources.ResourceQuota, {
+        namespace: qns,
+        name: "none",
+      });
+      return q.status?.hard ? true : undefined;
+    });
     await admin.create(proxyResource, {
       ...managedProxy("quota"),
       metadata: { namespace: qns, name: "quota" },

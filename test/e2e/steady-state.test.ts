@@ -150,6 +150,8 @@ describe("steady state", () => {
       spec: {
         mode: "Managed",
         provider: "kubernetes",
+        // Not kubefn's proxy image, so the devcluster runs no proxy in the Pod: the test plays it.
+        instance: { image: "registry.example/forward-proxy:test" },
         cloudInit: { inline: "#cloud-config\n" },
         healthCheck,
       },

@@ -34,6 +34,16 @@ const victims = `victims-${Date.now().toString(36)}`;
  * RBAC grants must appear here, and every call site named here must still exist.
  */
 const calls: Array<{ resource: string; verbs: string[]; at: Array<[file: string, fragment: string]> }> = [
+  // Events about the primaries, every operator.
+  {
+    resource: "events.events.k8s.io",
+    verbs: ["get", "create", "patch"],
+    at: [
+      ["shared/kube/events.ts", "await kube.create(Resources.Event"],
+      ["shared/kube/events.ts", "existing = await kube.get(Resources.Event"],
+      ["shared/kube/events.ts", "await kube.patch(\n        Resources.Event"],
+    ],
+  },
   // Proxy operator.
   {
     resource: "proxies.crawl.kubefn.dev",
@@ -167,7 +177,8 @@ const calls: Array<{ resource: string; verbs: string[]; at: Array<[file: string,
   },
   ...["configmaps", "serviceaccounts", "deployments.apps"].map((resource) => ({
     resource,
-    verbs: ["get", "patch", "delete"],
+    // create: a server-side apply of an object that does not exist yet is a create.
+    verbs: ["get", "create", "patch", "delete"],
     at: [
       ["shared/controllers/site/env.ts", "kube.get(res, key(obj))"],
       ["shared/controllers/site/env.ts", "serverSideApply(kube, res, obj"],

@@ -1,7 +1,8 @@
 /**
  * The SubPool controller against the real control plane: `runPass` driven directly with the admin
- * identity. The devcluster runs the namespace and garbage collectors but no StatefulSet
- * controller and no Gateway API, so readiness stays False with StatefulSetNotReady.
+ * identity. The devcluster runs the StatefulSet controller (and binds the volume claim), but no
+ * shared proxy gateway exists here, so readiness moves from StatefulSetNotReady to
+ * ProxyGatewayNotReady and stays False (examples.test.ts covers a pool that becomes Ready).
  */
 import { beforeAll, describe, expect, inject, it } from "vitest";
 import { installCrdsAndRbac } from "../../functions/node/install.ts";
@@ -141,7 +142,14 @@ describe("SubPool controller on the devcluster", () => {
     // objects' creates (9), the finalizer and the status (2), and 2 reads (the pool, the proxy
     // gateway's EndpointSlices) — 13 in all, against the controller-runtime peer's 11 (its reads
     // come from its informer cache). Reading before each create cost 26.
-    const calls = transport.calls().map((c) => `${c.method} ${c.status}`);
+    // Events are counted apart: the one this pass records says why the pool is not Ready (no
+    // proxy gateway runs in this cluster; a StatefulSet still starting is progress, no Event).
+    const events = transport.calls().filter((c) => c.path.startsWith("/apis/events.k8s.io/"));
+    expect(events.map((c) => `${c.method} ${c.status}`)).toEqual(["POST 201"]);
+    const calls = transport
+      .calls()
+      .filter((c) => !events.includes(c))
+      .map((c) => `${c.method} ${c.status}`);
     expect(
       calls.filter((c) => c.startsWith("POST")),
       calls.join(", "),
@@ -184,7 +192,7 @@ describe("SubPool controller on the devcluster", () => {
       namespace,
       cpaService: `${name}-cpa.${namespace}.svc:8080`,
     });
-    // No StatefulSet controller runs in the devcluster: readiness stays False, and says why.
+    // The pass that created the StatefulSet saw it with no ready replica yet: False, and why.
     expect(conditionOf(pool, "Ready")).toMatchObject({
       status: "False",
       reason: "StatefulSetNotReady",
@@ -198,6 +206,26 @@ describe("SubPool controller on the devcluster", () => {
   });
 
   it("a second pass over the converged pool makes zero writes", async () => {
+    // The StatefulSet controller brings its Pod up (the volume claim bound first); the next pass
+    // sees it and moves Ready on to the proxy gateway, which this cluster does not run.
+    await eventually(
+      async () => {
+        const sts = await kube.get<KubeObject & { status?: { readyReplicas?: number } }>(
+          Resources.StatefulSet,
+          {
+            namespace,
+            name: `${name}-cpa-manager`,
+          },
+        );
+        return sts.status?.readyReplicas === 1 ? true : undefined;
+      },
+      { timeoutMs: 60_000, what: "the StatefulSet's Pod ready" },
+    );
+    await pass(name);
+    expect(conditionOf(await getPool(name), "Ready")).toMatchObject({
+      status: "False",
+      reason: "ProxyGatewayNotReady",
+    });
     transport.reset();
     const result = await pass(name);
     expect(result).toMatchObject({ result: "awaitSweep", wroteStatus: false });
@@ -275,7 +303,11 @@ describe("SubPool conflicts and validation on the devcluster", () => {
       errorReason: "ResourceEnvelopeExceeded",
     });
     expect(result.followUpSeconds).toBeUndefined();
-    expect(transport.calls().filter((c) => c.method === "POST")).toEqual([]);
+    // Nothing is created but the Event that says why.
+    const posts = transport.calls().filter((c) => c.method === "POST");
+    expect(posts.map((c) => c.path.split("?")[0])).toEqual([
+      "/apis/events.k8s.io/v1/namespaces/default/events",
+    ]);
     expect(await maybe(kube.get(Resources.Namespace, { name: subPoolNamespaceName(name) }))).toBeUndefined();
     const pool = await getPool(name);
     expect(conditionOf(pool, "Ready")).toMatchObject({

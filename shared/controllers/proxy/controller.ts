@@ -1,5 +1,5 @@
 import type { ControllerDefinition } from "../../runtime/index.ts";
-import { ProxyConditionType, proxyResource } from "./api.ts";
+import { ProxyConditionType, ProxyReason, proxyResource } from "./api.ts";
 import { proxyDrift } from "./drift.ts";
 import { type ProvidersSource, reconcileProxy } from "./reconcile.ts";
 import { proxiesForSecret } from "./secret-watch.ts";
@@ -41,6 +41,15 @@ export function proxyController(deps: ProxyControllerDeps): ControllerDefinition
     for: proxyResource,
     watches: [proxiesForSecret(proxyControllerName)],
     conditionTypes: Object.values(ProxyConditionType),
+    conditionEvents: {
+      conditions: {
+        [ProxyConditionType.Provisioned]: "positive",
+        [ProxyConditionType.Healthy]: "positive",
+        [ProxyConditionType.QuotaExceeded]: "negative",
+        [ProxyConditionType.PermanentError]: "negative",
+      },
+      progressReasons: [ProxyReason.Provisioning, ProxyReason.Replacing, ProxyReason.Deleting],
+    },
     resyncSeconds,
     // The running state's drift poll is awaitSweep(). The quota retry is computed at run time
     // (the provider's Retry-After may be later); at or beyond the resync it is the sweep's look.

@@ -159,6 +159,12 @@ export async function deleteInstances(
           } catch (err) {
             return onProviderError(err);
           }
+          await ctx.events?.record(object, {
+            type: "Normal",
+            reason: "InstanceDeleted",
+            action: "DeleteInstance",
+            note: `deleted instance ${instance.id}: the Proxy is being deleted`,
+          });
         }
         return { kind: "deleting", ids: action.instances.map((i) => i.id) };
       }

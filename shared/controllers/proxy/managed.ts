@@ -183,6 +183,12 @@ export async function reconcileManaged(pass: ProxyPass): Promise<Outcome> {
         } catch (err) {
           return onProviderError(err);
         }
+        await ctx.events?.record(object, {
+          type: "Normal",
+          reason: "InstanceCreated",
+          action: "CreateInstance",
+          note: `created instance ${instance.id}`,
+        });
         clearQuota(status);
         status.providerID = instance.id;
         delete status.ip;
@@ -235,6 +241,14 @@ export async function reconcileManaged(pass: ProxyPass): Promise<Outcome> {
           action.kind === "replace"
             ? "the spec or its cloud-init changed"
             : `the instance is ${action.instance.state}`;
+        if (action.callDelete) {
+          await ctx.events?.record(object, {
+            type: action.kind === "replace" ? "Normal" : "Warning",
+            reason: action.kind === "replace" ? "InstanceReplaced" : "InstanceDead",
+            action: "DeleteInstance",
+            note: `${why}: deleted instance ${action.instance.id}; a new one follows`,
+          });
+        }
         setProvisioned(
           status,
           false,

@@ -238,6 +238,7 @@ export function siteController(options: SiteControllerOptions): ControllerDefini
       [...registry.cluster, ...registry.site].flatMap((c) => c.watches?.(watchEnv) ?? []),
     ),
     conditionTypes: order,
+    conditionEvents: { conditions: Object.fromEntries(order.map((type) => [type, "positive" as const])) },
     resyncSeconds: options.resyncSeconds ?? defaultSiteResyncSeconds,
     async reconcile(ctx, object: KubeObject) {
       const env = envFor(ctx);

@@ -2,7 +2,7 @@ import type { ObjectKey, Resource } from "../../kube/index.ts";
 import { Resources } from "../../kube/index.ts";
 import type { ControllerDefinition } from "../../runtime/index.ts";
 import { generationChanged } from "../../runtime/index.ts";
-import { SubPoolConditionType, subPoolNamespacePrefix, subPoolResource } from "./api.ts";
+import { SubPoolConditionType, SubPoolReason, subPoolNamespacePrefix, subPoolResource } from "./api.ts";
 import { defaultOperatorConfig, type OperatorConfig } from "./config.ts";
 import { subPoolObjectNames } from "./desired.ts";
 import { subPoolDrift } from "./drift.ts";
@@ -68,6 +68,17 @@ export function subPoolController(deps: SubPoolControllerDeps = {}): ControllerD
     // The seed's predicate: create, delete, generation change; status- and label-only writes never.
     predicate: generationChanged,
     conditionTypes: Object.values(SubPoolConditionType),
+    conditionEvents: {
+      conditions: {
+        [SubPoolConditionType.Ready]: "positive",
+        [SubPoolConditionType.ProxyGatewayReady]: "positive",
+        [SubPoolConditionType.RouteReady]: "positive",
+        [SubPoolConditionType.Suspended]: "neutral",
+      },
+      // Waiting for the StatefulSet's Pod or the Gateway's acceptance right after a change is
+      // progress, not a problem; a flip from Ready to either is still recorded.
+      progressReasons: [SubPoolReason.StatefulSetNotReady, SubPoolReason.RouteNotReady],
+    },
     resyncSeconds: Math.max(60, timings.resync),
     drift: subPoolDrift(passDeps.operatorConfig),
     requeueSeconds: {

@@ -1,0 +1,305 @@
+/**
+ * Every example in examples/, applied with the devcluster's kubectl as the README says, reaching
+ * its documented state through the Node host as `npm start` runs it: its own devcluster, whose
+ * audit webhook brings each change to the host, which reconciles as the least-privileged
+ * ServiceAccount. Also: `kubectl apply -k infra/`, and `kubectl describe` telling each object's
+ * story through Events that are not rewritten in steady state.
+ *
+ * The only edit to the example files: the Proxy examples' fixed ports (3128, 8081) become free
+ * ports, since other test runs may share this machine.
+ */
+import { spawn } from "node:child_process";
+import { readdirSync, readFileSync } from "node:fs";
+import { fileURLToPath } from "node:url";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { clusterInfo, type KubectlResult } from "../setup/cluster.ts";
+import {
+  type ForwardProxy,
+  startForwardProxy,
+  startHttpTarget,
+  type Target,
+} from "../support/probe-fixtures.ts";
+import { eventually, type HostProcess, startHost } from "./host.ts";
+
+const example = (name: string) => fileURLToPath(new URL(`../../examples/${name}`, import.meta.url));
+const root = fileURLToPath(new URL("../../", import.meta.url));
+
+let host: HostProcess;
+let target: Target;
+let externalProxy: ForwardProxy;
+let proxyExternalYaml: string;
+let proxyManagedYaml: string;
+let kubeconfig: string;
+
+/** The devcluster's kubectl against the host's own cluster. */
+function kubectl(args: string[], input?: string): Promise<KubectlResult> {
+  return new Promise((resolve, reject) => {
+    const child = spawn(clusterInfo().devclusterBin, ["kubectl", "--kubeconfig", kubeconfig, ...args]);
+    let stdout = "";
+    let stderr = "";
+    child.stdout.setEncoding("utf8").on("data", (c: string) => {
+      stdout += c;
+    });
+    child.stderr.setEncoding("utf8").on("data", (c: string) => {
+      stderr += c;
+    });
+    child.on("error", reject);
+    child.on("close", (code) => resolve({ code: code ?? -1, stdout, stderr }));
+    child.stdin.end(input ?? "");
+  });
+}
+
+async function ok(args: string[], input?: string): Promise<string> {
+  const r = await kubectl(args, input);
+  if (r.code !== 0) throw new Error(`kubectl ${args.join(" ")}: ${r.stderr}`);
+  return r.stdout;
+}
+
+const jsonpath = (args: string[], path: string) => ok([...args, "-o", `jsonpath=${path}`]);
+const condition = (args: string[], type: string) =>
+  jsonpath(args, `{.status.conditions[?(@.type=="${type}")].status}`);
+
+/** The Events kubefn recorded about one object, as events.k8s.io/v1 sees them. */
+async function eventsAbout(namespace: string, name: string) {
+  const out = await ok(["get", "events.v1.events.k8s.io", "-n", namespace, "-o", "json"]);
+  const items = (
+    JSON.parse(out) as {
+      items: {
+        metadata: { name: string; resourceVersion: string };
+        regarding?: { name?: string };
+        reportingController?: string;
+        reason: string;
+        type: string;
+        note?: string;
+        series?: { count: number };
+      }[];
+    }
+  ).items;
+  return items.filter((e) => e.regarding?.name === name && e.reportingController?.startsWith("kubefn.dev/"));
+}
+
+beforeAll(async () => {
+  target = await startHttpTarget();
+  externalProxy = await startForwardProxy();
+  const swap = (yaml: string) =>
+    yaml
+      .replaceAll("127.0.0.1:8081", `127.0.0.1:${target.port}`)
+      .replace(/port: 3128/, `port: ${externalProxy.port}`);
+  proxyExternalYaml = swap(readFileSync(example("proxy-external.yaml"), "utf8"));
+  proxyManagedYaml = swap(readFileSync(example("proxy-managed.yaml"), "utf8"));
+  host = await startHost({ KUBEFN_SWEEP_SECONDS: "1", KUBEFN_MIN_REPORT_SECONDS: "1" });
+  kubeconfig = String((await host.waitFor((l) => l.msg === "cluster up")).kubeconfig);
+}, 240_000);
+
+afterAll(async () => {
+  // Stopping the host stops its devcluster and removes its data: nothing to clean up in it.
+  if (host) expect(await host.stop()).toBe(0);
+  await target?.close();
+  await externalProxy?.close();
+}, 60_000);
+
+describe("kubectl apply -k infra/", () => {
+  it("installs the CRDs, kubefn's RBAC, its admission policy and the relay", async () => {
+    // Every manifest the host installs from infra/crds and infra/rbac is in the kustomization.
+    const listed = readFileSync(`${root}infra/kustomization.yaml`, "utf8");
+    for (const dir of ["crds", "rbac"]) {
+      for (const file of readdirSync(`${root}infra/${dir}`).filter((f) => /\.ya?ml$/.test(f))) {
+        expect(listed, `${dir}/${file}`).toContain(`- ${dir}/${file}`);
+      }
+    }
+    const out = await ok(["apply", "-k", `${root}infra`]);
+    for (const line of [
+      "customresourcedefinition.apiextensions.k8s.io/proxies.crawl.kubefn.dev",
+      "customresourcedefinition.apiextensions.k8s.io/subpools.subrelay.example.com",
+      "customresourcedefinition.apiextensions.k8s.io/sites.unbounded-cloud.io",
+      "namespace/kubefn-system",
+      "serviceaccount/kubefn",
+      "clusterrole.rbac.authorization.k8s.io/kubefn",
+      "clusterrolebinding.rbac.authorization.k8s.io/kubefn-proxy",
+      "validatingadmissionpolicy.admissionregistration.k8s.io/kubefn-writes-only-its-own",
+      "serviceaccount/kubefn-relay",
+      "deployment.apps/kubefn-relay",
+    ]) {
+      expect(out).toContain(line);
+    }
+    // The relay's Deployment is rolled out by the devcluster's deployment controller.
+    await eventually("relay rolled out", async () =>
+      (await jsonpath(
+        ["get", "deployment", "kubefn-relay", "-n", "kubefn-system"],
+        "{.status.readyReplicas}",
+      )) === "1"
+        ? true
+        : undefined,
+    );
+  });
+});
+
+describe("the Proxy examples", () => {
+  it("proxy-external.yaml becomes Ready through the local forward proxy", async () => {
+    expect(await ok(["apply", "-f", "-"], proxyExternalYaml)).toContain("proxy.crawl.kubefn.dev/local");
+    await eventually(
+      "local Ready",
+      async () =>
+        (await jsonpath(["get", "proxy", "local", "-n", "default"], "{.status.phase}")) === "Ready"
+          ? true
+          : undefined,
+      90_000,
+    );
+    expect(await ok(["get", "proxies", "-n", "default", "local"])).toMatch(
+      /local\s+External\s+Ready\s+127\.0\.0\.1/,
+    );
+    expect(externalProxy.requests.length).toBeGreaterThan(0);
+  });
+
+  it("proxy-managed.yaml becomes Ready through the forward proxy the devcluster runs in its Pod", async () => {
+    expect(await ok(["apply", "-f", "-"], proxyManagedYaml)).toContain("proxy.crawl.kubefn.dev/managed");
+    await eventually(
+      "managed Ready",
+      async () =>
+        (await jsonpath(["get", "proxy", "managed", "-n", "default"], "{.status.phase}")) === "Ready"
+          ? true
+          : undefined,
+      90_000,
+    );
+    const ip = await jsonpath(["get", "proxy", "managed", "-n", "default"], "{.status.ip}");
+    expect(ip).toMatch(/^127\.1\./);
+    expect(target.hits).toBeGreaterThan(0);
+  });
+
+  it("kubectl describe tells the Managed Proxy's story, and steady state adds no Events", async () => {
+    const described = await ok(["describe", "proxy", "managed", "-n", "default"]);
+    expect(described).toMatch(/Events:/);
+    expect(described).toMatch(/Normal\s+InstanceCreated/);
+    expect(described).toMatch(/Normal\s+Created/);
+    const before = await eventsAbout("default", "managed");
+    expect(before.length).toBeGreaterThanOrEqual(2);
+    // Several sweeps and probes later (sweep every second), no Event is written or counted again.
+    await new Promise((r) => setTimeout(r, 5000));
+    const after = await eventsAbout("default", "managed");
+    expect(after.map((e) => [e.metadata.name, e.metadata.resourceVersion])).toEqual(
+      before.map((e) => [e.metadata.name, e.metadata.resourceVersion]),
+    );
+  });
+});
+
+describe("the SubPool examples", () => {
+  it("the platform prerequisites: the shared proxy gateway rolls out, the Gateway is Programmed", async () => {
+    await ok(["apply", "-f", example("subpool-platform.yaml")]);
+    await eventually("mihomo has a ready endpoint", async () =>
+      (await jsonpath(
+        ["get", "endpointslices", "-n", "subrelay-system", "-l", "kubernetes.io/service-name=mihomo"],
+        "{.items[*].endpoints[*].conditions.ready}",
+      )) === "true"
+        ? true
+        : undefined,
+    );
+    await eventually("Gateway Programmed", async () =>
+      (await condition(["get", "gateway", "shared", "-n", "gateway-system"], "Programmed")) === "True"
+        ? true
+        : undefined,
+    );
+  });
+
+  it("subpool-internal.yaml: demo-pool becomes Ready with its StatefulSet running on a bound volume", async () => {
+    await ok(["apply", "-f", example("subpool-internal.yaml")]);
+    await eventually(
+      "demo-pool Ready",
+      async () => ((await condition(["get", "subpool", "demo-pool"], "Ready")) === "True" ? true : undefined),
+      120_000,
+    );
+    expect(await ok(["get", "sp", "demo-pool"])).toMatch(
+      /demo-pool\s+Internal\s+\S*\s*subpool-demo-pool\s+True/,
+    );
+    expect(
+      await jsonpath(
+        ["get", "pvc", "-n", "subpool-demo-pool", "data-demo-pool-cpa-manager-0"],
+        "{.status.phase}",
+      ),
+    ).toBe("Bound");
+    expect(
+      await jsonpath(
+        ["get", "statefulset", "-n", "subpool-demo-pool", "demo-pool-cpa-manager"],
+        "{.status.readyReplicas}",
+      ),
+    ).toBe("1");
+    const described = await ok(["describe", "subpool", "demo-pool"]);
+    expect(described).toMatch(/Normal\s+Ready\s+.*Ready=True/);
+  });
+
+  it("subpool-gateway.yaml: team-b's HTTPRoute is Accepted by the Gateway, and team-b becomes Ready", async () => {
+    await ok(["apply", "-f", example("subpool-gateway.yaml")]);
+    await eventually(
+      "team-b Ready",
+      async () => ((await condition(["get", "subpool", "team-b"], "Ready")) === "True" ? true : undefined),
+      120_000,
+    );
+    expect(await condition(["get", "subpool", "team-b"], "RouteReady")).toBe("True");
+    const route = JSON.parse(await ok(["get", "httproute", "-n", "subpool-team-b", "-o", "json"])) as {
+      items: {
+        spec: { hostnames?: string[] };
+        status: { parents: { conditions: { type: string; status: string }[] }[] };
+      }[];
+    };
+    expect(route.items).toHaveLength(1);
+    expect(route.items[0]!.spec.hostnames).toEqual(["team-b.pools.example.test"]);
+    const conds = route.items[0]!.status.parents[0]!.conditions;
+    expect(conds.find((c) => c.type === "Accepted")?.status).toBe("True");
+    expect(conds.find((c) => c.type === "ResolvedRefs")?.status).toBe("True");
+    expect(
+      await jsonpath(
+        ["get", "gateway", "shared", "-n", "gateway-system"],
+        "{.status.listeners[0].attachedRoutes}",
+      ),
+    ).toBe("1");
+  });
+});
+
+describe("the Site example", () => {
+  it("site.yaml: lab gets NetReady, MachinaReady, MetalmanReady and StorageReady", async () => {
+    await ok(["apply", "-f", example("site.yaml")]);
+    await eventually(
+      "lab reconciled",
+      async () => {
+        const got = await jsonpath(["get", "site", "lab"], "{.status.conditions[*].status}");
+        return got === "True True True True" ? true : undefined;
+      },
+      90_000,
+    );
+    expect(await jsonpath(["get", "site", "lab"], "{.status.conditions[*].type}")).toBe(
+      "NetReady MachinaReady MetalmanReady StorageReady",
+    );
+    // A healthy start is no news; switching a component off is, and kubectl describe says so.
+    expect(await ok(["describe", "site", "lab"])).not.toMatch(/Warning/);
+    await ok([
+      "patch",
+      "site",
+      "lab",
+      "--type",
+      "merge",
+      "-p",
+      '{"spec":{"components":{"metalman":{"enabled":false}}}}',
+    ]);
+    await eventually("the Disabled event", async () => {
+      const described = await ok(["describe", "site", "lab"]);
+      return /Normal\s+Disabled\s+.*kubefn\.dev\/site\s+MetalmanReady=True: metalman is disabled/.test(
+        described,
+      )
+        ? true
+        : undefined;
+    });
+  });
+});
+
+describe("the host's /metrics", () => {
+  it("exposes the series infra/monitoring/alerts.yaml alerts on", async () => {
+    const text = await (await fetch(`${host.url}/metrics`)).text();
+    for (const metric of [
+      "kubefn_passes_total",
+      "kubefn_sweep_last_success_timestamp_seconds",
+      "kubefn_proxies",
+      "kubefn_proxy_last_probe_timestamp_seconds",
+    ]) {
+      expect(text).toMatch(new RegExp(`^${metric}\\{`, "m"));
+    }
+  });
+});

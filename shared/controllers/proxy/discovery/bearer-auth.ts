@@ -1,6 +1,6 @@
 import type { Context as HonoContext, MiddlewareHandler } from "hono";
 import * as z from "zod";
-import { tokensEqual } from "../../../auth/index.ts";
+import { bearerToken, tokensEqual } from "../../../auth/index.ts";
 
 export { tokensEqual };
 
@@ -82,12 +82,11 @@ export function crawlerOf(c: HonoContext): CrawlerCredential {
 export function bearerAuth(apiToken: string): MiddlewareHandler {
   const credentials = parseCrawlerCredentials(apiToken);
   return async (c, next) => {
-    const header = c.req.header("authorization") ?? "";
-    const match = /^Bearer[ \t]+(\S+)[ \t]*$/i.exec(header);
+    const presented = bearerToken(c.req.header("authorization"));
     let found: CrawlerCredential | undefined;
-    if (match?.[1]) {
+    if (presented) {
       for (const credential of credentials) {
-        if ((await tokensEqual(match[1], credential.token)) && !found) found = credential;
+        if ((await tokensEqual(presented, credential.token)) && !found) found = credential;
       }
     }
     if (!found) {

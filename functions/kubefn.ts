@@ -79,6 +79,7 @@ export function createKubefn(settings: KubefnSettings, ports: KubefnPorts, opera
       prober: ports.prober,
       sweepPeriodSeconds: settings.sweepPeriodSeconds,
       probeConcurrency: settings.probeConcurrency,
+      ...(settings.probeShardSize ? { probeShardSize: settings.probeShardSize } : {}),
       ...(ports.providers ? { providers: ports.providers } : {}),
       ...(settings.proxyResyncSeconds ? { proxyResyncSeconds: settings.proxyResyncSeconds } : {}),
       ...(settings.minReportIntervalSeconds
@@ -121,20 +122,28 @@ export function createKubefn(settings: KubefnSettings, ports: KubefnPorts, opera
 
 /** The fields of a `pass` log line: the result without what is empty, `ms` rounded. */
 export function passLine(r: PassResult): Record<string, unknown> {
-  const fields: Record<string, unknown> = { key: r.key, result: r.result, ms: Math.round(r.durationMs) };
+  const fields: Record<string, unknown> = {
+    key: r.key,
+    trigger: r.trigger,
+    result: r.result,
+    ms: Math.round(r.durationMs),
+  };
   if (r.wroteStatus) fields.wroteStatus = true;
   if (r.followUpSeconds !== undefined) fields.followUpSeconds = r.followUpSeconds;
   if (r.errorClass) fields.errorClass = r.errorClass;
   if (r.errorReason) fields.errorReason = r.errorReason;
   if (r.absent) fields.absent = true;
+  if (r.shard) fields.shard = r.shard;
   return fields;
 }
 
 /** One short line per sweep: objects listed and due per controller, and the tasks' non-zero counts. */
 export function sweepLine(summary: SweepSummary): Record<string, unknown> {
   const fields: Record<string, unknown> = {};
-  for (const [name, c] of Object.entries(summary.controllers))
-    fields[name] = `${c.listed} listed, ${c.due} due`;
+  for (const [name, c] of Object.entries(summary.controllers)) {
+    const why = Object.entries(c.reasons).map(([reason, n]) => `${reason}=${n}`);
+    fields[name] = `${c.listed} listed, ${c.due} due${why.length > 0 ? ` (${why.join(" ")})` : ""}`;
+  }
   for (const [task, counts] of Object.entries(summary.tasks)) {
     if ("error" in counts) {
       fields[task] = `error: ${counts.error}`;

@@ -1,6 +1,6 @@
 import { Hono } from "hono/tiny";
 import { discoveryRoutes, proxyPhaseGaugeTask } from "../shared/controllers/proxy/discovery/index.ts";
-import { proxyController, proxyHealthTask } from "../shared/controllers/proxy/index.ts";
+import { probeShardTask, proxyController, proxyHealthTask } from "../shared/controllers/proxy/index.ts";
 import { leaseRoutes, leaseSweepTask } from "../shared/controllers/proxy/leases/index.ts";
 import { orphanSweepTask } from "../shared/controllers/proxy/orphans/index.ts";
 import {
@@ -30,6 +30,8 @@ export interface OperatorOptions {
   /** How often the platform runs the sweep (the cron period). */
   sweepPeriodSeconds: number;
   probeConcurrency?: number;
+  /** Fan health probes out through the queue in shards of this many Proxies (unset: probe in the sweep). */
+  probeShardSize?: number;
   /** Providers beyond the built-in Kubernetes pod provider (e.g. "gce"). */
   providers?: (kube: Kube) => ProvidersByName;
   /** Drift poll (resync) of Proxies, seconds. */
@@ -70,9 +72,17 @@ export function createOperators(opts: OperatorOptions): Operators {
     ...(gce ? { gce } : {}),
     ...opts.providers?.(kube),
   });
+  const health = proxyHealthTask({
+    prober: opts.prober,
+    concurrency: opts.probeConcurrency ?? 32,
+    sweepPeriodSeconds: opts.sweepPeriodSeconds,
+    ...(opts.minReportIntervalSeconds ? { minReportIntervalSeconds: opts.minReportIntervalSeconds } : {}),
+    ...(opts.probeShardSize ? { fanOut: { shardSize: opts.probeShardSize } } : {}),
+  });
   const registry = createRegistry([
     proxyController({
       providers: (ctx) => providersFor(ctx.kube),
+      shards: { [probeShardTask]: health.handleShard },
       ...(opts.proxyResyncSeconds ? { timings: { driftPoll: opts.proxyResyncSeconds } } : {}),
     }),
     subPoolController(opts.settings ? { operatorConfig: opts.settings.subPool } : {}),
@@ -86,23 +96,18 @@ export function createOperators(opts: OperatorOptions): Operators {
   return {
     registry,
     sweepTasks: [
-      proxyHealthTask({
-        prober: opts.prober,
-        concurrency: opts.probeConcurrency ?? 32,
-        sweepPeriodSeconds: opts.sweepPeriodSeconds,
-        ...(opts.minReportIntervalSeconds ? { minReportIntervalSeconds: opts.minReportIntervalSeconds } : {}),
-      }),
+      health,
       proxyPhaseGaugeTask(),
       leaseSweepTask(),
       {
         name: "proxy-orphans",
         controller: "proxy",
         // Providers are built per run from the sweep's own Kube, like the reconciler's.
-        run: (ctx, primaries) =>
+        run: (ctx, primaries, memo) =>
           orphanSweepTask({
             providers: providersFor(ctx.kube),
             ...(opts.orphanGraceSeconds === undefined ? {} : { graceSeconds: opts.orphanGraceSeconds }),
-          }).run(ctx, primaries),
+          }).run(ctx, primaries, memo),
       },
     ],
     ...(opts.apiToken ? { routes: crawlerRoutes(opts.apiToken) } : {}),

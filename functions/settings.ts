@@ -54,6 +54,7 @@ export const settingsVariables = {
   ORPHAN_GRACE_SECONDS: z.optional(z.coerce.number().check(z.int()).check(z.gte(0))),
   PROBE_CONCURRENCY: z._default(z.coerce.number().check(z.int()).check(z.gte(1)).check(z.lte(256)), 32),
   PASS_CONCURRENCY: z._default(z.coerce.number().check(z.int()).check(z.gte(1)).check(z.lte(256)), 8),
+  PROBE_SHARD_SIZE: z.optional(z.coerce.number().check(z.int()).check(z.gte(1)).check(z.lte(200))),
   // Back-pressure (shared/kube guardedKube): API requests per pass; a circuit per instance.
   REQUEST_BUDGET: z._default(z.coerce.number().check(z.int()).check(z.gte(1)), 200),
   CIRCUIT_FAILURES: z._default(z.coerce.number().check(z.int()).check(z.gte(1)), 5),
@@ -91,6 +92,13 @@ export interface KubefnSettings {
   probeConcurrency: number;
   /** Passes run at once for one delivery (a Lambda event, the Node host's queue). */
   passConcurrency: number;
+  /**
+   * Fan health probes out through the queue, this many Proxies per probe-shard message; unset,
+   * the sweep probes in process. On Workers (default 40) a queue batch of up to 10 messages runs in
+   * one invocation, each probe costing a connection and at most one annotation write: 40 keeps a
+   * batch under the paid plan's 1,000 subrequests; on the free plan (50) use 2.
+   */
+  probeShardSize?: number;
   /** API requests one pass may send; past it the pass ends as a transient error (RequestBudgetExhausted). */
   requestBudget: number;
   /** When to stop sending requests to a failing API server, and for how long. */
@@ -129,6 +137,7 @@ export function settingsFrom(e: SettingsVariables): KubefnSettings {
     ...(e.ORPHAN_GRACE_SECONDS === undefined ? {} : { orphanGraceSeconds: e.ORPHAN_GRACE_SECONDS }),
     probeConcurrency: e.PROBE_CONCURRENCY,
     passConcurrency: e.PASS_CONCURRENCY,
+    ...(e.PROBE_SHARD_SIZE ? { probeShardSize: e.PROBE_SHARD_SIZE } : {}),
     requestBudget: e.REQUEST_BUDGET,
     circuit: { failureThreshold: e.CIRCUIT_FAILURES, openSeconds: e.CIRCUIT_OPEN_SECONDS },
     kubeTimeoutMs: Math.round(e.KUBE_TIMEOUT_SECONDS * 1000),

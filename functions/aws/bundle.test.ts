@@ -75,7 +75,13 @@ current-context: c
     expect(put?.headers["x-amz-target"]).toBe("AWSEvents.PutEvents");
     const entries = put?.json.Entries as Array<{ Detail: string }>;
     expect(JSON.parse(entries[0]?.Detail ?? "{}")).toEqual({
-      messages: [{ request: { controller: "proxy", namespace: "ns1", name: "p1" }, attempt: 0 }],
+      messages: [
+        {
+          request: { controller: "proxy", namespace: "ns1", name: "p1" },
+          attempt: 0,
+          trigger: { kind: "audit" },
+        },
+      ],
     });
   });
 });

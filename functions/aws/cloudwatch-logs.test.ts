@@ -118,7 +118,7 @@ describe("CloudWatch Logs subscription → the Lambda handler", () => {
       // 7 audit events and one log line that is not one
       counts: { events: 8, skipped: 1, dropped: 3 },
     });
-    expect(sent()).toEqual([{ request: viaWebhook[0], attempt: 0 }]);
+    expect(sent()).toEqual([{ request: viaWebhook[0], attempt: 0, trigger: { kind: "audit" } }]);
   });
 
   it.each([

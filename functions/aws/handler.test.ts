@@ -99,7 +99,11 @@ describe("HTTP events → the intake app", () => {
       expect(JSON.parse(res.body)).toMatchObject({ source: "audit", enqueued: 1 });
       expect(endpoint.putEvents()).toHaveLength(1);
       expect(sentMessages()).toEqual([
-        { request: { controller: "proxy", namespace: "ns1", name: "p1" }, attempt: 0 },
+        {
+          request: { controller: "proxy", namespace: "ns1", name: "p1" },
+          attempt: 0,
+          trigger: { kind: "audit" },
+        },
       ]);
     },
   );
@@ -169,7 +173,12 @@ describe("kubefn.reconcile events → runPass", () => {
     expect(reconciled).toEqual(["p2"]);
     // requeueAfter(0) goes straight back onto the bus
     expect(sentMessages()).toEqual([
-      { request: { controller: "proxy", namespace: "ns1", name: "p2" }, attempt: 0, uid: "uid-p2" },
+      {
+        request: { controller: "proxy", namespace: "ns1", name: "p2" },
+        attempt: 0,
+        uid: "uid-p2",
+        trigger: { kind: "follow-up" },
+      },
     ]);
   });
 

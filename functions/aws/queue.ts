@@ -148,8 +148,8 @@ export function scheduleName(messages: readonly Message[], dueEpochSecond: numbe
 }
 
 function fitted(message: Message): Message {
-  if (!message.snapshot || sizeOf(message) <= MAX_MESSAGE_BYTES) return message;
-  const { snapshot: _snapshot, listedAt: _listedAt, ...bare } = message;
+  if ((!message.snapshot && !message.listed) || sizeOf(message) <= MAX_MESSAGE_BYTES) return message;
+  const { snapshot: _snapshot, listedAt: _listedAt, listed: _listed, ...bare } = message;
   return bare;
 }
 

@@ -17,6 +17,7 @@ describe("parseWorkerEnv", () => {
       kubeTimeoutMs: 30_000,
       probeConcurrency: 6,
       passConcurrency: 8,
+      probeShardSize: 40,
       operators: expect.any(Object),
     });
   });

@@ -40,7 +40,8 @@ const envSchema = z
   .check(z.refine(atLeastOneMinute.check, atLeastOneMinute.message));
 
 /** Workers keep at most 6 connections open per invocation; more only queue up. */
-const workerDefaults = { PROBE_CONCURRENCY: "6" };
+/** Health probes fan out as probe-shard messages of 40 Proxies (see `probeShardSize`). */
+const workerDefaults = { PROBE_CONCURRENCY: "6", PROBE_SHARD_SIZE: "40" };
 
 /** `env` is missing a variable or holds a bad one; the message lists every problem. */
 export class WorkerConfigError extends SettingsError {

@@ -47,8 +47,8 @@ export function clampDelay(delaySeconds: number | undefined): number {
 }
 
 function fitted(message: Message): Message {
-  if (!message.snapshot || sizeOf(message) <= MAX_MESSAGE_BYTES) return message;
-  const { snapshot: _snapshot, listedAt: _listedAt, ...bare } = message;
+  if ((!message.snapshot && !message.listed) || sizeOf(message) <= MAX_MESSAGE_BYTES) return message;
+  const { snapshot: _snapshot, listedAt: _listedAt, listed: _listed, ...bare } = message;
   return bare;
 }
 

@@ -89,7 +89,11 @@ describe("intake", () => {
     const res = await post(s.app, relayBody, headers);
     expect(res.status).toBe(202);
     expect(s.enqueued).toEqual([
-      { request: { controller: "proxy", namespace: "ns1", name: "p1" }, attempt: 0 },
+      {
+        request: { controller: "proxy", namespace: "ns1", name: "p1" },
+        attempt: 0,
+        trigger: { kind: "relay" },
+      },
     ]);
   });
 

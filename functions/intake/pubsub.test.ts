@@ -84,7 +84,9 @@ describe("Pub/Sub push intake of GKE audit logs", () => {
       enqueued: 1,
       requests: [{ controller: "proxy", namespace: NS, name: "p1" }],
     });
-    expect(s.enqueued).toEqual([{ request: { controller: "proxy", namespace: NS, name: "p1" }, attempt: 0 }]);
+    expect(s.enqueued).toEqual([
+      { request: { controller: "proxy", namespace: NS, name: "p1" }, attempt: 0, trigger: { kind: "audit" } },
+    ]);
   });
 
   it.each([

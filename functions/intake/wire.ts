@@ -23,7 +23,10 @@ export function mapWithRegistry(
         throw new MalformedBatchError(`a ${source} sender must send ${envelopeOf[source]}`);
       }
       const { requests, counts } = mapped;
-      return { messages: requests.map((request) => ({ request, attempt: 0 })), counts };
+      return {
+        messages: requests.map((request) => ({ request, attempt: 0, trigger: { kind: source } })),
+        counts,
+      };
     } catch (err) {
       if (err instanceof EventBatchError) throw new MalformedBatchError(err.message, { cause: err });
       throw err;

@@ -61,10 +61,14 @@ export async function startNodeHost(config: NodeHostConfig, log: Log): Promise<N
     ...(config.siteManifestsDir ? { siteManifests: readManifestDirectory(config.siteManifestsDir) } : {}),
   });
   parts = { kubefn, queue, guard };
-  const sweep = singleFlight(async (full: boolean) => kubefn.sweep({ full }));
+  const sweep = singleFlight((full: boolean) => kubefn.sweep({ full }));
   log.info("listening", { url, intake: `${url}/v1/events`, metrics: `${url}/metrics` });
-  await sweep(true);
-  const timer = setInterval(() => void sweep(false), settings.sweepPeriodSeconds * 1000);
+  // The first sweep (every object once) runs in the background, so the caller can install its
+  // shutdown handling at once; `stop` waits for a sweep in flight.
+  const sweepLogged = (full = false) =>
+    void sweep(full).catch((err: unknown) => log.error("sweep failed", { error: String(err) }));
+  sweepLogged(true);
+  const timer = setInterval(() => sweepLogged(), settings.sweepPeriodSeconds * 1000);
 
   return {
     url,
@@ -75,6 +79,7 @@ export async function startNodeHost(config: NodeHostConfig, log: Log): Promise<N
     sweep: (full = false) => sweep(full),
     async stop() {
       clearInterval(timer);
+      await sweep.running?.catch(() => undefined);
       await queue.close();
       await close();
       await devcluster?.stop();

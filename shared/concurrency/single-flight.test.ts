@@ -2,7 +2,7 @@ import { describe, expect, it } from "vitest";
 import { singleFlight } from "./single-flight.ts";
 
 describe("singleFlight", () => {
-  it("drops a call made while one runs, and runs again once it settled", async () => {
+  it("joins a call made while one runs, and runs again once it settled", async () => {
     const seen: string[] = [];
     let release!: () => void;
     const run = singleFlight(async (arg: string) => {
@@ -10,9 +10,12 @@ describe("singleFlight", () => {
       if (arg === "first") await new Promise<void>((r) => (release = r));
     });
     const first = run("first");
-    await run("dropped");
+    const joined = run("joined");
+    expect(run.running).toBe(first);
+    expect(joined).toBe(first);
     release();
-    await first;
+    await joined;
+    expect(run.running).toBeUndefined();
     await run("third");
     expect(seen).toEqual(["first", "third"]);
   });

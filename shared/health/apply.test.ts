@@ -31,9 +31,23 @@ describe("applyHealthSweep", () => {
       annotationPatches: keys.map((key) => ({ key, patch })),
       reconcileKeys: [keys[0]!, keys[1]!, keys[2]!],
     });
-    expect(out).toEqual({ written: 2, conflicts: 1, failed: 1, reconcilesRequested: 1 });
+    expect(out).toEqual({
+      written: 2,
+      conflicts: 1,
+      conflictKeys: [keys[1]],
+      failed: 1,
+      reconcilesRequested: 1,
+    });
     expect(patched.sort()).toEqual(["a", "d"]);
-    expect(sent).toEqual([[{ request: { controller: "proxy", namespace: "ns", name: "a" }, attempt: 0 }]]);
+    expect(sent).toEqual([
+      [
+        {
+          request: { controller: "proxy", namespace: "ns", name: "a" },
+          attempt: 0,
+          trigger: { kind: "drift", reason: "health-report" },
+        },
+      ],
+    ]);
   });
 
   it("sends nothing when nothing changed", async () => {

@@ -13,6 +13,8 @@ export interface AppliedHealthSweep {
   written: number;
   /** Patches that met a newer resourceVersion or a deleted object: recomputed next sweep. */
   conflicts: number;
+  /** The keys of those patches. */
+  conflictKeys: ObjectKey[];
   /** Patches that failed otherwise. */
   failed: number;
   reconcilesRequested: number;
@@ -34,7 +36,13 @@ export async function applyHealthSweep(
   result: Pick<HealthSweepResult, "annotationPatches" | "reconcileKeys">,
   concurrency = 8,
 ): Promise<AppliedHealthSweep> {
-  const out: AppliedHealthSweep = { written: 0, conflicts: 0, failed: 0, reconcilesRequested: 0 };
+  const out: AppliedHealthSweep = {
+    written: 0,
+    conflicts: 0,
+    conflictKeys: [],
+    failed: 0,
+    reconcilesRequested: 0,
+  };
   const landed = new Set<string>();
   const id = (k: ObjectKey) => `${k.namespace ?? ""}/${k.name}`;
   await mapWithConcurrency(result.annotationPatches, concurrency, async ({ key, patch }) => {
@@ -43,8 +51,10 @@ export async function applyHealthSweep(
       out.written++;
       landed.add(id(key));
     } catch (err) {
-      if (isConflict(err) || isNotFound(err)) out.conflicts++;
-      else out.failed++;
+      if (isConflict(err) || isNotFound(err)) {
+        out.conflicts++;
+        if (isConflict(err)) out.conflictKeys.push(key);
+      } else out.failed++;
     }
   });
   const messages: Message[] = result.reconcileKeys
@@ -52,6 +62,7 @@ export async function applyHealthSweep(
     .map((k) => ({
       request: { controller, ...(k.namespace ? { namespace: k.namespace } : {}), name: k.name },
       attempt: 0,
+      trigger: { kind: "drift" as const, reason: "health-report" },
     }));
   if (messages.length > 0) await deps.queue.send(messages);
   out.reconcilesRequested = messages.length;

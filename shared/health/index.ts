@@ -18,6 +18,13 @@ export {
 export { type AppliedHealthSweep, applyHealthSweep } from "./apply.ts";
 export type { ProbeResult, Prober, ProbeTarget, ProxyEndpoint } from "./probe.ts";
 export { describeError, screenProbeTarget } from "./probe.ts";
+export {
+  boundedProber,
+  type PlanProbeShardsOptions,
+  type ProbeShard,
+  planProbeShards,
+  probeDelays,
+} from "./shards.ts";
 export type {
   HealthProjection,
   HealthReport,

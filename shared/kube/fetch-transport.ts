@@ -28,7 +28,7 @@ export function createFetchTransport(options: FetchTransportOptions): Transport 
 
   return {
     async request(req: TransportRequest): Promise<TransportResponse> {
-      const headers = new Headers({ accept: "application/json", "user-agent": "kubefn" });
+      const headers = new Headers({ accept: req.accept ?? "application/json", "user-agent": "kubefn" });
       if (req.contentType) headers.set("content-type", req.contentType);
       const token = typeof options.token === "function" ? await options.token() : options.token;
       if (token) headers.set("authorization", `Bearer ${token}`);

@@ -19,6 +19,10 @@ export interface CreateKubeOptions {
   fieldManager?: string;
 }
 
+/** Metadata-only lists, falling back to full JSON where the server cannot (it always can since 1.15). */
+const metadataListAccept =
+  "application/json;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1,application/json";
+
 const contentTypeByPatch: Record<Patch["type"], string> = {
   merge: "application/merge-patch+json",
   json: "application/json-patch+json",
@@ -123,11 +127,17 @@ export function createKube(transport: Transport, options: CreateKubeOptions = {}
             fieldSelector: opts.fieldSelector || undefined,
             limit: opts.limit,
             continue: opts.continue || undefined,
+            resourceVersion: opts.resourceVersion || undefined,
           },
         }),
+        ...(opts.metadataOnly ? { accept: metadataListAccept } : {}),
       });
       const page: ListPage<T> = {
-        items: (list.items ?? []).map((item) => withTypeMeta(res, item)),
+        items: (list.items ?? []).map((item) =>
+          opts.metadataOnly
+            ? ({ ...item, apiVersion: apiVersionOf(res), kind: res.kind } as T)
+            : withTypeMeta(res, item),
+        ),
         resourceVersion: list.metadata?.resourceVersion ?? "",
       };
       if (list.metadata?.continue) page.continue = list.metadata.continue;

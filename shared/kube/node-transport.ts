@@ -47,7 +47,7 @@ export function createNodeTransport(kc: KubeConfig, options: NodeTransportOption
         const url = new URL(`${cluster.server.replace(/\/+$/, "")}${req.path}`);
         const headers: http.OutgoingHttpHeaders = {
           ...(opts.headers as http.OutgoingHttpHeaders | undefined),
-          accept: "application/json",
+          accept: req.accept ?? "application/json",
           "user-agent": "kubefn",
         };
         if (req.contentType) headers["content-type"] = req.contentType;

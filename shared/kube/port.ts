@@ -60,6 +60,16 @@ export interface ListOptions {
   fieldSelector?: string;
   limit?: number;
   continue?: string;
+  /**
+   * "0" lets the API server answer from its watch cache (any recent state, no etcd read); unset
+   * asks for the latest state (a quorum read).
+   */
+  resourceVersion?: string;
+  /**
+   * Ask for a `PartialObjectMetadataList`: items carry only `metadata` (no spec, status or data),
+   * typed as `res`'s kind. Enough when the caller reads only names, labels, owners, versions.
+   */
+  metadataOnly?: boolean;
 }
 
 export type Patch =
@@ -131,6 +141,8 @@ export interface TransportRequest {
   /** Absolute path with query string, e.g. "/api/v1/namespaces/default/pods?limit=500". */
   path: string;
   contentType?: string;
+  /** The Accept header; `application/json` when unset. */
+  accept?: string;
   body?: string;
   signal?: AbortSignal;
 }

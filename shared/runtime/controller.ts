@@ -1,4 +1,5 @@
 import type { KubeObject, ObjectKey, Resource } from "../kube/index.ts";
+import type { DriftDeclaration } from "./drift.ts";
 import type { Outcome } from "./outcome.ts";
 import type { Context, Request } from "./types.ts";
 
@@ -72,6 +73,22 @@ export interface ControllerDefinition<T extends KubeObject = KubeObject> {
    * this is not sent. At least 60 (the sweep runs every minute).
    */
   resyncSeconds: number;
+  /**
+   * Handlers of the sweep's fanned-out work, by task name (e.g. `probe`): a message carrying
+   * `shard: { task, objects }` runs `shards[task](ctx, objects)` instead of a pass, and returns
+   * counts for the log line.
+   *
+   * Caveats: a shard that fails is logged and counted, never retried: the next sweep plans the
+   * work again.
+   */
+  shards?: Record<string, (ctx: Context, objects: readonly KubeObject[]) => Promise<Record<string, number>>>;
+  /**
+   * How the sweep finds drift from lists (see {@link DriftDeclaration}): once per `resyncSeconds`
+   * it lists the declared kinds and sends a pass only to primaries the decision names, with the
+   * reason. Without it, the sweep sends every primary a pass once per `resyncSeconds` (reason
+   * `resync`), spread by UID.
+   */
+  drift?: DriftDeclaration;
   /**
    * The requeue delays `reconcile` asks for, by name (its timings, e.g. `provisioningPoll`).
    * Registration refuses one at or beyond `resyncSeconds`: such a follow-up is never sent, so a

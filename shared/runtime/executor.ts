@@ -8,15 +8,17 @@ import {
   type ErrorClassName,
   findCondition,
   isNotFound,
+  type Kube,
   type KubeObject,
   type ObjectKey,
+  type Resource,
   setCondition,
 } from "../kube/index.ts";
 import { backoffSeconds } from "./backoff.ts";
 import type { ControllerDefinition, PassContext } from "./controller.ts";
 import { done, failed, Outcome } from "./outcome.ts";
-import type { Registry } from "./registry.ts";
-import { type Context, type Message, type Request, requestKey } from "./types.ts";
+import { groupOf, type Registry } from "./registry.ts";
+import { type Context, describeTrigger, type Message, type Request, requestKey } from "./types.ts";
 
 /** Fixed retry interval after a quota error (DESIGN: "fixed retry interval"). */
 export const QUOTA_RETRY_SECONDS = 60;
@@ -42,12 +44,16 @@ export interface PassResult {
   /** `controller/namespace/name`. */
   key: string;
   result: PassResultKind;
+  /** Why the pass ran: `audit`, `relay`, `follow-up`, `drift:<reason>`, `safety-net`, `start`. */
+  trigger: string;
   /** The primary did not exist (reconcileAbsent ran, or nothing did). */
   absent: boolean;
   /** Whether the status subresource was patched. */
   wroteStatus: boolean;
   /** Delay of the follow-up sent, in seconds; undefined when none was sent. */
   followUpSeconds?: number;
+  /** What a shard handler counted (`Message.shard`), instead of a pass. */
+  shard?: Record<string, number>;
   /** The message was for an earlier object of this name (another UID); it was dropped. */
   staleUid?: boolean;
   /** Set when `result` is "error". */
@@ -90,12 +96,24 @@ export async function runPass(ctx: Context, registry: Registry, message: Message
   const key = requestKey(request);
   const attempt = Number.isInteger(message.attempt) && message.attempt > 0 ? message.attempt : 0;
   const def = registry.controller(request.controller);
-  const summary: PassResult = { key, result: "done", absent: false, wroteStatus: false, durationMs: 0 };
+  const summary: PassResult = {
+    key,
+    result: "done",
+    trigger: describeTrigger(message.trigger),
+    absent: false,
+    wroteStatus: false,
+    durationMs: 0,
+  };
 
   const finish = (): PassResult => {
     summary.durationMs = Math.round((performance.now() - started) * 100) / 100;
     const controller = def?.name ?? "unknown";
     ctx.metrics.count("kubefn_passes_total", { controller, result: summary.result });
+    ctx.metrics.count("kubefn_pass_triggers_total", {
+      controller,
+      trigger: message.trigger?.kind ?? "unknown",
+      reason: message.trigger?.reason ?? "",
+    });
     ctx.metrics.observe("kubefn_pass_duration_seconds", summary.durationMs / 1000, { controller });
     return summary;
   };
@@ -116,7 +134,31 @@ export async function runPass(ctx: Context, registry: Registry, message: Message
     return finish();
   }
 
-  const passCtx: PassContext = { ...ctx, request, attempt };
+  if (message.shard) {
+    const handler = def.shards?.[message.shard.task];
+    try {
+      if (!handler) throw new Error(`controller "${def.name}" has no shard handler "${message.shard.task}"`);
+      summary.shard = await handler(ctx, message.shard.objects);
+    } catch (err) {
+      summary.result = "error";
+      ctx.log.error("shard failed; the next sweep plans it again", {
+        key,
+        task: message.shard.task,
+        error: err instanceof Error ? err.message : String(err),
+      });
+      ctx.metrics.count("kubefn_shard_errors_total", { controller: def.name, task: message.shard.task });
+    }
+    return finish();
+  }
+
+  const passCtx: PassContext = {
+    ...ctx,
+    ...(message.listed?.length && isFresh(message, ctx.clock.now())
+      ? { kube: listedReads(ctx.kube, message.listed) }
+      : {}),
+    request,
+    attempt,
+  };
   const objectKey: ObjectKey = def.for.namespaced
     ? { namespace: request.namespace ?? "", name: request.name }
     : { name: request.name };
@@ -282,7 +324,10 @@ async function settle(
   if (!next || next.delaySeconds >= def.resyncSeconds) return;
   try {
     const uid = message.uid === undefined ? {} : { uid: message.uid };
-    await ctx.queue.send([{ request, attempt: next.attempt, ...uid }], next.delaySeconds);
+    await ctx.queue.send(
+      [{ request, attempt: next.attempt, ...uid, trigger: { kind: "follow-up" } }],
+      next.delaySeconds,
+    );
     summary.followUpSeconds = next.delaySeconds;
   } catch (err) {
     ctx.log.error("follow-up not sent; the sweep will revisit", { key: summary.key, error: String(err) });
@@ -322,6 +367,28 @@ async function guard(run: () => Promise<Outcome>): Promise<Outcome> {
   } catch (err) {
     return failed(err);
   }
+}
+
+/**
+ * `kube` whose first GET of each attached object is answered from it (the sweep listed it moments
+ * ago); every other call, and a second GET of the same key, goes to the API server.
+ */
+function listedReads(kube: Kube, listed: readonly KubeObject[]): Kube {
+  const held = new Map<string, KubeObject>();
+  const id = (group: string, kind: string, key: ObjectKey) =>
+    `${group}/${kind}/${key.namespace ?? ""}/${key.name}`;
+  for (const o of listed) {
+    if (o.metadata?.name) held.set(id(groupOf(o.apiVersion ?? ""), o.kind, o.metadata as ObjectKey), o);
+  }
+  return Object.assign(Object.create(kube) as Kube, {
+    get: async <T extends KubeObject>(res: Resource, key: ObjectKey): Promise<T> => {
+      const k = id(res.group, res.kind, key);
+      const hit = held.get(k);
+      if (!hit) return kube.get<T>(res, key);
+      held.delete(k);
+      return structuredClone(hit) as T;
+    },
+  });
 }
 
 function isFresh(message: Message, now: Date): boolean {

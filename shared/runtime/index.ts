@@ -1,6 +1,19 @@
 export { type BackoffPolicy, backoffSeconds, DEFAULT_BACKOFF } from "./backoff.ts";
 export type { ControllerDefinition, PassContext, Watch, WatchedChange } from "./controller.ts";
 export {
+  DEFAULT_SAFETY_NET_SECONDS,
+  type DriftDeclaration,
+  type DriftInput,
+  type DriftList,
+  type DriftReason,
+  defineDrift,
+  driftDue,
+  type Listed,
+  listForDrift,
+  pagesOf,
+  safetyNetDue,
+} from "./drift.ts";
+export {
   type AuditEvent,
   auditEventListSchema,
   auditEventSchema,
@@ -53,7 +66,8 @@ export {
   resourceKey,
 } from "./registry.ts";
 export { planSweep, type SweepInput, type SweepPlan, sweepBucket } from "./sweep.ts";
-export type { SweepTask } from "./sweep-task.ts";
+export { type ControllerSweep, runSweep, type SweepOptions, type SweepSummary } from "./sweep-run.ts";
+export { createSweepMemo, type SweepMemo, type SweepTask } from "./sweep-task.ts";
 export type {
   Clock,
   Context,
@@ -66,4 +80,4 @@ export type {
   Request,
   Resource,
 } from "./types.ts";
-export { isMessage, requestKey } from "./types.ts";
+export { describeTrigger, isMessage, requestKey, type Trigger, type TriggerKind } from "./types.ts";

@@ -10,11 +10,45 @@ export interface Request {
   name: string;
 }
 
+/**
+ * What brought a pass about. Carried in the message, printed in the pass's log line and counted
+ * by `kubefn_pass_triggers_total{controller,trigger,reason}`.
+ *
+ * - `audit`, `relay`: a change the intake mapped (the API server's audit webhook, the watch relay);
+ * - `follow-up`: the pass's own delayed message (requeue or retry);
+ * - `drift`: the sweep's list showed the object needs a pass; `reason` says why (e.g.
+ *   `missing:ConfigMap`, `generation`, `instance-gone`);
+ * - `safety-net`: the sweep's long-interval revisit, whatever the lists say;
+ * - `start`: a host's first sweep after start, which sends every object once;
+ * - `shard`: not a pass but a piece of the sweep's fanned-out work (`Message.shard`, e.g. probes).
+ */
+export type TriggerKind = "audit" | "relay" | "follow-up" | "drift" | "safety-net" | "start" | "shard";
+
+export interface Trigger {
+  kind: TriggerKind;
+  /** Why, for `drift` (a short stable token, safe as a metric label). */
+  reason?: string;
+}
+
+/** `kind` or `kind:reason`, as printed and counted. */
+export function describeTrigger(trigger: Trigger | undefined): string {
+  if (!trigger) return "unknown";
+  return trigger.reason ? `${trigger.kind}:${trigger.reason}` : trigger.kind;
+}
+
 /** What a message on the queue carries: the key, plus the attempt count for stateless backoff. */
 export interface Message {
   request: Request;
   /** 0 for an event-triggered pass; n for the n-th retry after transient failures. */
   attempt: number;
+  /** Why this pass runs; absent in messages from older senders ("unknown"). */
+  trigger?: Trigger;
+  /**
+   * Set on a shard of the sweep's fanned-out work instead of a pass: the controller's
+   * `shards[task]` handler runs over `objects` (as the sweep listed them). `request.name` is a
+   * unique `__shard-…` name, never an object's.
+   */
+  shard?: { task: string; objects: KubeObject[] };
   /**
    * The primary as a list returned it seconds ago (the sweep attaches it), to save a GET.
    *
@@ -22,6 +56,13 @@ export interface Message {
    * `metadata.resourceVersion`, so a stale snapshot costs one Conflict and an immediate requeue.
    */
   snapshot?: KubeObject;
+  /**
+   * Other objects the sweep listed that this pass will read (a SubPool's derived objects): the
+   * pass's first GET of each is answered from here instead of the API server.
+   *
+   * Caveats: as with `snapshot`, writes stay guarded by each object's resourceVersion.
+   */
+  listed?: KubeObject[];
   /**
    * The UID of the object this message was decided for (a follow-up carries its pass's object's;
    * the sweep its listed object's). A pass that finds another UID under the name — the object was

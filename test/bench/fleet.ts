@@ -15,16 +15,18 @@
  *   its own ServiceAccount with the cluster-wide rights its informers need, over as many SubPools
  *   of its own CRD (same schema, group peer.bench.kubefn.dev) as kubefn has.
  *
- * Phases: kubefn's SubPools converge, then its Proxies, then the peer's SubPools (each timed from
- * the first create to the last primary converged, requests counted from the first create until
- * 5 s after); then a steady window (default 150 s, ≥ two sweep periods) with both running and
- * nothing changing: requests per hour by verb, messages (passes) per object-hour, probes per
- * minute (counted at the forward proxies), CPU seconds per minute and RSS of each process.
- * Ends with one JSON line `{"bench":"fleet",...}`.
+ * Phases: kubefn's SubPools converge (created once a sweep's passes drained), then its Proxies,
+ * then the peer's SubPools (each timed from the first create to the last primary converged,
+ * requests counted from the first create until 5 s after); then a steady window (default 150 s,
+ * ≥ two sweep periods) with both running and nothing changing: requests per hour by verb,
+ * messages (passes) per object-hour, probes per minute (hits at the probe target), CPU seconds
+ * per minute and RSS of each process. Ends with one JSON line `{"bench":"fleet",...}`.
  *
  * Caveats: converged means, for a SubPool, that its status reports its Namespace (the pass that
- * created every owned object wrote it); for a Proxy, phase Ready (provisioned and healthy). The peer does not compute
- * proxy-gateway readiness, Gateway mode or legacy LimitRange clean-up (see peer/main.go).
+ * created every owned object wrote it); for a Proxy, phase Ready (provisioned and healthy). The
+ * Proxies' window holds whatever sweeps ran meanwhile (their probes are what makes them Ready).
+ * The peer does not compute proxy-gateway readiness, Gateway mode or legacy LimitRange clean-up
+ * (see peer/main.go); its speed is bounded by client-go's default rate limit.
  */
 import { type ChildProcess, execFileSync, spawn } from "node:child_process";
 import { randomBytes } from "node:crypto";
@@ -641,6 +643,7 @@ export async function benchFleet(opts: FleetOptions = defaultFleet): Promise<Fle
 
     const json = {
       bench: "fleet",
+      commit: execFileSync("git", ["rev-parse", "--short", "HEAD"], { cwd: root, encoding: "utf8" }).trim(),
       primaries: { proxies: opts.proxies, subPools: opts.subPools, peerSubPools: opts.subPools },
       steadySeconds: round(minutes * 60, 0),
       converge: {

@@ -1,5 +1,6 @@
 /**
- * Kill at every write: for each write a Managed Proxy's passes make, the Node host is killed
+ * Kill at every write: for each write a Managed Proxy's passes make (on the pod provider: the
+ * Pod, then its cloud-init Secret), the Node host is killed
  * (SIGKILL) right after that write reached the API server — the fault proxy holds the answer,
  * kills the host, and drops the connection — then a new host starts, and the Proxy must converge
  * with nothing leaked or doubled (exactly one instance with the current cloud-init, no orphaned
@@ -118,6 +119,11 @@ const writes: Array<{
     write: "instance created",
     stage: "create",
     is: (ns, r) => r.method === "POST" && r.path.startsWith(`/api/v1/namespaces/${ns}/pods?`),
+  },
+  {
+    write: "instance's cloud-init Secret created",
+    stage: "create",
+    is: (ns, r) => r.method === "POST" && r.path.startsWith(`/api/v1/namespaces/${ns}/secrets?`),
   },
   {
     write: "spec-hash annotation",

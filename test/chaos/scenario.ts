@@ -6,7 +6,9 @@
  * converge and nothing may leak:
  *
  * - every live Proxy: observedGeneration = generation, Provisioned=True, `status.providerID` names
- *   its Pod, and exactly one Pod carries its UID, running the current cloud-init;
+ *   its Pod, and exactly one Pod carries its UID, running the current cloud-init (held by its
+ *   cloud-init Secret, controlled by the Pod);
+ * - no cloud-init Secret outlives its Pod (no orphaned owned object);
  * - every deleted Proxy is gone (no stuck finalizer) and no Pod carries a UID that is not a live
  *   Proxy's (no orphaned instance);
  * - after convergence, a quiet period changes nothing (no late duplicate create).
@@ -17,15 +19,14 @@
  */
 import { randomBytes } from "node:crypto";
 import { type Proxy as ProxyObject, proxyResource } from "../../shared/controllers/proxy/api.ts";
+import { cloudInitSecretName } from "../../shared/controllers/proxy/providers/kubernetes.ts";
 import { managedByTagKey, ownerTagKey } from "../../shared/controllers/proxy/providers/provider.ts";
 import { isNotFound, type Kube, type KubeObject, listAll, Resources } from "../../shared/kube/index.ts";
 import type { FaultPlan, FaultProxy } from "../support/fault-proxy.ts";
 
 type Proxy = ProxyObject & KubeObject;
-type Pod = KubeObject & {
-  spec?: { containers?: Array<{ env?: Array<{ name: string; value?: string }> }> };
-  status?: { phase?: string };
-};
+type Pod = KubeObject & { status?: { phase?: string } };
+type Secret = KubeObject & { data?: Record<string, string> };
 
 /** kubefn under test, talking to the API server through the fault proxy. */
 export interface Driver {
@@ -95,6 +96,16 @@ export async function findProblems(
     namespace,
     labelSelector: `${managedByTagKey}=kubefn`,
   });
+  const secrets = await listAll<Secret>(kube, Resources.Secret, {
+    namespace,
+    labelSelector: `${managedByTagKey}=kubefn`,
+  });
+  const secretsByName = new Map(secrets.map((x) => [x.metadata.name ?? "", x]));
+  const podUids = new Set(pods.map((pod) => pod.metadata.uid));
+  for (const secret of secrets) {
+    const owner = secret.metadata.ownerReferences?.find((r) => r.controller)?.uid;
+    if (!owner || !podUids.has(owner)) pending.push(`secret ${secret.metadata.name}: its Pod is gone`);
+  }
   const podsByUid = new Map<string, Pod[]>();
   for (const pod of pods) {
     const uid = pod.metadata.labels?.[ownerTagKey] ?? "";
@@ -117,7 +128,7 @@ export async function findProblems(
     else if (provisioned?.status !== "True") pending.push(`${name}: Provisioned=${provisioned?.status}`);
     else if (mine.length === 0) pending.push(`${name}: no instance`);
     else if (mine.length > 1) pending.push(`${name}: ${mine.length} instances`);
-    else if (envOf(mine[0]!, "CLOUD_INIT") !== cloudInit)
+    else if (cloudInitOf(mine[0]!, secretsByName) !== cloudInit)
       pending.push(`${name}: instance has stale cloud-init`);
     else if (!p.status?.providerID?.endsWith(`/${mine[0]!.metadata.name}`))
       pending.push(`${name}: providerID ${p.status?.providerID} is not its instance`);
@@ -131,8 +142,12 @@ export async function findProblems(
   return { pending, leaks };
 }
 
-function envOf(pod: Pod, name: string): string | undefined {
-  return pod.spec?.containers?.[0]?.env?.find((e) => e.name === name)?.value;
+/** The cloud-init an instance runs: its cloud-init Secret's user data, if the Secret is the Pod's. */
+function cloudInitOf(pod: Pod, secrets: ReadonlyMap<string, Secret>): string | undefined {
+  const secret = secrets.get(cloudInitSecretName(pod.metadata.name ?? ""));
+  if (!secret?.metadata.ownerReferences?.some((r) => r.uid === pod.metadata.uid)) return undefined;
+  const data = secret.data?.["user-data"];
+  return data === undefined ? undefined : Buffer.from(data, "base64").toString("utf8");
 }
 
 function managedProxy(namespace: string, name: string, cloudInit: string): Proxy {

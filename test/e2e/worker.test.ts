@@ -13,9 +13,13 @@
  *   workerd's `connect()` sockets;
  * - a `provider: gce` Proxy: the GCE provider wired from the Worker's vars and the
  *   `GCE_CREDENTIALS` secret signs its JWT with workerd's Web Crypto against a local GCE-shaped
- *   server, and deletion holds the finalizer until the VM is gone.
+ *   server, and deletion holds the finalizer until the VM is gone;
+ * - probes fan out: the sweep sends probe-shard messages (delayed to each Proxy's phase), the
+ *   queue consumer probes them, never more than 6 at once, even when 12 fall due together.
  */
 
+import { createServer } from "node:http";
+import type { AddressInfo } from "node:net";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createTestHarness, type TestHarness } from "wrangler";
 import { signBatch } from "../../functions/intake/index.ts";
@@ -25,6 +29,7 @@ import { ownerTagKey } from "../../shared/controllers/proxy/providers/provider.t
 import {
   createFetchTransport,
   createKube,
+  fnv1a32,
   isNotFound,
   type Kube,
   type KubeObject,
@@ -74,7 +79,7 @@ beforeAll(async () => {
     workers: [
       {
         configPath: "wrangler.toml",
-        // Every Proxy is due at every sweep (one bucket), so one cron tick revisits all of them.
+        // Drift lists and decisions at every cron tick (resync 60), so one tick finds a new Proxy.
         vars: {
           KUBE_SERVER: httpProxy,
           PROXY_RESYNC_SECONDS: "60",
@@ -320,11 +325,94 @@ describe("kubefn on Cloudflare Workers (workerd, real API server)", () => {
         const q = await getProxy("px-sweep");
         return condition(q, "Healthy")?.status === "True" ? q : undefined;
       },
-      { timeoutMs: 30_000, intervalMs: 200, what: "px-sweep Healthy=True" },
+      // The probe runs at the Proxy's phase within its 30 s interval (a probe-shard message).
+      { timeoutMs: 60_000, intervalMs: 200, what: "px-sweep Healthy=True" },
     );
     expect(condition(healthy, "Healthy")?.reason).toBe("ProbeSucceeded");
     expect(healthy.status?.phase).toBe("Ready");
     expect(forwardProxy.requests).toContain(`http://127.0.0.1:${target.port}/`);
     expect(target.hits).toBeGreaterThan(0);
   });
+
+  it("probes fan out as probe-shard messages: 12 due in the same second, never more than 6 in flight", async () => {
+    // A target that answers after a second and counts the requests it holds at once.
+    const slow = { hits: 0, active: 0, peak: 0 };
+    const server = createServer((_req, res) => {
+      slow.hits++;
+      slow.active++;
+      slow.peak = Math.max(slow.peak, slow.active);
+      setTimeout(() => {
+        slow.active--;
+        res.writeHead(200).end("ok\n");
+      }, 1000);
+    });
+    await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+    const slowPort = (server.address() as AddressInfo).port;
+    try {
+      // Names whose probe phase (FNV-1a of namespace/name, mod the 30 s interval) is second 2:
+      // all twelve fall due together, in one shard, at 2 s and again at 32 s.
+      const names: string[] = [];
+      for (let i = 0; names.length < 12; i++) {
+        if (fnv1a32(`${namespace}/fan-${i}`) % 30 === 2) names.push(`fan-${i}`);
+      }
+      for (const name of names) {
+        await kube.create<Proxy>(
+          proxyResource,
+          externalProxy(name, {
+            endpoint: { host: "127.0.0.1", port: forwardProxy.port, scheme: "http" },
+            healthCheck: {
+              probeURL: `http://127.0.0.1:${slowPort}/`,
+              expectedStatus: 200,
+              intervalSeconds: 30,
+              timeoutSeconds: 5,
+              successThreshold: 1,
+              failureThreshold: 3,
+            },
+          }),
+        );
+      }
+      await new Promise((r) => setTimeout(r, 1500));
+      const mark = workerLogs().length;
+      const result = await harness.getWorker().scheduled({ cron: "* * * * *", scheduledTime: new Date() });
+      expect(result.outcome).toBe("ok");
+      await eventually(async () => (slow.hits >= 12 ? true : undefined), {
+        timeoutMs: 30_000,
+        intervalMs: 200,
+        what: "twelve probes at the slow target",
+      });
+      const shardLines = () =>
+        workerLogs()
+          .slice(mark)
+          .filter((l) => l.msg === "pass" && l.trigger === "shard:probe");
+      await eventually(async () => (shardLines().length > 0 ? true : undefined), {
+        timeoutMs: 30_000,
+        intervalMs: 200,
+        what: "a probe-shard message's log line",
+      });
+      const lines = workerLogs().slice(mark);
+      const shards = shardLines();
+      // The sweep line carries each task's non-zero counts under the task's name.
+      const sweep = lines.find((l) => l.msg === "sweep") as
+        | Record<string, Record<string, number>>
+        | undefined;
+      console.log(
+        `worker probe shards: sweep planned ${JSON.stringify(sweep?.["proxy-health"])}; ` +
+          `${shards.length} shard messages ran so far (${JSON.stringify(shards.map((l) => l.shard))}); ` +
+          `slow target: ${slow.hits} probes, at most ${slow.peak} in flight`,
+      );
+      expect(sweep?.["proxy-health"]?.shards).toBeGreaterThanOrEqual(2);
+      expect(shards.length).toBeGreaterThanOrEqual(1);
+      expect(slow.peak).toBeLessThanOrEqual(6);
+      expect(slow.peak).toBeGreaterThanOrEqual(2);
+      for (const name of names.slice(0, 3)) {
+        await eventually(
+          async () => (condition(await getProxy(name), "Healthy")?.status === "True" ? true : undefined),
+          { timeoutMs: 30_000, intervalMs: 300, what: `${name} Healthy=True` },
+        );
+      }
+    } finally {
+      server.closeAllConnections();
+      await new Promise((r) => server.close(r));
+    }
+  }, 120_000);
 });

@@ -1,5 +1,6 @@
 import type { ControllerDefinition } from "../../runtime/index.ts";
 import { ProxyConditionType, proxyResource } from "./api.ts";
+import { proxyDrift } from "./drift.ts";
 import { type ProvidersSource, reconcileProxy } from "./reconcile.ts";
 import { proxiesForSecret } from "./secret-watch.ts";
 import { defaultProxyTimings, type ProxyTimings } from "./timings.ts";
@@ -10,6 +11,8 @@ export interface ProxyControllerDeps {
   /** Providers by the name `spec.provider` uses; a function builds them per pass from its context. */
   providers: ProvidersSource;
   timings?: Partial<ProxyTimings>;
+  /** Handlers of the sweep's fanned-out work (the probe shards of `proxyHealthTask`). */
+  shards?: ControllerDefinition["shards"];
 }
 
 /**
@@ -18,7 +21,9 @@ export interface ProxyControllerDeps {
  * taken as they are; health projected from the sweep's annotation.
  *
  * Watches Secrets (a rotated cloud-init Secret re-enqueues every Proxy naming it). Does not own
- * Pods: instances are observed only by polling the provider. The resync is the drift poll.
+ * Pods: instances are observed by listing each provider once per drift period (`drift.ts`); a
+ * Proxy gets a drift pass only when that list, its Secret or its health annotation says a pass
+ * would change something. The resync is the drift period.
  *
  * Caveats: the permanent-failure latch is the controller's own (PermanentError at the current
  * generation), so `permanentErrorCondition` is left unset and the executor keeps no second latch.
@@ -45,6 +50,8 @@ export function proxyController(deps: ProxyControllerDeps): ControllerDefinition
       requeueNow: timings.requeueNow,
       ...(timings.quotaRetry < resyncSeconds ? { quotaRetry: timings.quotaRetry } : {}),
     },
+    drift: proxyDrift(deps.providers),
+    ...(deps.shards ? { shards: deps.shards } : {}),
     reconcile: (ctx, object) => reconcileProxy(ctx, object, { providers: deps.providers, timings }),
   };
 }

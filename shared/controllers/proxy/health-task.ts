@@ -1,24 +1,46 @@
-import { applyHealthSweep, type Prober, probeAll, type TargetPolicy } from "../../health/index.ts";
-import type { SweepTask } from "../../runtime/index.ts";
+import {
+  applyHealthSweep,
+  boundedProber,
+  type Prober,
+  planProbeShards,
+  probeAll,
+  type TargetPolicy,
+} from "../../health/index.ts";
+import type { KubeObject } from "../../kube/index.ts";
+import type { Context, Message, SweepTask } from "../../runtime/index.ts";
 import { proxyResource } from "./api.ts";
 import { proxyControllerName } from "./controller.ts";
 import { proxyHealthSubject } from "./health-subject.ts";
 
 export interface ProxyHealthTaskOptions {
   prober: Prober;
-  /** Probes in flight at once. */
+  /** Probes in flight at once (per platform instance when fanned out). */
   concurrency: number;
   /** How often the sweep runs; a longer probe interval probes on every k-th sweep. */
   sweepPeriodSeconds: number;
   policy?: TargetPolicy;
   /** Least time between two latency reports of one proxy (flips are never held back); default 60 s. */
   minReportIntervalSeconds?: number;
+  /**
+   * Fan the probes out through the queue: the sweep only plans probe shards of at most
+   * `shardSize` Proxies, each a message delayed to its phase in the period, and the queue
+   * consumer probes them (`probeShardTask`). Without it the sweep probes in process, once per
+   * sweep.
+   */
+  fanOut?: { shardSize: number };
 }
+
+/** The shard task name the proxy controller registers its probe handler under. */
+export const probeShardTask = "probe";
 
 /**
  * The health engine as sweep work: probe every eligible Proxy, store the counters in the
  * `crawl.kubefn.dev/health` annotation (nothing is written in steady state), and request a
  * reconcile where the reported verdict or latency changed, so the reconciler projects it.
+ *
+ * With `fanOut`, the sweep sends probe shards instead (see {@link planProbeShards}: intervals
+ * below a minute are honoured by delayed shards, phases jittered per Proxy) and `handleShard` does
+ * the probing where the queue delivers them; a hung probe spends only its own deadline.
  *
  * Every probe made sets two per-Proxy gauges, labelled `namespace` and `name`: the true probe
  * recency the seed moved into metrics (`kubefn_proxy_last_probe_timestamp_seconds`, since
@@ -28,64 +50,128 @@ export interface ProxyHealthTaskOptions {
  * Caveats: a gauge is process memory on the Node host and a log/metric line on Workers and
  * Lambda; a deleted Proxy's series stays on the Node host until the process restarts.
  */
-export function proxyHealthTask(opts: ProxyHealthTaskOptions): SweepTask {
+export function proxyHealthTask(opts: ProxyHealthTaskOptions): SweepTask & {
+  handleShard(ctx: Context, objects: readonly KubeObject[]): Promise<Record<string, number>>;
+} {
+  const prober = boundedProber(opts.prober, opts.concurrency);
+  const subjectFor = (p: KubeObject) =>
+    proxyHealthSubject(p, {
+      ...(opts.policy ? { policy: opts.policy } : {}),
+      ...(opts.minReportIntervalSeconds ? { minReportIntervalSeconds: opts.minReportIntervalSeconds } : {}),
+    });
+
+  const countOf = (n: number | undefined) => n ?? 0;
+  const probeAndApply = async (
+    ctx: Context,
+    proxies: readonly KubeObject[],
+    dueFilter: boolean,
+    retryConflicts = false,
+  ): Promise<Record<string, number>> => {
+    const started = performance.now();
+    const result = await probeAll({
+      proxies,
+      subjectFor,
+      prober,
+      now: () => ctx.clock.now(),
+      concurrency: opts.concurrency,
+      ...(dueFilter ? { sweepPeriodSeconds: opts.sweepPeriodSeconds } : {}),
+    });
+    const probedAt = ctx.clock.now().getTime() / 1000;
+    for (const o of result.outcomes) {
+      if (!o.result) continue;
+      ctx.metrics.observe("kubefn_probe_seconds", o.result.latencyMs / 1000, { ok: String(o.result.ok) });
+      // True probe recency (seed §6): status.lastHealthCheckTime moves only with a report.
+      const proxy = { namespace: o.key.namespace ?? "", name: o.key.name };
+      ctx.metrics.gauge("kubefn_proxy_last_probe_timestamp_seconds", probedAt, proxy);
+      ctx.metrics.gauge("kubefn_proxy_probe_success", o.result.ok ? 1 : 0, proxy);
+    }
+    const applied = await applyHealthSweep(
+      { kube: ctx.kube, queue: ctx.queue },
+      proxyResource,
+      proxyControllerName,
+      result,
+      // Writes run as wide as probes: a first sweep over a large fleet writes every counter.
+      opts.concurrency,
+    );
+    ctx.metrics.count("kubefn_probes_total", {}, result.stats.probed);
+    if (applied.failed > 0) {
+      // Conflicts are recomputed next sweep; other failures (403, 422…) would stop health
+      // updates silently, so they are logged and counted.
+      ctx.log.error("health annotation writes failed", { failed: applied.failed, written: applied.written });
+      ctx.metrics.count("kubefn_health_patch_errors_total", {}, applied.failed);
+    }
+    let retried: Record<string, number> | undefined;
+    if (retryConflicts && applied.conflictKeys.length > 0) {
+      // A shard carries the Proxies as listed up to a minute ago; a pass may have written one
+      // since. Only those are read again and probed once more.
+      const fresh: KubeObject[] = [];
+      for (const key of applied.conflictKeys) {
+        try {
+          fresh.push(await ctx.kube.get(proxyResource, key));
+        } catch {
+          // Gone or unreadable: the next sweep decides.
+        }
+      }
+      retried = await probeAndApply(ctx, fresh, false, false);
+    }
+    return {
+      retried: countOf(retried?.probed),
+      probed: result.stats.probed + countOf(retried?.probed),
+      ok: result.stats.ok + countOf(retried?.ok),
+      failed: result.stats.failed + countOf(retried?.failed),
+      refused: result.stats.refused + countOf(retried?.refused),
+      reports: result.stats.reports + countOf(retried?.reports),
+      writes: applied.written + countOf(retried?.writes),
+      // Conflicts of the first round were retried; what is left is the retry's.
+      writeConflicts: retried ? countOf(retried.writeConflicts) : applied.conflicts,
+      writeErrors: applied.failed + countOf(retried?.writeErrors),
+      ms: Math.round(performance.now() - started),
+    };
+  };
+
   return {
     name: "proxy-health",
     controller: proxyControllerName,
     async run(ctx, proxies) {
-      const started = performance.now();
-      const result = await probeAll({
+      if (!opts.fanOut) return probeAndApply(ctx, proxies, true);
+      const now = ctx.clock.now();
+      const shards = planProbeShards({
         proxies,
-        subjectFor: (p) =>
-          proxyHealthSubject(p, {
-            ...(opts.policy ? { policy: opts.policy } : {}),
-            ...(opts.minReportIntervalSeconds
-              ? { minReportIntervalSeconds: opts.minReportIntervalSeconds }
-              : {}),
-          }),
-        prober: opts.prober,
-        now: () => ctx.clock.now(),
-        concurrency: opts.concurrency,
+        subjectFor,
+        now,
         sweepPeriodSeconds: opts.sweepPeriodSeconds,
+        shardSize: opts.fanOut.shardSize,
       });
-      const probedAt = ctx.clock.now().getTime() / 1000;
-      for (const o of result.outcomes) {
-        if (!o.result) continue;
-        ctx.metrics.observe("kubefn_probe_seconds", o.result.latencyMs / 1000, { ok: String(o.result.ok) });
-        // True probe recency (seed §6): status.lastHealthCheckTime moves only with a report.
-        const proxy = { namespace: o.key.namespace ?? "", name: o.key.name };
-        ctx.metrics.gauge("kubefn_proxy_last_probe_timestamp_seconds", probedAt, proxy);
-        ctx.metrics.gauge("kubefn_proxy_probe_success", o.result.ok ? 1 : 0, proxy);
+      const stamp = Math.floor(now.getTime() / 1000);
+      let planned = 0;
+      let failed = 0;
+      for (const [i, shard] of shards.entries()) {
+        const message: Message = {
+          request: { controller: proxyControllerName, name: `__shard-${probeShardTask}-${stamp}-${i}` },
+          attempt: 0,
+          trigger: { kind: "shard", reason: probeShardTask },
+          shard: { task: probeShardTask, objects: shard.objects },
+        };
+        try {
+          await ctx.queue.send([message], shard.delaySeconds);
+          planned += shard.objects.length;
+        } catch (err) {
+          // Those Proxies are probed at the next sweep; their health state is unchanged meanwhile.
+          failed++;
+          ctx.log.error("probe shard not sent", {
+            shard: i,
+            proxies: shard.objects.length,
+            error: String(err),
+          });
+          ctx.metrics.count("kubefn_sweep_errors_total", {
+            controller: proxyControllerName,
+            stage: "probe-shard",
+          });
+        }
       }
-      const applied = await applyHealthSweep(
-        { kube: ctx.kube, queue: ctx.queue },
-        proxyResource,
-        proxyControllerName,
-        result,
-        // Writes run as wide as probes: a first sweep over a large fleet writes every counter.
-        opts.concurrency,
-      );
-      ctx.metrics.count("kubefn_probes_total", {}, result.stats.probed);
-      if (applied.failed > 0) {
-        // Conflicts are recomputed next sweep; other failures (403, 422…) would stop health
-        // updates silently, so they are logged and counted.
-        ctx.log.error("health annotation writes failed", {
-          failed: applied.failed,
-          written: applied.written,
-        });
-        ctx.metrics.count("kubefn_health_patch_errors_total", {}, applied.failed);
-      }
-      return {
-        probed: result.stats.probed,
-        ok: result.stats.ok,
-        failed: result.stats.failed,
-        refused: result.stats.refused,
-        reports: result.stats.reports,
-        writes: applied.written,
-        writeConflicts: applied.conflicts,
-        writeErrors: applied.failed,
-        ms: Math.round(performance.now() - started),
-      };
+      ctx.metrics.count("kubefn_probe_shards_total", {}, shards.length - failed);
+      return { shards: shards.length - failed, planned, shardErrors: failed };
     },
+    handleShard: (ctx, objects) => probeAndApply(ctx, objects, false, true),
   };
 }

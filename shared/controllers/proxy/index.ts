@@ -20,7 +20,7 @@ export {
   minReportIntervalSeconds,
   proxyHealthSubject,
 } from "./health-subject.ts";
-export { type ProxyHealthTaskOptions, proxyHealthTask } from "./health-task.ts";
+export { type ProxyHealthTaskOptions, probeShardTask, proxyHealthTask } from "./health-task.ts";
 export {
   decideManaged,
   type InstanceLookup,

@@ -5,6 +5,7 @@ import { generationChanged } from "../../runtime/index.ts";
 import { SubPoolConditionType, subPoolNamespacePrefix, subPoolResource } from "./api.ts";
 import { defaultOperatorConfig, type OperatorConfig } from "./config.ts";
 import { subPoolObjectNames } from "./desired.ts";
+import { subPoolDrift } from "./drift.ts";
 import { reconcileSubPool } from "./reconcile.ts";
 import { defaultSubPoolTimings, type SubPoolTimings } from "./timings.ts";
 
@@ -68,6 +69,7 @@ export function subPoolController(deps: SubPoolControllerDeps = {}): ControllerD
     predicate: generationChanged,
     conditionTypes: Object.values(SubPoolConditionType),
     resyncSeconds: Math.max(60, timings.resync),
+    drift: subPoolDrift(passDeps.operatorConfig),
     requeueSeconds: {
       deletionPoll: timings.deletionPoll,
       ...(timings.activeRequeue === undefined ? {} : { activeRequeue: timings.activeRequeue }),

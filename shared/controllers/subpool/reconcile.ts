@@ -359,15 +359,21 @@ async function proxyGatewayReadiness(
   ctx: PassContext,
   gateway: { namespace: string; service: string },
 ): Promise<{ ready: boolean; message: string }> {
-  const slices = await listAll<KubeObject & { endpoints?: { conditions?: { ready?: boolean } }[] }>(
-    ctx.kube,
-    endpointSliceResource,
-    {
-      namespace: gateway.namespace,
-      labelSelector: formatLabelSelector({ "kubernetes.io/service-name": gateway.service }),
-    },
-  );
-  const ready = slices.flatMap((s) => s.endpoints ?? []).filter((e) => e.conditions?.ready !== false).length;
+  const slices = await listAll(ctx.kube, endpointSliceResource, {
+    namespace: gateway.namespace,
+    labelSelector: formatLabelSelector({ "kubernetes.io/service-name": gateway.service }),
+  });
+  return gatewayReadiness(slices, gateway);
+}
+
+/** Whether the shared proxy gateway's EndpointSlices hold a ready endpoint (pure). */
+export function gatewayReadiness(
+  slices: readonly KubeObject[],
+  gateway: { namespace: string; service: string },
+): { ready: boolean; message: string } {
+  const ready = (slices as (KubeObject & { endpoints?: { conditions?: { ready?: boolean } }[] })[])
+    .flatMap((s) => s.endpoints ?? [])
+    .filter((e) => e.conditions?.ready !== false).length;
   const where = `Service ${gateway.namespace}/${gateway.service}`;
   return ready > 0
     ? { ready: true, message: `${where} has ${ready} ready endpoint${ready === 1 ? "" : "s"}` }

@@ -127,7 +127,12 @@ describe("runPass", () => {
       followUpSeconds: 0,
     });
     expect(recorded.sent).toEqual([
-      { messages: [{ request: proxyMessage().request, attempt: 1, uid: "uid-p1" }], delaySeconds: 0 },
+      {
+        messages: [
+          { request: proxyMessage().request, attempt: 1, uid: "uid-p1", trigger: { kind: "follow-up" } },
+        ],
+        delaySeconds: 0,
+      },
     ]);
   });
 
@@ -357,7 +362,14 @@ describe("runPass", () => {
     } else {
       expect(recorded.sent).toEqual([
         {
-          messages: [{ request: proxyMessage().request, attempt: attemptOut, uid: "uid-p1" }],
+          messages: [
+            {
+              request: proxyMessage().request,
+              attempt: attemptOut,
+              uid: "uid-p1",
+              trigger: { kind: "follow-up" },
+            },
+          ],
           delaySeconds: delay,
         },
       ]);

@@ -2,7 +2,8 @@ import { listAll } from "../../../kube/index.ts";
 import type { SweepTask } from "../../../runtime/index.ts";
 import { proxyResource } from "../api.ts";
 import { proxyControllerName } from "../controller.ts";
-import { managedByTagKey, managedByTagValue, ownerTagKey, type ProvidersByName } from "../providers/index.ts";
+import { providerInstances } from "../drift.ts";
+import { ownerTagKey, type ProvidersByName } from "../providers/index.ts";
 import { type AgedInstance, defaultOrphanGraceSeconds, findOrphans } from "./find-orphans.ts";
 
 export interface OrphanSweepOptions {
@@ -27,13 +28,13 @@ export function orphanSweepTask(opts: OrphanSweepOptions): SweepTask {
   return {
     name: "proxy-orphans",
     controller: proxyControllerName,
-    async run(ctx, primaries) {
+    async run(ctx, primaries, memo) {
       const now = ctx.clock.now();
       const counts = { instances: 0, orphans: 0, collected: 0, failed: 0 };
       const candidates: { provider: string; instance: AgedInstance }[] = [];
       for (const [name, provider] of Object.entries(opts.providers).sort(([a], [b]) => (a < b ? -1 : 1))) {
         try {
-          const instances = await provider.listByTag({ key: managedByTagKey, value: managedByTagValue });
+          const instances = await providerInstances(memo, name, provider);
           counts.instances += instances.length;
           for (const instance of findOrphans(instances, primaries, now, graceSeconds)) {
             candidates.push({ provider: name, instance });

@@ -1,0 +1,134 @@
+/**
+ * Health probes fanned out through the queue: the sweep cuts the due Proxies into probe shards,
+ * each a message (delayed to its phase in the minute) that one invocation probes within its
+ * platform budget.
+ */
+import { fnv1a32, type ObjectKey } from "../kube/index.ts";
+import type { ProbeResult, Prober, ProbeTarget } from "./probe.ts";
+import type { HealthSubject } from "./sweep.ts";
+import { probeDue } from "./sweep.ts";
+
+/** One probe-shard message: the Proxies (as listed) to probe after `delaySeconds`. */
+export interface ProbeShard<P> {
+  delaySeconds: number;
+  objects: P[];
+}
+
+export interface PlanProbeShardsOptions<P> {
+  proxies: readonly P[];
+  subjectFor: (proxy: P) => HealthSubject;
+  now: Date;
+  /** How often the sweep runs, seconds; each sweep plans this much time ahead. */
+  sweepPeriodSeconds: number;
+  /** Proxies per shard: the platform's per-invocation budget (connections, subrequests). */
+  shardSize: number;
+}
+
+/**
+ * Which Proxies to probe in the next sweep period, and when (pure). A Proxy is probed every
+ * `intervalSeconds`: below the sweep period several times per sweep (a 30 s interval twice a
+ * minute), at delays `phase + k · interval`; at or above it, on every n-th sweep
+ * ({@link probeDue}) at delay `phase`. The phase is the FNV-1a hash of the key modulo the interval
+ * (or the period), so probes spread over the minute and a Proxy keeps its rhythm across sweeps
+ * without any stored schedule. Proxies with the same delay share shards of at most `shardSize`.
+ *
+ * Caveats: delays are whole seconds. A Proxy without an address, an instance, or being deleted
+ * is not planned. A shard delayed by d carries the object as listed d seconds earlier; its
+ * annotation write is guarded by that resourceVersion, so a change in between costs that one
+ * report (recomputed at the next probe), never a wrong one.
+ */
+export function planProbeShards<P>(opts: PlanProbeShardsOptions<P>): ProbeShard<P>[] {
+  const period = Math.max(1, Math.round(opts.sweepPeriodSeconds));
+  const size = Math.max(1, Math.floor(opts.shardSize));
+  const byDelay = new Map<number, P[]>();
+  for (const proxy of opts.proxies) {
+    const s = opts.subjectFor(proxy);
+    if (s.deleting || !s.proxy || !s.instance) continue;
+    for (const delay of probeDelays(s.key, s.probe.intervalSeconds, opts.now, period)) {
+      const at = byDelay.get(delay);
+      if (at) at.push(proxy);
+      else byDelay.set(delay, [proxy]);
+    }
+  }
+  const shards: ProbeShard<P>[] = [];
+  for (const delay of [...byDelay.keys()].sort((a, b) => a - b)) {
+    const objects = byDelay.get(delay)!;
+    for (let i = 0; i < objects.length; i += size) {
+      shards.push({ delaySeconds: delay, objects: objects.slice(i, i + size) });
+    }
+  }
+  return shards;
+}
+
+/** The delays (seconds into this sweep period) at which a Proxy is probed. */
+export function probeDelays(
+  key: ObjectKey,
+  intervalSeconds: number | undefined,
+  now: Date,
+  periodSeconds: number,
+): number[] {
+  const interval = Math.max(1, Math.round(intervalSeconds ?? periodSeconds));
+  const hash = fnv1a32(`${key.namespace ?? ""}/${key.name}`);
+  if (interval >= periodSeconds) {
+    return probeDue(key, now, interval, periodSeconds) ? [hash % periodSeconds] : [];
+  }
+  const delays: number[] = [];
+  for (let at = hash % interval; at < periodSeconds; at += interval) delays.push(at);
+  return delays;
+}
+
+/**
+ * A prober that keeps at most `limit` probes in flight across every shard it serves (one
+ * platform instance: on Workers, 6 connections), and that never lets a probe outlive its own
+ * deadline: a probe that hangs past `timeoutMs` (plus `graceMs`) resolves as a failed probe, so
+ * no shard, and nothing after it, waits on it.
+ *
+ * Caveats: the slot of a hung probe is released at its deadline, though the platform may keep
+ * the socket until it closes it.
+ */
+export function boundedProber(
+  inner: Prober,
+  limit: number,
+  graceMs = 250,
+): Prober & { inFlight(): number; peak(): number } {
+  let active = 0;
+  let peak = 0;
+  const waiting: (() => void)[] = [];
+  const acquire = async () => {
+    while (active >= Math.max(1, limit)) await new Promise<void>((resolve) => waiting.push(resolve));
+    active++;
+    peak = Math.max(peak, active);
+  };
+  const release = () => {
+    active--;
+    waiting.shift()?.();
+  };
+  return {
+    inFlight: () => active,
+    peak: () => peak,
+    async probe(req: ProbeTarget): Promise<ProbeResult> {
+      await acquire();
+      const started = Date.now();
+      let timer: ReturnType<typeof setTimeout> | undefined;
+      try {
+        return await Promise.race([
+          inner.probe(req),
+          new Promise<ProbeResult>((resolve) => {
+            timer = setTimeout(
+              () =>
+                resolve({
+                  ok: false,
+                  latencyMs: Date.now() - started,
+                  error: `probe deadline of ${req.timeoutMs} ms passed`,
+                }),
+              req.timeoutMs + graceMs,
+            );
+          }),
+        ]);
+      } finally {
+        clearTimeout(timer);
+        release();
+      }
+    },
+  };
+}

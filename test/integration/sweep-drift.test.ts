@@ -1,0 +1,360 @@
+/**
+ * Drift found by lists, against the real control plane, with every cluster event lost: nothing
+ * posts to an intake here, so the only messages are the sweep's and the passes' own follow-ups.
+ * kubefn runs as the least-privileged ServiceAccount (its RBAC must allow every list the sweep
+ * makes), through a counting transport that sees every request on the wire.
+ *
+ * - steady state: a few sweeps over 5 converged SubPools and then over 20 send no message and make
+ *   the same number of requests (lists per kind and page, not per object);
+ * - drift the old per-object passes caught is caught by the next sweep, named by its reason, and
+ *   converges: an owned object deleted or edited by hand, a foreign Namespace that goes away, a
+ *   Pod instance deleted, a cloud-init Secret rotated.
+ */
+import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
+import { asServiceAccount, installCrdsAndRbac, serviceAccountToken } from "../../functions/node/install.ts";
+import { proxyResource } from "../../shared/controllers/proxy/api.ts";
+import { proxyController } from "../../shared/controllers/proxy/controller.ts";
+import { createKubernetesProvider } from "../../shared/controllers/proxy/providers/index.ts";
+import { subPoolNamespaceName, subPoolResource } from "../../shared/controllers/subpool/api.ts";
+import { subPoolController } from "../../shared/controllers/subpool/controller.ts";
+import {
+  type CountingTransport,
+  countingTransport,
+  createKube,
+  isNotFound,
+  type Kube,
+  type KubeObject,
+  type RecordedCall,
+  Resources,
+} from "../../shared/kube/index.ts";
+import { createNodeTransport, loadKubeConfig } from "../../shared/kube/node.ts";
+import { runPass } from "../../shared/runtime/executor.ts";
+import { createRegistry, type Registry } from "../../shared/runtime/registry.ts";
+import { runSweep, type SweepSummary } from "../../shared/runtime/sweep-run.ts";
+import type { Context, Message } from "../../shared/runtime/types.ts";
+
+const suffix = Math.random().toString(36).slice(2, 6);
+const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+
+let admin: Kube;
+let wire: CountingTransport;
+let ctx: Context;
+let registry: Registry;
+let subPoolOnly: Registry;
+/** Follow-ups the passes sent (delivered by `drain`); the sweep's messages go to `swept`. */
+let followUps: { message: Message; at: number }[] = [];
+let swept: Message[] = [];
+let collecting: "sweep" | "pass" = "sweep";
+const proxyNs = `drift-${suffix}`;
+const pools: string[] = [];
+
+function spec(): Record<string, unknown> {
+  return {
+    exposure: { mode: "Internal" },
+    storage: { size: "1Gi" },
+    cpa: { image: "ghcr.io/subrelay/cpa:1.4.0", resources: { requests: { cpu: "100m", memory: "64Mi" } } },
+    cpaManager: {
+      image: "ghcr.io/subrelay/cpa-manager:1.4.0",
+      resources: { requests: { cpu: "100m", memory: "64Mi" } },
+    },
+  };
+}
+
+async function createPool(name: string): Promise<void> {
+  for (let attempt = 0; ; attempt++) {
+    try {
+      await admin.create(subPoolResource, {
+        apiVersion: `${subPoolResource.group}/${subPoolResource.version}`,
+        kind: "SubPool",
+        metadata: { name },
+        spec: spec(),
+      });
+      pools.push(name);
+      return;
+    } catch (err) {
+      // A freshly Established CRD can answer 404 for a moment while its handler is installed.
+      if (!isNotFound(err) || attempt > 50) throw err;
+      await sleep(200);
+    }
+  }
+}
+
+/** This file's objects: other test files share the cluster, and their objects are theirs. */
+const ours = (m: Message) => m.request.name.includes(suffix) || m.request.namespace === proxyNs;
+
+/** One sweep as the platform runs it: drift due (resync 60, period 60), no tasks. */
+async function sweep(): Promise<{ messages: Message[]; summary: SweepSummary }> {
+  swept = [];
+  collecting = "sweep";
+  const summary = await runSweep(ctx, registry, [], { shardSize: 100, snapshots: true });
+  collecting = "pass";
+  return { messages: swept, summary };
+}
+
+/** Runs `messages` and every follow-up they cause (delays capped at 1 s), as a queue would. */
+async function drain(messages: Message[]): Promise<void> {
+  for (const m of messages.filter(ours)) await runPass(ctx, registry, m);
+  for (let rounds = 0; followUps.length > 0 && rounds < 200; rounds++) {
+    const next = followUps.shift()!;
+    const wait = next.at - Date.now();
+    if (wait > 0) await sleep(Math.min(wait, 1000));
+    await runPass(ctx, registry, next.message);
+  }
+}
+
+/** Sweeps and drains until a sweep sends nothing (the watch cache may trail a write briefly). */
+async function converge(what: string, timeoutMs = 90_000): Promise<string[]> {
+  const reasons: string[] = [];
+  const deadline = Date.now() + timeoutMs;
+  let quiet = 0;
+  while (quiet < 2) {
+    if (Date.now() > deadline) throw new Error(`${what}: still drifting: ${reasons.slice(-10).join(", ")}`);
+    const messages = (await sweep()).messages.filter(ours);
+    reasons.push(...messages.map((m) => `${m.request.name}:${m.trigger?.reason ?? m.trigger?.kind}`));
+    if (messages.length === 0) quiet++;
+    else quiet = 0;
+    await drain(messages);
+    await sleep(300);
+  }
+  return reasons;
+}
+
+/** Sweeps until one names `name` (within a few seconds: the watch cache trails by milliseconds). */
+async function driftFor(name: string): Promise<Message> {
+  for (let i = 0; i < 30; i++) {
+    const { messages } = await sweep();
+    const hit = messages.find((m) => m.request.name === name);
+    if (hit) {
+      await drain(messages);
+      return hit;
+    }
+    await sleep(200);
+  }
+  throw new Error(`no drift message for ${name}`);
+}
+
+/**
+ * The same sweep as before drift was found by lists (the controllers without their drift
+ * declarations: every object a pass each resync), for the side-by-side figure: requests of one
+ * sweep and of the passes it sends, and the messages.
+ */
+async function legacyWindow(): Promise<{ requests: number; messages: number }> {
+  const legacy = createRegistry([subPoolOnly.controllers[0]!].map(({ drift: _, ...def }) => def));
+  const before = wire.calls().length;
+  swept = [];
+  collecting = "sweep";
+  await runSweep(ctx, legacy, [], { shardSize: 100, snapshots: true, safetyNetSeconds: 7 * 86_400 });
+  collecting = "pass";
+  const mine = swept.filter((m) => m.request.name.includes(suffix));
+  const messages = mine.length;
+  for (const m of mine) await runPass(ctx, legacy, m);
+  followUps = [];
+  return { requests: wire.calls().length - before, messages };
+}
+
+/**
+ * Requests of `n` steady sweeps of the SubPool controller alone, and the messages they sent for
+ * this file's pools (other test files share the cluster and create objects of their own).
+ */
+async function steadyWindow(
+  n: number,
+): Promise<{ requests: number; messages: number; perSweep: number[]; last: RecordedCall[] }> {
+  const perSweep: number[] = [];
+  let last: RecordedCall[] = [];
+  let messages = 0;
+  for (let i = 0; i < n; i++) {
+    const before = wire.calls().length;
+    swept = [];
+    collecting = "sweep";
+    await runSweep(ctx, subPoolOnly, [], { shardSize: 100, snapshots: true, safetyNetSeconds: 7 * 86_400 });
+    collecting = "pass";
+    perSweep.push(wire.calls().length - before);
+    last = wire.calls().slice(before);
+    messages += swept.filter((m) => m.request.name.includes(suffix)).length;
+  }
+  return { requests: perSweep.reduce((a, b) => a + b, 0), messages, perSweep, last };
+}
+
+beforeAll(async () => {
+  const adminKc = loadKubeConfig({ file: inject("kubeconfig") });
+  admin = createKube(createNodeTransport(adminKc));
+  await installCrdsAndRbac(admin);
+  const token = await serviceAccountToken(createNodeTransport(adminKc), "kubefn-system", "kubefn");
+  wire = countingTransport(createNodeTransport(asServiceAccount(adminKc, token)));
+  const kube = createKube(wire, { fieldManager: "kubefn" });
+  subPoolOnly = createRegistry([subPoolController()]);
+  registry = createRegistry([
+    subPoolController(),
+    proxyController({
+      providers: (pass) => ({ kubernetes: createKubernetesProvider({ kube: pass.kube }) }),
+      timings: { driftPoll: 60 },
+    }),
+  ]);
+  ctx = {
+    kube,
+    queue: {
+      send: async (messages, delaySeconds) => {
+        if (collecting === "sweep") swept.push(...messages);
+        else
+          for (const message of messages)
+            followUps.push({ message, at: Date.now() + (delaySeconds ?? 0) * 1000 });
+      },
+    },
+    clock: { now: () => new Date() },
+    log: { info: () => {}, warn: () => {}, error: () => {} },
+    metrics: { count: () => {}, observe: () => {}, gauge: () => {} },
+    random: Math.random,
+  };
+  await admin.create(Resources.Namespace, {
+    apiVersion: "v1",
+    kind: "Namespace",
+    metadata: { name: proxyNs },
+  });
+}, 120_000);
+
+afterAll(async () => {
+  followUps = [];
+  for (const name of pools) await admin.delete(subPoolResource, { name }).catch(() => undefined);
+  // Drive the finalizers so the pools and their Namespaces go.
+  await converge("cleanup", 120_000).catch(() => undefined);
+  await admin.delete(Resources.Namespace, { name: proxyNs }).catch(() => undefined);
+}, 180_000);
+
+describe("sweep by lists", () => {
+  it("steady state: no drift messages, and the same requests per sweep for 5 and for 20 SubPools", async () => {
+    for (let i = 0; i < 5; i++) await createPool(`st${suffix}-${i}`);
+    await converge("5 pools");
+    const five = await steadyWindow(3);
+    const legacyFive = await legacyWindow();
+    for (let i = 5; i < 20; i++) await createPool(`st${suffix}-${i}`);
+    await converge("20 pools", 180_000);
+    const twenty = await steadyWindow(3);
+    const legacyTwenty = await legacyWindow();
+    console.log(
+      `sweep-drift steady: 5 SubPools → ${five.requests} requests in 3 sweeps (${five.perSweep.join("/")}), ${five.messages} messages; ` +
+        `20 SubPools → ${twenty.requests} requests (${twenty.perSweep.join("/")}), ${twenty.messages} messages; ` +
+        `paths ${JSON.stringify(countPaths(twenty.last))}`,
+    );
+    console.log(
+      `sweep-drift side by side, one sweep with its passes at steady state: ` +
+        `5 SubPools: by lists ${five.perSweep.at(-1)} requests / 0 messages, by passes ${legacyFive.requests} requests / ${legacyFive.messages} messages; ` +
+        `20 SubPools: by lists ${twenty.perSweep.at(-1)} requests / 0 messages, by passes ${legacyTwenty.requests} requests / ${legacyTwenty.messages} messages`,
+    );
+    expect(legacyTwenty.messages).toBe(20);
+    expect(legacyTwenty.requests).toBeGreaterThan(legacyFive.requests);
+    expect(five.messages).toBe(0);
+    expect(twenty.messages).toBe(0);
+    expect(twenty.requests).toBe(five.requests);
+    // Reads only, and no read of any one SubPool's objects: every request is a list or a shared read.
+    const last = twenty.last;
+    expect(last.every((c) => c.method === "GET")).toBe(true);
+    expect(last.filter((c) => c.path.includes(`/namespaces/subpool-`))).toEqual([]);
+  }, 420_000);
+
+  it("an owned object deleted or edited by hand is found by the next sweep and converges", async () => {
+    const name = `dr${suffix}`;
+    await createPool(name);
+    await converge(name);
+    const ns = subPoolNamespaceName(name);
+
+    await admin.delete(Resources.ConfigMap, { namespace: ns, name: `${name}-config` });
+    expect((await driftFor(name)).trigger).toEqual({ kind: "drift", reason: "missing:ConfigMap" });
+    await converge(`${name} ConfigMap`);
+    expect(await admin.get(Resources.ConfigMap, { namespace: ns, name: `${name}-config` })).toBeDefined();
+
+    const sts = await admin.get<
+      KubeObject & { spec: { template: { spec: { containers: { image: string }[] } } } }
+    >(Resources.StatefulSet, { namespace: ns, name: `${name}-cpa-manager` });
+    sts.spec.template.spec.containers[0]!.image = "example.com/hand-edited:1";
+    await admin.update(Resources.StatefulSet, sts);
+    expect((await driftFor(name)).trigger).toEqual({ kind: "drift", reason: "changed:StatefulSet" });
+    await converge(`${name} StatefulSet`);
+    const fixed = await admin.get<typeof sts>(Resources.StatefulSet, {
+      namespace: ns,
+      name: `${name}-cpa-manager`,
+    });
+    expect(fixed.spec.template.spec.containers[0]!.image).not.toBe("example.com/hand-edited:1");
+  }, 240_000);
+
+  it("a Namespace conflict is reported once, then converges by lists when the foreign Namespace goes", async () => {
+    const name = `nc${suffix}`;
+    const ns = subPoolNamespaceName(name);
+    await admin.create(Resources.Namespace, { apiVersion: "v1", kind: "Namespace", metadata: { name: ns } });
+    await createPool(name);
+    await converge(name);
+    const blocked = await admin.get<
+      KubeObject & { status?: { conditions?: { type: string; reason: string }[] } }
+    >(subPoolResource, { name });
+    expect(blocked.status?.conditions?.find((c) => c.type === "Ready")?.reason).toBe("NamespaceConflict");
+
+    await admin.delete(Resources.Namespace, { name: ns });
+    // The namespace controller finalizes it; the sweep notices when it is gone.
+    for (let i = 0; i < 200; i++) {
+      try {
+        const current = await admin.get(Resources.Namespace, { name: ns });
+        if (current.metadata.ownerReferences?.length) break;
+      } catch (err) {
+        if (!isNotFound(err)) throw err;
+      }
+      await drain((await sweep()).messages);
+      await sleep(250);
+    }
+    await converge(`${name} after the conflict`);
+    const after = await admin.get<typeof blocked>(subPoolResource, { name });
+    expect(after.status?.conditions?.find((c) => c.type === "Ready")?.reason).not.toBe("NamespaceConflict");
+    const owned = await admin.get(Resources.Namespace, { name: ns });
+    expect(owned.metadata.ownerReferences?.[0]?.uid).toBe(after.metadata.uid);
+  }, 240_000);
+
+  it("a Managed Proxy's Pod deleted by hand, and its cloud-init Secret rotated, are found by lists", async () => {
+    await admin.create(Resources.Secret, {
+      apiVersion: "v1",
+      kind: "Secret",
+      metadata: { namespace: proxyNs, name: "init" },
+      stringData: { "user-data": "#cloud-config\n# v1\n" },
+    });
+    await admin.create(proxyResource, {
+      apiVersion: "crawl.kubefn.dev/v1alpha1",
+      kind: "Proxy",
+      metadata: { namespace: proxyNs, name: "managed" },
+      spec: { mode: "Managed", provider: "kubernetes", cloudInit: { secretRef: { name: "init" } } },
+    });
+    type ProxyObject = KubeObject & { status?: { providerID?: string; ip?: string } };
+    const get = () => admin.get<ProxyObject>(proxyResource, { namespace: proxyNs, name: "managed" });
+    await converge("proxy", 120_000);
+    const first = (await get()).status?.providerID;
+    expect(first).toMatch(/^kubernetes:\/\//);
+
+    const [podNs, podName] = first!.slice("kubernetes://".length).split("/") as [string, string];
+    await admin.delete(Resources.Pod, { namespace: podNs, name: podName }, { gracePeriodSeconds: 0 });
+    for (let i = 0; i < 100; i++) {
+      try {
+        await admin.get(Resources.Pod, { namespace: podNs, name: podName });
+        await sleep(200);
+      } catch (err) {
+        if (isNotFound(err)) break;
+        throw err;
+      }
+    }
+    expect((await driftFor("managed")).trigger?.reason).toBe("instance-gone");
+    await converge("proxy after its Pod was deleted", 120_000);
+    expect((await get()).status?.ip).toBeTruthy();
+
+    const secret = await admin.get(Resources.Secret, { namespace: proxyNs, name: "init" });
+    await admin.update(Resources.Secret, { ...secret, data: { "user-data": btoa("#cloud-config\n# v2\n") } });
+    expect((await driftFor("managed")).trigger?.reason).toBe("spec-hash");
+    await converge("proxy after its Secret rotated", 120_000);
+    const rotated = await get();
+    expect(rotated.status?.ip).toBeTruthy();
+    expect(rotated.status?.providerID).toBeDefined();
+  }, 300_000);
+});
+
+function countPaths(calls: readonly { method: string; path: string }[]): Record<string, number> {
+  const out: Record<string, number> = {};
+  for (const c of calls) {
+    const key = `${c.method} ${c.path.split("?")[0]}`;
+    out[key] = (out[key] ?? 0) + 1;
+  }
+  return out;
+}

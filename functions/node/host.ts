@@ -1,4 +1,3 @@
-import { singleFlight } from "../../shared/concurrency/index.ts";
 import { guardedKube } from "../../shared/kube/index.ts";
 import { createNodeTransport } from "../../shared/kube/node.ts";
 import { readManifestDirectory } from "../../shared/kube/node-manifests.ts";
@@ -10,6 +9,7 @@ import { connectCluster, randomToken } from "./cluster.ts";
 import type { NodeHostConfig } from "./config.ts";
 import type { Devcluster } from "./devcluster.ts";
 import { type HostParts, hostApp, listen } from "./server.ts";
+import { startSweeper } from "./sweeper.ts";
 import { WorkQueue } from "./work-queue.ts";
 
 export type { NodeHostConfig };
@@ -61,25 +61,17 @@ export async function startNodeHost(config: NodeHostConfig, log: Log): Promise<N
     ...(config.siteManifestsDir ? { siteManifests: readManifestDirectory(config.siteManifestsDir) } : {}),
   });
   parts = { kubefn, queue, guard };
-  const sweep = singleFlight((full: boolean) => kubefn.sweep({ full }));
   log.info("listening", { url, intake: `${url}/v1/events`, metrics: `${url}/metrics` });
-  // The first sweep (every object once) runs in the background, so the caller can install its
-  // shutdown handling at once; `stop` waits for a sweep in flight.
-  const sweepLogged = (full = false) =>
-    void sweep(full).catch((err: unknown) => log.error("sweep failed", { error: String(err) }));
-  sweepLogged(true);
-  const timer = setInterval(() => sweepLogged(), settings.sweepPeriodSeconds * 1000);
-
+  const sweeper = startSweeper((full) => kubefn.sweep({ full }), settings.sweepPeriodSeconds, log);
   return {
     url,
     ctx: kubefn.ctx,
     queue,
     metrics,
     ...(devcluster ? { devcluster } : {}),
-    sweep: (full = false) => sweep(full),
+    sweep: sweeper.sweep,
     async stop() {
-      clearInterval(timer);
-      await sweep.running?.catch(() => undefined);
+      await sweeper.stop();
       await queue.close();
       await close();
       await devcluster?.stop();

@@ -6,46 +6,50 @@
  * {@link operatorVariables} into its schema and turns the result into {@link OperatorSettings}
  * with {@link operatorSettingsFrom}.
  */
-import * as z from "zod";
+
 import type { ServiceAccountKey } from "../shared/controllers/proxy/providers/index.ts";
 import { type OperatorConfig, parseOperatorConfig } from "../shared/controllers/subpool/index.ts";
+import * as z from "../shared/zod/index.ts";
 
 /** A comma-separated list, trimmed, empties dropped (settings.ts has the same; no import cycle). */
-const commaList = z.string().transform((s) =>
-  s
-    .split(",")
-    .map((x) => x.trim())
-    .filter(Boolean),
+const commaList = z.pipe(
+  z.string(),
+  z.transform((s) =>
+    s
+      .split(",")
+      .map((x) => x.trim())
+      .filter(Boolean),
+  ),
 );
 
 export const operatorVariables = {
-  SUBPOOL_MAX_CPU: z.string().optional(),
-  SUBPOOL_MAX_MEMORY: z.string().optional(),
+  SUBPOOL_MAX_CPU: z.optional(z.string()),
+  SUBPOOL_MAX_MEMORY: z.optional(z.string()),
   /** "namespace/name" of the Gateway HTTPRoutes attach to by default. */
-  SUBPOOL_GATEWAY: z.string().optional(),
-  SUBPOOL_HOSTNAME_SUFFIX: z.string().optional(),
+  SUBPOOL_GATEWAY: z.optional(z.string()),
+  SUBPOOL_HOSTNAME_SUFFIX: z.optional(z.string()),
   /** "namespace/service" of the shared proxy gateway (Mihomo). */
-  SUBPOOL_PROXY_GATEWAY: z.string().optional(),
-  SITE_IMAGE_REGISTRY: z.string().min(1).default("ghcr.io/unbounded-cloud"),
-  SITE_IMAGE_TAG: z.string().min(1).default("latest"),
-  SITE_APISERVER_ENDPOINT: z
-    .url({ protocol: /^https?$/, error: "SITE_APISERVER_ENDPOINT must be an http(s) URL" })
-    .default("https://kubernetes.default.svc"),
+  SUBPOOL_PROXY_GATEWAY: z.optional(z.string()),
+  SITE_IMAGE_REGISTRY: z._default(z.string().check(z.minLength(1)), "ghcr.io/unbounded-cloud"),
+  SITE_IMAGE_TAG: z._default(z.string().check(z.minLength(1)), "latest"),
+  SITE_APISERVER_ENDPOINT: z._default(
+    z.url({ protocol: /^https?$/, error: "SITE_APISERVER_ENDPOINT must be an http(s) URL" }),
+    "https://kubernetes.default.svc",
+  ),
   /** Where Site components install; default: the namespace of kubefn's own ServiceAccount. */
-  SITE_NAMESPACE: z
-    .string()
-    .regex(/^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/, "SITE_NAMESPACE must be a DNS label")
-    .optional(),
-  GCE_PROJECT: z.string().min(1).optional(),
+  SITE_NAMESPACE: z.optional(
+    z.string().check(z.regex(/^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/, "SITE_NAMESPACE must be a DNS label")),
+  ),
+  GCE_PROJECT: z.optional(z.string().check(z.minLength(1))),
   /** Zones of the project: the first is the default for Proxies naming none; all are listed. */
-  GCE_ZONES: commaList.optional(),
+  GCE_ZONES: z.optional(commaList),
   /** A service-account key (the JSON Google issues), from the platform's secret store. */
-  GCE_CREDENTIALS: z.string().min(1).optional(),
+  GCE_CREDENTIALS: z.optional(z.string().check(z.minLength(1))),
   /** Compute API base URL; tests point it at a local server. */
-  GCE_COMPUTE_URL: z.url({ protocol: /^https?$/ }).optional(),
+  GCE_COMPUTE_URL: z.optional(z.url({ protocol: /^https?$/ })),
 };
 
-export type OperatorVariables = z.infer<z.ZodObject<typeof operatorVariables>>;
+export type OperatorVariables = z.infer<z.ZodMiniObject<typeof operatorVariables>>;
 
 /** What {@link operatorSettingsFrom} gives `createOperators`. */
 export interface OperatorSettings {
@@ -65,10 +69,10 @@ export interface GceSettings {
 }
 
 const serviceAccountKeySchema = z.object({
-  client_email: z.string().min(1),
-  private_key: z.string().includes("PRIVATE KEY"),
-  private_key_id: z.string().optional(),
-  token_uri: z.url().optional(),
+  client_email: z.string().check(z.minLength(1)),
+  private_key: z.string().check(z.includes("PRIVATE KEY")),
+  private_key_id: z.optional(z.string()),
+  token_uri: z.optional(z.url()),
 });
 
 /** The namespace of the first ServiceAccount among `selfUsernames` (kubefn's own); else kubefn-system. */

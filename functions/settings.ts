@@ -1,19 +1,22 @@
-import * as z from "zod";
 import type { RsaJwk } from "../shared/auth/index.ts";
+import * as z from "../shared/zod/index.ts";
 import type { PubSubSettings } from "./http.ts";
 import { type OperatorSettings, operatorSettingsFrom, operatorVariables } from "./operator-settings.ts";
 
 /** A comma-separated list, trimmed, empties dropped. */
-export const commaList = z.string().transform((s) =>
-  s
-    .split(",")
-    .map((x) => x.trim())
-    .filter(Boolean),
+export const commaList = z.pipe(
+  z.string(),
+  z.transform((s) =>
+    s
+      .split(",")
+      .map((x) => x.trim())
+      .filter(Boolean),
+  ),
 );
 
 /** An optional shared secret or token: at least 16 characters when set. */
 export const secretVariable = (name: string) =>
-  z.string().min(16, `${name} must be at least 16 characters`).optional();
+  z.optional(z.string().check(z.minLength(16, `${name} must be at least 16 characters`)));
 
 /**
  * The one settings schema, read under the same names on every platform (Workers `[vars]` and
@@ -24,46 +27,44 @@ export const settingsVariables = {
   AUDIT_TOKEN: secretVariable("AUDIT_TOKEN"),
   RELAY_SECRET: secretVariable("RELAY_SECRET"),
   API_TOKEN: secretVariable("API_TOKEN"),
-  SELF_USERNAMES: commaList.default(["system:serviceaccount:kubefn-system:kubefn"]),
-  MAX_BODY_BYTES: z.coerce
-    .number()
-    .int()
-    .min(1024)
-    .default(4 * 1024 * 1024),
-  REPLAY_WINDOW_SECONDS: z.coerce.number().int().min(10).default(300),
-  PUBSUB_AUDIENCE: z.string().min(1).optional(),
-  PUBSUB_SERVICE_ACCOUNT: z.email("PUBSUB_SERVICE_ACCOUNT must be a service account email").optional(),
-  PUBSUB_JWKS_URL: z
-    .url({ protocol: /^https?$/, error: "PUBSUB_JWKS_URL must be an http(s) URL" })
-    .optional(),
-  PUBSUB_JWKS: z
-    .string()
-    .transform((s, ctx) => {
-      try {
-        const v = JSON.parse(s) as { keys?: unknown };
-        if (Array.isArray(v.keys)) return v as { keys: RsaJwk[] };
-      } catch {}
-      ctx.addIssue({ code: "custom", message: 'PUBSUB_JWKS must be a JWKS: {"keys":[…]}' });
-      return z.NEVER;
-    })
-    .optional(),
-  SWEEP_PERIOD_SECONDS: z.coerce.number().int().min(1).max(3600).default(60),
-  PROXY_RESYNC_SECONDS: z.coerce.number().int().min(60).max(86400).optional(),
-  MIN_REPORT_SECONDS: z.coerce.number().int().min(1).max(3600).optional(),
-  ORPHAN_GRACE_SECONDS: z.coerce.number().int().min(0).optional(),
-  PROBE_CONCURRENCY: z.coerce.number().int().min(1).max(256).default(32),
-  PASS_CONCURRENCY: z.coerce.number().int().min(1).max(256).default(8),
-  PROBE_SHARD_SIZE: z.coerce.number().int().min(1).max(200).optional(),
+  SELF_USERNAMES: z._default(commaList, ["system:serviceaccount:kubefn-system:kubefn"]),
+  MAX_BODY_BYTES: z._default(z.coerce.number().check(z.int()).check(z.gte(1024)), 4 * 1024 * 1024),
+  REPLAY_WINDOW_SECONDS: z._default(z.coerce.number().check(z.int()).check(z.gte(10)), 300),
+  PUBSUB_AUDIENCE: z.optional(z.string().check(z.minLength(1))),
+  PUBSUB_SERVICE_ACCOUNT: z.optional(z.email("PUBSUB_SERVICE_ACCOUNT must be a service account email")),
+  PUBSUB_JWKS_URL: z.optional(
+    z.url({ protocol: /^https?$/, error: "PUBSUB_JWKS_URL must be an http(s) URL" }),
+  ),
+  PUBSUB_JWKS: z.optional(
+    z.pipe(
+      z.string(),
+      z.transform((s, ctx) => {
+        try {
+          const v = JSON.parse(s) as { keys?: unknown };
+          if (Array.isArray(v.keys)) return v as { keys: RsaJwk[] };
+        } catch {}
+        ctx.issues.push({ code: "custom", message: 'PUBSUB_JWKS must be a JWKS: {"keys":[…]}', input: s });
+        return z.NEVER;
+      }),
+    ),
+  ),
+  SWEEP_PERIOD_SECONDS: z._default(z.coerce.number().check(z.int()).check(z.gte(1)).check(z.lte(3600)), 60),
+  PROXY_RESYNC_SECONDS: z.optional(z.coerce.number().check(z.int()).check(z.gte(60)).check(z.lte(86400))),
+  MIN_REPORT_SECONDS: z.optional(z.coerce.number().check(z.int()).check(z.gte(1)).check(z.lte(3600))),
+  ORPHAN_GRACE_SECONDS: z.optional(z.coerce.number().check(z.int()).check(z.gte(0))),
+  PROBE_CONCURRENCY: z._default(z.coerce.number().check(z.int()).check(z.gte(1)).check(z.lte(256)), 32),
+  PASS_CONCURRENCY: z._default(z.coerce.number().check(z.int()).check(z.gte(1)).check(z.lte(256)), 8),
+  PROBE_SHARD_SIZE: z.optional(z.coerce.number().check(z.int()).check(z.gte(1)).check(z.lte(200))),
   // Back-pressure (shared/kube guardedKube): API requests per pass; a circuit per instance.
-  REQUEST_BUDGET: z.coerce.number().int().min(1).default(200),
-  CIRCUIT_FAILURES: z.coerce.number().int().min(1).default(5),
-  CIRCUIT_OPEN_SECONDS: z.coerce.number().int().min(1).max(600).default(5),
-  KUBE_TIMEOUT_SECONDS: z.coerce.number().min(0.1).max(300).default(30),
+  REQUEST_BUDGET: z._default(z.coerce.number().check(z.int()).check(z.gte(1)), 200),
+  CIRCUIT_FAILURES: z._default(z.coerce.number().check(z.int()).check(z.gte(1)), 5),
+  CIRCUIT_OPEN_SECONDS: z._default(z.coerce.number().check(z.int()).check(z.gte(1)).check(z.lte(600)), 5),
+  KUBE_TIMEOUT_SECONDS: z._default(z.coerce.number().check(z.gte(0.1)).check(z.lte(300)), 30),
   // SUBPOOL_*, SITE_*, GCE_*: the operators' own settings (see operator-settings.ts).
   ...operatorVariables,
 };
 
-type SettingsVariables = z.infer<z.ZodObject<typeof settingsVariables>>;
+type SettingsVariables = z.infer<z.ZodMiniObject<typeof settingsVariables>>;
 
 /** What {@link createKubefn} is built from besides its ports; parsed once by an adapter. */
 export interface KubefnSettings {
@@ -155,7 +156,7 @@ export class SettingsError extends Error {
  *
  * @throws SettingsError naming every bad variable, after `what` ("invalid Worker environment").
  */
-export function parseEnvironment<T extends z.ZodType>(
+export function parseEnvironment<T extends z.ZodMiniType>(
   schema: T,
   env: Record<string, unknown>,
   what: string,
@@ -168,7 +169,7 @@ export function parseEnvironment<T extends z.ZodType>(
 }
 
 /** One line per bad variable, for a configuration error's message. */
-export function describeIssues(error: z.ZodError): string {
+export function describeIssues(error: z.core.$ZodError): string {
   return error.issues.map((i) => `  ${i.path.join(".")}: ${i.message}`).join("\n");
 }
 

@@ -1,6 +1,8 @@
 // Pre-bundles the Worker (wrangler.toml `[build]`) so that zod's JSON Schema generator stays out:
-// every zod schema carries a reference to it, but only `npm run gen:crds` (Node) ever generates
-// JSON Schema. The generator's modules are replaced by functions that throw if called. wrangler
+// only `npm run gen:crds` (Node) ever generates JSON Schema. The schemas are zod/mini (shared/zod),
+// whose schemas do not reference the generator; classic zod's do (each carries toJSONSchema), so
+// should classic zod come back into the bundle, its generator modules are replaced by functions
+// that throw if called. wrangler
 // then bundles dist/worker-src/worker.js as usual (minified, cloudflare: modules external).
 import { readFileSync } from "node:fs";
 import { fileURLToPath } from "node:url";

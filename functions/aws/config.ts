@@ -1,4 +1,4 @@
-import * as z from "zod";
+import * as z from "../../shared/zod/index.ts";
 import {
   atLeastOneMinute,
   type KubefnSettings,
@@ -24,24 +24,26 @@ export interface AwsConfig extends KubefnSettings {
   functionArn?: string;
 }
 
-const arn = (name: string) => z.string().startsWith("arn:", `${name} must be an ARN`);
+const arn = (name: string) => z.string().check(z.startsWith("arn:", `${name} must be an ARN`));
 
 const envSchema = z
   .object({
-    KUBECONFIG_BASE64: z.base64("KUBECONFIG_BASE64 must be base64").min(1).optional(),
-    KUBECONFIG: z.string().min(1).optional(),
-    AWS_REGION: z.string({ error: "AWS_REGION is required (Lambda sets it)" }).min(1),
-    EVENT_BUS_NAME: z.string({ error: "EVENT_BUS_NAME is required" }).min(1),
-    SCHEDULE_GROUP: z.string().min(1).default("default"),
+    KUBECONFIG_BASE64: z.optional(z.base64("KUBECONFIG_BASE64 must be base64").check(z.minLength(1))),
+    KUBECONFIG: z.optional(z.string().check(z.minLength(1))),
+    AWS_REGION: z.string({ error: "AWS_REGION is required (Lambda sets it)" }).check(z.minLength(1)),
+    EVENT_BUS_NAME: z.string({ error: "EVENT_BUS_NAME is required" }).check(z.minLength(1)),
+    SCHEDULE_GROUP: z._default(z.string().check(z.minLength(1)), "default"),
     SCHEDULER_ROLE_ARN: arn("SCHEDULER_ROLE_ARN"),
-    FUNCTION_ARN: arn("FUNCTION_ARN").optional(),
+    FUNCTION_ARN: z.optional(arn("FUNCTION_ARN")),
     ...settingsVariables,
   })
-  .refine((e) => e.KUBECONFIG_BASE64 || e.KUBECONFIG, {
-    message: "set KUBECONFIG_BASE64 (base64 kubeconfig) or KUBECONFIG (a file in the bundle)",
-    path: ["KUBECONFIG_BASE64"],
-  })
-  .refine(atLeastOneMinute.check, atLeastOneMinute.message);
+  .check(
+    z.refine((e) => e.KUBECONFIG_BASE64 || e.KUBECONFIG, {
+      message: "set KUBECONFIG_BASE64 (base64 kubeconfig) or KUBECONFIG (a file in the bundle)",
+      path: ["KUBECONFIG_BASE64"],
+    }),
+  )
+  .check(z.refine(atLeastOneMinute.check, atLeastOneMinute.message));
 
 /** The environment is missing a variable or holds a bad one; the message lists every problem. */
 export class AwsConfigError extends SettingsError {

@@ -1,16 +1,5 @@
 import type { LambdaEvent } from "hono/aws-lambda";
 import { isRecord } from "../../shared/guards/index.ts";
-import { DETAIL_TYPE, SOURCE } from "./queue.ts";
-
-/**
- * A `kubefn.reconcile` event: from the bus (a full EventBridge envelope) or from a one-time
- * schedule (its `Input`, the same three fields). Only these fields are read.
- */
-export interface ReconcileEvent {
-  source: typeof SOURCE;
-  "detail-type": typeof DETAIL_TYPE;
-  detail: { messages: unknown[] };
-}
 
 /** The default bus's schedule rule (the sweep): `source: "aws.events"`, `detail-type: "Scheduled Event"`. */
 export interface ScheduledEvent {
@@ -26,16 +15,6 @@ export function isHttpEvent(event: unknown): event is LambdaEvent {
   return (
     (isRecord(event.requestContext.http) && typeof event.rawPath === "string") ||
     typeof event.httpMethod === "string"
-  );
-}
-
-export function isReconcileEvent(event: unknown): event is ReconcileEvent {
-  return (
-    isRecord(event) &&
-    event.source === SOURCE &&
-    event["detail-type"] === DETAIL_TYPE &&
-    isRecord(event.detail) &&
-    Array.isArray(event.detail.messages)
   );
 }
 

@@ -13,25 +13,20 @@
  * Anything else throws. Wiring is built once per execution environment, at the first invoke
  * (delayed follow-ups target the invoked function's ARN).
  */
-import { EventBridgeClient } from "@aws-sdk/client-eventbridge";
-import { SchedulerClient } from "@aws-sdk/client-scheduler";
-import { KubeConfig } from "@kubernetes/client-node";
 import { handle, type LambdaContext } from "hono/aws-lambda";
 import { Hono } from "hono/tiny";
 import { isCloudWatchLogsEvent } from "../../shared/audit-export/index.ts";
-import { mapWithConcurrency } from "../../shared/concurrency/index.ts";
 import { guardedKube, type Kube } from "../../shared/kube/index.ts";
 import { createNodeTransport, loadKubeConfig } from "../../shared/kube/node.ts";
 import type { Clock, Log, Metrics } from "../../shared/runtime/index.ts";
-import { isMessage } from "../../shared/runtime/index.ts";
-import { intakeCloudWatchLogs, mapWithRegistry } from "../intake/index.ts";
+import { deliverCloudWatchLogs } from "../intake/index.ts";
 import { createKubefn, type Kubefn } from "../kubefn.ts";
 import type { Operators } from "../operators.ts";
 import { createNodeProber } from "../ports/index.ts";
 import { createJsonLog } from "../telemetry/index.ts";
 import { type AwsConfig, parseAwsEnv } from "./config.ts";
-import { describeEvent, isHttpEvent, isReconcileEvent, isScheduledEvent } from "./events.ts";
-import { awsQueue } from "./queue.ts";
+import { describeEvent, isHttpEvent, isScheduledEvent } from "./events.ts";
+import { awsQueueFor, consumeReconcileEvent, isReconcileEvent } from "./queue.ts";
 import { createEmfMetrics } from "./telemetry.ts";
 
 /** What the handler is built from; everything but `env` has a production default. */
@@ -53,38 +48,10 @@ export function createHandler(options: HandlerOptions) {
     instance ??= build(options, context.invokedFunctionArn);
     const { kubefn, config, http } = instance;
     if (isHttpEvent(event)) return http(event, context);
-    if (isCloudWatchLogsEvent(event)) {
-      const { ctx, operators } = kubefn;
-      const result = await intakeCloudWatchLogs(event.awslogs.data, {
-        map: mapWithRegistry(ctx, operators.registry, config.selfUsernames),
-        enqueue: (messages) => ctx.queue.send(messages),
-        log: ctx.log,
-        metrics: ctx.metrics,
-        maxBytes: config.maxBodyBytes,
-      });
-      ctx.log.info(
-        "audit log delivery",
-        "acknowledged" in result ? { ...result } : { enqueued: result.enqueued, ...result.counts },
-      );
-      return result;
-    }
+    if (isCloudWatchLogsEvent(event)) return deliverCloudWatchLogs(kubefn, event.awslogs.data, config);
     if (isReconcileEvent(event)) {
-      const messages = event.detail.messages.filter(isMessage);
-      const skipped = event.detail.messages.length - messages.length;
-      if (skipped > 0)
-        kubefn.ctx.log.error("reconcile event items that are not messages; skipped", { skipped });
-      const crashed: unknown[] = [];
-      await mapWithConcurrency(messages, config.passConcurrency, async (message) => {
-        try {
-          await kubefn.consume(message);
-        } catch (err) {
-          kubefn.ctx.log.error("pass crashed", { request: message.request, error: String(err) });
-          crashed.push(err);
-        }
-      });
-      // Lambda retries the async invoke (then the DLQ); passes are idempotent.
-      if (crashed.length > 0) throw new AggregateError(crashed, `${crashed.length} passes crashed`);
-      return { passes: messages.length, skipped };
+      const { consume, ctx } = kubefn;
+      return consumeReconcileEvent(event.detail.messages, consume, ctx.log, config.passConcurrency);
     }
     if (isScheduledEvent(event)) return kubefn.sweep();
     throw new Error(
@@ -95,25 +62,19 @@ export function createHandler(options: HandlerOptions) {
 
 function build(options: HandlerOptions, invokedFunctionArn: string) {
   const config = parseAwsEnv(options.env);
-  const aws = { region: config.region, ...(options.endpoint ? { endpoint: options.endpoint } : {}) };
   const clock = options.clock ?? { now: () => new Date() };
   const kubePorts = options.kube
     ? { kube: options.kube(config) }
-    : guardedKube(createNodeTransport(kubeConfigOf(config), { timeoutMs: config.kubeTimeoutMs }), config);
+    : guardedKube(
+        createNodeTransport(loadKubeConfig(config.kubeconfig), { timeoutMs: config.kubeTimeoutMs }),
+        config,
+      );
   const kubefn = createKubefn(
     config,
     {
       kube: kubePorts.kube,
       ...("invocationKube" in kubePorts ? { invocationKube: kubePorts.invocationKube } : {}),
-      queue: awsQueue({
-        eventBridge: new EventBridgeClient(aws),
-        scheduler: new SchedulerClient(aws),
-        eventBusName: config.eventBusName,
-        scheduleGroup: config.scheduleGroup,
-        schedulerRoleArn: config.schedulerRoleArn,
-        targetArn: config.functionArn ?? invokedFunctionArn,
-        clock,
-      }),
+      queue: awsQueueFor(config, { targetArn: invokedFunctionArn, clock, endpoint: options.endpoint }),
       prober: createNodeProber(),
       clock,
       log: options.log ?? createJsonLog(),
@@ -123,13 +84,6 @@ function build(options: HandlerOptions, invokedFunctionArn: string) {
   );
   const app = new Hono().all("*", (c) => kubefn.fetch(c.req.raw));
   return { kubefn, config, http: handle(app) };
-}
-
-function kubeConfigOf(config: AwsConfig): KubeConfig {
-  if ("file" in config.kubeconfig) return loadKubeConfig({ file: config.kubeconfig.file });
-  const kc = new KubeConfig();
-  kc.loadFromString(config.kubeconfig.yaml);
-  return kc;
 }
 
 export const handler = createHandler({ env: process.env });

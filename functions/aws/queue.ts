@@ -1,11 +1,17 @@
 import { createHash } from "node:crypto";
+import { EventBridgeClient, PutEventsCommand, type PutEventsRequestEntry } from "@aws-sdk/client-eventbridge";
+import { CreateScheduleCommand, SchedulerClient } from "@aws-sdk/client-scheduler";
+import { mapWithConcurrency } from "../../shared/concurrency/index.ts";
+import { isRecord } from "../../shared/guards/index.ts";
 import {
-  type EventBridgeClient,
-  PutEventsCommand,
-  type PutEventsRequestEntry,
-} from "@aws-sdk/client-eventbridge";
-import { CreateScheduleCommand, type SchedulerClient } from "@aws-sdk/client-scheduler";
-import { type Clock, type Message, type Queue, requestKey } from "../../shared/runtime/index.ts";
+  type Clock,
+  isMessage,
+  type Log,
+  type Message,
+  type Queue,
+  requestKey,
+} from "../../shared/runtime/index.ts";
+import type { AwsConfig } from "./config.ts";
 
 export const SOURCE = "kubefn";
 export const DETAIL_TYPE = "kubefn.reconcile";
@@ -21,6 +27,26 @@ export const MAX_MESSAGE_BYTES = 64_000;
 /** What a `kubefn.reconcile` event carries in `detail`, on the bus and in a schedule's input. */
 export interface ReconcileDetail {
   messages: Message[];
+}
+
+/**
+ * A `kubefn.reconcile` event: from the bus (a full EventBridge envelope) or from a one-time
+ * schedule (its `Input`, the same three fields). Only these fields are read.
+ */
+export interface ReconcileEvent {
+  source: typeof SOURCE;
+  "detail-type": typeof DETAIL_TYPE;
+  detail: { messages: unknown[] };
+}
+
+export function isReconcileEvent(event: unknown): event is ReconcileEvent {
+  return (
+    isRecord(event) &&
+    event.source === SOURCE &&
+    event["detail-type"] === DETAIL_TYPE &&
+    isRecord(event.detail) &&
+    Array.isArray(event.detail.messages)
+  );
 }
 
 export interface AwsQueueOptions {
@@ -148,3 +174,48 @@ function chunk<T>(items: readonly T[], maxCount: number, size: (item: T) => numb
 
 const bytes = (s: string) => Buffer.byteLength(s, "utf8");
 const sizeOf = (message: Message) => bytes(JSON.stringify(message)) + 1;
+
+/** {@link awsQueue} with its SDK clients built from the Lambda's settings. */
+export function awsQueueFor(
+  config: AwsConfig,
+  opts: { targetArn: string; clock: Clock; endpoint?: string | undefined },
+): Queue {
+  const aws = { region: config.region, ...(opts.endpoint ? { endpoint: opts.endpoint } : {}) };
+  return awsQueue({
+    eventBridge: new EventBridgeClient(aws),
+    scheduler: new SchedulerClient(aws),
+    eventBusName: config.eventBusName,
+    scheduleGroup: config.scheduleGroup,
+    schedulerRoleArn: config.schedulerRoleArn,
+    targetArn: config.functionArn ?? opts.targetArn,
+    clock: opts.clock,
+  });
+}
+
+/**
+ * The consumer side: one pass per message of a `kubefn.reconcile` event's `detail.messages`,
+ * `concurrency` at a time. Items that are not messages are logged and skipped; crashed passes are
+ * logged, and then thrown together as an AggregateError so that Lambda retries the async invoke
+ * (then the DLQ): passes are idempotent.
+ */
+export async function consumeReconcileEvent(
+  items: unknown[],
+  consume: (message: Message) => Promise<unknown>,
+  log: Log,
+  concurrency: number,
+): Promise<{ passes: number; skipped: number }> {
+  const messages = items.filter(isMessage);
+  const skipped = items.length - messages.length;
+  if (skipped > 0) log.error("reconcile event items that are not messages; skipped", { skipped });
+  const crashed: unknown[] = [];
+  await mapWithConcurrency(messages, concurrency, async (message) => {
+    try {
+      await consume(message);
+    } catch (err) {
+      log.error("pass crashed", { request: message.request, error: String(err) });
+      crashed.push(err);
+    }
+  });
+  if (crashed.length > 0) throw new AggregateError(crashed, `${crashed.length} passes crashed`);
+  return { passes: messages.length, skipped };
+}

@@ -1,6 +1,6 @@
 import type { AnalyticsEngineDataset, Queue as QueueBinding } from "@cloudflare/workers-types/index.ts";
-import * as z from "zod";
 import type { Message } from "../../shared/runtime/index.ts";
+import * as z from "../../shared/zod/index.ts";
 import {
   atLeastOneMinute,
   type KubefnSettings,
@@ -32,10 +32,12 @@ export interface WorkerConfig extends KubefnSettings {
 const envSchema = z
   .object({
     KUBE_SERVER: z.url({ protocol: /^https?$/, error: "KUBE_SERVER must be an http(s) URL" }),
-    KUBE_TOKEN: z.string({ error: "KUBE_TOKEN is required (wrangler secret put KUBE_TOKEN)" }).min(1),
+    KUBE_TOKEN: z
+      .string({ error: "KUBE_TOKEN is required (wrangler secret put KUBE_TOKEN)" })
+      .check(z.minLength(1)),
     ...settingsVariables,
   })
-  .refine(atLeastOneMinute.check, atLeastOneMinute.message);
+  .check(z.refine(atLeastOneMinute.check, atLeastOneMinute.message));
 
 /** Workers keep at most 6 connections open per invocation; more only queue up. */
 /** Health probes fan out as probe-shard messages of 40 Proxies (see `probeShardSize`). */

@@ -77,6 +77,13 @@ describe("intake", () => {
     expect(s.enqueued.every((m) => m.attempt === 0)).toBe(true);
   });
 
+  it.each([`bearer ${AUDIT_TOKEN}`, `Bearer\t${AUDIT_TOKEN} `])(
+    "reads the audit token with the crawler API's Authorization parser (%j → 202)",
+    async (authorization) => {
+      expect((await post(s.app, auditFixture, { authorization })).status).toBe(202);
+    },
+  );
+
   it("accepts a signed relay batch and collapses two events for one object into one request", async () => {
     const headers = await signBatch(RELAY_SECRET, relayBody, nowSeconds);
     const res = await post(s.app, relayBody, headers);

@@ -2,6 +2,7 @@ import type { Context } from "hono";
 import { Hono } from "hono/tiny";
 import {
   bearerMatches,
+  bearerToken,
   type CheckedHeaders,
   checkSignatureHeaders,
   SIGNATURE_HEADER,
@@ -99,8 +100,7 @@ export function createIntakeApp(opts: IntakeOptions): Hono {
       relayHeaders = verdict.checked;
       source = "relay";
     } else {
-      const auth = c.req.header("authorization");
-      const token = auth?.startsWith("Bearer ") ? auth.slice(7) : undefined;
+      const token = bearerToken(c.req.header("authorization"));
       if (!opts.auditToken || !(await bearerMatches(token, opts.auditToken))) {
         return reject(c, 401, "Unauthenticated", "a bearer token or a relay signature is required");
       }

@@ -7,7 +7,7 @@ export {
   type MappedBatch,
   readCapped,
 } from "./app.ts";
-export { intakeCloudWatchLogs } from "./cloudwatch-logs.ts";
+export { deliverCloudWatchLogs, intakeCloudWatchLogs } from "./cloudwatch-logs.ts";
 export { type PubSubOptions, pubsubHandler } from "./pubsub.ts";
 export { memoryReplayGuard, type ReplayGuard } from "./replay.ts";
 export { mapWithRegistry } from "./wire.ts";

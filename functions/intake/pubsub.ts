@@ -5,6 +5,7 @@ import {
   parsePushDelivery,
 } from "../../shared/audit-export/index.ts";
 import {
+  bearerToken,
   type CheckedHeaders,
   checkSignatureHeaders,
   KeysUnavailableError,
@@ -56,8 +57,7 @@ export function pubsubHandler(
   const checkToken = async (c: Context): Promise<Response | undefined> => {
     const policy = opts.pubsub?.token;
     if (!policy) return reject(c, 401, "NotConfigured", "Pub/Sub push intake is not configured");
-    const auth = c.req.header("authorization");
-    const token = auth?.startsWith("Bearer ") ? auth.slice(7) : undefined;
+    const token = bearerToken(c.req.header("authorization"));
     try {
       const verdict = await verifyPushToken(token, policy, opts.clock.now().getTime() / 1000);
       if (!verdict.ok) {

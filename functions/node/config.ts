@@ -1,4 +1,4 @@
-import * as z from "zod";
+import * as z from "../../shared/zod/index.ts";
 import { type KubefnSettings, parseEnvironment, settingsFrom, settingsVariables } from "../settings.ts";
 
 /** The Node host's settings, parsed once from the environment. */
@@ -16,13 +16,13 @@ export interface NodeHostConfig {
 }
 
 const envSchema = z.object({
-  KUBECONFIG: z.string().min(1).optional(),
-  KUBEFN_HOST: z.string().default("127.0.0.1"),
-  KUBEFN_PORT: z.coerce.number().int().min(0).max(65535).default(8080),
-  KUBEFN_INSTALL: z.enum(["true", "false"]).default("false"),
-  KUBEFN_LOG_FORMAT: z.enum(["text", "json"]).default("text"),
+  KUBECONFIG: z.optional(z.string().check(z.minLength(1))),
+  KUBEFN_HOST: z._default(z.string(), "127.0.0.1"),
+  KUBEFN_PORT: z._default(z.coerce.number().check(z.int()).check(z.gte(0)).check(z.lte(65535)), 8080),
+  KUBEFN_INSTALL: z._default(z.enum(["true", "false"]), "false"),
+  KUBEFN_LOG_FORMAT: z._default(z.enum(["text", "json"]), "text"),
   /** Node only (a Worker has no filesystem): Site component manifests from this directory. */
-  SITE_MANIFESTS_DIR: z.string().min(1).optional(),
+  SITE_MANIFESTS_DIR: z.optional(z.string().check(z.minLength(1))),
   ...settingsVariables,
 });
 

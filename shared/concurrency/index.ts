@@ -1,1 +1,2 @@
 export { mapWithConcurrency } from "./map-with-concurrency.ts";
+export { singleFlight } from "./single-flight.ts";

@@ -1,38 +1,46 @@
-import * as z from "zod";
+import * as z from "../zod/index.ts";
+import { described, withMeta } from "./meta.ts";
 
 /**
  * metav1.Condition, with the same validation the upstream type carries, so a status written by
  * the original Go operator round-trips unchanged.
  */
 export const conditionSchema = z.object({
-  type: z
-    .string()
-    .max(316)
-    .regex(
-      /^([a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*\/)?(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])$/,
-    )
-    .describe("type of condition in CamelCase or in foo.example.com/CamelCase."),
-  status: z
-    .enum(["True", "False", "Unknown"])
-    .describe("status of the condition, one of True, False, Unknown."),
-  observedGeneration: z
-    .int()
-    .min(0)
-    .optional()
-    .describe("the .metadata.generation that the condition was set based upon."),
-  lastTransitionTime: z.iso
-    .datetime({ offset: true })
-    .describe("the last time the condition transitioned from one status to another."),
-  reason: z
-    .string()
-    .min(1)
-    .max(1024)
-    .regex(/^[A-Za-z]([A-Za-z0-9_,:]*[A-Za-z0-9_])?$/)
-    .describe("a programmatic identifier indicating the reason for the condition's last transition."),
-  message: z
-    .string()
-    .max(32768)
-    .describe("a human readable message indicating details about the transition."),
+  type: described(
+    z
+      .string()
+      .check(z.maxLength(316))
+      .check(
+        z.regex(
+          /^([a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*\/)?(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])$/,
+        ),
+      ),
+    "type of condition in CamelCase or in foo.example.com/CamelCase.",
+  ),
+  status: described(
+    z.enum(["True", "False", "Unknown"]),
+    "status of the condition, one of True, False, Unknown.",
+  ),
+  observedGeneration: described(
+    z.optional(z.int().check(z.gte(0))),
+    "the .metadata.generation that the condition was set based upon.",
+  ),
+  lastTransitionTime: described(
+    z.iso.datetime({ offset: true }),
+    "the last time the condition transitioned from one status to another.",
+  ),
+  reason: described(
+    z
+      .string()
+      .check(z.minLength(1))
+      .check(z.maxLength(1024))
+      .check(z.regex(/^[A-Za-z]([A-Za-z0-9_,:]*[A-Za-z0-9_])?$/)),
+    "a programmatic identifier indicating the reason for the condition's last transition.",
+  ),
+  message: described(
+    z.string().check(z.maxLength(32768)),
+    "a human readable message indicating details about the transition.",
+  ),
 });
 
 export type Condition = z.infer<typeof conditionSchema>;
@@ -45,12 +53,9 @@ export type Condition = z.infer<typeof conditionSchema>;
  */
 export function conditionsSchema(types: readonly string[]) {
   const documented = types.length > 0 ? ` Known types: ${types.join(", ")}.` : "";
-  return z
-    .array(conditionSchema)
-    .max(32)
-    .meta({
-      description: `Conditions describe the current state of the object.${documented}`,
-      "x-kubernetes-list-type": "map",
-      "x-kubernetes-list-map-keys": ["type"],
-    });
+  return withMeta(z.array(conditionSchema).check(z.maxLength(32)), {
+    description: `Conditions describe the current state of the object.${documented}`,
+    "x-kubernetes-list-type": "map",
+    "x-kubernetes-list-map-keys": ["type"],
+  });
 }

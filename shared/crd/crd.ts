@@ -1,5 +1,5 @@
-import * as z from "zod";
 import type { ObjectMeta, Resource } from "../kube/index.ts";
+import * as z from "../zod/index.ts";
 import { type CelRule, type JsonSchemaProps, structuralSchemaOf } from "./schema.ts";
 
 /** One `additionalPrinterColumns` entry (what `kubectl get` shows). */
@@ -18,7 +18,10 @@ export interface PrinterColumn {
  * Everything a CRD needs beyond the spec and status schemas. `spec` and `status` are zod schemas;
  * the generated CRD, the TypeScript types and the reconciler's parser all derive from them.
  */
-export interface CrdSpec<Spec extends z.ZodType = z.ZodType, Status extends z.ZodType = z.ZodType> {
+export interface CrdSpec<
+  Spec extends z.ZodMiniType = z.ZodMiniType,
+  Status extends z.ZodMiniType = z.ZodMiniType,
+> {
   group: string;
   version: string;
   kind: string;
@@ -151,7 +154,7 @@ const objectMetaSchema = z.custom<ObjectMeta>(
  * Caveats: the parsed object is for reading. Write status back as a patch of the fields you
  * own; never PUT the parsed object, since stripping would drop fields a newer schema added.
  */
-export function objectSchemaFor<Spec extends z.ZodType, Status extends z.ZodType>(
+export function objectSchemaFor<Spec extends z.ZodMiniType, Status extends z.ZodMiniType>(
   spec: CrdSpec<Spec, Status>,
 ) {
   return z.object({
@@ -159,6 +162,6 @@ export function objectSchemaFor<Spec extends z.ZodType, Status extends z.ZodType
     kind: z.literal(spec.kind),
     metadata: objectMetaSchema,
     spec: spec.spec,
-    status: spec.status.optional(),
+    status: z.optional(spec.status),
   });
 }

@@ -7,6 +7,7 @@ export {
   type PrinterColumn,
   resourceFor,
 } from "./crd.ts";
+export { described, withMeta } from "./meta.ts";
 export { type Quantity, quantitySchema } from "./quantity.ts";
 export {
   type CelRule,

@@ -1,4 +1,5 @@
-import * as z from "zod";
+import * as z from "../zod/index.ts";
+import { withMeta } from "./meta.ts";
 
 /**
  * An OpenAPI v3 schema node as the apiextensions.k8s.io/v1 API accepts it (JSONSchemaProps).
@@ -60,9 +61,10 @@ export interface CelRule {
  * Caveats: the rule only runs in the API server. When the reconciler must rely on the same
  * invariant after `safeParse`, add the equivalent zod `.refine` too.
  */
-export function withCel<T extends z.ZodType>(schema: T, rules: readonly CelRule[]): T {
-  const existing = (schema.meta()?.["x-kubernetes-validations"] as CelRule[] | undefined) ?? [];
-  return schema.meta({ "x-kubernetes-validations": [...existing, ...rules] }) as T;
+export function withCel<T extends z.ZodMiniType>(schema: T, rules: readonly CelRule[]): T {
+  const existing =
+    (z.globalRegistry.get(schema)?.["x-kubernetes-validations"] as CelRule[] | undefined) ?? [];
+  return withMeta(schema, { "x-kubernetes-validations": [...existing, ...rules] });
 }
 
 /** Keys of JSONSchemaProps that kubefn passes through unchanged once a node is made structural. */
@@ -173,7 +175,7 @@ export class UnstructuralSchemaError extends Error {
  * server-side equivalent with {@link withCel}. Unions of objects are rejected: model them as one
  * object with optional fields and an "exactly one" CEL rule.
  */
-export function structuralSchemaOf(schema: z.ZodType): JsonSchemaProps {
+export function structuralSchemaOf(schema: z.ZodMiniType): JsonSchemaProps {
   const raw = z.toJSONSchema(schema, {
     target: "openapi-3.0",
     io: "input",

@@ -14,8 +14,8 @@
  * event; the sweep asks for the reconcile itself (`reconcileKeys` in `sweep.ts`).
  */
 
-import * as z from "zod";
 import type { Patch } from "../kube/index.ts";
+import * as z from "../zod/index.ts";
 import { type HealthState, makeState } from "./state.ts";
 
 /** Where earlier versions kept the state; tenant-writable, so never read. */
@@ -24,21 +24,21 @@ export const HEALTH_ANNOTATION = "crawl.kubefn.dev/health";
 export const HEALTH_STATUS_FIELD = "health";
 
 const refusalReason = z.enum(["MetadataAddress", "LinkLocal", "Unspecified", "InvalidHost", "InvalidURL"]);
-const counter = z.number().int().min(0).max(1_000_000);
+const counter = z.number().check(z.int()).check(z.gte(0)).check(z.lte(1_000_000));
 
 const stateSchema = z.object({
-  instance: z.string().min(1),
-  verdict: z.boolean().optional(),
+  instance: z.string().check(z.minLength(1)),
+  verdict: z.optional(z.boolean()),
   consecOK: counter,
   consecFail: counter,
-  reported: z
-    .object({
+  reported: z.optional(
+    z.object({
       healthy: z.boolean(),
-      latencyMs: z.number().finite().min(0).optional(),
-      at: z.iso.datetime({ offset: true }).optional(),
-    })
-    .optional(),
-  refused: z.object({ reason: refusalReason, message: z.string() }).optional(),
+      latencyMs: z.optional(z.number().check(z.gte(0))),
+      at: z.optional(z.iso.datetime({ offset: true })),
+    }),
+  ),
+  refused: z.optional(z.object({ reason: refusalReason, message: z.string() })),
 });
 
 /** Longest refusal message kept in the state (it may quote a tenant's probe URL). */

@@ -97,6 +97,8 @@ function send(url: URL, opts: https.RequestOptions, body: string | undefined): P
 export interface LoadKubeConfigOptions {
   /** A kubeconfig file. */
   file?: string;
+  /** A kubeconfig's text (e.g. an inline one from the environment); wins over `file`. */
+  yaml?: string;
   /** Use the pod's service account (token, CA and namespace under /var/run/secrets). */
   inCluster?: boolean;
   /** Context to select instead of the file's current-context. */
@@ -104,13 +106,14 @@ export interface LoadKubeConfigOptions {
 }
 
 /**
- * Loads a kubeconfig: from `file`, from the in-cluster service account, or client-node's default
+ * Loads a kubeconfig: from `yaml` text, from `file`, from the in-cluster service account, or client-node's default
  * search ($KUBECONFIG, ~/.kube/config, then in-cluster) when neither is given. Adapters call this
  * once at startup and pass the result to {@link createNodeTransport}.
  */
 export function loadKubeConfig(options: LoadKubeConfigOptions = {}): KubeConfig {
   const kc = new KubeConfig();
-  if (options.file) kc.loadFromFile(options.file);
+  if (options.yaml !== undefined) kc.loadFromString(options.yaml);
+  else if (options.file) kc.loadFromFile(options.file);
   else if (options.inCluster) kc.loadFromCluster();
   else kc.loadFromDefault();
   if (options.context) kc.setCurrentContext(options.context);

@@ -1,4 +1,4 @@
-import * as z from "zod";
+import * as z from "../zod/index.ts";
 
 /**
  * The envelopes intake accepts, as zod schemas. Envelopes are checked strictly (a bad one is a
@@ -7,35 +7,35 @@ import * as z from "zod";
  */
 
 const objectMetaSchema = z.looseObject({
-  name: z.string().min(1),
-  namespace: z.string().optional(),
-  uid: z.string().optional(),
-  generation: z.number().optional(),
-  resourceVersion: z.string().optional(),
-  ownerReferences: z
-    .array(
+  name: z.string().check(z.minLength(1)),
+  namespace: z.optional(z.string()),
+  uid: z.optional(z.string()),
+  generation: z.optional(z.number()),
+  resourceVersion: z.optional(z.string()),
+  ownerReferences: z.optional(
+    z.array(
       z.looseObject({
         apiVersion: z.string(),
         kind: z.string(),
         name: z.string(),
         uid: z.string(),
-        controller: z.boolean().optional(),
-        blockOwnerDeletion: z.boolean().optional(),
+        controller: z.optional(z.boolean()),
+        blockOwnerDeletion: z.optional(z.boolean()),
       }),
-    )
-    .optional(),
+    ),
+  ),
 });
 
 /** `ObjectReference` of an audit event (audit.k8s.io/v1). */
 export const auditObjectRefSchema = z.looseObject({
-  resource: z.string().optional(),
-  namespace: z.string().optional(),
-  name: z.string().optional(),
-  uid: z.string().optional(),
-  apiGroup: z.string().optional(),
-  apiVersion: z.string().optional(),
-  resourceVersion: z.string().optional(),
-  subresource: z.string().optional(),
+  resource: z.optional(z.string()),
+  namespace: z.optional(z.string()),
+  name: z.optional(z.string()),
+  uid: z.optional(z.string()),
+  apiGroup: z.optional(z.string()),
+  apiVersion: z.optional(z.string()),
+  resourceVersion: z.optional(z.string()),
+  subresource: z.optional(z.string()),
 });
 
 /**
@@ -49,17 +49,17 @@ export const auditEventSchema = z.looseObject({
   stage: z.enum(["RequestReceived", "ResponseStarted", "ResponseComplete", "Panic"]),
   requestURI: z.string(),
   verb: z.string(),
-  user: z.looseObject({ username: z.string().optional(), groups: z.array(z.string()).optional() }),
-  impersonatedUser: z.looseObject({ username: z.string().optional() }).optional(),
-  sourceIPs: z.array(z.string()).optional(),
-  userAgent: z.string().optional(),
-  objectRef: auditObjectRefSchema.optional(),
-  responseStatus: z.looseObject({ code: z.number().optional(), reason: z.string().optional() }).optional(),
-  requestObject: z.unknown().optional(),
-  responseObject: z.unknown().optional(),
+  user: z.looseObject({ username: z.optional(z.string()), groups: z.optional(z.array(z.string())) }),
+  impersonatedUser: z.optional(z.looseObject({ username: z.optional(z.string()) })),
+  sourceIPs: z.optional(z.array(z.string())),
+  userAgent: z.optional(z.string()),
+  objectRef: z.optional(auditObjectRefSchema),
+  responseStatus: z.optional(z.looseObject({ code: z.optional(z.number()), reason: z.optional(z.string()) })),
+  requestObject: z.optional(z.unknown()),
+  responseObject: z.optional(z.unknown()),
   requestReceivedTimestamp: z.string(),
   stageTimestamp: z.string(),
-  annotations: z.record(z.string(), z.string()).optional(),
+  annotations: z.optional(z.record(z.string(), z.string())),
 });
 export type AuditEvent = z.infer<typeof auditEventSchema>;
 
@@ -73,10 +73,14 @@ export const auditEventListSchema = z.looseObject({
 /** One relay event: a watch event of a kind the registry needs, after the relay's edge predicates. */
 export const relayEventSchema = z.object({
   type: z.enum(["ADDED", "MODIFIED", "DELETED"]),
-  resource: z.object({ group: z.string(), version: z.string().min(1), resource: z.string().min(1) }),
+  resource: z.object({
+    group: z.string(),
+    version: z.string().check(z.minLength(1)),
+    resource: z.string().check(z.minLength(1)),
+  }),
   object: z.looseObject({
-    apiVersion: z.string().optional(),
-    kind: z.string().optional(),
+    apiVersion: z.optional(z.string()),
+    kind: z.optional(z.string()),
     metadata: objectMetaSchema,
   }),
 });

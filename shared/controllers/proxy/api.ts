@@ -4,9 +4,17 @@
  * health either way. The zod schemas here are the single source of the TypeScript types, the
  * reconciler's parser and the CRD in infra/crds (`npm run gen:crds`).
  */
-import * as z from "zod";
-import { type CrdSpec, conditionsSchema, objectSchemaFor, resourceFor, withCel } from "../../crd/index.ts";
+
+import {
+  type CrdSpec,
+  conditionsSchema,
+  described,
+  objectSchemaFor,
+  resourceFor,
+  withCel,
+} from "../../crd/index.ts";
 import type { Resource } from "../../kube/index.ts";
+import * as z from "../../zod/index.ts";
 
 export const proxyGroup = "crawl.kubefn.dev";
 export const proxyVersion = "v1alpha1";
@@ -53,7 +61,7 @@ export type ProxyReason = (typeof ProxyReason)[keyof typeof ProxyReason];
 
 export const proxyModeSchema = z.enum(["Managed", "External"]);
 export type ProxyMode = z.infer<typeof proxyModeSchema>;
-export const ProxyMode = proxyModeSchema.enum;
+export const ProxyMode = proxyModeSchema.def.entries;
 
 export const proxyPhaseSchema = z.enum([
   "Pending",
@@ -64,37 +72,43 @@ export const proxyPhaseSchema = z.enum([
   "Failed",
 ]);
 export type ProxyPhase = z.infer<typeof proxyPhaseSchema>;
-export const ProxyPhase = proxyPhaseSchema.enum;
+export const ProxyPhase = proxyPhaseSchema.def.entries;
 
-const instanceSchema = z
-  .object({
-    image: z
-      .string()
-      .min(1)
-      .optional()
-      .describe("Provider-specific image, e.g. a container image or a GCE image."),
-    machineType: z.string().min(1).optional().describe("Provider-specific size, e.g. e2-small."),
-    zone: z.string().min(1).optional(),
-    labels: z.record(z.string(), z.string()).optional().describe("Labels put on the provider instance."),
-  })
-  .describe("How the provider shapes the instance (Managed mode).");
+const instanceSchema = described(
+  z.object({
+    image: described(
+      z.optional(z.string().check(z.minLength(1))),
+      "Provider-specific image, e.g. a container image or a GCE image.",
+    ),
+    machineType: described(
+      z.optional(z.string().check(z.minLength(1))),
+      "Provider-specific size, e.g. e2-small.",
+    ),
+    zone: z.optional(z.string().check(z.minLength(1))),
+    labels: described(z.optional(z.record(z.string(), z.string())), "Labels put on the provider instance."),
+  }),
+  "How the provider shapes the instance (Managed mode).",
+);
 
 const secretKeyRefSchema = z.object({
-  name: z.string().min(1).describe("Name of a Secret in the Proxy's namespace."),
-  key: z.string().min(1).optional().describe('Key in the Secret; defaults to "user-data".'),
+  name: described(z.string().check(z.minLength(1)), "Name of a Secret in the Proxy's namespace."),
+  key: described(z.optional(z.string().check(z.minLength(1))), 'Key in the Secret; defaults to "user-data".'),
 });
 
 const cloudInitSchema = withCel(
   z
     .object({
-      inline: z.string().optional().describe("cloud-init user data, inline."),
-      secretRef: secretKeyRefSchema
-        .optional()
-        .describe("cloud-init user data from a Secret; rotating it replaces the instance."),
+      inline: described(z.optional(z.string()), "cloud-init user data, inline."),
+      secretRef: described(
+        z.optional(secretKeyRefSchema),
+        "cloud-init user data from a Secret; rotating it replaces the instance.",
+      ),
     })
-    .refine((c) => (c.inline === undefined) !== (c.secretRef === undefined), {
-      message: "set exactly one of inline or secretRef",
-    }),
+    .check(
+      z.refine((c) => (c.inline === undefined) !== (c.secretRef === undefined), {
+        message: "set exactly one of inline or secretRef",
+      }),
+    ),
   [
     {
       rule: "has(self.inline) != has(self.secretRef)",
@@ -103,55 +117,58 @@ const cloudInitSchema = withCel(
   ],
 );
 
-const endpointSchema = z
-  .object({
-    host: z.string().min(1).max(253),
-    port: z.int().min(1).max(65535),
-    scheme: z.enum(["http", "https"]).default("http"),
-  })
-  .describe("Where an External proxy listens.");
+const endpointSchema = described(
+  z.object({
+    host: z.string().check(z.minLength(1)).check(z.maxLength(253)),
+    port: z.int().check(z.gte(1)).check(z.lte(65535)),
+    scheme: z._default(z.enum(["http", "https"]), "http"),
+  }),
+  "Where an External proxy listens.",
+);
 
-const healthCheckSchema = z
-  .object({
-    probeURL: z.url().describe("URL fetched through the proxy; https is tunnelled with CONNECT."),
-    expectedStatus: z.int().min(100).max(599).default(200),
-    intervalSeconds: z.int().min(5).max(86400).default(30),
-    timeoutSeconds: z.int().min(1).max(300).default(5),
-    successThreshold: z.int().min(1).max(100).default(2),
-    failureThreshold: z.int().min(1).max(100).default(3),
-  })
-  .describe("Periodic probe through the proxy; its verdict is the Healthy condition.");
+const healthCheckSchema = described(
+  z.object({
+    probeURL: described(z.url(), "URL fetched through the proxy; https is tunnelled with CONNECT."),
+    expectedStatus: z._default(z.int().check(z.gte(100)).check(z.lte(599)), 200),
+    intervalSeconds: z._default(z.int().check(z.gte(5)).check(z.lte(86400)), 30),
+    timeoutSeconds: z._default(z.int().check(z.gte(1)).check(z.lte(300)), 5),
+    successThreshold: z._default(z.int().check(z.gte(1)).check(z.lte(100)), 2),
+    failureThreshold: z._default(z.int().check(z.gte(1)).check(z.lte(100)), 3),
+  }),
+  "Periodic probe through the proxy; its verdict is the Healthy condition.",
+);
 
 export const proxySpecSchema = withCel(
   z
     .object({
-      mode: proxyModeSchema.default("Managed"),
-      provider: z
-        .string()
-        .min(1)
-        .optional()
-        .describe('Provider name, e.g. "kubernetes" or "gce"; required when Managed.'),
-      instance: instanceSchema.optional(),
-      cloudInit: cloudInitSchema.optional(),
-      endpoint: endpointSchema.optional(),
-      healthCheck: healthCheckSchema.optional(),
+      mode: z._default(proxyModeSchema, "Managed"),
+      provider: described(
+        z.optional(z.string().check(z.minLength(1))),
+        'Provider name, e.g. "kubernetes" or "gce"; required when Managed.',
+      ),
+      instance: z.optional(instanceSchema),
+      cloudInit: z.optional(cloudInitSchema),
+      endpoint: z.optional(endpointSchema),
+      healthCheck: z.optional(healthCheckSchema),
     })
-    .superRefine((spec, ctx) => {
-      if (spec.mode === "Managed" && spec.provider === undefined) {
-        ctx.addIssue({
-          code: "custom",
-          path: ["provider"],
-          message: "provider is required when mode is Managed",
-        });
-      }
-      if (spec.mode === "External" && spec.endpoint === undefined) {
-        ctx.addIssue({
-          code: "custom",
-          path: ["endpoint"],
-          message: "endpoint is required when mode is External",
-        });
-      }
-    }),
+    .check(
+      z.superRefine((spec, ctx) => {
+        if (spec.mode === "Managed" && spec.provider === undefined) {
+          ctx.addIssue({
+            code: "custom",
+            path: ["provider"],
+            message: "provider is required when mode is Managed",
+          });
+        }
+        if (spec.mode === "External" && spec.endpoint === undefined) {
+          ctx.addIssue({
+            code: "custom",
+            path: ["endpoint"],
+            message: "endpoint is required when mode is External",
+          });
+        }
+      }),
+    ),
   [
     {
       rule: "self.mode != 'Managed' || has(self.provider)",
@@ -170,23 +187,23 @@ export const proxySpecSchema = withCel(
 export type ProxySpec = z.infer<typeof proxySpecSchema>;
 
 export const proxyStatusSchema = z.object({
-  observedGeneration: z.int().min(0).optional(),
-  phase: proxyPhaseSchema.optional(),
-  providerID: z.string().optional().describe("The provider's identifier of the current instance."),
-  ip: z.string().optional().describe("The instance address (Managed) or spec.endpoint.host (External)."),
-  latencyMillis: z.int().min(0).optional().describe("Latency of the last status-affecting probe."),
-  lastHealthCheckTime: z.iso
-    .datetime({ offset: true })
-    .optional()
-    .describe("Time of the last status-affecting probe (suppressed probes do not write status)."),
-  conditions: conditionsSchema(Object.values(ProxyConditionType)).optional(),
-  health: z
-    .string()
-    .max(4096)
-    .optional()
-    .describe(
-      "Probe bookkeeping of the health sweep (JSON). Kept in status, which tenants cannot write, not in an annotation, which they can.",
-    ),
+  observedGeneration: z.optional(z.int().check(z.gte(0))),
+  phase: z.optional(proxyPhaseSchema),
+  providerID: described(z.optional(z.string()), "The provider's identifier of the current instance."),
+  ip: described(z.optional(z.string()), "The instance address (Managed) or spec.endpoint.host (External)."),
+  latencyMillis: described(
+    z.optional(z.int().check(z.gte(0))),
+    "Latency of the last status-affecting probe.",
+  ),
+  lastHealthCheckTime: described(
+    z.optional(z.iso.datetime({ offset: true })),
+    "Time of the last status-affecting probe (suppressed probes do not write status).",
+  ),
+  conditions: z.optional(conditionsSchema(Object.values(ProxyConditionType))),
+  health: described(
+    z.optional(z.string().check(z.maxLength(4096))),
+    "Probe bookkeeping of the health sweep (JSON). Kept in status, which tenants cannot write, not in an annotation, which they can.",
+  ),
 });
 export type ProxyStatus = z.infer<typeof proxyStatusSchema>;
 
@@ -228,6 +245,6 @@ export type Proxy = z.infer<typeof proxySchema>;
  * Caveats: a failure means the stored object predates or escaped the CRD schema; report it
  * (`z.prettifyError(result.error)`) as a permanent error rather than retrying.
  */
-export function parseProxy(obj: unknown): z.ZodSafeParseResult<Proxy> {
+export function parseProxy(obj: unknown): z.core.util.SafeParseResult<Proxy> {
   return proxySchema.safeParse(obj);
 }

@@ -1,9 +1,9 @@
-import * as z from "zod";
 import { isRecord } from "../../guards/index.ts";
 import type { KubeObject } from "../../kube/index.ts";
 import { ReconcileError } from "../../kube/index.ts";
 import type { PassContext } from "../../runtime/index.ts";
 import { failed, type Outcome } from "../../runtime/index.ts";
+import * as z from "../../zod/index.ts";
 import { ProxyMode, type ProxyStatus, parseProxy } from "./api.ts";
 import { reconcileDelete } from "./delete.ts";
 import { reconcileExternal } from "./external.ts";

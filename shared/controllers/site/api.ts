@@ -4,9 +4,10 @@
  * machina) run for all Sites at once; Site components (metalman, storage) per Site and can be
  * switched off in the spec.
  */
-import * as z from "zod";
-import { type CrdSpec, conditionsSchema, objectSchemaFor, resourceFor } from "../../crd/index.ts";
+
+import { type CrdSpec, conditionsSchema, described, objectSchemaFor, resourceFor } from "../../crd/index.ts";
 import type { Resource } from "../../kube/index.ts";
+import * as z from "../../zod/index.ts";
 
 export const siteGroup = "unbounded-cloud.io";
 export const siteVersion = "v1alpha3";
@@ -53,26 +54,29 @@ export const SiteConditionType = {
 export type SiteConditionType = (typeof SiteConditionType)[keyof typeof SiteConditionType];
 
 const componentToggleSchema = z.object({
-  enabled: z.boolean().default(true).describe("Whether the component runs for this Site."),
+  enabled: described(z._default(z.boolean(), true), "Whether the component runs for this Site."),
 });
 
-export const siteSpecSchema = z
-  .object({
-    displayName: z.string().max(253).optional(),
-    components: z
-      .object({
-        metalman: componentToggleSchema.optional(),
-        storage: componentToggleSchema.optional(),
-      })
-      .optional()
-      .describe("Per-Site components; an absent entry means enabled."),
-  })
-  .default({});
+export const siteSpecSchema = z._default(
+  z.object({
+    displayName: z.optional(z.string().check(z.maxLength(253))),
+    components: described(
+      z.optional(
+        z.object({
+          metalman: z.optional(componentToggleSchema),
+          storage: z.optional(componentToggleSchema),
+        }),
+      ),
+      "Per-Site components; an absent entry means enabled.",
+    ),
+  }),
+  {},
+);
 export type SiteSpec = z.infer<typeof siteSpecSchema>;
 
 export const siteStatusSchema = z.object({
-  observedGeneration: z.int().min(0).optional(),
-  conditions: conditionsSchema(Object.values(SiteConditionType)).optional(),
+  observedGeneration: z.optional(z.int().check(z.gte(0))),
+  conditions: z.optional(conditionsSchema(Object.values(SiteConditionType))),
 });
 export type SiteStatus = z.infer<typeof siteStatusSchema>;
 
@@ -102,7 +106,7 @@ export const siteSchema = objectSchemaFor(siteCrd);
 export type Site = z.infer<typeof siteSchema>;
 
 /** Narrows an object read from the API server to a {@link Site}, applying schema defaults. */
-export function parseSite(obj: unknown): z.ZodSafeParseResult<Site> {
+export function parseSite(obj: unknown): z.core.util.SafeParseResult<Site> {
   return siteSchema.safeParse(obj);
 }
 

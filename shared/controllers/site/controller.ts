@@ -1,4 +1,3 @@
-import * as z from "zod";
 import type { KubeObject, Resource } from "../../kube/index.ts";
 import {
   type Condition,
@@ -17,6 +16,7 @@ import {
   payloadChanged,
   requeueAfter,
 } from "../../runtime/index.ts";
+import * as z from "../../zod/index.ts";
 import { parseSite, type Site, SiteReason, siteResource } from "./api.ts";
 import {
   type ClusterComponent,

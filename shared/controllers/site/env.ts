@@ -2,10 +2,11 @@
  * The execution context handed to every component in one pass: the pass's Kube, the operator
  * namespace and config, and the apply/delete machinery with the operator's field owner.
  */
-import * as z from "zod";
+
 import type { Kube, KubeObject, Resource } from "../../kube/index.ts";
 import { isNotFound, listAll, Resources, serverSideApply } from "../../kube/index.ts";
 import { groupOf } from "../../runtime/index.ts";
+import * as z from "../../zod/index.ts";
 import { parseSite, type Site, siteResource } from "./api.ts";
 import { appliedMatches, crdKind, defaultConfigMap, retargetNamespaceOf } from "./manifests.ts";
 import { type ComponentConfig, createWatchEnv, type EnvSettings, type WatchEnv } from "./watches.ts";

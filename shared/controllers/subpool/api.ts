@@ -5,16 +5,18 @@
  * the API server through the generated CRD; dynamic rules (budget envelope, ownership) are
  * conditions with the reasons below.
  */
-import * as z from "zod";
+
 import {
   type CrdSpec,
   conditionsSchema,
+  described,
   objectSchemaFor,
   quantitySchema,
   resourceFor,
   withCel,
 } from "../../crd/index.ts";
 import type { Resource } from "../../kube/index.ts";
+import * as z from "../../zod/index.ts";
 
 export const subPoolGroup = "subrelay.example.com";
 export const subPoolVersion = "v1alpha1";
@@ -97,24 +99,27 @@ export type SubPoolReason = (typeof SubPoolReason)[keyof typeof SubPoolReason];
 
 export const exposureModeSchema = z.enum(["Internal", "Gateway"]);
 export type ExposureMode = z.infer<typeof exposureModeSchema>;
-export const ExposureMode = exposureModeSchema.enum;
+export const ExposureMode = exposureModeSchema.def.entries;
 
 const dnsSubdomain = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$/;
 const dnsLabel = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/;
 
 const exposureSchema = withCel(
   z.object({
-    mode: exposureModeSchema.describe("Internal: a ClusterIP Service only. Gateway: also an HTTPRoute."),
-    hostname: z
-      .string()
-      .max(253)
-      .regex(dnsSubdomain)
-      .optional()
-      .describe("Hostname of the HTTPRoute (Gateway mode)."),
-    gateway: z
-      .object({ name: z.string().min(1).max(253), namespace: z.string().min(1).max(63).regex(dnsLabel) })
-      .optional()
-      .describe("Gateway the HTTPRoute attaches to; defaults to the operator's configured Gateway."),
+    mode: described(exposureModeSchema, "Internal: a ClusterIP Service only. Gateway: also an HTTPRoute."),
+    hostname: described(
+      z.optional(z.string().check(z.maxLength(253)).check(z.regex(dnsSubdomain))),
+      "Hostname of the HTTPRoute (Gateway mode).",
+    ),
+    gateway: described(
+      z.optional(
+        z.object({
+          name: z.string().check(z.minLength(1)).check(z.maxLength(253)),
+          namespace: z.string().check(z.minLength(1)).check(z.maxLength(63)).check(z.regex(dnsLabel)),
+        }),
+      ),
+      "Gateway the HTTPRoute attaches to; defaults to the operator's configured Gateway.",
+    ),
   }),
   [
     {
@@ -126,38 +131,39 @@ const exposureSchema = withCel(
 
 const containerResourcesSchema = z.object({
   requests: z.object({ cpu: quantitySchema(), memory: quantitySchema() }),
-  limits: z.object({ cpu: quantitySchema().optional(), memory: quantitySchema().optional() }).optional(),
+  limits: z.optional(z.object({ cpu: z.optional(quantitySchema()), memory: z.optional(quantitySchema()) })),
 });
 export type ContainerResources = z.infer<typeof containerResourcesSchema>;
 
 const containerSchema = z.object({
-  image: z.string().min(1),
-  resources: containerResourcesSchema.describe("CPU and memory requests are required."),
+  image: z.string().check(z.minLength(1)),
+  resources: described(containerResourcesSchema, "CPU and memory requests are required."),
 });
 
 export const subPoolSpecSchema = z.object({
   exposure: exposureSchema,
   storage: z.object({
-    size: withCel(quantitySchema(), [
-      { rule: "self == oldSelf", message: "storage.size is immutable" },
-    ]).describe("Size of the pool's PersistentVolumeClaim; immutable."),
-    storageClassName: z.string().min(1).optional(),
+    size: described(
+      withCel(quantitySchema(), [{ rule: "self == oldSelf", message: "storage.size is immutable" }]),
+      "Size of the pool's PersistentVolumeClaim; immutable.",
+    ),
+    storageClassName: z.optional(z.string().check(z.minLength(1))),
   }),
   cpa: containerSchema,
   cpaManager: containerSchema,
-  suspend: z
-    .boolean()
-    .default(false)
-    .describe("Scale workloads to zero and remove the route; Namespace, PVC and Secret are kept."),
+  suspend: described(
+    z._default(z.boolean(), false),
+    "Scale workloads to zero and remove the route; Namespace, PVC and Secret are kept.",
+  ),
 });
 export type SubPoolSpec = z.infer<typeof subPoolSpecSchema>;
 
 export const subPoolStatusSchema = z.object({
-  observedGeneration: z.int().min(0).optional(),
-  namespace: z.string().optional().describe("The derived Namespace."),
-  cpaService: z.string().optional().describe("The in-cluster Service of the pool, as host:port or name."),
-  hostname: z.string().optional().describe("The public hostname (Gateway mode)."),
-  conditions: conditionsSchema(Object.values(SubPoolConditionType)).optional(),
+  observedGeneration: z.optional(z.int().check(z.gte(0))),
+  namespace: described(z.optional(z.string()), "The derived Namespace."),
+  cpaService: described(z.optional(z.string()), "The in-cluster Service of the pool, as host:port or name."),
+  hostname: described(z.optional(z.string()), "The public hostname (Gateway mode)."),
+  conditions: z.optional(conditionsSchema(Object.values(SubPoolConditionType))),
 });
 export type SubPoolStatus = z.infer<typeof subPoolStatusSchema>;
 
@@ -203,6 +209,6 @@ export type SubPool = z.infer<typeof subPoolSchema>;
  *
  * Caveats: the name rules are CEL on the CRD root and are not re-checked here.
  */
-export function parseSubPool(obj: unknown): z.ZodSafeParseResult<SubPool> {
+export function parseSubPool(obj: unknown): z.core.util.SafeParseResult<SubPool> {
   return subPoolSchema.safeParse(obj);
 }

@@ -4,32 +4,35 @@
  * start, from the platform's settings (`SUBPOOL_*`), and hands the value to `subPoolController`.
  * A bad value stops the process with the settings error; no pass reads it from the cluster.
  */
-import * as z from "zod";
+
 import { milliValue } from "../../kube/index.ts";
+import * as z from "../../zod/index.ts";
 
 const quantityString = z
   .string()
-  .trim()
-  .refine((v) => (milliValue(v) ?? 0) > 0, "must be a positive resource quantity");
-const dnsLabel = z.string().regex(/^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/, "must be a DNS label");
+  .check(z.trim())
+  .check(z.refine((v) => (milliValue(v) ?? 0) > 0, "must be a positive resource quantity"));
+const dnsLabel = z.string().check(z.regex(/^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/, "must be a DNS label"));
 const dnsSubdomain = z
   .string()
-  .regex(/^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$/, "must be a DNS subdomain");
+  .check(
+    z.regex(/^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$/, "must be a DNS subdomain"),
+  );
 
 /** The configuration, key by key. Unknown keys are refused, so a typo is an error, not ignored. */
 const configDataSchema = z.strictObject({
   /** Most CPU the cpa and cpa-manager containers may request together. */
-  maxCPU: quantityString.default("2"),
+  maxCPU: z._default(quantityString, "2"),
   /** Most memory the two containers may request together. */
-  maxMemory: quantityString.default("4Gi"),
+  maxMemory: z._default(quantityString, "4Gi"),
   /** The Gateway HTTPRoutes attach to unless `spec.exposure.gateway` names one. */
-  gatewayName: dnsSubdomain.optional(),
-  gatewayNamespace: dnsLabel.optional(),
+  gatewayName: z.optional(dnsSubdomain),
+  gatewayNamespace: z.optional(dnsLabel),
   /** Hostnames default to `<pool>.<hostnameSuffix>` in Gateway mode. */
-  hostnameSuffix: dnsSubdomain.optional(),
+  hostnameSuffix: z.optional(dnsSubdomain),
   /** The shared proxy gateway (Mihomo) Service whose EndpointSlices ProxyGatewayReady reads. */
-  proxyGatewayNamespace: dnsLabel.default("subrelay-system"),
-  proxyGatewayService: dnsLabel.default("mihomo"),
+  proxyGatewayNamespace: z._default(dnsLabel, "subrelay-system"),
+  proxyGatewayService: z._default(dnsLabel, "mihomo"),
 });
 
 export interface OperatorConfig {

@@ -3,7 +3,7 @@
  * seed's fixed order (config → Gateway config → spec and envelope → desired objects → Namespace →
  * credential Secret → legacy LimitRange → the other objects → HTTPRoute → status).
  */
-import * as z from "zod";
+
 import type { KubeObject, ObjectKey, Resource } from "../../kube/index.ts";
 import {
   addFinalizer,
@@ -20,6 +20,7 @@ import {
 } from "../../kube/index.ts";
 import type { PassContext } from "../../runtime/index.ts";
 import { awaitSweep, done, failed, type Outcome, requeueAfter } from "../../runtime/index.ts";
+import * as z from "../../zod/index.ts";
 import {
   ExposureMode,
   parseSubPool,

@@ -1,6 +1,6 @@
 import type { Context as HonoContext, MiddlewareHandler } from "hono";
-import * as z from "zod";
-import { tokensEqual } from "../../../auth/index.ts";
+import { bearerToken, tokensEqual } from "../../../auth/index.ts";
+import * as z from "../../../zod/index.ts";
 
 export { tokensEqual };
 
@@ -16,9 +16,12 @@ export interface CrawlerCredential {
 }
 
 const credentialSchema = z.object({
-  name: z.string().regex(/^[a-z0-9]([-a-z0-9.]{0,61}[a-z0-9])?$/, "a DNS label"),
-  token: z.string().min(16, "at least 16 characters"),
-  namespaces: z.union([z.literal("*"), z.array(z.string().min(1).max(63)).min(1)]),
+  name: z.string().check(z.regex(/^[a-z0-9]([-a-z0-9.]{0,61}[a-z0-9])?$/, "a DNS label")),
+  token: z.string().check(z.minLength(16, "at least 16 characters")),
+  namespaces: z.union([
+    z.literal("*"),
+    z.array(z.string().check(z.minLength(1)).check(z.maxLength(63))).check(z.minLength(1)),
+  ]),
 });
 
 /**
@@ -40,7 +43,7 @@ export function parseCrawlerCredentials(setting: string): CrawlerCredential[] {
   } catch {
     throw new Error("the crawler API token setting starts with [ but is not JSON");
   }
-  const parsed = z.array(credentialSchema).min(1).safeParse(raw);
+  const parsed = z.array(credentialSchema).check(z.minLength(1)).safeParse(raw);
   if (!parsed.success) throw new Error(`crawler credentials: ${z.prettifyError(parsed.error)}`);
   const names = new Set(parsed.data.map((c) => c.name));
   if (names.size !== parsed.data.length) throw new Error("crawler credentials: names must be unique");
@@ -82,12 +85,11 @@ export function crawlerOf(c: HonoContext): CrawlerCredential {
 export function bearerAuth(apiToken: string): MiddlewareHandler {
   const credentials = parseCrawlerCredentials(apiToken);
   return async (c, next) => {
-    const header = c.req.header("authorization") ?? "";
-    const match = /^Bearer[ \t]+(\S+)[ \t]*$/i.exec(header);
+    const presented = bearerToken(c.req.header("authorization"));
     let found: CrawlerCredential | undefined;
-    if (match?.[1]) {
+    if (presented) {
       for (const credential of credentials) {
-        if ((await tokensEqual(match[1], credential.token)) && !found) found = credential;
+        if ((await tokensEqual(presented, credential.token)) && !found) found = credential;
       }
     }
     if (!found) {

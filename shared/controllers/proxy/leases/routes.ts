@@ -1,24 +1,24 @@
 import type { Context as HonoContext } from "hono";
 import { Hono } from "hono/tiny";
-import * as z from "zod";
 import { assertNever } from "../../../guards/index.ts";
 import { parseLabelSelector } from "../../../kube/index.ts";
 import type { Context } from "../../../runtime/index.ts";
+import * as z from "../../../zod/index.ts";
 import type { ProxyApiOptions } from "../discovery/index.ts";
 import { apiErrorHandler, bearerAuth, boundHolder, crawlerOf, mayUseNamespace } from "../discovery/index.ts";
 import { maxLeaseSeconds, minLeaseSeconds } from "./lease.ts";
 import { acquireLease, releaseLease, renewLease } from "./store.ts";
 
-const holderSchema = z.string().min(1).max(253);
-const ttlSchema = z.int().min(minLeaseSeconds).max(maxLeaseSeconds);
+const holderSchema = z.string().check(z.minLength(1)).check(z.maxLength(253));
+const ttlSchema = z.int().check(z.gte(minLeaseSeconds)).check(z.lte(maxLeaseSeconds));
 
 const acquireBodySchema = z.object({
-  namespace: z.string().min(1).max(63).optional(),
-  selector: z.string().max(4096).optional(),
+  namespace: z.optional(z.string().check(z.minLength(1)).check(z.maxLength(63))),
+  selector: z.optional(z.string().check(z.maxLength(4096))),
   holder: holderSchema,
   ttlSeconds: ttlSchema,
 });
-const renewBodySchema = z.object({ holder: holderSchema, ttlSeconds: ttlSchema.optional() });
+const renewBodySchema = z.object({ holder: holderSchema, ttlSeconds: z.optional(ttlSchema) });
 const releaseBodySchema = z.object({ holder: holderSchema });
 
 /**
@@ -138,7 +138,7 @@ export function leaseRoutes(ctx: Context, options: ProxyApiOptions): Hono {
 type BodyResult<T> = { ok: true; data: T } | { ok: false; error: string };
 
 /** The JSON body parsed with `schema`; a missing, malformed or invalid body is an error message. */
-async function readBody<T>(c: HonoContext, schema: z.ZodType<T>): Promise<BodyResult<T>> {
+async function readBody<T>(c: HonoContext, schema: z.ZodMiniType<T>): Promise<BodyResult<T>> {
   let raw: unknown;
   try {
     raw = await c.req.json();
@@ -148,7 +148,7 @@ async function readBody<T>(c: HonoContext, schema: z.ZodType<T>): Promise<BodyRe
   return parseWith(schema, raw);
 }
 
-function parseWith<T>(schema: z.ZodType<T>, raw: unknown): BodyResult<T> {
+function parseWith<T>(schema: z.ZodMiniType<T>, raw: unknown): BodyResult<T> {
   const parsed = schema.safeParse(raw);
   return parsed.success
     ? { ok: true, data: parsed.data }

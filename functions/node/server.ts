@@ -1,0 +1,63 @@
+import type { AddressInfo } from "node:net";
+import { serve } from "@hono/node-server";
+import { Hono } from "hono/tiny";
+import type { ApiGuard, ApiGuardStats } from "../../shared/kube/index.ts";
+import type { Kubefn } from "../kubefn.ts";
+import type { PrometheusMetrics } from "../telemetry/index.ts";
+import type { WorkQueue } from "./work-queue.ts";
+
+/**
+ * The Node host's `/metrics` body: the pass metrics plus gauges of the in-process queue and the
+ * API guard (circuit state, requests held back or over budget), read at scrape time.
+ */
+export function renderHostMetrics(
+  metrics: PrometheusMetrics,
+  queue: ReturnType<WorkQueue["stats"]>,
+  guard: ApiGuardStats,
+): string {
+  metrics.gauge("kubefn_queue_ready", queue.ready);
+  metrics.gauge("kubefn_queue_running", queue.running);
+  metrics.gauge("kubefn_queue_delayed", queue.delayed);
+  metrics.gauge("kubefn_api_circuit_open", guard.state === "closed" ? 0 : 1);
+  metrics.gauge("kubefn_api_circuit_opened", guard.opened);
+  metrics.gauge("kubefn_api_requests_held_back", guard.heldBack);
+  metrics.gauge("kubefn_api_requests_over_budget", guard.overBudget);
+  return metrics.render();
+}
+
+/** Serves `fetch` on host:port (0: any free port) and resolves once it listens. */
+export async function listen(
+  fetch: (request: Request) => Response | Promise<Response>,
+  port: number,
+  hostname: string,
+): Promise<{ url: string; close(): Promise<void> }> {
+  const server = serve({ fetch, port, hostname });
+  await new Promise<void>((resolve, reject) => {
+    server.once("listening", () => resolve());
+    server.once("error", reject);
+  });
+  return {
+    url: `http://${hostname}:${(server.address() as AddressInfo).port}`,
+    close: () => new Promise<void>((resolve) => server.close(() => resolve())),
+  };
+}
+
+/** What the host's routes serve from once it is wired; until then `/metrics` and intake answer 503. */
+export interface HostParts {
+  kubefn: Kubefn;
+  queue: WorkQueue;
+  guard: ApiGuard;
+}
+
+/** `/metrics` (Prometheus text) and everything else to {@link Kubefn.fetch}. */
+export function hostApp(metrics: PrometheusMetrics, parts: () => HostParts | undefined): Hono {
+  const http = new Hono();
+  http.get("/metrics", (c, next) => {
+    const p = parts();
+    if (!p) return next();
+    const body = renderHostMetrics(metrics, p.queue.stats(), p.guard.stats());
+    return c.text(body, 200, { "content-type": "text/plain; version=0.0.4" });
+  });
+  http.all("*", (c) => parts()?.kubefn.fetch(c.req.raw) ?? c.json({ error: "starting" }, 503));
+  return http;
+}

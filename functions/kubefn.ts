@@ -1,4 +1,5 @@
 import type { ProvidersByName } from "../shared/controllers/proxy/providers/index.ts";
+import { describeShape } from "../shared/guards/index.ts";
 import type { Prober } from "../shared/health/index.ts";
 import type { KubeObject } from "../shared/kube/index.ts";
 import type { Clock, Context, Kube, Log, Metrics, Queue } from "../shared/runtime/index.ts";
@@ -99,7 +100,7 @@ export function createKubefn(settings: KubefnSettings, ports: KubefnPorts, opera
     fetch: (request) => app.fetch(request),
     async consume(body) {
       if (!isMessage(body)) {
-        ctx.log.error("queue message is not a reconcile request; dropped", { body: describe(body) });
+        ctx.log.error("queue message is not a reconcile request; dropped", { body: describeShape(body) });
         return undefined;
       }
       const passCtx = ports.invocationKube ? { ...ctx, kube: ports.invocationKube() } : ctx;
@@ -154,9 +155,4 @@ export function sweepLine(summary: SweepSummary): Record<string, unknown> {
   }
   fields.ms = summary.durationMs;
   return fields;
-}
-
-function describe(body: unknown): string {
-  if (typeof body !== "object" || body === null) return typeof body;
-  return `keys ${Object.keys(body).slice(0, 8).join(",")}`;
 }

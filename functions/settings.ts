@@ -168,6 +168,25 @@ export function parseEnvironment<T extends z.ZodMiniType>(
   return parsed.data;
 }
 
+/**
+ * {@link parseEnvironment} then {@link settingsFrom}: a platform's own variables and the shared
+ * settings, each {@link SettingsError} rethrown as the platform's class (`AwsConfigError`, …).
+ */
+export function parsePlatformEnv<T extends z.ZodMiniType<SettingsVariables>>(
+  schema: T,
+  env: Record<string, unknown>,
+  what: string,
+  PlatformError: new (message: string) => SettingsError,
+  defaults: Record<string, string> = {},
+): { e: z.infer<T>; settings: KubefnSettings } {
+  try {
+    const e = parseEnvironment(schema, env, what, defaults);
+    return { e, settings: settingsFrom(e) };
+  } catch (err) {
+    throw err instanceof SettingsError ? new PlatformError(err.message) : err;
+  }
+}
+
 /** One line per bad variable, for a configuration error's message. */
 export function describeIssues(error: z.core.$ZodError): string {
   return error.issues.map((i) => `  ${i.path.join(".")}: ${i.message}`).join("\n");

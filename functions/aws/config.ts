@@ -2,16 +2,12 @@ import * as z from "../../shared/zod/index.ts";
 import {
   atLeastOneMinute,
   type KubefnSettings,
-  parseEnvironment,
+  parsePlatformEnv,
   SettingsError,
-  settingsFrom,
   settingsVariables,
 } from "../settings.ts";
 
-/**
- * The Lambda's settings, parsed once per execution environment from `process.env` (set by
- * infra/aws/template.yaml): where the cluster and the bus are, and the settings every platform shares.
- */
+/** The Lambda's settings (infra/aws/template.yaml): where the cluster and the bus are, and the shared ones. */
 export interface AwsConfig extends KubefnSettings {
   /** Where the kubeconfig comes from: inline (base64, the template's choice) or a bundled file. */
   kubeconfig: { yaml: string } | { file: string };
@@ -25,6 +21,10 @@ export interface AwsConfig extends KubefnSettings {
 }
 
 const arn = (name: string) => z.string().check(z.startsWith("arn:", `${name} must be an ARN`));
+const kubeconfigRequired = {
+  message: "set KUBECONFIG_BASE64 (base64 kubeconfig) or KUBECONFIG (a file in the bundle)",
+  path: ["KUBECONFIG_BASE64"],
+};
 
 const envSchema = z
   .object({
@@ -37,12 +37,7 @@ const envSchema = z
     FUNCTION_ARN: z.optional(arn("FUNCTION_ARN")),
     ...settingsVariables,
   })
-  .check(
-    z.refine((e) => e.KUBECONFIG_BASE64 || e.KUBECONFIG, {
-      message: "set KUBECONFIG_BASE64 (base64 kubeconfig) or KUBECONFIG (a file in the bundle)",
-      path: ["KUBECONFIG_BASE64"],
-    }),
-  )
+  .check(z.refine((e) => e.KUBECONFIG_BASE64 || e.KUBECONFIG, kubeconfigRequired))
   .check(z.refine(atLeastOneMinute.check, atLeastOneMinute.message));
 
 /** The environment is missing a variable or holds a bad one; the message lists every problem. */
@@ -51,24 +46,12 @@ export class AwsConfigError extends SettingsError {
 }
 
 /**
- * Reads the Lambda's settings. `KUBECONFIG_BASE64` wins over `KUBECONFIG` when both are set; an
- * empty variable counts as unset (CloudFormation cannot omit one conditionally without noise).
- *
- * Caveats: Lambda caps all environment variables at 4 KB together, so an inline kubeconfig must
- * be small: a ServiceAccount token plus the cluster CA fits, client-certificate kubeconfigs often
- * do not (bundle those as a file and set `KUBECONFIG`).
- *
+ * Reads the Lambda's settings, once per execution environment. `KUBECONFIG_BASE64` wins over
+ * `KUBECONFIG` (on Lambda's 4 KB environment limit, see infra/aws/README.md).
  * @throws AwsConfigError naming every bad variable.
  */
 export function parseAwsEnv(env: Record<string, string | undefined>): AwsConfig {
-  let e: z.infer<typeof envSchema>;
-  let settings: ReturnType<typeof settingsFrom>;
-  try {
-    e = parseEnvironment(envSchema, env, "invalid Lambda environment");
-    settings = settingsFrom(e);
-  } catch (err) {
-    throw err instanceof SettingsError ? new AwsConfigError(err.message) : err;
-  }
+  const { e, settings } = parsePlatformEnv(envSchema, env, "invalid Lambda environment", AwsConfigError);
   return {
     ...settings,
     kubeconfig: e.KUBECONFIG_BASE64

@@ -1,21 +1,12 @@
 /**
- * The AWS Lambda entry (infra/aws/template.yaml `Handler: handler.handler`): one function for
- * every event source, told apart by a type guard per shape, each mapped onto one call of
- * {@link createKubefn}:
- *
- * | event | from | calls |
- * | --- | --- | --- |
- * | API Gateway v2 / Function URL (`requestContext.http`), API Gateway v1 (`httpMethod`) | intake callers | `fetch` (through `hono/aws-lambda`) |
- * | `source: "kubefn"`, `detail-type: "kubefn.reconcile"` | the bus's rule, or a one-time schedule's input | `consume` per message |
- * | `source: "aws.events"`, `detail-type: "Scheduled Event"` | the sweep's schedule rule | `sweep` |
- * | `awslogs.data` | a CloudWatch Logs subscription on an EKS cluster's audit log | `intakeCloudWatchLogs` |
- *
- * Anything else throws. Wiring is built once per execution environment, at the first invoke
- * (delayed follow-ups target the invoked function's ARN).
+ * The AWS Lambda entry (infra/aws/template.yaml `Handler: handler.handler`): every event source,
+ * told apart by shape (the table is in infra/aws/README.md), onto one call of {@link createKubefn};
+ * anything else throws. Built at the first invoke; follow-ups target the invoked function's ARN.
  */
-import { handle, type LambdaContext } from "hono/aws-lambda";
+import { handle, type LambdaContext, type LambdaEvent } from "hono/aws-lambda";
 import { Hono } from "hono/tiny";
 import { isCloudWatchLogsEvent } from "../../shared/audit-export/index.ts";
+import { describeShape, isRecord } from "../../shared/guards/index.ts";
 import { guardedKube, type Kube } from "../../shared/kube/index.ts";
 import { createNodeTransport, loadKubeConfig } from "../../shared/kube/node.ts";
 import type { Clock, Log, Metrics } from "../../shared/runtime/index.ts";
@@ -25,7 +16,6 @@ import type { Operators } from "../operators.ts";
 import { createNodeProber } from "../ports/index.ts";
 import { createJsonLog } from "../telemetry/index.ts";
 import { type AwsConfig, parseAwsEnv } from "./config.ts";
-import { describeEvent, isHttpEvent, isScheduledEvent } from "./events.ts";
 import { awsQueueFor, consumeReconcileEvent, isReconcileEvent } from "./queue.ts";
 import { createEmfMetrics } from "./telemetry.ts";
 
@@ -50,12 +40,13 @@ export function createHandler(options: HandlerOptions) {
     if (isHttpEvent(event)) return http(event, context);
     if (isCloudWatchLogsEvent(event)) return deliverCloudWatchLogs(kubefn, event.awslogs.data, config);
     if (isReconcileEvent(event)) {
-      const { consume, ctx } = kubefn;
-      return consumeReconcileEvent(event.detail.messages, consume, ctx.log, config.passConcurrency);
+      return consumeReconcileEvent(event, kubefn.consume, kubefn.ctx.log, config.passConcurrency);
     }
-    if (isScheduledEvent(event)) return kubefn.sweep();
+    if (isRecord(event) && event.source === "aws.events" && event["detail-type"] === "Scheduled Event") {
+      return kubefn.sweep();
+    }
     throw new Error(
-      `unrecognised Lambda event (${describeEvent(event)}); expected an HTTP, kubefn.reconcile, Scheduled Event or CloudWatch Logs event`,
+      `unrecognised Lambda event (${describeShape(event, ["source", "detail-type", "eventSource"])}); expected an HTTP, kubefn.reconcile, Scheduled Event or CloudWatch Logs event`,
     );
   };
 }
@@ -63,17 +54,13 @@ export function createHandler(options: HandlerOptions) {
 function build(options: HandlerOptions, invokedFunctionArn: string) {
   const config = parseAwsEnv(options.env);
   const clock = options.clock ?? { now: () => new Date() };
-  const kubePorts = options.kube
-    ? { kube: options.kube(config) }
-    : guardedKube(
-        createNodeTransport(loadKubeConfig(config.kubeconfig), { timeoutMs: config.kubeTimeoutMs }),
-        config,
-      );
+  const transport = () =>
+    createNodeTransport(loadKubeConfig(config.kubeconfig), { timeoutMs: config.kubeTimeoutMs });
+  const kube = options.kube ? { kube: options.kube(config) } : guardedKube(transport(), config);
   const kubefn = createKubefn(
     config,
     {
-      kube: kubePorts.kube,
-      ...("invocationKube" in kubePorts ? { invocationKube: kubePorts.invocationKube } : {}),
+      ...kube,
       queue: awsQueueFor(config, { targetArn: invokedFunctionArn, clock, endpoint: options.endpoint }),
       prober: createNodeProber(),
       clock,
@@ -84,6 +71,13 @@ function build(options: HandlerOptions, invokedFunctionArn: string) {
   );
   const app = new Hono().all("*", (c) => kubefn.fetch(c.req.raw));
   return { kubefn, config, http: handle(app) };
+}
+
+/** API Gateway v2 and Function URL (`requestContext.http`), or API Gateway v1 (`httpMethod`). */
+function isHttpEvent(e: unknown): e is LambdaEvent {
+  if (!isRecord(e) || !isRecord(e.requestContext)) return false;
+  const { requestContext: rc } = e;
+  return (isRecord(rc.http) && typeof e.rawPath === "string") || typeof e.httpMethod === "string";
 }
 
 export const handler = createHandler({ env: process.env });

@@ -199,7 +199,7 @@ export function awsQueueFor(
  * (then the DLQ): passes are idempotent.
  */
 export async function consumeReconcileEvent(
-  items: unknown[],
+  { detail: { messages: items } }: ReconcileEvent,
   consume: (message: Message) => Promise<unknown>,
   log: Log,
   concurrency: number,

@@ -4,9 +4,8 @@ import * as z from "../../shared/zod/index.ts";
 import {
   atLeastOneMinute,
   type KubefnSettings,
-  parseEnvironment,
+  parsePlatformEnv,
   SettingsError,
-  settingsFrom,
   settingsVariables,
 } from "../settings.ts";
 
@@ -55,13 +54,7 @@ export class WorkerConfigError extends SettingsError {
  * @throws WorkerConfigError naming every bad variable.
  */
 export function parseWorkerEnv(env: Record<string, unknown>): WorkerConfig {
-  let e: z.infer<typeof envSchema>;
-  let settings: ReturnType<typeof settingsFrom>;
-  try {
-    e = parseEnvironment(envSchema, env, "invalid Worker environment", workerDefaults);
-    settings = settingsFrom(e);
-  } catch (err) {
-    throw err instanceof SettingsError ? new WorkerConfigError(err.message) : err;
-  }
+  const what = "invalid Worker environment";
+  const { e, settings } = parsePlatformEnv(envSchema, env, what, WorkerConfigError, workerDefaults);
   return { ...settings, kubeServer: e.KUBE_SERVER, kubeToken: e.KUBE_TOKEN };
 }

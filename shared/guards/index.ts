@@ -18,3 +18,14 @@ export function assertNever(value: never, what = "case"): never {
 export function isRecord(value: unknown): value is Record<string, unknown> {
   return typeof value === "object" && value !== null && !Array.isArray(value);
 }
+
+/**
+ * A short description of a value no guard accepted, for an error: its type, or `name=value` of
+ * the `hints` keys it holds as strings, or else its first keys.
+ */
+export function describeShape(value: unknown, hints: readonly string[] = []): string {
+  if (typeof value !== "object" || value === null) return typeof value;
+  const fields = value as Record<string, unknown>;
+  const hint = hints.filter((k) => typeof fields[k] === "string").map((k) => `${k}=${fields[k] as string}`);
+  return hint.length > 0 ? hint.join(" ") : `keys ${Object.keys(value).slice(0, 8).join(",")}`;
+}

@@ -1,7 +1,7 @@
 import { type Resource, Resources } from "../kube/index.ts";
 import { proxyResource } from "./proxy/index.ts";
 import { siteResource } from "./site/index.ts";
-import { subPoolResource } from "./subpool/index.ts";
+import { subPoolOwnedResources, subPoolResource } from "./subpool/index.ts";
 
 /**
  * Every kind the operators read — each controller's primary (`for`), the kinds it owns and the
@@ -13,18 +13,7 @@ export const controllerKinds: readonly { controller: string; kinds: readonly Res
   { controller: "proxy", kinds: [proxyResource, Resources.Secret] },
   {
     controller: "subpool",
-    kinds: [
-      subPoolResource,
-      Resources.Namespace,
-      Resources.Secret,
-      Resources.ConfigMap,
-      Resources.ServiceAccount,
-      Resources.Service,
-      Resources.StatefulSet,
-      Resources.ResourceQuota,
-      Resources.NetworkPolicy,
-      Resources.PodDisruptionBudget,
-    ],
+    kinds: [subPoolResource, ...subPoolOwnedResources],
   },
   { controller: "site", kinds: [siteResource, Resources.ConfigMap, Resources.Deployment] },
 ];

@@ -10,6 +10,7 @@ import {
   verifyBody,
 } from "../../shared/auth/index.ts";
 import type { Clock, Log, Message, Metrics } from "../../shared/runtime/index.ts";
+import { readTextCapped } from "../../shared/streams/index.ts";
 import { type PubSubOptions, pubsubHandler } from "./pubsub.ts";
 import { memoryReplayGuard, type ReplayGuard } from "./replay.ts";
 
@@ -194,26 +195,8 @@ export async function readCapped(
     return { ok: false };
   }
   if (!req.body) return { ok: true, text: "" };
-  const reader = req.body.getReader();
-  const chunks: Uint8Array[] = [];
-  let total = 0;
-  for (;;) {
-    const { done, value } = await reader.read();
-    if (done) break;
-    total += value.byteLength;
-    if (total > maxBytes) {
-      await reader.cancel().catch(() => {});
-      return { ok: false };
-    }
-    chunks.push(value);
-  }
-  const bytes = new Uint8Array(total);
-  let offset = 0;
-  for (const chunk of chunks) {
-    bytes.set(chunk, offset);
-    offset += chunk.byteLength;
-  }
-  return { ok: true, text: new TextDecoder().decode(bytes) };
+  const text = await readTextCapped(req.body, maxBytes);
+  return text === undefined ? { ok: false } : { ok: true, text };
 }
 
 function describe(reason: string): string {

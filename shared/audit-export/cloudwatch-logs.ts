@@ -13,6 +13,8 @@
  * they carry no log events.
  */
 
+import { readTextCapped } from "../streams/index.ts";
+
 /** A subscription delivery, decoded. Only the fields intake reads are typed. */
 export interface CloudWatchLogsData {
   messageType: "DATA_MESSAGE" | "CONTROL_MESSAGE";
@@ -134,24 +136,9 @@ function base64Bytes(data: string): Uint8Array<ArrayBuffer> {
 
 async function gunzipText(bytes: Uint8Array<ArrayBuffer>, maxBytes: number): Promise<string> {
   const stream = new Blob([bytes]).stream().pipeThrough(new DecompressionStream("gzip"));
-  const reader = stream.getReader();
-  const chunks: Uint8Array[] = [];
-  let total = 0;
-  for (;;) {
-    const { done, value } = await reader.read();
-    if (done) break;
-    total += value.byteLength;
-    if (total > maxBytes) {
-      await reader.cancel();
-      throw new CloudWatchLogsDecodeError(`awslogs.data decompresses to more than ${maxBytes} bytes`);
-    }
-    chunks.push(value);
+  const text = await readTextCapped(stream, maxBytes);
+  if (text === undefined) {
+    throw new CloudWatchLogsDecodeError(`awslogs.data decompresses to more than ${maxBytes} bytes`);
   }
-  const out = new Uint8Array(total);
-  let offset = 0;
-  for (const c of chunks) {
-    out.set(c, offset);
-    offset += c.byteLength;
-  }
-  return new TextDecoder("utf-8", { fatal: false }).decode(out);
+  return text;
 }

@@ -100,42 +100,36 @@ export class UnauthorizedError extends KubeError {
   override name = "UnauthorizedError";
 }
 
-/** 429: API Priority and Fairness (or a webhook) throttled the request. */
-export class TooManyRequestsError extends KubeError {
-  override name = "TooManyRequestsError";
-  /** From the Retry-After header, else `details.retryAfterSeconds`. */
+/**
+ * A failure that may say when to try again: 429, 5xx, a timeout, or kubefn's own throttle.
+ * `retryAfterSeconds` comes from the Retry-After header, else `details.retryAfterSeconds`; for
+ * {@link ClientThrottledError}, when the circuit may let a request through (unset for a spent budget).
+ */
+export abstract class RetryAfterError extends KubeError {
   readonly retryAfterSeconds: number | undefined;
 
   constructor(message: string, init: KubeErrorInit & { retryAfterSeconds?: number | undefined }) {
     super(message, init);
     this.retryAfterSeconds = init.retryAfterSeconds;
   }
+}
+
+/** 429: API Priority and Fairness (or a webhook) throttled the request. */
+export class TooManyRequestsError extends RetryAfterError {
+  override name = "TooManyRequestsError";
 }
 
 /**
  * The request did not complete in time: 504, reason Timeout or ServerTimeout, or the transport's
  * own deadline (status 0, reason "ClientTimeout").
  */
-export class TimeoutError extends KubeError {
+export class TimeoutError extends RetryAfterError {
   override name = "TimeoutError";
-  readonly retryAfterSeconds: number | undefined;
-
-  constructor(message: string, init: KubeErrorInit & { retryAfterSeconds?: number | undefined }) {
-    super(message, init);
-    this.retryAfterSeconds = init.retryAfterSeconds;
-  }
 }
 
 /** Any other 5xx. A 503 often carries Retry-After (an overloaded or restarting API server). */
-export class ServerError extends KubeError {
+export class ServerError extends RetryAfterError {
   override name = "ServerError";
-  /** From the Retry-After header, else `details.retryAfterSeconds`. */
-  readonly retryAfterSeconds: number | undefined;
-
-  constructor(message: string, init: KubeErrorInit & { retryAfterSeconds?: number | undefined }) {
-    super(message, init);
-    this.retryAfterSeconds = init.retryAfterSeconds;
-  }
 }
 
 /**
@@ -143,15 +137,8 @@ export class ServerError extends KubeError {
  * server keeps failing (reason "CircuitOpen"), or this invocation spent its request budget
  * (reason "RequestBudgetExhausted"). `status` is 0. See back-pressure.ts.
  */
-export class ClientThrottledError extends KubeError {
+export class ClientThrottledError extends RetryAfterError {
   override name = "ClientThrottledError";
-  /** When the circuit may let a request through again; unset for a spent budget. */
-  readonly retryAfterSeconds: number | undefined;
-
-  constructor(message: string, init: KubeErrorInit & { retryAfterSeconds?: number | undefined }) {
-    super(message, init);
-    this.retryAfterSeconds = init.retryAfterSeconds;
-  }
 }
 
 /**

@@ -13,7 +13,11 @@ import {
  * infra/aws/template.yaml): where the cluster and the bus are, and the settings every platform shares.
  */
 export interface AwsConfig extends KubefnSettings {
-  /** Where the kubeconfig comes from: inline (base64, the template's choice) or a bundled file. */
+  /**
+   * Where the kubeconfig comes from: inline (base64: read from Secrets Manager at cold start when
+   * `KUBECONFIG_SECRET_ARN` is set, the template's choice; or set directly for local runs) or a
+   * bundled file.
+   */
   kubeconfig: { yaml: string } | { file: string };
   region: string;
   eventBusName: string;
@@ -39,7 +43,8 @@ const envSchema = z
   })
   .check(
     z.refine((e) => e.KUBECONFIG_BASE64 || e.KUBECONFIG, {
-      message: "set KUBECONFIG_BASE64 (base64 kubeconfig) or KUBECONFIG (a file in the bundle)",
+      message:
+        "set KUBECONFIG_SECRET_ARN (a Secrets Manager secret holding the base64 kubeconfig), KUBECONFIG_BASE64 (local runs) or KUBECONFIG (a file in the bundle)",
       path: ["KUBECONFIG_BASE64"],
     }),
   )
@@ -51,12 +56,14 @@ export class AwsConfigError extends SettingsError {
 }
 
 /**
- * Reads the Lambda's settings. `KUBECONFIG_BASE64` wins over `KUBECONFIG` when both are set; an
- * empty variable counts as unset (CloudFormation cannot omit one conditionally without noise).
+ * Reads the Lambda's settings from an environment whose secrets are already resolved
+ * (`resolveSecretEnv` in ./secrets.ts fills `KUBECONFIG_BASE64` and `GCE_CREDENTIALS` from their
+ * `*_SECRET_ARN`). `KUBECONFIG_BASE64` wins over `KUBECONFIG` when both are set; an empty variable
+ * counts as unset (CloudFormation cannot omit one conditionally without noise).
  *
- * Caveats: Lambda caps all environment variables at 4 KB together, so an inline kubeconfig must
- * be small: a ServiceAccount token plus the cluster CA fits, client-certificate kubeconfigs often
- * do not (bundle those as a file and set `KUBECONFIG`).
+ * Caveat: set directly, `KUBECONFIG_BASE64` sits in the function's configuration (readable with
+ * `lambda:GetFunctionConfiguration`, and capped with all variables at 4 KB): for local runs and
+ * tests only; deployments pass `KUBECONFIG_SECRET_ARN`.
  *
  * @throws AwsConfigError naming every bad variable.
  */

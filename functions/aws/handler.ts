@@ -11,7 +11,9 @@
  * | `awslogs.data` | a CloudWatch Logs subscription on an EKS cluster's audit log | `intakeCloudWatchLogs` |
  *
  * Anything else throws. Wiring is built once per execution environment, at the first invoke
- * (delayed follow-ups target the invoked function's ARN).
+ * (delayed follow-ups target the invoked function's ARN): the kubeconfig and GCE key are read then
+ * from Secrets Manager by ARN ({@link resolveSecretEnv}) and kept for the process; a failed build
+ * is retried at the next invoke.
  */
 import { handle, type LambdaContext } from "hono/aws-lambda";
 import { Hono } from "hono/tiny";
@@ -27,12 +29,13 @@ import { createJsonLog } from "../telemetry/index.ts";
 import { type AwsConfig, parseAwsEnv } from "./config.ts";
 import { describeEvent, isHttpEvent, isScheduledEvent } from "./events.ts";
 import { awsQueueFor, consumeReconcileEvent, isReconcileEvent } from "./queue.ts";
+import { resolveSecretEnv } from "./secrets.ts";
 import { createEmfMetrics } from "./telemetry.ts";
 
 /** What the handler is built from; everything but `env` has a production default. */
 export interface HandlerOptions {
   env: Record<string, string | undefined>;
-  /** AWS endpoint for both SDK clients (tests point it at a local server). */
+  /** AWS endpoint for every SDK client (tests point it at a local server). */
   endpoint?: string;
   kube?: (config: AwsConfig) => Kube;
   operators?: (config: AwsConfig) => Operators;
@@ -43,10 +46,13 @@ export interface HandlerOptions {
 
 /** Builds a Lambda handler; `handler` below is the one deployed. */
 export function createHandler(options: HandlerOptions) {
-  let instance: { kubefn: Kubefn; config: AwsConfig; http: ReturnType<typeof handle> } | undefined;
+  let instance: Promise<{ kubefn: Kubefn; config: AwsConfig; http: ReturnType<typeof handle> }> | undefined;
   return async (event: unknown, context: LambdaContext): Promise<unknown> => {
-    instance ??= build(options, context.invokedFunctionArn);
-    const { kubefn, config, http } = instance;
+    instance ??= build(options, context.invokedFunctionArn).catch((err: unknown) => {
+      instance = undefined;
+      throw err;
+    });
+    const { kubefn, config, http } = await instance;
     if (isHttpEvent(event)) return http(event, context);
     if (isCloudWatchLogsEvent(event)) return deliverCloudWatchLogs(kubefn, event.awslogs.data, config);
     if (isReconcileEvent(event)) {
@@ -60,8 +66,8 @@ export function createHandler(options: HandlerOptions) {
   };
 }
 
-function build(options: HandlerOptions, invokedFunctionArn: string) {
-  const config = parseAwsEnv(options.env);
+async function build(options: HandlerOptions, invokedFunctionArn: string) {
+  const config = parseAwsEnv(await resolveSecretEnv(options.env, { endpoint: options.endpoint }));
   const clock = options.clock ?? { now: () => new Date() };
   const kubePorts = options.kube
     ? { kube: options.kube(config) }

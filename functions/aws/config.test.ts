@@ -76,6 +76,8 @@ describe("parseAwsEnv", () => {
 
   it("requires a kubeconfig", () => {
     const { KUBECONFIG_BASE64: _, ...rest } = base;
-    expect(() => parseAwsEnv(rest)).toThrow(/set KUBECONFIG_BASE64 \(base64 kubeconfig\) or KUBECONFIG/);
+    expect(() => parseAwsEnv(rest)).toThrow(
+      /set KUBECONFIG_SECRET_ARN \(a Secrets Manager secret holding the base64 kubeconfig\), KUBECONFIG_BASE64 \(local runs\) or KUBECONFIG/,
+    );
   });
 });

@@ -9,7 +9,11 @@ import {
 
 /** The Lambda's settings (infra/aws/template.yaml): where the cluster and the bus are, and the shared ones. */
 export interface AwsConfig extends KubefnSettings {
-  /** Where the kubeconfig comes from: inline (base64, the template's choice) or a bundled file. */
+  /**
+   * Where the kubeconfig comes from: inline (base64: read from Secrets Manager at cold start when
+   * `KUBECONFIG_SECRET_ARN` is set, the template's choice; or set directly for local runs) or a
+   * bundled file.
+   */
   kubeconfig: { yaml: string } | { file: string };
   region: string;
   eventBusName: string;
@@ -22,7 +26,8 @@ export interface AwsConfig extends KubefnSettings {
 
 const arn = (name: string) => z.string().check(z.startsWith("arn:", `${name} must be an ARN`));
 const kubeconfigRequired = {
-  message: "set KUBECONFIG_BASE64 (base64 kubeconfig) or KUBECONFIG (a file in the bundle)",
+  message:
+    "set KUBECONFIG_SECRET_ARN (a Secrets Manager secret holding the base64 kubeconfig), KUBECONFIG_BASE64 (local runs) or KUBECONFIG (a file in the bundle)",
   path: ["KUBECONFIG_BASE64"],
 };
 
@@ -46,8 +51,10 @@ export class AwsConfigError extends SettingsError {
 }
 
 /**
- * Reads the Lambda's settings, once per execution environment. `KUBECONFIG_BASE64` wins over
- * `KUBECONFIG` (on Lambda's 4 KB environment limit, see infra/aws/README.md).
+ * Reads the Lambda's settings from an environment whose secrets are already resolved
+ * (`resolveSecretEnv` in ./secrets.ts fills `KUBECONFIG_BASE64` and `GCE_CREDENTIALS` from their
+ * `*_SECRET_ARN`). `KUBECONFIG_BASE64` wins over `KUBECONFIG`; set directly it is for local runs
+ * and tests only (see infra/aws/README.md).
  * @throws AwsConfigError naming every bad variable.
  */
 export function parseAwsEnv(env: Record<string, string | undefined>): AwsConfig {

@@ -1,7 +1,8 @@
 /**
  * The AWS Lambda entry (infra/aws/template.yaml `Handler: handler.handler`): every event source,
  * told apart by shape (the table is in infra/aws/README.md), onto one call of {@link createKubefn};
- * anything else throws. Built at the first invoke; follow-ups target the invoked function's ARN.
+ * anything else throws. Built at the first invoke (the kubeconfig and GCE key read then from Secrets Manager by ARN;
+ * a failed build is retried); follow-ups target the invoked function's ARN.
  */
 import { handle, type LambdaContext, type LambdaEvent } from "hono/aws-lambda";
 import { Hono } from "hono/tiny";
@@ -17,12 +18,13 @@ import { createNodeProber } from "../ports/index.ts";
 import { createJsonLog } from "../telemetry/index.ts";
 import { type AwsConfig, parseAwsEnv } from "./config.ts";
 import { awsQueueFor, consumeReconcileEvent, isReconcileEvent } from "./queue.ts";
+import { resolveSecretEnv } from "./secrets.ts";
 import { createEmfMetrics } from "./telemetry.ts";
 
 /** What the handler is built from; everything but `env` has a production default. */
 export interface HandlerOptions {
   env: Record<string, string | undefined>;
-  /** AWS endpoint for both SDK clients (tests point it at a local server). */
+  /** AWS endpoint for every SDK client (tests point it at a local server). */
   endpoint?: string;
   kube?: (config: AwsConfig) => Kube;
   operators?: (config: AwsConfig) => Operators;
@@ -33,10 +35,13 @@ export interface HandlerOptions {
 
 /** Builds a Lambda handler; `handler` below is the one deployed. */
 export function createHandler(options: HandlerOptions) {
-  let instance: { kubefn: Kubefn; config: AwsConfig; http: ReturnType<typeof handle> } | undefined;
+  let instance: Promise<{ kubefn: Kubefn; config: AwsConfig; http: ReturnType<typeof handle> }> | undefined;
   return async (event: unknown, context: LambdaContext): Promise<unknown> => {
-    instance ??= build(options, context.invokedFunctionArn);
-    const { kubefn, config, http } = instance;
+    instance ??= build(options, context.invokedFunctionArn).catch((err: unknown) => {
+      instance = undefined;
+      throw err;
+    });
+    const { kubefn, config, http } = await instance;
     if (isHttpEvent(event)) return http(event, context);
     if (isCloudWatchLogsEvent(event)) return deliverCloudWatchLogs(kubefn, event.awslogs.data, config);
     if (isReconcileEvent(event)) {
@@ -51,8 +56,8 @@ export function createHandler(options: HandlerOptions) {
   };
 }
 
-function build(options: HandlerOptions, invokedFunctionArn: string) {
-  const config = parseAwsEnv(options.env);
+async function build(options: HandlerOptions, invokedFunctionArn: string) {
+  const config = parseAwsEnv(await resolveSecretEnv(options.env, { endpoint: options.endpoint }));
   const clock = options.clock ?? { now: () => new Date() };
   const transport = () =>
     createNodeTransport(loadKubeConfig(config.kubeconfig), { timeoutMs: config.kubeTimeoutMs });

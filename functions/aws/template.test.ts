@@ -90,3 +90,31 @@ describe("the committed filter pattern, read as CloudWatch Logs reads it", () =>
     ).toBe(true);
   });
 });
+
+describe("infra/aws/template.yaml: credentials come from Secrets Manager at cold start", () => {
+  const fn = template.Resources.Kubefn?.Properties as {
+    Environment: { Variables: Record<string, unknown> };
+    Policies: { Statement: { Action: string; Resource: unknown }[] }[];
+  };
+
+  it("the function's environment holds only the secrets' ARNs, never their values", () => {
+    const vars = fn.Environment.Variables;
+    expect(vars.KUBECONFIG_SECRET_ARN).toBe("KubeconfigSecretArn");
+    expect(vars).not.toHaveProperty("KUBECONFIG_BASE64");
+    expect(vars).not.toHaveProperty("GCE_CREDENTIALS");
+    expect(JSON.stringify(vars)).not.toContain("resolve:secretsmanager");
+  });
+
+  it("grants secretsmanager:GetSecretValue on exactly those ARNs", () => {
+    const grants = fn.Policies.flatMap((p) => p.Statement).filter((s) =>
+      s.Action.startsWith("secretsmanager:"),
+    );
+    expect(grants).toEqual([
+      {
+        Effect: "Allow",
+        Action: "secretsmanager:GetSecretValue",
+        Resource: ["HasGce", ["KubeconfigSecretArn", "GceCredentialsSecretArn"], "KubeconfigSecretArn"],
+      },
+    ]);
+  });
+});

@@ -1,0 +1,108 @@
+import { type ChildProcess, spawn } from "node:child_process";
+import { existsSync } from "node:fs";
+import { CreateSecretCommand, SecretsManagerClient } from "@aws-sdk/client-secrets-manager";
+import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
+import { TEST_CREDENTIALS } from "../../test/support/aws-endpoint.ts";
+import { parseAwsEnv } from "./config.ts";
+import { createHandler } from "./handler.ts";
+import { AwsSecretError, resolveSecretEnv } from "./secrets.ts";
+
+// moto's server (PyPI moto[server], installed into .tools/venv by scripts/python-tools.sh, which
+// `npm test` runs) emulates Secrets Manager on a free loopback port.
+const motoServer = new URL("../../.tools/venv/bin/moto_server", import.meta.url).pathname;
+const REGION = "us-east-1";
+const KUBECONFIG = `apiVersion: v1
+kind: Config
+clusters: [{ name: c, cluster: { server: "https://203.0.113.10:6443" } }]
+users: [{ name: u, user: { token: secret-token-from-the-store } }]
+contexts: [{ name: c, context: { cluster: c, user: u } }]
+current-context: c
+`;
+const GCE_KEY = JSON.stringify({
+  client_email: "kubefn@p.iam.gserviceaccount.com",
+  private_key: "-----BEGIN PRIVATE KEY-----\nMIIsecretbytes\n-----END PRIVATE KEY-----\n",
+});
+const BASE_ENV = {
+  AWS_REGION: REGION,
+  EVENT_BUS_NAME: "kubefn",
+  SCHEDULER_ROLE_ARN: "arn:aws:iam::111122223333:role/kubefn-scheduler",
+};
+
+let moto: ChildProcess;
+let endpoint: string;
+let client: SecretsManagerClient;
+
+beforeAll(async () => {
+  if (!existsSync(motoServer)) throw new Error(`${motoServer} missing: run bash scripts/python-tools.sh`);
+  moto = spawn(motoServer, ["-H", "127.0.0.1", "-p0"], { stdio: ["ignore", "pipe", "pipe"] });
+  endpoint = await new Promise<string>((resolve, reject) => {
+    let out = "";
+    const seen = (chunk: Buffer) => {
+      out += chunk.toString("utf8");
+      const m = /Running on (http:\/\/127\.0\.0\.1:\d+)/.exec(out);
+      if (m?.[1]) resolve(m[1]);
+    };
+    moto.stdout?.on("data", seen);
+    moto.stderr?.on("data", seen);
+    moto.once("exit", (code) => reject(new Error(`moto_server exited (${code}): ${out}`)));
+  });
+  // The loader uses the SDK's default credential chain, as on Lambda: dummy keys from the environment.
+  for (const [k, v] of Object.entries(TEST_CREDENTIALS)) vi.stubEnv(k, v);
+  client = new SecretsManagerClient({ region: REGION, endpoint });
+}, 30_000);
+
+afterAll(() => {
+  vi.unstubAllEnvs();
+  client?.destroy();
+  moto?.kill();
+});
+
+async function createSecret(name: string, value: string): Promise<string> {
+  const out = await client.send(new CreateSecretCommand({ Name: name, SecretString: value }));
+  return out.ARN as string;
+}
+
+describe("the Lambda's secrets come from Secrets Manager at cold start (moto's server)", () => {
+  it("fills KUBECONFIG_BASE64 and GCE_CREDENTIALS from the secrets the ARN variables name", async () => {
+    const kubeArn = await createSecret("kubefn/kubeconfig", Buffer.from(KUBECONFIG).toString("base64"));
+    const gceArn = await createSecret("kubefn/gce", GCE_KEY);
+    const env = {
+      ...BASE_ENV,
+      KUBECONFIG_SECRET_ARN: kubeArn,
+      GCE_CREDENTIALS_SECRET_ARN: gceArn,
+      GCE_PROJECT: "p",
+      GCE_ZONES: "europe-west1-b",
+    };
+    const resolved = await resolveSecretEnv(env, { endpoint });
+    expect(resolved.GCE_CREDENTIALS).toBe(GCE_KEY);
+    const config = parseAwsEnv(resolved);
+    expect(config.kubeconfig).toEqual({ yaml: KUBECONFIG });
+    expect(env).not.toHaveProperty("KUBECONFIG_BASE64");
+  });
+
+  it("a missing secret is a clear error naming the variable and the ARN", async () => {
+    const arn = "arn:aws:secretsmanager:us-east-1:123456789012:secret:kubefn/absent-AbCdEf";
+    const err = await resolveSecretEnv({ ...BASE_ENV, KUBECONFIG_SECRET_ARN: arn }, { endpoint }).catch(
+      (e) => e,
+    );
+    expect(err).toBeInstanceOf(AwsSecretError);
+    expect(err.message).toContain(`KUBECONFIG_SECRET_ARN: cannot read secret ${arn}`);
+    expect(err.message).toContain("ResourceNotFoundException");
+    expect(err.message).toContain("secretsmanager:GetSecretValue");
+  });
+
+  it("the handler builds its wiring through the loader: a missing secret fails the invoke, by name", async () => {
+    const arn = "arn:aws:secretsmanager:us-east-1:123456789012:secret:kubefn/gone-AbCdEf";
+    const handler = createHandler({ env: { ...BASE_ENV, KUBECONFIG_SECRET_ARN: arn }, endpoint });
+    const sweep = { source: "aws.events", "detail-type": "Scheduled Event", detail: {} };
+    const context = { invokedFunctionArn: "arn:aws:lambda:us-east-1:111122223333:function:kubefn" } as never;
+    await expect(handler(sweep, context)).rejects.toThrow(
+      /KUBECONFIG_SECRET_ARN: cannot read secret .*kubefn\/gone/,
+    );
+  });
+
+  it("without an ARN variable the environment is used as it is, with no AWS call", async () => {
+    const env = { ...BASE_ENV, KUBECONFIG_BASE64: Buffer.from(KUBECONFIG).toString("base64") };
+    expect(await resolveSecretEnv(env, { endpoint: "http://127.0.0.1:9" })).toBe(env);
+  });
+});

@@ -78,4 +78,10 @@ describe("parseAwsEnv", () => {
     const { KUBECONFIG_BASE64: _, ...rest } = base;
     expect(() => parseAwsEnv(rest)).toThrow(/set KUBECONFIG_BASE64 \(base64 kubeconfig\) or KUBECONFIG/);
   });
+  it("refuses probe shards: its delayed messages would drop them and nothing would be probed", () => {
+    expect(() => parseAwsEnv({ ...base, PROBE_SHARD_SIZE: "40" })).toThrow(
+      /PROBE_SHARD_SIZE: probe shards need/,
+    );
+    expect(parseAwsEnv({ ...base, PROBE_SHARD_SIZE: "0" }).probeShardSize).toBeUndefined();
+  });
 });

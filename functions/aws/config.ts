@@ -43,7 +43,15 @@ const envSchema = z
       path: ["KUBECONFIG_BASE64"],
     }),
   )
-  .check(z.refine(atLeastOneMinute.check, atLeastOneMinute.message));
+  .check(z.refine(atLeastOneMinute.check, atLeastOneMinute.message))
+  // Delayed messages here are Scheduler schedules that carry no shard payload: a probe shard
+  // would arrive as a pass on no object, and no Proxy would ever be probed.
+  .check(
+    z.refine((e) => !e.PROBE_SHARD_SIZE, {
+      message: "probe shards need a queue that delays whole messages; unset PROBE_SHARD_SIZE on Lambda",
+      path: ["PROBE_SHARD_SIZE"],
+    }),
+  );
 
 /** The environment is missing a variable or holds a bad one; the message lists every problem. */
 export class AwsConfigError extends SettingsError {

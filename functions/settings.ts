@@ -54,7 +54,7 @@ export const settingsVariables = {
   ORPHAN_GRACE_SECONDS: z.optional(z.coerce.number().check(z.int()).check(z.gte(0))),
   PROBE_CONCURRENCY: z._default(z.coerce.number().check(z.int()).check(z.gte(1)).check(z.lte(256)), 32),
   PASS_CONCURRENCY: z._default(z.coerce.number().check(z.int()).check(z.gte(1)).check(z.lte(256)), 8),
-  PROBE_SHARD_SIZE: z.optional(z.coerce.number().check(z.int()).check(z.gte(1)).check(z.lte(200))),
+  PROBE_SHARD_SIZE: z.optional(z.coerce.number().check(z.int()).check(z.gte(0)).check(z.lte(200))),
   // Back-pressure (shared/kube guardedKube): API requests per pass; a circuit per instance.
   REQUEST_BUDGET: z._default(z.coerce.number().check(z.int()).check(z.gte(1)), 200),
   CIRCUIT_FAILURES: z._default(z.coerce.number().check(z.int()).check(z.gte(1)), 5),
@@ -93,8 +93,9 @@ export interface KubefnSettings {
   /** Passes run at once for one delivery (a Lambda event, the Node host's queue). */
   passConcurrency: number;
   /**
-   * Fan health probes out through the queue, this many Proxies per probe-shard message; unset,
-   * the sweep probes in process. On Workers (default 40) a queue batch of up to 10 messages runs in
+   * Fan health probes out through the queue, this many Proxies per probe-shard message; unset or
+   * 0, the sweep probes in process, once per sweep (an interval below the sweep period is then
+   * rounded up to it). Default 40 on Workers and the Node host; unset on Lambda. On Workers (default 40) a queue batch of up to 10 messages runs in
    * one invocation, each probe costing a connection and at most one annotation write: 40 keeps a
    * batch under the paid plan's 1,000 subrequests; on the free plan (50) use 2.
    */

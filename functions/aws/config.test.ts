@@ -80,4 +80,10 @@ describe("parseAwsEnv", () => {
       /set KUBECONFIG_SECRET_ARN \(a Secrets Manager secret holding the base64 kubeconfig\), KUBECONFIG_BASE64 \(local runs\) or KUBECONFIG/,
     );
   });
+  it("refuses probe shards: its delayed messages would drop them and nothing would be probed", () => {
+    expect(() => parseAwsEnv({ ...base, PROBE_SHARD_SIZE: "40" })).toThrow(
+      /PROBE_SHARD_SIZE: probe shards need/,
+    );
+    expect(parseAwsEnv({ ...base, PROBE_SHARD_SIZE: "0" }).probeShardSize).toBeUndefined();
+  });
 });

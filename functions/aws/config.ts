@@ -31,6 +31,11 @@ const kubeconfigRequired = {
   path: ["KUBECONFIG_BASE64"],
 };
 
+const noProbeShards = {
+  message: "probe shards need a queue that delays whole messages; unset PROBE_SHARD_SIZE on Lambda",
+  path: ["PROBE_SHARD_SIZE"],
+};
+
 const envSchema = z
   .object({
     KUBECONFIG_BASE64: z.optional(z.base64("KUBECONFIG_BASE64 must be base64").check(z.minLength(1))),
@@ -43,7 +48,9 @@ const envSchema = z
     ...settingsVariables,
   })
   .check(z.refine((e) => e.KUBECONFIG_BASE64 || e.KUBECONFIG, kubeconfigRequired))
-  .check(z.refine(atLeastOneMinute.check, atLeastOneMinute.message));
+  .check(z.refine(atLeastOneMinute.check, atLeastOneMinute.message))
+  // Scheduler schedules carry no shard payload: a probe shard would probe nothing.
+  .check(z.refine((e) => !e.PROBE_SHARD_SIZE, noProbeShards));
 
 /** The environment is missing a variable or holds a bad one; the message lists every problem. */
 export class AwsConfigError extends SettingsError {

@@ -6,4 +6,9 @@ describe("Node host settings", () => {
     expect(parseNodeHostEnv({}).settings.passConcurrency).toBe(3);
     expect(parseNodeHostEnv({ KUBEFN_CONCURRENCY: "8" }).settings.passConcurrency).toBe(8);
   });
+
+  it("fans probes out as delayed shards by default, so a 30 s Proxy is probed every 30 s", () => {
+    expect(parseNodeHostEnv({}).settings.probeShardSize).toBe(40);
+    expect(parseNodeHostEnv({ KUBEFN_PROBE_SHARD_SIZE: "0" }).settings.probeShardSize).toBeUndefined();
+  });
 });

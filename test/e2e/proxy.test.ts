@@ -116,6 +116,11 @@ describe("a Managed Proxy through the functions", () => {
       expect(condition(ready, "Healthy")).toMatchObject({ status: "True", reason: "ProbeSucceeded" });
       expect(ready.status?.latencyMillis).toBeGreaterThanOrEqual(0);
       expect(proxy.requests.length).toBeGreaterThanOrEqual(2);
+      // By default the Node host probes through delayed probe-shard messages (each Proxy at its
+      // own intervalSeconds and phase), not inside the sweep.
+      expect(
+        host.lines.filter((l) => l.msg === "pass" && l.trigger === "shard:probe").length,
+      ).toBeGreaterThan(0);
       expect(phases[0]).toBe(phases.includes("Pending") ? "Pending" : "Provisioning");
       expect(phases.indexOf("Ready")).toBeGreaterThan(phases.indexOf("Provisioning"));
 

@@ -69,4 +69,50 @@ describe("proxy health task", () => {
     await proxyHealthTask({ prober, concurrency: 1, sweepPeriodSeconds: 60 }).run(ctx, [bare]);
     expect(gauges).toEqual([]);
   });
+
+  it("probes every intervalSeconds (CRD default 30 s): a 30 s Proxy is probed twice per 60 s sweep period", async () => {
+    const kube = new FakeKube();
+    const proxy = externalProxy("thirty");
+    (proxy.spec as { healthCheck: Record<string, unknown> }).healthCheck.intervalSeconds = 30;
+    kube.seed(proxyResource, proxy);
+    let clock = now;
+    const { ctx, recorded } = fakeContext(kube, { now });
+    ctx.clock = { now: () => clock };
+    const probedAt: number[] = [];
+    const prober: Prober = {
+      probe: async () => {
+        probedAt.push(clock.getTime());
+        return { ok: true, latencyMs: 5 };
+      },
+    };
+    const task = proxyHealthTask({
+      prober,
+      concurrency: 2,
+      sweepPeriodSeconds: 60,
+      fanOut: { shardSize: 40 },
+    });
+    // One sweep: nothing probed in it; two probe shards, 30 s apart, at the Proxy's own phase.
+    expect(await task.run(ctx, [proxy])).toMatchObject({ shards: 2, planned: 2 });
+    const shards = [...recorded.sent];
+    const delays = shards.map((s) => s.delaySeconds ?? 0);
+    expect(probedAt).toEqual([]);
+    expect(delays).toHaveLength(2);
+    expect(delays[1]! - delays[0]!).toBe(30);
+    expect(Math.max(...delays)).toBeLessThan(60);
+    // The queue delivers each shard at its delay (the fake clock moves there); each probes it.
+    // (The first probe writes the counters, so the second shard's copy is stale: its write
+    // conflicts and that Proxy is read again and re-probed at the same instant.)
+    for (const sent of shards) {
+      clock = new Date(now.getTime() + (sent.delaySeconds ?? 0) * 1000);
+      const objects = sent.messages[0]!.shard!.objects;
+      expect((await task.handleShard(ctx, objects)).probed).toBeGreaterThanOrEqual(1);
+    }
+    expect([...new Set(probedAt.map((t) => (t - now.getTime()) / 1000))]).toEqual(delays);
+    // A Proxy at the 60 s period (interval = period) gets one shard per sweep.
+    const minute = externalProxy("minute");
+    (minute.spec as { healthCheck: Record<string, unknown> }).healthCheck.intervalSeconds = 60;
+    recorded.sent.length = 0;
+    clock = now;
+    expect(await task.run(ctx, [minute])).toMatchObject({ shards: 1, planned: 1 });
+  });
 });

@@ -154,18 +154,22 @@ describe("Kubernetes pod provider on the devcluster", () => {
       metadata: { name: quotaNs },
     });
     try {
-      const quota = await kube.create(Resources.ResourceQuota, {
+      await kube.create(Resources.ResourceQuota, {
         apiVersion: "v1",
         kind: "ResourceQuota",
         metadata: { name: "no-pods", namespace: quotaNs },
         spec: { hard: { pods: "0" } },
       });
-      // The devcluster runs no resourcequota controller; admission reads status, so set it as
-      // that controller would.
-      await kube.updateStatus(Resources.ResourceQuota, {
-        ...quota,
-        status: { hard: { pods: "0" }, used: { pods: "0" } },
-      });
+      // The devcluster's resourcequota controller fills in status; admission enforces the quota
+      // only once it has (a status written here would race that controller with a 409).
+      const statusDeadline = Date.now() + 30_000;
+      for (;;) {
+        const q = await kube.get(Resources.ResourceQuota, { namespace: quotaNs, name: "no-pods" });
+        const hard = (q?.status as { hard?: Record<string, string> } | undefined)?.hard;
+        if (hard?.pods !== undefined) break;
+        if (Date.now() > statusDeadline) throw new Error("the resourcequota controller never set status");
+        await new Promise((r) => setTimeout(r, 200));
+      }
 
       const req = requestFor(crypto.randomUUID(), { namespace: quotaNs });
       const deadline = Date.now() + 15_000;

@@ -75,7 +75,6 @@ const pageHeaders = {
   "x-content-type-options": "nosniff",
   "referrer-policy": "no-referrer",
   "cache-control": "no-store",
-  "x-frame-options": "DENY",
   "x-robots-tag": "noindex, nofollow, noarchive",
 };
 
@@ -87,7 +86,7 @@ async function contentSecurityPolicy(): Promise<string> {
 
 /**
  * Admits a credential of the API token setting for every namespace, presented as a bearer token
- * or as HTTP Basic auth's password (any user name); 401 with both challenges otherwise, 403 for a
+ * or as HTTP Basic auth's password (any user name); 401 with a Basic challenge otherwise, 403 for a
  * credential scoped to some namespaces.
  */
 function fleetAuth(apiToken: string): MiddlewareHandler {
@@ -102,15 +101,11 @@ function fleetAuth(apiToken: string): MiddlewareHandler {
       }
     }
     if (!found) {
-      c.header("WWW-Authenticate", 'Basic realm="kubefn fleet", charset="UTF-8"');
-      c.header("WWW-Authenticate", 'Bearer realm="kubefn"', { append: true });
-      return c.text("Unauthorized: the fleet page needs the API token (Basic auth password or Bearer).", 401);
+      c.header("WWW-Authenticate", 'Basic realm="kubefn", charset="UTF-8"');
+      return c.text("the fleet page needs the API token (as a bearer token or a Basic auth password)", 401);
     }
     if (found.namespaces !== "*") {
-      return c.text(
-        `Forbidden: credential ${found.name} is scoped to some namespaces; the fleet page shows them all.`,
-        403,
-      );
+      return c.text("the fleet page needs a credential for every namespace", 403);
     }
     await next();
   };

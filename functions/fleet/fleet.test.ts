@@ -171,7 +171,12 @@ describe("readFleet", () => {
       { state: "Ready", tone: "good", count: 90 },
       { state: "Failed", tone: "bad", count: 10 },
     ]);
-    expect(proxies.shown.map((o) => o.state)).toEqual([...Array(10).fill("Failed"), "Ready", "Ready"]);
+    expect(proxies.shown.map((o) => o.state)).toEqual([
+      ...Array(10).fill("Failed"),
+      "Ready",
+      "Ready",
+      "Ready",
+    ]);
     expect(view.kinds.find((k) => k.controller === "subpool")).toMatchObject({
       total: 1,
       states: [{ state: "Ready", count: 1 }],
@@ -183,6 +188,19 @@ describe("readFleet", () => {
     expect(view.latency.counts).toEqual([2, 2, 4, 7, 21, 36, 28, 0, 0]);
     expect(view.latency.maxMillis).toBe(693);
     expect(view.lists).toBe(3);
+  });
+
+  it("lists the latest to change first, a bounded few of each", async () => {
+    const kube = new FakeKube();
+    for (let i = 0; i < 40; i++) {
+      const at = `2026-11-30T10:${String(i).padStart(2, "0")}:00Z`;
+      kube.seed(proxyResource, {
+        ...testProxy({ name: `p${i}` }),
+        status: { phase: i % 2 ? "Ready" : "Failed", conditions: [cond("Healthy", "True", "R", at)] },
+      });
+    }
+    const [proxies] = (await readFleet(kube, sources.slice(0, 1), () => now, { shownPerKind: 4 })).kinds;
+    expect(proxies!.shown.map((o) => o.name)).toEqual(["p38", "p36", "p34", "p32", "p39"]);
   });
 
   it("sends only list requests, from the watch cache, one per page per kind, and never reads a Secret", async () => {

@@ -10,7 +10,10 @@ export interface FleetObject extends ObjectState {
   latencyMillis?: number;
 }
 
-/** One operator's primaries: counts by state, and a few objects, those needing attention first. */
+/**
+ * One operator's primaries: counts by state, and a few objects: the latest to change among those
+ * needing attention, then the latest to change among those that are well.
+ */
 export interface FleetKind {
   controller: string;
   kind: string;
@@ -49,7 +52,7 @@ export interface FleetSource {
 export interface ReadFleetOptions {
   /** Objects per list page; default 500. */
   pageSize?: number;
-  /** Objects listed by name per kind; default 25. */
+  /** Objects needing attention listed by name per kind (default 20), and a quarter as many that are well. */
   shownPerKind?: number;
 }
 
@@ -71,7 +74,7 @@ export async function readFleet(
   options: ReadFleetOptions = {},
 ): Promise<FleetView> {
   const pageSize = options.pageSize ?? 500;
-  const cap = options.shownPerKind ?? 25;
+  const cap = options.shownPerKind ?? 20;
   const latency: LatencyHistogram = { bounds: latencyBounds, counts: latencyBounds.map(() => 0), probed: 0 };
   latency.counts.push(0);
   let lists = 0;
@@ -92,15 +95,15 @@ export async function readFleet(
             bucket.count++;
             states.set(seen.state, bucket);
             if (seen.latencyMillis !== undefined) countLatency(latency, seen.latencyMillis);
-            const list = seen.tone === "good" ? well : attention;
-            if (list.length < cap) list.push(seen);
+            if (seen.tone === "good") keepLatest(well, seen, Math.ceil(cap / 4));
+            else keepLatest(attention, seen, cap);
           }
         }
       } catch (err) {
         kind.error = classifyError(err).reason;
       }
       kind.states = [...states.values()].sort((a, b) => b.count - a.count);
-      kind.shown = [...attention, ...well].slice(0, cap);
+      kind.shown = [...attention, ...well];
       return kind;
     }),
   );
@@ -133,9 +136,18 @@ export function cachedFleet(
   };
 }
 
+/** Inserts `o` into `list` (latest change first), keeping at most `cap`. */
+function keepLatest(list: FleetObject[], o: FleetObject, cap: number): void {
+  const at = list.findIndex((other) => (other.changedAt ?? "") < (o.changedAt ?? ""));
+  list.splice(at === -1 ? list.length : at, 0, o);
+  if (list.length > cap) list.pop();
+}
+
 function fleetObjectOf(object: KubeObject): FleetObject {
   const latencyMillis = (object as { status?: { latencyMillis?: unknown } }).status?.latencyMillis;
+  const created = object.metadata.creationTimestamp;
   return {
+    ...(created ? { changedAt: created } : {}),
     ...(object.metadata.namespace ? { namespace: object.metadata.namespace } : {}),
     name: object.metadata.name ?? "",
     ...stateOf(object),

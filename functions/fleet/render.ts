@@ -52,7 +52,7 @@ export function renderFleetPage(input: FleetPageInput): string {
   return `<!doctype html><html lang="en"><head><meta charset="utf-8"><title>kubefn fleet</title><style>${fleetCss}</style></head><body><header><h1>kubefn fleet</h1>read at ${view.readAt.toISOString()}; ${cost}</header><main>${
     input.detailed
       ? ""
-      : '<p class="n">No API token is set: this page is open to anyone who reaches it, so condition messages are hidden. Set API_TOKEN to require it and show them.</p>'
+      : '<p class="n">No API token is set, so this page is open and hides condition messages.</p>'
   }${view.kinds.map((kind) => kindSection(kind, input.detailed)).join("")}${latencySection(view.latency)}${passesSection(input.passes, now)}</main></body></html>`;
 }
 
@@ -67,10 +67,10 @@ const table = (head: string[], rows: string[][]) =>
 
 function kindSection(kind: FleetKind, detailed: boolean): string {
   let x = 0;
-  const bar = kind.states.map(({ state, tone, count }) => {
+  const bar = kind.states.map(({ tone, count }) => {
     const w = (count / kind.total) * 480;
     x += w;
-    return `<rect x="${(x - w).toFixed(1)}" width="${w.toFixed(1)}" height="18" fill="${toneColours[tone]}"><title>${escapeHtml(state)}</title></rect>`;
+    return `<rect x="${(x - w).toFixed(1)}" width="${w.toFixed(1)}" height="18" fill="${toneColours[tone]}"></rect>`;
   });
   const rows = kind.shown.map((o) => [
     escapeHtml(o.namespace ? `${o.namespace}/${o.name}` : o.name),
@@ -89,7 +89,7 @@ function kindSection(kind: FleetKind, detailed: boolean): string {
     rows.length
       ? table(["object", "state", "reason", "latency", "changed", ...(detailed ? ["message"] : [])], rows)
       : ""
-  }${more > 0 ? `<p class="n">and ${more} more (those needing attention first)</p>` : ""}`;
+  }${more > 0 ? `<p class="n">and ${more} more</p>` : ""}`;
 }
 
 function latencySection(h: LatencyHistogram): string {

@@ -116,6 +116,34 @@ describe("HTTP events → the intake app", () => {
     expect(endpoint.requests).toEqual([]);
   });
 
+  it("a Function URL GET / → the fleet page, the same as every platform's", async () => {
+    const post = fixture("function-url-post-events.json") as Record<string, unknown> & {
+      headers: Record<string, string>;
+      requestContext: { http: Record<string, string> };
+    };
+    const { authorization: _, "content-length": __, ...headers } = post.headers;
+    const get = {
+      ...post,
+      rawPath: "/",
+      rawQueryString: "",
+      queryStringParameters: undefined,
+      headers: { ...headers, accept: "text/html" },
+      requestContext: {
+        ...post.requestContext,
+        http: { ...post.requestContext.http, method: "GET", path: "/" },
+      },
+      body: undefined,
+    };
+    const res = (await handlerWith()(get, lambdaContext)) as {
+      statusCode: number;
+      headers: Record<string, string>;
+      body: string;
+    };
+    expect(res.statusCode).toBe(200);
+    expect(res.headers["content-security-policy"]).toMatch(/^default-src 'none'/);
+    expect(res.body).toContain("<tr><td>ns1/p1</td>");
+  });
+
   it("API Gateway v1 GET /healthz → 200", async () => {
     const res = (await handlerWith()(fixture("apigw-v1-get-healthz.json"), lambdaContext)) as {
       statusCode: number;

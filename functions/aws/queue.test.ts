@@ -10,7 +10,14 @@ import {
   startMoto,
   TEST_CREDENTIALS,
 } from "../../test/support/moto.ts";
-import { awsQueue, MAX_ENTRY_MESSAGES, PutEventsError, scheduleName } from "./queue.ts";
+import {
+  awsQueue,
+  MAX_CALL_BYTES,
+  MAX_ENTRY_MESSAGES,
+  MAX_SHARD_BYTES,
+  PutEventsError,
+  scheduleName,
+} from "./queue.ts";
 
 // Against moto's server: PutEvents goes through the template's Reconcile rule to a queue standing in
 // for the function; CreateSchedule is read back with GetSchedule.
@@ -161,6 +168,47 @@ describe("delayed sends: Scheduler CreateSchedule, read back with GetSchedule", 
     await queue().send([{ ...message("p1", 1, 1000), uid: "uid-1", listedAt: 5 }], 30);
     const [held] = await aws.schedules();
     expect(held?.input.detail.messages).toEqual([{ ...message("p1", 1), uid: "uid-1" }]);
+  });
+
+  it("keeps a probe shard's objects and every message's trigger", async () => {
+    const objects = [0, 1, 2].map((i) => message(`p${i}`, 0, 2000).snapshot!);
+    const shard: Message = {
+      request: { controller: "proxy", name: "__shard-probe-1796040000-0" },
+      attempt: 0,
+      trigger: { kind: "shard", reason: "probe" },
+      shard: { task: "probe", objects },
+    };
+    const followUp: Message = { ...message("p9", 1, 1000), trigger: { kind: "follow-up" } };
+    await queue().send([shard, followUp], 30);
+    const [held] = await aws.schedules();
+    expect(held?.input.detail.messages).toEqual([
+      shard,
+      { ...message("p9", 1), trigger: { kind: "follow-up" } },
+    ]);
+  });
+
+  it("cuts a shard above MAX_SHARD_BYTES into schedules that each fit, every object in one", async () => {
+    const objects = Array.from({ length: 12 }, (_, i) => message(`big${i}`, 0, 40_000).snapshot!);
+    const shard: Message = {
+      request: { controller: "proxy", name: "__shard-probe-1796040000-3" },
+      attempt: 0,
+      shard: { task: "probe", objects },
+    };
+    await queue().send([shard], 30);
+    const held = await aws.schedules();
+    expect(held.length).toBeGreaterThanOrEqual(3);
+    for (const s of held)
+      expect(Buffer.byteLength(s.output.Target?.Input ?? "")).toBeLessThan(MAX_CALL_BYTES);
+    const pieces = held.flatMap((s) => s.input.detail.messages);
+    expect(pieces.map((m) => m.request.name).sort()).toEqual(
+      pieces.map((_, i) => `__shard-probe-1796040000-3-${i + 1}`).sort(),
+    );
+    expect(pieces.flatMap((m) => m.shard?.objects.map((o) => o.metadata.name)).sort()).toEqual(
+      objects.map((o) => o.metadata.name).sort(),
+    );
+    expect(Math.max(...pieces.map((m) => Buffer.byteLength(JSON.stringify(m))))).toBeLessThanOrEqual(
+      MAX_SHARD_BYTES,
+    );
   });
 
   it("treats a ConflictException (the same follow-up already scheduled) as sent", async () => {

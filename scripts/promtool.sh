@@ -14,7 +14,9 @@ trap 'rm -rf "$work"' EXIT
 # `apt-get download` needs the package lists; a fresh machine (or container) has none yet.
 if ! (cd "$work" && apt-get download -q prometheus >/dev/null 2>&1); then
   apt-get update -qq
-  (cd "$work" && apt-get download -q prometheus >/dev/null 2>&1)
+  # As root apt warns that the download runs unsandboxed; only errors matter here.
+  (cd "$work" && apt-get download -q prometheus 2>&1 >/dev/null | grep -v "unsandboxed" >&2 || true)
+  ls "$work"/prometheus_*.deb >/dev/null 2>&1 || { echo "promtool: apt-get download prometheus failed" >&2; exit 1; }
 fi
 mkdir -p "$dir/bin"
 dpkg-deb --fsys-tarfile "$work"/prometheus_*.deb | tar -x -C "$work" ./usr/bin/promtool

@@ -31,11 +31,6 @@ const kubeconfigRequired = {
   path: ["KUBECONFIG_BASE64"],
 };
 
-const noProbeShards = {
-  message: "probe shards need a queue that delays whole messages; unset PROBE_SHARD_SIZE on Lambda",
-  path: ["PROBE_SHARD_SIZE"],
-};
-
 const envSchema = z
   .object({
     KUBECONFIG_BASE64: z.optional(z.base64("KUBECONFIG_BASE64 must be base64").check(z.minLength(1))),
@@ -48,9 +43,10 @@ const envSchema = z
     ...settingsVariables,
   })
   .check(z.refine((e) => e.KUBECONFIG_BASE64 || e.KUBECONFIG, kubeconfigRequired))
-  .check(z.refine(atLeastOneMinute.check, atLeastOneMinute.message))
-  // Scheduler schedules carry no shard payload: a probe shard would probe nothing.
-  .check(z.refine((e) => !e.PROBE_SHARD_SIZE, noProbeShards));
+  .check(z.refine(atLeastOneMinute.check, atLeastOneMinute.message));
+
+/** Probes fan out as probe-shard events and schedules of 40 Proxies (./queue.ts carries them whole). */
+const lambdaDefaults = { PROBE_SHARD_SIZE: "40" };
 
 /** The environment is missing a variable or holds a bad one; the message lists every problem. */
 export class AwsConfigError extends SettingsError {
@@ -65,7 +61,8 @@ export class AwsConfigError extends SettingsError {
  * @throws AwsConfigError naming every bad variable.
  */
 export function parseAwsEnv(env: Record<string, string | undefined>): AwsConfig {
-  const { e, settings } = parsePlatformEnv(envSchema, env, "invalid Lambda environment", AwsConfigError);
+  const what = "invalid Lambda environment";
+  const { e, settings } = parsePlatformEnv(envSchema, env, what, AwsConfigError, lambdaDefaults);
   return {
     ...settings,
     kubeconfig: e.KUBECONFIG_BASE64

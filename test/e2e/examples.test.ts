@@ -291,15 +291,32 @@ describe("the Site example", () => {
 });
 
 describe("the host's /metrics", () => {
-  it("exposes the series infra/monitoring/alerts.yaml alerts on", async () => {
+  it("exposes the series infra/monitoring/alerts.yaml alerts on, with the labels its promtool tests feed", async () => {
     const text = await (await fetch(`${host.url}/metrics`)).text();
+    const labelsOf = (series: string) => [...series.matchAll(/([a-z_]+)="/g)].map((m) => m[1] ?? "").sort();
+    const exposed = new Map<string, string[]>();
+    for (const line of text.split("\n")) {
+      const m = /^([a-z_:]+)(\{[^}]*\})? /.exec(line);
+      if (m?.[1]) exposed.set(m[1], labelsOf(m[2] ?? ""));
+    }
     for (const metric of [
       "kubefn_passes_total",
       "kubefn_sweep_last_success_timestamp_seconds",
       "kubefn_proxies",
       "kubefn_proxy_last_probe_timestamp_seconds",
     ]) {
-      expect(text).toMatch(new RegExp(`^${metric}\\{`, "m"));
+      expect(exposed.has(metric), metric).toBe(true);
     }
+    // infra/monitoring/alerts.test.yaml's input series: where this host exposes the metric, the
+    // test series carries the same label names (the rules aggregate by them).
+    const tests = readFileSync(`${root}infra/monitoring/alerts.test.yaml`, "utf8");
+    let compared = 0;
+    for (const m of tests.matchAll(/series: '([a-z_:]+)(\{[^}]*\})?'/g)) {
+      const live = exposed.get(m[1]!);
+      if (!live) continue;
+      expect(labelsOf(m[2] ?? ""), m[1]).toEqual(live);
+      compared++;
+    }
+    expect(compared).toBeGreaterThanOrEqual(4);
   });
 });

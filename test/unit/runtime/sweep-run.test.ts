@@ -3,6 +3,7 @@ import type { Kube, KubeObject, ListOptions, ListPage } from "../../../shared/ku
 import { defineDrift, safetyNetDue } from "../../../shared/runtime/drift.ts";
 import { createRegistry } from "../../../shared/runtime/registry.ts";
 import { runSweep } from "../../../shared/runtime/sweep-run.ts";
+import type { SweepTask } from "../../../shared/runtime/sweep-task.ts";
 import { fakeContext } from "../../support/fake-kube.ts";
 import { proxyController, SubPoolResource, subPoolController } from "./controllers.ts";
 
@@ -188,16 +189,13 @@ describe("runSweep", () => {
         }),
       }),
     ]);
-    const task = {
+    const task: SweepTask = {
       name: "collector",
       controller: "subpool",
-      async run(
-        _ctx: unknown,
-        _primaries: unknown,
-        memo?: { once: <T>(k: string, l: () => Promise<T>) => Promise<T> },
-      ) {
-        return { seen: (await memo!.once("instances", instances)).length };
-      },
+      start: (_ctx, memo) => ({
+        page: async () => undefined,
+        finish: async () => ({ seen: (await memo.once("instances", instances)).length }),
+      }),
     };
     const summary = await runSweep(ctx, registry, [task], { shardSize: 10, snapshots: false });
     expect(summary.tasks.collector).toEqual({ seen: 1 });

@@ -1,6 +1,7 @@
 export { type BackoffPolicy, backoffSeconds, DEFAULT_BACKOFF } from "./backoff.ts";
 export type { ControllerDefinition, PassContext, Watch, WatchedChange } from "./controller.ts";
 export {
+  combineListed,
   DEFAULT_SAFETY_NET_SECONDS,
   type DriftDeclaration,
   type DriftInput,
@@ -10,7 +11,9 @@ export {
   driftDue,
   type Listed,
   listForDrift,
+  listForPage,
   pagesOf,
+  SWEEP_PAGE_SIZE,
   safetyNetDue,
 } from "./drift.ts";
 export {
@@ -67,7 +70,13 @@ export {
 } from "./registry.ts";
 export { planSweep, type SweepInput, type SweepPlan, sweepBucket } from "./sweep.ts";
 export { type ControllerSweep, runSweep, type SweepOptions, type SweepSummary } from "./sweep-run.ts";
-export { createSweepMemo, type SweepMemo, type SweepTask } from "./sweep-task.ts";
+export {
+  createSweepMemo,
+  runSweepTask,
+  type SweepMemo,
+  type SweepTask,
+  type SweepTaskRun,
+} from "./sweep-task.ts";
 export type {
   Clock,
   Context,

@@ -2,6 +2,7 @@ import { describe, expect, it } from "vitest";
 import { FakeKube, fakeContext } from "../../../test/support/fake-kube.ts";
 import type { Prober } from "../../health/index.ts";
 import type { KubeObject } from "../../kube/port.ts";
+import { runSweepTask } from "../../runtime/index.ts";
 import { proxyResource } from "./api.ts";
 import { proxyHealthTask } from "./health-task.ts";
 
@@ -37,7 +38,7 @@ describe("proxy health task", () => {
     };
     const task = proxyHealthTask({ prober, concurrency: 2, sweepPeriodSeconds: 60 });
     // First probe: one success, below successThreshold 2 — no verdict, no report, no status change.
-    const counts = await task.run(ctx, proxies);
+    const counts = await runSweepTask(task, ctx, [proxies]);
     expect(counts).toMatchObject({ probed: 2, reports: 0 });
     const at = now.getTime() / 1000;
     expect(gauges).toEqual(
@@ -66,7 +67,7 @@ describe("proxy health task", () => {
     const gauges: string[] = [];
     ctx.metrics = { ...ctx.metrics, gauge: (name) => gauges.push(name) };
     const prober: Prober = { probe: async () => ({ ok: true, latencyMs: 1 }) };
-    await proxyHealthTask({ prober, concurrency: 1, sweepPeriodSeconds: 60 }).run(ctx, [bare]);
+    await runSweepTask(proxyHealthTask({ prober, concurrency: 1, sweepPeriodSeconds: 60 }), ctx, [[bare]]);
     expect(gauges).toEqual([]);
   });
 
@@ -92,7 +93,7 @@ describe("proxy health task", () => {
       fanOut: { shardSize: 40 },
     });
     // One sweep: nothing probed in it; two probe shards, 30 s apart, at the Proxy's own phase.
-    expect(await task.run(ctx, [proxy])).toMatchObject({ shards: 2, planned: 2 });
+    expect(await runSweepTask(task, ctx, [[proxy]])).toMatchObject({ shards: 2, planned: 2 });
     const shards = [...recorded.sent];
     const delays = shards.map((s) => s.delaySeconds ?? 0);
     expect(probedAt).toEqual([]);
@@ -113,6 +114,6 @@ describe("proxy health task", () => {
     (minute.spec as { healthCheck: Record<string, unknown> }).healthCheck.intervalSeconds = 60;
     recorded.sent.length = 0;
     clock = now;
-    expect(await task.run(ctx, [minute])).toMatchObject({ shards: 1, planned: 1 });
+    expect(await runSweepTask(task, ctx, [[minute]])).toMatchObject({ shards: 1, planned: 1 });
   });
 });

@@ -2,8 +2,9 @@ import {
   applyHealthSweep,
   boundedProber,
   type Prober,
-  planProbeShards,
+  type ProbeShard,
   probeAll,
+  probeShardPlanner,
   type TargetPolicy,
 } from "../../health/index.ts";
 import type { KubeObject } from "../../kube/index.ts";
@@ -132,45 +133,64 @@ export function proxyHealthTask(opts: ProxyHealthTaskOptions): SweepTask & {
   return {
     name: "proxy-health",
     controller: proxyControllerName,
-    async run(ctx, proxies) {
-      if (!opts.fanOut) return probeAndApply(ctx, proxies, true);
+    start(ctx) {
+      if (!opts.fanOut) {
+        // In process: each page is probed (bounded concurrency) before the next is listed.
+        const totals: Record<string, number> = {};
+        return {
+          async page(proxies) {
+            for (const [k, v] of Object.entries(await probeAndApply(ctx, proxies, true)))
+              totals[k] = (totals[k] ?? 0) + v;
+          },
+          finish: async () => totals,
+        };
+      }
       const now = ctx.clock.now();
-      const shards = planProbeShards({
-        proxies,
+      const planner = probeShardPlanner({
         subjectFor,
         now,
         sweepPeriodSeconds: opts.sweepPeriodSeconds,
         shardSize: opts.fanOut.shardSize,
       });
       const stamp = Math.floor(now.getTime() / 1000);
-      let planned = 0;
-      let failed = 0;
-      for (const [i, shard] of shards.entries()) {
-        const message: Message = {
-          request: { controller: proxyControllerName, name: `__shard-${probeShardTask}-${stamp}-${i}` },
-          attempt: 0,
-          trigger: { kind: "shard", reason: probeShardTask },
-          shard: { task: probeShardTask, objects: shard.objects },
-        };
-        try {
-          await ctx.queue.send([message], shard.delaySeconds);
-          planned += shard.objects.length;
-        } catch (err) {
-          // Those Proxies are probed at the next sweep; their health state is unchanged meanwhile.
-          failed++;
-          ctx.log.error("probe shard not sent", {
-            shard: i,
-            proxies: shard.objects.length,
-            error: String(err),
-          });
-          ctx.metrics.count("kubefn_sweep_errors_total", {
-            controller: proxyControllerName,
-            stage: "probe-shard",
-          });
+      const counts = { shards: 0, planned: 0, shardErrors: 0 };
+      const sendShards = async (shards: readonly ProbeShard<KubeObject>[]) => {
+        for (const shard of shards) {
+          const i = counts.shards + counts.shardErrors;
+          const message: Message = {
+            request: { controller: proxyControllerName, name: `__shard-${probeShardTask}-${stamp}-${i}` },
+            attempt: 0,
+            trigger: { kind: "shard", reason: probeShardTask },
+            shard: { task: probeShardTask, objects: shard.objects },
+          };
+          try {
+            await ctx.queue.send([message], shard.delaySeconds);
+            counts.shards++;
+            counts.planned += shard.objects.length;
+          } catch (err) {
+            // Those Proxies are probed at the next sweep; their health state is unchanged meanwhile.
+            counts.shardErrors++;
+            ctx.log.error("probe shard not sent", {
+              shard: i,
+              proxies: shard.objects.length,
+              error: String(err),
+            });
+            ctx.metrics.count("kubefn_sweep_errors_total", {
+              controller: proxyControllerName,
+              stage: "probe-shard",
+            });
+          }
         }
-      }
-      ctx.metrics.count("kubefn_probe_shards_total", {}, shards.length - failed);
-      return { shards: shards.length - failed, planned, shardErrors: failed };
+      };
+      return {
+        // A full shard goes out as soon as a page fills it; partial ones wait for the last page.
+        page: (proxies) => sendShards(planner.add(proxies)),
+        async finish() {
+          await sendShards(planner.flush());
+          ctx.metrics.count("kubefn_probe_shards_total", {}, counts.shards);
+          return counts;
+        },
+      };
     },
     handleShard: (ctx, objects) => probeAndApply(ctx, objects, false, true),
   };

@@ -112,8 +112,8 @@ describe("the function's IAM policy from infra/aws/template.yaml (moto, authenti
       {
         Effect: "Allow",
         Action: "scheduler:CreateSchedule",
-        // biome-ignore lint/suspicious/noTemplateCurlyInString: CloudFormation's !Sub, as written.
         Resource:
+          // biome-ignore lint/suspicious/noTemplateCurlyInString: CloudFormation's !Sub, as written.
           "arn:${AWS::Partition}:scheduler:${AWS::Region}:${AWS::AccountId}:schedule/${ScheduleGroup}/*",
       },
     ]);

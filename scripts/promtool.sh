@@ -9,6 +9,10 @@ want=2.42.0
 if [ -x "$dir/bin/promtool" ] && "$dir/bin/promtool" --version 2>/dev/null | grep -q "version ${want}+"; then
   exit 0
 fi
+if ! command -v apt-get >/dev/null || ! command -v dpkg-deb >/dev/null; then
+  echo "promtool: needs Debian's apt-get and dpkg-deb; elsewhere put promtool ${want} at ${dir}/bin/promtool" >&2
+  exit 1
+fi
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 # `apt-get download` needs the package lists; a fresh machine (or container) has none yet.

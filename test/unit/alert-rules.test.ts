@@ -7,12 +7,12 @@
  * of examples checks the rules' metrics against a live host's /metrics).
  */
 import { execFile } from "node:child_process";
-import { mkdtempSync, readdirSync, readFileSync, statSync, writeFileSync } from "node:fs";
+import { existsSync, mkdtempSync, readdirSync, readFileSync, statSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { parser } from "@prometheus-io/lezer-promql";
-import { describe, expect, it } from "vitest";
+import { beforeAll, describe, expect, it } from "vitest";
 import { parse } from "yaml";
 
 const root = fileURLToPath(new URL("../../", import.meta.url));
@@ -133,6 +133,9 @@ describe("infra/monitoring/alerts.yaml", () => {
 
 describe("infra/monitoring/alerts.yaml under promtool", () => {
   const dir = join(root, "infra/monitoring");
+  beforeAll(() => {
+    if (!existsSync(promtool)) throw new Error(`${promtool} missing: run bash scripts/promtool.sh`);
+  });
 
   it("promtool check rules accepts every rule", async () => {
     const { code, out } = await run(["check", "rules", "alerts.yaml"], dir);

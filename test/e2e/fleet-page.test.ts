@@ -134,7 +134,9 @@ describe("the fleet page on the Node host", () => {
     expect(ok.headers.get("content-security-policy")).toMatch(/^default-src 'none'; style-src 'sha256-/);
     // A reload within the cache's 5 s sends no request to the API server.
     const again = await fetch(`${host.url}/`, { headers: { authorization: `Bearer ${token}` } });
-    expect(await again.text()).toMatch(/this view sent none: it shows the read of \d+ s ago \(3 list requests;/);
+    expect(await again.text()).toMatch(
+      /this view sent none: it shows the read of \d+ s ago \(3 list requests;/,
+    );
   });
 
   it("Chromium renders each object in the state the API server holds, the passes and their triggers", async () => {

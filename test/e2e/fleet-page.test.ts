@@ -53,7 +53,6 @@ beforeAll(async () => {
     metadata: { name: namespace },
   });
   [forwardProxy, target] = await Promise.all([startForwardProxy(), startHttpTarget()]);
-  console.log("T host start", Date.now());
   host = await startHost({ KUBECONFIG: kubeconfig, KUBEFN_SWEEP_SECONDS: "2", KUBEFN_API_TOKEN: token });
   const probe = {
     probeURL: `http://127.0.0.1:${target.port}/`,

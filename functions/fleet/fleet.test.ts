@@ -295,14 +295,14 @@ describe("GET /", () => {
     ["the bearer token", `Bearer ${token}`, 200],
     ["the token as the Basic password", basic("anyone", token), 200],
   ])("with the API token set: %s", async (_, authorization, status) => {
-    const res = await page(seededKube(2), token).request(
-      "/",
-      authorization ? { headers: { authorization } } : {},
-    );
+    const kube = seededKube(2);
+    const res = await page(kube, token).request("/", authorization ? { headers: { authorization } } : {});
     expect(res.status).toBe(status);
     if (status === 401) {
       expect(res.headers.get("www-authenticate")).toContain("Basic");
       expect(await res.text()).not.toContain("p000");
+      // Refused before any read: an unauthenticated flood costs the API server nothing.
+      expect(kube.calls).toEqual([]);
     }
     expect(res.headers.get("content-security-policy")).toContain("default-src 'none'");
   });

@@ -122,6 +122,7 @@ function passesSection(passes: readonly PassRecord[], now: Date): string {
         p.followUpSeconds !== undefined && `follow-up in ${p.followUpSeconds} s`,
         p.shard &&
           Object.entries(p.shard)
+            .filter(([k, v]) => v && k !== "ms")
             .map(([k, v]) => `${k}=${v}`)
             .join(" "),
       ]

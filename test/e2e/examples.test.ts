@@ -290,6 +290,26 @@ describe("the Site example", () => {
   });
 });
 
+describe("the fleet page, as the README's walk-through describes it", () => {
+  it("GET / shows every example object Ready, the latency chart and the passes, open without a token", async () => {
+    const res = await fetch(`${host.url}/`);
+    expect(res.status).toBe(200);
+    const html = await res.text();
+    expect(html).toContain("No API token is set, so this page is open and hides condition messages.");
+    const stateOf = (key: string) =>
+      new RegExp(`<tr><td>${key}</td><td><span class="c (\\w+)">(\\w+)</span>`).exec(html)?.slice(1, 3);
+    for (const key of ["default/local", "default/managed", "demo-pool", "team-b", "lab"]) {
+      expect(stateOf(key), key).toEqual(["good", "Ready"]);
+    }
+    expect(html).toMatch(/<h2>Proxy: 2<\/h2>.*<h2>SubPool: 2<\/h2>.*<h2>Site: 1<\/h2>/s);
+    expect(html).toContain("<h2>Probe latency</h2><svg");
+    // The last passes, each with why it ran.
+    expect(html).toMatch(
+      /<h2>Last passes<\/h2>.*<td>(proxy|subpool|site)\/[^<]*<\/td><td>(audit|follow-up|start|safety-net|shard:probe|drift:[\w-]+)<\/td>/s,
+    );
+  });
+});
+
 describe("the host's /metrics", () => {
   it("exposes the series infra/monitoring/alerts.yaml alerts on, with the labels its promtool tests feed", async () => {
     const text = await (await fetch(`${host.url}/metrics`)).text();

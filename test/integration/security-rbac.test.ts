@@ -400,9 +400,118 @@ describe("the kubefn token used outside kubefn", () => {
         }),
       ),
     );
+    // Nor through the fields beside `containers` and `hostPath`: a privileged init container,
+    // added capabilities, or a ServiceAccount token mounted as a projected volume.
+    const noToken = { automountServiceAccountToken: false };
+    await refused(() =>
+      kubefn.create(
+        Resources.Pod,
+        pod("init", {
+          ...noToken,
+          initContainers: [
+            { name: "i", image: "registry.example/x:1", securityContext: { privileged: true } },
+          ],
+        }),
+      ),
+    );
+    await refused(() =>
+      kubefn.create(
+        Resources.Pod,
+        pod("caps", {
+          ...noToken,
+          containers: [
+            {
+              name: "c",
+              image: "registry.example/x:1",
+              securityContext: { capabilities: { add: ["SYS_ADMIN"] } },
+            },
+          ],
+        }),
+      ),
+    );
+    await refused(() =>
+      kubefn.create(
+        Resources.Pod,
+        pod("projected", {
+          ...noToken,
+          volumes: [{ name: "t", projected: { sources: [{ serviceAccountToken: { path: "token" } }] } }],
+        }),
+      ),
+    );
     // The policy is not a blanket refusal: a labelled, unprivileged Pod is admitted (then removed).
     await kubefn.create(Resources.Pod, pod("fine", { automountServiceAccountToken: false }));
     await kubefn.delete(Resources.Pod, { namespace: victims, name: "fine" });
+  });
+
+  it("cannot write a SubPool's kinds outside a SubPool's Namespace, nor run a privileged StatefulSet in one", async () => {
+    const labels = { "app.kubernetes.io/managed-by": "subpool-operator" };
+    const statefulSet = (name: string, namespace: string, podSpec: Record<string, unknown>): KubeObject => ({
+      apiVersion: "apps/v1",
+      kind: "StatefulSet",
+      metadata: { name, namespace, labels },
+      spec: {
+        serviceName: name,
+        selector: { matchLabels: { app: name } },
+        template: {
+          metadata: { labels: { app: name } },
+          spec: { containers: [{ name: "c", image: "registry.example/x:1" }], ...podSpec },
+        },
+      },
+    });
+    // A StatefulSet runs Pods as the workload controller, past the Pod rule: in a tenant's
+    // namespace it could use any of that namespace's ServiceAccounts.
+    const message = await refused(() =>
+      kubefn.create(Resources.StatefulSet, statefulSet("miner", victims, { serviceAccountName: "admin" })),
+    );
+    expect(message).toMatch(/subpool-\*/);
+    await refused(() =>
+      kubefn.create(Resources.NetworkPolicy, {
+        apiVersion: "networking.k8s.io/v1",
+        kind: "NetworkPolicy",
+        metadata: { name: "deny-all", namespace: victims, labels },
+        spec: { podSelector: {}, policyTypes: ["Ingress", "Egress"] },
+      }),
+    );
+    await refused(() =>
+      kubefn.create(Resources.ResourceQuota, {
+        apiVersion: "v1",
+        kind: "ResourceQuota",
+        metadata: { name: "zero", namespace: victims, labels },
+        spec: { hard: { pods: "0" } },
+      }),
+    );
+    // Inside a SubPool's Namespace, its Pods are held to the Pod rule's host and privilege limits.
+    const pool = `subpool-${victims}`;
+    await admin.create(Resources.Namespace, {
+      apiVersion: "v1",
+      kind: "Namespace",
+      metadata: { name: pool, labels },
+    });
+    try {
+      await refused(() =>
+        kubefn.create(
+          Resources.StatefulSet,
+          statefulSet("host", pool, { volumes: [{ name: "root", hostPath: { path: "/" } }] }),
+        ),
+      );
+      await refused(() =>
+        kubefn.create(
+          Resources.StatefulSet,
+          statefulSet("priv", pool, {
+            containers: [{ name: "c", image: "registry.example/x:1", securityContext: { privileged: true } }],
+          }),
+        ),
+      );
+      await refused(() =>
+        kubefn.create(Resources.StatefulSet, statefulSet("net", pool, { hostNetwork: true })),
+      );
+      // And an ordinary one is admitted.
+      await kubefn.create(Resources.StatefulSet, statefulSet("fine", pool, {}));
+      const all = await admin.list(Resources.StatefulSet, { namespace: victims });
+      expect(all.items).toEqual([]);
+    } finally {
+      await admin.delete(Resources.Namespace, { name: pool }).catch(() => {});
+    }
   });
 
   it("cannot read what RBAC does not grant: Secrets by list, Deployments outside its namespace", async () => {

@@ -443,6 +443,29 @@ describe("the kubefn token used outside kubefn", () => {
     await kubefn.delete(Resources.Pod, { namespace: victims, name: "fine" });
   });
 
+  it("cannot mint a ServiceAccount token by creating a token Secret, though RBAC lets it create and get Secrets", async () => {
+    // The token controller fills a `kubernetes.io/service-account-token` Secret with a
+    // long-lived token for the ServiceAccount it names; kubefn may `get` Secrets, so this would
+    // hand the stolen token any ServiceAccount's rights (kube-system's controllers' included).
+    const tokenSecret = (namespace: string): KubeObject => ({
+      apiVersion: "v1",
+      kind: "Secret",
+      metadata: {
+        name: "minted",
+        namespace,
+        labels: { "crawl.kubefn.dev/managed-by": "kubefn" },
+        annotations: { "kubernetes.io/service-account.name": "default" },
+      },
+      type: "kubernetes.io/service-account-token",
+    });
+    const message = await refused(() => kubefn.create(Resources.Secret, tokenSecret(victims)));
+    expect(message).toMatch(/Opaque/);
+    await refused(() => kubefn.create(Resources.Secret, tokenSecret("kube-system")));
+    await expect(admin.get(Resources.Secret, { namespace: victims, name: "minted" })).rejects.toThrow(
+      /not found/i,
+    );
+  });
+
   it("cannot write a SubPool's kinds outside a SubPool's Namespace, nor run a privileged StatefulSet in one", async () => {
     const labels = { "app.kubernetes.io/managed-by": "subpool-operator" };
     const statefulSet = (name: string, namespace: string, podSpec: Record<string, unknown>): KubeObject => ({

@@ -528,6 +528,16 @@ describe("the kubefn token used outside kubefn", () => {
       await refused(() =>
         kubefn.create(Resources.StatefulSet, statefulSet("net", pool, { hostNetwork: true })),
       );
+      // A Service with externalIPs would take over traffic to those addresses cluster-wide
+      // (CVE-2020-8554); a SubPool's Services never set them.
+      await refused(() =>
+        kubefn.create(Resources.Service, {
+          apiVersion: "v1",
+          kind: "Service",
+          metadata: { name: "mitm", namespace: pool, labels },
+          spec: { ports: [{ port: 443 }], externalIPs: ["203.0.113.10"] },
+        }),
+      );
       // And an ordinary one is admitted.
       await kubefn.create(Resources.StatefulSet, statefulSet("fine", pool, {}));
       const all = await admin.list(Resources.StatefulSet, { namespace: victims });

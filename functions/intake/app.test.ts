@@ -358,6 +358,18 @@ describe("intake as an attacker meets it", () => {
     expect(await future.json()).toMatchObject({ reason: "FutureTimestamp" });
   });
 
+  it("refuses a replay whose signature is the same MAC spelled in other letter cases", async () => {
+    const s = setup();
+    const headers = await signBatch(RELAY_SECRET, relayBody, nowSeconds);
+    expect((await post(s.app, relayBody, headers)).status).toBe(202);
+    const hex = (headers["x-kubefn-signature"] ?? "").slice("sha256=".length);
+    for (const spelling of [hex.toUpperCase(), hex.replace(/[a-f]/, (c) => c.toUpperCase())]) {
+      const replay = await post(s.app, relayBody, { ...headers, "x-kubefn-signature": `sha256=${spelling}` });
+      expect(replay.status).toBe(409);
+    }
+    expect(s.enqueued).toHaveLength(1);
+  });
+
   it("a forged signature is not remembered: the real batch still gets through", async () => {
     const s = setup();
     const real = await signBatch(RELAY_SECRET, relayBody, nowSeconds);

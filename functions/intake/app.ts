@@ -153,7 +153,7 @@ export function createIntakeApp(opts: IntakeOptions): Hono {
         if (!(await verifyBody(opts.relaySecret ?? "", body, relayHeaders))) {
           return reject(c, 401, "BadSignature", describe("BadSignature"));
         }
-        if (replayGuard.seen(signature ?? "", nowSeconds)) {
+        if (replayGuard.seen(relayHeaders.replayKey, nowSeconds)) {
           opts.metrics.count("kubefn_intake_rejected_total", { reason: "Replayed" });
           return c.json({ error: "this batch was already accepted", reason: "Replayed" }, 409);
         }
@@ -175,7 +175,7 @@ export function createIntakeApp(opts: IntakeOptions): Hono {
       if (mapped.messages.length > 0) await opts.enqueue(mapped.messages);
       if (relayHeaders) {
         const expires = relayHeaders.timestampSeconds + opts.replayWindowSeconds;
-        replayGuard.remember(signature ?? "", expires, nowSeconds);
+        replayGuard.remember(relayHeaders.replayKey, expires, nowSeconds);
       }
       opts.metrics.count("kubefn_intake_batches_total", { source });
       opts.metrics.count("kubefn_intake_requests_total", { source }, mapped.messages.length);

@@ -104,7 +104,7 @@ export function pubsubHandler(
     const busy = slots.admit(c);
     if (busy) return busy;
     try {
-      return await afterHeaders(c, nowSeconds, signature, relayHeaders);
+      return await afterHeaders(c, nowSeconds, relayHeaders);
     } finally {
       slots.release();
     }
@@ -113,7 +113,6 @@ export function pubsubHandler(
   async function afterHeaders(
     c: Context,
     nowSeconds: number,
-    signature: string | undefined,
     relayHeaders: CheckedHeaders | undefined,
   ): Promise<Response> {
     const read = await readCapped(c.req.raw, opts.maxBodyBytes, opts.bodyTimeoutMs);
@@ -131,7 +130,7 @@ export function pubsubHandler(
       if (!(await verifyBody(opts.relaySecret ?? "", body, relayHeaders))) {
         return reject(c, 401, "BadSignature", "relay signature does not verify");
       }
-      if (replayGuard.seen(signature ?? "", nowSeconds)) {
+      if (replayGuard.seen(relayHeaders.replayKey, nowSeconds)) {
         opts.metrics.count("kubefn_intake_rejected_total", { reason: "Replayed" });
         return c.json({ error: "this delivery was already accepted", reason: "Replayed" }, 409);
       }
@@ -166,7 +165,7 @@ export function pubsubHandler(
     if (mapped.messages.length > 0) await opts.enqueue(mapped.messages);
     if (relayHeaders) {
       replayGuard.remember(
-        signature ?? "",
+        relayHeaders.replayKey,
         relayHeaders.timestampSeconds + opts.replayWindowSeconds,
         nowSeconds,
       );

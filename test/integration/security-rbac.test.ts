@@ -438,6 +438,23 @@ describe("the kubefn token used outside kubefn", () => {
         }),
       ),
     );
+    // Nor mount a tenant's data: a PersistentVolumeClaim (or any volume but a Secret, ConfigMap,
+    // emptyDir or downward API) in the tenant's namespace.
+    await refused(() =>
+      kubefn.create(
+        Resources.Pod,
+        pod("pvc", {
+          ...noToken,
+          volumes: [{ name: "data", persistentVolumeClaim: { claimName: "tenant-database" } }],
+        }),
+      ),
+    );
+    await refused(() =>
+      kubefn.create(
+        Resources.Pod,
+        pod("nfs", { ...noToken, volumes: [{ name: "n", nfs: { server: "203.0.113.5", path: "/" } }] }),
+      ),
+    );
     // The policy is not a blanket refusal: a labelled, unprivileged Pod is admitted (then removed).
     await kubefn.create(Resources.Pod, pod("fine", { automountServiceAccountToken: false }));
     await kubefn.delete(Resources.Pod, { namespace: victims, name: "fine" });
@@ -545,6 +562,24 @@ describe("the kubefn token used outside kubefn", () => {
     } finally {
       await admin.delete(Resources.Namespace, { name: pool }).catch(() => {});
     }
+  });
+
+  it("cannot start a workload that runs as kubefn (or the relay): a stolen token would outlive its expiry", async () => {
+    const deployment = (name: string, serviceAccountName: string): KubeObject => ({
+      apiVersion: "apps/v1",
+      kind: "Deployment",
+      metadata: { name, namespace: "kubefn-system", labels: { "unbounded-cloud.io/site": "x" } },
+      spec: {
+        selector: { matchLabels: { app: name } },
+        template: {
+          metadata: { labels: { app: name } },
+          spec: { serviceAccountName, containers: [{ name: "c", image: "registry.example/x:1" }] },
+        },
+      },
+    });
+    const message = await refused(() => kubefn.create(Resources.Deployment, deployment("persist", "kubefn")));
+    expect(message).toMatch(/ServiceAccount/);
+    await refused(() => kubefn.create(Resources.Deployment, deployment("persist-relay", "kubefn-relay")));
   });
 
   it("cannot read what RBAC does not grant: Secrets by list, Deployments outside its namespace", async () => {

@@ -7,6 +7,7 @@
 import { readFileSync } from "node:fs";
 import { fileURLToPath } from "node:url";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { proxyResource } from "../../shared/controllers/proxy/api.ts";
 import {
   createKube,
   ForbiddenError,
@@ -580,6 +581,33 @@ describe("the kubefn token used outside kubefn", () => {
     const message = await refused(() => kubefn.create(Resources.Deployment, deployment("persist", "kubefn")));
     expect(message).toMatch(/ServiceAccount/);
     await refused(() => kubefn.create(Resources.Deployment, deployment("persist-relay", "kubefn-relay")));
+  });
+
+  it("cannot edit a tenant's Proxy spec (e.g. point crawlers at its own endpoint), though it patches Proxies' metadata", async () => {
+    await admin.create(proxyResource, {
+      apiVersion: "crawl.kubefn.dev/v1alpha1",
+      kind: "Proxy",
+      metadata: { name: "tenant-proxy", namespace: victims },
+      spec: { mode: "External", endpoint: { host: "proxy.tenant.example", port: 3128 } },
+    });
+    const key = { namespace: victims, name: "tenant-proxy" };
+    const message = await refused(() =>
+      kubefn.patch(proxyResource, key, {
+        type: "merge",
+        body: { spec: { endpoint: { host: "attacker.example", port: 8080 } } },
+      }),
+    );
+    expect(message).toMatch(/spec/);
+    // What kubefn does write on its primaries, metadata, still goes through.
+    await kubefn.patch(proxyResource, key, {
+      type: "merge",
+      body: { metadata: { annotations: { "crawl.kubefn.dev/spec-hash": "x" } } },
+    });
+    const after = await admin.get<KubeObject & { spec?: { endpoint?: { host?: string } } }>(
+      proxyResource,
+      key,
+    );
+    expect(after.spec?.endpoint?.host).toBe("proxy.tenant.example");
   });
 
   it("cannot read what RBAC does not grant: Secrets by list, Deployments outside its namespace", async () => {

@@ -328,6 +328,20 @@ describe("the kubefn token used outside kubefn", () => {
     ).toBe(undefined);
   });
 
+  it("cannot delete a tenant's site-aware Pod: the Site label marks kubefn's objects only in kubefn-system", async () => {
+    // Per-Site workloads of other operators carry unbounded-cloud.io/site too.
+    await admin.create(Resources.Pod, {
+      apiVersion: "v1",
+      kind: "Pod",
+      metadata: { name: "site-aware", namespace: victims, labels: { "unbounded-cloud.io/site": "lab" } },
+      spec: { containers: [{ name: "app", image: "registry.example/app:1" }] },
+    });
+    await refused(() => kubefn.delete(Resources.Pod, { namespace: victims, name: "site-aware" }));
+    expect(
+      (await admin.get(Resources.Pod, { namespace: victims, name: "site-aware" })).metadata.deletionTimestamp,
+    ).toBe(undefined);
+  });
+
   it("cannot renew or delete a Lease it did not make (leader election, node heartbeats)", async () => {
     const lease = await kubefn.get(Resources.Lease, { namespace: victims, name: "leader-election" });
     await refused(() =>

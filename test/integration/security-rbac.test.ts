@@ -9,6 +9,7 @@ import { fileURLToPath } from "node:url";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { proxyResource } from "../../shared/controllers/proxy/api.ts";
 import {
+  createEventRecorder,
   createKube,
   ForbiddenError,
   type Kube,
@@ -260,6 +261,52 @@ describe("the kubefn identity's effective permissions", () => {
   });
 });
 
+describe("what kubefn must still do under the policy", () => {
+  it("counts a repeated Event into its series (the Event's patch is kubefn's own write)", async () => {
+    const errors: unknown[] = [];
+    const recorder = createEventRecorder(kubefn, {
+      controller: "kubefn.dev/proxy",
+      now: () => new Date(),
+      onError: (err) => errors.push(err),
+    });
+    const regarding: KubeObject = {
+      apiVersion: "v1",
+      kind: "ConfigMap",
+      metadata: { name: "subject", namespace: victims, uid: "00000000-0000-4000-8000-000000000001" },
+    };
+    const event = { type: "Warning" as const, reason: "ProbeFailed", action: "Probe", note: "twice" };
+    await recorder.record(regarding, event);
+    await recorder.record(regarding, event);
+    expect(errors.map(String)).toEqual([]);
+    const events = await admin.list<KubeObject & { series?: { count?: number } }>(Resources.Event, {
+      namespace: victims,
+    });
+    expect(events.items.map((e) => e.series?.count)).toEqual([2]);
+  });
+
+  it("cannot patch an Event it did not report", async () => {
+    await admin.create(Resources.Event, {
+      apiVersion: "events.k8s.io/v1",
+      kind: "Event",
+      metadata: { name: "someone-elses", namespace: victims },
+      eventTime: "2026-11-30T12:00:00.000000Z",
+      type: "Normal",
+      reason: "Scheduled",
+      action: "Binding",
+      reportingController: "default-scheduler",
+      reportingInstance: "scheduler-0",
+      regarding: { apiVersion: "v1", kind: "Pod", namespace: victims, name: "x" },
+    } as KubeObject);
+    await expect(
+      kubefn.patch(
+        Resources.Event,
+        { namespace: victims, name: "someone-elses" },
+        { type: "merge", body: { metadata: { annotations: { forged: "true" } } } },
+      ),
+    ).rejects.toBeInstanceOf(ForbiddenError);
+  });
+});
+
 describe("the kubefn token used outside kubefn", () => {
   const configMap = (name: string, namespace: string, labels?: Record<string, string>): KubeObject => ({
     apiVersion: "v1",
@@ -319,6 +366,30 @@ describe("the kubefn token used outside kubefn", () => {
       name: "aws-auth",
     });
     expect(after.data).toEqual({ k: "v" });
+  });
+
+  it("cannot create a ConfigMap others read by name where it is missing (kube-system/aws-auth on EKS with access entries)", async () => {
+    // The label check alone admits a new object: kubefn "made" it. Outside its own namespaces
+    // kubefn makes only proxy instances, their cloud-init Secrets and proxy Leases.
+    const labels = { "crawl.kubefn.dev/managed-by": "kubefn" };
+    const message = await refused(() =>
+      kubefn.create(Resources.ConfigMap, {
+        ...configMap("aws-auth", "kube-system", labels),
+        data: { mapRoles: "- rolearn: arn:aws:iam::111122223333:role/attacker\n  groups: [system:masters]" },
+      }),
+    );
+    expect(message).toMatch(/proxy instances/);
+    await refused(() =>
+      kubefn.create(Resources.Secret, {
+        apiVersion: "v1",
+        kind: "Secret",
+        metadata: { name: "registry-credentials", namespace: victims, labels },
+        type: "Opaque",
+      }),
+    );
+    await expect(
+      admin.get(Resources.ConfigMap, { namespace: "kube-system", name: "aws-auth" }),
+    ).rejects.toThrow(/not found/i);
   });
 
   it("cannot delete a tenant's Pod, though RBAC lets it delete Pods", async () => {
@@ -390,10 +461,12 @@ describe("the kubefn token used outside kubefn", () => {
 
   it("cannot create a Pod that runs with a ServiceAccount token or on the host", async () => {
     const labels = { "crawl.kubefn.dev/managed-by": "kubefn" };
+    // Named as kubefn names its instances (px-<20 hex>), so only the rule under test refuses them.
+    const pxName = (name: string) => `px-${Buffer.from(name).toString("hex").padEnd(20, "0").slice(0, 20)}`;
     const pod = (name: string, spec: Record<string, unknown>): KubeObject => ({
       apiVersion: "v1",
       kind: "Pod",
-      metadata: { name, namespace: victims, labels },
+      metadata: { name: pxName(name), namespace: victims, labels },
       spec: { containers: [{ name: "c", image: "registry.example/x:1" }], ...spec },
     });
     await refused(() => kubefn.create(Resources.Pod, pod("token", { serviceAccountName: "default" })));
@@ -472,7 +545,7 @@ describe("the kubefn token used outside kubefn", () => {
     );
     // The policy is not a blanket refusal: a labelled, unprivileged Pod is admitted (then removed).
     await kubefn.create(Resources.Pod, pod("fine", { automountServiceAccountToken: false }));
-    await kubefn.delete(Resources.Pod, { namespace: victims, name: "fine" });
+    await kubefn.delete(Resources.Pod, { namespace: victims, name: pxName("fine") });
   });
 
   it("cannot mint a ServiceAccount token by creating a token Secret, though RBAC lets it create and get Secrets", async () => {
@@ -483,7 +556,7 @@ describe("the kubefn token used outside kubefn", () => {
       apiVersion: "v1",
       kind: "Secret",
       metadata: {
-        name: "minted",
+        name: "px-0123456789abcdef0123-cloud-init",
         namespace,
         labels: { "crawl.kubefn.dev/managed-by": "kubefn" },
         annotations: { "kubernetes.io/service-account.name": "default" },
@@ -493,9 +566,9 @@ describe("the kubefn token used outside kubefn", () => {
     const message = await refused(() => kubefn.create(Resources.Secret, tokenSecret(victims)));
     expect(message).toMatch(/Opaque/);
     await refused(() => kubefn.create(Resources.Secret, tokenSecret("kube-system")));
-    await expect(admin.get(Resources.Secret, { namespace: victims, name: "minted" })).rejects.toThrow(
-      /not found/i,
-    );
+    await expect(
+      admin.get(Resources.Secret, { namespace: victims, name: "px-0123456789abcdef0123-cloud-init" }),
+    ).rejects.toThrow(/not found/i);
   });
 
   it("cannot write a SubPool's kinds outside a SubPool's Namespace, nor run a privileged StatefulSet in one", async () => {

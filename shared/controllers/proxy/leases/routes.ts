@@ -1,12 +1,19 @@
 import type { Context as HonoContext } from "hono";
 import { Hono } from "hono/tiny";
 import { assertNever } from "../../../guards/index.ts";
-import { parseLabelSelector } from "../../../kube/index.ts";
+import { isNamespaceName, isObjectName, parseLabelSelector } from "../../../kube/index.ts";
 import type { Context } from "../../../runtime/index.ts";
 import { readTextCapped } from "../../../streams/index.ts";
 import * as z from "../../../zod/index.ts";
 import type { ProxyApiOptions } from "../discovery/index.ts";
-import { apiErrorHandler, bearerAuth, boundHolder, crawlerOf, mayUseNamespace } from "../discovery/index.ts";
+import {
+  apiErrorHandler,
+  badNamespace,
+  bearerAuth,
+  boundHolder,
+  crawlerOf,
+  mayUseNamespace,
+} from "../discovery/index.ts";
 import { maxLeaseSeconds, minLeaseSeconds } from "./lease.ts";
 import { acquireLease, releaseLease, renewLease } from "./store.ts";
 
@@ -58,6 +65,9 @@ export function leaseRoutes(ctx: Context, options: ProxyApiOptions): Hono {
   app.post("/v1/leases", async (c) => {
     const body = await readBody(c, acquireBodySchema);
     if (!body.ok) return refuseBody(c, body);
+    if (body.data.namespace !== undefined && !isNamespaceName(body.data.namespace)) {
+      return badNamespace(c, body.data.namespace);
+    }
     const selector = parseLabelSelector(body.data.selector ?? "");
     if (!selector.ok) return badRequest(c, `selector: ${selector.error}`);
     const crawler = crawlerOf(c);
@@ -93,6 +103,8 @@ export function leaseRoutes(ctx: Context, options: ProxyApiOptions): Hono {
     const body = await readBody(c, renewBodySchema);
     if (!body.ok) return refuseBody(c, body);
     const key = { namespace: c.req.param("namespace"), name: c.req.param("name") };
+    if (!isNamespaceName(key.namespace)) return badNamespace(c, key.namespace);
+    if (!isObjectName(key.name)) return badRequest(c, "the lease name is not an object name");
     const crawler = crawlerOf(c);
     if (!mayUseNamespace(crawler, key.namespace)) return c.json({ error: "LeaseNotFound" }, 404);
     const result = await renewLease(ctx, key, boundHolder(crawler, body.data.holder), body.data.ttlSeconds);
@@ -118,6 +130,8 @@ export function leaseRoutes(ctx: Context, options: ProxyApiOptions): Hono {
         : await readBody(c, releaseBodySchema);
     if (!body.ok) return refuseBody(c, body);
     const key = { namespace: c.req.param("namespace"), name: c.req.param("name") };
+    if (!isNamespaceName(key.namespace)) return badNamespace(c, key.namespace);
+    if (!isObjectName(key.name)) return badRequest(c, "the lease name is not an object name");
     const crawler = crawlerOf(c);
     if (!mayUseNamespace(crawler, key.namespace)) return c.json({ error: "LeaseNotFound" }, 404);
     const result = await releaseLease(ctx, key, boundHolder(crawler, body.data.holder));

@@ -44,10 +44,18 @@ export interface IntakeOptions {
   /** Signatures seen within the window; default one in memory per app (see replay.ts). */
   replayGuard?: ReplayGuard;
   /**
-   * Batches processed at once by this instance; more get 503 with Retry-After before their body
-   * is read. Default {@link defaultMaxConcurrentBatches}.
+   * Batches processed at once by this instance (`/v1/events` and `/v1/events/pubsub` together);
+   * more get 503 with Retry-After before their body is read. Default
+   * {@link defaultMaxConcurrentBatches}.
    */
   maxConcurrentBatches?: number;
+  /**
+   * How long a body may take to arrive once a request is admitted; a slower one is answered 408
+   * and its slot freed. Default {@link defaultBodyTimeoutMs}. Relay signature headers can be
+   * well-formed without the secret, so without this deadline anyone could hold every slot by
+   * sending bodies a byte at a time.
+   */
+  bodyTimeoutMs?: number;
   clock: Clock;
   log: Log;
   metrics: Metrics;
@@ -57,6 +65,15 @@ export interface IntakeOptions {
 
 /** Default of {@link IntakeOptions.maxConcurrentBatches}. */
 export const defaultMaxConcurrentBatches = 16;
+/** Default of {@link IntakeOptions.bodyTimeoutMs}: a 4 MiB batch at 1 Mbit/s arrives in time. */
+export const defaultBodyTimeoutMs = 30_000;
+
+/** The batches in flight on one intake instance, shared by its routes. */
+export interface BatchSlots {
+  /** Takes a slot, or answers 503 with Retry-After (and takes none). */
+  admit(c: Context): Response | undefined;
+  release(): void;
+}
 
 /**
  * The intake function: `POST /v1/events` takes audit `EventList`s (bearer token) and relay
@@ -70,8 +87,8 @@ export const defaultMaxConcurrentBatches = 16;
  * A relay batch's signature is accepted once per window (a replay is 409).
  *
  * Answers: 202 with the counts and the requests enqueued; 401 unauthenticated; 400 malformed;
- * 409 replayed; 413 over the size cap; 503 (Retry-After) over the concurrency bound or when
- * enqueueing failed.
+ * 408 body slower than the body deadline; 409 replayed; 413 over the size cap; 503 (Retry-After)
+ * over the concurrency bound or when enqueueing failed.
  *
  * @example
  * const app = createIntakeApp({ auditToken, relaySecret, maxBodyBytes: 4 << 20, ... });
@@ -82,6 +99,20 @@ export function createIntakeApp(opts: IntakeOptions): Hono {
   const replayGuard = opts.replayGuard ?? memoryReplayGuard();
   const maxConcurrent = opts.maxConcurrentBatches ?? defaultMaxConcurrentBatches;
   let inFlight = 0;
+  const slots: BatchSlots = {
+    admit(c) {
+      if (inFlight < maxConcurrent) {
+        inFlight++;
+        return undefined;
+      }
+      opts.metrics.count("kubefn_intake_rejected_total", { reason: "Busy" });
+      c.header("Retry-After", "1");
+      return c.json({ error: "intake is busy; retry", reason: "Busy" }, 503);
+    },
+    release() {
+      inFlight--;
+    },
+  };
 
   app.get("/healthz", (c) => c.json({ ok: true }));
 
@@ -108,14 +139,11 @@ export function createIntakeApp(opts: IntakeOptions): Hono {
       source = "audit";
     }
 
-    if (inFlight >= maxConcurrent) {
-      opts.metrics.count("kubefn_intake_rejected_total", { reason: "Busy" });
-      c.header("Retry-After", "1");
-      return c.json({ error: "intake is busy; retry", reason: "Busy" }, 503);
-    }
-    inFlight++;
+    const busy = slots.admit(c);
+    if (busy) return busy;
     try {
-      const read = await readCapped(c.req.raw, opts.maxBodyBytes);
+      const read = await readCapped(c.req.raw, opts.maxBodyBytes, opts.bodyTimeoutMs);
+      if (!read.ok && read.reason === "BodyTimeout") return reject(c, 408, read.reason, bodyTimeoutMessage);
       if (!read.ok) {
         opts.metrics.count("kubefn_intake_rejected_total", { reason: "TooLarge" });
         return c.json({ error: `batch larger than ${opts.maxBodyBytes} bytes`, reason: "TooLarge" }, 413);
@@ -125,7 +153,7 @@ export function createIntakeApp(opts: IntakeOptions): Hono {
         if (!(await verifyBody(opts.relaySecret ?? "", body, relayHeaders))) {
           return reject(c, 401, "BadSignature", describe("BadSignature"));
         }
-        if (replayGuard.seen(signature ?? "", nowSeconds)) {
+        if (replayGuard.seen(relayHeaders.replayKey, nowSeconds)) {
           opts.metrics.count("kubefn_intake_rejected_total", { reason: "Replayed" });
           return c.json({ error: "this batch was already accepted", reason: "Replayed" }, 409);
         }
@@ -147,7 +175,7 @@ export function createIntakeApp(opts: IntakeOptions): Hono {
       if (mapped.messages.length > 0) await opts.enqueue(mapped.messages);
       if (relayHeaders) {
         const expires = relayHeaders.timestampSeconds + opts.replayWindowSeconds;
-        replayGuard.remember(signature ?? "", expires, nowSeconds);
+        replayGuard.remember(relayHeaders.replayKey, expires, nowSeconds);
       }
       opts.metrics.count("kubefn_intake_batches_total", { source });
       opts.metrics.count("kubefn_intake_requests_total", { source }, mapped.messages.length);
@@ -161,11 +189,11 @@ export function createIntakeApp(opts: IntakeOptions): Hono {
         202,
       );
     } finally {
-      inFlight--;
+      slots.release();
     }
   });
 
-  app.post("/v1/events/pubsub", pubsubHandler(opts, reject, replayGuard));
+  app.post("/v1/events/pubsub", pubsubHandler(opts, reject, replayGuard, slots));
 
   app.onError((err, c) => {
     opts.log.error("intake failed", { error: String(err) });
@@ -173,7 +201,7 @@ export function createIntakeApp(opts: IntakeOptions): Hono {
     return c.json({ error: "intake could not enqueue the batch; retry" }, 503);
   });
 
-  function reject(c: Context, status: 400 | 401 | 403 | 413 | 503, reason: string, message: string) {
+  function reject(c: Context, status: 400 | 401 | 403 | 408 | 413 | 503, reason: string, message: string) {
     opts.metrics.count("kubefn_intake_rejected_total", { reason });
     return c.json({ error: message, reason }, status);
   }
@@ -181,22 +209,33 @@ export function createIntakeApp(opts: IntakeOptions): Hono {
   return app;
 }
 
+/** The 408 answer's message. */
+export const bodyTimeoutMessage = "the body did not arrive within the body deadline";
+
 /**
  * The body as text, read as a stream and abandoned as soon as it exceeds `maxBytes` (a declared
- * Content-Length over the cap is refused without reading at all).
+ * Content-Length over the cap is refused without reading at all) or is still arriving after
+ * `timeoutMs`.
  */
 export async function readCapped(
   req: Request,
   maxBytes: number,
-): Promise<{ ok: true; text: string } | { ok: false }> {
+  timeoutMs: number = defaultBodyTimeoutMs,
+): Promise<{ ok: true; text: string } | { ok: false; reason: "TooLarge" | "BodyTimeout" }> {
   const declared = Number(req.headers.get("content-length") ?? "");
   if (Number.isFinite(declared) && declared > maxBytes) {
     await req.body?.cancel().catch(() => {});
-    return { ok: false };
+    return { ok: false, reason: "TooLarge" };
   }
   if (!req.body) return { ok: true, text: "" };
-  const text = await readTextCapped(req.body, maxBytes);
-  return text === undefined ? { ok: false } : { ok: true, text };
+  const deadline = AbortSignal.timeout(timeoutMs);
+  try {
+    const text = await readTextCapped(req.body, maxBytes, deadline);
+    return text === undefined ? { ok: false, reason: "TooLarge" } : { ok: true, text };
+  } catch (err) {
+    if (deadline.aborted) return { ok: false, reason: "BodyTimeout" };
+    throw err;
+  }
 }
 
 function describe(reason: string): string {

@@ -15,7 +15,13 @@ import {
   verifyBody,
   verifyPushToken,
 } from "../../shared/auth/index.ts";
-import { type IntakeOptions, type MappedBatch, readCapped } from "./app.ts";
+import {
+  type BatchSlots,
+  bodyTimeoutMessage,
+  type IntakeOptions,
+  type MappedBatch,
+  readCapped,
+} from "./app.ts";
 import type { ReplayGuard } from "./replay.ts";
 
 /** How intake authenticates Pub/Sub push deliveries. */
@@ -44,8 +50,14 @@ type Acked = { reason: string; detail: string };
  */
 export function pubsubHandler(
   opts: IntakeOptions,
-  reject: (c: Context, status: 400 | 401 | 403 | 413 | 503, reason: string, message: string) => Response,
+  reject: (
+    c: Context,
+    status: 400 | 401 | 403 | 408 | 413 | 503,
+    reason: string,
+    message: string,
+  ) => Response,
   replayGuard: ReplayGuard,
+  slots: BatchSlots,
 ): Handler {
   const ack = (c: Context, why: Acked) => {
     opts.metrics.count("kubefn_intake_acknowledged_total", { source: "pubsub", reason: why.reason });
@@ -89,7 +101,22 @@ export function pubsubHandler(
       const refused = await checkToken(c);
       if (refused) return refused;
     }
-    const read = await readCapped(c.req.raw, opts.maxBodyBytes);
+    const busy = slots.admit(c);
+    if (busy) return busy;
+    try {
+      return await afterHeaders(c, nowSeconds, relayHeaders);
+    } finally {
+      slots.release();
+    }
+  };
+
+  async function afterHeaders(
+    c: Context,
+    nowSeconds: number,
+    relayHeaders: CheckedHeaders | undefined,
+  ): Promise<Response> {
+    const read = await readCapped(c.req.raw, opts.maxBodyBytes, opts.bodyTimeoutMs);
+    if (!read.ok && read.reason === "BodyTimeout") return reject(c, 408, read.reason, bodyTimeoutMessage);
     if (!read.ok) {
       // A token-authenticated delivery that is too large would come again byte for byte: ack it.
       // A signed one cannot be verified without its whole body: refuse it.
@@ -103,7 +130,7 @@ export function pubsubHandler(
       if (!(await verifyBody(opts.relaySecret ?? "", body, relayHeaders))) {
         return reject(c, 401, "BadSignature", "relay signature does not verify");
       }
-      if (replayGuard.seen(signature ?? "", nowSeconds)) {
+      if (replayGuard.seen(relayHeaders.replayKey, nowSeconds)) {
         opts.metrics.count("kubefn_intake_rejected_total", { reason: "Replayed" });
         return c.json({ error: "this delivery was already accepted", reason: "Replayed" }, 409);
       }
@@ -138,7 +165,7 @@ export function pubsubHandler(
     if (mapped.messages.length > 0) await opts.enqueue(mapped.messages);
     if (relayHeaders) {
       replayGuard.remember(
-        signature ?? "",
+        relayHeaders.replayKey,
         relayHeaders.timestampSeconds + opts.replayWindowSeconds,
         nowSeconds,
       );
@@ -155,5 +182,5 @@ export function pubsubHandler(
       },
       202,
     );
-  };
+  }
 }

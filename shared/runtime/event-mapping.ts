@@ -1,6 +1,13 @@
 import { mapWithConcurrency } from "../concurrency/index.ts";
 import { isRecord } from "../guards/index.ts";
-import { controllerOf, type KubeObject, type ObjectKey, type OwnerReference } from "../kube/index.ts";
+import {
+  controllerOf,
+  isNamespaceName,
+  isObjectName,
+  type KubeObject,
+  type ObjectKey,
+  type OwnerReference,
+} from "../kube/index.ts";
 import type { ControllerDefinition, Watch, WatchedChange } from "./controller.ts";
 import { type EventBatch, parseEventBatch, relayEventSchema } from "./event-batch.ts";
 import { groupOf, type Registry } from "./registry.ts";
@@ -170,6 +177,7 @@ class BatchMapper {
         const object = objectBody(entry);
         if (!object) continue;
         const namespace = object.metadata.namespace ?? refNamespace;
+        if (!isStorableKey(namespace, object.metadata.name)) continue;
         const result = this.add({
           group,
           resource,
@@ -187,6 +195,7 @@ class BatchMapper {
     const name = refName ?? object?.metadata.name;
     if (name === undefined) return void this.counts.skipped++;
     const namespace = refNamespace ?? object?.metadata.namespace;
+    if (!isStorableKey(namespace, name)) return void this.counts.skipped++;
     const request = hasBody && item.requestObject !== undefined ? { request: item.requestObject } : {};
     this.count(
       this.add({ group, resource, namespace, name, verb: verb as WatchedChange["verb"], object, ...request }),
@@ -202,6 +211,7 @@ class BatchMapper {
     const verb = type === "ADDED" ? "create" : type === "DELETED" ? "delete" : "update";
     const meta = object.metadata;
     const namespace = meta.namespace === "" ? undefined : meta.namespace;
+    if (!isStorableKey(namespace, meta.name)) return void this.counts.skipped++;
     const kubeObject = { apiVersion: "", kind: "", ...object } as KubeObject;
     this.count(
       this.add({
@@ -317,6 +327,9 @@ class BatchMapper {
 
   private emit(request: Request): void {
     if (request.namespace === undefined) delete request.namespace;
+    // Owner names come from bodies, mapper results from code: neither becomes a request the API
+    // server could never answer.
+    if (!isStorableKey(request.namespace, request.name)) return;
     const key = requestKey(request);
     if (!this.out.has(key)) this.out.set(key, request);
   }
@@ -355,6 +368,11 @@ class BatchMapper {
     this.counts.requests = requests.length;
     return requests;
   }
+}
+
+/** Whether an event's key could name a stored object (forged or corrupted events may not). */
+function isStorableKey(namespace: string | undefined, name: string): boolean {
+  return isObjectName(name) && (namespace === undefined || isNamespaceName(namespace));
 }
 
 /** An object body with a name, or undefined for a Status, DeleteOptions, Scale or anything else. */

@@ -117,6 +117,7 @@ describe("kubectl apply -k infra/", () => {
       "clusterrole.rbac.authorization.k8s.io/kubefn",
       "clusterrolebinding.rbac.authorization.k8s.io/kubefn-proxy",
       "validatingadmissionpolicy.admissionregistration.k8s.io/kubefn-writes-only-its-own",
+      "validatingadmissionpolicy.admissionregistration.k8s.io/kubefn-never-edits-specs",
       "serviceaccount/kubefn-relay",
       "deployment.apps/kubefn-relay",
     ]) {

@@ -49,6 +49,11 @@ export function isReconcileEvent(event: unknown): event is ReconcileEvent {
   );
 }
 
+/** The EventBridge rule's `rate(1 minute)` tick (infra/aws/template.yaml): one sweep. */
+export function isScheduledEvent(event: unknown): boolean {
+  return isRecord(event) && event.source === "aws.events" && event["detail-type"] === "Scheduled Event";
+}
+
 export interface AwsQueueOptions {
   eventBridge: EventBridgeClient;
   scheduler: SchedulerClient;

@@ -1,3 +1,4 @@
+import { onceUntilFailure } from "../../../concurrency/index.ts";
 import type { Clock } from "../../../runtime/index.ts";
 import { ProviderError } from "./provider.ts";
 
@@ -47,17 +48,13 @@ export function createServiceAccountTokenSource(opts: ServiceAccountTokenSourceO
   const { key, clock, fetch: fetchToken } = opts;
   const scope = opts.scope ?? computeScope;
   const tokenUri = key.token_uri ?? googleTokenUri;
-  let signingKey: Promise<CryptoKey> | undefined;
+  const signingKey = onceUntilFailure(() => importPrivateKey(key.private_key));
   let cached: { token: string; expiresAtMs: number } | undefined;
   let inFlight: Promise<string> | undefined;
 
   async function exchange(): Promise<string> {
-    signingKey ??= importPrivateKey(key.private_key).catch((err: unknown) => {
-      signingKey = undefined;
-      throw err;
-    });
     const nowSeconds = Math.floor(clock.now().getTime() / 1000);
-    const assertion = await signJwt(await signingKey, {
+    const assertion = await signJwt(await signingKey(), {
       header: { alg: "RS256", typ: "JWT", ...(key.private_key_id ? { kid: key.private_key_id } : {}) },
       claims: {
         iss: key.client_email,

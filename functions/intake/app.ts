@@ -3,16 +3,14 @@ import { Hono } from "hono/tiny";
 import {
   bearerMatches,
   bearerToken,
-  type CheckedHeaders,
-  checkSignatureHeaders,
-  SIGNATURE_HEADER,
-  TIMESTAMP_HEADER,
-  verifyBody,
+  memoryReplayGuard,
+  type RelayRefusal,
+  type ReplayGuard,
+  relaySignedRequest,
 } from "../../shared/auth/index.ts";
 import type { Clock, Log, Message, Metrics } from "../../shared/runtime/index.ts";
 import { readTextCapped } from "../../shared/streams/index.ts";
 import { type PubSubOptions, pubsubHandler } from "./pubsub.ts";
-import { memoryReplayGuard, type ReplayGuard } from "./replay.ts";
 
 /** Which sender a batch came from; decides how it is authenticated and decoded. */
 export type BatchSource = "audit" | "relay";
@@ -41,7 +39,7 @@ export interface IntakeOptions {
   pubsub?: PubSubOptions;
   maxBodyBytes: number;
   replayWindowSeconds: number;
-  /** Signatures seen within the window; default one in memory per app (see replay.ts). */
+  /** Signatures seen within the window; default one in memory per app (see shared/auth/replay.ts). */
   replayGuard?: ReplayGuard;
   /**
    * Batches processed at once by this instance; more get 503 with Retry-After before their body
@@ -86,26 +84,20 @@ export function createIntakeApp(opts: IntakeOptions): Hono {
   app.get("/healthz", (c) => c.json({ ok: true }));
 
   app.post("/v1/events", async (c) => {
-    const nowSeconds = opts.clock.now().getTime() / 1000;
-    const signature = c.req.header(SIGNATURE_HEADER);
-    let source: BatchSource;
-    let relayHeaders: CheckedHeaders | undefined;
-    if (signature !== undefined || c.req.header(TIMESTAMP_HEADER) !== undefined) {
-      if (!opts.relaySecret) return reject(c, 401, "NotConfigured", "relay intake is not configured");
-      const verdict = checkSignatureHeaders(
-        { signature, timestamp: c.req.header(TIMESTAMP_HEADER) },
-        nowSeconds,
-        opts.replayWindowSeconds,
-      );
-      if (!verdict.ok) return reject(c, 401, verdict.reason, describe(verdict.reason));
-      relayHeaders = verdict.checked;
-      source = "relay";
-    } else {
+    const relay = relaySignedRequest((name) => c.req.header(name), {
+      secret: opts.relaySecret,
+      nowSeconds: opts.clock.now().getTime() / 1000,
+      windowSeconds: opts.replayWindowSeconds,
+      replays: replayGuard,
+    });
+    if (relay && "refused" in relay) return refuse(c, relay.refused);
+    const signed = relay?.signed;
+    const source: BatchSource = signed ? "relay" : "audit";
+    if (!signed) {
       const token = bearerToken(c.req.header("authorization"));
       if (!opts.auditToken || !(await bearerMatches(token, opts.auditToken))) {
         return reject(c, 401, "Unauthenticated", "a bearer token or a relay signature is required");
       }
-      source = "audit";
     }
 
     if (inFlight >= maxConcurrent) {
@@ -121,15 +113,8 @@ export function createIntakeApp(opts: IntakeOptions): Hono {
         return c.json({ error: `batch larger than ${opts.maxBodyBytes} bytes`, reason: "TooLarge" }, 413);
       }
       const body = read.text;
-      if (relayHeaders) {
-        if (!(await verifyBody(opts.relaySecret ?? "", body, relayHeaders))) {
-          return reject(c, 401, "BadSignature", describe("BadSignature"));
-        }
-        if (replayGuard.seen(signature ?? "", nowSeconds)) {
-          opts.metrics.count("kubefn_intake_rejected_total", { reason: "Replayed" });
-          return c.json({ error: "this batch was already accepted", reason: "Replayed" }, 409);
-        }
-      }
+      const refused = await signed?.verify(body);
+      if (refused) return refuse(c, refused);
 
       let batch: unknown;
       try {
@@ -145,10 +130,7 @@ export function createIntakeApp(opts: IntakeOptions): Hono {
         throw err;
       }
       if (mapped.messages.length > 0) await opts.enqueue(mapped.messages);
-      if (relayHeaders) {
-        const expires = relayHeaders.timestampSeconds + opts.replayWindowSeconds;
-        replayGuard.remember(signature ?? "", expires, nowSeconds);
-      }
+      signed?.accepted();
       opts.metrics.count("kubefn_intake_batches_total", { source });
       opts.metrics.count("kubefn_intake_requests_total", { source }, mapped.messages.length);
       return c.json(
@@ -165,7 +147,7 @@ export function createIntakeApp(opts: IntakeOptions): Hono {
     }
   });
 
-  app.post("/v1/events/pubsub", pubsubHandler(opts, reject, replayGuard));
+  app.post("/v1/events/pubsub", pubsubHandler(opts, reject, refuse, replayGuard));
 
   app.onError((err, c) => {
     opts.log.error("intake failed", { error: String(err) });
@@ -173,9 +155,12 @@ export function createIntakeApp(opts: IntakeOptions): Hono {
     return c.json({ error: "intake could not enqueue the batch; retry" }, 503);
   });
 
-  function reject(c: Context, status: 400 | 401 | 403 | 413 | 503, reason: string, message: string) {
+  function reject(c: Context, status: 400 | 401 | 403 | 409 | 413 | 503, reason: string, message: string) {
     opts.metrics.count("kubefn_intake_rejected_total", { reason });
     return c.json({ error: message, reason }, status);
+  }
+  function refuse(c: Context, r: RelayRefusal) {
+    return reject(c, r.status, r.reason, r.message);
   }
 
   return app;
@@ -197,19 +182,4 @@ export async function readCapped(
   if (!req.body) return { ok: true, text: "" };
   const text = await readTextCapped(req.body, maxBytes);
   return text === undefined ? { ok: false } : { ok: true, text };
-}
-
-function describe(reason: string): string {
-  switch (reason) {
-    case "MissingSignature":
-      return `relay batches need both ${SIGNATURE_HEADER} and ${TIMESTAMP_HEADER}`;
-    case "MalformedSignature":
-      return `${SIGNATURE_HEADER} must be sha256=<64 hex> and ${TIMESTAMP_HEADER} unix seconds`;
-    case "StaleTimestamp":
-      return "timestamp outside the replay window";
-    case "FutureTimestamp":
-      return "timestamp in the future";
-    default:
-      return "signature does not match the body";
-  }
 }

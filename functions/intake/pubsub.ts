@@ -6,17 +6,14 @@ import {
 } from "../../shared/audit-export/index.ts";
 import {
   bearerToken,
-  type CheckedHeaders,
-  checkSignatureHeaders,
   KeysUnavailableError,
   type PushTokenPolicy,
-  SIGNATURE_HEADER,
-  TIMESTAMP_HEADER,
-  verifyBody,
+  type RelayRefusal,
+  type ReplayGuard,
+  relaySignedRequest,
   verifyPushToken,
 } from "../../shared/auth/index.ts";
 import { type IntakeOptions, type MappedBatch, readCapped } from "./app.ts";
-import type { ReplayGuard } from "./replay.ts";
 
 /** How intake authenticates Pub/Sub push deliveries. */
 export interface PubSubOptions {
@@ -44,7 +41,13 @@ type Acked = { reason: string; detail: string };
  */
 export function pubsubHandler(
   opts: IntakeOptions,
-  reject: (c: Context, status: 400 | 401 | 403 | 413 | 503, reason: string, message: string) => Response,
+  reject: (
+    c: Context,
+    status: 400 | 401 | 403 | 409 | 413 | 503,
+    reason: string,
+    message: string,
+  ) => Response,
+  refuse: (c: Context, refusal: RelayRefusal) => Response,
   replayGuard: ReplayGuard,
 ): Handler {
   const ack = (c: Context, why: Acked) => {
@@ -72,20 +75,15 @@ export function pubsubHandler(
   };
 
   return async (c) => {
-    const nowSeconds = opts.clock.now().getTime() / 1000;
-    const signature = c.req.header(SIGNATURE_HEADER);
-    const signed = signature !== undefined || c.req.header(TIMESTAMP_HEADER) !== undefined;
-    let relayHeaders: CheckedHeaders | undefined;
-    if (signed) {
-      if (!opts.relaySecret) return reject(c, 401, "NotConfigured", "relay intake is not configured");
-      const verdict = checkSignatureHeaders(
-        { signature, timestamp: c.req.header(TIMESTAMP_HEADER) },
-        nowSeconds,
-        opts.replayWindowSeconds,
-      );
-      if (!verdict.ok) return reject(c, 401, verdict.reason, "relay signature headers are not valid");
-      relayHeaders = verdict.checked;
-    } else {
+    const relay = relaySignedRequest((name) => c.req.header(name), {
+      secret: opts.relaySecret,
+      nowSeconds: opts.clock.now().getTime() / 1000,
+      windowSeconds: opts.replayWindowSeconds,
+      replays: replayGuard,
+    });
+    if (relay && "refused" in relay) return refuse(c, relay.refused);
+    const signed = relay?.signed;
+    if (!signed) {
       const refused = await checkToken(c);
       if (refused) return refused;
     }
@@ -93,21 +91,14 @@ export function pubsubHandler(
     if (!read.ok) {
       // A token-authenticated delivery that is too large would come again byte for byte: ack it.
       // A signed one cannot be verified without its whole body: refuse it.
-      if (!relayHeaders) {
+      if (!signed) {
         return ack(c, { reason: "TooLarge", detail: `delivery larger than ${opts.maxBodyBytes} bytes` });
       }
       return reject(c, 413, "TooLarge", `delivery larger than ${opts.maxBodyBytes} bytes`);
     }
     const body = read.text;
-    if (relayHeaders) {
-      if (!(await verifyBody(opts.relaySecret ?? "", body, relayHeaders))) {
-        return reject(c, 401, "BadSignature", "relay signature does not verify");
-      }
-      if (replayGuard.seen(signature ?? "", nowSeconds)) {
-        opts.metrics.count("kubefn_intake_rejected_total", { reason: "Replayed" });
-        return c.json({ error: "this delivery was already accepted", reason: "Replayed" }, 409);
-      }
-    }
+    const refused = await signed?.verify(body);
+    if (refused) return refuse(c, refused);
     let json: unknown;
     try {
       json = JSON.parse(body);
@@ -136,13 +127,7 @@ export function pubsubHandler(
       items: [reading.event],
     });
     if (mapped.messages.length > 0) await opts.enqueue(mapped.messages);
-    if (relayHeaders) {
-      replayGuard.remember(
-        signature ?? "",
-        relayHeaders.timestampSeconds + opts.replayWindowSeconds,
-        nowSeconds,
-      );
-    }
+    signed?.accepted();
     opts.metrics.count("kubefn_intake_batches_total", { source: "pubsub" });
     opts.metrics.count("kubefn_intake_requests_total", { source: "pubsub" }, mapped.messages.length);
     return c.json(

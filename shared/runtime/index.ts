@@ -14,6 +14,15 @@ export {
   safetyNetDue,
 } from "./drift.ts";
 export {
+  applyErrorPolicy,
+  type ErrorPolicy,
+  isLatched,
+  latchedAt,
+  type PolicyError,
+  QUOTA_RETRY_SECONDS,
+  RESOLVED_REASON,
+} from "./error-policy.ts";
+export {
   type AuditEvent,
   auditEventListSchema,
   auditEventSchema,
@@ -38,11 +47,8 @@ export {
   type FollowUp,
   followUpFor,
   IMMEDIATE_CONFLICT_RETRIES,
-  isLatched,
   type PassResult,
   type PassResultKind,
-  QUOTA_RETRY_SECONDS,
-  RESOLVED_REASON,
   runPass,
   SNAPSHOT_MAX_AGE_SECONDS,
 } from "./executor.ts";

@@ -1,18 +1,8 @@
 import type { RsaJwk } from "../shared/auth/index.ts";
 import * as z from "../shared/zod/index.ts";
+import { commaList } from "./env-values.ts";
 import type { PubSubSettings } from "./http.ts";
 import { type OperatorSettings, operatorSettingsFrom, operatorVariables } from "./operator-settings.ts";
-
-/** A comma-separated list, trimmed, empties dropped. */
-export const commaList = z.pipe(
-  z.string(),
-  z.transform((s) =>
-    s
-      .split(",")
-      .map((x) => x.trim())
-      .filter(Boolean),
-  ),
-);
 
 /** An optional shared secret or token: at least 16 characters when set. */
 export const secretVariable = (name: string) =>

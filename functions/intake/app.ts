@@ -84,12 +84,7 @@ export function createIntakeApp(opts: IntakeOptions): Hono {
   app.get("/healthz", (c) => c.json({ ok: true }));
 
   app.post("/v1/events", async (c) => {
-    const relay = relaySignedRequest((name) => c.req.header(name), {
-      secret: opts.relaySecret,
-      nowSeconds: opts.clock.now().getTime() / 1000,
-      windowSeconds: opts.replayWindowSeconds,
-      replays: replayGuard,
-    });
+    const relay = relayOf(c);
     if (relay && "refused" in relay) return refuse(c, relay.refused);
     const signed = relay?.signed;
     const source: BatchSource = signed ? "relay" : "audit";
@@ -147,7 +142,7 @@ export function createIntakeApp(opts: IntakeOptions): Hono {
     }
   });
 
-  app.post("/v1/events/pubsub", pubsubHandler(opts, reject, refuse, replayGuard));
+  app.post("/v1/events/pubsub", pubsubHandler(opts, reject, refuse, relayOf));
 
   app.onError((err, c) => {
     opts.log.error("intake failed", { error: String(err) });
@@ -158,6 +153,15 @@ export function createIntakeApp(opts: IntakeOptions): Hono {
   function reject(c: Context, status: 400 | 401 | 403 | 409 | 413 | 503, reason: string, message: string) {
     opts.metrics.count("kubefn_intake_rejected_total", { reason });
     return c.json({ error: message, reason }, status);
+  }
+  /** The relay signature of a request to either entry, checked against one replay guard. */
+  function relayOf(c: Context) {
+    return relaySignedRequest((name) => c.req.header(name), {
+      secret: opts.relaySecret,
+      nowSeconds: opts.clock.now().getTime() / 1000,
+      windowSeconds: opts.replayWindowSeconds,
+      replays: replayGuard,
+    });
   }
   function refuse(c: Context, r: RelayRefusal) {
     return reject(c, r.status, r.reason, r.message);

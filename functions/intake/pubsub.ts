@@ -9,8 +9,7 @@ import {
   KeysUnavailableError,
   type PushTokenPolicy,
   type RelayRefusal,
-  type ReplayGuard,
-  relaySignedRequest,
+  type relaySignedRequest,
   verifyPushToken,
 } from "../../shared/auth/index.ts";
 import { type IntakeOptions, type MappedBatch, readCapped } from "./app.ts";
@@ -36,7 +35,7 @@ type Acked = { reason: string; detail: string };
  * 401 no or bad credentials, 403 a Google token for another audience or service account (both
  * fixable by configuration, so redelivery is right); 503 the keys or the queue are unreachable.
  * Nothing is enqueued unless the delivery is authenticated. A signed delivery is checked as a
- * relay batch is: headers before the body, and its signature accepted once (`replayGuard`, shared
+ * relay batch is: headers before the body, and its signature accepted once (`relayOf`, shared
  * with `POST /v1/events`; a replay is 409).
  */
 export function pubsubHandler(
@@ -48,7 +47,7 @@ export function pubsubHandler(
     message: string,
   ) => Response,
   refuse: (c: Context, refusal: RelayRefusal) => Response,
-  replayGuard: ReplayGuard,
+  relayOf: (c: Context) => ReturnType<typeof relaySignedRequest>,
 ): Handler {
   const ack = (c: Context, why: Acked) => {
     opts.metrics.count("kubefn_intake_acknowledged_total", { source: "pubsub", reason: why.reason });
@@ -75,12 +74,7 @@ export function pubsubHandler(
   };
 
   return async (c) => {
-    const relay = relaySignedRequest((name) => c.req.header(name), {
-      secret: opts.relaySecret,
-      nowSeconds: opts.clock.now().getTime() / 1000,
-      windowSeconds: opts.replayWindowSeconds,
-      replays: replayGuard,
-    });
+    const relay = relayOf(c);
     if (relay && "refused" in relay) return refuse(c, relay.refused);
     const signed = relay?.signed;
     if (!signed) {

@@ -5,6 +5,7 @@ import { mapWithConcurrency } from "../../shared/concurrency/index.ts";
 import { isRecord } from "../../shared/guards/index.ts";
 import {
   type Clock,
+  fitted,
   isMessage,
   type Log,
   type Message,
@@ -97,7 +98,11 @@ export function awsQueue(opts: AwsQueueOptions): Queue {
 }
 
 async function putEvents(opts: AwsQueueOptions, messages: Message[]): Promise<void> {
-  const entries = chunk(messages.map(fitted), MAX_ENTRY_MESSAGES, sizeOf).map(
+  const entries = chunk(
+    messages.map((m) => fitted(m, MAX_MESSAGE_BYTES, sizeOf)),
+    MAX_ENTRY_MESSAGES,
+    sizeOf,
+  ).map(
     (batch): PutEventsRequestEntry => ({
       Source: SOURCE,
       DetailType: DETAIL_TYPE,
@@ -150,12 +155,6 @@ export function scheduleName(messages: readonly Message[], dueEpochSecond: numbe
   const keys = messages.map((m) => requestKey(m.request)).sort();
   const hash = createHash("sha256").update(keys.join("\n")).digest("hex").slice(0, 20);
   return `kubefn-${hash}-${dueEpochSecond}`;
-}
-
-function fitted(message: Message): Message {
-  if ((!message.snapshot && !message.listed) || sizeOf(message) <= MAX_MESSAGE_BYTES) return message;
-  const { snapshot: _snapshot, listedAt: _listedAt, listed: _listed, ...bare } = message;
-  return bare;
 }
 
 /** Splits `items` into runs of at most `maxCount` items and {@link MAX_CALL_BYTES}. */

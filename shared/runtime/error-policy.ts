@@ -3,6 +3,7 @@ import {
   type Condition,
   type ConditionInput,
   classifyError,
+  conditionsOf,
   type ErrorClass,
   findCondition,
   type KubeObject,
@@ -127,12 +128,6 @@ export function applyErrorPolicy(
 
 function policyError(error: unknown): PolicyError {
   return { ...classifyError(error), message: error instanceof Error ? error.message : String(error) };
-}
-
-function conditionsOf(object: KubeObject): Condition[] | undefined {
-  const status = object.status;
-  if (!isRecord(status) || !Array.isArray(status.conditions)) return undefined;
-  return status.conditions as Condition[];
 }
 
 function put(object: KubeObject, input: ConditionInput, now: Date): void {

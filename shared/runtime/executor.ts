@@ -1,7 +1,7 @@
 import { assertNever, isRecord } from "../guards/index.ts";
 import {
-  type Condition,
   classifyError,
+  conditionsOf,
   createEventRecorder,
   diffMergePatch,
   type ErrorClass,
@@ -415,10 +415,4 @@ function isFresh(message: Message, now: Date): boolean {
 
 function matchesKey(object: KubeObject, key: ObjectKey): boolean {
   return object.metadata?.name === key.name && (object.metadata.namespace ?? "") === (key.namespace ?? "");
-}
-
-function conditionsOf(object: KubeObject): Condition[] | undefined {
-  const status = object.status;
-  if (!isRecord(status) || !Array.isArray(status.conditions)) return undefined;
-  return status.conditions as Condition[];
 }

@@ -86,4 +86,4 @@ export type {
   Request,
   Resource,
 } from "./types.ts";
-export { describeTrigger, isMessage, requestKey, type Trigger, type TriggerKind } from "./types.ts";
+export { describeTrigger, fitted, isMessage, requestKey, type Trigger, type TriggerKind } from "./types.ts";

@@ -7,10 +7,28 @@ import {
   type RelayRefusal,
   type ReplayGuard,
   relaySignedRequest,
+  type SignedRelayRequest,
 } from "../../shared/auth/index.ts";
 import type { Clock, Log, Message, Metrics } from "../../shared/runtime/index.ts";
 import { readTextCapped } from "../../shared/streams/index.ts";
 import { type PubSubOptions, pubsubHandler } from "./pubsub.ts";
+
+/** The refusals intake answers with. */
+export type IntakeStatus = 400 | 401 | 403 | 409 | 413 | 503;
+
+/** What `createIntakeApp` lends the Pub/Sub entry (pubsub.ts), so both answer alike. */
+export interface IntakeParts {
+  reject(c: Context, status: IntakeStatus, reason: string, message: string): Response;
+  refuse(c: Context, refusal: RelayRefusal): Response;
+  relayOf(c: Context): ReturnType<typeof relaySignedRequest>;
+  enqueued(
+    c: Context,
+    source: "pubsub",
+    mapped: MappedBatch,
+    signed: SignedRelayRequest | undefined,
+    extra?: Record<string, unknown>,
+  ): Promise<Response>;
+}
 
 /** Which sender a batch came from; decides how it is authenticated and decoded. */
 export type BatchSource = "audit" | "relay";
@@ -124,25 +142,13 @@ export function createIntakeApp(opts: IntakeOptions): Hono {
         if (err instanceof MalformedBatchError) return reject(c, 400, "MalformedBatch", err.message);
         throw err;
       }
-      if (mapped.messages.length > 0) await opts.enqueue(mapped.messages);
-      signed?.accepted();
-      opts.metrics.count("kubefn_intake_batches_total", { source });
-      opts.metrics.count("kubefn_intake_requests_total", { source }, mapped.messages.length);
-      return c.json(
-        {
-          source,
-          enqueued: mapped.messages.length,
-          requests: mapped.messages.map((m) => m.request),
-          counts: mapped.counts,
-        },
-        202,
-      );
+      return await enqueued(c, source, mapped, signed);
     } finally {
       inFlight--;
     }
   });
 
-  app.post("/v1/events/pubsub", pubsubHandler(opts, reject, refuse, relayOf));
+  app.post("/v1/events/pubsub", pubsubHandler(opts, { reject, refuse, relayOf, enqueued }));
 
   app.onError((err, c) => {
     opts.log.error("intake failed", { error: String(err) });
@@ -150,7 +156,7 @@ export function createIntakeApp(opts: IntakeOptions): Hono {
     return c.json({ error: "intake could not enqueue the batch; retry" }, 503);
   });
 
-  function reject(c: Context, status: 400 | 401 | 403 | 409 | 413 | 503, reason: string, message: string) {
+  function reject(c: Context, status: IntakeStatus, reason: string, message: string) {
     opts.metrics.count("kubefn_intake_rejected_total", { reason });
     return c.json({ error: message, reason }, status);
   }
@@ -165,6 +171,21 @@ export function createIntakeApp(opts: IntakeOptions): Hono {
   }
   function refuse(c: Context, r: RelayRefusal) {
     return reject(c, r.status, r.reason, r.message);
+  }
+  /** Enqueues what a batch mapped to, then remembers its signature and answers 202 with the counts. */
+  async function enqueued(
+    c: Context,
+    source: BatchSource | "pubsub",
+    mapped: MappedBatch,
+    signed: SignedRelayRequest | undefined,
+    extra: Record<string, unknown> = {},
+  ) {
+    if (mapped.messages.length > 0) await opts.enqueue(mapped.messages);
+    signed?.accepted();
+    opts.metrics.count("kubefn_intake_batches_total", { source });
+    opts.metrics.count("kubefn_intake_requests_total", { source }, mapped.messages.length);
+    const requests = mapped.messages.map((m) => m.request);
+    return c.json({ source, ...extra, enqueued: requests.length, requests, counts: mapped.counts }, 202);
   }
 
   return app;

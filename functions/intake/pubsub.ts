@@ -8,11 +8,9 @@ import {
   bearerToken,
   KeysUnavailableError,
   type PushTokenPolicy,
-  type RelayRefusal,
-  type relaySignedRequest,
   verifyPushToken,
 } from "../../shared/auth/index.ts";
-import { type IntakeOptions, type MappedBatch, readCapped } from "./app.ts";
+import { type IntakeOptions, type IntakeParts, type MappedBatch, readCapped } from "./app.ts";
 
 /** How intake authenticates Pub/Sub push deliveries. */
 export interface PubSubOptions {
@@ -40,14 +38,7 @@ type Acked = { reason: string; detail: string };
  */
 export function pubsubHandler(
   opts: IntakeOptions,
-  reject: (
-    c: Context,
-    status: 400 | 401 | 403 | 409 | 413 | 503,
-    reason: string,
-    message: string,
-  ) => Response,
-  refuse: (c: Context, refusal: RelayRefusal) => Response,
-  relayOf: (c: Context) => ReturnType<typeof relaySignedRequest>,
+  { reject, refuse, relayOf, enqueued }: IntakeParts,
 ): Handler {
   const ack = (c: Context, why: Acked) => {
     opts.metrics.count("kubefn_intake_acknowledged_total", { source: "pubsub", reason: why.reason });
@@ -120,19 +111,6 @@ export function pubsubHandler(
       apiVersion: "audit.k8s.io/v1",
       items: [reading.event],
     });
-    if (mapped.messages.length > 0) await opts.enqueue(mapped.messages);
-    signed?.accepted();
-    opts.metrics.count("kubefn_intake_batches_total", { source: "pubsub" });
-    opts.metrics.count("kubefn_intake_requests_total", { source: "pubsub" }, mapped.messages.length);
-    return c.json(
-      {
-        source: "pubsub",
-        ...(messageId ? { messageId } : {}),
-        enqueued: mapped.messages.length,
-        requests: mapped.messages.map((m) => m.request),
-        counts: mapped.counts,
-      },
-      202,
-    );
+    return enqueued(c, "pubsub", mapped, signed, messageId ? { messageId } : {});
   };
 }

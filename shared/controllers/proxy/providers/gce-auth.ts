@@ -1,4 +1,5 @@
 import { onceUntilFailure } from "../../../concurrency/index.ts";
+import { parseJsonOrUndefined } from "../../../guards/index.ts";
 import type { Clock } from "../../../runtime/index.ts";
 import { ProviderError } from "./provider.ts";
 
@@ -80,7 +81,7 @@ export function createServiceAccountTokenSource(opts: ServiceAccountTokenSourceO
       });
     }
     const text = await res.text();
-    const body = parseJson(text) as
+    const body = parseJsonOrUndefined(text) as
       | { access_token?: unknown; expires_in?: unknown; error?: unknown }
       | undefined;
     if (!res.ok || typeof body?.access_token !== "string") {
@@ -186,12 +187,4 @@ function bytesFromBase64(b64: string): Uint8Array<ArrayBuffer> {
   const bytes = new Uint8Array(binary.length);
   for (let i = 0; i < binary.length; i++) bytes[i] = binary.charCodeAt(i);
   return bytes;
-}
-
-function parseJson(text: string): unknown {
-  try {
-    return JSON.parse(text);
-  } catch {
-    return undefined;
-  }
 }

@@ -1,11 +1,5 @@
 import * as z from "../../shared/zod/index.ts";
-import {
-  atLeastOneMinute,
-  type KubefnSettings,
-  parsePlatformEnv,
-  SettingsError,
-  settingsVariables,
-} from "../settings.ts";
+import { type KubefnSettings, parsePlatformEnv, platformSchema, SettingsError } from "../settings.ts";
 
 /** The Lambda's settings (infra/aws/template.yaml): where the cluster and the bus are, and the shared ones. */
 export interface AwsConfig extends KubefnSettings {
@@ -31,8 +25,8 @@ const kubeconfigRequired = {
   path: ["KUBECONFIG_BASE64"],
 };
 
-const envSchema = z
-  .object({
+const envSchema = platformSchema(
+  {
     KUBECONFIG_BASE64: z.optional(z.base64("KUBECONFIG_BASE64 must be base64").check(z.minLength(1))),
     KUBECONFIG: z.optional(z.string().check(z.minLength(1))),
     AWS_REGION: z.string({ error: "AWS_REGION is required (Lambda sets it)" }).check(z.minLength(1)),
@@ -40,10 +34,9 @@ const envSchema = z
     SCHEDULE_GROUP: z._default(z.string().check(z.minLength(1)), "default"),
     SCHEDULER_ROLE_ARN: arn("SCHEDULER_ROLE_ARN"),
     FUNCTION_ARN: z.optional(arn("FUNCTION_ARN")),
-    ...settingsVariables,
-  })
-  .check(z.refine((e) => e.KUBECONFIG_BASE64 || e.KUBECONFIG, kubeconfigRequired))
-  .check(z.refine(atLeastOneMinute.check, atLeastOneMinute.message));
+  },
+  { minuteSchedule: true, probeShards: true },
+).check(z.refine((e) => e.KUBECONFIG_BASE64 || e.KUBECONFIG, kubeconfigRequired));
 
 /** Probes fan out as probe-shard events and schedules of 40 Proxies (./queue.ts carries them whole). */
 const lambdaDefaults = { PROBE_SHARD_SIZE: "40" };

@@ -5,6 +5,7 @@ import { mapWithConcurrency } from "../../shared/concurrency/index.ts";
 import { isRecord } from "../../shared/guards/index.ts";
 import {
   type Clock,
+  fitted,
   isMessage,
   type Log,
   type Message,
@@ -49,6 +50,11 @@ export function isReconcileEvent(event: unknown): event is ReconcileEvent {
     isRecord(event.detail) &&
     Array.isArray(event.detail.messages)
   );
+}
+
+/** The EventBridge rule's `rate(1 minute)` tick (infra/aws/template.yaml): one sweep. */
+export function isScheduledEvent(event: unknown): boolean {
+  return isRecord(event) && event.source === "aws.events" && event["detail-type"] === "Scheduled Event";
 }
 
 export interface AwsQueueOptions {
@@ -102,7 +108,11 @@ export function awsQueue(opts: AwsQueueOptions): Queue {
 }
 
 async function putEvents(opts: AwsQueueOptions, messages: Message[]): Promise<void> {
-  const entries = chunk(messages.map(fitted), MAX_ENTRY_MESSAGES, sizeOf).map(
+  const entries = chunk(
+    messages.map((m) => fitted(m, MAX_MESSAGE_BYTES, sizeOf)),
+    MAX_ENTRY_MESSAGES,
+    sizeOf,
+  ).map(
     (batch): PutEventsRequestEntry => ({
       Source: SOURCE,
       DetailType: DETAIL_TYPE,
@@ -171,12 +181,6 @@ export function cutShard(message: Message): Message[] {
     request: { ...request, name: `${request.name}-${i + 1}` },
     shard: { ...shard, objects },
   }));
-}
-
-function fitted(message: Message): Message {
-  if ((!message.snapshot && !message.listed) || sizeOf(message) <= MAX_MESSAGE_BYTES) return message;
-  const { snapshot: _snapshot, listedAt: _listedAt, listed: _listed, ...bare } = message;
-  return bare;
 }
 
 /** Splits `items` into runs of at most `maxCount` items and `maxBytes` (an item above it alone). */

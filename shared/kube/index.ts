@@ -20,6 +20,7 @@ export {
 export {
   type Condition,
   type ConditionInput,
+  conditionsOf,
   findCondition,
   formatKubeTime,
   isTrue,

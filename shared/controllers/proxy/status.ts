@@ -12,6 +12,7 @@ import {
   removeCondition,
   setCondition,
 } from "../../kube/index.ts";
+import { latchedAt } from "../../runtime/index.ts";
 import { ProxyConditionType, ProxyPhase, ProxyReason, type ProxyStatus } from "./api.ts";
 
 /** `status.conditions` as shared/kube's condition helpers type it. */
@@ -61,35 +62,6 @@ export function setProvisioned(
   now: Date,
 ): void {
   putCondition(status, ProxyConditionType.Provisioned, provisioned ? "True" : "False", reason, message, now);
-}
-
-/**
- * The proxy keeps its own permanent-failure latch: a `PermanentError` condition that is True at
- * the object's current generation. While latched, a pass calls no provider and changes nothing;
- * a spec edit (new generation) releases it.
- */
-export function isLatched(status: ProxyStatus | undefined, generation: number | undefined): boolean {
-  if (!status) return false;
-  const c = conditionOf(status, ProxyConditionType.PermanentError);
-  return c?.status === "True" && c.observedGeneration !== undefined && c.observedGeneration === generation;
-}
-
-/** Latches a permanent failure at `generation`: PermanentError=True and Provisioned=False/PermanentError. */
-export function latchPermanentError(
-  status: ProxyStatus,
-  reason: string,
-  message: string,
-  generation: number | undefined,
-  now: Date,
-): void {
-  putCondition(status, ProxyConditionType.PermanentError, "True", reason, message, now, generation);
-  setProvisioned(status, false, ProxyReason.PermanentError, `${reason}: ${message}`, now);
-}
-
-/** A latch from an older generation no longer applies: drop it so this pass starts clean. */
-export function releaseStaleLatch(status: ProxyStatus, generation: number | undefined): void {
-  const c = conditionOf(status, ProxyConditionType.PermanentError);
-  if (c && c.observedGeneration !== generation) dropCondition(status, ProxyConditionType.PermanentError);
 }
 
 /**
@@ -172,7 +144,10 @@ export function computePhase(
   object: { deleting: boolean; generation: number | undefined; healthChecked?: boolean },
 ): ProxyPhase {
   if (object.deleting) return ProxyPhase.Deleting;
-  if (isLatched(status, object.generation)) return ProxyPhase.Failed;
+  // The error policy's latch (failure.ts): PermanentError True at this generation.
+  if (latchedAt(conditionsOf(status), ProxyConditionType.PermanentError, object.generation)) {
+    return ProxyPhase.Failed;
+  }
   const provisioned = conditionOf(status, ProxyConditionType.Provisioned);
   if (provisioned?.status === "True") {
     const healthy = conditionOf(status, ProxyConditionType.Healthy)?.status;

@@ -98,13 +98,16 @@ describe("HTTP events → the intake app", () => {
       expect(res.statusCode).toBe(202);
       expect(JSON.parse(res.body)).toMatchObject({ source: "audit", enqueued: 1 });
       expect(endpoint.putEvents()).toHaveLength(1);
-      expect(sentMessages()).toEqual([
+      // The audit event's stored object rides along as the pass's snapshot.
+      expect(sentMessages()).toMatchObject([
         {
           request: { controller: "proxy", namespace: "ns1", name: "p1" },
           attempt: 0,
           trigger: { kind: "audit" },
+          snapshot: { metadata: { name: "p1" } },
         },
       ]);
+      expect(sentMessages()).toHaveLength(1);
     },
   );
 

@@ -72,8 +72,8 @@ export interface ProbeAllOptions<P> {
   sweepPeriodSeconds?: number;
   /**
    * Pause before each latency confirmation probe (see `RecordResult.confirm`), so that the samples
-   * do not share one stall of the host; default {@link defaultConfirmDelayMs}. The probe slot is
-   * not held meanwhile.
+   * do not share one stall of the host; default {@link defaultConfirmDelayMs}. No connection is
+   * held meanwhile (the Proxy's place among `concurrency` is).
    */
   confirmDelayMs?: number;
 }

@@ -23,6 +23,11 @@
  *   held back: the first verdict and every threshold flip are reported by the probe that reached
  *   the threshold, however recent the last report — the thresholds already are the damping, and
  *   a flip that reverted inside the interval would otherwise never reach status.
+ * - A probe that goes against the verdict without reaching a threshold is checked by one more
+ *   probe a second later (see {@link RecordResult.recheck}); when that one agrees with the verdict
+ *   it is recorded instead, so a lone stalled probe of a healthy proxy writes nothing. A proxy that
+ *   is really down fails both, and is counted exactly as the seed counts it: the flip comes at the
+ *   same probe as without the recheck.
  * - Counters belong to one instance (providerID, or the address for External proxies): a
  *   different instance starts fresh. A fresh state is seeded from an existing Healthy condition, so
  *   a replaced function instance or a lost annotation does not flap the condition.
@@ -110,6 +115,13 @@ export interface RecordResult {
    * `confirmations`. The state is the same either way; without more samples nothing is reported.
    */
   confirm?: true;
+  /**
+   * This probe went against the verdict without reaching a threshold (a single failure of a
+   * healthy proxy, say): probe once more, and when that probe agrees with the verdict, record it
+   * instead of this one (`previous` again). The state returned counts this probe, as the seed
+   * does, for when the second probe goes against the verdict too.
+   */
+  recheck?: true;
 }
 
 /**
@@ -175,8 +187,10 @@ export function recordProbe(
   }
 
   const state = makeState({ instance: base.instance, verdict, consecOK, consecFail, reported });
+  const recheck = base.verdict !== undefined && probe.ok !== base.verdict && verdict === base.verdict;
   return {
     state,
+    ...(recheck ? { recheck: true as const } : {}),
     ...(report ? { report } : {}),
     ...(suppressed ? { suppressed } : {}),
     ...(confirm ? { confirm } : {}),

@@ -387,3 +387,49 @@ describe("latency reports under jitter (the steady cost of 900 health-checked Pr
     expect(result.stats).toMatchObject({ reports: 0, writes: 0, confirmations: 0 });
   });
 });
+
+describe("a result against the verdict is checked once more", () => {
+  const thresholds3 = { successThreshold: 1, failureThreshold: 3, minReportIntervalSeconds: 60 };
+
+  /** One sweep per 30 s over one Proxy; `answers` are the prober's results in order. */
+  async function run(answers: boolean[], sweeps: number) {
+    let annotation = encodeHealthState({ ...healthy("a", 5), consecOK: 1 });
+    let clock = now.getTime();
+    let calls = 0;
+    const prober = fakeProber(() => ({ ok: answers[Math.min(calls++, answers.length - 1)]!, latencyMs: 5 }));
+    const writes: number[] = [];
+    const flips: number[] = [];
+    for (let i = 0; i < sweeps; i++) {
+      clock += 30_000;
+      const result = await probeAll({
+        proxies: [subject("a", { annotation, thresholds: thresholds3 })],
+        subjectFor: (s) => s,
+        prober,
+        now: () => new Date(clock),
+        concurrency: 1,
+        confirmDelayMs: 0,
+      });
+      if (result.annotationPatches.length > 0) writes.push(i);
+      if (result.outcomes[0]?.report?.reason === "ThresholdFlip") flips.push(i);
+      const patched = bodyOf(result.annotationPatches[0]?.patch) as
+        | { status: { health: string } }
+        | undefined;
+      if (patched) annotation = patched.status.health;
+    }
+    return { writes, flips, calls };
+  }
+
+  it("a lone failed probe of a healthy proxy (a stall) writes nothing when the recheck succeeds", async () => {
+    const { writes, flips, calls } = await run([true, false, true, true, false, true, true], 5);
+    expect(writes).toEqual([]);
+    expect(flips).toEqual([]);
+    expect(calls).toBe(7);
+  });
+
+  it("a proxy that is down flips at the same probe as without the recheck (failureThreshold 3)", async () => {
+    const { writes, flips } = await run([false], 4);
+    // Counted 1, 2, 3 at sweeps 0, 1, 2 — the rechecks confirm, they never count twice.
+    expect(flips).toEqual([2]);
+    expect(writes).toEqual([0, 1, 2]);
+  });
+});

@@ -20,6 +20,7 @@ import {
   type HealthSeed,
   type HealthState,
   type HealthThresholds,
+  type ProbeOutcome,
   type RecordResult,
   recordProbe,
   recordRefusal,
@@ -86,7 +87,7 @@ export interface SubjectOutcome {
   /** What happened to this proxy in this sweep. */
   kind: "skipped" | "refused" | "probed";
   result?: ProbeResult;
-  /** Confirmation probes made after `result` because its latency looked changed. */
+  /** Probes made after the first: latency confirmations and the recheck of a result against the verdict. */
   confirmations?: number;
   report?: HealthReport;
   state?: HealthState;
@@ -100,7 +101,7 @@ export interface HealthSweepStats {
   refused: number;
   reports: number;
   suppressed: number;
-  /** Latency confirmation probes made (not counted in `probed`). */
+  /** Confirmation and recheck probes made (not counted in `probed`). */
   confirmations: number;
   writes: number;
 }
@@ -188,11 +189,24 @@ async function sweepOne<P>(s: HealthSubject, opts: ProbeAllOptions<P>): Promise<
     return refused(s, previous, screened, seed);
   }
 
-  const result = await probeOnce(opts.prober, target, s, opts.now);
+  let result = await probeOnce(opts.prober, target, s, opts.now);
   if (result.refused) return refused(s, previous, result.refused, seed);
 
-  const probe = { ok: result.ok, latencyMs: result.latencyMs, at: opts.now() };
+  let probe: ProbeOutcome = { ok: result.ok, latencyMs: result.latencyMs, at: opts.now() };
   let recorded: RecordResult = recordProbe(previous, probe, s.thresholds, seed);
+  // A result against the verdict is checked once more; a second probe that agrees with the
+  // verdict is recorded instead, and a blip writes nothing (state.ts).
+  let rechecks = 0;
+  if (recorded.recheck) {
+    await sleep(opts.confirmDelayMs ?? defaultConfirmDelayMs);
+    const again = await probeOnce(opts.prober, target, s, opts.now);
+    rechecks++;
+    if (!again.refused && again.ok !== result.ok) {
+      result = again;
+      probe = { ok: again.ok, latencyMs: again.latencyMs, at: opts.now() };
+      recorded = recordProbe(previous, probe, s.thresholds, seed);
+    }
+  }
   // A latency outside the band is confirmed by more probes before it is reported (state.ts).
   const confirmations: number[] = [];
   while (recorded.confirm) {
@@ -215,7 +229,7 @@ async function sweepOne<P>(s: HealthSubject, opts: ProbeAllOptions<P>): Promise<
       result,
       state: recorded.state,
       ...(recorded.report ? { report: recorded.report } : {}),
-      ...(confirmations.length > 0 ? { confirmations: confirmations.length } : {}),
+      ...(confirmations.length + rechecks > 0 ? { confirmations: confirmations.length + rechecks } : {}),
     },
     patch: healthStatusPatch(
       s.annotation,

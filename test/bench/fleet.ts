@@ -94,6 +94,8 @@ interface AuditEvent {
  */
 class AuditTee {
   readonly counted: Counted[] = [];
+  /** Writes forwarded to the intake (what may cause passes): time and `user verb resource`. */
+  readonly forwarded: { at: number; what: string }[] = [];
   intake: { url: string; token: string } | undefined;
   forwardErrors = 0;
   private server: Server | undefined;
@@ -141,7 +143,16 @@ class AuditTee {
           });
         }
       }
-      if (!read && e.stage === "ResponseComplete") forward.push(e);
+      if (!read && e.stage === "ResponseComplete") {
+        forward.push(e);
+        const resource = e.objectRef?.resource
+          ? `${e.objectRef.resource}${e.objectRef.subresource ? `/${e.objectRef.subresource}` : ""}`
+          : "";
+        this.forwarded.push({
+          at: Date.parse(e.requestReceivedTimestamp ?? "") || Date.now(),
+          what: `${user} ${verb} ${resource}`,
+        });
+      }
     }
     const intake = this.intake;
     if (!intake || forward.length === 0) return;
@@ -660,6 +671,13 @@ export async function benchFleet(opts: FleetOptions = defaultFleet): Promise<Fle
       };
     };
     const kfSteady = steady(KUBEFN_USER);
+    // What the intake heard at steady state, by writer (kubefn's own writes are dropped there).
+    const intakeWritesPerHour = Object.fromEntries(
+      Object.entries(countBy(tee.forwarded.filter((f) => f.at >= s0.at && f.at < s1.at).map((f) => f.what)))
+        .sort((a, b) => b[1] - a[1])
+        .slice(0, 12)
+        .map(([k, n]) => [k, perHour(n)]),
+    );
     const peerSteady = steady(PEER_USER);
     const primaries = opts.proxies + opts.subPools;
     const messagesPerObjectHour = round((s1.passes - s0.passes) / primaries / (minutes / 60), 2);
@@ -699,6 +717,7 @@ export async function benchFleet(opts: FleetOptions = defaultFleet): Promise<Fle
           ...kfSteady,
           messagesPerObjectHour,
           messagesPerObjectHourByTrigger: messagesByTrigger,
+          intakeWritesPerHour,
           passMessagesPerObjectHour,
           probesPerMinute,
           cpuSecondsPerMinute: cpu.host,

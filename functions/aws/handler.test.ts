@@ -111,11 +111,13 @@ describe("HTTP events → the intake app", () => {
       expect(JSON.parse(res.body)).toMatchObject({ source: "audit", enqueued: 1 });
       const events = await aws.delivered();
       expect(events).toHaveLength(1);
-      expect(events.flatMap((e) => e.detail.messages)).toEqual([
+      // The audit event's stored object rides along as the pass's snapshot.
+      expect(events.flatMap((e) => e.detail.messages)).toMatchObject([
         {
           request: { controller: "proxy", namespace: "ns1", name: "p1" },
           attempt: 0,
           trigger: { kind: "audit" },
+          snapshot: { metadata: { name: "p1" } },
         },
       ]);
     },

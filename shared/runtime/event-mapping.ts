@@ -62,8 +62,21 @@ export type MappingCounts = {
   requests: number;
 };
 
+/** The object as the API server stored it, from an audit event, and when (ms since the epoch). */
+export interface MappedSnapshot {
+  object: KubeObject;
+  at: number;
+}
+
 export interface MappingResult {
   source: EventBatch["source"];
+  /**
+   * A primary's stored object from its audit event (`responseObject` of a create, update or patch,
+   * at RequestResponse level), by {@link requestKey}, when the batch changed that primary once and
+   * the event carries a resourceVersion and a time. Attached to the message, it saves the pass its
+   * GET; the pass's writes are guarded by that resourceVersion (executor).
+   */
+  snapshots: ReadonlyMap<string, MappedSnapshot>;
   /** Deduplicated by controller + namespace + name, in first-seen order. */
   requests: Request[];
   counts: MappingCounts;
@@ -79,6 +92,8 @@ interface Change {
   object: KubeObject | undefined;
   /** The audit event's requestObject, for predicates. */
   request?: unknown;
+  /** When the API server stored `object` (audit stageTimestamp), if it is a trusted stored body. */
+  storedAt?: number;
 }
 
 /**
@@ -113,7 +128,12 @@ export async function mapEvents(
     for (const event of batch.events) mapper.addRelay(event);
   }
   await mapper.runWatches(ctx, options.mapperConcurrency ?? 8);
-  return { source: batch.source, requests: mapper.requests(), counts: mapper.counts };
+  return {
+    source: batch.source,
+    requests: mapper.requests(),
+    counts: mapper.counts,
+    snapshots: mapper.snapshots(),
+  };
 }
 
 interface WatchJob {
@@ -134,6 +154,8 @@ class BatchMapper {
     requests: 0,
   };
   private readonly out = new Map<string, Request>();
+  /** Per primary key: its one stored body in this batch, or null once it changed more than once. */
+  private readonly stored = new Map<string, MappedSnapshot | null>();
   private readonly jobs = new Map<string, WatchJob>();
 
   constructor(
@@ -197,8 +219,19 @@ class BatchMapper {
     const namespace = refNamespace ?? object?.metadata.namespace;
     if (!isStorableKey(namespace, name)) return void this.counts.skipped++;
     const request = hasBody && item.requestObject !== undefined ? { request: item.requestObject } : {};
+    const stored =
+      verb !== "delete" && objectBody(item.responseObject) !== undefined ? storedTime(item) : undefined;
     this.count(
-      this.add({ group, resource, namespace, name, verb: verb as WatchedChange["verb"], object, ...request }),
+      this.add({
+        group,
+        resource,
+        namespace,
+        name,
+        verb: verb as WatchedChange["verb"],
+        object,
+        ...request,
+        ...(stored === undefined ? {} : { storedAt: stored }),
+      }),
     );
   }
 
@@ -253,13 +286,18 @@ class BatchMapper {
     };
     const primary = registry.primaryFor(change.group, change.resource);
     const passes = !primary?.predicate || primary.predicate(observed);
-    if (primary && passes) {
-      this.emit({
+    if (primary) {
+      const request: Request = {
         controller: primary.name,
         namespace: primary.for.namespaced ? change.namespace : undefined,
         name: change.name,
-      });
-      produced = true;
+      };
+      if (request.namespace === undefined) delete request.namespace;
+      this.remember(requestKey(request), change);
+      if (passes) {
+        this.emit(request);
+        produced = true;
+      }
     }
 
     const owners = registry.ownersOf(change.group, change.resource).filter((def) => {
@@ -325,6 +363,19 @@ class BatchMapper {
     return produced ? true : unresolved ? "unresolved" : false;
   }
 
+  /** Keeps a primary's stored body once; a second change of the same primary voids it. */
+  private remember(key: string, change: Change): void {
+    const usable = change.object?.metadata.resourceVersion && change.storedAt !== undefined;
+    if (this.stored.has(key) || !usable) this.stored.set(key, null);
+    else this.stored.set(key, { object: change.object!, at: change.storedAt! });
+  }
+
+  snapshots(): ReadonlyMap<string, MappedSnapshot> {
+    const out = new Map<string, MappedSnapshot>();
+    for (const [key, snapshot] of this.stored) if (snapshot && this.out.has(key)) out.set(key, snapshot);
+    return out;
+  }
+
   private emit(request: Request): void {
     if (request.namespace === undefined) delete request.namespace;
     // Owner names come from bodies, mapper results from code: neither becomes a request the API
@@ -376,6 +427,12 @@ function isStorableKey(namespace: string | undefined, name: string): boolean {
 }
 
 /** An object body with a name, or undefined for a Status, DeleteOptions, Scale or anything else. */
+/** When the audit event's stage completed (the object was stored by then), or undefined. */
+function storedTime(item: Record<string, unknown>): number | undefined {
+  const t = typeof item.stageTimestamp === "string" ? Date.parse(item.stageTimestamp) : Number.NaN;
+  return Number.isNaN(t) ? undefined : t;
+}
+
 function objectBody(value: unknown): (KubeObject & { metadata: { name: string } }) | undefined {
   if (!isRecord(value) || !isRecord(value.metadata)) return undefined;
   if (typeof value.kind === "string" && NOT_OBJECT_KINDS.has(value.kind)) return undefined;

@@ -179,12 +179,16 @@ const calls: Array<{ resource: string; verbs: string[]; at: Array<[file: string,
   },
   ...["configmaps", "serviceaccounts", "deployments.apps"].map((resource) => ({
     resource,
-    // create: a server-side apply of an object that does not exist yet is a create.
-    verbs: ["get", "create", "patch", "delete"],
+    // create: a server-side apply of an object that does not exist yet is a create. list: the
+    // Site drift lists in the operator namespace (ConfigMaps, Deployments).
+    verbs: ["get", "create", "patch", "delete", ...(resource === "serviceaccounts" ? [] : ["list"])],
     at: [
       ["shared/controllers/site/env.ts", "kube.get(res, key(obj))"],
       ["shared/controllers/site/env.ts", "serverSideApply(kube, res, obj"],
       ["shared/controllers/site/env.ts", "await kube.delete("],
+      ...(resource === "serviceaccounts"
+        ? []
+        : [["shared/controllers/site/drift.ts", "namespace: settings.namespace"]]),
     ] as Array<[string, string]>,
   })),
 ];

@@ -94,7 +94,7 @@ export async function proxyDriftReason(
   if (proxy.spec.mode === ProxyMode.External) {
     if (status.ip !== proxy.spec.endpoint?.host) return "endpoint";
     if (provisioned?.status !== "True") return "provisioned";
-    return healthDrift(primary, status, healthInstanceOf(proxy), proxy.spec.healthCheck !== undefined);
+    return healthDrift(status, healthInstanceOf(proxy), proxy.spec.healthCheck !== undefined);
   }
 
   if (!hasFinalizer(primary.metadata.finalizers, proxyFinalizer)) return "finalizer";
@@ -119,23 +119,17 @@ export async function proxyDriftReason(
     throw err;
   }
   if (primary.metadata.annotations?.[proxySpecHashAnnotation] !== desired) return "spec-hash";
-  return healthDrift(primary, status, status.providerID, proxy.spec.healthCheck !== undefined);
+  return healthDrift(status, status.providerID, proxy.spec.healthCheck !== undefined);
 }
 
-/** Whether projecting the health annotation would change the status (pure; time only for stamps). */
+/** Whether projecting `status.health` would change the status (pure; time only for stamps). */
 function healthDrift(
-  primary: KubeObject,
-  status: ProxyStatus,
+  status: ProxyStatus & { health?: string },
   instance: string | undefined,
   healthChecked: boolean,
 ): string | undefined {
   const projected = structuredClone(status);
-  applyHealth(
-    projected,
-    projectHealth(healthStateOf(primary.metadata.annotations), instance),
-    healthChecked,
-    new Date(0),
-  );
+  applyHealth(projected, projectHealth(healthStateOf(status), instance), healthChecked, new Date(0));
   return JSON.stringify(projected) === JSON.stringify(status) ? undefined : "health";
 }
 

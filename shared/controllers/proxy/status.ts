@@ -113,17 +113,29 @@ export function applyHealth(
         projection.healthy ? "probes through the proxy succeed" : "probes through the proxy fail",
         now,
       );
-      if (projection.latencyMs !== undefined)
-        status.latencyMillis = Math.max(0, Math.round(projection.latencyMs));
-      if (projection.at !== undefined) {
-        const at = new Date(projection.at);
-        if (!Number.isNaN(at.getTime())) status.lastHealthCheckTime = formatKubeTime(at);
-      }
+      Object.assign(status, reportedLatencyFields(projection));
       return;
     }
     default:
       assertNever(projection);
   }
+}
+
+/**
+ * `latencyMillis` and `lastHealthCheckTime` as status shows a report: the reconciler's projection
+ * and the sweep's latency-report patch both come from here, so the two never disagree.
+ */
+export function reportedLatencyFields(report: {
+  latencyMs?: number | undefined;
+  at?: string | undefined;
+}): Pick<ProxyStatus, "latencyMillis" | "lastHealthCheckTime"> {
+  const out: Pick<ProxyStatus, "latencyMillis" | "lastHealthCheckTime"> = {};
+  if (report.latencyMs !== undefined) out.latencyMillis = Math.max(0, Math.round(report.latencyMs));
+  if (report.at !== undefined) {
+    const at = new Date(report.at);
+    if (!Number.isNaN(at.getTime())) out.lastHealthCheckTime = formatKubeTime(at);
+  }
+  return out;
 }
 
 /**

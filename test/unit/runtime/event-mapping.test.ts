@@ -324,6 +324,47 @@ describe("mapEvents: audit EventList", () => {
     expect(result.requests).toEqual([{ controller: "proxy", namespace: "ns1", name: "p1" }]);
   });
 
+  it("keeps a primary's stored object from its one event in the batch, to save the pass its GET", async () => {
+    const { ctx, registry } = world();
+    const stored = {
+      apiVersion: "subrelay.example.com/v1alpha1",
+      kind: "SubPool",
+      metadata: { name: "demo", uid: "uid-demo", resourceVersion: "41", generation: 1 },
+      spec: {},
+    };
+    const created = {
+      kind: "Event",
+      level: "RequestResponse",
+      stage: "ResponseComplete",
+      verb: "create",
+      user: { username: "alice" },
+      objectRef: { apiGroup: "subrelay.example.com", resource: "subpools", name: "demo" },
+      responseStatus: { code: 201 },
+      responseObject: stored,
+      stageTimestamp: "2026-11-30T12:00:00.004211Z",
+    };
+    const once = await mapEvents(ctx, registry, eventList(created));
+    expect(once.requests).toEqual([{ controller: "subpool", name: "demo" }]);
+    expect([...once.snapshots.values()]).toEqual([
+      { object: stored, at: Date.parse("2026-11-30T12:00:00.004211Z") },
+    ]);
+
+    // Changed twice in one batch: which body is the latest is not the mapping's to guess.
+    const twice = await mapEvents(ctx, registry, eventList(created, { ...created, verb: "update" }));
+    expect(twice.requests).toHaveLength(1);
+    expect(twice.snapshots.size).toBe(0);
+    // No resourceVersion to guard the writes with, a delete, or Metadata level: no snapshot.
+    const { resourceVersion: _, ...unversioned } = stored.metadata;
+    for (const event of [
+      { ...created, responseObject: { ...stored, metadata: unversioned } },
+      { ...created, verb: "delete" },
+      { ...created, level: "Metadata", responseObject: undefined },
+      { ...created, stageTimestamp: undefined },
+    ]) {
+      expect((await mapEvents(ctx, registry, eventList(event))).snapshots.size).toBe(0);
+    }
+  });
+
   it.each([
     [{ kind: "EventList", apiVersion: "audit.k8s.io/v1" }, /malformed audit EventList/],
     [{ kind: "EventList", apiVersion: "audit.k8s.io/v1beta1", items: [] }, /malformed audit EventList/],

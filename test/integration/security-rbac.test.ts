@@ -89,10 +89,7 @@ const calls: Array<{ resource: string; verbs: string[]; at: Array<[file: string,
     verbs: ["get", "list", "create", "update", "delete"],
     at: [
       ["shared/controllers/proxy/leases/store.ts", "ctx.kube.get<ProxyLease>(leaseResource"],
-      [
-        "shared/controllers/proxy/leases/sweep-task.ts",
-        "listAll<ProxyLease & KubeObject>(ctx.kube, Resources.Lease",
-      ],
+      ["shared/controllers/proxy/leases/sweep-task.ts", "pagesOf(ctx.kube, Resources.Lease"],
       ["shared/controllers/proxy/leases/store.ts", "ctx.kube.create<ProxyLease>(leaseResource"],
       ["shared/controllers/proxy/leases/store.ts", "ctx.kube.update<ProxyLease>("],
       ["shared/controllers/proxy/leases/store.ts", "ctx.kube.delete("],

@@ -322,8 +322,24 @@ export async function benchWorkerProbes(
     intervals.sort((a, b) => a - b);
     const minutes = (w1 - w0) / 60_000;
     const windowSweeps = sweeps.slice(sweeps0);
-    const logs = harness.getLogs();
-    const errorLines = logs.filter((l) => /"level":"error"/.test(l.message)).length;
+    // The Worker's own error lines (JSON, telemetry.ts) by message, with one example each.
+    const errors: Record<string, { count: number; example: string }> = {};
+    let errorLines = 0;
+    for (const l of harness.getLogs()) {
+      if (!/"level":"error"/.test(l.message)) continue;
+      errorLines++;
+      let key = "unparsed";
+      try {
+        key = String((JSON.parse(l.message) as { msg?: unknown }).msg ?? "unparsed");
+      } catch {
+        // Counted under "unparsed".
+      }
+      const seen = errors[key];
+      if (seen) seen.count++;
+      else errors[key] = { count: 1, example: l.message.slice(0, 300) };
+    }
+    for (const [msg, e] of Object.entries(errors))
+      process.stderr.write(`worker-probes: worker error "${msg}" ×${e.count}: ${e.example}\n`);
     const json = {
       bench: "worker-probes",
       proxies: opts.proxies,
@@ -350,6 +366,7 @@ export async function benchWorkerProbes(
       sweepMsMax: Math.max(0, ...windowSweeps.map((s) => s.ms)),
       sweepFailures: sweeps.filter((s) => s.outcome !== "ok").length,
       workerErrorLines: errorLines,
+      workerErrors: Object.fromEntries(Object.entries(errors).map(([m, e]) => [m, e.count])),
       runSeconds: round((performance.now() - t0) / 1000),
     };
     const rows: BenchRow[] = [

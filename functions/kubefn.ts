@@ -4,6 +4,7 @@ import type { Prober } from "../shared/health/index.ts";
 import type { KubeObject } from "../shared/kube/index.ts";
 import type { Clock, Context, Kube, Log, Metrics, Queue } from "../shared/runtime/index.ts";
 import { isMessage, type PassResult, runPass } from "../shared/runtime/index.ts";
+import { fleetPage, PassHistory } from "./fleet/index.ts";
 import { createFunctionsApp } from "./http.ts";
 import { createOperators, type Operators } from "./operators.ts";
 import type { KubefnSettings } from "./settings.ts";
@@ -37,7 +38,10 @@ export interface KubefnPorts {
 
 /** The three calls every platform maps its events onto. */
 export interface Kubefn {
-  /** The HTTP surface: intake (`POST /v1/events`, `GET /healthz`) and the crawler API. */
+  /**
+   * The HTTP surface: intake (`POST /v1/events`, `GET /healthz`), the crawler API, and the fleet
+   * page (`GET /`, behind the API token when one is set).
+   */
   fetch(request: Request): Response | Promise<Response>;
   /**
    * One reconcile pass for one queue message body, logged as one `pass` line. A body that is
@@ -52,6 +56,8 @@ export interface Kubefn {
   /** The context passes run with (for the Node host's metrics page and for tests). */
   readonly ctx: Context;
   readonly operators: Operators;
+  /** The last passes this instance ran, as the fleet page lists them. */
+  readonly passes: PassHistory;
 }
 
 /**
@@ -93,10 +99,14 @@ export function createKubefn(settings: KubefnSettings, ports: KubefnPorts, opera
       settings: settings.operators,
       ...(ports.siteManifests ? { siteManifests: ports.siteManifests } : {}),
     });
+  const passes = new PassHistory();
   const app = createFunctionsApp(ctx, ops, settings);
+  const primaries = ops.registry.controllers.map((c) => ({ controller: c.name, resource: c.for }));
+  app.route("/", fleetPage(ctx, primaries, passes, settings.apiToken ? { apiToken: settings.apiToken } : {}));
   return {
     ctx,
     operators: ops,
+    passes,
     fetch: (request) => app.fetch(request),
     async consume(body) {
       if (!isMessage(body)) {
@@ -105,6 +115,7 @@ export function createKubefn(settings: KubefnSettings, ports: KubefnPorts, opera
       }
       const passCtx = ports.invocationKube ? { ...ctx, kube: ports.invocationKube() } : ctx;
       const result = await runPass(passCtx, ops.registry, body);
+      passes.record(result, ctx.clock.now());
       (result.result === "error" ? ctx.log.error : ctx.log.info)("pass", passLine(result));
       return result;
     },

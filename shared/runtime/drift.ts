@@ -14,6 +14,8 @@ export interface DriftList {
   /** The name the decision looks the objects up by. */
   name: string;
   resource: Resource;
+  /** List one namespace only (where the grant to list is a Role); default every namespace. */
+  namespace?: string;
   labelSelector?: string;
   /**
    * Ask for metadata only (`PartialObjectMetadataList`): names, labels, owners, versions. Use it
@@ -146,6 +148,7 @@ export async function listForDrift(
     const byKey = new Map<string, KubeObject>();
     try {
       for await (const page of pagesOf(ctx.kube, list.resource, {
+        ...(list.namespace ? { namespace: list.namespace } : {}),
         ...(list.labelSelector ? { labelSelector: list.labelSelector } : {}),
         ...(list.metadataOnly ? { metadataOnly: true } : {}),
         limit: pageSize,
@@ -253,7 +256,7 @@ function selectorChunks(values: readonly string[]): string[][] {
 export async function* pagesOf(
   kube: Kube,
   resource: Resource,
-  opts: { labelSelector?: string; metadataOnly?: boolean; limit: number },
+  opts: { namespace?: string; labelSelector?: string; metadataOnly?: boolean; limit: number },
 ): AsyncGenerator<KubeObject[]> {
   let token: string | undefined;
   do {

@@ -17,6 +17,15 @@ export {
   safetyNetDue,
 } from "./drift.ts";
 export {
+  applyErrorPolicy,
+  type ErrorPolicy,
+  isLatched,
+  latchedAt,
+  type PolicyError,
+  QUOTA_RETRY_SECONDS,
+  RESOLVED_REASON,
+} from "./error-policy.ts";
+export {
   type AuditEvent,
   auditEventListSchema,
   auditEventSchema,
@@ -41,11 +50,8 @@ export {
   type FollowUp,
   followUpFor,
   IMMEDIATE_CONFLICT_RETRIES,
-  isLatched,
   type PassResult,
   type PassResultKind,
-  QUOTA_RETRY_SECONDS,
-  RESOLVED_REASON,
   runPass,
   SNAPSHOT_MAX_AGE_SECONDS,
 } from "./executor.ts";
@@ -89,4 +95,4 @@ export type {
   Request,
   Resource,
 } from "./types.ts";
-export { describeTrigger, isMessage, requestKey, type Trigger, type TriggerKind } from "./types.ts";
+export { describeTrigger, fitted, isMessage, requestKey, type Trigger, type TriggerKind } from "./types.ts";

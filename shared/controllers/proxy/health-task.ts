@@ -29,15 +29,19 @@ export interface ProxyHealthTaskOptions {
    * sweep.
    */
   fanOut?: { shardSize: number };
+  /** Pause before each latency confirmation probe; default 1 s (`probeAll`). Tests use 0. */
+  confirmDelayMs?: number;
 }
 
 /** The shard task name the proxy controller registers its probe handler under. */
 export const probeShardTask = "probe";
 
 /**
- * The health engine as sweep work: probe every eligible Proxy, store the counters in the
- * `crawl.kubefn.dev/health` annotation (nothing is written in steady state), and request a
- * reconcile where the reported verdict or latency changed, so the reconciler projects it.
+ * The health engine as sweep work: probe every eligible Proxy, store the counters in
+ * `status.health` (nothing is written in steady state), and request a reconcile where the
+ * reported verdict changed, so the reconciler projects it. A latency change (confirmed by three
+ * probes in a row, see `recordProbe`) is written with the counters in one status patch — its
+ * latency and time, projected as the reconciler would — and needs no pass.
  *
  * With `fanOut`, the sweep sends probe shards instead (see {@link planProbeShards}: intervals
  * below a minute are honoured by delayed shards, phases jittered per Proxy) and `handleShard` does
@@ -76,6 +80,7 @@ export function proxyHealthTask(opts: ProxyHealthTaskOptions): SweepTask & {
       now: () => ctx.clock.now(),
       concurrency: opts.concurrency,
       ...(dueFilter ? { sweepPeriodSeconds: opts.sweepPeriodSeconds } : {}),
+      ...(opts.confirmDelayMs === undefined ? {} : { confirmDelayMs: opts.confirmDelayMs }),
     });
     const probedAt = ctx.clock.now().getTime() / 1000;
     for (const o of result.outcomes) {
@@ -122,6 +127,7 @@ export function proxyHealthTask(opts: ProxyHealthTaskOptions): SweepTask & {
       failed: result.stats.failed + countOf(retried?.failed),
       refused: result.stats.refused + countOf(retried?.refused),
       reports: result.stats.reports + countOf(retried?.reports),
+      confirmations: result.stats.confirmations + countOf(retried?.confirmations),
       writes: applied.written + countOf(retried?.writes),
       // Conflicts of the first round were retried; what is left is the retry's.
       writeConflicts: retried ? countOf(retried.writeConflicts) : applied.conflicts,

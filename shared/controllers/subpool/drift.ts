@@ -40,6 +40,7 @@ import {
   httpRouteResource,
   type ManagedObject,
   subPoolObjectNames,
+  subPoolOwnedResources,
 } from "./desired.ts";
 import { namespaceOwnership } from "./ownership.ts";
 import { gatewayReadiness, routeState } from "./reconcile.ts";
@@ -67,15 +68,12 @@ const managedSelector = formatLabelSelector({ [subPoolManagedLabel]: subPoolMana
 /** The list name of an owned kind (its plural). */
 const listOf = (resource: Resource) => resource.resource;
 
-/** Kinds derived inside `subpool-<name>` whose full objects the decision compares. */
+/**
+ * Kinds derived inside `subpool-<name>` whose full objects the decision compares: every owned
+ * kind but the Namespace (listed by metadata below) and Secrets (never listed), and the HTTPRoute.
+ */
 const comparedKinds: Resource[] = [
-  Resources.ConfigMap,
-  Resources.ServiceAccount,
-  Resources.Service,
-  Resources.StatefulSet,
-  Resources.ResourceQuota,
-  Resources.NetworkPolicy,
-  Resources.PodDisruptionBudget,
+  ...subPoolOwnedResources.filter((r) => r !== Resources.Namespace && r !== Resources.Secret),
   httpRouteResource,
 ];
 

@@ -193,6 +193,7 @@ export async function listForPage(
           .filter(Boolean)
           .join(",");
         for await (const page of pagesOf(ctx.kube, list.resource, {
+          ...(list.namespace ? { namespace: list.namespace } : {}),
           labelSelector,
           ...(list.metadataOnly ? { metadataOnly: true } : {}),
           limit: pageSize,

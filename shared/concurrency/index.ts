@@ -1,3 +1,4 @@
 export { mapWithConcurrency } from "./map-with-concurrency.ts";
 export { onceUntilFailure } from "./once.ts";
+export { type Semaphore, semaphore } from "./semaphore.ts";
 export { singleFlight } from "./single-flight.ts";

@@ -371,6 +371,36 @@ describe("latency reports under jitter (the steady cost of 900 health-checked Pr
     expect(result.reconcileKeys).toEqual([{ namespace: "ns", name: "a" }]);
   });
 
+  it("a Proxy pausing before its confirmations leaves its probe slot to the others", async () => {
+    const url = (name: string) => ({
+      probe: { url: `http://${name}.example.com/`, expectedStatus: 200, timeoutMs: 1000 },
+    });
+    const prober = fakeProber((t) => ({
+      ok: true,
+      latencyMs: t.url.includes("slow") ? 300 : 10,
+      status: 200,
+    }));
+    const result = await probeAll({
+      proxies: [
+        subject("slow", { annotation: encodeHealthState(healthy("slow", 10)), ...url("slow") }),
+        subject("fast", { annotation: encodeHealthState(healthy("fast", 10)), ...url("fast") }),
+      ],
+      subjectFor: (s) => s,
+      prober,
+      now: () => now,
+      concurrency: 1,
+      confirmDelayMs: 20,
+    });
+    // One slot: the fast Proxy is probed while the slow one waits to confirm, not after it.
+    expect(prober.calls.map((c) => new URL(c.url).hostname.split(".")[0])).toEqual([
+      "slow",
+      "fast",
+      "slow",
+      "slow",
+    ]);
+    expect(result.stats).toMatchObject({ probed: 2, confirmations: 2, reports: 1 });
+  });
+
   it("a failed confirmation ends the confirmations without a report", async () => {
     let n = 0;
     const result = await probeAll({

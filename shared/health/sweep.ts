@@ -4,7 +4,7 @@
  * prober and clock; the caller applies the patches through the Kube port and enqueues the keys.
  */
 
-import { mapWithConcurrency } from "../concurrency/index.ts";
+import { type Semaphore, semaphore } from "../concurrency/index.ts";
 import type { ObjectKey, Patch } from "../kube/index.ts";
 import { fnv1a32 } from "../kube/index.ts";
 import { decodeHealthState, healthStatusPatch } from "./annotation.ts";
@@ -132,7 +132,10 @@ export interface HealthSweepResult {
  */
 export async function probeAll<P>(opts: ProbeAllOptions<P>): Promise<HealthSweepResult> {
   const subjects = opts.proxies.map(opts.subjectFor);
-  const outcomes = await mapWithConcurrency(subjects, opts.concurrency, (s) => sweepOne(s, opts));
+  // Slots are held per probe, not per Proxy: a Proxy pausing between confirmation probes leaves its
+  // slot to the others, so confirmations cost probes, not throughput.
+  const slots = semaphore(opts.concurrency);
+  const outcomes = await Promise.all(subjects.map((s) => sweepOne(s, opts, slots)));
 
   const annotationPatches: HealthSweepResult["annotationPatches"] = [];
   const reconcileKeys: ObjectKey[] = [];
@@ -172,7 +175,7 @@ interface Swept {
   suppressed: boolean;
 }
 
-async function sweepOne<P>(s: HealthSubject, opts: ProbeAllOptions<P>): Promise<Swept> {
+async function sweepOne<P>(s: HealthSubject, opts: ProbeAllOptions<P>, slots: Semaphore): Promise<Swept> {
   const interval = s.probe.intervalSeconds;
   const due =
     !opts.sweepPeriodSeconds || !interval || probeDue(s.key, opts.now(), interval, opts.sweepPeriodSeconds);
@@ -189,7 +192,7 @@ async function sweepOne<P>(s: HealthSubject, opts: ProbeAllOptions<P>): Promise<
     return refused(s, previous, screened, seed);
   }
 
-  let result = await probeOnce(opts.prober, target, s, opts.now);
+  let result = await slots.run(() => probeOnce(opts.prober, target, s, opts.now));
   if (result.refused) return refused(s, previous, result.refused, seed);
 
   let probe: ProbeOutcome = { ok: result.ok, latencyMs: result.latencyMs, at: opts.now() };
@@ -199,7 +202,7 @@ async function sweepOne<P>(s: HealthSubject, opts: ProbeAllOptions<P>): Promise<
   let rechecks = 0;
   if (recorded.recheck) {
     await sleep(opts.confirmDelayMs ?? defaultConfirmDelayMs);
-    const again = await probeOnce(opts.prober, target, s, opts.now);
+    const again = await slots.run(() => probeOnce(opts.prober, target, s, opts.now));
     rechecks++;
     if (!again.refused && again.ok !== result.ok) {
       result = again;
@@ -211,7 +214,7 @@ async function sweepOne<P>(s: HealthSubject, opts: ProbeAllOptions<P>): Promise<
   const confirmations: number[] = [];
   while (recorded.confirm) {
     await sleep(opts.confirmDelayMs ?? defaultConfirmDelayMs);
-    const again = await probeOnce(opts.prober, target, s, opts.now);
+    const again = await slots.run(() => probeOnce(opts.prober, target, s, opts.now));
     if (!again.ok || again.refused) break;
     confirmations.push(again.latencyMs);
     recorded = recordProbe(previous, { ...probe, at: opts.now(), confirmations }, s.thresholds, seed);

@@ -45,7 +45,8 @@ export function createHandler(options: HandlerOptions) {
     if (isHttpEvent(event)) return http(event, context);
     if (isCloudWatchLogsEvent(event)) return deliverCloudWatchLogs(kubefn, event.awslogs.data, config);
     if (isReconcileEvent(event)) {
-      return consumeReconcileEvent(event, kubefn.consume, kubefn.ctx.log, config.passConcurrency);
+      const { consume } = kubefn.invocation(); // the event's passes share REQUEST_BUDGET
+      return consumeReconcileEvent(event, consume, kubefn.ctx.log, config.passConcurrency);
     }
     if (isRecord(event) && event.source === "aws.events" && event["detail-type"] === "Scheduled Event") {
       return kubefn.sweep();

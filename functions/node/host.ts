@@ -46,13 +46,14 @@ export async function startNodeHost(config: NodeHostConfig, log: Log): Promise<N
     handle: async (message) => void (await parts?.kubefn.consume(message)),
     onError: (err, message) => log.error("pass crashed", { request: message.request, error: String(err) }),
   });
-  const { kube, invocationKube, guard } = guardedKube(
+  const { kube, invocationKube, apiFailing, guard } = guardedKube(
     createNodeTransport(kc, { timeoutMs: settings.kubeTimeoutMs }),
     settings,
   );
   const kubefn = createKubefn(settings, {
     kube,
     invocationKube,
+    apiFailing,
     queue,
     prober: createNodeProber(),
     log,

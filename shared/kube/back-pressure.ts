@@ -28,12 +28,13 @@ export interface ApiGuardStats {
 
 /**
  * The client side of back-pressure for one platform instance (a Node host, a Worker isolate, a
- * Lambda container): one circuit shared by every invocation, and a request budget per invocation.
+ * Lambda container): one circuit shared by every invocation, and a request budget per invocation
+ * (a Workers queue batch or cron run, a Lambda event, a Node host pass or sweep).
  */
 export interface ApiGuard {
   /**
-   * A transport for one platform invocation (one pass on the Node host, one queue batch or cron
-   * run on Workers and Lambda): it shares the instance's circuit and may send at most `budget`
+   * A transport for one platform invocation (one pass or sweep on the Node host, one queue batch,
+   * event or cron run on Workers and Lambda): it shares the instance's circuit and may send at most `budget`
    * requests (unbounded when unset); past it, requests fail with a `ClientThrottledError`
    * (reason RequestBudgetExhausted) without being sent.
    */
@@ -165,6 +166,8 @@ export interface GuardedKube {
   kube: Kube;
   /** A Kube for one invocation: `requestBudget` requests at most, the instance's circuit. */
   invocationKube(): Kube;
+  /** True while the circuit is open (not while a trial request may go): hold fan-out back. */
+  apiFailing(): boolean;
   guard: ApiGuard;
 }
 
@@ -185,5 +188,6 @@ export function guardedKube(
     guard,
     kube: createKube(guard.invocation(), { fieldManager }),
     invocationKube: () => createKube(guard.invocation(settings.requestBudget), { fieldManager }),
+    apiFailing: () => guard.stats().state === "open",
   };
 }

@@ -8,8 +8,17 @@
  * the Proxy count.
  */
 
-import { isNotFound, type Kube, Resources } from "../../shared/kube/index.ts";
-import { chaosHostEnv, serviceAccountKubeconfigVia, startChaosHost } from "../chaos/drivers.ts";
+import { randomBytes } from "node:crypto";
+import { startDevcluster } from "../../functions/node/devcluster.ts";
+import { installCrdsAndRbac } from "../../functions/node/install.ts";
+import { createKube, isNotFound, type Kube, Resources } from "../../shared/kube/index.ts";
+import { createNodeTransport, loadKubeConfig } from "../../shared/kube/node.ts";
+import {
+  chaosHostEnv,
+  serviceAccountKubeconfigVia,
+  startAuditRelay,
+  startChaosHost,
+} from "../chaos/drivers.ts";
 import {
   type OperatorChaosResult,
   operatorShortProfile,
@@ -20,19 +29,35 @@ import {
 import { fullProfile, runChaos, runOutage } from "../chaos/scenario.ts";
 import type { HostProcess } from "../e2e/host.ts";
 import { startFaultProxy } from "../support/fault-proxy.ts";
-import { type BenchRow, benchCluster } from "./cluster.ts";
+import type { BenchRow } from "./cluster.ts";
 
 export async function benchChaos(): Promise<BenchRow[]> {
-  const cluster = await benchCluster();
+  // A devcluster of its own, whose audit webhook reaches the host running now (as in the tests).
+  let current: HostProcess | undefined;
+  const auditToken = randomBytes(16).toString("hex");
+  const relay = await startAuditRelay(() =>
+    current && current.child.exitCode === null ? { url: current.url, auditToken } : undefined,
+  );
+  const devcluster = await startDevcluster({ auditWebhookUrl: relay.url, auditWebhookToken: relay.token });
+  const kc = loadKubeConfig({ file: devcluster.info.kubeconfig });
+  const cluster = {
+    devcluster,
+    kubeconfig: devcluster.info.kubeconfig,
+    admin: createKube(createNodeTransport(kc), { fieldManager: "kubefn-bench" }),
+  };
+  await installCrdsAndRbac(cluster.admin);
   const objects = Number(process.env.KUBEFN_CHAOS_OBJECTS ?? fullProfile.objects);
   const profile = { ...fullProfile, objects };
   const faults = await startFaultProxy(cluster.devcluster.info.httpProxy);
   const kubeconfig = await serviceAccountKubeconfigVia(cluster.kubeconfig, faults.url);
+  const hostEnv = (extra: Record<string, string> = {}) =>
+    chaosHostEnv(kubeconfig, { KUBEFN_AUDIT_TOKEN: auditToken, ...extra });
   const rows: BenchRow[] = [];
   const hosts: HostProcess[] = [];
   try {
-    const { host, driver } = await startChaosHost(chaosHostEnv(kubeconfig));
+    const { host, driver } = await startChaosHost(hostEnv());
     hosts.push(host);
+    current = host;
     const results = [];
     for (const rate of [0, 0.2]) {
       const r = await runChaos({
@@ -135,9 +160,10 @@ export async function benchChaos(): Promise<BenchRow[]> {
     const outageObjects = Math.min(objects, 100);
     for (const circuit of [true, false]) {
       const { host: h, driver: d } = await startChaosHost(
-        chaosHostEnv(kubeconfig, circuit ? {} : { KUBEFN_CIRCUIT_FAILURES: "1000000000" }),
+        hostEnv(circuit ? {} : { KUBEFN_CIRCUIT_FAILURES: "1000000000" }),
       );
       hosts.push(h);
+      current = h;
       const r = await runOutage({
         admin: cluster.admin,
         faults,
@@ -156,6 +182,8 @@ export async function benchChaos(): Promise<BenchRow[]> {
   } finally {
     for (const h of hosts) await h.stop().catch(() => undefined);
     await faults.close();
+    await devcluster.stop();
+    await relay.close();
   }
   return rows;
 }

@@ -61,7 +61,14 @@ export interface Kubefn {
    * that threw), which the platform should redeliver.
    */
   consume(body: unknown): Promise<PassResult | undefined>;
-  /** One sweep, logged as one `sweep` line. `full` sends every object (a host's first sweep). */
+  /**
+   * One sweep, logged as one `sweep` line. `full` sends every object (a host's first sweep).
+   *
+   * Caveats: a sweep is one invocation: its lists and tasks share `REQUEST_BUDGET`. Where probes
+   * run in the sweep (Lambda), a fleet whose health changes all at once spends it on probe
+   * writes, and the rest are written at the next sweep. While the circuit is open it does nothing
+   * (`heldBack`).
+   */
   sweep(options?: { full?: boolean }): Promise<SweepSummary>;
   /**
    * One platform invocation (a Workers queue batch, a Lambda event, a cron run): its passes and

@@ -7,7 +7,8 @@
  * - every live SubPool: its finalizer, observedGeneration = generation, `status.namespace` set, a
  *   settled Ready condition (Ready, or ProxyGatewayNotReady where no shared proxy gateway runs);
  *   its Namespace controlled by it (this UID) and not terminating; in it exactly the 8 objects a
- *   pool derives (no duplicate, no stray one), each controlled by the pool; the StatefulSet runs
+ *   pool derives (no duplicate or stray object of those kinds carrying the pool's labels), each
+ *   controlled by the pool; the StatefulSet runs
  *   the current cpa image;
  * - every deleted SubPool gone (no stuck finalizer), with its Namespace (no orphaned content);
  * - every live Site: observedGeneration = generation, its four conditions True (Reconciled, or
@@ -148,7 +149,7 @@ async function subPoolProblems(
   );
   // Every derived object of this run, by kind, in one list each.
   const contents = new Map<Resource, KubeObject[]>();
-  for (const [resource] of subPoolContents("x")) {
+  for (const [resource] of subPoolContents(prefix)) {
     const all = await listAll(admin, resource, { labelSelector: managed });
     contents.set(
       resource,

@@ -1,8 +1,8 @@
+export { commaList } from "./env-values.ts";
 export { createFunctionsApp, type HttpSettings } from "./http.ts";
 export { createKubefn, type Kubefn, type KubefnPorts, passLine, sweepLine } from "./kubefn.ts";
 export { createOperators, type OperatorOptions, type Operators } from "./operators.ts";
 export {
-  commaList,
   describeIssues,
   type KubefnSettings,
   parseEnvironment,

@@ -4,6 +4,7 @@ import type { Prober } from "../shared/health/index.ts";
 import type { KubeObject } from "../shared/kube/index.ts";
 import type { Clock, Context, Kube, Log, Metrics, Queue } from "../shared/runtime/index.ts";
 import { isMessage, type PassResult, runPass } from "../shared/runtime/index.ts";
+import { fleetPage, PassHistory } from "./fleet/index.ts";
 import { createFunctionsApp } from "./http.ts";
 import { createOperators, type Operators } from "./operators.ts";
 import type { KubefnSettings } from "./settings.ts";
@@ -51,7 +52,10 @@ export interface Invocation {
 
 /** The three calls every platform maps its events onto. */
 export interface Kubefn {
-  /** The HTTP surface: intake (`POST /v1/events`, `GET /healthz`) and the crawler API. */
+  /**
+   * The HTTP surface: intake (`POST /v1/events`, `GET /healthz`), the crawler API, and the fleet
+   * page (`GET /`, behind the API token when one is set).
+   */
   fetch(request: Request): Response | Promise<Response>;
   /**
    * One reconcile pass for one queue message body, logged as one `pass` line. A body that is
@@ -83,6 +87,8 @@ export interface Kubefn {
   /** The context passes run with (for the Node host's metrics page and for tests). */
   readonly ctx: Context;
   readonly operators: Operators;
+  /** The last passes this instance ran, as the fleet page lists them. */
+  readonly passes: PassHistory;
 }
 
 /**
@@ -124,7 +130,10 @@ export function createKubefn(settings: KubefnSettings, ports: KubefnPorts, opera
       settings: settings.operators,
       ...(ports.siteManifests ? { siteManifests: ports.siteManifests } : {}),
     });
+  const passes = new PassHistory();
   const app = createFunctionsApp(ctx, ops, settings);
+  const primaries = ops.registry.controllers.map((c) => ({ controller: c.name, resource: c.for }));
+  app.route("/", fleetPage(ctx, primaries, passes, settings.apiToken ? { apiToken: settings.apiToken } : {}));
   const invocation = (): Invocation => {
     const invocationCtx = ports.invocationKube ? { ...ctx, kube: ports.invocationKube() } : ctx;
     return {
@@ -134,6 +143,7 @@ export function createKubefn(settings: KubefnSettings, ports: KubefnPorts, opera
           return undefined;
         }
         const result = await runPass(invocationCtx, ops.registry, body);
+        passes.record(result, ctx.clock.now());
         (result.result === "error" ? ctx.log.error : ctx.log.info)("pass", passLine(result));
         return result;
       },
@@ -158,6 +168,7 @@ export function createKubefn(settings: KubefnSettings, ports: KubefnPorts, opera
   return {
     ctx,
     operators: ops,
+    passes,
     fetch: (request) => app.fetch(request),
     consume: (body) => invocation().consume(body),
     sweep: (options) => invocation().sweep(options),

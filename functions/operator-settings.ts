@@ -10,17 +10,7 @@
 import type { ServiceAccountKey } from "../shared/controllers/proxy/providers/index.ts";
 import { type OperatorConfig, parseOperatorConfig } from "../shared/controllers/subpool/index.ts";
 import * as z from "../shared/zod/index.ts";
-
-/** A comma-separated list, trimmed, empties dropped (settings.ts has the same; no import cycle). */
-const commaList = z.pipe(
-  z.string(),
-  z.transform((s) =>
-    s
-      .split(",")
-      .map((x) => x.trim())
-      .filter(Boolean),
-  ),
-);
+import { commaList } from "./env-values.ts";
 
 export const operatorVariables = {
   SUBPOOL_MAX_CPU: z.optional(z.string()),

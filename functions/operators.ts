@@ -103,11 +103,11 @@ export function createOperators(opts: OperatorOptions): Operators {
         name: "proxy-orphans",
         controller: "proxy",
         // Providers are built per run from the sweep's own Kube, like the reconciler's.
-        run: (ctx, primaries, memo) =>
+        start: (ctx, memo) =>
           orphanSweepTask({
             providers: providersFor(ctx.kube),
             ...(opts.orphanGraceSeconds === undefined ? {} : { graceSeconds: opts.orphanGraceSeconds }),
-          }).run(ctx, primaries, memo),
+          }).start(ctx, memo),
       },
     ],
     ...(opts.apiToken ? { routes: crawlerRoutes(opts.apiToken) } : {}),

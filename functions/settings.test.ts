@@ -2,7 +2,7 @@ import { describe, expect, it } from "vitest";
 import { parseAwsEnv } from "./aws/config.ts";
 import { parseWorkerEnv } from "./cloudflare/config.ts";
 import { parseNodeHostEnv } from "./node/config.ts";
-import { SettingsError } from "./settings.ts";
+import { type PlatformCapabilities, parseEnvironment, platformSchema, SettingsError } from "./settings.ts";
 
 /** Each platform's own minimal variables (where the cluster and the queue are). */
 const platforms = {
@@ -144,5 +144,25 @@ describe("Pub/Sub push intake settings", () => {
         KUBEFN_PUBSUB_SERVICE_ACCOUNT: "s@p.iam.gserviceaccount.com",
       }).pubsub,
     ).toMatchObject({ audience: "a", serviceAccountEmail: "s@p.iam.gserviceaccount.com" });
+  });
+});
+
+describe("platformSchema: what a platform cannot do is refused by name", () => {
+  const parse = (can: PlatformCapabilities, env: Record<string, string>) =>
+    parseEnvironment(platformSchema({}, can), env, "invalid environment");
+
+  it("a minute schedule refuses a sweep period below 60 s; without one it is allowed", () => {
+    expect(() => parse({ minuteSchedule: true, probeShards: true }, { SWEEP_PERIOD_SECONDS: "10" })).toThrow(
+      /SWEEP_PERIOD_SECONDS: SWEEP_PERIOD_SECONDS must be at least 60/,
+    );
+    expect(parse({ probeShards: true }, { SWEEP_PERIOD_SECONDS: "10" }).SWEEP_PERIOD_SECONDS).toBe(10);
+  });
+
+  it("a queue that drops delayed payloads refuses probe shards, but not 0 (off)", () => {
+    expect(() => parse({ probeShards: false }, { PROBE_SHARD_SIZE: "40" })).toThrow(
+      /PROBE_SHARD_SIZE: probe shards need a queue that delays whole messages/,
+    );
+    expect(parse({ probeShards: false }, { PROBE_SHARD_SIZE: "0" }).PROBE_SHARD_SIZE).toBe(0);
+    expect(parse({ probeShards: true }, { PROBE_SHARD_SIZE: "40" }).PROBE_SHARD_SIZE).toBe(40);
   });
 });

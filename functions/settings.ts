@@ -1,18 +1,8 @@
 import type { RsaJwk } from "../shared/auth/index.ts";
 import * as z from "../shared/zod/index.ts";
+import { commaList } from "./env-values.ts";
 import type { PubSubSettings } from "./http.ts";
 import { type OperatorSettings, operatorSettingsFrom, operatorVariables } from "./operator-settings.ts";
-
-/** A comma-separated list, trimmed, empties dropped. */
-export const commaList = z.pipe(
-  z.string(),
-  z.transform((s) =>
-    s
-      .split(",")
-      .map((x) => x.trim())
-      .filter(Boolean),
-  ),
-);
 
 /** An optional shared secret or token: at least 16 characters when set. */
 export const secretVariable = (name: string) =>
@@ -198,11 +188,35 @@ export function describeIssues(error: z.core.$ZodError): string {
   return error.issues.map((i) => `  ${i.path.join(".")}: ${i.message}`).join("\n");
 }
 
-/** Serverless schedules run at most once a minute: a refinement for their schemas. */
-export const atLeastOneMinute = {
-  check: (e: { SWEEP_PERIOD_SECONDS: number }) => e.SWEEP_PERIOD_SECONDS >= 60,
-  message: {
-    message: "SWEEP_PERIOD_SECONDS must be at least 60 (the schedule runs every minute)",
-    path: ["SWEEP_PERIOD_SECONDS"],
-  },
-};
+/**
+ * What a platform can and cannot do, declared beside its own variables: {@link platformSchema}
+ * refuses the settings it could not honour, each with a message naming the variable.
+ */
+export interface PlatformCapabilities {
+  /** Its schedule fires at most once a minute (Workers cron, EventBridge): the sweep period is at least 60 s. */
+  minuteSchedule?: boolean;
+  /**
+   * Whether its queue delivers a delayed message whole. Probe shards ride in delayed messages;
+   * a queue that drops their payload (EventBridge Scheduler) would probe nothing.
+   */
+  probeShards: boolean;
+}
+
+/**
+ * A platform's environment schema: its own variables, the shared {@link settingsVariables}, and
+ * the refusals its {@link PlatformCapabilities} call for. Add platform-only checks with `.check`.
+ */
+export function platformSchema<S extends z.core.$ZodLooseShape>(own: S, can: PlatformCapabilities) {
+  // The generic output hides the shared fields from TypeScript; they are there by construction.
+  const shared = (e: unknown) => e as SettingsVariables;
+  return z.object({ ...own, ...settingsVariables }).check(
+    z.refine((e) => !can.minuteSchedule || shared(e).SWEEP_PERIOD_SECONDS >= 60, {
+      message: "SWEEP_PERIOD_SECONDS must be at least 60 (the schedule runs every minute)",
+      path: ["SWEEP_PERIOD_SECONDS"],
+    }),
+    z.refine((e) => can.probeShards || !shared(e).PROBE_SHARD_SIZE, {
+      message: "probe shards need a queue that delays whole messages; unset PROBE_SHARD_SIZE",
+      path: ["PROBE_SHARD_SIZE"],
+    }),
+  );
+}

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Python tools the tests use, in a virtualenv at .tools/venv (PyPI, pinned): cfn-lint validates
-# infra/aws/template.yaml; moto's server emulates AWS Secrets Manager for the Lambda's secret
-# loader. Installed once; later runs only check the pins.
+# infra/aws/template.yaml; moto's server emulates EventBridge, Scheduler, SQS and Secrets Manager
+# for the Lambda tests (test/support/moto.ts). Installed once; later runs only check the pins.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 CFN_LINT_VERSION=1.58.0

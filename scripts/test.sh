@@ -6,6 +6,8 @@ cd "$(dirname "$0")/.."
 source scripts/node24.sh
 bash scripts/build-devcluster.sh
 bash scripts/python-tools.sh
+bash scripts/chromium.sh
+bash scripts/promtool.sh
 npm run --silent typecheck
 npm run --silent lint
 npx --no vitest run "$@"

@@ -5,7 +5,13 @@ import { join } from "node:path";
 import { pathToFileURL } from "node:url";
 import { promisify } from "node:util";
 import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
-import { type AwsEndpoint, startAwsEndpoint, TEST_CREDENTIALS } from "../../test/support/aws-endpoint.ts";
+import {
+  createKubefnAws,
+  type KubefnAws,
+  type Moto,
+  startMoto,
+  TEST_CREDENTIALS,
+} from "../../test/support/moto.ts";
 
 const root = new URL("../../", import.meta.url);
 const fixture = async (name: string): Promise<unknown> =>
@@ -14,7 +20,8 @@ const fixture = async (name: string): Promise<unknown> =>
 /** The artifact infra/aws deploys: the esbuild command from infra/aws/README.md, run for real. */
 describe("the deployed bundle (dist/aws/index.mjs)", () => {
   let dir: string;
-  let endpoint: AwsEndpoint;
+  let moto: Moto;
+  let aws: KubefnAws;
   let handler: (event: unknown, context: unknown) => Promise<{ statusCode: number; body: string }>;
 
   beforeAll(async () => {
@@ -34,7 +41,8 @@ describe("the deployed bundle (dist/aws/index.mjs)", () => {
       ],
       { cwd: root },
     );
-    endpoint = await startAwsEndpoint();
+    moto = await startMoto();
+    aws = await createKubefnAws(moto.endpoint);
     const kubeconfig = `apiVersion: v1
 kind: Config
 clusters: [{ name: c, cluster: { server: "https://203.0.113.10:6443" } }]
@@ -45,7 +53,7 @@ current-context: c
     const env = {
       ...TEST_CREDENTIALS,
       AWS_REGION: "us-east-1",
-      AWS_ENDPOINT_URL: endpoint.url,
+      AWS_ENDPOINT_URL: moto.endpoint,
       EVENT_BUS_NAME: "kubefn",
       SCHEDULER_ROLE_ARN: "arn:aws:iam::111122223333:role/kubefn-scheduler",
       KUBECONFIG_BASE64: Buffer.from(kubeconfig).toString("base64"),
@@ -57,7 +65,8 @@ current-context: c
 
   afterAll(async () => {
     vi.unstubAllEnvs();
-    await endpoint?.close();
+    aws?.close();
+    await moto?.close();
     if (dir) await rm(dir, { recursive: true, force: true });
   });
 
@@ -71,17 +80,16 @@ current-context: c
   it("takes an audit batch from a Function URL and puts it on the bus (AWS_ENDPOINT_URL honoured)", async () => {
     const res = await handler(await fixture("function-url-post-events.json"), context);
     expect(res.statusCode).toBe(202);
-    const [put] = endpoint.putEvents();
-    expect(put?.headers["x-amz-target"]).toBe("AWSEvents.PutEvents");
-    const entries = put?.json.Entries as Array<{ Detail: string }>;
-    expect(JSON.parse(entries[0]?.Detail ?? "{}")).toEqual({
-      messages: [
-        {
-          request: { controller: "proxy", namespace: "ns1", name: "p1" },
-          attempt: 0,
-          trigger: { kind: "audit" },
-        },
-      ],
+    const [event, ...rest] = await aws.delivered();
+    expect(rest).toEqual([]);
+    const messages = event?.detail.messages ?? [];
+    expect(messages).toHaveLength(1);
+    // The audit event's stored object rides along, saving the pass its GET.
+    expect(messages[0]).toMatchObject({
+      request: { controller: "proxy", namespace: "ns1", name: "p1" },
+      attempt: 0,
+      trigger: { kind: "audit" },
+      snapshot: { metadata: { name: "p1", namespace: "ns1" } },
     });
   });
 });

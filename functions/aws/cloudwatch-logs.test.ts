@@ -7,12 +7,17 @@
  */
 import { readFileSync } from "node:fs";
 import type { LambdaContext } from "hono/aws-lambda";
-import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
+import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from "vitest";
 import { encodeCloudWatchLogs } from "../../shared/audit-export/index.ts";
 import { proxyResource } from "../../shared/controllers/proxy/api.ts";
-import type { Message } from "../../shared/runtime/types.ts";
-import { type AwsEndpoint, startAwsEndpoint, TEST_CREDENTIALS } from "../../test/support/aws-endpoint.ts";
 import { FakeKube } from "../../test/support/fake-kube.ts";
+import {
+  createKubefnAws,
+  type KubefnAws,
+  type Moto,
+  startMoto,
+  TEST_CREDENTIALS,
+} from "../../test/support/moto.ts";
 import { createOperators } from "../operators.ts";
 import { createHandler } from "./handler.ts";
 
@@ -45,17 +50,24 @@ const lambdaContext = {
 const silent = { info() {}, warn() {}, error() {} };
 const noMetrics = { count() {}, observe() {}, gauge() {} };
 
-let endpoint: AwsEndpoint;
-beforeEach(async () => {
+// EventBridge is moto's server; the template's Reconcile rule routes bus events to a queue.
+let moto: Moto;
+let aws: KubefnAws;
+beforeAll(async () => {
   for (const [k, v] of Object.entries(TEST_CREDENTIALS)) vi.stubEnv(k, v);
-  endpoint = await startAwsEndpoint();
+  moto = await startMoto();
+  aws = await createKubefnAws(moto.endpoint);
+}, 30_000);
+afterAll(async () => {
+  vi.unstubAllEnvs();
+  aws?.close();
+  await moto?.close();
 });
 afterEach(async () => {
-  vi.unstubAllEnvs();
-  await endpoint.close();
+  await aws.delivered();
 });
 
-function handlerFor(url: string) {
+function handlerFor(env: Record<string, string> = ENV) {
   const kube = new FakeKube();
   kube.seed(proxyResource, {
     apiVersion: "crawl.kubefn.dev/v1alpha1",
@@ -64,8 +76,8 @@ function handlerFor(url: string) {
     spec: { mode: "Managed", provider: "kubernetes", cloudInit: { secretRef: { name: "ci" } } },
   });
   return createHandler({
-    env: ENV,
-    endpoint: url,
+    env,
+    endpoint: moto.endpoint,
     kube: () => kube,
     operators: () =>
       createOperators({
@@ -77,12 +89,6 @@ function handlerFor(url: string) {
   });
 }
 
-const sent = () =>
-  endpoint
-    .putEvents()
-    .flatMap((r) => r.json.Entries as Array<{ Detail: string }>)
-    .flatMap((e) => (JSON.parse(e.Detail) as { messages: Message[] }).messages);
-
 describe("CloudWatch Logs subscription → the Lambda handler", () => {
   it("a batch of EKS audit log events → the same requests as the audit webhook's EventList of those events", async () => {
     const decoded = eks("subscription-batch.decoded.json") as { logEvents: Array<{ message: string }> };
@@ -93,7 +99,7 @@ describe("CloudWatch Logs subscription → the Lambda handler", () => {
         return [];
       }
     });
-    const webhook = (await handlerFor(endpoint.url)(
+    const webhook = (await handlerFor()(
       {
         version: "2.0",
         routeKey: "$default",
@@ -109,25 +115,27 @@ describe("CloudWatch Logs subscription → the Lambda handler", () => {
     expect(webhook.statusCode).toBe(202);
     const viaWebhook = JSON.parse(webhook.body).requests;
     expect(viaWebhook).toEqual([{ controller: "proxy", namespace: NS, name: "p1" }]);
-    endpoint.requests.length = 0;
+    await aws.delivered();
 
-    const out = await handlerFor(endpoint.url)(eks("subscription-batch.json"), lambdaContext);
+    const out = await handlerFor()(eks("subscription-batch.json"), lambdaContext);
     expect(out).toMatchObject({
       enqueued: 1,
       requests: viaWebhook,
       // 7 audit events and one log line that is not one
       counts: { events: 8, skipped: 1, dropped: 3 },
     });
-    expect(sent()).toEqual([{ request: viaWebhook[0], attempt: 0, trigger: { kind: "audit" } }]);
+    expect(await aws.deliveredMessages()).toEqual([
+      { request: viaWebhook[0], attempt: 0, trigger: { kind: "audit" } },
+    ]);
   });
 
   it.each([
     ["a CONTROL_MESSAGE", "control-message.json", "ControlMessage"],
     ["data that is not gzip", "not-gzip.json", "Undecodable"],
   ])("%s → answered without work and without a throw (no retry can help)", async (_what, file, reason) => {
-    const out = await handlerFor(endpoint.url)(eks(file), lambdaContext);
+    const out = await handlerFor()(eks(file), lambdaContext);
     expect(out).toMatchObject({ enqueued: 0, acknowledged: reason });
-    expect(endpoint.requests).toEqual([]);
+    expect(await aws.delivered()).toEqual([]);
   });
 
   it("a delivery with only irrelevant events sends nothing", async () => {
@@ -147,22 +155,17 @@ describe("CloudWatch Logs subscription → the Lambda handler", () => {
         },
       ],
     });
-    expect(await handlerFor(endpoint.url)({ awslogs: { data } }, lambdaContext)).toMatchObject({
+    expect(await handlerFor()({ awslogs: { data } }, lambdaContext)).toMatchObject({
       enqueued: 0,
     });
-    expect(endpoint.requests).toEqual([]);
+    expect(await aws.delivered()).toEqual([]);
   });
 
-  it("a queue that fails → the handler throws, so Lambda retries the invoke", async () => {
-    const failing = await startAwsEndpoint(() => ({
-      status: 400,
-      body: { __type: "AccessDeniedException", message: "no" },
-    }));
-    try {
-      await expect(handlerFor(failing.url)(eks("subscription-batch.json"), lambdaContext)).rejects.toThrow();
-      expect(failing.putEvents().length).toBeGreaterThan(0);
-    } finally {
-      await failing.close();
-    }
+  it("a queue that fails (a bus that does not exist) → the handler throws, so Lambda retries the invoke", async () => {
+    const handler = handlerFor({ ...ENV, EVENT_BUS_NAME: "deleted-bus" });
+    await expect(handler(eks("subscription-batch.json"), lambdaContext)).rejects.toThrow(
+      /deleted-bus does not exist/,
+    );
+    expect(await aws.delivered()).toEqual([]);
   });
 });

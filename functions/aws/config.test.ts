@@ -25,6 +25,7 @@ describe("parseAwsEnv", () => {
       kubeTimeoutMs: 30_000,
       probeConcurrency: 32,
       passConcurrency: 8,
+      probeShardSize: 40,
       operators: expect.any(Object),
     });
   });
@@ -80,10 +81,9 @@ describe("parseAwsEnv", () => {
       /set KUBECONFIG_SECRET_ARN \(a Secrets Manager secret holding the base64 kubeconfig\), KUBECONFIG_BASE64 \(local runs\) or KUBECONFIG/,
     );
   });
-  it("refuses probe shards: its delayed messages would drop them and nothing would be probed", () => {
-    expect(() => parseAwsEnv({ ...base, PROBE_SHARD_SIZE: "40" })).toThrow(
-      /PROBE_SHARD_SIZE: probe shards need/,
-    );
+  it("fans probes out in shards of 40 by default (delayed shards travel whole); 0 probes in the sweep", () => {
+    expect(parseAwsEnv(base).probeShardSize).toBe(40);
+    expect(parseAwsEnv({ ...base, PROBE_SHARD_SIZE: "10" }).probeShardSize).toBe(10);
     expect(parseAwsEnv({ ...base, PROBE_SHARD_SIZE: "0" }).probeShardSize).toBeUndefined();
   });
 });

@@ -1,11 +1,5 @@
 import * as z from "../../shared/zod/index.ts";
-import {
-  atLeastOneMinute,
-  type KubefnSettings,
-  parsePlatformEnv,
-  SettingsError,
-  settingsVariables,
-} from "../settings.ts";
+import { type KubefnSettings, parsePlatformEnv, platformSchema, SettingsError } from "../settings.ts";
 
 /** The Lambda's settings (infra/aws/template.yaml): where the cluster and the bus are, and the shared ones. */
 export interface AwsConfig extends KubefnSettings {
@@ -31,13 +25,8 @@ const kubeconfigRequired = {
   path: ["KUBECONFIG_BASE64"],
 };
 
-const noProbeShards = {
-  message: "probe shards need a queue that delays whole messages; unset PROBE_SHARD_SIZE on Lambda",
-  path: ["PROBE_SHARD_SIZE"],
-};
-
-const envSchema = z
-  .object({
+const envSchema = platformSchema(
+  {
     KUBECONFIG_BASE64: z.optional(z.base64("KUBECONFIG_BASE64 must be base64").check(z.minLength(1))),
     KUBECONFIG: z.optional(z.string().check(z.minLength(1))),
     AWS_REGION: z.string({ error: "AWS_REGION is required (Lambda sets it)" }).check(z.minLength(1)),
@@ -45,12 +34,12 @@ const envSchema = z
     SCHEDULE_GROUP: z._default(z.string().check(z.minLength(1)), "default"),
     SCHEDULER_ROLE_ARN: arn("SCHEDULER_ROLE_ARN"),
     FUNCTION_ARN: z.optional(arn("FUNCTION_ARN")),
-    ...settingsVariables,
-  })
-  .check(z.refine((e) => e.KUBECONFIG_BASE64 || e.KUBECONFIG, kubeconfigRequired))
-  .check(z.refine(atLeastOneMinute.check, atLeastOneMinute.message))
-  // Scheduler schedules carry no shard payload: a probe shard would probe nothing.
-  .check(z.refine((e) => !e.PROBE_SHARD_SIZE, noProbeShards));
+  },
+  { minuteSchedule: true, probeShards: true },
+).check(z.refine((e) => e.KUBECONFIG_BASE64 || e.KUBECONFIG, kubeconfigRequired));
+
+/** Probes fan out as probe-shard events and schedules of 40 Proxies (./queue.ts carries them whole). */
+const lambdaDefaults = { PROBE_SHARD_SIZE: "40" };
 
 /** The environment is missing a variable or holds a bad one; the message lists every problem. */
 export class AwsConfigError extends SettingsError {
@@ -65,7 +54,8 @@ export class AwsConfigError extends SettingsError {
  * @throws AwsConfigError naming every bad variable.
  */
 export function parseAwsEnv(env: Record<string, string | undefined>): AwsConfig {
-  const { e, settings } = parsePlatformEnv(envSchema, env, "invalid Lambda environment", AwsConfigError);
+  const what = "invalid Lambda environment";
+  const { e, settings } = parsePlatformEnv(envSchema, env, what, AwsConfigError, lambdaDefaults);
   return {
     ...settings,
     kubeconfig: e.KUBECONFIG_BASE64

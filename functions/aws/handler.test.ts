@@ -1,11 +1,17 @@
 import { readFileSync } from "node:fs";
 import type { LambdaContext } from "hono/aws-lambda";
-import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
+import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it, vi } from "vitest";
 import type { ControllerDefinition } from "../../shared/runtime/controller.ts";
-import { createRegistry, type Message, requeueAfter } from "../../shared/runtime/index.ts";
+import { createRegistry, requeueAfter } from "../../shared/runtime/index.ts";
 import type { Resource } from "../../shared/runtime/types.ts";
-import { type AwsEndpoint, startAwsEndpoint, TEST_CREDENTIALS } from "../../test/support/aws-endpoint.ts";
 import { FakeKube } from "../../test/support/fake-kube.ts";
+import {
+  createKubefnAws,
+  type KubefnAws,
+  type Moto,
+  startMoto,
+  TEST_CREDENTIALS,
+} from "../../test/support/moto.ts";
 import { ProxyResource, proxyController } from "../../test/unit/runtime/controllers.ts";
 import type { SweepSummary } from "../sweep.ts";
 import { createHandler } from "./handler.ts";
@@ -48,12 +54,24 @@ const lambdaContext = {
 const silent = { info() {}, warn() {}, error() {} };
 const noMetrics = { count() {}, observe() {}, gauge() {} };
 
-let endpoint: AwsEndpoint;
+// EventBridge and Scheduler are moto's server: bus events reach a queue through the template's
+// Reconcile rule; schedules are read back with GetSchedule.
+let moto: Moto;
+let aws: KubefnAws;
 let kube: FakeKube;
 
-beforeEach(async () => {
+beforeAll(async () => {
   for (const [k, v] of Object.entries(TEST_CREDENTIALS)) vi.stubEnv(k, v);
-  endpoint = await startAwsEndpoint();
+  moto = await startMoto();
+  aws = await createKubefnAws(moto.endpoint);
+}, 30_000);
+afterAll(async () => {
+  vi.unstubAllEnvs();
+  aws?.close();
+  await moto?.close();
+});
+
+beforeEach(async () => {
   kube = new FakeKube();
   for (const name of ["p1", "p2"]) {
     kube.seed(ProxyKind, {
@@ -65,14 +83,14 @@ beforeEach(async () => {
   }
 });
 afterEach(async () => {
-  vi.unstubAllEnvs();
-  await endpoint.close();
+  await aws.delivered();
+  await aws.fire();
 });
 
 function handlerWith(controller: Partial<ControllerDefinition> = {}) {
   return createHandler({
     env: ENV,
-    endpoint: endpoint.url,
+    endpoint: moto.endpoint,
     kube: () => kube,
     operators: () => ({
       registry: createRegistry([proxyController({ for: ProxyKind, ...controller })]),
@@ -84,12 +102,6 @@ function handlerWith(controller: Partial<ControllerDefinition> = {}) {
   });
 }
 
-const sentMessages = () =>
-  endpoint
-    .putEvents()
-    .flatMap((r) => r.json.Entries as Array<{ Detail: string }>)
-    .flatMap((e) => (JSON.parse(e.Detail) as { messages: Message[] }).messages);
-
 describe("HTTP events → the intake app", () => {
   it.each(["function-url-post-events.json", "function-url-post-events-base64.json"])(
     "%s: an audit EventList with the bearer token → 202 and a PutEvents carrying the request",
@@ -97,12 +109,15 @@ describe("HTTP events → the intake app", () => {
       const res = (await handlerWith()(fixture(name), lambdaContext)) as { statusCode: number; body: string };
       expect(res.statusCode).toBe(202);
       expect(JSON.parse(res.body)).toMatchObject({ source: "audit", enqueued: 1 });
-      expect(endpoint.putEvents()).toHaveLength(1);
-      expect(sentMessages()).toEqual([
+      const events = await aws.delivered();
+      expect(events).toHaveLength(1);
+      // The audit event's stored object rides along as the pass's snapshot.
+      expect(events.flatMap((e) => e.detail.messages)).toMatchObject([
         {
           request: { controller: "proxy", namespace: "ns1", name: "p1" },
           attempt: 0,
           trigger: { kind: "audit" },
+          snapshot: { metadata: { name: "p1" } },
         },
       ]);
     },
@@ -113,7 +128,35 @@ describe("HTTP events → the intake app", () => {
     delete event.headers.authorization;
     const res = (await handlerWith()(event, lambdaContext)) as { statusCode: number };
     expect(res.statusCode).toBe(401);
-    expect(endpoint.requests).toEqual([]);
+    expect(await aws.delivered()).toEqual([]);
+  });
+
+  it("a Function URL GET / → the fleet page, the same as every platform's", async () => {
+    const post = fixture("function-url-post-events.json") as Record<string, unknown> & {
+      headers: Record<string, string>;
+      requestContext: { http: Record<string, string> };
+    };
+    const { authorization: _, "content-length": __, ...headers } = post.headers;
+    const get = {
+      ...post,
+      rawPath: "/",
+      rawQueryString: "",
+      queryStringParameters: undefined,
+      headers: { ...headers, accept: "text/html" },
+      requestContext: {
+        ...post.requestContext,
+        http: { ...post.requestContext.http, method: "GET", path: "/" },
+      },
+      body: undefined,
+    };
+    const res = (await handlerWith()(get, lambdaContext)) as {
+      statusCode: number;
+      headers: Record<string, string>;
+      body: string;
+    };
+    expect(res.statusCode).toBe(200);
+    expect(res.headers["content-security-policy"]).toMatch(/^default-src 'none'/);
+    expect(res.body).toContain("<tr><td>ns1/p1</td>");
   });
 
   it("API Gateway v1 GET /healthz → 200", async () => {
@@ -138,24 +181,28 @@ describe("kubefn.reconcile events → runPass", () => {
     const out = await handler(fixture("eventbridge-reconcile.json"), lambdaContext);
     expect(out).toEqual({ passes: 2, skipped: 0 });
     expect(reconciled.sort()).toEqual(["p1", "p2"]);
-    const schedules = endpoint.createSchedules();
+    const schedules = await aws.schedules();
     expect(schedules).toHaveLength(2);
     const due = NOW.getTime() / 1000 + 30;
-    expect(schedules.map((s) => s.path).sort()).toEqual(
+    expect(schedules.map((s) => s.name)).toEqual(
       ["p1", "p2"]
-        .map(
-          (name) =>
-            `/schedules/${scheduleName([{ request: { controller: "proxy", namespace: "ns1", name }, attempt: 0 }], due)}`,
+        .map((name) =>
+          scheduleName([{ request: { controller: "proxy", namespace: "ns1", name }, attempt: 0 }], due),
         )
         .sort(),
     );
     for (const s of schedules) {
-      expect(s.json).toMatchObject({
+      expect(s.output).toMatchObject({
         ScheduleExpression: "at(2026-11-30T12:00:30)",
         ActionAfterCompletion: "DELETE",
         Target: { Arn: FUNCTION_ARN, RoleArn: ENV.SCHEDULER_ROLE_ARN },
       });
     }
+    // When they run, Scheduler invokes the function with each input: the passes run again.
+    reconciled.length = 0;
+    for (const s of await aws.fire())
+      expect(await handler(s.input, lambdaContext)).toEqual({ passes: 1, skipped: 0 });
+    expect(reconciled.sort()).toEqual(["p1", "p2"]);
   });
 
   it("a schedule's input (the same fields, no envelope) is handled the same way", async () => {
@@ -172,7 +219,7 @@ describe("kubefn.reconcile events → runPass", () => {
     });
     expect(reconciled).toEqual(["p2"]);
     // requeueAfter(0) goes straight back onto the bus
-    expect(sentMessages()).toEqual([
+    expect(await aws.deliveredMessages()).toEqual([
       {
         request: { controller: "proxy", namespace: "ns1", name: "p2" },
         attempt: 0,
@@ -192,7 +239,7 @@ describe("kubefn.reconcile events → runPass", () => {
     const errors: string[] = [];
     const handler = createHandler({
       env: ENV,
-      endpoint: endpoint.url,
+      endpoint: moto.endpoint,
       kube: () => kube,
       operators: () => ({ registry: createRegistry([proxyController({ for: ProxyKind })]), sweepTasks: [] }),
       log: {
@@ -216,7 +263,9 @@ describe("Scheduled Event → runSweep", () => {
     const summary = (await handlerWith()(fixture("scheduled-event.json"), lambdaContext)) as SweepSummary;
     expect(kube.calls.filter((c) => c.method === "list").map((c) => c.resource)).toEqual(["proxies"]);
     expect(summary.controllers.proxy?.listed).toBe(2);
-    expect(sentMessages().map((m) => m.request.name)).toHaveLength(summary.controllers.proxy?.due ?? -1);
+    expect((await aws.deliveredMessages()).map((m) => m.request.name)).toHaveLength(
+      summary.controllers.proxy?.due ?? -1,
+    );
   });
 });
 

@@ -7,17 +7,18 @@
 import { handle, type LambdaContext, type LambdaEvent } from "hono/aws-lambda";
 import { Hono } from "hono/tiny";
 import { isCloudWatchLogsEvent } from "../../shared/audit-export/index.ts";
+import { onceUntilFailure } from "../../shared/concurrency/index.ts";
 import { describeShape, isRecord } from "../../shared/guards/index.ts";
-import { guardedKube, type Kube } from "../../shared/kube/index.ts";
-import { createNodeTransport, loadKubeConfig } from "../../shared/kube/node.ts";
+import type { Kube } from "../../shared/kube/index.ts";
+import { guardedNodeKube, loadKubeConfig } from "../../shared/kube/node.ts";
 import type { Clock, Log, Metrics } from "../../shared/runtime/index.ts";
 import { deliverCloudWatchLogs } from "../intake/index.ts";
-import { createKubefn, type Kubefn } from "../kubefn.ts";
+import { createKubefn } from "../kubefn.ts";
 import type { Operators } from "../operators.ts";
 import { createNodeProber } from "../ports/index.ts";
 import { createJsonLog } from "../telemetry/index.ts";
 import { type AwsConfig, parseAwsEnv } from "./config.ts";
-import { awsQueueFor, consumeReconcileEvent, isReconcileEvent } from "./queue.ts";
+import { awsQueueFor, consumeReconcileEvent, isReconcileEvent, isScheduledEvent } from "./queue.ts";
 import { resolveSecretEnv } from "./secrets.ts";
 import { createEmfMetrics } from "./telemetry.ts";
 
@@ -35,22 +36,16 @@ export interface HandlerOptions {
 
 /** Builds a Lambda handler; `handler` below is the one deployed. */
 export function createHandler(options: HandlerOptions) {
-  let instance: Promise<{ kubefn: Kubefn; config: AwsConfig; http: ReturnType<typeof handle> }> | undefined;
+  const instance = onceUntilFailure((invokedFunctionArn: string) => build(options, invokedFunctionArn));
   return async (event: unknown, context: LambdaContext): Promise<unknown> => {
-    instance ??= build(options, context.invokedFunctionArn).catch((err: unknown) => {
-      instance = undefined;
-      throw err;
-    });
-    const { kubefn, config, http } = await instance;
+    const { kubefn, config, http } = await instance(context.invokedFunctionArn);
     if (isHttpEvent(event)) return http(event, context);
     if (isCloudWatchLogsEvent(event)) return deliverCloudWatchLogs(kubefn, event.awslogs.data, config);
     if (isReconcileEvent(event)) {
       const { consume } = kubefn.invocation(); // the event's passes share REQUEST_BUDGET
       return consumeReconcileEvent(event, consume, kubefn.ctx.log, config.passConcurrency);
     }
-    if (isRecord(event) && event.source === "aws.events" && event["detail-type"] === "Scheduled Event") {
-      return kubefn.sweep();
-    }
+    if (isScheduledEvent(event)) return kubefn.sweep();
     throw new Error(
       `unrecognised Lambda event (${describeShape(event, ["source", "detail-type", "eventSource"])}); expected an HTTP, kubefn.reconcile, Scheduled Event or CloudWatch Logs event`,
     );
@@ -60,13 +55,12 @@ export function createHandler(options: HandlerOptions) {
 async function build(options: HandlerOptions, invokedFunctionArn: string) {
   const config = parseAwsEnv(await resolveSecretEnv(options.env, { endpoint: options.endpoint }));
   const clock = options.clock ?? { now: () => new Date() };
-  const transport = () =>
-    createNodeTransport(loadKubeConfig(config.kubeconfig), { timeoutMs: config.kubeTimeoutMs });
-  const kube = options.kube ? { kube: options.kube(config) } : guardedKube(transport(), config);
   const kubefn = createKubefn(
     config,
     {
-      ...kube,
+      ...(options.kube
+        ? { kube: options.kube(config) }
+        : guardedNodeKube(loadKubeConfig(config.kubeconfig), config)),
       queue: awsQueueFor(config, { targetArn: invokedFunctionArn, clock, endpoint: options.endpoint }),
       prober: createNodeProber(),
       clock,
@@ -75,8 +69,7 @@ async function build(options: HandlerOptions, invokedFunctionArn: string) {
     },
     options.operators?.(config),
   );
-  const app = new Hono().all("*", (c) => kubefn.fetch(c.req.raw));
-  return { kubefn, config, http: handle(app) };
+  return { kubefn, config, http: handle(new Hono().all("*", (c) => kubefn.fetch(c.req.raw))) };
 }
 
 /** API Gateway v2 and Function URL (`requestContext.http`), or API Gateway v1 (`httpMethod`). */

@@ -5,6 +5,7 @@ import { mapWithConcurrency } from "../../shared/concurrency/index.ts";
 import { isRecord } from "../../shared/guards/index.ts";
 import {
   type Clock,
+  fitted,
   isMessage,
   type Log,
   type Message,
@@ -23,6 +24,8 @@ export const MAX_CALL_ENTRIES = 10;
 export const MAX_CALL_BYTES = 240_000;
 /** Above this a message's snapshot is dropped (the pass then GETs the object). */
 export const MAX_MESSAGE_BYTES = 64_000;
+/** Above this a probe shard is cut into several, so that each fits an entry or a schedule input. */
+export const MAX_SHARD_BYTES = MAX_CALL_BYTES - 2_000;
 
 /** What a `kubefn.reconcile` event carries in `detail`, on the bus and in a schedule's input. */
 export interface ReconcileDetail {
@@ -47,6 +50,11 @@ export function isReconcileEvent(event: unknown): event is ReconcileEvent {
     isRecord(event.detail) &&
     Array.isArray(event.detail.messages)
   );
+}
+
+/** The EventBridge rule's `rate(1 minute)` tick (infra/aws/template.yaml): one sweep. */
+export function isScheduledEvent(event: unknown): boolean {
+  return isRecord(event) && event.source === "aws.events" && event["detail-type"] === "Scheduled Event";
 }
 
 export interface AwsQueueOptions {
@@ -75,9 +83,16 @@ export class PutEventsError extends Error {
  * ask for the same follow-up at the same second make one schedule: the second create gets a
  * ConflictException, which counts as sent.
  *
- * Caveats: `at()` has whole-second syntax but Scheduler fires one-time schedules within about a
- * minute of the time, so short delays (a conflict's backoff of 1–2 s) arrive late; that only
- * slows convergence. Delayed messages drop their snapshot: it would be older by the delay.
+ * Probe shards (`Message.shard`) travel whole, delayed or not: a schedule's input holds up to
+ * 256 KB, like an entry. A shard above {@link MAX_SHARD_BYTES} is cut into several by its objects
+ * (`request.name` gets `-1`, `-2`, …), each its own entry or schedule.
+ *
+ * Caveats: `at()` has whole-second syntax but Scheduler invokes with 60-second precision (at 1:00
+ * means between 1:00:00 and 1:00:59), so short delays (a conflict's backoff of 1–2 s) arrive
+ * late, and a probe shard's phase within the minute is not kept: a 30 s Proxy is still probed
+ * twice a minute on average, not every 30 s to the second. Delayed passes drop their snapshot:
+ * it would be older by the delay (a shard keeps its objects; the shard handler reads again the
+ * ones whose write conflicts).
  * A call with any rejected entry throws {@link PutEventsError} naming the error codes; the
  * accepted entries are not retracted (a duplicate pass is harmless).
  */
@@ -85,14 +100,19 @@ export function awsQueue(opts: AwsQueueOptions): Queue {
   return {
     async send(messages, delaySeconds) {
       if (messages.length === 0) return;
-      if (delaySeconds !== undefined && delaySeconds > 0) await schedule(opts, messages, delaySeconds);
-      else await putEvents(opts, messages);
+      const cut = messages.flatMap(cutShard);
+      if (delaySeconds !== undefined && delaySeconds > 0) await schedule(opts, cut, delaySeconds);
+      else await putEvents(opts, cut);
     },
   };
 }
 
 async function putEvents(opts: AwsQueueOptions, messages: Message[]): Promise<void> {
-  const entries = chunk(messages.map(fitted), MAX_ENTRY_MESSAGES, sizeOf).map(
+  const entries = chunk(
+    messages.map((m) => fitted(m, MAX_MESSAGE_BYTES, sizeOf)),
+    MAX_ENTRY_MESSAGES,
+    sizeOf,
+  ).map(
     (batch): PutEventsRequestEntry => ({
       Source: SOURCE,
       DetailType: DETAIL_TYPE,
@@ -117,10 +137,8 @@ async function putEvents(opts: AwsQueueOptions, messages: Message[]): Promise<vo
 async function schedule(opts: AwsQueueOptions, messages: Message[], delaySeconds: number): Promise<void> {
   const due = Math.ceil((opts.clock.now().getTime() + delaySeconds * 1000) / 1000);
   const at = new Date(due * 1000).toISOString().slice(0, 19);
-  const bare = messages.map(({ request, attempt, uid }) =>
-    uid === undefined ? { request, attempt } : { request, attempt, uid },
-  );
-  for (const batch of chunk(bare, MAX_ENTRY_MESSAGES, sizeOf)) {
+  const delayed = messages.map(({ snapshot: _s, listed: _l, listedAt: _at, ...rest }): Message => rest);
+  for (const batch of chunk(delayed, MAX_ENTRY_MESSAGES, sizeOf)) {
     const input = { source: SOURCE, "detail-type": DETAIL_TYPE, detail: { messages: batch } };
     try {
       await opts.scheduler.send(
@@ -147,20 +165,37 @@ export function scheduleName(messages: readonly Message[], dueEpochSecond: numbe
   return `kubefn-${hash}-${dueEpochSecond}`;
 }
 
-function fitted(message: Message): Message {
-  if ((!message.snapshot && !message.listed) || sizeOf(message) <= MAX_MESSAGE_BYTES) return message;
-  const { snapshot: _snapshot, listedAt: _listedAt, listed: _listed, ...bare } = message;
-  return bare;
+/** A probe shard above {@link MAX_SHARD_BYTES} as several, each within it; any other message as is. */
+export function cutShard(message: Message): Message[] {
+  if (!message.shard || sizeOf(message) <= MAX_SHARD_BYTES) return [message];
+  const { shard, request } = message;
+  const frame = sizeOf({ ...message, shard: { ...shard, objects: [] } }) + 16;
+  const pieces = chunk(
+    shard.objects,
+    Number.POSITIVE_INFINITY,
+    (o) => bytes(JSON.stringify(o)) + 1,
+    MAX_SHARD_BYTES - frame,
+  );
+  return pieces.map((objects, i) => ({
+    ...message,
+    request: { ...request, name: `${request.name}-${i + 1}` },
+    shard: { ...shard, objects },
+  }));
 }
 
-/** Splits `items` into runs of at most `maxCount` items and {@link MAX_CALL_BYTES}. */
-function chunk<T>(items: readonly T[], maxCount: number, size: (item: T) => number): T[][] {
+/** Splits `items` into runs of at most `maxCount` items and `maxBytes` (an item above it alone). */
+function chunk<T>(
+  items: readonly T[],
+  maxCount: number,
+  size: (item: T) => number,
+  maxBytes = MAX_CALL_BYTES,
+): T[][] {
   const out: T[][] = [];
   let current: T[] = [];
   let total = 0;
   for (const item of items) {
     const s = size(item);
-    if (current.length > 0 && (current.length === maxCount || total + s > MAX_CALL_BYTES)) {
+    if (current.length > 0 && (current.length === maxCount || total + s > maxBytes)) {
       out.push(current);
       current = [];
       total = 0;

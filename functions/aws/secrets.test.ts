@@ -1,15 +1,11 @@
-import { type ChildProcess, spawn } from "node:child_process";
-import { existsSync } from "node:fs";
 import { CreateSecretCommand, SecretsManagerClient } from "@aws-sdk/client-secrets-manager";
 import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
-import { TEST_CREDENTIALS } from "../../test/support/aws-endpoint.ts";
+import { type Moto, startMoto, TEST_CREDENTIALS } from "../../test/support/moto.ts";
 import { parseAwsEnv } from "./config.ts";
 import { createHandler } from "./handler.ts";
 import { AwsSecretError, resolveSecretEnv } from "./secrets.ts";
 
-// moto's server (PyPI moto[server], installed into .tools/venv by scripts/python-tools.sh, which
-// `npm test` runs) emulates Secrets Manager on a free loopback port.
-const motoServer = new URL("../../.tools/venv/bin/moto_server", import.meta.url).pathname;
+// moto's server (test/support/moto.ts) emulates Secrets Manager on a free loopback port.
 const REGION = "us-east-1";
 const KUBECONFIG = `apiVersion: v1
 kind: Config
@@ -28,33 +24,22 @@ const BASE_ENV = {
   SCHEDULER_ROLE_ARN: "arn:aws:iam::111122223333:role/kubefn-scheduler",
 };
 
-let moto: ChildProcess;
+let moto: Moto;
 let endpoint: string;
 let client: SecretsManagerClient;
 
 beforeAll(async () => {
-  if (!existsSync(motoServer)) throw new Error(`${motoServer} missing: run bash scripts/python-tools.sh`);
-  moto = spawn(motoServer, ["-H", "127.0.0.1", "-p0"], { stdio: ["ignore", "pipe", "pipe"] });
-  endpoint = await new Promise<string>((resolve, reject) => {
-    let out = "";
-    const seen = (chunk: Buffer) => {
-      out += chunk.toString("utf8");
-      const m = /Running on (http:\/\/127\.0\.0\.1:\d+)/.exec(out);
-      if (m?.[1]) resolve(m[1]);
-    };
-    moto.stdout?.on("data", seen);
-    moto.stderr?.on("data", seen);
-    moto.once("exit", (code) => reject(new Error(`moto_server exited (${code}): ${out}`)));
-  });
+  moto = await startMoto();
+  endpoint = moto.endpoint;
   // The loader uses the SDK's default credential chain, as on Lambda: dummy keys from the environment.
   for (const [k, v] of Object.entries(TEST_CREDENTIALS)) vi.stubEnv(k, v);
   client = new SecretsManagerClient({ region: REGION, endpoint });
 }, 30_000);
 
-afterAll(() => {
+afterAll(async () => {
   vi.unstubAllEnvs();
   client?.destroy();
-  moto?.kill();
+  await moto?.close();
 });
 
 async function createSecret(name: string, value: string): Promise<string> {

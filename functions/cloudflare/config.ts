@@ -1,13 +1,7 @@
 import type { AnalyticsEngineDataset, Queue as QueueBinding } from "@cloudflare/workers-types/index.ts";
 import type { Message } from "../../shared/runtime/index.ts";
 import * as z from "../../shared/zod/index.ts";
-import {
-  atLeastOneMinute,
-  type KubefnSettings,
-  parsePlatformEnv,
-  SettingsError,
-  settingsVariables,
-} from "../settings.ts";
+import { type KubefnSettings, parsePlatformEnv, platformSchema, SettingsError } from "../settings.ts";
 
 /**
  * The Worker's `env`: the bindings from wrangler.toml, `[vars]` and the secrets
@@ -28,15 +22,15 @@ export interface WorkerConfig extends KubefnSettings {
   kubeToken: string;
 }
 
-const envSchema = z
-  .object({
+const envSchema = platformSchema(
+  {
     KUBE_SERVER: z.url({ protocol: /^https?$/, error: "KUBE_SERVER must be an http(s) URL" }),
     KUBE_TOKEN: z
       .string({ error: "KUBE_TOKEN is required (wrangler secret put KUBE_TOKEN)" })
       .check(z.minLength(1)),
-    ...settingsVariables,
-  })
-  .check(z.refine(atLeastOneMinute.check, atLeastOneMinute.message));
+  },
+  { minuteSchedule: true, probeShards: true },
+);
 
 /** Workers keep at most 6 connections open per invocation; more only queue up. */
 /** Health probes fan out as probe-shard messages of 40 Proxies (see `probeShardSize`). */

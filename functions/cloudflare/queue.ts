@@ -4,7 +4,7 @@ import type {
   Queue as QueueBinding,
 } from "@cloudflare/workers-types/index.ts";
 import type { Log, Message, Queue } from "../../shared/runtime/index.ts";
-import { backoffSeconds, isMessage } from "../../shared/runtime/index.ts";
+import { backoffSeconds, fitted, isMessage } from "../../shared/runtime/index.ts";
 
 export { isMessage };
 
@@ -31,7 +31,7 @@ export function queuesPort(binding: Pick<QueueBinding<Message>, "sendBatch">): Q
     async send(messages, delaySeconds) {
       const delay = clampDelay(delaySeconds);
       const options = delay > 0 ? { delaySeconds: delay } : undefined;
-      for (const chunk of chunksOf(messages.map(fitted))) {
+      for (const chunk of chunksOf(messages.map((m) => fitted(m, MAX_MESSAGE_BYTES, sizeOf)))) {
         await binding.sendBatch(
           chunk.map((body): MessageSendRequest<Message> => ({ body })),
           options,
@@ -44,12 +44,6 @@ export function queuesPort(binding: Pick<QueueBinding<Message>, "sendBatch">): Q
 export function clampDelay(delaySeconds: number | undefined): number {
   if (delaySeconds === undefined || !Number.isFinite(delaySeconds) || delaySeconds <= 0) return 0;
   return Math.min(MAX_DELAY_SECONDS, Math.ceil(delaySeconds));
-}
-
-function fitted(message: Message): Message {
-  if ((!message.snapshot && !message.listed) || sizeOf(message) <= MAX_MESSAGE_BYTES) return message;
-  const { snapshot: _snapshot, listedAt: _listedAt, listed: _listed, ...bare } = message;
-  return bare;
 }
 
 function* chunksOf(messages: Message[]): Generator<Message[]> {

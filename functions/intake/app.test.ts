@@ -358,6 +358,18 @@ describe("intake as an attacker meets it", () => {
     expect(await future.json()).toMatchObject({ reason: "FutureTimestamp" });
   });
 
+  it("refuses a replay whose signature is the same MAC spelled in other letter cases", async () => {
+    const s = setup();
+    const headers = await signBatch(RELAY_SECRET, relayBody, nowSeconds);
+    expect((await post(s.app, relayBody, headers)).status).toBe(202);
+    const hex = (headers["x-kubefn-signature"] ?? "").slice("sha256=".length);
+    for (const spelling of [hex.toUpperCase(), hex.replace(/[a-f]/, (c) => c.toUpperCase())]) {
+      const replay = await post(s.app, relayBody, { ...headers, "x-kubefn-signature": `sha256=${spelling}` });
+      expect(replay.status).toBe(409);
+    }
+    expect(s.enqueued).toHaveLength(1);
+  });
+
   it("a forged signature is not remembered: the real batch still gets through", async () => {
     const s = setup();
     const real = await signBatch(RELAY_SECRET, relayBody, nowSeconds);
@@ -420,5 +432,91 @@ describe("replays and transient failures", () => {
     fail = false;
     expect((await post(app, relayBody, headers)).status).toBe(202);
     expect((await post(app, relayBody, headers)).status).toBe(409);
+  });
+});
+
+describe("bodies sent slowly, by anyone who can write well-formed signature headers", () => {
+  /** One byte now, then nothing: the connection stays open until the reader gives up. */
+  function stalledBody() {
+    let cancelled = false;
+    const stream = new ReadableStream<Uint8Array>({
+      start(controller) {
+        controller.enqueue(new TextEncoder().encode("{"));
+      },
+      cancel() {
+        cancelled = true;
+      },
+    });
+    return { stream, cancelled: () => cancelled };
+  }
+  // Headers that pass the header check (format, timestamp) without knowing the secret.
+  const forgedHeaders = {
+    "x-kubefn-signature": `sha256=${"ab".repeat(32)}`,
+    "x-kubefn-timestamp": String(nowSeconds),
+  };
+
+  function bounded(extra: { bodyTimeoutMs?: number }) {
+    const registry = createRegistry([proxyController()]);
+    const { ctx } = fakeContext(new FakeKube(), { now: NOW });
+    const enqueued: Message[] = [];
+    const app = createIntakeApp({
+      relaySecret: RELAY_SECRET,
+      maxBodyBytes: 1 << 20,
+      replayWindowSeconds: 300,
+      maxConcurrentBatches: 1,
+      ...extra,
+      clock: ctx.clock,
+      log: ctx.log,
+      metrics: ctx.metrics,
+      map: mapWithRegistry(ctx, registry, []),
+      enqueue: async (m) => {
+        enqueued.push(...m);
+      },
+    });
+    return { app, enqueued };
+  }
+  const send = (
+    app: ReturnType<typeof bounded>["app"],
+    path: string,
+    body: BodyInit,
+    headers: Record<string, string>,
+  ) => app.request(path, { method: "POST", body, headers, duplex: "half" } as RequestInit);
+
+  it("a stalled body is answered 408 at the body deadline and frees its slot for the relay", async () => {
+    const { app, enqueued } = bounded({ bodyTimeoutMs: 50 });
+    const slow = stalledBody();
+    const res = await send(app, "/v1/events", slow.stream, forgedHeaders);
+    expect(res.status).toBe(408);
+    expect(await res.json()).toMatchObject({ reason: "BodyTimeout" });
+    expect(slow.cancelled()).toBe(true);
+    const real = await send(
+      app,
+      "/v1/events",
+      relayBody,
+      await signBatch(RELAY_SECRET, relayBody, nowSeconds),
+    );
+    expect(real.status).toBe(202);
+    expect(enqueued).toHaveLength(1);
+  });
+
+  it("Pub/Sub deliveries count against the same concurrency bound: a held one makes the next wait (503)", async () => {
+    const { app } = bounded({ bodyTimeoutMs: 2000 });
+    const slow = stalledBody();
+    const held = send(app, "/v1/events/pubsub", slow.stream, forgedHeaders);
+    await new Promise((r) => setTimeout(r, 20));
+    const second = await send(app, "/v1/events/pubsub", "{}", {
+      ...forgedHeaders,
+      "x-kubefn-timestamp": String(nowSeconds - 1),
+    });
+    expect(second.status).toBe(503);
+    expect(second.headers.get("retry-after")).toBe("1");
+    const events = await send(
+      app,
+      "/v1/events",
+      relayBody,
+      await signBatch(RELAY_SECRET, relayBody, nowSeconds),
+    );
+    expect(events.status).toBe(503);
+    expect((await held).status).toBe(408);
   });
 });

@@ -3,16 +3,34 @@ import { Hono } from "hono/tiny";
 import {
   bearerMatches,
   bearerToken,
-  type CheckedHeaders,
-  checkSignatureHeaders,
-  SIGNATURE_HEADER,
-  TIMESTAMP_HEADER,
-  verifyBody,
+  memoryReplayGuard,
+  type RelayRefusal,
+  type ReplayGuard,
+  relaySignedRequest,
+  type SignedRelayRequest,
 } from "../../shared/auth/index.ts";
 import type { Clock, Log, Message, Metrics } from "../../shared/runtime/index.ts";
 import { readTextCapped } from "../../shared/streams/index.ts";
 import { type PubSubOptions, pubsubHandler } from "./pubsub.ts";
-import { memoryReplayGuard, type ReplayGuard } from "./replay.ts";
+
+/** The refusals intake answers with. */
+export type IntakeStatus = 400 | 401 | 403 | 408 | 409 | 413 | 503;
+
+/** What `createIntakeApp` lends the Pub/Sub entry (pubsub.ts), so both answer alike. */
+export interface IntakeParts {
+  reject(c: Context, status: IntakeStatus, reason: string, message: string): Response;
+  refuse(c: Context, refusal: RelayRefusal): Response;
+  relayOf(c: Context): ReturnType<typeof relaySignedRequest>;
+  enqueued(
+    c: Context,
+    source: "pubsub",
+    mapped: MappedBatch,
+    signed: SignedRelayRequest | undefined,
+    extra?: Record<string, unknown>,
+  ): Promise<Response>;
+  /** The batches in flight, shared with `POST /v1/events`. */
+  slots: BatchSlots;
+}
 
 /** Which sender a batch came from; decides how it is authenticated and decoded. */
 export type BatchSource = "audit" | "relay";
@@ -41,13 +59,21 @@ export interface IntakeOptions {
   pubsub?: PubSubOptions;
   maxBodyBytes: number;
   replayWindowSeconds: number;
-  /** Signatures seen within the window; default one in memory per app (see replay.ts). */
+  /** Signatures seen within the window; default one in memory per app (see shared/auth/replay.ts). */
   replayGuard?: ReplayGuard;
   /**
-   * Batches processed at once by this instance; more get 503 with Retry-After before their body
-   * is read. Default {@link defaultMaxConcurrentBatches}.
+   * Batches processed at once by this instance (`/v1/events` and `/v1/events/pubsub` together);
+   * more get 503 with Retry-After before their body is read. Default
+   * {@link defaultMaxConcurrentBatches}.
    */
   maxConcurrentBatches?: number;
+  /**
+   * How long a body may take to arrive once a request is admitted; a slower one is answered 408
+   * and its slot freed. Default {@link defaultBodyTimeoutMs}. Relay signature headers can be
+   * well-formed without the secret, so without this deadline anyone could hold every slot by
+   * sending bodies a byte at a time.
+   */
+  bodyTimeoutMs?: number;
   clock: Clock;
   log: Log;
   metrics: Metrics;
@@ -57,6 +83,15 @@ export interface IntakeOptions {
 
 /** Default of {@link IntakeOptions.maxConcurrentBatches}. */
 export const defaultMaxConcurrentBatches = 16;
+/** Default of {@link IntakeOptions.bodyTimeoutMs}: a 4 MiB batch at 1 Mbit/s arrives in time. */
+export const defaultBodyTimeoutMs = 30_000;
+
+/** The batches in flight on one intake instance, shared by its routes. */
+export interface BatchSlots {
+  /** Takes a slot, or answers 503 with Retry-After (and takes none). */
+  admit(c: Context): Response | undefined;
+  release(): void;
+}
 
 /**
  * The intake function: `POST /v1/events` takes audit `EventList`s (bearer token) and relay
@@ -70,8 +105,8 @@ export const defaultMaxConcurrentBatches = 16;
  * A relay batch's signature is accepted once per window (a replay is 409).
  *
  * Answers: 202 with the counts and the requests enqueued; 401 unauthenticated; 400 malformed;
- * 409 replayed; 413 over the size cap; 503 (Retry-After) over the concurrency bound or when
- * enqueueing failed.
+ * 408 body slower than the body deadline; 409 replayed; 413 over the size cap; 503 (Retry-After)
+ * over the concurrency bound or when enqueueing failed.
  *
  * @example
  * const app = createIntakeApp({ auditToken, relaySecret, maxBodyBytes: 4 << 20, ... });
@@ -82,54 +117,47 @@ export function createIntakeApp(opts: IntakeOptions): Hono {
   const replayGuard = opts.replayGuard ?? memoryReplayGuard();
   const maxConcurrent = opts.maxConcurrentBatches ?? defaultMaxConcurrentBatches;
   let inFlight = 0;
+  const slots: BatchSlots = {
+    admit(c) {
+      if (inFlight < maxConcurrent) {
+        inFlight++;
+        return undefined;
+      }
+      opts.metrics.count("kubefn_intake_rejected_total", { reason: "Busy" });
+      c.header("Retry-After", "1");
+      return c.json({ error: "intake is busy; retry", reason: "Busy" }, 503);
+    },
+    release() {
+      inFlight--;
+    },
+  };
 
   app.get("/healthz", (c) => c.json({ ok: true }));
 
   app.post("/v1/events", async (c) => {
-    const nowSeconds = opts.clock.now().getTime() / 1000;
-    const signature = c.req.header(SIGNATURE_HEADER);
-    let source: BatchSource;
-    let relayHeaders: CheckedHeaders | undefined;
-    if (signature !== undefined || c.req.header(TIMESTAMP_HEADER) !== undefined) {
-      if (!opts.relaySecret) return reject(c, 401, "NotConfigured", "relay intake is not configured");
-      const verdict = checkSignatureHeaders(
-        { signature, timestamp: c.req.header(TIMESTAMP_HEADER) },
-        nowSeconds,
-        opts.replayWindowSeconds,
-      );
-      if (!verdict.ok) return reject(c, 401, verdict.reason, describe(verdict.reason));
-      relayHeaders = verdict.checked;
-      source = "relay";
-    } else {
+    const relay = relayOf(c);
+    if (relay && "refused" in relay) return refuse(c, relay.refused);
+    const signed = relay?.signed;
+    const source: BatchSource = signed ? "relay" : "audit";
+    if (!signed) {
       const token = bearerToken(c.req.header("authorization"));
       if (!opts.auditToken || !(await bearerMatches(token, opts.auditToken))) {
         return reject(c, 401, "Unauthenticated", "a bearer token or a relay signature is required");
       }
-      source = "audit";
     }
 
-    if (inFlight >= maxConcurrent) {
-      opts.metrics.count("kubefn_intake_rejected_total", { reason: "Busy" });
-      c.header("Retry-After", "1");
-      return c.json({ error: "intake is busy; retry", reason: "Busy" }, 503);
-    }
-    inFlight++;
+    const busy = slots.admit(c);
+    if (busy) return busy;
     try {
-      const read = await readCapped(c.req.raw, opts.maxBodyBytes);
+      const read = await readCapped(c.req.raw, opts.maxBodyBytes, opts.bodyTimeoutMs);
+      if (!read.ok && read.reason === "BodyTimeout") return reject(c, 408, read.reason, bodyTimeoutMessage);
       if (!read.ok) {
         opts.metrics.count("kubefn_intake_rejected_total", { reason: "TooLarge" });
         return c.json({ error: `batch larger than ${opts.maxBodyBytes} bytes`, reason: "TooLarge" }, 413);
       }
       const body = read.text;
-      if (relayHeaders) {
-        if (!(await verifyBody(opts.relaySecret ?? "", body, relayHeaders))) {
-          return reject(c, 401, "BadSignature", describe("BadSignature"));
-        }
-        if (replayGuard.seen(signature ?? "", nowSeconds)) {
-          opts.metrics.count("kubefn_intake_rejected_total", { reason: "Replayed" });
-          return c.json({ error: "this batch was already accepted", reason: "Replayed" }, 409);
-        }
-      }
+      const refused = await signed?.verify(body);
+      if (refused) return refuse(c, refused);
 
       let batch: unknown;
       try {
@@ -144,28 +172,13 @@ export function createIntakeApp(opts: IntakeOptions): Hono {
         if (err instanceof MalformedBatchError) return reject(c, 400, "MalformedBatch", err.message);
         throw err;
       }
-      if (mapped.messages.length > 0) await opts.enqueue(mapped.messages);
-      if (relayHeaders) {
-        const expires = relayHeaders.timestampSeconds + opts.replayWindowSeconds;
-        replayGuard.remember(signature ?? "", expires, nowSeconds);
-      }
-      opts.metrics.count("kubefn_intake_batches_total", { source });
-      opts.metrics.count("kubefn_intake_requests_total", { source }, mapped.messages.length);
-      return c.json(
-        {
-          source,
-          enqueued: mapped.messages.length,
-          requests: mapped.messages.map((m) => m.request),
-          counts: mapped.counts,
-        },
-        202,
-      );
+      return await enqueued(c, source, mapped, signed);
     } finally {
-      inFlight--;
+      slots.release();
     }
   });
 
-  app.post("/v1/events/pubsub", pubsubHandler(opts, reject, replayGuard));
+  app.post("/v1/events/pubsub", pubsubHandler(opts, { reject, refuse, relayOf, enqueued, slots }));
 
   app.onError((err, c) => {
     opts.log.error("intake failed", { error: String(err) });
@@ -173,43 +186,66 @@ export function createIntakeApp(opts: IntakeOptions): Hono {
     return c.json({ error: "intake could not enqueue the batch; retry" }, 503);
   });
 
-  function reject(c: Context, status: 400 | 401 | 403 | 413 | 503, reason: string, message: string) {
+  function reject(c: Context, status: IntakeStatus, reason: string, message: string) {
     opts.metrics.count("kubefn_intake_rejected_total", { reason });
     return c.json({ error: message, reason }, status);
+  }
+  /** The relay signature of a request to either entry, checked against one replay guard. */
+  function relayOf(c: Context) {
+    return relaySignedRequest((name) => c.req.header(name), {
+      secret: opts.relaySecret,
+      nowSeconds: opts.clock.now().getTime() / 1000,
+      windowSeconds: opts.replayWindowSeconds,
+      replays: replayGuard,
+    });
+  }
+  function refuse(c: Context, r: RelayRefusal) {
+    return reject(c, r.status, r.reason, r.message);
+  }
+  /** Enqueues what a batch mapped to, then remembers its signature and answers 202 with the counts. */
+  async function enqueued(
+    c: Context,
+    source: BatchSource | "pubsub",
+    mapped: MappedBatch,
+    signed: SignedRelayRequest | undefined,
+    extra: Record<string, unknown> = {},
+  ) {
+    if (mapped.messages.length > 0) await opts.enqueue(mapped.messages);
+    signed?.accepted();
+    opts.metrics.count("kubefn_intake_batches_total", { source });
+    opts.metrics.count("kubefn_intake_requests_total", { source }, mapped.messages.length);
+    const requests = mapped.messages.map((m) => m.request);
+    return c.json({ source, ...extra, enqueued: requests.length, requests, counts: mapped.counts }, 202);
   }
 
   return app;
 }
 
+/** The 408 answer's message. */
+export const bodyTimeoutMessage = "the body did not arrive within the body deadline";
+
 /**
  * The body as text, read as a stream and abandoned as soon as it exceeds `maxBytes` (a declared
- * Content-Length over the cap is refused without reading at all).
+ * Content-Length over the cap is refused without reading at all) or is still arriving after
+ * `timeoutMs`.
  */
 export async function readCapped(
   req: Request,
   maxBytes: number,
-): Promise<{ ok: true; text: string } | { ok: false }> {
+  timeoutMs: number = defaultBodyTimeoutMs,
+): Promise<{ ok: true; text: string } | { ok: false; reason: "TooLarge" | "BodyTimeout" }> {
   const declared = Number(req.headers.get("content-length") ?? "");
   if (Number.isFinite(declared) && declared > maxBytes) {
     await req.body?.cancel().catch(() => {});
-    return { ok: false };
+    return { ok: false, reason: "TooLarge" };
   }
   if (!req.body) return { ok: true, text: "" };
-  const text = await readTextCapped(req.body, maxBytes);
-  return text === undefined ? { ok: false } : { ok: true, text };
-}
-
-function describe(reason: string): string {
-  switch (reason) {
-    case "MissingSignature":
-      return `relay batches need both ${SIGNATURE_HEADER} and ${TIMESTAMP_HEADER}`;
-    case "MalformedSignature":
-      return `${SIGNATURE_HEADER} must be sha256=<64 hex> and ${TIMESTAMP_HEADER} unix seconds`;
-    case "StaleTimestamp":
-      return "timestamp outside the replay window";
-    case "FutureTimestamp":
-      return "timestamp in the future";
-    default:
-      return "signature does not match the body";
+  const deadline = AbortSignal.timeout(timeoutMs);
+  try {
+    const text = await readTextCapped(req.body, maxBytes, deadline);
+    return text === undefined ? { ok: false, reason: "TooLarge" } : { ok: true, text };
+  } catch (err) {
+    if (deadline.aborted) return { ok: false, reason: "BodyTimeout" };
+    throw err;
   }
 }

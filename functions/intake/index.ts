@@ -1,4 +1,11 @@
-export { SIGNATURE_HEADER, signBatch, TIMESTAMP_HEADER, verifyBatch } from "../../shared/auth/index.ts";
+export {
+  memoryReplayGuard,
+  type ReplayGuard,
+  SIGNATURE_HEADER,
+  signBatch,
+  TIMESTAMP_HEADER,
+  verifyBatch,
+} from "../../shared/auth/index.ts";
 export {
   type BatchSource,
   createIntakeApp,
@@ -9,5 +16,4 @@ export {
 } from "./app.ts";
 export { deliverCloudWatchLogs, intakeCloudWatchLogs } from "./cloudwatch-logs.ts";
 export { type PubSubOptions, pubsubHandler } from "./pubsub.ts";
-export { memoryReplayGuard, type ReplayGuard } from "./replay.ts";
 export { mapWithRegistry } from "./wire.ts";

@@ -6,17 +6,18 @@ import {
 } from "../../shared/audit-export/index.ts";
 import {
   bearerToken,
-  type CheckedHeaders,
-  checkSignatureHeaders,
   KeysUnavailableError,
   type PushTokenPolicy,
-  SIGNATURE_HEADER,
-  TIMESTAMP_HEADER,
-  verifyBody,
+  type SignedRelayRequest,
   verifyPushToken,
 } from "../../shared/auth/index.ts";
-import { type IntakeOptions, type MappedBatch, readCapped } from "./app.ts";
-import type { ReplayGuard } from "./replay.ts";
+import {
+  bodyTimeoutMessage,
+  type IntakeOptions,
+  type IntakeParts,
+  type MappedBatch,
+  readCapped,
+} from "./app.ts";
 
 /** How intake authenticates Pub/Sub push deliveries. */
 export interface PubSubOptions {
@@ -39,13 +40,12 @@ type Acked = { reason: string; detail: string };
  * 401 no or bad credentials, 403 a Google token for another audience or service account (both
  * fixable by configuration, so redelivery is right); 503 the keys or the queue are unreachable.
  * Nothing is enqueued unless the delivery is authenticated. A signed delivery is checked as a
- * relay batch is: headers before the body, and its signature accepted once (`replayGuard`, shared
+ * relay batch is: headers before the body, and its signature accepted once (`relayOf`, shared
  * with `POST /v1/events`; a replay is 409).
  */
 export function pubsubHandler(
   opts: IntakeOptions,
-  reject: (c: Context, status: 400 | 401 | 403 | 413 | 503, reason: string, message: string) => Response,
-  replayGuard: ReplayGuard,
+  { reject, refuse, relayOf, enqueued, slots }: IntakeParts,
 ): Handler {
   const ack = (c: Context, why: Acked) => {
     opts.metrics.count("kubefn_intake_acknowledged_total", { source: "pubsub", reason: why.reason });
@@ -72,42 +72,36 @@ export function pubsubHandler(
   };
 
   return async (c) => {
-    const nowSeconds = opts.clock.now().getTime() / 1000;
-    const signature = c.req.header(SIGNATURE_HEADER);
-    const signed = signature !== undefined || c.req.header(TIMESTAMP_HEADER) !== undefined;
-    let relayHeaders: CheckedHeaders | undefined;
-    if (signed) {
-      if (!opts.relaySecret) return reject(c, 401, "NotConfigured", "relay intake is not configured");
-      const verdict = checkSignatureHeaders(
-        { signature, timestamp: c.req.header(TIMESTAMP_HEADER) },
-        nowSeconds,
-        opts.replayWindowSeconds,
-      );
-      if (!verdict.ok) return reject(c, 401, verdict.reason, "relay signature headers are not valid");
-      relayHeaders = verdict.checked;
-    } else {
+    const relay = relayOf(c);
+    if (relay && "refused" in relay) return refuse(c, relay.refused);
+    const signed = relay?.signed;
+    if (!signed) {
       const refused = await checkToken(c);
       if (refused) return refused;
     }
-    const read = await readCapped(c.req.raw, opts.maxBodyBytes);
+    const busy = slots.admit(c);
+    if (busy) return busy;
+    try {
+      return await afterHeaders(c, signed);
+    } finally {
+      slots.release();
+    }
+  };
+
+  async function afterHeaders(c: Context, signed: SignedRelayRequest | undefined): Promise<Response> {
+    const read = await readCapped(c.req.raw, opts.maxBodyBytes, opts.bodyTimeoutMs);
+    if (!read.ok && read.reason === "BodyTimeout") return reject(c, 408, read.reason, bodyTimeoutMessage);
     if (!read.ok) {
       // A token-authenticated delivery that is too large would come again byte for byte: ack it.
       // A signed one cannot be verified without its whole body: refuse it.
-      if (!relayHeaders) {
+      if (!signed) {
         return ack(c, { reason: "TooLarge", detail: `delivery larger than ${opts.maxBodyBytes} bytes` });
       }
       return reject(c, 413, "TooLarge", `delivery larger than ${opts.maxBodyBytes} bytes`);
     }
     const body = read.text;
-    if (relayHeaders) {
-      if (!(await verifyBody(opts.relaySecret ?? "", body, relayHeaders))) {
-        return reject(c, 401, "BadSignature", "relay signature does not verify");
-      }
-      if (replayGuard.seen(signature ?? "", nowSeconds)) {
-        opts.metrics.count("kubefn_intake_rejected_total", { reason: "Replayed" });
-        return c.json({ error: "this delivery was already accepted", reason: "Replayed" }, 409);
-      }
-    }
+    const refused = await signed?.verify(body);
+    if (refused) return refuse(c, refused);
     let json: unknown;
     try {
       json = JSON.parse(body);
@@ -135,25 +129,6 @@ export function pubsubHandler(
       apiVersion: "audit.k8s.io/v1",
       items: [reading.event],
     });
-    if (mapped.messages.length > 0) await opts.enqueue(mapped.messages);
-    if (relayHeaders) {
-      replayGuard.remember(
-        signature ?? "",
-        relayHeaders.timestampSeconds + opts.replayWindowSeconds,
-        nowSeconds,
-      );
-    }
-    opts.metrics.count("kubefn_intake_batches_total", { source: "pubsub" });
-    opts.metrics.count("kubefn_intake_requests_total", { source: "pubsub" }, mapped.messages.length);
-    return c.json(
-      {
-        source: "pubsub",
-        ...(messageId ? { messageId } : {}),
-        enqueued: mapped.messages.length,
-        requests: mapped.messages.map((m) => m.request),
-        counts: mapped.counts,
-      },
-      202,
-    );
-  };
+    return enqueued(c, "pubsub", mapped, signed, messageId ? { messageId } : {});
+  }
 }

@@ -1,5 +1,5 @@
 import type { Context } from "../../shared/runtime/index.ts";
-import { EventBatchError, mapEvents, type Registry } from "../../shared/runtime/index.ts";
+import { EventBatchError, mapEvents, type Registry, requestKey } from "../../shared/runtime/index.ts";
 import { type BatchSource, MalformedBatchError, type MappedBatch } from "./app.ts";
 
 const envelopeOf: Record<BatchSource, string> = {
@@ -9,7 +9,8 @@ const envelopeOf: Record<BatchSource, string> = {
 
 /**
  * The intake's `map` over the runtime's event mapping: every request becomes a fresh message
- * (attempt 0), and an envelope the mapping cannot read becomes a 400.
+ * (attempt 0), carrying its primary's stored object when the audit event had it, and an envelope
+ * the mapping cannot read becomes a 400.
  */
 export function mapWithRegistry(
   ctx: Pick<Context, "kube" | "log" | "metrics">,
@@ -22,9 +23,24 @@ export function mapWithRegistry(
       if (mapped.source !== source) {
         throw new MalformedBatchError(`a ${source} sender must send ${envelopeOf[source]}`);
       }
-      const { requests, counts } = mapped;
+      const { requests, counts, snapshots } = mapped;
       return {
-        messages: requests.map((request) => ({ request, attempt: 0, trigger: { kind: source } })),
+        messages: requests.map((request) => {
+          // The stored object from the audit event saves the pass its GET (see MappingResult).
+          const stored = snapshots.get(requestKey(request));
+          return {
+            request,
+            attempt: 0,
+            trigger: { kind: source },
+            ...(stored
+              ? {
+                  snapshot: stored.object,
+                  listedAt: stored.at,
+                  ...(stored.object.metadata.uid ? { uid: stored.object.metadata.uid } : {}),
+                }
+              : {}),
+          };
+        }),
         counts,
       };
     } catch (err) {

@@ -1,5 +1,4 @@
-import { guardedKube } from "../../shared/kube/index.ts";
-import { createNodeTransport } from "../../shared/kube/node.ts";
+import { guardedNodeKube } from "../../shared/kube/node.ts";
 import { readManifestDirectory } from "../../shared/kube/node-manifests.ts";
 import type { Context, Log } from "../../shared/runtime/index.ts";
 import { createKubefn } from "../kubefn.ts";
@@ -46,10 +45,7 @@ export async function startNodeHost(config: NodeHostConfig, log: Log): Promise<N
     handle: async (message) => void (await parts?.kubefn.consume(message)),
     onError: (err, message) => log.error("pass crashed", { request: message.request, error: String(err) }),
   });
-  const { kube, invocationKube, apiFailing, guard } = guardedKube(
-    createNodeTransport(kc, { timeoutMs: settings.kubeTimeoutMs }),
-    settings,
-  );
+  const { kube, invocationKube, apiFailing, guard } = guardedNodeKube(kc, settings);
   const kubefn = createKubefn(settings, {
     kube,
     invocationKube,

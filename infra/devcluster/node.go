@@ -47,7 +47,7 @@ func newSimNode(client kubernetes.Interface, proxies *podProxies) *simNode {
 	// A random first address: devclusters started side by side (parallel test files) would
 	// otherwise all hand their first proxy Pod 127.1.0.1 and collide on its port.
 	return &simNode{client: client, proxies: proxies, ips: map[types.UID]string{}, inUse: map[string]bool{},
-		nextIP: rand.Uint32N(254 * 256 * 254)}
+		nextIP: rand.Uint32N(256 * 254)}
 }
 
 // errVolumesPending: a Pod waits (as a scheduler would) until its volume claims are bound.
@@ -155,9 +155,9 @@ func (n *simNode) heartbeat(ctx context.Context) {
 	}, time.Minute)
 }
 
-// allocIP hands out consecutive addresses in 127.1.0.1-127.254.255.254 from a random start
-// (skipping .0 and .255 in the last octet), reusing addresses of deleted pods only after the
-// space wraps around. Pods of
+// allocIP hands out consecutive addresses from a random start in 127.1.0.1-127.1.255.254
+// (skipping .0 and .255 in the last octet), moving on to 127.2 and beyond, and reusing addresses
+// of deleted pods only after the 127.1-127.254 space wraps around. Pods of
 // workload controllers get 10.244.x.y instead (see workloadPod).
 func (n *simNode) allocIP(uid types.UID, workload bool) string {
 	n.mu.Lock()

@@ -10,6 +10,7 @@ export {
   staticKeys,
   verifyPushToken,
 } from "./google-oidc.ts";
+export { type RelayRefusal, relaySignedRequest, type SignedRelayRequest } from "./relay-request.ts";
 export {
   bearerMatches,
   bearerToken,
@@ -24,4 +25,5 @@ export {
   verifyBatch,
   verifyBody,
 } from "./relay-signature.ts";
+export { memoryReplayGuard, type ReplayGuard } from "./replay.ts";
 export { tokensEqual } from "./tokens.ts";

@@ -61,6 +61,11 @@ export interface CheckedHeaders {
   mac: Uint8Array<ArrayBuffer>;
   timestamp: string;
   timestampSeconds: number;
+  /**
+   * The signature in one spelling (lower-case hex), for replay guards: the header's hex may be
+   * written in any letter case, and every spelling verifies.
+   */
+  replayKey: string;
 }
 
 /**
@@ -80,7 +85,15 @@ export function checkSignatureHeaders(
   const timestampSeconds = Number(headers.timestamp);
   if (timestampSeconds > nowSeconds + maxFutureSkewSeconds) return { ok: false, reason: "FutureTimestamp" };
   if (nowSeconds - timestampSeconds > windowSeconds) return { ok: false, reason: "StaleTimestamp" };
-  return { ok: true, checked: { mac, timestamp: headers.timestamp, timestampSeconds } };
+  return {
+    ok: true,
+    checked: {
+      mac,
+      timestamp: headers.timestamp,
+      timestampSeconds,
+      replayKey: headers.signature.toLowerCase(),
+    },
+  };
 }
 
 /** Whether the MAC in checked headers is the body's (constant-time). */

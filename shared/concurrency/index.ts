@@ -1,2 +1,3 @@
 export { mapWithConcurrency } from "./map-with-concurrency.ts";
+export { onceUntilFailure } from "./once.ts";
 export { singleFlight } from "./single-flight.ts";

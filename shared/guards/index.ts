@@ -29,3 +29,12 @@ export function describeShape(value: unknown, hints: readonly string[] = []): st
   const hint = hints.filter((k) => typeof fields[k] === "string").map((k) => `${k}=${fields[k] as string}`);
   return hint.length > 0 ? hint.join(" ") : `keys ${Object.keys(value).slice(0, 8).join(",")}`;
 }
+
+/** `text` parsed as JSON, or `undefined` when it is not JSON (an error body, an empty answer). */
+export function parseJsonOrUndefined(text: string): unknown {
+  try {
+    return JSON.parse(text);
+  } catch {
+    return undefined;
+  }
+}

@@ -88,7 +88,9 @@ export function storedHealthOf(object: object): string | undefined {
 
 /**
  * The status merge patch that stores `after`, or null when the stored state already says the
- * same (steady state writes nothing). With `resourceVersion` the patch is a guarded write: a
+ * same (steady state writes nothing). `alongside` adds status fields projected from the same
+ * state (a latency report's latency and time), so they land in the one write. With
+ * `resourceVersion` the patch is a guarded write: a
  * concurrent change gets a Conflict, and the next sweep recomputes from what is stored. Apply it
  * to the status subresource (`kube.patchStatus`).
  *
@@ -100,10 +102,11 @@ export function healthStatusPatch(
   before: string | undefined,
   after: HealthState,
   resourceVersion?: string,
+  alongside?: Record<string, unknown>,
 ): Patch | null {
   const encoded = encodeHealthState(after);
   if (before === encoded) return null;
-  const body: Record<string, unknown> = { status: { [HEALTH_STATUS_FIELD]: encoded } };
+  const body: Record<string, unknown> = { status: { ...alongside, [HEALTH_STATUS_FIELD]: encoded } };
   if (resourceVersion !== undefined) body.metadata = { resourceVersion };
   return { type: "merge", body };
 }

@@ -22,8 +22,10 @@ export {
   boundedProber,
   type PlanProbeShardsOptions,
   type ProbeShard,
+  type ProbeShardPlanner,
   planProbeShards,
   probeDelays,
+  probeShardPlanner,
 } from "./shards.ts";
 export type {
   HealthProjection,

@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
 import type { ProbeResult, Prober } from "./probe.ts";
-import { boundedProber, planProbeShards, probeDelays } from "./shards.ts";
+import { boundedProber, planProbeShards, probeDelays, probeShardPlanner } from "./shards.ts";
 import type { HealthSubject } from "./sweep.ts";
 
 const now = new Date("2026-11-30T12:00:00Z");
@@ -121,5 +121,30 @@ describe("boundedProber", () => {
     expect(results.slice(1).every((r) => r.ok)).toBe(true);
     expect(Date.now() - started).toBeLessThan(2000);
     expect(bounded.inFlight()).toBe(0);
+  });
+});
+
+describe("probeShardPlanner", () => {
+  const subjects = Array.from({ length: 1000 }, (_, i) => subject(`p${i}`, 30));
+  const opts = { subjectFor: (s: HealthSubject) => s, now, sweepPeriodSeconds: 60, shardSize: 8 };
+
+  it("page by page, it plans the same probes as the whole list, every shard but one per delay full", () => {
+    const planner = probeShardPlanner(opts);
+    const paged = [];
+    let carried = 0;
+    for (let i = 0; i < subjects.length; i += 100) {
+      paged.push(...planner.add(subjects.slice(i, i + 100)));
+      // What waits between pages: under one shard per delay.
+      carried = Math.max(carried, 2 * 100 * (i / 100 + 1) - paged.reduce((n, s) => n + s.objects.length, 0));
+    }
+    const rest = planner.flush();
+    const probes = (shards: { delaySeconds: number; objects: HealthSubject[] }[]) =>
+      shards.flatMap((s) => s.objects.map((o) => `${s.delaySeconds}:${o.key.name}`)).sort();
+    const whole = planProbeShards({ ...opts, proxies: subjects });
+    expect(probes([...paged, ...rest])).toEqual(probes(whole));
+    expect(paged.every((s) => s.objects.length === 8)).toBe(true);
+    expect(new Set(rest.map((s) => s.delaySeconds)).size).toBe(rest.length);
+    expect(carried).toBeLessThanOrEqual(60 * 7);
+    expect(planner.flush()).toEqual([]);
   });
 });

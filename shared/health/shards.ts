@@ -38,26 +38,55 @@ export interface PlanProbeShardsOptions<P> {
  * report (recomputed at the next probe), never a wrong one.
  */
 export function planProbeShards<P>(opts: PlanProbeShardsOptions<P>): ProbeShard<P>[] {
+  const planner = probeShardPlanner(opts);
+  const shards = [...planner.add(opts.proxies), ...planner.flush()];
+  // Stable: within one delay, shards keep list order.
+  return shards.sort((a, b) => a.delaySeconds - b.delaySeconds);
+}
+
+/** {@link planProbeShards} fed page by page. */
+export interface ProbeShardPlanner<P> {
+  /** Plans a page of Proxies; returns the shards it filled (each exactly `shardSize`). */
+  add(proxies: readonly P[]): ProbeShard<P>[];
+  /** The partly filled shards left, by delay; the planner is empty afterwards. */
+  flush(): ProbeShard<P>[];
+}
+
+/**
+ * Plans probe shards page by page, as {@link planProbeShards} does for a whole list: a shard is
+ * handed out as soon as it is full, so only one partly filled shard per delay is kept between
+ * pages — at most `period × (shardSize − 1)` Proxies (2,340 for a 60 s period and shards of 40),
+ * whatever the fleet's size.
+ */
+export function probeShardPlanner<P>(opts: Omit<PlanProbeShardsOptions<P>, "proxies">): ProbeShardPlanner<P> {
   const period = Math.max(1, Math.round(opts.sweepPeriodSeconds));
   const size = Math.max(1, Math.floor(opts.shardSize));
   const byDelay = new Map<number, P[]>();
-  for (const proxy of opts.proxies) {
-    const s = opts.subjectFor(proxy);
-    if (s.deleting || !s.proxy || !s.instance) continue;
-    for (const delay of probeDelays(s.key, s.probe.intervalSeconds, opts.now, period)) {
-      const at = byDelay.get(delay);
-      if (at) at.push(proxy);
-      else byDelay.set(delay, [proxy]);
-    }
-  }
-  const shards: ProbeShard<P>[] = [];
-  for (const delay of [...byDelay.keys()].sort((a, b) => a - b)) {
-    const objects = byDelay.get(delay)!;
-    for (let i = 0; i < objects.length; i += size) {
-      shards.push({ delaySeconds: delay, objects: objects.slice(i, i + size) });
-    }
-  }
-  return shards;
+  return {
+    add(proxies) {
+      const full: ProbeShard<P>[] = [];
+      for (const proxy of proxies) {
+        const s = opts.subjectFor(proxy);
+        if (s.deleting || !s.proxy || !s.instance) continue;
+        for (const delay of probeDelays(s.key, s.probe.intervalSeconds, opts.now, period)) {
+          const at = byDelay.get(delay) ?? [];
+          at.push(proxy);
+          if (at.length >= size) {
+            full.push({ delaySeconds: delay, objects: at });
+            byDelay.delete(delay);
+          } else byDelay.set(delay, at);
+        }
+      }
+      return full;
+    },
+    flush() {
+      const rest = [...byDelay.entries()]
+        .sort(([a], [b]) => a - b)
+        .map(([delaySeconds, objects]) => ({ delaySeconds, objects }));
+      byDelay.clear();
+      return rest;
+    },
+  };
 }
 
 /** The delays (seconds into this sweep period) at which a Proxy is probed. */

@@ -135,9 +135,32 @@ describe("recordProbe transitions", () => {
       report: { healthy: false, latencyMs: 5000, at: at(30).toISOString(), reason: "ThresholdFlip" },
     },
     {
-      name: "latency change > max(20ms, 50%): reported",
+      name: "latency change > max(20ms, 50%) in one probe: not reported yet, confirmations asked",
       prev: healthyReported(0, 100),
       probe: ok(151, 60),
+      state: healthyReported(0, 100),
+      report: undefined,
+      confirm: true,
+    },
+    {
+      name: "latency change in three probes: the median is reported",
+      prev: healthyReported(0, 100),
+      probe: { ...ok(190, 60), confirmations: [151, 170] },
+      state: { ...healthyReported(0), reported: { healthy: true, latencyMs: 170, at: at(60).toISOString() } },
+      report: { healthy: true, latencyMs: 170, at: at(60).toISOString(), reason: "LatencyChange" },
+    },
+    {
+      name: "a confirmation back inside the band: jitter, nothing reported or stored",
+      prev: healthyReported(0, 100),
+      probe: { ...ok(400, 60), confirmations: [110] },
+      state: healthyReported(0, 100),
+      report: undefined,
+    },
+    {
+      name: "latencySamples 1 is the seed's rule: one probe reports",
+      prev: healthyReported(0, 100),
+      probe: ok(151, 60),
+      cfg: { ...cfg, latencySamples: 1 },
       state: { ...healthyReported(0), reported: { healthy: true, latencyMs: 151, at: at(60).toISOString() } },
       report: { healthy: true, latencyMs: 151, at: at(60).toISOString(), reason: "LatencyChange" },
     },
@@ -156,11 +179,11 @@ describe("recordProbe transitions", () => {
       report: undefined,
     },
     {
-      name: "small latency: 10 → 31 is a change",
+      name: "small latency: 10 → 31 in three probes is a change",
       prev: healthyReported(0, 10),
-      probe: ok(31, 60),
-      state: { ...healthyReported(0), reported: { healthy: true, latencyMs: 31, at: at(60).toISOString() } },
-      report: { healthy: true, latencyMs: 31, at: at(60).toISOString(), reason: "LatencyChange" },
+      probe: { ...ok(31, 60), confirmations: [40, 35] },
+      state: { ...healthyReported(0), reported: { healthy: true, latencyMs: 35, at: at(60).toISOString() } },
+      report: { healthy: true, latencyMs: 35, at: at(60).toISOString(), reason: "LatencyChange" },
     },
     {
       name: "latency change inside the interval: suppressed, nothing stored",
@@ -214,7 +237,7 @@ describe("recordProbe transitions", () => {
     {
       name: "an unparseable report time opens no window",
       prev: { ...healthyReported(0), reported: { healthy: true, latencyMs: 100, at: "yesterday" } },
-      probe: ok(500, 1),
+      probe: { ...ok(500, 1), confirmations: [500, 500] },
       state: { ...healthyReported(0), reported: { healthy: true, latencyMs: 500, at: at(1).toISOString() } },
       report: { healthy: true, latencyMs: 500, at: at(1).toISOString(), reason: "LatencyChange" },
     },
@@ -228,15 +251,18 @@ describe("recordProbe transitions", () => {
   ] as Array<{
     name: string;
     prev: HealthState | undefined;
-    probe: { ok: boolean; latencyMs: number; at: Date };
+    probe: { ok: boolean; latencyMs: number; at: Date; confirmations?: number[] };
+    cfg?: HealthThresholds;
     state: HealthState;
     report: unknown;
     suppressed?: string;
-  }>)("$name", ({ prev, probe, state, report, suppressed }) => {
-    const result = recordProbe(prev, probe, cfg, seed);
+    confirm?: true;
+  }>)("$name", ({ prev, probe, cfg: config, state, report, suppressed, confirm }) => {
+    const result = recordProbe(prev, probe, config ?? cfg, seed);
     expect(result.state).toEqual(state);
     expect(result.report).toEqual(report);
     expect(result.suppressed).toEqual(suppressed);
+    expect(result.confirm).toEqual(confirm);
   });
 });
 

@@ -8,8 +8,14 @@
  *   consecutive failures are reached. Counters saturate at their threshold, so a steady state maps
  *   to an identical (deep-equal) state and needs no write.
  * - A report is due on the first verdict, when the verdict differs from the last reported one (a
- *   threshold flip), or, while healthy, when a successful probe's latency differs from the reported
- *   latency by more than max(20 ms, 50 % of the reported value).
+ *   threshold flip), or, while healthy, when the latency has moved from the reported one by more
+ *   than max(20 ms, 50 % of the reported value) — the seed's band — in *every* one of
+ *   `latencySamples` (default 3) successful probes taken back to back: the probe itself and the
+ *   confirmations the caller makes when {@link RecordResult.confirm} asks for them. The figure
+ *   reported is their median. One probe outside the band is what scheduling jitter looks like
+ *   (a loaded host stalls one probe by tens of milliseconds, rarely three in a row a second
+ *   apart); the seed reported it, and every report is a status write. A real shift moves every
+ *   sample and is reported by the probe that saw it, with a figure that is not an outlier.
  * - Latency reports are rate-limited to one per `minReportIntervalSeconds`, measured from the last
  *   report (the seed: "latency Δ … rate-limited to one report per MinReportInterval"). A
  *   suppressed latency report leaves the reported markers where they were, so a later probe
@@ -17,6 +23,11 @@
  *   held back: the first verdict and every threshold flip are reported by the probe that reached
  *   the threshold, however recent the last report — the thresholds already are the damping, and
  *   a flip that reverted inside the interval would otherwise never reach status.
+ * - A probe that goes against the verdict without reaching a threshold is checked by one more
+ *   probe a second later (see {@link RecordResult.recheck}); when that one agrees with the verdict
+ *   it is recorded instead, so a lone stalled probe of a healthy proxy writes nothing. A proxy that
+ *   is really down fails both, and is counted exactly as the seed counts it: the flip comes at the
+ *   same probe as without the recheck.
  * - Counters belong to one instance (providerID, or the address for External proxies): a
  *   different instance starts fresh. A fresh state is seeded from an existing Healthy condition, so
  *   a replaced function instance or a lost annotation does not flap the condition.
@@ -29,7 +40,16 @@ export interface HealthThresholds {
   failureThreshold: number;
   /** Minimum spacing of latency reports, in seconds (verdict flips are never held back). The proxy operator uses 60. */
   minReportIntervalSeconds: number;
+  /**
+   * Successful probes in a row that must all be outside the band before a latency change is
+   * reported (the median of them is reported); default {@link defaultLatencySamples}. 1 is the
+   * seed's rule: every probe outside the band reports.
+   */
+  latencySamples?: number;
 }
+
+/** Probes that must agree on a latency change (the first probe and two confirmations). */
+export const defaultLatencySamples = 3;
 
 /** What was last reported, i.e. what status shows. Seeded markers may lack latency and time. */
 export interface ReportedHealth {
@@ -54,8 +74,13 @@ export interface HealthState {
 export interface ProbeOutcome {
   ok: boolean;
   latencyMs: number;
-  /** When the probe completed. */
+  /** When the probe (or its last confirmation) completed. */
   at: Date;
+  /**
+   * Latencies of successful confirmation probes made right after this one, because an earlier
+   * call answered `confirm`. They feed only the latency figure, never the verdict counters.
+   */
+  confirmations?: readonly number[];
 }
 
 /** What the sweep knows about the proxy when no usable state exists. */
@@ -84,6 +109,19 @@ export interface RecordResult {
   report?: HealthReport;
   /** A latency report that was due but held back by the rate limit; re-evaluated by the next probe. */
   suppressed?: "LatencyChange";
+  /**
+   * Every latency so far is outside the band but fewer than `latencySamples` were taken: probe
+   * again and call once more with the same `previous`, this probe and the new latency appended to
+   * `confirmations`. The state is the same either way; without more samples nothing is reported.
+   */
+  confirm?: true;
+  /**
+   * This probe went against the verdict without reaching a threshold (a single failure of a
+   * healthy proxy, say): probe once more, and when that probe agrees with the verdict, record it
+   * instead of this one (`previous` again). The state returned counts this probe, as the seed
+   * does, for when the second probe goes against the verdict too.
+   */
+  recheck?: true;
 }
 
 /**
@@ -93,9 +131,10 @@ export interface RecordResult {
  * const { state, report } = recordProbe(previous, { ok: true, latencyMs: 12, at: now }, thresholds, { instance: ip });
  * if (report) reconcileKeys.push(key);
  *
- * Caveats: the latency compared and reported is that of the probe just made; a failed probe's
+ * Caveats: a first verdict or a flip reports the latency of the probe just made; a failed probe's
  * latency (often the timeout) is reported with a flip but never triggers a LatencyChange, and
- * neither does any probe while the verdict is unhealthy.
+ * neither does any probe while the verdict is unhealthy. When the reported latency is unknown (a
+ * seeded state) the first successful probe reports at once, without confirmations.
  */
 export function recordProbe(
   previous: HealthState | undefined,
@@ -119,26 +158,43 @@ export function recordProbe(
     if (consecFail >= failureThreshold) verdict = false;
   }
 
-  const latencyMs = Math.max(0, Math.round(probe.latencyMs));
-  const reason = verdict === undefined ? undefined : dueReason(base.reported, verdict, probe.ok, latencyMs);
+  const latencyMs = whole(probe.latencyMs);
+  const samples = [latencyMs, ...(probe.confirmations ?? []).map(whole)];
+  const reason = verdict === undefined ? undefined : dueReason(base.reported, verdict, probe.ok, samples);
   let reported = base.reported;
   let report: HealthReport | undefined;
   let suppressed: "LatencyChange" | undefined;
+  let confirm: true | undefined;
   if (reason && verdict !== undefined) {
+    const needed = Math.max(1, cfg.latencySamples ?? defaultLatencySamples);
     if (
       reason === "LatencyChange" &&
       withinInterval(base.reported?.at, probe.at, cfg.minReportIntervalSeconds)
     ) {
       suppressed = reason;
+    } else if (
+      reason === "LatencyChange" &&
+      base.reported?.latencyMs !== undefined &&
+      samples.length < needed
+    ) {
+      confirm = true;
     } else {
       const at = probe.at.toISOString();
-      reported = { healthy: verdict, latencyMs, at };
-      report = { healthy: verdict, latencyMs, at, reason };
+      const figure = reason === "LatencyChange" ? median(samples) : latencyMs;
+      reported = { healthy: verdict, latencyMs: figure, at };
+      report = { healthy: verdict, latencyMs: figure, at, reason };
     }
   }
 
   const state = makeState({ instance: base.instance, verdict, consecOK, consecFail, reported });
-  return { state, ...(report ? { report } : {}), ...(suppressed ? { suppressed } : {}) };
+  const recheck = base.verdict !== undefined && probe.ok !== base.verdict && verdict === base.verdict;
+  return {
+    state,
+    ...(recheck ? { recheck: true as const } : {}),
+    ...(report ? { report } : {}),
+    ...(suppressed ? { suppressed } : {}),
+    ...(confirm ? { confirm } : {}),
+  };
 }
 
 /**
@@ -201,12 +257,23 @@ function dueReason(
   reported: ReportedHealth | undefined,
   verdict: boolean,
   probeOk: boolean,
-  latencyMs: number,
+  samples: readonly number[],
 ): ReportReason | undefined {
   if (!reported) return "FirstVerdict";
   if (reported.healthy !== verdict) return "ThresholdFlip";
-  if (verdict && probeOk && latencyChanged(reported.latencyMs, latencyMs)) return "LatencyChange";
+  if (verdict && probeOk && samples.every((ms) => latencyChanged(reported.latencyMs, ms)))
+    return "LatencyChange";
   return undefined;
+}
+
+function whole(ms: number): number {
+  return Math.max(0, Math.round(ms));
+}
+
+/** The middle sample (the lower middle of an even count), so the figure is one that was measured. */
+function median(samples: readonly number[]): number {
+  const sorted = [...samples].sort((a, b) => a - b);
+  return sorted[Math.floor((sorted.length - 1) / 2)]!;
 }
 
 /** True when `latencyMs` differs from the reported value by more than max(20 ms, 50 %). */

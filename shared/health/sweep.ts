@@ -20,6 +20,7 @@ import {
   type HealthSeed,
   type HealthState,
   type HealthThresholds,
+  type ProbeOutcome,
   type RecordResult,
   recordProbe,
   recordRefusal,
@@ -47,6 +48,13 @@ export interface HealthSubject {
   /** From an existing Healthy condition (True/False) and status latency/time, for a fresh state. */
   seed?: Omit<HealthSeed, "instance">;
   policy?: TargetPolicy;
+  /**
+   * The status fields a latency report changes, exactly as the reconciler would project them
+   * (latency and report time; never a condition or the phase). With it, a LatencyChange report
+   * is written in the same status patch as the health state and asks for no pass; without it the
+   * report asks for a pass like a verdict does.
+   */
+  latencyStatus?: (report: HealthReport) => Record<string, unknown>;
 }
 
 export interface ProbeAllOptions<P> {
@@ -63,13 +71,24 @@ export interface ProbeAllOptions<P> {
    * phase derived from its key, so the load spreads across sweeps without any stored schedule.
    */
   sweepPeriodSeconds?: number;
+  /**
+   * Pause before each latency confirmation probe (see `RecordResult.confirm`), so that the samples
+   * do not share one stall of the host; default {@link defaultConfirmDelayMs}. No connection is
+   * held meanwhile (the Proxy's place among `concurrency` is).
+   */
+  confirmDelayMs?: number;
 }
+
+/** One second between latency confirmations: longer than a scheduling stall, short for a shard. */
+export const defaultConfirmDelayMs = 1000;
 
 export interface SubjectOutcome {
   key: ObjectKey;
   /** What happened to this proxy in this sweep. */
   kind: "skipped" | "refused" | "probed";
   result?: ProbeResult;
+  /** Probes made after the first: latency confirmations and the recheck of a result against the verdict. */
+  confirmations?: number;
   report?: HealthReport;
   state?: HealthState;
 }
@@ -82,6 +101,8 @@ export interface HealthSweepStats {
   refused: number;
   reports: number;
   suppressed: number;
+  /** Confirmation and recheck probes made (not counted in `probed`). */
+  confirmations: number;
   writes: number;
 }
 
@@ -123,6 +144,7 @@ export async function probeAll<P>(opts: ProbeAllOptions<P>): Promise<HealthSweep
     refused: 0,
     reports: 0,
     suppressed: 0,
+    confirmations: 0,
     writes: 0,
   };
   for (const o of outcomes) {
@@ -137,6 +159,7 @@ export async function probeAll<P>(opts: ProbeAllOptions<P>): Promise<HealthSweep
     }
     if (o.outcome.report) stats.reports++;
     if (o.suppressed) stats.suppressed++;
+    stats.confirmations += o.outcome.confirmations ?? 0;
   }
   stats.writes = annotationPatches.length;
   return { annotationPatches, reconcileKeys, stats, outcomes: outcomes.map((o) => o.outcome) };
@@ -166,25 +189,39 @@ async function sweepOne<P>(s: HealthSubject, opts: ProbeAllOptions<P>): Promise<
     return refused(s, previous, screened, seed);
   }
 
-  const startedAt = opts.now();
-  let result: ProbeResult;
-  try {
-    result = await opts.prober.probe({
-      ...target,
-      expectedStatus: s.probe.expectedStatus,
-      timeoutMs: s.probe.timeoutMs,
-    });
-  } catch (err) {
-    result = { ok: false, latencyMs: opts.now().getTime() - startedAt.getTime(), error: describeError(err) };
-  }
+  let result = await probeOnce(opts.prober, target, s, opts.now);
   if (result.refused) return refused(s, previous, result.refused, seed);
 
-  const recorded: RecordResult = recordProbe(
-    previous,
-    { ok: result.ok, latencyMs: result.latencyMs, at: opts.now() },
-    s.thresholds,
-    seed,
-  );
+  let probe: ProbeOutcome = { ok: result.ok, latencyMs: result.latencyMs, at: opts.now() };
+  let recorded: RecordResult = recordProbe(previous, probe, s.thresholds, seed);
+  // A result against the verdict is checked once more; a second probe that agrees with the
+  // verdict is recorded instead, and a blip writes nothing (state.ts).
+  let rechecks = 0;
+  if (recorded.recheck) {
+    await sleep(opts.confirmDelayMs ?? defaultConfirmDelayMs);
+    const again = await probeOnce(opts.prober, target, s, opts.now);
+    rechecks++;
+    if (!again.refused && again.ok !== result.ok) {
+      result = again;
+      probe = { ok: again.ok, latencyMs: again.latencyMs, at: opts.now() };
+      recorded = recordProbe(previous, probe, s.thresholds, seed);
+    }
+  }
+  // A latency outside the band is confirmed by more probes before it is reported (state.ts).
+  const confirmations: number[] = [];
+  while (recorded.confirm) {
+    await sleep(opts.confirmDelayMs ?? defaultConfirmDelayMs);
+    const again = await probeOnce(opts.prober, target, s, opts.now);
+    if (!again.ok || again.refused) break;
+    confirmations.push(again.latencyMs);
+    recorded = recordProbe(previous, { ...probe, at: opts.now(), confirmations }, s.thresholds, seed);
+  }
+  // A latency report changes only latency and time: one patch, no pass (verdicts keep the pass,
+  // which writes the condition, the phase and their Events).
+  const latencyOnly =
+    recorded.report?.reason === "LatencyChange" && s.latencyStatus && !hadRefusal
+      ? recorded.report
+      : undefined;
   return {
     outcome: {
       key: s.key,
@@ -192,12 +229,39 @@ async function sweepOne<P>(s: HealthSubject, opts: ProbeAllOptions<P>): Promise<
       result,
       state: recorded.state,
       ...(recorded.report ? { report: recorded.report } : {}),
+      ...(confirmations.length + rechecks > 0 ? { confirmations: confirmations.length + rechecks } : {}),
     },
-    patch: healthStatusPatch(s.annotation, recorded.state, s.resourceVersion),
-    reconcile: recorded.report !== undefined || hadRefusal,
+    patch: healthStatusPatch(
+      s.annotation,
+      recorded.state,
+      s.resourceVersion,
+      latencyOnly ? s.latencyStatus?.(latencyOnly) : undefined,
+    ),
+    reconcile: (recorded.report !== undefined && !latencyOnly) || hadRefusal,
     suppressed: recorded.suppressed !== undefined,
   };
 }
+
+async function probeOnce(
+  prober: Prober,
+  target: { proxy: ProxyEndpoint; url: string; policy?: TargetPolicy | undefined },
+  s: HealthSubject,
+  now: () => Date,
+): Promise<ProbeResult> {
+  const startedAt = now();
+  try {
+    return await prober.probe({
+      ...target,
+      expectedStatus: s.probe.expectedStatus,
+      timeoutMs: s.probe.timeoutMs,
+    });
+  } catch (err) {
+    return { ok: false, latencyMs: now().getTime() - startedAt.getTime(), error: describeError(err) };
+  }
+}
+
+const sleep = (ms: number) =>
+  ms > 0 ? new Promise<void>((resolve) => setTimeout(resolve, ms)) : Promise.resolve();
 
 function refused(
   s: HealthSubject,

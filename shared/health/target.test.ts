@@ -55,6 +55,25 @@ describe("checkProbeTarget refuses", () => {
     ["[::]", "Unspecified"],
     ["0:0:0:0:0:0:0:0", "Unspecified"],
     ["::ffff:0.0.0.0", "Unspecified"],
+    // Spellings a URL parser or a resolver maps onto the metadata address (IDNA: full-width and
+    // ideographic dots, circled and full-width digits and letters).
+    ["169\u3002254\u3002169\u3002254", "MetadataAddress"],
+    ["169\uff0e254\uff0e169\uff0e254", "MetadataAddress"],
+    ["\u2460\u2465\u2468.\u2461\u2464\u2463.\u2460\u2465\u2468.\u2461\u2464\u2463", "MetadataAddress"],
+    ["\uff11\uff16\uff19.254.169.254", "MetadataAddress"],
+    ["\uff4d\uff45\uff54\uff41\uff44\uff41\uff54\uff41.google.internal", "MetadataAddress"],
+    ["metadata.google.internal\u3002", "MetadataAddress"],
+    // Not a host at all: user info, ports, paths and other URL syntax, which a platform's socket
+    // or URL parser might read as a different host than the one checked.
+    ["proxy.example@169.254.169.254", "InvalidHost"],
+    ["169.254.169.254:80", "InvalidHost"],
+    ["example.com:3128", "InvalidHost"],
+    ["example.com/169.254.169.254", "InvalidHost"],
+    ["example.com\\x", "InvalidHost"],
+    ["example.com#x", "InvalidHost"],
+    ["example .com", "InvalidHost"],
+    ["example.com%00", "InvalidHost"],
+    ["256.1.1.1", "InvalidHost"],
     // Nothing at all.
     ["", "InvalidHost"],
     ["  ", "InvalidHost"],
@@ -88,7 +107,9 @@ describe("checkProbeTarget allows", () => {
     "metadata.google.internal.example.com",
     "example.com",
     "1.1.1.1",
-    "256.1.1.1", // not an address, so a (bogus) name: DNS decides
+    "b\u00fccher.example", // an IDN: checked as xn--bcher-kva.example
+    "xn--bcher-kva.example",
+    "under_score.example",
   ])("%s", (host) => {
     expect(checkProbeTarget(host)).toEqual({ allowed: true });
   });

@@ -13,6 +13,10 @@
  * Allowed: everything else, including loopback (the dev cluster gives pods loopback addresses) and
  * the private ranges (proxies normally live inside the cluster).
  *
+ * Hosts are checked as a URL parser reads them (see `canonicalHost`), so IDNA spellings
+ * (full-width dots, circled digits) of a refused address are refused too, and anything that is not
+ * a host alone (user info, a port, a path) is InvalidHost.
+ *
  * Caveats: this checks a host *as written*. A DNS name that resolves to a metadata address passes
  * here; the Node prober resolves names and checks every resolved address before connecting (and
  * connects to the checked address), but the Workers prober cannot resolve names, so there it
@@ -80,12 +84,19 @@ const rules: readonly Rule[] = [
  * checkProbeTarget("127.0.0.1")  // { allowed: true }
  */
 export function checkProbeTarget(host: string, policy: TargetPolicy = {}): TargetVerdict {
-  const name = normaliseHost(host);
-  if (name === "") {
+  if (normaliseHost(host) === "") {
     return {
       allowed: false,
       reason: "InvalidHost",
       message: `probe target host ${JSON.stringify(host)} is empty`,
+    };
+  }
+  const name = canonicalHost(host);
+  if (name === undefined) {
+    return {
+      allowed: false,
+      reason: "InvalidHost",
+      message: `probe target host ${JSON.stringify(host)} is not a host name or an IP address`,
     };
   }
   if (policy.allowLinkLocal) return { allowed: true };
@@ -158,6 +169,26 @@ function embeddedIpv4(ip: IpAddress): IpAddress | undefined {
   // NAT64 well-known prefix 64:ff9b::/96.
   if (b[0] === 0x00 && b[1] === 0x64 && b[2] === 0xff && b[3] === 0x9b && zeros(4, 12)) return tail;
   return undefined;
+}
+
+/**
+ * The host as the WHATWG URL parser (Node's, workerd's, undici's) reads it: IDNA-mapped (full-width
+ * and ideographic dots and digits become ASCII), IPv4 in any spelling made dotted decimal. The
+ * address a platform connects to is the one checked, however the tenant spelled it. Undefined
+ * when it is not a host alone (user info, a port, a path, a forbidden code point, an IPv4 number
+ * out of range): such a string could be read as a different host by whatever connects.
+ */
+function canonicalHost(host: string): string | undefined {
+  const h = normaliseHost(host);
+  if (h.includes(":")) return parseIpv6(h) ? h : undefined;
+  if (/[\s/\\@?#%:[\]<>^|]/.test(h)) return undefined;
+  let parsed: string;
+  try {
+    parsed = new URL(`http://${h}/`).hostname;
+  } catch {
+    return undefined;
+  }
+  return parsed.endsWith(".") ? parsed.slice(0, -1) : parsed;
 }
 
 /** Lower-cases, strips brackets, an IPv6 zone id and one trailing dot. */

@@ -69,7 +69,7 @@ export class ReconcileError extends Error implements ClassifiedError {
     errorClass: ErrorClassName,
     reason: string,
     message: string,
-    opts: { cause?: unknown; retryAfterSeconds?: number } = {},
+    opts: { cause?: unknown; retryAfterSeconds?: number | undefined } = {},
   ) {
     super(message, opts.cause === undefined ? undefined : { cause: opts.cause });
     this.errorClass = errorClass;

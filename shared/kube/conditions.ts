@@ -17,6 +17,14 @@ export function formatKubeTime(at: Date): string {
   return `${at.toISOString().slice(0, 19)}Z`;
 }
 
+/** An object's `status.conditions`, when it has a list there. */
+export function conditionsOf(object: object): Condition[] | undefined {
+  const status = (object as { status?: unknown }).status;
+  if (typeof status !== "object" || status === null) return undefined;
+  const list = (status as { conditions?: unknown }).conditions;
+  return Array.isArray(list) ? (list as Condition[]) : undefined;
+}
+
 export function findCondition(
   conditions: readonly Condition[] | undefined,
   type: string,

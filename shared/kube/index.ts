@@ -20,6 +20,7 @@ export {
 export {
   type Condition,
   type ConditionInput,
+  conditionsOf,
   findCondition,
   formatKubeTime,
   isTrue,
@@ -91,7 +92,7 @@ export {
   isOwnedBy,
   upsertOwnerReference,
 } from "./owner-references.ts";
-export { apiVersionOf, keyOf, type PathParts, resourcePath } from "./paths.ts";
+export { apiVersionOf, isNamespaceName, isObjectName, keyOf, type PathParts, resourcePath } from "./paths.ts";
 export type * from "./port.ts";
 export { milliValue, quantityPattern, sameQuantity } from "./quantity.ts";
 export { Resources } from "./resources.ts";

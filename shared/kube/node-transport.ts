@@ -1,6 +1,7 @@
 import * as http from "node:http";
 import * as https from "node:https";
 import { KubeConfig } from "@kubernetes/client-node";
+import { type CircuitPolicy, type GuardedKube, guardedKube } from "./back-pressure.ts";
 import { requestDeadline } from "./deadline.ts";
 import type { Transport, TransportRequest, TransportResponse } from "./port.ts";
 
@@ -118,4 +119,15 @@ export function loadKubeConfig(options: LoadKubeConfigOptions = {}): KubeConfig 
   else kc.loadFromDefault();
   if (options.context) kc.setCurrentContext(options.context);
   return kc;
+}
+
+/**
+ * The Kube of a Node platform (the Node host, Lambda): `guardedKube` over a Node transport to the
+ * cluster `kc` names, with the settings' per-request deadline, request budget and circuit.
+ */
+export function guardedNodeKube(
+  kc: KubeConfig,
+  settings: { kubeTimeoutMs: number; requestBudget: number; circuit: CircuitPolicy },
+): GuardedKube {
+  return guardedKube(createNodeTransport(kc, { timeoutMs: settings.kubeTimeoutMs }), settings);
 }

@@ -1,5 +1,6 @@
 export {
   createNodeTransport,
+  guardedNodeKube,
   type LoadKubeConfigOptions,
   loadKubeConfig,
   type NodeTransportOptions,

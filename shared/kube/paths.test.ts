@@ -88,6 +88,16 @@ describe("resourcePath", () => {
   it("refuses an empty name", () => {
     expect(() => resourcePath(Resources.Namespace, { name: "" })).toThrow(/empty/);
   });
+
+  // A URL parser resolves dot segments: ".../namespaces/ns/pods/.." would address the Namespace.
+  it.each([
+    [{ namespace: "ns", name: ".." }],
+    [{ namespace: "ns", name: "." }],
+    [{ namespace: "..", name: "web" }],
+    [{ namespace: ".", name: "web" }],
+  ])("refuses a dot segment the URL would resolve away (%o)", (parts) => {
+    expect(() => resourcePath(Resources.Pod, parts)).toThrow(/not a valid/);
+  });
 });
 
 describe("apiVersionOf", () => {

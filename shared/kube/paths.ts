@@ -20,9 +20,15 @@ export interface PathParts {
  *
  * Caveats: a namespace given for a cluster-scoped resource is ignored (objects of cluster-scoped
  * kinds may carry a stray `metadata.namespace`); an object path of a namespaced resource without a
- * namespace throws, since the server would read it as a collection path of another kind.
+ * namespace throws, since the server would read it as a collection path of another kind; so does
+ * a name or namespace "." or "..", which a URL parser would resolve to another path.
  */
 export function resourcePath(res: Resource, parts: PathParts = {}): string {
+  for (const segment of [parts.namespace, parts.name]) {
+    if (segment === "." || segment === "..") {
+      throw new TypeError(`${JSON.stringify(segment)} is not a valid ${res.kind} name or namespace`);
+    }
+  }
   const segments: string[] = res.group === "" ? ["api", res.version] : ["apis", res.group, res.version];
   if (res.namespaced && parts.namespace) segments.push("namespaces", parts.namespace);
   if (res.namespaced && !parts.namespace && parts.name !== undefined) {
@@ -48,4 +54,18 @@ export function keyOf(obj: { metadata: { name?: string; namespace?: string } }):
   const name = obj.metadata.name;
   if (!name) throw new TypeError("object has no metadata.name");
   return obj.metadata.namespace ? { namespace: obj.metadata.namespace, name } : { name };
+}
+
+/**
+ * Whether a name could belong to a stored object: what the API server enforces for every kind
+ * (no "/" or "%", not "." or "..") and at most 253 characters (DNS subdomain names, the rule for
+ * every kind kubefn maps). For names read from events and other untrusted input.
+ */
+export function isObjectName(name: string): boolean {
+  return name.length > 0 && name.length <= 253 && name !== "." && name !== ".." && !/[/%]/.test(name);
+}
+
+/** Whether a namespace name is a DNS-1123 label, as the API server requires. */
+export function isNamespaceName(namespace: string): boolean {
+  return namespace.length <= 63 && /^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/.test(namespace);
 }

@@ -15,7 +15,7 @@ const def = {
     conditions: { Healthy: "positive", Quota: "negative", Suspended: "neutral" } as const,
     progressReasons: ["Provisioning"],
   },
-  permanentErrorCondition: "Latched",
+  errorPolicy: { latch: { condition: "Latched" } },
 };
 
 describe("conditionEvents", () => {

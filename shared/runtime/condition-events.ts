@@ -3,7 +3,7 @@ import type { ConditionPolarity, ControllerDefinition } from "./controller.ts";
 
 /**
  * The Events a status change stands for (pure): one per condition named in the controller's
- * `conditionEvents` (plus its `permanentErrorCondition`, as `negative`) whose status or reason
+ * `conditionEvents` (plus its error policy's latch condition, as `negative`) whose status or reason
  * differs between `before` and `after`; a condition that first appears counts only when it is
  * bad (a Warning). A condition that disappears records nothing.
  *
@@ -12,13 +12,14 @@ import type { ConditionPolarity, ControllerDefinition } from "./controller.ts";
  * // → [{ type: "Warning", reason: "ProbeFailed", action: "Reconcile", note: "Healthy=False: ..." }]
  */
 export function conditionEvents(
-  def: Pick<ControllerDefinition, "conditionEvents" | "permanentErrorCondition">,
+  def: Pick<ControllerDefinition, "conditionEvents" | "errorPolicy">,
   before: readonly Condition[] | undefined,
   after: readonly Condition[] | undefined,
 ): EventInput[] {
   const polarity: Record<string, ConditionPolarity> = { ...def.conditionEvents?.conditions };
   const progress = new Set(def.conditionEvents?.progressReasons ?? []);
-  if (def.permanentErrorCondition) polarity[def.permanentErrorCondition] = "negative";
+  const latch = def.errorPolicy?.latch?.condition;
+  if (latch) polarity[latch] = "negative";
   const events: EventInput[] = [];
   for (const next of after ?? []) {
     const p = polarity[next.type];

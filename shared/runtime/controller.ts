@@ -1,5 +1,6 @@
 import type { EventRecorder, KubeObject, ObjectKey, Resource } from "../kube/index.ts";
 import type { DriftDeclaration } from "./drift.ts";
+import type { ErrorPolicy } from "./error-policy.ts";
 import type { Outcome } from "./outcome.ts";
 import type { Context, Request } from "./types.ts";
 
@@ -69,9 +70,9 @@ export interface ConditionEventPolicy {
  * `ctx.kube`.
  *
  * Errors: return `failed(err)` (or throw); the executor classifies with shared/kube's
- * `classifyError` and retries per class (transient: backoff; conflict: now; quota: 60 s;
- * permanent: never). Quota and permanent conditions with domain reasons are the controller's to
- * set before it returns `failed`; the executor only sets `permanentErrorCondition` when asked.
+ * `classifyError`, retries per class (transient: backoff; conflict: now; quota: 60 s;
+ * permanent: never) and writes what the controller's `errorPolicy` declares (the latch, the
+ * quota condition).
  *
  * Caveats: `reconcileAbsent` runs when the primary object does not exist (deleted, or a
  * synthetic key such as the Site singleton request `__singletons`); without it an absent object
@@ -118,22 +119,16 @@ export interface ControllerDefinition<T extends KubeObject = KubeObject> {
    */
   requeueSeconds?: Readonly<Record<string, number>>;
   /**
-   * The permanent-error latch, when the executor should keep it. On a permanent error the
-   * executor sets this condition True (reason from the classifier, observedGeneration = the
-   * object's generation); a later pass that finds it True at the current generation does nothing
-   * and calls no controller code. When a pass at a newer generation ends without a permanent
-   * error, the executor sets it False with reason `Resolved`. Must be one of `conditionTypes`.
-   *
-   * Caveats: leave it unset when the controller keeps its own latch (the proxy does: its
-   * `PermanentError` condition at the current generation), so the object has exactly one latch.
-   * Deleting objects (deletionTimestamp set) are never latched, so finalizers still run.
+   * What a failed pass means for the object (kube-rs's `error_policy`): which errors latch and
+   * what the latch writes, the quota condition and retry (see {@link ErrorPolicy}). Without it,
+   * errors are retried by class and write nothing.
    */
-  permanentErrorCondition?: string;
+  errorPolicy?: ErrorPolicy;
   /**
    * Conditions whose flips become Events on the primary: after a successful status write, each
    * condition listed in `conditions` whose status or reason changed is recorded once (reason = the condition's
    * reason, note = `<type>=<status>: <message>`). Unlisted conditions record nothing; the
-   * `permanentErrorCondition` counts as `negative`.
+   * error policy's latch condition counts as `negative`.
    *
    * Caveats: only changes are recorded, so steady state writes no Events; a repeat of the same
    * flip (e.g. Healthy going False again later with the same reason and message) becomes a

@@ -14,6 +14,8 @@ export interface DriftList {
   /** The name the decision looks the objects up by. */
   name: string;
   resource: Resource;
+  /** List one namespace only (where the grant to list is a Role); default every namespace. */
+  namespace?: string;
   labelSelector?: string;
   /**
    * Ask for metadata only (`PartialObjectMetadataList`): names, labels, owners, versions. Use it
@@ -21,6 +23,17 @@ export interface DriftList {
    * Secrets it keeps bodies out of the sweep.
    */
   metadataOnly?: boolean;
+  /**
+   * List per page of primaries instead of once per period: only the objects whose label `label`
+   * holds the `value` of one of the page's primaries (a set-based selector `label in (…)` added to
+   * `labelSelector`, cut into chunks that keep each URL short). The sweep then holds the owned
+   * objects of one page of primaries, never those of the whole fleet, for about the same number of
+   * requests when each primary owns about one object of the kind.
+   *
+   * Caveats: an object without the label (a foreign one squatting on a derived name) is not seen;
+   * the decision must not read its absence as "free" where that matters.
+   */
+  perPage?: { label: string; value(primary: KubeObject): string | undefined };
 }
 
 /** The objects the sweep listed this period, by list name and key. */
@@ -76,6 +89,8 @@ export function defineDrift<S>(declaration: DriftDeclaration<S>): DriftDeclarati
 export const DEFAULT_SAFETY_NET_SECONDS = 86_400;
 /** Page size of the sweep's lists. */
 export const SWEEP_PAGE_SIZE = 500;
+/** Most characters of label values in one per-page selector (Workers cap a URL at 16 KB). */
+export const PER_PAGE_SELECTOR_CHARS = 6_000;
 
 /**
  * Which list slot `now` falls in when the sweep runs every `periodSeconds`: slots are at least a
@@ -113,11 +128,13 @@ export function safetyNetDue(
 }
 
 /**
- * Lists every `lists` entry once (paged, `resourceVersion=0`, `managedFields` dropped) into an
- * index by key. A list that fails is logged, counted and marked unavailable; the rest go on.
+ * Lists every `lists` entry without `perPage` once (paged, `resourceVersion=0`, `managedFields`
+ * dropped) into an index by key. A list that fails is logged, counted and marked unavailable; the
+ * rest go on.
  *
- * Caveats: the index holds the owned objects of one controller for the length of its decisions
- * (metadata-only lists keep it small); the primaries themselves are never held whole.
+ * Caveats: the index holds every object of these lists for the length of the controller's
+ * decisions: keep whole-period lists for kinds that do not grow with the fleet, and declare
+ * `perPage` for owned kinds (see {@link listForPage}). The primaries are never held whole.
  */
 export async function listForDrift(
   ctx: Pick<Context, "kube" | "log" | "metrics">,
@@ -127,9 +144,11 @@ export async function listForDrift(
 ): Promise<Listed> {
   const index = new Map<string, Map<string, KubeObject>>();
   for (const list of lists) {
+    if (list.perPage) continue;
     const byKey = new Map<string, KubeObject>();
     try {
       for await (const page of pagesOf(ctx.kube, list.resource, {
+        ...(list.namespace ? { namespace: list.namespace } : {}),
         ...(list.labelSelector ? { labelSelector: list.labelSelector } : {}),
         ...(list.metadataOnly ? { metadataOnly: true } : {}),
         limit: pageSize,
@@ -148,10 +167,83 @@ export async function listForDrift(
       ctx.metrics.count("kubefn_sweep_errors_total", { controller, stage: `list:${list.name}` });
     }
   }
+  return listedOf(index);
+}
+
+/**
+ * The `perPage` lists of one page of primaries: for each, the objects labelled with one of the
+ * page's values (`label in (…)`, chunked to {@link PER_PAGE_SELECTOR_CHARS}), paged. Failures as
+ * in {@link listForDrift}, for this page only. The index lives as long as the page's decisions.
+ */
+export async function listForPage(
+  ctx: Pick<Context, "kube" | "log" | "metrics">,
+  controller: string,
+  lists: readonly DriftList[],
+  primaries: readonly KubeObject[],
+  pageSize = SWEEP_PAGE_SIZE,
+): Promise<Listed> {
+  const index = new Map<string, Map<string, KubeObject>>();
+  for (const list of lists) {
+    if (!list.perPage) continue;
+    const values = [...new Set(primaries.flatMap((p) => list.perPage?.value(p) ?? []))].sort();
+    const byKey = new Map<string, KubeObject>();
+    try {
+      for (const chunk of selectorChunks(values)) {
+        const labelSelector = [list.labelSelector, `${list.perPage.label} in (${chunk.join(",")})`]
+          .filter(Boolean)
+          .join(",");
+        for await (const page of pagesOf(ctx.kube, list.resource, {
+          labelSelector,
+          ...(list.metadataOnly ? { metadataOnly: true } : {}),
+          limit: pageSize,
+        })) {
+          for (const item of page) byKey.set(keyString(item.metadata), item);
+        }
+      }
+      index.set(list.name, byKey);
+    } catch (err) {
+      if (isNotFound(err)) {
+        ctx.metrics.count("kubefn_sweep_lists_unavailable_total", { controller, list: list.name });
+        continue;
+      }
+      ctx.log.error("sweep drift list failed", { controller, list: list.name, error: String(err) });
+      ctx.metrics.count("kubefn_sweep_errors_total", { controller, stage: `list:${list.name}` });
+    }
+  }
+  return listedOf(index);
+}
+
+/** One view over several indexes (a period's lists and a page's), the first holding a list wins. */
+export function combineListed(...parts: readonly Listed[]): Listed {
+  return {
+    get: (list, key) => parts.find((p) => p.available(list))?.get(list, key),
+    available: (list) => parts.some((p) => p.available(list)),
+  };
+}
+
+function listedOf(index: Map<string, Map<string, KubeObject>>): Listed {
   return {
     get: (list, key) => index.get(list)?.get(keyString(key)),
     available: (list) => index.has(list),
   };
+}
+
+/** Values cut into groups of at most {@link PER_PAGE_SELECTOR_CHARS} characters (none when empty). */
+function selectorChunks(values: readonly string[]): string[][] {
+  const chunks: string[][] = [];
+  let chunk: string[] = [];
+  let chars = 0;
+  for (const value of values) {
+    if (chunk.length > 0 && chars + value.length + 1 > PER_PAGE_SELECTOR_CHARS) {
+      chunks.push(chunk);
+      chunk = [];
+      chars = 0;
+    }
+    chunk.push(value);
+    chars += value.length + 1;
+  }
+  if (chunk.length > 0) chunks.push(chunk);
+  return chunks;
 }
 
 /**
@@ -164,7 +256,7 @@ export async function listForDrift(
 export async function* pagesOf(
   kube: Kube,
   resource: Resource,
-  opts: { labelSelector?: string; metadataOnly?: boolean; limit: number },
+  opts: { namespace?: string; labelSelector?: string; metadataOnly?: boolean; limit: number },
 ): AsyncGenerator<KubeObject[]> {
   let token: string | undefined;
   do {

@@ -1,6 +1,13 @@
 import { mapWithConcurrency } from "../concurrency/index.ts";
 import { isRecord } from "../guards/index.ts";
-import { controllerOf, type KubeObject, type ObjectKey, type OwnerReference } from "../kube/index.ts";
+import {
+  controllerOf,
+  isNamespaceName,
+  isObjectName,
+  type KubeObject,
+  type ObjectKey,
+  type OwnerReference,
+} from "../kube/index.ts";
 import type { ControllerDefinition, Watch, WatchedChange } from "./controller.ts";
 import { type EventBatch, parseEventBatch, relayEventSchema } from "./event-batch.ts";
 import { groupOf, type Registry } from "./registry.ts";
@@ -55,8 +62,21 @@ export type MappingCounts = {
   requests: number;
 };
 
+/** The object as the API server stored it, from an audit event, and when (ms since the epoch). */
+export interface MappedSnapshot {
+  object: KubeObject;
+  at: number;
+}
+
 export interface MappingResult {
   source: EventBatch["source"];
+  /**
+   * A primary's stored object from its audit event (`responseObject` of a create, update or patch,
+   * at RequestResponse level), by {@link requestKey}, when the batch changed that primary once and
+   * the event carries a resourceVersion and a time. Attached to the message, it saves the pass its
+   * GET; the pass's writes are guarded by that resourceVersion (executor).
+   */
+  snapshots: ReadonlyMap<string, MappedSnapshot>;
   /** Deduplicated by controller + namespace + name, in first-seen order. */
   requests: Request[];
   counts: MappingCounts;
@@ -72,6 +92,8 @@ interface Change {
   object: KubeObject | undefined;
   /** The audit event's requestObject, for predicates. */
   request?: unknown;
+  /** When the API server stored `object` (audit stageTimestamp), if it is a trusted stored body. */
+  storedAt?: number;
 }
 
 /**
@@ -106,7 +128,12 @@ export async function mapEvents(
     for (const event of batch.events) mapper.addRelay(event);
   }
   await mapper.runWatches(ctx, options.mapperConcurrency ?? 8);
-  return { source: batch.source, requests: mapper.requests(), counts: mapper.counts };
+  return {
+    source: batch.source,
+    requests: mapper.requests(),
+    counts: mapper.counts,
+    snapshots: mapper.snapshots(),
+  };
 }
 
 interface WatchJob {
@@ -127,6 +154,8 @@ class BatchMapper {
     requests: 0,
   };
   private readonly out = new Map<string, Request>();
+  /** Per primary key: its one stored body in this batch, or null once it changed more than once. */
+  private readonly stored = new Map<string, MappedSnapshot | null>();
   private readonly jobs = new Map<string, WatchJob>();
 
   constructor(
@@ -170,6 +199,7 @@ class BatchMapper {
         const object = objectBody(entry);
         if (!object) continue;
         const namespace = object.metadata.namespace ?? refNamespace;
+        if (!isStorableKey(namespace, object.metadata.name)) continue;
         const result = this.add({
           group,
           resource,
@@ -187,9 +217,21 @@ class BatchMapper {
     const name = refName ?? object?.metadata.name;
     if (name === undefined) return void this.counts.skipped++;
     const namespace = refNamespace ?? object?.metadata.namespace;
+    if (!isStorableKey(namespace, name)) return void this.counts.skipped++;
     const request = hasBody && item.requestObject !== undefined ? { request: item.requestObject } : {};
+    const stored =
+      verb !== "delete" && objectBody(item.responseObject) !== undefined ? storedTime(item) : undefined;
     this.count(
-      this.add({ group, resource, namespace, name, verb: verb as WatchedChange["verb"], object, ...request }),
+      this.add({
+        group,
+        resource,
+        namespace,
+        name,
+        verb: verb as WatchedChange["verb"],
+        object,
+        ...request,
+        ...(stored === undefined ? {} : { storedAt: stored }),
+      }),
     );
   }
 
@@ -202,6 +244,7 @@ class BatchMapper {
     const verb = type === "ADDED" ? "create" : type === "DELETED" ? "delete" : "update";
     const meta = object.metadata;
     const namespace = meta.namespace === "" ? undefined : meta.namespace;
+    if (!isStorableKey(namespace, meta.name)) return void this.counts.skipped++;
     const kubeObject = { apiVersion: "", kind: "", ...object } as KubeObject;
     this.count(
       this.add({
@@ -243,13 +286,18 @@ class BatchMapper {
     };
     const primary = registry.primaryFor(change.group, change.resource);
     const passes = !primary?.predicate || primary.predicate(observed);
-    if (primary && passes) {
-      this.emit({
+    if (primary) {
+      const request: Request = {
         controller: primary.name,
         namespace: primary.for.namespaced ? change.namespace : undefined,
         name: change.name,
-      });
-      produced = true;
+      };
+      if (request.namespace === undefined) delete request.namespace;
+      this.remember(requestKey(request), change);
+      if (passes) {
+        this.emit(request);
+        produced = true;
+      }
     }
 
     const owners = registry.ownersOf(change.group, change.resource).filter((def) => {
@@ -315,8 +363,24 @@ class BatchMapper {
     return produced ? true : unresolved ? "unresolved" : false;
   }
 
+  /** Keeps a primary's stored body once; a second change of the same primary voids it. */
+  private remember(key: string, change: Change): void {
+    const usable = change.object?.metadata.resourceVersion && change.storedAt !== undefined;
+    if (this.stored.has(key) || !usable) this.stored.set(key, null);
+    else this.stored.set(key, { object: change.object!, at: change.storedAt! });
+  }
+
+  snapshots(): ReadonlyMap<string, MappedSnapshot> {
+    const out = new Map<string, MappedSnapshot>();
+    for (const [key, snapshot] of this.stored) if (snapshot && this.out.has(key)) out.set(key, snapshot);
+    return out;
+  }
+
   private emit(request: Request): void {
     if (request.namespace === undefined) delete request.namespace;
+    // Owner names come from bodies, mapper results from code: neither becomes a request the API
+    // server could never answer.
+    if (!isStorableKey(request.namespace, request.name)) return;
     const key = requestKey(request);
     if (!this.out.has(key)) this.out.set(key, request);
   }
@@ -357,7 +421,18 @@ class BatchMapper {
   }
 }
 
+/** Whether an event's key could name a stored object (forged or corrupted events may not). */
+function isStorableKey(namespace: string | undefined, name: string): boolean {
+  return isObjectName(name) && (namespace === undefined || isNamespaceName(namespace));
+}
+
 /** An object body with a name, or undefined for a Status, DeleteOptions, Scale or anything else. */
+/** When the audit event's stage completed (the object was stored by then), or undefined. */
+function storedTime(item: Record<string, unknown>): number | undefined {
+  const t = typeof item.stageTimestamp === "string" ? Date.parse(item.stageTimestamp) : Number.NaN;
+  return Number.isNaN(t) ? undefined : t;
+}
+
 function objectBody(value: unknown): (KubeObject & { metadata: { name: string } }) | undefined {
   if (!isRecord(value) || !isRecord(value.metadata)) return undefined;
   if (typeof value.kind === "string" && NOT_OBJECT_KINDS.has(value.kind)) return undefined;

@@ -1,29 +1,25 @@
 import { assertNever, isRecord } from "../guards/index.ts";
 import {
-  type Condition,
-  type ConditionInput,
   classifyError,
+  conditionsOf,
   createEventRecorder,
   diffMergePatch,
   type ErrorClass,
   type ErrorClassName,
-  findCondition,
   isNotFound,
   type Kube,
   type KubeObject,
   type ObjectKey,
   type Resource,
-  setCondition,
 } from "../kube/index.ts";
 import { backoffSeconds } from "./backoff.ts";
 import { conditionEvents } from "./condition-events.ts";
 import type { ControllerDefinition, PassContext } from "./controller.ts";
+import { applyErrorPolicy, type ErrorPolicy, isLatched, QUOTA_RETRY_SECONDS } from "./error-policy.ts";
 import { done, failed, Outcome } from "./outcome.ts";
 import { groupOf, type Registry } from "./registry.ts";
 import { type Context, describeTrigger, type Message, type Request, requestKey } from "./types.ts";
 
-/** Fixed retry interval after a quota error (DESIGN: "fixed retry interval"). */
-export const QUOTA_RETRY_SECONDS = 60;
 /**
  * Conflicts requeue at once (delay 0) this many times in a row; after that they back off like
  * transient errors. The attempt grows by one per conflict, so a hot conflict loop (two writers
@@ -35,8 +31,6 @@ export const IMMEDIATE_CONFLICT_RETRIES = 3;
  * a queue (delayed, redelivered) reads the object afresh, so its UID can be checked.
  */
 export const SNAPSHOT_MAX_AGE_SECONDS = 30;
-/** Reason the executor writes on `permanentErrorCondition` once a newer generation passes. */
-export const RESOLVED_REASON = "Resolved";
 
 /** How a pass ended, for adapters to print and for `kubefn_passes_total{result}`. */
 export type PassResultKind = "done" | "awaitSweep" | "requeue" | "error" | "latched";
@@ -76,16 +70,19 @@ export interface PassResult {
  * | requeueAfter(s) | s, attempt 0 (none when s ≥ the resync: reported as awaitSweep) |
  * | transient error | backoffSeconds(attempt) (1 s · 2^n, cap 300, equal jitter, ≥ Retry-After), attempt + 1 |
  * | conflict (also a Conflict on the status patch) | 0 for the first {@link IMMEDIATE_CONFLICT_RETRIES}, then backoff; attempt + 1 |
- * | quota | {@link QUOTA_RETRY_SECONDS}, attempt 0 |
- * | permanent | none; `permanentErrorCondition` set when the controller asks for it |
+ * | quota | the error policy's `quota.retrySeconds` ({@link QUOTA_RETRY_SECONDS}), attempt 0 |
+ * | permanent | none |
+ *
+ * The controller's {@link ErrorPolicy} decides what an error writes (the latch, the quota
+ * condition) before the status write.
  *
  * A follow-up as late as the controller's `resyncSeconds` or later is not sent: the sweep comes
  * first.
  * Never throws for a failed pass: the failure is logged at error level with its key and class,
  * counted, and expressed as the follow-up.
  *
- * Caveats: the latch (a True `permanentErrorCondition` at the current generation) makes a pass a
- * no-op without calling the controller; controllers with their own latch leave that field unset.
+ * Caveats: the latch (the policy's latch condition True at the current generation) makes a pass a
+ * no-op without calling the controller (result `latched`).
  * A failed follow-up send is logged and counted but not thrown: the sweep covers a lost message.
  *
  * @example
@@ -208,14 +205,14 @@ export async function runPass(ctx: Context, registry: Registry, message: Message
     return finish();
   }
 
-  if (isLatched(def, observed)) {
+  if (isLatched(def.errorPolicy, observed)) {
     summary.result = "latched";
     return finish();
   }
 
   const copy = structuredClone(observed);
   let outcome = await guard(() => def.reconcile(passCtx, copy));
-  recordLatch(def, copy, ctx.clock.now(), outcome);
+  applyErrorPolicy(def.errorPolicy, copy, outcome, ctx.clock.now());
   if (def.observedGeneration !== false && typeof copy.metadata.generation === "number") {
     const status = isRecord(copy.status) ? copy.status : {};
     status.observedGeneration = copy.metadata.generation;
@@ -272,7 +269,12 @@ export interface FollowUp {
  * The follow-up an Outcome asks for, before the resync limit is applied (pure; see the table on
  * {@link runPass}). `undefined` for done and for permanent errors.
  */
-export function followUpFor(outcome: Outcome, attempt: number, random: () => number): FollowUp | undefined {
+export function followUpFor(
+  outcome: Outcome,
+  attempt: number,
+  random: () => number,
+  quotaRetrySeconds = QUOTA_RETRY_SECONDS,
+): FollowUp | undefined {
   switch (outcome.kind) {
     case "done":
     case "awaitSweep":
@@ -301,7 +303,7 @@ export function followUpFor(outcome: Outcome, attempt: number, random: () => num
           };
         case "quota":
           return {
-            delaySeconds: Math.max(QUOTA_RETRY_SECONDS, Math.ceil(retryAfterSeconds ?? 0)),
+            delaySeconds: Math.max(quotaRetrySeconds, Math.ceil(retryAfterSeconds ?? 0)),
             attempt: 0,
           };
         case "permanent":
@@ -324,7 +326,7 @@ async function settle(
   outcome: Outcome,
 ): Promise<void> {
   const { request } = message;
-  const next = followUpFor(outcome, attempt, ctx.random);
+  const next = followUpFor(outcome, attempt, ctx.random, def.errorPolicy?.quota?.retrySeconds);
   if (outcome.kind === "error") {
     fail(ctx, summary, request, def.name, attempt, outcome.error, classifyError(outcome.error));
   } else {
@@ -413,42 +415,4 @@ function isFresh(message: Message, now: Date): boolean {
 
 function matchesKey(object: KubeObject, key: ObjectKey): boolean {
   return object.metadata?.name === key.name && (object.metadata.namespace ?? "") === (key.namespace ?? "");
-}
-
-function conditionsOf(object: KubeObject): Condition[] | undefined {
-  const status = object.status;
-  if (!isRecord(status) || !Array.isArray(status.conditions)) return undefined;
-  return status.conditions as Condition[];
-}
-
-/** The executor-kept latch: True at the current generation, and the object is not being deleted. */
-export function isLatched(def: ControllerDefinition, object: KubeObject): boolean {
-  if (!def.permanentErrorCondition || object.metadata.deletionTimestamp) return false;
-  const condition = findCondition(conditionsOf(object), def.permanentErrorCondition);
-  return (
-    condition?.status === "True" &&
-    condition.observedGeneration !== undefined &&
-    condition.observedGeneration === object.metadata.generation
-  );
-}
-
-function recordLatch(def: ControllerDefinition, object: KubeObject, now: Date, outcome: Outcome): void {
-  const type = def.permanentErrorCondition;
-  if (!type) return;
-  const cls = outcome.kind === "error" ? classifyError(outcome.error) : undefined;
-  const generation = object.metadata.generation;
-  let next: ConditionInput | undefined;
-  if (cls?.class === "permanent" && outcome.kind === "error") {
-    const message = outcome.error instanceof Error ? outcome.error.message : String(outcome.error);
-    next = { type, status: "True", reason: cls.reason, message, observedGeneration: generation };
-  } else if (findCondition(conditionsOf(object), type)?.status === "True") {
-    next = { type, status: "False", reason: RESOLVED_REASON, message: "", observedGeneration: generation };
-  }
-  if (!next) return;
-  if (next.observedGeneration === undefined) delete next.observedGeneration;
-  const { conditions, changed } = setCondition(conditionsOf(object), next, now);
-  if (!changed) return;
-  const status = isRecord(object.status) ? object.status : {};
-  status.conditions = conditions;
-  object.status = status;
 }

@@ -1,6 +1,7 @@
 export { type BackoffPolicy, backoffSeconds, DEFAULT_BACKOFF } from "./backoff.ts";
 export type { ControllerDefinition, PassContext, Watch, WatchedChange } from "./controller.ts";
 export {
+  combineListed,
   DEFAULT_SAFETY_NET_SECONDS,
   type DriftDeclaration,
   type DriftInput,
@@ -10,9 +11,20 @@ export {
   driftDue,
   type Listed,
   listForDrift,
+  listForPage,
   pagesOf,
+  SWEEP_PAGE_SIZE,
   safetyNetDue,
 } from "./drift.ts";
+export {
+  applyErrorPolicy,
+  type ErrorPolicy,
+  isLatched,
+  latchedAt,
+  type PolicyError,
+  QUOTA_RETRY_SECONDS,
+  RESOLVED_REASON,
+} from "./error-policy.ts";
 export {
   type AuditEvent,
   auditEventListSchema,
@@ -38,11 +50,8 @@ export {
   type FollowUp,
   followUpFor,
   IMMEDIATE_CONFLICT_RETRIES,
-  isLatched,
   type PassResult,
   type PassResultKind,
-  QUOTA_RETRY_SECONDS,
-  RESOLVED_REASON,
   runPass,
   SNAPSHOT_MAX_AGE_SECONDS,
 } from "./executor.ts";
@@ -67,7 +76,13 @@ export {
 } from "./registry.ts";
 export { planSweep, type SweepInput, type SweepPlan, sweepBucket } from "./sweep.ts";
 export { type ControllerSweep, runSweep, type SweepOptions, type SweepSummary } from "./sweep-run.ts";
-export { createSweepMemo, type SweepMemo, type SweepTask } from "./sweep-task.ts";
+export {
+  createSweepMemo,
+  runSweepTask,
+  type SweepMemo,
+  type SweepTask,
+  type SweepTaskRun,
+} from "./sweep-task.ts";
 export type {
   Clock,
   Context,
@@ -80,4 +95,4 @@ export type {
   Request,
   Resource,
 } from "./types.ts";
-export { describeTrigger, isMessage, requestKey, type Trigger, type TriggerKind } from "./types.ts";
+export { describeTrigger, fitted, isMessage, requestKey, type Trigger, type TriggerKind } from "./types.ts";

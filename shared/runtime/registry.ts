@@ -67,8 +67,8 @@ export function isKind(object: KubeObject, resource: Resource): boolean {
  * Builds the registry and validates it once, at start-up: unique controller names, condition
  * types unique across all controllers, every Resource complete and well-formed, no kind claimed
  * as `for` by two controllers, a resync between 60 s and a week, every declared requeue delay
- * shorter than the resync (one as late is never sent), a `permanentErrorCondition` among the
- * controller's own condition types.
+ * shorter than the resync (one as late is never sent), the error policy's latch and quota
+ * conditions among the controller's own condition types.
  *
  * @throws RegistryError listing every problem, so one start-up shows them all.
  * @example
@@ -151,10 +151,14 @@ export function createRegistry(definitions: readonly ControllerDefinition[]): Re
       ownTypes.add(type);
     }
     if (!Array.isArray(def.conditionTypes)) problems.push(`${label}: conditionTypes must be an array`);
-    if (def.permanentErrorCondition !== undefined && !ownTypes.has(def.permanentErrorCondition)) {
-      problems.push(
-        `${label}: permanentErrorCondition "${def.permanentErrorCondition}" is not among its conditionTypes`,
-      );
+    const policy = def.errorPolicy;
+    for (const [field, type] of [
+      ["latch", policy?.latch?.condition],
+      ["quota", policy?.quota?.condition],
+    ] as const) {
+      if (type !== undefined && !ownTypes.has(type)) {
+        problems.push(`${label}: errorPolicy.${field} condition "${type}" is not among its conditionTypes`);
+      }
     }
 
     const resync = def.resyncSeconds;

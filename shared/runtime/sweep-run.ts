@@ -1,10 +1,12 @@
 import type { KubeObject } from "../kube/index.ts";
 import type { ControllerDefinition } from "./controller.ts";
 import {
+  combineListed,
   DEFAULT_SAFETY_NET_SECONDS,
   driftDue,
   type Listed,
   listForDrift,
+  listForPage,
   pagesOf,
   SWEEP_PAGE_SIZE,
   safetyNetDue,
@@ -12,7 +14,7 @@ import {
 } from "./drift.ts";
 import type { Registry } from "./registry.ts";
 import { sweepBucket } from "./sweep.ts";
-import { createSweepMemo, type SweepMemo, type SweepTask } from "./sweep-task.ts";
+import { createSweepMemo, type SweepMemo, type SweepTask, type SweepTaskRun } from "./sweep-task.ts";
 import type { Context, Message, Request, Trigger } from "./types.ts";
 
 export interface SweepOptions {
@@ -56,16 +58,19 @@ export interface SweepSummary {
  * page by page (from the watch cache); once per drift period (`resyncSeconds`) it also lists the
  * kinds the controller's {@link ControllerDefinition.drift} declares, and sends a pass only to the
  * primaries its pure decision names, carrying the reason. Every object also gets a safety-net
- * pass once per `safetyNetSeconds` (a day), spread by UID. Then the controllers' periodic tasks
- * run on the listed primaries.
+ * pass once per `safetyNetSeconds` (a day), spread by UID. Each page then goes to the
+ * controller's periodic tasks, and is dropped before the next one is listed.
  *
  * At steady state with nothing changing it sends no messages, and its requests grow with the
- * number of kinds and pages, not with the number of objects.
+ * number of kinds and pages, not with the number of objects. Memory is bounded by a page of
+ * primaries, the owned objects of that page (`perPage` lists), the whole-period lists and what
+ * each task declares it keeps — never by the fleet.
  *
- * Caveats: a task that throws is logged, counted and reported; it never stops the drift requests
- * or the other tasks. A kind whose list fails is skipped this sweep (its objects are looked at
- * next period). A failed `load` skips that controller's decisions this period (logged, counted).
- * Primaries are held whole only for a controller that has periodic tasks (they take the list).
+ * Caveats: a task that throws is logged, counted and reported, gets no further pages, and never
+ * stops the drift requests or the other tasks. A kind whose list fails (also mid-way, e.g. an
+ * expired continue token) is skipped from there on this sweep; its tasks are not finished (their
+ * counts would be partial) and its objects are looked at next period. A failed `load` skips that
+ * controller's decisions this period (logged, counted).
  */
 export async function runSweep(
   ctx: Context,
@@ -78,32 +83,38 @@ export async function runSweep(
   const periodSeconds = options.periodSeconds ?? 60;
   const pageSize = options.pageSize ?? SWEEP_PAGE_SIZE;
   const summary: SweepSummary = { controllers: {}, tasks: {}, durationMs: 0 };
-  const kept = new Map<string, KubeObject[]>();
   const memo = createSweepMemo();
 
   for (const def of registry.controllers) {
-    const wantsList = tasks.some((t) => t.controller === def.name);
     const driftNow = options.full === true || driftDue(now, def.resyncSeconds, periodSeconds);
     // A full sweep sends every object anyway: no lists or decisions to make.
-    const decide =
-      driftNow && def.drift && !options.full ? await decisionFor(ctx, def, now, memo) : undefined;
-    const attach = driftNow && def.drift?.attach && decide ? decide.attach : undefined;
-    const trigger = async (object: KubeObject): Promise<Trigger | undefined> => {
-      if (options.full) return { kind: "start" };
-      if (safetyNetDue(object, now, options.safetyNetSeconds ?? DEFAULT_SAFETY_NET_SECONDS, periodSeconds))
-        return { kind: "safety-net" };
-      if (!def.drift)
-        return resyncDue(object, def, now, periodSeconds) ? { kind: "drift", reason: "resync" } : undefined;
-      const reason = await decide?.(object);
-      return reason === undefined ? undefined : { kind: "drift", reason };
+    const decision =
+      driftNow && def.drift && !options.full ? await decisionFor(ctx, def, now, memo, pageSize) : undefined;
+    const stats: ControllerSweep = {
+      listed: 0,
+      due: 0,
+      shards: 0,
+      drift: decision !== undefined,
+      reasons: {},
     };
-
-    const stats: ControllerSweep = { listed: 0, due: 0, shards: 0, drift: decide !== undefined, reasons: {} };
-    const primaries: KubeObject[] = [];
+    const runs = startTasks(ctx, tasks, def.name, memo, summary);
     try {
       for await (const page of pagesOf(ctx.kube, def.for, { limit: pageSize })) {
         stats.listed += page.length;
-        if (wantsList) primaries.push(...page);
+        const decide = decision ? await decision.forPage(page) : undefined;
+        const trigger = async (object: KubeObject): Promise<Trigger | undefined> => {
+          if (options.full) return { kind: "start" };
+          if (
+            safetyNetDue(object, now, options.safetyNetSeconds ?? DEFAULT_SAFETY_NET_SECONDS, periodSeconds)
+          )
+            return { kind: "safety-net" };
+          if (!def.drift)
+            return resyncDue(object, def, now, periodSeconds)
+              ? { kind: "drift", reason: "resync" }
+              : undefined;
+          const reason = await decide?.decide(object);
+          return reason === undefined ? undefined : { kind: "drift", reason };
+        };
         const messages: Message[] = [];
         for (const object of page) {
           const why = await trigger(object);
@@ -111,7 +122,10 @@ export async function runSweep(
           const request: Request = object.metadata.namespace
             ? { controller: def.name, namespace: object.metadata.namespace, name: object.metadata.name }
             : { controller: def.name, name: object.metadata.name };
-          const listed = options.snapshots && why.kind === "drift" ? attach?.(object) : undefined;
+          const listed =
+            options.snapshots && why.kind === "drift" && def.drift?.attach
+              ? decide?.attach(object)
+              : undefined;
           messages.push({
             request,
             attempt: 0,
@@ -124,13 +138,14 @@ export async function runSweep(
           stats.reasons[label] = (stats.reasons[label] ?? 0) + 1;
         }
         await send(ctx, def.name, messages, options.shardSize, stats);
+        for (const run of runs) await run.page(page);
       }
     } catch (err) {
       ctx.log.error("sweep list failed", { controller: def.name, error: String(err) });
       ctx.metrics.count("kubefn_sweep_errors_total", { controller: def.name, stage: "list" });
       continue;
     }
-    if (wantsList) kept.set(def.name, primaries);
+    for (const run of runs) await run.finish();
     summary.controllers[def.name] = stats;
     // Moves every sweep, also when nothing is due: the "sweep stalled" alert's clock.
     ctx.metrics.gauge("kubefn_sweep_last_success_timestamp_seconds", ctx.clock.now().getTime() / 1000, {
@@ -138,33 +153,80 @@ export async function runSweep(
     });
   }
 
-  for (const task of tasks) {
-    const primaries = kept.get(task.controller);
-    if (!primaries) continue;
-    try {
-      summary.tasks[task.name] = await task.run(ctx, primaries, memo);
-    } catch (err) {
-      ctx.log.error("sweep task failed", { task: task.name, error: String(err) });
-      ctx.metrics.count("kubefn_sweep_errors_total", { controller: task.controller, stage: task.name });
-      summary.tasks[task.name] = { error: String(err) };
-    }
-  }
   summary.durationMs = Math.round(performance.now() - started);
   return summary;
 }
 
-/** The controller's decision bound to this period's lists, or undefined when `load` failed. */
+/** A task's run that catches its own failures: it reports them once and takes no more pages. */
+interface GuardedRun {
+  page(primaries: readonly KubeObject[]): Promise<void>;
+  finish(): Promise<void>;
+}
+
+function startTasks(
+  ctx: Context,
+  tasks: readonly SweepTask[],
+  controller: string,
+  memo: SweepMemo,
+  summary: SweepSummary,
+): GuardedRun[] {
+  return tasks
+    .filter((t) => t.controller === controller)
+    .map((task) => {
+      let run: SweepTaskRun | undefined;
+      let failed = false;
+      const fail = (err: unknown) => {
+        failed = true;
+        ctx.log.error("sweep task failed", { task: task.name, error: String(err) });
+        ctx.metrics.count("kubefn_sweep_errors_total", { controller, stage: task.name });
+        summary.tasks[task.name] = { error: String(err) };
+      };
+      try {
+        run = task.start(ctx, memo);
+      } catch (err) {
+        fail(err);
+      }
+      return {
+        async page(primaries) {
+          if (failed || !run) return;
+          try {
+            await run.page(primaries);
+          } catch (err) {
+            fail(err);
+          }
+        },
+        async finish() {
+          if (failed || !run) return;
+          try {
+            summary.tasks[task.name] = await run.finish();
+          } catch (err) {
+            fail(err);
+          }
+        },
+      };
+    });
+}
+
+/** A page's decision and attachments. */
+interface PageDecision {
+  decide(object: KubeObject): Promise<string | undefined>;
+  attach(object: KubeObject): KubeObject[];
+}
+
+/**
+ * The controller's decision bound to this period's whole-period lists and `load`; `forPage` adds
+ * each page's `perPage` lists. Undefined when `load` failed.
+ */
 async function decisionFor(
   ctx: Context,
   def: ControllerDefinition,
   now: Date,
   memo: SweepMemo,
-): Promise<
-  | (((object: KubeObject) => Promise<string | undefined>) & { attach: (object: KubeObject) => KubeObject[] })
-  | undefined
-> {
+  pageSize: number,
+): Promise<{ forPage(page: readonly KubeObject[]): Promise<PageDecision> } | undefined> {
   const drift = def.drift!;
-  const listed: Listed = await listForDrift(ctx, def.name, drift.lists ?? []);
+  const lists = drift.lists ?? [];
+  const period: Listed = await listForDrift(ctx, def.name, lists, pageSize);
   let shared: unknown;
   try {
     shared = drift.load ? await drift.load(ctx, memo) : undefined;
@@ -173,26 +235,35 @@ async function decisionFor(
     ctx.metrics.count("kubefn_sweep_errors_total", { controller: def.name, stage: "load" });
     return undefined;
   }
-  const decide = async (primary: KubeObject) => {
-    try {
-      return await drift.decide({ primary, listed, shared, now });
-    } catch (err) {
-      ctx.log.error("sweep drift decision failed", {
-        controller: def.name,
-        name: primary.metadata.name,
-        error: String(err),
-      });
-      return "decide-error";
-    }
+  const paged = lists.some((l) => l.perPage);
+  return {
+    async forPage(page) {
+      const listed = paged
+        ? combineListed(period, await listForPage(ctx, def.name, lists, page, pageSize))
+        : period;
+      return {
+        async decide(primary) {
+          try {
+            return await drift.decide({ primary, listed, shared, now });
+          } catch (err) {
+            ctx.log.error("sweep drift decision failed", {
+              controller: def.name,
+              name: primary.metadata.name,
+              error: String(err),
+            });
+            return "decide-error";
+          }
+        },
+        attach(primary) {
+          try {
+            return drift.attach?.({ primary, listed, shared, now }) ?? [];
+          } catch {
+            return [];
+          }
+        },
+      };
+    },
   };
-  const attach = (primary: KubeObject): KubeObject[] => {
-    try {
-      return drift.attach?.({ primary, listed, shared, now }) ?? [];
-    } catch {
-      return [];
-    }
-  };
-  return Object.assign(decide, { attach });
 }
 
 /** A controller without a drift declaration: every object once per resync, spread by UID. */

@@ -3,17 +3,46 @@ import type { Context } from "./types.ts";
 
 /**
  * Periodic work a controller hangs on the sweep (health probes, orphan collection, lease
- * cleanup, gauges). It gets the primaries the sweep just listed, so it never lists them again,
- * and returns counts for the sweep's summary line.
+ * cleanup, gauges). It is fed the primaries the sweep lists, one page at a time, so it never
+ * lists them again and never sees the whole fleet at once; `finish` returns counts for the
+ * sweep's summary line.
  *
  * Caveats: a task runs once per sweep on whatever instance runs the sweep; it must keep no state
- * between runs except in the cluster (annotations, Leases) or behind a port.
+ * between runs except in the cluster (annotations, Leases) or behind a port. Within a run it may
+ * keep state bounded by something other than the number of primaries (instances, Leases, a
+ * partial probe shard per delay) and must say so; a page is not retained after `page` returns.
  */
 export interface SweepTask {
   name: string;
   /** The controller whose primaries the task receives. */
   controller: string;
-  run(ctx: Context, primaries: readonly KubeObject[], memo?: SweepMemo): Promise<Record<string, number>>;
+  /** Begins this sweep's run of the task. */
+  start(ctx: Context, memo: SweepMemo): SweepTaskRun;
+}
+
+/** One sweep's run of a {@link SweepTask}. */
+export interface SweepTaskRun {
+  /** One page of the listed primaries (at most the sweep's page size), in list order. */
+  page(primaries: readonly KubeObject[]): Promise<void>;
+  /** After the last page: finish the work and return the counts. */
+  finish(): Promise<Record<string, number>>;
+}
+
+/**
+ * Runs a task over `pages` outside a sweep (tests, benches): start, each page, finish.
+ *
+ * @example
+ * const counts = await runSweepTask(leaseSweepTask(), ctx, [proxies]);
+ */
+export async function runSweepTask(
+  task: SweepTask,
+  ctx: Context,
+  pages: Iterable<readonly KubeObject[]> | AsyncIterable<readonly KubeObject[]>,
+  memo: SweepMemo = createSweepMemo(),
+): Promise<Record<string, number>> {
+  const run = task.start(ctx, memo);
+  for await (const page of pages) await run.page(page);
+  return run.finish();
 }
 
 /**

@@ -73,6 +73,16 @@ export interface Message {
   listedAt?: number;
 }
 
+/**
+ * `message`, or, when it is larger than `maxBytes` as the queue counts (`sizeOf`), the message
+ * without its attached objects (`snapshot`, `listed`): its pass then reads the object itself.
+ */
+export function fitted(message: Message, maxBytes: number, sizeOf: (message: Message) => number): Message {
+  if ((!message.snapshot && !message.listed) || sizeOf(message) <= maxBytes) return message;
+  const { snapshot: _snapshot, listedAt: _listedAt, listed: _listed, ...bare } = message;
+  return bare;
+}
+
 /** Whether a queue message's body (JSON from any platform's queue) is a {@link Message}. */
 export function isMessage(body: unknown): body is Message {
   if (typeof body !== "object" || body === null) return false;

@@ -17,8 +17,8 @@
  *
  * Phases: kubefn's SubPools converge (created once a sweep's passes drained), then its Proxies,
  * then the peer's SubPools (each timed from the first create to the last primary converged,
- * requests counted from the first create until 5 s after); then a steady window (default 150 s,
- * ≥ two sweep periods) with both running and nothing changing: requests per hour by verb,
+ * requests counted from the first create until 5 s after); then a steady window (default 300 s,
+ * one drift period of every controller) with both running and nothing changing: requests per hour by verb,
  * messages (passes) per object-hour, probes per minute (hits at the probe target), CPU seconds
  * per minute and RSS of each process. Ends with one JSON line `{"bench":"fleet",...}`.
  *
@@ -66,8 +66,9 @@ export interface FleetOptions {
   steadySeconds: number;
 }
 
-export const defaultFleet: FleetOptions = { proxies: 900, subPools: 100, steadySeconds: 150 };
-export const largeFleet: FleetOptions = { proxies: 9000, subPools: 1000, steadySeconds: 150 };
+// The steady window is one drift period of every controller (Proxy and Site: 300 s).
+export const defaultFleet: FleetOptions = { proxies: 900, subPools: 100, steadySeconds: 300 };
+export const largeFleet: FleetOptions = { proxies: 9000, subPools: 1000, steadySeconds: 300 };
 
 /** One audited request of a measured identity. */
 interface Counted {
@@ -93,6 +94,8 @@ interface AuditEvent {
  */
 class AuditTee {
   readonly counted: Counted[] = [];
+  /** Writes forwarded to the intake (what may cause passes): time and `user verb resource`. */
+  readonly forwarded: { at: number; what: string }[] = [];
   intake: { url: string; token: string } | undefined;
   forwardErrors = 0;
   private server: Server | undefined;
@@ -140,7 +143,16 @@ class AuditTee {
           });
         }
       }
-      if (!read && e.stage === "ResponseComplete") forward.push(e);
+      if (!read && e.stage === "ResponseComplete") {
+        forward.push(e);
+        const resource = e.objectRef?.resource
+          ? `${e.objectRef.resource}${e.objectRef.subresource ? `/${e.objectRef.subresource}` : ""}`
+          : "";
+        this.forwarded.push({
+          at: Date.parse(e.requestReceivedTimestamp ?? "") || Date.now(),
+          what: `${user} ${verb} ${resource}`,
+        });
+      }
     }
     const intake = this.intake;
     if (!intake || forward.length === 0) return;
@@ -403,6 +415,21 @@ async function counterSum(host: HostProcess, name: string): Promise<number> {
   return sum;
 }
 
+/** A Prometheus counter of the host's /metrics, summed by the values of `labels` (joined by ":"). */
+async function counterBy(host: HostProcess, name: string, labels: string[]): Promise<Record<string, number>> {
+  const text = await (await fetch(`${host.url}/metrics`)).text();
+  const out: Record<string, number> = {};
+  for (const line of text.split("\n")) {
+    if (!line.startsWith(`${name}{`)) continue;
+    const key = labels
+      .map((label) => new RegExp(`${label}="([^"]*)"`).exec(line)?.[1] ?? "")
+      .filter((v) => v !== "")
+      .join(":");
+    out[key] = (out[key] ?? 0) + (Number(line.split(" ").at(-1)) || 0);
+  }
+  return out;
+}
+
 /** Resolves once the host's next sweep has run and every pass it caused is done. */
 async function afterSweep(host: HostProcess): Promise<void> {
   const seen = host.lines.length;
@@ -429,6 +456,8 @@ interface Converge {
   requests: number;
   perObject: number;
   byVerb: Record<string, number>;
+  /** Requests by verb and resource, per object. */
+  byVerbResourcePerObject: Record<string, number>;
   notFound: number;
   /** The 404s by resource: reads (or writes) of what was not there. */
   notFoundByResource: Record<string, number>;
@@ -457,6 +486,12 @@ async function converge(
     requests: calls.length,
     perObject: round(calls.length / objects.length, 1),
     byVerb: byVerb(calls),
+    byVerbResourcePerObject: Object.fromEntries(
+      Object.entries(countBy(calls.map((c) => `${c.verb} ${c.resource}`))).map(([k, n]) => [
+        k,
+        round(n / objects.length, 2),
+      ]),
+    ),
     notFound: calls.filter((c) => c.code === 404).length,
     notFoundByResource: countBy(calls.filter((c) => c.code === 404).map((c) => `${c.verb} ${c.resource}`)),
   };
@@ -601,6 +636,7 @@ export async function benchFleet(opts: FleetOptions = defaultFleet): Promise<Fle
     const s0 = {
       at: Date.now(),
       passes: await counterSum(host, "kubefn_passes_total"),
+      triggers: await counterBy(host, "kubefn_pass_triggers_total", ["trigger", "reason"]),
       probes: probesAtProxies(),
       host: usageOf(host.child.pid!),
       peer: usageOf(peer.pid!),
@@ -614,6 +650,7 @@ export async function benchFleet(opts: FleetOptions = defaultFleet): Promise<Fle
     const s1 = {
       at: Date.now(),
       passes: await counterSum(host, "kubefn_passes_total"),
+      triggers: await counterBy(host, "kubefn_pass_triggers_total", ["trigger", "reason"]),
       probes: probesAtProxies(),
       host: usageOf(host.child.pid!),
       peer: usageOf(peer.pid!),
@@ -624,15 +661,39 @@ export async function benchFleet(opts: FleetOptions = defaultFleet): Promise<Fle
     const steady = (user: string) => {
       const calls = tee.between(user, s0.at, s1.at);
       const verbs = byVerb(calls);
+      const byResource = countBy(calls.map((c) => `${c.verb} ${c.resource}`));
       return {
         requestsPerHour: perHour(calls.length),
         byVerbPerHour: Object.fromEntries(Object.entries(verbs).map(([v, n]) => [v, perHour(n)])),
+        byVerbResourcePerHour: Object.fromEntries(
+          Object.entries(byResource).map(([v, n]) => [v, perHour(n)]),
+        ),
       };
     };
     const kfSteady = steady(KUBEFN_USER);
+    // What the intake heard at steady state, by writer (kubefn's own writes are dropped there).
+    const intakeWritesPerHour = Object.fromEntries(
+      Object.entries(countBy(tee.forwarded.filter((f) => f.at >= s0.at && f.at < s1.at).map((f) => f.what)))
+        .sort((a, b) => b[1] - a[1])
+        .slice(0, 12)
+        .map(([k, n]) => [k, perHour(n)]),
+    );
     const peerSteady = steady(PEER_USER);
     const primaries = opts.proxies + opts.subPools;
     const messagesPerObjectHour = round((s1.passes - s0.passes) / primaries / (minutes / 60), 2);
+    // By trigger: probe shards (one per ~40 Proxies per probe time) are the health fan-out, the
+    // rest are passes (drift, safety net, follow-ups, events).
+    const messagesByTrigger = Object.fromEntries(
+      Object.entries(s1.triggers)
+        .map(([k, n]) => [k, round((n - (s0.triggers[k] ?? 0)) / primaries / (minutes / 60), 2)] as const)
+        .filter(([, n]) => n > 0),
+    );
+    const passMessagesPerObjectHour = round(
+      Object.entries(messagesByTrigger)
+        .filter(([k]) => !k.startsWith("shard"))
+        .reduce((a, [, n]) => a + n, 0),
+      2,
+    );
     const probesPerMinute = round((s1.probes - s0.probes) / minutes, 0);
     const cpu = {
       host: round((s1.host.cpuSeconds - s0.host.cpuSeconds) / minutes, 2),
@@ -655,6 +716,9 @@ export async function benchFleet(opts: FleetOptions = defaultFleet): Promise<Fle
         kubefn: {
           ...kfSteady,
           messagesPerObjectHour,
+          messagesPerObjectHourByTrigger: messagesByTrigger,
+          intakeWritesPerHour,
+          passMessagesPerObjectHour,
           probesPerMinute,
           cpuSecondsPerMinute: cpu.host,
           maxRssMiB: maxRss.host,
@@ -706,9 +770,9 @@ export async function benchFleet(opts: FleetOptions = defaultFleet): Promise<Fle
       },
       {
         name: "fleet steady messages",
-        figure: messagesPerObjectHour,
-        unit: "passes/object-hour",
-        note: "peer: 0 (no resync in the window)",
+        figure: `${passMessagesPerObjectHour} / ${messagesPerObjectHour}`,
+        unit: "passes / all messages per object-hour",
+        note: `by trigger ${verbs(messagesByTrigger)} (shard: probe shards); peer: 0 (no resync in the window)`,
       },
       {
         name: "fleet steady probes",

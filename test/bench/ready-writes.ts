@@ -21,7 +21,7 @@ import { proxyHealthTask } from "../../shared/controllers/proxy/health-task.ts";
 import { countingTransport, listAll } from "../../shared/kube/index.ts";
 import { createNodeTransport } from "../../shared/kube/node.ts";
 import type { KubeObject, Transport, TransportRequest } from "../../shared/kube/port.ts";
-import { runPass } from "../../shared/runtime/index.ts";
+import { runPass, runSweepTask } from "../../shared/runtime/index.ts";
 import { type ForwardProxy, startForwardProxy, startHttpTarget } from "../support/probe-fixtures.ts";
 import {
   type BenchRow,
@@ -121,7 +121,7 @@ export async function benchApplyToReady(): Promise<BenchRow[]> {
       if (p.status?.ip && !forward) forward = await startForwardProxy({ host: p.status.ip, port: 3128 });
       if (Date.now() - lastSweep >= 1000) {
         lastSweep = Date.now();
-        await health.run(ctx, await listAll(ctx.kube, proxyResource));
+        await runSweepTask(health, ctx, [await listAll(ctx.kube, proxyResource)]);
         sweeps++;
       }
       await new Promise((r) => setTimeout(r, 100));

@@ -5,7 +5,8 @@
  * when a bench fails or the run is interrupted. `KUBEFN_BENCH_LARGE=1` adds the 10,000-Proxy sweep;
  * `chaos` (1,000 Proxies under API faults, ~20+ min on 2 cores) runs only when named.
  * `fleet` starts its own devcluster (audit webhook on) and ends the output with one JSON line;
- * `KUBEFN_BENCH_FLEET_LARGE=1` runs it with 10,000 primaries.
+ * `KUBEFN_BENCH_FLEET_LARGE=1` runs it with 10,000 primaries. `worker-probes` (10,000 Proxies
+ * probed by the Worker in workerd; `KUBEFN_BENCH_PROBES=<n>` for another size) runs only when named.
  */
 import { benchBundle } from "./bundle.ts";
 import { benchChaos } from "./chaos.ts";
@@ -20,6 +21,7 @@ import { benchMessagesPerHour } from "./messages.ts";
 import { benchApplyToReady } from "./ready-writes.ts";
 import { benchSteadyPass } from "./steady-pass.ts";
 import { benchSweep } from "./sweep.ts";
+import { benchWorkerProbes } from "./worker-probes.ts";
 
 const large = process.env.KUBEFN_BENCH_LARGE === "1";
 const jsonLines: string[] = [];
@@ -76,6 +78,15 @@ const benches: { name: string; run: () => Promise<BenchRow[]>; explicit?: boolea
   { name: "ready-writes", run: benchApplyToReady },
   { name: "connections", run: benchConnections },
   { name: "chaos", run: benchChaos, explicit: true },
+  {
+    name: "worker-probes",
+    run: async () => {
+      const r = await benchWorkerProbes();
+      jsonLines.push(JSON.stringify(r.json));
+      return r.rows;
+    },
+    explicit: true,
+  },
   {
     name: "fleet",
     run: async () => {

@@ -30,7 +30,7 @@ import {
 import { type Message, planSweep, runPass, SNAPSHOT_MAX_AGE_SECONDS } from "../../shared/runtime/index.ts";
 import type { Context } from "../../shared/runtime/types.ts";
 import { clusterInfo } from "../setup/cluster.ts";
-import { type AwsEndpoint, startAwsEndpoint, TEST_CREDENTIALS } from "../support/aws-endpoint.ts";
+import { createKubefnAws, type KubefnAws, type Moto, startMoto, TEST_CREDENTIALS } from "../support/moto.ts";
 import { findProblems } from "./scenario.ts";
 
 type Proxy = ProxyObject & KubeObject;
@@ -39,7 +39,7 @@ type Proxy = ProxyObject & KubeObject;
 interface Platform {
   deliver(messages: Message[]): Promise<void>;
   /** Follow-ups sent since the last call (none for the Node host: its timers deliver them). */
-  drain(): Message[];
+  drain(): Promise<Message[]>;
   close(): Promise<void>;
 }
 
@@ -50,7 +50,8 @@ let admin: Kube;
 let kubefn: Kube;
 let operators: Operators;
 let kubefnToken: string;
-let endpoint: AwsEndpoint;
+let moto: Moto;
+let aws: KubefnAws;
 const namespaces: string[] = [];
 
 beforeAll(async () => {
@@ -64,12 +65,14 @@ beforeAll(async () => {
   });
   operators = createOperators({ prober: createNodeProber(), sweepPeriodSeconds: 60 });
   for (const [k, v] of Object.entries(TEST_CREDENTIALS)) vi.stubEnv(k, v);
-  endpoint = await startAwsEndpoint();
+  moto = await startMoto();
+  aws = await createKubefnAws(moto.endpoint);
 }, 120_000);
 
 afterAll(async () => {
   vi.unstubAllEnvs();
-  await endpoint?.close();
+  aws?.close();
+  await moto?.close();
   for (const name of namespaces) await admin.delete(Resources.Namespace, { name }).catch(() => undefined);
 });
 
@@ -98,7 +101,7 @@ function nodeHost(): Platform {
       await queue.send(messages);
       await queue.idle();
     },
-    drain: () => [],
+    drain: async () => [],
     close: () => queue.close(),
   };
 }
@@ -124,7 +127,7 @@ function workers(): Platform {
       };
       await consumeBatch(batch, (m) => runPass(ctx, operators.registry, m), silent, Math.random);
     },
-    drain() {
+    async drain() {
       const out = sent;
       sent = [];
       return out;
@@ -149,7 +152,7 @@ current-context: c
       SCHEDULER_ROLE_ARN: "arn:aws:iam::111122223333:role/kubefn-scheduler",
       KUBECONFIG_BASE64: Buffer.from(kubeconfig).toString("base64"),
     },
-    endpoint: endpoint.url,
+    endpoint: moto.endpoint,
     kube: () => kubefn,
     operators: () => operators,
     log: silent,
@@ -166,9 +169,11 @@ current-context: c
     callbackWaitsForEmptyEventLoop: true,
     getRemainingTimeInMillis: () => 60_000,
   } satisfies LambdaContext;
-  let seen = endpoint.requests.length;
+  // What earlier platforms left on moto's bus and in its schedule group is not this one's.
+  const fresh = Promise.all([aws.delivered(), aws.fire()]);
   return {
     async deliver(messages) {
+      await fresh;
       await handler(
         {
           source: "kubefn",
@@ -178,21 +183,13 @@ current-context: c
         context,
       );
     },
-    drain() {
-      const fresh = endpoint.requests.slice(seen);
-      seen = endpoint.requests.length;
-      return fresh.flatMap((r) => {
-        if (r.headers["x-amz-target"] === "AWSEvents.PutEvents") {
-          return (r.json.Entries as Array<{ Detail: string }>).flatMap(
-            (e) => (JSON.parse(e.Detail) as { messages: Message[] }).messages,
-          );
-        }
-        if (r.path.startsWith("/schedules/")) {
-          const input = (r.json as { Target: { Input: string } }).Target.Input;
-          return (JSON.parse(input) as { detail: { messages: Message[] } }).detail.messages;
-        }
-        return [];
-      });
+    // Bus events the template's Reconcile rule routed, then the schedules' inputs (taken as
+    // Scheduler takes them when they run; their delay is not waited for).
+    async drain() {
+      await fresh;
+      const bus = await aws.deliveredMessages();
+      const scheduled = (await aws.fire()).flatMap((s) => s.input.detail.messages);
+      return [...bus, ...scheduled];
     },
     close: async () => undefined,
   };
@@ -233,7 +230,7 @@ async function driveToConvergence(
     if (pending.length === 0 && leaks.length === 0) return;
     if (Date.now() > deadline) throw new Error(`not converged: ${[...leaks, ...pending].join("; ")}`);
     await new Promise((r) => setTimeout(r, 500));
-    const next = platform.drain();
+    const next = await platform.drain();
     if (next.length > 0) await platform.deliver(next);
     else {
       // Nothing in flight (the Workers and Lambda doubles deliver only what was sent): a drift
@@ -293,7 +290,7 @@ describe.each(platforms)("queue faults: %s", (_, makePlatform) => {
       await platform.deliver(stale);
       // What those passes sent on (a Conflict's immediate requeue) is stale too: deliver it.
       await new Promise((r) => setTimeout(r, 300));
-      const sentOn = platform.drain();
+      const sentOn = await platform.drain();
       for (const m of sentOn) expect(m.uid).toBe(first.metadata.uid);
       if (sentOn.length > 0) await platform.deliver(sentOn);
 

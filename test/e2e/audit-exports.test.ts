@@ -29,7 +29,7 @@ import {
   type KubeObject,
   Resources,
 } from "../../shared/kube/index.ts";
-import type { Message, Request } from "../../shared/runtime/types.ts";
+import type { Request } from "../../shared/runtime/types.ts";
 import { matchesFilterPattern } from "../fixtures/cloudwatch-filter.ts";
 import {
   createTokenSigner,
@@ -38,7 +38,7 @@ import {
   type TokenSigner,
 } from "../fixtures/google-tokens.ts";
 import { type AuditEvent, auditEventsSince, clusterInfo, eventually } from "../setup/cluster.ts";
-import { type AwsEndpoint, startAwsEndpoint, TEST_CREDENTIALS } from "../support/aws-endpoint.ts";
+import { createKubefnAws, type KubefnAws, type Moto, startMoto, TEST_CREDENTIALS } from "../support/moto.ts";
 import { functionsKubeconfig, type HostProcess, startHost } from "./host.ts";
 
 const root = new URL("../../", import.meta.url).pathname;
@@ -56,7 +56,8 @@ let signer: TokenSigner;
 let jwks: JwksServer;
 let host: HostProcess;
 let harness: TestHarness;
-let aws: AwsEndpoint;
+let moto: Moto;
+let aws: KubefnAws;
 /** The audit events of the writes below, as the API server's webhook delivered them. */
 let events: AuditEvent[];
 /** What the audit webhook's EventList of `events` maps to (the Node host's answer). */
@@ -247,7 +248,8 @@ beforeAll(async () => {
     })(),
   ]);
   for (const [k, v] of Object.entries(TEST_CREDENTIALS)) vi.stubEnv(k, v);
-  aws = await startAwsEndpoint();
+  moto = await startMoto();
+  aws = await createKubefnAws(moto.endpoint);
 
   const res = await hostPost(
     "/v1/events",
@@ -260,7 +262,8 @@ beforeAll(async () => {
 
 afterAll(async () => {
   vi.unstubAllEnvs();
-  await Promise.all([host?.stop(), harness?.close(), jwks?.close(), aws?.close()]);
+  aws?.close();
+  await Promise.all([host?.stop(), harness?.close(), jwks?.close(), moto?.close()]);
   for (const name of [ns, poolNamespace])
     await admin?.delete(Resources.Namespace, { name }).catch(() => undefined);
 });
@@ -312,18 +315,15 @@ describe("EKS: CloudWatch Logs subscription → the Lambda handler", () => {
         AUDIT_TOKEN,
         MAX_BODY_BYTES: String(64 << 20),
       },
-      endpoint: aws.url,
+      endpoint: moto.endpoint,
       kube: () =>
         createKube(createFetchTransport({ server: clusterInfo().httpProxy, token: saToken }), {
           fieldManager: "kubefn",
         }),
     });
 
-  const sent = () =>
-    aws
-      .putEvents()
-      .flatMap((r) => r.json.Entries as Array<{ Detail: string }>)
-      .flatMap((e) => (JSON.parse(e.Detail) as { messages: Message[] }).messages.map((m) => m.request));
+  /** Requests the template's Reconcile rule routed to the function (moto's EventBridge). */
+  const sent = async () => (await aws.deliveredMessages()).map((m) => m.request);
 
   it("one delivery of the audit log events → the webhook's requests, sent on the bus", async () => {
     // EKS writes each audit event as one JSON log line, with its kind and apiVersion.
@@ -341,7 +341,7 @@ describe("EKS: CloudWatch Logs subscription → the Lambda handler", () => {
     });
     const out = (await handler()({ awslogs: { data } }, lambdaContext)) as { requests: Request[] };
     expect(out.requests).toEqual(webhookRequests);
-    expect(sent()).toEqual(webhookRequests);
+    expect(await sent()).toEqual(webhookRequests);
   });
 
   it("the template's subscription filter, applied to everything the API server audited, keeps every event that maps", async () => {
@@ -387,7 +387,7 @@ describe("EKS: CloudWatch Logs subscription → the Lambda handler", () => {
   });
 
   it("undecodable and control deliveries do no work and do not throw (no retry can help)", async () => {
-    aws.requests.length = 0;
+    await aws.delivered();
     const h = handler();
     expect(await h({ awslogs: { data: Buffer.from("{}").toString("base64") } }, lambdaContext)).toMatchObject(
       {
@@ -402,7 +402,7 @@ describe("EKS: CloudWatch Logs subscription → the Lambda handler", () => {
     expect(await h({ awslogs: { data: control } }, lambdaContext)).toMatchObject({
       acknowledged: "ControlMessage",
     });
-    expect(aws.requests).toEqual([]);
+    expect(await aws.delivered()).toEqual([]);
   });
 });
 

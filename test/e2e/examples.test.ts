@@ -117,6 +117,7 @@ describe("kubectl apply -k infra/", () => {
       "clusterrole.rbac.authorization.k8s.io/kubefn",
       "clusterrolebinding.rbac.authorization.k8s.io/kubefn-proxy",
       "validatingadmissionpolicy.admissionregistration.k8s.io/kubefn-writes-only-its-own",
+      "validatingadmissionpolicy.admissionregistration.k8s.io/kubefn-never-edits-specs",
       "serviceaccount/kubefn-relay",
       "deployment.apps/kubefn-relay",
     ]) {
@@ -290,16 +291,53 @@ describe("the Site example", () => {
   });
 });
 
+describe("the fleet page, as the README's walk-through describes it", () => {
+  it("GET / shows every example object Ready, the latency chart and the passes, open without a token", async () => {
+    const res = await fetch(`${host.url}/`);
+    expect(res.status).toBe(200);
+    const html = await res.text();
+    expect(html).toContain("No API token is set, so this page is open and hides condition messages.");
+    const stateOf = (key: string) =>
+      new RegExp(`<tr><td>${key}</td><td><span class="c (\\w+)">(\\w+)</span>`).exec(html)?.slice(1, 3);
+    for (const key of ["default/local", "default/managed", "demo-pool", "team-b", "lab"]) {
+      expect(stateOf(key), key).toEqual(["good", "Ready"]);
+    }
+    expect(html).toMatch(/<h2>Proxy: 2<\/h2>.*<h2>SubPool: 2<\/h2>.*<h2>Site: 1<\/h2>/s);
+    expect(html).toContain("<h2>Probe latency</h2><svg");
+    // The last passes, each with why it ran.
+    expect(html).toMatch(
+      /<h2>Last passes<\/h2>.*<td>(proxy|subpool|site)\/[^<]*<\/td><td>(audit|follow-up|start|safety-net|shard:probe|drift:[\w-]+)<\/td>/s,
+    );
+  });
+});
+
 describe("the host's /metrics", () => {
-  it("exposes the series infra/monitoring/alerts.yaml alerts on", async () => {
+  it("exposes the series infra/monitoring/alerts.yaml alerts on, with the labels its promtool tests feed", async () => {
     const text = await (await fetch(`${host.url}/metrics`)).text();
+    const labelsOf = (series: string) => [...series.matchAll(/([a-z_]+)="/g)].map((m) => m[1] ?? "").sort();
+    const exposed = new Map<string, string[]>();
+    for (const line of text.split("\n")) {
+      const m = /^([a-z_:]+)(\{[^}]*\})? /.exec(line);
+      if (m?.[1]) exposed.set(m[1], labelsOf(m[2] ?? ""));
+    }
     for (const metric of [
       "kubefn_passes_total",
       "kubefn_sweep_last_success_timestamp_seconds",
       "kubefn_proxies",
       "kubefn_proxy_last_probe_timestamp_seconds",
     ]) {
-      expect(text).toMatch(new RegExp(`^${metric}\\{`, "m"));
+      expect(exposed.has(metric), metric).toBe(true);
     }
+    // infra/monitoring/alerts.test.yaml's input series: where this host exposes the metric, the
+    // test series carries the same label names (the rules aggregate by them).
+    const tests = readFileSync(`${root}infra/monitoring/alerts.test.yaml`, "utf8");
+    let compared = 0;
+    for (const m of tests.matchAll(/series: '([a-z_:]+)(\{[^}]*\})?'/g)) {
+      const live = exposed.get(m[1]!);
+      if (!live) continue;
+      expect(labelsOf(m[2] ?? ""), m[1]).toEqual(live);
+      compared++;
+    }
+    expect(compared).toBeGreaterThanOrEqual(4);
   });
 });

@@ -48,6 +48,7 @@ const root = new URL("../../", import.meta.url).pathname;
 const namespace = `worker-e2e-${Math.random().toString(36).slice(2, 8)}`;
 const auditToken = crypto.randomUUID();
 const relaySecret = crypto.randomUUID();
+const apiToken = crypto.randomUUID();
 
 type Proxy = ProxyObject & KubeObject;
 
@@ -92,6 +93,7 @@ beforeAll(async () => {
           AUDIT_TOKEN: auditToken,
           RELAY_SECRET: relaySecret,
           GCE_CREDENTIALS: gce.credentials,
+          API_TOKEN: apiToken,
         },
       },
     ],
@@ -185,6 +187,20 @@ describe("kubefn on Cloudflare Workers (workerd, real API server)", () => {
     expect(p.status?.ip).toBe("203.0.113.7");
     expect(p.status?.observedGeneration).toBe(created.metadata.generation);
     expect(writtenByWorker(p)).toBe(true);
+  });
+
+  it("serves the fleet page behind the API token, with the Proxy in the phase the API server holds", async () => {
+    const refused = await harness.fetch("/");
+    expect(refused.status).toBe(401);
+    expect(refused.headers.get("www-authenticate")).toMatch(/^Basic /);
+    const res = await harness.fetch("/", { headers: { authorization: `Bearer ${apiToken}` } });
+    expect(res.status).toBe(200);
+    expect(res.headers.get("content-security-policy")).toMatch(/^default-src 'none'; style-src 'sha256-/);
+    const phase = (await getProxy("px-relay")).status?.phase;
+    expect(phase).toBeDefined();
+    expect(await res.text()).toMatch(
+      new RegExp(`<tr><td>${namespace}/px-relay</td><td><span class="c \\w+">${phase}</span>`),
+    );
   });
 
   it("the API server's own audit event for the create converges an External Proxy", async () => {

@@ -29,6 +29,7 @@ import {
   Resources,
 } from "../../shared/kube/index.ts";
 import { createNodeTransport, loadKubeConfig } from "../../shared/kube/node.ts";
+import { runSweepTask } from "../../shared/runtime/index.ts";
 import type { Context } from "../../shared/runtime/types.ts";
 
 const namespace = `proxy-leases-${Date.now().toString(36)}`;
@@ -206,7 +207,7 @@ describe("proxy leases on the devcluster", () => {
     expect((await acquire("a", "sweep-held")).status).toBe(201);
     await setPhase("sweep-sick", "Unhealthy");
     const proxies = await listAll(kube, proxyResource, { namespace });
-    const counts = await leaseSweepTask().run(ctx, proxies);
+    const counts = await runSweepTask(leaseSweepTask(), ctx, [proxies]);
     expect(counts.deleted).toBeGreaterThanOrEqual(1);
     expect(await leasesOf("sweep-sick")).toEqual([]);
     expect(await leasesOf("sweep-held")).toHaveLength(1);
@@ -274,9 +275,10 @@ describe("orphan GC on the devcluster", () => {
     });
 
     const proxies = await listAll(kube, proxyResource);
-    const counts = await orphanSweepTask({ providers: { kubernetes: provider }, graceSeconds: 0 }).run(
+    const counts = await runSweepTask(
+      orphanSweepTask({ providers: { kubernetes: provider }, graceSeconds: 0 }),
       ctx,
-      proxies,
+      [proxies],
     );
     expect(counts).toMatchObject({ orphans: 1, collected: 1, failed: 0 });
     await eventually(
@@ -286,9 +288,10 @@ describe("orphan GC on the devcluster", () => {
     expect(await podExists(nameFromUID(ownerUid))).toBe(true);
     expect(await podExists("untagged")).toBe(true);
 
-    const again = await orphanSweepTask({ providers: { kubernetes: provider }, graceSeconds: 0 }).run(
+    const again = await runSweepTask(
+      orphanSweepTask({ providers: { kubernetes: provider }, graceSeconds: 0 }),
       ctx,
-      proxies,
+      [proxies],
     );
     expect(again).toMatchObject({ collected: 0 });
   });

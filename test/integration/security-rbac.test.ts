@@ -7,7 +7,9 @@
 import { readFileSync } from "node:fs";
 import { fileURLToPath } from "node:url";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { proxyResource } from "../../shared/controllers/proxy/api.ts";
 import {
+  createEventRecorder,
   createKube,
   ForbiddenError,
   type Kube,
@@ -177,12 +179,16 @@ const calls: Array<{ resource: string; verbs: string[]; at: Array<[file: string,
   },
   ...["configmaps", "serviceaccounts", "deployments.apps"].map((resource) => ({
     resource,
-    // create: a server-side apply of an object that does not exist yet is a create.
-    verbs: ["get", "create", "patch", "delete"],
+    // create: a server-side apply of an object that does not exist yet is a create. list: the
+    // Site drift lists in the operator namespace (ConfigMaps, Deployments).
+    verbs: ["get", "create", "patch", "delete", ...(resource === "serviceaccounts" ? [] : ["list"])],
     at: [
       ["shared/controllers/site/env.ts", "kube.get(res, key(obj))"],
       ["shared/controllers/site/env.ts", "serverSideApply(kube, res, obj"],
       ["shared/controllers/site/env.ts", "await kube.delete("],
+      ...(resource === "serviceaccounts"
+        ? []
+        : [["shared/controllers/site/drift.ts", "namespace: settings.namespace"]]),
     ] as Array<[string, string]>,
   })),
 ];
@@ -259,6 +265,52 @@ describe("the kubefn identity's effective permissions", () => {
   });
 });
 
+describe("what kubefn must still do under the policy", () => {
+  it("counts a repeated Event into its series (the Event's patch is kubefn's own write)", async () => {
+    const errors: unknown[] = [];
+    const recorder = createEventRecorder(kubefn, {
+      controller: "kubefn.dev/proxy",
+      now: () => new Date(),
+      onError: (err) => errors.push(err),
+    });
+    const regarding: KubeObject = {
+      apiVersion: "v1",
+      kind: "ConfigMap",
+      metadata: { name: "subject", namespace: victims, uid: "00000000-0000-4000-8000-000000000001" },
+    };
+    const event = { type: "Warning" as const, reason: "ProbeFailed", action: "Probe", note: "twice" };
+    await recorder.record(regarding, event);
+    await recorder.record(regarding, event);
+    expect(errors.map(String)).toEqual([]);
+    const events = await admin.list<KubeObject & { series?: { count?: number } }>(Resources.Event, {
+      namespace: victims,
+    });
+    expect(events.items.map((e) => e.series?.count)).toEqual([2]);
+  });
+
+  it("cannot patch an Event it did not report", async () => {
+    await admin.create(Resources.Event, {
+      apiVersion: "events.k8s.io/v1",
+      kind: "Event",
+      metadata: { name: "someone-elses", namespace: victims },
+      eventTime: "2026-11-30T12:00:00.000000Z",
+      type: "Normal",
+      reason: "Scheduled",
+      action: "Binding",
+      reportingController: "default-scheduler",
+      reportingInstance: "scheduler-0",
+      regarding: { apiVersion: "v1", kind: "Pod", namespace: victims, name: "x" },
+    } as KubeObject);
+    await expect(
+      kubefn.patch(
+        Resources.Event,
+        { namespace: victims, name: "someone-elses" },
+        { type: "merge", body: { metadata: { annotations: { forged: "true" } } } },
+      ),
+    ).rejects.toBeInstanceOf(ForbiddenError);
+  });
+});
+
 describe("the kubefn token used outside kubefn", () => {
   const configMap = (name: string, namespace: string, labels?: Record<string, string>): KubeObject => ({
     apiVersion: "v1",
@@ -320,10 +372,48 @@ describe("the kubefn token used outside kubefn", () => {
     expect(after.data).toEqual({ k: "v" });
   });
 
+  it("cannot create a ConfigMap others read by name where it is missing (kube-system/aws-auth on EKS with access entries)", async () => {
+    // The label check alone admits a new object: kubefn "made" it. Outside its own namespaces
+    // kubefn makes only proxy instances, their cloud-init Secrets and proxy Leases.
+    const labels = { "crawl.kubefn.dev/managed-by": "kubefn" };
+    const message = await refused(() =>
+      kubefn.create(Resources.ConfigMap, {
+        ...configMap("aws-auth", "kube-system", labels),
+        data: { mapRoles: "- rolearn: arn:aws:iam::111122223333:role/attacker\n  groups: [system:masters]" },
+      }),
+    );
+    expect(message).toMatch(/proxy instances/);
+    await refused(() =>
+      kubefn.create(Resources.Secret, {
+        apiVersion: "v1",
+        kind: "Secret",
+        metadata: { name: "registry-credentials", namespace: victims, labels },
+        type: "Opaque",
+      }),
+    );
+    await expect(
+      admin.get(Resources.ConfigMap, { namespace: "kube-system", name: "aws-auth" }),
+    ).rejects.toThrow(/not found/i);
+  });
+
   it("cannot delete a tenant's Pod, though RBAC lets it delete Pods", async () => {
     await refused(() => kubefn.delete(Resources.Pod, { namespace: victims, name: "tenant-app" }));
     expect(
       (await admin.get(Resources.Pod, { namespace: victims, name: "tenant-app" })).metadata.deletionTimestamp,
+    ).toBe(undefined);
+  });
+
+  it("cannot delete a tenant's site-aware Pod: the Site label marks kubefn's objects only in kubefn-system", async () => {
+    // Per-Site workloads of other operators carry unbounded-cloud.io/site too.
+    await admin.create(Resources.Pod, {
+      apiVersion: "v1",
+      kind: "Pod",
+      metadata: { name: "site-aware", namespace: victims, labels: { "unbounded-cloud.io/site": "lab" } },
+      spec: { containers: [{ name: "app", image: "registry.example/app:1" }] },
+    });
+    await refused(() => kubefn.delete(Resources.Pod, { namespace: victims, name: "site-aware" }));
+    expect(
+      (await admin.get(Resources.Pod, { namespace: victims, name: "site-aware" })).metadata.deletionTimestamp,
     ).toBe(undefined);
   });
 
@@ -375,10 +465,12 @@ describe("the kubefn token used outside kubefn", () => {
 
   it("cannot create a Pod that runs with a ServiceAccount token or on the host", async () => {
     const labels = { "crawl.kubefn.dev/managed-by": "kubefn" };
+    // Named as kubefn names its instances (px-<20 hex>), so only the rule under test refuses them.
+    const pxName = (name: string) => `px-${Buffer.from(name).toString("hex").padEnd(20, "0").slice(0, 20)}`;
     const pod = (name: string, spec: Record<string, unknown>): KubeObject => ({
       apiVersion: "v1",
       kind: "Pod",
-      metadata: { name, namespace: victims, labels },
+      metadata: { name: pxName(name), namespace: victims, labels },
       spec: { containers: [{ name: "c", image: "registry.example/x:1" }], ...spec },
     });
     await refused(() => kubefn.create(Resources.Pod, pod("token", { serviceAccountName: "default" })));
@@ -400,9 +492,213 @@ describe("the kubefn token used outside kubefn", () => {
         }),
       ),
     );
+    // Nor through the fields beside `containers` and `hostPath`: a privileged init container,
+    // added capabilities, or a ServiceAccount token mounted as a projected volume.
+    const noToken = { automountServiceAccountToken: false };
+    await refused(() =>
+      kubefn.create(
+        Resources.Pod,
+        pod("init", {
+          ...noToken,
+          initContainers: [
+            { name: "i", image: "registry.example/x:1", securityContext: { privileged: true } },
+          ],
+        }),
+      ),
+    );
+    await refused(() =>
+      kubefn.create(
+        Resources.Pod,
+        pod("caps", {
+          ...noToken,
+          containers: [
+            {
+              name: "c",
+              image: "registry.example/x:1",
+              securityContext: { capabilities: { add: ["SYS_ADMIN"] } },
+            },
+          ],
+        }),
+      ),
+    );
+    await refused(() =>
+      kubefn.create(
+        Resources.Pod,
+        pod("projected", {
+          ...noToken,
+          volumes: [{ name: "t", projected: { sources: [{ serviceAccountToken: { path: "token" } }] } }],
+        }),
+      ),
+    );
+    // Nor mount a tenant's data: a PersistentVolumeClaim (or any volume but a Secret, ConfigMap,
+    // emptyDir or downward API) in the tenant's namespace.
+    await refused(() =>
+      kubefn.create(
+        Resources.Pod,
+        pod("pvc", {
+          ...noToken,
+          volumes: [{ name: "data", persistentVolumeClaim: { claimName: "tenant-database" } }],
+        }),
+      ),
+    );
+    await refused(() =>
+      kubefn.create(
+        Resources.Pod,
+        pod("nfs", { ...noToken, volumes: [{ name: "n", nfs: { server: "203.0.113.5", path: "/" } }] }),
+      ),
+    );
     // The policy is not a blanket refusal: a labelled, unprivileged Pod is admitted (then removed).
     await kubefn.create(Resources.Pod, pod("fine", { automountServiceAccountToken: false }));
-    await kubefn.delete(Resources.Pod, { namespace: victims, name: "fine" });
+    await kubefn.delete(Resources.Pod, { namespace: victims, name: pxName("fine") });
+  });
+
+  it("cannot mint a ServiceAccount token by creating a token Secret, though RBAC lets it create and get Secrets", async () => {
+    // The token controller fills a `kubernetes.io/service-account-token` Secret with a
+    // long-lived token for the ServiceAccount it names; kubefn may `get` Secrets, so this would
+    // hand the stolen token any ServiceAccount's rights (kube-system's controllers' included).
+    const tokenSecret = (namespace: string): KubeObject => ({
+      apiVersion: "v1",
+      kind: "Secret",
+      metadata: {
+        name: "px-0123456789abcdef0123-cloud-init",
+        namespace,
+        labels: { "crawl.kubefn.dev/managed-by": "kubefn" },
+        annotations: { "kubernetes.io/service-account.name": "default" },
+      },
+      type: "kubernetes.io/service-account-token",
+    });
+    const message = await refused(() => kubefn.create(Resources.Secret, tokenSecret(victims)));
+    expect(message).toMatch(/Opaque/);
+    await refused(() => kubefn.create(Resources.Secret, tokenSecret("kube-system")));
+    await expect(
+      admin.get(Resources.Secret, { namespace: victims, name: "px-0123456789abcdef0123-cloud-init" }),
+    ).rejects.toThrow(/not found/i);
+  });
+
+  it("cannot write a SubPool's kinds outside a SubPool's Namespace, nor run a privileged StatefulSet in one", async () => {
+    const labels = { "app.kubernetes.io/managed-by": "subpool-operator" };
+    const statefulSet = (name: string, namespace: string, podSpec: Record<string, unknown>): KubeObject => ({
+      apiVersion: "apps/v1",
+      kind: "StatefulSet",
+      metadata: { name, namespace, labels },
+      spec: {
+        serviceName: name,
+        selector: { matchLabels: { app: name } },
+        template: {
+          metadata: { labels: { app: name } },
+          spec: { containers: [{ name: "c", image: "registry.example/x:1" }], ...podSpec },
+        },
+      },
+    });
+    // A StatefulSet runs Pods as the workload controller, past the Pod rule: in a tenant's
+    // namespace it could use any of that namespace's ServiceAccounts.
+    const message = await refused(() =>
+      kubefn.create(Resources.StatefulSet, statefulSet("miner", victims, { serviceAccountName: "admin" })),
+    );
+    expect(message).toMatch(/subpool-\*/);
+    await refused(() =>
+      kubefn.create(Resources.NetworkPolicy, {
+        apiVersion: "networking.k8s.io/v1",
+        kind: "NetworkPolicy",
+        metadata: { name: "deny-all", namespace: victims, labels },
+        spec: { podSelector: {}, policyTypes: ["Ingress", "Egress"] },
+      }),
+    );
+    await refused(() =>
+      kubefn.create(Resources.ResourceQuota, {
+        apiVersion: "v1",
+        kind: "ResourceQuota",
+        metadata: { name: "zero", namespace: victims, labels },
+        spec: { hard: { pods: "0" } },
+      }),
+    );
+    // Inside a SubPool's Namespace, its Pods are held to the Pod rule's host and privilege limits.
+    const pool = `subpool-${victims}`;
+    await admin.create(Resources.Namespace, {
+      apiVersion: "v1",
+      kind: "Namespace",
+      metadata: { name: pool, labels },
+    });
+    try {
+      await refused(() =>
+        kubefn.create(
+          Resources.StatefulSet,
+          statefulSet("host", pool, { volumes: [{ name: "root", hostPath: { path: "/" } }] }),
+        ),
+      );
+      await refused(() =>
+        kubefn.create(
+          Resources.StatefulSet,
+          statefulSet("priv", pool, {
+            containers: [{ name: "c", image: "registry.example/x:1", securityContext: { privileged: true } }],
+          }),
+        ),
+      );
+      await refused(() =>
+        kubefn.create(Resources.StatefulSet, statefulSet("net", pool, { hostNetwork: true })),
+      );
+      // A Service with externalIPs would take over traffic to those addresses cluster-wide
+      // (CVE-2020-8554); a SubPool's Services never set them.
+      await refused(() =>
+        kubefn.create(Resources.Service, {
+          apiVersion: "v1",
+          kind: "Service",
+          metadata: { name: "mitm", namespace: pool, labels },
+          spec: { ports: [{ port: 443 }], externalIPs: ["203.0.113.10"] },
+        }),
+      );
+      // And an ordinary one is admitted.
+      await kubefn.create(Resources.StatefulSet, statefulSet("fine", pool, {}));
+      const all = await admin.list(Resources.StatefulSet, { namespace: victims });
+      expect(all.items).toEqual([]);
+    } finally {
+      await admin.delete(Resources.Namespace, { name: pool }).catch(() => {});
+    }
+  });
+
+  it("cannot start a workload that runs as kubefn (or the relay): a stolen token would outlive its expiry", async () => {
+    const deployment = (name: string, serviceAccountName: string): KubeObject => ({
+      apiVersion: "apps/v1",
+      kind: "Deployment",
+      metadata: { name, namespace: "kubefn-system", labels: { "unbounded-cloud.io/site": "x" } },
+      spec: {
+        selector: { matchLabels: { app: name } },
+        template: {
+          metadata: { labels: { app: name } },
+          spec: { serviceAccountName, containers: [{ name: "c", image: "registry.example/x:1" }] },
+        },
+      },
+    });
+    const message = await refused(() => kubefn.create(Resources.Deployment, deployment("persist", "kubefn")));
+    expect(message).toMatch(/ServiceAccount/);
+    await refused(() => kubefn.create(Resources.Deployment, deployment("persist-relay", "kubefn-relay")));
+  });
+
+  it("cannot edit a tenant's Proxy spec (e.g. point crawlers at its own endpoint), though it patches Proxies' metadata", async () => {
+    await admin.create(proxyResource, {
+      apiVersion: "crawl.kubefn.dev/v1alpha1",
+      kind: "Proxy",
+      metadata: { name: "tenant-proxy", namespace: victims },
+      spec: { mode: "External", endpoint: { host: "proxy.tenant.example", port: 3128 } },
+    });
+    const key = { namespace: victims, name: "tenant-proxy" };
+    const message = await refused(() =>
+      kubefn.patch(proxyResource, key, {
+        type: "merge",
+        body: { spec: { endpoint: { host: "attacker.example", port: 8080 } } },
+      }),
+    );
+    expect(message).toMatch(/spec/);
+    // What kubefn does write on its primaries, metadata, still goes through.
+    await kubefn.patch(proxyResource, key, {
+      type: "merge",
+      body: { metadata: { annotations: { "crawl.kubefn.dev/spec-hash": "x" } } },
+    });
+    const after = await admin.get<KubeObject & { spec?: { endpoint?: { host?: string } } }>(
+      proxyResource,
+      key,
+    );
+    expect(after.spec?.endpoint?.host).toBe("proxy.tenant.example");
   });
 
   it("cannot read what RBAC does not grant: Secrets by list, Deployments outside its namespace", async () => {

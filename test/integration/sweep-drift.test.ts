@@ -15,6 +15,9 @@ import { asServiceAccount, installCrdsAndRbac, serviceAccountToken } from "../..
 import { proxyResource } from "../../shared/controllers/proxy/api.ts";
 import { proxyController } from "../../shared/controllers/proxy/controller.ts";
 import { createKubernetesProvider } from "../../shared/controllers/proxy/providers/index.ts";
+import { siteResource } from "../../shared/controllers/site/api.ts";
+import { defaultSiteRegistry } from "../../shared/controllers/site/components/index.ts";
+import { siteController } from "../../shared/controllers/site/controller.ts";
 import { subPoolNamespaceName, subPoolResource } from "../../shared/controllers/subpool/api.ts";
 import { subPoolController } from "../../shared/controllers/subpool/controller.ts";
 import {
@@ -48,6 +51,7 @@ let swept: Message[] = [];
 let collecting: "sweep" | "pass" = "sweep";
 const proxyNs = `drift-${suffix}`;
 const pools: string[] = [];
+const sites: string[] = [];
 
 function spec(): Record<string, unknown> {
   return {
@@ -190,6 +194,17 @@ beforeAll(async () => {
       providers: (pass) => ({ kubernetes: createKubernetesProvider({ kube: pass.kube }) }),
       timings: { driftPoll: 60 },
     }),
+    siteController({
+      registry: defaultSiteRegistry(),
+      env: {
+        config: {
+          imageRegistry: "ghcr.io/unbounded",
+          imageTag: "v1",
+          apiServerEndpoint: "https://10.0.0.1:6443",
+        },
+      },
+      resyncSeconds: 60,
+    }),
   ]);
   ctx = {
     kube,
@@ -222,6 +237,7 @@ beforeAll(async () => {
 afterAll(async () => {
   followUps = [];
   for (const name of pools) await admin.delete(subPoolResource, { name }).catch(() => undefined);
+  for (const name of sites) await admin.delete(siteResource, { name }).catch(() => undefined);
   // Drive the finalizers so the pools and their Namespaces go.
   await converge("cleanup", 120_000).catch(() => undefined);
   await admin.delete(Resources.Namespace, { name: proxyNs }).catch(() => undefined);
@@ -282,6 +298,41 @@ describe("sweep by lists", () => {
       name: `${name}-cpa-manager`,
     });
     expect(fixed.spec.template.spec.containers[0]!.image).not.toBe("example.com/hand-edited:1");
+  }, 240_000);
+
+  it("a Site's per-Site objects deleted or edited by hand are found by the next sweep and converge", async () => {
+    const name = `st${suffix}`;
+    const siteNs = "kubefn-system";
+    await admin.create(siteResource, {
+      apiVersion: `${siteResource.group}/${siteResource.version}`,
+      kind: "Site",
+      metadata: { name },
+      spec: {},
+    });
+    sites.push(name);
+    await converge(name);
+
+    await admin.delete(Resources.ConfigMap, { namespace: siteNs, name: `storage-${name}` });
+    expect((await driftFor(name)).trigger).toEqual({ kind: "drift", reason: "missing:ConfigMap" });
+    await converge(`${name} ConfigMap`);
+    expect(
+      await admin.get(Resources.ConfigMap, { namespace: siteNs, name: `storage-${name}` }),
+    ).toBeDefined();
+
+    const deployment = await admin.get<
+      KubeObject & { spec: { template: { spec: { containers: { image: string }[] } } } }
+    >(Resources.Deployment, { namespace: siteNs, name: `metalman-${name}` });
+    deployment.spec.template.spec.containers[0]!.image = "example.com/hand-edited:1";
+    await admin.update(Resources.Deployment, deployment);
+    expect((await driftFor(name)).trigger).toEqual({ kind: "drift", reason: "changed:Deployment" });
+    await converge(`${name} Deployment`);
+    const fixed = await admin.get<typeof deployment>(Resources.Deployment, {
+      namespace: siteNs,
+      name: `metalman-${name}`,
+    });
+    expect(fixed.spec.template.spec.containers[0]!.image).not.toBe("example.com/hand-edited:1");
+    // The Site drift lists are granted to kubefn's ServiceAccount (a refused list logs an error).
+    expect(errors.filter((e) => e.startsWith("sweep"))).toEqual([]);
   }, 240_000);
 
   it("a Namespace conflict is reported once, then converges by lists when the foreign Namespace goes", async () => {

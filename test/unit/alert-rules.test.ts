@@ -1,13 +1,18 @@
 /**
- * infra/monitoring/alerts.yaml: every expression parses under Prometheus' own PromQL grammar
- * (@prometheus-io/lezer-promql, the parser of Prometheus' UI), and every metric it selects is one
- * the code emits through the Metrics port — which the Node host's /metrics renders.
+ * infra/monitoring/alerts.yaml: `promtool check rules` accepts it and `promtool test rules` passes
+ * its unit tests (infra/monitoring/alerts.test.yaml: synthetic kubefn_* series, each alert firing on
+ * a bad fleet and quiet on a healthy one); promtool is Debian's, unpacked into .promtool/bin by
+ * scripts/promtool.sh, which `npm test` runs. Every metric the rules select and the tests feed is
+ * one the code emits through the Metrics port, which the Node host's /metrics renders (the e2e test
+ * of examples checks the rules' metrics against a live host's /metrics).
  */
-import { readdirSync, readFileSync, statSync } from "node:fs";
+import { execFile } from "node:child_process";
+import { existsSync, mkdtempSync, readdirSync, readFileSync, statSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { parser } from "@prometheus-io/lezer-promql";
-import { describe, expect, it } from "vitest";
+import { beforeAll, describe, expect, it } from "vitest";
 import { parse } from "yaml";
 
 const root = fileURLToPath(new URL("../../", import.meta.url));
@@ -20,11 +25,43 @@ interface Rule {
   annotations?: Record<string, string>;
 }
 
+const promtool = join(root, ".promtool/bin/promtool");
+const rulesFile = join(root, "infra/monitoring/alerts.yaml");
+const testsFile = join(root, "infra/monitoring/alerts.test.yaml");
+
 const rules = (
-  parse(readFileSync(join(root, "infra/monitoring/alerts.yaml"), "utf8")) as {
+  parse(readFileSync(rulesFile, "utf8")) as {
     groups: { name: string; rules: Rule[] }[];
   }
 ).groups.flatMap((g) => g.rules);
+
+interface AlertTests {
+  tests: {
+    input_series: { series: string }[];
+    alert_rule_test: { alertname: string; exp_alerts: unknown[] }[];
+  }[];
+}
+const alertTests = parse(readFileSync(testsFile, "utf8")) as AlertTests;
+
+function run(args: string[], cwd: string): Promise<{ code: number; out: string }> {
+  return new Promise((resolve) => {
+    execFile(promtool, args, { cwd }, (err, stdout, stderr) => {
+      const code = err ? (typeof err.code === "number" ? err.code : -1) : 0;
+      resolve({ code, out: `${stdout}${stderr}` });
+    });
+  });
+}
+
+/** A copy of the rules and their tests in a temporary directory, the rules edited by `edit`. */
+function editedCopy(edit: (rules: string) => string): string {
+  const dir = mkdtempSync(join(tmpdir(), "alert-rules-"));
+  const original = readFileSync(rulesFile, "utf8");
+  const edited = edit(original);
+  expect(edited).not.toBe(original);
+  writeFileSync(join(dir, "alerts.yaml"), edited);
+  writeFileSync(join(dir, "alerts.test.yaml"), readFileSync(testsFile, "utf8"));
+  return dir;
+}
 
 /** Syntax errors and the metric names selected, from the PromQL syntax tree. */
 function analyse(expr: string): { errors: number; metrics: string[] } {
@@ -91,5 +128,46 @@ describe("infra/monitoring/alerts.yaml", () => {
     expect(analyse("rate(kubefn_passes_totl[5m]) > 0").metrics.filter((m) => !emitted.has(m))).toEqual([
       "kubefn_passes_totl",
     ]);
+  });
+});
+
+describe("infra/monitoring/alerts.yaml under promtool", () => {
+  const dir = join(root, "infra/monitoring");
+  beforeAll(() => {
+    if (!existsSync(promtool)) throw new Error(`${promtool} missing: run bash scripts/promtool.sh`);
+  });
+
+  it("promtool check rules accepts every rule", async () => {
+    const { code, out } = await run(["check", "rules", "alerts.yaml"], dir);
+    expect(out).toContain(`SUCCESS: ${rules.length} rules found`);
+    expect(code).toBe(0);
+  });
+
+  it("promtool test rules passes the alerts' unit tests", async () => {
+    const { code, out } = await run(["test", "rules", "alerts.test.yaml"], dir);
+    expect(out).toContain("SUCCESS");
+    expect(code).toBe(0);
+  });
+
+  it("every alert is tested firing, and the tests feed only series the code emits", () => {
+    const fired = new Set(
+      alertTests.tests.flatMap((t) =>
+        t.alert_rule_test.filter((a) => a.exp_alerts.length > 0).map((a) => a.alertname),
+      ),
+    );
+    expect(rules.map((r) => r.alert).filter((a) => !fired.has(a))).toEqual([]);
+    const fed = alertTests.tests.flatMap((t) => t.input_series.map((s) => /^[a-z_:]+/.exec(s.series)?.[0]));
+    expect(fed.filter((m) => !m || !emitted.has(m))).toEqual([]);
+  });
+
+  it("the checks can fail: a broken expression and a moved threshold are caught", async () => {
+    const broken = editedCopy((r) => r.replace("> 300", "> "));
+    const checked = await run(["check", "rules", "alerts.yaml"], broken);
+    expect(checked.code).not.toBe(0);
+    expect(checked.out).toMatch(/FAILED/);
+    const moved = editedCopy((r) => r.replace("> 0.2\n", "> 0.5\n"));
+    const tested = await run(["test", "rules", "alerts.test.yaml"], moved);
+    expect(tested.code).not.toBe(0);
+    expect(tested.out).toMatch(/FAILED[\s\S]*KubefnPassesFailing/);
   });
 });

@@ -1,6 +1,7 @@
 import type { ControllerDefinition } from "../../runtime/index.ts";
 import { ProxyConditionType, ProxyReason, proxyResource } from "./api.ts";
 import { proxyDrift } from "./drift.ts";
+import { proxyErrorPolicy } from "./failure.ts";
 import { type ProvidersSource, reconcileProxy } from "./reconcile.ts";
 import { proxiesForSecret } from "./secret-watch.ts";
 import { defaultProxyTimings, type ProxyTimings } from "./timings.ts";
@@ -25,8 +26,8 @@ export interface ProxyControllerDeps {
  * Proxy gets a drift pass only when that list, its Secret or its health annotation says a pass
  * would change something. The resync is the drift period.
  *
- * Caveats: the permanent-failure latch is the controller's own (PermanentError at the current
- * generation), so `permanentErrorCondition` is left unset and the executor keeps no second latch.
+ * Provider failures go through the error policy (failure.ts): QuotaExceeded and its retry, the
+ * PermanentError latch at the current generation (phase Failed) that the executor honours.
  *
  * @example
  * const registry = createRegistry([
@@ -51,14 +52,14 @@ export function proxyController(deps: ProxyControllerDeps): ControllerDefinition
       progressReasons: [ProxyReason.Provisioning, ProxyReason.Replacing, ProxyReason.Deleting],
     },
     resyncSeconds,
-    // The running state's drift poll is awaitSweep(). The quota retry is computed at run time
-    // (the provider's Retry-After may be later); at or beyond the resync it is the sweep's look.
+    // The running state's drift poll is awaitSweep(). The quota retry is the error policy's; at
+    // or beyond the resync it is the sweep's look (drift reason quota-retry).
     requeueSeconds: {
       provisioningPoll: timings.provisioningPoll,
       deletionPoll: timings.deletionPoll,
       requeueNow: timings.requeueNow,
-      ...(timings.quotaRetry < resyncSeconds ? { quotaRetry: timings.quotaRetry } : {}),
     },
+    errorPolicy: proxyErrorPolicy(timings.quotaRetry),
     drift: proxyDrift(deps.providers),
     ...(deps.shards ? { shards: deps.shards } : {}),
     reconcile: (ctx, object) => reconcileProxy(ctx, object, { providers: deps.providers, timings }),

@@ -19,7 +19,6 @@ const inst = (state: Instance["state"], ip?: string): Instance => ({
 const H = "v2:aaaa";
 const base: ManagedObservation = {
   hasFinalizer: true,
-  latched: false,
   providerKnown: true,
   providerID: "fake://ns/px-1",
   storedHash: H,
@@ -28,8 +27,7 @@ const base: ManagedObservation = {
 
 describe("decideManaged", () => {
   it.each<[string, Partial<ManagedObservation>, string, Record<string, unknown>?]>([
-    ["no finalizer comes first, even when latched", { hasFinalizer: false, latched: true }, "addFinalizer"],
-    ["latched at this generation", { latched: true, providerKnown: false }, "latched"],
+    ["no finalizer comes first", { hasFinalizer: false, providerKnown: false }, "addFinalizer"],
     ["unknown provider", { providerKnown: false }, "unknownProvider"],
     ["cloud-init not resolved yet", { desiredHash: undefined }, "resolve"],
     ["no providerID → create", { providerID: undefined }, "create"],

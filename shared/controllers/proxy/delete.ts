@@ -4,9 +4,8 @@
 
 import { assertNever } from "../../guards/index.ts";
 import { hasFinalizer, removeFinalizer } from "../../kube/index.ts";
-import { done, type Outcome, requeueAfter } from "../../runtime/index.ts";
+import { done, failed, type Outcome, requeueAfter } from "../../runtime/index.ts";
 import { ProxyReason, proxyFinalizer } from "./api.ts";
-import { providerFailure } from "./failure.ts";
 import type { InstanceLookup } from "./managed.ts";
 import { patchMetadata, stillCurrent } from "./metadata.ts";
 import type { ProxyPass } from "./pass.ts";
@@ -95,30 +94,22 @@ export type InstanceDeletionStep =
   | { kind: "gone" }
   /** Deletion started (or was already under way) for these providerIDs: poll again. */
   | { kind: "deleting"; ids: string[] }
-  /** A provider call failed; the outcome is {@link providerFailure}'s. */
+  /** A provider call failed: `failed(err)`, for the error policy (failure.ts). */
   | { kind: "outcome"; outcome: Outcome };
 
 /**
  * Drives {@link decideDeletion} through the provider: looks the instance up (or lists it by the
  * owner tag) and starts deleting what is still there (`deleting`: poll again after
  * `deletionPoll`). Returns `gone` once the provider reports nothing left, so the caller lets go of the
- * finalizer. Provider failures are classified by {@link providerFailure} into the status.
+ * finalizer. A provider failure ends the step as `failed(err)`; the error policy writes what it means.
  */
 export async function deleteInstances(
   pass: ProxyPass,
   provider: Provider | undefined,
   observation: DeletionObservation,
 ): Promise<InstanceDeletionStep> {
-  const { ctx, object, status, timings } = pass;
-  const now = ctx.clock.now();
-  const onProviderError = (err: unknown): InstanceDeletionStep => ({
-    kind: "outcome",
-    outcome: providerFailure(status, err, {
-      generation: object.metadata.generation,
-      now,
-      quotaRetrySeconds: timings.quotaRetry,
-    }),
-  });
+  const { ctx, object, timings } = pass;
+  const onProviderError = (err: unknown): InstanceDeletionStep => ({ kind: "outcome", outcome: failed(err) });
 
   for (;;) {
     const action = decideDeletion(observation);

@@ -3,11 +3,12 @@
  * distinct cloud-init Secret read once, and a pure comparison per Proxy.
  */
 import { healthStateOf, projectHealth } from "../../health/index.ts";
-import { hasFinalizer, type Kube, type KubeObject } from "../../kube/index.ts";
+import { type Condition, hasFinalizer, type Kube, type KubeObject } from "../../kube/index.ts";
 import {
   type Context,
   type DriftDeclaration,
   defineDrift,
+  latchedAt,
   type PassContext,
   type SweepMemo,
 } from "../../runtime/index.ts";
@@ -24,7 +25,7 @@ import { isCloudInitError, proxySpecHash, type ResolvedCloudInit, resolveCloudIn
 import { healthInstanceOf } from "./health-subject.ts";
 import { type Instance, managedByTagKey, managedByTagValue, type Provider } from "./providers/index.ts";
 import type { ProvidersSource } from "./reconcile.ts";
-import { applyHealth, conditionOf, isLatched } from "./status.ts";
+import { applyHealth, conditionOf } from "./status.ts";
 
 /** What the sweep reads once per period for every Proxy's decision. */
 export interface ProxyDriftShared {
@@ -83,13 +84,17 @@ export async function proxyDriftReason(
   const status = (primary.status ?? {}) as ProxyStatus & { observedGeneration?: number };
   const generation = primary.metadata.generation;
   if (status.observedGeneration !== generation) return "generation";
-  if (isLatched(status, generation)) return undefined;
+  if (
+    latchedAt(status.conditions as Condition[] | undefined, ProxyConditionType.PermanentError, generation)
+  ) {
+    return undefined;
+  }
   const provisioned = conditionOf(status, ProxyConditionType.Provisioned);
 
   if (proxy.spec.mode === ProxyMode.External) {
     if (status.ip !== proxy.spec.endpoint?.host) return "endpoint";
     if (provisioned?.status !== "True") return "provisioned";
-    return healthDrift(primary, status, healthInstanceOf(proxy), proxy.spec.healthCheck !== undefined);
+    return healthDrift(status, healthInstanceOf(proxy), proxy.spec.healthCheck !== undefined);
   }
 
   if (!hasFinalizer(primary.metadata.finalizers, proxyFinalizer)) return "finalizer";
@@ -114,23 +119,17 @@ export async function proxyDriftReason(
     throw err;
   }
   if (primary.metadata.annotations?.[proxySpecHashAnnotation] !== desired) return "spec-hash";
-  return healthDrift(primary, status, status.providerID, proxy.spec.healthCheck !== undefined);
+  return healthDrift(status, status.providerID, proxy.spec.healthCheck !== undefined);
 }
 
-/** Whether projecting the health annotation would change the status (pure; time only for stamps). */
+/** Whether projecting `status.health` would change the status (pure; time only for stamps). */
 function healthDrift(
-  primary: KubeObject,
-  status: ProxyStatus,
+  status: ProxyStatus & { health?: string },
   instance: string | undefined,
   healthChecked: boolean,
 ): string | undefined {
   const projected = structuredClone(status);
-  applyHealth(
-    projected,
-    projectHealth(healthStateOf(primary.metadata.annotations), instance),
-    healthChecked,
-    new Date(0),
-  );
+  applyHealth(projected, projectHealth(healthStateOf(status), instance), healthChecked, new Date(0));
   return JSON.stringify(projected) === JSON.stringify(status) ? undefined : "health";
 }
 

@@ -1,51 +1,41 @@
-import { classifyError } from "../../kube/index.ts";
-import { failed, type Outcome, requeueAfter } from "../../runtime/index.ts";
-import { ProxyConditionType, ProxyReason, type ProxyStatus } from "./api.ts";
-import { dropCondition, latchPermanentError, putCondition } from "./status.ts";
+import { ReconcileError } from "../../kube/index.ts";
+import type { ErrorPolicy } from "../../runtime/index.ts";
+import { ProxyConditionType, ProxyPhase, ProxyReason, type ProxyStatus } from "./api.ts";
+import { ProviderError } from "./providers/index.ts";
+import { setProvisioned } from "./status.ts";
 
 /**
- * What a failed provider call means for the Proxy, classified once by shared/kube's
- * `classifyError` (providers throw already-classified `ProviderError`s):
+ * The Proxy's error policy, applied by the executor to the errors the Proxy's provider answered
+ * (a {@link ProviderError}, or no provider of the spec's name):
  *
- * | class | status | outcome |
+ * | class | status | follow-up |
  * | --- | --- | --- |
- * | quota | QuotaExceeded=True | `requeueAfter(quotaRetry)` (or the provider's Retry-After if later); not an error |
- * | permanent | PermanentError=True at this generation, Provisioned=False/PermanentError | `failed(err)`: logged, never retried; latched until the spec changes |
- * | transient, conflict, unknown | unchanged | `failed(err)`: the executor backs off |
+ * | quota | QuotaExceeded=True/QuotaExceeded (dropped by the next pass without an error) | `quotaRetrySeconds`, or the provider's Retry-After if later |
+ * | permanent | PermanentError=True at this generation, Provisioned=False/PermanentError, phase Failed | none; passes at this generation are skipped; a spec edit drops the latch |
+ * | transient, conflict | unchanged | backoff |
  *
- * Caveats: only provider calls go through here. A permanent failure of the pass's own Kube calls
- * is not latched on the object (it is not the Proxy's fault); the sweep revisits it.
+ * Caveats: a failure of the pass's own Kube calls is not the Proxy's fault: it writes no
+ * condition and never latches (the sweep revisits the Proxy); a quota one still waits
+ * `quotaRetrySeconds`.
  */
-export function providerFailure(
-  status: ProxyStatus,
-  err: unknown,
-  at: { generation: number | undefined; now: Date; quotaRetrySeconds: number },
-): Outcome {
-  const cls = classifyError(err);
-  const message = err instanceof Error ? err.message : String(err);
-  switch (cls.class) {
-    case "quota":
-      putCondition(
-        status,
-        ProxyConditionType.QuotaExceeded,
-        "True",
-        ProxyReason.QuotaExceeded,
-        message,
-        at.now,
-      );
-      return requeueAfter(Math.max(at.quotaRetrySeconds, cls.retryAfterSeconds ?? 0));
-    case "permanent":
-      latchPermanentError(status, cls.reason, message, at.generation, at.now);
-      return failed(err);
-    case "transient":
-    case "conflict":
-      return failed(err);
-    default:
-      return failed(err);
-  }
-}
-
-/** A provider call succeeded: whatever quota refusal was shown no longer holds. */
-export function clearQuota(status: ProxyStatus): void {
-  dropCondition(status, ProxyConditionType.QuotaExceeded);
+export function proxyErrorPolicy(quotaRetrySeconds: number): ErrorPolicy {
+  return {
+    concerns: (err) =>
+      err instanceof ProviderError ||
+      (err instanceof ReconcileError && err.reason === ProxyReason.UnknownProvider),
+    latch: {
+      condition: ProxyConditionType.PermanentError,
+      release: "drop",
+      onLatch(object, error, now) {
+        const status = object.status as ProxyStatus;
+        setProvisioned(status, false, ProxyReason.PermanentError, `${error.reason}: ${error.message}`, now);
+        status.phase = object.metadata.deletionTimestamp ? ProxyPhase.Deleting : ProxyPhase.Failed;
+      },
+    },
+    quota: {
+      condition: ProxyConditionType.QuotaExceeded,
+      reason: ProxyReason.QuotaExceeded,
+      retrySeconds: quotaRetrySeconds,
+    },
+  };
 }

@@ -7,7 +7,7 @@ import type { HealthSubject, TargetPolicy } from "../../health/index.ts";
 import { storedHealthOf } from "../../health/index.ts";
 import type { KubeObject } from "../../kube/index.ts";
 import { ProxyConditionType, ProxyMode, type Proxy as ProxyObject, ProxyReason, parseProxy } from "./api.ts";
-import { conditionOf } from "./status.ts";
+import { conditionOf, reportedLatencyFields } from "./status.ts";
 
 /** Port a Managed proxy listens on (providers start the proxy there). */
 export const managedProxyPort = 3128;
@@ -93,6 +93,13 @@ export function proxyHealthSubject(object: KubeObject, options: HealthSubjectOpt
       failureThreshold: hc.failureThreshold,
       minReportIntervalSeconds: reportInterval,
     },
+    // A latency report rides in the health patch only where status already shows this spec and a
+    // healthy verdict; anything else is the pass's to write.
+    ...(healthy?.status === "True" &&
+    healthy.reason === ProxyReason.ProbeSucceeded &&
+    status.observedGeneration === object.metadata.generation
+      ? { latencyStatus: reportedLatencyFields }
+      : {}),
     ...(seeded
       ? {
           seed: {

@@ -1,8 +1,10 @@
 import { describe, expect, it } from "vitest";
 import { FakeKube, fakeContext } from "../../../test/support/fake-kube.ts";
-import type { Prober } from "../../health/index.ts";
+import { encodeHealthState, type Prober } from "../../health/index.ts";
 import type { KubeObject } from "../../kube/port.ts";
+import { runSweepTask } from "../../runtime/index.ts";
 import { proxyResource } from "./api.ts";
+import { proxyDriftReason } from "./drift.ts";
 import { proxyHealthTask } from "./health-task.ts";
 
 const now = new Date("2026-11-30T12:00:00Z");
@@ -37,7 +39,7 @@ describe("proxy health task", () => {
     };
     const task = proxyHealthTask({ prober, concurrency: 2, sweepPeriodSeconds: 60 });
     // First probe: one success, below successThreshold 2 — no verdict, no report, no status change.
-    const counts = await task.run(ctx, proxies);
+    const counts = await runSweepTask(task, ctx, [proxies]);
     expect(counts).toMatchObject({ probed: 2, reports: 0 });
     const at = now.getTime() / 1000;
     expect(gauges).toEqual(
@@ -66,7 +68,7 @@ describe("proxy health task", () => {
     const gauges: string[] = [];
     ctx.metrics = { ...ctx.metrics, gauge: (name) => gauges.push(name) };
     const prober: Prober = { probe: async () => ({ ok: true, latencyMs: 1 }) };
-    await proxyHealthTask({ prober, concurrency: 1, sweepPeriodSeconds: 60 }).run(ctx, [bare]);
+    await runSweepTask(proxyHealthTask({ prober, concurrency: 1, sweepPeriodSeconds: 60 }), ctx, [[bare]]);
     expect(gauges).toEqual([]);
   });
 
@@ -92,7 +94,7 @@ describe("proxy health task", () => {
       fanOut: { shardSize: 40 },
     });
     // One sweep: nothing probed in it; two probe shards, 30 s apart, at the Proxy's own phase.
-    expect(await task.run(ctx, [proxy])).toMatchObject({ shards: 2, planned: 2 });
+    expect(await runSweepTask(task, ctx, [[proxy]])).toMatchObject({ shards: 2, planned: 2 });
     const shards = [...recorded.sent];
     const delays = shards.map((s) => s.delaySeconds ?? 0);
     expect(probedAt).toEqual([]);
@@ -113,6 +115,86 @@ describe("proxy health task", () => {
     (minute.spec as { healthCheck: Record<string, unknown> }).healthCheck.intervalSeconds = 60;
     recorded.sent.length = 0;
     clock = now;
-    expect(await task.run(ctx, [minute])).toMatchObject({ shards: 1, planned: 1 });
+    expect(await runSweepTask(task, ctx, [[minute]])).toMatchObject({ shards: 1, planned: 1 });
+  });
+});
+
+describe("a latency report costs one status patch, no pass", () => {
+  const reportedAt = "2026-11-30T11:50:00.000Z";
+  const converged = (latencyMs: number): KubeObject => {
+    const p = externalProxy("steady", {
+      observedGeneration: 1,
+      phase: "Ready",
+      ip: "203.0.113.7",
+      latencyMillis: latencyMs,
+      lastHealthCheckTime: "2026-11-30T11:50:00Z",
+      conditions: [
+        {
+          type: "Provisioned",
+          status: "True",
+          reason: "ExternalEndpoint",
+          message: "",
+          lastTransitionTime: reportedAt,
+        },
+        {
+          type: "Healthy",
+          status: "True",
+          reason: "ProbeSucceeded",
+          message: "probes through the proxy succeed",
+          lastTransitionTime: reportedAt,
+        },
+      ],
+      health: encodeHealthState({
+        instance: "203.0.113.7:3128",
+        verdict: true,
+        consecOK: 2,
+        consecFail: 0,
+        reported: { healthy: true, latencyMs, at: reportedAt },
+      }),
+    });
+    p.metadata.generation = 1;
+    return p;
+  };
+
+  it("writes latency, time and counters in one patch; the drift decision then sees nothing to do", async () => {
+    const kube = new FakeKube();
+    kube.seed(proxyResource, converged(10));
+    const { ctx, recorded } = fakeContext(kube, { now });
+    const prober: Prober = { probe: async () => ({ ok: true, latencyMs: 300 }) };
+    const task = proxyHealthTask({ prober, concurrency: 1, sweepPeriodSeconds: 60, confirmDelayMs: 0 });
+    const counts = await task.handleShard(ctx, [converged(10)]);
+    expect(counts).toMatchObject({ probed: 1, confirmations: 2, reports: 1, writes: 1 });
+    expect(recorded.sent).toEqual([]);
+    const writes = kube.calls.filter((c) => c.method !== "get" && c.method !== "list");
+    expect(writes.map((c) => c.method)).toEqual(["patchStatus"]);
+    const after = await kube.get(proxyResource, { namespace: "crawl", name: "steady" });
+    expect(after.status).toMatchObject({ latencyMillis: 300, lastHealthCheckTime: "2026-11-30T12:00:00Z" });
+    const shared = { instances: new Map(), providers: new Set<string>(), desiredHash: async () => "" };
+    expect(await proxyDriftReason(after, shared)).toBeUndefined();
+  });
+
+  it("jitter in one probe writes nothing", async () => {
+    const kube = new FakeKube();
+    kube.seed(proxyResource, converged(10));
+    const { ctx, recorded } = fakeContext(kube, { now });
+    const latencies = [95, 9, 11];
+    const prober: Prober = { probe: async () => ({ ok: true, latencyMs: latencies.shift() ?? 10 }) };
+    const task = proxyHealthTask({ prober, concurrency: 1, sweepPeriodSeconds: 60, confirmDelayMs: 0 });
+    expect(await task.handleShard(ctx, [converged(10)])).toMatchObject({
+      reports: 0,
+      writes: 0,
+      confirmations: 1,
+    });
+    expect(recorded.sent).toEqual([]);
+    expect(kube.calls.filter((c) => c.method !== "get" && c.method !== "list")).toEqual([]);
+  });
+
+  it("drift: a reported verdict that status does not show yet gets a pass (reason health)", async () => {
+    const p = converged(10);
+    const status = p.status as { conditions: { type: string }[] };
+    status.conditions = status.conditions.filter((c) => c.type !== "Healthy");
+    const shared = { instances: new Map(), providers: new Set<string>(), desiredHash: async () => "" };
+    expect(await proxyDriftReason(p, shared)).toBe("health");
+    expect(await proxyDriftReason(converged(10), shared)).toBeUndefined();
   });
 });

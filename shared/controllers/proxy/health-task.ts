@@ -2,8 +2,9 @@ import {
   applyHealthSweep,
   boundedProber,
   type Prober,
-  planProbeShards,
+  type ProbeShard,
   probeAll,
+  probeShardPlanner,
   type TargetPolicy,
 } from "../../health/index.ts";
 import type { KubeObject } from "../../kube/index.ts";
@@ -28,15 +29,19 @@ export interface ProxyHealthTaskOptions {
    * sweep.
    */
   fanOut?: { shardSize: number };
+  /** Pause before each latency confirmation probe; default 1 s (`probeAll`). Tests use 0. */
+  confirmDelayMs?: number;
 }
 
 /** The shard task name the proxy controller registers its probe handler under. */
 export const probeShardTask = "probe";
 
 /**
- * The health engine as sweep work: probe every eligible Proxy, store the counters in the
- * `crawl.kubefn.dev/health` annotation (nothing is written in steady state), and request a
- * reconcile where the reported verdict or latency changed, so the reconciler projects it.
+ * The health engine as sweep work: probe every eligible Proxy, store the counters in
+ * `status.health` (nothing is written in steady state), and request a reconcile where the
+ * reported verdict changed, so the reconciler projects it. A latency change (confirmed by three
+ * probes in a row, see `recordProbe`) is written with the counters in one status patch — its
+ * latency and time, projected as the reconciler would — and needs no pass.
  *
  * With `fanOut`, the sweep sends probe shards instead (see {@link planProbeShards}: intervals
  * below a minute are honoured by delayed shards, phases jittered per Proxy) and `handleShard` does
@@ -75,6 +80,7 @@ export function proxyHealthTask(opts: ProxyHealthTaskOptions): SweepTask & {
       now: () => ctx.clock.now(),
       concurrency: opts.concurrency,
       ...(dueFilter ? { sweepPeriodSeconds: opts.sweepPeriodSeconds } : {}),
+      ...(opts.confirmDelayMs === undefined ? {} : { confirmDelayMs: opts.confirmDelayMs }),
     });
     const probedAt = ctx.clock.now().getTime() / 1000;
     for (const o of result.outcomes) {
@@ -121,6 +127,7 @@ export function proxyHealthTask(opts: ProxyHealthTaskOptions): SweepTask & {
       failed: result.stats.failed + countOf(retried?.failed),
       refused: result.stats.refused + countOf(retried?.refused),
       reports: result.stats.reports + countOf(retried?.reports),
+      confirmations: result.stats.confirmations + countOf(retried?.confirmations),
       writes: applied.written + countOf(retried?.writes),
       // Conflicts of the first round were retried; what is left is the retry's.
       writeConflicts: retried ? countOf(retried.writeConflicts) : applied.conflicts,
@@ -132,45 +139,64 @@ export function proxyHealthTask(opts: ProxyHealthTaskOptions): SweepTask & {
   return {
     name: "proxy-health",
     controller: proxyControllerName,
-    async run(ctx, proxies) {
-      if (!opts.fanOut) return probeAndApply(ctx, proxies, true);
+    start(ctx) {
+      if (!opts.fanOut) {
+        // In process: each page is probed (bounded concurrency) before the next is listed.
+        const totals: Record<string, number> = {};
+        return {
+          async page(proxies) {
+            for (const [k, v] of Object.entries(await probeAndApply(ctx, proxies, true)))
+              totals[k] = (totals[k] ?? 0) + v;
+          },
+          finish: async () => totals,
+        };
+      }
       const now = ctx.clock.now();
-      const shards = planProbeShards({
-        proxies,
+      const planner = probeShardPlanner({
         subjectFor,
         now,
         sweepPeriodSeconds: opts.sweepPeriodSeconds,
         shardSize: opts.fanOut.shardSize,
       });
       const stamp = Math.floor(now.getTime() / 1000);
-      let planned = 0;
-      let failed = 0;
-      for (const [i, shard] of shards.entries()) {
-        const message: Message = {
-          request: { controller: proxyControllerName, name: `__shard-${probeShardTask}-${stamp}-${i}` },
-          attempt: 0,
-          trigger: { kind: "shard", reason: probeShardTask },
-          shard: { task: probeShardTask, objects: shard.objects },
-        };
-        try {
-          await ctx.queue.send([message], shard.delaySeconds);
-          planned += shard.objects.length;
-        } catch (err) {
-          // Those Proxies are probed at the next sweep; their health state is unchanged meanwhile.
-          failed++;
-          ctx.log.error("probe shard not sent", {
-            shard: i,
-            proxies: shard.objects.length,
-            error: String(err),
-          });
-          ctx.metrics.count("kubefn_sweep_errors_total", {
-            controller: proxyControllerName,
-            stage: "probe-shard",
-          });
+      const counts = { shards: 0, planned: 0, shardErrors: 0 };
+      const sendShards = async (shards: readonly ProbeShard<KubeObject>[]) => {
+        for (const shard of shards) {
+          const i = counts.shards + counts.shardErrors;
+          const message: Message = {
+            request: { controller: proxyControllerName, name: `__shard-${probeShardTask}-${stamp}-${i}` },
+            attempt: 0,
+            trigger: { kind: "shard", reason: probeShardTask },
+            shard: { task: probeShardTask, objects: shard.objects },
+          };
+          try {
+            await ctx.queue.send([message], shard.delaySeconds);
+            counts.shards++;
+            counts.planned += shard.objects.length;
+          } catch (err) {
+            // Those Proxies are probed at the next sweep; their health state is unchanged meanwhile.
+            counts.shardErrors++;
+            ctx.log.error("probe shard not sent", {
+              shard: i,
+              proxies: shard.objects.length,
+              error: String(err),
+            });
+            ctx.metrics.count("kubefn_sweep_errors_total", {
+              controller: proxyControllerName,
+              stage: "probe-shard",
+            });
+          }
         }
-      }
-      ctx.metrics.count("kubefn_probe_shards_total", {}, shards.length - failed);
-      return { shards: shards.length - failed, planned, shardErrors: failed };
+      };
+      return {
+        // A full shard goes out as soon as a page fills it; partial ones wait for the last page.
+        page: (proxies) => sendShards(planner.add(proxies)),
+        async finish() {
+          await sendShards(planner.flush());
+          ctx.metrics.count("kubefn_probe_shards_total", {}, counts.shards);
+          return counts;
+        },
+      };
     },
     handleShard: (ctx, objects) => probeAndApply(ctx, objects, false, true),
   };

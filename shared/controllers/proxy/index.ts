@@ -12,7 +12,7 @@ export {
 export { type ProxyControllerDeps, proxyController, proxyControllerName } from "./controller.ts";
 export { type DeletionAction, type DeletionObservation, decideDeletion, reconcileDelete } from "./delete.ts";
 export { reconcileExternal } from "./external.ts";
-export { clearQuota, providerFailure } from "./failure.ts";
+export { proxyErrorPolicy } from "./failure.ts";
 export {
   type HealthSubjectOptions,
   healthInstanceOf,
@@ -30,5 +30,5 @@ export {
 } from "./managed.ts";
 export { type ProvidersSource, reconcileProxy } from "./reconcile.ts";
 export { proxiesForSecret } from "./secret-watch.ts";
-export { applyHealth, computePhase, isLatched } from "./status.ts";
+export { applyHealth, computePhase } from "./status.ts";
 export { defaultProxyTimings, type ProxyTimings } from "./timings.ts";

@@ -7,7 +7,7 @@
 import { assertNever } from "../../guards/index.ts";
 import { healthStateOf, projectHealth } from "../../health/index.ts";
 import { hasFinalizer, ReconcileError } from "../../kube/index.ts";
-import { awaitSweep, done, failed, type Outcome, requeueAfter } from "../../runtime/index.ts";
+import { awaitSweep, failed, type Outcome, requeueAfter } from "../../runtime/index.ts";
 import { ProxyReason, proxyFinalizer, proxySpecHashAnnotation } from "./api.ts";
 import {
   isCloudInitError,
@@ -16,7 +16,6 @@ import {
   resolveCloudInit,
   specHashPrefix,
 } from "./cloud-init.ts";
-import { clearQuota, providerFailure } from "./failure.ts";
 import { patchMetadata, stillCurrent } from "./metadata.ts";
 import type { ProxyPass } from "./pass.ts";
 import {
@@ -26,7 +25,7 @@ import {
   ownerTags,
   type Provider,
 } from "./providers/index.ts";
-import { applyHealth, isLatched, latchPermanentError, releaseStaleLatch, setProvisioned } from "./status.ts";
+import { applyHealth, setProvisioned } from "./status.ts";
 
 /** The result of looking the current instance up. */
 export type InstanceLookup = { found: true; instance: Instance } | { found: false };
@@ -34,8 +33,6 @@ export type InstanceLookup = { found: true; instance: Instance } | { found: fals
 /** What a Managed pass knows so far. Later fields are filled in as the pass observes more. */
 export interface ManagedObservation {
   hasFinalizer: boolean;
-  /** PermanentError True at the current generation. */
-  latched: boolean;
   providerKnown: boolean;
   /** status.providerID. */
   providerID?: string | undefined;
@@ -50,7 +47,6 @@ export interface ManagedObservation {
 /** The next step of a Managed pass. `resolve` and `lookup` ask for an observation, not an action. */
 export type ManagedAction =
   | { kind: "addFinalizer" }
-  | { kind: "latched" }
   | { kind: "unknownProvider" }
   | { kind: "resolve" }
   | { kind: "create" }
@@ -68,13 +64,12 @@ export type ManagedAction =
 /**
  * Decides the next step of a Managed pass (seed §3). Pure.
  *
- * Order: finalizer first; then the latch; then the provider; then cloud-init (needed for the
+ * Order: finalizer first; then the provider; then cloud-init (needed for the
  * hash); then no instance → create; a missing or foreign hash → adopt (write it, no create);
  * otherwise look the instance up and act on its state, replacing it when the hash differs.
  */
 export function decideManaged(o: ManagedObservation): ManagedAction {
   if (!o.hasFinalizer) return { kind: "addFinalizer" };
-  if (o.latched) return { kind: "latched" };
   if (!o.providerKnown) return { kind: "unknownProvider" };
   if (o.desiredHash === undefined) return { kind: "resolve" };
   if (!o.providerID) return { kind: "create" };
@@ -107,8 +102,7 @@ export function decideManaged(o: ManagedObservation): ManagedAction {
  * | action | writes | outcome |
  * | --- | --- | --- |
  * | addFinalizer | finalizer (guarded patch) | requeueNow |
- * | latched | nothing | done |
- * | unknownProvider | latch, Provisioned=False/PermanentError | failed(permanent) |
+ * | unknownProvider | nothing (the error policy latches it) | failed(permanent) |
  * | create | provider.create (name from UID); providerID; spec-hash annotation if it differs | provisioningPoll |
  * | adopt | spec-hash annotation | requeueNow |
  * | forget | providerID and IP cleared | requeueNow |
@@ -117,26 +111,25 @@ export function decideManaged(o: ManagedObservation): ManagedAction {
  * | running | IP, Provisioned=True/Created, health | awaitSweep (the sweep's drift poll) |
  * | deleteDead | provider.delete; Provisioned=False/Replacing | deletionPoll |
  *
+ * Provider errors are returned as `failed(err)`; the controller's error policy (failure.ts) writes
+ * what they mean (QuotaExceeded, the PermanentError latch) and the executor skips latched passes.
+ *
  * Caveats: the finalizer pass requeues instead of returning done: the intake drops the
  * functions' own writes, so no event would bring the next pass before the sweep.
  */
 export async function reconcileManaged(pass: ProxyPass): Promise<Outcome> {
   const { ctx, object, proxy, status, timings } = pass;
   const now = ctx.clock.now();
-  const generation = object.metadata.generation;
   const providerName = proxy.spec.provider ?? "";
   const provider: Provider | undefined = Object.hasOwn(pass.providers, providerName)
     ? pass.providers[providerName]
     : undefined;
   const observation: ManagedObservation = {
     hasFinalizer: hasFinalizer(object.metadata.finalizers, proxyFinalizer),
-    latched: isLatched(status, generation),
     providerKnown: provider !== undefined,
     providerID: status.providerID,
     storedHash: object.metadata.annotations?.[proxySpecHashAnnotation],
   };
-  const onProviderError = (err: unknown) =>
-    providerFailure(status, err, { generation, now, quotaRetrySeconds: timings.quotaRetry });
   let cloudInit: ResolvedCloudInit = { userData: undefined };
   const ownerUID = object.metadata.uid ?? "";
 
@@ -148,16 +141,12 @@ export async function reconcileManaged(pass: ProxyPass): Promise<Outcome> {
         await patchMetadata(ctx.kube, object, { finalizers });
         return requeueAfter(timings.requeueNow);
       }
-      case "latched":
-        return done();
       case "unknownProvider": {
         const known = Object.keys(pass.providers).sort().join(", ") || "none";
         const message = `no provider named "${providerName}" (known: ${known})`;
-        latchPermanentError(status, ProxyReason.UnknownProvider, message, generation, now);
         return failed(ReconcileError.permanent(ProxyReason.UnknownProvider, message));
       }
       case "resolve": {
-        releaseStaleLatch(status, generation);
         try {
           cloudInit = await resolveCloudInit(ctx.kube, object.metadata.namespace ?? "", proxy.spec);
         } catch (err) {
@@ -181,7 +170,7 @@ export async function reconcileManaged(pass: ProxyPass): Promise<Outcome> {
             tags: ownerTags(uid),
           });
         } catch (err) {
-          return onProviderError(err);
+          return failed(err);
         }
         await ctx.events?.record(object, {
           type: "Normal",
@@ -189,7 +178,6 @@ export async function reconcileManaged(pass: ProxyPass): Promise<Outcome> {
           action: "CreateInstance",
           note: `created instance ${instance.id}`,
         });
-        clearQuota(status);
         status.providerID = instance.id;
         delete status.ip;
         setProvisioned(status, false, ProxyReason.Provisioning, `instance ${instance.id} created`, now);
@@ -209,10 +197,9 @@ export async function reconcileManaged(pass: ProxyPass): Promise<Outcome> {
         try {
           observation.lookup = { found: true, instance: await provider!.get(action.id, ownerUID) };
         } catch (err) {
-          if (!isProviderNotFound(err)) return onProviderError(err);
+          if (!isProviderNotFound(err)) return failed(err);
           observation.lookup = { found: false };
         }
-        clearQuota(status);
         continue;
       case "forget": {
         const gone = status.providerID;
@@ -234,7 +221,7 @@ export async function reconcileManaged(pass: ProxyPass): Promise<Outcome> {
           try {
             await provider!.delete(action.instance.id, { owner: ownerUID, uid: action.instance.uid });
           } catch (err) {
-            return onProviderError(err);
+            return failed(err);
           }
         }
         const why =

@@ -2,7 +2,7 @@ import { describe, expect, it } from "vitest";
 import { FakeKube, fakeContext } from "../../../test/support/fake-kube.ts";
 import { encodeHealthState, HEALTH_ANNOTATION } from "../../health/annotation.ts";
 import type { HealthState } from "../../health/state.ts";
-import { classifyError } from "../../kube/classify.ts";
+import { classifyError, ReconcileError } from "../../kube/classify.ts";
 import type { KubeObject } from "../../kube/port.ts";
 import { Resources } from "../../kube/resources.ts";
 import type { PassContext } from "../../runtime/controller.ts";
@@ -330,18 +330,28 @@ describe("proxy reconcile: one pass per branch", () => {
     expect(conditionsOf(object).Provisioned).toBe("False/Replacing");
   });
 
-  it("quota → QuotaExceeded and a fixed 60 s retry, not an error; cleared by the next success", async () => {
+  it("quota → QuotaExceeded (the error policy) and a fixed 60 s retry; dropped by the next success", async () => {
     const w = world();
     w.provider.fail("create", new ProviderError("quota", "QuotaExceeded", "20/20 instances"));
-    const first = await w.reconcile();
-    expect(outcomeOf(first.outcome)).toBe("requeue 60");
-    expect(conditionsOf(first.object)).toEqual({ QuotaExceeded: "True/QuotaExceeded" });
-    expect(first.object.status).toMatchObject({ phase: "Pending" });
+    const first = await runPass(w.ctx, w.registry, message);
+    expect(first).toMatchObject({ result: "error", errorClass: "quota", followUpSeconds: 60 });
+    expect(w.recorded.sent.map((m) => [m.delaySeconds, m.messages[0]?.attempt])).toEqual([[60, 0]]);
+    expect(conditionsOf(w.stored())).toEqual({ QuotaExceeded: "True/QuotaExceeded" });
+    expect(w.stored().status).toMatchObject({ phase: "Pending" });
 
-    await w.converge(1);
-    const second = await w.reconcile();
-    expect(outcomeOf(second.outcome)).toBe("requeue 5");
-    expect(conditionsOf(second.object)).not.toHaveProperty("QuotaExceeded");
+    const second = await runPass(w.ctx, w.registry, message);
+    expect(second).toMatchObject({ result: "requeue", followUpSeconds: 5 });
+    expect(conditionsOf(w.stored())).not.toHaveProperty("QuotaExceeded");
+  });
+
+  it("a quota refusal waits for the provider's Retry-After when it is later than the quota retry", async () => {
+    const w = world();
+    w.provider.fail(
+      "create",
+      new ProviderError("quota", "QuotaExceeded", "later", { retryAfterSeconds: 90 }),
+    );
+    const result = await runPass(w.ctx, w.registry, message);
+    expect(result).toMatchObject({ result: "error", errorClass: "quota", followUpSeconds: 90 });
   });
 
   it("permanent → Failed, latched: the same generation calls no provider; a new one retries", async () => {
@@ -360,7 +370,7 @@ describe("proxy reconcile: one pass per branch", () => {
     w.provider.calls.length = 0;
     const writes = w.kube.writes();
     const second = await runPass(w.ctx, w.registry, message);
-    expect(second).toMatchObject({ result: "done", wroteStatus: false });
+    expect(second).toMatchObject({ result: "latched", wroteStatus: false });
     expect(w.provider.calls).toEqual([]);
     expect(w.kube.writes()).toBe(writes);
 
@@ -391,13 +401,28 @@ describe("proxy reconcile: one pass per branch", () => {
 
   it("unknown provider → Failed with UnknownProvider, no retry", async () => {
     const w = world({ spec: { mode: "Managed", provider: "azure" } });
-    const { outcome, object } = await w.reconcile();
+    const { outcome } = await w.reconcile();
     expect(outcomeOf(outcome)).toBe("error permanent/UnknownProvider");
-    expect(conditionsOf(object)).toEqual({
+    const result = await runPass(w.ctx, w.registry, message);
+    expect(result).toMatchObject({
+      result: "error",
+      errorClass: "permanent",
+      errorReason: "UnknownProvider",
+    });
+    expect(w.recorded.sent).toEqual([]);
+    expect(conditionsOf(w.stored())).toEqual({
       PermanentError: "True/UnknownProvider",
       Provisioned: "False/PermanentError",
     });
-    expect(object.status).toMatchObject({ phase: "Failed" });
+    expect(w.stored().status).toMatchObject({ phase: "Failed" });
+  });
+
+  it("a permanent failure of the pass's own API calls is not the Proxy's: nothing latches", async () => {
+    const w = world({ finalizer: false });
+    w.kube.fail("patch", new ReconcileError("permanent", "Forbidden", "no RBAC"));
+    const result = await runPass(w.ctx, w.registry, message);
+    expect(result).toMatchObject({ result: "error", errorClass: "permanent" });
+    expect(conditionsOf(w.stored())).not.toHaveProperty("PermanentError");
   });
 
   it("a missing cloud-init Secret is a condition and a transient retry, not a crash", async () => {

@@ -12,6 +12,7 @@ import {
   removeCondition,
   setCondition,
 } from "../../kube/index.ts";
+import { latchedAt } from "../../runtime/index.ts";
 import { ProxyConditionType, ProxyPhase, ProxyReason, type ProxyStatus } from "./api.ts";
 
 /** `status.conditions` as shared/kube's condition helpers type it. */
@@ -64,35 +65,6 @@ export function setProvisioned(
 }
 
 /**
- * The proxy keeps its own permanent-failure latch: a `PermanentError` condition that is True at
- * the object's current generation. While latched, a pass calls no provider and changes nothing;
- * a spec edit (new generation) releases it.
- */
-export function isLatched(status: ProxyStatus | undefined, generation: number | undefined): boolean {
-  if (!status) return false;
-  const c = conditionOf(status, ProxyConditionType.PermanentError);
-  return c?.status === "True" && c.observedGeneration !== undefined && c.observedGeneration === generation;
-}
-
-/** Latches a permanent failure at `generation`: PermanentError=True and Provisioned=False/PermanentError. */
-export function latchPermanentError(
-  status: ProxyStatus,
-  reason: string,
-  message: string,
-  generation: number | undefined,
-  now: Date,
-): void {
-  putCondition(status, ProxyConditionType.PermanentError, "True", reason, message, now, generation);
-  setProvisioned(status, false, ProxyReason.PermanentError, `${reason}: ${message}`, now);
-}
-
-/** A latch from an older generation no longer applies: drop it so this pass starts clean. */
-export function releaseStaleLatch(status: ProxyStatus, generation: number | undefined): void {
-  const c = conditionOf(status, ProxyConditionType.PermanentError);
-  if (c && c.observedGeneration !== generation) dropCondition(status, ProxyConditionType.PermanentError);
-}
-
-/**
  * Projects the sweep's health bookkeeping into status: the `Healthy` condition, `latencyMillis`
  * and `lastHealthCheckTime`.
  *
@@ -141,17 +113,29 @@ export function applyHealth(
         projection.healthy ? "probes through the proxy succeed" : "probes through the proxy fail",
         now,
       );
-      if (projection.latencyMs !== undefined)
-        status.latencyMillis = Math.max(0, Math.round(projection.latencyMs));
-      if (projection.at !== undefined) {
-        const at = new Date(projection.at);
-        if (!Number.isNaN(at.getTime())) status.lastHealthCheckTime = formatKubeTime(at);
-      }
+      Object.assign(status, reportedLatencyFields(projection));
       return;
     }
     default:
       assertNever(projection);
   }
+}
+
+/**
+ * `latencyMillis` and `lastHealthCheckTime` as status shows a report: the reconciler's projection
+ * and the sweep's latency-report patch both come from here, so the two never disagree.
+ */
+export function reportedLatencyFields(report: {
+  latencyMs?: number | undefined;
+  at?: string | undefined;
+}): Pick<ProxyStatus, "latencyMillis" | "lastHealthCheckTime"> {
+  const out: Pick<ProxyStatus, "latencyMillis" | "lastHealthCheckTime"> = {};
+  if (report.latencyMs !== undefined) out.latencyMillis = Math.max(0, Math.round(report.latencyMs));
+  if (report.at !== undefined) {
+    const at = new Date(report.at);
+    if (!Number.isNaN(at.getTime())) out.lastHealthCheckTime = formatKubeTime(at);
+  }
+  return out;
 }
 
 /**
@@ -172,7 +156,10 @@ export function computePhase(
   object: { deleting: boolean; generation: number | undefined; healthChecked?: boolean },
 ): ProxyPhase {
   if (object.deleting) return ProxyPhase.Deleting;
-  if (isLatched(status, object.generation)) return ProxyPhase.Failed;
+  // The error policy's latch (failure.ts): PermanentError True at this generation.
+  if (latchedAt(conditionsOf(status), ProxyConditionType.PermanentError, object.generation)) {
+    return ProxyPhase.Failed;
+  }
   const provisioned = conditionOf(status, ProxyConditionType.Provisioned);
   if (provisioned?.status === "True") {
     const healthy = conditionOf(status, ProxyConditionType.Healthy)?.status;

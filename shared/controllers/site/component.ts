@@ -5,11 +5,14 @@
  * can be switched off. Adding a component means implementing one interface and registering it:
  * the pass, the conditions, their order and the Site-less pass are all driven from the registry.
  */
-import type { ObjectKey, Resource } from "../../kube/index.ts";
+import type { KubeObject, ObjectKey, Resource } from "../../kube/index.ts";
 import type { Watch } from "../../runtime/index.ts";
 import type { Site } from "./api.ts";
 import { SiteReason } from "./api.ts";
-import type { Env, WatchEnv } from "./env.ts";
+import type { DesiredEnv, Env, WatchEnv } from "./env.ts";
+
+/** The sweep's listed object of a kind and key, or undefined when the lists do not hold it. */
+export type ListedRead = (resource: Resource, key: ObjectKey) => KubeObject | undefined;
 
 /**
  * The outcome of one component in one pass. The driver turns it into the component's Site
@@ -112,6 +115,14 @@ export interface SiteComponent extends ComponentIdentity {
    * the ownerReference cannot be read; without it such events wait for the drift resync.
    */
   siteFromKey?(resource: Resource, key: ObjectKey, namespace: string): string | undefined;
+  /**
+   * The per-Site objects `reconcile` applies for `site` (ConfigMaps and Deployments in the operator
+   * namespace), computed from the sweep's lists instead of API reads. The Site drift decision
+   * (`drift.ts`) compares them with what was listed, as `applyObject` compares them with a GET:
+   * one missing, different, or left behind by a disabled component is a reason for a pass.
+   * Without it the component's objects are caught by their events and the daily safety net.
+   */
+  desired?(env: DesiredEnv, site: Site, read: ListedRead): Promise<KubeObject[]>;
 }
 
 /**

@@ -29,12 +29,13 @@ import {
   type SiteComponent,
   validateRegistry,
 } from "./component.ts";
+import { siteDrift } from "./drift.ts";
 import { createEnv, defaultEnvSettings, type Env } from "./env.ts";
 import { type ComponentConfig, createWatchEnv, type EnvSettings, mergeWatches } from "./watches.ts";
 
 export const siteControllerName = "site";
 
-/** Drift interval of Sites when none is given: every Site pass re-checks every component. */
+/** Drift period of Sites when none is given: how often the sweep lists their objects and decides (`drift.ts`). */
 export const defaultSiteResyncSeconds = 300;
 
 export interface SiteControllerOptions {
@@ -240,6 +241,7 @@ export function siteController(options: SiteControllerOptions): ControllerDefini
     conditionTypes: order,
     conditionEvents: { conditions: Object.fromEntries(order.map((type) => [type, "positive" as const])) },
     resyncSeconds: options.resyncSeconds ?? defaultSiteResyncSeconds,
+    drift: siteDrift(registry, settings),
     async reconcile(ctx, object: KubeObject) {
       const env = envFor(ctx);
       if (object.metadata.deletionTimestamp) return siteless(env);

@@ -60,6 +60,19 @@ export interface Env extends WatchEnv {
   image(repository: string): string;
 }
 
+/** What computing a component's desired objects needs: settings only, no API access. */
+export type DesiredEnv = Pick<Env, "namespace" | "config" | "image">;
+
+/** The {@link DesiredEnv} of these settings (the drift decision has no pass and no Kube). */
+export function desiredEnv(settings: EnvSettings): DesiredEnv {
+  return { namespace: settings.namespace, config: settings.config, image: imageOf(settings) };
+}
+
+const imageOf =
+  (settings: EnvSettings) =>
+  (repository: string): string =>
+    `${settings.config.imageRegistry}/${repository}:${settings.config.imageTag}`;
+
 const DaemonSet: Resource = {
   group: "apps",
   version: "v1",
@@ -167,7 +180,7 @@ export function createEnv(kube: Kube, settings: EnvSettings, onInvalidSite?: Inv
         })
         .sort((a, b) => (a.metadata.name ?? "").localeCompare(b.metadata.name ?? ""));
     },
-    image: (repository) => `${settings.config.imageRegistry}/${repository}:${settings.config.imageTag}`,
+    image: imageOf(settings),
   };
 }
 

@@ -1,10 +1,9 @@
 import type { ObjectKey, Resource } from "../../kube/index.ts";
-import { Resources } from "../../kube/index.ts";
 import type { ControllerDefinition } from "../../runtime/index.ts";
 import { generationChanged } from "../../runtime/index.ts";
 import { SubPoolConditionType, SubPoolReason, subPoolNamespacePrefix, subPoolResource } from "./api.ts";
 import { defaultOperatorConfig, type OperatorConfig } from "./config.ts";
-import { subPoolObjectNames } from "./desired.ts";
+import { subPoolObjectNames, subPoolOwnedResources } from "./desired.ts";
 import { subPoolDrift } from "./drift.ts";
 import { reconcileSubPool } from "./reconcile.ts";
 import { defaultSubPoolTimings, type SubPoolTimings } from "./timings.ts";
@@ -20,19 +19,6 @@ export interface SubPoolControllerDeps {
   /** Random bytes for new credentials; default Web Crypto `getRandomValues`. */
   randomBytes?: (length: number) => Uint8Array;
 }
-
-/** The kinds a SubPool derives and controls; their events map back through the controller ref. */
-export const subPoolOwnedResources: Resource[] = [
-  Resources.Namespace,
-  Resources.Secret,
-  Resources.ConfigMap,
-  Resources.ServiceAccount,
-  Resources.Service,
-  Resources.StatefulSet,
-  Resources.ResourceQuota,
-  Resources.NetworkPolicy,
-  Resources.PodDisruptionBudget,
-];
 
 /**
  * The SubPool operator as a kubefn controller: a cluster-scoped SubPool derives the Namespace

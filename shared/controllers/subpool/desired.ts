@@ -17,6 +17,19 @@ import type { OperatorConfig } from "./config.ts";
 import { combine, covering, exactly, type OwnedFields } from "./owned-fields.ts";
 import type { ResolvedRoute } from "./validate.ts";
 
+/** The kinds a SubPool derives and controls; their events map back through the controller ref. */
+export const subPoolOwnedResources: Resource[] = [
+  Resources.Namespace,
+  Resources.Secret,
+  Resources.ConfigMap,
+  Resources.ServiceAccount,
+  Resources.Service,
+  Resources.StatefulSet,
+  Resources.ResourceQuota,
+  Resources.NetworkPolicy,
+  Resources.PodDisruptionBudget,
+];
+
 /** gateway.networking.k8s.io/v1 HTTPRoute; not served by every cluster. */
 export const httpRouteResource: Resource = {
   group: "gateway.networking.k8s.io",

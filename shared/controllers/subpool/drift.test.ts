@@ -68,8 +68,9 @@ describe("SubPool drift found by lists", () => {
         }),
     ],
     [
+      // The lists select by the pool label (per page of pools): the Service is not listed.
       "a pool label removed from the Service",
-      "changed:Service",
+      "missing:Service",
       async () =>
         edit(Resources.Service, "demo-cpa", (o) => {
           delete o.metadata.labels!["subrelay.example.com/pool"];
@@ -106,13 +107,16 @@ describe("SubPool drift found by lists", () => {
     expect(await sweep()).toEqual([]);
   });
 
-  it("a foreign Namespace: one pass reports the conflict, then quiet until it is gone", async () => {
+  it("a foreign Namespace: one pass reports the conflict, then quiet (one GET of it) until it is gone", async () => {
     await kube.delete(Resources.Namespace, { name: ns });
     kube.seed(Resources.Namespace, { apiVersion: "v1", kind: "Namespace", metadata: { name: ns } });
     const first = await sweep();
-    expect(first.map((m) => m.trigger?.reason)).toEqual(["conflict:Namespace"]);
+    // The label-selected list cannot see an unlabelled Namespace: it reads as missing.
+    expect(first.map((m) => m.trigger?.reason)).toEqual(["missing:Namespace"]);
     await deliver(first);
+    kube.calls.length = 0;
     expect(await sweep()).toEqual([]);
+    expect(kube.calls.filter((c) => c.method === "get").map((c) => c.resource)).toEqual(["namespaces"]);
     await kube.delete(Resources.Namespace, { name: ns });
     expect((await sweep()).map((m) => m.trigger?.reason)).toEqual(["missing:Namespace"]);
   });

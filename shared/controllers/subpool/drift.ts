@@ -40,6 +40,7 @@ import {
   httpRouteResource,
   type ManagedObject,
   subPoolObjectNames,
+  subPoolOwnedResources,
 } from "./desired.ts";
 import { namespaceOwnership } from "./ownership.ts";
 import { gatewayReadiness, routeState } from "./reconcile.ts";
@@ -54,6 +55,12 @@ export interface SubPoolDriftShared {
   gateway: { ready: boolean; message: string };
   /** A Gateway by key, read once per sweep whatever number of pools route through it; null when absent. */
   gatewayObject(key: { name: string; namespace: string }): Promise<KubeObject | null>;
+  /**
+   * Whether a Namespace of this name exists (a GET, once per sweep per name): asked only for a pool
+   * whose status already shows a NamespaceConflict, since the label-selected list cannot show a
+   * foreign Namespace.
+   */
+  namespaceExists(name: string): Promise<boolean>;
 }
 
 const managedSelector = formatLabelSelector({ [subPoolManagedLabel]: subPoolManagedValue });
@@ -61,34 +68,42 @@ const managedSelector = formatLabelSelector({ [subPoolManagedLabel]: subPoolMana
 /** The list name of an owned kind (its plural). */
 const listOf = (resource: Resource) => resource.resource;
 
-/** Kinds derived inside `subpool-<name>` whose full objects the decision compares. */
+/**
+ * Kinds derived inside `subpool-<name>` whose full objects the decision compares: every owned
+ * kind but the Namespace (listed by metadata below) and Secrets (never listed), and the HTTPRoute.
+ */
 const comparedKinds: Resource[] = [
-  Resources.ConfigMap,
-  Resources.ServiceAccount,
-  Resources.Service,
-  Resources.StatefulSet,
-  Resources.ResourceQuota,
-  Resources.NetworkPolicy,
-  Resources.PodDisruptionBudget,
+  ...subPoolOwnedResources.filter((r) => r !== Resources.Namespace && r !== Resources.Secret),
   httpRouteResource,
 ];
 
+/** Each list is made per page of pools, selected by `subrelay.example.com/pool in (<the page's pools>)`. */
+const perPool = { label: subPoolPoolLabel, value: (pool: KubeObject) => pool.metadata.name };
+
 /**
- * The lists: every Namespace by metadata only (a foreign `subpool-<name>` carries none of our
- * labels, and the conflict must be seen), each compared kind label-selected on
- * `app.kubernetes.io/managed-by=subpool-operator`, and legacy LimitRanges by metadata.
+ * The lists, each per page of pools (so the sweep holds the derived objects of 500 pools at most,
+ * never the fleet's): the pools' Namespaces by metadata only, each compared kind label-selected
+ * on `app.kubernetes.io/managed-by=subpool-operator`, and legacy LimitRanges by metadata.
  *
  * Caveats: Secrets are not listed — kubefn may only `get` Secrets by name, never list them — so a
- * deleted credential Secret is found by its event or the safety net, not by the drift lists.
+ * deleted credential Secret is found by its event or the safety net, not by the drift lists. An
+ * object whose pool label was removed by hand is not listed: it reads as missing, and the pass
+ * repairs (or reports) it. A foreign `subpool-<name>` Namespace carries none of our labels; see
+ * {@link SubPoolDriftShared.namespaceExists}.
  */
 export const subPoolDriftLists: readonly DriftList[] = [
-  { name: listOf(Resources.Namespace), resource: Resources.Namespace, metadataOnly: true },
-  ...comparedKinds.map((resource) => ({ name: listOf(resource), resource, labelSelector: managedSelector })),
+  { name: listOf(Resources.Namespace), resource: Resources.Namespace, metadataOnly: true, perPage: perPool },
+  ...comparedKinds.map((resource) => ({
+    name: listOf(resource),
+    resource,
+    labelSelector: managedSelector,
+    perPage: perPool,
+  })),
   {
     name: listOf(Resources.LimitRange),
     resource: Resources.LimitRange,
-    labelSelector: subPoolPoolLabel,
     metadataOnly: true,
+    perPage: perPool,
   },
 ];
 
@@ -115,7 +130,22 @@ export function subPoolDrift(config: OperatorConfig): DriftDeclaration {
         }
         return found;
       };
-      return { config, gateway: gatewayReadiness(slices, gateway), gatewayObject };
+      const namespaces = new Map<string, Promise<boolean>>();
+      const namespaceExists = (name: string) => {
+        let found = namespaces.get(name);
+        if (!found) {
+          found = ctx.kube.get(Resources.Namespace, { name }).then(
+            () => true,
+            (err: unknown) => {
+              if (isNotFound(err)) return false;
+              throw err;
+            },
+          );
+          namespaces.set(name, found);
+        }
+        return found;
+      };
+      return { config, gateway: gatewayReadiness(slices, gateway), gatewayObject, namespaceExists };
     },
     decide: ({ primary, listed, shared }) => subPoolDriftReason(primary, listed, shared),
     attach: ({ primary, listed }) => subPoolListedObjects(primary, listed),
@@ -193,7 +223,12 @@ export async function subPoolDriftReason(
   const namespace = listed.get(listOf(Resources.Namespace), { name: nsName });
   const ownership = namespaceOwnership(namespace, primary);
   if (ownership === "foreign") return blockedBy(Reason.NamespaceConflict) ? undefined : "conflict:Namespace";
-  if (ownership === "absent") return "missing:Namespace";
+  if (ownership === "absent") {
+    // The list shows only labelled Namespaces: a conflict already reported is quiet while the
+    // foreign Namespace still exists, and a pass is sent once it is gone.
+    if (blockedBy(Reason.NamespaceConflict) && (await shared.namespaceExists(nsName))) return undefined;
+    return "missing:Namespace";
+  }
   if (namespace?.metadata.deletionTimestamp) return "namespace-terminating";
   if (blockedBy(Reason.CredentialConflict)) return "conflict:Secret";
 

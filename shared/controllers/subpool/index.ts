@@ -11,7 +11,6 @@ export {
   subPoolController,
   subPoolControllerName,
   subPoolFromKey,
-  subPoolOwnedResources,
 } from "./controller.ts";
 export {
   type DeletionAction,
@@ -30,6 +29,7 @@ export {
   podSelectorLabels,
   poolLabels,
   subPoolObjectNames,
+  subPoolOwnedResources,
 } from "./desired.ts";
 export { type NamespaceOwnership, namespaceOwnership } from "./ownership.ts";
 export { newCredentials, reconcileSubPool, routeState, type SubPoolPassDeps } from "./reconcile.ts";

@@ -126,6 +126,33 @@ describe("SubPool pass over the fake Kube", () => {
     expect(condition("RouteReady")).toBeUndefined();
   });
 
+  it("a new pool's Secret and derived objects are created at once in the Namespace its pass made", async () => {
+    kube.seed(subPoolResource, subPoolObject());
+    let inFlight = 0;
+    let peak = 0;
+    const fake = kube;
+    ctx.kube = new Proxy(fake, {
+      get(target, prop) {
+        if (prop === "create") {
+          return async (res: Resource, obj: KubeObject) => {
+            peak = Math.max(peak, ++inFlight);
+            await new Promise((resolve) => setTimeout(resolve, 5));
+            try {
+              return await target.create(res, obj);
+            } finally {
+              inFlight--;
+            }
+          };
+        }
+        const value = Reflect.get(target, prop) as unknown;
+        return typeof value === "function" ? value.bind(target) : value;
+      },
+    });
+    expect(await pass()).toMatchObject({ result: "awaitSweep", wroteStatus: true });
+    expect(peak).toBe(ownedKinds.length);
+    for (const [res, name] of ownedKinds) expect(inNs(res, name)).toBeDefined();
+  });
+
   it("a second pass over a converged pool makes zero writes", async () => {
     await converge();
     const result = await pass();

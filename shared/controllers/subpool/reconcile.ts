@@ -155,12 +155,22 @@ async function reconcileActive(
   createFirst = createdNamespace;
 
   // 6: the credential Secret: generated only when missing, never overwritten.
-  const secret = await ensureObject(
-    kube,
-    Resources.Secret,
-    { ...desired.credentials, data: newCredentials(deps.randomBytes) },
-    { owner: object, fieldManager: deps.fieldManager, createFirst },
-  );
+  const ensureSecret = () =>
+    ensureObject(
+      kube,
+      Resources.Secret,
+      { ...desired.credentials, data: newCredentials(deps.randomBytes) },
+      { owner: object, fieldManager: deps.fieldManager, createFirst },
+    );
+  const ensureManaged = (managed: ManagedObject) =>
+    ensureObject(kube, managed.resource, managed.object, ensureOpts(managed));
+  // In a Namespace this pass created nothing else can be yet: the Secret and every derived object
+  // are created at once (one round trip instead of nine in a row), and judged below in the
+  // seed's order, so a conflict still blocks the pool with the same reason.
+  const created = createdNamespace
+    ? await settledInOrder([ensureSecret, ...desired.managed.map((m) => () => ensureManaged(m))])
+    : undefined;
+  const secret = created ? (created[0] as Awaited<ReturnType<typeof ensureSecret>>) : await ensureSecret();
   if (secret.result === "conflict") {
     return block(
       status,
@@ -183,8 +193,8 @@ async function reconcileActive(
 
   // 8: the rest, syncing only owned fields.
   let statefulSet: KubeObject | undefined;
-  for (const managed of desired.managed) {
-    const result = await ensureObject(kube, managed.resource, managed.object, ensureOpts(managed));
+  for (const [index, managed] of desired.managed.entries()) {
+    const result = created ? created[index + 1]! : await ensureManaged(managed);
     if (result.result === "conflict") {
       return block(
         status,
@@ -353,6 +363,17 @@ export function routeState(
     return { state: "pending", message: `accepted by ${where}, which is not ready (${detail})` };
   }
   return { state: "accepted", message: `accepted by ${where}` };
+}
+
+/**
+ * Runs every write at once and answers their results in order; when any failed, throws the
+ * first failure in order, after every write has settled (none is left running past the pass).
+ */
+async function settledInOrder<T>(writes: readonly (() => Promise<T>)[]): Promise<T[]> {
+  const settled = await Promise.allSettled(writes.map((write) => write()));
+  const failure = settled.find((r) => r.status === "rejected");
+  if (failure) throw failure.reason;
+  return settled.map((r) => (r as PromiseFulfilledResult<T>).value);
 }
 
 async function proxyGatewayReadiness(

@@ -71,10 +71,13 @@ function kubefnOver(server: ReturnType<typeof apiServer>, requestBudget: number,
 const threeGets: SweepTask = {
   name: "three-gets",
   controller: "proxy",
-  async run(ctx) {
-    for (let i = 0; i < 3; i++) await ctx.kube.get(ProxyResource, { namespace: "ns1", name: "p1" });
-    return { gets: 3 };
-  },
+  start: (ctx) => ({
+    async page() {},
+    async finish() {
+      for (let i = 0; i < 3; i++) await ctx.kube.get(ProxyResource, { namespace: "ns1", name: "p1" });
+      return { gets: 3 };
+    },
+  }),
 };
 
 const message: Message = { request: { controller: "proxy", namespace: "ns1", name: "p1" }, attempt: 0 };

@@ -69,7 +69,7 @@ export function subPoolController(overrides: Partial<ControllerDefinition> = {})
       "DeletionBlocked",
       "InvalidSpec",
     ],
-    permanentErrorCondition: "InvalidSpec",
+    errorPolicy: { latch: { condition: "InvalidSpec" } },
     resyncSeconds: 1800,
     ownerFromKey: (_res, key) =>
       key.namespace?.startsWith("subpool-")

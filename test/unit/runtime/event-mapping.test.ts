@@ -51,6 +51,75 @@ function world() {
   return { kube, ctx, recorded, registry };
 }
 
+describe("mapEvents: names no stored object can have", () => {
+  // The API server refuses these names, so only a forged or corrupted event carries one; each
+  // would cost a pass (and "." or ".." would address another path once a URL resolves them).
+  const auditWrite = (namespace: string, name: string) => ({
+    level: "Metadata",
+    auditID: `id-${namespace}-${name.slice(0, 8)}`,
+    stage: "ResponseComplete",
+    requestURI: "/apis/crawl.example.com/v1alpha1/namespaces/x/proxies/y",
+    verb: "update",
+    user: { username: "tenant" },
+    objectRef: {
+      resource: "proxies",
+      apiGroup: "crawl.example.com",
+      apiVersion: "v1alpha1",
+      namespace,
+      name,
+    },
+    responseStatus: { code: 200 },
+    requestReceivedTimestamp: "2026-11-30T12:00:00Z",
+    stageTimestamp: "2026-11-30T12:00:00Z",
+  });
+  const bad: Array<[string, string]> = [
+    ["ns1", ".."],
+    ["ns1", "."],
+    ["..", "p1"],
+    ["ns1", "a/b"],
+    ["ns1", "a%2e"],
+    ["ns1", "a".repeat(254)],
+    ["Not_A_Label", "p1"],
+    ["n".repeat(64), "p1"],
+  ];
+
+  it.each(bad)("audit %s/%s is skipped and counted, never a request", async (namespace, name) => {
+    const { ctx, registry } = world();
+    const result = await mapEvents(ctx, registry, eventList(auditWrite(namespace, name)), {
+      selfUsernames: [SELF],
+    });
+    expect(result.requests).toEqual([]);
+    expect(result.counts).toMatchObject({ events: 1, skipped: 1 });
+  });
+
+  it.each(bad)("relay %s/%s is skipped and counted, never a request", async (namespace, name) => {
+    const { ctx, registry } = world();
+    const batch = {
+      kind: "RelayBatch",
+      apiVersion: "kubefn.dev/v1",
+      events: [
+        {
+          type: "MODIFIED",
+          resource: { group: "crawl.example.com", version: "v1alpha1", resource: "proxies" },
+          object: { metadata: { namespace, name, uid: "u1", generation: 2 } },
+        },
+      ],
+    };
+    const result = await mapEvents(ctx, registry, batch, { selfUsernames: [SELF] });
+    expect(result.requests).toEqual([]);
+    expect(result.counts).toMatchObject({ events: 1, skipped: 1 });
+  });
+
+  it("a well-formed name at the limits still maps", async () => {
+    const { ctx, registry } = world();
+    const name = `${"a".repeat(63)}.${"b".repeat(63)}.${"c".repeat(63)}.${"d".repeat(61)}`;
+    const result = await mapEvents(ctx, registry, eventList(auditWrite("n".repeat(63), name)), {
+      selfUsernames: [SELF],
+    });
+    expect(result.requests).toEqual([{ controller: "proxy", namespace: "n".repeat(63), name }]);
+  });
+});
+
 describe("mapEvents: audit EventList", () => {
   it("maps the mixed fixture to deduplicated requests and accounts for every event", async () => {
     const { ctx, registry } = world();
@@ -253,6 +322,47 @@ describe("mapEvents: audit EventList", () => {
     };
     const result = await mapEvents(ctx, registry, eventList(collection));
     expect(result.requests).toEqual([{ controller: "proxy", namespace: "ns1", name: "p1" }]);
+  });
+
+  it("keeps a primary's stored object from its one event in the batch, to save the pass its GET", async () => {
+    const { ctx, registry } = world();
+    const stored = {
+      apiVersion: "subrelay.example.com/v1alpha1",
+      kind: "SubPool",
+      metadata: { name: "demo", uid: "uid-demo", resourceVersion: "41", generation: 1 },
+      spec: {},
+    };
+    const created = {
+      kind: "Event",
+      level: "RequestResponse",
+      stage: "ResponseComplete",
+      verb: "create",
+      user: { username: "alice" },
+      objectRef: { apiGroup: "subrelay.example.com", resource: "subpools", name: "demo" },
+      responseStatus: { code: 201 },
+      responseObject: stored,
+      stageTimestamp: "2026-11-30T12:00:00.004211Z",
+    };
+    const once = await mapEvents(ctx, registry, eventList(created));
+    expect(once.requests).toEqual([{ controller: "subpool", name: "demo" }]);
+    expect([...once.snapshots.values()]).toEqual([
+      { object: stored, at: Date.parse("2026-11-30T12:00:00.004211Z") },
+    ]);
+
+    // Changed twice in one batch: which body is the latest is not the mapping's to guess.
+    const twice = await mapEvents(ctx, registry, eventList(created, { ...created, verb: "update" }));
+    expect(twice.requests).toHaveLength(1);
+    expect(twice.snapshots.size).toBe(0);
+    // No resourceVersion to guard the writes with, a delete, or Metadata level: no snapshot.
+    const { resourceVersion: _, ...unversioned } = stored.metadata;
+    for (const event of [
+      { ...created, responseObject: { ...stored, metadata: unversioned } },
+      { ...created, verb: "delete" },
+      { ...created, level: "Metadata", responseObject: undefined },
+      { ...created, stageTimestamp: undefined },
+    ]) {
+      expect((await mapEvents(ctx, registry, eventList(event))).snapshots.size).toBe(0);
+    }
   });
 
   it.each([

@@ -2,9 +2,9 @@ import { describe, expect, it } from "vitest";
 import { ReconcileError } from "../../../shared/kube/classify.ts";
 import { ConflictError, ServerError, TooManyRequestsError } from "../../../shared/kube/errors.ts";
 import type { ControllerDefinition } from "../../../shared/runtime/controller.ts";
+import { QUOTA_RETRY_SECONDS } from "../../../shared/runtime/error-policy.ts";
 import {
   IMMEDIATE_CONFLICT_RETRIES,
-  QUOTA_RETRY_SECONDS,
   runPass,
   SNAPSHOT_MAX_AGE_SECONDS,
 } from "../../../shared/runtime/executor.ts";
@@ -543,7 +543,7 @@ describe("the permanent-error latch (executor-kept)", () => {
     expect(calls).toBe(1);
   });
 
-  it("controllers without permanentErrorCondition keep their own latch: the executor writes no condition", async () => {
+  it("controllers without an error policy latch nothing: the executor writes no condition", async () => {
     const { kube, ctx, registry } = setup(async () =>
       failed(ReconcileError.permanent("UnknownProvider", "nope")),
     );

@@ -63,8 +63,13 @@ describe("createRegistry", () => {
     ["a resync in milliseconds", () => [proxyController({ resyncSeconds: 600_000_000 })], /resyncSeconds/],
     [
       "a latch condition it does not publish",
-      () => [subPoolController({ permanentErrorCondition: "Nope" })],
-      /permanentErrorCondition "Nope"/,
+      () => [subPoolController({ errorPolicy: { latch: { condition: "Nope" } } })],
+      /errorPolicy.latch condition "Nope" is not among its conditionTypes/,
+    ],
+    [
+      "a quota condition it does not publish",
+      () => [subPoolController({ errorPolicy: { quota: { condition: "Nope" } } })],
+      /errorPolicy.quota condition "Nope"/,
     ],
     // Regression: a Running proxy's requeueAfter(300) with resync 300 (and SubPool's 60 with 60)
     // was never sent, a hidden done(); a requeue that late is now refused at registration.

@@ -3,6 +3,7 @@ import type { Kube, KubeObject, ListOptions, ListPage } from "../../../shared/ku
 import { defineDrift, safetyNetDue } from "../../../shared/runtime/drift.ts";
 import { createRegistry } from "../../../shared/runtime/registry.ts";
 import { runSweep } from "../../../shared/runtime/sweep-run.ts";
+import type { SweepTask } from "../../../shared/runtime/sweep-task.ts";
 import { fakeContext } from "../../support/fake-kube.ts";
 import { proxyController, SubPoolResource, subPoolController } from "./controllers.ts";
 
@@ -71,6 +72,46 @@ describe("runSweep", () => {
       drift: true,
       reasons: { "drift:missing:ConfigMap": 1 },
     });
+  });
+
+  it("a perPage drift list is listed once per page of primaries, selected by the page's values", async () => {
+    const kube = pagedKube(Array.from({ length: 25 }, (_, i) => pool(i)));
+    const { ctx } = fakeContext(kube, { now });
+    const registry = createRegistry([
+      subPoolController({
+        resyncSeconds: 60,
+        drift: defineDrift({
+          lists: [
+            {
+              name: "configmaps",
+              resource: {
+                group: "",
+                version: "v1",
+                resource: "configmaps",
+                kind: "ConfigMap",
+                namespaced: true,
+              },
+              labelSelector: "managed=yes",
+              perPage: { label: "pool", value: (p) => p.metadata.name },
+            },
+          ],
+          decide: () => undefined,
+        }),
+      }),
+    ]);
+    await runSweep(ctx, registry, [], {
+      shardSize: 100,
+      snapshots: false,
+      pageSize: 10,
+      safetyNetSeconds: 7 * 86_400,
+    });
+    // (This Kube answers every list with the pools, so each owned list pages too: first pages only.)
+    const owned = kube.lists.filter((o) => o.labelSelector && !o.continue).map((o) => o.labelSelector);
+    expect(owned).toEqual([
+      "managed=yes,pool in (p0,p1,p2,p3,p4,p5,p6,p7,p8,p9)",
+      "managed=yes,pool in (p10,p11,p12,p13,p14,p15,p16,p17,p18,p19)",
+      "managed=yes,pool in (p20,p21,p22,p23,p24)",
+    ]);
   });
 
   it("the safety net sends each object once over its interval, spread across slots", async () => {
@@ -188,16 +229,13 @@ describe("runSweep", () => {
         }),
       }),
     ]);
-    const task = {
+    const task: SweepTask = {
       name: "collector",
       controller: "subpool",
-      async run(
-        _ctx: unknown,
-        _primaries: unknown,
-        memo?: { once: <T>(k: string, l: () => Promise<T>) => Promise<T> },
-      ) {
-        return { seen: (await memo!.once("instances", instances)).length };
-      },
+      start: (_ctx, memo) => ({
+        page: async () => undefined,
+        finish: async () => ({ seen: (await memo.once("instances", instances)).length }),
+      }),
     };
     const summary = await runSweep(ctx, registry, [task], { shardSize: 10, snapshots: false });
     expect(summary.tasks.collector).toEqual({ seen: 1 });

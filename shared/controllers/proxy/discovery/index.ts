@@ -20,4 +20,4 @@ export {
   type ReadyProxy,
   selectReady,
 } from "./ready.ts";
-export { discoveryRoutes, type ProxyApiOptions } from "./routes.ts";
+export { badNamespace, discoveryRoutes, type ProxyApiOptions } from "./routes.ts";

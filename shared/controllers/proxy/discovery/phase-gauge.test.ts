@@ -1,6 +1,7 @@
 import { describe, expect, it } from "vitest";
 import { FakeKube, fakeContext } from "../../../../test/support/fake-kube.ts";
 import { testProxy } from "../../../../test/support/proxies.ts";
+import { runSweepTask } from "../../../runtime/index.ts";
 import { countByPhase, proxyPhaseGaugeTask } from "./phase-gauge.ts";
 
 const zero = { Pending: 0, Provisioning: 0, Ready: 0, Unhealthy: 0, Deleting: 0, Failed: 0, Unknown: 0 };
@@ -30,8 +31,8 @@ describe("proxyPhaseGaugeTask", () => {
     ctx.metrics.gauge = (name, value, labels) => gauges.push([name, value, labels]);
     const task = proxyPhaseGaugeTask();
     expect(task.controller).toBe("proxy");
-    await task.run(ctx, [testProxy({ name: "a" })]);
-    expect(gauges).toContainEqual(["kubefn_proxies", 1, { phase: "Ready" }]);
+    await runSweepTask(task, ctx, [[testProxy({ name: "a" })], [testProxy({ name: "b" })]]);
+    expect(gauges).toContainEqual(["kubefn_proxies", 2, { phase: "Ready" }]);
     expect(gauges).toContainEqual(["kubefn_proxies", 0, { phase: "Failed" }]);
     expect(gauges).toHaveLength(7);
   });

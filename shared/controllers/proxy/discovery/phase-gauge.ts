@@ -22,18 +22,26 @@ export function countByPhase(primaries: readonly KubeObject[]): Record<string, n
 }
 
 /**
- * Sweep task setting the gauge `kubefn_proxies{phase}` from the Proxies the sweep listed. Makes
- * no API calls.
+ * Sweep task setting the gauge `kubefn_proxies{phase}` from the Proxies the sweep listed, page by
+ * page (it keeps only the counts). Makes no API calls.
  */
 export function proxyPhaseGaugeTask(): SweepTask {
   return {
     name: "proxy-phase-gauge",
     controller: proxyControllerName,
-    async run(ctx, primaries) {
-      const counts = countByPhase(primaries);
-      for (const [phase, value] of Object.entries(counts))
-        ctx.metrics.gauge("kubefn_proxies", value, { phase });
-      return counts;
+    start(ctx) {
+      const counts = countByPhase([]);
+      return {
+        async page(primaries) {
+          for (const [phase, n] of Object.entries(countByPhase(primaries)))
+            counts[phase] = (counts[phase] ?? 0) + n;
+        },
+        async finish() {
+          for (const [phase, value] of Object.entries(counts))
+            ctx.metrics.gauge("kubefn_proxies", value, { phase });
+          return counts;
+        },
+      };
     },
   };
 }

@@ -192,3 +192,29 @@ describe("crawler credentials scoped to namespaces", () => {
     expect(() => discoveryRoutes(ctx, { apiToken: setting })).toThrow();
   });
 });
+
+describe("namespaces that no object can be in", () => {
+  it.each(["..", ".", "Not_A_Label", "n".repeat(64)])(
+    "GET /v1/proxies?namespace=%s is a 400 naming the rule, not a request to another path",
+    async (namespace) => {
+      const { app } = setup();
+      const res = await app.request(`/v1/proxies?namespace=${encodeURIComponent(namespace)}`, {
+        headers: auth,
+      });
+      expect(res.status).toBe(400);
+      expect(JSON.stringify(await res.json())).toMatch(/DNS label/);
+    },
+  );
+
+  it.each(["Not_A_Label", "a.b"])("PUT and DELETE /v1/leases/%s/x are 400", async (namespace) => {
+    const kube = new FakeKube();
+    const { ctx } = fakeContext(kube);
+    const app = leaseRoutes(ctx, { apiToken });
+    const path = `/v1/leases/${encodeURIComponent(namespace)}/proxy-x`;
+    const headers = { ...auth, "content-type": "application/json" };
+    const put = await app.request(path, { method: "PUT", headers, body: JSON.stringify({ holder: "h" }) });
+    expect(put.status).toBe(400);
+    const del = await app.request(`${path}?holder=h`, { method: "DELETE", headers });
+    expect(del.status).toBe(400);
+  });
+});

@@ -1,5 +1,6 @@
+import type { Context as HonoContext } from "hono";
 import { Hono } from "hono/tiny";
-import { parseLabelSelector } from "../../../kube/index.ts";
+import { isNamespaceName, parseLabelSelector } from "../../../kube/index.ts";
 import type { Context } from "../../../runtime/index.ts";
 import { apiErrorHandler } from "./api-errors.ts";
 import { bearerAuth, crawlerOf, mayUseNamespace } from "./bearer-auth.ts";
@@ -34,6 +35,7 @@ export function discoveryRoutes(ctx: Context, options: ProxyApiOptions): Hono {
   app.use("/v1/proxies", bearerAuth(options.apiToken));
   app.get("/v1/proxies", async (c) => {
     const namespace = c.req.query("namespace") || undefined;
+    if (namespace !== undefined && !isNamespaceName(namespace)) return badNamespace(c, namespace);
     const crawler = crawlerOf(c);
     if (namespace !== undefined && !mayUseNamespace(crawler, namespace)) {
       return c.json(
@@ -59,4 +61,15 @@ export function discoveryRoutes(ctx: Context, options: ProxyApiOptions): Hono {
     return c.json({ items });
   });
   return app;
+}
+
+/** 400 for a namespace no object can be in (it would otherwise become part of an API path). */
+export function badNamespace(c: HonoContext, namespace: string): Response {
+  return c.json(
+    {
+      error: "BadRequest",
+      message: `namespace ${JSON.stringify(namespace.slice(0, 80))} is not a DNS label (lower-case alphanumerics and '-', at most 63)`,
+    },
+    400,
+  );
 }

@@ -337,3 +337,27 @@ describe("attacks on the lease API", () => {
     expect(after.metadata.labels).toEqual(labels);
   });
 });
+
+describe("lease request bodies", () => {
+  it("a body over 64 KiB is refused (413) after reading little more than that: a leaked crawler token cannot fill memory", async () => {
+    const { kube } = setup({ name: "only" });
+    const { ctx } = fakeContext(kube);
+    const app = leaseRoutes(ctx, { apiToken });
+    let pulled = 0;
+    const body = new ReadableStream<Uint8Array>({
+      pull(controller) {
+        if (pulled >= 64 * 1024 * 1024) return controller.close();
+        pulled += 16 * 1024;
+        controller.enqueue(new Uint8Array(16 * 1024).fill(0x20));
+      },
+    });
+    const res = await app.request("/v1/leases", {
+      method: "POST",
+      headers: { authorization: `Bearer ${apiToken}`, "content-type": "application/json" },
+      body,
+      duplex: "half",
+    } as RequestInit);
+    expect(res.status).toBe(413);
+    expect(pulled).toBeLessThan(256 * 1024);
+  });
+});

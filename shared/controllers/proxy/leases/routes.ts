@@ -1,11 +1,19 @@
 import type { Context as HonoContext } from "hono";
 import { Hono } from "hono/tiny";
 import { assertNever } from "../../../guards/index.ts";
-import { parseLabelSelector } from "../../../kube/index.ts";
+import { isNamespaceName, isObjectName, parseLabelSelector } from "../../../kube/index.ts";
 import type { Context } from "../../../runtime/index.ts";
+import { readTextCapped } from "../../../streams/index.ts";
 import * as z from "../../../zod/index.ts";
 import type { ProxyApiOptions } from "../discovery/index.ts";
-import { apiErrorHandler, bearerAuth, boundHolder, crawlerOf, mayUseNamespace } from "../discovery/index.ts";
+import {
+  apiErrorHandler,
+  badNamespace,
+  bearerAuth,
+  boundHolder,
+  crawlerOf,
+  mayUseNamespace,
+} from "../discovery/index.ts";
 import { maxLeaseSeconds, minLeaseSeconds } from "./lease.ts";
 import { acquireLease, releaseLease, renewLease } from "./store.ts";
 
@@ -56,7 +64,10 @@ export function leaseRoutes(ctx: Context, options: ProxyApiOptions): Hono {
 
   app.post("/v1/leases", async (c) => {
     const body = await readBody(c, acquireBodySchema);
-    if (!body.ok) return badRequest(c, body.error);
+    if (!body.ok) return refuseBody(c, body);
+    if (body.data.namespace !== undefined && !isNamespaceName(body.data.namespace)) {
+      return badNamespace(c, body.data.namespace);
+    }
     const selector = parseLabelSelector(body.data.selector ?? "");
     if (!selector.ok) return badRequest(c, `selector: ${selector.error}`);
     const crawler = crawlerOf(c);
@@ -90,8 +101,10 @@ export function leaseRoutes(ctx: Context, options: ProxyApiOptions): Hono {
 
   app.put("/v1/leases/:namespace/:name", async (c) => {
     const body = await readBody(c, renewBodySchema);
-    if (!body.ok) return badRequest(c, body.error);
+    if (!body.ok) return refuseBody(c, body);
     const key = { namespace: c.req.param("namespace"), name: c.req.param("name") };
+    if (!isNamespaceName(key.namespace)) return badNamespace(c, key.namespace);
+    if (!isObjectName(key.name)) return badRequest(c, "the lease name is not an object name");
     const crawler = crawlerOf(c);
     if (!mayUseNamespace(crawler, key.namespace)) return c.json({ error: "LeaseNotFound" }, 404);
     const result = await renewLease(ctx, key, boundHolder(crawler, body.data.holder), body.data.ttlSeconds);
@@ -115,8 +128,10 @@ export function leaseRoutes(ctx: Context, options: ProxyApiOptions): Hono {
       fromQuery !== undefined
         ? parseWith(releaseBodySchema, { holder: fromQuery })
         : await readBody(c, releaseBodySchema);
-    if (!body.ok) return badRequest(c, body.error);
+    if (!body.ok) return refuseBody(c, body);
     const key = { namespace: c.req.param("namespace"), name: c.req.param("name") };
+    if (!isNamespaceName(key.namespace)) return badNamespace(c, key.namespace);
+    if (!isObjectName(key.name)) return badRequest(c, "the lease name is not an object name");
     const crawler = crawlerOf(c);
     if (!mayUseNamespace(crawler, key.namespace)) return c.json({ error: "LeaseNotFound" }, 404);
     const result = await releaseLease(ctx, key, boundHolder(crawler, body.data.holder));
@@ -135,17 +150,44 @@ export function leaseRoutes(ctx: Context, options: ProxyApiOptions): Hono {
   return app;
 }
 
-type BodyResult<T> = { ok: true; data: T } | { ok: false; error: string };
+type BodyResult<T> = { ok: true; data: T } | { ok: false; error: string; status?: 408 | 413 };
 
-/** The JSON body parsed with `schema`; a missing, malformed or invalid body is an error message. */
+/** Lease bodies are a few fields; anything longer is refused before it is read whole. */
+const maxBodyBytes = 64 * 1024;
+const bodyTimeoutMs = 10_000;
+
+/**
+ * The JSON body parsed with `schema`; a missing, malformed or invalid body is an error message.
+ * Read as a stream, cut off at {@link maxBodyBytes} (413) or {@link bodyTimeoutMs} (408), so a
+ * leaked crawler token cannot make the host buffer a body of any size or hold it open.
+ */
 async function readBody<T>(c: HonoContext, schema: z.ZodMiniType<T>): Promise<BodyResult<T>> {
+  const stream = c.req.raw.body;
+  if (!stream) return { ok: false, error: "the body must be a JSON object" };
+  const deadline = AbortSignal.timeout(bodyTimeoutMs);
+  let text: string | undefined;
+  try {
+    text = await readTextCapped(stream, maxBodyBytes, deadline);
+  } catch (err) {
+    if (deadline.aborted) return { ok: false, status: 408, error: "the body did not arrive in time" };
+    throw err;
+  }
+  if (text === undefined) {
+    return { ok: false, status: 413, error: `the body is larger than ${maxBodyBytes} bytes` };
+  }
   let raw: unknown;
   try {
-    raw = await c.req.json();
+    raw = JSON.parse(text);
   } catch {
     return { ok: false, error: "the body must be a JSON object" };
   }
   return parseWith(schema, raw);
+}
+
+function refuseBody(c: HonoContext, body: { error: string; status?: 408 | 413 }): Response {
+  if (body.status === 413) return c.json({ error: "PayloadTooLarge", message: body.error }, 413);
+  if (body.status === 408) return c.json({ error: "RequestTimeout", message: body.error }, 408);
+  return badRequest(c, body.error);
 }
 
 function parseWith<T>(schema: z.ZodMiniType<T>, raw: unknown): BodyResult<T> {

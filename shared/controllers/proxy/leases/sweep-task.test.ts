@@ -2,6 +2,7 @@ import { describe, expect, it } from "vitest";
 import { FakeKube, fakeContext } from "../../../../test/support/fake-kube.ts";
 import { proxyResource, type TestProxy, testProxy } from "../../../../test/support/proxies.ts";
 import { type KubeObject, Resources } from "../../../kube/index.ts";
+import { runSweepTask } from "../../../runtime/index.ts";
 import { formatMicroTime, newLease, type ProxyLease } from "./lease.ts";
 import { leaseSweepTask } from "./sweep-task.ts";
 
@@ -45,7 +46,7 @@ describe("leaseSweepTask", () => {
     );
     const task = leaseSweepTask();
     expect(task.controller).toBe("proxy");
-    expect(await task.run(ctx, primaries)).toEqual({ leases: 6, held: 1, deleted: 4, raced: 0 });
+    expect(await runSweepTask(task, ctx, [primaries])).toEqual({ leases: 6, held: 1, deleted: 4, raced: 0 });
     expect(await remaining()).toEqual(["proxy-held", "proxy-late"]);
     expect(gauges).toEqual([["kubefn_leases_held", 1]]);
     expect(recorded.counts.map((c) => c.labels?.reason).sort()).toEqual([
@@ -58,7 +59,7 @@ describe("leaseSweepTask", () => {
 
   it("confirms with a fresh GET: a proxy created after the sweep listed keeps its lease", async () => {
     const { ctx, remaining } = setup([{ name: "new" }], [leaseFor("new", 1)]);
-    expect(await leaseSweepTask().run(ctx, [])).toMatchObject({ deleted: 0, held: 1 });
+    expect(await runSweepTask(leaseSweepTask(), ctx, [[]])).toMatchObject({ deleted: 0, held: 1 });
     expect(await remaining()).toEqual(["proxy-new"]);
   });
 
@@ -74,7 +75,7 @@ describe("leaseSweepTask", () => {
       });
       return original(res, key, opts);
     };
-    expect(await leaseSweepTask().run(ctx, primaries)).toMatchObject({ deleted: 0, raced: 1 });
+    expect(await runSweepTask(leaseSweepTask(), ctx, [primaries])).toMatchObject({ deleted: 0, raced: 1 });
     expect(await remaining()).toEqual(["proxy-p"]);
   });
 
@@ -82,7 +83,7 @@ describe("leaseSweepTask", () => {
     const foreign = leaseFor("x", 1000);
     foreign.metadata.ownerReferences = [];
     const { ctx, remaining } = setup([], [foreign]);
-    expect(await leaseSweepTask().run(ctx, [])).toMatchObject({ deleted: 0 });
+    expect(await runSweepTask(leaseSweepTask(), ctx, [[]])).toMatchObject({ deleted: 0 });
     expect(await remaining()).toEqual(["proxy-x"]);
   });
 });

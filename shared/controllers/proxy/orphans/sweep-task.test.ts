@@ -2,6 +2,7 @@ import { describe, expect, it } from "vitest";
 import { FakeKube, fakeContext } from "../../../../test/support/fake-kube.ts";
 import { proxyResource, testProxy } from "../../../../test/support/proxies.ts";
 import type { KubeObject } from "../../../kube/index.ts";
+import { runSweepTask } from "../../../runtime/index.ts";
 import { type Instance, ownerTags, type Provider, ProviderError, type Tag } from "../providers/provider.ts";
 import { orphanSweepTask } from "./sweep-task.ts";
 
@@ -54,7 +55,12 @@ describe("orphanSweepTask", () => {
       graceSeconds: 0,
     });
     expect(task.controller).toBe("proxy");
-    expect(await task.run(ctx, [live])).toEqual({ instances: 3, orphans: 2, collected: 2, failed: 0 });
+    expect(await runSweepTask(task, ctx, [[live]])).toEqual({
+      instances: 3,
+      orphans: 2,
+      collected: 2,
+      failed: 0,
+    });
     expect(pods.deleted).toEqual(["pod-orphan"]);
     expect(vms.deleted).toEqual(["vm-orphan"]);
     expect(pods.listed).toEqual([{ key: "crawl.kubefn.dev/managed-by", value: "kubefn" }]);
@@ -70,9 +76,10 @@ describe("orphanSweepTask", () => {
     const pods = memoryProvider([run("pod-new", "uid-new")]);
     const { ctx } = fakeContext(kube, { now });
     const swept: KubeObject[] = [];
-    const counts = await orphanSweepTask({ providers: { kubernetes: pods.provider }, graceSeconds: 0 }).run(
+    const counts = await runSweepTask(
+      orphanSweepTask({ providers: { kubernetes: pods.provider }, graceSeconds: 0 }),
       ctx,
-      swept,
+      [swept],
     );
     expect(counts).toMatchObject({ orphans: 0, collected: 0 });
     expect(pods.deleted).toEqual([]);
@@ -85,7 +92,7 @@ describe("orphanSweepTask", () => {
       { ...run("old", "uid-gone"), createdAt: "2026-11-30T11:49:00Z" } as Instance,
     ]);
     const { ctx } = fakeContext(kube, { now });
-    await orphanSweepTask({ providers: { kubernetes: pods.provider } }).run(ctx, []);
+    await runSweepTask(orphanSweepTask({ providers: { kubernetes: pods.provider } }), ctx, [[]]);
     expect(pods.deleted).toEqual(["old"]);
   });
 
@@ -94,10 +101,14 @@ describe("orphanSweepTask", () => {
     const broken = memoryProvider([], { failList: true });
     const flaky = memoryProvider([run("a", "uid-gone"), run("b", "uid-gone")], { failDelete: "a" });
     const { ctx, recorded } = fakeContext(kube, { now });
-    const counts = await orphanSweepTask({
-      providers: { broken: broken.provider, flaky: flaky.provider },
-      graceSeconds: 0,
-    }).run(ctx, []);
+    const counts = await runSweepTask(
+      orphanSweepTask({
+        providers: { broken: broken.provider, flaky: flaky.provider },
+        graceSeconds: 0,
+      }),
+      ctx,
+      [[]],
+    );
     expect(counts).toEqual({ instances: 2, orphans: 2, collected: 1, failed: 2 });
     expect(flaky.deleted).toEqual(["b"]);
     expect(recorded.logs.filter((l) => l.level === "error")).toHaveLength(2);
@@ -106,7 +117,9 @@ describe("orphanSweepTask", () => {
   it("makes no API call when nothing is orphaned", async () => {
     const kube = new FakeKube(() => now);
     const { ctx } = fakeContext(kube, { now });
-    await orphanSweepTask({ providers: { kubernetes: memoryProvider([]).provider } }).run(ctx, []);
+    await runSweepTask(orphanSweepTask({ providers: { kubernetes: memoryProvider([]).provider } }), ctx, [
+      [],
+    ]);
     expect(kube.calls).toEqual([]);
   });
 });

@@ -1,5 +1,5 @@
-import { listAll } from "../../../kube/index.ts";
-import type { SweepTask } from "../../../runtime/index.ts";
+import type { KubeObject } from "../../../kube/index.ts";
+import { SWEEP_PAGE_SIZE, type SweepTask } from "../../../runtime/index.ts";
 import { proxyResource } from "../api.ts";
 import { proxyControllerName } from "../controller.ts";
 import { providerInstances } from "../drift.ts";
@@ -16,9 +16,13 @@ export interface OrphanSweepOptions {
 /**
  * Sweep task deleting provider instances whose Proxy no longer exists (a Proxy deleted while its
  * finalizer was bypassed, a crash between create and the status write of a Proxy since deleted).
- * Lists every provider by `crawl.kubefn.dev/managed-by=kubefn`, picks the orphans with
- * {@link findOrphans} against the swept Proxies, confirms them against a fresh list of Proxies,
- * and deletes them. Counts `kubefn_orphans_collected_total{provider}`.
+ * Lists every provider by `crawl.kubefn.dev/managed-by=kubefn` once (memoised with the drift
+ * decision's list), then narrows the candidates page by page with {@link findOrphans} against the
+ * swept Proxies, confirms what is left against a fresh paged list of Proxies, and deletes it.
+ * Counts `kubefn_orphans_collected_total{provider}`.
+ *
+ * Memory: the instances kubefn made (bounded by instances, not by Proxies — External Proxies have
+ * none) and one page of Proxies at a time.
  *
  * Caveats: a provider whose list or delete fails is logged and counted (`failed`) and the others
  * proceed; its orphans wait for the next sweep. Instances without the owner tag are never touched.
@@ -28,53 +32,85 @@ export function orphanSweepTask(opts: OrphanSweepOptions): SweepTask {
   return {
     name: "proxy-orphans",
     controller: proxyControllerName,
-    async run(ctx, primaries, memo) {
+    start(ctx, memo) {
       const now = ctx.clock.now();
       const counts = { instances: 0, orphans: 0, collected: 0, failed: 0 };
-      const candidates: { provider: string; instance: AgedInstance }[] = [];
-      for (const [name, provider] of Object.entries(opts.providers).sort(([a], [b]) => (a < b ? -1 : 1))) {
-        try {
-          const instances = await providerInstances(memo, name, provider);
-          counts.instances += instances.length;
-          for (const instance of findOrphans(instances, primaries, now, graceSeconds)) {
-            candidates.push({ provider: name, instance });
+      let candidates: Promise<Map<string, AgedInstance[]>> | undefined;
+      const listed = () => {
+        candidates ??= (async () => {
+          const byProvider = new Map<string, AgedInstance[]>();
+          for (const [name, provider] of Object.entries(opts.providers).sort(([a], [b]) =>
+            a < b ? -1 : 1,
+          )) {
+            try {
+              const instances = await providerInstances(memo, name, provider);
+              counts.instances += instances.length;
+              byProvider.set(name, findOrphans(instances, [], now, graceSeconds));
+            } catch (err) {
+              counts.failed++;
+              ctx.log.error("orphan sweep: listing instances failed", { provider: name, error: String(err) });
+              ctx.metrics.count("kubefn_orphan_sweep_errors_total", { provider: name, stage: "list" });
+            }
           }
-        } catch (err) {
-          counts.failed++;
-          ctx.log.error("orphan sweep: listing instances failed", { provider: name, error: String(err) });
-          ctx.metrics.count("kubefn_orphan_sweep_errors_total", { provider: name, stage: "list" });
+          return byProvider;
+        })();
+        return candidates;
+      };
+      const narrow = (byProvider: Map<string, AgedInstance[]>, proxies: readonly KubeObject[]) => {
+        for (const [name, left] of byProvider) {
+          if (left.length > 0) byProvider.set(name, findOrphans(left, proxies, now, graceSeconds));
         }
-      }
-      if (candidates.length === 0) return counts;
-
-      // A Proxy created after the sweep listed them may already own an instance: check again.
-      const current = await listAll(ctx.kube, proxyResource);
-      const confirmed = new Set(
-        findOrphans(
-          candidates.map((c) => c.instance),
-          current,
-          now,
-          graceSeconds,
-        ),
-      );
-      for (const { provider, instance } of candidates) {
-        if (!confirmed.has(instance)) continue;
-        counts.orphans++;
-        try {
-          await opts.providers[provider]?.delete(instance.id, {
-            owner: instance.tags[ownerTagKey] ?? "",
-            uid: instance.uid,
-          });
-          counts.collected++;
-          ctx.metrics.count("kubefn_orphans_collected_total", { provider });
-          ctx.log.info("collected orphaned instance", { provider, id: instance.id, tags: instance.tags });
-        } catch (err) {
-          counts.failed++;
-          ctx.log.error("orphan sweep: delete failed", { provider, id: instance.id, error: String(err) });
-          ctx.metrics.count("kubefn_orphan_sweep_errors_total", { provider, stage: "delete" });
-        }
-      }
-      return counts;
+      };
+      const remaining = (byProvider: Map<string, AgedInstance[]>) =>
+        [...byProvider.values()].reduce((n, left) => n + left.length, 0);
+      return {
+        async page(proxies) {
+          narrow(await listed(), proxies);
+        },
+        async finish() {
+          const byProvider = await listed();
+          if (remaining(byProvider) === 0) return counts;
+          // A Proxy created after the sweep listed it may already own an instance: check again,
+          // against a consistent read (not the watch cache), page by page.
+          let token: string | undefined;
+          do {
+            const page = await ctx.kube.list(proxyResource, {
+              limit: SWEEP_PAGE_SIZE,
+              ...(token ? { continue: token } : {}),
+            });
+            narrow(byProvider, page.items);
+            if (remaining(byProvider) === 0) return counts;
+            token = page.continue;
+          } while (token);
+          for (const [provider, orphans] of byProvider) {
+            for (const instance of orphans) {
+              counts.orphans++;
+              try {
+                await opts.providers[provider]?.delete(instance.id, {
+                  owner: instance.tags[ownerTagKey] ?? "",
+                  uid: instance.uid,
+                });
+                counts.collected++;
+                ctx.metrics.count("kubefn_orphans_collected_total", { provider });
+                ctx.log.info("collected orphaned instance", {
+                  provider,
+                  id: instance.id,
+                  tags: instance.tags,
+                });
+              } catch (err) {
+                counts.failed++;
+                ctx.log.error("orphan sweep: delete failed", {
+                  provider,
+                  id: instance.id,
+                  error: String(err),
+                });
+                ctx.metrics.count("kubefn_orphan_sweep_errors_total", { provider, stage: "delete" });
+              }
+            }
+          }
+          return counts;
+        },
+      };
     },
   };
 }

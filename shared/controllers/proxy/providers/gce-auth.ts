@@ -1,3 +1,5 @@
+import { onceUntilFailure } from "../../../concurrency/index.ts";
+import { parseJsonOrUndefined } from "../../../guards/index.ts";
 import type { Clock } from "../../../runtime/index.ts";
 import { ProviderError } from "./provider.ts";
 
@@ -47,17 +49,13 @@ export function createServiceAccountTokenSource(opts: ServiceAccountTokenSourceO
   const { key, clock, fetch: fetchToken } = opts;
   const scope = opts.scope ?? computeScope;
   const tokenUri = key.token_uri ?? googleTokenUri;
-  let signingKey: Promise<CryptoKey> | undefined;
+  const signingKey = onceUntilFailure(() => importPrivateKey(key.private_key));
   let cached: { token: string; expiresAtMs: number } | undefined;
   let inFlight: Promise<string> | undefined;
 
   async function exchange(): Promise<string> {
-    signingKey ??= importPrivateKey(key.private_key).catch((err: unknown) => {
-      signingKey = undefined;
-      throw err;
-    });
     const nowSeconds = Math.floor(clock.now().getTime() / 1000);
-    const assertion = await signJwt(await signingKey, {
+    const assertion = await signJwt(await signingKey(), {
       header: { alg: "RS256", typ: "JWT", ...(key.private_key_id ? { kid: key.private_key_id } : {}) },
       claims: {
         iss: key.client_email,
@@ -83,7 +81,7 @@ export function createServiceAccountTokenSource(opts: ServiceAccountTokenSourceO
       });
     }
     const text = await res.text();
-    const body = parseJson(text) as
+    const body = parseJsonOrUndefined(text) as
       | { access_token?: unknown; expires_in?: unknown; error?: unknown }
       | undefined;
     if (!res.ok || typeof body?.access_token !== "string") {
@@ -189,12 +187,4 @@ function bytesFromBase64(b64: string): Uint8Array<ArrayBuffer> {
   const bytes = new Uint8Array(binary.length);
   for (let i = 0; i < binary.length; i++) bytes[i] = binary.charCodeAt(i);
   return bytes;
-}
-
-function parseJson(text: string): unknown {
-  try {
-    return JSON.parse(text);
-  } catch {
-    return undefined;
-  }
 }

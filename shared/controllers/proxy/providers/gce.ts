@@ -1,3 +1,4 @@
+import { parseJsonOrUndefined } from "../../../guards/index.ts";
 import type { Clock } from "../../../runtime/index.ts";
 import { createServiceAccountTokenSource, type ServiceAccountKey, type TokenSource } from "./gce-auth.ts";
 import {
@@ -136,7 +137,7 @@ export function createGceProvider(opts: GceProviderOptions): Provider {
     if (res.status === 401) tokens.invalidate();
     const answer: Answer = {
       status: res.status,
-      body: parseJson(text),
+      body: parseJsonOrUndefined(text),
       retryAfterSeconds: parseRetryAfter(res.headers.get("retry-after")),
     };
     return answer;
@@ -489,15 +490,6 @@ function isOk(status: number): boolean {
 
 function enc(segment: string): string {
   return encodeURIComponent(segment);
-}
-
-function parseJson(text: string): unknown {
-  if (text === "") return undefined;
-  try {
-    return JSON.parse(text);
-  } catch {
-    return undefined;
-  }
 }
 
 function parseRetryAfter(header: string | null): number | undefined {

@@ -1,4 +1,4 @@
-import type { ClassifiedError } from "../../../kube/index.ts";
+import { ReconcileError } from "../../../kube/index.ts";
 
 /**
  * Where a Proxy's instance runs: a Pod, a cloud VM. The reconciler observes instances only by
@@ -121,17 +121,16 @@ export function nameFromUID(uid: string): string {
 export type ProviderErrorClass = "quota" | "permanent" | "transient";
 
 /**
- * A failed provider call, classified where the provider's API is understood. Satisfies
- * `ClassifiedError`, so the pass executor's `classifyError` trusts `errorClass` and `reason`.
+ * A failed provider call, classified where the provider's API is understood: a
+ * `ReconcileError` of a provider's classes, so the executor's `classifyError` trusts
+ * `errorClass` and `reason`, and the Proxy's error policy knows it for the provider's answer.
  *
  * `reason` is a stable CamelCase word fit for a condition (QuotaExceeded, Invalid, NameConflict,
  * Unavailable, ...); the message carries the provider's own words.
  */
-export class ProviderError extends Error implements ClassifiedError {
+export class ProviderError extends ReconcileError {
   override name = "ProviderError";
-  readonly errorClass: ProviderErrorClass;
-  readonly reason: string;
-  readonly retryAfterSeconds: number | undefined;
+  declare readonly errorClass: ProviderErrorClass;
 
   constructor(
     errorClass: ProviderErrorClass,
@@ -139,10 +138,7 @@ export class ProviderError extends Error implements ClassifiedError {
     message: string,
     opts: { cause?: unknown; retryAfterSeconds?: number | undefined } = {},
   ) {
-    super(message, opts.cause === undefined ? undefined : { cause: opts.cause });
-    this.errorClass = errorClass;
-    this.reason = reason;
-    this.retryAfterSeconds = opts.retryAfterSeconds;
+    super(errorClass, reason, message, opts);
   }
 }
 

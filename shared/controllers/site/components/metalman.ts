@@ -2,7 +2,7 @@ import type { KubeObject } from "../../../kube/index.ts";
 import { isNotFound, Resources } from "../../../kube/index.ts";
 import { type Site, SiteConditionType, siteComponentEnabled, siteLabelKey } from "../api.ts";
 import { failed, reconciled, type SiteComponent } from "../component.ts";
-import type { Env } from "../env.ts";
+import type { DesiredEnv, Env } from "../env.ts";
 import {
   configMapPayloadHash,
   isRBACObject,
@@ -19,9 +19,14 @@ export const metalmanOverridePrefix = "metalman-config-";
 export const metalmanConfigHashAnnotation = "unbounded-cloud.io/config-hash";
 
 const metalmanName = (site: Site) => `metalman-${site.metadata.name ?? ""}`;
+const overrideName = (site: Site) => `${metalmanOverridePrefix}${site.metadata.name ?? ""}`;
 
 /** The generated config `metalman-<site>`: defaults, the API server, then the Site's overrides. */
-export function metalmanConfigFor(env: Env, site: Site, overrides: Record<string, string>): KubeObject {
+export function metalmanConfigFor(
+  env: DesiredEnv,
+  site: Site,
+  overrides: Record<string, string>,
+): KubeObject {
   const name = site.metadata.name ?? "";
   return {
     apiVersion: "v1",
@@ -43,7 +48,7 @@ export function metalmanConfigFor(env: Env, site: Site, overrides: Record<string
 }
 
 /** The per-Site metalman Deployment: pinned to the Site's nodes, owned by the Site. */
-export function metalmanDeploymentFor(env: Env, site: Site, configHash: string): KubeObject {
+export function metalmanDeploymentFor(env: DesiredEnv, site: Site, configHash: string): KubeObject {
   const name = site.metadata.name ?? "";
   const labels = { "app.kubernetes.io/name": "metalman", [siteLabelKey]: name };
   const deployment: KubeObject = {
@@ -122,6 +127,16 @@ export function metalmanComponent(manifests: ManifestSource = operatorManifests)
       !key.name.startsWith(metalmanOverridePrefix)
         ? siteFromConfigName("metalman-", key.name)
         : undefined,
+    async desired(env, site, read) {
+      const override = read(Resources.ConfigMap, { namespace: env.namespace, name: overrideName(site) });
+      const config = metalmanConfigFor(
+        env,
+        site,
+        (override?.data as Record<string, string> | undefined) ?? {},
+      );
+      const hash = await configMapPayloadHash(config as KubeObject & { data: Record<string, string> });
+      return [config, metalmanDeploymentFor(env, site, hash)];
+    },
     async cleanup(env, site) {
       await env.deleteIfExists({
         apiVersion: "apps/v1",
@@ -141,7 +156,7 @@ async function readOverrides(env: Env, site: Site): Promise<Record<string, strin
   try {
     const cm = await env.kube.get(Resources.ConfigMap, {
       namespace: env.namespace,
-      name: `${metalmanOverridePrefix}${site.metadata.name ?? ""}`,
+      name: overrideName(site),
     });
     return (cm.data as Record<string, string> | undefined) ?? {};
   } catch (err) {

@@ -1,12 +1,12 @@
 import type { KubeObject } from "../../../kube/index.ts";
 import { type Site, SiteConditionType, siteComponentEnabled, siteLabelKey } from "../api.ts";
 import { failed, reconciled, type SiteComponent } from "../component.ts";
-import type { Env } from "../env.ts";
+import type { DesiredEnv } from "../env.ts";
 import { siteOwnerReference } from "../manifests.ts";
 import { siteFromConfigName } from "../watches.ts";
 
 /** The per-Site storage config: `storage-<site>` in the operator namespace, owned by the Site. */
-export function storageConfigFor(env: Env, site: Site): KubeObject {
+export function storageConfigFor(env: DesiredEnv, site: Site): KubeObject {
   const name = site.metadata.name ?? "";
   return {
     apiVersion: "v1",
@@ -41,6 +41,7 @@ export function storageComponent(): SiteComponent {
     async cleanup(env, site) {
       await env.deleteIfExists(storageConfigFor(env, site));
     },
+    desired: async (env, site) => [storageConfigFor(env, site)],
     siteFromKey: (resource, key, namespace) =>
       resource.kind === "ConfigMap" && key.namespace === namespace
         ? siteFromConfigName("storage-", key.name)

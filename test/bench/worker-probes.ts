@@ -1,0 +1,380 @@
+/**
+ * `npm run bench -- worker-probes`: health probes of a large fleet on Cloudflare Workers, in
+ * workerd. The Worker (wrangler.toml, bundled by wrangler, run by wrangler's test harness with
+ * miniflare's local queues and its default settings: PROBE_SHARD_SIZE 40, PROBE_CONCURRENCY 6,
+ * SWEEP_PERIOD_SECONDS 60) runs against the devcluster as the least-privileged
+ * `kubefn-system/kubefn` ServiceAccount; its cron is fired at every wall-clock minute, as
+ * Cloudflare fires `* * * * *`.
+ *
+ * n External Proxies (default 10,000; `KUBEFN_BENCH_PROBES=<n>`) with `intervalSeconds: 30` are
+ * created in parallel (64 in flight), spread round-robin over 4 local forward proxies that reach
+ * one local target; each Proxy's probe URL names it (`/p/<name>`), so the target records every
+ * probe of every Proxy. No event reaches the Worker: its sweeps alone converge the Proxies and
+ * probe them. Once at least 99 % are Ready, a window (default 180 s;
+ * `KUBEFN_BENCH_PROBES_WINDOW=<s>`) measures the interval between consecutive probes of each
+ * Proxy (p50/p99/max), the probes per minute, the Proxies probed at least once a minute, and the
+ * peak of connections open at once at the forward proxies (every invocation together: an upper
+ * bound of one invocation's). Ends with one JSON line `{"bench":"worker-probes",...}`.
+ *
+ * Caveats: wrangler's local runtime is one workerd process on this machine, shared with the API
+ * server, etcd, the fixtures and the bench; its queue consumer and isolate are not Cloudflare's
+ * (there, invocations run on many machines). The 6-connection bound holds per isolate here
+ * (`boundedProber`), which is what one invocation gets on Cloudflare.
+ */
+import http from "node:http";
+import type net from "node:net";
+import type { AddressInfo } from "node:net";
+import { fileURLToPath } from "node:url";
+import { createTestHarness, type TestHarness } from "wrangler";
+import { serviceAccountToken } from "../../functions/node/install.ts";
+import { mapWithConcurrency } from "../../shared/concurrency/index.ts";
+import { proxyResource } from "../../shared/controllers/proxy/api.ts";
+import { isAlreadyExists, type KubeObject } from "../../shared/kube/index.ts";
+import { createNodeTransport } from "../../shared/kube/node.ts";
+import { type BenchRow, benchCluster, createNamespace, percentile, round } from "./cluster.ts";
+
+const root = fileURLToPath(new URL("../../", import.meta.url));
+
+export interface WorkerProbesOptions {
+  proxies: number;
+  windowSeconds: number;
+  /** Longest wait for the fleet to be Ready before the window, seconds. */
+  convergeSeconds: number;
+}
+
+export const defaultWorkerProbes: WorkerProbesOptions = {
+  proxies: Number(process.env.KUBEFN_BENCH_PROBES ?? 10_000),
+  windowSeconds: Number(process.env.KUBEFN_BENCH_PROBES_WINDOW ?? 180),
+  convergeSeconds: Number(process.env.KUBEFN_BENCH_PROBES_CONVERGE ?? 900),
+};
+
+/** The target: answers 200 and records when each Proxy (`/p/<name>`) was probed. */
+interface RecordingTarget {
+  port: number;
+  hits: Map<string, number[]>;
+  total: number;
+  close(): Promise<void>;
+}
+
+async function startRecordingTarget(): Promise<RecordingTarget> {
+  const state = { hits: new Map<string, number[]>(), total: 0 };
+  const server = http.createServer((req, res) => {
+    const at = Date.now();
+    state.total++;
+    const name = (req.url ?? "").split("/p/")[1];
+    if (name) {
+      const list = state.hits.get(name);
+      if (list) list.push(at);
+      else state.hits.set(name, [at]);
+    }
+    res.writeHead(200, { "content-type": "text/plain", connection: "close" }).end("ok\n");
+  });
+  server.keepAliveTimeout = 1000;
+  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+  return {
+    port: (server.address() as AddressInfo).port,
+    get hits() {
+      return state.hits;
+    },
+    get total() {
+      return state.total;
+    },
+    close: () =>
+      new Promise<void>((resolve) => {
+        server.closeAllConnections();
+        server.close(() => resolve());
+      }),
+  };
+}
+
+/** Forward proxies (absolute-form GET) counting the client connections open at once, together. */
+interface CountingProxies {
+  ports: number[];
+  open: number;
+  peak: number;
+  accepted: number;
+  resetPeak(): void;
+  close(): Promise<void>;
+}
+
+async function startCountingProxies(count: number): Promise<CountingProxies> {
+  const servers: http.Server[] = [];
+  const state = { open: 0, peak: 0, accepted: 0 };
+  for (let i = 0; i < count; i++) {
+    const server = http.createServer((req, res) => {
+      let target: URL;
+      try {
+        target = new URL(req.url ?? "");
+      } catch {
+        res.writeHead(400).end("absolute-form required");
+        return;
+      }
+      const upstream = http.request(
+        {
+          host: target.hostname,
+          port: target.port || 80,
+          path: target.pathname,
+          method: req.method,
+          headers: { connection: "close" },
+          agent: false,
+        },
+        (up) => {
+          res.writeHead(up.statusCode ?? 502, up.headers);
+          up.pipe(res);
+        },
+      );
+      upstream.on("error", () => {
+        if (!res.headersSent) res.writeHead(502);
+        res.end();
+      });
+      req.pipe(upstream);
+    });
+    server.on("connection", (socket: net.Socket) => {
+      state.accepted++;
+      state.open++;
+      state.peak = Math.max(state.peak, state.open);
+      socket.once("close", () => state.open--);
+    });
+    await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+    servers.push(server);
+  }
+  return {
+    ports: servers.map((s) => (s.address() as AddressInfo).port),
+    get open() {
+      return state.open;
+    },
+    get peak() {
+      return state.peak;
+    },
+    get accepted() {
+      return state.accepted;
+    },
+    resetPeak: () => {
+      state.peak = state.open;
+    },
+    close: async () => {
+      await Promise.all(
+        servers.map(
+          (s) =>
+            new Promise<void>((resolve) => {
+              s.closeAllConnections();
+              s.close(() => resolve());
+            }),
+        ),
+      );
+    },
+  };
+}
+
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+export interface WorkerProbesResult {
+  rows: BenchRow[];
+  json: Record<string, unknown>;
+}
+
+export async function benchWorkerProbes(
+  opts: WorkerProbesOptions = defaultWorkerProbes,
+): Promise<WorkerProbesResult> {
+  const t0 = performance.now();
+  const cluster = await benchCluster();
+  const ns = await createNamespace(cluster.admin, "bench-wprobes");
+  const [target, proxies] = await Promise.all([startRecordingTarget(), startCountingProxies(4)]);
+  const workerToken = await serviceAccountToken(createNodeTransport(cluster.kc), "kubefn-system", "kubefn");
+  let harness: TestHarness | undefined;
+  let cron: ReturnType<typeof setTimeout> | undefined;
+  const sweeps: { at: number; ms: number; outcome: string }[] = [];
+  try {
+    // Fleet: created in parallel before the Worker starts, so no event and no sweep sees half of it.
+    const tc = performance.now();
+    const objects: KubeObject[] = Array.from({ length: opts.proxies }, (_, i) => ({
+      apiVersion: "crawl.kubefn.dev/v1alpha1",
+      kind: "Proxy",
+      metadata: { namespace: ns, name: `px-${i}` },
+      spec: {
+        mode: "External",
+        endpoint: { host: "127.0.0.1", port: proxies.ports[i % proxies.ports.length]!, scheme: "http" },
+        healthCheck: {
+          probeURL: `http://127.0.0.1:${target.port}/p/px-${i}`,
+          expectedStatus: 200,
+          intervalSeconds: 30,
+          timeoutSeconds: 5,
+          successThreshold: 1,
+          failureThreshold: 3,
+        },
+      },
+    }));
+    await mapWithConcurrency(objects, 64, async (o) => {
+      for (let attempt = 0; ; attempt++) {
+        try {
+          return await cluster.admin.create(proxyResource, o);
+        } catch (err) {
+          if (isAlreadyExists(err)) return o;
+          if (attempt > 10) throw err;
+          await sleep(200 * (attempt + 1));
+        }
+      }
+    });
+    const createSeconds = (performance.now() - tc) / 1000;
+    process.stderr.write(`worker-probes: ${opts.proxies} Proxies created in ${round(createSeconds)} s\n`);
+
+    harness = createTestHarness({
+      root,
+      workers: [
+        {
+          configPath: "wrangler.toml",
+          vars: { KUBE_SERVER: cluster.devcluster.info.httpProxy },
+          secrets: {
+            KUBE_TOKEN: workerToken,
+            AUDIT_TOKEN: crypto.randomUUID(),
+            RELAY_SECRET: crypto.randomUUID(),
+          },
+        },
+      ],
+    });
+    await harness.listen();
+    const worker = harness.getWorker();
+    // `* * * * *`: at every wall-clock minute.
+    const fire = async () => {
+      const at = Date.now();
+      try {
+        const r = await worker.scheduled({ cron: "* * * * *", scheduledTime: new Date(at) });
+        sweeps.push({ at, ms: Date.now() - at, outcome: r.outcome });
+      } catch (err) {
+        sweeps.push({ at, ms: Date.now() - at, outcome: String(err).slice(0, 200) });
+      }
+    };
+    const schedule = () => {
+      cron = setTimeout(
+        () => {
+          void fire();
+          schedule();
+        },
+        60_000 - (Date.now() % 60_000),
+      );
+    };
+    const tw = performance.now();
+    void fire();
+    schedule();
+
+    // Converged: at least 99 % of the Proxies Ready (provisioned and reported healthy).
+    let ready = 0;
+    const deadline = Date.now() + opts.convergeSeconds * 1000;
+    while (Date.now() < deadline) {
+      await sleep(10_000);
+      ready = 0;
+      let token: string | undefined;
+      do {
+        const page = await cluster.admin.list(proxyResource, {
+          namespace: ns,
+          limit: 1000,
+          ...(token ? { continue: token } : {}),
+        });
+        for (const p of page.items)
+          if ((p.status as { phase?: string } | undefined)?.phase === "Ready") ready++;
+        token = page.continue;
+      } while (token);
+      process.stderr.write(
+        `worker-probes: ${ready}/${opts.proxies} Ready after ${round((performance.now() - tw) / 1000)} s; ` +
+          `${target.total} probes so far, ${sweeps.length} sweeps\n`,
+      );
+      if (ready >= opts.proxies * 0.99) break;
+    }
+    const convergeSeconds = (performance.now() - tw) / 1000;
+
+    // The window: every probe of every Proxy, as the target saw it.
+    await sleep(5_000);
+    proxies.resetPeak();
+    const w0 = Date.now();
+    const total0 = target.total;
+    const sweeps0 = sweeps.length;
+    await sleep(opts.windowSeconds * 1000);
+    const w1 = Date.now();
+    const windowProbes = target.total - total0;
+    const intervals: number[] = [];
+    let everyMinute = 0;
+    let probedInWindow = 0;
+    for (const times of target.hits.values()) {
+      const inWindow = times.filter((t) => t >= w0 && t < w1);
+      if (inWindow.length > 0) probedInWindow++;
+      let worst = 0;
+      let last = w0;
+      for (const [i, t] of inWindow.entries()) {
+        if (i > 0) intervals.push((t - inWindow[i - 1]!) / 1000);
+        worst = Math.max(worst, t - last);
+        last = t;
+      }
+      worst = Math.max(worst, w1 - last);
+      if (inWindow.length > 0 && worst <= 60_000) everyMinute++;
+    }
+    intervals.sort((a, b) => a - b);
+    const minutes = (w1 - w0) / 60_000;
+    const windowSweeps = sweeps.slice(sweeps0);
+    const logs = harness.getLogs();
+    const errorLines = logs.filter((l) => /"level":"error"/.test(l.message)).length;
+    const json = {
+      bench: "worker-probes",
+      proxies: opts.proxies,
+      intervalSeconds: 30,
+      createSeconds: round(createSeconds),
+      createdPerSecond: round(opts.proxies / createSeconds),
+      convergeSeconds: round(convergeSeconds),
+      readyAtWindow: ready,
+      windowSeconds: round((w1 - w0) / 1000),
+      probesPerMinute: round(windowProbes / minutes),
+      probesPerMinuteWanted: opts.proxies * 2,
+      intervalP50Seconds: round(percentile(intervals, 0.5), 2),
+      intervalP99Seconds: round(percentile(intervals, 0.99), 2),
+      intervalMaxSeconds: round(intervals.at(-1) ?? 0, 2),
+      intervals: intervals.length,
+      proxiesProbedInWindow: probedInWindow,
+      proxiesProbedEveryMinute: everyMinute,
+      peakConnectionsAtProxies: proxies.peak,
+      probeShardSize: 40,
+      probeConcurrency: 6,
+      sweepsInWindow: windowSweeps.length,
+      sweepMsMax: Math.max(0, ...windowSweeps.map((s) => s.ms)),
+      sweepFailures: sweeps.filter((s) => s.outcome !== "ok").length,
+      workerErrorLines: errorLines,
+      runSeconds: round((performance.now() - t0) / 1000),
+    };
+    const rows: BenchRow[] = [
+      {
+        name: `worker-probes ${opts.proxies} create`,
+        figure: json.createdPerSecond,
+        unit: "Proxies created/s",
+        note: `${opts.proxies} External Proxies (intervalSeconds 30) in ${json.createSeconds} s, 64 creates in flight`,
+      },
+      {
+        name: `worker-probes ${opts.proxies} converge`,
+        figure: json.convergeSeconds,
+        unit: "s",
+        note: `Worker start to ${ready} Ready, sweeps alone (no events)`,
+      },
+      {
+        name: `worker-probes ${opts.proxies} probes`,
+        figure: json.probesPerMinute,
+        unit: "probes/min",
+        note: `wanted ${json.probesPerMinuteWanted} (2 a minute each); window ${json.windowSeconds} s`,
+      },
+      {
+        name: `worker-probes ${opts.proxies} interval p50 / p99`,
+        figure: `${json.intervalP50Seconds} / ${json.intervalP99Seconds}`,
+        unit: "s",
+        note: `${json.intervals} intervals, max ${json.intervalMaxSeconds} s; ${everyMinute}/${opts.proxies} Proxies probed at least once a minute`,
+      },
+      {
+        name: `worker-probes ${opts.proxies} connections`,
+        figure: proxies.peak,
+        unit: "open at once (all invocations)",
+        note: `peak at the 4 forward proxies in the window; shards of 40, 6 probes in flight per isolate`,
+      },
+    ];
+    return { rows, json };
+  } finally {
+    if (cron) clearTimeout(cron);
+    await harness?.close().catch(() => undefined);
+    await Promise.all([target.close(), proxies.close()]);
+    // The namespace and its Proxies go with the bench's devcluster.
+  }
+}

@@ -14,10 +14,16 @@ import { runSweep, type SweepSummary } from "./sweep.ts";
 export interface KubefnPorts {
   kube: Kube;
   /**
-   * A Kube for one pass (one `consume`), e.g. with its own request budget (`guardedKube` in
-   * shared/kube); `kube` serves the passes too when unset.
+   * A Kube for one platform invocation ({@link Kubefn.invocation}: a queue batch, a Lambda event,
+   * a sweep, a Node host pass), e.g. with its own request budget (`guardedKube` in shared/kube);
+   * `kube` serves the invocations too when unset.
    */
   invocationKube?: () => Kube;
+  /**
+   * True while the API server is failing (the instance's circuit is open): a sweep then fans
+   * nothing out — every pass it sent would only run into the circuit. Never true when unset.
+   */
+  apiFailing?: () => boolean;
   /** Enqueue now or after a delay: Queues, EventBridge (+ Scheduler), or the Node host's work queue. */
   queue: Queue;
   prober: Prober;
@@ -36,6 +42,14 @@ export interface KubefnPorts {
   siteManifests?: readonly KubeObject[];
 }
 
+/** The work of one platform invocation, sharing one request budget across its passes. */
+export interface Invocation {
+  /** One reconcile pass for one queue message body; see {@link Kubefn.consume}. */
+  consume(body: unknown): Promise<PassResult | undefined>;
+  /** One sweep; see {@link Kubefn.sweep}. */
+  sweep(options?: { full?: boolean }): Promise<SweepSummary>;
+}
+
 /** The three calls every platform maps its events onto. */
 export interface Kubefn {
   /**
@@ -51,8 +65,25 @@ export interface Kubefn {
    * that threw), which the platform should redeliver.
    */
   consume(body: unknown): Promise<PassResult | undefined>;
-  /** One sweep, logged as one `sweep` line. `full` sends every object (a host's first sweep). */
+  /**
+   * One sweep, logged as one `sweep` line. `full` sends every object (a host's first sweep).
+   *
+   * Caveats: a sweep is one invocation: its lists and tasks share `REQUEST_BUDGET`. Where probes
+   * run in the sweep (Lambda), a fleet whose health changes all at once spends it on probe
+   * writes, and the rest are written at the next sweep. While the circuit is open it does nothing
+   * (`heldBack`).
+   */
   sweep(options?: { full?: boolean }): Promise<SweepSummary>;
+  /**
+   * One platform invocation (a Workers queue batch, a Lambda event, a cron run): its passes and
+   * sweep share one Kube from `invocationKube`, so `REQUEST_BUDGET` bounds the invocation, not
+   * each pass. `consume` and `sweep` above are each an invocation of their own.
+   *
+   * @example
+   * const invocation = kubefn.invocation();
+   * for (const message of batch.messages) await invocation.consume(message.body);
+   */
+  invocation(): Invocation;
   /** The context passes run with (for the Node host's metrics page and for tests). */
   readonly ctx: Context;
   readonly operators: Operators;
@@ -103,32 +134,45 @@ export function createKubefn(settings: KubefnSettings, ports: KubefnPorts, opera
   const app = createFunctionsApp(ctx, ops, settings);
   const primaries = ops.registry.controllers.map((c) => ({ controller: c.name, resource: c.for }));
   app.route("/", fleetPage(ctx, primaries, passes, settings.apiToken ? { apiToken: settings.apiToken } : {}));
+  const invocation = (): Invocation => {
+    const invocationCtx = ports.invocationKube ? { ...ctx, kube: ports.invocationKube() } : ctx;
+    return {
+      async consume(body) {
+        if (!isMessage(body)) {
+          ctx.log.error("queue message is not a reconcile request; dropped", { body: describeShape(body) });
+          return undefined;
+        }
+        const result = await runPass(invocationCtx, ops.registry, body);
+        passes.record(result, ctx.clock.now());
+        (result.result === "error" ? ctx.log.error : ctx.log.info)("pass", passLine(result));
+        return result;
+      },
+      async sweep(options = {}) {
+        if (ports.apiFailing?.()) {
+          // Each message would only run into the open circuit; the next sweep sends what is due.
+          ctx.log.warn("sweep held back: the API server is failing", {});
+          ctx.metrics.count("kubefn_sweep_held_back_total", {});
+          return { controllers: {}, tasks: {}, durationMs: 0, heldBack: true };
+        }
+        const summary = await runSweep(invocationCtx, ops.registry, ops.sweepTasks, {
+          shardSize: 100,
+          snapshots: true,
+          periodSeconds: settings.sweepPeriodSeconds,
+          ...(options.full ? { full: true } : {}),
+        });
+        ctx.log.info("sweep", sweepLine(summary));
+        return summary;
+      },
+    };
+  };
   return {
     ctx,
     operators: ops,
     passes,
     fetch: (request) => app.fetch(request),
-    async consume(body) {
-      if (!isMessage(body)) {
-        ctx.log.error("queue message is not a reconcile request; dropped", { body: describeShape(body) });
-        return undefined;
-      }
-      const passCtx = ports.invocationKube ? { ...ctx, kube: ports.invocationKube() } : ctx;
-      const result = await runPass(passCtx, ops.registry, body);
-      passes.record(result, ctx.clock.now());
-      (result.result === "error" ? ctx.log.error : ctx.log.info)("pass", passLine(result));
-      return result;
-    },
-    async sweep(options = {}) {
-      const summary = await runSweep(ctx, ops.registry, ops.sweepTasks, {
-        shardSize: 100,
-        snapshots: true,
-        periodSeconds: settings.sweepPeriodSeconds,
-        ...(options.full ? { full: true } : {}),
-      });
-      ctx.log.info("sweep", sweepLine(summary));
-      return summary;
-    },
+    consume: (body) => invocation().consume(body),
+    sweep: (options) => invocation().sweep(options),
+    invocation,
   };
 }
 

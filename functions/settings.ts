@@ -45,8 +45,8 @@ export const settingsVariables = {
   PROBE_CONCURRENCY: z._default(z.coerce.number().check(z.int()).check(z.gte(1)).check(z.lte(256)), 32),
   PASS_CONCURRENCY: z._default(z.coerce.number().check(z.int()).check(z.gte(1)).check(z.lte(256)), 8),
   PROBE_SHARD_SIZE: z.optional(z.coerce.number().check(z.int()).check(z.gte(0)).check(z.lte(200))),
-  // Back-pressure (shared/kube guardedKube): API requests per pass; a circuit per instance.
-  REQUEST_BUDGET: z._default(z.coerce.number().check(z.int()).check(z.gte(1)), 200),
+  // Back-pressure (shared/kube guardedKube): API requests per platform invocation; a circuit per instance.
+  REQUEST_BUDGET: z._default(z.coerce.number().check(z.int()).check(z.gte(1)), 1000),
   CIRCUIT_FAILURES: z._default(z.coerce.number().check(z.int()).check(z.gte(1)), 5),
   CIRCUIT_OPEN_SECONDS: z._default(z.coerce.number().check(z.int()).check(z.gte(1)).check(z.lte(600)), 5),
   KUBE_TIMEOUT_SECONDS: z._default(z.coerce.number().check(z.gte(0.1)).check(z.lte(300)), 30),
@@ -90,7 +90,12 @@ export interface KubefnSettings {
    * batch under the paid plan's 1,000 subrequests; on the free plan (50) use 2.
    */
   probeShardSize?: number;
-  /** API requests one pass may send; past it the pass ends as a transient error (RequestBudgetExhausted). */
+  /**
+   * API requests one platform invocation may send (a Workers queue batch or cron run, a Lambda
+   * event, a Node host pass or sweep), across its passes; past it each pass ends as a transient
+   * error (RequestBudgetExhausted). Default 1,000: the Workers paid plan's subrequests per
+   * invocation, so kubefn stops itself, with follow-ups, before the platform stops it.
+   */
   requestBudget: number;
   /** When to stop sending requests to a failing API server, and for how long. */
   circuit: { failureThreshold: number; openSeconds: number };

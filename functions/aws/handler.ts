@@ -42,7 +42,8 @@ export function createHandler(options: HandlerOptions) {
     if (isHttpEvent(event)) return http(event, context);
     if (isCloudWatchLogsEvent(event)) return deliverCloudWatchLogs(kubefn, event.awslogs.data, config);
     if (isReconcileEvent(event)) {
-      return consumeReconcileEvent(event, kubefn.consume, kubefn.ctx.log, config.passConcurrency);
+      const { consume } = kubefn.invocation(); // the event's passes share REQUEST_BUDGET
+      return consumeReconcileEvent(event, consume, kubefn.ctx.log, config.passConcurrency);
     }
     if (isScheduledEvent(event)) return kubefn.sweep();
     throw new Error(

@@ -12,7 +12,7 @@ describe("parseWorkerEnv", () => {
       maxBodyBytes: 4 * 1024 * 1024,
       replayWindowSeconds: 300,
       sweepPeriodSeconds: 60,
-      requestBudget: 200,
+      requestBudget: 1000,
       circuit: { failureThreshold: 5, openSeconds: 5 },
       kubeTimeoutMs: 30_000,
       probeConcurrency: 6,

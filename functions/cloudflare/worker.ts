@@ -28,7 +28,7 @@ function kubefnFor(env: WorkerEnv): Kubefn {
   const cached = isolates.get(env);
   if (cached) return cached;
   const config = parseWorkerEnv(env);
-  const { kube, invocationKube } = guardedKube(
+  const { kube, invocationKube, apiFailing } = guardedKube(
     createFetchTransport({
       server: config.kubeServer,
       token: config.kubeToken,
@@ -39,6 +39,7 @@ function kubefnFor(env: WorkerEnv): Kubefn {
   const kubefn = createKubefn(config, {
     kube,
     invocationKube,
+    apiFailing,
     queue: queuesPort(env.KUBEFN_QUEUE),
     prober: createSocketProber({ connect }),
     log: createJsonLog(),
@@ -63,7 +64,8 @@ export default {
 
   async queue(batch: MessageBatch<unknown>, env: WorkerEnv): Promise<void> {
     const kubefn = kubefnFor(env);
-    await consumeBatch(batch, kubefn.consume, kubefn.ctx.log, kubefn.ctx.random);
+    // One invocation: the batch's passes share REQUEST_BUDGET.
+    await consumeBatch(batch, kubefn.invocation().consume, kubefn.ctx.log, kubefn.ctx.random);
   },
 
   scheduled(_controller: ScheduledController, env: WorkerEnv, exec: ExecutionContext): void {

@@ -45,10 +45,11 @@ export async function startNodeHost(config: NodeHostConfig, log: Log): Promise<N
     handle: async (message) => void (await parts?.kubefn.consume(message)),
     onError: (err, message) => log.error("pass crashed", { request: message.request, error: String(err) }),
   });
-  const { kube, invocationKube, guard } = guardedNodeKube(kc, settings);
+  const { kube, invocationKube, apiFailing, guard } = guardedNodeKube(kc, settings);
   const kubefn = createKubefn(settings, {
     kube,
     invocationKube,
+    apiFailing,
     queue,
     prober: createNodeProber(),
     log,

@@ -22,6 +22,7 @@ export function renderHostMetrics(
   metrics.gauge("kubefn_api_circuit_opened", guard.opened);
   metrics.gauge("kubefn_api_requests_held_back", guard.heldBack);
   metrics.gauge("kubefn_api_requests_over_budget", guard.overBudget);
+  metrics.gauge("kubefn_api_requests_retried", guard.retried);
   return metrics.render();
 }
 

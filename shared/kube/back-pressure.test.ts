@@ -155,3 +155,90 @@ describe("createApiGuard", () => {
     expect(server.reached).toHaveLength(6);
   });
 });
+
+describe("retries inside an invocation (client-go's policy)", () => {
+  const noWait = async () => {};
+  const write = (t: Transport) =>
+    createKube(t).create(Resources.ConfigMap, {
+      apiVersion: "v1",
+      kind: "ConfigMap",
+      metadata: { name: "x", namespace: "ns" },
+    });
+
+  /** Answers `statuses` in turn, then 200. */
+  function sequence(statuses: Array<number | "throw">, headers: Record<string, string> = {}) {
+    let i = 0;
+    return scripted(() => statuses[i++] ?? 200, headers);
+  }
+
+  it.each([
+    ["GET answered 500, then 200", "GET", [500], 2],
+    ["GET with no answer (reset, timeout), then 200", "GET", ["throw"], 2],
+    ["GET answered 503 twice, then 200", "GET", [503, 503], 3],
+    ["POST answered 429 (not processed), then 200", "POST", [429], 2],
+    ["POST answered 503 (not processed), then 200", "POST", [503], 2],
+  ] as const)("%s: sent again, and succeeds", async (_, method, statuses, sent) => {
+    const server = sequence([...statuses]);
+    const guard = createApiGuard(server.transport, { maxRetries: 2 }, Date.now, noWait);
+    await (method === "GET" ? get(guard.invocation()) : write(guard.invocation()));
+    expect(server.reached).toHaveLength(sent);
+    expect(guard.stats().retried).toBe(sent - 1);
+  });
+
+  it.each([
+    ["POST answered 500 (it may have been written)", "POST", 500],
+    ["POST with no answer", "POST", "throw"],
+    ["GET answered 404", "GET", 404],
+  ] as const)("%s: not sent again", async (_, method, status) => {
+    const server = sequence([status]);
+    const guard = createApiGuard(server.transport, { maxRetries: 2 }, Date.now, noWait);
+    await expect(method === "GET" ? get(guard.invocation()) : write(guard.invocation())).rejects.toThrow();
+    expect(server.reached).toHaveLength(1);
+  });
+
+  it("waits the server's Retry-After when it is short; a longer one ends the request (the follow-up waits)", async () => {
+    const waits: number[] = [];
+    const sleep = async (ms: number) => void waits.push(ms);
+    const short = sequence([429], { "retry-after": "1" });
+    await get(createApiGuard(short.transport, { maxRetries: 2 }, Date.now, sleep).invocation());
+    expect(waits).toEqual([1000]);
+    const long = sequence([429], { "retry-after": "30" });
+    const err = await get(
+      createApiGuard(long.transport, { maxRetries: 2 }, Date.now, sleep).invocation(),
+    ).catch((e: unknown) => e);
+    expect(classifyError(err)).toMatchObject({ class: "transient", retryAfterSeconds: 30 });
+    expect(long.reached).toHaveLength(1);
+  });
+
+  it("gives up after maxRetries; every retry spends the budget; the circuit stops the retrying", async () => {
+    const always = scripted(() => 503);
+    const guard = createApiGuard(
+      always.transport,
+      { maxRetries: 2, failureThreshold: 100 },
+      Date.now,
+      noWait,
+    );
+    await expect(get(guard.invocation())).rejects.toThrow();
+    expect(always.reached).toHaveLength(3);
+
+    const budgeted = scripted(() => 503);
+    const small = createApiGuard(
+      budgeted.transport,
+      { maxRetries: 5, failureThreshold: 100 },
+      Date.now,
+      noWait,
+    );
+    await expect(get(small.invocation(2))).rejects.toThrow();
+    expect(budgeted.reached).toHaveLength(2);
+
+    const failing = scripted(() => 503);
+    const tripping = createApiGuard(
+      failing.transport,
+      { maxRetries: 5, failureThreshold: 2 },
+      Date.now,
+      noWait,
+    );
+    await expect(get(tripping.invocation())).rejects.toMatchObject({ reason: "CircuitOpen" });
+    expect(failing.reached).toHaveLength(2);
+  });
+});

@@ -49,6 +49,8 @@ export interface SweepSummary {
   controllers: Record<string, ControllerSweep>;
   tasks: Record<string, Record<string, number> | { error: string }>;
   durationMs: number;
+  /** The sweep did nothing: the API server was failing (the platform's circuit was open). */
+  heldBack?: boolean;
 }
 
 /**

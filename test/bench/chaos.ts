@@ -2,28 +2,62 @@
  * `npm run bench -- chaos`: the chaos scenario (test/chaos/scenario.ts), full profile — 1,000
  * Managed Proxies created, a third updated, a third deleted — on the Node host with 0 % and 20 %
  * of its API requests faulted, side by side: requests sent, passes, time to converge, leaks
- * found. Then a 20 s outage (every request answered 503) with the circuit on and off: requests
- * sent during the outage and time to recover. `KUBEFN_CHAOS_OBJECTS` changes the object count.
+ * found. Then SubPools and Sites (test/chaos/operators.ts; 50 of each, `KUBEFN_CHAOS_OPERATOR_OBJECTS`)
+ * the same way, at 0 % and 20 %. Then a 20 s outage (every request answered 503) with the circuit
+ * on and off: requests sent during the outage and time to recover. `KUBEFN_CHAOS_OBJECTS` changes
+ * the Proxy count.
  */
 
-import { isNotFound, type Kube, Resources } from "../../shared/kube/index.ts";
-import { chaosHostEnv, serviceAccountKubeconfigVia, startChaosHost } from "../chaos/drivers.ts";
+import { randomBytes } from "node:crypto";
+import { startDevcluster } from "../../functions/node/devcluster.ts";
+import { installCrdsAndRbac } from "../../functions/node/install.ts";
+import { createKube, isNotFound, type Kube, Resources } from "../../shared/kube/index.ts";
+import { createNodeTransport, loadKubeConfig } from "../../shared/kube/node.ts";
+import {
+  chaosHostEnv,
+  serviceAccountKubeconfigVia,
+  startAuditRelay,
+  startChaosHost,
+} from "../chaos/drivers.ts";
+import {
+  type OperatorChaosResult,
+  operatorShortProfile,
+  runOperatorChaos,
+  siteChaos,
+  subPoolChaos,
+} from "../chaos/operators.ts";
 import { fullProfile, runChaos, runOutage } from "../chaos/scenario.ts";
 import type { HostProcess } from "../e2e/host.ts";
 import { startFaultProxy } from "../support/fault-proxy.ts";
-import { type BenchRow, benchCluster } from "./cluster.ts";
+import type { BenchRow } from "./cluster.ts";
 
 export async function benchChaos(): Promise<BenchRow[]> {
-  const cluster = await benchCluster();
+  // A devcluster of its own, whose audit webhook reaches the host running now (as in the tests).
+  let current: HostProcess | undefined;
+  const auditToken = randomBytes(16).toString("hex");
+  const relay = await startAuditRelay(() =>
+    current && current.child.exitCode === null ? { url: current.url, auditToken } : undefined,
+  );
+  const devcluster = await startDevcluster({ auditWebhookUrl: relay.url, auditWebhookToken: relay.token });
+  const kc = loadKubeConfig({ file: devcluster.info.kubeconfig });
+  const cluster = {
+    devcluster,
+    kubeconfig: devcluster.info.kubeconfig,
+    admin: createKube(createNodeTransport(kc), { fieldManager: "kubefn-bench" }),
+  };
+  await installCrdsAndRbac(cluster.admin);
   const objects = Number(process.env.KUBEFN_CHAOS_OBJECTS ?? fullProfile.objects);
   const profile = { ...fullProfile, objects };
   const faults = await startFaultProxy(cluster.devcluster.info.httpProxy);
   const kubeconfig = await serviceAccountKubeconfigVia(cluster.kubeconfig, faults.url);
+  const hostEnv = (extra: Record<string, string> = {}) =>
+    chaosHostEnv(kubeconfig, { KUBEFN_AUDIT_TOKEN: auditToken, ...extra });
   const rows: BenchRow[] = [];
   const hosts: HostProcess[] = [];
   try {
-    const { host, driver } = await startChaosHost(chaosHostEnv(kubeconfig));
+    const { host, driver } = await startChaosHost(hostEnv());
     hosts.push(host);
+    current = host;
     const results = [];
     for (const rate of [0, 0.2]) {
       const r = await runChaos({
@@ -69,14 +103,67 @@ export async function benchChaos(): Promise<BenchRow[]> {
       unit: "ratio",
       note: `passes ${Math.round((faulted.passes / clean.passes) * 100) / 100}×, time ${Math.round((faulted.convergeMs / clean.convergeMs) * 100) / 100}×`,
     });
+
+    const operatorObjects = Number(process.env.KUBEFN_CHAOS_OPERATOR_OBJECTS ?? 50);
+    const operatorResults: OperatorChaosResult[] = [];
+    for (const rate of [0, 0.2]) {
+      const operators = [
+        subPoolChaos(cluster.admin, operatorObjects),
+        siteChaos(cluster.admin, operatorObjects),
+      ];
+      operatorResults.push(
+        await runOperatorChaos({
+          faults,
+          driver,
+          operators,
+          faultRate: rate,
+          profile: { ...operatorShortProfile, timeoutMs: 1_200_000, quietMs: 5000 },
+          log: (l) => process.stderr.write(`  ${rate * 100}% ${l}\n`),
+        }),
+      );
+      faults.configure({ rate: 0 });
+      for (const o of operators) await o.cleanup();
+    }
+    for (const r of operatorResults) {
+      const pct = `${Math.round(r.faultRate * 100)}%`;
+      rows.push(
+        {
+          name: `chaos ${pct} SubPool+Site requests`,
+          figure: r.requests,
+          unit: "requests",
+          note: `${operatorObjects} SubPools + ${operatorObjects} Sites; ${r.faulted} faulted`,
+        },
+        { name: `chaos ${pct} SubPool+Site passes`, figure: r.passes, unit: "passes", note: "" },
+        {
+          name: `chaos ${pct} SubPool+Site converge`,
+          figure: Math.round(r.convergeMs / 100) / 10,
+          unit: "s",
+          note: "create → converged → update/delete a third each → converged + quiet",
+        },
+        {
+          name: `chaos ${pct} SubPool+Site leaks`,
+          figure: r.leaks.length,
+          unit: "leaks",
+          note: r.leaks.slice(0, 3).join("; "),
+        },
+      );
+    }
+    const [opClean, opFaulted] = operatorResults as [OperatorChaosResult, OperatorChaosResult];
+    rows.push({
+      name: "chaos SubPool+Site 20%/0% requests",
+      figure: Math.round((opFaulted.requests / opClean.requests) * 100) / 100,
+      unit: "ratio",
+      note: `passes ${Math.round((opFaulted.passes / opClean.passes) * 100) / 100}×, time ${Math.round((opFaulted.convergeMs / opClean.convergeMs) * 100) / 100}×`,
+    });
     await host.stop();
 
     const outageObjects = Math.min(objects, 100);
     for (const circuit of [true, false]) {
       const { host: h, driver: d } = await startChaosHost(
-        chaosHostEnv(kubeconfig, circuit ? {} : { KUBEFN_CIRCUIT_FAILURES: "1000000000" }),
+        hostEnv(circuit ? {} : { KUBEFN_CIRCUIT_FAILURES: "1000000000" }),
       );
       hosts.push(h);
+      current = h;
       const r = await runOutage({
         admin: cluster.admin,
         faults,
@@ -95,6 +182,8 @@ export async function benchChaos(): Promise<BenchRow[]> {
   } finally {
     for (const h of hosts) await h.stop().catch(() => undefined);
     await faults.close();
+    await devcluster.stop();
+    await relay.close();
   }
   return rows;
 }

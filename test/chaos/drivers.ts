@@ -2,7 +2,10 @@
  * kubefn under chaos: the Node host as a child process (test/e2e/host.ts), with a kubeconfig for
  * the least-privileged ServiceAccount that points at the fault proxy instead of the API server.
  */
+import { randomBytes } from "node:crypto";
 import { writeFileSync } from "node:fs";
+import { createServer } from "node:http";
+import type { AddressInfo } from "node:net";
 import { KubeConfig } from "@kubernetes/client-node";
 import { functionsKubeconfig, type HostProcess, startHost } from "../e2e/host.ts";
 import type { Driver } from "./scenario.ts";
@@ -47,4 +50,79 @@ export async function startChaosHost(
 ): Promise<{ host: HostProcess; driver: Driver }> {
   const host = await startHost(env);
   return { host, driver: { passes: () => host.lines.filter((l) => l.msg === "pass").length } };
+}
+
+/**
+ * The API server's audit webhook for a host that is killed and restarted: audit events are
+ * posted to the host running now (`target()`, undefined while none runs: those events are lost,
+ * as they are when a host is down; the sweep covers them). Two sources: the test setup's audit
+ * collector, polled (`pollCollector`), or the API server posting here directly (`url`, for a
+ * devcluster started with `--audit-webhook-url` = `url` and `--audit-webhook-token` = `token`).
+ */
+export interface AuditRelay {
+  url: string;
+  token: string;
+  /** Polls the test setup's collector (`GET /events?since=`) from now on, every 500 ms. */
+  pollCollector(collector: string): Promise<void>;
+  close(): Promise<void>;
+}
+
+export async function startAuditRelay(
+  target: () => { url: string; auditToken: string } | undefined,
+): Promise<AuditRelay> {
+  const token = randomBytes(16).toString("hex");
+  const deliver = async (items: unknown[]) => {
+    const host = target();
+    if (!host || items.length === 0) return;
+    await fetch(`${host.url}/v1/events`, {
+      method: "POST",
+      headers: { authorization: `Bearer ${host.auditToken}`, "content-type": "application/json" },
+      body: JSON.stringify({ kind: "EventList", apiVersion: "audit.k8s.io/v1", items }),
+    }).catch(() => undefined);
+  };
+  const server = createServer((req, res) => {
+    if (req.method !== "POST" || req.headers.authorization !== `Bearer ${token}`) {
+      res.writeHead(req.method === "POST" ? 401 : 405).end();
+      return;
+    }
+    const chunks: Buffer[] = [];
+    req.on("data", (c: Buffer) => chunks.push(c));
+    req.on("end", () => {
+      res.writeHead(200).end();
+      try {
+        const body = JSON.parse(Buffer.concat(chunks).toString("utf8")) as { items?: unknown[] };
+        void deliver(Array.isArray(body.items) ? body.items : []);
+      } catch {}
+    });
+  });
+  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+  const { port } = server.address() as AddressInfo;
+  let timer: NodeJS.Timeout | undefined;
+  let closed = false;
+  return {
+    url: `http://127.0.0.1:${port}/audit`,
+    token,
+    async pollCollector(collector) {
+      const read = async (since: number) =>
+        (await (await fetch(`${collector}/events?since=${since}`)).json()) as {
+          events: unknown[];
+          next: number;
+        };
+      let cursor = (await read(0)).next;
+      const poll = async () => {
+        try {
+          const { events, next } = await read(cursor);
+          cursor = next;
+          await deliver(events);
+        } catch {}
+        if (!closed) timer = setTimeout(poll, 500);
+      };
+      timer = setTimeout(poll, 500);
+    },
+    async close() {
+      closed = true;
+      clearTimeout(timer);
+      await new Promise((resolve) => server.close(resolve));
+    },
+  };
 }

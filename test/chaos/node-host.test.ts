@@ -6,8 +6,8 @@
  * most {@link REQUEST_BOUND}× the requests of the fault-free one (no retry storm).
  *
  * Then a struggling API server (every request answered 503 for 12 s while Proxies are created):
- * with the circuit the host sends fewer than half the requests it sends without it, and both
- * converge once the server recovers.
+ * with the circuit the host sends fewer than half the requests it sends without it, its sweeps
+ * fan nothing out while the circuit is open, and both converge once the server recovers.
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import {
@@ -88,7 +88,11 @@ describe("chaos on the Node host", () => {
   }, 420_000);
 
   it("a struggling API server gets fewer requests with the circuit than without, and everything recovers", async () => {
+    const heldBack = (h: HostProcess) => h.lines.filter((l) => l.msg.startsWith("sweep held back")).length;
+    const heldBefore = heldBack(host);
     const withCircuit = await runOutage({ admin, faults, driver, objects: 10, outageMs: 12_000 });
+    // The sweep fanned nothing out while the circuit was open.
+    const sweepsHeldBack = heldBack(host) - heldBefore;
     namespaces.push(withCircuit.namespace);
     await removeNamespace(withCircuit.namespace);
     expect(await host.stop()).toBe(0);
@@ -96,8 +100,10 @@ describe("chaos on the Node host", () => {
     const without = await runOutage({ admin, faults, driver, objects: 10, outageMs: 12_000 });
     namespaces.push(without.namespace);
     console.log(
-      `12 s all-503 outage, 10 Proxies: ${withCircuit.requestsDuringOutage} requests with the circuit, ${without.requestsDuringOutage} without; recovered in ${withCircuit.recoverMs} / ${without.recoverMs} ms`,
+      `12 s all-503 outage, 10 Proxies: ${withCircuit.requestsDuringOutage} requests with the circuit (${sweepsHeldBack} sweeps held back), ${without.requestsDuringOutage} without (${heldBack(host)} held back); recovered in ${withCircuit.recoverMs} / ${without.recoverMs} ms`,
     );
+    expect(sweepsHeldBack).toBeGreaterThan(0);
+    expect(heldBack(host)).toBe(0);
     expect(withCircuit.leaks).toEqual([]);
     expect(without.leaks).toEqual([]);
     expect(withCircuit.requestsDuringOutage).toBeLessThan(without.requestsDuringOutage / 2);

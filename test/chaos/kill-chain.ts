@@ -1,0 +1,104 @@
+/**
+ * Kill after every write: the Node host runs as a child process behind the fault proxy; during a
+ * stage (a create, an update or a delete of a victim object) the fault proxy lets each write of
+ * the victim reach the API server, then SIGKILLs the host and drops the connection, once per
+ * distinct write. A new host starts (its first sweep sends every object a pass) and carries on
+ * until the next write it has not been killed at. The stage ends when the checks find nothing
+ * wrong for 3 s with a host running.
+ *
+ * One chain of restarts covers every write a pass makes, in the order passes make them, with a
+ * restart per write and no setup per write.
+ */
+import type { HostProcess } from "../e2e/host.ts";
+import type { FaultProxy, SeenRequest } from "../support/fault-proxy.ts";
+import { startChaosHost } from "./drivers.ts";
+import { convergeAll } from "./operators.ts";
+
+export interface KillChain {
+  /** The host running now, if any. */
+  host(): HostProcess | undefined;
+  ensureHost(): Promise<HostProcess>;
+  /**
+   * Runs `act` and drives the stage to convergence with the host killed after each distinct
+   * write of the victim; returns those writes in order (see {@link writeLabel}).
+   */
+  stage(opts: {
+    isVictims: (r: SeenRequest, body: string) => boolean;
+    act: () => Promise<void>;
+    check: () => Promise<string[]>;
+    timeoutMs?: number;
+  }): Promise<string[]>;
+}
+
+export const alive = (h: HostProcess | undefined): h is HostProcess =>
+  !!h && h.child.exitCode === null && h.child.signalCode === null;
+
+export function killChain(
+  faults: FaultProxy,
+  env: Record<string, string>,
+  log: (line: string) => void = () => undefined,
+): KillChain {
+  let host: HostProcess | undefined;
+  const ensureHost = async () => {
+    if (!alive(host)) host = (await startChaosHost(env)).host;
+    return host;
+  };
+  return {
+    host: () => host,
+    ensureHost,
+    async stage({ isVictims, act, check, timeoutMs = 150_000 }) {
+      const killedAt: string[] = [];
+      let dying = false;
+      faults.onForwarded((r, body) => {
+        if (dying || r.method === "GET" || (r.upstreamStatus ?? 500) >= 300) return "answer";
+        if (r.path.includes("/events") || !isVictims(r, body)) return "answer";
+        const write = writeLabel(r, body);
+        if (killedAt.includes(write) || !alive(host)) return "answer";
+        killedAt.push(write);
+        log(`killed after ${write}`);
+        dying = true;
+        host.child.kill("SIGKILL");
+        return "reset";
+      });
+      try {
+        await ensureHost();
+        await act();
+        await convergeAll(
+          async () => {
+            if (!alive(host)) {
+              await ensureHost();
+              dying = false;
+              return ["host restarted"];
+            }
+            return check();
+          },
+          undefined,
+          { timeoutMs, quietMs: 3000 },
+          log,
+          "kill chain",
+        );
+      } finally {
+        faults.onForwarded(undefined);
+      }
+      return killedAt;
+    },
+  };
+}
+
+/**
+ * A write as the chain tells writes apart: method and path, the name a POST creates, and which
+ * of finalizers and annotations a metadata-only patch carries — e.g.
+ * `PATCH /apis/…/subpools/x (finalizers)`, `POST /api/v1/namespaces/ns/secrets x-credentials`.
+ */
+export function writeLabel(r: SeenRequest, body: string): string {
+  const path = r.path.split("?")[0] ?? r.path;
+  let name = "";
+  if (r.method === "POST") {
+    try {
+      name = ` ${(JSON.parse(body) as { metadata?: { name?: string } }).metadata?.name ?? ""}`;
+    } catch {}
+  }
+  const metadataOnly = /^\s*\{\s*"metadata"/.test(body) && r.method !== "POST";
+  const parts = metadataOnly ? ["finalizers", "annotations"].filter((f) => body.includes(`"${f}"`)) : [];
+  return `${r.method} ${path}${name}${parts.length > 0 ? ` (${parts.join(", ")})` : ""}`;
+}

@@ -31,12 +31,27 @@ const PAGE = 100;
  * previous one seen alive at any primary page.
  */
 function trackingKube(counts: { proxies: number; pools: number }) {
-  const tracked: { ref: WeakRef<object>; page: number }[] = [];
+  // Pages are counted per primary kind: the controllers' sweeps may interleave, and a SubPool page
+  // in work is not old because Proxy pages were listed meanwhile.
+  type Kind = "proxy" | "pool";
+  const tracked: { ref: WeakRef<object>; kind: Kind; page: number }[] = [];
+  const pagesOf: Record<Kind, number> = { proxy: 0, pool: 0 };
   let primaryPages = 0;
-  const stats = { primaryPages: 0, oldAlive: 0, served: 0 };
-  const track = <T extends object>(o: T): T => {
-    tracked.push({ ref: new WeakRef(o), page: primaryPages });
+  const stats = {
+    primaryPages: 0,
+    served: 0,
+    /** Per kind, the most objects of that kind's pages before its previous one alive at once. */
+    oldAlive: { proxy: 0, pool: 0 } as Record<Kind, number>,
+    /** Per kind, the most objects served for one of its pages (a pool page brings its drift lists). */
+    largestPage: { proxy: 0, pool: 0 } as Record<Kind, number>,
+  };
+  const servedFor = new Map<string, number>();
+  const track = <T extends object>(o: T, kind: Kind): T => {
+    tracked.push({ ref: new WeakRef(o), kind, page: pagesOf[kind] });
     stats.served++;
+    const key = `${kind}/${pagesOf[kind]}`;
+    servedFor.set(key, (servedFor.get(key) ?? 0) + 1);
+    stats.largestPage[kind] = Math.max(stats.largestPage[kind], servedFor.get(key) ?? 0);
     return o;
   };
   const proxy = (i: number): KubeObject => ({
@@ -63,16 +78,22 @@ function trackingKube(counts: { proxies: number; pools: number }) {
         res.resource === proxyResource.resource ? counts.proxies : res === subPoolResource ? counts.pools : 0;
       const make = res.resource === proxyResource.resource ? proxy : pool;
       if (total > 0 && res.group === (res.resource === "proxies" ? proxyResource : subPoolResource).group) {
+        const kind: Kind = make === proxy ? "proxy" : "pool";
         primaryPages++;
+        pagesOf[kind]++;
         stats.primaryPages = primaryPages;
         // A fresh job, so no WeakRef target is kept for the current one; then count the survivors.
         await new Promise((r) => setImmediate(r));
         gc();
-        const alive = tracked.filter((t) => t.page < primaryPages - 2 && t.ref.deref() !== undefined).length;
-        stats.oldAlive = Math.max(stats.oldAlive, alive);
+        for (const k of ["proxy", "pool"] as const) {
+          const alive = tracked.filter(
+            (t) => t.kind === k && t.page < pagesOf[k] - 2 && t.ref.deref() !== undefined,
+          ).length;
+          stats.oldAlive[k] = Math.max(stats.oldAlive[k], alive);
+        }
         const start = opts.continue ? Number(opts.continue) : 0;
         const end = Math.min(total, start + (opts.limit ?? total));
-        const items = Array.from({ length: end - start }, (_, k) => track(make(start + k)));
+        const items = Array.from({ length: end - start }, (_, k) => track(make(start + k), kind));
         return { items: items as T[], ...(end < total ? { continue: String(end) } : {}) } as ListPage<T>;
       }
       const selector = parseLabelSelector(opts.labelSelector ?? "");
@@ -80,15 +101,18 @@ function trackingKube(counts: { proxies: number; pools: number }) {
         ? selector.requirements.find((r) => r.key === "subrelay.example.com/pool" && r.operator === "In")
         : undefined;
       const items = (byPool?.values ?? []).map((id) =>
-        track({
-          apiVersion: "v1",
-          kind: res.kind,
-          metadata: {
-            name: res.namespaced ? `${id}-owned` : subPoolObjectNames(id).namespace,
-            ...(res.namespaced ? { namespace: subPoolObjectNames(id).namespace } : {}),
-            labels: { "subrelay.example.com/pool": id, "app.kubernetes.io/managed-by": "subpool-operator" },
+        track(
+          {
+            apiVersion: "v1",
+            kind: res.kind,
+            metadata: {
+              name: res.namespaced ? `${id}-owned` : subPoolObjectNames(id).namespace,
+              ...(res.namespaced ? { namespace: subPoolObjectNames(id).namespace } : {}),
+              labels: { "subrelay.example.com/pool": id, "app.kubernetes.io/managed-by": "subpool-operator" },
+            },
           },
-        }),
+          "pool",
+        ),
       );
       return { items: items as unknown as T[] } as ListPage<T>;
     },
@@ -130,7 +154,9 @@ describe("the sweep holds a page, not the fleet", () => {
     const { stats, summary, messages } = await sweepFleet();
     console.log(
       `sweep memory: ${stats.served} objects served over ${stats.primaryPages} primary pages; ` +
-        `at most ${stats.oldAlive} of pages older than the previous one alive at once; ${messages} messages`,
+        `at most ${stats.oldAlive.proxy} Proxies and ${stats.oldAlive.pool} SubPool objects of pages older ` +
+        `than the previous one alive at once (largest pages ${stats.largestPage.proxy} and ` +
+        `${stats.largestPage.pool}); ${messages} messages`,
     );
     expect(summary.controllers.proxy?.listed).toBe(4000);
     expect(summary.controllers.subpool?.listed).toBe(1000);
@@ -139,8 +165,10 @@ describe("the sweep holds a page, not the fleet", () => {
     expect(summary.tasks["proxy-health"]).toMatchObject({ planned: 8000, shardErrors: 0 });
     expect(stats.primaryPages).toBe(50);
     // Bounded extras: one partly filled probe shard per delay (60 delays × (2 − 1) Proxies), and
-    // one page that V8 may release a few pages late (seen with pages of 100, not of 50).
-    expect(stats.oldAlive).toBeLessThanOrEqual(60 + PAGE);
+    // pages V8 releases late: it releases a finished page some pages late at times (async frames and promise reactions of
+    // the previous pages' work), so up to two late pages are allowed: a bound in pages, not in fleet.
+    expect(stats.oldAlive.proxy).toBeLessThanOrEqual(60 + 2 * stats.largestPage.proxy);
+    expect(stats.oldAlive.pool).toBeLessThanOrEqual(2 * stats.largestPage.pool);
   });
 
   it("the measure can fail: a task that keeps every page it is given is seen holding the fleet", {
@@ -156,6 +184,6 @@ describe("the sweep holds a page, not the fleet", () => {
       }),
     };
     const { stats } = await sweepFleet([hoarding]);
-    expect(stats.oldAlive).toBeGreaterThan(3000);
+    expect(stats.oldAlive.proxy).toBeGreaterThan(3000);
   });
 });

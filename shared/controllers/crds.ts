@@ -1,7 +1,7 @@
 import type { CrdSpec } from "../crd/index.ts";
-import { proxyCrd } from "./proxy/index.ts";
-import { siteCrd } from "./site/index.ts";
-import { subPoolCrd } from "./subpool/index.ts";
+import { proxyCrd } from "./proxy/crd.ts";
+import { siteCrd } from "./site/crd.ts";
+import { subPoolCrd } from "./subpool/crd.ts";
 
 /**
  * Every kind kubefn serves, as CRD specs. `npm run gen:crds` writes one file per entry to

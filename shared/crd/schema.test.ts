@@ -1,7 +1,10 @@
 import { describe, expect, it } from "vitest";
 import * as z from "zod";
+import * as zm from "../zod/index.ts";
 import {
+  conditionsNotes,
   conditionsSchema,
+  documented,
   quantitySchema,
   structuralSchemaOf,
   UnstructuralSchemaError,
@@ -125,7 +128,11 @@ describe("structuralSchemaOf: zod feature → schema node", () => {
   });
 
   it("emits conditions as a map-list keyed by type", () => {
-    const out = structuralSchemaOf(conditionsSchema(["Ready"]));
+    const status = documented(
+      zm.object({ conditions: conditionsSchema() }),
+      conditionsNotes("conditions", ["Ready"]),
+    );
+    const out = structuralSchemaOf(status).properties!.conditions!;
     expect(out).toMatchObject({
       type: "array",
       "x-kubernetes-list-type": "map",
@@ -155,5 +162,40 @@ describe("structuralSchemaOf: zod feature → schema node", () => {
       },
     });
     expect(() => structuralSchemaOf(tree)).toThrow();
+  });
+});
+
+describe("documented: CRD-only notes beside the runtime schema", () => {
+  const runtime = zm.object({
+    a: zm.optional(zm.object({ b: zm.array(zm.object({ c: zm.string() })) })),
+    d: zm._default(zm.int(), 1),
+  });
+
+  it("puts descriptions and CEL rules at paths through optional, array and default nodes", () => {
+    const out = structuralSchemaOf(
+      documented(runtime, {
+        "": { cel: [immutable] },
+        a: "A.",
+        "a.b.c": { description: "C.", cel: [immutable] },
+        d: "D.",
+      }),
+    );
+    expect(out["x-kubernetes-validations"]).toEqual([immutable]);
+    expect(out.properties?.a?.description).toBe("A.");
+    expect(out.properties?.a?.properties?.b?.items?.properties?.c).toEqual({
+      description: "C.",
+      type: "string",
+      "x-kubernetes-validations": [immutable],
+    });
+    expect(out.properties?.d).toEqual({ description: "D.", type: "integer", default: 1 });
+  });
+
+  it("leaves the runtime schema without notes", () => {
+    documented(runtime, { a: "A.", "a.b.c": "C." });
+    expect(JSON.stringify(structuralSchemaOf(runtime))).not.toContain("description");
+  });
+
+  it("names a path that does not exist", () => {
+    expect(() => documented(runtime, { "a.x": "X." })).toThrow('no field "x" on the way to "a.x"');
   });
 });

@@ -5,8 +5,23 @@
  * module (infra/relay, on Node only, uses classic zod).
  */
 import * as z from "zod/mini";
+import { _coercedNumber, _isoDateTime } from "zod/v4/core";
 import en from "zod/v4/locales/en.js";
 
 z.config(en());
 
 export * from "zod/mini";
+
+// zod's `iso` and `coerce` are namespace objects: using one member keeps all of them, and their
+// schema classes (dates, durations, bigints), in the bundle. These keep only what kubefn uses;
+// they shadow the namespaces of the `export *` above.
+
+/** `z.iso`, only `datetime`. */
+export const iso = {
+  datetime: (params?: Parameters<typeof z.iso.datetime>[0]) => _isoDateTime(z.ZodMiniISODateTime, params),
+};
+
+/** `z.coerce`, only `number`. */
+export const coerce = {
+  number: (params?: Parameters<typeof z.coerce.number>[0]) => _coercedNumber(z.ZodMiniNumber, params),
+};

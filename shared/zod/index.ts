@@ -1,14 +1,14 @@
 /**
  * zod as kubefn uses it: `zod/mini` (functions instead of methods, so that the Worker bundle
- * keeps only the validators it calls), with zod's English messages, which classic zod
- * installs by itself and mini does not. shared/ and functions/ import zod only through this
- * module (infra/relay, on Node only, uses classic zod).
+ * keeps only the validators it calls), with English messages in zod's own wording (messages.ts),
+ * which classic zod installs by itself and mini does not. shared/ and functions/ import zod only
+ * through this module (infra/relay, on Node only, uses classic zod).
  */
 import * as z from "zod/mini";
 import { _coercedNumber, _isoDateTime } from "zod/v4/core";
-import en from "zod/v4/locales/en.js";
+import { englishMessage } from "./messages.ts";
 
-z.config(en());
+z.config({ localeError: englishMessage });
 
 export * from "zod/mini";
 

@@ -1,5 +1,5 @@
 import * as z from "../zod/index.ts";
-import { type FieldNote, withMeta } from "./meta.ts";
+import type { FieldNote } from "./meta.ts";
 
 /**
  * metav1.Condition, with the same validation the upstream type carries, so a status written by
@@ -28,24 +28,25 @@ export const conditionSchema = z.object({
 export type Condition = z.infer<typeof conditionSchema>;
 
 /**
- * A `status.conditions` list: a map-list keyed by `type`, so server-side apply merges conditions
- * per type instead of replacing the list.
+ * A `status.conditions` list. In the CRD it is a map-list keyed by `type` ({@link conditionsNotes}),
+ * so server-side apply merges conditions per type instead of replacing the list.
  */
 export function conditionsSchema() {
-  return withMeta(z.array(conditionSchema).check(z.maxLength(32)), {
-    "x-kubernetes-list-type": "map",
-    "x-kubernetes-list-map-keys": ["type"],
-  });
+  return z.array(conditionSchema).check(z.maxLength(32));
 }
 
 /**
- * The CRD's notes on a conditions field (for `documented`, in a controller's crd.ts): the upstream
- * descriptions of metav1.Condition, and the condition types the kind publishes.
+ * The CRD's notes on a conditions field (for `documented`, in a controller's crd.ts): a map-list
+ * keyed by `type`, the upstream descriptions of metav1.Condition, and the condition types the kind
+ * publishes.
  */
 export function conditionsNotes(field: string, types: readonly string[]): Record<string, FieldNote> {
   const documented = types.length > 0 ? ` Known types: ${types.join(", ")}.` : "";
   return {
-    [field]: `Conditions describe the current state of the object.${documented}`,
+    [field]: {
+      description: `Conditions describe the current state of the object.${documented}`,
+      listMapKeys: ["type"],
+    },
     [`${field}.type`]: "type of condition in CamelCase or in foo.example.com/CamelCase.",
     [`${field}.status`]: "status of the condition, one of True, False, Unknown.",
     [`${field}.observedGeneration`]: "the .metadata.generation that the condition was set based upon.",

@@ -11,8 +11,15 @@ export function withMeta<T extends z.ZodMiniType>(schema: T, meta: z.core.Global
   return clone;
 }
 
-/** What the generated CRD says about one field: a description, CEL rules, or both. */
-export type FieldNote = string | { description?: string; cel?: readonly CelRule[] };
+/** What the generated CRD says about one field: a description, CEL rules, list semantics. */
+export type FieldNote =
+  | string
+  | {
+      description?: string;
+      cel?: readonly CelRule[];
+      /** A list merged by these keys (`x-kubernetes-list-type: map`), as server-side apply does. */
+      listMapKeys?: readonly string[];
+    };
 
 /**
  * `schema` with CRD-only notes (descriptions, CEL rules) on the fields at the given paths, for
@@ -42,12 +49,15 @@ function notedAt(
   full: string,
 ): z.ZodMiniType {
   if (path.length === 0) {
-    const { description, cel = [] } = typeof note === "string" ? { description: note } : note;
+    const { description, cel = [], listMapKeys } = typeof note === "string" ? { description: note } : note;
     const existing =
       (z.globalRegistry.get(schema)?.["x-kubernetes-validations"] as CelRule[] | undefined) ?? [];
     return withMeta(schema, {
       ...(description === undefined ? {} : { description }),
       ...(cel.length === 0 ? {} : { "x-kubernetes-validations": [...existing, ...cel] }),
+      ...(listMapKeys === undefined
+        ? {}
+        : { "x-kubernetes-list-type": "map", "x-kubernetes-list-map-keys": [...listMapKeys] }),
     });
   }
   const def = schema._zod.def as z.core.$ZodTypeDef & Record<string, unknown>;

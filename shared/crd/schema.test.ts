@@ -102,6 +102,11 @@ describe("structuralSchemaOf: zod feature → schema node", () => {
         "x-kubernetes-int-or-string": true,
       },
     ],
+    [
+      "integer or string → int-or-string",
+      z.union([z.int(), z.string()]),
+      { anyOf: [{ type: "integer" }, { type: "string" }], "x-kubernetes-int-or-string": true },
+    ],
   ])("%s", (_name, schema, expected) => {
     expect(structuralSchemaOf(schema as z.ZodType)).toEqual(expected);
   });
@@ -144,7 +149,8 @@ describe("structuralSchemaOf: zod feature → schema node", () => {
 
   it.each([
     ["union of objects", z.union([z.object({ a: z.string() }), z.object({ b: z.string() })]), ".a"],
-    ["union of types", z.union([z.string(), z.int()]), ".a"],
+    ["union of types", z.union([z.string(), z.boolean()]), ".a"],
+    ["union of an integer and two strings", z.union([z.int(), z.string(), z.string().min(1)]), ".a"],
     ["tuple", z.tuple([z.string(), z.int()]), ".a"],
   ])("rejects %s with the path", (_name, schema, path) => {
     const build = () => structuralSchemaOf(z.object({ a: schema as z.ZodType }));

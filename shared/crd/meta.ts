@@ -22,7 +22,7 @@ export type FieldNote =
     };
 
 /**
- * `schema` with CRD-only notes (descriptions, CEL rules) on the fields at the given paths, for
+ * `schema` with CRD-only notes (descriptions, CEL rules, list keys) on the fields at given paths, for
  * `npm run gen:crds`: the runtime schema stays free of text only the API server and `kubectl
  * explain` read, and out of the Worker bundle. A path names object fields, dot-separated
  * ("cloudInit.secretRef.name"); optional, defaulted and array nodes are walked through; `""` is

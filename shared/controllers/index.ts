@@ -1,2 +1,1 @@
-export { controllerCrds } from "./crds.ts";
 export { controllerKinds } from "./kinds.ts";

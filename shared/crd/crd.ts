@@ -15,10 +15,10 @@ export interface PrinterColumn {
 }
 
 /**
- * Everything a CRD needs beyond the spec and status schemas. `spec` and `status` are zod schemas;
- * the generated CRD, the TypeScript types and the reconciler's parser all derive from them.
+ * What the runtime needs of a kind: its address and the zod schemas of spec and status, from which
+ * the TypeScript types and the reconciler's parser derive.
  */
-export interface CrdSpec<
+export interface KindSpec<
   Spec extends z.ZodMiniType = z.ZodMiniType,
   Status extends z.ZodMiniType = z.ZodMiniType,
 > {
@@ -26,14 +26,26 @@ export interface CrdSpec<
   version: string;
   kind: string;
   plural: string;
-  singular: string;
-  shortNames?: readonly string[];
-  categories?: readonly string[];
   scope: "Namespaced" | "Cluster";
-  description?: string;
   /** `spec` is required in the CRD unless this schema accepts `undefined` (`.optional()`/`.default()`). */
   spec: Spec;
   status: Status;
+}
+
+/**
+ * Everything a CRD needs beyond the kind: names, descriptions, CEL rules and printer columns, which
+ * only `npm run gen:crds` reads. Each controller declares it in its crd.ts, which the runtime (and
+ * so the Worker bundle) never imports; `spec` and `status` there are the kind's schemas with field
+ * notes added by `documented` (meta.ts).
+ */
+export interface CrdSpec<
+  Spec extends z.ZodMiniType = z.ZodMiniType,
+  Status extends z.ZodMiniType = z.ZodMiniType,
+> extends KindSpec<Spec, Status> {
+  singular: string;
+  shortNames?: readonly string[];
+  categories?: readonly string[];
+  description?: string;
   /** CEL rules on the whole object; the only place a rule can see `self.metadata.name`. */
   validations?: readonly CelRule[];
   printerColumns?: readonly PrinterColumn[];
@@ -132,7 +144,7 @@ export function crdFor(spec: CrdSpec): CustomResourceDefinition {
 }
 
 /** The {@link Resource} (port address) of a CRD's kind. */
-export function resourceFor(spec: CrdSpec): Resource {
+export function resourceFor(spec: KindSpec): Resource {
   return {
     group: spec.group,
     version: spec.version,
@@ -155,7 +167,7 @@ const objectMetaSchema = z.custom<ObjectMeta>(
  * own; never PUT the parsed object, since stripping would drop fields a newer schema added.
  */
 export function objectSchemaFor<Spec extends z.ZodMiniType, Status extends z.ZodMiniType>(
-  spec: CrdSpec<Spec, Status>,
+  spec: KindSpec<Spec, Status>,
 ) {
   return z.object({
     apiVersion: z.literal(`${spec.group}/${spec.version}`),

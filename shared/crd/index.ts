@@ -1,13 +1,14 @@
-export { type Condition, conditionSchema, conditionsSchema } from "./conditions.ts";
+export { type Condition, conditionSchema, conditionsNotes, conditionsSchema } from "./conditions.ts";
 export {
   type CrdSpec,
   type CustomResourceDefinition,
   crdFor,
+  type KindSpec,
   objectSchemaFor,
   type PrinterColumn,
   resourceFor,
 } from "./crd.ts";
-export { described, withMeta } from "./meta.ts";
+export { documented, type FieldNote, withMeta } from "./meta.ts";
 export { type Quantity, quantitySchema } from "./quantity.ts";
 export {
   type CelRule,

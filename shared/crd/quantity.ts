@@ -1,6 +1,5 @@
 import { quantityPattern } from "../kube/index.ts";
 import * as z from "../zod/index.ts";
-import { withMeta } from "./meta.ts";
 
 /**
  * A Kubernetes resource quantity ("500m", "1Gi", or a bare integer such as `cpu: 2`), rendered as
@@ -9,9 +8,7 @@ import { withMeta } from "./meta.ts";
  * Caveats: only the syntax is checked; sums and comparisons belong in the reconciler.
  */
 export function quantitySchema() {
-  return withMeta(z.union([z.int().check(z.gte(0)), z.string().check(z.regex(quantityPattern))]), {
-    "x-kubernetes-int-or-string": true,
-  });
+  return z.union([z.int().check(z.gte(0)), z.string().check(z.regex(quantityPattern))]);
 }
 
 export type Quantity = z.infer<ReturnType<typeof quantitySchema>>;

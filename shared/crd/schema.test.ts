@@ -1,7 +1,10 @@
 import { describe, expect, it } from "vitest";
 import * as z from "zod";
+import * as zm from "../zod/index.ts";
 import {
+  conditionsNotes,
   conditionsSchema,
+  documented,
   quantitySchema,
   structuralSchemaOf,
   UnstructuralSchemaError,
@@ -99,6 +102,11 @@ describe("structuralSchemaOf: zod feature → schema node", () => {
         "x-kubernetes-int-or-string": true,
       },
     ],
+    [
+      "integer or string → int-or-string",
+      z.union([z.int(), z.string()]),
+      { anyOf: [{ type: "integer" }, { type: "string" }], "x-kubernetes-int-or-string": true },
+    ],
   ])("%s", (_name, schema, expected) => {
     expect(structuralSchemaOf(schema as z.ZodType)).toEqual(expected);
   });
@@ -125,7 +133,11 @@ describe("structuralSchemaOf: zod feature → schema node", () => {
   });
 
   it("emits conditions as a map-list keyed by type", () => {
-    const out = structuralSchemaOf(conditionsSchema(["Ready"]));
+    const status = documented(
+      zm.object({ conditions: conditionsSchema() }),
+      conditionsNotes("conditions", ["Ready"]),
+    );
+    const out = structuralSchemaOf(status).properties!.conditions!;
     expect(out).toMatchObject({
       type: "array",
       "x-kubernetes-list-type": "map",
@@ -137,7 +149,8 @@ describe("structuralSchemaOf: zod feature → schema node", () => {
 
   it.each([
     ["union of objects", z.union([z.object({ a: z.string() }), z.object({ b: z.string() })]), ".a"],
-    ["union of types", z.union([z.string(), z.int()]), ".a"],
+    ["union of types", z.union([z.string(), z.boolean()]), ".a"],
+    ["union of an integer and two strings", z.union([z.int(), z.string(), z.string().min(1)]), ".a"],
     ["tuple", z.tuple([z.string(), z.int()]), ".a"],
   ])("rejects %s with the path", (_name, schema, path) => {
     const build = () => structuralSchemaOf(z.object({ a: schema as z.ZodType }));
@@ -155,5 +168,40 @@ describe("structuralSchemaOf: zod feature → schema node", () => {
       },
     });
     expect(() => structuralSchemaOf(tree)).toThrow();
+  });
+});
+
+describe("documented: CRD-only notes beside the runtime schema", () => {
+  const runtime = zm.object({
+    a: zm.optional(zm.object({ b: zm.array(zm.object({ c: zm.string() })) })),
+    d: zm._default(zm.int(), 1),
+  });
+
+  it("puts descriptions and CEL rules at paths through optional, array and default nodes", () => {
+    const out = structuralSchemaOf(
+      documented(runtime, {
+        "": { cel: [immutable] },
+        a: "A.",
+        "a.b.c": { description: "C.", cel: [immutable] },
+        d: "D.",
+      }),
+    );
+    expect(out["x-kubernetes-validations"]).toEqual([immutable]);
+    expect(out.properties?.a?.description).toBe("A.");
+    expect(out.properties?.a?.properties?.b?.items?.properties?.c).toEqual({
+      description: "C.",
+      type: "string",
+      "x-kubernetes-validations": [immutable],
+    });
+    expect(out.properties?.d).toEqual({ description: "D.", type: "integer", default: 1 });
+  });
+
+  it("leaves the runtime schema without notes", () => {
+    documented(runtime, { a: "A.", "a.b.c": "C." });
+    expect(JSON.stringify(structuralSchemaOf(runtime))).not.toContain("description");
+  });
+
+  it("names a path that does not exist", () => {
+    expect(() => documented(runtime, { "a.x": "X." })).toThrow('no field "x" on the way to "a.x"');
   });
 });

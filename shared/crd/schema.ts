@@ -182,6 +182,13 @@ export function structuralSchemaOf(schema: z.ZodMiniType): JsonSchemaProps {
     unrepresentable: "throw",
     reused: "inline",
     cycles: "throw",
+    // A zod union of one integer and one string is int-or-string. Decided on the zod node, so a
+    // tuple of the same two types (an array of their union to JSON Schema) is still refused.
+    override: ({ zodSchema, jsonSchema }) => {
+      if (zodSchema._zod.def.type === "union" && isIntOrStringUnion(jsonSchema.anyOf)) {
+        (jsonSchema as Raw)["x-kubernetes-int-or-string"] = true;
+      }
+    },
   }) as Raw;
   const defs = { ...(raw.definitions as Raw | undefined), ...(raw.$defs as Raw | undefined) };
   return structural(raw, "", { root: raw, defs, resolving: new Set() });
@@ -352,10 +359,17 @@ function collapseUnion(node: Raw, path: string): Raw {
   );
 }
 
+/** JSON Schema branches of one integer and one string: `z.union([z.int(), z.string()])`. */
+function isIntOrStringUnion(branches: unknown): boolean {
+  if (!Array.isArray(branches) || branches.length !== 2) return false;
+  const types = branches.map((b: Raw) => b.type);
+  return types.includes("integer") && types.includes("string");
+}
+
 /**
- * `z.union([z.int(), z.string()])` marked `x-kubernetes-int-or-string` (a resource.Quantity or an
- * IntOrString port): the one junctor shape structural schemas allow. A string pattern moves up to
- * the node, where the API server applies it to string values only.
+ * `z.union([z.int(), z.string()])` (a resource.Quantity or an IntOrString port), marked
+ * `x-kubernetes-int-or-string`: the one junctor shape structural schemas allow. A string pattern
+ * moves up to the node, where the API server applies it to string values only.
  */
 function intOrString(branches: Raw[], rest: Raw, path: string): Raw {
   const integer = branches.find((b) => b.type === "integer");

@@ -2,17 +2,10 @@
  * The Proxy API (crawl.kubefn.dev/v1alpha1): a forward proxy that is either an instance kubefn
  * provisions through a provider (Managed) or an endpoint someone else runs (External), probed for
  * health either way. The zod schemas here are the single source of the TypeScript types, the
- * reconciler's parser and the CRD in infra/crds (`npm run gen:crds`).
+ * reconciler's parser and, with the notes in crd.ts, the CRD in infra/crds (`npm run gen:crds`).
  */
 
-import {
-  type CrdSpec,
-  conditionsSchema,
-  described,
-  objectSchemaFor,
-  resourceFor,
-  withCel,
-} from "../../crd/index.ts";
+import { conditionsSchema, type KindSpec, objectSchemaFor, resourceFor } from "../../crd/index.ts";
 import type { Resource } from "../../kube/index.ts";
 import * as z from "../../zod/index.ts";
 
@@ -74,169 +67,100 @@ export const proxyPhaseSchema = z.enum([
 export type ProxyPhase = z.infer<typeof proxyPhaseSchema>;
 export const ProxyPhase = proxyPhaseSchema.def.entries;
 
-const instanceSchema = described(
-  z.object({
-    image: described(
-      z.optional(z.string().check(z.minLength(1))),
-      "Provider-specific image, e.g. a container image or a GCE image.",
-    ),
-    machineType: described(
-      z.optional(z.string().check(z.minLength(1))),
-      "Provider-specific size, e.g. e2-small.",
-    ),
-    zone: z.optional(z.string().check(z.minLength(1))),
-    labels: described(z.optional(z.record(z.string(), z.string())), "Labels put on the provider instance."),
-  }),
-  "How the provider shapes the instance (Managed mode).",
-);
-
-const secretKeyRefSchema = z.object({
-  name: described(z.string().check(z.minLength(1)), "Name of a Secret in the Proxy's namespace."),
-  key: described(z.optional(z.string().check(z.minLength(1))), 'Key in the Secret; defaults to "user-data".'),
+const instanceSchema = z.object({
+  image: z.optional(z.string().check(z.minLength(1))),
+  machineType: z.optional(z.string().check(z.minLength(1))),
+  zone: z.optional(z.string().check(z.minLength(1))),
+  labels: z.optional(z.record(z.string(), z.string())),
 });
 
-const cloudInitSchema = withCel(
-  z
-    .object({
-      inline: described(z.optional(z.string()), "cloud-init user data, inline."),
-      secretRef: described(
-        z.optional(secretKeyRefSchema),
-        "cloud-init user data from a Secret; rotating it replaces the instance.",
-      ),
-    })
-    .check(
-      z.refine((c) => (c.inline === undefined) !== (c.secretRef === undefined), {
-        message: "set exactly one of inline or secretRef",
-      }),
-    ),
-  [
-    {
-      rule: "has(self.inline) != has(self.secretRef)",
-      message: "set exactly one of cloudInit.inline or cloudInit.secretRef",
-    },
-  ],
-);
+const secretKeyRefSchema = z.object({
+  name: z.string().check(z.minLength(1)),
+  key: z.optional(z.string().check(z.minLength(1))),
+});
 
-const endpointSchema = described(
-  z.object({
-    host: z.string().check(z.minLength(1)).check(z.maxLength(253)),
-    port: z.int().check(z.gte(1)).check(z.lte(65535)),
-    scheme: z._default(z.enum(["http", "https"]), "http"),
-  }),
-  "Where an External proxy listens.",
-);
+const cloudInitSchema = z
+  .object({
+    inline: z.optional(z.string()),
+    secretRef: z.optional(secretKeyRefSchema),
+  })
+  .check(
+    z.refine((c) => (c.inline === undefined) !== (c.secretRef === undefined), {
+      message: "set exactly one of inline or secretRef",
+    }),
+  );
 
-const healthCheckSchema = described(
-  z.object({
-    probeURL: described(z.url(), "URL fetched through the proxy; https is tunnelled with CONNECT."),
-    expectedStatus: z._default(z.int().check(z.gte(100)).check(z.lte(599)), 200),
-    intervalSeconds: z._default(z.int().check(z.gte(5)).check(z.lte(86400)), 30),
-    timeoutSeconds: z._default(z.int().check(z.gte(1)).check(z.lte(300)), 5),
-    successThreshold: z._default(z.int().check(z.gte(1)).check(z.lte(100)), 2),
-    failureThreshold: z._default(z.int().check(z.gte(1)).check(z.lte(100)), 3),
-  }),
-  "Periodic probe through the proxy; its verdict is the Healthy condition.",
-);
+const endpointSchema = z.object({
+  host: z.string().check(z.minLength(1)).check(z.maxLength(253)),
+  port: z.int().check(z.gte(1)).check(z.lte(65535)),
+  scheme: z._default(z.enum(["http", "https"]), "http"),
+});
 
-export const proxySpecSchema = withCel(
-  z
-    .object({
-      mode: z._default(proxyModeSchema, "Managed"),
-      provider: described(
-        z.optional(z.string().check(z.minLength(1))),
-        'Provider name, e.g. "kubernetes" or "gce"; required when Managed.',
-      ),
-      instance: z.optional(instanceSchema),
-      cloudInit: z.optional(cloudInitSchema),
-      endpoint: z.optional(endpointSchema),
-      healthCheck: z.optional(healthCheckSchema),
-    })
-    .check(
-      z.superRefine((spec, ctx) => {
-        if (spec.mode === "Managed" && spec.provider === undefined) {
-          ctx.addIssue({
-            code: "custom",
-            path: ["provider"],
-            message: "provider is required when mode is Managed",
-          });
-        }
-        if (spec.mode === "External" && spec.endpoint === undefined) {
-          ctx.addIssue({
-            code: "custom",
-            path: ["endpoint"],
-            message: "endpoint is required when mode is External",
-          });
-        }
-      }),
-    ),
-  [
-    {
-      rule: "self.mode != 'Managed' || has(self.provider)",
-      message: "spec.provider is required when mode is Managed",
-      fieldPath: ".provider",
-      reason: "FieldValueRequired",
-    },
-    {
-      rule: "self.mode != 'External' || has(self.endpoint)",
-      message: "spec.endpoint is required when mode is External",
-      fieldPath: ".endpoint",
-      reason: "FieldValueRequired",
-    },
-  ],
-);
+const healthCheckSchema = z.object({
+  probeURL: z.url(),
+  expectedStatus: z._default(z.int().check(z.gte(100)).check(z.lte(599)), 200),
+  intervalSeconds: z._default(z.int().check(z.gte(5)).check(z.lte(86400)), 30),
+  timeoutSeconds: z._default(z.int().check(z.gte(1)).check(z.lte(300)), 5),
+  successThreshold: z._default(z.int().check(z.gte(1)).check(z.lte(100)), 2),
+  failureThreshold: z._default(z.int().check(z.gte(1)).check(z.lte(100)), 3),
+});
+
+export const proxySpecSchema = z
+  .object({
+    mode: z._default(proxyModeSchema, "Managed"),
+    provider: z.optional(z.string().check(z.minLength(1))),
+    instance: z.optional(instanceSchema),
+    cloudInit: z.optional(cloudInitSchema),
+    endpoint: z.optional(endpointSchema),
+    healthCheck: z.optional(healthCheckSchema),
+  })
+  .check(
+    z.superRefine((spec, ctx) => {
+      if (spec.mode === "Managed" && spec.provider === undefined) {
+        ctx.addIssue({
+          code: "custom",
+          path: ["provider"],
+          message: "provider is required when mode is Managed",
+        });
+      }
+      if (spec.mode === "External" && spec.endpoint === undefined) {
+        ctx.addIssue({
+          code: "custom",
+          path: ["endpoint"],
+          message: "endpoint is required when mode is External",
+        });
+      }
+    }),
+  );
 export type ProxySpec = z.infer<typeof proxySpecSchema>;
 
 export const proxyStatusSchema = z.object({
   observedGeneration: z.optional(z.int().check(z.gte(0))),
   phase: z.optional(proxyPhaseSchema),
-  providerID: described(z.optional(z.string()), "The provider's identifier of the current instance."),
-  ip: described(z.optional(z.string()), "The instance address (Managed) or spec.endpoint.host (External)."),
-  latencyMillis: described(
-    z.optional(z.int().check(z.gte(0))),
-    "Latency of the last status-affecting probe.",
-  ),
-  lastHealthCheckTime: described(
-    z.optional(z.iso.datetime({ offset: true })),
-    "Time of the last status-affecting probe (suppressed probes do not write status).",
-  ),
-  conditions: z.optional(conditionsSchema(Object.values(ProxyConditionType))),
-  health: described(
-    z.optional(z.string().check(z.maxLength(4096))),
-    "Probe bookkeeping of the health sweep (JSON). Kept in status, which tenants cannot write, not in an annotation, which they can.",
-  ),
+  providerID: z.optional(z.string()),
+  ip: z.optional(z.string()),
+  latencyMillis: z.optional(z.int().check(z.gte(0))),
+  lastHealthCheckTime: z.optional(z.iso.datetime({ offset: true })),
+  conditions: z.optional(conditionsSchema()),
+  health: z.optional(z.string().check(z.maxLength(4096))),
 });
 export type ProxyStatus = z.infer<typeof proxyStatusSchema>;
 
-export const proxyCrd = {
+/** The Proxy kind; its CRD (descriptions, CEL rules, printer columns) is in crd.ts. */
+export const proxyKind = {
   group: proxyGroup,
   version: proxyVersion,
   kind: "Proxy",
   plural: "proxies",
-  singular: "proxy",
-  shortNames: ["px"],
   scope: "Namespaced",
-  description:
-    "Proxy is a forward proxy: a provider-backed instance (Managed) or an existing endpoint (External).",
   spec: proxySpecSchema,
   status: proxyStatusSchema,
-  printerColumns: [
-    { name: "Mode", type: "string", jsonPath: ".spec.mode" },
-    { name: "Phase", type: "string", jsonPath: ".status.phase" },
-    { name: "IP", type: "string", jsonPath: ".status.ip" },
-    {
-      name: "Latency",
-      type: "integer",
-      jsonPath: ".status.latencyMillis",
-      description: "Probe latency in milliseconds",
-    },
-    { name: "Age", type: "date", jsonPath: ".metadata.creationTimestamp" },
-  ],
-} satisfies CrdSpec<typeof proxySpecSchema, typeof proxyStatusSchema>;
+} satisfies KindSpec<typeof proxySpecSchema, typeof proxyStatusSchema>;
 
-export const proxyResource: Resource = resourceFor(proxyCrd);
+export const proxyResource: Resource = resourceFor(proxyKind);
 
 /** A whole Proxy object: apiVersion/kind checked, metadata as is, spec and status parsed. */
-export const proxySchema = objectSchemaFor(proxyCrd);
+export const proxySchema = objectSchemaFor(proxyKind);
 export type Proxy = z.infer<typeof proxySchema>;
 
 /**

@@ -5,7 +5,7 @@
  * switched off in the spec.
  */
 
-import { type CrdSpec, conditionsSchema, described, objectSchemaFor, resourceFor } from "../../crd/index.ts";
+import { conditionsSchema, type KindSpec, objectSchemaFor, resourceFor } from "../../crd/index.ts";
 import type { Resource } from "../../kube/index.ts";
 import * as z from "../../zod/index.ts";
 
@@ -54,20 +54,17 @@ export const SiteConditionType = {
 export type SiteConditionType = (typeof SiteConditionType)[keyof typeof SiteConditionType];
 
 const componentToggleSchema = z.object({
-  enabled: described(z._default(z.boolean(), true), "Whether the component runs for this Site."),
+  enabled: z._default(z.boolean(), true),
 });
 
 export const siteSpecSchema = z._default(
   z.object({
     displayName: z.optional(z.string().check(z.maxLength(253))),
-    components: described(
-      z.optional(
-        z.object({
-          metalman: z.optional(componentToggleSchema),
-          storage: z.optional(componentToggleSchema),
-        }),
-      ),
-      "Per-Site components; an absent entry means enabled.",
+    components: z.optional(
+      z.object({
+        metalman: z.optional(componentToggleSchema),
+        storage: z.optional(componentToggleSchema),
+      }),
     ),
   }),
   {},
@@ -76,33 +73,25 @@ export type SiteSpec = z.infer<typeof siteSpecSchema>;
 
 export const siteStatusSchema = z.object({
   observedGeneration: z.optional(z.int().check(z.gte(0))),
-  conditions: z.optional(conditionsSchema(Object.values(SiteConditionType))),
+  conditions: z.optional(conditionsSchema()),
 });
 export type SiteStatus = z.infer<typeof siteStatusSchema>;
 
-export const siteCrd = {
+/** The Site kind; its CRD (descriptions, CEL rules, printer columns) is in crd.ts. */
+export const siteKind = {
   group: siteGroup,
   version: siteVersion,
   kind: "Site",
   plural: "sites",
-  singular: "site",
   scope: "Cluster",
-  description: "Site is a location whose machines join the cluster; components reconcile per Site.",
   spec: siteSpecSchema,
   status: siteStatusSchema,
-  validations: [
-    {
-      rule: "self.metadata.name.size() <= 63 && self.metadata.name.matches('^[a-z0-9]([-a-z0-9]*[a-z0-9])?$')",
-      message: "metadata.name must be a DNS label: it is used as the value of the site node label",
-    },
-  ],
-  printerColumns: [{ name: "Age", type: "date", jsonPath: ".metadata.creationTimestamp" }],
-} satisfies CrdSpec<typeof siteSpecSchema, typeof siteStatusSchema>;
+} satisfies KindSpec<typeof siteSpecSchema, typeof siteStatusSchema>;
 
-export const siteResource: Resource = resourceFor(siteCrd);
+export const siteResource: Resource = resourceFor(siteKind);
 
 /** A whole Site object: apiVersion/kind checked, metadata as is, spec (defaulted) and status parsed. */
-export const siteSchema = objectSchemaFor(siteCrd);
+export const siteSchema = objectSchemaFor(siteKind);
 export type Site = z.infer<typeof siteSchema>;
 
 /** Narrows an object read from the API server to a {@link Site}, applying schema defaults. */

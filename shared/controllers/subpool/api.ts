@@ -7,13 +7,11 @@
  */
 
 import {
-  type CrdSpec,
   conditionsSchema,
-  described,
+  type KindSpec,
   objectSchemaFor,
   quantitySchema,
   resourceFor,
-  withCel,
 } from "../../crd/index.ts";
 import type { Resource } from "../../kube/index.ts";
 import * as z from "../../zod/index.ts";
@@ -102,32 +100,19 @@ export type ExposureMode = z.infer<typeof exposureModeSchema>;
 export const ExposureMode = exposureModeSchema.def.entries;
 
 const dnsSubdomain = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$/;
-const dnsLabel = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/;
+/** A DNS label (RFC 1123): the SubPool name, and the Gateway namespace. */
+export const dnsLabel = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/;
 
-const exposureSchema = withCel(
-  z.object({
-    mode: described(exposureModeSchema, "Internal: a ClusterIP Service only. Gateway: also an HTTPRoute."),
-    hostname: described(
-      z.optional(z.string().check(z.maxLength(253)).check(z.regex(dnsSubdomain))),
-      "Hostname of the HTTPRoute (Gateway mode).",
-    ),
-    gateway: described(
-      z.optional(
-        z.object({
-          name: z.string().check(z.minLength(1)).check(z.maxLength(253)),
-          namespace: z.string().check(z.minLength(1)).check(z.maxLength(63)).check(z.regex(dnsLabel)),
-        }),
-      ),
-      "Gateway the HTTPRoute attaches to; defaults to the operator's configured Gateway.",
-    ),
-  }),
-  [
-    {
-      rule: "self.mode == 'Gateway' || (!has(self.hostname) && !has(self.gateway))",
-      message: "exposure.hostname and exposure.gateway apply only to mode Gateway",
-    },
-  ],
-);
+const exposureSchema = z.object({
+  mode: exposureModeSchema,
+  hostname: z.optional(z.string().check(z.maxLength(253)).check(z.regex(dnsSubdomain))),
+  gateway: z.optional(
+    z.object({
+      name: z.string().check(z.minLength(1)).check(z.maxLength(253)),
+      namespace: z.string().check(z.minLength(1)).check(z.maxLength(63)).check(z.regex(dnsLabel)),
+    }),
+  ),
+});
 
 const containerResourcesSchema = z.object({
   requests: z.object({ cpu: quantitySchema(), memory: quantitySchema() }),
@@ -137,71 +122,45 @@ export type ContainerResources = z.infer<typeof containerResourcesSchema>;
 
 const containerSchema = z.object({
   image: z.string().check(z.minLength(1)),
-  resources: described(containerResourcesSchema, "CPU and memory requests are required."),
+  resources: containerResourcesSchema,
 });
 
 export const subPoolSpecSchema = z.object({
   exposure: exposureSchema,
   storage: z.object({
-    size: described(
-      withCel(quantitySchema(), [{ rule: "self == oldSelf", message: "storage.size is immutable" }]),
-      "Size of the pool's PersistentVolumeClaim; immutable.",
-    ),
+    size: quantitySchema(),
     storageClassName: z.optional(z.string().check(z.minLength(1))),
   }),
   cpa: containerSchema,
   cpaManager: containerSchema,
-  suspend: described(
-    z._default(z.boolean(), false),
-    "Scale workloads to zero and remove the route; Namespace, PVC and Secret are kept.",
-  ),
+  suspend: z._default(z.boolean(), false),
 });
 export type SubPoolSpec = z.infer<typeof subPoolSpecSchema>;
 
 export const subPoolStatusSchema = z.object({
   observedGeneration: z.optional(z.int().check(z.gte(0))),
-  namespace: described(z.optional(z.string()), "The derived Namespace."),
-  cpaService: described(z.optional(z.string()), "The in-cluster Service of the pool, as host:port or name."),
-  hostname: described(z.optional(z.string()), "The public hostname (Gateway mode)."),
-  conditions: z.optional(conditionsSchema(Object.values(SubPoolConditionType))),
+  namespace: z.optional(z.string()),
+  cpaService: z.optional(z.string()),
+  hostname: z.optional(z.string()),
+  conditions: z.optional(conditionsSchema()),
 });
 export type SubPoolStatus = z.infer<typeof subPoolStatusSchema>;
 
-export const subPoolCrd = {
+/** The SubPool kind; its CRD (descriptions, CEL rules, printer columns) is in crd.ts. */
+export const subPoolKind = {
   group: subPoolGroup,
   version: subPoolVersion,
   kind: "SubPool",
   plural: "subpools",
-  singular: "subpool",
-  shortNames: ["sp"],
   scope: "Cluster",
-  description:
-    "SubPool is a relay pool; it derives the Namespace subpool-<name> and the workloads inside it.",
   spec: subPoolSpecSchema,
   status: subPoolStatusSchema,
-  validations: [
-    {
-      rule: `self.metadata.name.size() <= ${subPoolNameMaxLength}`,
-      message: `metadata.name (the SubPool ID) must be at most ${subPoolNameMaxLength} characters`,
-    },
-    {
-      rule: `self.metadata.name.matches('${dnsLabel.source}')`,
-      message: "metadata.name (the SubPool ID) must be a DNS label: lowercase alphanumerics and '-'",
-    },
-  ],
-  printerColumns: [
-    { name: "Mode", type: "string", jsonPath: ".spec.exposure.mode" },
-    { name: "Suspended", type: "boolean", jsonPath: ".spec.suspend" },
-    { name: "Namespace", type: "string", jsonPath: ".status.namespace" },
-    { name: "Ready", type: "string", jsonPath: '.status.conditions[?(@.type=="Ready")].status' },
-    { name: "Age", type: "date", jsonPath: ".metadata.creationTimestamp" },
-  ],
-} satisfies CrdSpec<typeof subPoolSpecSchema, typeof subPoolStatusSchema>;
+} satisfies KindSpec<typeof subPoolSpecSchema, typeof subPoolStatusSchema>;
 
-export const subPoolResource: Resource = resourceFor(subPoolCrd);
+export const subPoolResource: Resource = resourceFor(subPoolKind);
 
 /** A whole SubPool object: apiVersion/kind checked, metadata as is, spec and status parsed. */
-export const subPoolSchema = objectSchemaFor(subPoolCrd);
+export const subPoolSchema = objectSchemaFor(subPoolKind);
 export type SubPool = z.infer<typeof subPoolSchema>;
 
 /**

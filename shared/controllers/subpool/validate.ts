@@ -6,6 +6,7 @@
 
 import { milliValue } from "../../kube/index.ts";
 import {
+  dnsLabel,
   ExposureMode,
   SubPoolReason as Reason,
   type SubPool,
@@ -59,7 +60,6 @@ export type Validation =
     }
   | { ok: false; reason: SubPoolReason; message: string };
 
-const dnsLabel = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/;
 const pathComponent = "[a-z0-9]+(?:(?:[._]|__|-+)[a-z0-9]+)*";
 /** A container image reference: [registry[:port]/]path[:tag][@digest]. */
 const imageReference = new RegExp(

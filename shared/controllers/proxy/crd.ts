@@ -1,0 +1,75 @@
+/**
+ * The Proxy CRD as `npm run gen:crds` writes it: the kind of api.ts plus what only the API server
+ * and `kubectl` read (descriptions, CEL rules, printer columns). The runtime never imports this
+ * module, so none of it is in the Worker bundle; the zod refinements in api.ts are the runtime's
+ * side of the CEL rules here.
+ */
+import { type CrdSpec, conditionsNotes, documented } from "../../crd/index.ts";
+import { ProxyConditionType, proxyKind } from "./api.ts";
+
+export const proxyCrd: CrdSpec = {
+  ...proxyKind,
+  singular: "proxy",
+  shortNames: ["px"],
+  description:
+    "Proxy is a forward proxy: a provider-backed instance (Managed) or an existing endpoint (External).",
+  spec: documented(proxyKind.spec, {
+    "": {
+      cel: [
+        {
+          rule: "self.mode != 'Managed' || has(self.provider)",
+          message: "spec.provider is required when mode is Managed",
+          fieldPath: ".provider",
+          reason: "FieldValueRequired",
+        },
+        {
+          rule: "self.mode != 'External' || has(self.endpoint)",
+          message: "spec.endpoint is required when mode is External",
+          fieldPath: ".endpoint",
+          reason: "FieldValueRequired",
+        },
+      ],
+    },
+    provider: 'Provider name, e.g. "kubernetes" or "gce"; required when Managed.',
+    instance: "How the provider shapes the instance (Managed mode).",
+    "instance.image": "Provider-specific image, e.g. a container image or a GCE image.",
+    "instance.machineType": "Provider-specific size, e.g. e2-small.",
+    "instance.labels": "Labels put on the provider instance.",
+    cloudInit: {
+      cel: [
+        {
+          rule: "has(self.inline) != has(self.secretRef)",
+          message: "set exactly one of cloudInit.inline or cloudInit.secretRef",
+        },
+      ],
+    },
+    "cloudInit.inline": "cloud-init user data, inline.",
+    "cloudInit.secretRef": "cloud-init user data from a Secret; rotating it replaces the instance.",
+    "cloudInit.secretRef.name": "Name of a Secret in the Proxy's namespace.",
+    "cloudInit.secretRef.key": 'Key in the Secret; defaults to "user-data".',
+    endpoint: "Where an External proxy listens.",
+    healthCheck: "Periodic probe through the proxy; its verdict is the Healthy condition.",
+    "healthCheck.probeURL": "URL fetched through the proxy; https is tunnelled with CONNECT.",
+  }),
+  status: documented(proxyKind.status, {
+    providerID: "The provider's identifier of the current instance.",
+    ip: "The instance address (Managed) or spec.endpoint.host (External).",
+    latencyMillis: "Latency of the last status-affecting probe.",
+    lastHealthCheckTime: "Time of the last status-affecting probe (suppressed probes do not write status).",
+    ...conditionsNotes("conditions", Object.values(ProxyConditionType)),
+    health:
+      "Probe bookkeeping of the health sweep (JSON). Kept in status, which tenants cannot write, not in an annotation, which they can.",
+  }),
+  printerColumns: [
+    { name: "Mode", type: "string", jsonPath: ".spec.mode" },
+    { name: "Phase", type: "string", jsonPath: ".status.phase" },
+    { name: "IP", type: "string", jsonPath: ".status.ip" },
+    {
+      name: "Latency",
+      type: "integer",
+      jsonPath: ".status.latencyMillis",
+      description: "Probe latency in milliseconds",
+    },
+    { name: "Age", type: "date", jsonPath: ".metadata.creationTimestamp" },
+  ],
+};

@@ -152,17 +152,15 @@ describe("platformSchema: what a platform cannot do is refused by name", () => {
     parseEnvironment(platformSchema({}, can), env, "invalid environment");
 
   it("a minute schedule refuses a sweep period below 60 s; without one it is allowed", () => {
-    expect(() => parse({ minuteSchedule: true, probeShards: true }, { SWEEP_PERIOD_SECONDS: "10" })).toThrow(
+    expect(() => parse({ minuteSchedule: true }, { SWEEP_PERIOD_SECONDS: "10" })).toThrow(
       /SWEEP_PERIOD_SECONDS: SWEEP_PERIOD_SECONDS must be at least 60/,
     );
-    expect(parse({ probeShards: true }, { SWEEP_PERIOD_SECONDS: "10" }).SWEEP_PERIOD_SECONDS).toBe(10);
+    expect(parse({}, { SWEEP_PERIOD_SECONDS: "10" }).SWEEP_PERIOD_SECONDS).toBe(10);
   });
 
-  it("a queue that drops delayed payloads refuses probe shards, but not 0 (off)", () => {
-    expect(() => parse({ probeShards: false }, { PROBE_SHARD_SIZE: "40" })).toThrow(
-      /PROBE_SHARD_SIZE: probe shards need a queue that delays whole messages/,
-    );
-    expect(parse({ probeShards: false }, { PROBE_SHARD_SIZE: "0" }).PROBE_SHARD_SIZE).toBe(0);
-    expect(parse({ probeShards: true }, { PROBE_SHARD_SIZE: "40" }).PROBE_SHARD_SIZE).toBe(40);
+  it("probe shards of 40 by default on every platform; 0 probes in the sweep", () => {
+    for (const platform of Object.values(platforms)) expect(platform({}).probeShardSize).toBe(40);
+    expect(parse({}, { PROBE_SHARD_SIZE: "0" }).PROBE_SHARD_SIZE).toBe(0);
+    expect(() => parse({}, { PROBE_SHARD_SIZE: "201" })).toThrow(/PROBE_SHARD_SIZE/);
   });
 });

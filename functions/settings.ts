@@ -44,7 +44,8 @@ export const settingsVariables = {
   ORPHAN_GRACE_SECONDS: z.optional(z.coerce.number().check(z.int()).check(z.gte(0))),
   PROBE_CONCURRENCY: z._default(z.coerce.number().check(z.int()).check(z.gte(1)).check(z.lte(256)), 32),
   PASS_CONCURRENCY: z._default(z.coerce.number().check(z.int()).check(z.gte(1)).check(z.lte(256)), 8),
-  PROBE_SHARD_SIZE: z.optional(z.coerce.number().check(z.int()).check(z.gte(0)).check(z.lte(200))),
+  // Probes fan out as delayed probe-shard messages of this many Proxies (0: probed in the sweep).
+  PROBE_SHARD_SIZE: z._default(z.coerce.number().check(z.int()).check(z.gte(0)).check(z.lte(200)), 40),
   // Back-pressure (shared/kube guardedKube): API requests per platform invocation; a circuit per instance.
   REQUEST_BUDGET: z._default(z.coerce.number().check(z.int()).check(z.gte(1)), 1000),
   CIRCUIT_FAILURES: z._default(z.coerce.number().check(z.int()).check(z.gte(1)), 5),
@@ -195,11 +196,6 @@ export function describeIssues(error: z.core.$ZodError): string {
 export interface PlatformCapabilities {
   /** Its schedule fires at most once a minute (Workers cron, EventBridge): the sweep period is at least 60 s. */
   minuteSchedule?: boolean;
-  /**
-   * Whether its queue delivers a delayed message whole. Probe shards ride in delayed messages;
-   * a queue that drops their payload (EventBridge Scheduler) would probe nothing.
-   */
-  probeShards: boolean;
 }
 
 /**
@@ -213,10 +209,6 @@ export function platformSchema<S extends z.core.$ZodLooseShape>(own: S, can: Pla
     z.refine((e) => !can.minuteSchedule || shared(e).SWEEP_PERIOD_SECONDS >= 60, {
       message: "SWEEP_PERIOD_SECONDS must be at least 60 (the schedule runs every minute)",
       path: ["SWEEP_PERIOD_SECONDS"],
-    }),
-    z.refine((e) => can.probeShards || !shared(e).PROBE_SHARD_SIZE, {
-      message: "probe shards need a queue that delays whole messages; unset PROBE_SHARD_SIZE",
-      path: ["PROBE_SHARD_SIZE"],
     }),
   );
 }

@@ -35,11 +35,8 @@ const envSchema = platformSchema(
     SCHEDULER_ROLE_ARN: arn("SCHEDULER_ROLE_ARN"),
     FUNCTION_ARN: z.optional(arn("FUNCTION_ARN")),
   },
-  { minuteSchedule: true, probeShards: true },
+  { minuteSchedule: true },
 ).check(z.refine((e) => e.KUBECONFIG_BASE64 || e.KUBECONFIG, kubeconfigRequired));
-
-/** Probes fan out as probe-shard events and schedules of 40 Proxies (./queue.ts carries them whole). */
-const lambdaDefaults = { PROBE_SHARD_SIZE: "40" };
 
 /** The environment is missing a variable or holds a bad one; the message lists every problem. */
 export class AwsConfigError extends SettingsError {
@@ -54,8 +51,7 @@ export class AwsConfigError extends SettingsError {
  * @throws AwsConfigError naming every bad variable.
  */
 export function parseAwsEnv(env: Record<string, string | undefined>): AwsConfig {
-  const what = "invalid Lambda environment";
-  const { e, settings } = parsePlatformEnv(envSchema, env, what, AwsConfigError, lambdaDefaults);
+  const { e, settings } = parsePlatformEnv(envSchema, env, "invalid Lambda environment", AwsConfigError);
   return {
     ...settings,
     kubeconfig: e.KUBECONFIG_BASE64

@@ -29,12 +29,11 @@ const envSchema = platformSchema(
       .string({ error: "KUBE_TOKEN is required (wrangler secret put KUBE_TOKEN)" })
       .check(z.minLength(1)),
   },
-  { minuteSchedule: true, probeShards: true },
+  { minuteSchedule: true },
 );
 
 /** Workers keep at most 6 connections open per invocation; more only queue up. */
-/** Health probes fan out as probe-shard messages of 40 Proxies (see `probeShardSize`). */
-const workerDefaults = { PROBE_CONCURRENCY: "6", PROBE_SHARD_SIZE: "40" };
+const workerDefaults = { PROBE_CONCURRENCY: "6" };
 
 /** `env` is missing a variable or holds a bad one; the message lists every problem. */
 export class WorkerConfigError extends SettingsError {

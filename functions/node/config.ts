@@ -51,9 +51,6 @@ export function parseNodeHostEnv(env: Record<string, string | undefined>): NodeH
     PASS_CONCURRENCY: "3",
     // The embedded devcluster is for trying things: sweep (and so probe) every 10 s there.
     SWEEP_PERIOD_SECONDS: env.KUBECONFIG ? "60" : "10",
-    // Probes fan out as delayed probe-shard messages on the in-process work queue, so each
-    // Proxy's intervalSeconds (30 s by default) is honoured at its own phase, not once per sweep.
-    PROBE_SHARD_SIZE: "40",
   };
   const e = parseEnvironment(envSchema, named, "invalid environment", defaults);
   return {

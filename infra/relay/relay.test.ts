@@ -65,6 +65,8 @@ describe("createRelay", () => {
       secret: "relay-unit-secret-0123456789",
       batch: { maxEvents: 10, maxDelayMs: 10 },
       bufferSize: 100,
+      // A send that meets a connection the test server just closed is retried: at once, not in seconds.
+      backoff: { baseMs: 10, maxMs: 50 },
       log: quiet,
     });
     relay.start();

@@ -3,7 +3,7 @@ import { Hono } from "hono/tiny";
 import { assertNever } from "../../../guards/index.ts";
 import { isNamespaceName, isObjectName, parseLabelSelector } from "../../../kube/index.ts";
 import type { Context } from "../../../runtime/index.ts";
-import { readTextCapped } from "../../../streams/index.ts";
+import { readBodyCapped } from "../../../streams/index.ts";
 import * as z from "../../../zod/index.ts";
 import type { ProxyApiOptions } from "../discovery/index.ts";
 import {
@@ -162,22 +162,14 @@ const bodyTimeoutMs = 10_000;
  * leaked crawler token cannot make the host buffer a body of any size or hold it open.
  */
 async function readBody<T>(c: HonoContext, schema: z.ZodMiniType<T>): Promise<BodyResult<T>> {
-  const stream = c.req.raw.body;
-  if (!stream) return { ok: false, error: "the body must be a JSON object" };
-  const deadline = AbortSignal.timeout(bodyTimeoutMs);
-  let text: string | undefined;
-  try {
-    text = await readTextCapped(stream, maxBodyBytes, deadline);
-  } catch (err) {
-    if (deadline.aborted) return { ok: false, status: 408, error: "the body did not arrive in time" };
-    throw err;
+  const read = await readBodyCapped(c.req.raw, maxBodyBytes, bodyTimeoutMs);
+  if (!read.ok && read.reason === "BodyTimeout") {
+    return { ok: false, status: 408, error: "the body did not arrive in time" };
   }
-  if (text === undefined) {
-    return { ok: false, status: 413, error: `the body is larger than ${maxBodyBytes} bytes` };
-  }
+  if (!read.ok) return { ok: false, status: 413, error: `the body is larger than ${maxBodyBytes} bytes` };
   let raw: unknown;
   try {
-    raw = JSON.parse(text);
+    raw = JSON.parse(read.text);
   } catch {
     return { ok: false, error: "the body must be a JSON object" };
   }

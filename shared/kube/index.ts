@@ -33,6 +33,7 @@ export {
   countingTransport,
   type RecordedCall,
 } from "./counting-transport.ts";
+export { covers } from "./covers.ts";
 export { defaultRequestTimeoutMs } from "./deadline.ts";
 export { type EnsureOptions, type EnsureResult, ensureObject } from "./ensure.ts";
 export {

@@ -93,7 +93,16 @@ export {
   isOwnedBy,
   upsertOwnerReference,
 } from "./owner-references.ts";
-export { apiVersionOf, isNamespaceName, isObjectName, keyOf, type PathParts, resourcePath } from "./paths.ts";
+export {
+  apiVersionOf,
+  dnsLabel,
+  dnsSubdomain,
+  isNamespaceName,
+  isObjectName,
+  keyOf,
+  type PathParts,
+  resourcePath,
+} from "./paths.ts";
 export type * from "./port.ts";
 export { milliValue, quantityPattern, sameQuantity } from "./quantity.ts";
 export { Resources } from "./resources.ts";

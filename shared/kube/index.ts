@@ -50,6 +50,7 @@ export {
   type KubeErrorInit,
   NetworkError,
   NotFoundError,
+  parseRetryAfter,
   ServerError,
   type Status,
   type StatusCause,

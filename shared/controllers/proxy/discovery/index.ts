@@ -4,6 +4,7 @@ export {
   boundHolder,
   type CrawlerCredential,
   crawlerOf,
+  credentialOf,
   mayUseNamespace,
   parseCrawlerCredentials,
   tokensEqual,

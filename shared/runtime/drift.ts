@@ -112,17 +112,18 @@ export function driftDue(now: Date, driftSeconds: number, periodSeconds: number)
 }
 
 /**
- * Whether an object is in this slot's share of the safety net: over any `safetyNetSeconds`, each
- * object (spread by the FNV-1a hash of its UID) falls due exactly once.
+ * Whether an object is in this slot's share of a spread: over any `everySeconds`, each object
+ * (spread by the FNV-1a hash of its UID) falls due exactly once. The safety net, and the resync of
+ * a controller without a drift declaration.
  */
-export function safetyNetDue(
+export function dueThisSlot(
   object: KubeObject,
   now: Date,
-  safetyNetSeconds: number,
+  everySeconds: number,
   periodSeconds: number,
 ): boolean {
   const { slot, slotSeconds } = sweepSlot(now, periodSeconds);
-  const buckets = Math.max(1, Math.ceil(safetyNetSeconds / slotSeconds));
+  const buckets = Math.max(1, Math.ceil(everySeconds / slotSeconds));
   const meta = object.metadata;
   return fnv1a32(meta.uid ?? `${meta.namespace ?? ""}/${meta.name ?? ""}`) % buckets === slot % buckets;
 }

@@ -1,91 +1,35 @@
 import type { Resource } from "./port.ts";
 
+/** A built-in kind served at `group`/v1, its plural being its kind in lower case plus "s". */
+function v1<const K extends string>(
+  group: string,
+  kind: K,
+  namespaced: boolean,
+  resource = `${kind.toLowerCase()}s`,
+): Resource & { readonly kind: K } {
+  return { group, version: "v1", resource, kind, namespaced };
+}
+
 /** Well-known kinds kubefn reads and writes. Controllers define their own CRDs' `Resource`s. */
 export const Resources = {
-  Namespace: { group: "", version: "v1", resource: "namespaces", kind: "Namespace", namespaced: false },
-  Pod: { group: "", version: "v1", resource: "pods", kind: "Pod", namespaced: true },
-  Secret: { group: "", version: "v1", resource: "secrets", kind: "Secret", namespaced: true },
-  ConfigMap: { group: "", version: "v1", resource: "configmaps", kind: "ConfigMap", namespaced: true },
-  Service: { group: "", version: "v1", resource: "services", kind: "Service", namespaced: true },
-  ServiceAccount: {
-    group: "",
-    version: "v1",
-    resource: "serviceaccounts",
-    kind: "ServiceAccount",
-    namespaced: true,
-  },
-  PersistentVolumeClaim: {
-    group: "",
-    version: "v1",
-    resource: "persistentvolumeclaims",
-    kind: "PersistentVolumeClaim",
-    namespaced: true,
-  },
-  ResourceQuota: {
-    group: "",
-    version: "v1",
-    resource: "resourcequotas",
-    kind: "ResourceQuota",
-    namespaced: true,
-  },
-  LimitRange: { group: "", version: "v1", resource: "limitranges", kind: "LimitRange", namespaced: true },
-  Event: { group: "events.k8s.io", version: "v1", resource: "events", kind: "Event", namespaced: true },
-  Deployment: { group: "apps", version: "v1", resource: "deployments", kind: "Deployment", namespaced: true },
-  StatefulSet: {
-    group: "apps",
-    version: "v1",
-    resource: "statefulsets",
-    kind: "StatefulSet",
-    namespaced: true,
-  },
-  NetworkPolicy: {
-    group: "networking.k8s.io",
-    version: "v1",
-    resource: "networkpolicies",
-    kind: "NetworkPolicy",
-    namespaced: true,
-  },
-  PodDisruptionBudget: {
-    group: "policy",
-    version: "v1",
-    resource: "poddisruptionbudgets",
-    kind: "PodDisruptionBudget",
-    namespaced: true,
-  },
-  Lease: { group: "coordination.k8s.io", version: "v1", resource: "leases", kind: "Lease", namespaced: true },
-  CustomResourceDefinition: {
-    group: "apiextensions.k8s.io",
-    version: "v1",
-    resource: "customresourcedefinitions",
-    kind: "CustomResourceDefinition",
-    namespaced: false,
-  },
-  ClusterRole: {
-    group: "rbac.authorization.k8s.io",
-    version: "v1",
-    resource: "clusterroles",
-    kind: "ClusterRole",
-    namespaced: false,
-  },
-  ClusterRoleBinding: {
-    group: "rbac.authorization.k8s.io",
-    version: "v1",
-    resource: "clusterrolebindings",
-    kind: "ClusterRoleBinding",
-    namespaced: false,
-  },
-  Role: {
-    group: "rbac.authorization.k8s.io",
-    version: "v1",
-    resource: "roles",
-    kind: "Role",
-    namespaced: true,
-  },
-  RoleBinding: {
-    group: "rbac.authorization.k8s.io",
-    version: "v1",
-    resource: "rolebindings",
-    kind: "RoleBinding",
-    namespaced: true,
-  },
-} as const satisfies Record<string, Resource>;
+  Namespace: v1("", "Namespace", false),
+  Pod: v1("", "Pod", true),
+  Secret: v1("", "Secret", true),
+  ConfigMap: v1("", "ConfigMap", true),
+  Service: v1("", "Service", true),
+  ServiceAccount: v1("", "ServiceAccount", true),
+  PersistentVolumeClaim: v1("", "PersistentVolumeClaim", true),
+  ResourceQuota: v1("", "ResourceQuota", true),
+  LimitRange: v1("", "LimitRange", true),
+  Event: v1("events.k8s.io", "Event", true),
+  Deployment: v1("apps", "Deployment", true),
+  StatefulSet: v1("apps", "StatefulSet", true),
+  NetworkPolicy: v1("networking.k8s.io", "NetworkPolicy", true, "networkpolicies"),
+  PodDisruptionBudget: v1("policy", "PodDisruptionBudget", true),
+  Lease: v1("coordination.k8s.io", "Lease", true),
+  CustomResourceDefinition: v1("apiextensions.k8s.io", "CustomResourceDefinition", false),
+  ClusterRole: v1("rbac.authorization.k8s.io", "ClusterRole", false),
+  ClusterRoleBinding: v1("rbac.authorization.k8s.io", "ClusterRoleBinding", false),
+  Role: v1("rbac.authorization.k8s.io", "Role", true),
+  RoleBinding: v1("rbac.authorization.k8s.io", "RoleBinding", true),
+} as const;

@@ -106,5 +106,5 @@ export {
 } from "./paths.ts";
 export type * from "./port.ts";
 export { milliValue, quantityPattern, sameQuantity } from "./quantity.ts";
-export { Resources } from "./resources.ts";
+export { Resources, v1Resource } from "./resources.ts";
 export { canonicalJson, fnv1a32, specHash } from "./spec-hash.ts";

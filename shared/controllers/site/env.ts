@@ -73,16 +73,8 @@ const imageOf =
   (repository: string): string =>
     `${settings.config.imageRegistry}/${repository}:${settings.config.imageTag}`;
 
-const DaemonSet: Resource = {
-  group: "apps",
-  version: "v1",
-  resource: "daemonsets",
-  kind: "DaemonSet",
-  namespaced: true,
-};
-
 const knownKinds: ReadonlyMap<string, Resource> = new Map(
-  [...Object.values(Resources), DaemonSet].map((res) => [`${res.group}/${res.kind}`, res]),
+  Object.values(Resources).map((res) => [`${res.group}/${res.kind}`, res]),
 );
 
 /** The Resource of an object from its apiVersion and kind, among the kinds components apply. */

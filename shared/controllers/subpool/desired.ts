@@ -3,7 +3,7 @@
  * them, each with the fields the controller owns. Owner references are added by `ensureObject`.
  */
 import type { KubeObject, Resource } from "../../kube/index.ts";
-import { Resources } from "../../kube/index.ts";
+import { Resources, v1Resource } from "../../kube/index.ts";
 import {
   type ContainerResources,
   ExposureMode,
@@ -31,31 +31,13 @@ export const subPoolOwnedResources: Resource[] = [
 ];
 
 /** gateway.networking.k8s.io/v1 HTTPRoute; not served by every cluster. */
-export const httpRouteResource: Resource = {
-  group: "gateway.networking.k8s.io",
-  version: "v1",
-  resource: "httproutes",
-  kind: "HTTPRoute",
-  namespaced: true,
-};
+export const httpRouteResource: Resource = v1Resource("gateway.networking.k8s.io", "HTTPRoute", true);
 
 /** gateway.networking.k8s.io/v1 Gateway, read (never written) for its own status. */
-export const gatewayResource: Resource = {
-  group: "gateway.networking.k8s.io",
-  version: "v1",
-  resource: "gateways",
-  kind: "Gateway",
-  namespaced: true,
-};
+export const gatewayResource: Resource = v1Resource("gateway.networking.k8s.io", "Gateway", true);
 
 /** discovery.k8s.io/v1 EndpointSlice, read for the shared proxy gateway. */
-export const endpointSliceResource: Resource = {
-  group: "discovery.k8s.io",
-  version: "v1",
-  resource: "endpointslices",
-  kind: "EndpointSlice",
-  namespaced: true,
-};
+export const endpointSliceResource: Resource = v1Resource("discovery.k8s.io", "EndpointSlice", true);
 
 /** The port the cpa container serves and the Service exposes. */
 export const cpaPort = 8080;

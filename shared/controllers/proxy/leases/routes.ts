@@ -9,9 +9,11 @@ import type { ProxyApiOptions } from "../discovery/index.ts";
 import {
   apiErrorHandler,
   badNamespace,
+  badRequest,
   bearerAuth,
   boundHolder,
   crawlerOf,
+  forbiddenNamespace,
   mayUseNamespace,
 } from "../discovery/index.ts";
 import { maxLeaseSeconds, minLeaseSeconds } from "./lease.ts";
@@ -72,10 +74,7 @@ export function leaseRoutes(ctx: Context, options: ProxyApiOptions): Hono {
     if (!selector.ok) return badRequest(c, `selector: ${selector.error}`);
     const crawler = crawlerOf(c);
     if (body.data.namespace !== undefined && !mayUseNamespace(crawler, body.data.namespace)) {
-      return c.json(
-        { error: "Forbidden", message: `this credential may not use namespace ${body.data.namespace}` },
-        403,
-      );
+      return forbiddenNamespace(c, body.data.namespace);
     }
     const result = await acquireLease(ctx, {
       namespace: body.data.namespace,
@@ -187,8 +186,4 @@ function parseWith<T>(schema: z.ZodMiniType<T>, raw: unknown): BodyResult<T> {
   return parsed.success
     ? { ok: true, data: parsed.data }
     : { ok: false, error: z.prettifyError(parsed.error) };
-}
-
-function badRequest(c: HonoContext, message: string): Response {
-  return c.json({ error: "BadRequest", message }, 400);
 }

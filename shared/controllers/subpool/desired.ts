@@ -15,7 +15,7 @@ import {
 } from "./api.ts";
 import type { OperatorConfig } from "./config.ts";
 import { combine, covering, exactly, type OwnedFields } from "./owned-fields.ts";
-import type { ResolvedRoute } from "./validate.ts";
+import type { ResolvedRoute, Validation } from "./validate.ts";
 
 /** The kinds a SubPool derives and controls; their events map back through the controller ref. */
 export const subPoolOwnedResources: Resource[] = [
@@ -88,6 +88,19 @@ export function poolLabels(id: string): Record<string, string> {
 /** Selects the pool's Pods (StatefulSet, Service, NetworkPolicy, PDB). */
 export function podSelectorLabels(id: string): Record<string, string> {
   return { [subPoolPoolLabel]: id, "app.kubernetes.io/name": "cpa" };
+}
+
+/**
+ * {@link buildDesired} for a pool as validated: one admitted above the envelope (an earlier,
+ * higher one) gets a ResourceQuota of what it runs, not of the lower envelope.
+ */
+export function desiredFor(
+  pool: SubPool,
+  config: OperatorConfig,
+  validation: Extract<Validation, { ok: true }>,
+): DesiredObjects {
+  const { aboveEnvelope, route } = validation;
+  return buildDesired(pool, aboveEnvelope ? { ...config, envelope: aboveEnvelope } : config, route);
 }
 
 /**

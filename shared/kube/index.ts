@@ -86,7 +86,14 @@ export {
   mergeLabels,
 } from "./labels.ts";
 export { defaultPageSize, listAll, listPages } from "./list.ts";
-export { applyMergePatch, diffMergePatch, fieldsPatch, jsonEqual, type MergePatch } from "./merge-patch.ts";
+export {
+  applyMergePatch,
+  diffMergePatch,
+  fieldsPatch,
+  jsonEqual,
+  type MergePatch,
+  valueAt,
+} from "./merge-patch.ts";
 export {
   controllerOf,
   controllerRefTo,

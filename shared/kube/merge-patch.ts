@@ -41,7 +41,8 @@ export function diffMergePatch(observed: unknown, desired: unknown): unknown {
   return patch;
 }
 
-function valueAt(obj: unknown, path: readonly string[]): unknown {
+/** The value at `path` (keys from the root) inside nested objects; undefined where one is missing. */
+export function valueAt(obj: unknown, path: readonly string[]): unknown {
   let current = obj;
   for (const segment of path) {
     if (!isRecord(current)) return undefined;

@@ -6,7 +6,7 @@
 
 import { isRecord } from "../../guards/index.ts";
 import type { KubeObject } from "../../kube/index.ts";
-import { covers, fieldsPatch, type MergePatch } from "../../kube/index.ts";
+import { covers, fieldsPatch, type MergePatch, valueAt } from "../../kube/index.ts";
 
 export type OwnedFields = (observed: KubeObject, desired: KubeObject) => MergePatch | null;
 
@@ -24,7 +24,10 @@ export function exactly(...paths: string[]): OwnedFields {
  */
 export function covering(...paths: string[]): OwnedFields {
   return (observed, desired) => {
-    const drifted = paths.filter((p) => !covers(valueAt(observed, p), valueAt(desired, p)));
+    const drifted = paths.filter((dotted) => {
+      const path = dotted.split(".");
+      return !covers(valueAt(observed, path), valueAt(desired, path));
+    });
     return drifted.length === 0 ? null : fieldsPatch(observed, desired, drifted);
   };
 }
@@ -47,13 +50,4 @@ function mergeInto(target: MergePatch, source: MergePatch): MergePatch {
     target[k] = isRecord(existing) && isRecord(v) ? mergeInto(existing, v) : v;
   }
   return target;
-}
-
-function valueAt(obj: unknown, dotted: string): unknown {
-  let current = obj;
-  for (const segment of dotted.split(".")) {
-    if (!isRecord(current)) return undefined;
-    current = current[segment];
-  }
-  return current;
 }

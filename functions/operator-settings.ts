@@ -9,6 +9,7 @@
 
 import type { ServiceAccountKey } from "../shared/controllers/proxy/providers/index.ts";
 import { type OperatorConfig, parseOperatorConfig } from "../shared/controllers/subpool/index.ts";
+import { dnsLabel } from "../shared/kube/index.ts";
 import * as z from "../shared/zod/index.ts";
 import { commaList } from "./env-values.ts";
 
@@ -27,9 +28,7 @@ export const operatorVariables = {
     "https://kubernetes.default.svc",
   ),
   /** Where Site components install; default: the namespace of kubefn's own ServiceAccount. */
-  SITE_NAMESPACE: z.optional(
-    z.string().check(z.regex(/^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/, "SITE_NAMESPACE must be a DNS label")),
-  ),
+  SITE_NAMESPACE: z.optional(z.string().check(z.regex(dnsLabel, "SITE_NAMESPACE must be a DNS label"))),
   GCE_PROJECT: z.optional(z.string().check(z.minLength(1))),
   /** Zones of the project: the first is the default for Proxies naming none; all are listed. */
   GCE_ZONES: z.optional(commaList),

@@ -1,7 +1,7 @@
 import type { MiddlewareHandler } from "hono";
 import { Hono } from "hono/tiny";
-import { bearerToken, tokensEqual } from "../../shared/auth/index.ts";
-import { parseCrawlerCredentials } from "../../shared/controllers/proxy/discovery/index.ts";
+import { bearerToken } from "../../shared/auth/index.ts";
+import { credentialOf, parseCrawlerCredentials } from "../../shared/controllers/proxy/discovery/index.ts";
 import type { Context } from "../../shared/runtime/index.ts";
 import type { PassHistory } from "./pass-history.ts";
 import { cachedFleet, type FleetSource, readFleet } from "./read.ts";
@@ -93,13 +93,7 @@ function fleetAuth(apiToken: string): MiddlewareHandler {
   const credentials = parseCrawlerCredentials(apiToken);
   return async (c, next) => {
     const header = c.req.header("authorization");
-    const presented = bearerToken(header) ?? basicPassword(header);
-    let found: (typeof credentials)[number] | undefined;
-    if (presented) {
-      for (const credential of credentials) {
-        if ((await tokensEqual(presented, credential.token)) && !found) found = credential;
-      }
-    }
+    const found = await credentialOf(credentials, bearerToken(header) ?? basicPassword(header));
     if (!found) {
       c.header("WWW-Authenticate", 'Basic realm="kubefn", charset="UTF-8"');
       return c.text("the fleet page needs the API token (as a bearer token or a Basic auth password)", 401);

@@ -37,12 +37,8 @@ const badPhases = new Set(["Failed", "Unhealthy", "Error"]);
 export function stateOf(object: KubeObject): ObjectState {
   const status = (object as { status?: Record<string, unknown> }).status;
   const conditions = conditionsOf(status?.conditions);
-  const changedAt = conditions
-    .map((c) => c.lastTransitionTime)
-    .filter((t): t is string => typeof t === "string")
-    .sort()
-    .at(-1);
-  const at = changedAt ? { changedAt } : {};
+  const changedAt = latest(conditions)?.lastTransitionTime;
+  const at = typeof changedAt === "string" && changedAt ? { changedAt } : {};
   const ready = conditions.find((c) => c.type === "Ready");
   const phase = typeof status?.phase === "string" ? status.phase : undefined;
   if (phase !== undefined || object.metadata.deletionTimestamp) {

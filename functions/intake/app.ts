@@ -10,7 +10,7 @@ import {
   type SignedRelayRequest,
 } from "../../shared/auth/index.ts";
 import type { Clock, Log, Message, Metrics } from "../../shared/runtime/index.ts";
-import { readTextCapped } from "../../shared/streams/index.ts";
+import { readBodyCapped } from "../../shared/streams/index.ts";
 import { type PubSubOptions, pubsubHandler } from "./pubsub.ts";
 
 /** The refusals intake answers with. */
@@ -149,7 +149,11 @@ export function createIntakeApp(opts: IntakeOptions): Hono {
     const busy = slots.admit(c);
     if (busy) return busy;
     try {
-      const read = await readCapped(c.req.raw, opts.maxBodyBytes, opts.bodyTimeoutMs);
+      const read = await readBodyCapped(
+        c.req.raw,
+        opts.maxBodyBytes,
+        opts.bodyTimeoutMs ?? defaultBodyTimeoutMs,
+      );
       if (!read.ok && read.reason === "BodyTimeout") return reject(c, 408, read.reason, bodyTimeoutMessage);
       if (!read.ok) {
         opts.metrics.count("kubefn_intake_rejected_total", { reason: "TooLarge" });
@@ -223,29 +227,3 @@ export function createIntakeApp(opts: IntakeOptions): Hono {
 
 /** The 408 answer's message. */
 export const bodyTimeoutMessage = "the body did not arrive within the body deadline";
-
-/**
- * The body as text, read as a stream and abandoned as soon as it exceeds `maxBytes` (a declared
- * Content-Length over the cap is refused without reading at all) or is still arriving after
- * `timeoutMs`.
- */
-export async function readCapped(
-  req: Request,
-  maxBytes: number,
-  timeoutMs: number = defaultBodyTimeoutMs,
-): Promise<{ ok: true; text: string } | { ok: false; reason: "TooLarge" | "BodyTimeout" }> {
-  const declared = Number(req.headers.get("content-length") ?? "");
-  if (Number.isFinite(declared) && declared > maxBytes) {
-    await req.body?.cancel().catch(() => {});
-    return { ok: false, reason: "TooLarge" };
-  }
-  if (!req.body) return { ok: true, text: "" };
-  const deadline = AbortSignal.timeout(timeoutMs);
-  try {
-    const text = await readTextCapped(req.body, maxBytes, deadline);
-    return text === undefined ? { ok: false, reason: "TooLarge" } : { ok: true, text };
-  } catch (err) {
-    if (deadline.aborted) return { ok: false, reason: "BodyTimeout" };
-    throw err;
-  }
-}

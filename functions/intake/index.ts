@@ -12,7 +12,6 @@ export {
   type IntakeOptions,
   MalformedBatchError,
   type MappedBatch,
-  readCapped,
 } from "./app.ts";
 export { deliverCloudWatchLogs, intakeCloudWatchLogs } from "./cloudwatch-logs.ts";
 export { type PubSubOptions, pubsubHandler } from "./pubsub.ts";

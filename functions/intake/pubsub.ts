@@ -11,12 +11,13 @@ import {
   type SignedRelayRequest,
   verifyPushToken,
 } from "../../shared/auth/index.ts";
+import { readBodyCapped } from "../../shared/streams/index.ts";
 import {
   bodyTimeoutMessage,
+  defaultBodyTimeoutMs,
   type IntakeOptions,
   type IntakeParts,
   type MappedBatch,
-  readCapped,
 } from "./app.ts";
 
 /** How intake authenticates Pub/Sub push deliveries. */
@@ -89,7 +90,11 @@ export function pubsubHandler(
   };
 
   async function afterHeaders(c: Context, signed: SignedRelayRequest | undefined): Promise<Response> {
-    const read = await readCapped(c.req.raw, opts.maxBodyBytes, opts.bodyTimeoutMs);
+    const read = await readBodyCapped(
+      c.req.raw,
+      opts.maxBodyBytes,
+      opts.bodyTimeoutMs ?? defaultBodyTimeoutMs,
+    );
     if (!read.ok && read.reason === "BodyTimeout") return reject(c, 408, read.reason, bodyTimeoutMessage);
     if (!read.ok) {
       // A token-authenticated delivery that is too large would come again byte for byte: ack it.

@@ -1,3 +1,4 @@
+import { isRecord } from "../guards/index.ts";
 /**
  * GKE's Kubernetes audit records as Cloud Logging writes them: a `LogEntry` whose `protoPayload`
  * is a `google.cloud.audit.AuditLog` from service `k8s.io`:
@@ -24,9 +25,6 @@
 
 /** What one LogEntry became: an audit Event to map, or why it is not one. */
 export type LogEntryReading = { event: Record<string, unknown> } | { skip: string };
-
-const isRecord = (x: unknown): x is Record<string, unknown> =>
-  typeof x === "object" && x !== null && !Array.isArray(x);
 
 /**
  * Reads a GKE audit LogEntry as the audit.k8s.io/v1 Event the API server wrote, so that it maps

@@ -1,3 +1,4 @@
+import { isRecord } from "../guards/index.ts";
 /**
  * Pub/Sub push deliveries: one message per HTTPS POST,
  *
@@ -23,9 +24,6 @@ export interface PushDelivery {
 export class PushDeliveryError extends Error {
   override readonly name = "PushDeliveryError";
 }
-
-const isRecord = (x: unknown): x is Record<string, unknown> =>
-  typeof x === "object" && x !== null && !Array.isArray(x);
 
 /**
  * Reads a push body (already JSON-parsed).

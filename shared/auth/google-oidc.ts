@@ -1,3 +1,4 @@
+import { isRecord } from "../guards/index.ts";
 /**
  * Verifies the OpenID Connect tokens Pub/Sub push subscriptions send (`Authorization: Bearer
  * <JWT>`): RS256 signed by Google, checked with Web Crypto against Google's published keys (a
@@ -157,9 +158,7 @@ function base64UrlBytes(s: string): Uint8Array<ArrayBuffer> {
 function jsonPart(s: string): Record<string, unknown> | undefined {
   try {
     const v = JSON.parse(decoder.decode(base64UrlBytes(s))) as unknown;
-    return typeof v === "object" && v !== null && !Array.isArray(v)
-      ? (v as Record<string, unknown>)
-      : undefined;
+    return isRecord(v) ? v : undefined;
   } catch {
     return undefined;
   }

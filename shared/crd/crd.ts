@@ -1,3 +1,4 @@
+import { isRecord } from "../guards/index.ts";
 import type { ObjectMeta, Resource } from "../kube/index.ts";
 import * as z from "../zod/index.ts";
 import { type CelRule, type JsonSchemaProps, structuralSchemaOf } from "./schema.ts";
@@ -154,10 +155,7 @@ export function resourceFor(spec: KindSpec): Resource {
   };
 }
 
-const objectMetaSchema = z.custom<ObjectMeta>(
-  (value) => typeof value === "object" && value !== null && !Array.isArray(value),
-  { message: "metadata must be an object" },
-);
+const objectMetaSchema = z.custom<ObjectMeta>(isRecord, { message: "metadata must be an object" });
 
 /**
  * The zod schema of a whole object of the kind: apiVersion and kind checked, metadata kept as is,

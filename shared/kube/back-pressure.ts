@@ -1,4 +1,4 @@
-import { ClientThrottledError } from "./errors.ts";
+import { ClientThrottledError, parseRetryAfter } from "./errors.ts";
 import { createKube } from "./kube.ts";
 import type { Kube, Transport, TransportRequest, TransportResponse } from "./port.ts";
 
@@ -140,7 +140,7 @@ export function createApiGuard(
       return;
     }
     failuresInARow++;
-    const retryAfterMs = retryAfterOf(res) * 1000;
+    const retryAfterMs = retryAfterOf(res, now()) * 1000;
     if (trial || failuresInARow >= threshold) open(retryAfterMs);
   }
 
@@ -165,7 +165,7 @@ export function createApiGuard(
     const notProcessed = res !== undefined && (res.status === 429 || res.status === 503);
     const failedRead = req.method === "GET" && (res === undefined || res.status >= 500);
     if (!notProcessed && !failedRead) return undefined;
-    const retryAfterMs = retryAfterOf(res) * 1000;
+    const retryAfterMs = retryAfterOf(res, now()) * 1000;
     if (retryAfterMs > maxWaitMs) return undefined;
     // 100 ms, 200 ms, …, jittered up to +50 %, or the server's Retry-After.
     return Math.max(retryAfterMs, 100 * 2 ** (retry - 1) * (1 + Math.random() / 2));
@@ -212,10 +212,9 @@ export function createApiGuard(
   };
 }
 
-function retryAfterOf(res: TransportResponse | undefined): number {
-  const header = res?.headers.get("retry-after");
-  const seconds = header ? Number(header) : Number.NaN;
-  return Number.isFinite(seconds) && seconds > 0 ? Math.min(seconds, 600) : 0;
+/** The server's Retry-After in seconds, at most 10 minutes; 0 without one. */
+function retryAfterOf(res: TransportResponse | undefined, now: number): number {
+  return Math.min(parseRetryAfter(res?.headers.get("retry-after") ?? null, now) ?? 0, 600);
 }
 
 /** The Kube ports a platform hands kubefn, with back-pressure in front of `transport`. */

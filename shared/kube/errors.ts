@@ -193,8 +193,8 @@ function parseStatus(body: string): Status | undefined {
   return undefined;
 }
 
-/** Seconds from a Retry-After header; the HTTP-date form is accepted too. */
-function parseRetryAfter(header: string | null, now: number): number | undefined {
+/** Seconds from a Retry-After header (never negative); the HTTP-date form is accepted too. */
+export function parseRetryAfter(header: string | null, now: number): number | undefined {
   if (header === null || header.trim() === "") return undefined;
   const seconds = Number(header);
   if (Number.isFinite(seconds)) return Math.max(0, seconds);

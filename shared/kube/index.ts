@@ -33,6 +33,7 @@ export {
   countingTransport,
   type RecordedCall,
 } from "./counting-transport.ts";
+export { covers } from "./covers.ts";
 export { defaultRequestTimeoutMs } from "./deadline.ts";
 export { type EnsureOptions, type EnsureResult, ensureObject } from "./ensure.ts";
 export {
@@ -49,6 +50,7 @@ export {
   type KubeErrorInit,
   NetworkError,
   NotFoundError,
+  parseRetryAfter,
   ServerError,
   type Status,
   type StatusCause,
@@ -84,7 +86,14 @@ export {
   mergeLabels,
 } from "./labels.ts";
 export { defaultPageSize, listAll, listPages } from "./list.ts";
-export { applyMergePatch, diffMergePatch, fieldsPatch, jsonEqual, type MergePatch } from "./merge-patch.ts";
+export {
+  applyMergePatch,
+  diffMergePatch,
+  fieldsPatch,
+  jsonEqual,
+  type MergePatch,
+  valueAt,
+} from "./merge-patch.ts";
 export {
   controllerOf,
   controllerRefTo,
@@ -92,8 +101,17 @@ export {
   isOwnedBy,
   upsertOwnerReference,
 } from "./owner-references.ts";
-export { apiVersionOf, isNamespaceName, isObjectName, keyOf, type PathParts, resourcePath } from "./paths.ts";
+export {
+  apiVersionOf,
+  dnsLabel,
+  dnsSubdomain,
+  isNamespaceName,
+  isObjectName,
+  keyOf,
+  type PathParts,
+  resourcePath,
+} from "./paths.ts";
 export type * from "./port.ts";
 export { milliValue, quantityPattern, sameQuantity } from "./quantity.ts";
-export { Resources } from "./resources.ts";
+export { Resources, v1Resource } from "./resources.ts";
 export { canonicalJson, fnv1a32, specHash } from "./spec-hash.ts";

@@ -1,5 +1,6 @@
 import { assertNever } from "../guards/index.ts";
 import type { LabelSelectorRequirement } from "./labels.ts";
+import { dnsSubdomain } from "./paths.ts";
 
 /** A parsed label selector: every requirement must hold. Empty matches everything. */
 export type LabelRequirements = readonly LabelSelectorRequirement[];
@@ -7,7 +8,6 @@ export type LabelRequirements = readonly LabelSelectorRequirement[];
 export type ParsedSelector = { ok: true; requirements: LabelRequirements } | { ok: false; error: string };
 
 const nameRe = /^[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?$/;
-const prefixRe = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$/;
 const setRe = /^(\S+)\s+(in|notin)\s*\(([^()]*)\)$/;
 const equalityRe = /^([^=!\s]+)\s*(==|!=|=)\s*(\S*)$/;
 
@@ -108,7 +108,7 @@ function validKey(key: string): string | undefined {
   const slash = key.indexOf("/");
   const prefix = slash === -1 ? undefined : key.slice(0, slash);
   const name = slash === -1 ? key : key.slice(slash + 1);
-  if (prefix !== undefined && (prefix.length > 253 || !prefixRe.test(prefix))) {
+  if (prefix !== undefined && (prefix.length > 253 || !dnsSubdomain.test(prefix))) {
     return `invalid label key prefix ${JSON.stringify(prefix)}`;
   }
   if (name.length > 63 || !nameRe.test(name)) return `invalid label key ${JSON.stringify(key)}`;

@@ -1,13 +1,10 @@
+import { isRecord } from "../guards/index.ts";
 import { canonicalJson } from "./spec-hash.ts";
 
 /** A JSON merge patch (RFC 7386): objects merge recursively, `null` deletes, anything else replaces. */
 export type MergePatch = Record<string, unknown>;
 
 type JsonObject = Record<string, unknown>;
-
-function isObject(value: unknown): value is JsonObject {
-  return typeof value === "object" && value !== null && !Array.isArray(value);
-}
 
 /** Equality of JSON data, independent of key order; `undefined` members count as absent. */
 export function jsonEqual(a: unknown, b: unknown): boolean {
@@ -16,8 +13,8 @@ export function jsonEqual(a: unknown, b: unknown): boolean {
 
 /** Applies `patch` to `target` as RFC 7386 says, returning a new value; `target` is not modified. */
 export function applyMergePatch<T>(target: T, patch: unknown): T {
-  if (!isObject(patch)) return patch as T;
-  const out: JsonObject = isObject(target) ? { ...target } : {};
+  if (!isRecord(patch)) return patch as T;
+  const out: JsonObject = isRecord(target) ? { ...target } : {};
   for (const [key, value] of Object.entries(patch)) {
     if (value === null) delete out[key];
     else if (value !== undefined) out[key] = applyMergePatch(out[key], value);
@@ -35,7 +32,7 @@ export function applyMergePatch<T>(target: T, patch: unknown): T {
 export function diffMergePatch(observed: unknown, desired: unknown): unknown {
   if (jsonEqual(observed, desired)) return undefined;
   if (desired === undefined || desired === null) return null;
-  if (!isObject(observed) || !isObject(desired)) return desired;
+  if (!isRecord(observed) || !isRecord(desired)) return desired;
   const patch: JsonObject = {};
   for (const key of new Set([...Object.keys(observed), ...Object.keys(desired)])) {
     const sub = diffMergePatch(observed[key], desired[key]);
@@ -44,10 +41,11 @@ export function diffMergePatch(observed: unknown, desired: unknown): unknown {
   return patch;
 }
 
-function valueAt(obj: unknown, path: readonly string[]): unknown {
+/** The value at `path` (keys from the root) inside nested objects; undefined where one is missing. */
+export function valueAt(obj: unknown, path: readonly string[]): unknown {
   let current = obj;
   for (const segment of path) {
-    if (!isObject(current)) return undefined;
+    if (!isRecord(current)) return undefined;
     current = current[segment];
   }
   return current;
@@ -79,7 +77,7 @@ export function fieldsPatch(
     let node: JsonObject = patch;
     for (const segment of path.slice(0, -1)) {
       const next = node[segment];
-      if (isObject(next)) {
+      if (isRecord(next)) {
         node = next;
       } else {
         const created: JsonObject = {};

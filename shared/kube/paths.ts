@@ -65,7 +65,12 @@ export function isObjectName(name: string): boolean {
   return name.length > 0 && name.length <= 253 && name !== "." && name !== ".." && !/[/%]/.test(name);
 }
 
+/** A DNS-1123 label: namespace names, most other names within a namespace. */
+export const dnsLabel = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/;
+/** A DNS-1123 subdomain: object names of most kinds, API groups, label key prefixes, hostnames. */
+export const dnsSubdomain = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$/;
+
 /** Whether a namespace name is a DNS-1123 label, as the API server requires. */
 export function isNamespaceName(namespace: string): boolean {
-  return namespace.length <= 63 && /^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/.test(namespace);
+  return namespace.length <= 63 && dnsLabel.test(namespace);
 }

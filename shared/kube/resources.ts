@@ -1,91 +1,36 @@
 import type { Resource } from "./port.ts";
 
+/** A kind served at `group`/v1, its plural being its kind in lower case plus "s" unless given. */
+export function v1Resource<const K extends string>(
+  group: string,
+  kind: K,
+  namespaced: boolean,
+  resource = `${kind.toLowerCase()}s`,
+): Resource & { readonly kind: K } {
+  return { group, version: "v1", resource, kind, namespaced };
+}
+
 /** Well-known kinds kubefn reads and writes. Controllers define their own CRDs' `Resource`s. */
 export const Resources = {
-  Namespace: { group: "", version: "v1", resource: "namespaces", kind: "Namespace", namespaced: false },
-  Pod: { group: "", version: "v1", resource: "pods", kind: "Pod", namespaced: true },
-  Secret: { group: "", version: "v1", resource: "secrets", kind: "Secret", namespaced: true },
-  ConfigMap: { group: "", version: "v1", resource: "configmaps", kind: "ConfigMap", namespaced: true },
-  Service: { group: "", version: "v1", resource: "services", kind: "Service", namespaced: true },
-  ServiceAccount: {
-    group: "",
-    version: "v1",
-    resource: "serviceaccounts",
-    kind: "ServiceAccount",
-    namespaced: true,
-  },
-  PersistentVolumeClaim: {
-    group: "",
-    version: "v1",
-    resource: "persistentvolumeclaims",
-    kind: "PersistentVolumeClaim",
-    namespaced: true,
-  },
-  ResourceQuota: {
-    group: "",
-    version: "v1",
-    resource: "resourcequotas",
-    kind: "ResourceQuota",
-    namespaced: true,
-  },
-  LimitRange: { group: "", version: "v1", resource: "limitranges", kind: "LimitRange", namespaced: true },
-  Event: { group: "events.k8s.io", version: "v1", resource: "events", kind: "Event", namespaced: true },
-  Deployment: { group: "apps", version: "v1", resource: "deployments", kind: "Deployment", namespaced: true },
-  StatefulSet: {
-    group: "apps",
-    version: "v1",
-    resource: "statefulsets",
-    kind: "StatefulSet",
-    namespaced: true,
-  },
-  NetworkPolicy: {
-    group: "networking.k8s.io",
-    version: "v1",
-    resource: "networkpolicies",
-    kind: "NetworkPolicy",
-    namespaced: true,
-  },
-  PodDisruptionBudget: {
-    group: "policy",
-    version: "v1",
-    resource: "poddisruptionbudgets",
-    kind: "PodDisruptionBudget",
-    namespaced: true,
-  },
-  Lease: { group: "coordination.k8s.io", version: "v1", resource: "leases", kind: "Lease", namespaced: true },
-  CustomResourceDefinition: {
-    group: "apiextensions.k8s.io",
-    version: "v1",
-    resource: "customresourcedefinitions",
-    kind: "CustomResourceDefinition",
-    namespaced: false,
-  },
-  ClusterRole: {
-    group: "rbac.authorization.k8s.io",
-    version: "v1",
-    resource: "clusterroles",
-    kind: "ClusterRole",
-    namespaced: false,
-  },
-  ClusterRoleBinding: {
-    group: "rbac.authorization.k8s.io",
-    version: "v1",
-    resource: "clusterrolebindings",
-    kind: "ClusterRoleBinding",
-    namespaced: false,
-  },
-  Role: {
-    group: "rbac.authorization.k8s.io",
-    version: "v1",
-    resource: "roles",
-    kind: "Role",
-    namespaced: true,
-  },
-  RoleBinding: {
-    group: "rbac.authorization.k8s.io",
-    version: "v1",
-    resource: "rolebindings",
-    kind: "RoleBinding",
-    namespaced: true,
-  },
-} as const satisfies Record<string, Resource>;
+  Namespace: v1Resource("", "Namespace", false),
+  Pod: v1Resource("", "Pod", true),
+  Secret: v1Resource("", "Secret", true),
+  ConfigMap: v1Resource("", "ConfigMap", true),
+  Service: v1Resource("", "Service", true),
+  ServiceAccount: v1Resource("", "ServiceAccount", true),
+  PersistentVolumeClaim: v1Resource("", "PersistentVolumeClaim", true),
+  ResourceQuota: v1Resource("", "ResourceQuota", true),
+  LimitRange: v1Resource("", "LimitRange", true),
+  Event: v1Resource("events.k8s.io", "Event", true),
+  Deployment: v1Resource("apps", "Deployment", true),
+  StatefulSet: v1Resource("apps", "StatefulSet", true),
+  DaemonSet: v1Resource("apps", "DaemonSet", true),
+  NetworkPolicy: v1Resource("networking.k8s.io", "NetworkPolicy", true, "networkpolicies"),
+  PodDisruptionBudget: v1Resource("policy", "PodDisruptionBudget", true),
+  Lease: v1Resource("coordination.k8s.io", "Lease", true),
+  CustomResourceDefinition: v1Resource("apiextensions.k8s.io", "CustomResourceDefinition", false),
+  ClusterRole: v1Resource("rbac.authorization.k8s.io", "ClusterRole", false),
+  ClusterRoleBinding: v1Resource("rbac.authorization.k8s.io", "ClusterRoleBinding", false),
+  Role: v1Resource("rbac.authorization.k8s.io", "Role", true),
+  RoleBinding: v1Resource("rbac.authorization.k8s.io", "RoleBinding", true),
+} as const;

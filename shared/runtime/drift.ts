@@ -112,17 +112,18 @@ export function driftDue(now: Date, driftSeconds: number, periodSeconds: number)
 }
 
 /**
- * Whether an object is in this slot's share of the safety net: over any `safetyNetSeconds`, each
- * object (spread by the FNV-1a hash of its UID) falls due exactly once.
+ * Whether an object is in this slot's share of a spread: over any `everySeconds`, each object
+ * (spread by the FNV-1a hash of its UID) falls due exactly once. The safety net, and the resync of
+ * a controller without a drift declaration.
  */
-export function safetyNetDue(
+export function dueThisSlot(
   object: KubeObject,
   now: Date,
-  safetyNetSeconds: number,
+  everySeconds: number,
   periodSeconds: number,
 ): boolean {
   const { slot, slotSeconds } = sweepSlot(now, periodSeconds);
-  const buckets = Math.max(1, Math.ceil(safetyNetSeconds / slotSeconds));
+  const buckets = Math.max(1, Math.ceil(everySeconds / slotSeconds));
   const meta = object.metadata;
   return fnv1a32(meta.uid ?? `${meta.namespace ?? ""}/${meta.name ?? ""}`) % buckets === slot % buckets;
 }
@@ -144,28 +145,7 @@ export async function listForDrift(
 ): Promise<Listed> {
   const index = new Map<string, Map<string, KubeObject>>();
   for (const list of lists) {
-    if (list.perPage) continue;
-    const byKey = new Map<string, KubeObject>();
-    try {
-      for await (const page of pagesOf(ctx.kube, list.resource, {
-        ...(list.namespace ? { namespace: list.namespace } : {}),
-        ...(list.labelSelector ? { labelSelector: list.labelSelector } : {}),
-        ...(list.metadataOnly ? { metadataOnly: true } : {}),
-        limit: pageSize,
-      })) {
-        for (const item of page) byKey.set(keyString(item.metadata), trimmed(item));
-      }
-      index.set(list.name, byKey);
-    } catch (err) {
-      // A kind the cluster does not serve (404: e.g. no Gateway API) is an answer, not a fault:
-      // the decision sees the list unavailable, as the pass sees the kind missing.
-      if (isNotFound(err)) {
-        ctx.metrics.count("kubefn_sweep_lists_unavailable_total", { controller, list: list.name });
-        continue;
-      }
-      ctx.log.error("sweep drift list failed", { controller, list: list.name, error: String(err) });
-      ctx.metrics.count("kubefn_sweep_errors_total", { controller, stage: `list:${list.name}` });
-    }
+    if (!list.perPage) await indexList(ctx, controller, index, list, [list.labelSelector], pageSize, trimmed);
   }
   return listedOf(index);
 }
@@ -184,34 +164,53 @@ export async function listForPage(
 ): Promise<Listed> {
   const index = new Map<string, Map<string, KubeObject>>();
   for (const list of lists) {
-    if (!list.perPage) continue;
-    const values = [...new Set(primaries.flatMap((p) => list.perPage?.value(p) ?? []))].sort();
-    const byKey = new Map<string, KubeObject>();
-    try {
-      for (const chunk of selectorChunks(values)) {
-        const labelSelector = [list.labelSelector, `${list.perPage.label} in (${chunk.join(",")})`]
-          .filter(Boolean)
-          .join(",");
-        for await (const page of pagesOf(ctx.kube, list.resource, {
-          ...(list.namespace ? { namespace: list.namespace } : {}),
-          labelSelector,
-          ...(list.metadataOnly ? { metadataOnly: true } : {}),
-          limit: pageSize,
-        })) {
-          for (const item of page) byKey.set(keyString(item.metadata), item);
-        }
-      }
-      index.set(list.name, byKey);
-    } catch (err) {
-      if (isNotFound(err)) {
-        ctx.metrics.count("kubefn_sweep_lists_unavailable_total", { controller, list: list.name });
-        continue;
-      }
-      ctx.log.error("sweep drift list failed", { controller, list: list.name, error: String(err) });
-      ctx.metrics.count("kubefn_sweep_errors_total", { controller, stage: `list:${list.name}` });
-    }
+    const { perPage } = list;
+    if (!perPage) continue;
+    const values = [...new Set(primaries.flatMap((p) => perPage.value(p) ?? []))].sort();
+    const selectors = selectorChunks(values).map((chunk) =>
+      [list.labelSelector, `${perPage.label} in (${chunk.join(",")})`].filter(Boolean).join(","),
+    );
+    await indexList(ctx, controller, index, list, selectors, pageSize, (item) => item);
   }
   return listedOf(index);
+}
+
+/**
+ * Lists `list` once per label selector into `index` under its name, each object through `keep`. A
+ * list that fails is logged, counted and left out of `index` (unavailable); a 404 is only counted.
+ */
+async function indexList(
+  ctx: Pick<Context, "kube" | "log" | "metrics">,
+  controller: string,
+  index: Map<string, Map<string, KubeObject>>,
+  list: DriftList,
+  labelSelectors: readonly (string | undefined)[],
+  pageSize: number,
+  keep: (item: KubeObject) => KubeObject,
+): Promise<void> {
+  const byKey = new Map<string, KubeObject>();
+  try {
+    for (const labelSelector of labelSelectors) {
+      for await (const page of pagesOf(ctx.kube, list.resource, {
+        ...(list.namespace ? { namespace: list.namespace } : {}),
+        ...(labelSelector ? { labelSelector } : {}),
+        ...(list.metadataOnly ? { metadataOnly: true } : {}),
+        limit: pageSize,
+      })) {
+        for (const item of page) byKey.set(keyString(item.metadata), keep(item));
+      }
+    }
+    index.set(list.name, byKey);
+  } catch (err) {
+    // A kind the cluster does not serve (404: e.g. no Gateway API) is an answer, not a fault:
+    // the decision sees the list unavailable, as the pass sees the kind missing.
+    if (isNotFound(err)) {
+      ctx.metrics.count("kubefn_sweep_lists_unavailable_total", { controller, list: list.name });
+      return;
+    }
+    ctx.log.error("sweep drift list failed", { controller, list: list.name, error: String(err) });
+    ctx.metrics.count("kubefn_sweep_errors_total", { controller, stage: `list:${list.name}` });
+  }
 }
 
 /** One view over several indexes (a period's lists and a page's), the first holding a list wins. */

@@ -284,6 +284,12 @@ class BatchMapper {
       ...(change.object ? { object: change.object } : {}),
       ...(change.request === undefined ? {} : { request: change.request }),
     };
+    const key: ObjectKey =
+      change.namespace === undefined
+        ? { name: change.name }
+        : { namespace: change.namespace, name: change.name };
+    const ownedAs = (def: ControllerDefinition) =>
+      def.owns!.find((o) => o.group === change.group && o.resource === change.resource)!;
     const primary = registry.primaryFor(change.group, change.resource);
     const passes = !primary?.predicate || primary.predicate(observed);
     if (primary) {
@@ -301,9 +307,7 @@ class BatchMapper {
     }
 
     const owners = registry.ownersOf(change.group, change.resource).filter((def) => {
-      if (!def.ownedPredicate) return true;
-      const res = def.owns!.find((o) => o.group === change.group && o.resource === change.resource)!;
-      return def.ownedPredicate(res, observed);
+      return !def.ownedPredicate || def.ownedPredicate(ownedAs(def), observed);
     });
     if (owners.length > 0) {
       if (change.object) {
@@ -318,15 +322,8 @@ class BatchMapper {
           produced = true;
         }
       } else {
-        const key: ObjectKey =
-          change.namespace === undefined
-            ? { name: change.name }
-            : { namespace: change.namespace, name: change.name };
         for (const def of owners) {
-          const ownerResource = def.owns!.find(
-            (o) => o.group === change.group && o.resource === change.resource,
-          )!;
-          const ownerKey = def.ownerFromKey?.(ownerResource, key);
+          const ownerKey = def.ownerFromKey?.(ownedAs(def), key);
           if (ownerKey) {
             this.emit({
               controller: def.name,
@@ -342,10 +339,6 @@ class BatchMapper {
     }
 
     for (const { controller, watch } of registry.watchersOf(change.group, change.resource)) {
-      const key: ObjectKey =
-        change.namespace === undefined
-          ? { name: change.name }
-          : { namespace: change.namespace, name: change.name };
       const watched: WatchedChange = { resource: watch.resource, key, verb: change.verb };
       if (change.object) watched.object = change.object;
       if (change.request !== undefined) watched.request = change.request;

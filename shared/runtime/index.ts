@@ -9,12 +9,12 @@ export {
   type DriftReason,
   defineDrift,
   driftDue,
+  dueThisSlot,
   type Listed,
   listForDrift,
   listForPage,
   pagesOf,
   SWEEP_PAGE_SIZE,
-  safetyNetDue,
 } from "./drift.ts";
 export {
   applyErrorPolicy,

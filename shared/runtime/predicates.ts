@@ -8,6 +8,8 @@
  * relay has already filtered at the edge) passes: a predicate only ever drops what it can show is
  * noise. Dropping is safe either way — every message is an optimisation; the sweep revisits.
  */
+
+import { isRecord } from "../guards/index.ts";
 import type { WatchedChange } from "./controller.ts";
 
 /** The fields of a change a predicate reads. */
@@ -100,8 +102,4 @@ function resourceVersionOf(value: unknown): string | undefined {
   if (!isRecord(value) || !isRecord(value.metadata)) return undefined;
   const rv = value.metadata.resourceVersion;
   return typeof rv === "string" && rv !== "" ? rv : undefined;
-}
-
-function isRecord(value: unknown): value is Record<string, unknown> {
-  return typeof value === "object" && value !== null && !Array.isArray(value);
 }

@@ -1,4 +1,5 @@
 import type { KubeObject, Resource } from "../kube/index.ts";
+import { dnsLabel, dnsSubdomain } from "../kube/index.ts";
 import type { ControllerDefinition, Watch } from "./controller.ts";
 
 /** A watch together with the controller that registered it. */
@@ -41,9 +42,7 @@ export const MIN_RESYNC_SECONDS = 60;
 /** Beyond a week a resync is almost certainly a unit mistake (milliseconds). */
 export const MAX_RESYNC_SECONDS = 7 * 24 * 3600;
 
-const DNS_LABEL = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/;
 const KIND = /^[A-Z][A-Za-z0-9]*$/;
-const GROUP = /^([a-z0-9]([-a-z0-9]*[a-z0-9])?)(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$/;
 
 const kindKey = (group: string, name: string): string => `${group}/${name}`;
 
@@ -89,7 +88,7 @@ export function createRegistry(definitions: readonly ControllerDefinition[]): Re
   definitions.forEach((def, index) => {
     const label =
       typeof def.name === "string" && def.name !== "" ? `controller "${def.name}"` : `controller #${index}`;
-    if (typeof def.name !== "string" || !DNS_LABEL.test(def.name)) {
+    if (typeof def.name !== "string" || !dnsLabel.test(def.name)) {
       problems.push(`${label}: name must be a non-empty lowercase DNS label`);
     } else if (byName.has(def.name)) {
       problems.push(`${label}: name registered twice`);
@@ -195,13 +194,13 @@ export function createRegistry(definitions: readonly ControllerDefinition[]): Re
 function resourceProblems(where: string, res: Resource | undefined): string[] {
   if (!res || typeof res !== "object") return [`${where}: missing Resource`];
   const problems: string[] = [];
-  if (typeof res.group !== "string" || (res.group !== "" && !GROUP.test(res.group))) {
+  if (typeof res.group !== "string" || (res.group !== "" && !dnsSubdomain.test(res.group))) {
     problems.push(`${where}: group must be "" (core) or a DNS subdomain, got ${JSON.stringify(res.group)}`);
   }
   if (typeof res.version !== "string" || !/^v\d+((alpha|beta)\d+)?$/.test(res.version)) {
     problems.push(`${where}: version must look like v1, v1beta1, got ${JSON.stringify(res.version)}`);
   }
-  if (typeof res.resource !== "string" || !DNS_LABEL.test(res.resource)) {
+  if (typeof res.resource !== "string" || !dnsLabel.test(res.resource)) {
     problems.push(`${where}: resource must be the lowercase plural, got ${JSON.stringify(res.resource)}`);
   }
   if (typeof res.kind !== "string" || !KIND.test(res.kind)) {

@@ -4,16 +4,14 @@ import {
   combineListed,
   DEFAULT_SAFETY_NET_SECONDS,
   driftDue,
+  dueThisSlot,
   type Listed,
   listForDrift,
   listForPage,
   pagesOf,
   SWEEP_PAGE_SIZE,
-  safetyNetDue,
-  sweepSlot,
 } from "./drift.ts";
 import type { Registry } from "./registry.ts";
-import { sweepBucket } from "./sweep.ts";
 import { createSweepMemo, type SweepMemo, type SweepTask, type SweepTaskRun } from "./sweep-task.ts";
 import type { Context, Message, Request, Trigger } from "./types.ts";
 
@@ -104,12 +102,10 @@ export async function runSweep(
         const decide = decision ? await decision.forPage(page) : undefined;
         const trigger = async (object: KubeObject): Promise<Trigger | undefined> => {
           if (options.full) return { kind: "start" };
-          if (
-            safetyNetDue(object, now, options.safetyNetSeconds ?? DEFAULT_SAFETY_NET_SECONDS, periodSeconds)
-          )
+          if (dueThisSlot(object, now, options.safetyNetSeconds ?? DEFAULT_SAFETY_NET_SECONDS, periodSeconds))
             return { kind: "safety-net" };
           if (!def.drift)
-            return resyncDue(object, def, now, periodSeconds)
+            return dueThisSlot(object, now, def.resyncSeconds, periodSeconds)
               ? { kind: "drift", reason: "resync" }
               : undefined;
           const reason = await decide?.decide(object);
@@ -264,14 +260,6 @@ async function decisionFor(
       };
     },
   };
-}
-
-/** A controller without a drift declaration: every object once per resync, spread by UID. */
-function resyncDue(object: KubeObject, def: ControllerDefinition, now: Date, periodSeconds: number): boolean {
-  const { slot, slotSeconds } = sweepSlot(now, periodSeconds);
-  const buckets = Math.max(1, Math.ceil(def.resyncSeconds / slotSeconds));
-  const meta = object.metadata;
-  return sweepBucket(meta.uid ?? `${meta.namespace ?? ""}/${meta.name ?? ""}`, buckets) === slot % buckets;
 }
 
 async function send(

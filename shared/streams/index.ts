@@ -1,4 +1,30 @@
 /**
+ * A request's body as text, read as a stream and abandoned as soon as it exceeds `maxBytes` (a
+ * declared Content-Length over the cap is refused without reading at all) or is still arriving
+ * after `timeoutMs`. A request without a body reads as "".
+ */
+export async function readBodyCapped(
+  req: Request,
+  maxBytes: number,
+  timeoutMs: number,
+): Promise<{ ok: true; text: string } | { ok: false; reason: "TooLarge" | "BodyTimeout" }> {
+  const declared = Number(req.headers.get("content-length") ?? "");
+  if (Number.isFinite(declared) && declared > maxBytes) {
+    await req.body?.cancel().catch(() => {});
+    return { ok: false, reason: "TooLarge" };
+  }
+  if (!req.body) return { ok: true, text: "" };
+  const deadline = AbortSignal.timeout(timeoutMs);
+  try {
+    const text = await readTextCapped(req.body, maxBytes, deadline);
+    return text === undefined ? { ok: false, reason: "TooLarge" } : { ok: true, text };
+  } catch (err) {
+    if (deadline.aborted) return { ok: false, reason: "BodyTimeout" };
+    throw err;
+  }
+}
+
+/**
  * A byte stream read as UTF-8 text, abandoned (cancelled) as soon as it exceeds `maxBytes`:
  * `undefined` then. For request bodies and decompressed payloads whose size the sender controls.
  * When `signal` aborts first (e.g. a body deadline), the stream is cancelled and the signal's

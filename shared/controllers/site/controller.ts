@@ -1,3 +1,4 @@
+import { isRecord } from "../../guards/index.ts";
 import type { KubeObject, Resource } from "../../kube/index.ts";
 import {
   type Condition,
@@ -291,8 +292,4 @@ export function siteController(options: SiteControllerOptions): ControllerDefini
       return undefined;
     },
   };
-}
-
-function isRecord(value: unknown): value is Record<string, unknown> {
-  return typeof value === "object" && value !== null && !Array.isArray(value);
 }

@@ -4,12 +4,11 @@
  * components would apply.
  */
 import type { Condition, KubeObject, Resource } from "../../kube/index.ts";
-import { Resources } from "../../kube/index.ts";
+import { covers, Resources } from "../../kube/index.ts";
 import { type DriftDeclaration, defineDrift, type Listed } from "../../runtime/index.ts";
 import { parseSite, siteLabelKey } from "./api.ts";
 import type { ListedRead, Registry } from "./component.ts";
 import { type DesiredEnv, desiredEnv } from "./env.ts";
-import { appliedMatches } from "./manifests.ts";
 import type { EnvSettings } from "./watches.ts";
 
 /** The lists by kind: every ConfigMap of the operator namespace (per-Site configs and their overrides), the per-Site Deployments. */
@@ -93,7 +92,7 @@ export async function siteDriftReason(
         continue;
       }
       if (!live) return `missing:${object.kind}`;
-      if (!appliedMatches(object, live)) return `changed:${object.kind}`;
+      if (!covers(live, object)) return `changed:${object.kind}`;
     }
   }
   return undefined;

@@ -4,11 +4,11 @@
  */
 
 import type { Kube, KubeObject, Resource } from "../../kube/index.ts";
-import { isNotFound, listAll, Resources, serverSideApply } from "../../kube/index.ts";
+import { covers, isNotFound, listAll, Resources, serverSideApply } from "../../kube/index.ts";
 import { groupOf } from "../../runtime/index.ts";
 import * as z from "../../zod/index.ts";
 import { parseSite, type Site, siteResource } from "./api.ts";
-import { appliedMatches, crdKind, defaultConfigMap, retargetNamespaceOf } from "./manifests.ts";
+import { crdKind, defaultConfigMap, retargetNamespaceOf } from "./manifests.ts";
 import { type ComponentConfig, createWatchEnv, type EnvSettings, type WatchEnv } from "./watches.ts";
 
 /** What `applyObject` did: `unchanged` when the live object already held every applied field. */
@@ -35,7 +35,7 @@ export interface Env extends WatchEnv {
    * nothing.
    *
    * Caveats: a field dropped from `obj` since the last apply is pruned only at the next apply that
-   * happens for another reason (see `appliedMatches`).
+   * happens for another reason (see `covers`).
    */
   applyObject(obj: KubeObject): Promise<ApplyResult>;
   /**
@@ -73,16 +73,8 @@ const imageOf =
   (repository: string): string =>
     `${settings.config.imageRegistry}/${repository}:${settings.config.imageTag}`;
 
-const DaemonSet: Resource = {
-  group: "apps",
-  version: "v1",
-  resource: "daemonsets",
-  kind: "DaemonSet",
-  namespaced: true,
-};
-
 const knownKinds: ReadonlyMap<string, Resource> = new Map(
-  [...Object.values(Resources), DaemonSet].map((res) => [`${res.group}/${res.kind}`, res]),
+  Object.values(Resources).map((res) => [`${res.group}/${res.kind}`, res]),
 );
 
 /** The Resource of an object from its apiVersion and kind, among the kinds components apply. */
@@ -124,7 +116,7 @@ export function createEnv(kube: Kube, settings: EnvSettings, onInvalidSite?: Inv
     const res = resourceOfObject(obj);
     try {
       const live = await kube.get(res, key(obj));
-      if (appliedBy(live, settings.fieldOwner) && appliedMatches(obj, live)) return "unchanged";
+      if (appliedBy(live, settings.fieldOwner) && covers(live, obj)) return "unchanged";
     } catch (err) {
       if (!isNotFound(err)) throw err;
     }

@@ -43,7 +43,6 @@ export {
   resourceOfObject,
 } from "./env.ts";
 export {
-  appliedMatches,
   buildDefaultNamespace,
   configMapPayloadChanged,
   configMapPayloadHash,

@@ -3,7 +3,6 @@ import { upsertOwnerReference } from "../../kube/owner-references.ts";
 import type { KubeObject, OwnerReference } from "../../kube/port.ts";
 import type { Site } from "./api.ts";
 import {
-  appliedMatches,
   configMapPayloadChanged,
   configMapPayloadHash,
   isRBACObject,
@@ -36,21 +35,6 @@ describe("ConfigMap payload", () => {
 
   it("hashes to 64 hex digits", async () => {
     expect(await configMapPayloadHash(cm({ a: "1" }))).toMatch(/^[0-9a-f]{64}$/);
-  });
-});
-
-describe("appliedMatches", () => {
-  it.each<[string, unknown, unknown, boolean]>([
-    ["live has extra server defaults", { a: 1, b: { c: "x" } }, { a: 1, b: { c: "x", d: "y" }, z: 3 }, true],
-    ["changed scalar", { a: 1 }, { a: 2 }, false],
-    ["missing field", { a: 1, b: 2 }, { a: 1 }, false],
-    ["array elements compared as subsets", [{ a: 1 }], [{ a: 1, extra: true }], true],
-    ["array of other length", [{ a: 1 }], [{ a: 1 }, { a: 2 }], false],
-    ["array vs object", { a: [] }, { a: {} }, false],
-    ["string vs number", { port: 80 }, { port: "80" }, false],
-    ["undefined members are ignored", { a: 1, b: undefined }, { a: 1 }, true],
-  ])("%s → %s", (_name, desired, live, expected) => {
-    expect(appliedMatches(desired, live)).toBe(expected);
   });
 });
 

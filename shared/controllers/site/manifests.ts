@@ -98,33 +98,6 @@ export function configMapPayloadHash(config: ConfigMapPayload | undefined): Prom
 }
 
 /**
- * Whether `live` already holds every field of `desired` at the same value: objects compare key by
- * key (extra live keys, e.g. server defaults, are fine), arrays element by element with equal
- * length, scalars strictly. This is the "would this apply change anything" test that lets a pass
- * skip a server-side apply, which is a PATCH even when nothing changes.
- *
- * Caveats: a field applied before and since dropped from `desired` is not noticed (the apply
- * would prune it); it goes the next time another field changes. Values the API server normalises
- * (quantities like "0.5" → "500m") must be written in their normal form, or every pass applies.
- */
-export function appliedMatches(desired: unknown, live: unknown): boolean {
-  if (Array.isArray(desired)) {
-    return (
-      Array.isArray(live) &&
-      live.length === desired.length &&
-      desired.every((item, index) => appliedMatches(item, live[index]))
-    );
-  }
-  if (desired !== null && typeof desired === "object") {
-    if (live === null || typeof live !== "object" || Array.isArray(live)) return false;
-    return Object.entries(desired).every(
-      ([key, value]) => value === undefined || appliedMatches(value, (live as Record<string, unknown>)[key]),
-    );
-  }
-  return desired === live;
-}
-
-/**
  * Rewrites references to {@link buildDefaultNamespace} (the object's namespace and the subjects of
  * role bindings) to `namespace`, in place. A no-op in the default install.
  */

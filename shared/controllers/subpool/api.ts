@@ -14,6 +14,7 @@ import {
   resourceFor,
 } from "../../crd/index.ts";
 import type { Resource } from "../../kube/index.ts";
+import { dnsLabel, dnsSubdomain } from "../../kube/index.ts";
 import * as z from "../../zod/index.ts";
 
 export const subPoolGroup = "subrelay.example.com";
@@ -98,10 +99,6 @@ export type SubPoolReason = (typeof SubPoolReason)[keyof typeof SubPoolReason];
 export const exposureModeSchema = z.enum(["Internal", "Gateway"]);
 export type ExposureMode = z.infer<typeof exposureModeSchema>;
 export const ExposureMode = exposureModeSchema.def.entries;
-
-const dnsSubdomain = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$/;
-/** A DNS label (RFC 1123): the SubPool name, and the Gateway namespace. */
-export const dnsLabel = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/;
 
 const exposureSchema = z.object({
   mode: exposureModeSchema,

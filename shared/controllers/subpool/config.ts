@@ -5,19 +5,15 @@
  * A bad value stops the process with the settings error; no pass reads it from the cluster.
  */
 
-import { milliValue } from "../../kube/index.ts";
+import { dnsLabel, dnsSubdomain, milliValue } from "../../kube/index.ts";
 import * as z from "../../zod/index.ts";
 
 const quantityString = z
   .string()
   .check(z.trim())
   .check(z.refine((v) => (milliValue(v) ?? 0) > 0, "must be a positive resource quantity"));
-const dnsLabel = z.string().check(z.regex(/^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/, "must be a DNS label"));
-const dnsSubdomain = z
-  .string()
-  .check(
-    z.regex(/^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$/, "must be a DNS subdomain"),
-  );
+const dnsLabelString = z.string().check(z.regex(dnsLabel, "must be a DNS label"));
+const dnsSubdomainString = z.string().check(z.regex(dnsSubdomain, "must be a DNS subdomain"));
 
 /** The configuration, key by key. Unknown keys are refused, so a typo is an error, not ignored. */
 const configDataSchema = z.strictObject({
@@ -26,13 +22,13 @@ const configDataSchema = z.strictObject({
   /** Most memory the two containers may request together. */
   maxMemory: z._default(quantityString, "4Gi"),
   /** The Gateway HTTPRoutes attach to unless `spec.exposure.gateway` names one. */
-  gatewayName: z.optional(dnsSubdomain),
-  gatewayNamespace: z.optional(dnsLabel),
+  gatewayName: z.optional(dnsSubdomainString),
+  gatewayNamespace: z.optional(dnsLabelString),
   /** Hostnames default to `<pool>.<hostnameSuffix>` in Gateway mode. */
-  hostnameSuffix: z.optional(dnsSubdomain),
+  hostnameSuffix: z.optional(dnsSubdomainString),
   /** The shared proxy gateway (Mihomo) Service whose EndpointSlices ProxyGatewayReady reads. */
-  proxyGatewayNamespace: z._default(dnsLabel, "subrelay-system"),
-  proxyGatewayService: z._default(dnsLabel, "mihomo"),
+  proxyGatewayNamespace: z._default(dnsLabelString, "subrelay-system"),
+  proxyGatewayService: z._default(dnsLabelString, "mihomo"),
 });
 
 export interface OperatorConfig {

@@ -4,7 +4,8 @@
  * this module, so none of it is in the Worker bundle.
  */
 import { type CrdSpec, conditionsNotes, documented } from "../../crd/index.ts";
-import { dnsLabel, SubPoolConditionType, subPoolKind, subPoolNameMaxLength } from "./api.ts";
+import { dnsLabel } from "../../kube/index.ts";
+import { SubPoolConditionType, subPoolKind, subPoolNameMaxLength } from "./api.ts";
 
 const resources = "CPU and memory requests are required.";
 

@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
 import { poolUid, subPoolObject } from "../../../test/support/subpools.ts";
-import { milliValue } from "../../kube/index.ts";
+import { covers, milliValue } from "../../kube/index.ts";
 import type { KubeObject } from "../../kube/port.ts";
 import { Resources } from "../../kube/resources.ts";
 import { type SubPool, subPoolManagedLabel, subPoolPoolLabel, subPoolSchema } from "./api.ts";
@@ -8,7 +8,6 @@ import { type OperatorConfig, parseOperatorConfig } from "./config.ts";
 import { subPoolFromKey } from "./controller.ts";
 import { decideDeletion, namespaceBlockers } from "./deletion.ts";
 import { buildDesired } from "./desired.ts";
-import { covers } from "./owned-fields.ts";
 import { namespaceOwnership } from "./ownership.ts";
 import { type ReadinessObservation, readinessConditions } from "./status.ts";
 import { validateSubPool } from "./validate.ts";

@@ -3,7 +3,7 @@
  * them, each with the fields the controller owns. Owner references are added by `ensureObject`.
  */
 import type { KubeObject, Resource } from "../../kube/index.ts";
-import { Resources } from "../../kube/index.ts";
+import { Resources, v1Resource } from "../../kube/index.ts";
 import {
   type ContainerResources,
   ExposureMode,
@@ -15,7 +15,7 @@ import {
 } from "./api.ts";
 import type { OperatorConfig } from "./config.ts";
 import { combine, covering, exactly, type OwnedFields } from "./owned-fields.ts";
-import type { ResolvedRoute } from "./validate.ts";
+import type { ResolvedRoute, Validation } from "./validate.ts";
 
 /** The kinds a SubPool derives and controls; their events map back through the controller ref. */
 export const subPoolOwnedResources: Resource[] = [
@@ -31,31 +31,13 @@ export const subPoolOwnedResources: Resource[] = [
 ];
 
 /** gateway.networking.k8s.io/v1 HTTPRoute; not served by every cluster. */
-export const httpRouteResource: Resource = {
-  group: "gateway.networking.k8s.io",
-  version: "v1",
-  resource: "httproutes",
-  kind: "HTTPRoute",
-  namespaced: true,
-};
+export const httpRouteResource: Resource = v1Resource("gateway.networking.k8s.io", "HTTPRoute", true);
 
 /** gateway.networking.k8s.io/v1 Gateway, read (never written) for its own status. */
-export const gatewayResource: Resource = {
-  group: "gateway.networking.k8s.io",
-  version: "v1",
-  resource: "gateways",
-  kind: "Gateway",
-  namespaced: true,
-};
+export const gatewayResource: Resource = v1Resource("gateway.networking.k8s.io", "Gateway", true);
 
 /** discovery.k8s.io/v1 EndpointSlice, read for the shared proxy gateway. */
-export const endpointSliceResource: Resource = {
-  group: "discovery.k8s.io",
-  version: "v1",
-  resource: "endpointslices",
-  kind: "EndpointSlice",
-  namespaced: true,
-};
+export const endpointSliceResource: Resource = v1Resource("discovery.k8s.io", "EndpointSlice", true);
 
 /** The port the cpa container serves and the Service exposes. */
 export const cpaPort = 8080;
@@ -106,6 +88,19 @@ export function poolLabels(id: string): Record<string, string> {
 /** Selects the pool's Pods (StatefulSet, Service, NetworkPolicy, PDB). */
 export function podSelectorLabels(id: string): Record<string, string> {
   return { [subPoolPoolLabel]: id, "app.kubernetes.io/name": "cpa" };
+}
+
+/**
+ * {@link buildDesired} for a pool as validated: one admitted above the envelope (an earlier,
+ * higher one) gets a ResourceQuota of what it runs, not of the lower envelope.
+ */
+export function desiredFor(
+  pool: SubPool,
+  config: OperatorConfig,
+  validation: Extract<Validation, { ok: true }>,
+): DesiredObjects {
+  const { aboveEnvelope, route } = validation;
+  return buildDesired(pool, aboveEnvelope ? { ...config, envelope: aboveEnvelope } : config, route);
 }
 
 /**

@@ -34,7 +34,7 @@ import {
 } from "./api.ts";
 import type { OperatorConfig } from "./config.ts";
 import {
-  buildDesired,
+  desiredFor,
   endpointSliceResource,
   gatewayResource,
   httpRouteResource,
@@ -215,8 +215,7 @@ export async function subPoolDriftReason(
       validation = validateSubPool(pool, config, runningRequests(running));
   }
   if (!validation.ok) return blockedBy(validation.reason, validation.message) ? undefined : "validation";
-  const effective = validation.aboveEnvelope ? { ...config, envelope: validation.aboveEnvelope } : config;
-  const desired = buildDesired(pool, effective, validation.route);
+  const desired = desiredFor(pool, config, validation);
   const nsName = desired.status.namespace;
 
   if (!listed.available(listOf(Resources.Namespace))) return undefined;

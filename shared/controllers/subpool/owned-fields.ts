@@ -6,41 +6,9 @@
 
 import { isRecord } from "../../guards/index.ts";
 import type { KubeObject } from "../../kube/index.ts";
-import { fieldsPatch, type MergePatch, sameQuantity } from "../../kube/index.ts";
+import { covers, fieldsPatch, type MergePatch, valueAt } from "../../kube/index.ts";
 
 export type OwnedFields = (observed: KubeObject, desired: KubeObject) => MergePatch | null;
-
-/** Keys whose members are resource quantities ("1" and "1000m" are the same). */
-const quantityMaps = new Set(["requests", "limits", "hard"]);
-
-/**
- * Whether `observed` already has everything `desired` says: objects key by key (extra observed
- * keys are defaults and do not count), arrays element by element at equal length, quantities by
- * value.
- */
-export function covers(observed: unknown, desired: unknown, parentKey = ""): boolean {
-  if (desired === undefined) return true;
-  if (Array.isArray(desired)) {
-    return (
-      Array.isArray(observed) &&
-      observed.length === desired.length &&
-      desired.every((d, i) => covers(observed[i], d, parentKey))
-    );
-  }
-  if (isRecord(desired)) {
-    // A scalar member is judged by the key of the map holding it ("requests", "hard").
-    return (
-      isRecord(observed) &&
-      Object.entries(desired).every(([k, v]) =>
-        covers(observed[k], v, isRecord(v) || Array.isArray(v) ? k : parentKey),
-      )
-    );
-  }
-  if (quantityMaps.has(parentKey) && isQuantityLike(desired) && isQuantityLike(observed)) {
-    return sameQuantity(observed, desired);
-  }
-  return observed === desired;
-}
 
 /** Paths synced exactly: observed must equal desired there (the Service's type, ports, selector). */
 export function exactly(...paths: string[]): OwnedFields {
@@ -56,7 +24,10 @@ export function exactly(...paths: string[]): OwnedFields {
  */
 export function covering(...paths: string[]): OwnedFields {
   return (observed, desired) => {
-    const drifted = paths.filter((p) => !covers(valueAt(observed, p), valueAt(desired, p)));
+    const drifted = paths.filter((dotted) => {
+      const path = dotted.split(".");
+      return !covers(valueAt(observed, path), valueAt(desired, path));
+    });
     return drifted.length === 0 ? null : fieldsPatch(observed, desired, drifted);
   };
 }
@@ -79,17 +50,4 @@ function mergeInto(target: MergePatch, source: MergePatch): MergePatch {
     target[k] = isRecord(existing) && isRecord(v) ? mergeInto(existing, v) : v;
   }
   return target;
-}
-
-function valueAt(obj: unknown, dotted: string): unknown {
-  let current = obj;
-  for (const segment of dotted.split(".")) {
-    if (!isRecord(current)) return undefined;
-    current = current[segment];
-  }
-  return current;
-}
-
-function isQuantityLike(value: unknown): value is string | number {
-  return typeof value === "string" || typeof value === "number";
 }

@@ -34,7 +34,7 @@ import {
 import type { OperatorConfig } from "./config.ts";
 import { reconcileDeletion } from "./deletion.ts";
 import {
-  buildDesired,
+  desiredFor,
   endpointSliceResource,
   gatewayResource,
   httpRouteResource,
@@ -109,8 +109,7 @@ async function reconcileActive(
   if (!validation.ok) return block(status, validation.reason, validation.message, "permanent");
 
   // 4: everything desired, purely.
-  const effective = validation.aboveEnvelope ? { ...config, envelope: validation.aboveEnvelope } : config;
-  const desired = buildDesired(pool, effective, validation.route);
+  const desired = desiredFor(pool, config, validation);
   const nsName = desired.status.namespace;
 
   // 5: the Namespace, created or confirmed ours; never adopted. A pool that has never reported

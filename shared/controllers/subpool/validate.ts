@@ -4,9 +4,8 @@
  * creates nothing.
  */
 
-import { milliValue } from "../../kube/index.ts";
+import { dnsLabel, milliValue } from "../../kube/index.ts";
 import {
-  dnsLabel,
   ExposureMode,
   SubPoolReason as Reason,
   type SubPool,

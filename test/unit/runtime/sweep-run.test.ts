@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
 import type { Kube, KubeObject, ListOptions, ListPage } from "../../../shared/kube/port.ts";
-import { defineDrift, safetyNetDue } from "../../../shared/runtime/drift.ts";
+import { defineDrift, dueThisSlot } from "../../../shared/runtime/drift.ts";
 import { createRegistry } from "../../../shared/runtime/registry.ts";
 import { runSweep } from "../../../shared/runtime/sweep-run.ts";
 import type { SweepTask } from "../../../shared/runtime/sweep-task.ts";
@@ -121,7 +121,7 @@ describe("runSweep", () => {
     let busiest = 0;
     for (let slot = 0; slot < slots; slot++) {
       const at = new Date(now.getTime() + slot * 60_000);
-      const due = objects.filter((o) => safetyNetDue(o, at, 86_400, 60));
+      const due = objects.filter((o) => dueThisSlot(o, at, 86_400, 60));
       busiest = Math.max(busiest, due.length);
       for (const o of due) perObject.set(o.metadata.name!, (perObject.get(o.metadata.name!) ?? 0) + 1);
     }

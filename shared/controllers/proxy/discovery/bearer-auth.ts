@@ -60,6 +60,23 @@ export function boundHolder(credential: CrawlerCredential, holder: string): stri
   return `${credential.name}/${holder}`;
 }
 
+/**
+ * The credential whose token is `presented`, if any. Every credential is compared (constant time
+ * each), so the answer's timing does not tell which one nearly matched.
+ */
+export async function credentialOf(
+  credentials: readonly CrawlerCredential[],
+  presented: string | undefined,
+): Promise<CrawlerCredential | undefined> {
+  let found: CrawlerCredential | undefined;
+  if (presented) {
+    for (const credential of credentials) {
+      if ((await tokensEqual(presented, credential.token)) && !found) found = credential;
+    }
+  }
+  return found;
+}
+
 const crawlerKey = "kubefnCrawler";
 
 /** The credential {@link bearerAuth} admitted the request with. */
@@ -85,13 +102,7 @@ export function crawlerOf(c: HonoContext): CrawlerCredential {
 export function bearerAuth(apiToken: string): MiddlewareHandler {
   const credentials = parseCrawlerCredentials(apiToken);
   return async (c, next) => {
-    const presented = bearerToken(c.req.header("authorization"));
-    let found: CrawlerCredential | undefined;
-    if (presented) {
-      for (const credential of credentials) {
-        if ((await tokensEqual(presented, credential.token)) && !found) found = credential;
-      }
-    }
+    const found = await credentialOf(credentials, bearerToken(c.req.header("authorization")));
     if (!found) {
       c.header("WWW-Authenticate", 'Bearer realm="kubefn"');
       return c.json({ error: "Unauthorized" }, 401);

@@ -4,6 +4,7 @@ export {
   boundHolder,
   type CrawlerCredential,
   crawlerOf,
+  credentialOf,
   mayUseNamespace,
   parseCrawlerCredentials,
   tokensEqual,
@@ -20,4 +21,10 @@ export {
   type ReadyProxy,
   selectReady,
 } from "./ready.ts";
-export { badNamespace, discoveryRoutes, type ProxyApiOptions } from "./routes.ts";
+export {
+  badNamespace,
+  badRequest,
+  discoveryRoutes,
+  forbiddenNamespace,
+  type ProxyApiOptions,
+} from "./routes.ts";

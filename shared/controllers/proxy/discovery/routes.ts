@@ -38,14 +38,10 @@ export function discoveryRoutes(ctx: Context, options: ProxyApiOptions): Hono {
     if (namespace !== undefined && !isNamespaceName(namespace)) return badNamespace(c, namespace);
     const crawler = crawlerOf(c);
     if (namespace !== undefined && !mayUseNamespace(crawler, namespace)) {
-      return c.json(
-        { error: "Forbidden", message: `this credential may not use namespace ${namespace}` },
-        403,
-      );
+      return forbiddenNamespace(c, namespace);
     }
     const selector = parseLabelSelector(c.req.query("labelSelector") ?? "");
-    if (!selector.ok)
-      return c.json({ error: "BadRequest", message: `labelSelector: ${selector.error}` }, 400);
+    if (!selector.ok) return badRequest(c, `labelSelector: ${selector.error}`);
     const proxies = await listProxiesInScope(ctx.kube, ctx.log, namespace, crawler.namespaces);
     const items = selectReady(proxies, { namespace, selector: selector.requirements }).map(
       ({ namespace, name, ip, port, scheme, latencyMillis, labels }) => ({
@@ -63,13 +59,20 @@ export function discoveryRoutes(ctx: Context, options: ProxyApiOptions): Hono {
   return app;
 }
 
+/** 400 `{ error: "BadRequest", message }`. */
+export function badRequest(c: HonoContext, message: string): Response {
+  return c.json({ error: "BadRequest", message }, 400);
+}
+
 /** 400 for a namespace no object can be in (it would otherwise become part of an API path). */
 export function badNamespace(c: HonoContext, namespace: string): Response {
-  return c.json(
-    {
-      error: "BadRequest",
-      message: `namespace ${JSON.stringify(namespace.slice(0, 80))} is not a DNS label (lower-case alphanumerics and '-', at most 63)`,
-    },
-    400,
+  return badRequest(
+    c,
+    `namespace ${JSON.stringify(namespace.slice(0, 80))} is not a DNS label (lower-case alphanumerics and '-', at most 63)`,
   );
+}
+
+/** 403 for a namespace outside the credential's. */
+export function forbiddenNamespace(c: HonoContext, namespace: string): Response {
+  return c.json({ error: "Forbidden", message: `this credential may not use namespace ${namespace}` }, 403);
 }

@@ -1,6 +1,5 @@
 export {
   canTakeOver,
-  formatMicroTime,
   isExpired,
   isProxyLease,
   type LeasedProxy,

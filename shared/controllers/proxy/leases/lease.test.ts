@@ -1,7 +1,7 @@
 import { describe, expect, it } from "vitest";
+import { formatMicroTime } from "../../../kube/index.ts";
 import {
   canTakeOver,
-  formatMicroTime,
   isExpired,
   leaseLabelValueFor,
   leaseNameFor,

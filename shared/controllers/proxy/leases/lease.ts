@@ -1,5 +1,5 @@
 import type { KubeObject, ObjectMeta, OwnerReference } from "../../../kube/index.ts";
-import { fnv1a32 } from "../../../kube/index.ts";
+import { fnv1a32, formatMicroTime } from "../../../kube/index.ts";
 import { proxyGroup, proxyVersion } from "../api.ts";
 
 /** Label on every proxy Lease: the Proxy's name (hashed when longer than a label value allows). */
@@ -74,16 +74,6 @@ export function leaseNameFor(proxyName: string): string {
 /** The {@link leaseProxyLabel} value for a Proxy name (≤ 63 characters, hashed when longer). */
 export function leaseLabelValueFor(proxyName: string): string {
   return fitWithHash(proxyName, labelValueMax);
-}
-
-/**
- * A Kubernetes MicroTime: RFC 3339 in UTC with exactly six fractional digits.
- *
- * @example
- * formatMicroTime(new Date("2026-01-02T15:04:05.123Z")) // "2026-01-02T15:04:05.123000Z"
- */
-export function formatMicroTime(at: Date): string {
-  return `${at.toISOString().slice(0, 23)}000Z`;
 }
 
 const timeRe = /^(\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2})(?:\.(\d+))?(Z|[+-]\d{2}:\d{2})$/;

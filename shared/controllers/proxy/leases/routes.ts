@@ -3,15 +3,17 @@ import { Hono } from "hono/tiny";
 import { assertNever } from "../../../guards/index.ts";
 import { isNamespaceName, isObjectName, parseLabelSelector } from "../../../kube/index.ts";
 import type { Context } from "../../../runtime/index.ts";
-import { readTextCapped } from "../../../streams/index.ts";
+import { readBodyCapped } from "../../../streams/index.ts";
 import * as z from "../../../zod/index.ts";
 import type { ProxyApiOptions } from "../discovery/index.ts";
 import {
   apiErrorHandler,
   badNamespace,
+  badRequest,
   bearerAuth,
   boundHolder,
   crawlerOf,
+  forbiddenNamespace,
   mayUseNamespace,
 } from "../discovery/index.ts";
 import { maxLeaseSeconds, minLeaseSeconds } from "./lease.ts";
@@ -72,10 +74,7 @@ export function leaseRoutes(ctx: Context, options: ProxyApiOptions): Hono {
     if (!selector.ok) return badRequest(c, `selector: ${selector.error}`);
     const crawler = crawlerOf(c);
     if (body.data.namespace !== undefined && !mayUseNamespace(crawler, body.data.namespace)) {
-      return c.json(
-        { error: "Forbidden", message: `this credential may not use namespace ${body.data.namespace}` },
-        403,
-      );
+      return forbiddenNamespace(c, body.data.namespace);
     }
     const result = await acquireLease(ctx, {
       namespace: body.data.namespace,
@@ -162,22 +161,14 @@ const bodyTimeoutMs = 10_000;
  * leaked crawler token cannot make the host buffer a body of any size or hold it open.
  */
 async function readBody<T>(c: HonoContext, schema: z.ZodMiniType<T>): Promise<BodyResult<T>> {
-  const stream = c.req.raw.body;
-  if (!stream) return { ok: false, error: "the body must be a JSON object" };
-  const deadline = AbortSignal.timeout(bodyTimeoutMs);
-  let text: string | undefined;
-  try {
-    text = await readTextCapped(stream, maxBodyBytes, deadline);
-  } catch (err) {
-    if (deadline.aborted) return { ok: false, status: 408, error: "the body did not arrive in time" };
-    throw err;
+  const read = await readBodyCapped(c.req.raw, maxBodyBytes, bodyTimeoutMs);
+  if (!read.ok && read.reason === "BodyTimeout") {
+    return { ok: false, status: 408, error: "the body did not arrive in time" };
   }
-  if (text === undefined) {
-    return { ok: false, status: 413, error: `the body is larger than ${maxBodyBytes} bytes` };
-  }
+  if (!read.ok) return { ok: false, status: 413, error: `the body is larger than ${maxBodyBytes} bytes` };
   let raw: unknown;
   try {
-    raw = JSON.parse(text);
+    raw = JSON.parse(read.text);
   } catch {
     return { ok: false, error: "the body must be a JSON object" };
   }
@@ -195,8 +186,4 @@ function parseWith<T>(schema: z.ZodMiniType<T>, raw: unknown): BodyResult<T> {
   return parsed.success
     ? { ok: true, data: parsed.data }
     : { ok: false, error: z.prettifyError(parsed.error) };
-}
-
-function badRequest(c: HonoContext, message: string): Response {
-  return c.json({ error: "BadRequest", message }, 400);
 }

@@ -1,9 +1,9 @@
 import { describe, expect, it } from "vitest";
 import { FakeKube, fakeContext } from "../../../../test/support/fake-kube.ts";
 import { proxyResource, type TestProxy, testProxy } from "../../../../test/support/proxies.ts";
-import { type KubeObject, Resources } from "../../../kube/index.ts";
+import { formatMicroTime, type KubeObject, Resources } from "../../../kube/index.ts";
 import { runSweepTask } from "../../../runtime/index.ts";
-import { formatMicroTime, newLease, type ProxyLease } from "./lease.ts";
+import { newLease, type ProxyLease } from "./lease.ts";
 import { leaseSweepTask } from "./sweep-task.ts";
 
 const now = new Date("2026-11-30T12:00:00Z");

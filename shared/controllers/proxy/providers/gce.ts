@@ -1,4 +1,5 @@
 import { parseJsonOrUndefined } from "../../../guards/index.ts";
+import { parseRetryAfter } from "../../../kube/index.ts";
 import type { Clock } from "../../../runtime/index.ts";
 import { createServiceAccountTokenSource, type ServiceAccountKey, type TokenSource } from "./gce-auth.ts";
 import {
@@ -138,7 +139,7 @@ export function createGceProvider(opts: GceProviderOptions): Provider {
     const answer: Answer = {
       status: res.status,
       body: parseJsonOrUndefined(text),
-      retryAfterSeconds: parseRetryAfter(res.headers.get("retry-after")),
+      retryAfterSeconds: parseRetryAfter(res.headers.get("retry-after"), clock.now().getTime()),
     };
     return answer;
   }
@@ -490,10 +491,4 @@ function isOk(status: number): boolean {
 
 function enc(segment: string): string {
   return encodeURIComponent(segment);
-}
-
-function parseRetryAfter(header: string | null): number | undefined {
-  if (header === null) return undefined;
-  const seconds = Number(header);
-  return Number.isFinite(seconds) && seconds >= 0 ? seconds : undefined;
 }

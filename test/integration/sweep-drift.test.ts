@@ -124,6 +124,32 @@ async function converge(what: string, timeoutMs = 90_000): Promise<string[]> {
   return reasons;
 }
 
+/**
+ * Converges with every pool's StatefulSet ready: the StatefulSet controller and the node make a
+ * pool's Pod ready on their own time (seconds on a loaded machine), and that change is drift a
+ * pass must write; a steady window measured before it would count it. The readiness is read
+ * before the convergence, so the passes it needs ran after it.
+ */
+async function settled(what: string, names: string[], timeoutMs = 180_000): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const notReady: string[] = [];
+    for (const name of names) {
+      const sts = await admin
+        .get<KubeObject>(Resources.StatefulSet, {
+          namespace: subPoolNamespaceName(name),
+          name: `${name}-cpa-manager`,
+        })
+        .catch(() => undefined);
+      if (((sts?.status ?? {}) as { readyReplicas?: number }).readyReplicas !== 1) notReady.push(name);
+    }
+    await converge(what, Math.max(deadline - Date.now(), 1_000));
+    if (notReady.length === 0) return;
+    if (Date.now() > deadline) throw new Error(`${what}: StatefulSet not ready: ${notReady.join(", ")}`);
+    await sleep(500);
+  }
+}
+
 /** Sweeps until one names `name` (within a few seconds: the watch cache trails by milliseconds). */
 async function driftFor(name: string): Promise<Message> {
   for (let i = 0; i < 30; i++) {
@@ -163,10 +189,11 @@ async function legacyWindow(): Promise<{ requests: number; messages: number }> {
  */
 async function steadyWindow(
   n: number,
-): Promise<{ requests: number; messages: number; perSweep: number[]; last: RecordedCall[] }> {
+): Promise<{ requests: number; messages: number; reasons: string[]; perSweep: number[]; last: RecordedCall[] }> {
   const perSweep: number[] = [];
   let last: RecordedCall[] = [];
   let messages = 0;
+  const reasons: string[] = [];
   for (let i = 0; i < n; i++) {
     const before = wire.calls().length;
     swept = [];
@@ -175,9 +202,11 @@ async function steadyWindow(
     collecting = "pass";
     perSweep.push(wire.calls().length - before);
     last = wire.calls().slice(before);
-    messages += swept.filter((m) => m.request.name.includes(suffix)).length;
+    const mine = swept.filter((m) => m.request.name.includes(suffix));
+    messages += mine.length;
+    reasons.push(...mine.map((m) => `${m.request.name}:${m.trigger?.reason ?? m.trigger?.kind}`));
   }
-  return { requests: perSweep.reduce((a, b) => a + b, 0), messages, perSweep, last };
+  return { requests: perSweep.reduce((a, b) => a + b, 0), messages, reasons, perSweep, last };
 }
 
 beforeAll(async () => {
@@ -246,11 +275,11 @@ afterAll(async () => {
 describe("sweep by lists", () => {
   it("steady state: no drift messages, and the same requests per sweep for 5 and for 20 SubPools", async () => {
     for (let i = 0; i < 5; i++) await createPool(`st${suffix}-${i}`);
-    await converge("5 pools");
+    await settled("5 pools", [...pools]);
     const five = await steadyWindow(3);
     const legacyFive = await legacyWindow();
     for (let i = 5; i < 20; i++) await createPool(`st${suffix}-${i}`);
-    await converge("20 pools", 180_000);
+    await settled("20 pools", [...pools], 240_000);
     const twenty = await steadyWindow(3);
     const legacyTwenty = await legacyWindow();
     console.log(
@@ -266,6 +295,8 @@ describe("sweep by lists", () => {
     expect(legacyTwenty.messages).toBe(20);
     expect(legacyTwenty.requests).toBeGreaterThan(legacyFive.requests);
     expect(errors.filter((e) => e.startsWith("sweep"))).toEqual([]);
+    expect(five.reasons).toEqual([]);
+    expect(twenty.reasons).toEqual([]);
     expect(five.messages).toBe(0);
     expect(twenty.messages).toBe(0);
     expect(twenty.requests).toBe(five.requests);

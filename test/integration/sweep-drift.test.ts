@@ -189,7 +189,13 @@ async function legacyWindow(): Promise<{ requests: number; messages: number }> {
  */
 async function steadyWindow(
   n: number,
-): Promise<{ requests: number; messages: number; reasons: string[]; perSweep: number[]; last: RecordedCall[] }> {
+): Promise<{
+  requests: number;
+  messages: number;
+  reasons: string[];
+  perSweep: number[];
+  last: RecordedCall[];
+}> {
   const perSweep: number[] = [];
   let last: RecordedCall[] = [];
   let messages = 0;

@@ -44,8 +44,9 @@ export type {
   HealthSweepResult,
   HealthSweepStats,
   ProbeAllOptions,
+  ProbeResume,
   SubjectOutcome,
 } from "./sweep.ts";
-export { probeAll, probeDue } from "./sweep.ts";
+export { defaultConfirmDelayMs, probeAll, probeDue, resumeKey } from "./sweep.ts";
 export type { IpAddress, RefusalReason, TargetPolicy, TargetVerdict } from "./target.ts";
 export { checkAddress, checkProbeTarget, parseIpLiteral } from "./target.ts";

@@ -77,7 +77,31 @@ export interface ProbeAllOptions<P> {
    * held meanwhile (the Proxy's place among `concurrency` is).
    */
   confirmDelayMs?: number;
+  /**
+   * Instead of pausing, hand a Proxy that needs another probe (a recheck or a latency
+   * confirmation) back as `deferred`, to be probed again after the pause by a later invocation
+   * with its {@link ProbeResume} in `resume`. Nothing of it is written meanwhile. No invocation
+   * then waits out a pause while its connections stand idle.
+   */
+  deferConfirmations?: boolean;
+  /** Probes taken so far of deferred Proxies, by `namespace/name`: they resume where they stopped. */
+  resume?: Readonly<Record<string, ProbeResume>> | undefined;
 }
+
+/**
+ * Where a deferred Proxy stopped: the probe recorded so far, when, the confirmation latencies and
+ * the rechecks made. Carried in a queue message (written only by kubefn).
+ */
+export interface ProbeResume {
+  result: ProbeResult;
+  /** Epoch ms of the last sample. */
+  at: number;
+  confirmations: number[];
+  rechecks: number;
+}
+
+/** The `resume` key of a Proxy. */
+export const resumeKey = (key: ObjectKey) => `${key.namespace ?? ""}/${key.name}`;
 
 /** One second between latency confirmations: longer than a scheduling stall, short for a shard. */
 export const defaultConfirmDelayMs = 1000;
@@ -91,6 +115,8 @@ export interface SubjectOutcome {
   confirmations?: number;
   report?: HealthReport;
   state?: HealthState;
+  /** Set when deferred (`deferConfirmations`): probe it again after the pause, resuming from this. */
+  later?: ProbeResume;
 }
 
 export interface HealthSweepStats {
@@ -155,7 +181,7 @@ export async function probeAll<P>(opts: ProbeAllOptions<P>): Promise<HealthSweep
     if (o.reconcile) reconcileKeys.push(o.outcome.key);
     if (o.outcome.kind === "skipped") stats.skipped++;
     if (o.outcome.kind === "refused") stats.refused++;
-    if (o.outcome.kind === "probed") {
+    if (o.outcome.kind === "probed" && !opts.resume?.[resumeKey(o.outcome.key)]) {
       stats.probed++;
       if (o.outcome.result?.ok) stats.ok++;
       else stats.failed++;
@@ -192,18 +218,46 @@ async function sweepOne<P>(s: HealthSubject, opts: ProbeAllOptions<P>, slots: Se
     return refused(s, previous, screened, seed);
   }
 
-  let result = await slots.run(() => probeOnce(opts.prober, target, s, opts.now));
+  const resume = opts.resume?.[resumeKey(s.key)];
+  let result = resume?.result ?? (await slots.run(() => probeOnce(opts.prober, target, s, opts.now)));
   if (result.refused) return refused(s, previous, result.refused, seed);
 
-  let probe: ProbeOutcome = { ok: result.ok, latencyMs: result.latencyMs, at: opts.now() };
-  let recorded: RecordResult = recordProbe(previous, probe, s.thresholds, seed);
+  let probe: ProbeOutcome = {
+    ok: result.ok,
+    latencyMs: result.latencyMs,
+    at: resume ? new Date(resume.at) : opts.now(),
+  };
+  let rechecks = resume?.rechecks ?? 0;
+  // Probes this invocation made after the first.
+  let made = 0;
+  const confirmations = [...(resume?.confirmations ?? [])];
+  let recorded: RecordResult = recordProbe(previous, { ...probe, confirmations }, s.thresholds, seed);
+  // A resumed Proxy's pause was its message's delay.
+  let paused = resume !== undefined;
+  const pause = async () => {
+    if (paused) paused = false;
+    else if (opts.deferConfirmations) return false;
+    else await sleep(opts.confirmDelayMs ?? defaultConfirmDelayMs);
+    return true;
+  };
+  const later = (): Swept => ({
+    outcome: {
+      key: s.key,
+      kind: "probed",
+      result,
+      confirmations: made,
+      later: { result, at: +probe.at, confirmations, rechecks },
+    },
+    reconcile: false,
+    suppressed: false,
+  });
   // A result against the verdict is checked once more; a second probe that agrees with the
   // verdict is recorded instead, and a blip writes nothing (state.ts).
-  let rechecks = 0;
-  if (recorded.recheck) {
-    await sleep(opts.confirmDelayMs ?? defaultConfirmDelayMs);
+  if (recorded.recheck && rechecks === 0) {
+    if (!(await pause())) return later();
     const again = await slots.run(() => probeOnce(opts.prober, target, s, opts.now));
     rechecks++;
+    made++;
     if (!again.refused && again.ok !== result.ok) {
       result = again;
       probe = { ok: again.ok, latencyMs: again.latencyMs, at: opts.now() };
@@ -211,13 +265,14 @@ async function sweepOne<P>(s: HealthSubject, opts: ProbeAllOptions<P>, slots: Se
     }
   }
   // A latency outside the band is confirmed by more probes before it is reported (state.ts).
-  const confirmations: number[] = [];
   while (recorded.confirm) {
-    await sleep(opts.confirmDelayMs ?? defaultConfirmDelayMs);
+    if (!(await pause())) return later();
     const again = await slots.run(() => probeOnce(opts.prober, target, s, opts.now));
     if (!again.ok || again.refused) break;
+    made++;
     confirmations.push(again.latencyMs);
-    recorded = recordProbe(previous, { ...probe, at: opts.now(), confirmations }, s.thresholds, seed);
+    probe.at = opts.now();
+    recorded = recordProbe(previous, { ...probe, confirmations }, s.thresholds, seed);
   }
   // A latency report changes only latency and time: one patch, no pass (verdicts keep the pass,
   // which writes the condition, the phase and their Events).
@@ -232,7 +287,7 @@ async function sweepOne<P>(s: HealthSubject, opts: ProbeAllOptions<P>, slots: Se
       result,
       state: recorded.state,
       ...(recorded.report ? { report: recorded.report } : {}),
-      ...(confirmations.length + rechecks > 0 ? { confirmations: confirmations.length + rechecks } : {}),
+      ...(made > 0 ? { confirmations: made } : {}),
     },
     patch: healthStatusPatch(
       s.annotation,

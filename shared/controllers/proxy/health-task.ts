@@ -1,10 +1,13 @@
 import {
   applyHealthSweep,
   boundedProber,
+  defaultConfirmDelayMs,
+  type ProbeResume,
   type Prober,
   type ProbeShard,
   probeAll,
   probeShardPlanner,
+  resumeKey,
   type TargetPolicy,
 } from "../../health/index.ts";
 import type { KubeObject } from "../../kube/index.ts";
@@ -56,7 +59,7 @@ export const probeShardTask = "probe";
  * Lambda; a deleted Proxy's series stays on the Node host until the process restarts.
  */
 export function proxyHealthTask(opts: ProxyHealthTaskOptions): SweepTask & {
-  handleShard(ctx: Context, objects: readonly KubeObject[]): Promise<Record<string, number>>;
+  handleShard(ctx: Context, objects: readonly KubeObject[], data?: unknown): Promise<Record<string, number>>;
 } {
   const prober = boundedProber(opts.prober, opts.concurrency);
   const subjectFor = (p: KubeObject) =>
@@ -71,6 +74,7 @@ export function proxyHealthTask(opts: ProxyHealthTaskOptions): SweepTask & {
     proxies: readonly KubeObject[],
     dueFilter: boolean,
     retryConflicts = false,
+    resume?: Record<string, ProbeResume>,
   ): Promise<Record<string, number>> => {
     const started = performance.now();
     const result = await probeAll({
@@ -81,6 +85,17 @@ export function proxyHealthTask(opts: ProxyHealthTaskOptions): SweepTask & {
       concurrency: opts.concurrency,
       ...(dueFilter ? { sweepPeriodSeconds: opts.sweepPeriodSeconds } : {}),
       ...(opts.confirmDelayMs === undefined ? {} : { confirmDelayMs: opts.confirmDelayMs }),
+      // Fanned out, a shard never pauses: a Proxy needing another probe goes into a shard
+      // delayed by the pause, so the invocation's 6 connections serve the next shard meanwhile.
+      deferConfirmations: !!opts.fanOut,
+      resume,
+    });
+    const deferred: KubeObject[] = [];
+    const resumes: Record<string, ProbeResume> = {};
+    result.outcomes.forEach((o, i) => {
+      if (!o.later) return;
+      deferred.push(proxies[i]!);
+      resumes[resumeKey(o.key)] = o.later;
     });
     const probedAt = ctx.clock.now().getTime() / 1000;
     for (const o of result.outcomes) {
@@ -120,6 +135,13 @@ export function proxyHealthTask(opts: ProxyHealthTaskOptions): SweepTask & {
       }
       retried = await probeAndApply(ctx, fresh, false, false);
     }
+    // Sent last: if it fails, the executor logs and counts the shard's failure; what was probed
+    // is written already, and a Proxy that was to be probed again is probed at its next turn.
+    if (deferred.length > 0)
+      await ctx.queue.send(
+        [shardMessage(`${Date.now()}-re`, deferred, resumes)],
+        Math.ceil((opts.confirmDelayMs ?? defaultConfirmDelayMs) / 1e3),
+      );
     return {
       retried: countOf(retried?.probed),
       probed: result.stats.probed + countOf(retried?.probed),
@@ -129,6 +151,7 @@ export function proxyHealthTask(opts: ProxyHealthTaskOptions): SweepTask & {
       reports: result.stats.reports + countOf(retried?.reports),
       confirmations: result.stats.confirmations + countOf(retried?.confirmations),
       writes: applied.written + countOf(retried?.writes),
+      deferred: deferred.length,
       // Conflicts of the first round were retried; what is left is the retry's.
       writeConflicts: retried ? countOf(retried.writeConflicts) : applied.conflicts,
       writeErrors: applied.failed + countOf(retried?.writeErrors),
@@ -163,14 +186,8 @@ export function proxyHealthTask(opts: ProxyHealthTaskOptions): SweepTask & {
       const sendShards = async (shards: readonly ProbeShard<KubeObject>[]) => {
         for (const shard of shards) {
           const i = counts.shards + counts.shardErrors;
-          const message: Message = {
-            request: { controller: proxyControllerName, name: `__shard-${probeShardTask}-${stamp}-${i}` },
-            attempt: 0,
-            trigger: { kind: "shard", reason: probeShardTask },
-            shard: { task: probeShardTask, objects: shard.objects },
-          };
           try {
-            await ctx.queue.send([message], shard.delaySeconds);
+            await ctx.queue.send([shardMessage(`${stamp}-${i}`, shard.objects)], shard.delaySeconds);
             counts.shards++;
             counts.planned += shard.objects.length;
           } catch (err) {
@@ -198,6 +215,14 @@ export function proxyHealthTask(opts: ProxyHealthTaskOptions): SweepTask & {
         },
       };
     },
-    handleShard: (ctx, objects) => probeAndApply(ctx, objects, false, true),
+    handleShard: (ctx, objects, data) =>
+      probeAndApply(ctx, objects, false, true, data as Record<string, ProbeResume> | undefined),
   };
 }
+
+const shardMessage = (id: string, objects: KubeObject[], data?: Record<string, ProbeResume>): Message => ({
+  request: { controller: proxyControllerName, name: `__shard-${probeShardTask}-${id}` },
+  attempt: 0,
+  trigger: { kind: "shard", reason: probeShardTask },
+  shard: { task: probeShardTask, objects, ...(data ? { data } : {}) },
+});

@@ -197,8 +197,8 @@ export async function probeAll<P>(opts: ProbeAllOptions<P>): Promise<HealthSweep
 interface Swept {
   outcome: SubjectOutcome;
   patch?: Patch | null;
-  reconcile: boolean;
-  suppressed: boolean;
+  reconcile?: boolean;
+  suppressed?: boolean;
 }
 
 async function sweepOne<P>(s: HealthSubject, opts: ProbeAllOptions<P>, slots: Semaphore): Promise<Swept> {
@@ -206,7 +206,7 @@ async function sweepOne<P>(s: HealthSubject, opts: ProbeAllOptions<P>, slots: Se
   const due =
     !opts.sweepPeriodSeconds || !interval || probeDue(s.key, opts.now(), interval, opts.sweepPeriodSeconds);
   if (s.deleting || !s.proxy || !s.instance || !due) {
-    return { outcome: { key: s.key, kind: "skipped" }, reconcile: false, suppressed: false };
+    return { outcome: { key: s.key, kind: "skipped" } };
   }
   const previous = decodeHealthState(s.annotation);
   const seed: HealthSeed = { ...s.seed, instance: s.instance };
@@ -248,8 +248,6 @@ async function sweepOne<P>(s: HealthSubject, opts: ProbeAllOptions<P>, slots: Se
       confirmations: made,
       later: { result, at: +probe.at, confirmations, rechecks },
     },
-    reconcile: false,
-    suppressed: false,
   });
   // A result against the verdict is checked once more; a second probe that agrees with the
   // verdict is recorded instead, and a blip writes nothing (state.ts).
@@ -332,7 +330,6 @@ function refused(
     outcome: { key: s.key, kind: "refused", state },
     patch: healthStatusPatch(s.annotation, state, s.resourceVersion),
     reconcile: changed,
-    suppressed: false,
   };
 }
 

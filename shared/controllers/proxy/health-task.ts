@@ -1,3 +1,4 @@
+import { mapWithConcurrency } from "../../concurrency/index.ts";
 import {
   applyHealthSweep,
   boundedProber,
@@ -125,15 +126,17 @@ export function proxyHealthTask(opts: ProxyHealthTaskOptions): SweepTask & {
     if (retryConflicts && applied.conflictKeys.length > 0) {
       // A shard carries the Proxies as listed up to a minute ago; a pass may have written one
       // since. Only those are read again and probed once more.
-      const fresh: KubeObject[] = [];
-      for (const key of applied.conflictKeys) {
-        try {
-          fresh.push(await ctx.kube.get(proxyResource, key));
-        } catch {
-          // Gone or unreadable: the next sweep decides.
-        }
-      }
-      retried = await probeAndApply(ctx, fresh, false, false);
+      // Read as wide as probes: one at a time, 20 conflicts held the shard for seconds.
+      const fresh = await mapWithConcurrency(applied.conflictKeys, opts.concurrency, (key) =>
+        // Gone or unreadable: the next sweep decides.
+        ctx.kube.get(proxyResource, key).catch(() => undefined),
+      );
+      retried = await probeAndApply(
+        ctx,
+        fresh.filter((p) => p !== undefined),
+        false,
+        false,
+      );
     }
     // Sent last: if it fails, the executor logs and counts the shard's failure; what was probed
     // is written already, and a Proxy that was to be probed again is probed at its next turn.

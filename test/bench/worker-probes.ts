@@ -16,7 +16,12 @@
  * counted apart as extra: a write conflict's re-probe, a latency confirmation), the probes per
  * minute, the Proxies whose longest wait for a probe stayed within a minute (and within 45 s),
  * and the peak of connections open at once at the forward proxies (every invocation together: an
- * upper bound of one invocation's). Ends with one JSON line `{"bench":"worker-probes",...}`.
+ * upper bound of one invocation's). From the Worker's own pass lines it adds each probe shard's
+ * wall time (p50/p99), what the shards did (probes, confirmations, writes, conflict re-probes), how
+ * many ran at once, and their wall time per probe; from /proc, the CPU seconds per minute of every
+ * process of the bench (workerd, the devcluster, this process with the forward proxies and the
+ * target) and the share of the whole machine that was busy — whoever's work it was.
+ * Ends with one JSON line `{"bench":"worker-probes",...}`.
  *
  * Caveats: wrangler's local runtime is one workerd process on this machine, shared with the API
  * server, etcd, the fixtures and the bench; its queue consumer and isolate are not Cloudflare's

@@ -148,7 +148,7 @@ export function createKubefn(settings: KubefnSettings, ports: KubefnPorts, opera
     const invocationCtx: Context = {
       ...ctx,
       ...(ports.invocationKube ? { kube: ports.invocationKube() } : {}),
-      memo: memo ?? createSweepMemo(INVOCATION_READ_MAX_AGE_SECONDS * 1000, () => ctx.clock.now().getTime()),
+      memo: memo ?? createSweepMemo(INVOCATION_READ_MAX_AGE_SECONDS * 1000),
     };
     return {
       async consume(body) {

@@ -458,8 +458,9 @@ async function createNamespace(
   }
 }
 
-async function getOrUndefined(
-  ctx: PassContext,
+/** The object at `key`, or undefined when there is none. */
+export async function getOrUndefined(
+  ctx: Pick<PassContext, "kube">,
   res: Resource,
   key: ObjectKey,
 ): Promise<KubeObject | undefined> {

@@ -50,7 +50,7 @@ export interface PassContext extends Context {
    * ago. What the controller's decision checked before it reached this reason was in place in
    * those lists, so the pass may skip reading it again. Undefined for every other pass.
    */
-  drift?: string;
+  drift?: string | undefined;
 }
 
 /**

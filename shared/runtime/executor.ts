@@ -161,8 +161,8 @@ export async function runPass(ctx: Context, registry: Registry, message: Message
   const swept = message.listed?.length && isFresh(message, ctx.clock.now());
   const passCtx: PassContext = {
     ...ctx,
-    ...(swept ? { kube: listedReads(ctx.kube, message.listed!) } : {}),
-    ...(swept && message.trigger?.kind === "drift" ? { drift: message.trigger.reason } : {}),
+    // Only the sweep's drift messages carry listed objects, and only drift triggers a reason.
+    ...(swept ? { kube: listedReads(ctx.kube, message.listed!), drift: message.trigger?.reason } : {}),
     request,
     attempt,
     events,

@@ -66,10 +66,9 @@ export function createSweepMemo(maxAgeMs = Infinity, now: () => number = Date.no
       let entry = held.get(key);
       if (!entry || now() - entry.at > maxAgeMs) {
         entry = { at: now(), found: load() };
-        const mine = entry;
-        held.set(key, mine);
+        held.set(key, entry);
         // A failed read is not remembered: the next caller tries again.
-        mine.found.catch(() => held.get(key) === mine && held.delete(key));
+        entry.found.catch(() => held.delete(key));
       }
       return entry.found as Promise<T>;
     },

@@ -12,9 +12,9 @@ import {
   isControlledBy,
   isOwnedBy,
   type KubeObject,
+  keyOf,
   listAll,
   mergeLabels,
-  type ObjectKey,
   type Resource,
   Resources,
   upsertOwnerReference,
@@ -317,10 +317,4 @@ function sameCondition(
     have.reason === want.reason &&
     (ignoreMessage || (have.message ?? "") === want.message)
   );
-}
-
-function keyOf(object: KubeObject): ObjectKey {
-  return object.metadata.namespace
-    ? { namespace: object.metadata.namespace, name: object.metadata.name ?? "" }
-    : { name: object.metadata.name ?? "" };
 }

@@ -36,6 +36,7 @@ import {
   Resources,
 } from "../../shared/kube/index.ts";
 import { clusterInfo, eventually, waitForAuditEvent } from "../setup/cluster.ts";
+import { type FaultProxy, type SeenRequest, startFaultProxy } from "../support/fault-proxy.ts";
 import {
   type ForwardProxy,
   startForwardProxy,
@@ -57,6 +58,8 @@ let harness: TestHarness;
 let forwardProxy: ForwardProxy;
 let target: Target;
 let gce: GceServer;
+/** The Worker's way to the API server: a pass-through that sees every request (no faults). */
+let wire: FaultProxy;
 
 beforeAll(async () => {
   const { httpProxy, adminToken } = clusterInfo();
@@ -74,6 +77,7 @@ beforeAll(async () => {
     startHttpTarget(),
     startGceServer("kubefn-worker-e2e"),
   ]);
+  wire = await startFaultProxy(httpProxy);
 
   harness = createTestHarness({
     root,
@@ -82,7 +86,7 @@ beforeAll(async () => {
         configPath: "wrangler.toml",
         // Drift lists and decisions at every cron tick (resync 60), so one tick finds a new Proxy.
         vars: {
-          KUBE_SERVER: httpProxy,
+          KUBE_SERVER: wire.url,
           PROXY_RESYNC_SECONDS: "60",
           GCE_PROJECT: "kubefn-worker-e2e",
           GCE_ZONES: "us-central1-a",
@@ -103,7 +107,7 @@ beforeAll(async () => {
 
 afterAll(async () => {
   await harness?.close();
-  await Promise.all([forwardProxy?.close(), target?.close(), gce?.close()]);
+  await Promise.all([forwardProxy?.close(), target?.close(), gce?.close(), wire?.close()]);
   await kube?.delete(Resources.Namespace, { name: namespace }).catch(() => undefined);
 });
 
@@ -167,6 +171,99 @@ const postEvents = (body: string, headers: Record<string, string>) =>
     body,
   });
 
+/** One cron run: the API requests seen while it ran and its `sweep` log line. */
+async function cronRun(): Promise<{ requests: SeenRequest[]; sweep: Record<string, unknown> }> {
+  const logs = workerLogs().length;
+  const from = wire.seen().length;
+  const result = await harness.getWorker().scheduled({ cron: "* * * * *", scheduledTime: new Date() });
+  expect(result.outcome).toBe("ok");
+  const requests = wire.seen().slice(from);
+  const sweep = await eventually(async () => workerLogs().slice(logs).find((l) => l.msg === "sweep"), {
+    timeoutMs: 10_000,
+    what: "the cron run's sweep line",
+  });
+  return { requests, sweep };
+}
+
+/** The messages a sweep line reports: `<controller>:<reason>` per message, and probe shards. */
+function sweptMessages(sweep: Record<string, unknown>): string[] {
+  const out: string[] = [];
+  for (const [field, value] of Object.entries(sweep)) {
+    if (typeof value === "string") {
+      const due = /, (\d+) due(?: \((.*)\))?$/.exec(value);
+      if (!due || due[1] === "0") continue;
+      for (const reason of (due[2] ?? "").split(" ")) {
+        const [label, n] = reason.split("=");
+        for (let i = 0; i < Number(n); i++) out.push(`${field}:${label}`);
+      }
+    } else if (field === "proxy-health" && typeof value === "object" && value !== null) {
+      const shards = (value as { shards?: number }).shards ?? 0;
+      for (let i = 0; i < shards; i++) out.push("proxy-health:shard");
+    }
+  }
+  return out;
+}
+
+/** Waits until `n` pass lines have been logged since log line `from` (a run's messages ran). */
+async function passesRan(from: number, n: number): Promise<void> {
+  await eventually(
+    async () => (workerLogs().slice(from).filter((l) => l.msg === "pass").length >= n ? true : undefined),
+    { timeoutMs: 30_000, intervalMs: 200, what: `${n} passes` },
+  );
+}
+
+/** Fires the cron until a run sends nothing, letting the passes of each run that did finish first. */
+async function quietRun(): Promise<void> {
+  const seen: string[] = [];
+  for (let i = 0; i < 20; i++) {
+    const from = workerLogs().length;
+    const messages = sweptMessages((await cronRun()).sweep);
+    if (messages.length === 0) return;
+    seen.push(messages.join(","));
+    await passesRan(from, messages.length);
+  }
+  throw new Error(`the cron kept sending messages: ${seen.join("; ")}`);
+}
+
+/**
+ * `n` cron runs that send nothing, each with the API requests seen while it ran. A run that sends
+ * a safety-net pass (a day's spread: a minute's share of the objects) is skipped, once its passes
+ * ran; any other message is drift where nothing changed, and is returned.
+ */
+async function steadyRuns(
+  n: number,
+): Promise<{ perRun: number[]; last: SeenRequest[]; drift: string[]; safetyNet: number }> {
+  const perRun: number[] = [];
+  const drift: string[] = [];
+  let last: SeenRequest[] = [];
+  let safetyNet = 0;
+  for (let i = 0; perRun.length < n; i++) {
+    if (i >= 4 * n) throw new Error(`no ${n} quiet cron runs in ${i}: drift ${drift.join(", ")}`);
+    const from = workerLogs().length;
+    const run = await cronRun();
+    const messages = sweptMessages(run.sweep);
+    if (messages.length > 0) {
+      const other = messages.filter((m) => !m.endsWith(":safety-net"));
+      if (other.length === 0) safetyNet++;
+      drift.push(...other);
+      await passesRan(from, messages.length);
+      continue;
+    }
+    perRun.push(run.requests.length);
+    last = run.requests;
+  }
+  return { perRun, last, drift, safetyNet };
+}
+
+function countPaths(requests: readonly SeenRequest[]): Record<string, number> {
+  const out: Record<string, number> = {};
+  for (const r of requests) {
+    const key = `${r.method} ${r.path.split("?")[0]}`;
+    out[key] = (out[key] ?? 0) + 1;
+  }
+  return out;
+}
+
 describe("kubefn on Cloudflare Workers (workerd, real API server)", () => {
   it("answers health checks and refuses unauthenticated batches", async () => {
     expect((await harness.fetch("/healthz")).status).toBe(200);
@@ -225,6 +322,57 @@ describe("kubefn on Cloudflare Workers (workerd, real API server)", () => {
     const p = await provisioned("px-audit");
     expect(writtenByWorker(p)).toBe(true);
   });
+
+  it("steady state: a cron run sends no message and the same API requests for 5 and for 20 External Proxies", async () => {
+    const names = (from: number, to: number) => Array.from({ length: to - from }, (_, i) => `steady-${from + i}`);
+    const logs = workerLogs().length;
+    const converge = async (created: string[]) => {
+      for (const name of created) await kube.create<Proxy>(proxyResource, externalProxy(name));
+      // No event: the cron alone finds them (drift reason generation) and their passes converge them.
+      await cronRun();
+      for (const name of created) await provisioned(name);
+      await quietRun();
+    };
+    // Beside them in both windows, a Managed Proxy: its Pod is in the provider list the drift reads.
+    await kube.create<Proxy>(proxyResource, {
+      ...externalProxy("steady-managed"),
+      spec: { mode: "Managed", provider: "kubernetes" },
+    } as Proxy);
+    await cronRun();
+    await eventually(async () => ((await getProxy("steady-managed")).status?.phase === "Ready" ? true : undefined), {
+      timeoutMs: 60_000,
+      intervalMs: 250,
+      what: "steady-managed Ready",
+    });
+    await converge(names(0, 5));
+    const five = await steadyRuns(3);
+    await converge(names(5, 20));
+    const twenty = await steadyRuns(3);
+    console.log(
+      `worker steady state, requests per cron run: 5 External Proxies ${five.perRun.join("/")}, 20 ${twenty.perRun.join("/")}; ` +
+        `drift messages ${five.drift.length}/${twenty.drift.length} (safety-net runs skipped ${five.safetyNet}/${twenty.safetyNet}); ` +
+        `requests of one run at 20: ${JSON.stringify(countPaths(twenty.last))}`,
+    );
+    expect(five.drift).toEqual([]);
+    expect(twenty.drift).toEqual([]);
+    expect(twenty.perRun).toEqual(five.perRun);
+    // Lists only: no request names one Proxy.
+    expect(twenty.last.filter((r) => r.method !== "GET" || !r.path.includes("limit="))).toEqual([]);
+    // Every list the drift needs was allowed and answered (a failed list would leave it blind).
+    expect(workerLogs().slice(logs).filter((l) => l.level === "error")).toEqual([]);
+
+    await kube.delete(proxyResource, { namespace, name: "steady-managed" });
+    await eventually(
+      async () => {
+        await cronRun();
+        return getProxy("steady-managed").then(
+          () => undefined,
+          (err: unknown) => (isNotFound(err) ? true : Promise.reject(err)),
+        );
+      },
+      { timeoutMs: 60_000, intervalMs: 500, what: "steady-managed gone" },
+    );
+  }, 180_000);
 
   it("one event drives a Managed Proxy to Ready through delayed follow-ups, one more deletes it", async () => {
     const created = await kube.create<Proxy>(proxyResource, {

@@ -15,7 +15,10 @@
  *   `GCE_CREDENTIALS` secret signs its JWT with workerd's Web Crypto against a local GCE-shaped
  *   server, and deletion holds the finalizer until the VM is gone;
  * - probes fan out: the sweep sends probe-shard messages (delayed to each Proxy's phase), the
- *   queue consumer probes them, never more than 6 at once, even when 12 fall due together.
+ *   queue consumer probes them, never more than 6 at once, even when 12 fall due together;
+ * - steady state costs nothing per object: once 5, then 20 External Proxies (beside a Managed
+ *   Proxy and a SubPool) have converged, a cron run sends no message and makes the same number of
+ *   API requests (lists per kind, counted on the wire by a pass-through in front of the API server).
  */
 
 import { createServer } from "node:http";
@@ -26,6 +29,7 @@ import { signBatch } from "../../functions/intake/index.ts";
 import { installCrdsAndRbac, serviceAccountToken } from "../../functions/node/install.ts";
 import { type Proxy as ProxyObject, proxyResource } from "../../shared/controllers/proxy/api.ts";
 import { ownerTagKey } from "../../shared/controllers/proxy/providers/provider.ts";
+import { subPoolNamespaceName, subPoolResource } from "../../shared/controllers/subpool/api.ts";
 import {
   createFetchTransport,
   createKube,
@@ -178,10 +182,16 @@ async function cronRun(): Promise<{ requests: SeenRequest[]; sweep: Record<strin
   const result = await harness.getWorker().scheduled({ cron: "* * * * *", scheduledTime: new Date() });
   expect(result.outcome).toBe("ok");
   const requests = wire.seen().slice(from);
-  const sweep = await eventually(async () => workerLogs().slice(logs).find((l) => l.msg === "sweep"), {
-    timeoutMs: 10_000,
-    what: "the cron run's sweep line",
-  });
+  const sweep = await eventually(
+    async () =>
+      workerLogs()
+        .slice(logs)
+        .find((l) => l.msg === "sweep"),
+    {
+      timeoutMs: 10_000,
+      what: "the cron run's sweep line",
+    },
+  );
   return { requests, sweep };
 }
 
@@ -207,7 +217,12 @@ function sweptMessages(sweep: Record<string, unknown>): string[] {
 /** Waits until `n` pass lines have been logged since log line `from` (a run's messages ran). */
 async function passesRan(from: number, n: number): Promise<void> {
   await eventually(
-    async () => (workerLogs().slice(from).filter((l) => l.msg === "pass").length >= n ? true : undefined),
+    async () =>
+      workerLogs()
+        .slice(from)
+        .filter((l) => l.msg === "pass").length >= n
+        ? true
+        : undefined,
     { timeoutMs: 30_000, intervalMs: 200, what: `${n} passes` },
   );
 }
@@ -323,8 +338,9 @@ describe("kubefn on Cloudflare Workers (workerd, real API server)", () => {
     expect(writtenByWorker(p)).toBe(true);
   });
 
-  it("steady state: a cron run sends no message and the same API requests for 5 and for 20 External Proxies", async () => {
-    const names = (from: number, to: number) => Array.from({ length: to - from }, (_, i) => `steady-${from + i}`);
+  it("steady state: a cron run sends no message and the same API requests for 5 and for 20 External Proxies (beside a Managed Proxy and a SubPool)", async () => {
+    const names = (from: number, to: number) =>
+      Array.from({ length: to - from }, (_, i) => `steady-${from + i}`);
     const logs = workerLogs().length;
     const converge = async (created: string[]) => {
       for (const name of created) await kube.create<Proxy>(proxyResource, externalProxy(name));
@@ -333,17 +349,46 @@ describe("kubefn on Cloudflare Workers (workerd, real API server)", () => {
       for (const name of created) await provisioned(name);
       await quietRun();
     };
-    // Beside them in both windows, a Managed Proxy: its Pod is in the provider list the drift reads.
+    // Beside them in both windows: a Managed Proxy, whose Pod is in the provider list the drift
+    // reads, and a SubPool, whose owned objects are listed per page of SubPools.
+    const pool = `steady-${namespace}`;
     await kube.create<Proxy>(proxyResource, {
       ...externalProxy("steady-managed"),
       spec: { mode: "Managed", provider: "kubernetes" },
     } as Proxy);
-    await cronRun();
-    await eventually(async () => ((await getProxy("steady-managed")).status?.phase === "Ready" ? true : undefined), {
-      timeoutMs: 60_000,
-      intervalMs: 250,
-      what: "steady-managed Ready",
+    await kube.create(subPoolResource, {
+      apiVersion: `${subPoolResource.group}/${subPoolResource.version}`,
+      kind: "SubPool",
+      metadata: { name: pool },
+      spec: {
+        exposure: { mode: "Internal" },
+        storage: { size: "1Gi" },
+        cpa: {
+          image: "ghcr.io/subrelay/cpa:1.4.0",
+          resources: { requests: { cpu: "100m", memory: "64Mi" } },
+        },
+        cpaManager: {
+          image: "ghcr.io/subrelay/cpa-manager:1.4.0",
+          resources: { requests: { cpu: "100m", memory: "64Mi" } },
+        },
+      },
     });
+    // The pool's Pod turns ready on the StatefulSet controller's time: a change a pass must write,
+    // so the windows start after it.
+    await eventually(
+      async () => {
+        await cronRun();
+        const sts = await kube
+          .get<KubeObject>(Resources.StatefulSet, {
+            namespace: subPoolNamespaceName(pool),
+            name: `${pool}-cpa-manager`,
+          })
+          .catch(() => undefined);
+        const ready = (sts?.status as { readyReplicas?: number } | undefined)?.readyReplicas === 1;
+        return ready && (await getProxy("steady-managed")).status?.phase === "Ready" ? true : undefined;
+      },
+      { timeoutMs: 90_000, intervalMs: 500, what: `${pool}'s StatefulSet and steady-managed ready` },
+    );
     await converge(names(0, 5));
     const five = await steadyRuns(3);
     await converge(names(5, 20));
@@ -359,18 +404,29 @@ describe("kubefn on Cloudflare Workers (workerd, real API server)", () => {
     // Lists only: no request names one Proxy.
     expect(twenty.last.filter((r) => r.method !== "GET" || !r.path.includes("limit="))).toEqual([]);
     // Every list the drift needs was allowed and answered (a failed list would leave it blind).
-    expect(workerLogs().slice(logs).filter((l) => l.level === "error")).toEqual([]);
+    expect(
+      workerLogs()
+        .slice(logs)
+        .filter((l) => l.level === "error" && String(l.msg).startsWith("sweep")),
+    ).toEqual([]);
 
+    // Their finalizers are the Worker's to run.
     await kube.delete(proxyResource, { namespace, name: "steady-managed" });
+    await kube.delete(subPoolResource, { name: pool });
+    const gone = (get: Promise<unknown>) =>
+      get.then(
+        () => false,
+        (err: unknown) => (isNotFound(err) ? true : Promise.reject(err)),
+      );
     await eventually(
       async () => {
         await cronRun();
-        return getProxy("steady-managed").then(
-          () => undefined,
-          (err: unknown) => (isNotFound(err) ? true : Promise.reject(err)),
-        );
+        return (await gone(getProxy("steady-managed"))) &&
+          (await gone(kube.get(subPoolResource, { name: pool })))
+          ? true
+          : undefined;
       },
-      { timeoutMs: 60_000, intervalMs: 500, what: "steady-managed gone" },
+      { timeoutMs: 90_000, intervalMs: 500, what: `steady-managed and ${pool} gone` },
     );
   }, 180_000);
 

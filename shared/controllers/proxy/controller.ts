@@ -48,6 +48,7 @@ export function proxyController(deps: ProxyControllerDeps): ControllerDefinition
         [ProxyConditionType.Healthy]: "positive",
         [ProxyConditionType.QuotaExceeded]: "negative",
         [ProxyConditionType.PermanentError]: "negative",
+        [ProxyConditionType.ProbeTimeoutCapped]: "negative",
       },
       progressReasons: [ProxyReason.Provisioning, ProxyReason.Replacing, ProxyReason.Deleting],
     },

@@ -6,7 +6,14 @@
 import type { HealthSubject, TargetPolicy } from "../../health/index.ts";
 import { storedHealthOf } from "../../health/index.ts";
 import type { KubeObject } from "../../kube/index.ts";
-import { ProxyConditionType, ProxyMode, type Proxy as ProxyObject, ProxyReason, parseProxy } from "./api.ts";
+import {
+  ProxyConditionType,
+  ProxyMode,
+  type Proxy as ProxyObject,
+  ProxyReason,
+  parseProxy,
+  probeTimeoutSeconds,
+} from "./api.ts";
 import { conditionOf, reportedLatencyFields } from "./status.ts";
 
 /** Port a Managed proxy listens on (providers start the proxy there). */
@@ -85,7 +92,7 @@ export function proxyHealthSubject(object: KubeObject, options: HealthSubjectOpt
     probe: {
       url: hc.probeURL,
       expectedStatus: hc.expectedStatus,
-      timeoutMs: hc.timeoutSeconds * 1000,
+      timeoutMs: probeTimeoutSeconds(hc) * 1000,
       intervalSeconds: hc.intervalSeconds,
     },
     thresholds: {

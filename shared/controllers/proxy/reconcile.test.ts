@@ -13,6 +13,8 @@ import type { Message } from "../../runtime/types.ts";
 import { proxyFinalizer, proxyResource, proxySpecHashAnnotation } from "./api.ts";
 import { proxySpecHash } from "./cloud-init.ts";
 import { proxyController } from "./controller.ts";
+import { proxyDriftReason } from "./drift.ts";
+import { proxyHealthSubject } from "./health-subject.ts";
 import {
   type CreateRequest,
   type Instance,
@@ -188,6 +190,11 @@ const conditionsOf = (o: KubeObject) =>
       (c) => [c.type, `${c.status}/${c.reason}`],
     ),
   );
+/** As a pass at this generation left it: only what the drift decides on differs. */
+const stamped = (o: KubeObject): KubeObject => ({
+  ...o,
+  status: { observedGeneration: o.metadata.generation, ip: "203.0.113.7" },
+});
 const outcomeOf = (o: Outcome) =>
   o.kind === "requeue"
     ? `requeue ${o.afterSeconds}`
@@ -536,6 +543,44 @@ describe("proxy reconcile: health a tenant cannot forge", () => {
     const stored = w.stored();
     expect((stored.status as { phase?: string }).phase).not.toBe("Ready");
     expect(conditionsOf(stored).Healthy ?? "absent").not.toMatch(/^True/);
+  });
+});
+
+describe("proxy reconcile: a probe timeout stored before the 30 s cap", () => {
+  const slow = { ...healthCheck, intervalSeconds: 60, timeoutSeconds: 300 };
+  const spec = { mode: "External", endpoint: { host: "203.0.113.7", port: 3128 }, healthCheck: slow };
+
+  it("is parsed, probed with the cap and reported: ProbeTimeoutCapped=True/TimeoutOutOfRange and a Warning Event; the drift sees it until then", async () => {
+    const w = world({ finalizer: false, spec });
+    const shared = { instances: new Map(), providers: new Set<string>(), desiredHash: async () => "" };
+    expect(await proxyDriftReason(stamped(w.stored()), shared)).toBe("probe-timeout");
+    await w.converge();
+    const stored = w.stored();
+    expect(conditionsOf(stored)).toMatchObject({ ProbeTimeoutCapped: "True/TimeoutOutOfRange" });
+    const condition = (stored.status as { conditions: { type: string; message: string }[] }).conditions.find(
+      (c) => c.type === "ProbeTimeoutCapped",
+    );
+    expect(condition?.message).toContain("probes give up after 30 s");
+    expect(proxyHealthSubject(stored).probe.timeoutMs).toBe(30_000);
+    const events = (await w.kube.list(Resources.Event)).items;
+    expect(events).toEqual([expect.objectContaining({ type: "Warning", reason: "TimeoutOutOfRange" })]);
+    expect(await proxyDriftReason(stored, shared)).toBeUndefined();
+  });
+
+  it("a timeout within the cap but above the interval is capped at the interval; a fixed spec drops the condition", async () => {
+    const w = world({
+      finalizer: false,
+      spec: { ...spec, healthCheck: { ...slow, intervalSeconds: 10, timeoutSeconds: 20 } },
+    });
+    await w.converge();
+    expect(proxyHealthSubject(w.stored()).probe.timeoutMs).toBe(10_000);
+    expect(conditionsOf(w.stored())).toMatchObject({ ProbeTimeoutCapped: "True/TimeoutOutOfRange" });
+    const fixed = w.stored();
+    fixed.spec = { ...spec, healthCheck: { ...slow, timeoutSeconds: 5 } };
+    fixed.metadata.generation = 2;
+    w.kube.seed(proxyResource, fixed);
+    await w.converge();
+    expect(conditionsOf(w.stored()).ProbeTimeoutCapped).toBeUndefined();
   });
 });
 

@@ -1,3 +1,9 @@
+export {
+  allowListReasons,
+  defaultInstanceAllowList,
+  type InstanceAllowList,
+  instanceRefusal,
+} from "./allow-list.ts";
 export * from "./api.ts";
 export {
   CloudInitError,

@@ -546,6 +546,60 @@ describe("proxy reconcile: health a tenant cannot forge", () => {
   });
 });
 
+describe("attack: a tenant chooses what kubefn's identity runs (image, machine type, zone)", () => {
+  it.each([
+    ["an image of their own", { image: "evil.example/miner:1" }, "ImageNotAllowed"],
+    ["a GPU machine type", { machineType: "a2-ultragpu-8g" }, "MachineTypeNotAllowed"],
+    [
+      "a machine type path of another zone",
+      { machineType: "zones/us-east1-b/machineTypes/e2-micro" },
+      "MachineTypeNotAllowed",
+    ],
+  ])(
+    "%s: nothing is created; PermanentError, Provisioned=False, phase Failed, a Warning Event",
+    async (_name, instance, reason) => {
+      const w = world({ spec: { mode: "Managed", provider: "fake", instance } });
+      await w.converge();
+      expect(w.provider.calls.filter((c) => c.method === "create")).toEqual([]);
+      expect(conditionsOf(w.stored())).toMatchObject({
+        PermanentError: `True/${reason}`,
+        Provisioned: "False/PermanentError",
+      });
+      expect(w.stored().status).toMatchObject({ phase: "Failed" });
+      const events = (await w.kube.list(Resources.Event)).items;
+      expect(events).toEqual(expect.arrayContaining([expect.objectContaining({ type: "Warning", reason })]));
+    },
+  );
+
+  it("the operator's allow-list admits what it names (a trailing * matches by prefix); naming nothing is the provider's default", async () => {
+    for (const instance of [{ image: "registry.example/proxy:2", machineType: "n2-standard-2" }, {}]) {
+      const kube = new FakeKube();
+      kube.seed(proxyResource, proxyObject({ spec: { mode: "Managed", provider: "fake", instance } }));
+      const provider = new FakeProvider();
+      const def = proxyController({
+        providers: { fake: provider },
+        instanceAllowList: { images: ["registry.example/*"], machineTypes: ["n2-standard-2"] },
+      });
+      const { ctx } = fakeContext(kube, { now });
+      for (let i = 0; i < 3; i++) await runPass(ctx, createRegistry([def]), message);
+      expect(provider.created).toHaveLength(1);
+    }
+  });
+
+  it("an edit to a refused image keeps the running instance: no delete, no create", async () => {
+    const w = world({
+      spec: { mode: "Managed", provider: "fake", instance: { image: "evil.example/miner:1" } },
+      annotations: { [proxySpecHashAnnotation]: await hashOf() },
+      status: { providerID: instanceId, ip: "10.1.2.3" },
+    });
+    w.provider.put({ id: instanceId, state: "Running", ip: "10.1.2.3", tags: {} });
+    await w.converge();
+    expect(w.provider.methods().filter((m) => m === "create" || m === "delete")).toEqual([]);
+    expect(w.provider.instances.has(instanceId)).toBe(true);
+    expect(conditionsOf(w.stored()).PermanentError).toBe("True/ImageNotAllowed");
+  });
+});
+
 describe("proxy reconcile: a probe timeout stored before the 30 s cap", () => {
   const slow = { ...healthCheck, intervalSeconds: 60, timeoutSeconds: 300 };
   const spec = { mode: "External", endpoint: { host: "203.0.113.7", port: 3128 }, healthCheck: slow };

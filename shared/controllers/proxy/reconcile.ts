@@ -4,6 +4,7 @@ import { ReconcileError } from "../../kube/index.ts";
 import type { PassContext } from "../../runtime/index.ts";
 import { failed, type Outcome } from "../../runtime/index.ts";
 import * as z from "../../zod/index.ts";
+import type { InstanceAllowList } from "./allow-list.ts";
 import { ProxyMode, type ProxyStatus, parseProxy } from "./api.ts";
 import { reconcileDelete } from "./delete.ts";
 import { reconcileExternal } from "./external.ts";
@@ -25,7 +26,7 @@ export type ProvidersSource = ProvidersByName | ((ctx: PassContext) => Providers
 export async function reconcileProxy(
   ctx: PassContext,
   object: KubeObject,
-  deps: { providers: ProvidersSource; timings: ProxyTimings },
+  deps: { providers: ProvidersSource; timings: ProxyTimings; allowList: InstanceAllowList },
 ): Promise<Outcome> {
   const parsed = parseProxy(object);
   if (!parsed.success) {
@@ -34,7 +35,15 @@ export async function reconcileProxy(
   const status: ProxyStatus = isRecord(object.status) ? (object.status as ProxyStatus) : {};
   object.status = status;
   const providers = typeof deps.providers === "function" ? deps.providers(ctx) : deps.providers;
-  const pass = { ctx, object, proxy: parsed.data, status, providers, timings: deps.timings };
+  const pass = {
+    ctx,
+    object,
+    proxy: parsed.data,
+    status,
+    providers,
+    timings: deps.timings,
+    allowList: deps.allowList,
+  };
   try {
     if (object.metadata.deletionTimestamp) return await reconcileDelete(pass);
     if (parsed.data.spec.mode === ProxyMode.External) return await reconcileExternal(pass);

@@ -28,9 +28,6 @@ export const defaultInstanceAllowList: InstanceAllowList = {
   machineTypes: ["e2-micro", "e2-small", "e2-medium"],
 };
 
-/** Reasons of the permanent error a refused Proxy latches (PermanentError=True). */
-export const allowListReasons = ["ImageNotAllowed", "MachineTypeNotAllowed", "ZoneNotAllowed"];
-
 /**
  * The refusal of a Proxy's instance shape, or undefined when the allow-list admits it (pure).
  *
@@ -41,10 +38,9 @@ export function instanceRefusal(
   shape: InstanceShape | undefined,
   allow: InstanceAllowList,
 ): ReconcileError | undefined {
-  const asked = [shape?.image, shape?.machineType, shape?.zone];
+  const asked = { image: shape?.image, machineType: shape?.machineType, zone: shape?.zone };
   const lists = [allow.images, allow.machineTypes, allow.zones];
-  for (let i = 0; i < asked.length; i++) {
-    const value = asked[i];
+  for (const [i, [field, value]] of Object.entries(asked).entries()) {
     const list = lists[i];
     if (
       value === undefined ||
@@ -53,11 +49,14 @@ export function instanceRefusal(
     ) {
       continue;
     }
-    const field = ["image", "machineType", "zone"][i];
+    // ImageNotAllowed, MachineTypeNotAllowed, ZoneNotAllowed (see isAllowListRefusal).
     return ReconcileError.permanent(
-      allowListReasons[i]!,
-      `spec.instance.${field} ${JSON.stringify(value)} is not on the operator's allow-list (${list.join(", ") || "empty"})`,
+      `${field[0]!.toUpperCase()}${field.slice(1)}NotAllowed`,
+      `spec.instance.${field} ${JSON.stringify(value)} is not on the operator's allow-list (${list.join(", ")})`,
     );
   }
   return undefined;
 }
+
+/** Whether a reason is one of {@link instanceRefusal}'s. */
+export const isAllowListRefusal = (reason: string): boolean => reason.endsWith("NotAllowed");

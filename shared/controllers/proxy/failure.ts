@@ -1,6 +1,6 @@
 import { ReconcileError } from "../../kube/index.ts";
 import type { ErrorPolicy } from "../../runtime/index.ts";
-import { allowListReasons } from "./allow-list.ts";
+import { isAllowListRefusal } from "./allow-list.ts";
 import { ProxyConditionType, ProxyPhase, ProxyReason, type ProxyStatus } from "./api.ts";
 import { ProviderError } from "./providers/index.ts";
 import { setProvisioned } from "./status.ts";
@@ -25,7 +25,7 @@ export function proxyErrorPolicy(quotaRetrySeconds: number): ErrorPolicy {
     concerns: (err) =>
       err instanceof ProviderError ||
       (err instanceof ReconcileError &&
-        (err.reason === ProxyReason.UnknownProvider || allowListReasons.includes(err.reason))),
+        (err.reason === ProxyReason.UnknownProvider || isAllowListRefusal(err.reason))),
     latch: {
       condition: ProxyConditionType.PermanentError,
       release: "drop",

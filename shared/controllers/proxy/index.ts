@@ -1,8 +1,8 @@
 export {
-  allowListReasons,
   defaultInstanceAllowList,
   type InstanceAllowList,
   instanceRefusal,
+  isAllowListRefusal,
 } from "./allow-list.ts";
 export * from "./api.ts";
 export {

@@ -132,7 +132,7 @@ export function applyHealth(
 /** Why probes of this health check use less than its `timeoutSeconds`, or undefined when they do not. */
 export function probeTimeoutCapped(hc: ProxySpec["healthCheck"]): string | undefined {
   if (!hc || probeTimeoutSeconds(hc) === hc.timeoutSeconds) return undefined;
-  return `healthCheck.timeoutSeconds ${hc.timeoutSeconds} is above ${maxProbeTimeoutSeconds} or intervalSeconds ${hc.intervalSeconds}: probes give up after ${probeTimeoutSeconds(hc)} s`;
+  return `healthCheck.timeoutSeconds ${hc.timeoutSeconds} is above ${maxProbeTimeoutSeconds} or intervalSeconds: probes give up after ${probeTimeoutSeconds(hc)} s`;
 }
 
 /** ProbeTimeoutCapped=True/TimeoutOutOfRange while the stored timeout is out of range; else absent. */

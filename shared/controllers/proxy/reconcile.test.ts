@@ -586,6 +586,23 @@ describe("attack: a tenant chooses what kubefn's identity runs (image, machine t
     }
   });
 
+  it("a zone outside the operator's GCE_ZONES (where no drift list or orphan sweep looks): ZoneNotAllowed", async () => {
+    const kube = new FakeKube();
+    kube.seed(
+      proxyResource,
+      proxyObject({ spec: { mode: "Managed", provider: "fake", instance: { zone: "us-east1-b" } } }),
+    );
+    const provider = new FakeProvider();
+    const def = proxyController({
+      providers: { fake: provider },
+      instanceAllowList: { images: [], machineTypes: [], zones: ["europe-west1-b"] },
+    });
+    const { ctx } = fakeContext(kube, { now });
+    for (let i = 0; i < 3; i++) await runPass(ctx, createRegistry([def]), message);
+    expect(provider.created).toEqual([]);
+    expect(conditionsOf(kube.stored(proxyResource, key)!).PermanentError).toBe("True/ZoneNotAllowed");
+  });
+
   it("an edit to a refused image keeps the running instance: no delete, no create", async () => {
     const w = world({
       spec: { mode: "Managed", provider: "fake", instance: { image: "evil.example/miner:1" } },

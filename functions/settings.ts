@@ -92,9 +92,9 @@ export interface KubefnSettings {
   /**
    * Fan health probes out through the queue, this many Proxies per probe-shard message; unset or
    * 0, the sweep probes in process, once per sweep (an interval below the sweep period is then
-   * rounded up to it). Default 40 on Workers and the Node host; unset on Lambda. On Workers (default 40) a queue batch of up to 10 messages runs in
-   * one invocation, each probe costing a connection and at most one annotation write: 40 keeps a
-   * batch under the paid plan's 1,000 subrequests; on the free plan (50) use 2.
+   * rounded up to it). Default 40 on every platform. On Workers a queue batch of up to 10
+   * messages runs in one invocation, each probe costing a connection and at most one annotation
+   * write: 40 keeps a batch under the paid plan's 1,000 subrequests; on the free plan (50) use 2.
    */
   probeShardSize?: number;
   /**

@@ -52,7 +52,7 @@ export function instanceRefusal(
     // ImageNotAllowed, MachineTypeNotAllowed, ZoneNotAllowed (see isAllowListRefusal).
     return ReconcileError.permanent(
       `${field[0]!.toUpperCase()}${field.slice(1)}NotAllowed`,
-      `spec.instance.${field} ${JSON.stringify(value)} is not on the operator's allow-list (${list.join(", ")})`,
+      `spec.instance.${field} ${JSON.stringify(value)} is not on the operator's allow-list (${list.join(", ") || "empty"})`,
     );
   }
   return undefined;

@@ -47,6 +47,6 @@ export type {
   ProbeResume,
   SubjectOutcome,
 } from "./sweep.ts";
-export { defaultConfirmDelayMs, probeAll, probeDue, resumeKey } from "./sweep.ts";
+export { probeAll, probeDue } from "./sweep.ts";
 export type { IpAddress, RefusalReason, TargetVerdict } from "./target.ts";
 export { checkAddress, checkProbeTarget, parseIpLiteral } from "./target.ts";

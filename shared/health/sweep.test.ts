@@ -4,7 +4,7 @@ import type { Patch } from "../kube/index.ts";
 import { encodeHealthState } from "./annotation.ts";
 import type { ProbeResult, Prober, ProbeTarget } from "./probe.ts";
 import type { HealthState } from "./state.ts";
-import { type HealthSubject, type ProbeResume, probeAll, probeDue, resumeKey } from "./sweep.ts";
+import { type HealthSubject, type ProbeResume, probeAll, probeDue } from "./sweep.ts";
 
 const now = new Date("2026-01-01T00:10:00.000Z");
 const thresholds = { successThreshold: 1, failureThreshold: 2, minReportIntervalSeconds: 60 };
@@ -470,7 +470,7 @@ describe("a result against the verdict is checked once more", () => {
       latencyStatus: (r) => ({ latencyMillis: r.latencyMs, lastHealthCheckTime: r.at }),
     });
     let clock = now.getTime();
-    const step = (resume?: Record<string, ProbeResume>) =>
+    const step = (resume?: ProbeResume[]) =>
       probeAll({
         proxies: [a],
         subjectFor: (s) => s,
@@ -486,16 +486,16 @@ describe("a result against the verdict is checked once more", () => {
     expect(first.annotationPatches).toEqual([]);
     expect(first.stats).toMatchObject({ probed: 1, confirmations: 0, reports: 0 });
     const later1 = first.outcomes[0]!.later!;
-    expect(later1).toMatchObject({ confirmations: [], rechecks: 0, at: now.getTime() });
+    expect(later1).toMatchObject({ confirmations: [] });
     clock += 1000;
-    const second = await step({ [resumeKey(a.key)]: later1 });
+    const second = await step([later1]);
     expect(prober.calls).toHaveLength(2);
     expect(second.annotationPatches).toEqual([]);
     expect(second.stats).toMatchObject({ probed: 0, confirmations: 1 });
     const later2 = second.outcomes[0]!.later!;
     expect(later2.confirmations).toEqual([300]);
     clock += 1000;
-    const third = await step({ [resumeKey(a.key)]: later2 });
+    const third = await step([later2]);
     expect(prober.calls).toHaveLength(3);
     expect(third.outcomes[0]!.later).toBeUndefined();
     expect(third.stats).toMatchObject({ probed: 0, confirmations: 1, reports: 1, writes: 1 });
@@ -510,7 +510,7 @@ describe("a result against the verdict is checked once more", () => {
       n++ === 0 ? { ok: false, latencyMs: 1000 } : { ok: true, latencyMs: 10, status: 200 },
     );
     const a = subject("a", { annotation: encodeHealthState(healthy("a", 10)) });
-    const step = (resume?: Record<string, ProbeResume>) =>
+    const step = (resume?: ProbeResume[]) =>
       probeAll({
         proxies: [a],
         subjectFor: (s) => s,
@@ -522,9 +522,9 @@ describe("a result against the verdict is checked once more", () => {
       });
     const first = await step();
     const later = first.outcomes[0]!.later!;
-    expect(later).toMatchObject({ result: { ok: false }, rechecks: 0 });
+    expect(later).toMatchObject({ result: { ok: false }, confirmations: [] });
     expect(first.annotationPatches).toEqual([]);
-    const second = await step({ [resumeKey(a.key)]: later });
+    const second = await step([later]);
     expect(n).toBe(2);
     expect(second.outcomes[0]!.later).toBeUndefined();
     expect(second.stats).toMatchObject({ probed: 0, confirmations: 1, reports: 0, writes: 0 });

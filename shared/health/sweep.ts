@@ -68,13 +68,13 @@ export interface ProbeAllOptions<P> {
    * interval is longer is probed on every k-th sweep only, k = round(interval / period), at a
    * phase derived from its key, so the load spreads across sweeps without any stored schedule.
    */
-  sweepPeriodSeconds?: number;
+  sweepPeriodSeconds?: number | undefined;
   /**
    * Pause before each latency confirmation probe (see `RecordResult.confirm`), so that the samples
    * do not share one stall of the host; default {@link defaultConfirmDelayMs}. No connection is
    * held meanwhile (the Proxy's place among `concurrency` is).
    */
-  confirmDelayMs?: number;
+  confirmDelayMs?: number | undefined;
   /**
    * Instead of pausing, hand a Proxy that needs another probe (a recheck or a latency
    * confirmation) back as `deferred`, to be probed again after the pause by a later invocation
@@ -82,24 +82,23 @@ export interface ProbeAllOptions<P> {
    * then waits out a pause while its connections stand idle.
    */
   deferConfirmations?: boolean;
-  /** Probes taken so far of deferred Proxies, by `namespace/name`: they resume where they stopped. */
-  resume?: Readonly<Record<string, ProbeResume>> | undefined;
+  /** Probes taken so far of deferred Proxies, by their place in `proxies`: they resume where they stopped. */
+  resume?: readonly (ProbeResume | undefined)[] | undefined;
 }
 
 /**
- * Where a deferred Proxy stopped: the probe recorded so far, when, the confirmation latencies and
- * the rechecks made. Carried in a queue message (written only by kubefn).
+ * Where a deferred Proxy stopped: the probe recorded so far (after its recheck, if one was made)
+ * and the confirmation latencies; its samples are recorded at the time it resumes. Carried in a
+ * queue message (written only by kubefn).
+ *
+ * Caveats: a recheck and a confirmation never wait on one record (a recheck is of a result against
+ * the verdict, a confirmation of a latency change under a healthy one), so a Proxy resumed with a
+ * recorded probe that still asks for a recheck stopped before it.
  */
 export interface ProbeResume {
   result: ProbeResult;
-  /** Epoch ms of the last sample. */
-  at: number;
   confirmations: number[];
-  rechecks: number;
 }
-
-/** The `resume` key of a Proxy. */
-export const resumeKey = (key: ObjectKey) => `${key.namespace ?? ""}/${key.name}`;
 
 /** One second between latency confirmations: longer than a scheduling stall, short for a shard. */
 export const defaultConfirmDelayMs = 1000;
@@ -159,7 +158,7 @@ export async function probeAll<P>(opts: ProbeAllOptions<P>): Promise<HealthSweep
   // Slots are held per probe, not per Proxy: a Proxy pausing between confirmation probes leaves its
   // slot to the others, so confirmations cost probes, not throughput.
   const slots = semaphore(opts.concurrency);
-  const outcomes = await Promise.all(subjects.map((s) => sweepOne(s, opts, slots)));
+  const outcomes = await Promise.all(subjects.map((s, i) => sweepOne(s, opts, slots, opts.resume?.[i])));
 
   const annotationPatches: HealthSweepResult["annotationPatches"] = [];
   const reconcileKeys: ObjectKey[] = [];
@@ -174,12 +173,12 @@ export async function probeAll<P>(opts: ProbeAllOptions<P>): Promise<HealthSweep
     confirmations: 0,
     writes: 0,
   };
-  for (const o of outcomes) {
+  outcomes.forEach((o, i) => {
     if (o.patch) annotationPatches.push({ key: o.outcome.key, patch: o.patch });
     if (o.reconcile) reconcileKeys.push(o.outcome.key);
     if (o.outcome.kind === "skipped") stats.skipped++;
     if (o.outcome.kind === "refused") stats.refused++;
-    if (o.outcome.kind === "probed" && !opts.resume?.[resumeKey(o.outcome.key)]) {
+    if (o.outcome.kind === "probed" && !opts.resume?.[i]) {
       stats.probed++;
       if (o.outcome.result?.ok) stats.ok++;
       else stats.failed++;
@@ -187,7 +186,7 @@ export async function probeAll<P>(opts: ProbeAllOptions<P>): Promise<HealthSweep
     if (o.outcome.report) stats.reports++;
     if (o.suppressed) stats.suppressed++;
     stats.confirmations += o.outcome.confirmations ?? 0;
-  }
+  });
   stats.writes = annotationPatches.length;
   return { annotationPatches, reconcileKeys, stats, outcomes: outcomes.map((o) => o.outcome) };
 }
@@ -199,7 +198,12 @@ interface Swept {
   suppressed?: boolean;
 }
 
-async function sweepOne<P>(s: HealthSubject, opts: ProbeAllOptions<P>, slots: Semaphore): Promise<Swept> {
+async function sweepOne<P>(
+  s: HealthSubject,
+  opts: ProbeAllOptions<P>,
+  slots: Semaphore,
+  resume: ProbeResume | undefined,
+): Promise<Swept> {
   const interval = s.probe.intervalSeconds;
   const due =
     !opts.sweepPeriodSeconds || !interval || probeDue(s.key, opts.now(), interval, opts.sweepPeriodSeconds);
@@ -216,22 +220,34 @@ async function sweepOne<P>(s: HealthSubject, opts: ProbeAllOptions<P>, slots: Se
     return refused(s, previous, screened, seed);
   }
 
-  const resume = opts.resume?.[resumeKey(s.key)];
-  let result = resume?.result ?? (await slots.run(() => probeOnce(opts.prober, target, s, opts.now)));
+  // A prober that throws is a failed probe.
+  const probe1 = () =>
+    slots.run(async (): Promise<ProbeResult> => {
+      const startedAt = +opts.now();
+      try {
+        return await opts.prober.probe({
+          ...target,
+          expectedStatus: s.probe.expectedStatus,
+          timeoutMs: s.probe.timeoutMs,
+        });
+      } catch (err) {
+        return { ok: false, latencyMs: +opts.now() - startedAt, error: describeError(err) };
+      }
+    });
+  let result = resume?.result ?? (await probe1());
   if (result.refused) return refused(s, previous, result.refused, seed);
 
   let probe: ProbeOutcome = {
     ok: result.ok,
     latencyMs: result.latencyMs,
-    at: resume ? new Date(resume.at) : opts.now(),
+    at: opts.now(),
   };
-  let rechecks = resume?.rechecks ?? 0;
   // Probes this invocation made after the first.
   let made = 0;
   const confirmations = [...(resume?.confirmations ?? [])];
   let recorded: RecordResult = recordProbe(previous, { ...probe, confirmations }, s.thresholds, seed);
   // A resumed Proxy's pause was its message's delay.
-  let paused = resume !== undefined;
+  let paused = !!resume;
   const pause = async () => {
     if (paused) paused = false;
     else if (opts.deferConfirmations) return false;
@@ -244,15 +260,14 @@ async function sweepOne<P>(s: HealthSubject, opts: ProbeAllOptions<P>, slots: Se
       kind: "probed",
       result,
       confirmations: made,
-      later: { result, at: +probe.at, confirmations, rechecks },
+      later: { result, confirmations },
     },
   });
   // A result against the verdict is checked once more; a second probe that agrees with the
   // verdict is recorded instead, and a blip writes nothing (state.ts).
-  if (recorded.recheck && rechecks === 0) {
+  if (recorded.recheck) {
     if (!(await pause())) return later();
-    const again = await slots.run(() => probeOnce(opts.prober, target, s, opts.now));
-    rechecks++;
+    const again = await probe1();
     made++;
     if (!again.refused && again.ok !== result.ok) {
       result = again;
@@ -263,7 +278,7 @@ async function sweepOne<P>(s: HealthSubject, opts: ProbeAllOptions<P>, slots: Se
   // A latency outside the band is confirmed by more probes before it is reported (state.ts).
   while (recorded.confirm) {
     if (!(await pause())) return later();
-    const again = await slots.run(() => probeOnce(opts.prober, target, s, opts.now));
+    const again = await probe1();
     if (!again.ok || again.refused) break;
     made++;
     confirmations.push(again.latencyMs);
@@ -283,7 +298,7 @@ async function sweepOne<P>(s: HealthSubject, opts: ProbeAllOptions<P>, slots: Se
       result,
       state: recorded.state,
       ...(recorded.report ? { report: recorded.report } : {}),
-      ...(made > 0 ? { confirmations: made } : {}),
+      confirmations: made,
     },
     patch: healthStatusPatch(
       s.annotation,
@@ -294,24 +309,6 @@ async function sweepOne<P>(s: HealthSubject, opts: ProbeAllOptions<P>, slots: Se
     reconcile: (recorded.report !== undefined && !latencyOnly) || hadRefusal,
     suppressed: recorded.suppressed !== undefined,
   };
-}
-
-async function probeOnce(
-  prober: Prober,
-  target: { proxy: ProxyEndpoint; url: string },
-  s: HealthSubject,
-  now: () => Date,
-): Promise<ProbeResult> {
-  const startedAt = now();
-  try {
-    return await prober.probe({
-      ...target,
-      expectedStatus: s.probe.expectedStatus,
-      timeoutMs: s.probe.timeoutMs,
-    });
-  } catch (err) {
-    return { ok: false, latencyMs: now().getTime() - startedAt.getTime(), error: describeError(err) };
-  }
 }
 
 const sleep = (ms: number) =>

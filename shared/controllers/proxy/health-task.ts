@@ -1,14 +1,11 @@
-import { mapWithConcurrency } from "../../concurrency/index.ts";
 import {
   applyHealthSweep,
   boundedProber,
-  defaultConfirmDelayMs,
   type ProbeResume,
   type Prober,
   type ProbeShard,
   probeAll,
   probeShardPlanner,
-  resumeKey,
 } from "../../health/index.ts";
 import type { KubeObject } from "../../kube/index.ts";
 import type { Context, Message, SweepTask } from "../../runtime/index.ts";
@@ -66,13 +63,12 @@ export function proxyHealthTask(opts: ProxyHealthTaskOptions): SweepTask & {
       ...(opts.minReportIntervalSeconds ? { minReportIntervalSeconds: opts.minReportIntervalSeconds } : {}),
     });
 
-  const countOf = (n: number | undefined) => n ?? 0;
   const probeAndApply = async (
     ctx: Context,
     proxies: readonly KubeObject[],
     dueFilter: boolean,
     retryConflicts = false,
-    resume?: Record<string, ProbeResume>,
+    resume?: ProbeResume[],
   ): Promise<Record<string, number>> => {
     const started = performance.now();
     const result = await probeAll({
@@ -81,29 +77,28 @@ export function proxyHealthTask(opts: ProxyHealthTaskOptions): SweepTask & {
       prober,
       now: () => ctx.clock.now(),
       concurrency: opts.concurrency,
-      ...(dueFilter ? { sweepPeriodSeconds: opts.sweepPeriodSeconds } : {}),
-      ...(opts.confirmDelayMs === undefined ? {} : { confirmDelayMs: opts.confirmDelayMs }),
+      sweepPeriodSeconds: dueFilter ? opts.sweepPeriodSeconds : undefined,
+      confirmDelayMs: opts.confirmDelayMs,
       // Fanned out, a shard never pauses: a Proxy needing another probe goes into a shard
       // delayed by the pause, so the invocation's 6 connections serve the next shard meanwhile.
       deferConfirmations: !!opts.fanOut,
       resume,
     });
     const deferred: KubeObject[] = [];
-    const resumes: Record<string, ProbeResume> = {};
-    result.outcomes.forEach((o, i) => {
-      if (!o.later) return;
-      deferred.push(proxies[i]!);
-      resumes[resumeKey(o.key)] = o.later;
-    });
+    const resumes: ProbeResume[] = [];
     const probedAt = ctx.clock.now().getTime() / 1000;
-    for (const o of result.outcomes) {
-      if (!o.result) continue;
+    result.outcomes.forEach((o, i) => {
+      if (o.later) {
+        deferred.push(proxies[i]!);
+        resumes.push(o.later);
+      }
+      if (!o.result) return;
       ctx.metrics.observe("kubefn_probe_seconds", o.result.latencyMs / 1000, { ok: String(o.result.ok) });
       // True probe recency (seed §6): status.lastHealthCheckTime moves only with a report.
       const proxy = { namespace: o.key.namespace ?? "", name: o.key.name };
       ctx.metrics.gauge("kubefn_proxy_last_probe_timestamp_seconds", probedAt, proxy);
       ctx.metrics.gauge("kubefn_proxy_probe_success", o.result.ok ? 1 : 0, proxy);
-    }
+    });
     const applied = await applyHealthSweep(
       { kube: ctx.kube, queue: ctx.queue },
       proxyResource,
@@ -123,40 +118,35 @@ export function proxyHealthTask(opts: ProxyHealthTaskOptions): SweepTask & {
     if (retryConflicts && applied.conflictKeys.length > 0) {
       // A shard carries the Proxies as listed up to a minute ago; a pass may have written one
       // since. Only those are read again and probed once more.
-      // Read as wide as probes: one at a time, 20 conflicts held the shard for seconds.
-      const fresh = await mapWithConcurrency(applied.conflictKeys, opts.concurrency, (key) =>
-        // Gone or unreadable: the next sweep decides.
-        ctx.kube.get(proxyResource, key).catch(() => undefined),
-      );
-      retried = await probeAndApply(
-        ctx,
-        fresh.filter((p) => p !== undefined),
-        false,
-        false,
-      );
+      const fresh: KubeObject[] = [];
+      for (const key of applied.conflictKeys) {
+        try {
+          fresh.push(await ctx.kube.get(proxyResource, key));
+        } catch {
+          // Gone or unreadable: the next sweep decides.
+        }
+      }
+      retried = await probeAndApply(ctx, fresh, false, false);
     }
     // Sent last: if it fails, the executor logs and counts the shard's failure; what was probed
     // is written already, and a Proxy that was to be probed again is probed at its next turn.
     if (deferred.length > 0)
       await ctx.queue.send(
-        [shardMessage(`${Date.now()}-re`, deferred, resumes)],
-        Math.ceil((opts.confirmDelayMs ?? defaultConfirmDelayMs) / 1e3),
+        [shardMessage(`re${ctx.random()}`, deferred, resumes)],
+        Math.ceil((opts.confirmDelayMs ?? 1e3) / 1e3),
       );
-    return {
-      retried: countOf(retried?.probed),
-      probed: result.stats.probed + countOf(retried?.probed),
-      ok: result.stats.ok + countOf(retried?.ok),
-      failed: result.stats.failed + countOf(retried?.failed),
-      refused: result.stats.refused + countOf(retried?.refused),
-      reports: result.stats.reports + countOf(retried?.reports),
-      confirmations: result.stats.confirmations + countOf(retried?.confirmations),
-      writes: applied.written + countOf(retried?.writes),
-      deferred: deferred.length,
+    const counts: Record<string, number> = {
+      ...result.stats,
+      writes: applied.written,
+      writeErrors: applied.failed,
       // Conflicts of the first round were retried; what is left is the retry's.
-      writeConflicts: retried ? countOf(retried.writeConflicts) : applied.conflicts,
-      writeErrors: applied.failed + countOf(retried?.writeErrors),
-      ms: Math.round(performance.now() - started),
+      writeConflicts: retried ? 0 : applied.conflicts,
+      retried: retried?.probed ?? 0,
     };
+    // The retry's own `retried` is 0 and its `ms` is overwritten below.
+    for (const k in retried) counts[k] = (counts[k] ?? 0) + retried[k]!;
+    counts.ms = Math.round(performance.now() - started);
+    return counts;
   };
 
   return {
@@ -216,11 +206,11 @@ export function proxyHealthTask(opts: ProxyHealthTaskOptions): SweepTask & {
       };
     },
     handleShard: (ctx, objects, data) =>
-      probeAndApply(ctx, objects, false, true, data as Record<string, ProbeResume> | undefined),
+      probeAndApply(ctx, objects, false, true, data as ProbeResume[] | undefined),
   };
 }
 
-const shardMessage = (id: string, objects: KubeObject[], data?: Record<string, ProbeResume>): Message => ({
+const shardMessage = (id: string, objects: KubeObject[], data?: ProbeResume[]): Message => ({
   request: { controller: proxyControllerName, name: `__shard-${probeShardTask}-${id}` },
   attempt: 0,
   trigger: { kind: "shard", reason: probeShardTask },

@@ -1,6 +1,7 @@
 import {
   applyHealthSweep,
   boundedProber,
+  defaultConfirmDelayMs,
   type Prober,
   type ProbeShard,
   probeAll,
@@ -81,6 +82,9 @@ export function proxyHealthTask(opts: ProxyHealthTaskOptions): SweepTask & {
       concurrency: opts.concurrency,
       ...(dueFilter ? { sweepPeriodSeconds: opts.sweepPeriodSeconds } : {}),
       ...(opts.confirmDelayMs === undefined ? {} : { confirmDelayMs: opts.confirmDelayMs }),
+      // A shard's Proxies share one second: spread over it, they are measured one by one, not as a
+      // burst (the confirmation pause is that scale, and 0 in tests).
+      ...(dueFilter ? {} : { spreadMs: opts.confirmDelayMs ?? defaultConfirmDelayMs }),
     });
     const probedAt = ctx.clock.now().getTime() / 1000;
     for (const o of result.outcomes) {

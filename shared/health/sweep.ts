@@ -277,8 +277,7 @@ async function probeOnce(
   }
 }
 
-const sleep = (ms: number) =>
-  ms > 0 ? new Promise<void>((resolve) => setTimeout(resolve, ms)) : Promise.resolve();
+const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
 function refused(
   s: HealthSubject,

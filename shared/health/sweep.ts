@@ -246,7 +246,7 @@ async function sweepOne<P>(
       result,
       state: recorded.state,
       ...(recorded.report ? { report: recorded.report } : {}),
-      ...(confirmations.length + rechecks > 0 ? { confirmations: confirmations.length + rechecks } : {}),
+      confirmations: confirmations.length + rechecks,
     },
     patch: healthStatusPatch(
       s.annotation,

@@ -49,6 +49,8 @@ interface WireCall {
   method: string;
   path: string;
   body: string;
+  /** The API server's answer (409: a guarded write met a newer resourceVersion). */
+  code?: number;
 }
 
 /** A plain-HTTP pass-through to `upstream` that records every request and its body. */
@@ -77,6 +79,7 @@ function startRecordingApiProxy(
           headers: { ...req.headers, host: target.host },
         },
         (r) => {
+          call.code = r.statusCode;
           res.writeHead(r.statusCode ?? 502, r.headers);
           r.pipe(res);
         },
@@ -243,7 +246,7 @@ function describeWrite(w: WireCall, before: Map<string | undefined, string | und
   } catch {}
   const health = body.status?.health;
   const prev = before.get(name);
-  if (typeof health === "string") before.set(name, health);
+  if (typeof health === "string" && w.code === 200) before.set(name, health);
   const { health: _h, ...rest } = body.status ?? {};
   const brief = (h: unknown) => {
     if (typeof h !== "string") return String(h);
@@ -255,5 +258,5 @@ function describeWrite(w: WireCall, before: Map<string | undefined, string | und
     };
     return `${v.verdict}/${v.consecOK}/${v.consecFail}/${v.reported?.latencyMs}ms@${v.reported?.at?.slice(14, 23)}`;
   };
-  return `${new Date(w.at).toISOString().slice(14, 23)} ${w.method} ${name} ${brief(prev)} → ${brief(health)} ${JSON.stringify(rest).slice(0, 200)}`;
+  return `${new Date(w.at).toISOString().slice(14, 23)} ${w.method} ${w.code} ${name} ${brief(prev)} → ${brief(health)} ${JSON.stringify(rest).slice(0, 200)}`;
 }

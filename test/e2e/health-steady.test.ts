@@ -64,12 +64,13 @@ function startRecordingApiProxy(
     req.on("data", (c: Buffer) => chunks.push(c));
     req.on("end", () => {
       const body = Buffer.concat(chunks);
-      calls.push({
+      const call: WireCall = {
         at: Date.now(),
         method: req.method ?? "",
         path: req.url ?? "",
         body: body.toString("utf8"),
-      });
+      };
+      calls.push(call);
       const up = httpRequest(
         {
           host: target.hostname,

@@ -140,8 +140,10 @@ export async function probeAll<P>(opts: ProbeAllOptions<P>): Promise<HealthSweep
   // Slots are held per probe, not per Proxy: a Proxy pausing between confirmation probes leaves its
   // slot to the others, so confirmations cost probes, not throughput.
   const slots = semaphore(opts.concurrency);
-  const spread = (opts.spreadMs ?? 0) / subjects.length;
-  const outcomes = await Promise.all(subjects.map((s, i) => sweepOne(s, opts, slots, i * spread)));
+  const spread = opts.spreadMs ?? 0;
+  const outcomes = await Promise.all(
+    subjects.map((s, i) => sweepOne(s, opts, slots, (i * spread) / subjects.length)),
+  );
 
   const annotationPatches: HealthSweepResult["annotationPatches"] = [];
   const reconcileKeys: ObjectKey[] = [];

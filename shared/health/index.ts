@@ -44,9 +44,8 @@ export type {
   HealthSweepResult,
   HealthSweepStats,
   ProbeAllOptions,
-  ProbeResume,
   SubjectOutcome,
 } from "./sweep.ts";
-export { probeAll, probeDue } from "./sweep.ts";
+export { defaultConfirmDelayMs, probeAll, probeDue } from "./sweep.ts";
 export type { IpAddress, RefusalReason, TargetVerdict } from "./target.ts";
 export { checkAddress, checkProbeTarget, parseIpLiteral } from "./target.ts";

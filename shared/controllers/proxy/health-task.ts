@@ -1,7 +1,7 @@
 import {
   applyHealthSweep,
   boundedProber,
-  type ProbeResume,
+  defaultConfirmDelayMs,
   type Prober,
   type ProbeShard,
   probeAll,
@@ -55,7 +55,7 @@ export const probeShardTask = "probe";
  * Lambda; a deleted Proxy's series stays on the Node host until the process restarts.
  */
 export function proxyHealthTask(opts: ProxyHealthTaskOptions): SweepTask & {
-  handleShard(ctx: Context, objects: readonly KubeObject[], data?: unknown): Promise<Record<string, number>>;
+  handleShard(ctx: Context, objects: readonly KubeObject[]): Promise<Record<string, number>>;
 } {
   const prober = boundedProber(opts.prober, opts.concurrency);
   const subjectFor = (p: KubeObject) =>
@@ -68,7 +68,6 @@ export function proxyHealthTask(opts: ProxyHealthTaskOptions): SweepTask & {
     proxies: readonly KubeObject[],
     dueFilter: boolean,
     retryConflicts = false,
-    resume?: ProbeResume[],
   ): Promise<Record<string, number>> => {
     const started = performance.now();
     const result = await probeAll({
@@ -77,28 +76,21 @@ export function proxyHealthTask(opts: ProxyHealthTaskOptions): SweepTask & {
       prober,
       now: () => ctx.clock.now(),
       concurrency: opts.concurrency,
-      sweepPeriodSeconds: dueFilter ? opts.sweepPeriodSeconds : undefined,
-      confirmDelayMs: opts.confirmDelayMs,
-      // Fanned out, a shard never pauses: a Proxy needing another probe goes into a shard
-      // delayed by the pause, so the invocation's 6 connections serve the next shard meanwhile.
-      deferConfirmations: !!opts.fanOut,
-      resume,
+      ...(dueFilter ? { sweepPeriodSeconds: opts.sweepPeriodSeconds } : {}),
+      ...(opts.confirmDelayMs === undefined ? {} : { confirmDelayMs: opts.confirmDelayMs }),
+      // A shard's Proxies share one second: spread over it, they are measured one by one, not as a
+      // burst (the confirmation pause is that scale, and 0 in tests).
+      spreadMs: dueFilter ? 0 : (opts.confirmDelayMs ?? defaultConfirmDelayMs),
     });
-    const deferred: KubeObject[] = [];
-    const resumes: ProbeResume[] = [];
     const probedAt = ctx.clock.now().getTime() / 1000;
-    result.outcomes.forEach((o, i) => {
-      if (o.later) {
-        deferred.push(proxies[i]!);
-        resumes.push(o.later);
-      }
-      if (!o.result) return;
+    for (const o of result.outcomes) {
+      if (!o.result) continue;
       ctx.metrics.observe("kubefn_probe_seconds", o.result.latencyMs / 1000, { ok: String(o.result.ok) });
       // True probe recency (seed §6): status.lastHealthCheckTime moves only with a report.
       const proxy = { namespace: o.key.namespace ?? "", name: o.key.name };
       ctx.metrics.gauge("kubefn_proxy_last_probe_timestamp_seconds", probedAt, proxy);
       ctx.metrics.gauge("kubefn_proxy_probe_success", o.result.ok ? 1 : 0, proxy);
-    });
+    }
     const applied = await applyHealthSweep(
       { kube: ctx.kube, queue: ctx.queue },
       proxyResource,
@@ -128,25 +120,25 @@ export function proxyHealthTask(opts: ProxyHealthTaskOptions): SweepTask & {
       }
       retried = await probeAndApply(ctx, fresh, false, false);
     }
-    // Sent last: if it fails, the executor logs and counts the shard's failure; what was probed
-    // is written already, and a Proxy that was to be probed again is probed at its next turn.
-    if (deferred.length > 0)
-      await ctx.queue.send(
-        [shardMessage(`re${ctx.random()}`, deferred, resumes)],
-        Math.ceil((opts.confirmDelayMs ?? 1e3) / 1e3),
-      );
+    const { probed, ok, failed, refused, reports, confirmations } = result.stats;
     const counts: Record<string, number> = {
-      ...result.stats,
+      probed,
+      ok,
+      failed,
+      refused,
+      reports,
+      confirmations,
       writes: applied.written,
       writeErrors: applied.failed,
-      // Conflicts of the first round were retried; what is left is the retry's.
-      writeConflicts: retried ? 0 : applied.conflicts,
-      retried: retried?.probed ?? 0,
     };
-    // The retry's own `retried` is 0 and its `ms` is overwritten below.
-    for (const k in retried) counts[k] = (counts[k] ?? 0) + retried[k]!;
-    counts.ms = Math.round(performance.now() - started);
-    return counts;
+    for (const k of Object.keys(counts)) counts[k]! += retried?.[k] ?? 0;
+    return {
+      retried: retried?.probed ?? 0,
+      ...counts,
+      // Conflicts of the first round were retried; what is left is the retry's.
+      writeConflicts: retried?.writeConflicts ?? applied.conflicts,
+      ms: Math.round(performance.now() - started),
+    };
   };
 
   return {
@@ -176,8 +168,14 @@ export function proxyHealthTask(opts: ProxyHealthTaskOptions): SweepTask & {
       const sendShards = async (shards: readonly ProbeShard<KubeObject>[]) => {
         for (const shard of shards) {
           const i = counts.shards + counts.shardErrors;
+          const message: Message = {
+            request: { controller: proxyControllerName, name: `__shard-${probeShardTask}-${stamp}-${i}` },
+            attempt: 0,
+            trigger: { kind: "shard", reason: probeShardTask },
+            shard: { task: probeShardTask, objects: shard.objects },
+          };
           try {
-            await ctx.queue.send([shardMessage(`${stamp}-${i}`, shard.objects)], shard.delaySeconds);
+            await ctx.queue.send([message], shard.delaySeconds);
             counts.shards++;
             counts.planned += shard.objects.length;
           } catch (err) {
@@ -205,14 +203,6 @@ export function proxyHealthTask(opts: ProxyHealthTaskOptions): SweepTask & {
         },
       };
     },
-    handleShard: (ctx, objects, data) =>
-      probeAndApply(ctx, objects, false, true, data as ProbeResume[] | undefined),
+    handleShard: (ctx, objects) => probeAndApply(ctx, objects, false, true),
   };
 }
-
-const shardMessage = (id: string, objects: KubeObject[], data?: ProbeResume[]): Message => ({
-  request: { controller: proxyControllerName, name: `__shard-${probeShardTask}-${id}` },
-  attempt: 0,
-  trigger: { kind: "shard", reason: probeShardTask },
-  shard: { task: probeShardTask, objects, ...(data ? { data } : {}) },
-});

@@ -47,7 +47,8 @@ export interface Message {
   /**
    * Set on a shard of the sweep's fanned-out work instead of a pass: the controller's
    * `shards[task]` handler runs over `objects` (as the sweep listed them). `request.name` is a
-   * unique `__shard-…` name, never an object's.
+   * `__shard-…` name unique within its sweep (the same slot's shard of the next sweep shares
+   * it, and replaces it where a queue keys by name), never an object's.
    */
   shard?: { task: string; objects: KubeObject[] };
   /**

@@ -163,13 +163,18 @@ export function proxyHealthTask(opts: ProxyHealthTaskOptions): SweepTask & {
         sweepPeriodSeconds: opts.sweepPeriodSeconds,
         shardSize: opts.fanOut.shardSize,
       });
-      const stamp = Math.floor(now.getTime() / 1000);
       const counts = { shards: 0, planned: 0, shardErrors: 0 };
       const sendShards = async (shards: readonly ProbeShard<KubeObject>[]) => {
         for (const shard of shards) {
           const i = counts.shards + counts.shardErrors;
+          // Named by its slot, not its sweep: where a queue keys messages by name (the Node
+          // host), a shard still waiting from the last sweep is replaced by this one's, so a
+          // host that falls behind holds one sweep of shards, not every sweep's.
           const message: Message = {
-            request: { controller: proxyControllerName, name: `__shard-${probeShardTask}-${stamp}-${i}` },
+            request: {
+              controller: proxyControllerName,
+              name: `__shard-${probeShardTask}-${shard.delaySeconds}-${i}`,
+            },
             attempt: 0,
             trigger: { kind: "shard", reason: probeShardTask },
             shard: { task: probeShardTask, objects: shard.objects },

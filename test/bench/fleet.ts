@@ -33,7 +33,6 @@ import { randomBytes } from "node:crypto";
 import { mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import { createServer, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
-import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { parse as parseYaml, stringify as stringifyYaml } from "yaml";
@@ -47,6 +46,7 @@ import { createNodeTransport, loadKubeConfig } from "../../shared/kube/node.ts";
 import type { Kube, KubeObject, Resource } from "../../shared/kube/port.ts";
 import { type HostProcess, startHost } from "../e2e/host.ts";
 import { type ForwardProxy, startForwardProxy, startHttpTarget } from "../support/probe-fixtures.ts";
+import { tempDir } from "../support/temp-dir.ts";
 import type { BenchRow } from "./cluster.ts";
 import { round } from "./cluster.ts";
 
@@ -360,13 +360,18 @@ function usageOf(pid: number): Usage {
   return { cpuSeconds: ticks / 100, rssMiB: (rssPages * 4096) / 2 ** 20 };
 }
 
-async function waitFor<T>(what: string, timeoutMs: number, fn: () => Promise<T | undefined>): Promise<T> {
+async function waitFor<T>(
+  what: string,
+  timeoutMs: number,
+  fn: () => Promise<T | undefined>,
+  pollMs = 500,
+): Promise<T> {
   const deadline = Date.now() + timeoutMs;
   for (;;) {
     const v = await fn();
     if (v !== undefined) return v;
     if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await sleep(500);
+    await sleep(pollMs);
   }
 }
 
@@ -475,8 +480,27 @@ async function converge(
 ): Promise<Converge> {
   const t0 = Date.now();
   await createAll(admin, res, objects);
-  await waitFor(`${objects.length} ${res.resource} converged`, timeoutMs, async () =>
-    (await converged()) >= objects.length ? true : undefined,
+  process.stderr.write(
+    `fleet: ${objects.length} ${res.resource} created in ${round((Date.now() - t0) / 1000, 1)} s\n`,
+  );
+  // Each poll lists every object (9,000 Proxies are megabytes of JSON): a large fleet is polled
+  // less often, so that the bench's own reads do not slow what it measures.
+  const pollMs = Math.min(5000, Math.max(500, objects.length / 2));
+  let reported = t0;
+  await waitFor(
+    `${objects.length} ${res.resource} converged`,
+    timeoutMs,
+    async () => {
+      const n = await converged();
+      if (Date.now() - reported >= 30_000) {
+        reported = Date.now();
+        process.stderr.write(
+          `fleet: ${n}/${objects.length} ${res.resource} converged after ${round((reported - t0) / 1000, 0)} s\n`,
+        );
+      }
+      return n >= objects.length ? true : undefined;
+    },
+    pollMs,
   );
   const t1 = Date.now();
   await sleep(5000 + 1500);
@@ -508,13 +532,20 @@ export interface FleetResult {
 }
 
 export async function benchFleet(opts: FleetOptions = defaultFleet): Promise<FleetResult> {
-  const dir = join(tmpdir(), `kubefn-bench-fleet-${randomBytes(3).toString("hex")}`);
-  mkdirSync(dir, { recursive: true });
-  const peerBinary = buildPeer();
-  const tee = new AuditTee();
-  const webhook = await tee.start();
-  const cleanups: (() => Promise<unknown>)[] = [() => tee.stop()];
+  // The commit measured: the one checked out when the run started.
+  const commit = execFileSync("git", ["rev-parse", "--short", "HEAD"], {
+    cwd: root,
+    encoding: "utf8",
+  }).trim();
+  // Holds the two ServiceAccounts' kubeconfigs (tokens): removed on every exit path.
+  const temp = tempDir("kubefn-bench-fleet-");
+  const dir = temp.path;
+  const cleanups: (() => Promise<unknown>)[] = [async () => temp.remove()];
   try {
+    const peerBinary = buildPeer();
+    const tee = new AuditTee();
+    const webhook = await tee.start();
+    cleanups.unshift(() => tee.stop());
     const cluster = await startAuditedDevcluster(webhook, tee.token, benchAuditPolicy(dir));
     cleanups.unshift(() => cluster.stop());
     const adminTransport = createNodeTransport(loadKubeConfig({ file: cluster.kubeconfig }));
@@ -553,7 +584,7 @@ export async function benchFleet(opts: FleetOptions = defaultFleet): Promise<Fle
       subPoolResource,
       kfPools,
       () => countPools(admin, subPoolResource, "kf-"),
-      600_000,
+      Math.max(600_000, opts.subPools * 900),
     );
 
     // kubefn's Proxies, health-checked through local forward proxies.
@@ -595,7 +626,7 @@ export async function benchFleet(opts: FleetOptions = defaultFleet): Promise<Fle
         });
         return listed.filter((p) => p.status?.phase === "Ready").length;
       },
-      900_000,
+      Math.max(900_000, opts.proxies * 250),
     );
 
     // The peer and its SubPools.
@@ -627,7 +658,7 @@ export async function benchFleet(opts: FleetOptions = defaultFleet): Promise<Fle
       peerSubPoolResource,
       crPools,
       () => countPools(admin, peerSubPoolResource, "cr-"),
-      600_000,
+      Math.max(600_000, opts.subPools * 900),
     );
 
     // The steady window: both running, nothing changing.
@@ -704,7 +735,7 @@ export async function benchFleet(opts: FleetOptions = defaultFleet): Promise<Fle
 
     const json = {
       bench: "fleet",
-      commit: execFileSync("git", ["rev-parse", "--short", "HEAD"], { cwd: root, encoding: "utf8" }).trim(),
+      commit,
       primaries: { proxies: opts.proxies, subPools: opts.subPools, peerSubPools: opts.subPools },
       steadySeconds: round(minutes * 60, 0),
       converge: {

@@ -45,7 +45,7 @@ import { createKube, isAlreadyExists, listAll, Resources } from "../../shared/ku
 import { createNodeTransport, loadKubeConfig } from "../../shared/kube/node.ts";
 import type { Kube, KubeObject, Resource } from "../../shared/kube/port.ts";
 import { type HostProcess, startHost } from "../e2e/host.ts";
-import { type ForwardProxy, startForwardProxy, startHttpTarget } from "../support/probe-fixtures.ts";
+import { startForwardProxies, startHttpTarget } from "../support/probe-fixtures.ts";
 import { tempDir } from "../support/temp-dir.ts";
 import type { BenchRow } from "./cluster.ts";
 import { round } from "./cluster.ts";
@@ -590,9 +590,10 @@ export async function benchFleet(opts: FleetOptions = defaultFleet): Promise<Fle
     // kubefn's Proxies, health-checked through local forward proxies.
     process.stderr.write(`fleet: ${opts.proxies} External Proxies …\n`);
     const target = await startHttpTarget();
-    const forwardProxies: ForwardProxy[] = await Promise.all([0, 1, 2, 3].map(() => startForwardProxy()));
+    // Counters only: thousands of probes a minute would otherwise be kept as strings.
+    const forwardProxies = await startForwardProxies(4, { record: false });
     cleanups.push(async () => {
-      await Promise.all(forwardProxies.map((p) => p.close()));
+      await forwardProxies.close();
       await target.close();
     });
     await admin.create(Resources.Namespace, {
@@ -608,7 +609,7 @@ export async function benchFleet(opts: FleetOptions = defaultFleet): Promise<Fle
         mode: "External",
         endpoint: {
           host: "127.0.0.1",
-          port: forwardProxies[i % forwardProxies.length]!.port,
+          port: forwardProxies.ports[i % forwardProxies.ports.length]!,
           scheme: "http",
         },
         healthCheck: { probeURL: `http://127.0.0.1:${target.port}/`, successThreshold: 1 },

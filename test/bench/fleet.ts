@@ -541,6 +541,13 @@ export async function benchFleet(opts: FleetOptions = defaultFleet): Promise<Fle
   const temp = tempDir("kubefn-bench-fleet-");
   const dir = temp.path;
   const cleanups: (() => Promise<unknown>)[] = [async () => temp.remove()];
+  // The host and the peer, killed if the bench exits without its cleanups (SIGINT/SIGTERM: run.ts
+  // exits at once); the devcluster exits with its parent by itself.
+  const children: ChildProcess[] = [];
+  const killChildren = () => {
+    for (const c of children) if (c.exitCode === null && c.signalCode === null) c.kill("SIGKILL");
+  };
+  process.once("exit", killChildren);
   try {
     const peerBinary = buildPeer();
     const tee = new AuditTee();
@@ -567,6 +574,7 @@ export async function benchFleet(opts: FleetOptions = defaultFleet): Promise<Fle
 
     const intakeToken = randomBytes(24).toString("hex");
     const host = await startHost({ KUBECONFIG: kubefnKubeconfig, KUBEFN_AUDIT_TOKEN: intakeToken });
+    children.push(host.child);
     cleanups.unshift(() => host.stop());
     tee.intake = { url: `${host.url}/v1/events`, token: intakeToken };
 
@@ -636,6 +644,7 @@ export async function benchFleet(opts: FleetOptions = defaultFleet): Promise<Fle
       env: { ...process.env, KUBECONFIG: peerKubeconfig, PEER_LEASE_NAMESPACE: PEER_NAMESPACE },
       stdio: ["ignore", "pipe", "pipe"],
     });
+    children.push(peer);
     const peerExited = new Promise<void>((resolve) => peer.once("exit", () => resolve()));
     cleanups.unshift(async () => {
       if (peer.exitCode === null && peer.signalCode === null) peer.kill("SIGTERM");
@@ -834,5 +843,6 @@ export async function benchFleet(opts: FleetOptions = defaultFleet): Promise<Fle
         // Best effort: the devcluster exits with its parent anyway.
       }
     }
+    process.removeListener("exit", killChildren);
   }
 }

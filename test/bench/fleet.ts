@@ -747,6 +747,12 @@ export async function benchFleet(opts: FleetOptions = defaultFleet): Promise<Fle
       bench: "fleet",
       commit,
       primaries: { proxies: opts.proxies, subPools: opts.subPools, peerSubPools: opts.subPools },
+      // Host settings given through the environment (the host reads KUBEFN_*); {} is the defaults.
+      hostSettings: Object.fromEntries(
+        Object.entries(process.env).filter(
+          ([k]) => k.startsWith("KUBEFN_") && !k.startsWith("KUBEFN_BENCH") && !/TOKEN|SECRET/.test(k),
+        ),
+      ),
       steadySeconds: round(minutes * 60, 0),
       converge: {
         kubefnSubPools: kfPoolConverge,

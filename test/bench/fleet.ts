@@ -435,6 +435,16 @@ async function counterBy(host: HostProcess, name: string, labels: string[]): Pro
   return out;
 }
 
+/** The host's work queue, as its /metrics shows it: what a slow convergence is waiting on. */
+async function hostQueue(host: HostProcess): Promise<string> {
+  const [ready, running, delayed, shards] = await Promise.all(
+    ["kubefn_queue_ready", "kubefn_queue_running", "kubefn_queue_delayed", "kubefn_probe_shards_total"].map(
+      (m) => counterSum(host, m),
+    ),
+  );
+  return `; host queue ${ready} ready, ${running} running, ${delayed} delayed; ${shards} probe shards so far`;
+}
+
 /** Resolves once the host's next sweep has run and every pass it caused is done. */
 async function afterSweep(host: HostProcess): Promise<void> {
   const seen = host.lines.length;
@@ -477,6 +487,8 @@ async function converge(
   objects: KubeObject[],
   converged: () => Promise<number>,
   timeoutMs: number,
+  /** What the controller is doing, for the progress lines and a timeout's message. */
+  detail: () => Promise<string> = async () => "",
 ): Promise<Converge> {
   const t0 = Date.now();
   await createAll(admin, res, objects);
@@ -487,21 +499,23 @@ async function converge(
   // less often, so that the bench's own reads do not slow what it measures.
   const pollMs = Math.min(5000, Math.max(500, objects.length / 2));
   let reported = t0;
+  let progress = "";
   await waitFor(
     `${objects.length} ${res.resource} converged`,
     timeoutMs,
     async () => {
       const n = await converged();
+      progress = `${n}/${objects.length} ${res.resource} converged after ${round((Date.now() - t0) / 1000, 0)} s`;
       if (Date.now() - reported >= 30_000) {
         reported = Date.now();
-        process.stderr.write(
-          `fleet: ${n}/${objects.length} ${res.resource} converged after ${round((reported - t0) / 1000, 0)} s\n`,
-        );
+        process.stderr.write(`fleet: ${progress}${await detail().catch(() => "")}\n`);
       }
       return n >= objects.length ? true : undefined;
     },
     pollMs,
-  );
+  ).catch(async (err: unknown) => {
+    throw new Error(`${String(err)}: ${progress}${await detail().catch(() => "")}`);
+  });
   const t1 = Date.now();
   await sleep(5000 + 1500);
   const calls = tee.between(user, t0 - 1000, t1 + 5000);
@@ -593,6 +607,7 @@ export async function benchFleet(opts: FleetOptions = defaultFleet): Promise<Fle
       kfPools,
       () => countPools(admin, subPoolResource, "kf-"),
       Math.max(600_000, opts.subPools * 900),
+      () => hostQueue(host),
     );
 
     // kubefn's Proxies, health-checked through local forward proxies.
@@ -636,6 +651,7 @@ export async function benchFleet(opts: FleetOptions = defaultFleet): Promise<Fle
         return listed.filter((p) => p.status?.phase === "Ready").length;
       },
       Math.max(900_000, opts.proxies * 250),
+      () => hostQueue(host),
     );
 
     // The peer and its SubPools.

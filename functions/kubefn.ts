@@ -69,8 +69,8 @@ export interface Kubefn {
    * One sweep, logged as one `sweep` line. `full` sends every object (a host's first sweep).
    *
    * Caveats: a sweep is one invocation: its lists and tasks share `REQUEST_BUDGET`. Where probes
-   * run in the sweep (Lambda), a fleet whose health changes all at once spends it on probe
-   * writes, and the rest are written at the next sweep. While the circuit is open it does nothing
+   * run in the sweep (`PROBE_SHARD_SIZE=0`), a fleet whose health changes all at once spends it on
+   * probe writes, and the rest are written at the next sweep. While the circuit is open it does nothing
    * (`heldBack`).
    */
   sweep(options?: { full?: boolean }): Promise<SweepSummary>;

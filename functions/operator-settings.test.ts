@@ -62,6 +62,30 @@ describe.each(platforms)("operator settings on %s", (_, parse) => {
         // Only the fields the token source uses are kept.
         serviceAccountKey: (({ type: _, ...rest }) => rest)(JSON.parse(key)),
       },
+      proxy: {
+        instanceAllowList: {
+          images: [
+            "ghcr.io/kubefn/forward-proxy:*",
+            "ghcr.io/kubefn/forward-proxy@*",
+            "projects/debian-cloud/*",
+          ],
+          machineTypes: ["e2-micro", "e2-small", "e2-medium"],
+          zones: ["europe-west1-b", "europe-west1-c"],
+        },
+      },
+    });
+  });
+
+  it("what a Managed Proxy may run: PROXY_ALLOWED_IMAGES and PROXY_ALLOWED_MACHINE_TYPES replace the defaults", () => {
+    const set = parse({
+      PROXY_ALLOWED_IMAGES: "registry.example/proxy:*, ghcr.io/kubefn/forward-proxy:1.2",
+      PROXY_ALLOWED_MACHINE_TYPES: "*",
+    }).operators as { proxy: unknown };
+    expect(set.proxy).toEqual({
+      instanceAllowList: {
+        images: ["registry.example/proxy:*", "ghcr.io/kubefn/forward-proxy:1.2"],
+        machineTypes: ["*"],
+      },
     });
   });
 

@@ -2,11 +2,12 @@
  * The operators' own settings, under the same names on every platform (Workers `[vars]` and
  * secrets, the Lambda environment, the Node host's environment): what the seeds call the operator
  * configuration of SubPool (`SUBPOOL_*`), the Site components' `Config` and namespace (`SITE_*`),
- * and the GCE provider (`GCE_*`). Parsed once, at start; a platform spreads
+ * the GCE provider (`GCE_*`) and what Managed Proxies may run (`PROXY_ALLOWED_*`). Parsed once, at start; a platform spreads
  * {@link operatorVariables} into its schema and turns the result into {@link OperatorSettings}
  * with {@link operatorSettingsFrom}.
  */
 
+import { defaultInstanceAllowList, type InstanceAllowList } from "../shared/controllers/proxy/index.ts";
 import type { ServiceAccountKey } from "../shared/controllers/proxy/providers/index.ts";
 import { type OperatorConfig, parseOperatorConfig } from "../shared/controllers/subpool/index.ts";
 import { dnsLabel } from "../shared/kube/index.ts";
@@ -34,6 +35,10 @@ export const operatorVariables = {
   GCE_ZONES: z.optional(commaList),
   /** A service-account key (the JSON Google issues), from the platform's secret store. */
   GCE_CREDENTIALS: z.optional(z.string().check(z.minLength(1))),
+  /** Images a Managed Proxy may name (comma-separated; a trailing `*` matches by prefix, `*` alone any). */
+  PROXY_ALLOWED_IMAGES: z.optional(commaList),
+  /** Machine types a Managed Proxy may name, as PROXY_ALLOWED_IMAGES. */
+  PROXY_ALLOWED_MACHINE_TYPES: z.optional(commaList),
   /** Compute API base URL; tests point it at a local server. */
   GCE_COMPUTE_URL: z.optional(z.url({ protocol: /^https?$/ })),
 };
@@ -48,6 +53,8 @@ export interface OperatorSettings {
     config: { imageRegistry: string; imageTag: string; apiServerEndpoint: string };
   };
   gce?: GceSettings;
+  /** What a Managed Proxy may ask its instance to run; zones are GCE_ZONES when set. */
+  proxy: { instanceAllowList: InstanceAllowList };
 }
 
 export interface GceSettings {
@@ -152,6 +159,13 @@ export function operatorSettingsFrom(
         },
       },
       ...(gce ? { gce } : {}),
+      proxy: {
+        instanceAllowList: {
+          images: e.PROXY_ALLOWED_IMAGES ?? defaultInstanceAllowList.images,
+          machineTypes: e.PROXY_ALLOWED_MACHINE_TYPES ?? defaultInstanceAllowList.machineTypes,
+          ...(gce ? { zones: gce.zones } : {}),
+        },
+      },
     },
   };
 }

@@ -83,6 +83,7 @@ export function createOperators(opts: OperatorOptions): Operators {
     proxyController({
       providers: (ctx) => providersFor(ctx.kube),
       shards: { [probeShardTask]: health.handleShard },
+      ...(opts.settings ? { instanceAllowList: opts.settings.proxy.instanceAllowList } : {}),
       ...(opts.proxyResyncSeconds ? { timings: { driftPoll: opts.proxyResyncSeconds } } : {}),
     }),
     subPoolController(opts.settings ? { operatorConfig: opts.settings.subPool } : {}),

@@ -58,6 +58,22 @@ describe("one settings schema, the same names on every platform", () => {
     expect(() => parse({ MIN_REPORT_SECONDS: "never" })).toThrow(/MIN_REPORT_SECONDS/);
   });
 
+  it("the sweep's defaults are the same on every platform: steady state costs the same everywhere", () => {
+    const sweepDefaults = (s: ReturnType<typeof platforms.node>) => ({
+      sweepPeriodSeconds: s.sweepPeriodSeconds,
+      proxyResyncSeconds: s.proxyResyncSeconds,
+      probeShardSize: s.probeShardSize,
+      requestBudget: s.requestBudget,
+    });
+    const defaults = {
+      sweepPeriodSeconds: 60,
+      proxyResyncSeconds: undefined,
+      probeShardSize: 40,
+      requestBudget: 1000,
+    };
+    for (const parse of Object.values(platforms)) expect(sweepDefaults(parse({}))).toEqual(defaults);
+  });
+
   it.each([
     ["workers", platforms.workers],
     ["lambda", platforms.lambda],

@@ -4,6 +4,10 @@ import { commaList } from "./env-values.ts";
 import type { PubSubSettings } from "./http.ts";
 import { type OperatorSettings, operatorSettingsFrom, operatorVariables } from "./operator-settings.ts";
 
+/** zod's email pattern; `z.email()` would add its own schema class to the Worker bundle. */
+const emailAddress =
+  /^(?:[A-Za-z0-9_'+-]+\.)*[A-Za-z0-9_'+-]*[A-Za-z0-9_+-]@(?:[A-Za-z0-9][A-Za-z0-9-]*\.)+[A-Za-z]{2,}$/;
+
 /** An optional shared secret or token: at least 16 characters when set. */
 export const secretVariable = (name: string) =>
   z.optional(z.string().check(z.minLength(16, `${name} must be at least 16 characters`)));
@@ -21,7 +25,9 @@ export const settingsVariables = {
   MAX_BODY_BYTES: z._default(z.coerce.number().check(z.int()).check(z.gte(1024)), 4 * 1024 * 1024),
   REPLAY_WINDOW_SECONDS: z._default(z.coerce.number().check(z.int()).check(z.gte(10)), 300),
   PUBSUB_AUDIENCE: z.optional(z.string().check(z.minLength(1))),
-  PUBSUB_SERVICE_ACCOUNT: z.optional(z.email("PUBSUB_SERVICE_ACCOUNT must be a service account email")),
+  PUBSUB_SERVICE_ACCOUNT: z.optional(
+    z.stringFormat("email", emailAddress, "PUBSUB_SERVICE_ACCOUNT must be a service account email"),
+  ),
   PUBSUB_JWKS_URL: z.optional(
     z.url({ protocol: /^https?$/, error: "PUBSUB_JWKS_URL must be an http(s) URL" }),
   ),
@@ -86,9 +92,9 @@ export interface KubefnSettings {
   /**
    * Fan health probes out through the queue, this many Proxies per probe-shard message; unset or
    * 0, the sweep probes in process, once per sweep (an interval below the sweep period is then
-   * rounded up to it). Default 40 on Workers and the Node host; unset on Lambda. On Workers (default 40) a queue batch of up to 10 messages runs in
-   * one invocation, each probe costing a connection and at most one annotation write: 40 keeps a
-   * batch under the paid plan's 1,000 subrequests; on the free plan (50) use 2.
+   * rounded up to it). Default 40 on every platform. On Workers a queue batch of up to 10
+   * messages runs in one invocation, each probe costing a connection and at most one annotation
+   * write: 40 keeps a batch under the paid plan's 1,000 subrequests; on the free plan (50) use 2.
    */
   probeShardSize?: number;
   /**

@@ -1,6 +1,7 @@
 import { readFileSync } from "node:fs";
 import type { LambdaContext } from "hono/aws-lambda";
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it, vi } from "vitest";
+import { proxyResource } from "../../shared/controllers/proxy/api.ts";
 import type { ControllerDefinition } from "../../shared/runtime/controller.ts";
 import { createRegistry, requeueAfter } from "../../shared/runtime/index.ts";
 import type { Resource } from "../../shared/runtime/types.ts";
@@ -266,6 +267,58 @@ describe("Scheduled Event → runSweep", () => {
     expect((await aws.deliveredMessages()).map((m) => m.request.name)).toHaveLength(
       summary.controllers.proxy?.due ?? -1,
     );
+  });
+});
+
+describe("Scheduled Event at steady state, with the production operators and default settings", () => {
+  /** An External Proxy without a health check, as a tenant writes it (its status is the passes'). */
+  const external = (i: number) =>
+    kube.seed(proxyResource, {
+      apiVersion: "crawl.kubefn.dev/v1alpha1",
+      kind: "Proxy",
+      metadata: { name: `steady-${i}`, namespace: "ns2", uid: `uid-steady-${i}`, generation: 1 },
+      spec: { mode: "External", endpoint: { host: "203.0.113.7", port: 3128, scheme: "http" } },
+    });
+
+  /** Sweeps, running each sweep's messages as the bus delivers them, until a sweep sends none. */
+  async function steadySweep(handler: ReturnType<typeof createHandler>) {
+    for (let round = 0; round < 5; round++) {
+      const before = kube.calls.length;
+      const summary = (await handler(fixture("scheduled-event.json"), lambdaContext)) as SweepSummary;
+      const calls = kube.calls.slice(before);
+      const events = await aws.delivered();
+      if (events.length === 0) return { summary, calls };
+      for (const event of events) await handler(event, lambdaContext);
+    }
+    throw new Error("the sweep kept sending messages");
+  }
+
+  it("a sweep sends no message and makes the same API requests for 5 and for 20 External Proxies", async () => {
+    const handler = createHandler({
+      env: ENV,
+      endpoint: moto.endpoint,
+      kube: () => kube,
+      clock: { now: () => NOW },
+      log: silent,
+      metrics: noMetrics,
+    });
+    for (let i = 0; i < 5; i++) external(i);
+    const five = await steadySweep(handler);
+    for (let i = 5; i < 20; i++) external(i);
+    const twenty = await steadySweep(handler);
+    console.log(
+      `lambda steady sweep: 5 External Proxies ${five.calls.length} requests, 20: ${twenty.calls.length} ` +
+        `(${twenty.calls.map((c) => `${c.method} ${c.resource}`).join(", ")}); ${twenty.summary.controllers.proxy?.due} messages`,
+    );
+    // NOW is in a drift slot of every controller: the drift lists and decisions ran.
+    expect(twenty.summary.controllers.proxy).toMatchObject({ drift: true, due: 0, reasons: {} });
+    expect(kube.stored(proxyResource, { namespace: "ns2", name: "steady-19" })?.status).toMatchObject({
+      ip: "203.0.113.7",
+    });
+    expect(twenty.calls.map((c) => `${c.method} ${c.resource}`)).toEqual(
+      five.calls.map((c) => `${c.method} ${c.resource}`),
+    );
+    expect(twenty.calls.every((c) => c.method === "list")).toBe(true);
   });
 });
 

@@ -77,6 +77,34 @@ describe("intake", () => {
     expect(s.enqueued.every((m) => m.attempt === 0)).toBe(true);
   });
 
+  it("logs each accepted batch once at info: its source and counts, never names or bodies", async () => {
+    const audit = await post(s.app, auditFixture, { authorization: `Bearer ${AUDIT_TOKEN}` });
+    const relay = await post(s.app, relayBody, await signBatch(RELAY_SECRET, relayBody, nowSeconds));
+    const answers = [
+      (await audit.json()) as Record<string, unknown>,
+      (await relay.json()) as Record<string, unknown>,
+    ];
+    const lines = s.recorded.logs.filter((l) => l.level === "info");
+    expect(lines).toEqual([
+      {
+        level: "info",
+        msg: "intake batch",
+        fields: { source: "audit", enqueued: answers[0]!.enqueued, ...(answers[0]!.counts as object) },
+      },
+      {
+        level: "info",
+        msg: "intake batch",
+        fields: { source: "relay", enqueued: 1, ...(answers[1]!.counts as object) },
+      },
+    ]);
+    for (const line of lines) {
+      const { source, ...counts } = line.fields as Record<string, unknown>;
+      expect(["audit", "relay"]).toContain(source);
+      expect(Object.values(counts).every((v) => typeof v === "number")).toBe(true);
+    }
+    expect(JSON.stringify(lines)).not.toContain("p1");
+  });
+
   it.each([`bearer ${AUDIT_TOKEN}`, `Bearer\t${AUDIT_TOKEN} `])(
     "reads the audit token with the crawler API's Authorization parser (%j → 202)",
     async (authorization) => {

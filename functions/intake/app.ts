@@ -216,6 +216,8 @@ export function createIntakeApp(opts: IntakeOptions): Hono {
   ) {
     if (mapped.messages.length > 0) await opts.enqueue(mapped.messages);
     signed?.accepted();
+    // Counts only: the answer's requests name objects, which the log never needs.
+    opts.log.info("intake batch", { source, enqueued: mapped.messages.length, ...mapped.counts });
     opts.metrics.count("kubefn_intake_batches_total", { source });
     opts.metrics.count("kubefn_intake_requests_total", { source }, mapped.messages.length);
     const requests = mapped.messages.map((m) => m.request);

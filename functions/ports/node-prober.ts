@@ -65,7 +65,7 @@ export function createNodeProber(options: NodeProberOptions = {}): Prober {
           const ip = parseIpLiteral(a);
           if (!ip) continue;
           const shown = a === target.proxy.host ? a : `${target.proxy.host} (${a})`;
-          const verdict = checkAddress(ip, shown, target.policy);
+          const verdict = checkAddress(ip, shown);
           if (!verdict.allowed) {
             return {
               ok: false,

@@ -19,6 +19,8 @@ export type FieldNote =
       cel?: readonly CelRule[];
       /** A list merged by these keys (`x-kubernetes-list-type: map`), as server-side apply does. */
       listMapKeys?: readonly string[];
+      /** A CRD bound tighter than the runtime schema's, which still parses what older CRDs stored. */
+      maximum?: number;
     };
 
 /**
@@ -49,11 +51,17 @@ function notedAt(
   full: string,
 ): z.ZodMiniType {
   if (path.length === 0) {
-    const { description, cel = [], listMapKeys } = typeof note === "string" ? { description: note } : note;
+    const {
+      description,
+      cel = [],
+      listMapKeys,
+      maximum,
+    } = typeof note === "string" ? { description: note } : note;
     const existing =
       (z.globalRegistry.get(schema)?.["x-kubernetes-validations"] as CelRule[] | undefined) ?? [];
     return withMeta(schema, {
       ...(description === undefined ? {} : { description }),
+      ...(maximum === undefined ? {} : { maximum }),
       ...(cel.length === 0 ? {} : { "x-kubernetes-validations": [...existing, ...cel] }),
       ...(listMapKeys === undefined
         ? {}

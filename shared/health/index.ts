@@ -47,5 +47,5 @@ export type {
   SubjectOutcome,
 } from "./sweep.ts";
 export { probeAll, probeDue } from "./sweep.ts";
-export type { IpAddress, RefusalReason, TargetPolicy, TargetVerdict } from "./target.ts";
+export type { IpAddress, RefusalReason, TargetVerdict } from "./target.ts";
 export { checkAddress, checkProbeTarget, parseIpLiteral } from "./target.ts";

@@ -9,7 +9,7 @@
  * exercise the proxy's tunnelling again.
  */
 
-import { checkProbeTarget, type RefusalReason, type TargetPolicy, type TargetVerdict } from "./target.ts";
+import { checkProbeTarget, type RefusalReason, type TargetVerdict } from "./target.ts";
 
 export interface ProxyEndpoint {
   host: string;
@@ -24,8 +24,6 @@ export interface ProbeTarget {
   url: string;
   expectedStatus: number;
   timeoutMs: number;
-  /** Re-checked by probers that resolve names, against every resolved address. */
-  policy?: TargetPolicy;
 }
 
 export interface ProbeResult {
@@ -48,8 +46,8 @@ export interface Prober {
  * Checks both hosts a probe involves before anything connects: the proxy (we connect to it) and
  * the probe URL's host (the proxy connects to it on our behalf).
  */
-export function screenProbeTarget(target: Pick<ProbeTarget, "proxy" | "url" | "policy">): TargetVerdict {
-  const proxyVerdict = checkProbeTarget(target.proxy.host, target.policy);
+export function screenProbeTarget(target: Pick<ProbeTarget, "proxy" | "url">): TargetVerdict {
+  const proxyVerdict = checkProbeTarget(target.proxy.host);
   if (!proxyVerdict.allowed) return proxyVerdict;
   let url: URL;
   try {
@@ -68,7 +66,7 @@ export function screenProbeTarget(target: Pick<ProbeTarget, "proxy" | "url" | "p
       message: `probe URL ${JSON.stringify(target.url)} must be http or https`,
     };
   }
-  return checkProbeTarget(url.hostname, target.policy);
+  return checkProbeTarget(url.hostname);
 }
 
 /** Shortens an error to a one-line message for results and conditions. */

@@ -25,7 +25,6 @@ import {
   recordProbe,
   recordRefusal,
 } from "./state.ts";
-import type { TargetPolicy } from "./target.ts";
 
 /**
  * What the health sweep needs to know about one Proxy. The proxy controller maps its objects to
@@ -47,7 +46,6 @@ export interface HealthSubject {
   thresholds: HealthThresholds;
   /** From an existing Healthy condition (True/False) and status latency/time, for a fresh state. */
   seed?: Omit<HealthSeed, "instance">;
-  policy?: TargetPolicy;
   /**
    * The status fields a latency report changes, exactly as the reconciler would project them
    * (latency and report time; never a condition or the phase). With it, a LatencyChange report
@@ -185,7 +183,7 @@ async function sweepOne<P>(s: HealthSubject, opts: ProbeAllOptions<P>, slots: Se
   const previous = decodeHealthState(s.annotation);
   const seed: HealthSeed = { ...s.seed, instance: s.instance };
   const hadRefusal = previous?.instance === s.instance && previous.refused !== undefined;
-  const target = { proxy: s.proxy, url: s.probe.url, policy: s.policy };
+  const target = { proxy: s.proxy, url: s.probe.url };
 
   const screened = screenProbeTarget(target);
   if (!screened.allowed) {
@@ -247,7 +245,7 @@ async function sweepOne<P>(s: HealthSubject, opts: ProbeAllOptions<P>, slots: Se
 
 async function probeOnce(
   prober: Prober,
-  target: { proxy: ProxyEndpoint; url: string; policy?: TargetPolicy | undefined },
+  target: { proxy: ProxyEndpoint; url: string },
   s: HealthSubject,
   now: () => Date,
 ): Promise<ProbeResult> {

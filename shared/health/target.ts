@@ -28,16 +28,6 @@ export type RefusalReason = "MetadataAddress" | "LinkLocal" | "Unspecified" | "I
 
 export type TargetVerdict = { allowed: true } | { allowed: false; reason: RefusalReason; message: string };
 
-export interface TargetPolicy {
-  /** Permit link-local and metadata targets altogether. For operators who really mean it. */
-  allowLinkLocal?: boolean;
-  /**
-   * Hosts or CIDRs that are permitted even though they would be refused, e.g. `"169.254.10.0/24"`
-   * or `"metadata.google.internal"`. Matched against the decoded address, so any spelling counts.
-   */
-  allowList?: readonly string[];
-}
-
 /** A decoded IP literal. IPv4 is held as 4 bytes, IPv6 as 16. */
 export type IpAddress = { family: 4; bytes: Uint8Array } | { family: 6; bytes: Uint8Array };
 
@@ -83,7 +73,7 @@ const rules: readonly Rule[] = [
  * checkProbeTarget("0xA9FEA9FE") // { allowed: false, reason: "MetadataAddress", ... }
  * checkProbeTarget("127.0.0.1")  // { allowed: true }
  */
-export function checkProbeTarget(host: string, policy: TargetPolicy = {}): TargetVerdict {
+export function checkProbeTarget(host: string): TargetVerdict {
   if (normaliseHost(host) === "") {
     return {
       allowed: false,
@@ -99,51 +89,27 @@ export function checkProbeTarget(host: string, policy: TargetPolicy = {}): Targe
       message: `probe target host ${JSON.stringify(host)} is not a host name or an IP address`,
     };
   }
-  if (policy.allowLinkLocal) return { allowed: true };
   const ip = parseIpLiteral(name);
   if (!ip) {
-    if (metadataHostNames.has(name) && !(policy.allowList ?? []).some((a) => normaliseHost(a) === name)) {
-      return refusal(host, "MetadataAddress", "a cloud metadata host name");
-    }
+    if (metadataHostNames.has(name)) return refusal(host, "MetadataAddress", "a cloud metadata host name");
     return { allowed: true };
   }
-  return checkAddress(ip, host, policy);
+  return checkAddress(ip, host);
 }
 
 /** Like {@link checkProbeTarget} for an already decoded address (e.g. one DNS returned). */
-export function checkAddress(ip: IpAddress, shownAs: string, policy: TargetPolicy = {}): TargetVerdict {
-  if (policy.allowLinkLocal) return { allowed: true };
+export function checkAddress(ip: IpAddress, shownAs: string): TargetVerdict {
   const effective = embeddedIpv4(ip) ?? ip;
-  for (const r of rules) {
-    if (!matches(effective, r)) continue;
-    if (isAllowListed(ip, effective, policy)) return { allowed: true };
-    return refusal(shownAs, r.reason, r.label);
-  }
-  return { allowed: true };
+  const r = rules.find((rule) => matches(effective, rule));
+  return r ? refusal(shownAs, r.reason, r.label) : { allowed: true };
 }
 
 function refusal(host: string, reason: RefusalReason, label: string): TargetVerdict {
   return {
     allowed: false,
     reason,
-    message:
-      `probe target ${JSON.stringify(host)} is ${label}; refused to connect ` +
-      "(list it in the health probe allowList to permit it)",
+    message: `probe target ${JSON.stringify(host)} is ${label}; refused to connect`,
   };
-}
-
-function isAllowListed(ip: IpAddress, effective: IpAddress, policy: TargetPolicy): boolean {
-  for (const entry of policy.allowList ?? []) {
-    const cidr = parseCidr(entry) ?? cidrOfLiteral(entry);
-    if (!cidr) continue;
-    if (matches(ip, cidr) || matches(effective, cidr)) return true;
-  }
-  return false;
-}
-
-function cidrOfLiteral(entry: string): { family: 4 | 6; prefix: Uint8Array; bits: number } | undefined {
-  const ip = parseIpLiteral(normaliseHost(entry));
-  return ip ? { family: ip.family, prefix: ip.bytes, bits: ip.bytes.length * 8 } : undefined;
 }
 
 function matches(ip: IpAddress, r: Pick<Rule, "family" | "prefix" | "bits">): boolean {

@@ -5,7 +5,7 @@
  * through this module (infra/relay, on Node only, uses classic zod).
  */
 import * as z from "zod/mini";
-import { _coercedNumber, _isoDateTime } from "zod/v4/core";
+import { _coercedNumber } from "zod/v4/core";
 import { englishMessage } from "./messages.ts";
 
 z.config({ localeError: englishMessage });
@@ -16,9 +16,24 @@ export * from "zod/mini";
 // schema classes (dates, durations, bigints), in the bundle. These keep only what kubefn uses;
 // they shadow the namespaces of the `export *` above.
 
-/** `z.iso`, only `datetime`. */
+const dateTime =
+  /^(\d{4})-(\d\d)-(\d\d)T(?:[01]\d|2[0-3]):[0-5]\d:[0-5]\d(?:\.\d+)?(?:Z|[+-](?:[01]\d|2[0-3]):[0-5]\d)$/;
+
+/** An RFC 3339 date-time with seconds and `Z` or an offset, on a real calendar day. */
+function isDateTime(s: string): boolean {
+  const m = dateTime.exec(s);
+  if (!m) return false;
+  const day = new Date(0);
+  day.setUTCFullYear(+m[1]!, +m[2]! - 1, +m[3]!);
+  return day.getUTCMonth() === +m[2]! - 1;
+}
+
+/**
+ * `z.iso`, only `datetime({ offset: true })`: zod's judgement, message and JSON Schema
+ * (`format: date-time`), without the regex builders (about 370 bytes of the Worker bundle).
+ */
 export const iso = {
-  datetime: (params?: Parameters<typeof z.iso.datetime>[0]) => _isoDateTime(z.ZodMiniISODateTime, params),
+  datetime: (_params: { offset: true }) => z.stringFormat("datetime", isDateTime),
 };
 
 /** `z.coerce`, only `number`. */

@@ -15,9 +15,6 @@ const formatNouns: Readonly<Record<string, string>> = {
   email: "email address",
   url: "URL",
   datetime: "ISO datetime",
-  date: "ISO date",
-  time: "ISO time",
-  duration: "ISO duration",
 };
 
 /** What a size bound counts, by the kind of value it bounds. */

@@ -159,7 +159,6 @@ function managedProxy(namespace: string, name: string, cloudInit: string): Proxy
       mode: "Managed",
       provider: "kubernetes",
       cloudInit: { inline: cloudInit },
-      instance: { image: "kubefn/chaos:1" },
     },
   } as Proxy;
 }

@@ -38,9 +38,10 @@ import { type ChaosProfile, type ChaosResult, type Driver, runChaos, shortProfil
 
 /**
  * The faulted run may send at most this many times the requests of the fault-free run. Looser
- * than the Node host's 3: the test runs the cron every 3 s and every run sends a drift pass per
- * Proxy (resync 60 s is one bucket), so here requests grow with the time to converge, which
- * faults stretch (measured 2.0–3.3×).
+ * than the Node host's 3: the test runs the cron every 3 s, and with resync 60 s every run makes
+ * its drift lists and sends a drift pass to each Proxy not converged yet (none to a converged one:
+ * see the steady-state test in test/e2e/worker.test.ts), so here requests grow with the time to
+ * converge, which faults stretch (measured 2.0–3.3×).
  */
 const REQUEST_BOUND = 4;
 const profile: ChaosProfile = { ...shortProfile, objects: 15 };

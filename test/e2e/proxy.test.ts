@@ -81,6 +81,8 @@ beforeAll(async () => {
     KUBEFN_SWEEP_SECONDS: "1",
     KUBEFN_PROXY_RESYNC_SECONDS: "60",
     KUBEFN_MIN_REPORT_SECONDS: "1",
+    // The Proxy names an image the test plays; the operator allows it.
+    PROXY_ALLOWED_IMAGES: "registry.example/forward-proxy:test",
   });
 }, 120_000);
 

@@ -122,6 +122,8 @@ beforeAll(async () => {
     // loaded two-core machine loopback latency jitters past 20 ms. The window below starts right
     // after both first verdicts and ends well within that minute.
     KUBEFN_MIN_REPORT_SECONDS: "60",
+    // The Proxy names an image the test plays; the operator allows it.
+    PROXY_ALLOWED_IMAGES: "registry.example/forward-proxy:test",
   });
 }, 120_000);
 

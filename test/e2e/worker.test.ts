@@ -15,7 +15,10 @@
  *   `GCE_CREDENTIALS` secret signs its JWT with workerd's Web Crypto against a local GCE-shaped
  *   server, and deletion holds the finalizer until the VM is gone;
  * - probes fan out: the sweep sends probe-shard messages (delayed to each Proxy's phase), the
- *   queue consumer probes them, never more than 6 at once, even when 12 fall due together.
+ *   queue consumer probes them, never more than 6 at once, even when 12 fall due together;
+ * - steady state costs nothing per object: once 5, then 20 External Proxies (beside a Managed
+ *   Proxy and a SubPool) have converged, a cron run sends no message and makes the same number of
+ *   API requests (lists per kind, counted on the wire by a pass-through in front of the API server).
  */
 
 import { createServer } from "node:http";
@@ -26,6 +29,7 @@ import { signBatch } from "../../functions/intake/index.ts";
 import { installCrdsAndRbac, serviceAccountToken } from "../../functions/node/install.ts";
 import { type Proxy as ProxyObject, proxyResource } from "../../shared/controllers/proxy/api.ts";
 import { ownerTagKey } from "../../shared/controllers/proxy/providers/provider.ts";
+import { subPoolNamespaceName, subPoolResource } from "../../shared/controllers/subpool/api.ts";
 import {
   createFetchTransport,
   createKube,
@@ -36,6 +40,7 @@ import {
   Resources,
 } from "../../shared/kube/index.ts";
 import { clusterInfo, eventually, waitForAuditEvent } from "../setup/cluster.ts";
+import { type FaultProxy, type SeenRequest, startFaultProxy } from "../support/fault-proxy.ts";
 import {
   type ForwardProxy,
   startForwardProxy,
@@ -57,6 +62,8 @@ let harness: TestHarness;
 let forwardProxy: ForwardProxy;
 let target: Target;
 let gce: GceServer;
+/** The Worker's way to the API server: a pass-through that sees every request (no faults). */
+let wire: FaultProxy;
 
 beforeAll(async () => {
   const { httpProxy, adminToken } = clusterInfo();
@@ -74,6 +81,7 @@ beforeAll(async () => {
     startHttpTarget(),
     startGceServer("kubefn-worker-e2e"),
   ]);
+  wire = await startFaultProxy(httpProxy);
 
   harness = createTestHarness({
     root,
@@ -82,7 +90,7 @@ beforeAll(async () => {
         configPath: "wrangler.toml",
         // Drift lists and decisions at every cron tick (resync 60), so one tick finds a new Proxy.
         vars: {
-          KUBE_SERVER: httpProxy,
+          KUBE_SERVER: wire.url,
           PROXY_RESYNC_SECONDS: "60",
           GCE_PROJECT: "kubefn-worker-e2e",
           GCE_ZONES: "us-central1-a",
@@ -103,7 +111,7 @@ beforeAll(async () => {
 
 afterAll(async () => {
   await harness?.close();
-  await Promise.all([forwardProxy?.close(), target?.close(), gce?.close()]);
+  await Promise.all([forwardProxy?.close(), target?.close(), gce?.close(), wire?.close()]);
   await kube?.delete(Resources.Namespace, { name: namespace }).catch(() => undefined);
 });
 
@@ -167,6 +175,114 @@ const postEvents = (body: string, headers: Record<string, string>) =>
     body,
   });
 
+/** One cron run: the API requests seen while it ran and its `sweep` log line. */
+async function cronRun(): Promise<{ requests: SeenRequest[]; sweep: Record<string, unknown> }> {
+  const logs = workerLogs().length;
+  const from = wire.seen().length;
+  const result = await harness.getWorker().scheduled({ cron: "* * * * *", scheduledTime: new Date() });
+  expect(result.outcome).toBe("ok");
+  const requests = wire.seen().slice(from);
+  const sweep = await eventually(
+    async () =>
+      workerLogs()
+        .slice(logs)
+        .find((l) => l.msg === "sweep"),
+    {
+      timeoutMs: 10_000,
+      what: "the cron run's sweep line",
+    },
+  );
+  return { requests, sweep };
+}
+
+/** The messages a sweep line reports: `<controller>:<reason>` per message, and probe shards. */
+function sweptMessages(sweep: Record<string, unknown>): string[] {
+  const out: string[] = [];
+  for (const [field, value] of Object.entries(sweep)) {
+    if (typeof value === "string") {
+      const due = /, (\d+) due(?: \((.*)\))?$/.exec(value);
+      if (!due || due[1] === "0") continue;
+      for (const reason of (due[2] ?? "").split(" ")) {
+        const [label, n] = reason.split("=");
+        for (let i = 0; i < Number(n); i++) out.push(`${field}:${label}`);
+      }
+    } else if (field === "proxy-health" && typeof value === "object" && value !== null) {
+      const shards = (value as { shards?: number }).shards ?? 0;
+      for (let i = 0; i < shards; i++) out.push("proxy-health:shard");
+    }
+  }
+  return out;
+}
+
+/** Waits until `n` pass lines have been logged since log line `from` (a run's messages ran). */
+async function passesRan(from: number, n: number): Promise<void> {
+  await eventually(
+    async () =>
+      workerLogs()
+        .slice(from)
+        .filter((l) => l.msg === "pass").length >= n
+        ? true
+        : undefined,
+    { timeoutMs: 30_000, intervalMs: 200, what: `${n} passes` },
+  );
+}
+
+/** Fires the cron until a run sends nothing, letting the passes of each run that did finish first. */
+async function quietRun(): Promise<void> {
+  const seen: string[] = [];
+  for (let i = 0; i < 20; i++) {
+    const from = workerLogs().length;
+    const messages = sweptMessages((await cronRun()).sweep);
+    if (messages.length === 0) return;
+    seen.push(messages.join(","));
+    await passesRan(from, messages.length);
+  }
+  throw new Error(`the cron kept sending messages: ${seen.join("; ")}`);
+}
+
+/**
+ * `n` cron runs that send nothing, each with the API requests seen while it ran. A run that sends
+ * messages is skipped once its passes ran; those passes are returned as `drift` where they are
+ * this file's objects' (the safety net aside: a day's spread, a minute's share of the objects).
+ * Other objects in the shared cluster (another file's, on their way out) only cost a skipped run.
+ */
+async function steadyRuns(
+  n: number,
+  ours: (key: string) => boolean,
+): Promise<{ perRun: number[]; last: SeenRequest[]; drift: string[]; skipped: number }> {
+  const perRun: number[] = [];
+  const drift: string[] = [];
+  let last: SeenRequest[] = [];
+  let skipped = 0;
+  for (let i = 0; perRun.length < n; i++) {
+    if (i >= 4 * n) throw new Error(`no ${n} quiet cron runs in ${i}: drift ${drift.join(", ")}`);
+    const from = workerLogs().length;
+    const run = await cronRun();
+    const messages = sweptMessages(run.sweep);
+    if (messages.length > 0) {
+      skipped++;
+      await passesRan(from, messages.length);
+      for (const l of workerLogs().slice(from)) {
+        if (l.msg === "pass" && ours(String(l.key)) && l.trigger !== "safety-net")
+          drift.push(`${l.key} ${l.trigger}`);
+      }
+      continue;
+    }
+    perRun.push(run.requests.length);
+    last = run.requests;
+  }
+  return { perRun, last, drift, skipped };
+}
+
+function countPaths(requests: readonly SeenRequest[]): Record<string, number> {
+  const out: Record<string, number> = {};
+  for (const r of requests) {
+    const key = `${r.method} ${r.path.split("?")[0]}`;
+    out[key] = (out[key] ?? 0) + 1;
+  }
+  return out;
+}
+
 describe("kubefn on Cloudflare Workers (workerd, real API server)", () => {
   it("answers health checks and refuses unauthenticated batches", async () => {
     expect((await harness.fetch("/healthz")).status).toBe(200);
@@ -225,6 +341,99 @@ describe("kubefn on Cloudflare Workers (workerd, real API server)", () => {
     const p = await provisioned("px-audit");
     expect(writtenByWorker(p)).toBe(true);
   });
+
+  it("steady state: a cron run sends no message and the same API requests for 5 and for 20 External Proxies (beside a Managed Proxy and a SubPool)", async () => {
+    const names = (from: number, to: number) =>
+      Array.from({ length: to - from }, (_, i) => `steady-${from + i}`);
+    const logs = workerLogs().length;
+    const converge = async (created: string[]) => {
+      for (const name of created) await kube.create<Proxy>(proxyResource, externalProxy(name));
+      // No event: the cron alone finds them (drift reason generation) and their passes converge them.
+      await cronRun();
+      for (const name of created) await provisioned(name);
+      await quietRun();
+    };
+    // Beside them in both windows: a Managed Proxy, whose Pod is in the provider list the drift
+    // reads, and a SubPool, whose owned objects are listed per page of SubPools.
+    const pool = `steady-${namespace}`;
+    await kube.create<Proxy>(proxyResource, {
+      ...externalProxy("steady-managed"),
+      spec: { mode: "Managed", provider: "kubernetes" },
+    } as Proxy);
+    await kube.create(subPoolResource, {
+      apiVersion: `${subPoolResource.group}/${subPoolResource.version}`,
+      kind: "SubPool",
+      metadata: { name: pool },
+      spec: {
+        exposure: { mode: "Internal" },
+        storage: { size: "1Gi" },
+        cpa: {
+          image: "ghcr.io/subrelay/cpa:1.4.0",
+          resources: { requests: { cpu: "100m", memory: "64Mi" } },
+        },
+        cpaManager: {
+          image: "ghcr.io/subrelay/cpa-manager:1.4.0",
+          resources: { requests: { cpu: "100m", memory: "64Mi" } },
+        },
+      },
+    });
+    // The pool's Pod turns ready on the StatefulSet controller's time: a change a pass must write,
+    // so the windows start after it.
+    await eventually(
+      async () => {
+        await cronRun();
+        const sts = await kube
+          .get<KubeObject>(Resources.StatefulSet, {
+            namespace: subPoolNamespaceName(pool),
+            name: `${pool}-cpa-manager`,
+          })
+          .catch(() => undefined);
+        const ready = (sts?.status as { readyReplicas?: number } | undefined)?.readyReplicas === 1;
+        return ready && (await getProxy("steady-managed")).status?.phase === "Ready" ? true : undefined;
+      },
+      { timeoutMs: 90_000, intervalMs: 500, what: `${pool}'s StatefulSet and steady-managed ready` },
+    );
+    await converge(names(0, 5));
+    const ours = (key: string) => key.includes(`/${namespace}/`) || key.endsWith(`/${pool}`);
+    const five = await steadyRuns(3, ours);
+    await converge(names(5, 20));
+    const twenty = await steadyRuns(3, ours);
+    console.log(
+      `worker steady state, requests per cron run: 5 External Proxies ${five.perRun.join("/")}, 20 ${twenty.perRun.join("/")}; ` +
+        `drift messages ${five.drift.length}/${twenty.drift.length} (runs with messages skipped ${five.skipped}/${twenty.skipped}); ` +
+        `requests of one run at 20: ${JSON.stringify(countPaths(twenty.last))}`,
+    );
+    expect(five.drift).toEqual([]);
+    expect(twenty.drift).toEqual([]);
+    expect(twenty.perRun).toEqual(five.perRun);
+    // Lists only: no request names one Proxy.
+    expect(twenty.last.filter((r) => r.method !== "GET" || !r.path.includes("limit="))).toEqual([]);
+    // Every list the drift needs was allowed and answered (a failed list would leave it blind).
+    expect(
+      workerLogs()
+        .slice(logs)
+        .filter((l) => l.level === "error" && String(l.msg).startsWith("sweep")),
+    ).toEqual([]);
+
+    // Their finalizers are the Worker's to run.
+    await kube.delete(proxyResource, { namespace, name: "steady-managed" });
+    await kube.delete(subPoolResource, { name: pool });
+    const gone = (get: Promise<unknown>) =>
+      get.then(
+        () => false,
+        (err: unknown) => (isNotFound(err) ? true : Promise.reject(err)),
+      );
+    await eventually(
+      async () => {
+        await cronRun();
+        return (await gone(getProxy("steady-managed"))) &&
+          (await gone(kube.get(subPoolResource, { name: pool })))
+          ? true
+          : undefined;
+      },
+      { timeoutMs: 90_000, intervalMs: 500, what: `steady-managed and ${pool} gone` },
+    );
+  }, 180_000);
 
   it("one event drives a Managed Proxy to Ready through delayed follow-ups, one more deletes it", async () => {
     const created = await kube.create<Proxy>(proxyResource, {

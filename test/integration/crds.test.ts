@@ -183,6 +183,14 @@ describe("generated CRDs on a real API server", () => {
         { provider: "gce", healthCheck: { probeURL: "https://x.test/", intervalSeconds: 1 } },
         "intervalSeconds",
       ],
+      [
+        "a probe timeout above 30s (probe slots are shared)",
+        {
+          provider: "gce",
+          healthCheck: { probeURL: "https://x.test/", intervalSeconds: 60, timeoutSeconds: 31 },
+        },
+        "timeoutSeconds",
+      ],
     ])("rejects %s (schema)", async (_name, spec, field) => {
       const { code, message } = await rejection(create(proxy("bad", spec)));
       expect(code).toBe(422);
@@ -196,6 +204,14 @@ describe("generated CRDs on a real API server", () => {
         "cloudInit with both sources",
         { provider: "gce", cloudInit: { inline: "#cloud-config", secretRef: { name: "s" } } },
         "set exactly one of cloudInit.inline or cloudInit.secretRef",
+      ],
+      [
+        "a probe timeout longer than the interval",
+        {
+          provider: "gce",
+          healthCheck: { probeURL: "https://x.test/", intervalSeconds: 10, timeoutSeconds: 20 },
+        },
+        "healthCheck.timeoutSeconds must not exceed healthCheck.intervalSeconds",
       ],
     ])("rejects %s (CEL)", async (_name, spec, text) => {
       const { code, message } = await rejection(create(proxy("cel", spec)));

@@ -129,7 +129,11 @@ beforeAll(async () => {
     spec: { automountServiceAccountToken: false, containers: [{ name: "p", image: "registry.example/p:1" }] },
   });
   registry = createRegistry([
-    proxyController({ providers: { kubernetes: createKubernetesProvider({ kube: kubefn }) } }),
+    proxyController({
+      providers: { kubernetes: createKubernetesProvider({ kube: kubefn }) },
+      // The operator allows its own registry's images; the replacement tests below use them.
+      instanceAllowList: { images: ["registry.example/*"], machineTypes: [] },
+    }),
   ]);
   ctx = {
     kube: kubefn,
@@ -188,6 +192,24 @@ describe("cloud-init from a Secret", () => {
       uid: pod!.metadata.uid,
       controller: true,
     });
+  });
+});
+
+describe("what kubefn's identity runs is the operator's choice", () => {
+  it("a tenant's own image or machine type: no Pod is created, the Proxy is Failed with the reason", async () => {
+    for (const [name, instance, reason] of [
+      ["miner", { image: "evil.example/miner:1" }, "ImageNotAllowed"],
+      ["big", { machineType: "a2-ultragpu-8g" }, "MachineTypeNotAllowed"],
+    ] as const) {
+      const proxy = await createProxy(mallory, name, { mode: "Managed", provider: "kubernetes", instance });
+      const failed = await drive(name, (p) => p?.status?.phase === "Failed");
+      const conditions = failed?.status?.conditions ?? [];
+      expect(conditions.find((c) => c.type === "PermanentError")).toMatchObject({ status: "True", reason });
+      expect(await podsOwnedBy(proxy.metadata.uid!)).toEqual([]);
+      expect(JSON.stringify((await admin.list(Resources.Pod, { namespace: tenantNs })).items)).not.toContain(
+        "evil.example",
+      );
+    }
   });
 });
 

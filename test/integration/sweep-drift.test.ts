@@ -187,9 +187,7 @@ async function legacyWindow(): Promise<{ requests: number; messages: number }> {
  * Requests of `n` steady sweeps of the SubPool controller alone, and the messages they sent for
  * this file's pools (other test files share the cluster and create objects of their own).
  */
-async function steadyWindow(
-  n: number,
-): Promise<{
+async function steadyWindow(n: number): Promise<{
   requests: number;
   messages: number;
   reasons: string[];

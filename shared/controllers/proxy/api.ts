@@ -31,6 +31,8 @@ export const ProxyConditionType = {
   QuotaExceeded: "QuotaExceeded",
   /** The provider refused for good; latched until the generation changes. */
   PermanentError: "PermanentError",
+  /** True while the stored probe timeout is out of range and probes use the cap instead. */
+  ProbeTimeoutCapped: "ProbeTimeoutCapped",
 } as const;
 export type ProxyConditionType = (typeof ProxyConditionType)[keyof typeof ProxyConditionType];
 
@@ -49,6 +51,8 @@ export const ProxyReason = {
   ProbeFailed: "ProbeFailed",
   /** The sweep would not probe the target (link-local, metadata address, invalid URL). */
   ProbeTargetRefused: "ProbeTargetRefused",
+  /** A stored `healthCheck.timeoutSeconds` above 30 s or its interval: probed with the cap. */
+  TimeoutOutOfRange: "TimeoutOutOfRange",
 } as const;
 export type ProxyReason = (typeof ProxyReason)[keyof typeof ProxyReason];
 
@@ -96,6 +100,14 @@ const endpointSchema = z.object({
   scheme: z._default(z.enum(["http", "https"]), "http"),
 });
 
+/**
+ * The longest a probe may wait (seconds). Probe slots are shared by every tenant (6 per Worker
+ * invocation), so one Proxy's hanging target must not hold one for minutes. The CRD refuses more
+ * (and more than `intervalSeconds`); the parser still accepts the old bound of 300 so that a Proxy
+ * stored before can be probed, reported (ProbeTimeoutCapped) and deleted: see {@link probeTimeoutSeconds}.
+ */
+export const maxProbeTimeoutSeconds = 30;
+
 const healthCheckSchema = z.object({
   probeURL: z.url(),
   expectedStatus: z._default(z.int().check(z.gte(100)).check(z.lte(599)), 200),
@@ -133,6 +145,10 @@ export const proxySpecSchema = z
     }),
   );
 export type ProxySpec = z.infer<typeof proxySpecSchema>;
+
+/** How long a probe of this health check may take: `timeoutSeconds`, at most 30 s and its interval. */
+export const probeTimeoutSeconds = (hc: NonNullable<ProxySpec["healthCheck"]>): number =>
+  Math.min(hc.timeoutSeconds, maxProbeTimeoutSeconds, hc.intervalSeconds);
 
 export const proxyStatusSchema = z.object({
   observedGeneration: z.optional(z.int().check(z.gte(0))),

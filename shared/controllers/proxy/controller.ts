@@ -1,4 +1,5 @@
 import type { ControllerDefinition } from "../../runtime/index.ts";
+import { defaultInstanceAllowList, type InstanceAllowList } from "./allow-list.ts";
 import { ProxyConditionType, ProxyReason, proxyResource } from "./api.ts";
 import { proxyDrift } from "./drift.ts";
 import { proxyErrorPolicy } from "./failure.ts";
@@ -12,6 +13,8 @@ export interface ProxyControllerDeps {
   /** Providers by the name `spec.provider` uses; a function builds them per pass from its context. */
   providers: ProvidersSource;
   timings?: Partial<ProxyTimings>;
+  /** What a Managed Proxy may ask its instance to run; {@link defaultInstanceAllowList} when unset. */
+  instanceAllowList?: InstanceAllowList;
   /** Handlers of the sweep's fanned-out work (the probe shards of `proxyHealthTask`). */
   shards?: ControllerDefinition["shards"];
 }
@@ -48,6 +51,7 @@ export function proxyController(deps: ProxyControllerDeps): ControllerDefinition
         [ProxyConditionType.Healthy]: "positive",
         [ProxyConditionType.QuotaExceeded]: "negative",
         [ProxyConditionType.PermanentError]: "negative",
+        [ProxyConditionType.ProbeTimeoutCapped]: "negative",
       },
       progressReasons: [ProxyReason.Provisioning, ProxyReason.Replacing, ProxyReason.Deleting],
     },
@@ -62,6 +66,11 @@ export function proxyController(deps: ProxyControllerDeps): ControllerDefinition
     errorPolicy: proxyErrorPolicy(timings.quotaRetry),
     drift: proxyDrift(deps.providers),
     ...(deps.shards ? { shards: deps.shards } : {}),
-    reconcile: (ctx, object) => reconcileProxy(ctx, object, { providers: deps.providers, timings }),
+    reconcile: (ctx, object) =>
+      reconcileProxy(ctx, object, {
+        providers: deps.providers,
+        timings,
+        allowList: deps.instanceAllowList ?? defaultInstanceAllowList,
+      }),
   };
 }

@@ -5,7 +5,7 @@
  * side of the CEL rules here.
  */
 import { type CrdSpec, conditionsNotes, documented } from "../../crd/index.ts";
-import { ProxyConditionType, proxyKind } from "./api.ts";
+import { maxProbeTimeoutSeconds, ProxyConditionType, proxyKind } from "./api.ts";
 
 export const proxyCrd: CrdSpec = {
   ...proxyKind,
@@ -48,7 +48,21 @@ export const proxyCrd: CrdSpec = {
     "cloudInit.secretRef.name": "Name of a Secret in the Proxy's namespace.",
     "cloudInit.secretRef.key": 'Key in the Secret; defaults to "user-data".',
     endpoint: "Where an External proxy listens.",
-    healthCheck: "Periodic probe through the proxy; its verdict is the Healthy condition.",
+    healthCheck: {
+      description: "Periodic probe through the proxy; its verdict is the Healthy condition.",
+      cel: [
+        {
+          rule: "!has(self.timeoutSeconds) || !has(self.intervalSeconds) || self.timeoutSeconds <= self.intervalSeconds",
+          message: "healthCheck.timeoutSeconds must not exceed healthCheck.intervalSeconds",
+          fieldPath: ".timeoutSeconds",
+          reason: "FieldValueInvalid",
+        },
+      ],
+    },
+    "healthCheck.timeoutSeconds": {
+      description: `Seconds a probe may take, at most ${maxProbeTimeoutSeconds} and at most intervalSeconds (probe slots are shared by every Proxy). A larger value stored under an older CRD is probed with the cap and reported as ProbeTimeoutCapped=True.`,
+      maximum: maxProbeTimeoutSeconds,
+    },
     "healthCheck.probeURL": "URL fetched through the proxy; https is tunnelled with CONNECT.",
   }),
   status: documented(proxyKind.status, {

@@ -25,7 +25,7 @@ import { isCloudInitError, proxySpecHash, type ResolvedCloudInit, resolveCloudIn
 import { healthInstanceOf } from "./health-subject.ts";
 import { type Instance, managedByTagKey, managedByTagValue, type Provider } from "./providers/index.ts";
 import type { ProvidersSource } from "./reconcile.ts";
-import { applyHealth, conditionOf } from "./status.ts";
+import { applyHealth, conditionOf, probeTimeoutCapped } from "./status.ts";
 
 /** What the sweep reads once per period for every Proxy's decision. */
 export interface ProxyDriftShared {
@@ -89,6 +89,8 @@ export async function proxyDriftReason(
   ) {
     return undefined;
   }
+  const capped = conditionOf(status, ProxyConditionType.ProbeTimeoutCapped)?.message;
+  if (capped !== probeTimeoutCapped(proxy.spec.healthCheck)) return "probe-timeout";
   const provisioned = conditionOf(status, ProxyConditionType.Provisioned);
 
   if (proxy.spec.mode === ProxyMode.External) {

@@ -1,12 +1,14 @@
 import { ReconcileError } from "../../kube/index.ts";
 import type { ErrorPolicy } from "../../runtime/index.ts";
+import { isAllowListRefusal } from "./allow-list.ts";
 import { ProxyConditionType, ProxyPhase, ProxyReason, type ProxyStatus } from "./api.ts";
 import { ProviderError } from "./providers/index.ts";
 import { setProvisioned } from "./status.ts";
 
 /**
  * The Proxy's error policy, applied by the executor to the errors the Proxy's provider answered
- * (a {@link ProviderError}, or no provider of the spec's name):
+ * (a {@link ProviderError}, no provider of the spec's name, or an instance shape the allow-list
+ * refuses):
  *
  * | class | status | follow-up |
  * | --- | --- | --- |
@@ -22,7 +24,8 @@ export function proxyErrorPolicy(quotaRetrySeconds: number): ErrorPolicy {
   return {
     concerns: (err) =>
       err instanceof ProviderError ||
-      (err instanceof ReconcileError && err.reason === ProxyReason.UnknownProvider),
+      (err instanceof ReconcileError &&
+        (err.reason === ProxyReason.UnknownProvider || isAllowListRefusal(err.reason))),
     latch: {
       condition: ProxyConditionType.PermanentError,
       release: "drop",

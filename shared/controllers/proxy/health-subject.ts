@@ -3,10 +3,17 @@
  * their counters are kept. The reconciler projects with the same key, so the two always agree.
  */
 
-import type { HealthSubject, TargetPolicy } from "../../health/index.ts";
+import type { HealthSubject } from "../../health/index.ts";
 import { storedHealthOf } from "../../health/index.ts";
 import type { KubeObject } from "../../kube/index.ts";
-import { ProxyConditionType, ProxyMode, type Proxy as ProxyObject, ProxyReason, parseProxy } from "./api.ts";
+import {
+  ProxyConditionType,
+  ProxyMode,
+  type Proxy as ProxyObject,
+  ProxyReason,
+  parseProxy,
+  probeTimeoutSeconds,
+} from "./api.ts";
 import { conditionOf, reportedLatencyFields } from "./status.ts";
 
 /** Port a Managed proxy listens on (providers start the proxy there). */
@@ -27,7 +34,6 @@ export function healthInstanceOf(proxy: Pick<ProxyObject, "spec" | "status">): s
 }
 
 export interface HealthSubjectOptions {
-  policy?: TargetPolicy;
   /** Overrides {@link managedProxyPort}. */
   managedPort?: number;
   /** Overrides {@link minReportIntervalSeconds} (tests and small fleets use less). */
@@ -54,7 +60,6 @@ export function proxyHealthSubject(object: KubeObject, options: HealthSubjectOpt
       : { resourceVersion: object.metadata.resourceVersion }),
     deleting: object.metadata.deletionTimestamp !== undefined,
     ...(annotation === undefined ? {} : { annotation }),
-    ...(options.policy ? { policy: options.policy } : {}),
   };
   const parsed = parseProxy(object);
   const hc = parsed.success ? parsed.data.spec.healthCheck : undefined;
@@ -85,7 +90,7 @@ export function proxyHealthSubject(object: KubeObject, options: HealthSubjectOpt
     probe: {
       url: hc.probeURL,
       expectedStatus: hc.expectedStatus,
-      timeoutMs: hc.timeoutSeconds * 1000,
+      timeoutMs: probeTimeoutSeconds(hc) * 1000,
       intervalSeconds: hc.intervalSeconds,
     },
     thresholds: {

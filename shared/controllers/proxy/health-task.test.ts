@@ -1,4 +1,4 @@
-import { describe, expect, it } from "vitest";
+import { describe, expect, it, vi } from "vitest";
 import { FakeKube, fakeContext } from "../../../test/support/fake-kube.ts";
 import { encodeHealthState, type Prober } from "../../health/index.ts";
 import type { KubeObject } from "../../kube/port.ts";
@@ -24,6 +24,45 @@ function externalProxy(name: string, status: Record<string, unknown> = {}): Kube
 }
 
 describe("proxy health task", () => {
+  it("attack: a tenant's hanging probe target holds the shared probe slots no longer than the timeout cap (30 s, and never past its interval)", async () => {
+    // Tenant A writes six Proxies (the Worker's PROBE_CONCURRENCY) at a target that never answers,
+    // with the largest timeout the old CRD allowed; tenant B's Proxy shares the shard.
+    vi.useFakeTimers({ now, toFake: ["setTimeout", "clearTimeout", "Date"] });
+    try {
+      const kube = new FakeKube();
+      const hostile = Array.from({ length: 6 }, (_, i) => {
+        const p = externalProxy(`slow-${i}`);
+        p.metadata.namespace = "tenant-a";
+        Object.assign((p.spec as { healthCheck: object }).healthCheck, {
+          timeoutSeconds: 300,
+          intervalSeconds: 300,
+        });
+        (p.spec as { endpoint: { host: string } }).endpoint = { host: "198.51.100.9", port: 3128 } as never;
+        return p;
+      });
+      const victim = externalProxy("victim");
+      victim.metadata.namespace = "tenant-b";
+      for (const p of [...hostile, victim]) kube.seed(proxyResource, p);
+      const { ctx } = fakeContext(kube, { now });
+      let victimProbedAt: number | undefined;
+      const prober: Prober = {
+        probe: (t) => {
+          if (t.proxy.host === "198.51.100.9") return new Promise(() => {});
+          victimProbedAt = Date.now();
+          return Promise.resolve({ ok: true, latencyMs: 1 });
+        },
+      };
+      const task = proxyHealthTask({ prober, concurrency: 6, sweepPeriodSeconds: 60, confirmDelayMs: 0 });
+      const done = task.handleShard(ctx, [...hostile, victim]);
+      await vi.advanceTimersByTimeAsync(301_000);
+      await done;
+      expect(victimProbedAt).toBeDefined();
+      expect(victimProbedAt! - now.getTime()).toBeLessThanOrEqual(30_000 + 250);
+    } finally {
+      vi.useRealTimers();
+    }
+  });
+
   it("per-Proxy probe recency is a metric: every probe sets it, even one that changes no status", async () => {
     const kube = new FakeKube();
     const proxies = [externalProxy("a"), externalProxy("b")];

@@ -5,7 +5,6 @@ import {
   type ProbeShard,
   probeAll,
   probeShardPlanner,
-  type TargetPolicy,
 } from "../../health/index.ts";
 import type { KubeObject } from "../../kube/index.ts";
 import type { Context, Message, SweepTask } from "../../runtime/index.ts";
@@ -19,7 +18,6 @@ export interface ProxyHealthTaskOptions {
   concurrency: number;
   /** How often the sweep runs; a longer probe interval probes on every k-th sweep. */
   sweepPeriodSeconds: number;
-  policy?: TargetPolicy;
   /** Least time between two latency reports of one proxy (flips are never held back); default 60 s. */
   minReportIntervalSeconds?: number;
   /**
@@ -61,7 +59,6 @@ export function proxyHealthTask(opts: ProxyHealthTaskOptions): SweepTask & {
   const prober = boundedProber(opts.prober, opts.concurrency);
   const subjectFor = (p: KubeObject) =>
     proxyHealthSubject(p, {
-      ...(opts.policy ? { policy: opts.policy } : {}),
       ...(opts.minReportIntervalSeconds ? { minReportIntervalSeconds: opts.minReportIntervalSeconds } : {}),
     });
 

@@ -1,3 +1,9 @@
+export {
+  defaultInstanceAllowList,
+  type InstanceAllowList,
+  instanceRefusal,
+  isAllowListRefusal,
+} from "./allow-list.ts";
 export * from "./api.ts";
 export {
   CloudInitError,

@@ -8,6 +8,7 @@ import { assertNever } from "../../guards/index.ts";
 import { healthStateOf, projectHealth } from "../../health/index.ts";
 import { hasFinalizer, ReconcileError } from "../../kube/index.ts";
 import { awaitSweep, failed, type Outcome, requeueAfter } from "../../runtime/index.ts";
+import { instanceRefusal } from "./allow-list.ts";
 import { ProxyReason, proxyFinalizer, proxySpecHashAnnotation } from "./api.ts";
 import {
   isCloudInitError,
@@ -42,6 +43,8 @@ export interface ManagedObservation {
   desiredHash?: string | undefined;
   /** provider.get(providerID); undefined until looked up. */
   lookup?: InstanceLookup | undefined;
+  /** The spec's instance is not on the operator's allow-list: never create or replace for it. */
+  refused?: boolean;
 }
 
 /** The next step of a Managed pass. `resolve` and `lookup` ask for an observation, not an action. */
@@ -49,6 +52,8 @@ export type ManagedAction =
   | { kind: "addFinalizer" }
   | { kind: "unknownProvider" }
   | { kind: "resolve" }
+  /** The instance the spec asks for is not allowed: create nothing, delete nothing. */
+  | { kind: "refuse" }
   | { kind: "create" }
   | { kind: "adopt" }
   | { kind: "lookup"; id: string; purpose: "replace" | "observe" }
@@ -66,16 +71,18 @@ export type ManagedAction =
  *
  * Order: finalizer first; then the provider; then cloud-init (needed for the
  * hash); then no instance → create; a missing or foreign hash → adopt (write it, no create);
- * otherwise look the instance up and act on its state, replacing it when the hash differs.
+ * otherwise look the instance up and act on its state, replacing it when the hash differs. A
+ * create or replace for a shape the allow-list refuses is `refuse` (a running instance stays).
  */
 export function decideManaged(o: ManagedObservation): ManagedAction {
   if (!o.hasFinalizer) return { kind: "addFinalizer" };
   if (!o.providerKnown) return { kind: "unknownProvider" };
   if (o.desiredHash === undefined) return { kind: "resolve" };
-  if (!o.providerID) return { kind: "create" };
+  if (!o.providerID) return o.refused ? { kind: "refuse" } : { kind: "create" };
   const ours = o.storedHash?.startsWith(specHashPrefix) ?? false;
   if (!ours) return { kind: "adopt" };
   const purpose = o.storedHash === o.desiredHash ? "observe" : "replace";
+  if (purpose === "replace" && o.refused) return { kind: "refuse" };
   if (!o.lookup) return { kind: "lookup", id: o.providerID, purpose };
   if (!o.lookup.found) return { kind: "forget", purpose };
   const instance = o.lookup.instance;
@@ -103,6 +110,7 @@ export function decideManaged(o: ManagedObservation): ManagedAction {
  * | --- | --- | --- |
  * | addFinalizer | finalizer (guarded patch) | requeueNow |
  * | unknownProvider | nothing (the error policy latches it) | failed(permanent) |
+ * | refuse | nothing (latched: ImageNotAllowed, MachineTypeNotAllowed, ZoneNotAllowed) | failed(permanent) |
  * | create | provider.create (name from UID); providerID; spec-hash annotation if it differs | provisioningPoll |
  * | adopt | spec-hash annotation | requeueNow |
  * | forget | providerID and IP cleared | requeueNow |
@@ -130,6 +138,8 @@ export async function reconcileManaged(pass: ProxyPass): Promise<Outcome> {
     providerID: status.providerID,
     storedHash: object.metadata.annotations?.[proxySpecHashAnnotation],
   };
+  const refusal = instanceRefusal(proxy.spec.instance, pass.allowList);
+  observation.refused = refusal !== undefined;
   let cloudInit: ResolvedCloudInit = { userData: undefined };
   const ownerUID = object.metadata.uid ?? "";
 
@@ -146,6 +156,8 @@ export async function reconcileManaged(pass: ProxyPass): Promise<Outcome> {
         const message = `no provider named "${providerName}" (known: ${known})`;
         return failed(ReconcileError.permanent(ProxyReason.UnknownProvider, message));
       }
+      case "refuse":
+        return failed(refusal);
       case "resolve": {
         try {
           cloudInit = await resolveCloudInit(ctx.kube, object.metadata.namespace ?? "", proxy.spec);

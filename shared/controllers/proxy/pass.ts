@@ -1,5 +1,6 @@
 import type { KubeObject } from "../../kube/index.ts";
 import type { PassContext } from "../../runtime/index.ts";
+import type { InstanceAllowList } from "./allow-list.ts";
 import type { Proxy as ProxyObject, ProxyStatus } from "./api.ts";
 import type { ProvidersByName } from "./providers/index.ts";
 import type { ProxyTimings } from "./timings.ts";
@@ -14,5 +15,7 @@ export interface ProxyPass {
   /** `object.status`, mutated in place; the executor writes it once if it changed. */
   status: ProxyStatus;
   providers: ProvidersByName;
+  /** What a Proxy may ask its instance to run (Managed). */
+  allowList: InstanceAllowList;
   timings: ProxyTimings;
 }

@@ -13,6 +13,8 @@ import type { Message } from "../../runtime/types.ts";
 import { proxyFinalizer, proxyResource, proxySpecHashAnnotation } from "./api.ts";
 import { proxySpecHash } from "./cloud-init.ts";
 import { proxyController } from "./controller.ts";
+import { proxyDriftReason } from "./drift.ts";
+import { proxyHealthSubject } from "./health-subject.ts";
 import {
   type CreateRequest,
   type Instance,
@@ -188,6 +190,11 @@ const conditionsOf = (o: KubeObject) =>
       (c) => [c.type, `${c.status}/${c.reason}`],
     ),
   );
+/** As a pass at this generation left it: only what the drift decides on differs. */
+const stamped = (o: KubeObject): KubeObject => ({
+  ...o,
+  status: { observedGeneration: o.metadata.generation, ip: "203.0.113.7" },
+});
 const outcomeOf = (o: Outcome) =>
   o.kind === "requeue"
     ? `requeue ${o.afterSeconds}`
@@ -536,6 +543,115 @@ describe("proxy reconcile: health a tenant cannot forge", () => {
     const stored = w.stored();
     expect((stored.status as { phase?: string }).phase).not.toBe("Ready");
     expect(conditionsOf(stored).Healthy ?? "absent").not.toMatch(/^True/);
+  });
+});
+
+describe("attack: a tenant chooses what kubefn's identity runs (image, machine type, zone)", () => {
+  it.each([
+    ["an image of their own", { image: "evil.example/miner:1" }, "ImageNotAllowed"],
+    ["a GPU machine type", { machineType: "a2-ultragpu-8g" }, "MachineTypeNotAllowed"],
+    [
+      "a machine type path of another zone",
+      { machineType: "zones/us-east1-b/machineTypes/e2-micro" },
+      "MachineTypeNotAllowed",
+    ],
+  ])(
+    "%s: nothing is created; PermanentError, Provisioned=False, phase Failed, a Warning Event",
+    async (_name, instance, reason) => {
+      const w = world({ spec: { mode: "Managed", provider: "fake", instance } });
+      await w.converge();
+      expect(w.provider.calls.filter((c) => c.method === "create")).toEqual([]);
+      expect(conditionsOf(w.stored())).toMatchObject({
+        PermanentError: `True/${reason}`,
+        Provisioned: "False/PermanentError",
+      });
+      expect(w.stored().status).toMatchObject({ phase: "Failed" });
+      const events = (await w.kube.list(Resources.Event)).items;
+      expect(events).toEqual(expect.arrayContaining([expect.objectContaining({ type: "Warning", reason })]));
+    },
+  );
+
+  it("the operator's allow-list admits what it names (a trailing * matches by prefix); naming nothing is the provider's default", async () => {
+    for (const instance of [{ image: "registry.example/proxy:2", machineType: "n2-standard-2" }, {}]) {
+      const kube = new FakeKube();
+      kube.seed(proxyResource, proxyObject({ spec: { mode: "Managed", provider: "fake", instance } }));
+      const provider = new FakeProvider();
+      const def = proxyController({
+        providers: { fake: provider },
+        instanceAllowList: { images: ["registry.example/*"], machineTypes: ["n2-standard-2"] },
+      });
+      const { ctx } = fakeContext(kube, { now });
+      for (let i = 0; i < 3; i++) await runPass(ctx, createRegistry([def]), message);
+      expect(provider.created).toHaveLength(1);
+    }
+  });
+
+  it("a zone outside the operator's GCE_ZONES (where no drift list or orphan sweep looks): ZoneNotAllowed", async () => {
+    const kube = new FakeKube();
+    kube.seed(
+      proxyResource,
+      proxyObject({ spec: { mode: "Managed", provider: "fake", instance: { zone: "us-east1-b" } } }),
+    );
+    const provider = new FakeProvider();
+    const def = proxyController({
+      providers: { fake: provider },
+      instanceAllowList: { images: [], machineTypes: [], zones: ["europe-west1-b"] },
+    });
+    const { ctx } = fakeContext(kube, { now });
+    for (let i = 0; i < 3; i++) await runPass(ctx, createRegistry([def]), message);
+    expect(provider.created).toEqual([]);
+    expect(conditionsOf(kube.stored(proxyResource, key)!).PermanentError).toBe("True/ZoneNotAllowed");
+  });
+
+  it("an edit to a refused image keeps the running instance: no delete, no create", async () => {
+    const w = world({
+      spec: { mode: "Managed", provider: "fake", instance: { image: "evil.example/miner:1" } },
+      annotations: { [proxySpecHashAnnotation]: await hashOf() },
+      status: { providerID: instanceId, ip: "10.1.2.3" },
+    });
+    w.provider.put({ id: instanceId, state: "Running", ip: "10.1.2.3", tags: {} });
+    await w.converge();
+    expect(w.provider.methods().filter((m) => m === "create" || m === "delete")).toEqual([]);
+    expect(w.provider.instances.has(instanceId)).toBe(true);
+    expect(conditionsOf(w.stored()).PermanentError).toBe("True/ImageNotAllowed");
+  });
+});
+
+describe("proxy reconcile: a probe timeout stored before the 30 s cap", () => {
+  const slow = { ...healthCheck, intervalSeconds: 60, timeoutSeconds: 300 };
+  const spec = { mode: "External", endpoint: { host: "203.0.113.7", port: 3128 }, healthCheck: slow };
+
+  it("is parsed, probed with the cap and reported: ProbeTimeoutCapped=True/TimeoutOutOfRange and a Warning Event; the drift sees it until then", async () => {
+    const w = world({ finalizer: false, spec });
+    const shared = { instances: new Map(), providers: new Set<string>(), desiredHash: async () => "" };
+    expect(await proxyDriftReason(stamped(w.stored()), shared)).toBe("probe-timeout");
+    await w.converge();
+    const stored = w.stored();
+    expect(conditionsOf(stored)).toMatchObject({ ProbeTimeoutCapped: "True/TimeoutOutOfRange" });
+    const condition = (stored.status as { conditions: { type: string; message: string }[] }).conditions.find(
+      (c) => c.type === "ProbeTimeoutCapped",
+    );
+    expect(condition?.message).toContain("probes give up after 30 s");
+    expect(proxyHealthSubject(stored).probe.timeoutMs).toBe(30_000);
+    const events = (await w.kube.list(Resources.Event)).items;
+    expect(events).toEqual([expect.objectContaining({ type: "Warning", reason: "TimeoutOutOfRange" })]);
+    expect(await proxyDriftReason(stored, shared)).toBeUndefined();
+  });
+
+  it("a timeout within the cap but above the interval is capped at the interval; a fixed spec drops the condition", async () => {
+    const w = world({
+      finalizer: false,
+      spec: { ...spec, healthCheck: { ...slow, intervalSeconds: 10, timeoutSeconds: 20 } },
+    });
+    await w.converge();
+    expect(proxyHealthSubject(w.stored()).probe.timeoutMs).toBe(10_000);
+    expect(conditionsOf(w.stored())).toMatchObject({ ProbeTimeoutCapped: "True/TimeoutOutOfRange" });
+    const fixed = w.stored();
+    fixed.spec = { ...spec, healthCheck: { ...slow, timeoutSeconds: 5 } };
+    fixed.metadata.generation = 2;
+    w.kube.seed(proxyResource, fixed);
+    await w.converge();
+    expect(conditionsOf(w.stored()).ProbeTimeoutCapped).toBeUndefined();
   });
 });
 

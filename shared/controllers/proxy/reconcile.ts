@@ -4,12 +4,13 @@ import { ReconcileError } from "../../kube/index.ts";
 import type { PassContext } from "../../runtime/index.ts";
 import { failed, type Outcome } from "../../runtime/index.ts";
 import * as z from "../../zod/index.ts";
+import type { InstanceAllowList } from "./allow-list.ts";
 import { ProxyMode, type ProxyStatus, parseProxy } from "./api.ts";
 import { reconcileDelete } from "./delete.ts";
 import { reconcileExternal } from "./external.ts";
 import { reconcileManaged } from "./managed.ts";
 import type { ProvidersByName } from "./providers/index.ts";
-import { computePhase } from "./status.ts";
+import { applyProbeTimeout, computePhase } from "./status.ts";
 import type { ProxyTimings } from "./timings.ts";
 
 /** Providers fixed at start-up, or built per pass from its context (e.g. the pod provider on `ctx.kube`). */
@@ -25,7 +26,7 @@ export type ProvidersSource = ProvidersByName | ((ctx: PassContext) => Providers
 export async function reconcileProxy(
   ctx: PassContext,
   object: KubeObject,
-  deps: { providers: ProvidersSource; timings: ProxyTimings },
+  deps: { providers: ProvidersSource; timings: ProxyTimings; allowList: InstanceAllowList },
 ): Promise<Outcome> {
   const parsed = parseProxy(object);
   if (!parsed.success) {
@@ -34,12 +35,21 @@ export async function reconcileProxy(
   const status: ProxyStatus = isRecord(object.status) ? (object.status as ProxyStatus) : {};
   object.status = status;
   const providers = typeof deps.providers === "function" ? deps.providers(ctx) : deps.providers;
-  const pass = { ctx, object, proxy: parsed.data, status, providers, timings: deps.timings };
+  const pass = {
+    ctx,
+    object,
+    proxy: parsed.data,
+    status,
+    providers,
+    timings: deps.timings,
+    allowList: deps.allowList,
+  };
   try {
     if (object.metadata.deletionTimestamp) return await reconcileDelete(pass);
     if (parsed.data.spec.mode === ProxyMode.External) return await reconcileExternal(pass);
     return await reconcileManaged(pass);
   } finally {
+    applyProbeTimeout(status, parsed.data.spec.healthCheck, ctx.clock.now());
     status.phase = computePhase(status, {
       deleting: object.metadata.deletionTimestamp !== undefined,
       generation: object.metadata.generation,

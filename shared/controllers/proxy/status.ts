@@ -13,7 +13,15 @@ import {
   setCondition,
 } from "../../kube/index.ts";
 import { latchedAt } from "../../runtime/index.ts";
-import { ProxyConditionType, ProxyPhase, ProxyReason, type ProxyStatus } from "./api.ts";
+import {
+  maxProbeTimeoutSeconds,
+  ProxyConditionType,
+  ProxyPhase,
+  ProxyReason,
+  type ProxySpec,
+  type ProxyStatus,
+  probeTimeoutSeconds,
+} from "./api.ts";
 
 /** `status.conditions` as shared/kube's condition helpers type it. */
 function conditionsOf(status: ProxyStatus): Condition[] | undefined {
@@ -119,6 +127,27 @@ export function applyHealth(
     default:
       assertNever(projection);
   }
+}
+
+/** Why probes of this health check use less than its `timeoutSeconds`, or undefined when they do not. */
+export function probeTimeoutCapped(hc: ProxySpec["healthCheck"]): string | undefined {
+  if (!hc || probeTimeoutSeconds(hc) === hc.timeoutSeconds) return undefined;
+  return `healthCheck.timeoutSeconds ${hc.timeoutSeconds} is above ${maxProbeTimeoutSeconds} or intervalSeconds: probes give up after ${probeTimeoutSeconds(hc)} s`;
+}
+
+/** ProbeTimeoutCapped=True/TimeoutOutOfRange while the stored timeout is out of range; else absent. */
+export function applyProbeTimeout(status: ProxyStatus, hc: ProxySpec["healthCheck"], now: Date): void {
+  const capped = probeTimeoutCapped(hc);
+  if (capped === undefined) dropCondition(status, ProxyConditionType.ProbeTimeoutCapped);
+  else
+    putCondition(
+      status,
+      ProxyConditionType.ProbeTimeoutCapped,
+      "True",
+      ProxyReason.TimeoutOutOfRange,
+      capped,
+      now,
+    );
 }
 
 /**

@@ -368,46 +368,6 @@ describe("GCE provider against a local Compute API", () => {
     expect(apiCalls).toHaveLength(2);
   });
 
-  it('listZones "all" uses aggregatedList across zones, skipping warning-only scopes', async () => {
-    const all = createGceProvider({
-      project,
-      zone,
-      listZones: "all",
-      serviceAccountKey: serviceAccount,
-      baseUrl: `${baseUrl}/compute/v1`,
-      clock: { now: () => now },
-    });
-    compute = (req) => {
-      expect(req.path).toBe(`/compute/v1/projects/${project}/aggregated/instances`);
-      expect(req.query.get("filter")).toBe(`labels.crawl_kubefn_dev_proxy-uid="${uid}"`);
-      const page2 = req.query.get("pageToken") === "p2";
-      return {
-        status: 200,
-        body: {
-          kind: "compute#instanceAggregatedList",
-          items: page2
-            ? { "zones/us-east1-c": { instances: [gceInstance("px-c", "STAGING", storedLabels)] } }
-            : {
-                [`zones/${zone}`]: { instances: [gceInstance("px-a", "RUNNING", storedLabels, "34.0.0.1")] },
-                "zones/asia-east1-a": {
-                  warning: {
-                    code: "NO_RESULTS_ON_PAGE",
-                    message: "There are no results for scope 'zones/asia-east1-a' on this page.",
-                  },
-                },
-              },
-          ...(page2 ? {} : { nextPageToken: "p2" }),
-        },
-      };
-    };
-    const found = await all.listByTag({ key: "crawl.kubefn.dev/proxy-uid", value: uid });
-    // An instance's own zone field wins over the scope key.
-    expect(found.map((i) => [i.id, i.state])).toEqual([
-      [`gce://${project}/${zone}/px-a`, "Running"],
-      [`gce://${project}/${zone}/px-c`, "Provisioning"],
-    ]);
-  });
-
   it("an empty list answer (no items) is no instances", async () => {
     compute = () => ({ status: 200, body: { kind: "compute#instanceList", id: "x" } });
     expect(await provider.listByTag({ key: "crawl.kubefn.dev/proxy-uid", value: uid })).toEqual([]);

@@ -29,10 +29,10 @@ export interface GceProviderOptions {
   /** Zone of instances whose shape names none; also the zone `listByTag` searches by default. */
   zone: string;
   /**
-   * Zones `listByTag` searches: a list (instances.list per zone), or "all" (one
-   * instances.aggregatedList over the project). Defaults to `[zone]`.
+   * Zones `listByTag` searches (instances.list per zone); defaults to `[zone]`. A Proxy may name
+   * only these (GCE_ZONES, the allow-list's zones), so no instance of kubefn's is elsewhere.
    */
-  listZones?: string[] | "all";
+  listZones?: string[];
   /** A service-account key, exchanged for tokens by a token source private to this provider. */
   serviceAccountKey?: ServiceAccountKey;
   /** Or any other source of access tokens (e.g. the metadata server). Wins over the key. */
@@ -59,12 +59,6 @@ export interface GceInstance {
   creationTimestamp?: string;
   labels?: Record<string, string>;
   networkInterfaces?: { networkIP?: string; accessConfigs?: { natIP?: string }[] }[];
-}
-
-/** instances.aggregatedList: instances keyed by scope ("zones/europe-west1-b"). */
-export interface GceAggregatedList {
-  items?: Record<string, { instances?: GceInstance[]; warning?: { code?: string } }>;
-  nextPageToken?: string;
 }
 
 /** A zone Operation; only its error matters here (state is read later with instances.get). */
@@ -240,17 +234,6 @@ export function createGceProvider(opts: GceProviderOptions): Provider {
     async listByTag(tag: Tag) {
       const filter = labelFilter(tag);
       const zones = opts.listZones ?? [opts.zone];
-      if (zones === "all") {
-        const pages = listPages(`/projects/${enc(project)}/aggregated/instances`, filter);
-        const instances: Instance[] = [];
-        for await (const page of pages) {
-          for (const [scope, scoped] of Object.entries((page as GceAggregatedList).items ?? {})) {
-            const zone = scope.replace(/^zones\//, "");
-            instances.push(...(scoped.instances ?? []).map((inst) => instanceFromGce(project, zone, inst)));
-          }
-        }
-        return instances;
-      }
       const instances: Instance[] = [];
       for (const zone of zones) {
         for await (const page of listPages(zonePath(zone), filter)) {

@@ -3,7 +3,14 @@ import { describeShape } from "../shared/guards/index.ts";
 import type { Prober } from "../shared/health/index.ts";
 import type { KubeObject } from "../shared/kube/index.ts";
 import type { Clock, Context, Kube, Log, Metrics, Queue } from "../shared/runtime/index.ts";
-import { isMessage, type PassResult, runPass } from "../shared/runtime/index.ts";
+import {
+  createSweepMemo,
+  INVOCATION_READ_MAX_AGE_SECONDS,
+  isMessage,
+  type PassResult,
+  runPass,
+  type SweepMemo,
+} from "../shared/runtime/index.ts";
 import { fleetPage, PassHistory } from "./fleet/index.ts";
 import { createFunctionsApp } from "./http.ts";
 import { createOperators, type Operators } from "./operators.ts";
@@ -77,13 +84,16 @@ export interface Kubefn {
   /**
    * One platform invocation (a Workers queue batch, a Lambda event, a cron run): its passes and
    * sweep share one Kube from `invocationKube`, so `REQUEST_BUDGET` bounds the invocation, not
-   * each pass. `consume` and `sweep` above are each an invocation of their own.
+   * each pass, and one `ctx.memo`, so a read of shared state (the proxy gateway's EndpointSlices)
+   * serves every pass of the batch for up to 30 s. `consume` and `sweep` above are each an
+   * invocation of their own. `memo` shares those reads with other invocations of one batch
+   * instead (the Node host's passes each have their own budget, but one queue send's share reads).
    *
    * @example
    * const invocation = kubefn.invocation();
    * for (const message of batch.messages) await invocation.consume(message.body);
    */
-  invocation(): Invocation;
+  invocation(memo?: SweepMemo): Invocation;
   /** The context passes run with (for the Node host's metrics page and for tests). */
   readonly ctx: Context;
   readonly operators: Operators;
@@ -134,8 +144,12 @@ export function createKubefn(settings: KubefnSettings, ports: KubefnPorts, opera
   const app = createFunctionsApp(ctx, ops, settings);
   const primaries = ops.registry.controllers.map((c) => ({ controller: c.name, resource: c.for }));
   app.route("/", fleetPage(ctx, primaries, passes, settings.apiToken ? { apiToken: settings.apiToken } : {}));
-  const invocation = (): Invocation => {
-    const invocationCtx = ports.invocationKube ? { ...ctx, kube: ports.invocationKube() } : ctx;
+  const invocation = (memo?: SweepMemo): Invocation => {
+    const invocationCtx: Context = {
+      ...ctx,
+      ...(ports.invocationKube ? { kube: ports.invocationKube() } : {}),
+      memo: memo ?? createSweepMemo(INVOCATION_READ_MAX_AGE_SECONDS * 1000),
+    };
     return {
       async consume(body) {
         if (!isMessage(body)) {

@@ -1,6 +1,12 @@
 import { guardedNodeKube } from "../../shared/kube/node.ts";
 import { readManifestDirectory } from "../../shared/kube/node-manifests.ts";
-import type { Context, Log } from "../../shared/runtime/index.ts";
+import {
+  type Context,
+  createSweepMemo,
+  INVOCATION_READ_MAX_AGE_SECONDS,
+  type Log,
+  type SweepMemo,
+} from "../../shared/runtime/index.ts";
 import { createKubefn } from "../kubefn.ts";
 import { createNodeProber } from "../ports/index.ts";
 import { PrometheusMetrics } from "../telemetry/index.ts";
@@ -40,9 +46,17 @@ export async function startNodeHost(config: NodeHostConfig, log: Log): Promise<N
   let parts: HostParts | undefined;
   const { url, close } = await listen(hostApp(metrics, () => parts).fetch, config.port, config.host);
   const { kc, devcluster } = await connectCluster(config, url, settings.auditToken, log);
+  // Each pass is an invocation of its own (its own request budget); the passes of one queue send
+  // (an intake batch, a sweep shard) share reads, as a platform's queue batch does.
+  const batchReads = new WeakMap<object, SweepMemo>();
+  const readsOf = (batch: object) => {
+    const memo = batchReads.get(batch) ?? createSweepMemo(INVOCATION_READ_MAX_AGE_SECONDS * 1000);
+    batchReads.set(batch, memo);
+    return memo;
+  };
   const queue: WorkQueue = new WorkQueue({
     concurrency: settings.passConcurrency,
-    handle: async (message) => void (await parts?.kubefn.consume(message)),
+    handle: async (message, batch) => void (await parts?.kubefn.invocation(readsOf(batch)).consume(message)),
     onError: (err, message) => log.error("pass crashed", { request: message.request, error: String(err) }),
   });
   const { kube, invocationKube, apiFailing, guard } = guardedNodeKube(kc, settings);

@@ -16,6 +16,20 @@ function gate() {
 }
 
 describe("WorkQueue", () => {
+  it("hands the messages of one send over with one batch, and another send's with another", async () => {
+    const batches = new Map<string, object>();
+    const q = new WorkQueue({
+      concurrency: 2,
+      handle: async (m, batch) => void batches.set(m.request.name, batch),
+    });
+    await q.send([msg("a"), msg("b"), msg("c")]);
+    await q.send([msg("d")]);
+    await q.idle();
+    expect(batches.get("a")).toBe(batches.get("b"));
+    expect(batches.get("a")).toBe(batches.get("c"));
+    expect(batches.get("d")).not.toBe(batches.get("a"));
+  });
+
   it("never runs two passes for one key at once and collapses events that arrive during a pass", async () => {
     const g = gate();
     let running = 0;

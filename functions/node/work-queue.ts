@@ -3,17 +3,26 @@ import { type Message, type Queue, requestKey } from "../../shared/runtime/index
 export interface WorkQueueOptions {
   /** Passes running at once, across keys. */
   concurrency: number;
-  /** Runs one pass. Its failures are the handler's to report; a throw is logged and dropped. */
-  handle(message: Message): Promise<void>;
+  /**
+   * Runs one pass. `batch` is the same object for every message of one `send` (an intake batch,
+   * a sweep shard), as a platform's queue batch is: its passes may share reads. Failures are the
+   * handler's to report; a throw is logged and dropped.
+   */
+  handle(message: Message, batch: object): Promise<void>;
   onError?(err: unknown, message: Message): void;
   setTimer?: (fn: () => void, ms: number) => unknown;
   clearTimer?: (handle: unknown) => void;
 }
 
-interface Delayed {
+/** A message and the `send` it came with. */
+interface Entry {
+  message: Message;
+  batch: object;
+}
+
+interface Delayed extends Entry {
   dueAt: number;
   handle: unknown;
-  message: Message;
 }
 
 /**
@@ -27,10 +36,10 @@ interface Delayed {
  */
 export class WorkQueue implements Queue {
   readonly #opts: Required<Omit<WorkQueueOptions, "onError">> & Pick<WorkQueueOptions, "onError">;
-  readonly #ready = new Map<string, Message>();
+  readonly #ready = new Map<string, Entry>();
   readonly #running = new Set<string>();
   /** Keys that got a message while running: they run once more when the pass ends. */
-  readonly #dirty = new Map<string, Message>();
+  readonly #dirty = new Map<string, Entry>();
   readonly #delayed = new Map<string, Delayed>();
   readonly #idleWaiters: Array<() => void> = [];
   #closed = false;
@@ -44,9 +53,10 @@ export class WorkQueue implements Queue {
   }
 
   async send(messages: Message[], delaySeconds = 0): Promise<void> {
+    const batch = {};
     for (const message of messages) {
-      if (delaySeconds > 0) this.#delay(message, delaySeconds * 1000);
-      else this.#enqueue(message);
+      if (delaySeconds > 0) this.#delay({ message, batch }, delaySeconds * 1000);
+      else this.#enqueue({ message, batch });
     }
   }
 
@@ -70,7 +80,7 @@ export class WorkQueue implements Queue {
     await this.idle();
   }
 
-  #delay(message: Message, ms: number): void {
+  #delay({ message, batch }: Entry, ms: number): void {
     if (this.#closed) return;
     const key = requestKey(message.request);
     const dueAt = Date.now() + ms;
@@ -84,40 +94,38 @@ export class WorkQueue implements Queue {
       dueAt,
       handle: undefined,
       message: existing ? coalesce(existing.message, message) : message,
+      batch,
     };
     entry.handle = this.#opts.setTimer(() => {
       this.#delayed.delete(key);
-      this.#enqueue(entry.message);
+      this.#enqueue(entry);
     }, ms);
     this.#delayed.set(key, entry);
   }
 
-  #enqueue(message: Message): void {
+  #enqueue(entry: Entry): void {
     if (this.#closed) return;
-    const key = requestKey(message.request);
-    if (this.#running.has(key)) {
-      const dirty = this.#dirty.get(key);
-      this.#dirty.set(key, dirty ? coalesce(dirty, message) : message);
-      return;
-    }
-    const ready = this.#ready.get(key);
-    this.#ready.set(key, ready ? coalesce(ready, message) : message);
-    this.#pump();
+    const key = requestKey(entry.message.request);
+    const waiting = this.#running.has(key) ? this.#dirty : this.#ready;
+    const earlier = waiting.get(key);
+    // A message that joins one already waiting keeps that one's place and batch.
+    waiting.set(key, earlier ? { ...earlier, message: coalesce(earlier.message, entry.message) } : entry);
+    if (waiting === this.#ready) this.#pump();
   }
 
   #pump(): void {
-    for (const [key, message] of this.#ready) {
+    for (const [key, entry] of this.#ready) {
       if (this.#running.size >= this.#opts.concurrency) return;
       this.#ready.delete(key);
       this.#running.add(key);
-      void this.#run(key, message);
+      void this.#run(key, entry);
     }
     if (this.#running.size === 0) for (const wake of this.#idleWaiters.splice(0)) wake();
   }
 
-  async #run(key: string, message: Message): Promise<void> {
+  async #run(key: string, { message, batch }: Entry): Promise<void> {
     try {
-      await this.#opts.handle(message);
+      await this.#opts.handle(message, batch);
     } catch (err) {
       this.#opts.onError?.(err, message);
     } finally {

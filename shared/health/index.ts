@@ -46,6 +46,6 @@ export type {
   ProbeAllOptions,
   SubjectOutcome,
 } from "./sweep.ts";
-export { probeAll, probeDue } from "./sweep.ts";
+export { defaultConfirmDelayMs, probeAll, probeDue } from "./sweep.ts";
 export type { IpAddress, RefusalReason, TargetVerdict } from "./target.ts";
 export { checkAddress, checkProbeTarget, parseIpLiteral } from "./target.ts";

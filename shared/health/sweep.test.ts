@@ -44,6 +44,30 @@ const healthy = (name: string, latencyMs = 10): HealthState => ({
 });
 
 describe("probeAll", () => {
+  it("spreadMs starts the probes one after another over the spread, not as one burst", async () => {
+    // A burst measures the host (thirty probes queue behind each other for tens of ms, past the
+    // 20 ms band); spread over the second, each probe is alone. Timers never fire early, so the
+    // lower bounds hold on any host.
+    const t0 = performance.now();
+    const startedAt = new Map<string, number>();
+    const prober = fakeProber((t) => {
+      startedAt.set(t.proxy.host, performance.now() - t0);
+      return { ok: true, latencyMs: 5 };
+    });
+    const names = ["a", "bb", "ccc", "dddd"];
+    const result = await probeAll({
+      proxies: names.map((n) => subject(n, { annotation: encodeHealthState(healthy(n, 5)) })),
+      subjectFor: (s) => s,
+      prober,
+      now: () => now,
+      concurrency: 8,
+      spreadMs: 400,
+    });
+    expect(result.stats).toMatchObject({ probed: 4, writes: 0 });
+    const starts = names.map((n) => startedAt.get(`10.0.0.${n.length}`)!);
+    for (const [i, ms] of starts.entries()) expect(ms).toBeGreaterThanOrEqual(i * 100 - 1);
+  });
+
   it("skips proxies without an address or instance and those being deleted", async () => {
     const prober = fakeProber(() => ({ ok: true, latencyMs: 5 }));
     const result = await probeAll({

@@ -75,6 +75,13 @@ export interface ProbeAllOptions<P> {
    * held meanwhile (the Proxy's place among `concurrency` is).
    */
   confirmDelayMs?: number;
+  /**
+   * Start the probes evenly over this many milliseconds instead of all at once (default 0). A
+   * burst measures the host: thirty probes started together on a loaded host queue behind each
+   * other for tens of milliseconds, past the 20 ms band, so latencies measured in a burst would
+   * flap status on their own (see `state.ts`).
+   */
+  spreadMs?: number;
 }
 
 /** One second between latency confirmations: longer than a scheduling stall, short for a shard. */
@@ -133,7 +140,10 @@ export async function probeAll<P>(opts: ProbeAllOptions<P>): Promise<HealthSweep
   // Slots are held per probe, not per Proxy: a Proxy pausing between confirmation probes leaves its
   // slot to the others, so confirmations cost probes, not throughput.
   const slots = semaphore(opts.concurrency);
-  const outcomes = await Promise.all(subjects.map((s) => sweepOne(s, opts, slots)));
+  const spread = opts.spreadMs ?? 0;
+  const outcomes = await Promise.all(
+    subjects.map((s, i) => sweepOne(s, opts, slots, (i * spread) / subjects.length)),
+  );
 
   const annotationPatches: HealthSweepResult["annotationPatches"] = [];
   const reconcileKeys: ObjectKey[] = [];
@@ -173,7 +183,12 @@ interface Swept {
   suppressed: boolean;
 }
 
-async function sweepOne<P>(s: HealthSubject, opts: ProbeAllOptions<P>, slots: Semaphore): Promise<Swept> {
+async function sweepOne<P>(
+  s: HealthSubject,
+  opts: ProbeAllOptions<P>,
+  slots: Semaphore,
+  startAfterMs: number,
+): Promise<Swept> {
   const interval = s.probe.intervalSeconds;
   const due =
     !opts.sweepPeriodSeconds || !interval || probeDue(s.key, opts.now(), interval, opts.sweepPeriodSeconds);
@@ -190,6 +205,7 @@ async function sweepOne<P>(s: HealthSubject, opts: ProbeAllOptions<P>, slots: Se
     return refused(s, previous, screened, seed);
   }
 
+  await sleep(startAfterMs);
   let result = await slots.run(() => probeOnce(opts.prober, target, s, opts.now));
   if (result.refused) return refused(s, previous, result.refused, seed);
 
@@ -230,7 +246,7 @@ async function sweepOne<P>(s: HealthSubject, opts: ProbeAllOptions<P>, slots: Se
       result,
       state: recorded.state,
       ...(recorded.report ? { report: recorded.report } : {}),
-      ...(confirmations.length + rechecks > 0 ? { confirmations: confirmations.length + rechecks } : {}),
+      confirmations: confirmations.length + rechecks,
     },
     patch: healthStatusPatch(
       s.annotation,
@@ -261,8 +277,7 @@ async function probeOnce(
   }
 }
 
-const sleep = (ms: number) =>
-  ms > 0 ? new Promise<void>((resolve) => setTimeout(resolve, ms)) : Promise.resolve();
+const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
 function refused(
   s: HealthSubject,

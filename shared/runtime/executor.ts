@@ -158,11 +158,11 @@ export async function runPass(ctx: Context, registry: Registry, message: Message
       ctx.metrics.count("kubefn_event_errors_total", { controller: def.name });
     },
   });
+  const swept = message.listed?.length && isFresh(message, ctx.clock.now());
   const passCtx: PassContext = {
     ...ctx,
-    ...(message.listed?.length && isFresh(message, ctx.clock.now())
-      ? { kube: listedReads(ctx.kube, message.listed) }
-      : {}),
+    // Only the sweep's drift messages carry listed objects, and only drift triggers a reason.
+    ...(swept ? { kube: listedReads(ctx.kube, message.listed!), drift: message.trigger?.reason } : {}),
     request,
     attempt,
     events,

@@ -95,4 +95,12 @@ export type {
   Request,
   Resource,
 } from "./types.ts";
-export { describeTrigger, fitted, isMessage, requestKey, type Trigger, type TriggerKind } from "./types.ts";
+export {
+  describeTrigger,
+  fitted,
+  INVOCATION_READ_MAX_AGE_SECONDS,
+  isMessage,
+  requestKey,
+  type Trigger,
+  type TriggerKind,
+} from "./types.ts";

@@ -1,4 +1,5 @@
 import type { Kube, KubeObject, Resource } from "../kube/index.ts";
+import type { SweepMemo } from "./sweep-task.ts";
 
 /**
  * A reconcile request is only a key. It says nothing about what happened: a pass reads the
@@ -135,6 +136,16 @@ export interface Context {
   metrics: Metrics;
   /** Random in [0, 1); injected so backoff jitter is testable. */
   random: () => number;
+  /**
+   * Reads shared by the passes of this platform invocation (a queue batch, a Lambda event, one
+   * of the Node host's queue sends), each reused for at most {@link INVOCATION_READ_MAX_AGE_SECONDS}:
+   * for state nobody's event reports (a shared gateway), never for the pass's own objects.
+   * Absent outside an invocation: read directly.
+   */
+  memo?: SweepMemo;
 }
+
+/** How long one read serves the later passes of the same invocation (see {@link Context.memo}). */
+export const INVOCATION_READ_MAX_AGE_SECONDS = 30;
 
 export type { Kube, KubeObject, Resource };

@@ -2,6 +2,7 @@
  * External mode (seed §4): someone else runs the proxy. The address comes from the spec; no
  * instance is kept and no finalizer is held.
  */
+import { assertNever } from "../../guards/index.ts";
 import { healthStateOf, projectHealth } from "../../health/index.ts";
 import { hasFinalizer, removeFinalizer } from "../../kube/index.ts";
 import { done, type Outcome, requeueAfter } from "../../runtime/index.ts";
@@ -98,8 +99,4 @@ async function releaseManaged(pass: ProxyPass): Promise<Release> {
 function schemeOf(providerID: string | undefined): string | undefined {
   const match = providerID?.match(/^([a-z][a-z0-9-]*):\/\//);
   return match?.[1];
-}
-
-function assertNever(value: never): never {
-  throw new Error(`unhandled case: ${JSON.stringify(value)}`);
 }

@@ -1,6 +1,7 @@
 import {
   applyHealthSweep,
   boundedProber,
+  defaultConfirmDelayMs,
   type Prober,
   type ProbeShard,
   probeAll,
@@ -62,7 +63,6 @@ export function proxyHealthTask(opts: ProxyHealthTaskOptions): SweepTask & {
       ...(opts.minReportIntervalSeconds ? { minReportIntervalSeconds: opts.minReportIntervalSeconds } : {}),
     });
 
-  const countOf = (n: number | undefined) => n ?? 0;
   const probeAndApply = async (
     ctx: Context,
     proxies: readonly KubeObject[],
@@ -78,6 +78,9 @@ export function proxyHealthTask(opts: ProxyHealthTaskOptions): SweepTask & {
       concurrency: opts.concurrency,
       ...(dueFilter ? { sweepPeriodSeconds: opts.sweepPeriodSeconds } : {}),
       ...(opts.confirmDelayMs === undefined ? {} : { confirmDelayMs: opts.confirmDelayMs }),
+      // A shard's Proxies share one second: spread over it, they are measured one by one, not as a
+      // burst (the confirmation pause is that scale, and 0 in tests).
+      spreadMs: dueFilter ? 0 : (opts.confirmDelayMs ?? defaultConfirmDelayMs),
     });
     const probedAt = ctx.clock.now().getTime() / 1000;
     for (const o of result.outcomes) {
@@ -117,18 +120,23 @@ export function proxyHealthTask(opts: ProxyHealthTaskOptions): SweepTask & {
       }
       retried = await probeAndApply(ctx, fresh, false, false);
     }
+    const { probed, ok, failed, refused, reports, confirmations } = result.stats;
+    const counts: Record<string, number> = {
+      probed,
+      ok,
+      failed,
+      refused,
+      reports,
+      confirmations,
+      writes: applied.written,
+      writeErrors: applied.failed,
+    };
+    for (const k of Object.keys(counts)) counts[k]! += retried?.[k] ?? 0;
     return {
-      retried: countOf(retried?.probed),
-      probed: result.stats.probed + countOf(retried?.probed),
-      ok: result.stats.ok + countOf(retried?.ok),
-      failed: result.stats.failed + countOf(retried?.failed),
-      refused: result.stats.refused + countOf(retried?.refused),
-      reports: result.stats.reports + countOf(retried?.reports),
-      confirmations: result.stats.confirmations + countOf(retried?.confirmations),
-      writes: applied.written + countOf(retried?.writes),
+      retried: retried?.probed ?? 0,
+      ...counts,
       // Conflicts of the first round were retried; what is left is the retry's.
-      writeConflicts: retried ? countOf(retried.writeConflicts) : applied.conflicts,
-      writeErrors: applied.failed + countOf(retried?.writeErrors),
+      writeConflicts: retried?.writeConflicts ?? applied.conflicts,
       ms: Math.round(performance.now() - started),
     };
   };

@@ -4,7 +4,7 @@
  */
 
 import type { Kube, KubeObject, Resource } from "../../kube/index.ts";
-import { covers, isNotFound, listAll, Resources, serverSideApply } from "../../kube/index.ts";
+import { covers, isNotFound, keyOf, listAll, Resources, serverSideApply } from "../../kube/index.ts";
 import { groupOf } from "../../runtime/index.ts";
 import * as z from "../../zod/index.ts";
 import { parseSite, type Site, siteResource } from "./api.ts";
@@ -107,15 +107,10 @@ export type InvalidSiteReport = (name: string, message: string) => void;
  */
 export function createEnv(kube: Kube, settings: EnvSettings, onInvalidSite?: InvalidSiteReport): Env {
   const watchEnv = createWatchEnv(settings);
-  const key = (obj: Pick<KubeObject, "metadata">) => ({
-    ...(obj.metadata.namespace ? { namespace: obj.metadata.namespace } : {}),
-    name: obj.metadata.name ?? "",
-  });
-
   const applyObject = async (obj: KubeObject): Promise<ApplyResult> => {
     const res = resourceOfObject(obj);
     try {
-      const live = await kube.get(res, key(obj));
+      const live = await kube.get(res, keyOf(obj));
       if (appliedBy(live, settings.fieldOwner) && covers(live, obj)) return "unchanged";
     } catch (err) {
       if (!isNotFound(err)) throw err;
@@ -150,10 +145,10 @@ export function createEnv(kube: Kube, settings: EnvSettings, onInvalidSite?: Inv
       try {
         // Read first: a DELETE of an absent object is still a write request, and a disabled
         // component's steady state should write nothing.
-        const live = await kube.get(res, key(obj));
+        const live = await kube.get(res, keyOf(obj));
         await kube.delete(
           res,
-          key(obj),
+          keyOf(obj),
           live.metadata.uid ? { preconditions: { uid: live.metadata.uid } } : {},
         );
         return true;

@@ -10,12 +10,11 @@ import {
   formatLabelSelector,
   hasFinalizer,
   isControlledBy,
-  isNotFound,
   isOwnedBy,
   type KubeObject,
+  keyOf,
   listAll,
   mergeLabels,
-  type ObjectKey,
   type Resource,
   Resources,
   upsertOwnerReference,
@@ -43,7 +42,7 @@ import {
   subPoolOwnedResources,
 } from "./desired.ts";
 import { namespaceOwnership } from "./ownership.ts";
-import { gatewayReadiness, routeState } from "./reconcile.ts";
+import { gatewayReadiness, getOrUndefined, routeState } from "./reconcile.ts";
 import { type ReadinessObservation, readinessConditions } from "./status.ts";
 import { runningRequests, validateSubPool } from "./validate.ts";
 
@@ -111,41 +110,26 @@ export const subPoolDriftLists: readonly DriftList[] = [
 export function subPoolDrift(config: OperatorConfig): DriftDeclaration {
   return defineDrift<SubPoolDriftShared>({
     lists: subPoolDriftLists,
-    async load(ctx) {
+    async load(ctx, memo) {
       const gateway = config.proxyGateway;
       const slices = await listAll(ctx.kube, endpointSliceResource, {
         namespace: gateway.namespace,
         labelSelector: formatLabelSelector({ "kubernetes.io/service-name": gateway.service }),
       });
-      const gateways = new Map<string, Promise<KubeObject | null>>();
-      const gatewayObject = (key: { name: string; namespace: string }) => {
-        const id = `${key.namespace}/${key.name}`;
-        let found = gateways.get(id);
-        if (!found) {
-          found = ctx.kube.get(gatewayResource, key).catch((err: unknown) => {
-            if (isNotFound(err)) return null;
-            throw err;
-          });
-          gateways.set(id, found);
-        }
-        return found;
+      return {
+        config,
+        gateway: gatewayReadiness(slices, gateway),
+        gatewayObject: (key) =>
+          memo.once(
+            `subpool:gateway:${key.namespace}/${key.name}`,
+            async () => (await getOrUndefined(ctx, gatewayResource, key)) ?? null,
+          ),
+        namespaceExists: (name) =>
+          memo.once(
+            `subpool:namespace:${name}`,
+            async () => (await getOrUndefined(ctx, Resources.Namespace, { name })) !== undefined,
+          ),
       };
-      const namespaces = new Map<string, Promise<boolean>>();
-      const namespaceExists = (name: string) => {
-        let found = namespaces.get(name);
-        if (!found) {
-          found = ctx.kube.get(Resources.Namespace, { name }).then(
-            () => true,
-            (err: unknown) => {
-              if (isNotFound(err)) return false;
-              throw err;
-            },
-          );
-          namespaces.set(name, found);
-        }
-        return found;
-      };
-      return { config, gateway: gatewayReadiness(slices, gateway), gatewayObject, namespaceExists };
     },
     decide: ({ primary, listed, shared }) => subPoolDriftReason(primary, listed, shared),
     attach: ({ primary, listed }) => subPoolListedObjects(primary, listed),
@@ -333,10 +317,4 @@ function sameCondition(
     have.reason === want.reason &&
     (ignoreMessage || (have.message ?? "") === want.message)
   );
-}
-
-function keyOf(object: KubeObject): ObjectKey {
-  return object.metadata.namespace
-    ? { namespace: object.metadata.namespace, name: object.metadata.name ?? "" }
-    : { name: object.metadata.name ?? "" };
 }

@@ -7,6 +7,7 @@ import type { KubeObject, Resource } from "../../kube/port.ts";
 import { Resources } from "../../kube/resources.ts";
 import { runPass } from "../../runtime/executor.ts";
 import { createRegistry } from "../../runtime/registry.ts";
+import { createSweepMemo } from "../../runtime/sweep-task.ts";
 import type { Message } from "../../runtime/types.ts";
 import { subPoolFinalizer, subPoolManagedLabel, subPoolPoolLabel, subPoolResource } from "./api.ts";
 import { parseOperatorConfig } from "./config.ts";
@@ -178,6 +179,58 @@ describe("SubPool pass over the fake Kube", () => {
     await pass();
     expect(condition("Ready")).toMatchObject({ status: "True", reason: "Ready" });
     expect(condition("ProxyGatewayReady")).toMatchObject({ status: "True", reason: "EndpointReady" });
+  });
+
+  describe("a pass the sweep sent on its fresh lists because only the status differs", () => {
+    /** The drift message the sweep sends once the StatefulSet is ready: its lists attached. */
+    const driftMessage = (reason: string, listedAgoSeconds = 1): Message => {
+      const listedAt = ctx.clock.now().getTime() - listedAgoSeconds * 1000;
+      const listed = ownedKinds
+        .filter(([res]) => res !== Resources.Secret)
+        .map(([res, name]) => inNs(res, name)!);
+      return { ...message, trigger: { kind: "drift", reason }, snapshot: pool(), listedAt, listed };
+    };
+    const reads = () =>
+      kube.calls
+        .filter((c) => c.method === "get" || c.method === "list")
+        .map((c) => `${c.method} ${c.resource}`);
+    const becomeReady = async () => {
+      await converge();
+      const sts = inNs(Resources.StatefulSet, "demo-cpa-manager")!;
+      kube.seed(Resources.StatefulSet, { ...sts, status: { replicas: 1, readyReplicas: 1 } });
+      kube.calls.length = 0;
+    };
+
+    it("reads nothing its lists showed in place (Namespace, Secret, LimitRange, HTTPRoute) and patches the status", async () => {
+      await becomeReady();
+      const result = await runPass(ctx, registry, driftMessage("status:Ready"));
+      expect(result).toMatchObject({ result: "awaitSweep", wroteStatus: true });
+      // The proxy gateway's EndpointSlices: no pool owns them, so no list of the pool's shows them.
+      expect(reads()).toEqual(["list endpointslices"]);
+      const writes = kube.calls.filter((c) => !["get", "list"].includes(c.method) && c.resource !== "events");
+      expect(writes.map((c) => `${c.method} ${c.resource}`)).toEqual(["patchStatus subpools"]);
+      expect(condition("Ready")).toMatchObject({ status: "False", reason: "ProxyGatewayNotReady" });
+    });
+
+    it.each([
+      ["another drift reason (a derived object changed)", "changed:ConfigMap", 1],
+      ["lists older than a snapshot is trusted", "status:Ready", 60],
+    ])("reads everything again for %s", async (_, reason, listedAgoSeconds) => {
+      await becomeReady();
+      await runPass(ctx, registry, driftMessage(reason, listedAgoSeconds));
+      expect(reads()).toEqual(expect.arrayContaining(["get namespaces", "get secrets", "list limitranges"]));
+      expect(condition("Ready")).toMatchObject({ status: "False", reason: "ProxyGatewayNotReady" });
+    });
+  });
+
+  it("the passes of one invocation list the proxy gateway's EndpointSlices once", async () => {
+    await converge();
+    const invocation = { ...ctx, memo: createSweepMemo(30_000) };
+    await runPass(invocation, registry, message);
+    await runPass(invocation, registry, message);
+    expect(kube.calls.filter((c) => c.resource === "endpointslices")).toHaveLength(1);
+    await runPass(ctx, registry, message);
+    expect(kube.calls.filter((c) => c.resource === "endpointslices")).toHaveLength(2);
   });
 
   it.each([

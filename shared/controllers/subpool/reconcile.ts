@@ -112,12 +112,18 @@ async function reconcileActive(
   const desired = desiredFor(pool, config, validation);
   const nsName = desired.status.namespace;
 
+  // A pass the sweep sent because only the status differs (`status:*`) comes seconds after lists
+  // that showed the Namespace ours, no legacy LimitRange and every derived object in place (those
+  // are attached, and read from there): it reads none of them again, nor the Secret, which no list
+  // shows — a deleted Secret is found by its event or the safety net, as by the drift lists.
+  const inPlace = ctx.drift?.startsWith("status:") === true;
+
   // 5: the Namespace, created or confirmed ours; never adopted. A pool that has never reported
   // its Namespace most likely has none yet: try the create first, and when it is refused, look.
   // A Namespace this pass created is empty, so everything in it is created without a read first.
   const createdNamespace =
-    !reportedNamespace(object) && (await createNamespace(ctx, desired.namespace, object, deps));
-  if (!createdNamespace) {
+    !inPlace && !reportedNamespace(object) && (await createNamespace(ctx, desired.namespace, object, deps));
+  if (!createdNamespace && !inPlace) {
     const namespace = await getOrUndefined(ctx, Resources.Namespace, { name: nsName });
     const ownership = namespaceOwnership(namespace, object);
     if (ownership === "foreign") {
@@ -169,8 +175,12 @@ async function reconcileActive(
   const created = createdNamespace
     ? await settledInOrder([ensureSecret, ...desired.managed.map((m) => () => ensureManaged(m))])
     : undefined;
-  const secret = created ? (created[0] as Awaited<ReturnType<typeof ensureSecret>>) : await ensureSecret();
-  if (secret.result === "conflict") {
+  const secret = created
+    ? (created[0] as Awaited<ReturnType<typeof ensureSecret>>)
+    : inPlace
+      ? undefined
+      : await ensureSecret();
+  if (secret?.result === "conflict") {
     return block(
       status,
       Reason.CredentialConflict,
@@ -180,12 +190,13 @@ async function reconcileActive(
   }
 
   // 7: a LimitRange of earlier operator versions, if this pool owns one (none in a new Namespace).
-  const limitRanges = createdNamespace
-    ? []
-    : await listAll(kube, Resources.LimitRange, {
-        namespace: nsName,
-        labelSelector: formatLabelSelector({ [subPoolPoolLabel]: pool.metadata.name ?? "" }),
-      });
+  const limitRanges =
+    createdNamespace || inPlace
+      ? []
+      : await listAll(kube, Resources.LimitRange, {
+          namespace: nsName,
+          labelSelector: formatLabelSelector({ [subPoolPoolLabel]: pool.metadata.name ?? "" }),
+        });
   for (const legacy of limitRanges.filter((lr) => isControlledBy(lr, object))) {
     await deleteIfPresent(ctx, Resources.LimitRange, legacy);
   }
@@ -225,7 +236,9 @@ async function reconcileActive(
         );
       }
       const gatewayKey = validation.route!.gateway;
-      const gateway = await getOrUndefined(ctx, gatewayResource, gatewayKey);
+      const gateway = await shared(ctx, `gateway:${gatewayKey.namespace}/${gatewayKey.name}`, () =>
+        getOrUndefined(ctx, gatewayResource, gatewayKey),
+      );
       route = routeState(result.object, gatewayKey, gateway ?? null);
     } catch (err) {
       // The Namespace exists (step 5), so a NotFound here means the kind is not served.
@@ -236,7 +249,7 @@ async function reconcileActive(
           "gateway.networking.k8s.io/v1 HTTPRoute is not served by this cluster; install the Gateway API CRDs",
       };
     }
-  } else if (!createdNamespace) {
+  } else if (!createdNamespace && !inPlace) {
     const existing = await getOrUndefined(ctx, httpRouteResource, {
       namespace: nsName,
       name: subPoolObjectNames(pool.metadata.name ?? "").httpRoute,
@@ -375,15 +388,31 @@ async function settledInOrder<T>(writes: readonly (() => Promise<T>)[]): Promise
   return settled.map((r) => (r as PromiseFulfilledResult<T>).value);
 }
 
-async function proxyGatewayReadiness(
+/**
+ * The shared proxy gateway's readiness: its EndpointSlices, listed once per invocation (a queue
+ * batch's passes share the list, as the sweep's decisions share the sweep's).
+ */
+function proxyGatewayReadiness(
   ctx: PassContext,
   gateway: { namespace: string; service: string },
 ): Promise<{ ready: boolean; message: string }> {
-  const slices = await listAll(ctx.kube, endpointSliceResource, {
-    namespace: gateway.namespace,
-    labelSelector: formatLabelSelector({ "kubernetes.io/service-name": gateway.service }),
-  });
-  return gatewayReadiness(slices, gateway);
+  return shared(ctx, `proxy-gateway:${gateway.namespace}/${gateway.service}`, async () =>
+    gatewayReadiness(
+      await listAll(ctx.kube, endpointSliceResource, {
+        namespace: gateway.namespace,
+        labelSelector: formatLabelSelector({ "kubernetes.io/service-name": gateway.service }),
+      }),
+      gateway,
+    ),
+  );
+}
+
+/**
+ * A read of state no pool owns (no event of it reaches the pool), shared by the passes of one
+ * invocation through `ctx.memo` (at most 30 s old); read afresh outside one.
+ */
+function shared<T>(ctx: PassContext, key: string, read: () => Promise<T>): Promise<T> {
+  return ctx.memo ? ctx.memo.once(`subpool:${key}`, read) : read();
 }
 
 /** Whether the shared proxy gateway's EndpointSlices hold a ready endpoint (pure). */
@@ -429,8 +458,9 @@ async function createNamespace(
   }
 }
 
-async function getOrUndefined(
-  ctx: PassContext,
+/** The object at `key`, or undefined when there is none. */
+export async function getOrUndefined(
+  ctx: Pick<PassContext, "kube">,
   res: Resource,
   key: ObjectKey,
 ): Promise<KubeObject | undefined> {

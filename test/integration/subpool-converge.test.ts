@@ -1,0 +1,272 @@
+/**
+ * What converging SubPools costs on the wire, through the path a platform takes: the audit
+ * events of their creates posted to kubefn's intake, the messages it enqueues consumed as one
+ * queue batch (`kubefn.invocation()`, as a Workers batch or a Lambda event is), then the sweep's
+ * drift messages once each pool's StatefulSet is ready, as one batch again. kubefn runs as the
+ * least-privileged ServiceAccount through a counting transport that sees every request.
+ *
+ * The controller-runtime peer (test/bench/peer) pays per SubPool 9 creates, 1 update (the
+ * finalizer) and 1 status update, its reads served by its informers' cache, and one status update
+ * more when the StatefulSet becomes ready. kubefn keeps no cache; what its passes read of state
+ * no pool owns (the proxy gateway's EndpointSlices) one read per batch serves.
+ */
+import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
+import { parseWorkerEnv } from "../../functions/cloudflare/config.ts";
+import { createKubefn, type Kubefn } from "../../functions/kubefn.ts";
+import { asServiceAccount, installCrdsAndRbac, serviceAccountToken } from "../../functions/node/install.ts";
+import { subPoolNamespaceName, subPoolResource } from "../../shared/controllers/subpool/api.ts";
+import { subPoolController } from "../../shared/controllers/subpool/controller.ts";
+import {
+  type CountingTransport,
+  countingTransport,
+  createKube,
+  isNotFound,
+  type Kube,
+  type KubeObject,
+  type RecordedCall,
+  Resources,
+} from "../../shared/kube/index.ts";
+import { createNodeTransport, loadKubeConfig } from "../../shared/kube/node.ts";
+import { createRegistry } from "../../shared/runtime/registry.ts";
+import type { Message } from "../../shared/runtime/types.ts";
+import { eventually } from "../setup/cluster.ts";
+
+const suffix = Math.random().toString(36).slice(2, 6);
+const POOLS = 5;
+const auditToken = `audit-${suffix}-token`;
+const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+
+let admin: Kube;
+let wire: CountingTransport;
+let kubefn: Kubefn;
+let queued: Message[] = [];
+const errors: string[] = [];
+const names = Array.from({ length: POOLS }, (_, i) => `cv${suffix}-${i}`);
+const ours = (m: Message) => names.includes(m.request.name);
+
+function spec(): Record<string, unknown> {
+  return {
+    exposure: { mode: "Internal" },
+    storage: { size: "1Gi" },
+    cpa: { image: "ghcr.io/subrelay/cpa:1.4.0", resources: { requests: { cpu: "100m", memory: "64Mi" } } },
+    cpaManager: {
+      image: "ghcr.io/subrelay/cpa-manager:1.4.0",
+      resources: { requests: { cpu: "100m", memory: "64Mi" } },
+    },
+  };
+}
+
+async function createPool(name: string): Promise<KubeObject> {
+  for (let attempt = 0; ; attempt++) {
+    try {
+      return await admin.create(subPoolResource, {
+        apiVersion: `${subPoolResource.group}/${subPoolResource.version}`,
+        kind: "SubPool",
+        metadata: { name },
+        spec: spec(),
+      });
+    } catch (err) {
+      // A freshly Established CRD can answer 404 for a moment while its handler is installed.
+      if (!isNotFound(err) || attempt > 50) throw err;
+      await sleep(200);
+    }
+  }
+}
+
+/** The audit event the API server sends for an admin's create of `pool` (RequestResponse level). */
+function createEvent(pool: KubeObject, i: number): Record<string, unknown> {
+  const at = new Date().toISOString();
+  return {
+    level: "RequestResponse",
+    auditID: `00000000-0000-4000-8000-${suffix}${String(i).padStart(8 - suffix.length, "0")}0000`,
+    stage: "ResponseComplete",
+    requestURI: `/apis/${subPoolResource.group}/${subPoolResource.version}/subpools`,
+    verb: "create",
+    user: { username: "admin", groups: ["system:masters", "system:authenticated"] },
+    objectRef: {
+      resource: "subpools",
+      name: pool.metadata.name,
+      apiGroup: subPoolResource.group,
+      apiVersion: subPoolResource.version,
+    },
+    responseStatus: { metadata: {}, code: 201 },
+    requestReceivedTimestamp: at,
+    stageTimestamp: at,
+    responseObject: pool,
+  };
+}
+
+/** Runs `messages` as one queue batch; returns what went on the wire, Events apart. */
+async function batch(messages: Message[]): Promise<{ calls: RecordedCall[]; events: number }> {
+  wire.reset();
+  const invocation = kubefn.invocation();
+  for (const message of messages) await invocation.consume(message);
+  const all = wire.calls();
+  const isEvent = (c: RecordedCall) => c.path.startsWith("/apis/events.k8s.io/");
+  return { calls: all.filter((c) => !isEvent(c)), events: all.filter(isEvent).length };
+}
+
+/** `verb resource` of each call, counted: e.g. `POST statefulsets`, `GET endpointslices`. */
+function byVerb(calls: RecordedCall[]): Record<string, number> {
+  const out: Record<string, number> = {};
+  for (const c of calls) {
+    const segments = c.path.split("?")[0]!.split("/").filter(Boolean);
+    const rest = segments[0] === "api" ? segments.slice(2) : segments.slice(3);
+    const [resource, , sub] = rest[0] === "namespaces" && rest.length > 2 ? rest.slice(2) : rest;
+    const key = `${c.method} ${resource}${sub ? `/${sub}` : ""}`;
+    out[key] = (out[key] ?? 0) + 1;
+  }
+  return out;
+}
+
+beforeAll(async () => {
+  const adminKc = loadKubeConfig({ file: inject("kubeconfig") });
+  admin = createKube(createNodeTransport(adminKc));
+  await installCrdsAndRbac(admin);
+  const token = await serviceAccountToken(createNodeTransport(adminKc), "kubefn-system", "kubefn");
+  wire = countingTransport(createNodeTransport(asServiceAccount(adminKc, token)));
+  const settings = parseWorkerEnv({
+    KUBE_SERVER: "https://kube.invalid",
+    KUBE_TOKEN: "unused",
+    AUDIT_TOKEN: auditToken,
+  });
+  kubefn = createKubefn(
+    settings,
+    {
+      kube: createKube(wire, { fieldManager: "kubefn" }),
+      queue: { send: async (messages) => void queued.push(...messages) },
+      prober: { probe: async () => ({ ok: true }) } as never,
+      log: {
+        info: () => {},
+        warn: () => {},
+        error: (msg, fields) => errors.push(`${msg} ${JSON.stringify(fields)}`),
+      },
+      metrics: { count: () => {}, observe: () => {}, gauge: () => {} },
+    },
+    { registry: createRegistry([subPoolController()]), sweepTasks: [] },
+  );
+}, 120_000);
+
+afterAll(async () => {
+  for (const name of names) await admin.delete(subPoolResource, { name }).catch(() => undefined);
+  // Drive the finalizers (the Namespace goes first), as the pools' own events would.
+  const deadline = Date.now() + 90_000;
+  while (Date.now() < deadline) {
+    const left = [];
+    for (const name of names) {
+      const pool = await admin.get(subPoolResource, { name }).catch(() => undefined);
+      if (pool) left.push(name);
+    }
+    if (left.length === 0) return;
+    const invocation = kubefn.invocation();
+    for (const name of left)
+      await invocation.consume({ request: { controller: "subpool", name }, attempt: 0 });
+    await sleep(1000);
+  }
+}, 120_000);
+
+describe("converging SubPools, counted on the wire", () => {
+  it("a batch of new pools costs each its 9 creates, the finalizer and the status, and no read of its own", async () => {
+    const pools = [];
+    for (const name of names) pools.push(await createPool(name));
+    const res = await kubefn.fetch(
+      new Request("http://kubefn.test/v1/events", {
+        method: "POST",
+        headers: { authorization: `Bearer ${auditToken}`, "content-type": "application/json" },
+        body: JSON.stringify({
+          kind: "EventList",
+          apiVersion: "audit.k8s.io/v1",
+          metadata: {},
+          items: pools.map(createEvent),
+        }),
+      }),
+    );
+    expect(res.status, await res.clone().text()).toBeLessThan(300);
+    const messages = queued.filter(ours);
+    queued = [];
+    expect(messages.map((m) => m.request.name).sort()).toEqual([...names].sort());
+    // The audit event carried each pool: its pass reads it from there.
+    expect(messages.every((m) => m.snapshot !== undefined)).toBe(true);
+
+    const { calls, events } = await batch(messages);
+    const verbs = byVerb(calls);
+    console.log(
+      `subpool-converge: ${POOLS} new SubPools in one batch: ${calls.length} requests (${(calls.length / POOLS).toFixed(2)} per SubPool), ` +
+        `${events} Events; ${JSON.stringify(verbs)}`,
+    );
+    expect(errors).toEqual([]);
+    expect(calls.filter((c) => c.method === "POST")).toHaveLength(9 * POOLS);
+    expect(verbs["PATCH subpools"]).toBe(POOLS);
+    expect(verbs["PATCH subpools/status"]).toBe(POOLS);
+    // One read of the proxy gateway's EndpointSlices serves the whole batch.
+    expect(
+      calls.filter((c) => c.method === "GET"),
+      JSON.stringify(verbs),
+    ).toHaveLength(1);
+    expect(calls.length).toBeLessThanOrEqual(11 * POOLS + 1);
+    for (const name of names) {
+      const pool = await admin.get(subPoolResource, { name });
+      const conditions =
+        (pool.status as { conditions?: { type: string; reason: string }[] }).conditions ?? [];
+      expect(conditions.find((c) => c.type === "Ready")?.reason).toBe("StatefulSetNotReady");
+      // No proxy gateway runs in this cluster, and the shared read says so for every pool.
+      expect(conditions.find((c) => c.type === "ProxyGatewayReady")?.reason).toBe("ProxyGatewayNotReady");
+    }
+  }, 120_000);
+
+  it("the pass that reports a StatefulSet become ready costs one status patch", async () => {
+    await eventually(
+      async () => {
+        for (const name of names) {
+          const sts = await admin.get<KubeObject & { status?: { readyReplicas?: number } }>(
+            Resources.StatefulSet,
+            { namespace: subPoolNamespaceName(name), name: `${name}-cpa-manager` },
+          );
+          if (sts.status?.readyReplicas !== 1) return undefined;
+        }
+        return true;
+      },
+      { timeoutMs: 150_000, intervalMs: 500, what: "every pool's StatefulSet ready" },
+    );
+    // No event reports a StatefulSet's readiness (a status write): the sweep's lists find it.
+    let messages: Message[] = [];
+    await eventually(
+      async () => {
+        queued = [];
+        await kubefn.invocation().sweep();
+        messages = queued.filter(ours);
+        queued = [];
+        return messages.length === POOLS ? true : undefined;
+      },
+      { timeoutMs: 30_000, intervalMs: 300, what: "a drift message for every pool" },
+    );
+    expect(messages.map((m) => m.trigger)).toEqual(
+      names.map(() => ({ kind: "drift", reason: "status:Ready" })),
+    );
+
+    const { calls, events } = await batch(messages);
+    const verbs = byVerb(calls);
+    console.log(
+      `subpool-converge: ${POOLS} StatefulSets ready, one batch of drift passes: ${calls.length} requests ` +
+        `(${(calls.length / POOLS).toFixed(2)} per SubPool), ${events} Events; ${JSON.stringify(verbs)}`,
+    );
+    expect(errors).toEqual([]);
+    expect(verbs["PATCH subpools/status"]).toBe(POOLS);
+    expect(
+      calls.filter((c) => c.method === "GET"),
+      JSON.stringify(verbs),
+    ).toHaveLength(1);
+    expect(calls.length).toBeLessThanOrEqual(POOLS + 1);
+    for (const name of names) {
+      const pool = await admin.get(subPoolResource, { name });
+      const ready = (
+        (pool.status as { conditions?: { type: string; reason: string }[] }).conditions ?? []
+      ).find((c) => c.type === "Ready");
+      expect(ready?.reason).toBe("ProxyGatewayNotReady");
+    }
+    // Converged: the next sweep sends these pools nothing.
+    queued = [];
+    await kubefn.invocation().sweep();
+    expect(queued.filter(ours)).toEqual([]);
+  }, 240_000);
+});

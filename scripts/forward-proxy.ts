@@ -20,7 +20,8 @@ function hostPort(flag: string, fallback: string | undefined): { host: string; p
 
 const listen = hostPort("--listen", "127.0.0.1:3128")!;
 const target = hostPort("--target", undefined);
-const proxy = await startForwardProxy(listen);
+// Counters only: a long-running proxy keeps no list of what it forwarded.
+const proxy = await startForwardProxy({ ...listen, record: false });
 console.log(`forward proxy on ${listen.host}:${proxy.port}`);
 if (target) {
   const t = await startHttpTarget(target);

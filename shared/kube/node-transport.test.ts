@@ -1,11 +1,11 @@
 import { once } from "node:events";
-import { mkdtempSync, writeFileSync } from "node:fs";
+import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { createServer, type IncomingMessage, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { KubeConfig } from "@kubernetes/client-node";
-import { afterEach, describe, expect, it } from "vitest";
+import { afterEach, describe, expect, it, onTestFinished } from "vitest";
 import { NetworkError, NotFoundError, TimeoutError } from "./errors.ts";
 import { createKube } from "./kube.ts";
 import { createNodeTransport } from "./node-transport.ts";
@@ -92,6 +92,7 @@ describe("createNodeTransport", () => {
 
   it("re-runs an exec credential plugin per request once its token has expired", async () => {
     const dir = mkdtempSync(join(tmpdir(), "kubefn-exec-"));
+    onTestFinished(() => rmSync(dir, { recursive: true, force: true }));
     const counter = join(dir, "n");
     writeFileSync(counter, "0");
     // Each run bumps a counter and hands out token-<n>, already expired, so client-node asks again.

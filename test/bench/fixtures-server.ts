@@ -5,18 +5,18 @@
  *
  * Usage: node --import tsx test/bench/fixtures-server.ts [count]
  */
-import { startForwardProxy, startHttpTarget } from "../support/probe-fixtures.ts";
+import { startForwardProxies, startHttpTarget } from "../support/probe-fixtures.ts";
 
 const count = Number(process.argv[2] ?? 4);
 const target = await startHttpTarget();
-const proxies = await Promise.all(Array.from({ length: count }, () => startForwardProxy()));
-console.log(JSON.stringify({ target: target.port, proxies: proxies.map((p) => p.port) }));
+const proxies = await startForwardProxies(count, { record: false });
+console.log(JSON.stringify({ target: target.port, proxies: proxies.ports }));
 
 let closing = false;
 const close = async () => {
   if (closing) return;
   closing = true;
-  await Promise.all([target.close(), ...proxies.map((p) => p.close())]);
+  await Promise.all([target.close(), proxies.close()]);
   process.exit(0);
 };
 process.stdin.on("end", close).resume();

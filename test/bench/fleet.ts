@@ -33,7 +33,6 @@ import { randomBytes } from "node:crypto";
 import { mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import { createServer, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
-import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { parse as parseYaml, stringify as stringifyYaml } from "yaml";
@@ -46,7 +45,8 @@ import { createKube, isAlreadyExists, listAll, Resources } from "../../shared/ku
 import { createNodeTransport, loadKubeConfig } from "../../shared/kube/node.ts";
 import type { Kube, KubeObject, Resource } from "../../shared/kube/port.ts";
 import { type HostProcess, startHost } from "../e2e/host.ts";
-import { type ForwardProxy, startForwardProxy, startHttpTarget } from "../support/probe-fixtures.ts";
+import { startForwardProxies, startHttpTarget } from "../support/probe-fixtures.ts";
+import { tempDir } from "../support/temp-dir.ts";
 import type { BenchRow } from "./cluster.ts";
 import { round } from "./cluster.ts";
 
@@ -360,13 +360,18 @@ function usageOf(pid: number): Usage {
   return { cpuSeconds: ticks / 100, rssMiB: (rssPages * 4096) / 2 ** 20 };
 }
 
-async function waitFor<T>(what: string, timeoutMs: number, fn: () => Promise<T | undefined>): Promise<T> {
+async function waitFor<T>(
+  what: string,
+  timeoutMs: number,
+  fn: () => Promise<T | undefined>,
+  pollMs = 500,
+): Promise<T> {
   const deadline = Date.now() + timeoutMs;
   for (;;) {
     const v = await fn();
     if (v !== undefined) return v;
     if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await sleep(500);
+    await sleep(pollMs);
   }
 }
 
@@ -430,6 +435,16 @@ async function counterBy(host: HostProcess, name: string, labels: string[]): Pro
   return out;
 }
 
+/** The host's work queue, as its /metrics shows it: what a slow convergence is waiting on. */
+async function hostQueue(host: HostProcess): Promise<string> {
+  const [ready, running, delayed, shards] = await Promise.all(
+    ["kubefn_queue_ready", "kubefn_queue_running", "kubefn_queue_delayed", "kubefn_probe_shards_total"].map(
+      (m) => counterSum(host, m),
+    ),
+  );
+  return `; host queue ${ready} ready, ${running} running, ${delayed} delayed; ${shards} probe shards so far`;
+}
+
 /** Resolves once the host's next sweep has run and every pass it caused is done. */
 async function afterSweep(host: HostProcess): Promise<void> {
   const seen = host.lines.length;
@@ -472,12 +487,35 @@ async function converge(
   objects: KubeObject[],
   converged: () => Promise<number>,
   timeoutMs: number,
+  /** What the controller is doing, for the progress lines and a timeout's message. */
+  detail: () => Promise<string> = async () => "",
 ): Promise<Converge> {
   const t0 = Date.now();
   await createAll(admin, res, objects);
-  await waitFor(`${objects.length} ${res.resource} converged`, timeoutMs, async () =>
-    (await converged()) >= objects.length ? true : undefined,
+  process.stderr.write(
+    `fleet: ${objects.length} ${res.resource} created in ${round((Date.now() - t0) / 1000, 1)} s\n`,
   );
+  // Each poll lists every object (9,000 Proxies are megabytes of JSON): a large fleet is polled
+  // less often, so that the bench's own reads do not slow what it measures.
+  const pollMs = Math.min(5000, Math.max(500, objects.length / 2));
+  let reported = t0;
+  let progress = "";
+  await waitFor(
+    `${objects.length} ${res.resource} converged`,
+    timeoutMs,
+    async () => {
+      const n = await converged();
+      progress = `${n}/${objects.length} ${res.resource} converged after ${round((Date.now() - t0) / 1000, 0)} s`;
+      if (Date.now() - reported >= 30_000) {
+        reported = Date.now();
+        process.stderr.write(`fleet: ${progress}${await detail().catch(() => "")}\n`);
+      }
+      return n >= objects.length ? true : undefined;
+    },
+    pollMs,
+  ).catch(async (err: unknown) => {
+    throw new Error(`${String(err)}: ${progress}${await detail().catch(() => "")}`);
+  });
   const t1 = Date.now();
   await sleep(5000 + 1500);
   const calls = tee.between(user, t0 - 1000, t1 + 5000);
@@ -508,13 +546,27 @@ export interface FleetResult {
 }
 
 export async function benchFleet(opts: FleetOptions = defaultFleet): Promise<FleetResult> {
-  const dir = join(tmpdir(), `kubefn-bench-fleet-${randomBytes(3).toString("hex")}`);
-  mkdirSync(dir, { recursive: true });
-  const peerBinary = buildPeer();
-  const tee = new AuditTee();
-  const webhook = await tee.start();
-  const cleanups: (() => Promise<unknown>)[] = [() => tee.stop()];
+  // The commit measured: the one checked out when the run started.
+  const commit = execFileSync("git", ["rev-parse", "--short", "HEAD"], {
+    cwd: root,
+    encoding: "utf8",
+  }).trim();
+  // Holds the two ServiceAccounts' kubeconfigs (tokens): removed on every exit path.
+  const temp = tempDir("kubefn-bench-fleet-");
+  const dir = temp.path;
+  const cleanups: (() => Promise<unknown>)[] = [async () => temp.remove()];
+  // The host and the peer, killed if the bench exits without its cleanups (SIGINT/SIGTERM: run.ts
+  // exits at once); the devcluster exits with its parent by itself.
+  const children: ChildProcess[] = [];
+  const killChildren = () => {
+    for (const c of children) if (c.exitCode === null && c.signalCode === null) c.kill("SIGKILL");
+  };
+  process.once("exit", killChildren);
   try {
+    const peerBinary = buildPeer();
+    const tee = new AuditTee();
+    const webhook = await tee.start();
+    cleanups.unshift(() => tee.stop());
     const cluster = await startAuditedDevcluster(webhook, tee.token, benchAuditPolicy(dir));
     cleanups.unshift(() => cluster.stop());
     const adminTransport = createNodeTransport(loadKubeConfig({ file: cluster.kubeconfig }));
@@ -536,6 +588,7 @@ export async function benchFleet(opts: FleetOptions = defaultFleet): Promise<Fle
 
     const intakeToken = randomBytes(24).toString("hex");
     const host = await startHost({ KUBECONFIG: kubefnKubeconfig, KUBEFN_AUDIT_TOKEN: intakeToken });
+    children.push(host.child);
     cleanups.unshift(() => host.stop());
     tee.intake = { url: `${host.url}/v1/events`, token: intakeToken };
 
@@ -553,15 +606,17 @@ export async function benchFleet(opts: FleetOptions = defaultFleet): Promise<Fle
       subPoolResource,
       kfPools,
       () => countPools(admin, subPoolResource, "kf-"),
-      600_000,
+      Math.max(600_000, opts.subPools * 900),
+      () => hostQueue(host),
     );
 
     // kubefn's Proxies, health-checked through local forward proxies.
     process.stderr.write(`fleet: ${opts.proxies} External Proxies …\n`);
     const target = await startHttpTarget();
-    const forwardProxies: ForwardProxy[] = await Promise.all([0, 1, 2, 3].map(() => startForwardProxy()));
+    // Counters only: thousands of probes a minute would otherwise be kept as strings.
+    const forwardProxies = await startForwardProxies(4, { record: false });
     cleanups.push(async () => {
-      await Promise.all(forwardProxies.map((p) => p.close()));
+      await forwardProxies.close();
       await target.close();
     });
     await admin.create(Resources.Namespace, {
@@ -577,7 +632,7 @@ export async function benchFleet(opts: FleetOptions = defaultFleet): Promise<Fle
         mode: "External",
         endpoint: {
           host: "127.0.0.1",
-          port: forwardProxies[i % forwardProxies.length]!.port,
+          port: forwardProxies.ports[i % forwardProxies.ports.length]!,
           scheme: "http",
         },
         healthCheck: { probeURL: `http://127.0.0.1:${target.port}/`, successThreshold: 1 },
@@ -595,7 +650,8 @@ export async function benchFleet(opts: FleetOptions = defaultFleet): Promise<Fle
         });
         return listed.filter((p) => p.status?.phase === "Ready").length;
       },
-      900_000,
+      Math.max(900_000, opts.proxies * 250),
+      () => hostQueue(host),
     );
 
     // The peer and its SubPools.
@@ -604,6 +660,7 @@ export async function benchFleet(opts: FleetOptions = defaultFleet): Promise<Fle
       env: { ...process.env, KUBECONFIG: peerKubeconfig, PEER_LEASE_NAMESPACE: PEER_NAMESPACE },
       stdio: ["ignore", "pipe", "pipe"],
     });
+    children.push(peer);
     const peerExited = new Promise<void>((resolve) => peer.once("exit", () => resolve()));
     cleanups.unshift(async () => {
       if (peer.exitCode === null && peer.signalCode === null) peer.kill("SIGTERM");
@@ -627,7 +684,7 @@ export async function benchFleet(opts: FleetOptions = defaultFleet): Promise<Fle
       peerSubPoolResource,
       crPools,
       () => countPools(admin, peerSubPoolResource, "cr-"),
-      600_000,
+      Math.max(600_000, opts.subPools * 900),
     );
 
     // Health settles: the first verdicts were measured while the fleet converged (a busy host),
@@ -724,8 +781,14 @@ export async function benchFleet(opts: FleetOptions = defaultFleet): Promise<Fle
 
     const json = {
       bench: "fleet",
-      commit: execFileSync("git", ["rev-parse", "--short", "HEAD"], { cwd: root, encoding: "utf8" }).trim(),
+      commit,
       primaries: { proxies: opts.proxies, subPools: opts.subPools, peerSubPools: opts.subPools },
+      // Host settings given through the environment (the host reads KUBEFN_*); {} is the defaults.
+      hostSettings: Object.fromEntries(
+        Object.entries(process.env).filter(
+          ([k]) => k.startsWith("KUBEFN_") && !k.startsWith("KUBEFN_BENCH") && !/TOKEN|SECRET/.test(k),
+        ),
+      ),
       steadySeconds: round(minutes * 60, 0),
       converge: {
         kubefnSubPools: kfPoolConverge,
@@ -823,5 +886,6 @@ export async function benchFleet(opts: FleetOptions = defaultFleet): Promise<Fle
         // Best effort: the devcluster exits with its parent anyway.
       }
     }
+    process.removeListener("exit", killChildren);
   }
 }

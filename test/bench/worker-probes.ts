@@ -30,7 +30,6 @@
  */
 import { readdirSync, readFileSync } from "node:fs";
 import http from "node:http";
-import type net from "node:net";
 import type { AddressInfo } from "node:net";
 import { fileURLToPath } from "node:url";
 import { createTestHarness, type TestHarness } from "wrangler";
@@ -39,6 +38,7 @@ import { mapWithConcurrency } from "../../shared/concurrency/index.ts";
 import { proxyResource } from "../../shared/controllers/proxy/api.ts";
 import { isAlreadyExists, type KubeObject } from "../../shared/kube/index.ts";
 import { createNodeTransport } from "../../shared/kube/node.ts";
+import { startForwardProxies } from "../support/probe-fixtures.ts";
 import { type BenchRow, benchCluster, createNamespace, percentile, round } from "./cluster.ts";
 
 const root = fileURLToPath(new URL("../../", import.meta.url));
@@ -95,85 +95,6 @@ async function startRecordingTarget(): Promise<RecordingTarget> {
   };
 }
 
-/** Forward proxies (absolute-form GET) counting the client connections open at once, together. */
-interface CountingProxies {
-  ports: number[];
-  open: number;
-  peak: number;
-  accepted: number;
-  resetPeak(): void;
-  close(): Promise<void>;
-}
-
-async function startCountingProxies(count: number): Promise<CountingProxies> {
-  const servers: http.Server[] = [];
-  const state = { open: 0, peak: 0, accepted: 0 };
-  for (let i = 0; i < count; i++) {
-    const server = http.createServer((req, res) => {
-      let target: URL;
-      try {
-        target = new URL(req.url ?? "");
-      } catch {
-        res.writeHead(400).end("absolute-form required");
-        return;
-      }
-      const upstream = http.request(
-        {
-          host: target.hostname,
-          port: target.port || 80,
-          path: target.pathname,
-          method: req.method,
-          headers: { connection: "close" },
-          agent: false,
-        },
-        (up) => {
-          res.writeHead(up.statusCode ?? 502, up.headers);
-          up.pipe(res);
-        },
-      );
-      upstream.on("error", () => {
-        if (!res.headersSent) res.writeHead(502);
-        res.end();
-      });
-      req.pipe(upstream);
-    });
-    server.on("connection", (socket: net.Socket) => {
-      state.accepted++;
-      state.open++;
-      state.peak = Math.max(state.peak, state.open);
-      socket.once("close", () => state.open--);
-    });
-    await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
-    servers.push(server);
-  }
-  return {
-    ports: servers.map((s) => (s.address() as AddressInfo).port),
-    get open() {
-      return state.open;
-    },
-    get peak() {
-      return state.peak;
-    },
-    get accepted() {
-      return state.accepted;
-    },
-    resetPeak: () => {
-      state.peak = state.open;
-    },
-    close: async () => {
-      await Promise.all(
-        servers.map(
-          (s) =>
-            new Promise<void>((resolve) => {
-              s.closeAllConnections();
-              s.close(() => resolve());
-            }),
-        ),
-      );
-    },
-  };
-}
-
 /** CPU seconds (user + system) of this process and each descendant, summed by command name. */
 function cpuByCommand(): Record<string, number> {
   const stats = new Map<number, { ppid: number; comm: string; ticks: number }>();
@@ -227,7 +148,10 @@ export async function benchWorkerProbes(
   const t0 = performance.now();
   const cluster = await benchCluster();
   const ns = await createNamespace(cluster.admin, "bench-wprobes");
-  const [target, proxies] = await Promise.all([startRecordingTarget(), startCountingProxies(4)]);
+  const [target, proxies] = await Promise.all([
+    startRecordingTarget(),
+    startForwardProxies(4, { record: false }),
+  ]);
   const workerToken = await serviceAccountToken(createNodeTransport(cluster.kc), "kubefn-system", "kubefn");
   let harness: TestHarness | undefined;
   let cron: ReturnType<typeof setTimeout> | undefined;

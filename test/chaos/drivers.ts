@@ -28,8 +28,9 @@ export async function serviceAccountKubeconfigVia(adminKubeconfig: string, serve
     contexts: [{ name: "kubefn", cluster: "via", user: "kubefn" }],
     currentContext: "kubefn",
   });
+  // Beside the ServiceAccount kubeconfig, in its temporary directory: removed with it.
   const file = `${saFile}.via`;
-  writeFileSync(file, via.exportConfig());
+  writeFileSync(file, via.exportConfig(), { mode: 0o600 });
   return file;
 }
 

@@ -3,14 +3,14 @@
  * `npm start` does, and gives tests its log lines and URL.
  */
 import { type ChildProcess, spawn } from "node:child_process";
-import { mkdtempSync, writeFileSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { KubeConfig } from "@kubernetes/client-node";
 import { asServiceAccount, installCrdsAndRbac, serviceAccountToken } from "../../functions/node/install.ts";
 import { createKube } from "../../shared/kube/index.ts";
 import { createNodeTransport } from "../../shared/kube/node.ts";
+import { tempDir } from "../support/temp-dir.ts";
 
 const root = fileURLToPath(new URL("../../", import.meta.url));
 
@@ -115,8 +115,9 @@ export async function functionsKubeconfig(adminKubeconfig: string): Promise<stri
   await installCrdsAndRbac(createKube(createNodeTransport(admin)));
   const token = await serviceAccountToken(createNodeTransport(admin), "kubefn-system", "kubefn");
   const kc = asServiceAccount(admin, token);
-  const file = join(mkdtempSync(join(tmpdir(), "kubefn-e2e-")), "kubeconfig");
-  writeFileSync(file, kc.exportConfig());
+  // A ServiceAccount token: removed with the test run's temporary root, or at the bench's exit.
+  const file = join(tempDir("kubefn-e2e-").path, "kubeconfig");
+  writeFileSync(file, kc.exportConfig(), { mode: 0o600 });
   return file;
 }
 

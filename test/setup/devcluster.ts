@@ -17,12 +17,15 @@
  */
 import { type ChildProcess, spawn } from "node:child_process";
 import { randomBytes } from "node:crypto";
-import { existsSync, readFileSync } from "node:fs";
+import { existsSync, mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { createServer, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import type { TestProject } from "vitest/node";
 import { parse as parseYaml } from "yaml";
+import { tempRootEnv } from "../support/temp-dir.ts";
 
 declare module "vitest" {
   export interface ProvidedContext {
@@ -127,6 +130,11 @@ export default async function setup(project: TestProject): Promise<() => Promise
   if (!existsSync(devclusterBin)) {
     throw new Error(`${devclusterBin} is missing: run \`npm run build:devcluster\` first (needs Go ≥ 1.26)`);
   }
+  // The run's temporary root: the workers (forked after this) make their temporary directories
+  // in it (test/support/temp-dir.ts) and the teardown removes it, tokens and all.
+  const tempRoot = mkdtempSync(join(tmpdir(), "kubefn-test-run-"));
+  process.env[tempRootEnv] = tempRoot;
+  const removeTempRoot = () => rmSync(tempRoot, { recursive: true, force: true });
   const auditToken = randomBytes(24).toString("hex");
   const collector = await startAuditCollector(auditToken);
 
@@ -152,6 +160,7 @@ export default async function setup(project: TestProject): Promise<() => Promise
     info = await waitForReady(child, () => tail);
   } catch (err) {
     collector.server.close();
+    removeTempRoot();
     throw err;
   }
   const kc = parseYaml(readFileSync(info.kubeconfig, "utf8")) as {
@@ -174,5 +183,6 @@ export default async function setup(project: TestProject): Promise<() => Promise
     await exited;
     clearTimeout(killTimer);
     await new Promise<void>((resolve) => collector.server.close(() => resolve()));
+    removeTempRoot();
   };
 }

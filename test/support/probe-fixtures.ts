@@ -12,22 +12,49 @@ import net from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 
+/** Client connections of one or more forward proxies: accepted, open now, and the most open at once. */
+export interface ConnectionGauge {
+  accepted: number;
+  open: number;
+  peak: number;
+}
+
 export interface ForwardProxy {
   port: number;
   /** Client connections accepted. */
   connections: number;
-  /** CONNECT requests seen, with their authority. */
+  /** Client connections open now, and the most open at once since start (or `resetPeak`). */
+  open: number;
+  peak: number;
+  /** Starts a new peak from the connections open now. */
+  resetPeak(): void;
+  /** CONNECT requests seen, with their authority (empty when started with `record: false`). */
   connects: string[];
-  /** Absolute-form requests seen (the request target as sent). */
+  /** Absolute-form requests seen, the request target as sent (empty with `record: false`). */
   requests: string[];
   close(): Promise<void>;
 }
 
+export interface ForwardProxyOptions extends ListenAt {
+  /**
+   * Keep every request target in `requests` and `connects` (default true). A bench probing
+   * thousands of Proxies a minute for many minutes turns it off and reads the counters.
+   */
+  record?: boolean;
+  /** A gauge shared with other proxies (see `startForwardProxies`), counted besides this one's. */
+  shared?: ConnectionGauge;
+}
+
 /** A minimal forward proxy: what squid or tinyproxy do for a probe, nothing more. */
-export async function startForwardProxy(at: ListenAt = {}): Promise<ForwardProxy> {
+export async function startForwardProxy(opts: ForwardProxyOptions = {}): Promise<ForwardProxy> {
+  const record = opts.record ?? true;
+  const own: ConnectionGauge = { accepted: 0, open: 0, peak: 0 };
+  const gauges = opts.shared ? [own, opts.shared] : [own];
   const sockets = new Set<net.Socket>();
+  const connects: string[] = [];
+  const requests: string[] = [];
   const server = http.createServer((req, res) => {
-    state.requests.push(req.url ?? "");
+    if (record) requests.push(req.url ?? "");
     let target: URL;
     try {
       target = new URL(req.url ?? "");
@@ -56,12 +83,19 @@ export async function startForwardProxy(at: ListenAt = {}): Promise<ForwardProxy
     req.pipe(upstream);
   });
   server.on("connection", (socket: net.Socket) => {
-    state.connections++;
+    for (const g of gauges) {
+      g.accepted++;
+      g.open++;
+      g.peak = Math.max(g.peak, g.open);
+    }
     sockets.add(socket);
-    socket.on("close", () => sockets.delete(socket));
+    socket.once("close", () => {
+      sockets.delete(socket);
+      for (const g of gauges) g.open--;
+    });
   });
   server.on("connect", (req: http.IncomingMessage, client: net.Socket, head: Buffer) => {
-    state.connects.push(req.url ?? "");
+    if (record) connects.push(req.url ?? "");
     const [host, port] = splitAuthority(req.url ?? "");
     const upstream = net.connect(port, host, () => {
       client.write("HTTP/1.1 200 Connection Established\r\n\r\n");
@@ -80,15 +114,67 @@ export async function startForwardProxy(at: ListenAt = {}): Promise<ForwardProxy
     upstream.on("close", () => client.destroy());
     client.on("close", () => upstream.destroy());
   });
-  const port = await listen(server, at);
-  const state: ForwardProxy = {
+  const port = await listen(server, opts);
+  return {
     port,
-    connections: 0,
-    connects: [],
-    requests: [],
+    get connections() {
+      return own.accepted;
+    },
+    get open() {
+      return own.open;
+    },
+    get peak() {
+      return own.peak;
+    },
+    resetPeak: () => {
+      own.peak = own.open;
+    },
+    connects,
+    requests,
     close: () => closeServer(server, sockets),
   };
-  return state;
+}
+
+/** `count` forward proxies whose client connections are also counted together. */
+export interface ForwardProxies {
+  proxies: ForwardProxy[];
+  ports: number[];
+  /** Connections of all of them: accepted, open now, most open at once (since `resetPeak`). */
+  accepted: number;
+  open: number;
+  peak: number;
+  resetPeak(): void;
+  close(): Promise<void>;
+}
+
+export async function startForwardProxies(
+  count: number,
+  opts: Omit<ForwardProxyOptions, "shared" | "port"> = {},
+): Promise<ForwardProxies> {
+  const total: ConnectionGauge = { accepted: 0, open: 0, peak: 0 };
+  const proxies = await Promise.all(
+    Array.from({ length: count }, () => startForwardProxy({ ...opts, shared: total })),
+  );
+  return {
+    proxies,
+    ports: proxies.map((p) => p.port),
+    get accepted() {
+      return total.accepted;
+    },
+    get open() {
+      return total.open;
+    },
+    get peak() {
+      return total.peak;
+    },
+    resetPeak: () => {
+      total.peak = total.open;
+      for (const p of proxies) p.resetPeak();
+    },
+    close: async () => {
+      await Promise.all(proxies.map((p) => p.close()));
+    },
+  };
 }
 
 function splitAuthority(authority: string): [string, number] {

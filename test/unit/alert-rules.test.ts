@@ -7,12 +7,12 @@
  * of examples checks the rules' metrics against a live host's /metrics).
  */
 import { execFile } from "node:child_process";
-import { existsSync, mkdtempSync, readdirSync, readFileSync, statSync, writeFileSync } from "node:fs";
+import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { parser } from "@prometheus-io/lezer-promql";
-import { beforeAll, describe, expect, it } from "vitest";
+import { beforeAll, describe, expect, it, onTestFinished } from "vitest";
 import { parse } from "yaml";
 
 const root = fileURLToPath(new URL("../../", import.meta.url));
@@ -52,9 +52,10 @@ function run(args: string[], cwd: string): Promise<{ code: number; out: string }
   });
 }
 
-/** A copy of the rules and their tests in a temporary directory, the rules edited by `edit`. */
+/** A copy of the rules and their tests in a temporary directory (removed after the test), the rules edited by `edit`. */
 function editedCopy(edit: (rules: string) => string): string {
   const dir = mkdtempSync(join(tmpdir(), "alert-rules-"));
+  onTestFinished(() => rmSync(dir, { recursive: true, force: true }));
   const original = readFileSync(rulesFile, "utf8");
   const edited = edit(original);
   expect(edited).not.toBe(original);

@@ -3,11 +3,11 @@
  * validates the AWS SAM template: resource types, properties, references and intrinsic functions.
  */
 import { execFile } from "node:child_process";
-import { mkdtempSync, readFileSync, writeFileSync } from "node:fs";
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
-import { describe, expect, it } from "vitest";
+import { describe, expect, it, onTestFinished } from "vitest";
 
 const root = fileURLToPath(new URL("../../", import.meta.url));
 const cfnLint = join(root, ".tools/venv/bin/cfn-lint");
@@ -33,7 +33,9 @@ describe("infra/aws/template.yaml under cfn-lint", () => {
       "Type: AWS::Events::EventBuss",
     );
     expect(broken).not.toBe(readFileSync(template, "utf8"));
-    const file = join(mkdtempSync(join(tmpdir(), "cfn-lint-")), "template.yaml");
+    const dir = mkdtempSync(join(tmpdir(), "cfn-lint-"));
+    onTestFinished(() => rmSync(dir, { recursive: true, force: true }));
+    const file = join(dir, "template.yaml");
     writeFileSync(file, broken);
     const result = await lint(file);
     expect(result.code).not.toBe(0);

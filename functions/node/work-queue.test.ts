@@ -73,6 +73,37 @@ describe("WorkQueue", () => {
     expect(maxRunning).toBe(2);
   });
 
+  it("probe shards have their own lane: passes at the limit do not hold them back, nor they the passes", async () => {
+    const passes = gate();
+    const shards = gate();
+    const started: string[] = [];
+    const shard = (i: number): Message => ({
+      request: { controller: "proxy", name: `__shard-probe-0-${i}` },
+      attempt: 0,
+      shard: { task: "probe", objects: [] },
+    });
+    const q = new WorkQueue({
+      concurrency: 2,
+      shardConcurrency: 3,
+      handle: async (m) => {
+        started.push(m.request.name);
+        await (m.shard ? shards.opened : passes.opened);
+      },
+    });
+    await q.send([msg("a"), msg("b"), msg("c")]);
+    await q.send([0, 1, 2, 3, 4].map(shard));
+    // Two passes run (their limit), and three shards beside them (theirs), though the passes came first.
+    expect(started.sort()).toEqual(["__shard-probe-0-0", "__shard-probe-0-1", "__shard-probe-0-2", "a", "b"]);
+    expect(q.stats()).toEqual({ ready: 3, running: 5, delayed: 0 });
+    shards.open();
+    await new Promise((r) => setTimeout(r, 0));
+    expect(started).toContain("__shard-probe-0-4");
+    expect(started).not.toContain("c");
+    passes.open();
+    await q.idle();
+    expect(started).toContain("c");
+  });
+
   it("keeps only the earliest delayed follow-up per key", async () => {
     const timers: Array<{ fn: () => void; ms: number; cleared: boolean }> = [];
     const ran: number[] = [];

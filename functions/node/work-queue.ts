@@ -4,6 +4,13 @@ export interface WorkQueueOptions {
   /** Passes running at once, across keys. */
   concurrency: number;
   /**
+   * Probe shards running at once, beside the passes (default 16). A shard spreads its probes
+   * over a second and the prober bounds the connections of all of them together; sharing the
+   * passes' few slots would cap a host at a few shards a second (9,000 Proxies at 30 s need
+   * about 8 at once) and keep the passes waiting behind them.
+   */
+  shardConcurrency?: number;
+  /**
    * Runs one pass. `batch` is the same object for every message of one `send` (an intake batch,
    * a sweep shard), as a platform's queue batch is: its passes may share reads. Failures are the
    * handler's to report; a throw is logged and dropped.
@@ -37,6 +44,8 @@ interface Delayed extends Entry {
 export class WorkQueue implements Queue {
   readonly #opts: Required<Omit<WorkQueueOptions, "onError">> & Pick<WorkQueueOptions, "onError">;
   readonly #ready = new Map<string, Entry>();
+  readonly #readyShards = new Map<string, Entry>();
+  #runningShards = 0;
   readonly #running = new Set<string>();
   /** Keys that got a message while running: they run once more when the pass ends. */
   readonly #dirty = new Map<string, Entry>();
@@ -48,6 +57,7 @@ export class WorkQueue implements Queue {
     this.#opts = {
       setTimer: (fn, ms) => setTimeout(fn, ms),
       clearTimer: (h) => clearTimeout(h as ReturnType<typeof setTimeout>),
+      shardConcurrency: 16,
       ...opts,
     };
   }
@@ -62,12 +72,17 @@ export class WorkQueue implements Queue {
 
   /** Counts for metrics and the status line. */
   stats(): { ready: number; running: number; delayed: number } {
-    return { ready: this.#ready.size, running: this.#running.size, delayed: this.#delayed.size };
+    return {
+      ready: this.#ready.size + this.#readyShards.size,
+      running: this.#running.size,
+      delayed: this.#delayed.size,
+    };
   }
 
   /** Resolves when nothing is ready or running (delayed messages may remain). */
   idle(): Promise<void> {
-    if (this.#ready.size === 0 && this.#running.size === 0) return Promise.resolve();
+    if (this.#ready.size === 0 && this.#readyShards.size === 0 && this.#running.size === 0)
+      return Promise.resolve();
     return new Promise((resolve) => this.#idleWaiters.push(resolve));
   }
 
@@ -77,6 +92,7 @@ export class WorkQueue implements Queue {
     for (const d of this.#delayed.values()) this.#opts.clearTimer(d.handle);
     this.#delayed.clear();
     this.#ready.clear();
+    this.#readyShards.clear();
     await this.idle();
   }
 
@@ -106,21 +122,35 @@ export class WorkQueue implements Queue {
   #enqueue(entry: Entry): void {
     if (this.#closed) return;
     const key = requestKey(entry.message.request);
-    const waiting = this.#running.has(key) ? this.#dirty : this.#ready;
+    const waiting = this.#running.has(key) ? this.#dirty : this.#laneOf(entry);
     const earlier = waiting.get(key);
     // A message that joins one already waiting keeps that one's place and batch.
     waiting.set(key, earlier ? { ...earlier, message: coalesce(earlier.message, entry.message) } : entry);
-    if (waiting === this.#ready) this.#pump();
+    if (waiting !== this.#dirty) this.#pump();
+  }
+
+  #laneOf(entry: Entry): Map<string, Entry> {
+    return entry.message.shard ? this.#readyShards : this.#ready;
   }
 
   #pump(): void {
+    for (const [key, entry] of this.#readyShards) {
+      if (this.#runningShards >= this.#opts.shardConcurrency) break;
+      this.#readyShards.delete(key);
+      this.#runningShards++;
+      this.#start(key, entry);
+    }
     for (const [key, entry] of this.#ready) {
-      if (this.#running.size >= this.#opts.concurrency) return;
+      if (this.#running.size - this.#runningShards >= this.#opts.concurrency) break;
       this.#ready.delete(key);
-      this.#running.add(key);
-      void this.#run(key, entry);
+      this.#start(key, entry);
     }
     if (this.#running.size === 0) for (const wake of this.#idleWaiters.splice(0)) wake();
+  }
+
+  #start(key: string, entry: Entry): void {
+    this.#running.add(key);
+    void this.#run(key, entry);
   }
 
   async #run(key: string, { message, batch }: Entry): Promise<void> {
@@ -130,10 +160,11 @@ export class WorkQueue implements Queue {
       this.#opts.onError?.(err, message);
     } finally {
       this.#running.delete(key);
+      if (message.shard) this.#runningShards--;
       const again = this.#dirty.get(key);
       if (again) {
         this.#dirty.delete(key);
-        this.#ready.set(key, again);
+        this.#laneOf(again).set(key, again);
       }
       this.#pump();
     }

@@ -137,7 +137,7 @@ export async function runPass(ctx: Context, registry: Registry, message: Message
     const handler = def.shards?.[message.shard.task];
     try {
       if (!handler) throw new Error(`controller "${def.name}" has no shard handler "${message.shard.task}"`);
-      summary.shard = await handler(ctx, message.shard.objects);
+      summary.shard = await handler(ctx, message.shard.objects, message.shard.data);
     } catch (err) {
       summary.result = "error";
       ctx.log.error("shard failed; the next sweep plans it again", {

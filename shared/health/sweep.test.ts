@@ -528,6 +528,33 @@ describe("a result against the verdict is checked once more", () => {
     });
   });
 
+  it("resumed, the confirmation probes are spread over spreadMs like first probes, not one burst", async () => {
+    const t0 = performance.now();
+    const startedAt = new Map<string, number>();
+    const prober = fakeProber((t) => {
+      startedAt.set(t.proxy.host, performance.now() - t0);
+      return { ok: true, latencyMs: 300, status: 200 };
+    });
+    const names = ["a", "bb", "ccc", "dddd"];
+    const result = await probeAll({
+      proxies: names.map((n) => subject(n, { annotation: encodeHealthState(healthy(n, 10)) })),
+      subjectFor: (s) => s,
+      prober,
+      now: () => now,
+      concurrency: 8,
+      deferConfirmations: true,
+      spreadMs: 400,
+      resume: names.map(() => ({ result: { ok: true, latencyMs: 300 }, confirmations: [] })),
+    });
+    // Each made its first confirmation here (the resumed probe is not probed again) and is
+    // deferred again for the second.
+    expect(prober.calls).toHaveLength(4);
+    expect(result.stats).toMatchObject({ probed: 0, confirmations: 4, writes: 0 });
+    expect(result.outcomes.map((o) => o.later?.confirmations)).toEqual(names.map(() => [300]));
+    const starts = names.map((n) => startedAt.get(`10.0.0.${n.length}`)!);
+    for (const [i, ms] of starts.entries()) expect(ms).toBeGreaterThanOrEqual(i * 100 - 1);
+  });
+
   it("deferred, a result against the verdict is rechecked by a later invocation and a blip writes nothing", async () => {
     let n = 0;
     const prober = fakeProber(() =>

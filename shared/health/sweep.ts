@@ -20,7 +20,6 @@ import {
   type HealthSeed,
   type HealthState,
   type HealthThresholds,
-  type ProbeOutcome,
   type RecordResult,
   recordProbe,
   recordRefusal,
@@ -249,15 +248,18 @@ async function sweepOne<P>(
   let result = resume?.result ?? (await probe1());
   if (result.refused) return refused(s, previous, result.refused, seed);
 
-  let probe: ProbeOutcome = {
-    ok: result.ok,
-    latencyMs: result.latencyMs,
-    at: opts.now(),
-  };
   // Probes this invocation made after the first.
   let made = 0;
   const confirmations = [...(resume?.confirmations ?? [])];
-  let recorded: RecordResult = recordProbe(previous, { ...probe, confirmations }, s.thresholds, seed);
+  // `result` recorded as of now, with the confirmations so far (none before a recheck).
+  const record = (): RecordResult =>
+    recordProbe(
+      previous,
+      { ok: result.ok, latencyMs: result.latencyMs, at: opts.now(), confirmations },
+      s.thresholds,
+      seed,
+    );
+  let recorded = record();
   // A resumed Proxy's pause was its message's delay.
   let paused = !!resume;
   const pause = async () => {
@@ -283,8 +285,7 @@ async function sweepOne<P>(
     made++;
     if (!again.refused && again.ok !== result.ok) {
       result = again;
-      probe = { ok: again.ok, latencyMs: again.latencyMs, at: opts.now() };
-      recorded = recordProbe(previous, probe, s.thresholds, seed);
+      recorded = record();
     }
   }
   // A latency outside the band is confirmed by more probes before it is reported (state.ts).
@@ -294,8 +295,7 @@ async function sweepOne<P>(
     if (!again.ok || again.refused) break;
     made++;
     confirmations.push(again.latencyMs);
-    probe.at = opts.now();
-    recorded = recordProbe(previous, { ...probe, confirmations }, s.thresholds, seed);
+    recorded = record();
   }
   // A latency report changes only latency and time: one patch, no pass (verdicts keep the pass,
   // which writes the condition, the phase and their Events).

@@ -1,4 +1,4 @@
-import { assertNever, isRecord } from "../guards/index.ts";
+import { assertNever, errorMessage, isRecord } from "../guards/index.ts";
 import {
   classifyError,
   conditionsOf,
@@ -143,7 +143,7 @@ export async function runPass(ctx: Context, registry: Registry, message: Message
       ctx.log.error("shard failed; the next sweep plans it again", {
         key,
         task: message.shard.task,
-        error: err instanceof Error ? err.message : String(err),
+        error: errorMessage(err),
       });
       ctx.metrics.count("kubefn_shard_errors_total", { controller: def.name, task: message.shard.task });
     }
@@ -371,7 +371,7 @@ function fail(
     class: cls.class,
     reason: cls.reason,
     attempt,
-    error: error instanceof Error ? error.message : String(error),
+    error: errorMessage(error),
   });
   ctx.metrics.count("kubefn_pass_errors_total", { controller, class: cls.class });
 }

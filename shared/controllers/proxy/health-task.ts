@@ -137,7 +137,7 @@ export function proxyHealthTask(opts: ProxyHealthTaskOptions): SweepTask & {
     if (deferred.length > 0)
       await ctx.queue.send(
         [shardMessage(`re${ctx.random()}`, deferred, resumes)],
-        Math.ceil((opts.confirmDelayMs ?? 1e3) / 1e3),
+        Math.ceil((opts.confirmDelayMs ?? defaultConfirmDelayMs) / 1e3),
       );
     const counts: Record<string, number> = {
       ...result.stats,

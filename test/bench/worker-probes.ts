@@ -16,13 +16,19 @@
  * counted apart as extra: a write conflict's re-probe, a latency confirmation), the probes per
  * minute, the Proxies whose longest wait for a probe stayed within a minute (and within 45 s),
  * and the peak of connections open at once at the forward proxies (every invocation together: an
- * upper bound of one invocation's). Ends with one JSON line `{"bench":"worker-probes",...}`.
+ * upper bound of one invocation's). From the Worker's own pass lines it adds each probe shard's
+ * wall time (p50/p99), what the shards did (probes, confirmations, writes, conflict re-probes), how
+ * many ran at once, and their wall time per probe; from /proc, the CPU seconds per minute of every
+ * process of the bench (workerd, the devcluster, this process with the forward proxies and the
+ * target) and the share of the whole machine that was busy — whoever's work it was.
+ * Ends with one JSON line `{"bench":"worker-probes",...}`.
  *
  * Caveats: wrangler's local runtime is one workerd process on this machine, shared with the API
  * server, etcd, the fixtures and the bench; its queue consumer and isolate are not Cloudflare's
  * (there, invocations run on many machines). The 6-connection bound holds per isolate here
  * (`boundedProber`), which is what one invocation gets on Cloudflare.
  */
+import { readdirSync, readFileSync } from "node:fs";
 import http from "node:http";
 import type net from "node:net";
 import type { AddressInfo } from "node:net";
@@ -168,6 +174,46 @@ async function startCountingProxies(count: number): Promise<CountingProxies> {
   };
 }
 
+/** CPU seconds (user + system) of this process and each descendant, summed by command name. */
+function cpuByCommand(): Record<string, number> {
+  const stats = new Map<number, { ppid: number; comm: string; ticks: number }>();
+  for (const entry of readdirSync("/proc")) {
+    if (!/^\d+$/.test(entry)) continue;
+    try {
+      const raw = readFileSync(`/proc/${entry}/stat`, "utf8");
+      const close = raw.lastIndexOf(")");
+      const comm = raw.slice(raw.indexOf("(") + 1, close);
+      const f = raw.slice(close + 2).split(" ");
+      stats.set(Number(entry), { ppid: Number(f[1]), comm, ticks: Number(f[11]) + Number(f[12]) });
+    } catch {
+      // Exited while listed.
+    }
+  }
+  const mine = new Set([process.pid]);
+  for (let grew = true; grew; ) {
+    grew = false;
+    for (const [pid, s] of stats)
+      if (!mine.has(pid) && mine.has(s.ppid)) {
+        mine.add(pid);
+        grew = true;
+      }
+  }
+  const out: Record<string, number> = {};
+  for (const pid of mine) {
+    const s = stats.get(pid);
+    if (s) out[s.comm] = (out[s.comm] ?? 0) + s.ticks / 100;
+  }
+  return out;
+}
+
+/** Busy and total CPU seconds of the whole machine (/proc/stat), every process of every user. */
+function machineCpu(): { busy: number; total: number } {
+  const f = readFileSync("/proc/stat", "utf8").split("\n")[0]!.trim().split(/\s+/).slice(1).map(Number);
+  const total = f.slice(0, 8).reduce((a, b) => a + b, 0) / 100;
+  const idle = (f[3]! + f[4]!) / 100;
+  return { busy: total - idle, total };
+}
+
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 export interface WorkerProbesResult {
@@ -288,10 +334,15 @@ export async function benchWorkerProbes(
     await sleep(5_000);
     proxies.resetPeak();
     const w0 = Date.now();
+    const cpu0 = cpuByCommand();
+    const machine0 = machineCpu();
+    const logs0 = harness.getLogs().length;
     const total0 = target.total;
     const sweeps0 = sweeps.length;
     await sleep(opts.windowSeconds * 1000);
     const w1 = Date.now();
+    const cpu1 = cpuByCommand();
+    const machine1 = machineCpu();
     const windowProbes = target.total - total0;
     // Intervals between a Proxy's probes. Under 5 s they are not its rhythm but extra probes
     // (a write conflict's re-probe, a latency confirmation): counted apart.
@@ -340,6 +391,44 @@ export async function benchWorkerProbes(
     }
     for (const [msg, e] of Object.entries(errors))
       process.stderr.write(`worker-probes: worker error "${msg}" ×${e.count}: ${e.example}\n`);
+    // Probe shards as the Worker logged them (one "pass" line each, at its end, with `shard`
+    // counts and `ms`): how long a shard took, what it did, and how many ran at once.
+    const shards: { end: number; ms: number; c: Record<string, number> }[] = [];
+    for (const l of harness.getLogs().slice(logs0)) {
+      if (!l.message.includes('"shard":{')) continue;
+      try {
+        const line = JSON.parse(l.message) as { time: string; ms: number; shard: Record<string, number> };
+        const end = Date.parse(line.time);
+        if (end >= w0 && end < w1) shards.push({ end, ms: line.ms, c: line.shard });
+      } catch {
+        // Not a pass line.
+      }
+    }
+    const sumOf = (k: string) => shards.reduce((a, s) => a + (s.c[k] ?? 0), 0);
+    const shardMs = shards.map((s) => s.ms).sort((a, b) => a - b);
+    const edges = shards.flatMap((s) => [
+      [s.end - s.ms, 1],
+      [s.end, -1],
+    ]);
+    edges.sort((a, b) => a[0]! - b[0]! || a[1]! - b[1]!);
+    let running = 0;
+    let shardsAtOnce = 0;
+    for (const [, d] of edges) {
+      running += d!;
+      shardsAtOnce = Math.max(shardsAtOnce, running);
+    }
+    const shardBusyMs = shards.reduce((a, s) => a + s.ms, 0);
+    const cpu = (name: string) => round((cpu1[name] ?? 0) - (cpu0[name] ?? 0), 1);
+    const windowS = (w1 - w0) / 1000;
+    const cpuSeconds: Record<string, number> = Object.fromEntries(
+      [...new Set([...Object.keys(cpu0), ...Object.keys(cpu1)])]
+        .map((k): [string, number] => [k, cpu(k)])
+        .filter(([, v]) => v !== 0),
+    );
+    process.stderr.write(
+      `worker-probes: window CPU s by process ${JSON.stringify(cpuSeconds)}; machine busy ` +
+        `${round(machine1.busy - machine0.busy)} of ${round(machine1.total - machine0.total)} CPU s\n`,
+    );
     const json = {
       bench: "worker-probes",
       proxies: opts.proxies,
@@ -365,6 +454,21 @@ export async function benchWorkerProbes(
       sweepsInWindow: windowSweeps.length,
       sweepMsMax: Math.max(0, ...windowSweeps.map((s) => s.ms)),
       sweepFailures: sweeps.filter((s) => s.outcome !== "ok").length,
+      shardsInWindow: shards.length,
+      shardMsP50: percentile(shardMs, 0.5),
+      shardMsP99: percentile(shardMs, 0.99),
+      shardProbes: sumOf("probed"),
+      shardConfirmations: sumOf("confirmations"),
+      shardWrites: sumOf("writes"),
+      shardRetried: sumOf("retried"),
+      shardsAtOnceMax: shardsAtOnce,
+      /** Shard wall time per probe made (first probes, confirmations and re-probes). */
+      shardMsPerProbe: round(shardBusyMs / Math.max(1, sumOf("probed") + sumOf("confirmations")), 2),
+      shardBusyShare: round(shardBusyMs / 1000 / windowS, 2),
+      cpuSecondsPerMinute: Object.fromEntries(
+        Object.entries(cpuSeconds).map(([k, v]) => [k, round((v / windowS) * 60, 1)]),
+      ),
+      machineBusyShare: round((machine1.busy - machine0.busy) / (machine1.total - machine0.total), 2),
       workerErrorLines: errorLines,
       workerErrors: Object.fromEntries(Object.entries(errors).map(([m, e]) => [m, e.count])),
       runSeconds: round((performance.now() - t0) / 1000),

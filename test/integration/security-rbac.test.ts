@@ -180,7 +180,7 @@ const calls: Array<{ resource: string; verbs: string[]; at: Array<[file: string,
     // Site drift lists in the operator namespace (ConfigMaps, Deployments).
     verbs: ["get", "create", "patch", "delete", ...(resource === "serviceaccounts" ? [] : ["list"])],
     at: [
-      ["shared/controllers/site/env.ts", "kube.get(res, key(obj))"],
+      ["shared/controllers/site/env.ts", "kube.get(res, keyOf(obj))"],
       ["shared/controllers/site/env.ts", "serverSideApply(kube, res, obj"],
       ["shared/controllers/site/env.ts", "await kube.delete("],
       ...(resource === "serviceaccounts"

@@ -19,6 +19,9 @@ export function isRecord(value: unknown): value is Record<string, unknown> {
   return typeof value === "object" && value !== null && !Array.isArray(value);
 }
 
+/** An error's message, or the thrown value as text. */
+export const errorMessage = (err: unknown): string => (err instanceof Error ? err.message : String(err));
+
 /**
  * A short description of a value no guard accepted, for an error: its type, or `name=value` of
  * the `hints` keys it holds as strings, or else its first keys.

@@ -44,6 +44,7 @@ export type {
   HealthSweepResult,
   HealthSweepStats,
   ProbeAllOptions,
+  ProbeResume,
   SubjectOutcome,
 } from "./sweep.ts";
 export { defaultConfirmDelayMs, probeAll, probeDue } from "./sweep.ts";

@@ -4,7 +4,7 @@ import type { Patch } from "../kube/index.ts";
 import { encodeHealthState } from "./annotation.ts";
 import type { ProbeResult, Prober, ProbeTarget } from "./probe.ts";
 import type { HealthState } from "./state.ts";
-import { type HealthSubject, probeAll, probeDue } from "./sweep.ts";
+import { type HealthSubject, type ProbeResume, probeAll, probeDue } from "./sweep.ts";
 
 const now = new Date("2026-01-01T00:10:00.000Z");
 const thresholds = { successThreshold: 1, failureThreshold: 2, minReportIntervalSeconds: 60 };
@@ -485,5 +485,99 @@ describe("a result against the verdict is checked once more", () => {
     // Counted 1, 2, 3 at sweeps 0, 1, 2 — the rechecks confirm, they never count twice.
     expect(flips).toEqual([2]);
     expect(writes).toEqual([0, 1, 2]);
+  });
+
+  it("deferred, a shard pauses nowhere: the Proxy comes back to be confirmed and reports as inline", async () => {
+    const prober = fakeProber(() => ({ ok: true, latencyMs: 300, status: 200 }));
+    const a = subject("a", {
+      annotation: encodeHealthState(healthy("a", 10)),
+      latencyStatus: (r) => ({ latencyMillis: r.latencyMs, lastHealthCheckTime: r.at }),
+    });
+    let clock = now.getTime();
+    const step = (resume?: ProbeResume[]) =>
+      probeAll({
+        proxies: [a],
+        subjectFor: (s) => s,
+        prober,
+        now: () => new Date(clock),
+        concurrency: 1,
+        deferConfirmations: true,
+        confirmDelayMs: 60_000, // never waited: a pause here would time the test out
+        resume,
+      });
+    const first = await step();
+    expect(prober.calls).toHaveLength(1);
+    expect(first.annotationPatches).toEqual([]);
+    expect(first.stats).toMatchObject({ probed: 1, confirmations: 0, reports: 0 });
+    const later1 = first.outcomes[0]!.later!;
+    expect(later1).toMatchObject({ confirmations: [] });
+    clock += 1000;
+    const second = await step([later1]);
+    expect(prober.calls).toHaveLength(2);
+    expect(second.annotationPatches).toEqual([]);
+    expect(second.stats).toMatchObject({ probed: 0, confirmations: 1 });
+    const later2 = second.outcomes[0]!.later!;
+    expect(later2.confirmations).toEqual([300]);
+    clock += 1000;
+    const third = await step([later2]);
+    expect(prober.calls).toHaveLength(3);
+    expect(third.outcomes[0]!.later).toBeUndefined();
+    expect(third.stats).toMatchObject({ probed: 0, confirmations: 1, reports: 1, writes: 1 });
+    expect(bodyOf(third.annotationPatches[0]!.patch)).toMatchObject({
+      status: { latencyMillis: 300, lastHealthCheckTime: new Date(clock).toISOString() },
+    });
+  });
+
+  it("resumed, the confirmation probes are spread over spreadMs like first probes, not one burst", async () => {
+    const t0 = performance.now();
+    const startedAt = new Map<string, number>();
+    const prober = fakeProber((t) => {
+      startedAt.set(t.proxy.host, performance.now() - t0);
+      return { ok: true, latencyMs: 300, status: 200 };
+    });
+    const names = ["a", "bb", "ccc", "dddd"];
+    const result = await probeAll({
+      proxies: names.map((n) => subject(n, { annotation: encodeHealthState(healthy(n, 10)) })),
+      subjectFor: (s) => s,
+      prober,
+      now: () => now,
+      concurrency: 8,
+      deferConfirmations: true,
+      spreadMs: 400,
+      resume: names.map(() => ({ result: { ok: true, latencyMs: 300 }, confirmations: [] })),
+    });
+    // Each made its first confirmation here (the resumed probe is not probed again) and is
+    // deferred again for the second.
+    expect(prober.calls).toHaveLength(4);
+    expect(result.stats).toMatchObject({ probed: 0, confirmations: 4, writes: 0 });
+    expect(result.outcomes.map((o) => o.later?.confirmations)).toEqual(names.map(() => [300]));
+    const starts = names.map((n) => startedAt.get(`10.0.0.${n.length}`)!);
+    for (const [i, ms] of starts.entries()) expect(ms).toBeGreaterThanOrEqual(i * 100 - 1);
+  });
+
+  it("deferred, a result against the verdict is rechecked by a later invocation and a blip writes nothing", async () => {
+    let n = 0;
+    const prober = fakeProber(() =>
+      n++ === 0 ? { ok: false, latencyMs: 1000 } : { ok: true, latencyMs: 10, status: 200 },
+    );
+    const a = subject("a", { annotation: encodeHealthState(healthy("a", 10)) });
+    const step = (resume?: ProbeResume[]) =>
+      probeAll({
+        proxies: [a],
+        subjectFor: (s) => s,
+        prober,
+        now: () => now,
+        concurrency: 1,
+        deferConfirmations: true,
+        resume,
+      });
+    const first = await step();
+    const later = first.outcomes[0]!.later!;
+    expect(later).toMatchObject({ result: { ok: false }, confirmations: [] });
+    expect(first.annotationPatches).toEqual([]);
+    const second = await step([later]);
+    expect(n).toBe(2);
+    expect(second.outcomes[0]!.later).toBeUndefined();
+    expect(second.stats).toMatchObject({ probed: 0, confirmations: 1, reports: 0, writes: 0 });
   });
 });

@@ -20,7 +20,6 @@ import {
   type HealthSeed,
   type HealthState,
   type HealthThresholds,
-  type ProbeOutcome,
   type RecordResult,
   recordProbe,
   recordRefusal,
@@ -68,20 +67,43 @@ export interface ProbeAllOptions<P> {
    * interval is longer is probed on every k-th sweep only, k = round(interval / period), at a
    * phase derived from its key, so the load spreads across sweeps without any stored schedule.
    */
-  sweepPeriodSeconds?: number;
+  sweepPeriodSeconds?: number | undefined;
   /**
    * Pause before each latency confirmation probe (see `RecordResult.confirm`), so that the samples
    * do not share one stall of the host; default {@link defaultConfirmDelayMs}. No connection is
    * held meanwhile (the Proxy's place among `concurrency` is).
    */
-  confirmDelayMs?: number;
+  confirmDelayMs?: number | undefined;
   /**
    * Start the probes evenly over this many milliseconds instead of all at once (default 0). A
    * burst measures the host: thirty probes started together on a loaded host queue behind each
    * other for tens of milliseconds, past the 20 ms band, so latencies measured in a burst would
-   * flap status on their own (see `state.ts`).
+   * flap status on their own (see `state.ts`). A resumed Proxy's first probe is spread alike.
    */
   spreadMs?: number;
+  /**
+   * Instead of pausing, hand a Proxy that needs another probe (a recheck or a latency
+   * confirmation) back as `deferred`, to be probed again after the pause by a later invocation
+   * with its {@link ProbeResume} in `resume`. Nothing of it is written meanwhile. No invocation
+   * then waits out a pause while its connections stand idle.
+   */
+  deferConfirmations?: boolean;
+  /** Probes taken so far of deferred Proxies, by their place in `proxies`: they resume where they stopped. */
+  resume?: readonly (ProbeResume | undefined)[] | undefined;
+}
+
+/**
+ * Where a deferred Proxy stopped: the probe recorded so far (after its recheck, if one was made)
+ * and the confirmation latencies; its samples are recorded at the time it resumes. Carried in a
+ * queue message (written only by kubefn).
+ *
+ * Caveats: a recheck and a confirmation never wait on one record (a recheck is of a result against
+ * the verdict, a confirmation of a latency change under a healthy one), so a Proxy resumed with a
+ * recorded probe that still asks for a recheck stopped before it.
+ */
+export interface ProbeResume {
+  result: ProbeResult;
+  confirmations: number[];
 }
 
 /** One second between latency confirmations: longer than a scheduling stall, short for a shard. */
@@ -96,6 +118,8 @@ export interface SubjectOutcome {
   confirmations?: number;
   report?: HealthReport;
   state?: HealthState;
+  /** Set when deferred (`deferConfirmations`): probe it again after the pause, resuming from this. */
+  later?: ProbeResume;
 }
 
 export interface HealthSweepStats {
@@ -142,7 +166,7 @@ export async function probeAll<P>(opts: ProbeAllOptions<P>): Promise<HealthSweep
   const slots = semaphore(opts.concurrency);
   const spread = opts.spreadMs ?? 0;
   const outcomes = await Promise.all(
-    subjects.map((s, i) => sweepOne(s, opts, slots, (i * spread) / subjects.length)),
+    subjects.map((s, i) => sweepOne(s, opts, slots, (i * spread) / subjects.length, opts.resume?.[i])),
   );
 
   const annotationPatches: HealthSweepResult["annotationPatches"] = [];
@@ -158,12 +182,12 @@ export async function probeAll<P>(opts: ProbeAllOptions<P>): Promise<HealthSweep
     confirmations: 0,
     writes: 0,
   };
-  for (const o of outcomes) {
+  outcomes.forEach((o, i) => {
     if (o.patch) annotationPatches.push({ key: o.outcome.key, patch: o.patch });
     if (o.reconcile) reconcileKeys.push(o.outcome.key);
     if (o.outcome.kind === "skipped") stats.skipped++;
     if (o.outcome.kind === "refused") stats.refused++;
-    if (o.outcome.kind === "probed") {
+    if (o.outcome.kind === "probed" && !opts.resume?.[i]) {
       stats.probed++;
       if (o.outcome.result?.ok) stats.ok++;
       else stats.failed++;
@@ -171,7 +195,7 @@ export async function probeAll<P>(opts: ProbeAllOptions<P>): Promise<HealthSweep
     if (o.outcome.report) stats.reports++;
     if (o.suppressed) stats.suppressed++;
     stats.confirmations += o.outcome.confirmations ?? 0;
-  }
+  });
   stats.writes = annotationPatches.length;
   return { annotationPatches, reconcileKeys, stats, outcomes: outcomes.map((o) => o.outcome) };
 }
@@ -179,8 +203,8 @@ export async function probeAll<P>(opts: ProbeAllOptions<P>): Promise<HealthSweep
 interface Swept {
   outcome: SubjectOutcome;
   patch?: Patch | null;
-  reconcile: boolean;
-  suppressed: boolean;
+  reconcile?: boolean;
+  suppressed?: boolean;
 }
 
 async function sweepOne<P>(
@@ -188,12 +212,13 @@ async function sweepOne<P>(
   opts: ProbeAllOptions<P>,
   slots: Semaphore,
   startAfterMs: number,
+  resume: ProbeResume | undefined,
 ): Promise<Swept> {
   const interval = s.probe.intervalSeconds;
   const due =
     !opts.sweepPeriodSeconds || !interval || probeDue(s.key, opts.now(), interval, opts.sweepPeriodSeconds);
   if (s.deleting || !s.proxy || !s.instance || !due) {
-    return { outcome: { key: s.key, kind: "skipped" }, reconcile: false, suppressed: false };
+    return { outcome: { key: s.key, kind: "skipped" } };
   }
   const previous = decodeHealthState(s.annotation);
   const seed: HealthSeed = { ...s.seed, instance: s.instance };
@@ -206,32 +231,71 @@ async function sweepOne<P>(
   }
 
   await sleep(startAfterMs);
-  let result = await slots.run(() => probeOnce(opts.prober, target, s, opts.now));
+  // A prober that throws is a failed probe.
+  const probe1 = () =>
+    slots.run(async (): Promise<ProbeResult> => {
+      const startedAt = +opts.now();
+      try {
+        return await opts.prober.probe({
+          ...target,
+          expectedStatus: s.probe.expectedStatus,
+          timeoutMs: s.probe.timeoutMs,
+        });
+      } catch (err) {
+        return { ok: false, latencyMs: +opts.now() - startedAt, error: describeError(err) };
+      }
+    });
+  let result = resume?.result ?? (await probe1());
   if (result.refused) return refused(s, previous, result.refused, seed);
 
-  let probe: ProbeOutcome = { ok: result.ok, latencyMs: result.latencyMs, at: opts.now() };
-  let recorded: RecordResult = recordProbe(previous, probe, s.thresholds, seed);
+  // Probes this invocation made after the first.
+  let made = 0;
+  const confirmations = [...(resume?.confirmations ?? [])];
+  // `result` recorded as of now, with the confirmations so far (none before a recheck).
+  const record = (): RecordResult =>
+    recordProbe(
+      previous,
+      { ok: result.ok, latencyMs: result.latencyMs, at: opts.now(), confirmations },
+      s.thresholds,
+      seed,
+    );
+  let recorded = record();
+  // A resumed Proxy's pause was its message's delay.
+  let paused = !!resume;
+  const pause = async () => {
+    if (paused) paused = false;
+    else if (opts.deferConfirmations) return false;
+    else await sleep(opts.confirmDelayMs ?? defaultConfirmDelayMs);
+    return true;
+  };
+  const later = (): Swept => ({
+    outcome: {
+      key: s.key,
+      kind: "probed",
+      result,
+      confirmations: made,
+      later: { result, confirmations },
+    },
+  });
   // A result against the verdict is checked once more; a second probe that agrees with the
   // verdict is recorded instead, and a blip writes nothing (state.ts).
-  let rechecks = 0;
   if (recorded.recheck) {
-    await sleep(opts.confirmDelayMs ?? defaultConfirmDelayMs);
-    const again = await slots.run(() => probeOnce(opts.prober, target, s, opts.now));
-    rechecks++;
+    if (!(await pause())) return later();
+    const again = await probe1();
+    made++;
     if (!again.refused && again.ok !== result.ok) {
       result = again;
-      probe = { ok: again.ok, latencyMs: again.latencyMs, at: opts.now() };
-      recorded = recordProbe(previous, probe, s.thresholds, seed);
+      recorded = record();
     }
   }
   // A latency outside the band is confirmed by more probes before it is reported (state.ts).
-  const confirmations: number[] = [];
   while (recorded.confirm) {
-    await sleep(opts.confirmDelayMs ?? defaultConfirmDelayMs);
-    const again = await slots.run(() => probeOnce(opts.prober, target, s, opts.now));
+    if (!(await pause())) return later();
+    const again = await probe1();
     if (!again.ok || again.refused) break;
+    made++;
     confirmations.push(again.latencyMs);
-    recorded = recordProbe(previous, { ...probe, at: opts.now(), confirmations }, s.thresholds, seed);
+    recorded = record();
   }
   // A latency report changes only latency and time: one patch, no pass (verdicts keep the pass,
   // which writes the condition, the phase and their Events).
@@ -246,7 +310,7 @@ async function sweepOne<P>(
       result,
       state: recorded.state,
       ...(recorded.report ? { report: recorded.report } : {}),
-      confirmations: confirmations.length + rechecks,
+      confirmations: made,
     },
     patch: healthStatusPatch(
       s.annotation,
@@ -257,24 +321,6 @@ async function sweepOne<P>(
     reconcile: (recorded.report !== undefined && !latencyOnly) || hadRefusal,
     suppressed: recorded.suppressed !== undefined,
   };
-}
-
-async function probeOnce(
-  prober: Prober,
-  target: { proxy: ProxyEndpoint; url: string },
-  s: HealthSubject,
-  now: () => Date,
-): Promise<ProbeResult> {
-  const startedAt = now();
-  try {
-    return await prober.probe({
-      ...target,
-      expectedStatus: s.probe.expectedStatus,
-      timeoutMs: s.probe.timeoutMs,
-    });
-  } catch (err) {
-    return { ok: false, latencyMs: now().getTime() - startedAt.getTime(), error: describeError(err) };
-  }
 }
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
@@ -290,7 +336,6 @@ function refused(
     outcome: { key: s.key, kind: "refused", state },
     patch: healthStatusPatch(s.annotation, state, s.resourceVersion),
     reconcile: changed,
-    suppressed: false,
   };
 }
 

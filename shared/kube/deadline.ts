@@ -1,3 +1,4 @@
+import { errorMessage } from "../guards/index.ts";
 import { NetworkError, TimeoutError } from "./errors.ts";
 import type { TransportRequest } from "./port.ts";
 
@@ -32,7 +33,7 @@ export function requestDeadline(req: TransportRequest, timeoutMs = defaultReques
           cause: err,
         });
       }
-      const text = err instanceof Error ? err.message : String(err);
+      const text = errorMessage(err);
       const detail = err instanceof Error && err.cause instanceof Error ? `: ${err.cause.message}` : "";
       return new NetworkError(`${text}${detail} (${request})`, {
         status: 0,

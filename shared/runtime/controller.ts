@@ -102,13 +102,16 @@ export interface ControllerDefinition<T extends KubeObject = KubeObject> {
   resyncSeconds: number;
   /**
    * Handlers of the sweep's fanned-out work, by task name (e.g. `probe`): a message carrying
-   * `shard: { task, objects }` runs `shards[task](ctx, objects)` instead of a pass, and returns
+   * `shard: { task, objects, data }` runs `shards[task](ctx, objects, data)` instead of a pass, and returns
    * counts for the log line.
    *
    * Caveats: a shard that fails is logged and counted, never retried: the next sweep plans the
    * work again.
    */
-  shards?: Record<string, (ctx: Context, objects: readonly KubeObject[]) => Promise<Record<string, number>>>;
+  shards?: Record<
+    string,
+    (ctx: Context, objects: readonly KubeObject[], data?: unknown) => Promise<Record<string, number>>
+  >;
   /**
    * How the sweep finds drift from lists (see {@link DriftDeclaration}): once per `resyncSeconds`
    * it lists the declared kinds and sends a pass only to primaries the decision names, with the

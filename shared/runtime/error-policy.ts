@@ -1,4 +1,4 @@
-import { isRecord } from "../guards/index.ts";
+import { errorMessage, isRecord } from "../guards/index.ts";
 import {
   type Condition,
   type ConditionInput,
@@ -127,7 +127,7 @@ export function applyErrorPolicy(
 }
 
 function policyError(error: unknown): PolicyError {
-  return { ...classifyError(error), message: error instanceof Error ? error.message : String(error) };
+  return { ...classifyError(error), message: errorMessage(error) };
 }
 
 function put(object: KubeObject, input: ConditionInput, now: Date): void {

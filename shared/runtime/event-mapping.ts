@@ -1,5 +1,5 @@
 import { mapWithConcurrency } from "../concurrency/index.ts";
-import { isRecord } from "../guards/index.ts";
+import { errorMessage, isRecord } from "../guards/index.ts";
 import {
   controllerOf,
   isNamespaceName,
@@ -401,7 +401,7 @@ class BatchMapper {
           kind: job.watch.resource.kind,
           namespace: job.change.key.namespace,
           name: job.change.key.name,
-          error: err instanceof Error ? err.message : String(err),
+          error: errorMessage(err),
         });
       }
     });

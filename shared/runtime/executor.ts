@@ -1,4 +1,4 @@
-import { assertNever, isRecord } from "../guards/index.ts";
+import { assertNever, errorMessage, isRecord } from "../guards/index.ts";
 import {
   classifyError,
   conditionsOf,
@@ -137,13 +137,13 @@ export async function runPass(ctx: Context, registry: Registry, message: Message
     const handler = def.shards?.[message.shard.task];
     try {
       if (!handler) throw new Error(`controller "${def.name}" has no shard handler "${message.shard.task}"`);
-      summary.shard = await handler(ctx, message.shard.objects);
+      summary.shard = await handler(ctx, message.shard.objects, message.shard.data);
     } catch (err) {
       summary.result = "error";
       ctx.log.error("shard failed; the next sweep plans it again", {
         key,
         task: message.shard.task,
-        error: err instanceof Error ? err.message : String(err),
+        error: errorMessage(err),
       });
       ctx.metrics.count("kubefn_shard_errors_total", { controller: def.name, task: message.shard.task });
     }
@@ -371,7 +371,7 @@ function fail(
     class: cls.class,
     reason: cls.reason,
     attempt,
-    error: error instanceof Error ? error.message : String(error),
+    error: errorMessage(error),
   });
   ctx.metrics.count("kubefn_pass_errors_total", { controller, class: cls.class });
 }

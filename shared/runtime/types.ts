@@ -48,9 +48,10 @@ export interface Message {
    * Set on a shard of the sweep's fanned-out work instead of a pass: the controller's
    * `shards[task]` handler runs over `objects` (as the sweep listed them). `request.name` is a
    * `__shard-…` name unique within its sweep (the same slot's shard of the next sweep shares
-   * it, and replaces it where a queue keys by name), never an object's.
+   * it, and replaces it where a queue keys by name), never an object's. `data` is the handler's
+   * own (e.g. probes taken).
    */
-  shard?: { task: string; objects: KubeObject[] };
+  shard?: { task: string; objects: KubeObject[]; data?: unknown };
   /**
    * The primary as a list returned it seconds ago (the sweep attaches it), to save a GET.
    *

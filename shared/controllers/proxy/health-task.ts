@@ -2,6 +2,7 @@ import {
   applyHealthSweep,
   boundedProber,
   defaultConfirmDelayMs,
+  type ProbeResume,
   type Prober,
   type ProbeShard,
   probeAll,
@@ -55,7 +56,7 @@ export const probeShardTask = "probe";
  * Lambda; a deleted Proxy's series stays on the Node host until the process restarts.
  */
 export function proxyHealthTask(opts: ProxyHealthTaskOptions): SweepTask & {
-  handleShard(ctx: Context, objects: readonly KubeObject[]): Promise<Record<string, number>>;
+  handleShard(ctx: Context, objects: readonly KubeObject[], data?: unknown): Promise<Record<string, number>>;
 } {
   const prober = boundedProber(opts.prober, opts.concurrency);
   const subjectFor = (p: KubeObject) =>
@@ -68,6 +69,7 @@ export function proxyHealthTask(opts: ProxyHealthTaskOptions): SweepTask & {
     proxies: readonly KubeObject[],
     dueFilter: boolean,
     retryConflicts = false,
+    resume?: ProbeResume[],
   ): Promise<Record<string, number>> => {
     const started = performance.now();
     const result = await probeAll({
@@ -76,21 +78,31 @@ export function proxyHealthTask(opts: ProxyHealthTaskOptions): SweepTask & {
       prober,
       now: () => ctx.clock.now(),
       concurrency: opts.concurrency,
-      ...(dueFilter ? { sweepPeriodSeconds: opts.sweepPeriodSeconds } : {}),
-      ...(opts.confirmDelayMs === undefined ? {} : { confirmDelayMs: opts.confirmDelayMs }),
+      sweepPeriodSeconds: dueFilter ? opts.sweepPeriodSeconds : undefined,
+      confirmDelayMs: opts.confirmDelayMs,
       // A shard's Proxies share one second: spread over it, they are measured one by one, not as a
       // burst (the confirmation pause is that scale, and 0 in tests).
       spreadMs: dueFilter ? 0 : (opts.confirmDelayMs ?? defaultConfirmDelayMs),
+      // Fanned out, a shard never pauses: a Proxy needing another probe goes into a shard
+      // delayed by the pause, so the invocation's 6 connections serve the next shard meanwhile.
+      deferConfirmations: !!opts.fanOut,
+      resume,
     });
+    const deferred: KubeObject[] = [];
+    const resumes: ProbeResume[] = [];
     const probedAt = ctx.clock.now().getTime() / 1000;
-    for (const o of result.outcomes) {
-      if (!o.result) continue;
+    result.outcomes.forEach((o, i) => {
+      if (o.later) {
+        deferred.push(proxies[i]!);
+        resumes.push(o.later);
+      }
+      if (!o.result) return;
       ctx.metrics.observe("kubefn_probe_seconds", o.result.latencyMs / 1000, { ok: String(o.result.ok) });
       // True probe recency (seed §6): status.lastHealthCheckTime moves only with a report.
       const proxy = { namespace: o.key.namespace ?? "", name: o.key.name };
       ctx.metrics.gauge("kubefn_proxy_last_probe_timestamp_seconds", probedAt, proxy);
       ctx.metrics.gauge("kubefn_proxy_probe_success", o.result.ok ? 1 : 0, proxy);
-    }
+    });
     const applied = await applyHealthSweep(
       { kube: ctx.kube, queue: ctx.queue },
       proxyResource,
@@ -120,25 +132,25 @@ export function proxyHealthTask(opts: ProxyHealthTaskOptions): SweepTask & {
       }
       retried = await probeAndApply(ctx, fresh, false, false);
     }
-    const { probed, ok, failed, refused, reports, confirmations } = result.stats;
+    // Sent last: if it fails, the executor logs and counts the shard's failure; what was probed
+    // is written already, and a Proxy that was to be probed again is probed at its next turn.
+    if (deferred.length > 0)
+      await ctx.queue.send(
+        [shardMessage(`re${ctx.random()}`, deferred, resumes)],
+        Math.ceil((opts.confirmDelayMs ?? defaultConfirmDelayMs) / 1e3),
+      );
     const counts: Record<string, number> = {
-      probed,
-      ok,
-      failed,
-      refused,
-      reports,
-      confirmations,
+      ...result.stats,
       writes: applied.written,
       writeErrors: applied.failed,
-    };
-    for (const k of Object.keys(counts)) counts[k]! += retried?.[k] ?? 0;
-    return {
-      retried: retried?.probed ?? 0,
-      ...counts,
       // Conflicts of the first round were retried; what is left is the retry's.
-      writeConflicts: retried?.writeConflicts ?? applied.conflicts,
-      ms: Math.round(performance.now() - started),
+      writeConflicts: retried ? 0 : applied.conflicts,
+      retried: retried?.probed ?? 0,
     };
+    // The retry's own `retried` is 0 and its `ms` is overwritten below.
+    for (const k in retried) counts[k] = (counts[k] ?? 0) + retried[k]!;
+    counts.ms = Math.round(performance.now() - started);
+    return counts;
   };
 
   return {
@@ -170,17 +182,11 @@ export function proxyHealthTask(opts: ProxyHealthTaskOptions): SweepTask & {
           // Named by its slot, not its sweep: where a queue keys messages by name (the Node
           // host), a shard still waiting from the last sweep is replaced by this one's, so a
           // host that falls behind holds one sweep of shards, not every sweep's.
-          const message: Message = {
-            request: {
-              controller: proxyControllerName,
-              name: `__shard-${probeShardTask}-${shard.delaySeconds}-${i}`,
-            },
-            attempt: 0,
-            trigger: { kind: "shard", reason: probeShardTask },
-            shard: { task: probeShardTask, objects: shard.objects },
-          };
           try {
-            await ctx.queue.send([message], shard.delaySeconds);
+            await ctx.queue.send(
+              [shardMessage(`${shard.delaySeconds}-${i}`, shard.objects)],
+              shard.delaySeconds,
+            );
             counts.shards++;
             counts.planned += shard.objects.length;
           } catch (err) {
@@ -208,6 +214,14 @@ export function proxyHealthTask(opts: ProxyHealthTaskOptions): SweepTask & {
         },
       };
     },
-    handleShard: (ctx, objects) => probeAndApply(ctx, objects, false, true),
+    handleShard: (ctx, objects, data) =>
+      probeAndApply(ctx, objects, false, true, data as ProbeResume[] | undefined),
   };
 }
+
+const shardMessage = (id: string, objects: KubeObject[], data?: ProbeResume[]): Message => ({
+  request: { controller: proxyControllerName, name: `__shard-${probeShardTask}-${id}` },
+  attempt: 0,
+  trigger: { kind: "shard", reason: probeShardTask },
+  shard: { task: probeShardTask, objects, ...(data ? { data } : {}) },
+});

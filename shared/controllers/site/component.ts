@@ -5,6 +5,7 @@
  * can be switched off. Adding a component means implementing one interface and registering it:
  * the pass, the conditions, their order and the Site-less pass are all driven from the registry.
  */
+import { errorMessage } from "../../guards/index.ts";
 import type { KubeObject, ObjectKey, Resource } from "../../kube/index.ts";
 import type { Watch } from "../../runtime/index.ts";
 import type { Site } from "./api.ts";
@@ -65,7 +66,7 @@ export function failed(err: unknown): Result {
   return {
     ready: false,
     reason: SiteReason.ReconcileError,
-    message: err instanceof Error ? err.message : String(err),
+    message: errorMessage(err),
     err,
   };
 }

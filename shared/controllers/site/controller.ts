@@ -1,4 +1,4 @@
-import { isRecord } from "../../guards/index.ts";
+import { errorMessage, isRecord } from "../../guards/index.ts";
 import type { KubeObject, Resource } from "../../kube/index.ts";
 import {
   type Condition,
@@ -73,9 +73,7 @@ export interface ComponentResult {
 export class SiteComponentsError extends Error {
   override readonly name = "SiteComponentsError";
   constructor(readonly failures: readonly { component: string; err: unknown }[]) {
-    const message = failures
-      .map((f) => `${f.component}: ${f.err instanceof Error ? f.err.message : String(f.err)}`)
-      .join("; ");
+    const message = failures.map((f) => `${f.component}: ${errorMessage(f.err)}`).join("; ");
     const retryable = failures.find((f) => classifyError(f.err).class !== "permanent");
     const first = failures[0] as { err: unknown };
     super(message, {

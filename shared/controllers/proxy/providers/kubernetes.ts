@@ -1,3 +1,4 @@
+import { errorMessage } from "../../../guards/index.ts";
 import type { Kube, KubeObject, ObjectMeta, Resource } from "../../../kube/index.ts";
 import { classifyError, isAlreadyExists, isConflict, isNotFound, Resources } from "../../../kube/index.ts";
 import {
@@ -344,7 +345,7 @@ export function providerErrorFromKube(err: unknown, what: string): ProviderError
   if (err instanceof ProviderError) return err;
   const cls = classifyError(err);
   const errorClass = cls.class === "conflict" ? "transient" : cls.class;
-  const message = err instanceof Error ? err.message : String(err);
+  const message = errorMessage(err);
   return new ProviderError(errorClass, cls.reason, `${what}: ${message}`, {
     cause: err,
     retryAfterSeconds: cls.retryAfterSeconds,

@@ -15,8 +15,6 @@
  */
 import { randomBytes } from "node:crypto";
 import { readFileSync, writeFileSync } from "node:fs";
-import { createServer, request as httpRequest, type Server } from "node:http";
-import type { AddressInfo } from "node:net";
 import { KubeConfig } from "@kubernetes/client-node";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { proxyResource } from "../../shared/controllers/proxy/api.ts";
@@ -24,6 +22,7 @@ import { createKube, findCondition, Resources } from "../../shared/kube/index.ts
 import { createNodeTransport } from "../../shared/kube/node.ts";
 import type { Kube, KubeObject } from "../../shared/kube/port.ts";
 import { clusterInfo, eventually } from "../setup/cluster.ts";
+import { startRecordingApiProxy, type WireCall } from "../support/api-recorder.ts";
 import {
   type ForwardProxy,
   startForwardProxy,
@@ -43,61 +42,6 @@ type ProxyObject = KubeObject & {
     conditions?: Array<{ type: string; status: string }>;
   };
 };
-
-interface WireCall {
-  at: number;
-  method: string;
-  path: string;
-  body: string;
-  /** The API server's answer (409: a guarded write met a newer resourceVersion). */
-  code?: number;
-}
-
-/** A plain-HTTP pass-through to `upstream` that records every request and its body. */
-function startRecordingApiProxy(
-  upstream: string,
-): Promise<{ url: string; calls: WireCall[]; server: Server }> {
-  const target = new URL(upstream);
-  const calls: WireCall[] = [];
-  const server = createServer((req, res) => {
-    const chunks: Buffer[] = [];
-    req.on("data", (c: Buffer) => chunks.push(c));
-    req.on("end", () => {
-      const body = Buffer.concat(chunks);
-      const call: WireCall = {
-        at: Date.now(),
-        method: req.method ?? "",
-        path: req.url ?? "",
-        body: body.toString("utf8"),
-      };
-      calls.push(call);
-      const up = httpRequest(
-        {
-          host: target.hostname,
-          port: target.port,
-          method: req.method,
-          path: req.url,
-          headers: { ...req.headers, host: target.host },
-        },
-        (r) => {
-          call.code = r.statusCode;
-          res.writeHead(r.statusCode ?? 502, r.headers);
-          r.pipe(res);
-        },
-      );
-      up.on("error", () => {
-        if (!res.headersSent) res.writeHead(502);
-        res.end();
-      });
-      up.end(body);
-    });
-  });
-  return new Promise((resolve) =>
-    server.listen(0, "127.0.0.1", () =>
-      resolve({ url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`, calls, server }),
-    ),
-  );
-}
 
 let admin: Kube;
 let host: HostProcess;

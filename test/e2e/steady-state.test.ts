@@ -13,8 +13,6 @@
  */
 import { randomBytes } from "node:crypto";
 import { readFileSync, writeFileSync } from "node:fs";
-import { createServer, request as httpRequest, type Server } from "node:http";
-import type { AddressInfo } from "node:net";
 import { KubeConfig } from "@kubernetes/client-node";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { proxyResource } from "../../shared/controllers/proxy/api.ts";
@@ -22,6 +20,7 @@ import { createKube, findCondition, Resources } from "../../shared/kube/index.ts
 import { createNodeTransport } from "../../shared/kube/node.ts";
 import type { Kube, KubeObject } from "../../shared/kube/port.ts";
 import { auditEventsSince, clusterInfo, eventually } from "../setup/cluster.ts";
+import { startRecordingApiProxy } from "../support/api-recorder.ts";
 import {
   type ForwardProxy,
   startForwardProxy,
@@ -38,52 +37,12 @@ type ProxyObject = KubeObject & {
   status?: { ip?: string; phase?: string; conditions?: Array<{ type: string; status: string }> };
 };
 
-interface WireCall {
-  at: number;
-  method: string;
-  path: string;
-}
-
-/** A plain-HTTP pass-through to `upstream` that records every request. */
-function startCountingApiProxy(
-  upstream: string,
-): Promise<{ url: string; calls: WireCall[]; server: Server }> {
-  const target = new URL(upstream);
-  const calls: WireCall[] = [];
-  const server = createServer((req, res) => {
-    calls.push({ at: Date.now(), method: req.method ?? "", path: req.url ?? "" });
-    const up = httpRequest(
-      {
-        host: target.hostname,
-        port: target.port,
-        method: req.method,
-        path: req.url,
-        headers: { ...req.headers, host: target.host },
-      },
-      (r) => {
-        res.writeHead(r.statusCode ?? 502, r.headers);
-        r.pipe(res);
-      },
-    );
-    up.on("error", () => {
-      if (!res.headersSent) res.writeHead(502);
-      res.end();
-    });
-    req.pipe(up);
-  });
-  return new Promise((resolve) =>
-    server.listen(0, "127.0.0.1", () =>
-      resolve({ url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`, calls, server }),
-    ),
-  );
-}
-
 let admin: Kube;
 let host: HostProcess;
 let target: Target;
 let external: ForwardProxy;
 let podProxy: ForwardProxy | undefined;
-let api: Awaited<ReturnType<typeof startCountingApiProxy>>;
+let api: Awaited<ReturnType<typeof startRecordingApiProxy>>;
 let ns: string;
 
 beforeAll(async () => {
@@ -94,7 +53,7 @@ beforeAll(async () => {
   await admin.create(Resources.Namespace, { apiVersion: "v1", kind: "Namespace", metadata: { name: ns } });
   target = await startHttpTarget();
   external = await startForwardProxy({ host: "127.0.0.1" });
-  api = await startCountingApiProxy(clusterInfo().httpProxy);
+  api = await startRecordingApiProxy(clusterInfo().httpProxy);
 
   // The ServiceAccount's kubeconfig, pointed at the counting pass-through (plain HTTP; client-node
   // wants insecure-skip-tls-verify for an http:// server).

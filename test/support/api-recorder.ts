@@ -1,0 +1,61 @@
+/**
+ * A plain-HTTP pass-through to the API server that records every request the client under test
+ * sends: its time, verb, path, body and the API server's answer. Point a kubeconfig's `server`
+ * at `url` (the devcluster's plain-HTTP front door is `clusterInfo().httpProxy`).
+ */
+import { createServer, request as httpRequest, type Server } from "node:http";
+import type { AddressInfo } from "node:net";
+
+export interface WireCall {
+  at: number;
+  method: string;
+  path: string;
+  body: string;
+  /** The API server's answer (409: a guarded write met a newer resourceVersion). */
+  code?: number;
+}
+
+export function startRecordingApiProxy(
+  upstream: string,
+): Promise<{ url: string; calls: WireCall[]; server: Server }> {
+  const target = new URL(upstream);
+  const calls: WireCall[] = [];
+  const server = createServer((req, res) => {
+    const chunks: Buffer[] = [];
+    req.on("data", (c: Buffer) => chunks.push(c));
+    req.on("end", () => {
+      const body = Buffer.concat(chunks);
+      const call: WireCall = {
+        at: Date.now(),
+        method: req.method ?? "",
+        path: req.url ?? "",
+        body: body.toString("utf8"),
+      };
+      calls.push(call);
+      const up = httpRequest(
+        {
+          host: target.hostname,
+          port: target.port,
+          method: req.method,
+          path: req.url,
+          headers: { ...req.headers, host: target.host },
+        },
+        (r) => {
+          call.code = r.statusCode;
+          res.writeHead(r.statusCode ?? 502, r.headers);
+          r.pipe(res);
+        },
+      );
+      up.on("error", () => {
+        if (!res.headersSent) res.writeHead(502);
+        res.end();
+      });
+      up.end(body);
+    });
+  });
+  return new Promise((resolve) =>
+    server.listen(0, "127.0.0.1", () =>
+      resolve({ url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`, calls, server }),
+    ),
+  );
+}

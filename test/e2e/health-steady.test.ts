@@ -14,7 +14,7 @@
  * (latency reports flapping, 6 → 139 → 3 ms, a shard's Proxies together) and 21 re-reads.
  */
 import { randomBytes } from "node:crypto";
-import { readFileSync, writeFileSync } from "node:fs";
+import { readFileSync } from "node:fs";
 import { KubeConfig } from "@kubernetes/client-node";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { proxyResource } from "../../shared/controllers/proxy/api.ts";
@@ -60,19 +60,8 @@ beforeAll(async () => {
   forward = await Promise.all([0, 1, 2, 3].map(() => startForwardProxy({ host: "127.0.0.1" })));
   api = await startRecordingApiProxy(clusterInfo().httpProxy);
 
-  const saFile = await functionsKubeconfig(clusterInfo().kubeconfig);
-  const sa = new KubeConfig();
-  sa.loadFromFile(saFile);
-  const user = sa.getCurrentUser()!;
-  const counted = new KubeConfig();
-  counted.loadFromOptions({
-    clusters: [{ name: "counted", server: api.url, skipTLSVerify: true }],
-    users: [{ name: "kubefn", token: user.token! }],
-    contexts: [{ name: "kubefn", cluster: "counted", user: "kubefn" }],
-    currentContext: "kubefn",
-  });
-  const countedFile = `${saFile}.recorded`;
-  writeFileSync(countedFile, counted.exportConfig());
+  // The ServiceAccount's kubeconfig, pointed at the recording pass-through.
+  const countedFile = await functionsKubeconfig(clusterInfo().kubeconfig, api.url);
   expect(readFileSync(countedFile, "utf8")).toContain(api.url);
 
   host = await startHost({

@@ -109,12 +109,20 @@ export async function startHost(env: Record<string, string>, readyTimeoutMs = 18
  * Installs CRDs and RBAC into the cluster of `adminKubeconfig` and writes a kubeconfig for the
  * least-privileged `kubefn-system/kubefn` ServiceAccount, as the host runs in production.
  */
-export async function functionsKubeconfig(adminKubeconfig: string): Promise<string> {
+export async function functionsKubeconfig(adminKubeconfig: string, via?: string): Promise<string> {
   const admin = new KubeConfig();
   admin.loadFromFile(adminKubeconfig);
   await installCrdsAndRbac(createKube(createNodeTransport(admin)));
   const token = await serviceAccountToken(createNodeTransport(admin), "kubefn-system", "kubefn");
-  const kc = asServiceAccount(admin, token);
+  const kc = via ? new KubeConfig() : asServiceAccount(admin, token);
+  // `via`: a plain-HTTP pass-through to the API server (client-node wants skipTLSVerify for it).
+  if (via)
+    kc.loadFromOptions({
+      clusters: [{ name: "via", server: via, skipTLSVerify: true }],
+      users: [{ name: "kubefn", token }],
+      contexts: [{ name: "kubefn", cluster: "via", user: "kubefn" }],
+      currentContext: "kubefn",
+    });
   // A ServiceAccount token: removed with the test run's temporary root, or at the bench's exit.
   const file = join(tempDir("kubefn-e2e-").path, "kubeconfig");
   writeFileSync(file, kc.exportConfig(), { mode: 0o600 });

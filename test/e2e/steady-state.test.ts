@@ -12,7 +12,7 @@
  * through unchanged): it counts every request on the wire, reads and writes, as a second witness.
  */
 import { randomBytes } from "node:crypto";
-import { readFileSync, writeFileSync } from "node:fs";
+import { readFileSync } from "node:fs";
 import { KubeConfig } from "@kubernetes/client-node";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { proxyResource } from "../../shared/controllers/proxy/api.ts";
@@ -55,21 +55,8 @@ beforeAll(async () => {
   external = await startForwardProxy({ host: "127.0.0.1" });
   api = await startRecordingApiProxy(clusterInfo().httpProxy);
 
-  // The ServiceAccount's kubeconfig, pointed at the counting pass-through (plain HTTP; client-node
-  // wants insecure-skip-tls-verify for an http:// server).
-  const saFile = await functionsKubeconfig(clusterInfo().kubeconfig);
-  const sa = new KubeConfig();
-  sa.loadFromFile(saFile);
-  const user = sa.getCurrentUser()!;
-  const counted = new KubeConfig();
-  counted.loadFromOptions({
-    clusters: [{ name: "counted", server: api.url, skipTLSVerify: true }],
-    users: [{ name: "kubefn", token: user.token! }],
-    contexts: [{ name: "kubefn", cluster: "counted", user: "kubefn" }],
-    currentContext: "kubefn",
-  });
-  const countedFile = `${saFile}.counted`;
-  writeFileSync(countedFile, counted.exportConfig());
+  // The ServiceAccount's kubeconfig, pointed at the recording pass-through.
+  const countedFile = await functionsKubeconfig(clusterInfo().kubeconfig, api.url);
   expect(readFileSync(countedFile, "utf8")).toContain(api.url);
 
   host = await startHost({

@@ -134,7 +134,14 @@ describe("the function's IAM policy from infra/aws/template.yaml (moto, authenti
   });
 
   it("refuses a request signed with the wrong secret", async () => {
-    const forged = { ...keys, secretAccessKey: `${keys.secretAccessKey.slice(0, -1)}x` };
+    // Change the last character to a different one (replacing it with a fixed "x" forged nothing
+    // when the secret already ended in "x").
+    const last = keys.secretAccessKey.slice(-1);
+    const forged = {
+      ...keys,
+      secretAccessKey: `${keys.secretAccessKey.slice(0, -1)}${last === "x" ? "y" : "x"}`,
+    };
+    expect(forged.secretAccessKey).not.toBe(keys.secretAccessKey);
     const err = await queue(forged).send([message]).catch(refusal);
     expect(err).toEqual({ status: 403 });
     // The same call with the right secret goes through.

@@ -1,13 +1,13 @@
 /**
  * kubefn under chaos: the Node host as a child process (test/e2e/host.ts), with a kubeconfig for
- * the least-privileged ServiceAccount that points at the fault proxy instead of the API server.
+ * the least-privileged ServiceAccount that points at the fault proxy instead of the API server;
+ * or the Worker in workerd (wrangler's test harness), configured the same way.
  */
 import { randomBytes } from "node:crypto";
-import { writeFileSync } from "node:fs";
 import { createServer } from "node:http";
 import type { AddressInfo } from "node:net";
-import { KubeConfig } from "@kubernetes/client-node";
-import { functionsKubeconfig, type HostProcess, startHost } from "../e2e/host.ts";
+import { createTestHarness, type TestHarness } from "wrangler";
+import { type HostProcess, startHost } from "../e2e/host.ts";
 import type { Driver } from "./scenario.ts";
 
 /**
@@ -15,25 +15,6 @@ import type { Driver } from "./scenario.ts";
  * proxy; client-node wants insecure-skip-tls-verify for an http:// server). Installs the CRDs and
  * RBAC on the way.
  */
-export async function serviceAccountKubeconfigVia(adminKubeconfig: string, server: string): Promise<string> {
-  const saFile = await functionsKubeconfig(adminKubeconfig);
-  const sa = new KubeConfig();
-  sa.loadFromFile(saFile);
-  const token = sa.getCurrentUser()?.token;
-  if (!token) throw new Error("the ServiceAccount kubeconfig has no token");
-  const via = new KubeConfig();
-  via.loadFromOptions({
-    clusters: [{ name: "via", server, skipTLSVerify: true }],
-    users: [{ name: "kubefn", token }],
-    contexts: [{ name: "kubefn", cluster: "via", user: "kubefn" }],
-    currentContext: "kubefn",
-  });
-  // Beside the ServiceAccount kubeconfig, in its temporary directory: removed with it.
-  const file = `${saFile}.via`;
-  writeFileSync(file, via.exportConfig(), { mode: 0o600 });
-  return file;
-}
-
 /** Environment of a Node host under chaos: quick sweeps, a 2 s client deadline. */
 export function chaosHostEnv(kubeconfig: string, extra: Record<string, string> = {}): Record<string, string> {
   return {
@@ -51,6 +32,50 @@ export async function startChaosHost(
 ): Promise<{ host: HostProcess; driver: Driver }> {
   const host = await startHost(env);
   return { host, driver: { passes: () => host.lines.filter((l) => l.msg === "pass").length } };
+}
+
+/** How often a Worker driver's `tick` runs the cron sweep at most. */
+export const WORKER_CRON_MS = 3000;
+
+/**
+ * The Worker (wrangler.toml) in workerd through wrangler's test harness (Queues and cron
+ * simulated locally), reaching the API server at `kubeServer` (e.g. the fault proxy) with
+ * `kubeToken`, resync 60 s and a 2 s client deadline. Its driver counts `pass` log lines and runs
+ * the cron sweep on `tick`, at most every {@link WORKER_CRON_MS}.
+ */
+export async function startChaosWorker(opts: {
+  kubeServer: string;
+  kubeToken: string;
+  auditToken: string;
+}): Promise<{ harness: TestHarness; url: string; driver: Driver }> {
+  const harness = createTestHarness({
+    root: new URL("../../", import.meta.url).pathname,
+    workers: [
+      {
+        configPath: "wrangler.toml",
+        vars: { KUBE_SERVER: opts.kubeServer, PROXY_RESYNC_SECONDS: "60", KUBE_TIMEOUT_SECONDS: "2" },
+        secrets: { KUBE_TOKEN: opts.kubeToken, AUDIT_TOKEN: opts.auditToken },
+      },
+    ],
+  });
+  const { url } = await harness.listen();
+  let lastSweep = 0;
+  const driver: Driver = {
+    passes: () =>
+      harness.getLogs().filter((l) => {
+        try {
+          return (JSON.parse(l.message) as { msg?: string }).msg === "pass";
+        } catch {
+          return false;
+        }
+      }).length,
+    async tick() {
+      if (Date.now() - lastSweep < WORKER_CRON_MS) return;
+      lastSweep = Date.now();
+      await harness.getWorker().scheduled({ cron: "* * * * *", scheduledTime: new Date() });
+    },
+  };
+  return { harness, url: url.origin, driver };
 }
 
 /**

@@ -23,9 +23,10 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { proxyResource } from "../../shared/controllers/proxy/api.ts";
 import { subPoolNamespaceName } from "../../shared/controllers/subpool/api.ts";
 import { createFetchTransport, createKube, type Kube, Resources } from "../../shared/kube/index.ts";
+import { functionsKubeconfig } from "../e2e/host.ts";
 import { clusterInfo } from "../setup/cluster.ts";
 import { type FaultProxy, type SeenRequest, startFaultProxy } from "../support/fault-proxy.ts";
-import { type AuditRelay, chaosHostEnv, serviceAccountKubeconfigVia, startAuditRelay } from "./drivers.ts";
+import { type AuditRelay, chaosHostEnv, startAuditRelay } from "./drivers.ts";
 import { alive, type KillChain, killChain } from "./kill-chain.ts";
 import { type OperatorChaos, siteChaos, subPoolChaos } from "./operators.ts";
 import { findProblems } from "./scenario.ts";
@@ -44,7 +45,7 @@ beforeAll(async () => {
   });
   faults = await startFaultProxy(httpProxy);
   const auditToken = randomBytes(16).toString("hex");
-  const env = chaosHostEnv(await serviceAccountKubeconfigVia(kubeconfig, faults.url), {
+  const env = chaosHostEnv(await functionsKubeconfig(kubeconfig, faults.url), {
     KUBEFN_AUDIT_TOKEN: auditToken,
   });
   chain = killChain(faults, env);

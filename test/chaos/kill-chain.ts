@@ -2,9 +2,9 @@
  * Kill after every write: the Node host runs as a child process behind the fault proxy; during a
  * stage (a create, an update or a delete of a victim object) the fault proxy lets each write of
  * the victim reach the API server, then SIGKILLs the host and drops the connection, once per
- * distinct write. A new host starts (its first sweep sends every object a pass) and carries on
- * until the next write it has not been killed at. The stage ends when the checks find nothing
- * wrong for 3 s with a host running.
+ * distinct write. A new host starts as soon as the killed one is gone (its first sweep sends every
+ * object a pass) and carries on until the next write it has not been killed at. The stage ends
+ * when the checks find nothing wrong for 3 s with one host running throughout.
  *
  * One chain of restarts covers every write a pass makes, in the order passes make them, with a
  * restart per write and no setup per write.
@@ -39,16 +39,30 @@ export function killChain(
   log: (line: string) => void = () => undefined,
 ): KillChain {
   let host: HostProcess | undefined;
-  const ensureHost = async () => {
-    if (!alive(host)) host = (await startChaosHost(env)).host;
-    return host;
+  let starting: Promise<HostProcess> | undefined;
+  /** Hosts started so far: a check that saw another count saw a restart. */
+  let started = 0;
+  /** Set while a killed host has not been replaced: its in-flight writes are not kill points. */
+  let dying = false;
+  const ensureHost = (): Promise<HostProcess> => {
+    if (alive(host)) return Promise.resolve(host);
+    starting ??= startChaosHost(env)
+      .then((next) => {
+        host = next.host;
+        started++;
+        dying = false;
+        return host;
+      })
+      .finally(() => {
+        starting = undefined;
+      });
+    return starting;
   };
   return {
     host: () => host,
     ensureHost,
     async stage({ isVictims, act, check, timeoutMs = 150_000 }) {
       const killedAt: string[] = [];
-      let dying = false;
       faults.onForwarded((r, body) => {
         if (dying || r.method === "GET" || (r.upstreamStatus ?? 500) >= 300) return "answer";
         if (r.path.includes("/events") || !isVictims(r, body)) return "answer";
@@ -57,23 +71,27 @@ export function killChain(
         killedAt.push(write);
         log(`killed after ${write}`);
         dying = true;
-        host.child.kill("SIGKILL");
+        const victim = host;
+        // The next host starts as soon as this one is gone, not at the next check.
+        victim.child.once("exit", () => void ensureHost().catch(() => undefined));
+        victim.child.kill("SIGKILL");
         return "reset";
       });
       try {
         await ensureHost();
         await act();
+        let seen = started;
         await convergeAll(
           async () => {
-            if (!alive(host)) {
+            if (!alive(host) || seen !== started) {
               await ensureHost();
-              dying = false;
+              seen = started;
               return ["host restarted"];
             }
             return check();
           },
           undefined,
-          { timeoutMs, quietMs: 3000 },
+          { timeoutMs, quietMs: 3000, pollMs: 250 },
           log,
           "kill chain",
         );
@@ -84,7 +102,6 @@ export function killChain(
     },
   };
 }
-
 /**
  * A write as the chain tells writes apart: method and path, the name a POST creates, and which
  * of finalizers and annotations a metadata-only patch carries — e.g.

@@ -333,7 +333,7 @@ async function siteProblems(
   return problems;
 }
 
-const cleanupProfile = { timeoutMs: 600_000, quietMs: 0 };
+const cleanupProfile = { timeoutMs: 600_000, quietMs: 0, pollMs: 500 };
 
 export interface OperatorChaosProfile {
   /** Share of each operator's objects updated once converged, and share deleted (disjoint). */
@@ -341,13 +341,25 @@ export interface OperatorChaosProfile {
   deleteShare: number;
   timeoutMs: number;
   quietMs: number;
+  /** How often the checks run (each is a dozen lists). */
+  pollMs: number;
 }
 
+/** `npm test`: one run at 20 % (scenario.ts SHORT_FAULT_RATE), its requests held to a budget. */
 export const operatorShortProfile: OperatorChaosProfile = {
   updateShare: 1 / 3,
   deleteShare: 1 / 3,
   timeoutMs: 150_000,
   quietMs: 2000,
+  pollMs: 500,
+};
+/** `npm run bench -- chaos`: 0 % and 20 % side by side, larger counts. */
+export const operatorFullProfile: OperatorChaosProfile = {
+  updateShare: 1 / 3,
+  deleteShare: 1 / 3,
+  timeoutMs: 1_200_000,
+  quietMs: 5000,
+  pollMs: 1000,
 };
 
 export interface OperatorChaosResult {
@@ -419,7 +431,7 @@ export async function runOperatorChaos(opts: {
 export async function convergeAll(
   check: () => Promise<string[]>,
   driver: Driver | undefined,
-  profile: Pick<OperatorChaosProfile, "timeoutMs" | "quietMs">,
+  profile: Pick<OperatorChaosProfile, "timeoutMs" | "quietMs" | "pollMs">,
   log: (line: string) => void = () => undefined,
   what = "converged",
 ): Promise<void> {
@@ -444,8 +456,51 @@ export async function convergeAll(
       throw new Error(
         `${what}: not converged in ${profile.timeoutMs} ms: ${problems.slice(0, 10).join("; ")}`,
       );
-    await new Promise((r) => setTimeout(r, 1000));
+    await new Promise((r) => setTimeout(r, profile.pollMs));
   }
+}
+
+/**
+ * SubPools and Sites, `count` of each, at each of `rates` in turn (the full profile: scenario.ts
+ * FULL_FAULT_RATES); each run's objects are cleaned up with the faults off before the next run
+ * starts. Every run's operators are pushed to `leftovers` first, for an afterAll to clean up
+ * after a failure.
+ */
+export async function runOperatorChaosAtRates(opts: {
+  admin: Kube;
+  faults: FaultProxy;
+  driver: Driver;
+  count: number;
+  rates: readonly number[];
+  profile: OperatorChaosProfile;
+  leftovers?: OperatorChaos[];
+  log?: (line: string) => void;
+}): Promise<OperatorChaosResult[]> {
+  const results: OperatorChaosResult[] = [];
+  for (const faultRate of opts.rates) {
+    const operators = [subPoolChaos(opts.admin, opts.count), siteChaos(opts.admin, opts.count)];
+    opts.leftovers?.push(...operators);
+    const log = opts.log;
+    results.push(
+      await runOperatorChaos({
+        ...opts,
+        operators,
+        faultRate,
+        ...(log ? { log: (l: string) => log(`${Math.round(faultRate * 100)}% ${l}`) } : {}),
+      }),
+    );
+    opts.faults.configure({ rate: 0 });
+    for (const o of operators) await o.cleanup(opts.driver);
+  }
+  return results;
+}
+
+/** One line per run, for the test output and the bench's log. */
+export function operatorChaosRow(r: OperatorChaosResult, platform = ""): string {
+  const objects = Object.entries(r.objects)
+    .map(([k, n]) => `${n} ${k}s`)
+    .join(" + ");
+  return `${platform}${Math.round(r.faultRate * 100)}% faults: ${objects}, ${r.requests} requests (${r.faulted} faulted), ${r.passes} passes, converged in ${r.convergeMs} ms, ${r.leaks.length} leaks`;
 }
 
 async function poolMap<T>(

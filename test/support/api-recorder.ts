@@ -3,8 +3,9 @@
  * sends: its time, verb, path, body and the API server's answer. Point a kubeconfig's `server`
  * at `url` (the devcluster's plain-HTTP front door is `clusterInfo().httpProxy`).
  */
-import { createServer, request as httpRequest, type Server } from "node:http";
+import { createServer, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
+import { passThrough } from "./pass-through.ts";
 
 export interface WireCall {
   at: number;
@@ -32,25 +33,9 @@ export function startRecordingApiProxy(
         body: body.toString("utf8"),
       };
       calls.push(call);
-      const up = httpRequest(
-        {
-          host: target.hostname,
-          port: target.port,
-          method: req.method,
-          path: req.url,
-          headers: { ...req.headers, host: target.host },
-        },
-        (r) => {
-          call.code = r.statusCode;
-          res.writeHead(r.statusCode ?? 502, r.headers);
-          r.pipe(res);
-        },
-      );
-      up.on("error", () => {
-        if (!res.headersSent) res.writeHead(502);
-        res.end();
+      passThrough(target, req, body, res, (code) => {
+        call.code = code;
       });
-      up.end(body);
     });
   });
   return new Promise((resolve) =>

@@ -31,14 +31,9 @@
  * expect(faults.stats().faulted).toBeGreaterThan(0);
  * await faults.close();
  */
-import {
-  createServer,
-  request as httpRequest,
-  type IncomingMessage,
-  type Server,
-  type ServerResponse,
-} from "node:http";
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
+import { forwardRequest, passThrough } from "./pass-through.ts";
 
 export const faultKinds = ["500", "503", "504", "429", "reset", "slow", "lost"] as const;
 export type FaultKind = (typeof faultKinds)[number];
@@ -231,21 +226,15 @@ interface Upstream {
 
 function forward(target: URL, req: IncomingMessage, body: Buffer): Promise<Upstream> {
   return new Promise((resolve, reject) => {
-    const headers = { ...req.headers, host: target.host };
-    delete headers.connection;
-    const up = httpRequest(
-      { host: target.hostname, port: target.port, method: req.method, path: req.url, headers },
-      (r) => {
-        const chunks: Buffer[] = [];
-        r.on("data", (c: Buffer) => chunks.push(c));
-        r.on("end", () =>
-          resolve({ status: r.statusCode ?? 502, headers: r.headers, body: Buffer.concat(chunks) }),
-        );
-        r.on("error", reject);
-      },
-    );
+    const up = forwardRequest(target, req, body, (r) => {
+      const chunks: Buffer[] = [];
+      r.on("data", (c: Buffer) => chunks.push(c));
+      r.on("end", () =>
+        resolve({ status: r.statusCode ?? 502, headers: r.headers, body: Buffer.concat(chunks) }),
+      );
+      r.on("error", reject);
+    });
     up.on("error", reject);
-    up.end(body);
   });
 }
 
@@ -331,7 +320,7 @@ export async function startFaultProxy(upstream: string, initial: FaultPlan = noF
       return;
     }
     if (watch) {
-      passThroughStream(target, req, body, res);
+      passThrough(target, req, body, res);
       return;
     }
     let up: Upstream;
@@ -390,26 +379,4 @@ export async function startFaultProxy(upstream: string, initial: FaultPlan = noF
       return new Promise<void>((resolve) => server.close(() => resolve()));
     },
   };
-}
-
-function passThroughStream(target: URL, req: IncomingMessage, body: Buffer, res: ServerResponse): void {
-  const up = httpRequest(
-    {
-      host: target.hostname,
-      port: target.port,
-      method: req.method,
-      path: req.url,
-      headers: { ...req.headers, host: target.host },
-    },
-    (r) => {
-      res.writeHead(r.statusCode ?? 502, r.headers);
-      r.pipe(res);
-    },
-  );
-  up.on("error", () => {
-    if (!res.headersSent) res.writeHead(502);
-    res.end();
-  });
-  res.on("close", () => up.destroy());
-  up.end(body);
 }

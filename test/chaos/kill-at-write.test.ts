@@ -19,6 +19,7 @@
  * The API server's audit events reach whichever host runs, as its audit webhook would.
  */
 import { randomBytes } from "node:crypto";
+import { appendFileSync } from "node:fs";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { proxyResource } from "../../shared/controllers/proxy/api.ts";
 import { subPoolNamespaceName } from "../../shared/controllers/subpool/api.ts";
@@ -48,7 +49,11 @@ beforeAll(async () => {
   const env = chaosHostEnv(await functionsKubeconfig(kubeconfig, faults.url), {
     KUBEFN_AUDIT_TOKEN: auditToken,
   });
-  chain = killChain(faults, env);
+  chain = killChain(faults, env, (line) => {
+    // Progress, to a file when `KUBEFN_CHAOS_LOG` names one (vitest shows console output only at the end).
+    if (process.env.KUBEFN_CHAOS_LOG)
+      appendFileSync(process.env.KUBEFN_CHAOS_LOG, `${new Date().toISOString()} ${line}\n`);
+  });
   audit = await startAuditRelay(() => {
     const host = chain.host();
     return alive(host) ? { url: host.url, auditToken } : undefined;
@@ -61,6 +66,7 @@ afterAll(async () => {
   const host = await chain.ensureHost();
   for (const o of leftovers) await o.cleanup().catch(() => undefined);
   for (const name of namespaces) await admin.delete(Resources.Namespace, { name }).catch(() => undefined);
+  chain.close();
   expect(await host.stop()).toBe(0);
   await audit?.close();
   await faults?.close();

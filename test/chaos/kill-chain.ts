@@ -2,22 +2,24 @@
  * Kill after every write: the Node host runs as a child process behind the fault proxy; during a
  * stage (a create, an update or a delete of a victim object) the fault proxy lets each write of
  * the victim reach the API server, then SIGKILLs the host and drops the connection, once per
- * distinct write. A new host starts as soon as the killed one is gone (its first sweep sends every
- * object a pass) and carries on until the next write it has not been killed at. The stage ends
+ * distinct write. A new host starts as soon as the killed one is gone — from a standby process
+ * that loaded the host's modules meanwhile (test/e2e/host.ts `spawnStandbyHost`) — its first sweep
+ * sends every object a pass, and it carries on until the next write it has not been killed at. The stage ends
  * when the checks find nothing wrong for 3 s with one host running throughout.
  *
  * One chain of restarts covers every write a pass makes, in the order passes make them, with a
  * restart per write and no setup per write.
  */
-import type { HostProcess } from "../e2e/host.ts";
+import { type HostProcess, type StandbyHost, spawnStandbyHost } from "../e2e/host.ts";
 import type { FaultProxy, SeenRequest } from "../support/fault-proxy.ts";
-import { startChaosHost } from "./drivers.ts";
 import { convergeAll } from "./operators.ts";
 
 export interface KillChain {
   /** The host running now, if any. */
   host(): HostProcess | undefined;
   ensureHost(): Promise<HostProcess>;
+  /** Ends the standby host (the running one is the caller's to stop). */
+  close(): void;
   /**
    * Runs `act` and drives the stage to convergence with the host killed after each distinct
    * write of the victim; returns those writes in order (see {@link writeLabel}).
@@ -30,6 +32,8 @@ export interface KillChain {
   }): Promise<string[]>;
 }
 
+const STANDBY_HOSTS = 2;
+
 export const alive = (h: HostProcess | undefined): h is HostProcess =>
   !!h && h.child.exitCode === null && h.child.signalCode === null;
 
@@ -39,6 +43,11 @@ export function killChain(
   log: (line: string) => void = () => undefined,
 ): KillChain {
   let host: HostProcess | undefined;
+  /**
+   * The next hosts, loading their modules while this one runs: a restart starts the oldest and
+   * skips what it has loaded. Two, since a host is often killed before one standby is ready.
+   */
+  const standbys: StandbyHost[] = [];
   let starting: Promise<HostProcess> | undefined;
   /** Hosts started so far: a check that saw another count saw a restart. */
   let started = 0;
@@ -46,21 +55,27 @@ export function killChain(
   let dying = false;
   const ensureHost = (): Promise<HostProcess> => {
     if (alive(host)) return Promise.resolve(host);
-    starting ??= startChaosHost(env)
-      .then((next) => {
-        host = next.host;
-        started++;
-        dying = false;
-        return host;
-      })
-      .finally(() => {
-        starting = undefined;
-      });
+    starting ??= (async () => {
+      const next = standbys.shift() ?? spawnStandbyHost(env);
+      while (standbys.length < STANDBY_HOSTS) standbys.push(spawnStandbyHost(env));
+      const t0 = Date.now();
+      const running = await next.start();
+      log(`host ${started + 1} listening after ${Date.now() - t0} ms`);
+      host = running;
+      started++;
+      dying = false;
+      return running;
+    })().finally(() => {
+      starting = undefined;
+    });
     return starting;
   };
   return {
     host: () => host,
     ensureHost,
+    close() {
+      for (const standby of standbys.splice(0)) standby.discard();
+    },
     async stage({ isVictims, act, check, timeoutMs = 150_000 }) {
       const killedAt: string[] = [];
       faults.onForwarded((r, body) => {

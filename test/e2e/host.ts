@@ -33,10 +33,42 @@ export interface HostProcess {
 
 /** Starts the host with `env` (JSON logs) and waits for its "listening" line. */
 export async function startHost(env: Record<string, string>, readyTimeoutMs = 180_000): Promise<HostProcess> {
-  const child = spawn(process.execPath, ["--import", "tsx", "functions/node/main.ts"], {
+  return spawnHost(env, "functions/node/main.ts").ready(readyTimeoutMs);
+}
+
+/**
+ * A host spawned with `env` but held before it starts: its modules load now, in the background,
+ * and `start()` runs `functions/node/main.ts` in that process (test/e2e/standby-host.ts) and
+ * waits for its "listening" line — a restart without the ~2 s of loading, for tests that kill
+ * and restart the host many times. `discard()` ends a standby that is not needed.
+ */
+export interface StandbyHost {
+  start(readyTimeoutMs?: number): Promise<HostProcess>;
+  discard(): void;
+}
+
+export function spawnStandbyHost(env: Record<string, string>): StandbyHost {
+  const spawned = spawnHost(env, "test/e2e/standby-host.ts");
+  return {
+    start(readyTimeoutMs = 180_000) {
+      spawned.child.stdin?.end("start\n");
+      return spawned.ready(readyTimeoutMs);
+    },
+    discard() {
+      if (spawned.child.exitCode === null && spawned.child.signalCode === null) spawned.child.kill("SIGKILL");
+    },
+  };
+}
+
+function spawnHost(
+  env: Record<string, string>,
+  script: "functions/node/main.ts" | "test/e2e/standby-host.ts",
+): { child: ChildProcess; ready(timeoutMs: number): Promise<HostProcess> } {
+  const standby = script !== "functions/node/main.ts";
+  const child = spawn(process.execPath, ["--import", "tsx", script], {
     cwd: root,
     env: { ...process.env, KUBECONFIG: "", KUBEFN_PORT: "0", KUBEFN_LOG_FORMAT: "json", ...env },
-    stdio: ["ignore", "pipe", "pipe"],
+    stdio: [standby ? "pipe" : "ignore", "pipe", "pipe"],
   });
   const lines: LogLine[] = [];
   const waiters: Array<{ pred: (l: LogLine) => boolean; resolve: (l: LogLine) => void }> = [];
@@ -67,6 +99,7 @@ export async function startHost(env: Record<string, string>, readyTimeoutMs = 18
       }
     }
   });
+  child.stdin?.on("error", () => undefined);
   const exited = new Promise<number | null>((resolve) => child.once("exit", (code) => resolve(code)));
 
   const waitFor = (pred: (l: LogLine) => boolean, timeoutMs = 60_000) =>
@@ -92,15 +125,20 @@ export async function startHost(env: Record<string, string>, readyTimeoutMs = 18
       });
     });
 
-  const listening = await waitFor((l) => l.msg === "listening", readyTimeoutMs);
   return {
     child,
-    url: String(listening.url),
-    lines,
-    waitFor,
-    async stop(signal: NodeJS.Signals = "SIGINT") {
-      if (child.exitCode === null && child.signalCode === null) child.kill(signal);
-      return exited;
+    async ready(readyTimeoutMs) {
+      const listening = await waitFor((l) => l.msg === "listening", readyTimeoutMs);
+      return {
+        child,
+        url: String(listening.url),
+        lines,
+        waitFor,
+        async stop(signal: NodeJS.Signals = "SIGINT") {
+          if (child.exitCode === null && child.signalCode === null) child.kill(signal);
+          return exited;
+        },
+      };
     },
   };
 }

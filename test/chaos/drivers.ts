@@ -7,7 +7,7 @@ import { randomBytes } from "node:crypto";
 import { createServer } from "node:http";
 import type { AddressInfo } from "node:net";
 import { createTestHarness, type TestHarness } from "wrangler";
-import { type HostProcess, startHost } from "../e2e/host.ts";
+import { type HostProcess, type StandbyHost, startHost } from "../e2e/host.ts";
 import type { Driver } from "./scenario.ts";
 
 /**
@@ -27,21 +27,24 @@ export function chaosHostEnv(kubeconfig: string, extra: Record<string, string> =
   };
 }
 
+/** Starts a Node host under chaos with `env`, or the `standby` spawned with it (`spawnStandbyHost`). */
 export async function startChaosHost(
   env: Record<string, string>,
+  standby?: StandbyHost,
 ): Promise<{ host: HostProcess; driver: Driver }> {
-  const host = await startHost(env);
+  const host = standby ? await standby.start() : await startHost(env);
   return { host, driver: { passes: () => host.lines.filter((l) => l.msg === "pass").length } };
 }
 
-/** How often a Worker driver's `tick` runs the cron sweep at most. */
+/** How often a Worker driver's `tick` runs the cron sweep at most; during a teardown, every second. */
 export const WORKER_CRON_MS = 3000;
+const WORKER_TEARDOWN_CRON_MS = 1000;
 
 /**
  * The Worker (wrangler.toml) in workerd through wrangler's test harness (Queues and cron
  * simulated locally), reaching the API server at `kubeServer` (e.g. the fault proxy) with
  * `kubeToken`, resync 60 s and a 2 s client deadline. Its driver counts `pass` log lines and runs
- * the cron sweep on `tick`, at most every {@link WORKER_CRON_MS}.
+ * the cron sweep on `tick`, at most every {@link WORKER_CRON_MS} (every second in a teardown).
  */
 export async function startChaosWorker(opts: {
   kubeServer: string;
@@ -69,8 +72,8 @@ export async function startChaosWorker(opts: {
           return false;
         }
       }).length,
-    async tick() {
-      if (Date.now() - lastSweep < WORKER_CRON_MS) return;
+    async tick(opts) {
+      if (Date.now() - lastSweep < (opts?.teardown ? WORKER_TEARDOWN_CRON_MS : WORKER_CRON_MS)) return;
       lastSweep = Date.now();
       await harness.getWorker().scheduled({ cron: "* * * * *", scheduledTime: new Date() });
     },

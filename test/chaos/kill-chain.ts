@@ -32,7 +32,7 @@ export interface KillChain {
   }): Promise<string[]>;
 }
 
-const STANDBY_HOSTS = 2;
+const STANDBY_HOSTS = 3;
 
 export const alive = (h: HostProcess | undefined): h is HostProcess =>
   !!h && h.child.exitCode === null && h.child.signalCode === null;
@@ -45,7 +45,8 @@ export function killChain(
   let host: HostProcess | undefined;
   /**
    * The next hosts, loading their modules while this one runs: a restart starts the oldest and
-   * skips what it has loaded. Two, since a host is often killed before one standby is ready.
+   * skips what it has loaded. Three, since a host is often killed within a second of starting,
+   * before one standby is ready on a loaded machine.
    */
   const standbys: StandbyHost[] = [];
   let starting: Promise<HostProcess> | undefined;

@@ -12,7 +12,7 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createFetchTransport, createKube, type Kube } from "../../shared/kube/index.ts";
-import { functionsKubeconfig, type HostProcess } from "../e2e/host.ts";
+import { functionsKubeconfig, type HostProcess, spawnStandbyHost } from "../e2e/host.ts";
 import { clusterInfo } from "../setup/cluster.ts";
 import { type FaultProxy, startFaultProxy } from "../support/fault-proxy.ts";
 import { chaosHostEnv, startChaosHost } from "./drivers.ts";
@@ -79,13 +79,16 @@ describe("chaos on the Node host", () => {
   it("a struggling API server gets fewer requests with the circuit than without, and everything recovers", async () => {
     const heldBack = (h: HostProcess) => h.lines.filter((l) => l.msg.startsWith("sweep held back")).length;
     const heldBefore = heldBack(host);
+    // The host without the circuit loads meanwhile.
+    const withoutEnv = { ...env, KUBEFN_CIRCUIT_FAILURES: "1000000000" };
+    const standby = spawnStandbyHost(withoutEnv);
     const withCircuit = await runOutage({ admin, faults, driver, objects: 10, outageMs: OUTAGE_MS });
     // The sweep fanned nothing out while the circuit was open.
     const sweepsHeldBack = heldBack(host) - heldBefore;
     namespaces.push(withCircuit.namespace);
     await removeNamespace(admin, withCircuit.namespace);
     expect(await host.stop()).toBe(0);
-    ({ host, driver } = await startChaosHost({ ...env, KUBEFN_CIRCUIT_FAILURES: "1000000000" }));
+    ({ host, driver } = await startChaosHost(withoutEnv, standby));
     const without = await runOutage({ admin, faults, driver, objects: 10, outageMs: OUTAGE_MS });
     namespaces.push(without.namespace);
     console.log(

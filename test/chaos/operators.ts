@@ -40,7 +40,7 @@ import {
   Resources,
 } from "../../shared/kube/index.ts";
 import type { FaultProxy } from "../support/fault-proxy.ts";
-import { chaosFaults, type Driver } from "./scenario.ts";
+import { chaosFaults, type Driver, teardownDriver } from "./scenario.ts";
 
 type WithStatus = KubeObject & {
   status?: { observedGeneration?: number; namespace?: string; conditions?: Condition[] };
@@ -129,7 +129,11 @@ export function subPoolChaos(admin: Kube, count: number, prefix = `cs-${randomBy
     async cleanup(driver) {
       expected.clear();
       for (const name of names) await admin.delete(subPoolResource, { name }).catch(() => undefined);
-      await convergeAll(() => subPoolProblems(admin, prefix, expected), driver, cleanupProfile);
+      await convergeAll(
+        () => subPoolProblems(admin, prefix, expected),
+        teardownDriver(driver),
+        cleanupProfile,
+      );
     },
   };
   return chaos;
@@ -264,7 +268,11 @@ export function siteChaos(
     async cleanup(driver) {
       expected.clear();
       for (const name of names) await admin.delete(siteResource, { name }).catch(() => undefined);
-      await convergeAll(() => siteProblems(admin, prefix, namespace, expected), driver, cleanupProfile);
+      await convergeAll(
+        () => siteProblems(admin, prefix, namespace, expected),
+        teardownDriver(driver),
+        cleanupProfile,
+      );
     },
   };
   return chaos;

@@ -18,6 +18,7 @@ import { createKubernetesProvider } from "../../shared/controllers/proxy/provide
 import {
   managedByTagKey,
   managedByTagValue,
+  nameFromUID,
   ownerTagKey,
   ownerTags,
 } from "../../shared/controllers/proxy/providers/provider.ts";
@@ -392,6 +393,41 @@ describe("status.providerID is not a pointer", () => {
     await eventually(async () => ((await podsOwnedBy(proxy.metadata.uid!)).length === 0 ? true : undefined), {
       what: "the Proxy's own Pod to go",
     });
+  });
+});
+
+describe("spec.instance.labels cannot forge kubefn's tags", () => {
+  it("a label that sanitises to the owner tag puts no other Proxy's UID on the instance, so a forged providerID cannot make that Proxy adopt it", async () => {
+    // Another team's Proxy in the namespace, not yet given an instance.
+    const victim = await createProxy(admin, "victim", { mode: "Managed", provider: "kubernetes" });
+    // The exact key first (its value is replaced by the real tag), then one that sanitises to it.
+    const mole = await createProxy(mallory, "mole", {
+      mode: "Managed",
+      provider: "kubernetes",
+      instance: { labels: { [ownerTagKey]: "x", [`${ownerTagKey}-`]: victim.metadata.uid! } },
+    });
+    const moleID = `kubernetes://${tenantNs}/${nameFromUID(mole.metadata.uid!)}`;
+    await drive("mole", (p) => p?.status?.providerID === moleID);
+    const molePod = await admin.get(Resources.Pod, {
+      namespace: tenantNs,
+      name: nameFromUID(mole.metadata.uid!),
+    });
+
+    // mallory points the victim at her instance (she may write proxies/status).
+    await mallory.patchStatus(
+      proxyResource,
+      { namespace: tenantNs, name: "victim" },
+      { type: "merge", body: { status: { providerID: moleID } } },
+    );
+    const after = await drive(
+      "victim",
+      (p) => (Boolean(p?.status?.providerID) && p?.status?.providerID !== moleID) || Boolean(p?.status?.ip),
+    );
+    expect(after?.status?.providerID).not.toBe(moleID);
+    expect(molePod.metadata.labels?.[ownerTagKey]).toBe(mole.metadata.uid);
+    expect((await podsOwnedBy(victim.metadata.uid!)).map((p) => p.metadata.name)).not.toContain(
+      molePod.metadata.name,
+    );
   });
 });
 

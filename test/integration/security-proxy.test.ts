@@ -322,12 +322,24 @@ describe("cloud-init from a Secret the tenant may not read (confused deputy)", (
       expect(outcome).toBeInstanceOf(ForbiddenError);
       expect((outcome as Error).message).toContain(`may not get Secret ${tenantNs}/team-b-credentials`);
     }
-    // Edits that leave the reference alone are not his to be refused.
-    await trent.patch(
+    // An edit that leaves the reference alone is not re-judged: the one who set it (here the
+    // admin, on team B's Proxy) was allowed to.
+    await admin.create(proxyResource, {
+      apiVersion: "crawl.kubefn.dev/v1alpha1",
+      kind: "Proxy",
+      metadata: { name: "team-b", namespace: tenantNs },
+      spec: {
+        mode: "Managed",
+        provider: "kubernetes",
+        cloudInit: { secretRef: { name: "team-b-credentials" } },
+      },
+    });
+    const relabelled = await trent.patch<ProxyKube>(
       proxyResource,
-      { namespace: tenantNs, name: "own" },
-      { type: "merge", body: { metadata: { labels: { team: "trent" } } } },
+      { namespace: tenantNs, name: "team-b" },
+      { type: "merge", body: { metadata: { labels: { team: "b" } } } },
     );
+    expect(relabelled.metadata.labels).toEqual({ team: "b" });
   });
 });
 

@@ -23,6 +23,13 @@ export const siteCrd: CrdSpec = {
       rule: "self.metadata.name.size() <= 63 && self.metadata.name.matches('^[a-z0-9]([-a-z0-9]*[a-z0-9])?$')",
       message: "metadata.name must be a DNS label: it is used as the value of the site node label",
     },
+    {
+      // metalman's config for Site config-x is metalman-config-x: Site x's override ConfigMap, which
+      // kubefn would overwrite (and delete with it). The name is the tenant's; kubefn's names are not.
+      rule: "!self.metadata.name.startsWith('config-')",
+      message:
+        "metadata.name may not start with config-: metalman's config for it (metalman-<name>) would be the override ConfigMap of another Site",
+    },
   ],
   printerColumns: [{ name: "Age", type: "date", jsonPath: ".metadata.creationTimestamp" }],
 };

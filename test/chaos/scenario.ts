@@ -90,14 +90,16 @@ export const FULL_FAULT_RATES = [0, 0.2] as const;
 
 /**
  * What a fault-free chaos run costs in requests kubefn sends, per object created (create → update
- * a third → delete a third → converged and quiet). Measured, 0 % runs beside 20 % ones:
+ * a third → delete a third → converged and quiet), at the short profile's counts. Measured in 0 %
+ * runs beside 20 % ones:
  *
- * - Managed Proxies: 28.4 on the Node host (30 Proxies), 28.2 (1,000, `npm run bench -- chaos`),
- *   29.2 on the Worker in workerd (15, cron every 3 s);
- * - SubPools and Sites: 73 on the Node host (6 + 6), 68 (50 + 50, the bench), 59.5 on the Worker
- *   (3 + 3).
+ * - Managed Proxies: 28.4 on the Node host (30 Proxies), 32 (10), 28.2 (1,000, `npm run bench --
+ *   chaos`); 29.2 on the Worker in workerd (15, cron every 3 s), 40 (6);
+ * - SubPools and Sites: 62.5–73 on the Node host (6 + 6), 102 (2 + 2), 68 (50 + 50, the bench);
+ *   59.5 on the Worker (3 + 3).
  *
- * The per-object cost does not depend on the fleet's size (the sweep's lists are shared), so the
+ * The sweep's lists are shared, so a run's fixed part (lists while it converges) weighs more
+ * per object in a small run; from about ten objects up the per-object cost hardly moves, so the
  * short profile bounds its one faulted run with it instead of running the baseline again.
  */
 export const CLEAN_REQUESTS_PER_OBJECT = { proxy: 30, operator: 75 } as const;

@@ -3,7 +3,9 @@
  * Add a bench by appending to `benches`; pass names to run only those (`npm run bench -- intake`).
  * The cluster benches share one devcluster, started on first use and stopped at the end, also
  * when a bench fails or the run is interrupted. `KUBEFN_BENCH_LARGE=1` adds the 10,000-Proxy sweep;
- * `chaos` (1,000 Proxies under API faults, ~20+ min on 2 cores) runs only when named.
+ * `chaos` (the chaos tests' full profiles, 0 % and 20 % side by side: 1,000 Proxies and 50 + 50
+ * SubPools and Sites on the Node host, the outage, the Worker's runs; 35+ min on 2 cores) runs only
+ * when named.
  * `fleet` starts its own devcluster (audit webhook on) and ends the output with one JSON line;
  * `KUBEFN_BENCH_FLEET_LARGE=1` runs it with 10,000 primaries. `worker-probes` (10,000 Proxies
  * probed by the Worker in workerd; `KUBEFN_BENCH_PROBES=<n>` for another size) runs only when named.

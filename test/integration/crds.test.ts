@@ -254,7 +254,10 @@ describe("generated CRDs on a real API server", () => {
       expect(hostname.message).toContain("apply only to mode Gateway");
       const long = await rejection(create(subPool("x".repeat(40))));
       expect(long.code).toBe(422);
+      // The rule names the field it is about, not `<nil>` (kubectl: "metadata.name: Invalid value: …").
+      expect(long.message).toContain("metadata.name: Invalid value: ");
       expect(long.message).toContain("must be at most 40 characters");
+      expect(long.message).not.toContain("<nil>");
     });
   });
 
@@ -274,7 +277,9 @@ describe("generated CRDs on a real API server", () => {
       expect(typed.code).toBe(422);
       const dotted = await rejection(create(site("a.b")));
       expect(dotted.code).toBe(422);
+      expect(dotted.message).toContain("metadata.name: Invalid value: ");
       expect(dotted.message).toContain("must be a DNS label");
+      expect(dotted.message).not.toContain("<nil>");
     });
   });
 });

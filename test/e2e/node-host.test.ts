@@ -8,6 +8,8 @@ import { randomBytes } from "node:crypto";
 import { fileURLToPath } from "node:url";
 import { KubeConfig } from "@kubernetes/client-node";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { connectCluster } from "../../functions/node/cluster.ts";
+import { parseNodeHostEnv } from "../../functions/node/config.ts";
 import { signBatch } from "../../shared/auth/index.ts";
 import { proxyResource } from "../../shared/controllers/proxy/api.ts";
 import { ownerTagKey } from "../../shared/controllers/proxy/providers/provider.ts";
@@ -171,6 +173,26 @@ describe("the Node host on the shared devcluster", () => {
     admin = adminKube(clusterInfo().kubeconfig);
     sa = await functionsKubeconfig(clusterInfo().kubeconfig);
   }, 120_000);
+
+  it("says whom a given kubeconfig reconciles as, and warns when it is not kubefn's identity", async () => {
+    const lines: Array<{ level: string; msg: string; fields?: Record<string, unknown> }> = [];
+    const log = {
+      info: (msg: string, fields?: Record<string, unknown>) => lines.push({ level: "info", msg, fields }),
+      warn: (msg: string, fields?: Record<string, unknown>) => lines.push({ level: "warn", msg, fields }),
+      error: (msg: string, fields?: Record<string, unknown>) => lines.push({ level: "error", msg, fields }),
+    };
+    const connect = (kubeconfig: string) =>
+      connectCluster(parseNodeHostEnv({ KUBECONFIG: kubeconfig }), "http://127.0.0.1:1", undefined, log);
+    await connect(sa);
+    expect(lines).toEqual([
+      { level: "info", msg: "reconciling as system:serviceaccount:kubefn-system:kubefn" },
+    ]);
+    lines.length = 0;
+    // A platform engineer's own kubeconfig: kubefn would write as them, unchecked by the policy.
+    await connect(clusterInfo().kubeconfig);
+    expect(lines[0]?.msg).toMatch(/^reconciling as (?!system:serviceaccount:kubefn-system:kubefn$)/);
+    expect(lines[1]).toMatchObject({ level: "warn", msg: expect.stringContaining("not in SELF_USERNAMES") });
+  });
 
   it("converges every object with all events lost, through the sweep alone", async () => {
     const ns = await newNamespace(admin, "lost");

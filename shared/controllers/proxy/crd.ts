@@ -54,8 +54,20 @@ export const proxyCrd: CrdSpec = {
     "cloudInit.secretRef.name": "Name of a Secret in the Proxy's namespace.",
     "cloudInit.secretRef.key": 'Key in the Secret; defaults to "user-data".',
     endpoint: "Where an External proxy listens.",
-    "endpoint.host":
-      "Hostname or IP address of the proxy; a cloud metadata or link-local address is refused.",
+    "endpoint.host": {
+      description:
+        "Hostname or IP address of the proxy, alone (no scheme, port, path or user info); a cloud metadata or link-local address is refused.",
+      cel: [
+        {
+          // What a URL or a host:port pasted into the field carries; the prober checks the host
+          // again with every spelling decoded.
+          rule: "!self.matches('[/@?#[:space:]]') && !self.matches('^[^:]*:[0-9]*$')",
+          message:
+            "endpoint.host must be a host name or an IP address alone: no scheme, port, path or user info",
+          reason: "FieldValueInvalid",
+        },
+      ],
+    },
     "endpoint.port": "TCP port of the proxy.",
     "endpoint.scheme": "http (a plain forward proxy) or https (TLS to the proxy itself).",
     healthCheck: {

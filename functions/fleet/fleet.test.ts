@@ -54,6 +54,20 @@ describe("stateOf", () => {
     ],
     ["phase Unhealthy", { phase: "Unhealthy" }, {}, "Unhealthy", "bad", undefined],
     [
+      "phase Unhealthy whose probe failed in the second it was provisioned",
+      {
+        phase: "Unhealthy",
+        conditions: [
+          cond("Provisioned", "True", "ExternalEndpoint", "2026-11-30T10:00:00Z"),
+          cond("Healthy", "False", "ProbeFailed", "2026-11-30T10:00:00Z"),
+        ],
+      },
+      {},
+      "Unhealthy",
+      "bad",
+      "ProbeFailed",
+    ],
+    [
       "being deleted wins over the phase",
       { phase: "Ready" },
       { deletionTimestamp: "2026-11-30T11:59:00Z" },

@@ -77,9 +77,11 @@ function explained(c: Condition | undefined): Pick<ObjectState, "reason" | "mess
 }
 
 function latest(conditions: readonly Condition[]): Condition | undefined {
+  // Transition times are whole seconds: of two that moved in one second, the one listed later
+  // (conditions are appended as they first appear: a Proxy's Healthy after its Provisioned) wins.
   let found: Condition | undefined;
   for (const c of conditions) {
-    if (!found || (c.lastTransitionTime ?? "") > (found.lastTransitionTime ?? "")) found = c;
+    if (!found || (c.lastTransitionTime ?? "") >= (found.lastTransitionTime ?? "")) found = c;
   }
   return found;
 }

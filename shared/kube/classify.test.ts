@@ -165,7 +165,7 @@ describe("classifyError", () => {
   });
 
   it("recognises ReconcileError as a ClassifiedError", () => {
-    expect(isClassifiedError(ReconcileError.conflict("Race", "lost"))).toBe(true);
+    expect(isClassifiedError(new ReconcileError("conflict", "Race", "lost"))).toBe(true);
     expect(isClassifiedError(new Error("x"))).toBe(false);
   });
 });

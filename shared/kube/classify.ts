@@ -80,9 +80,6 @@ export class ReconcileError extends Error implements ClassifiedError {
   static transient(reason: string, message: string, opts?: { cause?: unknown; retryAfterSeconds?: number }) {
     return new ReconcileError("transient", reason, message, opts);
   }
-  static conflict(reason: string, message: string, opts?: { cause?: unknown }) {
-    return new ReconcileError("conflict", reason, message, opts);
-  }
   static quota(reason: string, message: string, opts?: { cause?: unknown; retryAfterSeconds?: number }) {
     return new ReconcileError("quota", reason, message, opts);
   }

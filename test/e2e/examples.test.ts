@@ -118,6 +118,7 @@ describe("kubectl apply -k infra/", () => {
       "clusterrolebinding.rbac.authorization.k8s.io/kubefn-proxy",
       "validatingadmissionpolicy.admissionregistration.k8s.io/kubefn-writes-only-its-own",
       "validatingadmissionpolicy.admissionregistration.k8s.io/kubefn-never-edits-specs",
+      "validatingadmissionpolicy.admissionregistration.k8s.io/kubefn-references-need-access",
       "serviceaccount/kubefn-relay",
       "deployment.apps/kubefn-relay",
     ]) {

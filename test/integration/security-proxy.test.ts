@@ -15,7 +15,13 @@ import { type Proxy as ProxyObject, proxyResource } from "../../shared/controlle
 import { proxyController } from "../../shared/controllers/proxy/controller.ts";
 import { discoveryRoutes } from "../../shared/controllers/proxy/discovery/routes.ts";
 import { createKubernetesProvider } from "../../shared/controllers/proxy/providers/kubernetes.ts";
-import { ownerTagKey, ownerTags } from "../../shared/controllers/proxy/providers/provider.ts";
+import {
+  managedByTagKey,
+  managedByTagValue,
+  nameFromUID,
+  ownerTagKey,
+  ownerTags,
+} from "../../shared/controllers/proxy/providers/provider.ts";
 import { encodeHealthState, HEALTH_ANNOTATION } from "../../shared/health/annotation.ts";
 import {
   ForbiddenError,
@@ -195,6 +201,148 @@ describe("cloud-init from a Secret", () => {
   });
 });
 
+describe("cloud-init from a Secret the tenant may not read (confused deputy)", () => {
+  /**
+   * Every Secret byte kubefn has written in the tenant's namespace (the instances' cloud-init
+   * Secrets), decoded.
+   */
+  async function bytesKubefnWrote(): Promise<string> {
+    const made = await admin.list(Resources.Secret, {
+      namespace: tenantNs,
+      labelSelector: `${managedByTagKey}=${managedByTagValue}`,
+    });
+    return made.items
+      .flatMap((s) => Object.values((s as { data?: Record<string, string> }).data ?? {}))
+      .map((v) => atob(v))
+      .join("\n");
+  }
+
+  /**
+   * Tries `write` until the API server refuses it (a policy takes effect a moment after it is
+   * created; an early success is undone and tried again), and returns the refusal; returns the
+   * Proxy when the API server still took it after 15 s.
+   */
+  async function refusedOrTaken(write: () => Promise<ProxyKube>, undo: () => Promise<void>) {
+    const deadline = Date.now() + 15_000;
+    for (;;) {
+      try {
+        const taken = await write();
+        if (Date.now() > deadline) return taken;
+        await undo();
+      } catch (err) {
+        if (err instanceof ForbiddenError) return err;
+        throw err;
+      }
+      await sleep(250);
+    }
+  }
+
+  it("a tenant who may write Proxies but not get Secrets cannot have kubefn copy one to an instance, by create or by update", async () => {
+    const stolenWord = `team-b-${suffix}`;
+    await admin.create(Resources.Secret, {
+      apiVersion: "v1",
+      kind: "Secret",
+      metadata: { name: "team-b-credentials", namespace: tenantNs },
+      stringData: { "user-data": `#cloud-config\npassword: ${stolenWord}\n`, token: stolenWord },
+    });
+    // trent: `view` (no Secrets) plus Proxies, and `get` on one Secret of his own by name.
+    const trent = await tenant(admin, {
+      namespace: tenantNs,
+      name: "trent",
+      clusterRole: "view",
+      rules: [
+        {
+          apiGroups: ["crawl.kubefn.dev"],
+          resources: ["proxies"],
+          verbs: ["get", "create", "update", "patch", "delete"],
+        },
+        { apiGroups: [""], resources: ["secrets"], verbs: ["get"], resourceNames: ["trent-own"] },
+      ],
+    });
+    await admin.create(Resources.Secret, {
+      apiVersion: "v1",
+      kind: "Secret",
+      metadata: { name: "trent-own", namespace: tenantNs },
+      stringData: { "user-data": "#cloud-config\n" },
+    });
+    await expect(
+      trent.get(Resources.Secret, { namespace: tenantNs, name: "team-b-credentials" }),
+    ).rejects.toBeInstanceOf(ForbiddenError);
+    // Once his RBAC is in effect he may create Proxies, and name the Secret he may read.
+    await createProxy(trent, "own", {
+      mode: "Managed",
+      provider: "kubernetes",
+      cloudInit: { secretRef: { name: "trent-own" } },
+    });
+
+    const created = await refusedOrTaken(
+      () =>
+        trent.create<ProxyKube>(proxyResource, {
+          apiVersion: "crawl.kubefn.dev/v1alpha1",
+          kind: "Proxy",
+          metadata: { name: "thief", namespace: tenantNs },
+          spec: {
+            mode: "Managed",
+            provider: "kubernetes",
+            cloudInit: { secretRef: { name: "team-b-credentials" } },
+          },
+        }),
+      () => admin.delete(proxyResource, { namespace: tenantNs, name: "thief" }),
+    );
+    // Repointing his own Proxy (to another key of the same Secret, too) is the same theft.
+    const updated = await refusedOrTaken(
+      () =>
+        trent.patch<ProxyKube>(
+          proxyResource,
+          { namespace: tenantNs, name: "own" },
+          {
+            type: "merge",
+            body: { spec: { cloudInit: { secretRef: { name: "team-b-credentials", key: "token" } } } },
+          },
+        ),
+      () =>
+        admin
+          .patch(
+            proxyResource,
+            { namespace: tenantNs, name: "own" },
+            { type: "merge", body: { spec: { cloudInit: { secretRef: { name: "trent-own", key: null } } } } },
+          )
+          .then(() => {}),
+    );
+    // Whatever the API server took, kubefn now acts on.
+    for (const [name, outcome] of [
+      ["thief", created],
+      ["own", updated],
+    ] as const) {
+      if (outcome instanceof Error) continue;
+      await drive(name, async (p) => (await podsOwnedBy(p!.metadata.uid!)).length === 1);
+    }
+    expect(await bytesKubefnWrote()).not.toContain(stolenWord);
+    for (const outcome of [created, updated]) {
+      expect(outcome).toBeInstanceOf(ForbiddenError);
+      expect((outcome as Error).message).toContain(`may not get Secret ${tenantNs}/team-b-credentials`);
+    }
+    // An edit that leaves the reference alone is not re-judged: the one who set it (here the
+    // admin, on team B's Proxy) was allowed to.
+    await admin.create(proxyResource, {
+      apiVersion: "crawl.kubefn.dev/v1alpha1",
+      kind: "Proxy",
+      metadata: { name: "team-b", namespace: tenantNs },
+      spec: {
+        mode: "Managed",
+        provider: "kubernetes",
+        cloudInit: { secretRef: { name: "team-b-credentials" } },
+      },
+    });
+    const relabelled = await trent.patch<ProxyKube>(
+      proxyResource,
+      { namespace: tenantNs, name: "team-b" },
+      { type: "merge", body: { metadata: { labels: { team: "b" } } } },
+    );
+    expect(relabelled.metadata.labels).toEqual({ team: "b" });
+  });
+});
+
 describe("what kubefn's identity runs is the operator's choice", () => {
   it("a tenant's own image or machine type: no Pod is created, the Proxy is Failed with the reason", async () => {
     for (const [name, instance, reason] of [
@@ -257,6 +405,41 @@ describe("status.providerID is not a pointer", () => {
     await eventually(async () => ((await podsOwnedBy(proxy.metadata.uid!)).length === 0 ? true : undefined), {
       what: "the Proxy's own Pod to go",
     });
+  });
+});
+
+describe("spec.instance.labels cannot forge kubefn's tags", () => {
+  it("a label that sanitises to the owner tag puts no other Proxy's UID on the instance, so a forged providerID cannot make that Proxy adopt it", async () => {
+    // Another team's Proxy in the namespace, not yet given an instance.
+    const victim = await createProxy(admin, "victim", { mode: "Managed", provider: "kubernetes" });
+    // The exact key first (its value is replaced by the real tag), then one that sanitises to it.
+    const mole = await createProxy(mallory, "mole", {
+      mode: "Managed",
+      provider: "kubernetes",
+      instance: { labels: { [ownerTagKey]: "x", [`${ownerTagKey}-`]: victim.metadata.uid! } },
+    });
+    const moleID = `kubernetes://${tenantNs}/${nameFromUID(mole.metadata.uid!)}`;
+    await drive("mole", (p) => p?.status?.providerID === moleID);
+    const molePod = await admin.get(Resources.Pod, {
+      namespace: tenantNs,
+      name: nameFromUID(mole.metadata.uid!),
+    });
+
+    // mallory points the victim at her instance (she may write proxies/status).
+    await mallory.patchStatus(
+      proxyResource,
+      { namespace: tenantNs, name: "victim" },
+      { type: "merge", body: { status: { providerID: moleID } } },
+    );
+    const after = await drive(
+      "victim",
+      (p) => (Boolean(p?.status?.providerID) && p?.status?.providerID !== moleID) || Boolean(p?.status?.ip),
+    );
+    expect(after?.status?.providerID).not.toBe(moleID);
+    expect(molePod.metadata.labels?.[ownerTagKey]).toBe(mole.metadata.uid);
+    expect((await podsOwnedBy(victim.metadata.uid!)).map((p) => p.metadata.name)).not.toContain(
+      molePod.metadata.name,
+    );
   });
 });
 

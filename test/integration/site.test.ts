@@ -14,6 +14,7 @@ import {
   type CountingTransport,
   countingTransport,
   createKube,
+  InvalidError,
   isNotFound,
   type Kube,
   type KubeObject,
@@ -233,5 +234,38 @@ describe("Site controller on the devcluster", () => {
     const listed = (cm.data as Record<string, string>).sites?.split(",");
     expect(listed).toContain(siblingName);
     expect(listed).not.toContain(siteName);
+  });
+});
+
+describe("a Site's name is not a pointer to another Site's objects", () => {
+  it("a Site named config-<site> is refused: its metalman config would be metalman-config-<site>, that Site's override", async () => {
+    const override = `metalman-config-${siblingName}`;
+    const squatter = `config-${siblingName}`;
+    await kube.create(Resources.ConfigMap, {
+      apiVersion: "v1",
+      kind: "ConfigMap",
+      metadata: { name: override, namespace: ns, labels: { "unbounded-cloud.io/site": siblingName } },
+      data: { "dhcp-enabled": "false" },
+    });
+    try {
+      const taken = await kube
+        .create(siteResource, {
+          apiVersion: "unbounded-cloud.io/v1alpha3",
+          kind: "Site",
+          metadata: { name: squatter },
+          spec: {},
+        })
+        .catch((err: unknown) => err);
+      // Whatever the API server took, a pass acts on.
+      if (!(taken instanceof Error)) await pass(squatter);
+      const after = await kube.get(Resources.ConfigMap, { namespace: ns, name: override });
+      expect(after.data).toEqual({ "dhcp-enabled": "false" });
+      expect(after.metadata.ownerReferences ?? []).toEqual([]);
+      expect(taken).toBeInstanceOf(InvalidError);
+      expect((taken as Error).message).toContain("may not start with config-");
+    } finally {
+      await kube.delete(siteResource, { name: squatter }).catch(() => undefined);
+      await kube.delete(Resources.ConfigMap, { namespace: ns, name: override }).catch(() => undefined);
+    }
   });
 });

@@ -78,7 +78,7 @@ export interface TenantOptions {
   /** The built-in ClusterRole bound in `namespace`. */
   clusterRole: "edit" | "view";
   /** Extra rules in `namespace` (e.g. proxies/status for an attacker who may write it). */
-  rules?: Array<{ apiGroups: string[]; resources: string[]; verbs: string[] }>;
+  rules?: Array<{ apiGroups: string[]; resources: string[]; verbs: string[]; resourceNames?: string[] }>;
 }
 
 /** A ServiceAccount bound as described, and a Kube acting as it. */

@@ -18,6 +18,12 @@ export const defaultCloudInitKey = "user-data";
  */
 export const specHashPrefix = "v2:";
 
+/**
+ * A Secret of this type holds a ServiceAccount's token: never cloud-init, whoever named it (a
+ * Proxy made before the admission policy `kubefn-references-need-access`, or by an admin).
+ */
+const serviceAccountTokenType = "kubernetes.io/service-account-token";
+
 /** The resolved user data; `undefined` when the spec has no cloudInit. */
 export interface ResolvedCloudInit {
   userData: string | undefined;
@@ -28,8 +34,9 @@ export interface ResolvedCloudInit {
 /**
  * Reads the user data: inline, or from the referenced Secret in the Proxy's namespace.
  *
- * @throws ReconcileError (transient, reason CloudInitError) when the Secret or its key is missing:
- * a condition and a retry, never a crash. The Secret watch brings the pass back as soon as the
+ * @throws ReconcileError (transient, reason CloudInitError) when the Secret or its key is missing,
+ * or the Secret is a ServiceAccount token Secret (never delivered): a condition and a retry, never
+ * a crash. The Secret watch brings the pass back as soon as the
  * Secret appears. Other API failures are thrown as they are (the executor classifies them).
  */
 export async function resolveCloudInit(
@@ -37,26 +44,23 @@ export async function resolveCloudInit(
   namespace: string,
   spec: Pick<ProxySpec, "cloudInit">,
 ): Promise<ResolvedCloudInit> {
-  const cloudInit = spec.cloudInit;
-  if (!cloudInit) return { userData: undefined };
-  if (cloudInit.inline !== undefined) return { userData: cloudInit.inline };
-  const ref = cloudInit.secretRef;
-  if (!ref) return { userData: undefined };
+  // The schema allows exactly one of inline and secretRef.
+  const ref = spec.cloudInit?.secretRef;
+  if (!ref) return { userData: spec.cloudInit?.inline };
   const key = ref.key ?? defaultCloudInitKey;
-  let secret: KubeObject;
+  const what = `cloud-init Secret ${namespace}/${ref.name}`;
+  let secret: KubeObject & { type?: string; data?: Record<string, string> };
   try {
     secret = await kube.get(Resources.Secret, { namespace, name: ref.name });
   } catch (err) {
-    if (isNotFound(err)) {
-      throw new CloudInitError(`cloud-init Secret ${namespace}/${ref.name} not found`, err);
-    }
+    if (isNotFound(err)) throw new CloudInitError(`${what} not found`, err);
     throw err;
   }
-  const data = secret.data as Record<string, string> | undefined;
-  const encoded = data?.[key];
-  if (encoded === undefined) {
-    throw new CloudInitError(`cloud-init Secret ${namespace}/${ref.name} has no key "${key}"`);
+  if (secret.type === serviceAccountTokenType) {
+    throw new CloudInitError(`${what} is a ServiceAccount token`);
   }
+  const encoded = secret.data?.[key];
+  if (encoded === undefined) throw new CloudInitError(`${what} has no key "${key}"`);
   return { userData: decodeBase64(encoded), secretUID: secret.metadata.uid };
 }
 
@@ -64,7 +68,7 @@ export async function resolveCloudInit(
 export class CloudInitError extends ReconcileError {
   override name = "CloudInitError";
   constructor(message: string, cause?: unknown) {
-    super("transient", ProxyReason.CloudInitError, message, cause === undefined ? {} : { cause });
+    super("transient", ProxyReason.CloudInitError, message, { cause });
   }
 }
 

@@ -460,6 +460,44 @@ describe("proxy reconcile: one pass per branch", () => {
       await hashOf("#cloud-config\nruncmd: [echo hé]\n"),
     );
   });
+  it("hands inline user data to the provider", async () => {
+    const w = world({
+      spec: { mode: "Managed", provider: "fake", cloudInit: { inline: "#cloud-config\n" } },
+    });
+    await w.reconcile();
+    expect(w.provider.created[0]?.cloudInit).toBe("#cloud-config\n");
+  });
+
+  it("never hands over a ServiceAccount token Secret, whoever named it: Provisioned=False/CloudInitError, a Warning Event, no instance", async () => {
+    const w = world({
+      spec: {
+        mode: "Managed",
+        provider: "fake",
+        cloudInit: { secretRef: { name: "robot-token", key: "token" } },
+      },
+    });
+    w.kube.seed(Resources.Secret, {
+      apiVersion: "v1",
+      kind: "Secret",
+      type: "kubernetes.io/service-account-token",
+      metadata: {
+        name: "robot-token",
+        namespace: "ns1",
+        annotations: { "kubernetes.io/service-account.name": "robot" },
+      },
+      data: { token: btoa("eyJhbGciOi.robot") },
+    });
+    await w.converge();
+    expect(w.provider.calls.filter((c) => c.method === "create")).toEqual([]);
+    expect(conditionsOf(w.stored())).toEqual({ Provisioned: "False/CloudInitError" });
+    const provisioned = (w.stored().status as { conditions: { type: string; message: string }[] })
+      .conditions[0];
+    expect(provisioned?.message).toBe("cloud-init Secret ns1/robot-token is a ServiceAccount token");
+    expect(w.stored().status).toMatchObject({ phase: "Pending" });
+    const events = (await w.kube.list(Resources.Event)).items;
+    expect(events).toEqual([expect.objectContaining({ type: "Warning", reason: "CloudInitError" })]);
+    expect(JSON.stringify([w.stored(), events])).not.toContain("eyJhbGciOi");
+  });
 });
 
 describe("proxy reconcile: deletion", () => {

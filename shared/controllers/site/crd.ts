@@ -33,6 +33,15 @@ export const siteCrd: CrdSpec = {
       fieldPath: ".metadata.name",
       reason: "FieldValueInvalid",
     },
+    {
+      // metalman's config for Site config-x is metalman-config-x: Site x's override ConfigMap, which
+      // kubefn would overwrite (and delete with it). The name is the tenant's; kubefn's names are not.
+      rule: "!self.metadata.name.startsWith('config-')",
+      message:
+        "metadata.name may not start with config-: metalman's config for it (metalman-<name>) would be the override ConfigMap of another Site",
+      fieldPath: ".metadata.name",
+      reason: "FieldValueInvalid",
+    },
   ],
   printerColumns: [
     ...Object.values(SiteConditionType).map((type) => ({

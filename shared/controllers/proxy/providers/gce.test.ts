@@ -179,6 +179,21 @@ describe("buildInsertBody", () => {
     });
   });
 
+  it("a shape label that sanitises to a tag's key does not overwrite it", () => {
+    const labels = {
+      "crawl.kubefn.dev/proxy-uid": "x",
+      "crawl_kubefn_dev_proxy-uid": "another-proxys-uid",
+      "crawl.kubefn.dev/managed-by": "someone",
+      "CRAWL_KUBEFN_DEV_MANAGED-BY": "someone",
+      team: "web",
+    };
+    expect(buildInsertBody({ ...req, instance: { ...req.instance, labels } }, defaults).labels).toEqual({
+      "crawl_kubefn_dev_proxy-uid": uid,
+      "crawl_kubefn_dev_managed-by": "kubefn",
+      team: "web",
+    });
+  });
+
   it.each([
     [{ machineType: "n2-standard-2" }, "zones/europe-west1-b/machineTypes/n2-standard-2"],
     [{ machineType: "zones/us-east1-c/machineTypes/e2-small" }, "zones/us-east1-c/machineTypes/e2-small"],

@@ -283,7 +283,8 @@ export function buildInsertBody(req: CreateRequest, defaults: InsertDefaults) {
       },
     ],
     networkInterfaces: [networkInterface],
-    labels: sanitiseGceLabels({ ...req.instance.labels, ...req.tags }),
+    // Tags last, each sanitised apart: a tenant's key sanitising to a tag's must not overwrite it.
+    labels: { ...sanitiseGceLabels(req.instance.labels ?? {}), ...sanitiseGceLabels(req.tags) },
     ...(req.cloudInit === undefined
       ? {}
       : { metadata: { items: [{ key: "user-data", value: req.cloudInit }] } }),

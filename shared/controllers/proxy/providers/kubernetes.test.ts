@@ -106,6 +106,26 @@ describe("buildPod", () => {
         });
       },
     },
+    {
+      // Sanitised after the overlay, the second key would have overwritten the tag.
+      name: "a shape label that sanitises to a tag's key does not overwrite it",
+      req: {
+        ...baseReq,
+        instance: {
+          labels: {
+            "crawl.kubefn.dev/proxy-uid": "x",
+            "crawl.kubefn.dev/proxy-uid-": "another-proxys-uid",
+            "Crawl.Kubefn.Dev/managed-by": "someone",
+          },
+        },
+      },
+      check: (pod) => {
+        expect(pod.metadata.labels).toEqual({
+          "crawl.kubefn.dev/proxy-uid": uid,
+          "crawl.kubefn.dev/managed-by": "kubefn",
+        });
+      },
+    },
   ])("$name", ({ req, check }) => check(buildPod(req)));
 
   it("is pure", () => {

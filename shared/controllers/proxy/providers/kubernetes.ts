@@ -215,8 +215,10 @@ export function cloudInitSecretName(podName: string): string {
 }
 
 /**
- * The Pod for a create request. Pure. Labels are the shape's labels overlaid with the tags, both
- * sanitised to label syntax. Cloud-init is a read-only Secret volume at {@link cloudInitMountPath}
+ * The Pod for a create request. Pure. Labels are the shape's labels, sanitised to label syntax,
+ * then the tags (valid as they are): sanitised after the overlay, a tenant's key that sanitises to
+ * a tag's key (`crawl.kubefn.dev/proxy-uid-`) would overwrite it and tag the instance as another
+ * Proxy's. Cloud-init is a read-only Secret volume at {@link cloudInitMountPath}
  * (file `user-data`), never an env var: the Pod spec carries no Secret bytes. The Pod runs
  * unprivileged: no ServiceAccount token, non-root, no privilege escalation, every capability
  * dropped, the runtime's default seccomp profile.
@@ -225,7 +227,7 @@ export function cloudInitSecretName(podName: string): string {
  * reconciler replaces it, as it would a VM.
  */
 export function buildPod(req: CreateRequest, defaultImage: string = defaultPodImage): Pod {
-  const labels = sanitiseLabels({ ...req.instance.labels, ...req.tags });
+  const labels = { ...sanitiseLabels(req.instance.labels ?? {}), ...req.tags };
   const withCloudInit = req.cloudInit !== undefined;
   return {
     apiVersion: "v1",

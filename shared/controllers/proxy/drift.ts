@@ -158,10 +158,13 @@ function memoisedHash(kube: Kube): ProxyDriftShared["desiredHash"] {
   const resolved = new Map<string, Promise<ResolvedCloudInit>>();
   return async (namespace, spec) => {
     const ref = spec.cloudInit?.secretRef;
-    // An inline cloud-init reads nothing: only a Secret's is shared.
-    const key = ref && `${namespace}/${ref.name}/${ref.key ?? ""}`;
-    const cloudInit = (key && resolved.get(key)) || resolveCloudInit(kube, namespace, spec);
-    if (key) resolved.set(key, cloudInit);
+    const key = ref ? `${namespace}/${ref.name}/${ref.key ?? ""}` : undefined;
+    let cloudInit: Promise<ResolvedCloudInit>;
+    if (key === undefined) cloudInit = resolveCloudInit(kube, namespace, spec);
+    else {
+      cloudInit = resolved.get(key) ?? resolveCloudInit(kube, namespace, spec);
+      resolved.set(key, cloudInit);
+    }
     return proxySpecHash(spec, await cloudInit);
   };
 }

@@ -154,6 +154,34 @@ function shardLine(message: string): { time: string; ms: number; shard: Record<s
 
 const shardCounts = (message: string) => shardLine(message)?.shard;
 
+/** The Worker's error lines (JSON, telemetry.ts) by message, with one example each. */
+function errorsOf(logs: readonly { message: string }[]) {
+  const errors: Record<string, { count: number; example: string }> = {};
+  let errorLines = 0;
+  for (const l of logs) {
+    if (!/"level":"error"/.test(l.message)) continue;
+    errorLines++;
+    let key = "unparsed";
+    try {
+      key = String((JSON.parse(l.message) as { msg?: unknown }).msg ?? "unparsed");
+    } catch {
+      // Counted under "unparsed".
+    }
+    const seen = errors[key];
+    if (seen) seen.count++;
+    else errors[key] = { count: 1, example: l.message.slice(0, 300) };
+  }
+  return { errors, errorLines };
+}
+
+/** The Worker's error lines since `from`, by message: one progress line, or "" when none. */
+function newErrors(logs: readonly { message: string }[], from: number): string {
+  const { errors } = errorsOf(logs.slice(from));
+  return Object.entries(errors)
+    .map(([msg, e]) => `"${msg}" ×${e.count} (${e.example.slice(0, 200)})`)
+    .join("; ");
+}
+
 /** `max_batch_size` of the Worker's queue consumer in wrangler.toml: shards per invocation. */
 function consumerBatchSize(): number {
   const toml = readFileSync(`${root}wrangler.toml`, "utf8");
@@ -254,6 +282,7 @@ export async function benchWorkerProbes(
 
     // Converged: at least 99 % of the Proxies Ready (provisioned and reported healthy).
     let ready = 0;
+    let errorsSeen = 0;
     const deadline = Date.now() + opts.convergeSeconds * 1000;
     while (Date.now() < deadline) {
       await sleep(10_000);
@@ -269,9 +298,12 @@ export async function benchWorkerProbes(
           if ((p.status as { phase?: string } | undefined)?.phase === "Ready") ready++;
         token = page.continue;
       } while (token);
+      const logs = harness.getLogs();
+      const errorsNow = newErrors(logs, errorsSeen);
+      errorsSeen = logs.length;
       process.stderr.write(
         `worker-probes: ${ready}/${opts.proxies} Ready after ${round((performance.now() - tw) / 1000)} s; ` +
-          `${target.total} probes so far, ${sweeps.length} sweeps\n`,
+          `${target.total} probes so far, ${sweeps.length} sweeps${errorsNow ? `; worker errors: ${errorsNow}` : ""}\n`,
       );
       if (ready >= opts.proxies * 0.99) break;
     }
@@ -340,22 +372,8 @@ export async function benchWorkerProbes(
     intervals.sort((a, b) => a - b);
     const minutes = (w1 - w0) / 60_000;
     const windowSweeps = sweeps.slice(sweeps0);
-    // The Worker's own error lines (JSON, telemetry.ts) by message, with one example each.
-    const errors: Record<string, { count: number; example: string }> = {};
-    let errorLines = 0;
-    for (const l of harness.getLogs()) {
-      if (!/"level":"error"/.test(l.message)) continue;
-      errorLines++;
-      let key = "unparsed";
-      try {
-        key = String((JSON.parse(l.message) as { msg?: unknown }).msg ?? "unparsed");
-      } catch {
-        // Counted under "unparsed".
-      }
-      const seen = errors[key];
-      if (seen) seen.count++;
-      else errors[key] = { count: 1, example: l.message.slice(0, 300) };
-    }
+    // The Worker's own error lines over the whole run, by message, with one example each.
+    const { errors, errorLines } = errorsOf(harness.getLogs());
     for (const [msg, e] of Object.entries(errors))
       process.stderr.write(`worker-probes: worker error "${msg}" ×${e.count}: ${e.example}\n`);
     // Probe shards as the Worker logged them (one "pass" line each, at its end, with `shard`

@@ -92,10 +92,10 @@ export interface KubefnSettings {
   /**
    * Fan health probes out through the queue, this many Proxies per probe-shard message; unset or
    * 0, the sweep probes in process, once per sweep (an interval below the sweep period is then
-   * rounded up to it). Default 40 on every platform. On Workers a queue batch of up to 20
+   * rounded up to it). Default 40 on every platform. On Workers a queue batch of up to 10
    * messages (wrangler.toml) runs in one invocation, each probe costing a connection and at most
-   * one status write: 40 keeps a batch's writes under {@link requestBudget}; on the free plan
-   * (50 subrequests) use 2 with batches of 10.
+   * one status write: 40 keeps a batch's writes well under {@link requestBudget}; on the free plan
+   * (50 subrequests) use 2.
    */
   probeShardSize?: number;
   /**

@@ -94,7 +94,7 @@ export const FULL_FAULT_RATES = [0, 0.2] as const;
  * runs beside 20 % ones:
  *
  * - Managed Proxies: 28.4 on the Node host (30 Proxies), 32 (10), 28.2 (1,000, `npm run bench --
- *   chaos`); 29.2 on the Worker in workerd (15, cron every 3 s), 40 (6);
+ *   chaos`); 29.2 and 34.7 on the Worker in workerd (15, cron every 3 s), 40 (6);
  * - SubPools and Sites: 62.5–73 on the Node host (6 + 6), 102 (2 + 2), 68 (50 + 50, the bench);
  *   59.5 on the Worker (3 + 3).
  *

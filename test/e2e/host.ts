@@ -31,11 +31,22 @@ export interface HostProcess {
   stop(signal?: NodeJS.Signals): Promise<number | null>;
 }
 
+/** The Node options and environment `scripts/start.sh` runs the host with (its memory settings). */
+export const hostNodeArgs = ["--max-semi-space-size=16", "--import", "tsx", "functions/node/main.ts"];
+export const hostProcessEnv = { MALLOC_ARENA_MAX: "2" };
+
 /** Starts the host with `env` (JSON logs) and waits for its "listening" line. */
 export async function startHost(env: Record<string, string>, readyTimeoutMs = 180_000): Promise<HostProcess> {
-  const child = spawn(process.execPath, ["--import", "tsx", "functions/node/main.ts"], {
+  const child = spawn(process.execPath, hostNodeArgs, {
     cwd: root,
-    env: { ...process.env, KUBECONFIG: "", KUBEFN_PORT: "0", KUBEFN_LOG_FORMAT: "json", ...env },
+    env: {
+      ...hostProcessEnv,
+      ...process.env,
+      KUBECONFIG: "",
+      KUBEFN_PORT: "0",
+      KUBEFN_LOG_FORMAT: "json",
+      ...env,
+    },
     stdio: ["ignore", "pipe", "pipe"],
   });
   const lines: LogLine[] = [];

@@ -172,11 +172,18 @@ export default async function setup(project: TestProject): Promise<() => Promise
   const adminToken = kc.users[0]?.user.token ?? "";
   // Many files run kubefn's passes as the admin (the security files as kubefn's ServiceAccount):
   // the admission policy kubefn-state-is-kubefns lets only listed identities write status.
-  await trustAsKubefn(
-    createKube(createNodeTransport(loadKubeConfig({ file: info.kubeconfig }))),
-    "devcluster-admin",
-    "admin",
-  );
+  try {
+    await trustAsKubefn(
+      createKube(createNodeTransport(loadKubeConfig({ file: info.kubeconfig }))),
+      "devcluster-admin",
+      "admin",
+    );
+  } catch (err) {
+    child.kill("SIGTERM");
+    collector.server.close();
+    removeTempRoot();
+    throw err;
+  }
 
   project.provide("kubeconfig", info.kubeconfig);
   project.provide("server", info.server);

@@ -1,8 +1,16 @@
+import { readFileSync } from "node:fs";
 import { describe, expect, it } from "vitest";
+import type { ZodMiniType } from "../shared/zod/index.ts";
 import { parseAwsEnv } from "./aws/config.ts";
 import { parseWorkerEnv } from "./cloudflare/config.ts";
-import { parseNodeHostEnv } from "./node/config.ts";
-import { type PlatformCapabilities, parseEnvironment, platformSchema, SettingsError } from "./settings.ts";
+import { nodeHostEnvSchema, parseNodeHostEnv } from "./node/config.ts";
+import {
+  type PlatformCapabilities,
+  parseEnvironment,
+  platformSchema,
+  SettingsError,
+  settingsVariables,
+} from "./settings.ts";
 
 /** Each platform's own minimal variables (where the cluster and the queue are). */
 const platforms = {
@@ -178,5 +186,33 @@ describe("platformSchema: what a platform cannot do is refused by name", () => {
     for (const platform of Object.values(platforms)) expect(platform({}).probeShardSize).toBe(40);
     expect(parse({}, { PROBE_SHARD_SIZE: "0" }).PROBE_SHARD_SIZE).toBe(0);
     expect(() => parse({}, { PROBE_SHARD_SIZE: "201" })).toThrow(/PROBE_SHARD_SIZE/);
+  });
+});
+
+describe("the README's settings tables", () => {
+  /** Each row of the tables under `## Settings`: the variables it names and the defaults it gives, in order. */
+  const readme = readFileSync(new URL("../README.md", import.meta.url), "utf8");
+  const section = readme.slice(readme.indexOf("\n## Settings\n"), readme.indexOf("\n## Deploying\n"));
+  const ticked = (cell: string) => [...cell.matchAll(/`([^`]+)`/g)].map((m) => m[1]!);
+  const rows = section
+    .split("\n")
+    .filter((line) => line.startsWith("| `"))
+    .map((line) => line.split(" | "))
+    .map(([names = "", defaults = ""]) => ({ names: ticked(names), defaults: ticked(defaults) }));
+  const documented = new Map(
+    rows.flatMap(({ names, defaults }) => names.map((name, i) => [name, defaults[i]] as const)),
+  );
+  const shape: Record<string, ZodMiniType> = nodeHostEnvSchema.def.shape;
+
+  it("names every variable the Node host and the shared schema read, and none they do not", () => {
+    expect([...documented.keys()].sort()).toEqual(Object.keys(shape).sort());
+    for (const name of Object.keys(settingsVariables)) expect(documented.has(name), name).toBe(true);
+  });
+
+  it.each(Object.keys(shape))("gives %s the schema's default", (name) => {
+    const parsed = shape[name]!.safeParse(undefined);
+    const value = parsed.success ? parsed.data : undefined;
+    if (value === undefined) return; // a default decided further in (a controller's); the row says which
+    expect(documented.get(name)).toBe(Array.isArray(value) ? value.join(",") : String(value));
   });
 });

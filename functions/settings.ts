@@ -93,15 +93,17 @@ export interface KubefnSettings {
    * Fan health probes out through the queue, this many Proxies per probe-shard message; unset or
    * 0, the sweep probes in process, once per sweep (an interval below the sweep period is then
    * rounded up to it). Default 40 on every platform. On Workers a queue batch of up to 10
-   * messages runs in one invocation, each probe costing a connection and at most one annotation
-   * write: 40 keeps a batch under the paid plan's 1,000 subrequests; on the free plan (50) use 2.
+   * messages (wrangler.toml) runs in one invocation, each probe costing a connection and at most
+   * one status write: 40 keeps a batch's writes well under {@link requestBudget}; on the free plan
+   * (50 subrequests) use 2.
    */
   probeShardSize?: number;
   /**
    * API requests one platform invocation may send (a Workers queue batch or cron run, a Lambda
    * event, a Node host pass or sweep), across its passes; past it each pass ends as a transient
-   * error (RequestBudgetExhausted). Default 1,000: the Workers paid plan's subrequests per
-   * invocation, so kubefn stops itself, with follow-ups, before the platform stops it.
+   * error (RequestBudgetExhausted). Default 1,000: well inside the Workers paid plan's 10,000
+   * subrequests per invocation (probes and queue sends spend the rest), so kubefn stops itself,
+   * with follow-ups, before the platform stops it.
    */
   requestBudget: number;
   /** When to stop sending requests to a failing API server, and for how long. */

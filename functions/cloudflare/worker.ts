@@ -6,7 +6,7 @@
  * A bad `env` fails loudly, naming every bad variable: `fetch` answers 500 and logs the list;
  * `queue` and `scheduled` throw it (batches are retried, then dead-lettered).
  *
- * Caveats: each invocation has a subrequest budget (50 on the free plan, 1000 paid) and at most
+ * Caveats: each invocation has a subrequest budget (50 on the free plan, 10,000 paid) and at most
  * 6 open connections; a sweep that lists and probes many Proxies spends it (the probe
  * concurrency defaults to 6).
  */

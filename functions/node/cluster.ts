@@ -1,4 +1,5 @@
 import type { KubeConfig } from "@kubernetes/client-node";
+import type { Transport } from "../../shared/kube/index.ts";
 import { createKube } from "../../shared/kube/index.ts";
 import { createNodeTransport, loadKubeConfig } from "../../shared/kube/node.ts";
 import type { Log } from "../../shared/runtime/index.ts";
@@ -20,6 +21,7 @@ export async function connectCluster(
   if (config.kubeconfig) {
     const kc = loadKubeConfig({ file: config.kubeconfig });
     if (config.install) log.info("installed", await installCrdsAndRbac(createKube(createNodeTransport(kc))));
+    await reportIdentity(createNodeTransport(kc), config.settings.selfUsernames, log);
     return { kc };
   }
   log.info("starting the devcluster (embedded etcd, kube-apiserver, controllers, simulated node)");
@@ -41,4 +43,39 @@ export function randomToken(): string {
   return Array.from(crypto.getRandomValues(new Uint8Array(24)), (b) => b.toString(16).padStart(2, "0")).join(
     "",
   );
+}
+
+/**
+ * Says whom a given kubeconfig reconciles as (a SelfSubjectReview), and warns when that is not an
+ * identity of `SELF_USERNAMES`: then neither the admission policy (bound to kubefn's
+ * ServiceAccount) limits its writes nor does intake drop their audit events, each of which comes
+ * back as one more pass.
+ *
+ * Caveats: a cluster that refuses the review (before v1.28, or without `system:basic-user`) gets
+ * a warning, not a refusal to start.
+ */
+export async function reportIdentity(transport: Transport, selfUsernames: readonly string[], log: Log) {
+  const res = await transport
+    .request({
+      method: "POST",
+      path: "/apis/authentication.k8s.io/v1/selfsubjectreviews",
+      contentType: "application/json",
+      body: JSON.stringify({ apiVersion: "authentication.k8s.io/v1", kind: "SelfSubjectReview" }),
+    })
+    .catch((err: unknown) => ({ status: 0, body: String(err) }));
+  const username =
+    res.status === 201 || res.status === 200
+      ? (JSON.parse(res.body) as { status?: { userInfo?: { username?: string } } }).status?.userInfo?.username
+      : undefined;
+  if (username === undefined) {
+    log.warn("could not tell whom the kubeconfig reconciles as (SelfSubjectReview)", { status: res.status });
+    return;
+  }
+  log.info(`reconciling as ${username}`);
+  if (!selfUsernames.includes(username)) {
+    log.warn(
+      "this identity is not in SELF_USERNAMES: the admission policy does not limit its writes, each write comes back as an event, and its status writes are refused unless ConfigMap kubefn-system/kubefn-status-writers lists it; use a kubeconfig for kubefn-system/kubefn (README, Deploying)",
+      { username, selfUsernames: selfUsernames.join(",") },
+    );
+  }
 }

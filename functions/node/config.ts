@@ -15,7 +15,8 @@ export interface NodeHostConfig {
   settings: KubefnSettings;
 }
 
-const envSchema = z.object({
+/** The Node host's environment: its own variables and the shared settings. */
+export const nodeHostEnvSchema = z.object({
   KUBECONFIG: z.optional(z.string().check(z.minLength(1))),
   KUBEFN_HOST: z._default(z.string(), "127.0.0.1"),
   KUBEFN_PORT: z._default(z.coerce.number().check(z.int()).check(z.gte(0)).check(z.lte(65535)), 8080),
@@ -52,7 +53,7 @@ export function parseNodeHostEnv(env: Record<string, string | undefined>): NodeH
     // The embedded devcluster is for trying things: sweep (and so probe) every 10 s there.
     SWEEP_PERIOD_SECONDS: env.KUBECONFIG ? "60" : "10",
   };
-  const e = parseEnvironment(envSchema, named, "invalid environment", defaults);
+  const e = parseEnvironment(nodeHostEnvSchema, named, "invalid environment", defaults);
   return {
     ...(e.KUBECONFIG ? { kubeconfig: e.KUBECONFIG } : {}),
     host: e.KUBEFN_HOST,

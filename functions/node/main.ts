@@ -1,11 +1,20 @@
+import { SettingsError } from "../settings.ts";
 import { createLineLog } from "../telemetry/index.ts";
-import { parseNodeHostEnv } from "./config.ts";
+import { type NodeHostConfig, parseNodeHostEnv } from "./config.ts";
 import { startNodeHost } from "./host.ts";
 
 /** `npm start`: the Node host, configured from the environment (see README). */
-const config = parseNodeHostEnv(process.env);
+const config = settingsOrExit();
 const log = createLineLog(config.logFormat);
-const host = await startNodeHost(config, log);
+const host = await startNodeHost(config, log).catch((err: unknown) => {
+  // One line saying what failed, not a stack: a missing kubeconfig, a port in use, a refused install.
+  const code = (err as { code?: unknown } | null)?.code;
+  log.error("start failed", {
+    error: err instanceof Error ? err.message : String(err),
+    ...(code === "EADDRINUSE" ? { hint: "set KUBEFN_PORT (or KUBEFN_HOST) to a free address" } : {}),
+  });
+  process.exit(1);
+});
 let stopping = false;
 for (const signal of ["SIGINT", "SIGTERM"] as const) {
   process.on(signal, () => {
@@ -23,4 +32,15 @@ for (const signal of ["SIGINT", "SIGTERM"] as const) {
       },
     );
   });
+}
+
+/** The settings, or every bad variable on stderr, one a line, and exit code 2. */
+function settingsOrExit(): NodeHostConfig {
+  try {
+    return parseNodeHostEnv(process.env);
+  } catch (err) {
+    if (!(err instanceof SettingsError)) throw err;
+    process.stderr.write(`kubefn: ${err.message}\n`);
+    process.exit(2);
+  }
 }

@@ -88,7 +88,9 @@ export interface CustomResourceDefinition {
  * crd.metadata.name; // "proxies.crawl.kubefn.dev"
  *
  * Caveats: `metadata` is emitted as `{type: object}` only, as the API server requires; constrain
- * names through root-level {@link CrdSpec.validations} (`self.metadata.name`).
+ * names through root-level {@link CrdSpec.validations} (`self.metadata.name`). When one of those
+ * names `fieldPath: ".metadata.name"` (so `kubectl` says `metadata.name: Invalid value: …`, not
+ * `<nil>: …`), `metadata.name` is declared as a string for the path to resolve.
  */
 export function crdFor(spec: CrdSpec): CustomResourceDefinition {
   const root: JsonSchemaProps = {
@@ -103,7 +105,9 @@ export function crdFor(spec: CrdSpec): CustomResourceDefinition {
         type: "string",
         description: "Kind is a string value representing the REST resource this object represents.",
       },
-      metadata: { type: "object" },
+      metadata: spec.validations?.some((v) => v.fieldPath === ".metadata.name")
+        ? { type: "object", properties: { name: { type: "string" } } }
+        : { type: "object" },
       spec: structuralSchemaOf(spec.spec),
       status: structuralSchemaOf(spec.status),
     },

@@ -14,6 +14,8 @@ const table = crds.map(({ crd, spec }) => [crd.metadata.name, spec, crd] as cons
 
 /** Follows a printer column's simple JSONPath (`.a.b`, `.a[?(...)].b`) through the schema. */
 function schemaAt(schema: JsonSchemaProps, jsonPath: string): JsonSchemaProps | undefined {
+  // ObjectMeta is the API server's, whatever the CRD declares of it.
+  if (jsonPath.startsWith(".metadata.")) return schema.properties?.metadata;
   let node: JsonSchemaProps | undefined = schema;
   for (const part of jsonPath
     .replace(/\[\?\(.*?\)\]/g, ".[]")
@@ -47,6 +49,27 @@ describe("generated CRDs", () => {
       expect(schemaAt(version.schema.openAPIV3Schema, column.jsonPath), column.jsonPath).toBeDefined();
     }
   });
+
+  it.each(table)(
+    "%s describes every field it declares (what `kubectl explain` prints)",
+    (_name, _spec, crd) => {
+      const root = crd.spec.versions[0]!.schema.openAPIV3Schema;
+      const undocumented: string[] = [];
+      const walk = (node: JsonSchemaProps, path: string): void => {
+        if (path !== "" && node.description === undefined) undocumented.push(path);
+        for (const [name, child] of Object.entries(node.properties ?? {})) {
+          if (path === "" && name === "metadata") continue;
+          walk(child, path === "" ? name : `${path}.${name}`);
+        }
+        // A list's items are described by the list; their own fields are walked.
+        for (const [name, child] of Object.entries(node.items?.properties ?? {}))
+          walk(child, `${path}[].${name}`);
+      };
+      walk(root, "");
+      expect(root.description).toBeDefined();
+      expect(undocumented).toEqual([]);
+    },
+  );
 
   it.each(table)(
     "infra/crds/%s.yaml is what the generator produces (run `npm run gen:crds`)",

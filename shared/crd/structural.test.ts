@@ -100,14 +100,24 @@ describe("structuralViolations", () => {
     expect(problems.join("\n")).toContain(problem);
   });
 
-  it("requires metadata to be exactly {type: object}", () => {
-    const schema: JsonSchemaProps = {
+  it("requires metadata to be exactly {type: object}, with at most name and generateName as strings", () => {
+    const withMetadata = (metadata: JsonSchemaProps): JsonSchemaProps => ({
       type: "object",
-      properties: { metadata: { type: "object", properties: { name: { type: "string" } } } },
-    };
-    expect(structuralViolations(schema)).toEqual([
-      expect.stringContaining(".metadata: metadata must be exactly"),
-    ]);
+      properties: { metadata },
+    });
+    expect(
+      structuralViolations(withMetadata({ type: "object", properties: { name: { type: "string" } } })),
+    ).toEqual([]);
+    const refused: JsonSchemaProps[] = [
+      { type: "object", properties: { labels: { type: "object" } } },
+      { type: "object", properties: { name: { type: "string", maxLength: 40 } } },
+      { type: "object", description: "no" },
+    ];
+    for (const metadata of refused) {
+      expect(structuralViolations(withMetadata(metadata))).toEqual([
+        expect.stringContaining(".metadata: metadata must be exactly"),
+      ]);
+    }
   });
 
   it("requires an object root", () => {

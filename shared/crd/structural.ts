@@ -13,7 +13,9 @@ const types = new Set(["object", "array", "string", "integer", "number", "boolea
  * every items node (unless `x-kubernetes-preserve-unknown-fields` or `x-kubernetes-int-or-string`);
  * no `$ref`/`definitions`; `additionalProperties` only as a schema and never beside `properties`;
  * no type/description/default/nullable/additionalProperties inside allOf/anyOf/oneOf/not;
- * `metadata` only as `{type: object}` at the root; `x-kubernetes-list-map-keys` only on a
+ * `metadata` at the root only as `{type: object}`, with at most `name` and `generateName` as
+ * `{type: string}` properties (a root CEL rule's `fieldPath: .metadata.name` needs the path);
+ * `x-kubernetes-list-map-keys` only on a
  * `map` list whose items require (or default) each key.
  */
 export function structuralViolations(schema: JsonSchemaProps): string[] {
@@ -99,9 +101,18 @@ function check(node: JsonSchemaProps, path: string, out: string[], opts: { root?
 }
 
 function checkMetadata(node: JsonSchemaProps, path: string, out: string[]): void {
-  const keys = Object.keys(node).filter((k) => k !== "type");
-  if (node.type !== "object" || keys.length > 0) {
-    out.push(`${path}: metadata must be exactly {type: object} (got keys ${Object.keys(node).join(", ")})`);
+  const keys = Object.keys(node).filter((k) => k !== "type" && k !== "properties");
+  const properties = Object.entries(node.properties ?? {});
+  const onlyNames = properties.every(
+    ([name, child]) =>
+      (name === "name" || name === "generateName") &&
+      child.type === "string" &&
+      Object.keys(child).length === 1,
+  );
+  if (node.type !== "object" || keys.length > 0 || !onlyNames) {
+    out.push(
+      `${path}: metadata must be exactly {type: object}, at most with name and generateName of {type: string} (got ${JSON.stringify(node)})`,
+    );
   }
 }
 

@@ -11,7 +11,9 @@
  * one local target; each Proxy's probe URL names it (`/p/<name>`), so the target records every
  * probe of every Proxy. No event reaches the Worker: its sweeps alone converge the Proxies and
  * probe them. Once at least 99 % are Ready (or after `KUBEFN_BENCH_PROBES_CONVERGE` seconds,
- * default 900), a window (default 180 s; `KUBEFN_BENCH_PROBES_WINDOW=<s>`) measures the interval
+ * default 900) and then a whole minute passed in which no probe shard wrote or re-probed (at most
+ * `KUBEFN_BENCH_PROBES_SETTLE` seconds, default 300: the Proxies Ready last still get their first
+ * health reports), a window (default 180 s; `KUBEFN_BENCH_PROBES_WINDOW=<s>`) measures the interval
  * between consecutive probes of each Proxy (p50/p99/max; probes under 5 s after the last are
  * counted apart as extra: a write conflict's re-probe, a latency confirmation), the probes per
  * minute, the Proxies whose longest wait for a probe stayed within a minute (and within 45 s),
@@ -48,12 +50,15 @@ export interface WorkerProbesOptions {
   windowSeconds: number;
   /** Longest wait for the fleet to be Ready before the window, seconds. */
   convergeSeconds: number;
+  /** Longest wait, once Ready, for a minute without shard writes, seconds. */
+  settleSeconds: number;
 }
 
 export const defaultWorkerProbes: WorkerProbesOptions = {
   proxies: Number(process.env.KUBEFN_BENCH_PROBES ?? 10_000),
   windowSeconds: Number(process.env.KUBEFN_BENCH_PROBES_WINDOW ?? 180),
   convergeSeconds: Number(process.env.KUBEFN_BENCH_PROBES_CONVERGE ?? 900),
+  settleSeconds: Number(process.env.KUBEFN_BENCH_PROBES_SETTLE ?? 300),
 };
 
 /** The target: answers 200 and records when each Proxy (`/p/<name>`) was probed. */
@@ -136,6 +141,52 @@ function machineCpu(): { busy: number; total: number } {
 }
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+/** A probe shard's pass line (JSON, one per shard at its end, with `shard` counts and `ms`). */
+function shardLine(message: string): { time: string; ms: number; shard: Record<string, number> } | undefined {
+  if (!message.includes('"shard":{')) return undefined;
+  try {
+    return JSON.parse(message) as { time: string; ms: number; shard: Record<string, number> };
+  } catch {
+    return undefined; // Not a pass line.
+  }
+}
+
+const shardCounts = (message: string) => shardLine(message)?.shard;
+
+/** The Worker's error lines (JSON, telemetry.ts) by message, with one example each. */
+function errorsOf(logs: readonly { message: string }[]) {
+  const errors: Record<string, { count: number; example: string }> = {};
+  let errorLines = 0;
+  for (const l of logs) {
+    if (!/"level":"error"/.test(l.message)) continue;
+    errorLines++;
+    let key = "unparsed";
+    try {
+      key = String((JSON.parse(l.message) as { msg?: unknown }).msg ?? "unparsed");
+    } catch {
+      // Counted under "unparsed".
+    }
+    const seen = errors[key];
+    if (seen) seen.count++;
+    else errors[key] = { count: 1, example: l.message.slice(0, 300) };
+  }
+  return { errors, errorLines };
+}
+
+/** The Worker's error lines since `from`, by message: one progress line, or "" when none. */
+function newErrors(logs: readonly { message: string }[], from: number): string {
+  const { errors } = errorsOf(logs.slice(from));
+  return Object.entries(errors)
+    .map(([msg, e]) => `"${msg}" ×${e.count} (${e.example.slice(0, 200)})`)
+    .join("; ");
+}
+
+/** `max_batch_size` of the Worker's queue consumer in wrangler.toml: shards per invocation. */
+function consumerBatchSize(): number {
+  const toml = readFileSync(`${root}wrangler.toml`, "utf8");
+  return Number(/\[\[queues\.consumers\]\][^[]*?max_batch_size\s*=\s*(\d+)/.exec(toml)?.[1] ?? Number.NaN);
+}
 
 export interface WorkerProbesResult {
   rows: BenchRow[];
@@ -231,6 +282,7 @@ export async function benchWorkerProbes(
 
     // Converged: at least 99 % of the Proxies Ready (provisioned and reported healthy).
     let ready = 0;
+    let errorsSeen = 0;
     const deadline = Date.now() + opts.convergeSeconds * 1000;
     while (Date.now() < deadline) {
       await sleep(10_000);
@@ -246,16 +298,39 @@ export async function benchWorkerProbes(
           if ((p.status as { phase?: string } | undefined)?.phase === "Ready") ready++;
         token = page.continue;
       } while (token);
+      const logs = harness.getLogs();
+      const errorsNow = newErrors(logs, errorsSeen);
+      errorsSeen = logs.length;
       process.stderr.write(
         `worker-probes: ${ready}/${opts.proxies} Ready after ${round((performance.now() - tw) / 1000)} s; ` +
-          `${target.total} probes so far, ${sweeps.length} sweeps\n`,
+          `${target.total} probes so far, ${sweeps.length} sweeps${errorsNow ? `; worker errors: ${errorsNow}` : ""}\n`,
       );
       if (ready >= opts.proxies * 0.99) break;
     }
     const convergeSeconds = (performance.now() - tw) / 1000;
 
+    // Settled: the Proxies Ready last are still written (first health reports, and the shards
+    // planned before that conflict on them and re-probe). The window starts after a whole minute
+    // in which no shard wrote or re-probed (or after `settleSeconds`).
+    const ts = performance.now();
+    const settleDeadline = Date.now() + opts.settleSeconds * 1000;
+    let quietSince = Date.now();
+    let logsSeen = harness.getLogs().length;
+    while (Date.now() < settleDeadline && Date.now() - quietSince < 60_000) {
+      await sleep(5_000);
+      const logs = harness.getLogs();
+      for (const l of logs.slice(logsSeen)) {
+        const c = shardCounts(l.message);
+        if (c && ((c.writes ?? 0) > 0 || (c.retried ?? 0) > 0)) quietSince = Date.now();
+      }
+      logsSeen = logs.length;
+    }
+    const settleSeconds = (performance.now() - ts) / 1000;
+    process.stderr.write(
+      `worker-probes: settled in ${round(settleSeconds)} s (a minute without shard writes)\n`,
+    );
+
     // The window: every probe of every Proxy, as the target saw it.
-    await sleep(5_000);
     proxies.resetPeak();
     const w0 = Date.now();
     const cpu0 = cpuByCommand();
@@ -297,36 +372,18 @@ export async function benchWorkerProbes(
     intervals.sort((a, b) => a - b);
     const minutes = (w1 - w0) / 60_000;
     const windowSweeps = sweeps.slice(sweeps0);
-    // The Worker's own error lines (JSON, telemetry.ts) by message, with one example each.
-    const errors: Record<string, { count: number; example: string }> = {};
-    let errorLines = 0;
-    for (const l of harness.getLogs()) {
-      if (!/"level":"error"/.test(l.message)) continue;
-      errorLines++;
-      let key = "unparsed";
-      try {
-        key = String((JSON.parse(l.message) as { msg?: unknown }).msg ?? "unparsed");
-      } catch {
-        // Counted under "unparsed".
-      }
-      const seen = errors[key];
-      if (seen) seen.count++;
-      else errors[key] = { count: 1, example: l.message.slice(0, 300) };
-    }
+    // The Worker's own error lines over the whole run, by message, with one example each.
+    const { errors, errorLines } = errorsOf(harness.getLogs());
     for (const [msg, e] of Object.entries(errors))
       process.stderr.write(`worker-probes: worker error "${msg}" ×${e.count}: ${e.example}\n`);
     // Probe shards as the Worker logged them (one "pass" line each, at its end, with `shard`
     // counts and `ms`): how long a shard took, what it did, and how many ran at once.
     const shards: { end: number; ms: number; c: Record<string, number> }[] = [];
     for (const l of harness.getLogs().slice(logs0)) {
-      if (!l.message.includes('"shard":{')) continue;
-      try {
-        const line = JSON.parse(l.message) as { time: string; ms: number; shard: Record<string, number> };
-        const end = Date.parse(line.time);
-        if (end >= w0 && end < w1) shards.push({ end, ms: line.ms, c: line.shard });
-      } catch {
-        // Not a pass line.
-      }
+      const line = shardLine(l.message);
+      if (!line) continue;
+      const end = Date.parse(line.time);
+      if (end >= w0 && end < w1) shards.push({ end, ms: line.ms, c: line.shard });
     }
     const sumOf = (k: string) => shards.reduce((a, s) => a + (s.c[k] ?? 0), 0);
     const shardMs = shards.map((s) => s.ms).sort((a, b) => a - b);
@@ -360,6 +417,7 @@ export async function benchWorkerProbes(
       createSeconds: round(createSeconds),
       createdPerSecond: round(opts.proxies / createSeconds),
       convergeSeconds: round(convergeSeconds),
+      settleSeconds: round(settleSeconds),
       readyAtWindow: ready,
       windowSeconds: round((w1 - w0) / 1000),
       probesPerMinute: round(windowProbes / minutes),
@@ -375,6 +433,7 @@ export async function benchWorkerProbes(
       peakConnectionsAtProxies: proxies.peak,
       probeShardSize: 40,
       probeConcurrency: 6,
+      consumerBatchSize: consumerBatchSize(),
       sweepsInWindow: windowSweeps.length,
       sweepMsMax: Math.max(0, ...windowSweeps.map((s) => s.ms)),
       sweepFailures: sweeps.filter((s) => s.outcome !== "ok").length,

@@ -8,6 +8,8 @@ import { randomBytes } from "node:crypto";
 import { fileURLToPath } from "node:url";
 import { KubeConfig } from "@kubernetes/client-node";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { connectCluster } from "../../functions/node/cluster.ts";
+import { parseNodeHostEnv } from "../../functions/node/config.ts";
 import { signBatch } from "../../shared/auth/index.ts";
 import { proxyResource } from "../../shared/controllers/proxy/api.ts";
 import { ownerTagKey } from "../../shared/controllers/proxy/providers/provider.ts";
@@ -163,6 +165,57 @@ describe("npm start on a fresh machine (its own devcluster, the real audit webho
   });
 });
 
+describe("npm start with bad settings", () => {
+  /** main.ts as `npm start` runs it, to its exit. */
+  function runMain(
+    env: Record<string, string>,
+  ): Promise<{ code: number | null; stdout: string; stderr: string }> {
+    return new Promise((resolve, reject) => {
+      const child = spawn(process.execPath, ["--import", "tsx", "functions/node/main.ts"], {
+        cwd: fileURLToPath(new URL("../..", import.meta.url)),
+        env: { PATH: process.env.PATH ?? "", ...env },
+      });
+      let stdout = "";
+      let stderr = "";
+      child.stdout.setEncoding("utf8").on("data", (c: string) => {
+        stdout += c;
+      });
+      child.stderr.setEncoding("utf8").on("data", (c: string) => {
+        stderr += c;
+      });
+      child.on("error", reject);
+      child.on("close", (code) => resolve({ code, stdout, stderr }));
+    });
+  }
+
+  it("names every bad variable, one a line, with no stack, and exits 2", async () => {
+    const { code, stderr } = await runMain({
+      KUBEFN_PORT: "eighty",
+      AUDIT_TOKEN: "short",
+      SWEEP_PERIOD_SECONDS: "0",
+    });
+    expect(code).toBe(2);
+    const lines = stderr.trim().split("\n");
+    expect(lines[0]).toBe("kubefn: invalid environment:");
+    expect(
+      lines
+        .slice(1)
+        .map((l) => l.trim().split(":")[0])
+        .sort(),
+    ).toEqual(["AUDIT_TOKEN", "KUBEFN_PORT", "SWEEP_PERIOD_SECONDS"]);
+  });
+
+  it("says in one line why it could not start (a kubeconfig that is not there), and exits 1", async () => {
+    const { code, stdout, stderr } = await runMain({
+      KUBECONFIG: "/nonexistent/kubeconfig",
+      KUBEFN_PORT: "0",
+    });
+    expect(code).toBe(1);
+    expect(stdout).toMatch(/error start failed error="ENOENT[^\n]*\/nonexistent\/kubeconfig/);
+    expect(stderr).not.toMatch(/^\s+at /m);
+  });
+});
+
 describe("the Node host on the shared devcluster", () => {
   let admin: Kube;
   let sa: string;
@@ -171,6 +224,26 @@ describe("the Node host on the shared devcluster", () => {
     admin = adminKube(clusterInfo().kubeconfig);
     sa = await functionsKubeconfig(clusterInfo().kubeconfig);
   }, 120_000);
+
+  it("says whom a given kubeconfig reconciles as, and warns when it is not kubefn's identity", async () => {
+    const lines: Array<{ level: string; msg: string; fields?: Record<string, unknown> }> = [];
+    const log = {
+      info: (msg: string, fields?: Record<string, unknown>) => lines.push({ level: "info", msg, fields }),
+      warn: (msg: string, fields?: Record<string, unknown>) => lines.push({ level: "warn", msg, fields }),
+      error: (msg: string, fields?: Record<string, unknown>) => lines.push({ level: "error", msg, fields }),
+    };
+    const connect = (kubeconfig: string) =>
+      connectCluster(parseNodeHostEnv({ KUBECONFIG: kubeconfig }), "http://127.0.0.1:1", undefined, log);
+    await connect(sa);
+    expect(lines).toEqual([
+      { level: "info", msg: "reconciling as system:serviceaccount:kubefn-system:kubefn" },
+    ]);
+    lines.length = 0;
+    // A platform engineer's own kubeconfig: kubefn would write as them, unchecked by the policy.
+    await connect(clusterInfo().kubeconfig);
+    expect(lines[0]?.msg).toMatch(/^reconciling as (?!system:serviceaccount:kubefn-system:kubefn$)/);
+    expect(lines[1]).toMatchObject({ level: "warn", msg: expect.stringContaining("not in SELF_USERNAMES") });
+  });
 
   it("converges every object with all events lost, through the sweep alone", async () => {
     const ns = await newNamespace(admin, "lost");

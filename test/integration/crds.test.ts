@@ -175,6 +175,25 @@ describe("generated CRDs on a real API server", () => {
       expect(out.spec).toMatchObject({ endpoint: { scheme: "http" } });
     });
 
+    it.each(["proxy.example.com", "::1", "fd00::7", "[::1]", "proxy.example.com."].map((h, i) => [h, i]))(
+      "accepts the endpoint host %s",
+      async (host, i) => {
+        const out = await create(proxy(`host-${i}`, { mode: "External", endpoint: { host, port: 3128 } }));
+        expect(out.spec).toMatchObject({ endpoint: { host } });
+      },
+    );
+
+    it.each(["127.0.0.1:3128", "http://proxy.example.com", "10.0.0.1/24", "user@proxy.example.com", "a b"])(
+      "rejects an endpoint host with more than a host in it: %s (CEL)",
+      async (host) => {
+        const { code, message } = await rejection(
+          create(proxy("pasted", { mode: "External", endpoint: { host, port: 3128 } })),
+        );
+        expect(code).toBe(422);
+        expect(message).toContain("endpoint.host must be a host name or an IP address alone");
+      },
+    );
+
     it.each([
       ["an unknown mode", { mode: "Hybrid", provider: "gce" }, "mode"],
       ["a port out of range", { mode: "External", endpoint: { host: "h", port: 70000 } }, "port"],
@@ -254,7 +273,10 @@ describe("generated CRDs on a real API server", () => {
       expect(hostname.message).toContain("apply only to mode Gateway");
       const long = await rejection(create(subPool("x".repeat(40))));
       expect(long.code).toBe(422);
+      // The rule names the field it is about, not `<nil>` (kubectl: "metadata.name: Invalid value: …").
+      expect(long.message).toContain("metadata.name: Invalid value: ");
       expect(long.message).toContain("must be at most 40 characters");
+      expect(long.message).not.toContain("<nil>");
     });
   });
 
@@ -274,7 +296,9 @@ describe("generated CRDs on a real API server", () => {
       expect(typed.code).toBe(422);
       const dotted = await rejection(create(site("a.b")));
       expect(dotted.code).toBe(422);
+      expect(dotted.message).toContain("metadata.name: Invalid value: ");
       expect(dotted.message).toContain("must be a DNS label");
+      expect(dotted.message).not.toContain("<nil>");
     });
   });
 });

@@ -245,6 +245,15 @@ describe("SubPool controller on the devcluster", () => {
     const pool = await getPool(name);
     expect(conditionOf(pool, "Suspended")).toMatchObject({ status: "True", observedGeneration: 2 });
     expect(conditionOf(pool, "ProxyGatewayReady")).toMatchObject({ status: "Unknown", reason: "Suspended" });
+    // A suspend is what its owner asked for: recorded, but not as a Warning (Ready=False/Suspended).
+    const suspendEvents = (
+      await kube.list<KubeObject & { type?: string; reason?: string; note?: string }>(Resources.Event, {
+        namespace: "default",
+        fieldSelector: `regarding.name=${name}`,
+      })
+    ).items.filter((e) => e.reason === "Suspended");
+    expect(suspendEvents.map((e) => e.note?.split(":")[0]).sort()).toContain("Ready=False");
+    expect(suspendEvents.filter((e) => e.type === "Warning").map((e) => e.note)).toEqual([]);
 
     await kube.patch(subPoolResource, { name }, { type: "merge", body: { spec: { suspend: false } } });
     await pass(name);

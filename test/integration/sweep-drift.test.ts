@@ -442,6 +442,42 @@ describe("sweep by lists", () => {
     expect(rotated.status?.ip).toBeTruthy();
     expect(rotated.status?.providerID).toBeDefined();
   }, 300_000);
+
+  it("a cloud-init retry is left to its own backoff while the Secret is missing, and sent once it appears", async () => {
+    await admin.create(proxyResource, {
+      apiVersion: "crawl.kubefn.dev/v1alpha1",
+      kind: "Proxy",
+      metadata: { namespace: proxyNs, name: "waiting" },
+      spec: { mode: "Managed", provider: "kubernetes", cloudInit: { secretRef: { name: "later" } } },
+    });
+    type ProxyObject = KubeObject & { status?: { conditions?: Array<{ type: string; reason: string }> } };
+    const reasonOf = async () =>
+      (
+        await admin.get<ProxyObject>(proxyResource, { namespace: proxyNs, name: "waiting" })
+      ).status?.conditions?.find((c) => c.type === "Provisioned")?.reason;
+    // Its first pass (sent by the sweep, since no event is relayed here), without its follow-ups:
+    // they retry with backoff, which a sweep that sends a pass every time would restart at 1 s.
+    for (let i = 0; i < 30 && (await reasonOf()) !== "CloudInitError"; i++) {
+      const mine = (await sweep()).messages.filter((m) => m.request.name === "waiting");
+      for (const m of mine) await runPass(ctx, registry, m);
+      followUps = [];
+      await sleep(200);
+    }
+    expect(await reasonOf()).toBe("CloudInitError");
+    for (let i = 0; i < 3; i++) {
+      const mine = (await sweep()).messages.filter((m) => m.request.name === "waiting");
+      expect(mine.map((m) => m.trigger?.reason)).toEqual([]);
+    }
+    await admin.create(Resources.Secret, {
+      apiVersion: "v1",
+      kind: "Secret",
+      metadata: { namespace: proxyNs, name: "later" },
+      stringData: { "user-data": "#cloud-config\n" },
+    });
+    expect((await driftFor("waiting")).trigger?.reason).toBe("cloud-init-retry");
+    await converge("proxy once its Secret appeared", 120_000);
+    expect(await reasonOf()).not.toBe("CloudInitError");
+  }, 300_000);
 });
 
 function countPaths(calls: readonly { method: string; path: string }[]): Record<string, number> {

@@ -103,23 +103,28 @@ export async function proxyDriftReason(
   const providerName = proxy.spec.provider ?? "";
   if (!shared.providers.has(providerName)) return "provider";
   if (conditionOf(status, ProxyConditionType.QuotaExceeded)?.status === "True") return "quota-retry";
-  if (provisioned?.reason === ProxyReason.CloudInitError) return "cloud-init-retry";
-  if (!status.providerID) return "no-instance";
-  const instances = shared.instances.get(providerName);
-  if (instances) {
-    const instance = instances.get(status.providerID);
-    if (!instance) return "instance-gone";
-    if (instance.state !== "Running" || !instance.ip) return "instance-state";
-    if (status.ip !== instance.ip) return "instance-ip";
+  // A cloud-init retry waits on its own follow-ups (with backoff): the sweep sends one only once
+  // the Secret reads well, so that it does not restart the backoff while nothing changed.
+  const retrying = provisioned?.reason === ProxyReason.CloudInitError;
+  if (!retrying) {
+    if (!status.providerID) return "no-instance";
+    const instances = shared.instances.get(providerName);
+    if (instances) {
+      const instance = instances.get(status.providerID);
+      if (!instance) return "instance-gone";
+      if (instance.state !== "Running" || !instance.ip) return "instance-state";
+      if (status.ip !== instance.ip) return "instance-ip";
+    }
+    if (provisioned?.status !== "True") return "provisioned";
   }
-  if (provisioned?.status !== "True") return "provisioned";
   let desired: string;
   try {
     desired = await shared.desiredHash(primary.metadata.namespace ?? "", proxy.spec);
   } catch (err) {
-    if (isCloudInitError(err)) return "cloud-init";
+    if (isCloudInitError(err)) return retrying ? undefined : "cloud-init";
     throw err;
   }
+  if (retrying) return "cloud-init-retry";
   if (primary.metadata.annotations?.[proxySpecHashAnnotation] !== desired) return "spec-hash";
   return healthDrift(status, status.providerID, proxy.spec.healthCheck !== undefined);
 }

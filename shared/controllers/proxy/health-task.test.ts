@@ -63,6 +63,44 @@ describe("proxy health task", () => {
     }
   });
 
+  it.each([
+    [6, 500],
+    [32, 1000],
+  ])(
+    "a shard's probes start over a spread that shrinks with fewer slots: %i slots, %i ms",
+    async (slots, spreadMs) => {
+      vi.useFakeTimers({ now, toFake: ["setTimeout", "clearTimeout", "Date"] });
+      try {
+        const kube = new FakeKube();
+        const proxies = Array.from({ length: 40 }, (_, i) => externalProxy(`p-${i}`));
+        for (const p of proxies) kube.seed(proxyResource, p);
+        const { ctx } = fakeContext(kube, { now });
+        const started: number[] = [];
+        const prober: Prober = {
+          probe: () => {
+            started.push(Date.now() - now.getTime());
+            return Promise.resolve({ ok: true, latencyMs: 1 });
+          },
+        };
+        const task = proxyHealthTask({
+          prober,
+          concurrency: slots,
+          sweepPeriodSeconds: 60,
+          confirmDelayMs: 1000,
+        });
+        const done = task.handleShard(ctx, proxies);
+        await vi.advanceTimersByTimeAsync(2_000);
+        await done;
+        expect(started).toHaveLength(40);
+        // Evenly: the i-th of 40 starts at i/40 of the spread.
+        expect(Math.min(...started)).toBe(0);
+        expect(Math.max(...started)).toBe(Math.floor((39 * spreadMs) / 40));
+      } finally {
+        vi.useRealTimers();
+      }
+    },
+  );
+
   it("per-Proxy probe recency is a metric: every probe sets it, even one that changes no status", async () => {
     const kube = new FakeKube();
     const proxies = [externalProxy("a"), externalProxy("b")];

@@ -81,8 +81,13 @@ export function proxyHealthTask(opts: ProxyHealthTaskOptions): SweepTask & {
       sweepPeriodSeconds: dueFilter ? opts.sweepPeriodSeconds : undefined,
       confirmDelayMs: opts.confirmDelayMs,
       // A shard's Proxies share one second: spread over it, they are measured one by one, not as a
-      // burst (the confirmation pause is that scale, and 0 in tests).
-      spreadMs: dueFilter ? 0 : (opts.confirmDelayMs ?? defaultConfirmDelayMs),
+      // burst as wide as the prober's slots (the confirmation pause is that scale, and 0 in tests).
+      // Fewer slots make a smaller burst, so the spread shrinks with them below 12: half a second
+      // with Workers' 6, where a local queue runs one batch of 10 shards at a time and 10,000
+      // Proxies at 30 s need a batch every 1.2 s.
+      spreadMs: dueFilter
+        ? 0
+        : (opts.confirmDelayMs ?? defaultConfirmDelayMs) * Math.min(1, opts.concurrency / 12),
       // Fanned out, a shard never pauses: a Proxy needing another probe goes into a shard
       // delayed by the pause, so the invocation's 6 connections serve the next shard meanwhile.
       deferConfirmations: !!opts.fanOut,

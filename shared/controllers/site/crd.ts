@@ -13,15 +13,25 @@ export const siteCrd: CrdSpec = {
   singular: "site",
   description: "Site is a location whose machines join the cluster; components reconcile per Site.",
   spec: documented(siteKind.spec, {
+    "": "The Site and which of its per-Site components run.",
+    displayName: "Human-readable name of the Site.",
     components: "Per-Site components; an absent entry means enabled.",
+    "components.metalman": "metalman: the Site's bare-metal provisioning (a ConfigMap and a Deployment).",
     "components.metalman.enabled": enabled,
+    "components.storage": "storage: the Site's storage configuration (a ConfigMap).",
     "components.storage.enabled": enabled,
   }),
-  status: documented(siteKind.status, conditionsNotes("conditions", Object.values(SiteConditionType))),
+  status: documented(siteKind.status, {
+    "": "What kubefn observed, written by kubefn only.",
+    observedGeneration: "The metadata.generation of the spec this status describes.",
+    ...conditionsNotes("conditions", Object.values(SiteConditionType)),
+  }),
   validations: [
     {
       rule: "self.metadata.name.size() <= 63 && self.metadata.name.matches('^[a-z0-9]([-a-z0-9]*[a-z0-9])?$')",
       message: "metadata.name must be a DNS label: it is used as the value of the site node label",
+      fieldPath: ".metadata.name",
+      reason: "FieldValueInvalid",
     },
     {
       // metalman's config for Site config-x is metalman-config-x: Site x's override ConfigMap, which
@@ -29,7 +39,17 @@ export const siteCrd: CrdSpec = {
       rule: "!self.metadata.name.startsWith('config-')",
       message:
         "metadata.name may not start with config-: metalman's config for it (metalman-<name>) would be the override ConfigMap of another Site",
+      fieldPath: ".metadata.name",
+      reason: "FieldValueInvalid",
     },
   ],
-  printerColumns: [{ name: "Age", type: "date", jsonPath: ".metadata.creationTimestamp" }],
+  printerColumns: [
+    ...Object.values(SiteConditionType).map((type) => ({
+      name: type.replace(/Ready$/, ""),
+      type: "string" as const,
+      jsonPath: `.status.conditions[?(@.type=="${type}")].status`,
+      description: `The ${type} condition's status`,
+    })),
+    { name: "Age", type: "date", jsonPath: ".metadata.creationTimestamp" },
+  ],
 };

@@ -62,8 +62,13 @@ export function subPoolController(deps: SubPoolControllerDeps = {}): ControllerD
         [SubPoolConditionType.Suspended]: "neutral",
       },
       // Waiting for the StatefulSet's Pod or the Gateway's acceptance right after a change is
-      // progress, not a problem; a flip from Ready to either is still recorded.
-      progressReasons: [SubPoolReason.StatefulSetNotReady, SubPoolReason.RouteNotReady],
+      // progress, not a problem, and a suspend is what the pool's owner asked for; a flip from
+      // Ready to any of them is still recorded, as Normal.
+      progressReasons: [
+        SubPoolReason.StatefulSetNotReady,
+        SubPoolReason.RouteNotReady,
+        SubPoolReason.Suspended,
+      ],
     },
     resyncSeconds: Math.max(60, timings.resync),
     drift: subPoolDrift(passDeps.operatorConfig),

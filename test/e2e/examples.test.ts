@@ -110,6 +110,8 @@ describe("kubectl apply -k infra/", () => {
       "validatingadmissionpolicy.admissionregistration.k8s.io/kubefn-writes-only-its-own",
       "validatingadmissionpolicy.admissionregistration.k8s.io/kubefn-never-edits-specs",
       "validatingadmissionpolicy.admissionregistration.k8s.io/kubefn-references-need-access",
+      "validatingadmissionpolicy.admissionregistration.k8s.io/kubefn-state-is-kubefns",
+      "configmap/kubefn-status-writers",
       "serviceaccount/kubefn-relay",
       "deployment.apps/kubefn-relay",
     ]) {

@@ -6,5 +6,11 @@ export {
   startDevcluster,
 } from "./devcluster.ts";
 export { type NodeHost, startNodeHost } from "./host.ts";
-export { asServiceAccount, installCrdsAndRbac, manifestsIn, serviceAccountToken } from "./install.ts";
+export {
+  asServiceAccount,
+  installCrdsAndRbac,
+  manifestsIn,
+  serviceAccountToken,
+  trustAsKubefn,
+} from "./install.ts";
 export { WorkQueue, type WorkQueueOptions } from "./work-queue.ts";

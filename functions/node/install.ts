@@ -10,6 +10,7 @@ const infra = fileURLToPath(new URL("../../infra/", import.meta.url));
 const installable: Record<string, Resource> = {
   CustomResourceDefinition: Resources.CustomResourceDefinition,
   Namespace: Resources.Namespace,
+  ConfigMap: Resources.ConfigMap,
   ServiceAccount: Resources.ServiceAccount,
   ClusterRole: Resources.ClusterRole,
   ClusterRoleBinding: Resources.ClusterRoleBinding,
@@ -77,6 +78,37 @@ export async function installCrdsAndRbac(
     }
   }
   return { crds: crds.length, rbac: rbac.length };
+}
+
+/**
+ * Lets `username` write what kubefn reads back as its own record (the status of Proxies, SubPools
+ * and Sites, a Proxy's spec-hash annotation): adds it, under `key`, to the ConfigMap
+ * kubefn-system/kubefn-status-writers that the admission policy `kubefn-state-is-kubefns` reads.
+ * For a kubefn run under another identity than its ServiceAccount (a development cluster's admin).
+ * Idempotent; applied with a field manager of its own, so the installer's re-applies keep it.
+ *
+ * @example
+ * await trustAsKubefn(admin, "devcluster-admin", "admin");
+ */
+export async function trustAsKubefn(kube: Kube, key: string, username: string): Promise<void> {
+  const manager = `kubefn-status-writer-${key}`;
+  await serverSideApply(
+    kube,
+    Resources.Namespace,
+    { apiVersion: "v1", kind: "Namespace", metadata: { name: "kubefn-system" } },
+    manager,
+  );
+  await serverSideApply(
+    kube,
+    Resources.ConfigMap,
+    {
+      apiVersion: "v1",
+      kind: "ConfigMap",
+      metadata: { name: "kubefn-status-writers", namespace: "kubefn-system" },
+      data: { [key]: username },
+    },
+    manager,
+  );
 }
 
 /** A short-lived token for a ServiceAccount, through the TokenRequest API. */

@@ -7,7 +7,7 @@
 import { randomBytes } from "node:crypto";
 import type { KubeConfig } from "@kubernetes/client-node";
 import { type Devcluster, startDevcluster } from "../../functions/node/devcluster.ts";
-import { installCrdsAndRbac } from "../../functions/node/install.ts";
+import { installCrdsAndRbac, trustAsKubefn } from "../../functions/node/install.ts";
 import { mapWithConcurrency } from "../../shared/concurrency/index.ts";
 import { type CountingTransport, countingTransport, createKube, Resources } from "../../shared/kube/index.ts";
 import { createNodeTransport, loadKubeConfig } from "../../shared/kube/node.ts";
@@ -34,6 +34,8 @@ export function benchCluster(): Promise<BenchCluster> {
       const kc = loadKubeConfig({ file: devcluster.info.kubeconfig });
       const admin = createKube(createNodeTransport(kc), { fieldManager: "kubefn-bench" });
       await installCrdsAndRbac(admin);
+      // The code under measurement runs with the admin's credentials (see `counted`).
+      await trustAsKubefn(admin, "devcluster-admin", "admin");
       return {
         devcluster,
         kubeconfig: devcluster.info.kubeconfig,

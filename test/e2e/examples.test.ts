@@ -13,6 +13,7 @@ import { readdirSync, readFileSync } from "node:fs";
 import { fileURLToPath } from "node:url";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { clusterInfo, type KubectlResult } from "../setup/cluster.ts";
+import { outputOf } from "../support/child-output.ts";
 import {
   type ForwardProxy,
   startForwardProxy,
@@ -33,20 +34,10 @@ let kubeconfig: string;
 
 /** The devcluster's kubectl against the host's own cluster. */
 function kubectl(args: string[], input?: string): Promise<KubectlResult> {
-  return new Promise((resolve, reject) => {
-    const child = spawn(clusterInfo().devclusterBin, ["kubectl", "--kubeconfig", kubeconfig, ...args]);
-    let stdout = "";
-    let stderr = "";
-    child.stdout.setEncoding("utf8").on("data", (c: string) => {
-      stdout += c;
-    });
-    child.stderr.setEncoding("utf8").on("data", (c: string) => {
-      stderr += c;
-    });
-    child.on("error", reject);
-    child.on("close", (code) => resolve({ code: code ?? -1, stdout, stderr }));
-    child.stdin.end(input ?? "");
-  });
+  return outputOf(
+    spawn(clusterInfo().devclusterBin, ["kubectl", "--kubeconfig", kubeconfig, ...args]),
+    input ?? "",
+  );
 }
 
 async function ok(args: string[], input?: string): Promise<string> {
@@ -119,6 +110,8 @@ describe("kubectl apply -k infra/", () => {
       "validatingadmissionpolicy.admissionregistration.k8s.io/kubefn-writes-only-its-own",
       "validatingadmissionpolicy.admissionregistration.k8s.io/kubefn-never-edits-specs",
       "validatingadmissionpolicy.admissionregistration.k8s.io/kubefn-references-need-access",
+      "validatingadmissionpolicy.admissionregistration.k8s.io/kubefn-state-is-kubefns",
+      "configmap/kubefn-status-writers",
       "serviceaccount/kubefn-relay",
       "deployment.apps/kubefn-relay",
     ]) {

@@ -31,6 +31,10 @@ export interface HostProcess {
   stop(signal?: NodeJS.Signals): Promise<number | null>;
 }
 
+/** The Node options and environment `scripts/start.sh` runs the host with (its memory settings). */
+export const hostNodeArgs = ["--max-semi-space-size=16", "--import", "tsx", "functions/node/main.ts"];
+export const hostProcessEnv = { MALLOC_ARENA_MAX: "2" };
+
 /** Starts the host with `env` (JSON logs) and waits for its "listening" line. */
 export async function startHost(env: Record<string, string>, readyTimeoutMs = 180_000): Promise<HostProcess> {
   return spawnHost(env, "functions/node/main.ts").ready(readyTimeoutMs);
@@ -65,9 +69,18 @@ function spawnHost(
   script: "functions/node/main.ts" | "test/e2e/standby-host.ts",
 ): { child: ChildProcess; ready(timeoutMs: number): Promise<HostProcess> } {
   const standby = script !== "functions/node/main.ts";
-  const child = spawn(process.execPath, ["--import", "tsx", script], {
+  // scripts/start.sh's options, with the standby entry point in place of main.ts if asked.
+  const args = [...hostNodeArgs.filter((a) => a !== "functions/node/main.ts"), script];
+  const child = spawn(process.execPath, args, {
     cwd: root,
-    env: { ...process.env, KUBECONFIG: "", KUBEFN_PORT: "0", KUBEFN_LOG_FORMAT: "json", ...env },
+    env: {
+      ...hostProcessEnv,
+      ...process.env,
+      KUBECONFIG: "",
+      KUBEFN_PORT: "0",
+      KUBEFN_LOG_FORMAT: "json",
+      ...env,
+    },
     stdio: [standby ? "pipe" : "ignore", "pipe", "pipe"],
   });
   const lines: LogLine[] = [];

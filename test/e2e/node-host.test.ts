@@ -18,6 +18,7 @@ import { createNodeTransport } from "../../shared/kube/node.ts";
 import type { Kube, KubeObject } from "../../shared/kube/port.ts";
 import { sweepBucket } from "../../shared/runtime/index.ts";
 import { clusterInfo } from "../setup/cluster.ts";
+import { type ChildOutput, outputOf } from "../support/child-output.ts";
 import { startForwardProxy, startHttpTarget } from "../support/probe-fixtures.ts";
 import { eventually, functionsKubeconfig, type HostProcess, startHost } from "./host.ts";
 
@@ -26,23 +27,8 @@ type ProxyObject = KubeObject & {
 };
 
 /** The devcluster's own kubectl against `kubeconfig`, as the README tells a user to run it. */
-function runKubectl(
-  kubeconfig: string,
-  args: string[],
-): Promise<{ code: number; stdout: string; stderr: string }> {
-  return new Promise((resolve, reject) => {
-    const child = spawn(clusterInfo().devclusterBin, ["kubectl", "--kubeconfig", kubeconfig, ...args]);
-    let stdout = "";
-    let stderr = "";
-    child.stdout.setEncoding("utf8").on("data", (c: string) => {
-      stdout += c;
-    });
-    child.stderr.setEncoding("utf8").on("data", (c: string) => {
-      stderr += c;
-    });
-    child.on("error", reject);
-    child.on("close", (code) => resolve({ code: code ?? -1, stdout, stderr }));
-  });
+function runKubectl(kubeconfig: string, args: string[]): Promise<ChildOutput> {
+  return outputOf(spawn(clusterInfo().devclusterBin, ["kubectl", "--kubeconfig", kubeconfig, ...args]));
 }
 
 function adminKube(kubeconfig: string): Kube {
@@ -167,25 +153,13 @@ describe("npm start on a fresh machine (its own devcluster, the real audit webho
 
 describe("npm start with bad settings", () => {
   /** main.ts as `npm start` runs it, to its exit. */
-  function runMain(
-    env: Record<string, string>,
-  ): Promise<{ code: number | null; stdout: string; stderr: string }> {
-    return new Promise((resolve, reject) => {
-      const child = spawn(process.execPath, ["--import", "tsx", "functions/node/main.ts"], {
+  function runMain(env: Record<string, string>): Promise<ChildOutput> {
+    return outputOf(
+      spawn(process.execPath, ["--import", "tsx", "functions/node/main.ts"], {
         cwd: fileURLToPath(new URL("../..", import.meta.url)),
         env: { PATH: process.env.PATH ?? "", ...env },
-      });
-      let stdout = "";
-      let stderr = "";
-      child.stdout.setEncoding("utf8").on("data", (c: string) => {
-        stdout += c;
-      });
-      child.stderr.setEncoding("utf8").on("data", (c: string) => {
-        stderr += c;
-      });
-      child.on("error", reject);
-      child.on("close", (code) => resolve({ code, stdout, stderr }));
-    });
+      }),
+    );
   }
 
   it("names every bad variable, one a line, with no stack, and exits 2", async () => {

@@ -3,7 +3,10 @@
  * kubefn ServiceAccount (so RBAC and the admission policy apply to it too):
  *
  * - mallory has the built-in `edit` role in her namespace, plus write access to proxies/status
- *   (whoever may write it is assumed hostile);
+ *   (and subpools/status) granted by RBAC — the API server still refuses her status writes, as it
+ *   refuses anyone's but kubefn's (the admission policy kubefn-state-is-kubefns);
+ * - kubefn's own token, used outside kubefn (stolen), stands in for a status writer kubefn trusts:
+ *   a forged providerID must still not act as a pointer;
  * - vic has only `view` there (get pods, not secrets);
  * - another namespace holds a victim Pod, and a Pod that looks like another Proxy's instance.
  *
@@ -11,7 +14,11 @@
  * stale snapshot must never cause a provider side effect.
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { type Proxy as ProxyObject, proxyResource } from "../../shared/controllers/proxy/api.ts";
+import {
+  type Proxy as ProxyObject,
+  proxyResource,
+  proxySpecHashAnnotation,
+} from "../../shared/controllers/proxy/api.ts";
 import { proxyController } from "../../shared/controllers/proxy/controller.ts";
 import { discoveryRoutes } from "../../shared/controllers/proxy/discovery/routes.ts";
 import { createKubernetesProvider } from "../../shared/controllers/proxy/providers/kubernetes.ts";
@@ -22,6 +29,7 @@ import {
   ownerTagKey,
   ownerTags,
 } from "../../shared/controllers/proxy/providers/provider.ts";
+import { subPoolResource } from "../../shared/controllers/subpool/api.ts";
 import { encodeHealthState, HEALTH_ANNOTATION } from "../../shared/health/annotation.ts";
 import {
   ForbiddenError,
@@ -99,6 +107,29 @@ async function untouched(namespace: string, name: string, uid: string): Promise<
   const pod = await admin.get(Resources.Pod, { namespace, name });
   expect(pod.metadata.uid).toBe(uid);
   expect(pod.metadata.deletionTimestamp).toBeUndefined();
+}
+
+/**
+ * Tries `write` until the API server refuses it (a policy takes effect a moment after it is
+ * created; an early success is undone and tried again), and returns the refusal; returns what
+ * was written when the API server still took it after 15 s.
+ */
+async function refusedOrTaken<T>(
+  write: () => Promise<T>,
+  undo: () => Promise<void>,
+): Promise<T | ForbiddenError> {
+  const deadline = Date.now() + 15_000;
+  for (;;) {
+    try {
+      const taken = await write();
+      if (Date.now() > deadline) return taken;
+      await undo();
+    } catch (err) {
+      if (err instanceof ForbiddenError) return err;
+      throw err;
+    }
+    await sleep(250);
+  }
 }
 
 let victimPod: KubeObject;
@@ -215,26 +246,6 @@ describe("cloud-init from a Secret the tenant may not read (confused deputy)", (
       .flatMap((s) => Object.values((s as { data?: Record<string, string> }).data ?? {}))
       .map((v) => atob(v))
       .join("\n");
-  }
-
-  /**
-   * Tries `write` until the API server refuses it (a policy takes effect a moment after it is
-   * created; an early success is undone and tried again), and returns the refusal; returns the
-   * Proxy when the API server still took it after 15 s.
-   */
-  async function refusedOrTaken(write: () => Promise<ProxyKube>, undo: () => Promise<void>) {
-    const deadline = Date.now() + 15_000;
-    for (;;) {
-      try {
-        const taken = await write();
-        if (Date.now() > deadline) return taken;
-        await undo();
-      } catch (err) {
-        if (err instanceof ForbiddenError) return err;
-        throw err;
-      }
-      await sleep(250);
-    }
   }
 
   it("a tenant who may write Proxies but not get Secrets cannot have kubefn copy one to an instance, by create or by update", async () => {
@@ -362,13 +373,14 @@ describe("what kubefn's identity runs is the operator's choice", () => {
 });
 
 describe("status.providerID is not a pointer", () => {
+  // Forged with kubefn's own token: no one else may write status (see "kubefn's record" below).
   it("forged to another namespace's Pod (or another Proxy's instance): no read, no delete, through spec edits and deletion", async () => {
     const proxy = await createProxy(mallory, "forger", { mode: "Managed", provider: "kubernetes" });
     await drive("forger", async (p) => Boolean(p?.status?.providerID));
 
     for (const target of [victimPod, lookalikePod]) {
       const forged = `kubernetes://${victimNs}/${target.metadata.name}`;
-      await mallory.patchStatus(
+      await kubefn.patchStatus(
         proxyResource,
         { namespace: tenantNs, name: "forger" },
         { type: "merge", body: { status: { providerID: forged } } },
@@ -380,7 +392,7 @@ describe("status.providerID is not a pointer", () => {
     }
 
     // A spec edit (replacement) and the deletion with the forged ID in place.
-    await mallory.patchStatus(
+    await kubefn.patchStatus(
       proxyResource,
       { namespace: tenantNs, name: "forger" },
       { type: "merge", body: { status: { providerID: `kubernetes://${victimNs}/database` } } },
@@ -392,7 +404,7 @@ describe("status.providerID is not a pointer", () => {
     );
     for (let i = 0; i < 5; i++) await runPass(ctx, registry, message("forger"));
     await untouched(victimNs, "database", victimPod.metadata.uid!);
-    await mallory.patchStatus(
+    await kubefn.patchStatus(
       proxyResource,
       { namespace: tenantNs, name: "forger" },
       { type: "merge", body: { status: { providerID: `kubernetes://${victimNs}/px-lookalike` } } },
@@ -425,8 +437,9 @@ describe("spec.instance.labels cannot forge kubefn's tags", () => {
       name: nameFromUID(mole.metadata.uid!),
     });
 
-    // mallory points the victim at her instance (she may write proxies/status).
-    await mallory.patchStatus(
+    // The victim is pointed at mallory's instance (with kubefn's stolen token: only kubefn may
+    // write proxies/status).
+    await kubefn.patchStatus(
       proxyResource,
       { namespace: tenantNs, name: "victim" },
       { type: "merge", body: { status: { providerID: moleID } } },
@@ -536,5 +549,151 @@ describe("health a tenant cannot forge", () => {
     });
     const names = ((await res.json()) as { items: { name: string }[] }).items.map((i) => i.name);
     expect(names).not.toContain("unprobed");
+  });
+});
+
+describe("kubefn's record is kubefn's: status and the spec-hash annotation", () => {
+  const crawler = "crawler-token-0123456789";
+  const offered = async () => {
+    const api = discoveryRoutes(ctx, { apiToken: crawler });
+    const res = await api.request(`/v1/proxies?namespace=${tenantNs}`, {
+      headers: { authorization: `Bearer ${crawler}` },
+    });
+    return ((await res.json()) as { items: { name: string; ip: string }[] }).items;
+  };
+
+  it("a user granted proxies/status cannot make a dead Proxy Ready at an address of her choosing: crawlers are never sent there", async () => {
+    // A probed Proxy whose probe never passed (nothing answers at its endpoint).
+    await createProxy(mallory, "hijack", {
+      mode: "External",
+      endpoint: { host: "198.51.100.20", port: 3128, scheme: "http" },
+      healthCheck: { probeURL: "http://probe.example/" },
+    });
+    // kubefn's own status writes are admitted (it is listed in kubefn-status-writers).
+    await drive("hijack", (p) => Boolean(p?.status?.phase));
+    const forged = {
+      phase: "Ready",
+      ip: "203.0.113.66",
+      health: encodeHealthState({
+        instance: "203.0.113.66:3128",
+        verdict: true,
+        consecOK: 99,
+        consecFail: 0,
+        reported: { healthy: true, latencyMs: 1, at: new Date().toISOString() },
+      }),
+    };
+    const outcome = await refusedOrTaken(
+      () =>
+        mallory.patchStatus<ProxyKube>(
+          proxyResource,
+          { namespace: tenantNs, name: "hijack" },
+          { type: "merge", body: { status: forged } },
+        ),
+      () => runPass(ctx, registry, message("hijack")).then(() => {}),
+    );
+    // What a crawler is handed right after her write (before any pass could undo it).
+    expect((await offered()).map((i) => `${i.name}@${i.ip}`)).not.toContain("hijack@203.0.113.66");
+    expect(outcome).toBeInstanceOf(ForbiddenError);
+    expect((outcome as Error).message).toContain(
+      `system:serviceaccount:${tenantNs}:mallory may not write the status of proxies ${tenantNs}/hijack`,
+    );
+    const stored = await getProxy("hijack");
+    expect(stored.status?.ip).not.toBe("203.0.113.66");
+    expect(stored.status?.phase).not.toBe("Ready");
+  });
+
+  it("nor a SubPool's status (granted subpools/status cluster-wide), nor a Proxy's spec-hash annotation; her own labels, annotations, spec edits and deletion still go through", async () => {
+    const role = `status-writer-${suffix}`;
+    await admin.create(Resources.ClusterRole, {
+      apiVersion: "rbac.authorization.k8s.io/v1",
+      kind: "ClusterRole",
+      metadata: { name: role },
+      rules: [
+        { apiGroups: ["subrelay.example.com"], resources: ["subpools/status"], verbs: ["get", "patch"] },
+      ],
+    });
+    await admin.create(Resources.ClusterRoleBinding, {
+      apiVersion: "rbac.authorization.k8s.io/v1",
+      kind: "ClusterRoleBinding",
+      metadata: { name: role },
+      roleRef: { apiGroup: "rbac.authorization.k8s.io", kind: "ClusterRole", name: role },
+      subjects: [{ kind: "ServiceAccount", name: "mallory", namespace: tenantNs }],
+    });
+    const pool = `pool-${suffix}`;
+    await admin.create(subPoolResource, {
+      apiVersion: "subrelay.example.com/v1alpha1",
+      kind: "SubPool",
+      metadata: { name: pool },
+      spec: {
+        exposure: { mode: "Internal" },
+        storage: { size: "1Gi" },
+        cpa: {
+          image: "ghcr.io/subrelay/cpa:1.4.0",
+          resources: { requests: { cpu: "100m", memory: "64Mi" } },
+        },
+        cpaManager: {
+          image: "ghcr.io/subrelay/cpa-manager:1.4.0",
+          resources: { requests: { cpu: "100m", memory: "64Mi" } },
+        },
+      },
+    });
+    try {
+      const poolOutcome = await eventually(
+        async () => {
+          try {
+            await mallory.patchStatus(
+              subPoolResource,
+              { name: pool },
+              { type: "merge", body: { status: { namespace: "kube-system" } } },
+            );
+            return undefined; // taken: not yet refused (or the policy does not hold)
+          } catch (err) {
+            // Forbidden by RBAC until the binding is in effect; then by the policy, with its message.
+            return err instanceof ForbiddenError && err.message.includes("may not write the status")
+              ? err
+              : undefined;
+          }
+        },
+        { timeoutMs: 20_000, intervalMs: 250, what: "mallory's SubPool status write refused by the policy" },
+      );
+      expect(poolOutcome.message).toContain(`may not write the status of subpools ${pool}`);
+    } finally {
+      await admin.delete(subPoolResource, { name: pool }).catch(() => {});
+      await admin.delete(Resources.ClusterRoleBinding, { name: role }).catch(() => {});
+      await admin.delete(Resources.ClusterRole, { name: role }).catch(() => {});
+    }
+
+    await createProxy(mallory, "hashed", { mode: "Managed", provider: "kubernetes" });
+    await drive("hashed", (p) => Boolean(p?.metadata.annotations?.[proxySpecHashAnnotation]));
+    const hashOutcome = await refusedOrTaken(
+      () =>
+        mallory.patch<ProxyKube>(
+          proxyResource,
+          { namespace: tenantNs, name: "hashed" },
+          { type: "merge", body: { metadata: { annotations: { [proxySpecHashAnnotation]: null } } } },
+        ),
+      () =>
+        drive("hashed", (p) => Boolean(p?.metadata.annotations?.[proxySpecHashAnnotation])).then(() => {}),
+    );
+    expect(hashOutcome).toBeInstanceOf(ForbiddenError);
+    expect((hashOutcome as Error).message).toContain(
+      `may not add, change or remove the annotation crawl.kubefn.dev/spec-hash of Proxy ${tenantNs}/hashed`,
+    );
+    // What a kubectl user does with her Proxy is still hers.
+    const edited = await mallory.patch<ProxyKube>(
+      proxyResource,
+      { namespace: tenantNs, name: "hashed" },
+      {
+        type: "merge",
+        body: {
+          metadata: { labels: { team: "m" }, annotations: { note: "mine" } },
+          spec: { instance: { image: "registry.example/forward-proxy:3" } },
+        },
+      },
+    );
+    expect(edited.metadata.labels?.team).toBe("m");
+    expect(edited.metadata.annotations?.note).toBe("mine");
+    await mallory.delete(proxyResource, { namespace: tenantNs, name: "hashed" });
+    await drive("hashed", (p) => p === undefined);
   });
 });

@@ -9,6 +9,7 @@
 import { spawn } from "node:child_process";
 import { KubeConfig } from "@kubernetes/client-node";
 import { inject } from "vitest";
+import { type ChildOutput, outputOf } from "../support/child-output.ts";
 import "./devcluster.ts"; // the ProvidedContext declaration
 
 export interface ClusterInfo {
@@ -42,31 +43,18 @@ export function kubeConfig(): KubeConfig {
   return kc;
 }
 
-export interface KubectlResult {
-  code: number;
-  stdout: string;
-  stderr: string;
-}
+/** What `kubectl` printed, and its exit code. */
+export type KubectlResult = ChildOutput;
 
 /** Runs `devcluster kubectl <args>` (kubectl of the cluster's version) as the admin. */
 export function kubectl(args: string[], input?: string): Promise<KubectlResult> {
-  return new Promise((resolve, reject) => {
-    const child = spawn(inject("devclusterBin"), ["kubectl", "--kubeconfig", inject("kubeconfig"), ...args], {
+  return outputOf(
+    spawn(inject("devclusterBin"), ["kubectl", "--kubeconfig", inject("kubeconfig"), ...args], {
       stdio: ["pipe", "pipe", "pipe"],
       env: { ...process.env, KUBECONFIG: inject("kubeconfig") },
-    });
-    let stdout = "";
-    let stderr = "";
-    child.stdout.setEncoding("utf8").on("data", (c: string) => {
-      stdout += c;
-    });
-    child.stderr.setEncoding("utf8").on("data", (c: string) => {
-      stderr += c;
-    });
-    child.on("error", reject);
-    child.on("close", (code) => resolve({ code: code ?? -1, stdout, stderr }));
-    child.stdin.end(input ?? "");
-  });
+    }),
+    input ?? "",
+  );
 }
 
 /** An audit.k8s.io/v1 Event, as far as tests look at it. */

@@ -25,6 +25,9 @@ import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import type { TestProject } from "vitest/node";
 import { parse as parseYaml } from "yaml";
+import { trustAsKubefn } from "../../functions/node/install.ts";
+import { createKube } from "../../shared/kube/index.ts";
+import { createNodeTransport, loadKubeConfig } from "../../shared/kube/node.ts";
 import { tempRootEnv } from "../support/temp-dir.ts";
 
 declare module "vitest" {
@@ -167,6 +170,20 @@ export default async function setup(project: TestProject): Promise<() => Promise
     users: Array<{ user: { token: string } }>;
   };
   const adminToken = kc.users[0]?.user.token ?? "";
+  // Many files run kubefn's passes as the admin (the security files as kubefn's ServiceAccount):
+  // the admission policy kubefn-state-is-kubefns lets only listed identities write status.
+  try {
+    await trustAsKubefn(
+      createKube(createNodeTransport(loadKubeConfig({ file: info.kubeconfig }))),
+      "devcluster-admin",
+      "admin",
+    );
+  } catch (err) {
+    child.kill("SIGTERM");
+    collector.server.close();
+    removeTempRoot();
+    throw err;
+  }
 
   project.provide("kubeconfig", info.kubeconfig);
   project.provide("server", info.server);

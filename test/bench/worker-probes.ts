@@ -11,7 +11,8 @@
  * one local target; each Proxy's probe URL names it (`/p/<name>`), so the target records every
  * probe of every Proxy. No event reaches the Worker: its sweeps alone converge the Proxies and
  * probe them. Once at least 99 % are Ready (or after `KUBEFN_BENCH_PROBES_CONVERGE` seconds,
- * default 900) and then a whole minute passed in which no probe shard wrote or re-probed (at most
+ * default 900) and then a whole minute passed in which no probe shard wrote or re-probed and the
+ * target saw at most 10 % more probes than due (a drained backlog of late shards; at most
  * `KUBEFN_BENCH_PROBES_SETTLE` seconds, default 300: the Proxies Ready last still get their first
  * health reports), a window (default 180 s; `KUBEFN_BENCH_PROBES_WINDOW=<s>`) measures the interval
  * between consecutive probes of each Proxy (p50/p99/max; probes under 5 s after the last are
@@ -30,7 +31,7 @@
  * (there, invocations run on many machines). The 6-connection bound holds per isolate here
  * (`boundedProber`), which is what one invocation gets on Cloudflare.
  */
-import { readdirSync, readFileSync } from "node:fs";
+import { readdirSync, readFileSync, writeFileSync } from "node:fs";
 import http from "node:http";
 import type { AddressInfo } from "node:net";
 import { fileURLToPath } from "node:url";
@@ -310,24 +311,35 @@ export async function benchWorkerProbes(
     const convergeSeconds = (performance.now() - tw) / 1000;
 
     // Settled: the Proxies Ready last are still written (first health reports, and the shards
-    // planned before that conflict on them and re-probe). The window starts after a whole minute
-    // in which no shard wrote or re-probed (or after `settleSeconds`).
+    // planned before that conflict on them and re-probe), and the shards planned while the
+    // passes of convergence filled the queue are still queued, late (drained, they probe each
+    // Proxy again seconds after its next shard). The window starts after a whole minute in which
+    // no shard wrote or re-probed and the target saw at most 10 % more probes than are due (or
+    // after `settleSeconds`).
     const ts = performance.now();
     const settleDeadline = Date.now() + opts.settleSeconds * 1000;
+    const wantedPerMinute = opts.proxies * 2;
     let quietSince = Date.now();
     let logsSeen = harness.getLogs().length;
-    while (Date.now() < settleDeadline && Date.now() - quietSince < 60_000) {
+    const totals: { at: number; total: number }[] = [{ at: Date.now(), total: target.total }];
+    for (;;) {
       await sleep(5_000);
+      const now = Date.now();
+      totals.push({ at: now, total: target.total });
       const logs = harness.getLogs();
       for (const l of logs.slice(logsSeen)) {
         const c = shardCounts(l.message);
-        if (c && ((c.writes ?? 0) > 0 || (c.retried ?? 0) > 0)) quietSince = Date.now();
+        if (c && ((c.writes ?? 0) > 0 || (c.retried ?? 0) > 0)) quietSince = now;
       }
       logsSeen = logs.length;
+      const minuteAgo = totals.find((t) => t.at >= now - 60_000)!;
+      const perMinute = ((target.total - minuteAgo.total) / Math.max(1, now - minuteAgo.at)) * 60_000;
+      if (perMinute > wantedPerMinute * 1.1) quietSince = now;
+      if (now - quietSince >= 60_000 || now >= settleDeadline) break;
     }
     const settleSeconds = (performance.now() - ts) / 1000;
     process.stderr.write(
-      `worker-probes: settled in ${round(settleSeconds)} s (a minute without shard writes)\n`,
+      `worker-probes: settled in ${round(settleSeconds)} s (a minute without shard writes or a backlog's extra probes)\n`,
     );
 
     // The window: every probe of every Proxy, as the target saw it.
@@ -374,6 +386,15 @@ export async function benchWorkerProbes(
     const windowSweeps = sweeps.slice(sweeps0);
     // The Worker's own error lines over the whole run, by message, with one example each.
     const { errors, errorLines } = errorsOf(harness.getLogs());
+    // Every line the Worker logged, for reading afterwards (`KUBEFN_BENCH_PROBES_LOGS=<file>`).
+    if (process.env.KUBEFN_BENCH_PROBES_LOGS)
+      writeFileSync(
+        process.env.KUBEFN_BENCH_PROBES_LOGS,
+        harness
+          .getLogs()
+          .map((l) => `${l.message}\n`)
+          .join(""),
+      );
     for (const [msg, e] of Object.entries(errors))
       process.stderr.write(`worker-probes: worker error "${msg}" ×${e.count}: ${e.example}\n`);
     // Probe shards as the Worker logged them (one "pass" line each, at its end, with `shard`

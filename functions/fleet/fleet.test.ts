@@ -54,6 +54,20 @@ describe("stateOf", () => {
     ],
     ["phase Unhealthy", { phase: "Unhealthy" }, {}, "Unhealthy", "bad", undefined],
     [
+      "phase Failed whose provider was refused in the second the Proxy was first seen",
+      {
+        phase: "Failed",
+        conditions: [
+          cond("PermanentError", "True", "UnknownProvider", "2026-11-30T10:00:00Z"),
+          cond("Provisioned", "False", "PermanentError", "2026-11-30T10:00:00Z"),
+        ],
+      },
+      {},
+      "Failed",
+      "bad",
+      "UnknownProvider",
+    ],
+    [
       "phase Unhealthy whose probe failed in the second it was provisioned",
       {
         phase: "Unhealthy",

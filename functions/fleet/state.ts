@@ -23,8 +23,9 @@ interface Condition {
   lastTransitionTime?: string;
 }
 
-const goodPhases = new Set(["Ready", "Running", "Active", "Succeeded", "Bound"]);
-const badPhases = new Set(["Failed", "Unhealthy", "Error"]);
+// The phases of the primaries kubefn runs (a Proxy's; SubPools and Sites have none).
+const goodPhases = new Set(["Ready"]);
+const badPhases = new Set(["Failed", "Unhealthy"]);
 
 /**
  * The state of any primary, whatever its kind: `status.phase` when it has one (a Proxy's Pending,
@@ -44,7 +45,9 @@ export function stateOf(object: KubeObject): ObjectState {
   if (phase !== undefined || object.metadata.deletionTimestamp) {
     const state = object.metadata.deletionTimestamp ? "Deleting" : (phase as string);
     const tone: Tone = goodPhases.has(state) ? "good" : badPhases.has(state) ? "bad" : "busy";
-    return { state, tone, ...explained(ready ?? latest(conditions)), ...at };
+    // A reason naming another condition (a Proxy's Provisioned=False/PermanentError) defers to it.
+    const c = ready ?? latest(conditions);
+    return { state, tone, ...explained(conditions.find((x) => x.type === c?.reason) ?? c), ...at };
   }
   if (ready) {
     const state = ready.status === "True" ? "Ready" : ready.status === "False" ? "NotReady" : "Unknown";

@@ -125,18 +125,22 @@ describe("a steady, healthy Proxy fleet", () => {
         .filter((l) => l.msg === "pass" && String(l.trigger).startsWith("shard"))
         .map((l) => l.shard as Record<string, number>);
     // Settled: the first verdicts were measured while the fleet converged (a busy host); their
-    // latency reports follow once the report interval passed. Wait, bounded, for two sweeps in a
-    // row whose probe shards wrote nothing; a fleet that never settles fails below with its writes.
+    // latency reports follow once the report interval passed and three probes confirmed them.
+    // Wait, bounded, for two sweeps in a row whose probe shards wrote nothing and confirmed
+    // nothing (a confirmation under way is a report to come); a fleet that never settles fails
+    // below with its writes.
     const settleFrom = { line: host.lines.length, sweeps: sweepsSoFar() };
     await eventually(
       async () => {
         if (sweepsSoFar() < settleFrom.sweeps + 2) return undefined;
-        if (shardLines(settleFrom.line).every((s) => s.writes === 0 && s.writeConflicts === 0)) return true;
+        const quiet = (s: Record<string, number>) =>
+          s.writes === 0 && s.writeConflicts === 0 && !s.confirmations && !s.retried;
+        if (shardLines(settleFrom.line).every(quiet)) return true;
         settleFrom.line = host.lines.length;
         settleFrom.sweeps = sweepsSoFar();
         return undefined;
       },
-      { timeoutMs: 60_000, intervalMs: 500, what: "two sweeps without a health write" },
+      { timeoutMs: 90_000, intervalMs: 500, what: "two sweeps without a health write or confirmation" },
     ).catch(() => undefined);
 
     // The window: four sweeps, eight probe rounds of every Proxy.

@@ -8,6 +8,7 @@
 import { readFileSync } from "node:fs";
 import type { LambdaContext } from "hono/aws-lambda";
 import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from "vitest";
+import { createOperators } from "../../shared/app/operators.ts";
 import { encodeCloudWatchLogs } from "../../shared/audit-export/index.ts";
 import { proxyResource } from "../../shared/controllers/proxy/api.ts";
 import { FakeKube } from "../../test/support/fake-kube.ts";
@@ -18,7 +19,6 @@ import {
   startMoto,
   TEST_CREDENTIALS,
 } from "../../test/support/moto.ts";
-import { createOperators } from "../operators.ts";
 import { createHandler } from "./handler.ts";
 
 const eks = (name: string) =>

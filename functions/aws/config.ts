@@ -1,5 +1,10 @@
+import {
+  type KubefnSettings,
+  parsePlatformEnv,
+  platformSchema,
+  SettingsError,
+} from "../../shared/app/index.ts";
 import * as z from "../../shared/zod/index.ts";
-import { type KubefnSettings, parsePlatformEnv, platformSchema, SettingsError } from "../settings.ts";
 
 /** The Lambda's settings (infra/aws/template.yaml): where the cluster and the bus are, and the shared ones. */
 export interface AwsConfig extends KubefnSettings {

@@ -1,6 +1,7 @@
 import { readFileSync } from "node:fs";
 import type { LambdaContext } from "hono/aws-lambda";
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it, vi } from "vitest";
+import type { SweepSummary } from "../../shared/app/sweep.ts";
 import { proxyResource } from "../../shared/controllers/proxy/api.ts";
 import type { ControllerDefinition } from "../../shared/runtime/controller.ts";
 import { createRegistry, requeueAfter } from "../../shared/runtime/index.ts";
@@ -14,7 +15,6 @@ import {
   TEST_CREDENTIALS,
 } from "../../test/support/moto.ts";
 import { ProxyResource, proxyController } from "../../test/unit/runtime/controllers.ts";
-import type { SweepSummary } from "../sweep.ts";
 import { createHandler } from "./handler.ts";
 import { scheduleName } from "./queue.ts";
 

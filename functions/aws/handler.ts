@@ -6,17 +6,15 @@
  */
 import { handle, type LambdaContext, type LambdaEvent } from "hono/aws-lambda";
 import { Hono } from "hono/tiny";
+import type { Operators } from "../../shared/app/index.ts";
+import { createJsonLog, createKubefn, deliverCloudWatchLogs } from "../../shared/app/index.ts";
 import { isCloudWatchLogsEvent } from "../../shared/audit-export/index.ts";
 import { onceUntilFailure } from "../../shared/concurrency/index.ts";
 import { describeShape, isRecord } from "../../shared/guards/index.ts";
+import { createNodeProber } from "../../shared/health/node-prober.ts";
 import type { Kube } from "../../shared/kube/index.ts";
 import { guardedNodeKube, loadKubeConfig } from "../../shared/kube/node.ts";
 import type { Clock, Log, Metrics } from "../../shared/runtime/index.ts";
-import { deliverCloudWatchLogs } from "../intake/index.ts";
-import { createKubefn } from "../kubefn.ts";
-import type { Operators } from "../operators.ts";
-import { createNodeProber } from "../ports/index.ts";
-import { createJsonLog } from "../telemetry/index.ts";
 import { type AwsConfig, parseAwsEnv } from "./config.ts";
 import { awsQueueFor, consumeReconcileEvent, isReconcileEvent, isScheduledEvent } from "./queue.ts";
 import { resolveSecretEnv } from "./secrets.ts";

@@ -7,6 +7,7 @@
  */
 import type { LambdaContext } from "hono/aws-lambda";
 import { afterAll, beforeAll, beforeEach, describe, expect, it, vi } from "vitest";
+import type { SweepSummary } from "../../shared/app/sweep.ts";
 import { proxyResource } from "../../shared/controllers/proxy/api.ts";
 import { probeShardTask } from "../../shared/controllers/proxy/health-task.ts";
 import { probeDelays } from "../../shared/health/index.ts";
@@ -26,7 +27,6 @@ import {
   startHttpTarget,
   type Target,
 } from "../../test/support/probe-fixtures.ts";
-import type { SweepSummary } from "../sweep.ts";
 import { createHandler } from "./handler.ts";
 import { MAX_CALL_BYTES } from "./queue.ts";
 

@@ -1,7 +1,7 @@
 import { readFileSync } from "node:fs";
 import { describe, expect, it } from "vitest";
 import { parse } from "yaml";
-import { createOperators } from "../../functions/operators.ts";
+import { createOperators } from "../../shared/app/operators.ts";
 import { eksAuditFilterPattern, MAX_FILTER_PATTERN_LENGTH } from "../../shared/audit-export/index.ts";
 import { matchesFilterPattern } from "../../test/fixtures/cloudwatch-filter.ts";
 

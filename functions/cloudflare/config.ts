@@ -1,7 +1,12 @@
 import type { AnalyticsEngineDataset, Queue as QueueBinding } from "@cloudflare/workers-types/index.ts";
+import {
+  type KubefnSettings,
+  parsePlatformEnv,
+  platformSchema,
+  SettingsError,
+} from "../../shared/app/index.ts";
 import type { Message } from "../../shared/runtime/index.ts";
 import * as z from "../../shared/zod/index.ts";
-import { type KubefnSettings, parsePlatformEnv, platformSchema, SettingsError } from "../settings.ts";
 
 /**
  * The Worker's `env`: the bindings from wrangler.toml, `[vars]` and the secrets

@@ -13,10 +13,9 @@
 
 import { connect } from "cloudflare:sockets";
 import type { ExecutionContext, MessageBatch, ScheduledController } from "@cloudflare/workers-types/index.ts";
+import { createJsonLog, createKubefn, type Kubefn } from "../../shared/app/index.ts";
 import { createSocketProber } from "../../shared/health/socket-prober.ts";
 import { createFetchTransport, guardedKube } from "../../shared/kube/index.ts";
-import { createKubefn, type Kubefn } from "../kubefn.ts";
-import { createJsonLog } from "../telemetry/index.ts";
 import { parseWorkerEnv, WorkerConfigError, type WorkerEnv } from "./config.ts";
 import { consumeBatch, queuesPort } from "./queue.ts";
 import { createMetrics } from "./telemetry.ts";

@@ -4,8 +4,8 @@ import { createKube } from "../../shared/kube/index.ts";
 import { createNodeTransport, loadKubeConfig } from "../../shared/kube/node.ts";
 import type { Log } from "../../shared/runtime/index.ts";
 import type { NodeHostConfig } from "./config.ts";
-import { type Devcluster, startDevcluster } from "./devcluster.ts";
-import { asServiceAccount, installCrdsAndRbac, serviceAccountToken } from "./install.ts";
+import { type Devcluster, startDevclusterAsKubefn } from "./dev/index.ts";
+import { installCrdsAndRbac } from "./install.ts";
 
 /**
  * The Node host's cluster: the given one (installing CRDs and RBAC if asked), or the embedded
@@ -24,18 +24,7 @@ export async function connectCluster(
     await reportIdentity(createNodeTransport(kc), config.settings.selfUsernames, log);
     return { kc };
   }
-  log.info("starting the devcluster (embedded etcd, kube-apiserver, controllers, simulated node)");
-  const devcluster = await startDevcluster({
-    auditWebhookUrl: `${url}/v1/events`,
-    auditWebhookToken: auditToken,
-  });
-  const { server, version, kubeconfig } = devcluster.info;
-  log.info("cluster up", { server, version, kubeconfig });
-  const admin = loadKubeConfig({ file: kubeconfig });
-  log.info("CRDs and RBAC installed", await installCrdsAndRbac(createKube(createNodeTransport(admin))));
-  const token = await serviceAccountToken(createNodeTransport(admin), "kubefn-system", "kubefn");
-  log.info("reconciling as system:serviceaccount:kubefn-system:kubefn");
-  return { kc: asServiceAccount(admin, token), devcluster };
+  return startDevclusterAsKubefn(`${url}/v1/events`, auditToken, log);
 }
 
 /** A fresh bearer token for the embedded devcluster's audit webhook (48 hex digits). */

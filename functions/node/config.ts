@@ -1,5 +1,10 @@
+import {
+  type KubefnSettings,
+  parseEnvironment,
+  settingsFrom,
+  settingsVariables,
+} from "../../shared/app/index.ts";
 import * as z from "../../shared/zod/index.ts";
-import { type KubefnSettings, parseEnvironment, settingsFrom, settingsVariables } from "../settings.ts";
 
 /** The Node host's settings, parsed once from the environment. */
 export interface NodeHostConfig {

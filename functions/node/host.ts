@@ -1,3 +1,5 @@
+import { createKubefn, PrometheusMetrics } from "../../shared/app/index.ts";
+import { createNodeProber } from "../../shared/health/node-prober.ts";
 import { guardedNodeKube } from "../../shared/kube/node.ts";
 import { readManifestDirectory } from "../../shared/kube/node-manifests.ts";
 import {
@@ -7,12 +9,9 @@ import {
   type Log,
   type SweepMemo,
 } from "../../shared/runtime/index.ts";
-import { createKubefn } from "../kubefn.ts";
-import { createNodeProber } from "../ports/index.ts";
-import { PrometheusMetrics } from "../telemetry/index.ts";
 import { connectCluster, randomToken } from "./cluster.ts";
 import type { NodeHostConfig } from "./config.ts";
-import type { Devcluster } from "./devcluster.ts";
+import type { Devcluster } from "./dev/index.ts";
 import { type HostParts, hostApp, listen } from "./server.ts";
 import { startSweeper } from "./sweeper.ts";
 import { WorkQueue } from "./work-queue.ts";

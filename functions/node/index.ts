@@ -4,7 +4,7 @@ export {
   type DevclusterInfo,
   type DevclusterOptions,
   startDevcluster,
-} from "./devcluster.ts";
+} from "./dev/index.ts";
 export { type NodeHost, startNodeHost } from "./host.ts";
 export {
   asServiceAccount,

@@ -1,5 +1,4 @@
-import { SettingsError } from "../settings.ts";
-import { createLineLog } from "../telemetry/index.ts";
+import { createLineLog, SettingsError } from "../../shared/app/index.ts";
 import { type NodeHostConfig, parseNodeHostEnv } from "./config.ts";
 import { startNodeHost } from "./host.ts";
 

@@ -1,9 +1,8 @@
 import type { AddressInfo } from "node:net";
 import { serve } from "@hono/node-server";
 import { Hono } from "hono/tiny";
+import type { Kubefn, PrometheusMetrics } from "../../shared/app/index.ts";
 import type { ApiGuard, ApiGuardStats } from "../../shared/kube/index.ts";
-import type { Kubefn } from "../kubefn.ts";
-import type { PrometheusMetrics } from "../telemetry/index.ts";
 import type { WorkQueue } from "./work-queue.ts";
 
 /**

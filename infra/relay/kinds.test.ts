@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { createOperators } from "../../functions/operators.ts";
+import { createOperators } from "../../shared/app/operators.ts";
 import { controllerKinds } from "../../shared/controllers/kinds.ts";
 import { proxyController, proxyResource } from "../../shared/controllers/proxy/index.ts";
 import { Resources } from "../../shared/kube/index.ts";

@@ -17,7 +17,7 @@
  */
 import { serve } from "@hono/node-server";
 import * as z from "zod";
-import { createLineLog } from "../../functions/telemetry/index.ts";
+import { createLineLog } from "../../shared/app/telemetry/index.ts";
 import { controllerKinds } from "../../shared/controllers/index.ts";
 import { createKube } from "../../shared/kube/index.ts";
 import { createNodeTransport, loadKubeConfig } from "../../shared/kube/node.ts";

@@ -1,5 +1,5 @@
 import { Hono } from "hono";
-import { PrometheusMetrics } from "../../functions/telemetry/index.ts";
+import { PrometheusMetrics } from "../../shared/app/telemetry/index.ts";
 import type { Kube } from "../../shared/kube/index.ts";
 import type { Log, RelayEvent } from "../../shared/runtime/index.ts";
 import { Batcher, type BatchRules } from "./batcher.ts";

@@ -1,7 +1,7 @@
 import { createServer, type IncomingHttpHeaders, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
 import { afterEach, describe, expect, it } from "vitest";
-import { PrometheusMetrics } from "../../functions/telemetry/index.ts";
+import { PrometheusMetrics } from "../../shared/app/telemetry/index.ts";
 import { SIGNATURE_HEADER, TIMESTAMP_HEADER, verifyBatch } from "../../shared/auth/index.ts";
 import { type RelayEvent, relayBatchSchema } from "../../shared/runtime/event-batch.ts";
 import type { Log } from "../../shared/runtime/types.ts";

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { PrometheusMetrics } from "../../functions/telemetry/index.ts";
+import { PrometheusMetrics } from "../../shared/app/telemetry/index.ts";
 import { Resources } from "../../shared/kube/index.ts";
 import type { Kube, KubeObject, ListPage } from "../../shared/kube/port.ts";
 import type { RelayEvent } from "../../shared/runtime/event-batch.ts";

@@ -1,7 +1,7 @@
 import { readFileSync } from "node:fs";
 import { describe, expect, it } from "vitest";
-import { createOperators } from "../../functions/operators.ts";
 import { FakeKube, fakeContext } from "../../test/support/fake-kube.ts";
+import { createOperators } from "../app/operators.ts";
 import { proxyResource } from "../controllers/proxy/api.ts";
 import { mapEvents } from "../runtime/event-mapping.ts";
 import {

@@ -1,6 +1,6 @@
 import { readFileSync } from "node:fs";
 import { describe, expect, it } from "vitest";
-import { createOperators } from "../../functions/operators.ts";
+import { createOperators } from "../app/operators.ts";
 import {
   eksAuditFilterPattern,
   gkeAuditLogFilter,

@@ -1,5 +1,16 @@
 import * as z from "../zod/index.ts";
-import type { CelRule } from "./schema.ts";
+
+/** One `x-kubernetes-validations` entry: a CEL rule evaluated by the API server on admission. */
+export interface CelRule {
+  rule: string;
+  message?: string;
+  messageExpression?: string;
+  /** e.g. "FieldValueForbidden"; defaults to FieldValueInvalid on the server. */
+  reason?: "FieldValueInvalid" | "FieldValueForbidden" | "FieldValueRequired" | "FieldValueDuplicate";
+  fieldPath?: string;
+  /** Kubernetes ≥ 1.30: evaluate transition rules (`oldSelf`) only when the old value exists. */
+  optionalOldSelf?: boolean;
+}
 
 /**
  * `schema` with JSON Schema metadata (zod classic's `.meta(m)`, for zod/mini): a clone, registered

@@ -1,5 +1,7 @@
 import * as z from "../zod/index.ts";
-import { withMeta } from "./meta.ts";
+import { type CelRule, withMeta } from "./meta.ts";
+
+export type { CelRule };
 
 /**
  * An OpenAPI v3 schema node as the apiextensions.k8s.io/v1 API accepts it (JSONSchemaProps).
@@ -35,18 +37,6 @@ export interface JsonSchemaProps {
   "x-kubernetes-map-type"?: "atomic" | "granular";
   "x-kubernetes-validations"?: CelRule[];
   [key: string]: unknown;
-}
-
-/** One `x-kubernetes-validations` entry: a CEL rule evaluated by the API server on admission. */
-export interface CelRule {
-  rule: string;
-  message?: string;
-  messageExpression?: string;
-  /** e.g. "FieldValueForbidden"; defaults to FieldValueInvalid on the server. */
-  reason?: "FieldValueInvalid" | "FieldValueForbidden" | "FieldValueRequired" | "FieldValueDuplicate";
-  fieldPath?: string;
-  /** Kubernetes ≥ 1.30: evaluate transition rules (`oldSelf`) only when the old value exists. */
-  optionalOldSelf?: boolean;
 }
 
 /**

@@ -1,6 +1,6 @@
 /**
  * Health probes and the threshold state machine. Platform probers are not exported here: the
- * Node and Lambda adapters bind `functions/ports/node-prober.ts` (Node sockets, outside shared/)
+ * Node and Lambda adapters import `shared/health/node-prober.ts` (Node sockets, a Node-only file)
  * and the Workers adapter imports `shared/health/socket-prober.ts` (its `connect` is a parameter)
  * by path, so neither platform's sockets enter the other's bundle.
  */

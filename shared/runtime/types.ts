@@ -1,5 +1,5 @@
 import type { Kube, KubeObject, Resource } from "../kube/index.ts";
-import type { SweepMemo } from "./sweep-task.ts";
+import type { SweepMemo } from "./memo.ts";
 
 /**
  * A reconcile request is only a key. It says nothing about what happened: a pass reads the

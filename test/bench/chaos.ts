@@ -19,7 +19,7 @@
  */
 
 import { randomBytes } from "node:crypto";
-import { startDevcluster } from "../../functions/node/devcluster.ts";
+import { startDevcluster } from "../../functions/node/dev/devcluster.ts";
 import { installCrdsAndRbac, serviceAccountToken } from "../../functions/node/install.ts";
 import { createKube } from "../../shared/kube/index.ts";
 import { createNodeTransport, loadKubeConfig } from "../../shared/kube/node.ts";

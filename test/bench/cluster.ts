@@ -6,7 +6,7 @@
  */
 import { randomBytes } from "node:crypto";
 import type { KubeConfig } from "@kubernetes/client-node";
-import { type Devcluster, startDevcluster } from "../../functions/node/devcluster.ts";
+import { type Devcluster, startDevcluster } from "../../functions/node/dev/devcluster.ts";
 import { installCrdsAndRbac, trustAsKubefn } from "../../functions/node/install.ts";
 import { mapWithConcurrency } from "../../shared/concurrency/index.ts";
 import { type CountingTransport, countingTransport, createKube, Resources } from "../../shared/kube/index.ts";

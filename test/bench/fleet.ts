@@ -36,7 +36,7 @@ import type { AddressInfo } from "node:net";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { parse as parseYaml, stringify as stringifyYaml } from "yaml";
-import { devclusterBinary } from "../../functions/node/devcluster.ts";
+import { devclusterBinary } from "../../functions/node/dev/devcluster.ts";
 import { asServiceAccount, installCrdsAndRbac, serviceAccountToken } from "../../functions/node/install.ts";
 import { mapWithConcurrency } from "../../shared/concurrency/index.ts";
 import { proxyResource } from "../../shared/controllers/proxy/api.ts";

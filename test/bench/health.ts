@@ -4,7 +4,7 @@
  * probe) and the real sweep (state machine, annotation patches). `test/bench/run.ts` calls it.
  */
 
-import { createNodeProber } from "../../functions/ports/index.ts";
+import { createNodeProber } from "../../shared/health/node-prober.ts";
 import { type HealthSubject, probeAll } from "../../shared/health/sweep.ts";
 import { startForwardProxy, startHttpTarget } from "../support/probe-fixtures.ts";
 

@@ -10,10 +10,10 @@
  * message (a serverless queue: Workers Queues, EventBridge Scheduler) and once coalescing per key
  * like the Node host's WorkQueue (a pending message for a key absorbs a later one).
  */
-import { createOperators } from "../../functions/operators.ts";
-import { createNodeProber } from "../../functions/ports/node-prober.ts";
-import { runSweep } from "../../functions/sweep.ts";
+import { createOperators } from "../../shared/app/operators.ts";
+import { runSweep } from "../../shared/app/sweep.ts";
 import { proxyResource } from "../../shared/controllers/proxy/api.ts";
+import { createNodeProber } from "../../shared/health/node-prober.ts";
 import type { KubeObject } from "../../shared/kube/port.ts";
 import {
   type Message,

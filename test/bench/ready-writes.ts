@@ -14,10 +14,10 @@
  * sweep keeps no memory between runs, so every counted probe is stored), status Ready/Healthy
  * (1). With the default successThreshold 2: 8.
  */
-import { createOperators } from "../../functions/operators.ts";
-import { createNodeProber } from "../../functions/ports/index.ts";
+import { createOperators } from "../../shared/app/operators.ts";
 import { proxyResource, proxySpecHashAnnotation } from "../../shared/controllers/proxy/api.ts";
 import { proxyHealthTask } from "../../shared/controllers/proxy/health-task.ts";
+import { createNodeProber } from "../../shared/health/node-prober.ts";
 import { countingTransport, listAll } from "../../shared/kube/index.ts";
 import { createNodeTransport } from "../../shared/kube/node.ts";
 import type { KubeObject, Transport, TransportRequest } from "../../shared/kube/port.ts";

@@ -5,9 +5,9 @@
  * early follow-up; then one more pass each is counted, once as an event-triggered pass (it GETs
  * the Proxy) and once as a sweep drift pass (the sweep's list snapshot saves that GET).
  */
-import { createOperators } from "../../functions/operators.ts";
-import { createNodeProber } from "../../functions/ports/node-prober.ts";
+import { createOperators } from "../../shared/app/operators.ts";
 import { proxyResource } from "../../shared/controllers/proxy/api.ts";
+import { createNodeProber } from "../../shared/health/node-prober.ts";
 import type { KubeObject } from "../../shared/kube/port.ts";
 import { type Message, type PassResult, runPass } from "../../shared/runtime/index.ts";
 import {

@@ -9,11 +9,11 @@
  */
 import { type ChildProcess, spawn } from "node:child_process";
 import { fileURLToPath } from "node:url";
-import { createOperators } from "../../functions/operators.ts";
-import { createNodeProber } from "../../functions/ports/node-prober.ts";
-import { runSweep } from "../../functions/sweep.ts";
+import { createOperators } from "../../shared/app/operators.ts";
+import { runSweep } from "../../shared/app/sweep.ts";
 import { proxyResource } from "../../shared/controllers/proxy/api.ts";
 import { proxyHealthTask } from "../../shared/controllers/proxy/health-task.ts";
+import { createNodeProber } from "../../shared/health/node-prober.ts";
 import type { KubeObject } from "../../shared/kube/port.ts";
 import {
   type BenchRow,

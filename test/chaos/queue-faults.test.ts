@@ -16,9 +16,9 @@ import { createHandler } from "../../functions/aws/handler.ts";
 import { consumeBatch } from "../../functions/cloudflare/queue.ts";
 import { installCrdsAndRbac, serviceAccountToken } from "../../functions/node/install.ts";
 import { WorkQueue } from "../../functions/node/work-queue.ts";
-import { createOperators, type Operators } from "../../functions/operators.ts";
-import { createNodeProber } from "../../functions/ports/index.ts";
+import { createOperators, type Operators } from "../../shared/app/operators.ts";
 import { type Proxy as ProxyObject, proxyResource } from "../../shared/controllers/proxy/api.ts";
+import { createNodeProber } from "../../shared/health/node-prober.ts";
 import {
   createFetchTransport,
   createKube,

@@ -6,7 +6,7 @@
  */
 import { randomBytes } from "node:crypto";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { chartColour, toneColours } from "../../functions/fleet/render.ts";
+import { chartColour, toneColours } from "../../shared/app/fleet/render.ts";
 import { type Proxy as ProxyObject, proxyResource } from "../../shared/controllers/proxy/api.ts";
 import { subPoolResource } from "../../shared/controllers/subpool/api.ts";
 import { createKube, isNotFound, type Kube, type KubeObject, Resources } from "../../shared/kube/index.ts";

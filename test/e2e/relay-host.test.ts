@@ -8,10 +8,10 @@
  */
 import { randomBytes } from "node:crypto";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { createOperators } from "../../functions/operators.ts";
 import { relayKindsFor } from "../../infra/relay/kinds.ts";
 import { createRelay, type Relay } from "../../infra/relay/relay.ts";
 import { clientNodeWatchStream } from "../../infra/relay/watch-stream.ts";
+import { createOperators } from "../../shared/app/operators.ts";
 import { proxyResource } from "../../shared/controllers/proxy/api.ts";
 import { createKube, findCondition, isNotFound, Resources } from "../../shared/kube/index.ts";
 import { createNodeTransport } from "../../shared/kube/node.ts";

@@ -5,7 +5,7 @@
  */
 import "../../functions/node/config.ts";
 import "../../functions/node/host.ts";
-import "../../functions/telemetry/index.ts";
+import "../../shared/app/telemetry/index.ts";
 
 const go = await new Promise<boolean>((resolve) => {
   process.stdin.once("data", () => resolve(true));

@@ -13,7 +13,7 @@
 import { randomBytes } from "node:crypto";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { installCrdsAndRbac } from "../../functions/node/install.ts";
-import { createOperators } from "../../functions/operators.ts";
+import { createOperators } from "../../shared/app/operators.ts";
 import { proxyResource } from "../../shared/controllers/proxy/api.ts";
 import { ownerTagKey } from "../../shared/controllers/proxy/providers/provider.ts";
 import { defaultProxyTimings } from "../../shared/controllers/proxy/timings.ts";

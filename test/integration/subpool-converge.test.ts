@@ -12,8 +12,8 @@
  */
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
 import { parseWorkerEnv } from "../../functions/cloudflare/config.ts";
-import { createKubefn, type Kubefn } from "../../functions/kubefn.ts";
 import { asServiceAccount, installCrdsAndRbac, serviceAccountToken } from "../../functions/node/install.ts";
+import { createKubefn, type Kubefn } from "../../shared/app/kubefn.ts";
 import { subPoolNamespaceName, subPoolResource } from "../../shared/controllers/subpool/api.ts";
 import { subPoolController } from "../../shared/controllers/subpool/controller.ts";
 import {

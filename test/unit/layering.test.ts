@@ -1,8 +1,12 @@
 /**
- * Layering the lint and the compiler do not check: a production module reaches another folder
- * only through that folder's index.ts (its public surface). Allowed besides: a subfolder using its
- * parent folder's modules, and the platform entry points kept out of index.ts on purpose so that
- * one platform's sockets never enter another's bundle.
+ * Layering the lint and the compiler do not check:
+ * - a production module reaches another folder only through that folder's index.ts (its public
+ *   surface). Allowed besides: a subfolder using its parent folder's modules, and the platform
+ *   entry points kept out of index.ts on purpose so that one platform's sockets never enter
+ *   another's bundle;
+ * - imports run one way: `shared/` never imports `functions/`, the rest of `shared/` never imports
+ *   the application in `shared/app/`, and no platform under `functions/` imports another;
+ * - no production module imports itself through a circle of others.
  */
 import { readdirSync, readFileSync } from "node:fs";
 import { dirname, join, normalize, relative } from "node:path";
@@ -17,6 +21,7 @@ const root = fileURLToPath(new URL("../../", import.meta.url));
  */
 const platformEntryPoints = new Set([
   "shared/kube/node.ts",
+  "shared/health/node-prober.ts",
   "shared/health/socket-prober.ts",
   "shared/auth/relay-signature.ts",
 ]);
@@ -30,11 +35,17 @@ function productionFiles(dir: string): string[] {
     .map((e) => relative(root, join(e.parentPath, e.name)));
 }
 
+/** The production modules `file` imports (relative specifiers, resolved against the repository). */
+function importsOf(file: string, source = readFileSync(join(root, file), "utf8")): string[] {
+  return [...source.matchAll(/^(?:import|export)\s[^;]*?from\s+"(\.[^"]+)";/gms)].map((m) =>
+    normalize(join(dirname(file), m[1]!)),
+  );
+}
+
 function bypasses(file: string, source = readFileSync(join(root, file), "utf8")): string[] {
   const from = dirname(file);
   const found: string[] = [];
-  for (const m of source.matchAll(/^import\s[^;]*?from\s+"(\.[^"]+)";/gms)) {
-    const target = normalize(join(from, m[1]!));
+  for (const target of importsOf(file, source)) {
     const to = dirname(target);
     if (to === from || target.endsWith("/index.ts") || platformEntryPoints.has(target)) continue;
     if (/^shared\/kube\/node[^/]*\.ts$/.test(target)) continue;
@@ -65,5 +76,77 @@ describe("cross-folder imports", () => {
 
   it("go through the other folder's index.ts", () => {
     expect(files.flatMap((file) => bypasses(file))).toEqual([]);
+  });
+});
+
+/** Where `file` may not import `target` from, whatever the path: the direction rules. */
+function wrongWay(file: string, target: string): string | undefined {
+  const platform = (path: string) => /^functions\/([^/]+)\//.exec(path)?.[1];
+  if (file.startsWith("shared/") && target.startsWith("functions/")) return "shared/ imports functions/";
+  if (file.startsWith("shared/") && !file.startsWith("shared/app/") && target.startsWith("shared/app/")) {
+    return "the core imports the application (shared/app/)";
+  }
+  const [a, b] = [platform(file), platform(target)];
+  if (a && b && a !== b) return `platform ${a} imports platform ${b}`;
+  return undefined;
+}
+
+/** Every circle of imports among `files`, each as the path that closes it. */
+function circles(graph: Map<string, string[]>): string[][] {
+  const found: string[][] = [];
+  const state = new Map<string, "open" | "done">();
+  const stack: string[] = [];
+  const visit = (file: string) => {
+    state.set(file, "open");
+    stack.push(file);
+    for (const next of graph.get(file) ?? []) {
+      if (!graph.has(next)) continue;
+      if (state.get(next) === "open") found.push([...stack.slice(stack.indexOf(next)), next]);
+      else if (!state.has(next)) visit(next);
+    }
+    stack.pop();
+    state.set(file, "done");
+  };
+  for (const file of graph.keys()) if (!state.has(file)) visit(file);
+  return found;
+}
+
+describe("import direction", () => {
+  const files = ["shared", "functions", "infra/relay"].flatMap(productionFiles);
+
+  it.each([
+    ["shared/runtime/x.ts", "functions/node/host.ts", "shared/ imports functions/"],
+    ["shared/kube/x.ts", "shared/app/kubefn.ts", "the core imports the application (shared/app/)"],
+    ["functions/aws/x.ts", "functions/node/host.ts", "platform aws imports platform node"],
+    ["shared/app/fleet/x.ts", "shared/app/kubefn.ts", undefined],
+    ["functions/node/dev/x.ts", "functions/node/host.ts", undefined],
+    ["functions/cloudflare/x.ts", "shared/app/index.ts", undefined],
+  ])("%s → %s: %s", (file, target, expected) => {
+    expect(wrongWay(file, target)).toBe(expected);
+  });
+
+  it("runs one way: shared/ never into functions/, the core never into shared/app/, no platform into another", () => {
+    const found = files.flatMap((file) =>
+      importsOf(file).flatMap((target) => {
+        const why = wrongWay(file, target);
+        return why ? [`${file} → ${target}: ${why}`] : [];
+      }),
+    );
+    expect(found).toEqual([]);
+  });
+
+  it("finds a circle of three", () => {
+    const graph = new Map([
+      ["a.ts", ["b.ts"]],
+      ["b.ts", ["c.ts", "d.ts"]],
+      ["c.ts", ["a.ts"]],
+      ["d.ts", []],
+    ]);
+    expect(circles(graph)).toEqual([["a.ts", "b.ts", "c.ts", "a.ts"]]);
+  });
+
+  it("has no circles", () => {
+    const graph = new Map(files.map((file) => [file, importsOf(file)]));
+    expect(circles(graph).map((c) => c.join(" → "))).toEqual([]);
   });
 });

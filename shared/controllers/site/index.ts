@@ -1,4 +1,4 @@
-export { upsertOwnerReference } from "../../kube/owner-references.ts";
+export { upsertOwnerReference } from "../../kube/index.ts";
 export * from "./api.ts";
 export {
   type ClusterComponent,

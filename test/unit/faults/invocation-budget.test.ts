@@ -5,7 +5,7 @@
  */
 import { describe, expect, it } from "vitest";
 import { parseWorkerEnv } from "../../../functions/cloudflare/config.ts";
-import { createKubefn } from "../../../functions/kubefn.ts";
+import { createKubefn } from "../../../shared/app/kubefn.ts";
 import { guardedKube, type Transport, type TransportRequest } from "../../../shared/kube/index.ts";
 import { done } from "../../../shared/runtime/outcome.ts";
 import { createRegistry } from "../../../shared/runtime/registry.ts";

@@ -8,7 +8,7 @@
 import { setFlagsFromString } from "node:v8";
 import { runInNewContext } from "node:vm";
 import { describe, expect, it } from "vitest";
-import { createOperators } from "../../../functions/operators.ts";
+import { createOperators } from "../../../shared/app/operators.ts";
 import { proxyResource } from "../../../shared/controllers/proxy/api.ts";
 import { subPoolResource } from "../../../shared/controllers/subpool/api.ts";
 import { subPoolObjectNames } from "../../../shared/controllers/subpool/desired.ts";

@@ -1,1 +1,0 @@
-export { createNodeProber, type NodeProberOptions } from "./node-prober.ts";

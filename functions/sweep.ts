@@ -1,7 +1,0 @@
-export {
-  type ControllerSweep,
-  runSweep,
-  type SweepOptions,
-  type SweepSummary,
-  type SweepTask,
-} from "../shared/runtime/index.ts";

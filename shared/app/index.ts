@@ -1,0 +1,18 @@
+export { commaList } from "./env-values.ts";
+export { createFunctionsApp, type HttpSettings } from "./http.ts";
+export { deliverCloudWatchLogs } from "./intake/index.ts";
+export { createKubefn, type Kubefn, type KubefnPorts, passLine, sweepLine } from "./kubefn.ts";
+export { createOperators, type OperatorOptions, type Operators } from "./operators.ts";
+export {
+  describeIssues,
+  type KubefnSettings,
+  parseEnvironment,
+  parsePlatformEnv,
+  platformSchema,
+  SettingsError,
+  secretVariable,
+  settingsFrom,
+  settingsVariables,
+} from "./settings.ts";
+export { runSweep, type SweepOptions, type SweepSummary } from "./sweep.ts";
+export { createJsonLog, createLineLog, PrometheusMetrics } from "./telemetry/index.ts";

@@ -1,0 +1,101 @@
+/**
+ * The intake's contract: its options, the batches it maps, and the parts its routes share.
+ */
+import type { Context } from "hono";
+import type {
+  PushTokenPolicy,
+  RelayRefusal,
+  ReplayGuard,
+  relaySignedRequest,
+  SignedRelayRequest,
+} from "../../auth/index.ts";
+import type { Clock, Log, Message, Metrics } from "../../runtime/index.ts";
+
+/** The refusals intake answers with. */
+export type IntakeStatus = 400 | 401 | 403 | 408 | 409 | 413 | 503;
+
+/** What `createIntakeApp` lends the Pub/Sub entry (pubsub.ts), so both answer alike. */
+export interface IntakeParts {
+  reject(c: Context, status: IntakeStatus, reason: string, message: string): Response;
+  refuse(c: Context, refusal: RelayRefusal): Response;
+  relayOf(c: Context): ReturnType<typeof relaySignedRequest>;
+  enqueued(
+    c: Context,
+    source: "pubsub",
+    mapped: MappedBatch,
+    signed: SignedRelayRequest | undefined,
+    extra?: Record<string, unknown>,
+  ): Promise<Response>;
+  /** The batches in flight, shared with `POST /v1/events`. */
+  slots: BatchSlots;
+}
+
+/** Which sender a batch came from; decides how it is authenticated and decoded. */
+export type BatchSource = "audit" | "relay";
+
+/** What the runtime's event mapping made of one batch. */
+export interface MappedBatch {
+  messages: Message[];
+  /** Events dropped on purpose (status writes, own writes, reads, failures) or skipped as malformed. */
+  counts: Record<string, number>;
+}
+
+/**
+ * Thrown by `map` when the batch envelope itself is not what the source sends (wrong kind, no
+ * items list). Answered with 400; events inside a valid envelope are skipped, not thrown.
+ */
+export class MalformedBatchError extends Error {
+  override readonly name = "MalformedBatchError";
+}
+
+export interface IntakeOptions {
+  /** Bearer token the API server's audit webhook presents. Audit intake is off when unset. */
+  auditToken?: string;
+  /** HMAC secret shared with the relay. Relay intake is off when unset. */
+  relaySecret?: string;
+  /** Pub/Sub push deliveries of GKE audit log entries (`POST /v1/events/pubsub`). */
+  pubsub?: PubSubOptions;
+  maxBodyBytes: number;
+  replayWindowSeconds: number;
+  /** Signatures seen within the window; default one in memory per app (see shared/auth/replay.ts). */
+  replayGuard?: ReplayGuard;
+  /**
+   * Batches processed at once by this instance (`/v1/events` and `/v1/events/pubsub` together);
+   * more get 503 with Retry-After before their body is read. Default
+   * {@link defaultMaxConcurrentBatches}.
+   */
+  maxConcurrentBatches?: number;
+  /**
+   * How long a body may take to arrive once a request is admitted; a slower one is answered 408
+   * and its slot freed. Default {@link defaultBodyTimeoutMs}. Relay signature headers can be
+   * well-formed without the secret, so without this deadline anyone could hold every slot by
+   * sending bodies a byte at a time.
+   */
+  bodyTimeoutMs?: number;
+  clock: Clock;
+  log: Log;
+  metrics: Metrics;
+  map(source: BatchSource, batch: unknown): Promise<MappedBatch>;
+  enqueue(messages: Message[]): Promise<void>;
+}
+
+/** Default of {@link IntakeOptions.maxConcurrentBatches}. */
+export const defaultMaxConcurrentBatches = 16;
+/** Default of {@link IntakeOptions.bodyTimeoutMs}: a 4 MiB batch at 1 Mbit/s arrives in time. */
+export const defaultBodyTimeoutMs = 30_000;
+
+/** The 408 answer's message. */
+export const bodyTimeoutMessage = "the body did not arrive within the body deadline";
+
+/** The batches in flight on one intake instance, shared by its routes. */
+export interface BatchSlots {
+  /** Takes a slot, or answers 503 with Retry-After (and takes none). */
+  admit(c: Context): Response | undefined;
+  release(): void;
+}
+
+/** How intake authenticates Pub/Sub push deliveries. */
+export interface PubSubOptions {
+  /** Google-signed OIDC tokens of the push subscription; off when unset. */
+  token?: PushTokenPolicy;
+}

@@ -1,0 +1,18 @@
+export {
+  memoryReplayGuard,
+  type ReplayGuard,
+  SIGNATURE_HEADER,
+  signBatch,
+  TIMESTAMP_HEADER,
+  verifyBatch,
+} from "../../auth/index.ts";
+export {
+  type BatchSource,
+  createIntakeApp,
+  type IntakeOptions,
+  MalformedBatchError,
+  type MappedBatch,
+} from "./app.ts";
+export { deliverCloudWatchLogs, intakeCloudWatchLogs } from "./cloudwatch-logs.ts";
+export { type PubSubOptions, pubsubHandler } from "./pubsub.ts";
+export { mapWithRegistry } from "./wire.ts";

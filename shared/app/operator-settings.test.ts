@@ -1,0 +1,131 @@
+import { describe, expect, it } from "vitest";
+import { parseAwsEnv } from "../../functions/aws/config.ts";
+import { parseWorkerEnv } from "../../functions/cloudflare/config.ts";
+import { parseNodeHostEnv } from "../../functions/node/config.ts";
+import { ownNamespace } from "./operator-settings.ts";
+
+const key = JSON.stringify({
+  type: "service_account",
+  client_email: "kubefn@p.iam.gserviceaccount.com",
+  private_key: "-----BEGIN PRIVATE KEY-----\nMIIsecretbytes\n-----END PRIVATE KEY-----\n",
+  token_uri: "https://oauth2.googleapis.com/token",
+});
+const operatorEnv = {
+  SITE_IMAGE_REGISTRY: "registry.example.com/unbounded",
+  SITE_IMAGE_TAG: "v0.1.24",
+  SITE_APISERVER_ENDPOINT: "https://10.0.0.1:6443",
+  SUBPOOL_MAX_CPU: "4",
+  SUBPOOL_GATEWAY: "gateways/public",
+  GCE_PROJECT: "crawl-prod",
+  GCE_ZONES: "europe-west1-b, europe-west1-c",
+  GCE_CREDENTIALS: key,
+};
+/** Every platform's parser, with the platform's own required variables. */
+const platforms: [string, (env: Record<string, string>) => { operators: unknown }][] = [
+  ["Node host", (env) => parseNodeHostEnv(env).settings],
+  [
+    "Workers",
+    (env) => parseWorkerEnv({ KUBE_SERVER: "https://kube.example.com", KUBE_TOKEN: "t0ken", ...env }),
+  ],
+  [
+    "Lambda",
+    (env) =>
+      parseAwsEnv({
+        AWS_REGION: "eu-west-1",
+        EVENT_BUS_NAME: "kubefn",
+        SCHEDULER_ROLE_ARN: "arn:aws:iam::111122223333:role/kubefn-scheduler",
+        KUBECONFIG: "/var/task/kubeconfig",
+        ...env,
+      }),
+  ],
+];
+
+describe.each(platforms)("operator settings on %s", (_, parse) => {
+  it("image registry, tag, API endpoint, SubPool configuration and GCE come from the same names", () => {
+    expect(parse(operatorEnv).operators).toEqual({
+      subPool: {
+        envelope: { cpu: "4", memory: "4Gi" },
+        gateway: { namespace: "gateways", name: "public" },
+        proxyGateway: { namespace: "subrelay-system", service: "mihomo" },
+      },
+      site: {
+        namespace: "kubefn-system",
+        config: {
+          imageRegistry: "registry.example.com/unbounded",
+          imageTag: "v0.1.24",
+          apiServerEndpoint: "https://10.0.0.1:6443",
+        },
+      },
+      gce: {
+        project: "crawl-prod",
+        zones: ["europe-west1-b", "europe-west1-c"],
+        // Only the fields the token source uses are kept.
+        serviceAccountKey: (({ type: _, ...rest }) => rest)(JSON.parse(key)),
+      },
+      proxy: {
+        instanceAllowList: {
+          images: [
+            "ghcr.io/kubefn/forward-proxy:*",
+            "ghcr.io/kubefn/forward-proxy@*",
+            "projects/debian-cloud/*",
+          ],
+          machineTypes: ["e2-micro", "e2-small", "e2-medium"],
+          zones: ["europe-west1-b", "europe-west1-c"],
+        },
+      },
+    });
+  });
+
+  it("what a Managed Proxy may run: PROXY_ALLOWED_IMAGES and PROXY_ALLOWED_MACHINE_TYPES replace the defaults", () => {
+    const set = parse({
+      PROXY_ALLOWED_IMAGES: "registry.example/proxy:*, ghcr.io/kubefn/forward-proxy:1.2",
+      PROXY_ALLOWED_MACHINE_TYPES: "*",
+    }).operators as { proxy: unknown };
+    expect(set.proxy).toEqual({
+      instanceAllowList: {
+        images: ["registry.example/proxy:*", "ghcr.io/kubefn/forward-proxy:1.2"],
+        machineTypes: ["*"],
+      },
+    });
+  });
+
+  it("the Site namespace follows the operator's own (its ServiceAccount's) unless set", () => {
+    const selfVar = _ === "Node host" ? "KUBEFN_SELF_USERNAMES" : "SELF_USERNAMES";
+    const own = parse({ [selfVar]: "system:serviceaccount:platform-ops:kubefn" }).operators as {
+      site: { namespace: string };
+    };
+    expect(own.site.namespace).toBe("platform-ops");
+    const set = parse({ SITE_NAMESPACE: "unbounded" }).operators as { site: { namespace: string } };
+    expect(set.site.namespace).toBe("unbounded");
+  });
+
+  it("without GCE_* there is no gce provider; a partial GCE configuration is refused by name", () => {
+    expect(parse({}).operators).not.toHaveProperty("gce");
+    expect(() => parse({ GCE_PROJECT: "crawl-prod" })).toThrow(/GCE_ZONES[\s\S]*GCE_CREDENTIALS/);
+  });
+
+  it("bad credentials are refused without echoing them", () => {
+    let message = "";
+    try {
+      parse({ ...operatorEnv, GCE_CREDENTIALS: '{"client_email":"x","private_key":"MIIsecretbytes"}' });
+    } catch (err) {
+      message = String(err);
+    }
+    expect(message).toMatch(/GCE_CREDENTIALS: not a service-account key/);
+    expect(message).not.toContain("MIIsecretbytes");
+  });
+
+  it("a bad SubPool envelope stops the process at start, not every pool at every pass", () => {
+    expect(() => parse({ SUBPOOL_MAX_CPU: "plenty" })).toThrow(/SUBPOOL_\*: operator configuration/);
+  });
+});
+
+describe("ownNamespace", () => {
+  it.each([
+    [["system:serviceaccount:kubefn-system:kubefn"], "kubefn-system"],
+    [["admin", "system:serviceaccount:ops:kubefn"], "ops"],
+    [["admin"], "kubefn-system"],
+  ])("%j → %s", (users, namespace) => {
+    expect(ownNamespace(users)).toBe(namespace);
+  });
+});

@@ -1,0 +1,171 @@
+/**
+ * The operators' own settings, under the same names on every platform (Workers `[vars]` and
+ * secrets, the Lambda environment, the Node host's environment): what the seeds call the operator
+ * configuration of SubPool (`SUBPOOL_*`), the Site components' `Config` and namespace (`SITE_*`),
+ * the GCE provider (`GCE_*`) and what Managed Proxies may run (`PROXY_ALLOWED_*`). Parsed once, at start; a platform spreads
+ * {@link operatorVariables} into its schema and turns the result into {@link OperatorSettings}
+ * with {@link operatorSettingsFrom}.
+ */
+
+import { defaultInstanceAllowList, type InstanceAllowList } from "../controllers/proxy/index.ts";
+import type { ServiceAccountKey } from "../controllers/proxy/providers/index.ts";
+import { type OperatorConfig, parseOperatorConfig } from "../controllers/subpool/index.ts";
+import { dnsLabel } from "../kube/index.ts";
+import * as z from "../zod/index.ts";
+import { commaList } from "./env-values.ts";
+
+export const operatorVariables = {
+  SUBPOOL_MAX_CPU: z.optional(z.string()),
+  SUBPOOL_MAX_MEMORY: z.optional(z.string()),
+  /** "namespace/name" of the Gateway HTTPRoutes attach to by default. */
+  SUBPOOL_GATEWAY: z.optional(z.string()),
+  SUBPOOL_HOSTNAME_SUFFIX: z.optional(z.string()),
+  /** "namespace/service" of the shared proxy gateway (Mihomo). */
+  SUBPOOL_PROXY_GATEWAY: z.optional(z.string()),
+  SITE_IMAGE_REGISTRY: z._default(z.string().check(z.minLength(1)), "ghcr.io/unbounded-cloud"),
+  SITE_IMAGE_TAG: z._default(z.string().check(z.minLength(1)), "latest"),
+  SITE_APISERVER_ENDPOINT: z._default(
+    z.url({ protocol: /^https?$/, error: "SITE_APISERVER_ENDPOINT must be an http(s) URL" }),
+    "https://kubernetes.default.svc",
+  ),
+  /** Where Site components install; default: the namespace of kubefn's own ServiceAccount. */
+  SITE_NAMESPACE: z.optional(z.string().check(z.regex(dnsLabel, "SITE_NAMESPACE must be a DNS label"))),
+  GCE_PROJECT: z.optional(z.string().check(z.minLength(1))),
+  /** Zones of the project: the first is the default for Proxies naming none; all are listed. */
+  GCE_ZONES: z.optional(commaList),
+  /** A service-account key (the JSON Google issues), from the platform's secret store. */
+  GCE_CREDENTIALS: z.optional(z.string().check(z.minLength(1))),
+  /** Images a Managed Proxy may name (comma-separated; a trailing `*` matches by prefix, `*` alone any). */
+  PROXY_ALLOWED_IMAGES: z.optional(commaList),
+  /** Machine types a Managed Proxy may name, as PROXY_ALLOWED_IMAGES. */
+  PROXY_ALLOWED_MACHINE_TYPES: z.optional(commaList),
+  /** Compute API base URL; tests point it at a local server. */
+  GCE_COMPUTE_URL: z.optional(z.url({ protocol: /^https?$/ })),
+};
+
+export type OperatorVariables = z.infer<z.ZodMiniObject<typeof operatorVariables>>;
+
+/** What {@link operatorSettingsFrom} gives `createOperators`. */
+export interface OperatorSettings {
+  subPool: OperatorConfig;
+  site: {
+    namespace: string;
+    config: { imageRegistry: string; imageTag: string; apiServerEndpoint: string };
+  };
+  gce?: GceSettings;
+  /** What a Managed Proxy may ask its instance to run; zones are GCE_ZONES when set. */
+  proxy: { instanceAllowList: InstanceAllowList };
+}
+
+export interface GceSettings {
+  project: string;
+  zones: string[];
+  serviceAccountKey: ServiceAccountKey;
+  computeUrl?: string;
+}
+
+const serviceAccountKeySchema = z.object({
+  client_email: z.string().check(z.minLength(1)),
+  private_key: z.string().check(z.includes("PRIVATE KEY")),
+  private_key_id: z.optional(z.string()),
+  token_uri: z.optional(z.url()),
+});
+
+/** The namespace of the first ServiceAccount among `selfUsernames` (kubefn's own); else kubefn-system. */
+export function ownNamespace(selfUsernames: readonly string[]): string {
+  for (const user of selfUsernames) {
+    const match = /^system:serviceaccount:([^:]+):[^:]+$/.exec(user);
+    if (match?.[1]) return match[1];
+  }
+  return "kubefn-system";
+}
+
+/**
+ * Validates the cross-field rules and builds the settings. Returns every problem, one line each,
+ * naming the variable; a credentials problem never echoes the credentials.
+ */
+export function operatorSettingsFrom(
+  e: OperatorVariables,
+  selfUsernames: readonly string[],
+): { ok: true; settings: OperatorSettings } | { ok: false; issues: string[] } {
+  const issues: string[] = [];
+  const pair = (name: string, value: string | undefined) => {
+    if (value === undefined) return undefined;
+    const [namespace, object, ...rest] = value.split("/");
+    if (!namespace || !object || rest.length > 0) {
+      issues.push(`  ${name}: must be namespace/name`);
+      return undefined;
+    }
+    return { namespace, object };
+  };
+  const gateway = pair("SUBPOOL_GATEWAY", e.SUBPOOL_GATEWAY);
+  const proxyGateway = pair("SUBPOOL_PROXY_GATEWAY", e.SUBPOOL_PROXY_GATEWAY);
+  const data: Record<string, string> = {};
+  if (e.SUBPOOL_MAX_CPU !== undefined) data.maxCPU = e.SUBPOOL_MAX_CPU;
+  if (e.SUBPOOL_MAX_MEMORY !== undefined) data.maxMemory = e.SUBPOOL_MAX_MEMORY;
+  if (gateway) Object.assign(data, { gatewayNamespace: gateway.namespace, gatewayName: gateway.object });
+  if (e.SUBPOOL_HOSTNAME_SUFFIX !== undefined) data.hostnameSuffix = e.SUBPOOL_HOSTNAME_SUFFIX;
+  if (proxyGateway) {
+    Object.assign(data, {
+      proxyGatewayNamespace: proxyGateway.namespace,
+      proxyGatewayService: proxyGateway.object,
+    });
+  }
+  const subPool = parseOperatorConfig(data);
+  if (!subPool.ok) issues.push(`  SUBPOOL_*: ${subPool.message}`);
+
+  let gce: GceSettings | undefined;
+  const gceSet = [e.GCE_PROJECT, e.GCE_ZONES, e.GCE_CREDENTIALS].filter((v) => v !== undefined).length;
+  if (gceSet > 0) {
+    if (!e.GCE_PROJECT) issues.push("  GCE_PROJECT: required with GCE_ZONES and GCE_CREDENTIALS");
+    if (!e.GCE_ZONES?.length) issues.push("  GCE_ZONES: required with GCE_PROJECT (comma-separated zones)");
+    let key: ServiceAccountKey | undefined;
+    if (!e.GCE_CREDENTIALS) {
+      issues.push(
+        "  GCE_CREDENTIALS: required with GCE_PROJECT (a service-account key, from the secret store)",
+      );
+    } else {
+      let json: unknown;
+      try {
+        json = JSON.parse(e.GCE_CREDENTIALS);
+      } catch {
+        json = undefined;
+      }
+      const parsed = serviceAccountKeySchema.safeParse(json);
+      if (parsed.success) key = parsed.data;
+      else
+        issues.push("  GCE_CREDENTIALS: not a service-account key (JSON with client_email and private_key)");
+    }
+    if (e.GCE_PROJECT && e.GCE_ZONES?.length && key) {
+      gce = {
+        project: e.GCE_PROJECT,
+        zones: e.GCE_ZONES,
+        serviceAccountKey: key,
+        ...(e.GCE_COMPUTE_URL ? { computeUrl: e.GCE_COMPUTE_URL } : {}),
+      };
+    }
+  }
+  if (issues.length > 0 || !subPool.ok) return { ok: false, issues };
+  return {
+    ok: true,
+    settings: {
+      subPool: subPool.config,
+      site: {
+        namespace: e.SITE_NAMESPACE ?? ownNamespace(selfUsernames),
+        config: {
+          imageRegistry: e.SITE_IMAGE_REGISTRY,
+          imageTag: e.SITE_IMAGE_TAG,
+          apiServerEndpoint: e.SITE_APISERVER_ENDPOINT,
+        },
+      },
+      ...(gce ? { gce } : {}),
+      proxy: {
+        instanceAllowList: {
+          images: e.PROXY_ALLOWED_IMAGES ?? defaultInstanceAllowList.images,
+          machineTypes: e.PROXY_ALLOWED_MACHINE_TYPES ?? defaultInstanceAllowList.machineTypes,
+          ...(gce ? { zones: gce.zones } : {}),
+        },
+      },
+    },
+  };
+}

@@ -1,0 +1,140 @@
+import { Hono } from "hono/tiny";
+import { discoveryRoutes, proxyPhaseGaugeTask } from "../controllers/proxy/discovery/index.ts";
+import { probeShardTask, proxyController, proxyHealthTask } from "../controllers/proxy/index.ts";
+import { leaseRoutes, leaseSweepTask } from "../controllers/proxy/leases/index.ts";
+import { orphanSweepTask } from "../controllers/proxy/orphans/index.ts";
+import {
+  createGceProvider,
+  createKubernetesProvider,
+  type Provider,
+  type ProvidersByName,
+} from "../controllers/proxy/providers/index.ts";
+import { defaultSiteRegistry, siteController } from "../controllers/site/index.ts";
+import { subPoolController } from "../controllers/subpool/index.ts";
+import type { Prober } from "../health/index.ts";
+import type { Kube, KubeObject } from "../kube/index.ts";
+import type { Context, SweepTask } from "../runtime/index.ts";
+import { createRegistry, type Registry } from "../runtime/index.ts";
+import type { OperatorSettings } from "./operator-settings.ts";
+
+/** What every platform runs: the registry, the sweep's periodic tasks, and extra HTTP routes. */
+export interface Operators {
+  registry: Registry;
+  sweepTasks: SweepTask[];
+  /** Routes mounted beside the intake (discovery, leases). */
+  routes?: (ctx: Context) => Hono;
+}
+
+export interface OperatorOptions {
+  prober: Prober;
+  /** How often the platform runs the sweep (the cron period). */
+  sweepPeriodSeconds: number;
+  probeConcurrency?: number;
+  /** Fan health probes out through the queue in shards of this many Proxies (unset: probe in the sweep). */
+  probeShardSize?: number;
+  /** Providers beyond the built-in Kubernetes pod provider (e.g. "gce"). */
+  providers?: (kube: Kube) => ProvidersByName;
+  /** Drift poll (resync) of Proxies, seconds. */
+  proxyResyncSeconds?: number;
+  /** Least time between two status-affecting health reports of one Proxy. */
+  minReportIntervalSeconds?: number;
+  /** Bearer token for the crawler API (`/v1/proxies`, `/v1/leases`); the API is off without it. */
+  apiToken?: string;
+  /** How old an untracked provider instance must be before the orphan collector deletes it. */
+  orphanGraceSeconds?: number;
+  /**
+   * The operators' own settings (SubPool's operator configuration, the Site components' config and
+   * namespace, the GCE provider), parsed once by the adapter; defaults when absent.
+   */
+  settings?: OperatorSettings;
+  /** Site component manifests read from a directory (Node host only); the embedded bundle otherwise. */
+  siteManifests?: readonly KubeObject[];
+  /** Overrides the `fetch` of providers that call out (GCE); tests only. */
+  fetch?: typeof fetch;
+}
+
+const defaultSiteConfig = {
+  imageRegistry: "ghcr.io/unbounded-cloud",
+  imageTag: "latest",
+  apiServerEndpoint: "https://kubernetes.default.svc",
+};
+
+/**
+ * The operators kubefn runs, assembled once per platform instance: the proxy operator (seed 000),
+ * SubPool (seed 003) and the Site component registry (seed 004). Everything here is built
+ * from parameters; nothing is read from the environment.
+ */
+export function createOperators(opts: OperatorOptions): Operators {
+  // Built once: its token source caches the access token across passes.
+  const gce = gceProvider(opts.settings?.gce, opts.fetch);
+  const providersFor = (kube: Kube): ProvidersByName => ({
+    kubernetes: createKubernetesProvider({ kube }),
+    ...(gce ? { gce } : {}),
+    ...opts.providers?.(kube),
+  });
+  const health = proxyHealthTask({
+    prober: opts.prober,
+    concurrency: opts.probeConcurrency ?? 32,
+    sweepPeriodSeconds: opts.sweepPeriodSeconds,
+    ...(opts.minReportIntervalSeconds ? { minReportIntervalSeconds: opts.minReportIntervalSeconds } : {}),
+    ...(opts.probeShardSize ? { fanOut: { shardSize: opts.probeShardSize } } : {}),
+  });
+  const registry = createRegistry([
+    proxyController({
+      providers: (ctx) => providersFor(ctx.kube),
+      shards: { [probeShardTask]: health.handleShard },
+      ...(opts.settings ? { instanceAllowList: opts.settings.proxy.instanceAllowList } : {}),
+      ...(opts.proxyResyncSeconds ? { timings: { driftPoll: opts.proxyResyncSeconds } } : {}),
+    }),
+    subPoolController(opts.settings ? { operatorConfig: opts.settings.subPool } : {}),
+    siteController({
+      registry: defaultSiteRegistry(opts.siteManifests ? { manifests: opts.siteManifests } : {}),
+      env: opts.settings
+        ? { config: opts.settings.site.config, namespace: opts.settings.site.namespace }
+        : { config: defaultSiteConfig },
+    }),
+  ]);
+  return {
+    registry,
+    sweepTasks: [
+      health,
+      proxyPhaseGaugeTask(),
+      leaseSweepTask(),
+      {
+        name: "proxy-orphans",
+        controller: "proxy",
+        // Providers are built per run from the sweep's own Kube, like the reconciler's.
+        start: (ctx, memo) =>
+          orphanSweepTask({
+            providers: providersFor(ctx.kube),
+            ...(opts.orphanGraceSeconds === undefined ? {} : { graceSeconds: opts.orphanGraceSeconds }),
+          }).start(ctx, memo),
+      },
+    ],
+    ...(opts.apiToken ? { routes: crawlerRoutes(opts.apiToken) } : {}),
+  };
+}
+
+function crawlerRoutes(apiToken: string): (ctx: Context) => Hono {
+  return (ctx) => {
+    const app = new Hono();
+    app.route("/", discoveryRoutes(ctx, { apiToken }));
+    app.route("/", leaseRoutes(ctx, { apiToken }));
+    return app;
+  };
+}
+
+function gceProvider(
+  settings: OperatorSettings["gce"],
+  fetchImpl: typeof fetch | undefined,
+): Provider | undefined {
+  if (!settings) return undefined;
+  return createGceProvider({
+    project: settings.project,
+    zone: settings.zones[0]!,
+    listZones: settings.zones,
+    serviceAccountKey: settings.serviceAccountKey,
+    ...(settings.computeUrl ? { baseUrl: settings.computeUrl } : {}),
+    ...(fetchImpl ? { fetch: fetchImpl } : {}),
+  });
+}

@@ -1,0 +1,229 @@
+import type { RsaJwk } from "../auth/index.ts";
+import * as z from "../zod/index.ts";
+import { commaList } from "./env-values.ts";
+import { type OperatorSettings, operatorSettingsFrom, operatorVariables } from "./operator-settings.ts";
+
+/** Pub/Sub push intake settings (see {@link HttpSettings.pubsub}). */
+export interface PubSubSettings {
+  audience: string;
+  serviceAccountEmail: string;
+  jwks?: { keys: RsaJwk[] };
+  jwksUrl?: string;
+}
+
+/** zod's email pattern; `z.email()` would add its own schema class to the Worker bundle. */
+const emailAddress =
+  /^(?:[A-Za-z0-9_'+-]+\.)*[A-Za-z0-9_'+-]*[A-Za-z0-9_+-]@(?:[A-Za-z0-9][A-Za-z0-9-]*\.)+[A-Za-z]{2,}$/;
+
+/** An optional shared secret or token: at least 16 characters when set. */
+export const secretVariable = (name: string) =>
+  z.optional(z.string().check(z.minLength(16, `${name} must be at least 16 characters`)));
+
+/**
+ * The one settings schema, read under the same names on every platform (Workers `[vars]` and
+ * secrets, the Lambda environment, the Node host's environment). Spread into a platform's schema
+ * beside its own variables (where the cluster and the queue are).
+ */
+export const settingsVariables = {
+  AUDIT_TOKEN: secretVariable("AUDIT_TOKEN"),
+  RELAY_SECRET: secretVariable("RELAY_SECRET"),
+  API_TOKEN: secretVariable("API_TOKEN"),
+  SELF_USERNAMES: z._default(commaList, ["system:serviceaccount:kubefn-system:kubefn"]),
+  MAX_BODY_BYTES: z._default(z.coerce.number().check(z.int()).check(z.gte(1024)), 4 * 1024 * 1024),
+  REPLAY_WINDOW_SECONDS: z._default(z.coerce.number().check(z.int()).check(z.gte(10)), 300),
+  PUBSUB_AUDIENCE: z.optional(z.string().check(z.minLength(1))),
+  PUBSUB_SERVICE_ACCOUNT: z.optional(
+    z.stringFormat("email", emailAddress, "PUBSUB_SERVICE_ACCOUNT must be a service account email"),
+  ),
+  PUBSUB_JWKS_URL: z.optional(
+    z.url({ protocol: /^https?$/, error: "PUBSUB_JWKS_URL must be an http(s) URL" }),
+  ),
+  PUBSUB_JWKS: z.optional(
+    z.pipe(
+      z.string(),
+      z.transform((s, ctx) => {
+        try {
+          const v = JSON.parse(s) as { keys?: unknown };
+          if (Array.isArray(v.keys)) return v as { keys: RsaJwk[] };
+        } catch {}
+        ctx.issues.push({ code: "custom", message: 'PUBSUB_JWKS must be a JWKS: {"keys":[…]}', input: s });
+        return z.NEVER;
+      }),
+    ),
+  ),
+  SWEEP_PERIOD_SECONDS: z._default(z.coerce.number().check(z.int()).check(z.gte(1)).check(z.lte(3600)), 60),
+  PROXY_RESYNC_SECONDS: z.optional(z.coerce.number().check(z.int()).check(z.gte(60)).check(z.lte(86400))),
+  MIN_REPORT_SECONDS: z.optional(z.coerce.number().check(z.int()).check(z.gte(1)).check(z.lte(3600))),
+  ORPHAN_GRACE_SECONDS: z.optional(z.coerce.number().check(z.int()).check(z.gte(0))),
+  PROBE_CONCURRENCY: z._default(z.coerce.number().check(z.int()).check(z.gte(1)).check(z.lte(256)), 32),
+  PASS_CONCURRENCY: z._default(z.coerce.number().check(z.int()).check(z.gte(1)).check(z.lte(256)), 8),
+  // Probes fan out as delayed probe-shard messages of this many Proxies (0: probed in the sweep).
+  PROBE_SHARD_SIZE: z._default(z.coerce.number().check(z.int()).check(z.gte(0)).check(z.lte(200)), 40),
+  // Back-pressure (shared/kube guardedKube): API requests per platform invocation; a circuit per instance.
+  REQUEST_BUDGET: z._default(z.coerce.number().check(z.int()).check(z.gte(1)), 1000),
+  CIRCUIT_FAILURES: z._default(z.coerce.number().check(z.int()).check(z.gte(1)), 5),
+  CIRCUIT_OPEN_SECONDS: z._default(z.coerce.number().check(z.int()).check(z.gte(1)).check(z.lte(600)), 5),
+  KUBE_TIMEOUT_SECONDS: z._default(z.coerce.number().check(z.gte(0.1)).check(z.lte(300)), 30),
+  // SUBPOOL_*, SITE_*, GCE_*: the operators' own settings (see operator-settings.ts).
+  ...operatorVariables,
+};
+
+type SettingsVariables = z.infer<z.ZodMiniObject<typeof settingsVariables>>;
+
+/** What {@link createKubefn} is built from besides its ports; parsed once by an adapter. */
+export interface KubefnSettings {
+  /** Bearer token the API server's audit webhook sends; audit batches are refused without it. */
+  auditToken?: string;
+  /** HMAC secret shared with the relay; relay batches are refused without it. */
+  relaySecret?: string;
+  /** Bearer token of the crawler API (/v1/proxies, /v1/leases); off when unset. */
+  apiToken?: string;
+  /** Writes by these identities are dropped at intake. */
+  selfUsernames: string[];
+  maxBodyBytes: number;
+  replayWindowSeconds: number;
+  /** GKE audit logs by Pub/Sub push; on when `PUBSUB_AUDIENCE` and `PUBSUB_SERVICE_ACCOUNT` are set. */
+  pubsub?: PubSubSettings;
+  /** How often the platform runs the sweep; must match its schedule. */
+  sweepPeriodSeconds: number;
+  /** Drift poll (resync) of Proxies; the controller's default when unset. */
+  proxyResyncSeconds?: number;
+  /** Least time between two status-affecting health reports of one Proxy. */
+  minReportIntervalSeconds?: number;
+  /** How old an untracked provider instance must be before the orphan collector deletes it. */
+  orphanGraceSeconds?: number;
+  /** Probes in flight at once during a sweep. */
+  probeConcurrency: number;
+  /** Passes run at once for one delivery (a Lambda event, the Node host's queue). */
+  passConcurrency: number;
+  /**
+   * Fan health probes out through the queue, this many Proxies per probe-shard message; unset or
+   * 0, the sweep probes in process, once per sweep (an interval below the sweep period is then
+   * rounded up to it). Default 40 on every platform. On Workers a queue batch of up to 10
+   * messages (wrangler.toml) runs in one invocation, each probe costing a connection and at most
+   * one status write: 40 keeps a batch's writes well under {@link requestBudget}; on the free plan
+   * (50 subrequests) use 2.
+   */
+  probeShardSize?: number;
+  /**
+   * API requests one platform invocation may send (a Workers queue batch or cron run, a Lambda
+   * event, a Node host pass or sweep), across its passes; past it each pass ends as a transient
+   * error (RequestBudgetExhausted). Default 1,000: well inside the Workers paid plan's 10,000
+   * subrequests per invocation (probes and queue sends spend the rest), so kubefn stops itself,
+   * with follow-ups, before the platform stops it.
+   */
+  requestBudget: number;
+  /** When to stop sending requests to a failing API server, and for how long. */
+  circuit: { failureThreshold: number; openSeconds: number };
+  /** Per-request deadline of API calls, ms. */
+  kubeTimeoutMs: number;
+  /** SubPool's operator configuration, the Site components' config and namespace, GCE. */
+  operators: OperatorSettings;
+}
+
+/** The typed settings of a parsed environment. */
+export function settingsFrom(e: SettingsVariables): KubefnSettings {
+  const operators = operatorSettingsFrom(e, e.SELF_USERNAMES);
+  if (!operators.ok) throw new SettingsError(`invalid operator settings:\n${operators.issues.join("\n")}`);
+  return {
+    operators: operators.settings,
+    ...(e.AUDIT_TOKEN ? { auditToken: e.AUDIT_TOKEN } : {}),
+    ...(e.RELAY_SECRET ? { relaySecret: e.RELAY_SECRET } : {}),
+    ...(e.API_TOKEN ? { apiToken: e.API_TOKEN } : {}),
+    selfUsernames: e.SELF_USERNAMES,
+    maxBodyBytes: e.MAX_BODY_BYTES,
+    replayWindowSeconds: e.REPLAY_WINDOW_SECONDS,
+    ...(e.PUBSUB_AUDIENCE && e.PUBSUB_SERVICE_ACCOUNT
+      ? {
+          pubsub: {
+            audience: e.PUBSUB_AUDIENCE,
+            serviceAccountEmail: e.PUBSUB_SERVICE_ACCOUNT,
+            ...(e.PUBSUB_JWKS ? { jwks: e.PUBSUB_JWKS } : {}),
+            ...(e.PUBSUB_JWKS_URL ? { jwksUrl: e.PUBSUB_JWKS_URL } : {}),
+          },
+        }
+      : {}),
+    sweepPeriodSeconds: e.SWEEP_PERIOD_SECONDS,
+    ...(e.PROXY_RESYNC_SECONDS ? { proxyResyncSeconds: e.PROXY_RESYNC_SECONDS } : {}),
+    ...(e.MIN_REPORT_SECONDS ? { minReportIntervalSeconds: e.MIN_REPORT_SECONDS } : {}),
+    ...(e.ORPHAN_GRACE_SECONDS === undefined ? {} : { orphanGraceSeconds: e.ORPHAN_GRACE_SECONDS }),
+    probeConcurrency: e.PROBE_CONCURRENCY,
+    passConcurrency: e.PASS_CONCURRENCY,
+    ...(e.PROBE_SHARD_SIZE ? { probeShardSize: e.PROBE_SHARD_SIZE } : {}),
+    requestBudget: e.REQUEST_BUDGET,
+    circuit: { failureThreshold: e.CIRCUIT_FAILURES, openSeconds: e.CIRCUIT_OPEN_SECONDS },
+    kubeTimeoutMs: Math.round(e.KUBE_TIMEOUT_SECONDS * 1000),
+  };
+}
+
+/** The environment is missing a variable or holds a bad one; the message lists every problem. */
+export class SettingsError extends Error {
+  override readonly name: string = "SettingsError";
+}
+
+/**
+ * Parses `env` with a platform's schema (its own variables plus {@link settingsVariables}).
+ * An empty string counts as unset, as shells, env files and CloudFormation use it; `defaults`
+ * are the platform's own defaults, in the environment's string form.
+ *
+ * @throws SettingsError naming every bad variable, after `what` ("invalid Worker environment").
+ */
+export function parseEnvironment<T extends z.ZodMiniType>(
+  schema: T,
+  env: Record<string, unknown>,
+  what: string,
+  defaults: Record<string, string> = {},
+): z.infer<T> {
+  const set = Object.fromEntries(Object.entries(env).filter(([, v]) => v !== undefined && v !== ""));
+  const parsed = schema.safeParse({ ...defaults, ...set });
+  if (!parsed.success) throw new SettingsError(`${what}:\n${describeIssues(parsed.error)}`);
+  return parsed.data;
+}
+
+/**
+ * {@link parseEnvironment} then {@link settingsFrom}: a platform's own variables and the shared
+ * settings, each {@link SettingsError} rethrown as the platform's class (`AwsConfigError`, …).
+ */
+export function parsePlatformEnv<T extends z.ZodMiniType<SettingsVariables>>(
+  schema: T,
+  env: Record<string, unknown>,
+  what: string,
+  PlatformError: new (message: string) => SettingsError,
+  defaults: Record<string, string> = {},
+): { e: z.infer<T>; settings: KubefnSettings } {
+  try {
+    const e = parseEnvironment(schema, env, what, defaults);
+    return { e, settings: settingsFrom(e) };
+  } catch (err) {
+    throw err instanceof SettingsError ? new PlatformError(err.message) : err;
+  }
+}
+
+/** One line per bad variable, for a configuration error's message. */
+export function describeIssues(error: z.core.$ZodError): string {
+  return error.issues.map((i) => `  ${i.path.join(".")}: ${i.message}`).join("\n");
+}
+
+/**
+ * What a platform can and cannot do, declared beside its own variables: {@link platformSchema}
+ * refuses the settings it could not honour, each with a message naming the variable.
+ */
+export interface PlatformCapabilities {
+  /** Its schedule fires at most once a minute (Workers cron, EventBridge): the sweep period is at least 60 s. */
+  minuteSchedule?: boolean;
+}
+
+/**
+ * A platform's environment schema: its own variables, the shared {@link settingsVariables}, and
+ * the refusals its {@link PlatformCapabilities} call for. Add platform-only checks with `.check`.
+ */
+export function platformSchema<S extends z.core.$ZodLooseShape>(own: S, can: PlatformCapabilities) {
+  // The generic output hides the shared fields from TypeScript; they are there by construction.
+  const shared = (e: unknown) => e as SettingsVariables;
+  return z.object({ ...own, ...settingsVariables }).check(
+    z.refine((e) => !can.minuteSchedule || shared(e).SWEEP_PERIOD_SECONDS >= 60, {
+      message: "SWEEP_PERIOD_SECONDS must be at least 60 (the schedule runs every minute)",
+      path: ["SWEEP_PERIOD_SECONDS"],
+    }),
+  );
+}

@@ -1,0 +1,196 @@
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import {
+  type ForwardProxy,
+  makeSelfSignedCert,
+  startForwardProxy,
+  startHttpsTarget,
+  startHttpTarget,
+  type Target,
+  type TlsMaterial,
+  unusedPort,
+} from "../../test/support/probe-fixtures.ts";
+import type { ProbeTarget } from "./index.ts";
+import { createNodeProber } from "./node-prober.ts";
+
+let proxy: ForwardProxy;
+let httpTarget: Target;
+let teapot: Target;
+let hanging: Target;
+let httpsTarget: Target;
+let tls: TlsMaterial;
+
+beforeAll(async () => {
+  tls = makeSelfSignedCert();
+  [proxy, httpTarget, teapot, hanging, httpsTarget] = await Promise.all([
+    startForwardProxy(),
+    startHttpTarget(),
+    startHttpTarget({ status: 418 }),
+    startHttpTarget({ hang: true }),
+    startHttpsTarget(tls),
+  ]);
+});
+
+afterAll(async () => {
+  await Promise.all([proxy, httpTarget, teapot, hanging, httpsTarget].map((s) => s?.close()));
+});
+
+function target(url: string, over: Partial<ProbeTarget> = {}): ProbeTarget {
+  return {
+    proxy: { host: "127.0.0.1", port: proxy.port, scheme: "http" },
+    url,
+    expectedStatus: 200,
+    timeoutMs: 2000,
+    ...over,
+  };
+}
+
+describe("node prober (real proxy, real targets)", () => {
+  it("http probe URL: absolute-form GET through the proxy", async () => {
+    const before = { requests: proxy.requests.length, hits: httpTarget.hits };
+    const url = `http://127.0.0.1:${httpTarget.port}/healthz`;
+    const result = await createNodeProber().probe(target(url));
+    expect(result).toMatchObject({ ok: true, status: 200 });
+    expect(result.error).toBeUndefined();
+    expect(result.latencyMs).toBeGreaterThan(0);
+    expect(proxy.requests.slice(before.requests)).toEqual([url]);
+    expect(httpTarget.hits).toBe(before.hits + 1);
+  });
+
+  it("unexpected status → ok: false with the status", async () => {
+    const result = await createNodeProber().probe(target(`http://127.0.0.1:${teapot.port}/`));
+    expect(result).toMatchObject({ ok: false, status: 418 });
+    expect(result.error).toContain("418");
+  });
+
+  it("an expected non-200 status is success", async () => {
+    const result = await createNodeProber().probe(
+      target(`http://127.0.0.1:${teapot.port}/`, { expectedStatus: 418 }),
+    );
+    expect(result).toMatchObject({ ok: true, status: 418 });
+  });
+
+  it("proxy down → ok: false with an error", async () => {
+    const port = await unusedPort();
+    const result = await createNodeProber().probe(
+      target(`http://127.0.0.1:${httpTarget.port}/`, { proxy: { host: "127.0.0.1", port, scheme: "http" } }),
+    );
+    expect(result.ok).toBe(false);
+    expect(result.status).toBeUndefined();
+    expect(result.error).toMatch(/ECONNREFUSED|connect/i);
+  });
+
+  it("a hanging target → ok: false at the timeout", async () => {
+    const started = performance.now();
+    const result = await createNodeProber().probe(
+      target(`http://127.0.0.1:${hanging.port}/`, { timeoutMs: 300 }),
+    );
+    const took = performance.now() - started;
+    expect(result.ok).toBe(false);
+    expect(result.error).toContain("timed out after 300 ms");
+    expect(took).toBeGreaterThanOrEqual(250);
+    expect(took).toBeLessThan(2000);
+  });
+
+  it("https probe URL: CONNECT through the proxy, TLS inside the tunnel", async () => {
+    const before = proxy.connects.length;
+    const result = await createNodeProber({ ca: tls.cert }).probe(
+      target(`https://127.0.0.1:${httpsTarget.port}/`),
+    );
+    expect(result).toMatchObject({ ok: true, status: 200 });
+    expect(proxy.connects.slice(before)).toEqual([`127.0.0.1:${httpsTarget.port}`]);
+  });
+
+  it("https: every probe performs its own CONNECT on a new connection (no kept-alive tunnel)", async () => {
+    const prober = createNodeProber({ ca: tls.cert });
+    const before = {
+      connects: proxy.connects.length,
+      connections: proxy.connections,
+      hits: httpsTarget.hits,
+    };
+    for (let i = 0; i < 3; i++) {
+      expect((await prober.probe(target(`https://127.0.0.1:${httpsTarget.port}/`))).ok).toBe(true);
+    }
+    expect(proxy.connects.length - before.connects).toBe(3);
+    expect(proxy.connections - before.connections).toBe(3);
+    expect(httpsTarget.hits - before.hits).toBe(3);
+  });
+
+  it("http: every probe opens a new connection to the proxy", async () => {
+    const prober = createNodeProber();
+    const before = proxy.connections;
+    for (let i = 0; i < 3; i++) {
+      expect((await prober.probe(target(`http://127.0.0.1:${httpTarget.port}/`))).ok).toBe(true);
+    }
+    expect(proxy.connections - before).toBe(3);
+  });
+
+  it("https: an untrusted certificate fails the probe", async () => {
+    const result = await createNodeProber().probe(target(`https://127.0.0.1:${httpsTarget.port}/`));
+    expect(result.ok).toBe(false);
+    expect(result.error).toMatch(/certificate|self.signed/i);
+  });
+
+  it("https: rejectUnauthorized: false (tests only) skips verification", async () => {
+    const result = await createNodeProber({ rejectUnauthorized: false }).probe(
+      target(`https://127.0.0.1:${httpsTarget.port}/`),
+    );
+    expect(result.ok).toBe(true);
+  });
+
+  it("resolves the proxy name and connects to the resolved address", async () => {
+    const resolved: string[] = [];
+    const prober = createNodeProber({
+      resolve: async (host) => {
+        resolved.push(host);
+        return ["127.0.0.1"];
+      },
+    });
+    const result = await prober.probe(
+      target(`http://127.0.0.1:${httpTarget.port}/`, {
+        proxy: { host: "proxy.test", port: proxy.port, scheme: "http" },
+      }),
+    );
+    expect(resolved).toEqual(["proxy.test"]);
+    expect(result.ok).toBe(true);
+  });
+
+  it.each([
+    ["a name resolving to the metadata address", "proxy.test", ["169.254.169.254"], "MetadataAddress"],
+    ["a name with one bad address among good ones", "proxy.test", ["127.0.0.1", "fe80::1"], "LinkLocal"],
+    ["a metadata literal", "169.254.169.254", [], "MetadataAddress"],
+    ["an integer-spelled metadata literal", "::ffff:a9fe:a9fe", [], "MetadataAddress"],
+  ])("refuses %s and never connects", async (_name, host, addresses, reason) => {
+    const before = proxy.connections;
+    const prober = createNodeProber({ resolve: async () => addresses });
+    const result = await prober.probe(
+      target("http://example.com/", { proxy: { host, port: proxy.port, scheme: "http" } }),
+    );
+    expect(result.ok).toBe(false);
+    expect(result.refused?.reason).toBe(reason);
+    expect(proxy.connections).toBe(before);
+  });
+
+  it("a resolver failure is a failed probe, not a refusal", async () => {
+    const prober = createNodeProber({
+      resolve: async () => {
+        throw Object.assign(new Error("getaddrinfo ENOTFOUND nope.test"), { code: "ENOTFOUND" });
+      },
+    });
+    const result = await prober.probe(
+      target("http://example.com/", { proxy: { host: "nope.test", port: 1, scheme: "http" } }),
+    );
+    expect(result).toMatchObject({ ok: false });
+    expect(result.refused).toBeUndefined();
+    expect(result.error).toContain("ENOTFOUND");
+  });
+
+  it("the default resolver accepts localhost (loopback is allowed)", async () => {
+    const result = await createNodeProber().probe(
+      target(`http://127.0.0.1:${httpTarget.port}/`, {
+        proxy: { host: "localhost", port: proxy.port, scheme: "http" },
+      }),
+    );
+    // localhost may resolve to ::1 first, where the proxy does not listen; either way it is not refused.
+    expect(result.refused).toBeUndefined();
+  });
+});

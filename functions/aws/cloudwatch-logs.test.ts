@@ -11,6 +11,7 @@ import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from "vitest
 import { createOperators } from "../../shared/app/operators.ts";
 import { encodeCloudWatchLogs } from "../../shared/audit-export/index.ts";
 import { proxyResource } from "../../shared/controllers/proxy/api.ts";
+import { ENVELOPE_VERSION } from "../../shared/runtime/index.ts";
 import { FakeKube } from "../../test/support/fake-kube.ts";
 import {
   createKubefnAws,
@@ -125,7 +126,13 @@ describe("CloudWatch Logs subscription → the Lambda handler", () => {
       counts: { events: 8, skipped: 1, dropped: 3 },
     });
     expect(await aws.deliveredMessages()).toEqual([
-      { request: viaWebhook[0], attempt: 0, trigger: { kind: "audit" } },
+      {
+        v: ENVELOPE_VERSION,
+        traceparent: expect.stringMatching(/^00-[0-9a-f]{32}-[0-9a-f]{16}-01$/),
+        request: viaWebhook[0],
+        attempt: 0,
+        trigger: { kind: "audit" },
+      },
     ]);
   });
 

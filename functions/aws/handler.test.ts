@@ -4,7 +4,7 @@ import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it, vi } 
 import type { SweepSummary } from "../../shared/app/sweep.ts";
 import { proxyResource } from "../../shared/controllers/proxy/api.ts";
 import type { ControllerDefinition } from "../../shared/runtime/controller.ts";
-import { createRegistry, requeueAfter } from "../../shared/runtime/index.ts";
+import { createRegistry, ENVELOPE_VERSION, requeueAfter } from "../../shared/runtime/index.ts";
 import type { Resource } from "../../shared/runtime/types.ts";
 import { FakeKube } from "../../test/support/fake-kube.ts";
 import {
@@ -222,6 +222,8 @@ describe("kubefn.reconcile events → runPass", () => {
     // requeueAfter(0) goes straight back onto the bus
     expect(await aws.deliveredMessages()).toEqual([
       {
+        v: ENVELOPE_VERSION,
+        traceparent: expect.stringMatching(/^00-[0-9a-f]{32}-[0-9a-f]{16}-01$/),
         request: { controller: "proxy", namespace: "ns1", name: "p2" },
         attempt: 0,
         uid: "uid-p2",
@@ -253,9 +255,9 @@ describe("kubefn.reconcile events → runPass", () => {
       metrics: noMetrics,
     });
     await expect(handler(fixture("eventbridge-reconcile.json"), lambdaContext)).rejects.toThrow(
-      "2 passes crashed",
+      "2 of 2 messages to redeliver",
     );
-    expect(errors).toEqual(["pass crashed", "pass crashed"]);
+    expect(errors).toEqual(["pass crashed; redelivering", "pass crashed; redelivering"]);
   });
 });
 

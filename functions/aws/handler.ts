@@ -7,7 +7,7 @@
 import { handle, type LambdaContext, type LambdaEvent } from "hono/aws-lambda";
 import { Hono } from "hono/tiny";
 import type { Operators } from "../../shared/app/index.ts";
-import { createJsonLog, createKubefn, deliverCloudWatchLogs } from "../../shared/app/index.ts";
+import { createJsonLog, createKubefn } from "../../shared/app/index.ts";
 import { isCloudWatchLogsEvent } from "../../shared/audit-export/index.ts";
 import { onceUntilFailure } from "../../shared/concurrency/index.ts";
 import { describeShape, isRecord } from "../../shared/guards/index.ts";
@@ -36,13 +36,11 @@ export interface HandlerOptions {
 export function createHandler(options: HandlerOptions) {
   const instance = onceUntilFailure((invokedFunctionArn: string) => build(options, invokedFunctionArn));
   return async (event: unknown, context: LambdaContext): Promise<unknown> => {
-    const { kubefn, config, http } = await instance(context.invokedFunctionArn);
+    const { kubefn, http } = await instance(context.invokedFunctionArn);
     if (isHttpEvent(event)) return http(event, context);
-    if (isCloudWatchLogsEvent(event)) return deliverCloudWatchLogs(kubefn, event.awslogs.data, config);
-    if (isReconcileEvent(event)) {
-      const { consume } = kubefn.invocation(); // the event's passes share REQUEST_BUDGET
-      return consumeReconcileEvent(event, consume, kubefn.ctx.log, config.passConcurrency);
-    }
+    if (isCloudWatchLogsEvent(event))
+      return kubefn.ingest({ source: "cloudwatch-logs", data: event.awslogs.data });
+    if (isReconcileEvent(event)) return consumeReconcileEvent(event, kubefn);
     if (isScheduledEvent(event)) return kubefn.sweep();
     throw new Error(
       `unrecognised Lambda event (${describeShape(event, ["source", "detail-type", "eventSource"])}); expected an HTTP, kubefn.reconcile, Scheduled Event or CloudWatch Logs event`,
@@ -67,7 +65,7 @@ async function build(options: HandlerOptions, invokedFunctionArn: string) {
     },
     options.operators?.(config),
   );
-  return { kubefn, config, http: handle(new Hono().all("*", (c) => kubefn.fetch(c.req.raw))) };
+  return { kubefn, http: handle(new Hono().all("*", (c) => kubefn.fetch(c.req.raw))) };
 }
 
 /** API Gateway v2 and Function URL (`requestContext.http`), or API Gateway v1 (`httpMethod`). */

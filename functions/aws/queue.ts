@@ -1,17 +1,9 @@
 import { createHash } from "node:crypto";
 import { EventBridgeClient, PutEventsCommand, type PutEventsRequestEntry } from "@aws-sdk/client-eventbridge";
 import { CreateScheduleCommand, SchedulerClient } from "@aws-sdk/client-scheduler";
-import { mapWithConcurrency } from "../../shared/concurrency/index.ts";
+import type { Kubefn } from "../../shared/app/index.ts";
 import { isRecord } from "../../shared/guards/index.ts";
-import {
-  type Clock,
-  fitted,
-  isMessage,
-  type Log,
-  type Message,
-  type Queue,
-  requestKey,
-} from "../../shared/runtime/index.ts";
+import { type Clock, fitted, type Message, type Queue, requestKey } from "../../shared/runtime/index.ts";
 import type { AwsConfig } from "./config.ts";
 
 export const SOURCE = "kubefn";
@@ -228,29 +220,19 @@ export function awsQueueFor(
 }
 
 /**
- * The consumer side: one pass per message of a `kubefn.reconcile` event's `detail.messages`,
- * `concurrency` at a time. Items that are not messages are logged and skipped; crashed passes are
- * logged, and then thrown together as an AggregateError so that Lambda retries the async invoke
- * (then the DLQ): passes are idempotent.
+ * The consumer side: a `kubefn.reconcile` event's `detail.messages` as one delivery (their passes
+ * share `REQUEST_BUDGET`). An async invoke has no per-item retry: when any item's verdict is a
+ * retry (a crashed pass, a message from a newer release), the whole event throws so that Lambda
+ * retries it (then its dead-letter queue) — passes are idempotent, so the acked ones run again
+ * harmlessly.
  */
 export async function consumeReconcileEvent(
-  { detail: { messages: items } }: ReconcileEvent,
-  consume: (message: Message) => Promise<unknown>,
-  log: Log,
-  concurrency: number,
+  { detail: { messages } }: ReconcileEvent,
+  kubefn: Pick<Kubefn, "consume">,
 ): Promise<{ passes: number; skipped: number }> {
-  const messages = items.filter(isMessage);
-  const skipped = items.length - messages.length;
-  if (skipped > 0) log.error("reconcile event items that are not messages; skipped", { skipped });
-  const crashed: unknown[] = [];
-  await mapWithConcurrency(messages, concurrency, async (message) => {
-    try {
-      await consume(message);
-    } catch (err) {
-      log.error("pass crashed", { request: message.request, error: String(err) });
-      crashed.push(err);
-    }
-  });
-  if (crashed.length > 0) throw new AggregateError(crashed, `${crashed.length} passes crashed`);
-  return { passes: messages.length, skipped };
+  const verdicts = await kubefn.consume(messages.map((body) => ({ body })));
+  const retried = verdicts.filter((v) => !v.ack).length;
+  if (retried > 0) throw new Error(`${retried} of ${messages.length} messages to redeliver`);
+  const skipped = verdicts.filter((v) => v.ack && v.dropped).length;
+  return { passes: messages.length - skipped, skipped };
 }

@@ -2,6 +2,9 @@
  * The Workers bundle as `wrangler deploy --dry-run` builds it must hold no Node-only code:
  * no `node:` (or bare Node builtin) imports and nothing from @kubernetes/client-node. Only
  * "cloudflare:" modules may stay external.
+ *
+ * Its size is no longer held to a cap: what matters is the cold start, whose CPU time
+ * `npm run bench -- bundle` measures in workerd and holds to a budget (a timing, so a bench).
  */
 import { builtinModules } from "node:module";
 import { beforeAll, describe, expect, it } from "vitest";
@@ -43,25 +46,6 @@ describe("the Workers bundle", () => {
 
   it("contains no @kubernetes/client-node code", () => {
     expect(clientNodeMarkers.filter((marker) => code.includes(marker))).toEqual([]);
-  });
-
-  // Was 733 KB (182 KiB gzipped): zod's whole namespace with every locale, and a YAML parser for
-  // manifests fixed at build time: 75 KiB. Then the GCE provider, the GKE audit-log intake, the
-  // operator settings and the trust boundary: 81.8 KiB; then drift found by lists (the sweep runner,
-  // the SubPool and Proxy drift decisions, probe-shard planning, the bounded prober: +5.6 KiB).
-  // Then zod/mini (shared/zod) in every schema the Worker parses: −11 KiB. Then the fleet page, the
-  // error policy and more (83.0 KiB); then CRD descriptions, CEL rules and printer columns moved to
-  // each controller's crd.ts (−1.8), zod's iso and coerce namespaces narrowed (−0.5), kubefn's own
-  // English messages for zod (−0.5), no JSON Schema metadata registered at runtime (−0.2): 80.0 KiB.
-  // Probe shards' deferred confirmations with the spread (+147 B) were paid by one errorMessage
-  // guard and one record closure in sweepOne (−62 B): 81,902 B. Refusing ServiceAccount token
-  // Secrets as cloud-init was paid by one message prefix and one inline/secretRef branch in
-  // resolveCloudInit and the unused ReconcileError.conflict: 81,894 → 81,891 B; the providers' tags
-  // put on after the tenant's labels are sanitised: 81,885 B. The sweep leaving a cloud-init retry
-  // to its backoff until the Secret reads, and a suspend's Events as Normal: 81,894 B (not yet paid).
-  // `npm run bench -- bundle` prints it.
-  it("stays at most 80 KiB gzipped", () => {
-    expect(bundle.gzipBytes).toBeLessThanOrEqual(80 * 1024);
   });
 
   it("carries zod/mini, not classic zod, and no zod JSON Schema generator (only gen:crds, on Node)", () => {

@@ -1,14 +1,7 @@
 import type { MessageSendRequest, QueueSendBatchOptions } from "@cloudflare/workers-types/index.ts";
 import { describe, expect, it } from "vitest";
-import type { Log, Message } from "../../shared/runtime/types.ts";
-import {
-  clampDelay,
-  consumeBatch,
-  isMessage,
-  MAX_BATCH_MESSAGES,
-  MAX_DELAY_SECONDS,
-  queuesPort,
-} from "./queue.ts";
+import type { Message } from "../../shared/runtime/types.ts";
+import { clampDelay, MAX_BATCH_MESSAGES, MAX_DELAY_SECONDS, queuesPort, settle } from "./queue.ts";
 
 const message = (name: string, snapshotBytes = 0): Message => ({
   request: { controller: "proxy", namespace: "ns", name },
@@ -34,8 +27,6 @@ function recordingBinding() {
     },
   };
 }
-
-const silent: Log = { info() {}, warn() {}, error() {} };
 
 describe("clampDelay", () => {
   it.each([
@@ -89,24 +80,9 @@ describe("queuesPort", () => {
   });
 });
 
-describe("isMessage", () => {
-  it.each([
-    [message("a"), true],
-    [{ request: { controller: "proxy", name: "cluster-scoped" }, attempt: 2 }, true],
-    [{ request: { controller: "proxy", name: "a" } }, false],
-    [{ request: { name: "a" }, attempt: 0 }, false],
-    [{ request: { controller: "proxy", name: "a", namespace: 3 }, attempt: 0 }, false],
-    ["proxy/ns/a", false],
-    [null, false],
-  ])("%j → %s", (body, expected) => expect(isMessage(body)).toBe(expected));
-});
-
-describe("consumeBatch", () => {
-  function fakeMessage(body: unknown, attempts = 1) {
+describe("settle", () => {
+  function delivered() {
     const m = {
-      id: `id-${attempts}`,
-      body,
-      attempts,
       acked: false,
       retried: undefined as { delaySeconds?: number } | undefined,
       ack() {
@@ -119,45 +95,17 @@ describe("consumeBatch", () => {
     return m;
   }
 
-  it("acks after each pass, including a pass whose outcome was an error follow-up", async () => {
-    const seen: string[] = [];
-    const msgs = [fakeMessage(message("a")), fakeMessage(message("b"))];
-    await consumeBatch(
-      { messages: msgs },
-      async (m) => seen.push(m.request.name),
-      silent,
-      () => 0.5,
-    );
-    expect(seen.sort()).toEqual(["a", "b"]);
+  it("acks what was acked and retries the rest after their delay, clamped to what Queues accept", () => {
+    const msgs = [delivered(), delivered(), delivered()];
+    settle(msgs, [
+      { ack: true },
+      { ack: false, retryAfterSeconds: 12 },
+      { ack: false, retryAfterSeconds: MAX_DELAY_SECONDS * 2 },
+    ]);
     expect(msgs.map((m) => [m.acked, m.retried])).toEqual([
       [true, undefined],
-      [true, undefined],
+      [false, { delaySeconds: 12 }],
+      [false, { delaySeconds: MAX_DELAY_SECONDS }],
     ]);
-  });
-
-  it.each([
-    [1, 1],
-    [3, 3],
-    [5, 12],
-  ])("retries a crashed pass on attempt %s after %s s", async (attempts, delaySeconds) => {
-    const msg = fakeMessage(message("a"), attempts);
-    const other = fakeMessage(message("b"));
-    await consumeBatch(
-      { messages: [msg, other] },
-      async (m) => {
-        if (m.request.name === "a") throw new Error("boom");
-      },
-      silent,
-      () => 0.5,
-    );
-    expect(msg).toMatchObject({ acked: false, retried: { delaySeconds } });
-    expect(other.acked).toBe(true);
-  });
-
-  it("acks and drops a body that is not a reconcile request", async () => {
-    const msg = fakeMessage({ hello: "world" });
-    let passes = 0;
-    await consumeBatch({ messages: [msg] }, async () => passes++, silent, Math.random);
-    expect([msg.acked, passes]).toEqual([true, 0]);
   });
 });

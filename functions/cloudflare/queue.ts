@@ -3,10 +3,9 @@ import type {
   MessageSendRequest,
   Queue as QueueBinding,
 } from "@cloudflare/workers-types/index.ts";
-import type { Log, Message, Queue } from "../../shared/runtime/index.ts";
-import { backoffSeconds, fitted, isMessage } from "../../shared/runtime/index.ts";
-
-export { isMessage };
+import type { Verdict } from "../../shared/app/index.ts";
+import type { Message, Queue } from "../../shared/runtime/index.ts";
+import { fitted } from "../../shared/runtime/index.ts";
 
 /** Longest delay Cloudflare Queues accept (12 h). */
 export const MAX_DELAY_SECONDS = 43_200;
@@ -65,39 +64,17 @@ function* chunksOf(messages: Message[]): Generator<Message[]> {
 const sizeOf = (message: Message) => JSON.stringify(message).length;
 
 /**
- * The queue consumer: one pass per message, all messages of the batch at once, each acked when
- * its pass returns. A pass that throws (runPass reports failures as follow-ups, so this is a
- * crash) is retried by the platform after a backoff on `attempts`; after `max_retries` the
- * message goes to the dead-letter queue. A body that is not a Message is logged and acked.
+ * Acks or retries each delivered message as `kubefn.consume` judged it; a retry comes after the
+ * verdict's delay (clamped to what Queues accept), and after `max_retries` the message goes to the
+ * dead-letter queue.
  */
-export async function consumeBatch(
-  batch: {
-    readonly messages: readonly Pick<DeliveredMessage, "id" | "body" | "attempts" | "ack" | "retry">[];
-  },
-  pass: (message: Message) => Promise<unknown>,
-  log: Log,
-  random: () => number,
-): Promise<void> {
-  await Promise.all(
-    batch.messages.map(async (msg) => {
-      if (!isMessage(msg.body)) {
-        log.error("queue message is not a reconcile request; dropped", { id: msg.id });
-        msg.ack();
-        return;
-      }
-      try {
-        await pass(msg.body);
-        msg.ack();
-      } catch (err) {
-        const delaySeconds = clampDelay(backoffSeconds(msg.attempts - 1, random));
-        log.error("pass crashed; redelivering", {
-          request: msg.body.request,
-          attempts: msg.attempts,
-          delaySeconds,
-          error: String(err),
-        });
-        msg.retry({ delaySeconds });
-      }
-    }),
-  );
+export function settle(
+  messages: readonly Pick<DeliveredMessage, "ack" | "retry">[],
+  verdicts: readonly Verdict[],
+): void {
+  messages.forEach((message, i) => {
+    const verdict = verdicts[i];
+    if (!verdict || verdict.ack) message.ack();
+    else message.retry({ delaySeconds: clampDelay(verdict.retryAfterSeconds) });
+  });
 }

@@ -17,7 +17,7 @@ import { createJsonLog, createKubefn, type Kubefn } from "../../shared/app/index
 import { createSocketProber } from "../../shared/health/socket-prober.ts";
 import { createFetchTransport, guardedKube } from "../../shared/kube/index.ts";
 import { parseWorkerEnv, WorkerConfigError, type WorkerEnv } from "./config.ts";
-import { consumeBatch, queuesPort } from "./queue.ts";
+import { queuesPort, settle } from "./queue.ts";
 import { createMetrics } from "./telemetry.ts";
 
 // A cache, not state: a fresh isolate (or env) rebuilds the same thing.
@@ -62,9 +62,8 @@ export default {
   },
 
   async queue(batch: MessageBatch<unknown>, env: WorkerEnv): Promise<void> {
-    const kubefn = kubefnFor(env);
-    // One invocation: the batch's passes share REQUEST_BUDGET.
-    await consumeBatch(batch, kubefn.invocation().consume, kubefn.ctx.log, kubefn.ctx.random);
+    const deliveries = batch.messages.map((m) => ({ body: m.body, attempts: m.attempts }));
+    settle(batch.messages, await kubefnFor(env).consume(deliveries));
   },
 
   scheduled(_controller: ScheduledController, env: WorkerEnv, exec: ExecutionContext): void {

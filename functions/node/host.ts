@@ -18,9 +18,11 @@ import { WorkQueue } from "./work-queue.ts";
 
 export type { NodeHostConfig };
 
+/** Deliveries of one message before the Node host drops it, as a queue's `max_retries` + 1. */
+const MAX_DELIVERIES = 4;
+
 export interface NodeHost {
   url: string;
-  ctx: Context;
   queue: WorkQueue;
   metrics: PrometheusMetrics;
   devcluster?: Devcluster;
@@ -53,9 +55,25 @@ export async function startNodeHost(config: NodeHostConfig, log: Log): Promise<N
     batchReads.set(batch, memo);
     return memo;
   };
+  // A retried message is sent again as the same object: its deliveries are counted by identity.
+  const deliveries = new WeakMap<object, number>();
   const queue: WorkQueue = new WorkQueue({
     concurrency: settings.passConcurrency,
-    handle: async (message, batch) => void (await parts?.kubefn.invocation(readsOf(batch)).consume(message)),
+    async handle(message, batch) {
+      const attempts = (deliveries.get(message) ?? 0) + 1;
+      const [verdict] =
+        (await parts?.kubefn.consume([{ body: message, attempts }], { reads: readsOf(batch) })) ?? [];
+      if (!verdict || verdict.ack) return;
+      if (attempts >= MAX_DELIVERIES) {
+        log.error("message dropped after its last delivery; the sweep revisits the object", {
+          request: message.request,
+          attempts,
+        });
+        return;
+      }
+      deliveries.set(message, attempts);
+      await queue.send([message], verdict.retryAfterSeconds);
+    },
     onError: (err, message) => log.error("pass crashed", { request: message.request, error: String(err) }),
   });
   const { kube, invocationKube, apiFailing, guard } = guardedNodeKube(kc, settings);
@@ -75,7 +93,6 @@ export async function startNodeHost(config: NodeHostConfig, log: Log): Promise<N
   const sweeper = startSweeper((full) => kubefn.sweep({ full }), settings.sweepPeriodSeconds, log);
   return {
     url,
-    ctx: kubefn.ctx,
     queue,
     metrics,
     ...(devcluster ? { devcluster } : {}),

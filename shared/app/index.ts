@@ -1,7 +1,16 @@
 export { commaList } from "./env-values.ts";
 export { createFunctionsApp, type HttpSettings } from "./http.ts";
-export { deliverCloudWatchLogs } from "./intake/index.ts";
-export { createKubefn, type Kubefn, type KubefnPorts, passLine, sweepLine } from "./kubefn.ts";
+export {
+  createKubefn,
+  type Delivery,
+  type Ingest,
+  jobLine,
+  type Kubefn,
+  type KubefnPorts,
+  passLine,
+  sweepLine,
+  type Verdict,
+} from "./kubefn.ts";
 export { createOperators, type OperatorOptions, type Operators } from "./operators.ts";
 export {
   describeIssues,

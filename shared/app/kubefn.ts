@@ -1,18 +1,26 @@
+import { mapWithConcurrency } from "../concurrency/index.ts";
 import type { ProvidersByName } from "../controllers/proxy/providers/index.ts";
-import { describeShape } from "../guards/index.ts";
+import { assertNever, describeShape } from "../guards/index.ts";
 import type { Prober } from "../health/index.ts";
 import type { KubeObject } from "../kube/index.ts";
 import type { Clock, Context, Kube, Log, Metrics, Queue } from "../runtime/index.ts";
 import {
+  backoffSeconds,
   createSweepMemo,
+  ENVELOPE_VERSION,
   INVOCATION_READ_MAX_AGE_SECONDS,
-  isMessage,
+  type JobResult,
+  openEnvelope,
   type PassResult,
+  runJob,
   runPass,
   type SweepMemo,
+  sealed,
+  traceFrom,
 } from "../runtime/index.ts";
 import { fleetPage, PassHistory } from "./fleet/index.ts";
 import { createFunctionsApp } from "./http.ts";
+import { type CloudWatchLogsResult, intakeCloudWatchLogs, mapWithRegistry } from "./intake/index.ts";
 import { createOperators, type Operators } from "./operators.ts";
 import type { KubefnSettings } from "./settings.ts";
 import { runSweep, type SweepSummary } from "./sweep.ts";
@@ -49,15 +57,25 @@ export interface KubefnPorts {
   siteManifests?: readonly KubeObject[];
 }
 
-/** The work of one platform invocation, sharing one request budget across its passes. */
-export interface Invocation {
-  /** One reconcile pass for one queue message body; see {@link Kubefn.consume}. */
-  consume(body: unknown): Promise<PassResult | undefined>;
-  /** One sweep; see {@link Kubefn.sweep}. */
-  sweep(options?: { full?: boolean }): Promise<SweepSummary>;
+/** One item of a platform's delivery: a queue body and how often the queue has delivered it. */
+export interface Delivery {
+  body: unknown;
+  /** 1 on the first delivery; the backoff of a retry grows with it. 1 when unset. */
+  attempts?: number;
 }
 
-/** The three calls every platform maps its events onto. */
+/**
+ * What the platform does with a delivered item: remove it from the queue, or deliver it again
+ * after `retryAfterSeconds` (then the dead-letter queue, where the platform has one).
+ */
+export type Verdict =
+  | { ack: true; pass?: PassResult; dropped?: true }
+  | { ack: false; retryAfterSeconds: number };
+
+/** Audit records a platform receives by other means than HTTP (a CloudWatch Logs subscription). */
+export type Ingest = { source: "cloudwatch-logs"; data: string };
+
+/** The four calls every platform maps its events onto. */
 export interface Kubefn {
   /**
    * The HTTP surface: intake (`POST /v1/events`, `GET /healthz`), the crawler API, and the fleet
@@ -65,13 +83,23 @@ export interface Kubefn {
    */
   fetch(request: Request): Response | Promise<Response>;
   /**
-   * One reconcile pass for one queue message body, logged as one `pass` line. A body that is
-   * not a reconcile message is logged and dropped (`undefined`).
+   * One platform delivery (a Workers queue batch, a Lambda event's messages, one of the Node
+   * host's queue sends): each item is a pass or a job, run `PASS_CONCURRENCY` at a time; they
+   * share one request budget (`REQUEST_BUDGET`) and, for up to 30 s, reads of shared state (the
+   * proxy gateway's EndpointSlices). `reads` shares those reads with other deliveries instead.
+   * Returns one verdict per item, in order. Each pass is logged as one `pass` line, each job as
+   * one `job` line, with the trace id of the chain it belongs to.
    *
-   * Caveats: a pass reports its failures as follow-ups; a throw here is a crash (or a log sink
-   * that threw), which the platform should redeliver.
+   * Caveats: a pass reports its failures as follow-ups, so nearly every item is acked. An item is
+   * retried when its pass crashed (a bug, or a log sink that threw) or when it was written by a
+   * newer release (its envelope version is higher than this release reads); one that is not a
+   * kubefn message is logged and acked.
+   *
+   * @example
+   * const verdicts = await kubefn.consume(batch.messages.map((m) => ({ body: m.body, attempts: m.attempts })));
+   * verdicts.forEach((v, i) => (v.ack ? batch.messages[i].ack() : batch.messages[i].retry({ delaySeconds: v.retryAfterSeconds })));
    */
-  consume(body: unknown): Promise<PassResult | undefined>;
+  consume(deliveries: readonly Delivery[], options?: { reads?: SweepMemo }): Promise<Verdict[]>;
   /**
    * One sweep, logged as one `sweep` line. `full` sends every object (a host's first sweep).
    *
@@ -82,29 +110,20 @@ export interface Kubefn {
    */
   sweep(options?: { full?: boolean }): Promise<SweepSummary>;
   /**
-   * One platform invocation (a Workers queue batch, a Lambda event, a cron run): its passes and
-   * sweep share one Kube from `invocationKube`, so `REQUEST_BUDGET` bounds the invocation, not
-   * each pass, and one `ctx.memo`, so a read of shared state (the proxy gateway's EndpointSlices)
-   * serves every pass of the batch for up to 30 s. `consume` and `sweep` above are each an
-   * invocation of their own. `memo` shares those reads with other invocations of one batch
-   * instead (the Node host's passes each have their own budget, but one queue send's share reads).
+   * Audit records delivered by other means than HTTP: a CloudWatch Logs subscription's
+   * `awslogs.data` (EKS audit logs), mapped exactly as an audit webhook `EventList` and enqueued;
+   * logged as one `audit log delivery` line.
    *
-   * @example
-   * const invocation = kubefn.invocation();
-   * for (const message of batch.messages) await invocation.consume(message.body);
+   * Caveats: only a failed enqueue throws (the platform should redeliver); an undecodable delivery
+   * is counted and answered without work.
    */
-  invocation(memo?: SweepMemo): Invocation;
-  /** The context passes run with (for the Node host's metrics page and for tests). */
-  readonly ctx: Context;
-  readonly operators: Operators;
-  /** The last passes this instance ran, as the fleet page lists them. */
-  readonly passes: PassHistory;
+  ingest(delivery: Ingest): Promise<CloudWatchLogsResult>;
 }
 
 /**
  * The one seam between kubefn and a platform, as Hono's `app.fetch` is: settings and ports in,
- * `{ fetch, consume, sweep }` out. An adapter parses its environment into {@link KubefnSettings},
- * binds its ports, and maps its event shapes onto the three calls.
+ * `{ fetch, consume, sweep, ingest }` out. An adapter parses its environment into
+ * {@link KubefnSettings}, binds its ports, and maps its event shapes onto the four calls.
  *
  * @example
  * const kubefn = createKubefn(settings, { kube, queue, prober, log, metrics });
@@ -141,53 +160,138 @@ export function createKubefn(settings: KubefnSettings, ports: KubefnPorts, opera
       ...(ports.siteManifests ? { siteManifests: ports.siteManifests } : {}),
     });
   const passes = new PassHistory();
-  const app = createFunctionsApp(ctx, ops, settings);
+  const app = createFunctionsApp(tracedContext(ctx, undefined), ops, settings);
   const primaries = ops.registry.controllers.map((c) => ({ controller: c.name, resource: c.for }));
   app.route("/", fleetPage(ctx, primaries, passes, settings.apiToken ? { apiToken: settings.apiToken } : {}));
-  const invocation = (memo?: SweepMemo): Invocation => {
-    const invocationCtx: Context = {
-      ...ctx,
-      ...(ports.invocationKube ? { kube: ports.invocationKube() } : {}),
-      memo: memo ?? createSweepMemo(INVOCATION_READ_MAX_AGE_SECONDS * 1000),
-    };
-    return {
-      async consume(body) {
-        if (!isMessage(body)) {
-          ctx.log.error("queue message is not a reconcile request; dropped", { body: describeShape(body) });
-          return undefined;
-        }
-        const result = await runPass(invocationCtx, ops.registry, body);
-        passes.record(result, ctx.clock.now());
-        (result.result === "error" ? ctx.log.error : ctx.log.info)("pass", passLine(result));
-        return result;
-      },
-      async sweep(options = {}) {
-        if (ports.apiFailing?.()) {
-          // Each message would only run into the open circuit; the next sweep sends what is due.
-          ctx.log.warn("sweep held back: the API server is failing", {});
-          ctx.metrics.count("kubefn_sweep_held_back_total", {});
-          return { controllers: {}, tasks: {}, durationMs: 0, heldBack: true };
-        }
-        const summary = await runSweep(invocationCtx, ops.registry, ops.sweepTasks, {
-          shardSize: 100,
-          snapshots: true,
-          periodSeconds: settings.sweepPeriodSeconds,
-          ...(options.full ? { full: true } : {}),
+  /** The context of one invocation: its own request budget and shared reads. */
+  const invocationContext = (reads?: SweepMemo): Context => ({
+    ...ctx,
+    ...(ports.invocationKube ? { kube: ports.invocationKube() } : {}),
+    memo: reads ?? createSweepMemo(INVOCATION_READ_MAX_AGE_SECONDS * 1000),
+  });
+  const consumeOne = async (invocation: Context, delivery: Delivery): Promise<Verdict> => {
+    const attempts = delivery.attempts ?? 1;
+    const envelope = openEnvelope(delivery.body);
+    switch (envelope.kind) {
+      case "invalid":
+        ctx.log.error("queue message is not a kubefn message; dropped", {
+          body: describeShape(delivery.body),
         });
-        ctx.log.info("sweep", sweepLine(summary));
-        return summary;
-      },
-    };
+        ctx.metrics.count("kubefn_messages_dropped_total", { reason: "invalid" });
+        return { ack: true, dropped: true };
+      case "newer": {
+        const retryAfterSeconds = backoffSeconds(attempts - 1, ctx.random);
+        ctx.log.warn("queue message from a newer release; left for a release that reads it", {
+          version: envelope.version,
+          reads: ENVELOPE_VERSION,
+          attempts,
+          retryAfterSeconds,
+        });
+        ctx.metrics.count("kubefn_messages_retried_total", { reason: "newer-release" });
+        return { ack: false, retryAfterSeconds };
+      }
+      case "pass":
+      case "job": {
+        const { message } = envelope;
+        const itemCtx = tracedContext(invocation, message.traceparent);
+        try {
+          if (envelope.kind === "job") {
+            const job = await runJob(itemCtx, ops.registry, envelope.message);
+            (job.result === "error" ? itemCtx.log.error : itemCtx.log.info)("job", jobLine(job));
+            return { ack: true };
+          }
+          const pass = await runPass(itemCtx, ops.registry, message);
+          passes.record(pass, ctx.clock.now());
+          (pass.result === "error" ? itemCtx.log.error : itemCtx.log.info)("pass", passLine(pass));
+          return { ack: true, pass };
+        } catch (err) {
+          const retryAfterSeconds = backoffSeconds(attempts - 1, ctx.random);
+          itemCtx.log.error("pass crashed; redelivering", {
+            request: message.request,
+            attempts,
+            retryAfterSeconds,
+            error: String(err),
+          });
+          ctx.metrics.count("kubefn_messages_retried_total", { reason: "crashed" });
+          return { ack: false, retryAfterSeconds };
+        }
+      }
+      default:
+        return assertNever(envelope);
+    }
   };
   return {
-    ctx,
-    operators: ops,
-    passes,
     fetch: (request) => app.fetch(request),
-    consume: (body) => invocation().consume(body),
-    sweep: (options) => invocation().sweep(options),
-    invocation,
+    async consume(deliveries, options = {}) {
+      const invocation = invocationContext(options.reads);
+      return mapWithConcurrency(deliveries, settings.passConcurrency, (delivery) =>
+        consumeOne(invocation, delivery),
+      );
+    },
+    async sweep(options = {}) {
+      if (ports.apiFailing?.()) {
+        // Each message would only run into the open circuit; the next sweep sends what is due.
+        ctx.log.warn("sweep held back: the API server is failing", {});
+        ctx.metrics.count("kubefn_sweep_held_back_total", {});
+        return { controllers: {}, tasks: {}, durationMs: 0, heldBack: true };
+      }
+      const sweepCtx = tracedContext(invocationContext(), undefined);
+      const summary = await runSweep(sweepCtx, ops.registry, ops.sweepTasks, {
+        shardSize: 100,
+        snapshots: true,
+        periodSeconds: settings.sweepPeriodSeconds,
+        ...(options.full ? { full: true } : {}),
+      });
+      sweepCtx.log.info("sweep", sweepLine(summary));
+      return summary;
+    },
+    async ingest(delivery) {
+      const intakeCtx = tracedContext(ctx, undefined);
+      const result = await intakeCloudWatchLogs(delivery.data, {
+        map: mapWithRegistry(intakeCtx, ops.registry, settings.selfUsernames),
+        enqueue: (messages) => intakeCtx.queue.send(messages),
+        log: intakeCtx.log,
+        metrics: ctx.metrics,
+        maxBytes: settings.maxBodyBytes,
+      });
+      intakeCtx.log.info(
+        "audit log delivery",
+        "acknowledged" in result ? { ...result } : { enqueued: result.enqueued, ...result.counts },
+      );
+      return result;
+    },
   };
+}
+
+/**
+ * `ctx` for one hop of a chain: a child span of `parent` (a message's `traceparent`), or a new
+ * trace. Its log lines carry the trace id; the messages it sends carry the envelope version and
+ * its `traceparent`.
+ */
+function tracedContext(ctx: Context, parent: string | undefined): Context {
+  const trace = traceFrom(parent);
+  const fields = { trace: trace.traceId };
+  const with_ = (f?: Record<string, unknown>) => (f ? { ...f, ...fields } : fields);
+  return {
+    ...ctx,
+    log: {
+      info: (msg, f) => ctx.log.info(msg, with_(f)),
+      warn: (msg, f) => ctx.log.warn(msg, with_(f)),
+      error: (msg, f) => ctx.log.error(msg, with_(f)),
+    },
+    queue: {
+      send: (messages, delaySeconds) =>
+        ctx.queue.send(
+          messages.map((m) => sealed(m, trace.traceparent)),
+          delaySeconds,
+        ),
+    },
+  };
+}
+
+/** The fields of a `job` log line: `shard` holds what the job's handler counted. */
+export function jobLine(r: JobResult): Record<string, unknown> {
+  return { key: r.key, task: r.task, result: r.result, ms: Math.round(r.durationMs), shard: r.counts };
 }
 
 /** The fields of a `pass` log line: the result without what is empty, `ms` rounded. */
@@ -203,7 +307,6 @@ export function passLine(r: PassResult): Record<string, unknown> {
   if (r.errorClass) fields.errorClass = r.errorClass;
   if (r.errorReason) fields.errorReason = r.errorReason;
   if (r.absent) fields.absent = true;
-  if (r.shard) fields.shard = r.shard;
   return fields;
 }
 

@@ -48,8 +48,6 @@ export interface PassResult {
   wroteStatus: boolean;
   /** Delay of the follow-up sent, in seconds; undefined when none was sent. */
   followUpSeconds?: number;
-  /** What a shard handler counted (`Message.shard`), instead of a pass. */
-  shard?: Record<string, number>;
   /** The message was for an earlier object of this name (another UID); it was dropped. */
   staleUid?: boolean;
   /** Set when `result` is "error". */
@@ -130,23 +128,6 @@ export async function runPass(ctx: Context, registry: Registry, message: Message
         reason: "UnknownController",
       },
     );
-    return finish();
-  }
-
-  if (message.shard) {
-    const handler = def.shards?.[message.shard.task];
-    try {
-      if (!handler) throw new Error(`controller "${def.name}" has no shard handler "${message.shard.task}"`);
-      summary.shard = await handler(ctx, message.shard.objects, message.shard.data);
-    } catch (err) {
-      summary.result = "error";
-      ctx.log.error("shard failed; the next sweep plans it again", {
-        key,
-        task: message.shard.task,
-        error: errorMessage(err),
-      });
-      ctx.metrics.count("kubefn_shard_errors_total", { controller: def.name, task: message.shard.task });
-    }
     return finish();
   }
 

@@ -16,6 +16,7 @@ export {
   pagesOf,
   SWEEP_PAGE_SIZE,
 } from "./drift.ts";
+export { ENVELOPE_VERSION, type Envelope, isMessage, openEnvelope, sealed } from "./envelope.ts";
 export {
   applyErrorPolicy,
   type ErrorPolicy,
@@ -55,6 +56,7 @@ export {
   runPass,
   SNAPSHOT_MAX_AGE_SECONDS,
 } from "./executor.ts";
+export { type JobResult, runJob } from "./job.ts";
 export { awaitSweep, done, failed, Outcome, type OutcomeKind, requeueAfter } from "./outcome.ts";
 export {
   anyOf,
@@ -83,6 +85,7 @@ export {
   type SweepTask,
   type SweepTaskRun,
 } from "./sweep-task.ts";
+export { type TraceContext, traceFrom } from "./trace.ts";
 export type {
   Clock,
   Context,
@@ -99,7 +102,6 @@ export {
   describeTrigger,
   fitted,
   INVOCATION_READ_MAX_AGE_SECONDS,
-  isMessage,
   requestKey,
   type Trigger,
   type TriggerKind,

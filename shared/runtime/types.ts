@@ -37,15 +37,22 @@ export function describeTrigger(trigger: Trigger | undefined): string {
   return trigger.reason ? `${trigger.kind}:${trigger.reason}` : trigger.kind;
 }
 
-/** What a message on the queue carries: the key, plus the attempt count for stateless backoff. */
+/**
+ * What a message on the queue carries: the key, plus the attempt count for stateless backoff.
+ * A message with `shard` is a job, any other a pass (see `openEnvelope` in envelope.ts).
+ */
 export interface Message {
+  /** The envelope's version (`ENVELOPE_VERSION`); absent in messages of releases up to 0.1.0. */
+  v?: number;
+  /** W3C `traceparent` of the chain this message belongs to (see trace.ts). */
+  traceparent?: string;
   request: Request;
   /** 0 for an event-triggered pass; n for the n-th retry after transient failures. */
   attempt: number;
   /** Why this pass runs; absent in messages from older senders ("unknown"). */
   trigger?: Trigger;
   /**
-   * Set on a shard of the sweep's fanned-out work instead of a pass: the controller's
+   * Set on a job — a shard of the sweep's fanned-out work — instead of a pass: the controller's
    * `shards[task]` handler runs over `objects` (as the sweep listed them). `request.name` is a
    * `__shard-…` name unique within its sweep (the same slot's shard of the next sweep shares
    * it, and replaces it where a queue keys by name), never an object's. `data` is the handler's
@@ -84,20 +91,6 @@ export function fitted(message: Message, maxBytes: number, sizeOf: (message: Mes
   if ((!message.snapshot && !message.listed) || sizeOf(message) <= maxBytes) return message;
   const { snapshot: _snapshot, listedAt: _listedAt, listed: _listed, ...bare } = message;
   return bare;
-}
-
-/** Whether a queue message's body (JSON from any platform's queue) is a {@link Message}. */
-export function isMessage(body: unknown): body is Message {
-  if (typeof body !== "object" || body === null) return false;
-  const { request, attempt } = body as Partial<Message>;
-  return (
-    typeof attempt === "number" &&
-    typeof request === "object" &&
-    request !== null &&
-    typeof request.controller === "string" &&
-    typeof request.name === "string" &&
-    (request.namespace === undefined || typeof request.namespace === "string")
-  );
 }
 
 /**

@@ -143,13 +143,13 @@ function machineCpu(): { busy: number; total: number } {
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
-/** A probe shard's pass line (JSON, one per shard at its end, with `shard` counts and `ms`). */
+/** A probe shard's `job` line (JSON, one per shard at its end, with `shard` counts and `ms`). */
 function shardLine(message: string): { time: string; ms: number; shard: Record<string, number> } | undefined {
   if (!message.includes('"shard":{')) return undefined;
   try {
     return JSON.parse(message) as { time: string; ms: number; shard: Record<string, number> };
   } catch {
-    return undefined; // Not a pass line.
+    return undefined; // Not a job line.
   }
 }
 
@@ -397,7 +397,7 @@ export async function benchWorkerProbes(
       );
     for (const [msg, e] of Object.entries(errors))
       process.stderr.write(`worker-probes: worker error "${msg}" ×${e.count}: ${e.example}\n`);
-    // Probe shards as the Worker logged them (one "pass" line each, at its end, with `shard`
+    // Probe shards as the Worker logged them (one "job" line each, at its end, with `shard`
     // counts and `ms`): how long a shard took, what it did, and how many ran at once.
     const shards: { end: number; ms: number; c: Record<string, number> }[] = [];
     for (const l of harness.getLogs().slice(logs0)) {

@@ -1,6 +1,6 @@
 /**
  * Queue faults on each platform's queue binding — the Node host's work queue, the Workers queue
- * consumer (`consumeBatch`) and the Lambda handler's reconcile events — against the real API
+ * consumer (`kubefn.consume` settled as the Worker's `queue` handler settles it) and the Lambda handler's reconcile events — against the real API
  * server, with the real proxy operator and pod provider:
  *
  * - a message delivered twice in one batch and the batch redelivered: one instance, converged;
@@ -13,10 +13,11 @@ import { randomBytes } from "node:crypto";
 import type { LambdaContext } from "hono/aws-lambda";
 import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
 import { createHandler } from "../../functions/aws/handler.ts";
-import { consumeBatch } from "../../functions/cloudflare/queue.ts";
+import { parseWorkerEnv } from "../../functions/cloudflare/config.ts";
+import { settle } from "../../functions/cloudflare/queue.ts";
 import { installCrdsAndRbac, serviceAccountToken } from "../../functions/node/install.ts";
 import { WorkQueue } from "../../functions/node/work-queue.ts";
-import { createOperators, type Operators } from "../../shared/app/operators.ts";
+import { createKubefn, createOperators, type Operators } from "../../shared/app/index.ts";
 import { type Proxy as ProxyObject, proxyResource } from "../../shared/controllers/proxy/api.ts";
 import { createNodeProber } from "../../shared/health/node-prober.ts";
 import {
@@ -113,19 +114,17 @@ function workers(): Platform {
       sent.push(...structuredClone(messages));
     },
   });
-  let id = 0;
+  const settings = parseWorkerEnv({ KUBE_SERVER: "https://kube.example.com", KUBE_TOKEN: "t" });
+  const worker = createKubefn(settings, { ...ctx, prober: createNodeProber() }, operators);
   return {
     async deliver(messages) {
-      const batch = {
-        messages: messages.map((body) => ({
-          id: String(++id),
-          body: structuredClone(body),
-          attempts: 1,
-          ack() {},
-          retry() {},
-        })),
-      };
-      await consumeBatch(batch, (m) => runPass(ctx, operators.registry, m), silent, Math.random);
+      const batch = messages.map((body) => ({
+        body: structuredClone(body),
+        attempts: 1,
+        ack() {},
+        retry() {},
+      }));
+      settle(batch, await worker.consume(batch));
     },
     async drain() {
       const out = sent;

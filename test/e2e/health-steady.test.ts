@@ -122,7 +122,7 @@ describe("a steady, healthy Proxy fleet", () => {
     const shardLines = (from: number) =>
       host.lines
         .slice(from)
-        .filter((l) => l.msg === "pass" && String(l.trigger).startsWith("shard"))
+        .filter((l) => l.msg === "job")
         .map((l) => l.shard as Record<string, number>);
     // Settled: the first verdicts were measured while the fleet converged (a busy host); their
     // latency reports follow once the report interval passed and three probes confirmed them.
@@ -159,7 +159,7 @@ describe("a steady, healthy Proxy fleet", () => {
     const mine = calls.filter((c) => c.path.startsWith(base));
     const writes = mine.filter((c) => c.method !== "GET");
     const gets = mine.filter((c) => c.method === "GET" && /\/proxies\/[^/?]+(\?|$)/.test(c.path));
-    const shards = lines.filter((l) => l.msg === "pass" && String(l.trigger).startsWith("shard"));
+    const shards = lines.filter((l) => l.msg === "job");
     const described = writes.map((w) => describeWrite(w, before));
     const probed = shards.reduce((n, l) => n + Number((l.shard as { probed?: number }).probed ?? 0), 0);
     console.log(

@@ -120,9 +120,7 @@ describe("a Managed Proxy through the functions", () => {
       expect(proxy.requests.length).toBeGreaterThanOrEqual(2);
       // By default the Node host probes through delayed probe-shard messages (each Proxy at its
       // own intervalSeconds and phase), not inside the sweep.
-      expect(
-        host.lines.filter((l) => l.msg === "pass" && l.trigger === "shard:probe").length,
-      ).toBeGreaterThan(0);
+      expect(host.lines.filter((l) => l.msg === "job" && l.task === "probe").length).toBeGreaterThan(0);
       expect(phases[0]).toBe(phases.includes("Pending") ? "Pending" : "Provisioning");
       expect(phases.indexOf("Ready")).toBeGreaterThan(phases.indexOf("Provisioning"));
 

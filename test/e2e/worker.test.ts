@@ -608,7 +608,7 @@ describe("kubefn on Cloudflare Workers (workerd, real API server)", () => {
       const shardLines = () =>
         workerLogs()
           .slice(mark)
-          .filter((l) => l.msg === "pass" && l.trigger === "shard:probe");
+          .filter((l) => l.msg === "job" && l.task === "probe");
       await eventually(async () => (shardLines().length > 0 ? true : undefined), {
         timeoutMs: 30_000,
         intervalMs: 200,

@@ -1,7 +1,7 @@
 /**
  * What converging SubPools costs on the wire, through the path a platform takes: the audit
  * events of their creates posted to kubefn's intake, the messages it enqueues consumed as one
- * queue batch (`kubefn.invocation()`, as a Workers batch or a Lambda event is), then the sweep's
+ * queue batch (one `kubefn.consume` call, as a Workers batch or a Lambda event is), then the sweep's
  * drift messages once each pool's StatefulSet is ready, as one batch again. kubefn runs as the
  * least-privileged ServiceAccount through a counting transport that sees every request.
  *
@@ -99,8 +99,7 @@ function createEvent(pool: KubeObject, i: number): Record<string, unknown> {
 /** Runs `messages` as one queue batch; returns what went on the wire, Events apart. */
 async function batch(messages: Message[]): Promise<{ calls: RecordedCall[]; events: number }> {
   wire.reset();
-  const invocation = kubefn.invocation();
-  for (const message of messages) await invocation.consume(message);
+  await kubefn.consume(messages.map((body) => ({ body })));
   const all = wire.calls();
   const isEvent = (c: RecordedCall) => c.path.startsWith("/apis/events.k8s.io/");
   return { calls: all.filter((c) => !isEvent(c)), events: all.filter(isEvent).length };
@@ -158,9 +157,9 @@ afterAll(async () => {
       if (pool) left.push(name);
     }
     if (left.length === 0) return;
-    const invocation = kubefn.invocation();
-    for (const name of left)
-      await invocation.consume({ request: { controller: "subpool", name }, attempt: 0 });
+    await kubefn.consume(
+      left.map((name) => ({ body: { request: { controller: "subpool", name }, attempt: 0 } })),
+    );
     await sleep(1000);
   }
 }, 120_000);
@@ -233,7 +232,7 @@ describe("converging SubPools, counted on the wire", () => {
     await eventually(
       async () => {
         queued = [];
-        await kubefn.invocation().sweep();
+        await kubefn.sweep();
         messages = queued.filter(ours);
         queued = [];
         return messages.length === POOLS ? true : undefined;
@@ -266,7 +265,7 @@ describe("converging SubPools, counted on the wire", () => {
     }
     // Converged: the next sweep sends these pools nothing.
     queued = [];
-    await kubefn.invocation().sweep();
+    await kubefn.sweep();
     expect(queued.filter(ours)).toEqual([]);
   }, 240_000);
 });

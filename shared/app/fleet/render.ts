@@ -120,11 +120,6 @@ function passesSection(passes: readonly PassRecord[], now: Date): string {
         p.errorClass && `${p.errorClass}/${p.errorReason}`,
         p.wroteStatus && "wrote status",
         p.followUpSeconds !== undefined && `follow-up in ${p.followUpSeconds} s`,
-        p.shard &&
-          Object.entries(p.shard)
-            .filter(([k, v]) => v && k !== "ms")
-            .map(([k, v]) => `${k}=${v}`)
-            .join(" "),
       ]
         .filter(Boolean)
         .join(", "),

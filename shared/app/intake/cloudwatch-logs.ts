@@ -1,9 +1,6 @@
 import { auditItemsOf, CloudWatchLogsDecodeError, decodeCloudWatchLogs } from "../../audit-export/index.ts";
 import type { Log, Message, Metrics, Request } from "../../runtime/index.ts";
-import type { Kubefn } from "../kubefn.ts";
-import type { KubefnSettings } from "../settings.ts";
 import type { BatchSource, MappedBatch } from "./app.ts";
-import { mapWithRegistry } from "./wire.ts";
 
 export interface CloudWatchLogsIntake {
   map(source: BatchSource, batch: unknown): Promise<MappedBatch>;
@@ -61,28 +58,4 @@ export async function intakeCloudWatchLogs(
     requests: mapped.messages.map((m) => m.request),
     counts: mapped.counts,
   };
-}
-
-/**
- * {@link intakeCloudWatchLogs} wired to a kubefn (its registry, queue, log and metrics), with the
- * outcome logged as one `audit log delivery` line.
- */
-export async function deliverCloudWatchLogs(
-  kubefn: Pick<Kubefn, "ctx" | "operators">,
-  data: string,
-  settings: Pick<KubefnSettings, "selfUsernames" | "maxBodyBytes">,
-): Promise<CloudWatchLogsResult> {
-  const { ctx, operators } = kubefn;
-  const result = await intakeCloudWatchLogs(data, {
-    map: mapWithRegistry(ctx, operators.registry, settings.selfUsernames),
-    enqueue: (messages) => ctx.queue.send(messages),
-    log: ctx.log,
-    metrics: ctx.metrics,
-    maxBytes: settings.maxBodyBytes,
-  });
-  ctx.log.info(
-    "audit log delivery",
-    "acknowledged" in result ? { ...result } : { enqueued: result.enqueued, ...result.counts },
-  );
-  return result;
 }

@@ -13,6 +13,6 @@ export {
   MalformedBatchError,
   type MappedBatch,
 } from "./app.ts";
-export { deliverCloudWatchLogs, intakeCloudWatchLogs } from "./cloudwatch-logs.ts";
+export { type CloudWatchLogsResult, intakeCloudWatchLogs } from "./cloudwatch-logs.ts";
 export { type PubSubOptions, pubsubHandler } from "./pubsub.ts";
 export { mapWithRegistry } from "./wire.ts";

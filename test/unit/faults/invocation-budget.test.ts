@@ -44,6 +44,8 @@ function apiServer(status: () => number) {
 function kubefnOver(server: ReturnType<typeof apiServer>, requestBudget: number, extraGets = 4) {
   const settings = { ...parseWorkerEnv({ KUBE_SERVER: "https://kube.example.com", KUBE_TOKEN: "t" }) };
   settings.requestBudget = requestBudget;
+  // One pass at a time, so that which pass finds the budget spent is certain.
+  settings.passConcurrency = 1;
   settings.circuit = { failureThreshold: 3, openSeconds: 60 };
   const guarded = guardedKube(server.transport, settings);
   const { ctx, recorded } = fakeContext(guarded.kube);
@@ -82,14 +84,18 @@ const threeGets: SweepTask = {
 
 const message: Message = { request: { controller: "proxy", namespace: "ns1", name: "p1" }, attempt: 0 };
 
+/** One delivery of `count` copies of `message`: the passes' results. */
+async function passes(kubefn: ReturnType<typeof kubefnOver>["kubefn"], count = 1) {
+  const verdicts = await kubefn.consume(Array.from({ length: count }, () => ({ body: message })));
+  return verdicts.map((v) => (v.ack ? v.pass : undefined));
+}
+
 describe("the request budget per platform invocation", () => {
   it("is shared by the passes of one invocation (a queue batch): the third pass of three finds it spent", async () => {
     const server = apiServer(() => 200);
     // Each pass sends 5 requests (its read, then 4 GETs); 12 requests per invocation.
     const { kubefn, guarded } = kubefnOver(server, 12);
-    const batch = kubefn.invocation();
-    const results = [];
-    for (let i = 0; i < 3; i++) results.push(await batch.consume(message));
+    const results = await passes(kubefn, 3);
     expect(results.map((r) => [r?.result, r?.errorReason])).toEqual([
       ["done", undefined],
       ["done", undefined],
@@ -101,10 +107,10 @@ describe("the request budget per platform invocation", () => {
     expect(results[2]?.followUpSeconds).toBeGreaterThan(0);
   });
 
-  it("is fresh for each invocation: `consume` alone is an invocation of its own (the Node host's pass)", async () => {
+  it("is fresh for each invocation: each `consume` call is an invocation of its own (the Node host's pass)", async () => {
     const server = apiServer(() => 200);
     const { kubefn } = kubefnOver(server, 5);
-    for (let i = 0; i < 3; i++) expect((await kubefn.consume(message))?.result).toBe("done");
+    for (let i = 0; i < 3; i++) expect((await passes(kubefn))[0]?.result).toBe("done");
     expect(server.reached).toHaveLength(15);
   });
 
@@ -129,7 +135,7 @@ describe("the circuit stops fan-out", () => {
   it("while it is open a sweep sends no request and no message; once the server answers, it sweeps again", async () => {
     const server = apiServer(() => 503);
     const { kubefn, guarded, recorded } = kubefnOver(server, 1000, 0);
-    for (let i = 0; i < 3; i++) await kubefn.consume(message);
+    for (let i = 0; i < 3; i++) await passes(kubefn);
     expect(guarded.guard.stats().state).toBe("open");
     const reachedBefore = server.reached.length;
 
@@ -139,7 +145,7 @@ describe("the circuit stops fan-out", () => {
     expect(recorded.sent.filter((s) => s.messages.some((m) => m.trigger?.kind === "start"))).toEqual([]);
 
     // A pass meanwhile is held back by the circuit too: no request, a follow-up after the open period.
-    const pass = await kubefn.consume(message);
+    const [pass] = await passes(kubefn);
     expect(pass).toMatchObject({ result: "error", errorReason: "CircuitOpen" });
     expect(server.reached).toHaveLength(reachedBefore);
 

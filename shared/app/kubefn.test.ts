@@ -1,0 +1,142 @@
+/**
+ * The seam's consume loop: one message guard, one verdict per item, passes apart from jobs, and
+ * the envelope every message it sends carries (version and trace).
+ */
+import { describe, expect, it } from "vitest";
+import { parseWorkerEnv } from "../../functions/cloudflare/config.ts";
+import { FakeKube, fakeContext } from "../../test/support/fake-kube.ts";
+import { ProxyResource, proxyController } from "../../test/unit/runtime/controllers.ts";
+import { done, ENVELOPE_VERSION, type Message, requeueAfter } from "../runtime/index.ts";
+import { createRegistry } from "../runtime/registry.ts";
+import { createKubefn } from "./kubefn.ts";
+
+const parent = "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01";
+const pass: Message = { request: { controller: "proxy", namespace: "ns1", name: "p1" }, attempt: 0 };
+const job: Message = {
+  request: { controller: "proxy", namespace: "", name: "__shard-probe-0" },
+  attempt: 0,
+  shard: { task: "probe", objects: [] },
+};
+
+function kubefnWith(
+  reconcile: () => Promise<ReturnType<typeof done>>,
+  opts: { throwOnPassLine?: boolean } = {},
+) {
+  const kube = new FakeKube();
+  kube.seed(ProxyResource, {
+    apiVersion: "crawl.example.com/v1alpha1",
+    kind: "Proxy",
+    metadata: { name: "p1", namespace: "ns1", uid: "uid-p1", generation: 1 },
+    spec: {},
+  });
+  const { ctx, recorded } = fakeContext(kube);
+  const log = opts.throwOnPassLine
+    ? {
+        ...ctx.log,
+        info: (msg: string, fields?: Record<string, unknown>) => {
+          if (msg === "pass") throw new Error("log sink failed");
+          ctx.log.info(msg, fields);
+        },
+      }
+    : ctx.log;
+  const jobs: unknown[] = [];
+  const controller = proxyController({
+    reconcile,
+    shards: {
+      probe: async (_ctx, objects) => {
+        jobs.push(objects);
+        return { probed: objects.length };
+      },
+    },
+  });
+  const settings = parseWorkerEnv({ KUBE_SERVER: "https://kube.example.com", KUBE_TOKEN: "t" });
+  const kubefn = createKubefn(
+    settings,
+    {
+      kube,
+      queue: ctx.queue,
+      prober: { probe: async () => ({ ok: true }) } as never,
+      log,
+      metrics: ctx.metrics,
+      clock: ctx.clock,
+      random: () => 0.5,
+    },
+    { registry: createRegistry([controller]), sweepTasks: [] },
+  );
+  return { kubefn, recorded, jobs, kube };
+}
+
+describe("consume", () => {
+  it("acks a pass and returns its result", async () => {
+    const { kubefn } = kubefnWith(async () => done());
+    const [verdict] = await kubefn.consume([{ body: pass }]);
+    expect(verdict).toMatchObject({ ack: true, pass: { key: "proxy/ns1/p1", result: "done" } });
+  });
+
+  it("runs a job with its controller's job handler, not as a pass: no read of the primary, no pass line", async () => {
+    let reconciled = 0;
+    const { kubefn, recorded, jobs, kube } = kubefnWith(async () => {
+      reconciled++;
+      return done();
+    });
+    const [verdict] = await kubefn.consume([{ body: job }]);
+    expect(verdict).toEqual({ ack: true });
+    expect([jobs.length, reconciled, kube.calls.length]).toEqual([1, 0, 0]);
+    expect(recorded.logs.map((l) => l.msg)).toEqual(["job"]);
+    expect(recorded.logs[0]?.fields).toMatchObject({ task: "probe", result: "done", shard: { probed: 0 } });
+  });
+
+  it("acks and drops a body that is not a kubefn message", async () => {
+    const { kubefn, recorded } = kubefnWith(async () => done());
+    expect(await kubefn.consume([{ body: { hello: "world" } }])).toEqual([{ ack: true, dropped: true }]);
+    expect(recorded.logs.map((l) => [l.level, l.msg])).toEqual([
+      ["error", "queue message is not a kubefn message; dropped"],
+    ]);
+  });
+
+  it.each([
+    [1, 1],
+    [3, 3],
+    [5, 12],
+  ])(
+    "retries a newer release's message on delivery %s after %s s, never running it",
+    async (attempts, delay) => {
+      let reconciled = 0;
+      const { kubefn } = kubefnWith(async () => {
+        reconciled++;
+        return done();
+      });
+      const verdicts = await kubefn.consume([{ body: { ...pass, v: ENVELOPE_VERSION + 1 }, attempts }]);
+      expect(verdicts).toEqual([{ ack: false, retryAfterSeconds: delay }]);
+      expect(reconciled).toBe(0);
+    },
+  );
+
+  it("retries a crashed pass (its log sink threw) with backoff by delivery, and acks the rest", async () => {
+    const { kubefn } = kubefnWith(async () => done(), { throwOnPassLine: true });
+    const verdicts = await kubefn.consume([{ body: pass, attempts: 3 }, { body: job }]);
+    expect(verdicts).toEqual([{ ack: false, retryAfterSeconds: 3 }, { ack: true }]);
+  });
+
+  it("acks a pass whose controller threw: runPass reports that as a follow-up, not a crash", async () => {
+    const { kubefn, recorded } = kubefnWith(async () => {
+      throw new Error("boom");
+    });
+    expect((await kubefn.consume([{ body: pass }]))[0]).toMatchObject({
+      ack: true,
+      pass: { result: "error" },
+    });
+    expect(recorded.sent).toHaveLength(1);
+  });
+
+  it("gives a pass's follow-up the envelope version and the trace of the message that caused it", async () => {
+    const { kubefn, recorded } = kubefnWith(async () => requeueAfter(30));
+    await kubefn.consume([{ body: { ...pass, traceparent: parent } }]);
+    const [followUp] = recorded.sent.flatMap((s) => s.messages);
+    expect(followUp?.v).toBe(ENVELOPE_VERSION);
+    expect(followUp?.traceparent).toMatch(/^00-0af7651916cd43dd8448eb211c80319c-[0-9a-f]{16}-01$/);
+    expect(followUp?.traceparent).not.toBe(parent);
+    const line = recorded.logs.find((l) => l.msg === "pass");
+    expect(line?.fields).toMatchObject({ trace: "0af7651916cd43dd8448eb211c80319c" });
+  });
+});

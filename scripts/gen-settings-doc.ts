@@ -96,7 +96,7 @@ const sharedRows: Row<Exclude<Shared, keyof typeof operatorVariables>>[] = [
     names: ["PUBSUB_AUDIENCE", "PUBSUB_SERVICE_ACCOUNT"],
     unset: "unset (Pub/Sub intake off)",
     meaning:
-      "GKE audit logs by Pub/Sub push: the push subscription's token audience and service account (see [Deploying: GKE](deploying/README.md#gke-log-router-pubsub-push))",
+      "GKE audit logs by Pub/Sub push: the push subscription's token audience and service account (see [Deploying: GKE](deploying/README.md#gke-log-router-to-pubsub-push))",
   },
   {
     names: ["PUBSUB_JWKS_URL", "PUBSUB_JWKS"],

@@ -8,6 +8,7 @@ import { existsSync, readdirSync, readFileSync, statSync } from "node:fs";
 import { dirname, join, relative } from "node:path";
 import { fileURLToPath } from "node:url";
 import { describe, expect, it } from "vitest";
+import { headingAnchors, linkTargets, prose } from "../support/markdown.ts";
 
 const root = fileURLToPath(new URL("../../", import.meta.url));
 
@@ -16,33 +17,6 @@ function markdownPages(): string[] {
     .filter((e) => e.isFile() && e.name.endsWith(".md"))
     .map((e) => relative(root, join(e.parentPath, e.name)));
   return ["README.md", "infra/aws/README.md", ...docs.sort()];
-}
-
-/** The page without fenced code blocks (their contents are not markdown). */
-function prose(text: string): string {
-  return text.replace(/^(```|~~~)[^\n]*\n[\s\S]*?^\1[^\n]*$/gm, "");
-}
-
-/** GitHub's anchor for a heading: lower case, punctuation dropped, spaces to hyphens; repeats get -1, -2. */
-export function headingAnchors(text: string): Set<string> {
-  const anchors = new Set<string>();
-  const seen = new Map<string, number>();
-  for (const m of prose(text).matchAll(/^#{1,6}\s+(.+?)\s*#*\s*$/gm)) {
-    const slug = m[1]!
-      .replace(/`/g, "")
-      .replace(/\[([^\]]*)\]\([^)]*\)/g, "$1")
-      .toLowerCase()
-      .replace(/[^\p{L}\p{N}\s_-]/gu, "")
-      .replace(/\s/g, "-");
-    const n = seen.get(slug) ?? 0;
-    seen.set(slug, n + 1);
-    anchors.add(n === 0 ? slug : `${slug}-${n}`);
-  }
-  return anchors;
-}
-
-function links(text: string): string[] {
-  return [...prose(text).matchAll(/\]\(([^)\s]+)\)/g)].map((m) => m[1]!);
 }
 
 /** Inline code that is a repository path: starts with a top-level folder, no spaces or placeholders. */
@@ -64,7 +38,7 @@ describe("the documentation's links", () => {
   it.each(pages)("%s: every relative link names an existing file and heading", (page) => {
     const text = readFileSync(join(root, page), "utf8");
     const broken: string[] = [];
-    for (const link of links(text)) {
+    for (const link of linkTargets(text)) {
       if (/^[a-z][a-z0-9+.-]*:/i.test(link)) continue; // http:, https:, mailto:
       const [path = "", anchor] = link.split("#", 2);
       const target = path === "" ? join(root, page) : join(root, dirname(page), path);
@@ -92,6 +66,6 @@ describe("the documentation's links", () => {
     expect(headingAnchors("# A page\n## Two words, one `code`\n## Two words, one code\n")).toEqual(
       new Set(["a-page", "two-words-one-code", "two-words-one-code-1"]),
     );
-    expect(links("see [x](nowhere.md#a) and\n```\n[y](in-code.md)\n```\n")).toEqual(["nowhere.md#a"]);
+    expect(linkTargets("see [x](nowhere.md#a) and\n```\n[y](in-code.md)\n```\n")).toEqual(["nowhere.md#a"]);
   });
 });

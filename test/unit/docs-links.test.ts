@@ -8,7 +8,7 @@ import { existsSync, readdirSync, readFileSync, statSync } from "node:fs";
 import { dirname, join, relative } from "node:path";
 import { fileURLToPath } from "node:url";
 import { describe, expect, it } from "vitest";
-import { headingAnchors, linkTargets, prose } from "../support/markdown.ts";
+import { fencedBlocks, headingAnchors, linkTargets, prose } from "../support/markdown.ts";
 
 const root = fileURLToPath(new URL("../../", import.meta.url));
 
@@ -59,6 +59,16 @@ describe("the documentation's links", () => {
   it.each(pages)("%s: every repository path quoted as code exists", (page) => {
     const text = readFileSync(join(root, page), "utf8");
     const missing = quotedPaths(text).filter((p) => !existsSync(join(root, p)));
+    expect(missing).toEqual([]);
+  });
+
+  it.each(pages)("%s: every repository path in a shell block exists", (page) => {
+    const text = readFileSync(join(root, page), "utf8");
+    const top = /^(shared|functions|infra|test|scripts|examples|docs)\/[\w./-]*$/;
+    const words = fencedBlocks(text, "sh").flatMap((b) => b.split(/[\s"'=]+/));
+    // The devcluster's binary is built by npm start (scripts/build-devcluster.sh), not committed.
+    const built = (w: string) => w.startsWith("infra/devcluster/bin/");
+    const missing = words.filter((w) => top.test(w) && !built(w) && !existsSync(join(root, w)));
     expect(missing).toEqual([]);
   });
 

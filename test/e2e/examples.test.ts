@@ -288,7 +288,7 @@ describe("the Site example", () => {
   });
 });
 
-describe("the fleet page, as the README's walk-through describes it", () => {
+describe("the fleet page, as docs/getting-started.md describes it", () => {
   it("GET / shows every example object Ready, the latency chart and the passes, open without a token", async () => {
     const res = await fetch(`${host.url}/`);
     expect(res.status).toBe(200);
@@ -465,4 +465,13 @@ describe("the pages' commands, run as a reader runs them", () => {
     },
     150_000,
   );
+
+  it("after the tour the fleet page counts what docs/getting-started.md says: 2 Proxies, 1 SubPool, 1 Site", async () => {
+    const html = await (await fetch(`${host.url}/`)).text();
+    expect(html).toMatch(/<h2>Proxy: 2<\/h2>.*<h2>SubPool: 1<\/h2>.*<h2>Site: 1<\/h2>/s);
+    const page = readFileSync(`${root}docs/getting-started.md`, "utf8");
+    expect(page).toContain("`Proxy: 2`");
+    expect(page).toContain("`SubPool: 1` (`demo-pool`, Ready; the tour deleted `team-b`)");
+    expect(page).toContain("`Site: 1`");
+  });
 });

@@ -4,7 +4,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 source scripts/node24.sh
 if [ -z "${KUBECONFIG:-}" ]; then bash scripts/build-devcluster.sh; fi
-# Memory, not behaviour (README, "Node host"): V8's young generation capped at 16 MiB a semi-space
+# Memory, not behaviour (docs/deploying/node.md): V8's young generation capped at 16 MiB a semi-space
 # (its default grows to 64 MiB on a large machine, and stays committed under steady probing), and
 # glibc held to 2 malloc arenas instead of 8 per core. test/e2e/host.ts starts the host the same way.
 export MALLOC_ARENA_MAX="${MALLOC_ARENA_MAX:-2}"

@@ -17,7 +17,7 @@ const root = new URL("../../", import.meta.url);
 const fixture = async (name: string): Promise<unknown> =>
   JSON.parse(await readFile(new URL(`test/fixtures/aws/${name}`, root), "utf8"));
 
-/** The artifact infra/aws deploys: the esbuild command from infra/aws/README.md, run for real. */
+/** The artifact infra/aws deploys: the esbuild command from docs/deploying/aws.md, run for real. */
 describe("the deployed bundle (dist/aws/index.mjs)", () => {
   let dir: string;
   let moto: Moto;

@@ -52,7 +52,7 @@ export class AwsConfigError extends SettingsError {
  * Reads the Lambda's settings from an environment whose secrets are already resolved
  * (`resolveSecretEnv` in ./secrets.ts fills `KUBECONFIG_BASE64` and `GCE_CREDENTIALS` from their
  * `*_SECRET_ARN`). `KUBECONFIG_BASE64` wins over `KUBECONFIG`; set directly it is for local runs
- * and tests only (see infra/aws/README.md).
+ * and tests only (see docs/deploying/aws.md).
  * @throws AwsConfigError naming every bad variable.
  */
 export function parseAwsEnv(env: Record<string, string | undefined>): AwsConfig {

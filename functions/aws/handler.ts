@@ -1,6 +1,6 @@
 /**
  * The AWS Lambda entry (infra/aws/template.yaml `Handler: handler.handler`): every event source,
- * told apart by shape (the table is in infra/aws/README.md), onto one call of {@link createKubefn};
+ * told apart by shape (the table is in docs/deploying/aws.md), onto one call of {@link createKubefn};
  * anything else throws. Built at the first invoke (the kubeconfig and GCE key read then from Secrets Manager by ARN;
  * a failed build is retried); follow-ups target the invoked function's ARN.
  */

@@ -63,7 +63,7 @@ export async function reportIdentity(transport: Transport, selfUsernames: readon
   log.info(`reconciling as ${username}`);
   if (!selfUsernames.includes(username)) {
     log.warn(
-      "this identity is not in SELF_USERNAMES: the admission policy does not limit its writes, each write comes back as an event, and its status writes are refused unless ConfigMap kubefn-system/kubefn-status-writers lists it; use a kubeconfig for kubefn-system/kubefn (README, Deploying)",
+      "this identity is not in SELF_USERNAMES: the admission policy does not limit its writes, each write comes back as an event, and its status writes are refused unless ConfigMap kubefn-system/kubefn-status-writers lists it; use a kubeconfig for kubefn-system/kubefn (docs/deploying/node.md)",
       { username, selfUsernames: selfUsernames.join(",") },
     );
   }

@@ -189,10 +189,9 @@ describe("platformSchema: what a platform cannot do is refused by name", () => {
   });
 });
 
-describe("the README's settings tables", () => {
-  /** Each row of the tables under `## Settings`: the variables it names and the defaults it gives, in order. */
-  const readme = readFileSync(new URL("../../README.md", import.meta.url), "utf8");
-  const section = readme.slice(readme.indexOf("\n## Settings\n"), readme.indexOf("\n## Deploying\n"));
+describe("the settings tables of docs/settings.md", () => {
+  /** Each row of the page's tables: the variables it names and the defaults it gives, in order. */
+  const section = readFileSync(new URL("../../docs/settings.md", import.meta.url), "utf8");
   const ticked = (cell: string) => [...cell.matchAll(/`([^`]+)`/g)].map((m) => m[1]!);
   const rows = section
     .split("\n")

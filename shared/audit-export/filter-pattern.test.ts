@@ -27,9 +27,9 @@ describe("export filters derived from the registry", () => {
     expect(eksAuditFilterPattern(registry).length).toBeLessThanOrEqual(MAX_FILTER_PATTERN_LENGTH);
   });
 
-  it("the README's GKE sink filter is the registry's", () => {
-    const readme = readFileSync(new URL("../../README.md", import.meta.url), "utf8");
-    expect(readme).toContain(gkeAuditLogFilter(registry, { project: "PROJECT_ID", cluster: "CLUSTER_NAME" }));
+  it("docs/deploying/README.md's GKE sink filter is the registry's", () => {
+    const page = readFileSync(new URL("../../docs/deploying/README.md", import.meta.url), "utf8");
+    expect(page).toContain(gkeAuditLogFilter(registry, { project: "PROJECT_ID", cluster: "CLUSTER_NAME" }));
   });
 
   it.each([

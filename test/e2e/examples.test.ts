@@ -3,7 +3,9 @@
  * its documented state through the Node host as `npm start` runs it: its own devcluster, whose
  * audit webhook brings each change to the host, which reconciles as the least-privileged
  * ServiceAccount. Also: `kubectl apply -k infra/`, and `kubectl describe` telling each object's
- * story through Events that are not rewritten in steady state.
+ * story through Events that are not rewritten in steady state. Last, the pages' own commands:
+ * every `$DC kubectl …` line of docs/getting-started.md and the README's tour, run in order, each
+ * showing the output the page shows.
  *
  * The only edit to the example files: the Proxy examples' fixed ports (3128, 8081) become free
  * ports, since other test runs may share this machine.
@@ -14,6 +16,7 @@ import { fileURLToPath } from "node:url";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { clusterInfo, type KubectlResult } from "../setup/cluster.ts";
 import { outputOf } from "../support/child-output.ts";
+import { fencedBlocks } from "../support/markdown.ts";
 import {
   type ForwardProxy,
   startForwardProxy,
@@ -285,7 +288,7 @@ describe("the Site example", () => {
   });
 });
 
-describe("the fleet page, as the README's walk-through describes it", () => {
+describe("the fleet page, as docs/getting-started.md describes it", () => {
   it("GET / shows every example object Ready, the latency chart and the passes, open without a token", async () => {
     const res = await fetch(`${host.url}/`);
     expect(res.status).toBe(200);
@@ -333,5 +336,142 @@ describe("the host's /metrics", () => {
       compared++;
     }
     expect(compared).toBeGreaterThanOrEqual(4);
+  });
+});
+
+/** One `$DC kubectl …` line of a page, and the output the page shows under it (`# …` lines). */
+interface PageCommand {
+  page: string;
+  line: string;
+  args: string[];
+  comment: string;
+  shown: string[];
+}
+
+/** Splits a shell line into words as sh would (quotes, backslashes, a `#` comment); no expansions. */
+function shellWords(line: string): { words: string[]; comment: string } {
+  const words: string[] = [];
+  let word: string | undefined;
+  for (let i = 0; i < line.length; i++) {
+    const c = line[i]!;
+    if (/\s/.test(c)) {
+      if (word !== undefined) words.push(word);
+      word = undefined;
+    } else if (c === "#" && word === undefined) {
+      return { words, comment: line.slice(i + 1).trim() };
+    } else if (c === "'") {
+      const end = line.indexOf("'", i + 1);
+      if (end < 0) throw new Error(`unterminated ' in ${line}`);
+      word = (word ?? "") + line.slice(i + 1, end);
+      i = end;
+    } else if (c === '"' || c === "$" || c === "`" || c === "|" || c === ";" || c === "&") {
+      throw new Error(`${line}: the walk runs plain kubectl lines only (no ${c})`);
+    } else if (c === "\\") {
+      word = (word ?? "") + (line[++i] ?? "");
+    } else {
+      word = (word ?? "") + c;
+    }
+  }
+  if (word !== undefined) words.push(word);
+  return { words, comment: "" };
+}
+
+function pageCommands(page: string): PageCommand[] {
+  const commands: PageCommand[] = [];
+  for (const block of fencedBlocks(readFileSync(`${root}${page}`, "utf8"), "sh")) {
+    let current: PageCommand | undefined;
+    for (const line of block.split("\n")) {
+      const m = /^(?:\$DC|infra\/devcluster\/bin\/devcluster) kubectl (.*)$/.exec(line.trim());
+      if (m) {
+        const { words, comment } = shellWords(m[1]!);
+        current = { page, line: line.trim(), args: words, comment, shown: [] };
+        commands.push(current);
+      } else if (current && line.startsWith("# ")) {
+        current.shown.push(line.slice(2));
+      } else {
+        current = undefined;
+      }
+    }
+  }
+  return commands;
+}
+
+/** Ages, latencies and addresses differ from run to run; names, modes, phases and reasons do not. */
+const steadyTokens = (line: string) => line.split(/\s+/).filter((t) => t !== "" && !/^\d[\d.smhd]*$/.test(t));
+
+/** Whether `line`'s steady tokens appear, in order, among those of one line of `output`. */
+function showsLine(output: string, line: string): boolean {
+  const want = steadyTokens(line);
+  return output.split("\n").some((real) => {
+    const got = steadyTokens(real);
+    let i = 0;
+    for (const t of got) if (t === want[i]) i++;
+    return i === want.length;
+  });
+}
+
+/** What a watch (`-w`) shows in the end: the header and each object's last line. */
+function settled(shown: string[]): string[] {
+  const [header, ...rows] = shown;
+  const last = new Map(rows.map((r) => [r.trim().split(/\s+/)[0]!, r]));
+  return [...(header ? [header] : []), ...last.values()];
+}
+
+describe("the pages' commands, run as a reader runs them", () => {
+  const pages = ["docs/getting-started.md", "README.md"];
+  const commands = pages.flatMap(pageCommands);
+
+  it("finds the tour in the README: a Proxy Ready, a Secret rotated, a SubPool deleted, a Site", () => {
+    const readme = commands.filter((c) => c.page === "README.md").map((c) => c.args.join(" "));
+    expect(readme).toContain("apply -f examples/proxy-external.yaml");
+    expect(readme.some((c) => c.startsWith("patch secret proxy-cloud-init"))).toBe(true);
+    expect(readme).toContain("delete sp team-b");
+    expect(readme).toContain("apply -f examples/site.yaml");
+    expect(commands.filter((c) => c.page === "docs/getting-started.md").length).toBeGreaterThan(0);
+  });
+
+  it.each(commands.map((c) => [`${c.page}: ${c.line}`, c] as const))(
+    "%s",
+    async (_line, command) => {
+      const args = command.args.filter((a) => a !== "-w" && a !== "--watch");
+      const file = args[0] === "apply" && args[1] === "-f" ? args[2] : undefined;
+      const swapped: Record<string, string> = {
+        "examples/proxy-external.yaml": proxyExternalYaml,
+        "examples/proxy-managed.yaml": proxyManagedYaml,
+      };
+      const run = () =>
+        file?.startsWith("examples/")
+          ? kubectl(["apply", "-f", swapped[file] === undefined ? `${root}${file}` : "-"], swapped[file])
+          : kubectl(args);
+      const shown = command.args.length > args.length ? settled(command.shown) : command.shown;
+      if (shown.length === 0) {
+        const r = await run();
+        expect(r.code, r.stderr).toBe(0);
+        if (/prints nothing/.test(command.comment)) expect(r.stdout.trim()).toBe("");
+        return;
+      }
+      let last = "";
+      await eventually(
+        `${command.line} shows what the page shows`,
+        async () => {
+          const r = await run();
+          last = r.stdout + r.stderr;
+          return r.code === 0 && shown.every((line) => showsLine(r.stdout, line)) ? true : undefined;
+        },
+        120_000,
+      ).catch((err: Error) => {
+        throw new Error(`${err.message}\npage shows:\n${shown.join("\n")}\nkubectl printed:\n${last}`);
+      });
+    },
+    150_000,
+  );
+
+  it("after the tour the fleet page counts what docs/getting-started.md says: 2 Proxies, 1 SubPool, 1 Site", async () => {
+    const html = await (await fetch(`${host.url}/`)).text();
+    expect(html).toMatch(/<h2>Proxy: 2<\/h2>.*<h2>SubPool: 1<\/h2>.*<h2>Site: 1<\/h2>/s);
+    const page = readFileSync(`${root}docs/getting-started.md`, "utf8");
+    expect(page).toContain("`Proxy: 2`");
+    expect(page).toContain("`SubPool: 1` (`demo-pool`, Ready; the tour deleted `team-b`)");
+    expect(page).toContain("`Site: 1`");
   });
 });

@@ -1,6 +1,6 @@
 /**
  * A healthy, steady fleet of health-checked Proxies writes nothing (DESIGN: "nothing is written
- * in steady state"; ARCHITECTURE Decision 15): the Node host, as the least-privileged
+ * in steady state"; docs/architecture.md, Decision 15): the Node host, as the least-privileged
  * ServiceAccount, with probes fanned out as delayed probe shards (the default), sweeps every 10 s
  * while 150 External Proxies behind 4 real local forward proxies are probed every 5 s — twice per
  * sweep, as a 30 s Proxy is probed twice a minute under the 60 s sweep (the second probe of a

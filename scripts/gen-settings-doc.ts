@@ -1,0 +1,304 @@
+/**
+ * Writes docs/settings.md from the settings schema: every variable the shared schema and the Node
+ * host read, with the default the schema (or the code behind it) gives and what it means. With
+ * `--check`, writes nothing and exits 1 when the committed page differs.
+ * test/unit/settings-doc.test.ts fails on the same difference.
+ *
+ * Names and defaults come from the schema; only the meanings are written here, one row per
+ * variable or group: TypeScript refuses a name the schema lacks, and the generator refuses a
+ * variable without a row, or a row giving a default in words where the schema has one. A default
+ * decided further in (a controller's) is written from that code where it is exported, else in words.
+ *
+ * Usage: npm run gen:docs [-- --check]
+ */
+import { readFile, writeFile } from "node:fs/promises";
+import { fileURLToPath } from "node:url";
+// The settings schema: the shared variables, the operators' and the Node host's own.
+import { nodeHostEnvSchema } from "../functions/node/config.ts";
+import { operatorVariables } from "../shared/app/operator-settings.ts";
+import { settingsVariables } from "../shared/app/settings.ts";
+import { defaultInstanceAllowList, minReportIntervalSeconds } from "../shared/controllers/proxy/index.ts";
+import { defaultOrphanGraceSeconds } from "../shared/controllers/proxy/orphans/index.ts";
+import { defaultOperatorConfig } from "../shared/controllers/subpool/index.ts";
+
+export const settingsDocPath = fileURLToPath(new URL("../docs/settings.md", import.meta.url));
+
+type Shared = keyof typeof settingsVariables;
+type NodeOwn = Exclude<keyof typeof nodeHostEnvSchema.def.shape, Shared>;
+
+/**
+ * One table row: the variables it names, what they mean, and the default column where the schema
+ * has no default for them (`unset`: the text says what that means). `note` follows a schema default.
+ */
+interface Row<Name extends string> {
+  names: readonly Name[];
+  meaning: string;
+  unset?: string;
+  note?: string;
+}
+
+const tick = (s: string | number) => `\`${s}\``;
+
+const sharedRows: Row<Exclude<Shared, keyof typeof operatorVariables>>[] = [
+  {
+    names: ["AUDIT_TOKEN"],
+    unset: "unset (audit intake off); random with the devcluster",
+    meaning: "bearer token the audit webhook presents (at least 16 characters)",
+  },
+  {
+    names: ["RELAY_SECRET"],
+    unset: "unset (relay intake off)",
+    meaning: "HMAC secret shared with the relay",
+  },
+  {
+    names: ["API_TOKEN"],
+    unset: "unset (crawler API off, fleet page open without messages)",
+    meaning:
+      'crawler credentials for `GET /v1/proxies` and `/v1/leases`: one bearer token (every namespace), or a JSON list of `{ "name", "token", "namespaces": [...] \\| "*" }` (see [Security](security.md#who-is-trusted-with-what)); the fleet page (`GET /`) then needs one for every namespace',
+  },
+  {
+    names: ["SELF_USERNAMES"],
+    meaning:
+      "writes by these are dropped at intake (list the same in the ConfigMap `kubefn-system/kubefn-status-writers`)",
+  },
+  {
+    names: ["MAX_BODY_BYTES", "REPLAY_WINDOW_SECONDS"],
+    meaning: "intake body cap; relay signature replay window",
+  },
+  {
+    names: ["SWEEP_PERIOD_SECONDS"],
+    note: "(`10` on the devcluster)",
+    meaning:
+      "sweep period: health probes each sweep; drift lists once per drift period (slots are at least a minute long); at least 60 on Workers and Lambda, whose schedules run every minute",
+  },
+  {
+    names: ["PROXY_RESYNC_SECONDS"],
+    unset: "`300`",
+    meaning: "drift period of Proxies: how often the sweep lists their provider instances and decides",
+  },
+  {
+    names: ["MIN_REPORT_SECONDS"],
+    unset: tick(minReportIntervalSeconds),
+    meaning:
+      "least time between two latency reports of one Proxy (verdict flips are reported at once); a latency report also needs three probes in a row, a second apart, all outside the band (see [the Proxy operator](operators/proxy.md#health-reports))",
+  },
+  {
+    names: ["ORPHAN_GRACE_SECONDS"],
+    unset: tick(defaultOrphanGraceSeconds),
+    meaning: "age before an untracked tagged instance is deleted",
+  },
+  {
+    names: ["PROBE_CONCURRENCY"],
+    note: "(`6` on Workers)",
+    meaning: "probes in flight during a sweep or a probe shard",
+  },
+  {
+    names: ["PUBSUB_AUDIENCE", "PUBSUB_SERVICE_ACCOUNT"],
+    unset: "unset (Pub/Sub intake off)",
+    meaning:
+      "GKE audit logs by Pub/Sub push: the push subscription's token audience and service account (see [Deploying: GKE](deploying/README.md#gke-log-router-to-pubsub-push))",
+  },
+  {
+    names: ["PUBSUB_JWKS_URL", "PUBSUB_JWKS"],
+    unset: "Google's keys",
+    meaning: "where the push tokens' signing keys come from: a URL, or the JWKS inline",
+  },
+  {
+    names: ["PASS_CONCURRENCY"],
+    note: "(`3` on the Node host, the seed's MaxConcurrentReconciles)",
+    meaning: "passes at once per Lambda event / in the Node host's queue (one per key at most there)",
+  },
+  {
+    names: ["REQUEST_BUDGET"],
+    meaning:
+      "API requests one platform invocation may send across its passes (a Workers queue batch or cron run, a Lambda event, a Node host pass or sweep); past it each pass ends as a transient error (`RequestBudgetExhausted`) and retries with backoff",
+  },
+  {
+    names: ["CIRCUIT_FAILURES", "CIRCUIT_OPEN_SECONDS"],
+    meaning:
+      "after this many API failures in a row (5xx, 429, no answer) no request is sent for this long (doubling while trials fail, up to 60 s, at least the server's Retry-After); passes end as `CircuitOpen` and retry after it",
+  },
+  { names: ["KUBE_TIMEOUT_SECONDS"], meaning: "deadline of one API request" },
+  {
+    names: ["PROBE_SHARD_SIZE"],
+    note: "(each Proxy probed every `intervalSeconds` at its own phase; on Lambda within Scheduler's one-minute precision); `0` probes in the sweep",
+    meaning: "fan health probes out as probe-shard messages of this many Proxies",
+  },
+];
+
+const operatorRows: Row<keyof typeof operatorVariables>[] = [
+  {
+    names: ["SUBPOOL_MAX_CPU", "SUBPOOL_MAX_MEMORY"],
+    unset: `${tick(defaultOperatorConfig.envelope.cpu)}, ${tick(defaultOperatorConfig.envelope.memory)}`,
+    meaning:
+      "envelope of a SubPool's cpa + cpaManager requests; lowering it refuses growth, never a running pool",
+  },
+  {
+    names: ["SUBPOOL_GATEWAY"],
+    unset: "unset",
+    meaning: "`namespace/name` of the Gateway HTTPRoutes attach to by default",
+  },
+  {
+    names: ["SUBPOOL_HOSTNAME_SUFFIX"],
+    unset: "unset",
+    meaning: "Gateway-mode hostnames default to `<pool>.<suffix>`",
+  },
+  {
+    names: ["SUBPOOL_PROXY_GATEWAY"],
+    unset: tick(
+      `${defaultOperatorConfig.proxyGateway.namespace}/${defaultOperatorConfig.proxyGateway.service}`,
+    ),
+    meaning: "`namespace/service` of the shared proxy gateway",
+  },
+  {
+    names: ["SITE_IMAGE_REGISTRY", "SITE_IMAGE_TAG"],
+    meaning: "images of the Site components (`<registry>/<component>:<tag>`)",
+  },
+  { names: ["SITE_APISERVER_ENDPOINT"], meaning: "written into the machina, net and metalman configs" },
+  {
+    names: ["SITE_NAMESPACE"],
+    unset: "kubefn's own (from `SELF_USERNAMES`)",
+    meaning: "where Site components install",
+  },
+  {
+    names: ["GCE_PROJECT", "GCE_ZONES"],
+    unset: "unset (no `gce` provider)",
+    meaning: "project and comma-separated zones of `provider: gce` Proxies",
+  },
+  {
+    names: ["GCE_CREDENTIALS"],
+    unset: "unset",
+    meaning:
+      "service-account key JSON, from the platform's secret store (Workers secret, Secrets Manager on Lambda)",
+  },
+  {
+    names: ["GCE_COMPUTE_URL"],
+    unset: "unset (Google's Compute Engine API)",
+    meaning: "base URL of the Compute Engine API; the tests point it at a local server",
+  },
+  {
+    names: ["PROXY_ALLOWED_IMAGES"],
+    unset: defaultInstanceAllowList.images.map(tick).join(", "),
+    meaning:
+      "comma-separated images a Managed Proxy may name in `spec.instance.image` (a trailing `*` matches by prefix, `*` alone anything); naming none (the provider's default) is always allowed",
+  },
+  {
+    names: ["PROXY_ALLOWED_MACHINE_TYPES"],
+    unset: defaultInstanceAllowList.machineTypes.map(tick).join(", "),
+    meaning: "the same for `spec.instance.machineType`; a Proxy may name only a zone of `GCE_ZONES`",
+  },
+];
+
+const nodeRows: Row<NodeOwn>[] = [
+  { names: ["KUBECONFIG"], unset: "unset → embedded devcluster", meaning: "cluster to reconcile" },
+  {
+    names: ["KUBEFN_HOST", "KUBEFN_PORT"],
+    meaning: "HTTP listener (intake, `/metrics`, `/healthz`, crawler API, the fleet page at `/`)",
+  },
+  { names: ["KUBEFN_INSTALL"], meaning: "apply `infra/crds` and `infra/rbac` to `KUBECONFIG`'s cluster" },
+  { names: ["KUBEFN_LOG_FORMAT"], meaning: "`text` or `json`" },
+  {
+    names: ["SITE_MANIFESTS_DIR"],
+    unset: "unset (embedded bundle)",
+    meaning: "Site component manifests read from this directory at start (a Worker has no filesystem)",
+  },
+];
+
+/** The schema's default of one variable, in the environment's string form; undefined when it has none. */
+function schemaDefault(name: string): string | undefined {
+  const schema = (nodeHostEnvSchema.def.shape as Record<string, { safeParse(v: unknown): unknown }>)[name];
+  if (!schema) throw new Error(`${name} is not in the schema`);
+  const parsed = schema.safeParse(undefined) as { success: boolean; data?: unknown };
+  const value = parsed.success ? parsed.data : undefined;
+  if (value === undefined) return undefined;
+  return Array.isArray(value) ? value.join(",") : String(value);
+}
+
+function table(rows: readonly Row<string>[]): string {
+  const lines = ["| variable | default | meaning |", "| --- | --- | --- |"];
+  for (const row of rows) {
+    const defaults = row.names.map(schemaDefault);
+    let cell: string;
+    if (defaults.every((d) => d !== undefined)) {
+      if (row.unset) throw new Error(`${row.names.join(", ")}: the schema gives the default; drop "unset"`);
+      cell = defaults.map((d) => tick(d)).join(", ") + (row.note ? ` ${row.note}` : "");
+    } else {
+      if (!row.unset) throw new Error(`${row.names.join(", ")}: no schema default; say what unset means`);
+      if (defaults.some((d) => d !== undefined))
+        throw new Error(`${row.names.join(", ")}: mixes schema defaults and none; split the row`);
+      cell = row.unset;
+    }
+    lines.push(`| ${row.names.map(tick).join(", ")} | ${cell} | ${row.meaning} |`);
+  }
+  return lines.join("\n");
+}
+
+/** Every variable of `names` is in exactly one row of `rows`. */
+function covers(what: string, names: readonly string[], rows: readonly Row<string>[]): void {
+  const listed = rows.flatMap((r) => r.names);
+  const missing = names.filter((n) => !listed.includes(n));
+  const twice = listed.filter((n, i) => listed.indexOf(n) !== i);
+  if (missing.length > 0 || twice.length > 0)
+    throw new Error(
+      `${what}: missing ${missing.join(", ") || "none"}; listed twice ${twice.join(", ") || "none"}`,
+    );
+}
+
+/** The text of docs/settings.md. */
+export function settingsDoc(): string {
+  const operatorNames = Object.keys(operatorVariables);
+  const sharedNames = Object.keys(settingsVariables).filter((n) => !operatorNames.includes(n));
+  const nodeNames = Object.keys(nodeHostEnvSchema.def.shape).filter((n) => !(n in settingsVariables));
+  covers("shared settings", sharedNames, sharedRows);
+  covers("operator settings", operatorNames, operatorRows);
+  covers("Node host settings", nodeNames, nodeRows);
+  return `<!-- Generated by \`npm run gen:docs\` (scripts/gen-settings-doc.ts) from the settings schema. Edit the generator, not this page. -->
+
+# Settings
+
+One schema, read under the same names on every platform (Workers \`[vars]\` and secrets, the Lambda
+environment, the Node host's environment — where each name may also carry a \`KUBEFN_\` prefix,
+which wins), parsed once at start; a bad value stops it with one message listing them all.
+
+## Every platform
+
+${table(sharedRows)}
+
+## Operator settings (every platform)
+
+Part of the same schema (and the same rules) as the table above. Why they are start-up settings:
+[Architecture, Decisions](architecture.md#decisions).
+
+${table(operatorRows)}
+
+## The Node host's own variables
+
+${table(nodeRows)}
+
+\`KUBEFN_SWEEP_SECONDS\` and \`KUBEFN_CONCURRENCY\`, the earlier names of \`SWEEP_PERIOD_SECONDS\` and
+\`PASS_CONCURRENCY\` on the Node host, are still read.
+
+## Each platform's own variables
+
+Where the cluster and the queue are: [Cloudflare Workers](deploying/cloudflare.md#settings)
+(\`KUBE_SERVER\`, \`KUBE_TOKEN\`), [AWS Lambda](deploying/aws.md#settings) (the kubeconfig's secret,
+the bus, the schedule group).
+`;
+}
+
+async function main(argv: string[]): Promise<number> {
+  const text = settingsDoc();
+  if (argv.includes("--check")) {
+    const committed = await readFile(settingsDocPath, "utf8").catch(() => "");
+    if (committed === text) return 0;
+    console.error("docs/settings.md differs from the settings schema: run npm run gen:docs");
+    return 1;
+  }
+  await writeFile(settingsDocPath, text);
+  console.log("wrote docs/settings.md");
+  return 0;
+}
+
+if (process.argv[1] && fileURLToPath(import.meta.url) === process.argv[1]) {
+  process.exitCode = await main(process.argv.slice(2));
+}

@@ -129,7 +129,14 @@ async function putEvents(opts: AwsQueueOptions, messages: Message[]): Promise<vo
 async function schedule(opts: AwsQueueOptions, messages: Message[], delaySeconds: number): Promise<void> {
   const due = Math.ceil((opts.clock.now().getTime() + delaySeconds * 1000) / 1000);
   const at = new Date(due * 1000).toISOString().slice(0, 19);
-  const delayed = messages.map(({ snapshot: _s, listed: _l, listedAt: _at, ...rest }): Message => rest);
+  // Scheduler runs a schedule anywhere within its minute: a job is due at the minute's end, so
+  // that one delivered in time is never taken for a late one.
+  const delayed = messages.map(
+    ({ snapshot: _s, listed: _l, listedAt: _at, ...rest }): Message =>
+      rest.shard?.due === undefined
+        ? rest
+        : { ...rest, shard: { ...rest.shard, due: rest.shard.due + 60_000 } },
+  );
   for (const batch of chunk(delayed, MAX_ENTRY_MESSAGES, sizeOf)) {
     const input = { source: SOURCE, "detail-type": DETAIL_TYPE, detail: { messages: batch } };
     try {

@@ -110,7 +110,12 @@ export interface ControllerDefinition<T extends KubeObject = KubeObject> {
    */
   shards?: Record<
     string,
-    (ctx: Context, objects: readonly KubeObject[], data?: unknown) => Promise<Record<string, number>>
+    (
+      ctx: Context,
+      objects: readonly KubeObject[],
+      data?: unknown,
+      job?: { due?: number },
+    ) => Promise<Record<string, number>>
   >;
   /**
    * How the sweep finds drift from lists (see {@link DriftDeclaration}): once per `resyncSeconds`

@@ -30,7 +30,7 @@ export async function runJob(
   message: Message & { shard: NonNullable<Message["shard"]> },
 ): Promise<JobResult> {
   const started = performance.now();
-  const { task, objects, data } = message.shard;
+  const { task, objects, data, due } = message.shard;
   const controller = message.request.controller;
   const result: JobResult = {
     key: requestKey(message.request),
@@ -43,7 +43,7 @@ export async function runJob(
   try {
     const handler = registry.controller(controller)?.shards?.[task];
     if (!handler) throw new Error(`controller "${controller}" has no job handler "${task}"`);
-    result.counts = await handler(ctx, objects, data);
+    result.counts = await handler(ctx, objects, data, due === undefined ? {} : { due });
   } catch (err) {
     result.result = "error";
     ctx.log.error("shard failed; the next sweep plans it again", {

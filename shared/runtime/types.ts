@@ -58,7 +58,16 @@ export interface Message {
    * it, and replaces it where a queue keys by name), never an object's. `data` is the handler's
    * own (e.g. probes taken).
    */
-  shard?: { task: string; objects: KubeObject[]; data?: unknown };
+  shard?: {
+    task: string;
+    objects: KubeObject[];
+    data?: unknown;
+    /**
+     * When the sweep meant the job to run (ms since the epoch); absent in 0.1.0's messages. A job
+     * delivered late may shed work whose next turn is nearer (see the probe handler).
+     */
+    due?: number;
+  };
   /**
    * The primary as a list returned it seconds ago (the sweep attaches it), to save a GET.
    *

@@ -196,6 +196,59 @@ describe("proxy health task", () => {
   });
 });
 
+describe("a late probe shard sheds what its next shard covers", () => {
+  const proxiesAt = (intervalSeconds: number) =>
+    Array.from({ length: 3 }, (_, i) => {
+      const p = externalProxy(`p${intervalSeconds}-${i}`, { ip: "203.0.113.7" });
+      Object.assign((p.spec as { healthCheck: object }).healthCheck, { intervalSeconds });
+      return p;
+    });
+
+  async function deliver(lateMs: number, proxies: KubeObject[]) {
+    const kube = new FakeKube();
+    for (const p of proxies) kube.seed(proxyResource, p);
+    const { ctx } = fakeContext(kube, { now });
+    let probes = 0;
+    const prober: Prober = {
+      probe: async () => {
+        probes++;
+        return { ok: true, latencyMs: 1 };
+      },
+    };
+    const task = proxyHealthTask({ prober, concurrency: 6, sweepPeriodSeconds: 60, confirmDelayMs: 0 });
+    const counts = await task.handleShard(ctx, proxies, undefined, { due: now.getTime() - lateMs });
+    return { probes, counts };
+  }
+
+  it.each([
+    ["on time", 0, 30, 3, 0],
+    ["15 s late (the limit)", 15_000, 30, 3, 0],
+    ["20 s late, 30 s Proxies: their next shard is 10 s away", 20_000, 30, 0, 3],
+    ["20 s late, 300 s Proxies: their next shard is minutes away", 20_000, 300, 3, 0],
+    ["200 s late, 300 s Proxies", 200_000, 300, 0, 3],
+  ])("%s: %i ms late, %i s interval → %i probed, %i shed", async (_what, lateMs, interval, probed, shed) => {
+    const { probes, counts } = await deliver(lateMs, proxiesAt(interval));
+    expect(probes).toBe(probed);
+    expect(counts.shed ?? 0).toBe(shed);
+  });
+
+  it("a 0.1.0 shard (no due time) is probed whole", async () => {
+    const kube = new FakeKube();
+    const proxies = proxiesAt(30);
+    for (const p of proxies) kube.seed(proxyResource, p);
+    const { ctx } = fakeContext(kube, { now });
+    let probes = 0;
+    const task = proxyHealthTask({
+      prober: { probe: async () => (probes++, { ok: true, latencyMs: 1 }) },
+      concurrency: 6,
+      sweepPeriodSeconds: 60,
+      confirmDelayMs: 0,
+    });
+    await task.handleShard(ctx, proxies);
+    expect(probes).toBe(3);
+  });
+});
+
 describe("a latency report costs one status patch, no pass", () => {
   const reportedAt = "2026-11-30T11:50:00.000Z";
   const converged = (latencyMs: number): KubeObject => {

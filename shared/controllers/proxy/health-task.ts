@@ -37,6 +37,13 @@ export interface ProxyHealthTaskOptions {
 export const probeShardTask = "probe";
 
 /**
+ * A probe shard delivered later than this after its due time sheds the Proxies whose next
+ * shard is nearer than this one was due (lateness above half their interval): a backlog then
+ * costs no double probes. A Proxy with a longer interval is still probed, late.
+ */
+export const SHED_AFTER_MS = 15_000;
+
+/**
  * The health engine as sweep work: probe every eligible Proxy, store the counters in
  * `status.health` (nothing is written in steady state), and request a reconcile where the
  * reported verdict changed, so the reconciler projects it. A latency change (confirmed by three
@@ -56,7 +63,12 @@ export const probeShardTask = "probe";
  * Lambda; a deleted Proxy's series stays on the Node host until the process restarts.
  */
 export function proxyHealthTask(opts: ProxyHealthTaskOptions): SweepTask & {
-  handleShard(ctx: Context, objects: readonly KubeObject[], data?: unknown): Promise<Record<string, number>>;
+  handleShard(
+    ctx: Context,
+    objects: readonly KubeObject[],
+    data?: unknown,
+    job?: { due?: number },
+  ): Promise<Record<string, number>>;
 } {
   const prober = boundedProber(opts.prober, opts.concurrency);
   const subjectFor = (p: KubeObject) =>
@@ -188,8 +200,9 @@ export function proxyHealthTask(opts: ProxyHealthTaskOptions): SweepTask & {
           // host), a shard still waiting from the last sweep is replaced by this one's, so a
           // host that falls behind holds one sweep of shards, not every sweep's.
           try {
+            const due = now.getTime() + shard.delaySeconds * 1000;
             await ctx.queue.send(
-              [shardMessage(`${shard.delaySeconds}-${i}`, shard.objects)],
+              [shardMessage(`${shard.delaySeconds}-${i}`, shard.objects, undefined, due)],
               shard.delaySeconds,
             );
             counts.shards++;
@@ -219,14 +232,26 @@ export function proxyHealthTask(opts: ProxyHealthTaskOptions): SweepTask & {
         },
       };
     },
-    handleShard: (ctx, objects, data) =>
-      probeAndApply(ctx, objects, false, true, data as ProbeResume[] | undefined),
+    async handleShard(ctx, objects, data, job = {}) {
+      const resume = data as ProbeResume[] | undefined;
+      const lateMs = job.due === undefined ? 0 : ctx.clock.now().getTime() - job.due;
+      if (resume || lateMs <= SHED_AFTER_MS) return probeAndApply(ctx, objects, false, true, resume);
+      // Late: a Proxy whose next shard is nearer than this one was due is left to that one.
+      const kept = objects.filter((p) => {
+        const interval = subjectFor(p).probe.intervalSeconds ?? opts.sweepPeriodSeconds;
+        return lateMs <= (interval * 1000) / 2;
+      });
+      const shed = objects.length - kept.length;
+      if (shed > 0) ctx.metrics.count("kubefn_probes_shed_total", {}, shed);
+      const counts = kept.length > 0 ? await probeAndApply(ctx, kept, false, true) : {};
+      return { ...counts, shed, lateMs: Math.round(lateMs) };
+    },
   };
 }
 
-const shardMessage = (id: string, objects: KubeObject[], data?: ProbeResume[]): Message => ({
+const shardMessage = (id: string, objects: KubeObject[], data?: ProbeResume[], due?: number): Message => ({
   request: { controller: proxyControllerName, name: `__shard-${probeShardTask}-${id}` },
   attempt: 0,
   trigger: { kind: "shard", reason: probeShardTask },
-  shard: { task: probeShardTask, objects, ...(data ? { data } : {}) },
+  shard: { task: probeShardTask, objects, ...(data ? { data } : {}), ...(due === undefined ? {} : { due }) },
 });

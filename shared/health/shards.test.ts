@@ -50,6 +50,32 @@ describe("probeDelays", () => {
     );
   });
 
+  it.each([7, 45, 90, 30, 120])(
+    "probe cadence exact for any interval: %i s apart across ten consecutive 60 s sweeps",
+    (interval) => {
+      for (const name of ["a", "b", "c"]) {
+        const key = { namespace: "ns", name };
+        const times = Array.from({ length: 10 }, (_, i) => {
+          const at = new Date(now.getTime() + i * 60_000);
+          return probeDelays(key, interval, at, 60).map((d) => at.getTime() / 1000 + d);
+        }).flat();
+        const gaps = times.slice(1).map((t, i) => t - times[i]!);
+        expect(times.length).toBeGreaterThanOrEqual(Math.floor(600 / interval) - 1);
+        expect(new Set(gaps)).toEqual(new Set([interval]));
+      }
+    },
+  );
+
+  it("a sweep that starts off the minute (the Node host's timer) keeps the rhythm too", () => {
+    const key = { namespace: "ns", name: "offset" };
+    const first = new Date(now.getTime() + 17_400);
+    const times = Array.from({ length: 6 }, (_, i) => {
+      const at = new Date(first.getTime() + i * 60_000);
+      return probeDelays(key, 45, at, 60).map((d) => Math.floor(at.getTime() / 1000) + d);
+    }).flat();
+    expect(new Set(times.slice(1).map((t, i) => t - times[i]!))).toEqual(new Set([45]));
+  });
+
   it("phases differ across Proxies (jitter), so probes spread over the minute", () => {
     const phases = new Set(
       Array.from({ length: 50 }, (_, i) => probeDelays({ namespace: "ns", name: `p${i}` }, 60, now, 60)[0]),

@@ -6,7 +6,6 @@
 import { fnv1a32, type ObjectKey } from "../kube/index.ts";
 import type { ProbeResult, Prober, ProbeTarget } from "./probe.ts";
 import type { HealthSubject } from "./sweep.ts";
-import { probeDue } from "./sweep.ts";
 
 /** One probe-shard message: the Proxies (as listed) to probe after `delaySeconds`. */
 export interface ProbeShard<P> {
@@ -26,11 +25,10 @@ export interface PlanProbeShardsOptions<P> {
 
 /**
  * Which Proxies to probe in the next sweep period, and when (pure). A Proxy is probed every
- * `intervalSeconds`: below the sweep period several times per sweep (a 30 s interval twice a
- * minute), at delays `phase + k · interval`; at or above it, on every n-th sweep
- * ({@link probeDue}) at delay `phase`. The phase is the FNV-1a hash of the key modulo the interval
- * (or the period), so probes spread over the minute and a Proxy keeps its rhythm across sweeps
- * without any stored schedule. Proxies with the same delay share shards of at most `shardSize`.
+ * `intervalSeconds` on the wall clock ({@link probeDelays}): below the sweep period several times
+ * per sweep (a 30 s interval twice a minute), above it in some sweeps only (90 s: in two sweeps of
+ * three). The phase is the FNV-1a hash of the key modulo the interval, so probes spread over the
+ * minute and a Proxy keeps its rhythm across sweeps without any stored schedule. Proxies with the same delay share shards of at most `shardSize`.
  *
  * Caveats: delays are whole seconds. A Proxy without an address, an instance, or being deleted
  * is not planned. A shard delayed by d carries the object as listed d seconds earlier; its
@@ -89,7 +87,15 @@ export function probeShardPlanner<P>(opts: Omit<PlanProbeShardsOptions<P>, "prox
   };
 }
 
-/** The delays (seconds into this sweep period) at which a Proxy is probed. */
+/**
+ * The delays (whole seconds after `now`) at which a Proxy is probed in the sweep period that
+ * starts at `now`. Its probes fall on the wall clock's seconds `t ≡ phase (mod interval)`, so
+ * consecutive sweeps continue one rhythm: 45 s stays 45 s across the minute, 90 s is every 90 s,
+ * 7 s is every 7 s — whatever the period.
+ *
+ * Caveats: sweep periods must tile the clock (each sweep plans `[now, now + period)`); a sweep
+ * that runs a second late or early may plan a probe at the seam twice or not at all.
+ */
 export function probeDelays(
   key: ObjectKey,
   intervalSeconds: number | undefined,
@@ -97,12 +103,13 @@ export function probeDelays(
   periodSeconds: number,
 ): number[] {
   const interval = Math.max(1, Math.round(intervalSeconds ?? periodSeconds));
-  const hash = fnv1a32(`${key.namespace ?? ""}/${key.name}`);
-  if (interval >= periodSeconds) {
-    return probeDue(key, now, interval, periodSeconds) ? [hash % periodSeconds] : [];
-  }
+  const phase = fnv1a32(`${key.namespace ?? ""}/${key.name}`) % interval;
+  const start = Math.floor(now.getTime() / 1000);
   const delays: number[] = [];
-  for (let at = hash % interval; at < periodSeconds; at += interval) delays.push(at);
+  // The first second at or after `start` on the Proxy's rhythm, then every interval.
+  for (let at = (((phase - start) % interval) + interval) % interval; at < periodSeconds; at += interval) {
+    delays.push(at);
+  }
   return delays;
 }
 

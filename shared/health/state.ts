@@ -24,10 +24,12 @@
  *   the threshold, however recent the last report — the thresholds already are the damping, and
  *   a flip that reverted inside the interval would otherwise never reach status.
  * - A probe that goes against the verdict without reaching a threshold is checked by one more
- *   probe a second later (see {@link RecordResult.recheck}); when that one agrees with the verdict
- *   it is recorded instead, so a lone stalled probe of a healthy proxy writes nothing. A proxy that
- *   is really down fails both, and is counted exactly as the seed counts it: the flip comes at the
- *   same probe as without the recheck.
+ *   probe a second later (see {@link RecordResult.recheck}). Both count, as the seed counts every
+ *   probe: a proxy failing two requests of three reaches its `failureThreshold` and leaves the
+ *   crawler pool. A lone stalled probe of a healthy proxy, followed by a success, leaves the state
+ *   as it was and writes nothing: the counter that runs toward the verdict already held (consecOK
+ *   while healthy, consecFail while unhealthy) is kept at its threshold, since it decides nothing
+ *   until the verdict flips.
  * - Counters belong to one instance (providerID, or the address for External proxies): a
  *   different instance starts fresh. A fresh state is seeded from an existing Healthy condition, so
  *   a replaced function instance or a lost annotation does not flap the condition.
@@ -117,9 +119,8 @@ export interface RecordResult {
   confirm?: true;
   /**
    * This probe went against the verdict without reaching a threshold (a single failure of a
-   * healthy proxy, say): probe once more, and when that probe agrees with the verdict, record it
-   * instead of this one (`previous` again). The state returned counts this probe, as the seed
-   * does, for when the second probe goes against the verdict too.
+   * healthy proxy, say): probe once more and fold that probe into the state returned here, so
+   * both count, as the seed counts every probe.
    */
   recheck?: true;
 }
@@ -149,11 +150,12 @@ export function recordProbe(
   let consecOK: number;
   let consecFail: number;
   if (probe.ok) {
-    consecOK = Math.min(base.consecOK + 1, successThreshold);
+    // While healthy the success count decides nothing: held at its threshold.
+    consecOK = verdict === true ? successThreshold : Math.min(base.consecOK + 1, successThreshold);
     consecFail = 0;
     if (consecOK >= successThreshold) verdict = true;
   } else {
-    consecFail = Math.min(base.consecFail + 1, failureThreshold);
+    consecFail = verdict === false ? failureThreshold : Math.min(base.consecFail + 1, failureThreshold);
     consecOK = 0;
     if (consecFail >= failureThreshold) verdict = false;
   }

@@ -125,8 +125,10 @@ describe("probeAll", () => {
   });
 
   it("a failure below the threshold writes the counter but asks for no reconcile", async () => {
+    // The probe and its recheck fail: two failures of the three the verdict needs.
+    const thresholds = { successThreshold: 1, failureThreshold: 3, minReportIntervalSeconds: 60 };
     const result = await probeAll({
-      proxies: [subject("a", { annotation: encodeHealthState(healthy("a")) })],
+      proxies: [subject("a", { annotation: encodeHealthState(healthy("a")), thresholds })],
       subjectFor: (s) => s,
       prober: fakeProber(() => ({ ok: false, latencyMs: 1000, error: "timeout" })),
       now: () => now,
@@ -216,7 +218,12 @@ describe("probeAll", () => {
 
   it("seeds a fresh state from the Healthy condition", async () => {
     const result = await probeAll({
-      proxies: [subject("a", { seed: { healthy: true, latencyMs: 12, at: "2026-01-01T00:00:00.000Z" } })],
+      proxies: [
+        subject("a", {
+          seed: { healthy: true, latencyMs: 12, at: "2026-01-01T00:00:00.000Z" },
+          thresholds: { successThreshold: 1, failureThreshold: 3, minReportIntervalSeconds: 60 },
+        }),
+      ],
       subjectFor: (s) => s,
       prober: fakeProber(() => ({ ok: false, latencyMs: 3 })),
       now: () => now,
@@ -446,7 +453,7 @@ describe("a result against the verdict is checked once more", () => {
   const thresholds3 = { successThreshold: 1, failureThreshold: 3, minReportIntervalSeconds: 60 };
 
   /** One sweep per 30 s over one Proxy; `answers` are the prober's results in order. */
-  async function run(answers: boolean[], sweeps: number) {
+  async function run(answers: boolean[], sweeps: number, thresholds = thresholds3) {
     let annotation = encodeHealthState({ ...healthy("a", 5), consecOK: 1 });
     let clock = now.getTime();
     let calls = 0;
@@ -456,7 +463,7 @@ describe("a result against the verdict is checked once more", () => {
     for (let i = 0; i < sweeps; i++) {
       clock += 30_000;
       const result = await probeAll({
-        proxies: [subject("a", { annotation, thresholds: thresholds3 })],
+        proxies: [subject("a", { annotation, thresholds })],
         subjectFor: (s) => s,
         prober,
         now: () => new Date(clock),
@@ -480,11 +487,20 @@ describe("a result against the verdict is checked once more", () => {
     expect(calls).toBe(7);
   });
 
-  it("a proxy that is down flips at the same probe as without the recheck (failureThreshold 3)", async () => {
+  it("a proxy that is down flips at its third failed probe, the recheck counted (failureThreshold 3)", async () => {
     const { writes, flips } = await run([false], 4);
-    // Counted 1, 2, 3 at sweeps 0, 1, 2 — the rechecks confirm, they never count twice.
-    expect(flips).toEqual([2]);
-    expect(writes).toEqual([0, 1, 2]);
+    // Sweep 0: the probe and its recheck fail (2); sweep 1: the third failure flips.
+    expect(flips).toEqual([1]);
+    expect(writes).toEqual([0, 1]);
+  });
+
+  it("the verdict recheck never hides a flaky proxy: failing two requests of three reaches failureThreshold", async () => {
+    // Requests answer F F S, repeated, and failureThreshold is 2. Without counting the recheck,
+    // each sweep counted one failure and the next success reset it: the proxy stayed Ready and
+    // kept receiving crawl traffic.
+    const { flips } = await run([false, false, true], 6, { ...thresholds3, failureThreshold: 2 });
+    // Unhealthy at the first sweep (its probe and recheck failed); healthy again once it answers.
+    expect(flips[0]).toBe(0);
   });
 
   it("deferred, a shard pauses nowhere: the Proxy comes back to be confirmed and reports as inline", async () => {

@@ -251,10 +251,12 @@ async function sweepOne<P>(
   // Probes this invocation made after the first.
   let made = 0;
   const confirmations = [...(resume?.confirmations ?? [])];
+  // The state `result` is folded into: `previous`, or after a recheck the state its first probe left.
+  let before = previous;
   // `result` recorded as of now, with the confirmations so far (none before a recheck).
   const record = (): RecordResult =>
     recordProbe(
-      previous,
+      before,
       { ok: result.ok, latencyMs: result.latencyMs, at: opts.now(), confirmations },
       s.thresholds,
       seed,
@@ -277,13 +279,15 @@ async function sweepOne<P>(
       later: { result, confirmations },
     },
   });
-  // A result against the verdict is checked once more; a second probe that agrees with the
-  // verdict is recorded instead, and a blip writes nothing (state.ts).
+  // A result against the verdict is checked once more, and both probes count, as the seed counts
+  // every probe: a blip followed by a success leaves the state as it was (nothing is written), a
+  // proxy failing two requests of three reaches its failureThreshold (state.ts).
   if (recorded.recheck) {
     if (!(await pause())) return later();
     const again = await probe1();
     made++;
-    if (!again.refused && again.ok !== result.ok) {
+    if (!again.refused) {
+      before = recorded.state;
       result = again;
       recorded = record();
     }

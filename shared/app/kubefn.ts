@@ -159,6 +159,14 @@ export function createKubefn(settings: KubefnSettings, ports: KubefnPorts, opera
       settings: settings.operators,
       ...(ports.siteManifests ? { siteManifests: ports.siteManifests } : {}),
     });
+  if ("invalid" in settings.operators.subPool) {
+    ctx.log.error(
+      "the SubPool operator's settings are invalid: SubPools are not reconciled, and each says so on Ready (InvalidOperatorConfig); the other operators run",
+      {
+        issues: settings.operators.subPool.invalid,
+      },
+    );
+  }
   const passes = new PassHistory();
   const app = createFunctionsApp(tracedContext(ctx, undefined), ops, settings);
   const primaries = ops.registry.controllers.map((c) => ({ controller: c.name, resource: c.for }));

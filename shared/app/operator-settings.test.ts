@@ -115,8 +115,13 @@ describe.each(platforms)("operator settings on %s", (_, parse) => {
     expect(message).not.toContain("MIIsecretbytes");
   });
 
-  it("a bad SubPool envelope stops the process at start, not every pool at every pass", () => {
-    expect(() => parse({ SUBPOOL_MAX_CPU: "plenty" })).toThrow(/SUBPOOL_\*: operator configuration/);
+  it("a bad SubPool setting stops only SubPools: the rest of the settings parse, and the SubPool operator's config says why", () => {
+    const settings = parse({ SUBPOOL_MAX_CPU: "plenty", SUBPOOL_GATEWAY: "no-slash" }) as {
+      operators: { subPool: { invalid?: string }; site: unknown };
+    };
+    expect(settings.operators.subPool.invalid).toMatch(/SUBPOOL_GATEWAY: must be namespace\/name/);
+    expect(settings.operators.subPool.invalid).toMatch(/SUBPOOL_\*: operator configuration/);
+    expect(settings.operators.site).toBeDefined();
   });
 });
 

@@ -9,7 +9,11 @@
 
 import { defaultInstanceAllowList, type InstanceAllowList } from "../controllers/proxy/index.ts";
 import type { ServiceAccountKey } from "../controllers/proxy/providers/index.ts";
-import { type OperatorConfig, parseOperatorConfig } from "../controllers/subpool/index.ts";
+import {
+  type InvalidOperatorConfig,
+  type OperatorConfig,
+  parseOperatorConfig,
+} from "../controllers/subpool/index.ts";
 import { dnsLabel } from "../kube/index.ts";
 import * as z from "../zod/index.ts";
 import { commaList } from "./env-values.ts";
@@ -47,7 +51,8 @@ export type OperatorVariables = z.infer<z.ZodMiniObject<typeof operatorVariables
 
 /** What {@link operatorSettingsFrom} gives `createOperators`. */
 export interface OperatorSettings {
-  subPool: OperatorConfig;
+  /** Invalid: SubPools say so on Ready (`InvalidOperatorConfig`); the other operators run on. */
+  subPool: OperatorConfig | InvalidOperatorConfig;
   site: {
     namespace: string;
     config: { imageRegistry: string; imageTag: string; apiServerEndpoint: string };
@@ -89,11 +94,12 @@ export function operatorSettingsFrom(
   selfUsernames: readonly string[],
 ): { ok: true; settings: OperatorSettings } | { ok: false; issues: string[] } {
   const issues: string[] = [];
+  const subPoolIssues: string[] = [];
   const pair = (name: string, value: string | undefined) => {
     if (value === undefined) return undefined;
     const [namespace, object, ...rest] = value.split("/");
     if (!namespace || !object || rest.length > 0) {
-      issues.push(`  ${name}: must be namespace/name`);
+      subPoolIssues.push(`${name}: must be namespace/name`);
       return undefined;
     }
     return { namespace, object };
@@ -111,8 +117,11 @@ export function operatorSettingsFrom(
       proxyGatewayService: proxyGateway.object,
     });
   }
-  const subPool = parseOperatorConfig(data);
-  if (!subPool.ok) issues.push(`  SUBPOOL_*: ${subPool.message}`);
+  // A bad SUBPOOL_* value stops SubPools only: each says so on Ready (InvalidOperatorConfig).
+  const parsed = parseOperatorConfig(data);
+  if (!parsed.ok) subPoolIssues.push(`SUBPOOL_*: ${parsed.message}`);
+  const subPool: OperatorConfig | InvalidOperatorConfig =
+    parsed.ok && subPoolIssues.length === 0 ? parsed.config : { invalid: subPoolIssues.join("; ") };
 
   let gce: GceSettings | undefined;
   const gceSet = [e.GCE_PROJECT, e.GCE_ZONES, e.GCE_CREDENTIALS].filter((v) => v !== undefined).length;
@@ -145,11 +154,11 @@ export function operatorSettingsFrom(
       };
     }
   }
-  if (issues.length > 0 || !subPool.ok) return { ok: false, issues };
+  if (issues.length > 0) return { ok: false, issues };
   return {
     ok: true,
     settings: {
-      subPool: subPool.config,
+      subPool,
       site: {
         namespace: e.SITE_NAMESPACE ?? ownNamespace(selfUsernames),
         config: {

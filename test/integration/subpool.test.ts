@@ -334,3 +334,33 @@ describe("SubPool conflicts and validation on the devcluster", () => {
     await deleteAndDrive(name);
   });
 });
+
+describe("the seed's operator configuration on the devcluster", () => {
+  it("InvalidOperatorConfig: a bad SUBPOOL_* setting stops SubPools only, each says so on Ready, and nothing is created", async () => {
+    const name = `sp-badcfg-${suffix}`;
+    await createPool(name, spec());
+    const invalid = createRegistry([
+      subPoolController({ operatorConfig: { invalid: "SUBPOOL_MAX_CPU: not a quantity" } }),
+    ]);
+    transport.reset();
+    const result = await runPass(ctx, invalid, message(name));
+    expect(result).toMatchObject({
+      result: "error",
+      errorClass: "permanent",
+      errorReason: "InvalidOperatorConfig",
+    });
+    expect(result.followUpSeconds).toBeUndefined();
+    const posts = transport.calls().filter((c) => c.method === "POST");
+    expect(posts.map((c) => c.path.split("?")[0])).toEqual([
+      "/apis/events.k8s.io/v1/namespaces/default/events",
+    ]);
+    expect(await maybe(kube.get(Resources.Namespace, { name: subPoolNamespaceName(name) }))).toBeUndefined();
+    const pool = await getPool(name);
+    expect(conditionOf(pool, "Ready")).toMatchObject({ status: "False", reason: "InvalidOperatorConfig" });
+    expect(conditionOf(pool, "Ready")?.message).toMatch(/SUBPOOL_MAX_CPU: not a quantity/);
+    // Once fixed, the same pool converges with the valid configuration.
+    await pass(name);
+    expect(conditionOf(await getPool(name), "Ready")?.reason).not.toBe("InvalidOperatorConfig");
+    await deleteAndDrive(name);
+  });
+});

@@ -41,6 +41,15 @@ export interface OperatorConfig {
 export type ConfigResult = { ok: true; config: OperatorConfig } | { ok: false; message: string };
 
 /**
+ * A SubPool operator configuration that did not parse (a bad `SUBPOOL_*` setting): SubPools are
+ * not reconciled — each says so on Ready (`InvalidOperatorConfig`) — while the Proxy and Site
+ * operators run on, and a SubPool being deleted is still cleaned up.
+ */
+export interface InvalidOperatorConfig {
+  invalid: string;
+}
+
+/**
  * Parses the configuration, key by key (pure): the adapters map `SUBPOOL_MAX_CPU` → `maxCPU`
  * and so on. `undefined` yields the defaults; a Gateway needs both name and namespace.
  */

@@ -1,8 +1,8 @@
 import type { ObjectKey, Resource } from "../../kube/index.ts";
-import type { ControllerDefinition } from "../../runtime/index.ts";
+import type { ControllerDefinition, DriftDeclaration } from "../../runtime/index.ts";
 import { generationChanged } from "../../runtime/index.ts";
 import { SubPoolConditionType, SubPoolReason, subPoolNamespacePrefix, subPoolResource } from "./api.ts";
-import { defaultOperatorConfig, type OperatorConfig } from "./config.ts";
+import { defaultOperatorConfig, type InvalidOperatorConfig, type OperatorConfig } from "./config.ts";
 import { subPoolObjectNames, subPoolOwnedResources } from "./desired.ts";
 import { subPoolDrift } from "./drift.ts";
 import { reconcileSubPool } from "./reconcile.ts";
@@ -12,8 +12,11 @@ export const subPoolControllerName = "subpool";
 
 export interface SubPoolControllerDeps {
   timings?: Partial<SubPoolTimings>;
-  /** The operator configuration, fixed for the life of the process; default {@link defaultOperatorConfig}. */
-  operatorConfig?: OperatorConfig;
+  /**
+   * The operator configuration, fixed for the life of the process; default
+   * {@link defaultOperatorConfig}. An invalid one stops SubPools only (see {@link InvalidOperatorConfig}).
+   */
+  operatorConfig?: OperatorConfig | InvalidOperatorConfig;
   /** Field manager of writes to owned objects; default "kubefn-subpool". */
   fieldManager?: string;
   /** Random bytes for new credentials; default Web Crypto `getRandomValues`. */
@@ -71,7 +74,7 @@ export function subPoolController(deps: SubPoolControllerDeps = {}): ControllerD
       ],
     },
     resyncSeconds: Math.max(60, timings.resync),
-    drift: subPoolDrift(passDeps.operatorConfig),
+    drift: "invalid" in passDeps.operatorConfig ? invalidConfigDrift : subPoolDrift(passDeps.operatorConfig),
     requeueSeconds: {
       deletionPoll: timings.deletionPoll,
       ...(timings.activeRequeue === undefined ? {} : { activeRequeue: timings.activeRequeue }),
@@ -81,6 +84,16 @@ export function subPoolController(deps: SubPoolControllerDeps = {}): ControllerD
     reconcile: (ctx, object) => reconcileSubPool(ctx, object, passDeps),
   };
 }
+
+/** With an invalid operator configuration, a pool needs a pass only until its Ready says so. */
+const invalidConfigDrift: DriftDeclaration = {
+  decide: ({ primary }) => {
+    const conditions = (primary.status as { conditions?: { type: string; reason?: string }[] } | undefined)
+      ?.conditions;
+    const ready = conditions?.find((c) => c.type === SubPoolConditionType.Ready);
+    return ready?.reason === SubPoolReason.InvalidOperatorConfig ? undefined : "operator-config";
+  },
+};
 
 /**
  * The SubPool that owns an object of an owned kind, from its key alone: Namespace

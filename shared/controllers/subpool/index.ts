@@ -3,6 +3,7 @@ export * from "./api.ts";
 export {
   type ConfigResult,
   defaultOperatorConfig,
+  type InvalidOperatorConfig,
   type OperatorConfig,
   parseOperatorConfig,
 } from "./config.ts";

@@ -31,7 +31,7 @@ import {
   subPoolPoolLabel,
   SubPoolConditionType as Type,
 } from "./api.ts";
-import type { OperatorConfig } from "./config.ts";
+import type { InvalidOperatorConfig, OperatorConfig } from "./config.ts";
 import { reconcileDeletion } from "./deletion.ts";
 import {
   desiredFor,
@@ -55,7 +55,7 @@ import { runningRequests, type Validation, validateSubPool } from "./validate.ts
 export interface SubPoolPassDeps {
   timings: SubPoolTimings;
   /** The operator configuration, fixed for the process (validated when the adapter parsed it). */
-  operatorConfig: OperatorConfig;
+  operatorConfig: OperatorConfig | InvalidOperatorConfig;
   /** Field manager of every write to owned objects. */
   fieldManager: string;
   /** Cryptographically random bytes for new credentials. */
@@ -77,13 +77,22 @@ export async function reconcileSubPool(
   const status = statusWriter(object, ctx.clock.now());
   if (object.metadata.deletionTimestamp) return reconcileDeletion(ctx, object, status, deps.timings);
 
+  if ("invalid" in deps.operatorConfig) {
+    // Seed step 1: the operator configuration is read and validated before anything else.
+    return block(
+      status,
+      Reason.InvalidOperatorConfig,
+      `the SubPool operator's configuration is invalid (${deps.operatorConfig.invalid}); fix the SUBPOOL_* settings`,
+      "permanent",
+    );
+  }
   const parsed = parseSubPool(object);
   if (!parsed.success) {
     return block(status, Reason.InvalidSpec, z.prettifyError(parsed.error).replace(/\n/g, "; "), "permanent");
   }
   const finalizers = addFinalizer(object.metadata.finalizers, subPoolFinalizer);
   if (finalizers.changed) await patchFinalizers(ctx.kube, object, finalizers.finalizers);
-  return reconcileActive(ctx, object, parsed.data, status, deps);
+  return reconcileActive(ctx, object, parsed.data, status, deps, deps.operatorConfig);
 }
 
 async function reconcileActive(
@@ -92,6 +101,7 @@ async function reconcileActive(
   pool: SubPool,
   status: SubPoolStatusWriter,
   deps: SubPoolPassDeps,
+  config: OperatorConfig,
 ): Promise<Outcome> {
   const { kube } = ctx;
   const { timings } = deps;
@@ -104,7 +114,6 @@ async function reconcileActive(
   });
 
   // 1–3: validate before creating anything.
-  const config = deps.operatorConfig;
   const validation = await validateAgainstRunning(ctx, object, pool, config);
   if (!validation.ok) return block(status, validation.reason, validation.message, "permanent");
 

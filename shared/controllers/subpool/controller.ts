@@ -6,6 +6,7 @@ import { defaultOperatorConfig, type OperatorConfig } from "./config.ts";
 import { subPoolObjectNames, subPoolOwnedResources } from "./desired.ts";
 import { subPoolDrift } from "./drift.ts";
 import { reconcileSubPool } from "./reconcile.ts";
+import { subPoolReadiness } from "./status.ts";
 import { defaultSubPoolTimings, type SubPoolTimings } from "./timings.ts";
 
 export const subPoolControllerName = "subpool";
@@ -78,6 +79,7 @@ export function subPoolController(deps: SubPoolControllerDeps = {}): ControllerD
       ...(timings.conflictRetry === undefined ? {} : { conflictRetry: timings.conflictRetry }),
     },
     ownerFromKey: subPoolFromKey,
+    readiness: subPoolReadiness,
     reconcile: (ctx, object) => reconcileSubPool(ctx, object, passDeps),
   };
 }

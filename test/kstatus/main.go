@@ -26,6 +26,7 @@ import (
 
 	lua "github.com/yuin/gopher-lua"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	kjson "k8s.io/apimachinery/pkg/util/json"
 	"sigs.k8s.io/cli-utils/pkg/kstatus/status"
 )
 
@@ -57,8 +58,13 @@ func main() {
 }
 
 func run(in io.Reader, out io.Writer, healthDir string) error {
+	data, err := io.ReadAll(in)
+	if err != nil {
+		return err
+	}
+	// As the API machinery decodes objects (whole numbers become int64), which kstatus expects.
 	var doc any
-	if err := json.NewDecoder(in).Decode(&doc); err != nil {
+	if err := kjson.Unmarshal(data, &doc); err != nil {
 		return fmt.Errorf("reading JSON: %w", err)
 	}
 	objects, err := objectsOf(doc)
@@ -164,8 +170,8 @@ func argoHealth(script string, obj map[string]any) (*verdict, error) {
 	return v, nil
 }
 
-// toLua converts decoded JSON as Argo CD does: objects and arrays to tables (arrays 1-based),
-// numbers to numbers, null to nil.
+// toLua converts a decoded object as Argo CD does (decodeValue): objects and arrays to tables
+// (arrays 1-based), numbers to numbers, null to nil.
 func toLua(l *lua.LState, value any) lua.LValue {
 	switch v := value.(type) {
 	case map[string]any:
@@ -182,6 +188,8 @@ func toLua(l *lua.LState, value any) lua.LValue {
 		return t
 	case string:
 		return lua.LString(v)
+	case int64:
+		return lua.LNumber(v)
 	case float64:
 		return lua.LNumber(v)
 	case bool:

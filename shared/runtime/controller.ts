@@ -94,7 +94,10 @@ export interface ControllerDefinition<T extends KubeObject = KubeObject> {
   /** Kinds whose controller ownerReference points at a `for` object. */
   owns?: Resource[];
   watches?: Watch[];
-  /** Condition types this controller publishes; must be unique across the registry. */
+  /**
+   * Condition types this controller publishes, each once. Types are per kind: two controllers may
+   * both publish one (every primary has its own `Ready`).
+   */
   conditionTypes: string[];
   /**
    * Drift interval: the sweep revisits every object at least this often. A follow-up later than

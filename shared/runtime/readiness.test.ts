@@ -1,6 +1,7 @@
 import { describe, expect, it } from "vitest";
+import { withSummary } from "../crd/index.ts";
 import type { Condition, KubeObject } from "../kube/index.ts";
-import { applyReadiness, type Readiness, readinessDiffers } from "./readiness.ts";
+import { applyReadiness, type Readiness, readinessDiffers, SummaryConditionType } from "./readiness.ts";
 
 const earlier = "2026-11-30T11:00:00Z";
 const now = new Date("2026-11-30T12:00:00Z");
@@ -123,4 +124,13 @@ describe("readinessDiffers", () => {
     expect(readinessDiffers(o, ready("reconciling"))).toBe(want);
     expect(o).toEqual(before);
   });
+});
+
+it("the CRDs document the summary's condition types", () => {
+  expect(withSummary(["Ready", "Healthy"])).toEqual([
+    "Ready",
+    "Healthy",
+    ...Object.values(SummaryConditionType).slice(1),
+  ]);
+  expect(withSummary([])).toEqual(Object.values(SummaryConditionType));
 });

@@ -107,6 +107,15 @@ describe("createRegistry", () => {
     expect(() => createRegistry([d])).not.toThrow();
   });
 
+  it("lets every kind publish its own Ready: condition types are per controller", () => {
+    expect(() =>
+      createRegistry([
+        proxyController({ conditionTypes: ["Provisioned", "Ready"] }),
+        subPoolController({ conditionTypes: ["Ready", "Suspended", "InvalidSpec"] }),
+      ]),
+    ).not.toThrow();
+  });
+
   it("lists every problem in one error", () => {
     const run = () =>
       createRegistry([

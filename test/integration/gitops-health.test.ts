@@ -8,6 +8,7 @@
  * | object | what its pass writes | kstatus | Argo CD |
  * | --- | --- | --- | --- |
  * | External Proxy | Ready True | Current | Healthy |
+ * | External Proxy, no probe verdict yet | Ready Unknown, Reconciling True | InProgress | Progressing |
  * | Managed Proxy, unknown provider | Ready False, Stalled True | Failed | Degraded |
  * | SubPool, StatefulSet starting | Ready False, Reconciling True | InProgress | Progressing |
  * | the same pool, running | Ready True | Current | Healthy |
@@ -56,6 +57,7 @@ const suffix = randomBytes(3).toString("hex");
 const ns = `gitops-${suffix}`;
 const names = {
   external: "external",
+  awaitingProbe: "awaiting-probe",
   unknownProvider: "unknown-provider",
   pool: `gh-${suffix}`,
   overEnvelope: `gh-${suffix}-big`,
@@ -197,6 +199,17 @@ beforeAll(async () => {
   await create(proxyResource, {
     apiVersion: "crawl.kubefn.dev/v1alpha1",
     kind: "Proxy",
+    metadata: { name: names.awaitingProbe, namespace: ns },
+    spec: {
+      mode: "External",
+      endpoint: { host: "127.0.0.1", port: 3129 },
+      // No sweep runs here, so no probe ever reports.
+      healthCheck: { probeURL: "http://127.0.0.1:9/" },
+    },
+  });
+  await create(proxyResource, {
+    apiVersion: "crawl.kubefn.dev/v1alpha1",
+    kind: "Proxy",
     metadata: { name: names.unknownProvider, namespace: ns },
     spec: { mode: "Managed", provider: "nowhere" },
   });
@@ -224,7 +237,7 @@ afterAll(async () => {
       .catch(() => undefined);
     await kube.delete(resource, key).catch(() => undefined);
   };
-  for (const name of [names.external, names.unknownProvider]) {
+  for (const name of [names.external, names.awaitingProbe, names.unknownProvider]) {
     await unfinalize(proxyResource, { namespace: ns, name });
   }
   for (const name of [names.pool, names.overEnvelope, names.conflict]) {
@@ -255,6 +268,17 @@ describe("kubefn's primaries as kstatus (Flux) and Argo CD judge them", () => {
       reason: "StatefulSetNotReady",
     });
     expect(await judgeOne(["subpool", names.pool])).toBe("InProgress/Progressing");
+  });
+
+  it("a Proxy whose health check has given no verdict yet is Progressing", async () => {
+    await pass(proxyKey(names.awaitingProbe));
+    const proxy = await kube.get(proxyResource, { namespace: ns, name: names.awaitingProbe });
+    expect(
+      conditionsOf(proxy)
+        .filter((c) => c.type === "Ready" || c.type === "Reconciling")
+        .map((c) => `${c.type}=${c.status}/${c.reason}`),
+    ).toEqual(["Ready=Unknown/AwaitingHealthCheck", "Reconciling=True/AwaitingHealthCheck"]);
+    expect(await judgeOne(["proxy", "-n", ns, names.awaitingProbe])).toBe("InProgress/Progressing");
   });
 
   it("`kubectl wait --for=condition=Ready` returns for each kind while kubefn reconciles them", async () => {

@@ -5,6 +5,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 source scripts/node24.sh
 bash scripts/build-devcluster.sh
+bash scripts/build-kstatus.sh
 bash scripts/python-tools.sh
 bash scripts/chromium.sh
 bash scripts/promtool.sh

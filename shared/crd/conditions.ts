@@ -56,3 +56,11 @@ export function conditionsNotes(field: string, types: readonly string[]): Record
     [`${field}.message`]: "a human readable message indicating details about the transition.",
   };
 }
+
+/**
+ * A kind's own condition types followed by the summary every primary carries (Ready, Reconciling,
+ * Stalled; shared/runtime readiness.ts), each once: the types its CRD documents.
+ */
+export function withSummary(types: readonly string[]): string[] {
+  return [...new Set([...types, "Ready", "Reconciling", "Stalled"])];
+}

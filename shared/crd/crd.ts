@@ -34,6 +34,12 @@ export interface KindSpec<
 }
 
 /**
+ * The CRD category of every kind kubefn serves: `kubectl get kubefn` lists Proxies, SubPools and
+ * Sites together.
+ */
+export const kubefnCategory = "kubefn";
+
+/**
  * Everything a CRD needs beyond the kind: names, descriptions, CEL rules and printer columns, which
  * only `npm run gen:crds` reads. Each controller declares it in its crd.ts, which the runtime (and
  * so the Worker bundle) never imports; `spec` and `status` there are the kind's schemas with field

@@ -1,9 +1,16 @@
-export { type Condition, conditionSchema, conditionsNotes, conditionsSchema } from "./conditions.ts";
+export {
+  type Condition,
+  conditionSchema,
+  conditionsNotes,
+  conditionsSchema,
+  withSummary,
+} from "./conditions.ts";
 export {
   type CrdSpec,
   type CustomResourceDefinition,
   crdFor,
   type KindSpec,
+  kubefnCategory,
   objectSchemaFor,
   type PrinterColumn,
   resourceFor,

@@ -2,6 +2,7 @@ import type { EventRecorder, KubeObject, ObjectKey, Resource } from "../kube/ind
 import type { DriftDeclaration } from "./drift.ts";
 import type { ErrorPolicy } from "./error-policy.ts";
 import type { Outcome } from "./outcome.ts";
+import type { Readiness } from "./readiness.ts";
 import type { Context, Request } from "./types.ts";
 
 /**
@@ -93,7 +94,10 @@ export interface ControllerDefinition<T extends KubeObject = KubeObject> {
   /** Kinds whose controller ownerReference points at a `for` object. */
   owns?: Resource[];
   watches?: Watch[];
-  /** Condition types this controller publishes; must be unique across the registry. */
+  /**
+   * Condition types this controller publishes, each once. Types are per kind: two controllers may
+   * both publish one (every primary has its own `Ready`).
+   */
   conditionTypes: string[];
   /**
    * Drift interval: the sweep revisits every object at least this often. A follow-up later than
@@ -177,6 +181,17 @@ export interface ControllerDefinition<T extends KubeObject = KubeObject> {
    * Deployment does not re-run its Site). Default: every change.
    */
   ownedPredicate?(resource: Resource, change: Pick<WatchedChange, "verb" | "object" | "request">): boolean;
+  /**
+   * The object's summary — `Ready`, and `Reconciling` or `Stalled` (see {@link Readiness}) — from
+   * the object as the pass and the error policy left it, and the pass's outcome. The executor
+   * writes it last, stamped with the generation, so `kubectl wait --for=condition=Ready`, kstatus
+   * (Flux) and Argo CD's health scripts read every kind alike. `outcome` is absent when a drift
+   * decision asks (see `readinessDiffers`). Undefined leaves the summary as it is.
+   *
+   * Caveats: a latched pass is skipped whole, so the summary the latching pass wrote stays until
+   * the generation changes. Keep it pure and cheap: it runs on every pass.
+   */
+  readiness?(object: KubeObject, outcome?: Outcome): Readiness | undefined;
   reconcile(ctx: PassContext, object: T): Promise<Outcome>;
   reconcileAbsent?(ctx: PassContext): Promise<Outcome>;
 }

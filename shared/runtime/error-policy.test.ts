@@ -57,9 +57,9 @@ describe("applyErrorPolicy", () => {
   it("sets the quota condition with the declared reason; a pass without an error drops it, an error keeps it", () => {
     const o = object(1);
     applyErrorPolicy(policy, o, failed(mine("quota", "ZoneResourcePoolExhausted")), now);
-    expect(conditions(o)).toEqual(["Quota=True/QuotaExceeded@-"]);
+    expect(conditions(o)).toEqual(["Quota=True/QuotaExceeded@1"]);
     applyErrorPolicy(policy, o, failed(mine("transient")), now);
-    expect(conditions(o)).toEqual(["Quota=True/QuotaExceeded@-"]);
+    expect(conditions(o)).toEqual(["Quota=True/QuotaExceeded@1"]);
     applyErrorPolicy(policy, o, requeueAfter(5), now);
     expect(conditions(o)).toEqual([]);
   });

@@ -120,7 +120,7 @@ export function applyErrorPolicy(
   if (!quota) return;
   if (concerned && error.class === "quota") {
     const reason = policy.quota?.reason ?? error.reason;
-    put(object, { type: quota, status: "True", reason, message: error.message }, now);
+    put(object, { type: quota, status: "True", reason, message: error.message, ...at }, now);
   } else if (!error) {
     drop(object, quota);
   }

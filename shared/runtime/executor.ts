@@ -17,6 +17,7 @@ import { conditionEvents } from "./condition-events.ts";
 import type { ControllerDefinition, PassContext } from "./controller.ts";
 import { applyErrorPolicy, type ErrorPolicy, isLatched, QUOTA_RETRY_SECONDS } from "./error-policy.ts";
 import { done, failed, Outcome } from "./outcome.ts";
+import { applyReadiness } from "./readiness.ts";
 import { groupOf, type Registry } from "./registry.ts";
 import { type Context, describeTrigger, type Message, type Request, requestKey } from "./types.ts";
 
@@ -58,7 +59,8 @@ export interface PassResult {
 
 /**
  * One reconcile pass for one message: read the primary (or take `message.snapshot`), run the
- * controller on a private copy, patch the status once if it changed (merge patch guarded by the
+ * controller on a private copy, apply its error policy and then its summary (`readiness`: Ready,
+ * Reconciling, Stalled), patch the status once if it changed (merge patch guarded by the
  * resourceVersion read, with `status.observedGeneration`), and turn the Outcome into at most one
  * follow-up through `ctx.queue`.
  *
@@ -194,6 +196,8 @@ export async function runPass(ctx: Context, registry: Registry, message: Message
   const copy = structuredClone(observed);
   let outcome = await guard(() => def.reconcile(passCtx, copy));
   applyErrorPolicy(def.errorPolicy, copy, outcome, ctx.clock.now());
+  const readiness = def.readiness?.(copy, outcome);
+  if (readiness) applyReadiness(copy, readiness, ctx.clock.now());
   if (def.observedGeneration !== false && typeof copy.metadata.generation === "number") {
     const status = isRecord(copy.status) ? copy.status : {};
     status.observedGeneration = copy.metadata.generation;

@@ -66,6 +66,12 @@ export {
   payloadChanged,
 } from "./predicates.ts";
 export {
+  applyReadiness,
+  type Readiness,
+  readinessDiffers,
+  SummaryConditionType,
+} from "./readiness.ts";
+export {
   createRegistry,
   groupOf,
   isKind,

@@ -64,7 +64,7 @@ export function isKind(object: KubeObject, resource: Resource): boolean {
 
 /**
  * Builds the registry and validates it once, at start-up: unique controller names, condition
- * types unique across all controllers, every Resource complete and well-formed, no kind claimed
+ * types unique within each controller (every kind carries its own `Ready`), every Resource complete and well-formed, no kind claimed
  * as `for` by two controllers, a resync between 60 s and a week, every declared requeue delay
  * shorter than the resync (one as late is never sent), the error policy's latch and quota
  * conditions among the controller's own condition types.
@@ -81,7 +81,6 @@ export function createRegistry(definitions: readonly ControllerDefinition[]): Re
   const byKind = new Map<string, ControllerDefinition>();
   const owners = new Map<string, ControllerDefinition[]>();
   const watchers = new Map<string, RegisteredWatch[]>();
-  const conditionOwner = new Map<string, string>();
 
   if (definitions.length === 0) problems.push("no controllers registered");
 
@@ -141,12 +140,7 @@ export function createRegistry(definitions: readonly ControllerDefinition[]): Re
         problems.push(`${label}: empty condition type`);
         continue;
       }
-      const holder = conditionOwner.get(type);
-      if (holder !== undefined) {
-        problems.push(`${label}: condition type "${type}" is already published by "${holder}"`);
-      } else {
-        conditionOwner.set(type, def.name);
-      }
+      if (ownTypes.has(type)) problems.push(`${label}: condition type "${type}" is listed twice`);
       ownTypes.add(type);
     }
     if (!Array.isArray(def.conditionTypes)) problems.push(`${label}: conditionTypes must be an array`);

@@ -259,12 +259,13 @@ describe("the Site example", () => {
       "lab reconciled",
       async () => {
         const got = await jsonpath(["get", "site", "lab"], "{.status.conditions[*].status}");
-        return got === "True True True True" ? true : undefined;
+        return got === "True True True True True" ? true : undefined;
       },
       90_000,
     );
+    // One condition per component in registry order, then the summary `kubectl wait` reads.
     expect(await jsonpath(["get", "site", "lab"], "{.status.conditions[*].type}")).toBe(
-      "NetReady MachinaReady MetalmanReady StorageReady",
+      "NetReady MachinaReady MetalmanReady StorageReady Ready",
     );
     // A healthy start is no news; switching a component off is, and kubectl describe says so.
     expect(await ok(["describe", "site", "lab"])).not.toMatch(/Warning/);

@@ -108,6 +108,7 @@ describe("Site controller on the devcluster", () => {
       ["MachinaReady", "True", "Reconciled"],
       ["MetalmanReady", "True", "Reconciled"],
       ["StorageReady", "True", "Reconciled"],
+      ["Ready", "True", "Reconciled"],
     ]);
     expect((site.status as { observedGeneration?: number }).observedGeneration).toBe(
       site.metadata.generation,

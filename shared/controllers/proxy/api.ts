@@ -53,6 +53,14 @@ export const ProxyReason = {
   ProbeTargetRefused: "ProbeTargetRefused",
   /** A stored `healthCheck.timeoutSeconds` above 30 s or its interval: probed with the cap. */
   TimeoutOutOfRange: "TimeoutOutOfRange",
+  /** Ready=Unknown: the instance runs and its health check has not given a verdict yet. */
+  AwaitingHealthCheck: "AwaitingHealthCheck",
+  /** Ready=Unknown: no pass has written Provisioned yet. */
+  Pending: "Pending",
+  /** Ready=True: provisioned and its probes pass. */
+  Healthy: "Healthy",
+  /** Ready=True: provisioned, no health check configured. */
+  Provisioned: "Provisioned",
 } as const;
 export type ProxyReason = (typeof ProxyReason)[keyof typeof ProxyReason];
 

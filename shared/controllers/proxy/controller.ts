@@ -5,6 +5,7 @@ import { proxyDrift } from "./drift.ts";
 import { proxyErrorPolicy } from "./failure.ts";
 import { type ProvidersSource, reconcileProxy } from "./reconcile.ts";
 import { proxiesForSecret } from "./secret-watch.ts";
+import { proxyReadiness } from "./status.ts";
 import { defaultProxyTimings, type ProxyTimings } from "./timings.ts";
 
 export const proxyControllerName = "proxy";
@@ -64,6 +65,7 @@ export function proxyController(deps: ProxyControllerDeps): ControllerDefinition
       requeueNow: timings.requeueNow,
     },
     errorPolicy: proxyErrorPolicy(timings.quotaRetry),
+    readiness: proxyReadiness,
     drift: proxyDrift(deps.providers),
     ...(deps.shards ? { shards: deps.shards } : {}),
     reconcile: (ctx, object) =>

@@ -4,13 +4,14 @@
  * module, so none of it is in the Worker bundle; the zod refinements in api.ts are the runtime's
  * side of the CEL rules here.
  */
-import { type CrdSpec, conditionsNotes, documented } from "../../crd/index.ts";
+import { type CrdSpec, conditionsNotes, documented, kubefnCategory, withSummary } from "../../crd/index.ts";
 import { maxProbeTimeoutSeconds, ProxyConditionType, proxyKind } from "./api.ts";
 
 export const proxyCrd: CrdSpec = {
   ...proxyKind,
   singular: "proxy",
   shortNames: ["px"],
+  categories: [kubefnCategory],
   description:
     "Proxy is a forward proxy: a provider-backed instance (Managed) or an existing endpoint (External).",
   spec: documented(proxyKind.spec, {
@@ -100,7 +101,7 @@ export const proxyCrd: CrdSpec = {
     ip: "The instance address (Managed) or spec.endpoint.host (External).",
     latencyMillis: "Latency of the last status-affecting probe.",
     lastHealthCheckTime: "Time of the last status-affecting probe (suppressed probes do not write status).",
-    ...conditionsNotes("conditions", Object.values(ProxyConditionType)),
+    ...conditionsNotes("conditions", withSummary(Object.values(ProxyConditionType))),
     health:
       "Probe bookkeeping of the health sweep (JSON). Kept in status, which tenants cannot write, not in an annotation, which they can.",
   }),

@@ -226,8 +226,8 @@ describe("applyHealth", () => {
     ["no healthCheck removes it", { kind: "Reported", healthy: true }, false, undefined, {}],
   ])("%s", (_name, projection, configured, condition, fields) => {
     const status: ProxyStatus = {};
-    applyHealth(status, projection, configured, now);
-    if (condition) expect(healthy(status)).toMatchObject(condition);
+    applyHealth(status, projection, configured, { now, generation: 4 });
+    if (condition) expect(healthy(status)).toMatchObject({ ...condition, observedGeneration: 4 });
     else expect(healthy(status)).toBeUndefined();
     expect(status).toMatchObject(fields);
   });
@@ -235,7 +235,7 @@ describe("applyHealth", () => {
   it("keeps lastTransitionTime when only the latency moves", () => {
     const status: ProxyStatus = { conditions: [cond("Healthy", "True", "ProbeSucceeded")] };
     status.conditions![0]!.message = "probes through the proxy succeed";
-    applyHealth(status, { kind: "Reported", healthy: true, latencyMs: 80 }, true, now);
+    applyHealth(status, { kind: "Reported", healthy: true, latencyMs: 80 }, true, { now, generation: 2 });
     expect(healthy(status)?.lastTransitionTime).toBe("2026-11-30T11:00:00Z");
     expect(status.latencyMillis).toBe(80);
   });
@@ -246,7 +246,7 @@ describe("applyHealth", () => {
       lastHealthCheckTime: "2026-11-30T11:00:00Z",
       conditions: [cond("Healthy", "True", "ProbeSucceeded")],
     };
-    applyHealth(status, { kind: "Unknown" }, false, now);
+    applyHealth(status, { kind: "Unknown" }, false, { now, generation: 2 });
     expect(status).toEqual({});
   });
 });

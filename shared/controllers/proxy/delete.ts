@@ -16,7 +16,7 @@ import {
   type Provider,
   type ProvidersByName,
 } from "./providers/index.ts";
-import { setProvisioned } from "./status.ts";
+import { setProvisioned, stampAt } from "./status.ts";
 
 /** What a deletion pass knows so far. */
 export interface DeletionObservation {
@@ -73,7 +73,7 @@ export async function reconcileDelete(pass: ProxyPass): Promise<Outcome> {
   if (step.kind === "outcome") return step.outcome;
   if (step.kind === "deleting") {
     const message = `deleting instance ${step.ids.join(", ")}`;
-    setProvisioned(status, false, ProxyReason.Deleting, message, ctx.clock.now());
+    setProvisioned(status, false, ProxyReason.Deleting, message, stampAt(ctx.clock.now(), object));
     return requeueAfter(pass.timings.deletionPoll);
   }
   if (step.kind === "gone") {

@@ -10,6 +10,7 @@ import {
   defineDrift,
   latchedAt,
   type PassContext,
+  readinessDiffers,
   type SweepMemo,
 } from "../../runtime/index.ts";
 import {
@@ -25,7 +26,7 @@ import { isCloudInitError, proxySpecHash, type ResolvedCloudInit, resolveCloudIn
 import { healthInstanceOf } from "./health-subject.ts";
 import { type Instance, managedByTagKey, managedByTagValue, type Provider } from "./providers/index.ts";
 import type { ProvidersSource } from "./reconcile.ts";
-import { applyHealth, conditionOf, probeTimeoutCapped } from "./status.ts";
+import { applyHealth, conditionOf, probeTimeoutCapped, proxyReadiness } from "./status.ts";
 
 /** What the sweep reads once per period for every Proxy's decision. */
 export interface ProxyDriftShared {
@@ -96,7 +97,10 @@ export async function proxyDriftReason(
   if (proxy.spec.mode === ProxyMode.External) {
     if (status.ip !== proxy.spec.endpoint?.host) return "endpoint";
     if (provisioned?.status !== "True") return "provisioned";
-    return healthDrift(status, healthInstanceOf(proxy), proxy.spec.healthCheck !== undefined);
+    return (
+      healthDrift(status, healthInstanceOf(proxy), proxy.spec.healthCheck !== undefined, generation) ??
+      summaryDrift(primary)
+    );
   }
 
   if (!hasFinalizer(primary.metadata.finalizers, proxyFinalizer)) return "finalizer";
@@ -126,7 +130,16 @@ export async function proxyDriftReason(
   }
   if (retrying) return "cloud-init-retry";
   if (primary.metadata.annotations?.[proxySpecHashAnnotation] !== desired) return "spec-hash";
-  return healthDrift(status, status.providerID, proxy.spec.healthCheck !== undefined);
+  return (
+    healthDrift(status, status.providerID, proxy.spec.healthCheck !== undefined, generation) ??
+    summaryDrift(primary)
+  );
+}
+
+/** Whether the summary (Ready, Reconciling, Stalled) is missing or says something else than the conditions. */
+function summaryDrift(primary: KubeObject): string | undefined {
+  const readiness = proxyReadiness(primary);
+  return readiness && readinessDiffers(primary, readiness) ? "summary" : undefined;
 }
 
 /** Whether projecting `status.health` would change the status (pure; time only for stamps). */
@@ -134,9 +147,13 @@ function healthDrift(
   status: ProxyStatus & { health?: string },
   instance: string | undefined,
   healthChecked: boolean,
+  generation: number | undefined,
 ): string | undefined {
   const projected = structuredClone(status);
-  applyHealth(projected, projectHealth(healthStateOf(status), instance), healthChecked, new Date(0));
+  applyHealth(projected, projectHealth(healthStateOf(status), instance), healthChecked, {
+    now: new Date(0),
+    generation,
+  });
   return JSON.stringify(projected) === JSON.stringify(status) ? undefined : "health";
 }
 

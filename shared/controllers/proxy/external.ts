@@ -11,7 +11,7 @@ import { deleteInstances, providerNamed } from "./delete.ts";
 import { healthInstanceOf } from "./health-subject.ts";
 import { type MetadataChange, patchMetadata } from "./metadata.ts";
 import type { ProxyPass } from "./pass.ts";
-import { applyHealth, dropCondition, setProvisioned } from "./status.ts";
+import { applyHealth, dropCondition, setProvisioned, stampAt } from "./status.ts";
 
 /**
  * Sets `status.ip` to `spec.endpoint.host`, Provisioned=True/ExternalEndpoint, and projects health.
@@ -29,7 +29,7 @@ import { applyHealth, dropCondition, setProvisioned } from "./status.ts";
  */
 export async function reconcileExternal(pass: ProxyPass): Promise<Outcome> {
   const { ctx, proxy, status } = pass;
-  const now = ctx.clock.now();
+  const at = stampAt(ctx.clock.now(), pass.object);
   const endpoint = proxy.spec.endpoint;
   dropCondition(status, ProxyConditionType.PermanentError);
   dropCondition(status, ProxyConditionType.QuotaExceeded);
@@ -37,7 +37,7 @@ export async function reconcileExternal(pass: ProxyPass): Promise<Outcome> {
   if (release.kind === "outcome") return release.outcome;
   if (!endpoint) {
     // The schema requires an endpoint in External mode; an object that escaped it waits for a fix.
-    setProvisioned(status, false, ProxyReason.ExternalEndpoint, "spec.endpoint is not set", now);
+    setProvisioned(status, false, ProxyReason.ExternalEndpoint, "spec.endpoint is not set", at);
     return release.kind === "deleting" ? requeueAfter(pass.timings.deletionPoll) : done();
   }
   status.ip = endpoint.host;
@@ -48,10 +48,10 @@ export async function reconcileExternal(pass: ProxyPass): Promise<Outcome> {
     true,
     ProxyReason.ExternalEndpoint,
     `external endpoint ${endpoint.scheme}://${endpoint.host}:${endpoint.port}${releasing}`,
-    now,
+    at,
   );
   const projection = projectHealth(healthStateOf(status), healthInstanceOf(proxy));
-  applyHealth(status, projection, proxy.spec.healthCheck !== undefined, now);
+  applyHealth(status, projection, proxy.spec.healthCheck !== undefined, at);
   return release.kind === "deleting" ? requeueAfter(pass.timings.deletionPoll) : done();
 }
 

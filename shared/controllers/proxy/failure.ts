@@ -3,7 +3,7 @@ import type { ErrorPolicy } from "../../runtime/index.ts";
 import { isAllowListRefusal } from "./allow-list.ts";
 import { ProxyConditionType, ProxyPhase, ProxyReason, type ProxyStatus } from "./api.ts";
 import { ProviderError } from "./providers/index.ts";
-import { setProvisioned } from "./status.ts";
+import { setProvisioned, stampAt } from "./status.ts";
 
 /**
  * The Proxy's error policy, applied by the executor to the errors the Proxy's provider answered
@@ -31,7 +31,13 @@ export function proxyErrorPolicy(quotaRetrySeconds: number): ErrorPolicy {
       release: "drop",
       onLatch(object, error, now) {
         const status = object.status as ProxyStatus;
-        setProvisioned(status, false, ProxyReason.PermanentError, `${error.reason}: ${error.message}`, now);
+        setProvisioned(
+          status,
+          false,
+          ProxyReason.PermanentError,
+          `${error.reason}: ${error.message}`,
+          stampAt(now, object),
+        );
         status.phase = object.metadata.deletionTimestamp ? ProxyPhase.Deleting : ProxyPhase.Failed;
       },
     },

@@ -264,6 +264,7 @@ describe("a latency report costs one status patch, no pass", () => {
           status: "True",
           reason: "ExternalEndpoint",
           message: "",
+          observedGeneration: 1,
           lastTransitionTime: reportedAt,
         },
         {
@@ -271,6 +272,15 @@ describe("a latency report costs one status patch, no pass", () => {
           status: "True",
           reason: "ProbeSucceeded",
           message: "probes through the proxy succeed",
+          observedGeneration: 1,
+          lastTransitionTime: reportedAt,
+        },
+        {
+          type: "Ready",
+          status: "True",
+          reason: "Healthy",
+          message: "probes through the proxy succeed",
+          observedGeneration: 1,
           lastTransitionTime: reportedAt,
         },
       ],

@@ -26,7 +26,7 @@ import {
   ownerTags,
   type Provider,
 } from "./providers/index.ts";
-import { applyHealth, setProvisioned } from "./status.ts";
+import { applyHealth, setProvisioned, stampAt } from "./status.ts";
 
 /** The result of looking the current instance up. */
 export type InstanceLookup = { found: true; instance: Instance } | { found: false };
@@ -127,7 +127,7 @@ export function decideManaged(o: ManagedObservation): ManagedAction {
  */
 export async function reconcileManaged(pass: ProxyPass): Promise<Outcome> {
   const { ctx, object, proxy, status, timings } = pass;
-  const now = ctx.clock.now();
+  const at = stampAt(ctx.clock.now(), pass.object);
   const providerName = proxy.spec.provider ?? "";
   const provider: Provider | undefined = Object.hasOwn(pass.providers, providerName)
     ? pass.providers[providerName]
@@ -163,7 +163,7 @@ export async function reconcileManaged(pass: ProxyPass): Promise<Outcome> {
           cloudInit = await resolveCloudInit(ctx.kube, object.metadata.namespace ?? "", proxy.spec);
         } catch (err) {
           if (!isCloudInitError(err)) throw err;
-          setProvisioned(status, false, ProxyReason.CloudInitError, err.message, now);
+          setProvisioned(status, false, ProxyReason.CloudInitError, err.message, at);
           return failed(err);
         }
         observation.desiredHash = await proxySpecHash(proxy.spec, cloudInit);
@@ -192,7 +192,7 @@ export async function reconcileManaged(pass: ProxyPass): Promise<Outcome> {
         });
         status.providerID = instance.id;
         delete status.ip;
-        setProvisioned(status, false, ProxyReason.Provisioning, `instance ${instance.id} created`, now);
+        setProvisioned(status, false, ProxyReason.Provisioning, `instance ${instance.id} created`, at);
         if (observation.storedHash !== observation.desiredHash) {
           await patchMetadata(ctx.kube, object, {
             annotations: { [proxySpecHashAnnotation]: observation.desiredHash! },
@@ -222,7 +222,7 @@ export async function reconcileManaged(pass: ProxyPass): Promise<Outcome> {
           false,
           action.purpose === "replace" ? ProxyReason.Replacing : ProxyReason.Provisioning,
           `instance ${gone} is gone; creating a new one`,
-          now,
+          at,
         );
         return requeueAfter(timings.requeueNow);
       }
@@ -253,7 +253,7 @@ export async function reconcileManaged(pass: ProxyPass): Promise<Outcome> {
           false,
           ProxyReason.Replacing,
           `${why}: deleting instance ${action.instance.id} before recreating it`,
-          now,
+          at,
         );
         return requeueAfter(timings.deletionPoll);
       }
@@ -263,14 +263,14 @@ export async function reconcileManaged(pass: ProxyPass): Promise<Outcome> {
           false,
           ProxyReason.Provisioning,
           `instance ${action.instance.id} is provisioning`,
-          now,
+          at,
         );
         return requeueAfter(timings.provisioningPoll);
       case "running": {
         status.ip = action.instance.ip;
-        setProvisioned(status, true, ProxyReason.Created, `instance ${action.instance.id} is running`, now);
+        setProvisioned(status, true, ProxyReason.Created, `instance ${action.instance.id} is running`, at);
         const projection = projectHealth(healthStateOf(status), action.instance.id);
-        applyHealth(status, projection, proxy.spec.healthCheck !== undefined, now);
+        applyHealth(status, projection, proxy.spec.healthCheck !== undefined, at);
         return awaitSweep();
       }
       default:

@@ -343,7 +343,10 @@ describe("proxy reconcile: one pass per branch", () => {
     const first = await runPass(w.ctx, w.registry, message);
     expect(first).toMatchObject({ result: "error", errorClass: "quota", followUpSeconds: 60 });
     expect(w.recorded.sent.map((m) => [m.delaySeconds, m.messages[0]?.attempt])).toEqual([[60, 0]]);
-    expect(conditionsOf(w.stored())).toEqual({ QuotaExceeded: "True/QuotaExceeded" });
+    expect(conditionsOf(w.stored())).toEqual({
+      QuotaExceeded: "True/QuotaExceeded",
+      Ready: "False/QuotaExceeded",
+    });
     expect(w.stored().status).toMatchObject({ phase: "Pending" });
 
     const second = await runPass(w.ctx, w.registry, message);
@@ -372,6 +375,8 @@ describe("proxy reconcile: one pass per branch", () => {
     expect(conditionsOf(failedObj)).toEqual({
       PermanentError: "True/Invalid",
       Provisioned: "False/PermanentError",
+      Ready: "False/Invalid",
+      Stalled: "True/Invalid",
     });
 
     w.provider.calls.length = 0;
@@ -388,6 +393,11 @@ describe("proxy reconcile: one pass per branch", () => {
     await w.converge();
     expect(w.provider.methods()).toContain("create");
     expect(conditionsOf(w.stored())).not.toHaveProperty("PermanentError");
+    expect(conditionsOf(w.stored())).not.toHaveProperty("Stalled");
+    expect(conditionsOf(w.stored())).toMatchObject({
+      Ready: "False/Provisioning",
+      Reconciling: "True/Provisioning",
+    });
     expect(w.stored().status).toMatchObject({
       phase: "Provisioning",
       providerID: instanceId,
@@ -420,6 +430,8 @@ describe("proxy reconcile: one pass per branch", () => {
     expect(conditionsOf(w.stored())).toEqual({
       PermanentError: "True/UnknownProvider",
       Provisioned: "False/PermanentError",
+      Ready: "False/UnknownProvider",
+      Stalled: "True/UnknownProvider",
     });
     expect(w.stored().status).toMatchObject({ phase: "Failed" });
   });
@@ -489,7 +501,10 @@ describe("proxy reconcile: one pass per branch", () => {
     });
     await w.converge();
     expect(w.provider.calls.filter((c) => c.method === "create")).toEqual([]);
-    expect(conditionsOf(w.stored())).toEqual({ Provisioned: "False/CloudInitError" });
+    expect(conditionsOf(w.stored())).toEqual({
+      Provisioned: "False/CloudInitError",
+      Ready: "False/CloudInitError",
+    });
     const provisioned = (w.stored().status as { conditions: { type: string; message: string }[] })
       .conditions[0];
     expect(provisioned?.message).toBe("cloud-init Secret ns1/robot-token is a ServiceAccount token");
@@ -563,6 +578,7 @@ describe("proxy reconcile: External", () => {
     expect(conditionsOf(stored)).toEqual({
       Provisioned: "True/ExternalEndpoint",
       Healthy: "True/ProbeSucceeded",
+      Ready: "True/Healthy",
     });
     expect(stored.metadata.finalizers).toBeUndefined();
     expect(w.provider.calls).toEqual([]);

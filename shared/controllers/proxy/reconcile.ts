@@ -10,7 +10,7 @@ import { reconcileDelete } from "./delete.ts";
 import { reconcileExternal } from "./external.ts";
 import { reconcileManaged } from "./managed.ts";
 import type { ProvidersByName } from "./providers/index.ts";
-import { applyProbeTimeout, computePhase } from "./status.ts";
+import { applyProbeTimeout, computePhase, stampAt } from "./status.ts";
 import type { ProxyTimings } from "./timings.ts";
 
 /** Providers fixed at start-up, or built per pass from its context (e.g. the pod provider on `ctx.kube`). */
@@ -49,7 +49,7 @@ export async function reconcileProxy(
     if (parsed.data.spec.mode === ProxyMode.External) return await reconcileExternal(pass);
     return await reconcileManaged(pass);
   } finally {
-    applyProbeTimeout(status, parsed.data.spec.healthCheck, ctx.clock.now());
+    applyProbeTimeout(status, parsed.data.spec.healthCheck, stampAt(ctx.clock.now(), object));
     status.phase = computePhase(status, {
       deleting: object.metadata.deletionTimestamp !== undefined,
       generation: object.metadata.generation,

@@ -3,16 +3,19 @@
  * the phase. Pure: every function takes the status and returns or mutates it, never the world.
  */
 
-import { assertNever } from "../../guards/index.ts";
+import { assertNever, errorMessage, isRecord } from "../../guards/index.ts";
 import type { HealthProjection } from "../../health/index.ts";
 import {
   type Condition,
+  classifyError,
+  conditionsOf as conditionsOfObject,
   findCondition,
   formatKubeTime,
+  type KubeObject,
   removeCondition,
   setCondition,
 } from "../../kube/index.ts";
-import { latchedAt } from "../../runtime/index.ts";
+import { latchedAt, type Outcome, type Readiness } from "../../runtime/index.ts";
 import {
   maxProbeTimeoutSeconds,
   ProxyConditionType,
@@ -28,6 +31,20 @@ function conditionsOf(status: ProxyStatus): Condition[] | undefined {
   return status.conditions as Condition[] | undefined;
 }
 
+/**
+ * When a pass sets conditions, and the `metadata.generation` it read: every condition it sets
+ * carries that generation as its `observedGeneration`.
+ */
+export interface ConditionStamp {
+  now: Date;
+  generation: number | undefined;
+}
+
+/** The stamp of a pass over `object` at `now`. */
+export function stampAt(now: Date, object: { metadata: { generation?: number } }): ConditionStamp {
+  return { now, generation: object.metadata.generation };
+}
+
 /** Sets one condition (lastTransitionTime moves only when the status flips). */
 export function putCondition(
   status: ProxyStatus,
@@ -35,17 +52,16 @@ export function putCondition(
   value: Condition["status"],
   reason: string,
   message: string,
-  now: Date,
-  observedGeneration?: number,
+  at: ConditionStamp,
 ): void {
   const input = {
     type,
     status: value,
     reason,
     message,
-    ...(observedGeneration === undefined ? {} : { observedGeneration }),
+    ...(at.generation === undefined ? {} : { observedGeneration: at.generation }),
   };
-  const { conditions, changed } = setCondition(conditionsOf(status), input, now);
+  const { conditions, changed } = setCondition(conditionsOf(status), input, at.now);
   if (changed) status.conditions = conditions;
 }
 
@@ -67,9 +83,9 @@ export function setProvisioned(
   provisioned: boolean,
   reason: ProxyReason,
   message: string,
-  now: Date,
+  at: ConditionStamp,
 ): void {
-  putCondition(status, ProxyConditionType.Provisioned, provisioned ? "True" : "False", reason, message, now);
+  putCondition(status, ProxyConditionType.Provisioned, provisioned ? "True" : "False", reason, message, at);
 }
 
 /**
@@ -85,13 +101,14 @@ export function setProvisioned(
  *
  * Caveats: Unknown leaves the condition as it was rather than writing Unknown: the sweep seeds a
  * fresh state from the existing condition, so a replaced instance or a lost annotation does not
- * make the condition flap. `lastHealthCheckTime` is the time of the last *reported* probe.
+ * make the condition flap, and keeps the `observedGeneration` it was set at. `lastHealthCheckTime`
+ * is the time of the last *reported* probe.
  */
 export function applyHealth(
   status: ProxyStatus,
   projection: HealthProjection,
   healthCheckConfigured: boolean,
-  now: Date,
+  at: ConditionStamp,
 ): void {
   if (!healthCheckConfigured) {
     dropCondition(status, ProxyConditionType.Healthy);
@@ -109,7 +126,7 @@ export function applyHealth(
         "False",
         ProxyReason.ProbeTargetRefused,
         `${projection.reason}: ${projection.message}`,
-        now,
+        at,
       );
       return;
     case "Reported": {
@@ -119,7 +136,7 @@ export function applyHealth(
         projection.healthy ? "True" : "False",
         projection.healthy ? ProxyReason.ProbeSucceeded : ProxyReason.ProbeFailed,
         projection.healthy ? "probes through the proxy succeed" : "probes through the proxy fail",
-        now,
+        at,
       );
       Object.assign(status, reportedLatencyFields(projection));
       return;
@@ -136,7 +153,11 @@ export function probeTimeoutCapped(hc: ProxySpec["healthCheck"]): string | undef
 }
 
 /** ProbeTimeoutCapped=True/TimeoutOutOfRange while the stored timeout is out of range; else absent. */
-export function applyProbeTimeout(status: ProxyStatus, hc: ProxySpec["healthCheck"], now: Date): void {
+export function applyProbeTimeout(
+  status: ProxyStatus,
+  hc: ProxySpec["healthCheck"],
+  at: ConditionStamp,
+): void {
   const capped = probeTimeoutCapped(hc);
   if (capped === undefined) dropCondition(status, ProxyConditionType.ProbeTimeoutCapped);
   else
@@ -146,7 +167,7 @@ export function applyProbeTimeout(status: ProxyStatus, hc: ProxySpec["healthChec
       "True",
       ProxyReason.TimeoutOutOfRange,
       capped,
-      now,
+      at,
     );
 }
 
@@ -206,4 +227,80 @@ export function computePhase(
     return ProxyPhase.Provisioning;
   }
   return ProxyPhase.Pending;
+}
+
+/**
+ * The Proxy's summary (pure), from its conditions as the pass and the error policy left them:
+ *
+ * | state (first that holds) | Ready | progress |
+ * | --- | --- | --- |
+ * | the pass failed the schema (InvalidSpec) | False / InvalidSpec | stalled |
+ * | deletionTimestamp set | False / Deleting | reconciling |
+ * | PermanentError True at this generation | False / its reason (e.g. UnknownProvider) | stalled |
+ * | Provisioned True, Healthy False | False / Healthy's reason (ProbeFailed, ProbeTargetRefused) | settled |
+ * | Provisioned True, a health check, no verdict yet | Unknown / AwaitingHealthCheck | reconciling |
+ * | Provisioned True otherwise | True / Healthy (probed) or Provisioned | settled |
+ * | QuotaExceeded True | False / QuotaExceeded | settled (retried on the quota interval) |
+ * | Provisioned False / CloudInitError | False / CloudInitError | settled (waits on the Secret) |
+ * | Provisioned False otherwise | False / its reason (Provisioning, Replacing) | reconciling |
+ * | no Provisioned yet | Unknown / Pending | reconciling |
+ *
+ * Ready is True exactly when {@link computePhase} says Ready. ProbeTimeoutCapped is a warning, not
+ * a failure: it does not change Ready.
+ */
+export function proxyReadiness(object: KubeObject, outcome?: Outcome): Readiness | undefined {
+  if (outcome?.kind === "error") {
+    const { class: cls, reason } = classifyError(outcome.error);
+    if (cls === "permanent" && reason === "InvalidSpec") {
+      return { status: "False", reason, message: errorMessage(outcome.error), progress: "stalled" };
+    }
+  }
+  const status = (isRecord(object.status) ? object.status : {}) as ProxyStatus;
+  const c = (type: ProxyConditionType) => conditionOf(status, type);
+  const from = (
+    condition: Condition,
+    value: Condition["status"],
+    progress: Readiness["progress"],
+  ): Readiness => ({ status: value, reason: condition.reason, message: condition.message, progress });
+  if (object.metadata.deletionTimestamp) {
+    const provisioned = c(ProxyConditionType.Provisioned);
+    const message = provisioned?.reason === ProxyReason.Deleting ? provisioned.message : "being deleted";
+    return { status: "False", reason: ProxyReason.Deleting, message, progress: "reconciling" };
+  }
+  const latched = c(ProxyConditionType.PermanentError);
+  if (latchedAt(conditionsOfObject(object), ProxyConditionType.PermanentError, object.metadata.generation)) {
+    return from(latched!, "False", "stalled");
+  }
+  const provisioned = c(ProxyConditionType.Provisioned);
+  if (provisioned?.status === "True") {
+    const healthy = c(ProxyConditionType.Healthy);
+    if (healthy?.status === "False") return from(healthy, "False", "settled");
+    const healthChecked = isRecord(object.spec) && object.spec.healthCheck !== undefined;
+    if (healthChecked && healthy?.status !== "True") {
+      return {
+        status: "Unknown",
+        reason: ProxyReason.AwaitingHealthCheck,
+        message: `${provisioned.message}; waiting for the first health verdict`,
+        progress: "reconciling",
+      };
+    }
+    return healthChecked
+      ? { ...from(healthy!, "True", "settled"), reason: ProxyReason.Healthy }
+      : { ...from(provisioned, "True", "settled"), reason: ProxyReason.Provisioned };
+  }
+  const quota = c(ProxyConditionType.QuotaExceeded);
+  if (quota?.status === "True") return from(quota, "False", "settled");
+  if (!provisioned) {
+    return {
+      status: "Unknown",
+      reason: ProxyReason.Pending,
+      message: "not reconciled yet",
+      progress: "reconciling",
+    };
+  }
+  return from(
+    provisioned,
+    "False",
+    provisioned.reason === ProxyReason.CloudInitError ? "settled" : "reconciling",
+  );
 }

@@ -38,6 +38,8 @@ export const SiteReason = {
   ReconcileError: "ReconcileError",
   /** The Site fails the schema (it escaped or predates the CRD); fixed only by editing it. */
   InvalidSpec: "InvalidSpec",
+  /** Ready=Unknown: a component has not published its condition yet. */
+  Pending: "Pending",
 } as const;
 export type SiteReason = (typeof SiteReason)[keyof typeof SiteReason];
 

@@ -11,6 +11,7 @@ import type { Watch } from "../../runtime/index.ts";
 import type { Site } from "./api.ts";
 import { SiteReason } from "./api.ts";
 import type { DesiredEnv, Env, WatchEnv } from "./env.ts";
+import { summaryConditionTypes } from "./readiness.ts";
 
 /** The sweep's listed object of a kind and key, or undefined when the lists do not hold it. */
 export type ListedRead = (resource: Resource, key: ObjectKey) => KubeObject | undefined;
@@ -147,7 +148,8 @@ const CAMEL_CASE = /^[A-Z][A-Za-z0-9]*$/;
 
 /**
  * Rejects an empty registry, an empty name, a condition type that is not CamelCase, and duplicate
- * names or condition types across both lists — so a misconfigured registry fails at start-up
+ * names or condition types across both lists, and a condition type of the Site's summary (Ready,
+ * Reconciling, Stalled) — so a misconfigured registry fails at start-up
  * instead of silently dropping or double-publishing a condition.
  *
  * @throws ComponentRegistryError naming every problem.
@@ -168,6 +170,12 @@ export function validateRegistry(registry: Registry): void {
     if (!CAMEL_CASE.test(component.conditionType)) {
       problems.push(
         `component "${component.name}": condition type ${JSON.stringify(component.conditionType)} is not CamelCase`,
+      );
+      continue;
+    }
+    if (summaryConditionTypes.has(component.conditionType)) {
+      problems.push(
+        `component "${component.name}": condition type "${component.conditionType}" is the Site's summary`,
       );
       continue;
     }

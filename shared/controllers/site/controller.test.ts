@@ -163,6 +163,7 @@ describe("siteController over a fake Kube (runPass)", () => {
       { type: "MachinaReady", status: "True", reason: "Reconciled" },
       { type: "MetalmanReady", status: "True", reason: "Reconciled" },
       { type: "StorageReady", status: "True", reason: "Reconciled" },
+      { type: "Ready", status: "True", reason: "Reconciled" },
     ]);
     expect(kube.stored(Resources.ConfigMap, { namespace: ns, name: "net-config" })?.data).toMatchObject({
       sites: "west",
@@ -315,6 +316,8 @@ describe("siteController over a fake Kube (runPass)", () => {
         { type: "NetReady", status: "False", reason: "ReconcileError" },
         { type: "MetalmanReady", status: "False", reason: "Booting" },
         { type: "StorageReady", status: "False", reason: "ReconcileError" },
+        // The first failing component in registry order explains the summary.
+        { type: "Ready", status: "False", reason: "ReconcileError" },
       ]);
       expect(sent).toHaveLength(1);
       expect(sent[0]!.messages[0]!.attempt).toBe(1);

@@ -32,6 +32,7 @@ import {
 } from "./component.ts";
 import { siteDrift } from "./drift.ts";
 import { createEnv, defaultEnvSettings, type Env } from "./env.ts";
+import { siteReadiness } from "./readiness.ts";
 import { type ComponentConfig, createWatchEnv, type EnvSettings, mergeWatches } from "./watches.ts";
 
 export const siteControllerName = "site";
@@ -281,6 +282,7 @@ export function siteController(options: SiteControllerOptions): ControllerDefini
       object.status = status;
       return outcomeOf(results);
     },
+    readiness: siteReadiness(order),
     reconcileAbsent: (ctx) => siteless(envFor(ctx)),
     ownerFromKey(resource, key) {
       for (const component of registry.site) {

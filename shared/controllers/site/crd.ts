@@ -3,7 +3,7 @@
  * and `kubectl` read (descriptions, CEL rules, printer columns). The runtime never imports this
  * module, so none of it is in the Worker bundle.
  */
-import { type CrdSpec, conditionsNotes, documented } from "../../crd/index.ts";
+import { type CrdSpec, conditionsNotes, documented, kubefnCategory, withSummary } from "../../crd/index.ts";
 import { SiteConditionType, siteKind } from "./api.ts";
 
 const enabled = "Whether the component runs for this Site.";
@@ -11,6 +11,8 @@ const enabled = "Whether the component runs for this Site.";
 export const siteCrd: CrdSpec = {
   ...siteKind,
   singular: "site",
+  shortNames: ["st"],
+  categories: [kubefnCategory],
   description: "Site is a location whose machines join the cluster; components reconcile per Site.",
   spec: documented(siteKind.spec, {
     "": "The Site and which of its per-Site components run.",
@@ -24,7 +26,7 @@ export const siteCrd: CrdSpec = {
   status: documented(siteKind.status, {
     "": "What kubefn observed, written by kubefn only.",
     observedGeneration: "The metadata.generation of the spec this status describes.",
-    ...conditionsNotes("conditions", Object.values(SiteConditionType)),
+    ...conditionsNotes("conditions", withSummary(Object.values(SiteConditionType))),
   }),
   validations: [
     {
@@ -44,6 +46,14 @@ export const siteCrd: CrdSpec = {
     },
   ],
   printerColumns: [
+    { name: "Ready", type: "string", jsonPath: '.status.conditions[?(@.type=="Ready")].status' },
+    {
+      name: "Reason",
+      type: "string",
+      jsonPath: '.status.conditions[?(@.type=="Ready")].reason',
+      description: "Why the Site is (not) Ready",
+      priority: 1,
+    },
     ...Object.values(SiteConditionType).map((type) => ({
       name: type.replace(/Ready$/, ""),
       type: "string" as const,

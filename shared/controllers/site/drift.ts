@@ -5,10 +5,11 @@
  */
 import type { Condition, KubeObject, Resource } from "../../kube/index.ts";
 import { covers, Resources } from "../../kube/index.ts";
-import { type DriftDeclaration, defineDrift, type Listed } from "../../runtime/index.ts";
+import { type DriftDeclaration, defineDrift, type Listed, readinessDiffers } from "../../runtime/index.ts";
 import { parseSite, siteLabelKey } from "./api.ts";
 import type { ListedRead, Registry } from "./component.ts";
 import { type DesiredEnv, desiredEnv } from "./env.ts";
+import { siteReadiness } from "./readiness.ts";
 import type { EnvSettings } from "./watches.ts";
 
 /** The lists by kind: every ConfigMap of the operator namespace (per-Site configs and their overrides), the per-Site Deployments. */
@@ -71,6 +72,7 @@ export async function siteDriftReason(
   for (const type of types) {
     if (byType.get(type)?.status !== "True") return `status:${type}`;
   }
+  if (readinessDiffers(primary, siteReadiness(types)(primary))) return "summary";
 
   const site = parsed.data;
   const read: ListedRead = (resource: Resource, key) => {

@@ -132,13 +132,15 @@ describe("Sites that fail the schema", () => {
     kube.seed(siteResource, invalid());
     const result = await pass("broken");
     expect(result).toMatchObject({ result: "error", errorClass: "permanent", errorReason: "InvalidSpec" });
-    expect(conditionsOf(kube.stored(siteResource, { name: "broken" }))).toEqual(
-      ["NetReady", "MachinaReady", "MetalmanReady", "StorageReady"].map((type) => ({
+    expect(conditionsOf(kube.stored(siteResource, { name: "broken" }))).toEqual([
+      ...["NetReady", "MachinaReady", "MetalmanReady", "StorageReady", "Ready"].map((type) => ({
         type,
         status: "False",
         reason: "InvalidSpec",
       })),
-    );
+      // Nothing but an edit fixes it: kstatus reads Stalled=True as Failed.
+      { type: "Stalled", status: "True", reason: "InvalidSpec" },
+    ]);
   });
 
   it("are not dropped silently from cluster components: each listing logs and counts them", async () => {
@@ -273,6 +275,7 @@ describe("a Site whose component errors are all permanent-class", () => {
     expect(later.followUpSeconds).toBeGreaterThan(first.followUpSeconds!);
     expect(conditionsOf(kube.stored(siteResource, { name: "west" }))).toEqual([
       { type: "NetReady", status: "False", reason: "ReconcileError" },
+      { type: "Ready", status: "False", reason: "ReconcileError" },
     ]);
   });
 });

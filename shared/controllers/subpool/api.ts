@@ -93,6 +93,8 @@ export const SubPoolReason = {
   EndpointReady: "EndpointReady",
   /** Suspended=False: the pool runs. */
   Active: "Active",
+  /** Ready=Unknown: no pass has judged the pool yet. */
+  Pending: "Pending",
 } as const;
 export type SubPoolReason = (typeof SubPoolReason)[keyof typeof SubPoolReason];
 

@@ -6,6 +6,7 @@ import { defaultOperatorConfig, type InvalidOperatorConfig, type OperatorConfig 
 import { subPoolObjectNames, subPoolOwnedResources } from "./desired.ts";
 import { subPoolDrift } from "./drift.ts";
 import { reconcileSubPool } from "./reconcile.ts";
+import { subPoolReadiness } from "./status.ts";
 import { defaultSubPoolTimings, type SubPoolTimings } from "./timings.ts";
 
 export const subPoolControllerName = "subpool";
@@ -81,6 +82,7 @@ export function subPoolController(deps: SubPoolControllerDeps = {}): ControllerD
       ...(timings.conflictRetry === undefined ? {} : { conflictRetry: timings.conflictRetry }),
     },
     ownerFromKey: subPoolFromKey,
+    readiness: subPoolReadiness,
     reconcile: (ctx, object) => reconcileSubPool(ctx, object, passDeps),
   };
 }

@@ -3,7 +3,14 @@
  * server and `kubectl` read (descriptions, CEL rules, printer columns). The runtime never imports
  * this module, so none of it is in the Worker bundle.
  */
-import { type CrdSpec, conditionsNotes, documented, type FieldNote } from "../../crd/index.ts";
+import {
+  type CrdSpec,
+  conditionsNotes,
+  documented,
+  type FieldNote,
+  kubefnCategory,
+  withSummary,
+} from "../../crd/index.ts";
 import { dnsLabel } from "../../kube/index.ts";
 import { SubPoolConditionType, subPoolKind, subPoolNameMaxLength } from "./api.ts";
 
@@ -30,6 +37,7 @@ export const subPoolCrd: CrdSpec = {
   ...subPoolKind,
   singular: "subpool",
   shortNames: ["sp"],
+  categories: [kubefnCategory],
   description:
     "SubPool is a relay pool; it derives the Namespace subpool-<name> and the workloads inside it.",
   spec: documented(subPoolKind.spec, {
@@ -70,7 +78,7 @@ export const subPoolCrd: CrdSpec = {
     namespace: "The derived Namespace.",
     cpaService: "The in-cluster Service of the pool, as host:port or name.",
     hostname: "The public hostname (Gateway mode).",
-    ...conditionsNotes("conditions", Object.values(SubPoolConditionType)),
+    ...conditionsNotes("conditions", withSummary(Object.values(SubPoolConditionType))),
   }),
   validations: [
     {

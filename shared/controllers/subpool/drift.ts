@@ -19,7 +19,13 @@ import {
   Resources,
   upsertOwnerReference,
 } from "../../kube/index.ts";
-import { type DriftDeclaration, type DriftList, defineDrift, type Listed } from "../../runtime/index.ts";
+import {
+  type DriftDeclaration,
+  type DriftList,
+  defineDrift,
+  type Listed,
+  readinessDiffers,
+} from "../../runtime/index.ts";
 import {
   ExposureMode,
   parseSubPool,
@@ -43,7 +49,7 @@ import {
 } from "./desired.ts";
 import { namespaceOwnership } from "./ownership.ts";
 import { gatewayReadiness, getOrUndefined, routeState } from "./reconcile.ts";
-import { type ReadinessObservation, readinessConditions } from "./status.ts";
+import { type ReadinessObservation, readinessConditions, subPoolReadiness } from "./status.ts";
 import { runningRequests, validateSubPool } from "./validate.ts";
 
 /** What the sweep reads once per period for every SubPool's decision. */
@@ -184,6 +190,8 @@ export async function subPoolDriftReason(
   const parsed = parseSubPool(primary);
   if (!parsed.success) return blockedBy(Reason.InvalidSpec) ? undefined : "invalid-spec";
   if (status.observedGeneration !== primary.metadata.generation) return "generation";
+  // A full pass, not an in-place one (`status:*`): the summary may be stale on a blocked pool.
+  if (readinessDiffers(primary, subPoolReadiness(primary))) return "summary";
   if (!hasFinalizer(primary.metadata.finalizers, subPoolFinalizer)) return "finalizer";
   const pool = parsed.data;
   const config = shared.config;

@@ -6,7 +6,15 @@
 
 import { assertNever, isRecord } from "../../guards/index.ts";
 import type { KubeObject } from "../../kube/index.ts";
-import { type Condition, type ConditionInput, removeCondition, setCondition } from "../../kube/index.ts";
+import {
+  type Condition,
+  type ConditionInput,
+  conditionsOf,
+  findCondition,
+  removeCondition,
+  setCondition,
+} from "../../kube/index.ts";
+import type { Readiness } from "../../runtime/index.ts";
 import { SubPoolReason as Reason, type SubPoolStatus, SubPoolConditionType as Type } from "./api.ts";
 
 type Status = "True" | "False" | "Unknown";
@@ -119,4 +127,57 @@ export function statusWriter(object: KubeObject, now: Date): SubPoolStatusWriter
     },
   };
   return writer;
+}
+
+/** Ready reasons that wait for something to happen by itself: the summary says Reconciling. */
+const progressReasons: ReadonlySet<string> = new Set([
+  Reason.StatefulSetNotReady,
+  Reason.RouteNotReady,
+  Reason.NamespaceTerminating,
+  Reason.DeletionBlocked,
+]);
+
+/** Ready reasons of a refused pool (validation, no retry): the summary says Stalled until an edit. */
+const stalledReasons: ReadonlySet<string> = new Set([
+  Reason.InvalidSpec,
+  Reason.InvalidOperatorConfig,
+  Reason.GatewayConfigIncomplete,
+  Reason.ResourceEnvelopeExceeded,
+]);
+
+/**
+ * The SubPool's summary (pure). Its pass writes `Ready` itself, with every blocking reason (the
+ * seed's); the summary keeps it and adds what kind of not-ready it is:
+ *
+ * | Ready | progress |
+ * | --- | --- |
+ * | True / Ready | settled |
+ * | False / StatefulSetNotReady, RouteNotReady, NamespaceTerminating, DeletionBlocked | reconciling |
+ * | False / InvalidSpec, InvalidOperatorConfig, GatewayConfigIncomplete, ResourceEnvelopeExceeded | stalled |
+ * | False / Suspended, a conflict, ProxyGatewayNotReady, GatewayAPIMissing | settled |
+ * | absent (no pass got as far as writing it) | Unknown / Pending, reconciling |
+ *
+ * Caveats: a suspended pool is Ready=False/Suspended as the seed has it, so kstatus reads it as
+ * InProgress; Argo CD's health script reads `Suspended=True` as Suspended.
+ */
+export function subPoolReadiness(object: KubeObject): Readiness {
+  const ready = findCondition(conditionsOf(object), Type.Ready);
+  if (!ready) {
+    return {
+      status: "Unknown",
+      reason: Reason.Pending,
+      message: "not reconciled yet",
+      progress: "reconciling",
+    };
+  }
+  const { status, reason, message } = ready;
+  const progress =
+    status === "True"
+      ? "settled"
+      : stalledReasons.has(reason)
+        ? "stalled"
+        : progressReasons.has(reason)
+          ? "reconciling"
+          : "settled";
+  return { status, reason, message, progress };
 }

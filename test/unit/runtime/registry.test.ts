@@ -39,9 +39,9 @@ describe("createRegistry", () => {
       /name registered twice/,
     ],
     [
-      "a condition type published twice",
-      () => [proxyController(), siteController({ conditionTypes: ["Healthy"] })],
-      /condition type "Healthy" is already published by "proxy"/,
+      "a condition type listed twice by one controller",
+      () => [proxyController({ conditionTypes: ["Healthy", "Ready", "Healthy"] })],
+      /condition type "Healthy" is listed twice/,
     ],
     [
       "two controllers for one kind",
@@ -107,11 +107,23 @@ describe("createRegistry", () => {
     expect(() => createRegistry([d])).not.toThrow();
   });
 
+  it("lets every kind publish its own Ready: condition types are per controller", () => {
+    expect(() =>
+      createRegistry([
+        proxyController({ conditionTypes: ["Provisioned", "Ready"] }),
+        subPoolController({ conditionTypes: ["Ready", "Suspended", "InvalidSpec"] }),
+      ]),
+    ).not.toThrow();
+  });
+
   it("lists every problem in one error", () => {
     const run = () =>
       createRegistry([
         proxyController({ resyncSeconds: 1 }),
-        proxyController({ conditionTypes: ["Healthy"], for: { ...Resources.Lease, version: "1" } }),
+        proxyController({
+          conditionTypes: ["Healthy", "Healthy"],
+          for: { ...Resources.Lease, version: "1" },
+        }),
       ]);
     expect(run).toThrow(RegistryError);
     const problems = problemsOf(run);

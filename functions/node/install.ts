@@ -111,6 +111,43 @@ export async function trustAsKubefn(kube: Kube, key: string, username: string): 
   );
 }
 
+/** The installer's allow-lists that the policies of infra/rbac/admission-policy-shapes.yaml read. */
+export type PolicyAllowList = "kubefn-proxy-images" | "kubefn-site-images" | "kubefn-subpool-hostnames";
+
+/**
+ * Adds one entry, under `key`, to an allow-list ConfigMap in kubefn-system (an image pattern, or
+ * a hostname claim): what an installer does with `kubectl patch`. Idempotent; applied with a field
+ * manager of its own, so the installer's re-applies keep it.
+ *
+ * @example
+ * await allowForKubefn(admin, "kubefn-proxy-images", "team-registry", "registry.example/proxy:*");
+ */
+export async function allowForKubefn(
+  kube: Kube,
+  list: PolicyAllowList,
+  key: string,
+  value: string,
+): Promise<void> {
+  const manager = `kubefn-allow-${key}`;
+  await serverSideApply(
+    kube,
+    Resources.Namespace,
+    { apiVersion: "v1", kind: "Namespace", metadata: { name: "kubefn-system" } },
+    manager,
+  );
+  await serverSideApply(
+    kube,
+    Resources.ConfigMap,
+    {
+      apiVersion: "v1",
+      kind: "ConfigMap",
+      metadata: { name: list, namespace: "kubefn-system" },
+      data: { [key]: value },
+    },
+    manager,
+  );
+}
+
 /** A short-lived token for a ServiceAccount, through the TokenRequest API. */
 export async function serviceAccountToken(
   transport: Transport,

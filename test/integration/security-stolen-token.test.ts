@@ -21,6 +21,7 @@ import { nameFromUID, ownerTags } from "../../shared/controllers/proxy/providers
 import { subPoolFinalizer, subPoolResource } from "../../shared/controllers/subpool/api.ts";
 import { httpRouteResource } from "../../shared/controllers/subpool/desired.ts";
 import {
+  ConflictError,
   ForbiddenError,
   isNotFound,
   type Kube,
@@ -159,7 +160,7 @@ describe("attack 1: an owner or a foreign finalizer on a tenant's primary", () =
         () => kubefn.patch(p.res, p.key, metadataPatch({ ownerReferences: [owner] })),
         () => admin.patch(p.res, p.key, metadataPatch({ ownerReferences: null })).then(() => {}),
       );
-      expect(message).toMatch(/owner/);
+      expect(message).toMatch(/never sets the owner/);
       const after = await admin.get(p.res, p.key);
       expect(after.metadata.ownerReferences).toBeUndefined();
       expect(after.metadata.deletionTimestamp).toBeUndefined();
@@ -177,7 +178,7 @@ describe("attack 1: an owner or a foreign finalizer on a tenant's primary", () =
         () => kubefn.patch(p.res, p.key, metadataPatch({ finalizers: ["example.com/hold-forever"] })),
         () => admin.patch(p.res, p.key, metadataPatch({ finalizers: null })).then(() => {}),
       );
-      expect(message).toMatch(/finalizer/);
+      expect(message).toMatch(/only its own finalizer/);
       // A tenant's own finalizer (another controller's) is not kubefn's to remove.
       await admin.patch(p.res, p.key, metadataPatch({ finalizers: ["example.com/tenant-hold"] }));
       await refused(
@@ -434,26 +435,28 @@ describe("attack 4: an HTTPRoute serving a hostname that is not its SubPool's", 
   it("the route the SubPool operator writes, its own hostname, is admitted and may be updated, but not to another's", async () => {
     const key = { namespace: `subpool-${pool}`, name: `${pool}-cpa` };
     await kubefn.create(httpRouteResource, route(pool, [`${pool}.pools.example.test`]));
-    // A merge patch is an update to admission (the Gateway's status writes would race a PUT).
-    await kubefn.patch(httpRouteResource, key, {
-      type: "merge",
-      body: { metadata: { annotations: { touched: "yes" } } },
-    });
-    await refused(
+    // As ensureObject does: read, then update (again on a conflict with the Gateway's status writes).
+    const update = async (as: Kube, hostnames: string[]) => {
+      for (;;) {
+        const live = await as.get<KubeObject & { spec: Record<string, unknown> }>(httpRouteResource, key);
+        try {
+          return await as.update(httpRouteResource, {
+            ...live,
+            metadata: { ...live.metadata, annotations: { touched: "yes" } },
+            spec: { ...live.spec, hostnames },
+          });
+        } catch (err) {
+          if (!(err instanceof ConflictError)) throw err;
+        }
+      }
+    };
+    await update(kubefn, [`${pool}.pools.example.test`]);
+    const message = await refused(
       "an update to another pool's hostname",
-      () =>
-        kubefn.patch(httpRouteResource, key, {
-          type: "merge",
-          body: { spec: { hostnames: [`${otherPool}.pools.example.test`] } },
-        }),
-      () =>
-        admin
-          .patch(httpRouteResource, key, {
-            type: "merge",
-            body: { spec: { hostnames: [`${pool}.pools.example.test`] } },
-          })
-          .then(() => {}),
+      () => update(kubefn, [`${otherPool}.pools.example.test`]),
+      () => update(admin, [`${pool}.pools.example.test`]).then(() => {}),
     );
+    expect(message).toMatch(/serves one hostname that SubPool may claim/);
     await deleteNow(httpRouteResource, { namespace: `subpool-${pool}`, name: `${pool}-cpa` });
   });
 });

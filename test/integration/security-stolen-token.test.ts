@@ -432,6 +432,31 @@ describe("attack 4: an HTTPRoute serving a hostname that is not its SubPool's", 
     ).rejects.toBeInstanceOf(ForbiddenError);
   });
 
+  it("kubefn's token cannot create an allow-list or the status writers where the installer has none (labelled as a Site component's)", async () => {
+    // Created before admission's storage check: a 409 would mean the API server admitted it.
+    for (const name of ["kubefn-subpool-hostnames", "kubefn-proxy-images", "kubefn-status-writers"]) {
+      const message = await refused(
+        `ConfigMap ${name}`,
+        () =>
+          kubefn.create(Resources.ConfigMap, {
+            apiVersion: "v1",
+            kind: "ConfigMap",
+            metadata: {
+              name,
+              namespace: "kubefn-system",
+              labels: {
+                "app.kubernetes.io/managed-by": "unbounded-operator",
+                "unbounded-cloud.io/site": "x",
+              },
+            },
+            data: { evil: "*" },
+          }),
+        async () => {},
+      );
+      expect(message).toMatch(/installer/);
+    }
+  });
+
   it("the route the SubPool operator writes, its own hostname, is admitted and may be updated, but not to another's", async () => {
     const key = { namespace: `subpool-${pool}`, name: `${pool}-cpa` };
     await kubefn.create(httpRouteResource, route(pool, [`${pool}.pools.example.test`]));

@@ -302,6 +302,23 @@ describe("attack 2: a proxy instance Pod of another shape than the pod provider 
     const bare = buildPod({ name, namespace: victims, instance: {}, tags: ownerTags(uid) });
     await kubefn.create(Resources.Pod, bare);
     await deleteNow(Resources.Pod, { namespace: victims, name });
+    // And where the namespace's default ServiceAccount names pull Secrets (admission copies them in).
+    for (;;) {
+      try {
+        await admin.patch(
+          Resources.ServiceAccount,
+          { namespace: victims, name: "default" },
+          { type: "merge", body: { imagePullSecrets: [{ name: "registry-credentials" }] } },
+        );
+        break;
+      } catch (err) {
+        if (!isNotFound(err)) throw err;
+        await sleep(200);
+      }
+    }
+    const created = await kubefn.create<Pod>(Resources.Pod, built());
+    expect(created.spec).toMatchObject({ imagePullSecrets: [{ name: "registry-credentials" }] });
+    await deleteNow(Resources.Pod, { namespace: victims, name });
   });
 });
 

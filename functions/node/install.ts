@@ -2,7 +2,7 @@ import { readdir, readFile } from "node:fs/promises";
 import { fileURLToPath } from "node:url";
 import { KubeConfig } from "@kubernetes/client-node";
 import { parseAllDocuments } from "yaml";
-import type { OperatorSettings } from "../../shared/app/operator-settings.ts";
+import type { KubefnSettings } from "../../shared/app/index.ts";
 import type { Kube, KubeObject, Resource, Transport } from "../../shared/kube/index.ts";
 import { errorFromResponse, isNotFound, Resources, serverSideApply } from "../../shared/kube/index.ts";
 
@@ -165,7 +165,7 @@ export interface PolicyAllowEntry {
  * allowListEntriesFor(settings.operators).find((e) => e.list === "kubefn-site-images")?.value;
  * // "ghcr.io/unbounded-cloud/machina:latest"
  */
-export function allowListEntriesFor(operators: OperatorSettings): PolicyAllowEntry[] {
+export function allowListEntriesFor(operators: KubefnSettings["operators"]): PolicyAllowEntry[] {
   const { imageRegistry, imageTag } = operators.site.config;
   const suffix = operators.subPool.hostnameSuffix;
   return [

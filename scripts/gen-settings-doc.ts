@@ -141,7 +141,8 @@ const operatorRows: Row<keyof typeof operatorVariables>[] = [
   {
     names: ["SUBPOOL_HOSTNAME_SUFFIX"],
     unset: "unset",
-    meaning: "Gateway-mode hostnames default to `<pool>.<suffix>`",
+    meaning:
+      "Gateway-mode hostnames default to `<pool>.<suffix>` (list `*.<suffix>` in the ConfigMap `kubefn-system/kubefn-subpool-hostnames`, and any other hostname a pool may serve under its name: the API server refuses kubefn's HTTPRoutes for others)",
   },
   {
     names: ["SUBPOOL_PROXY_GATEWAY"],
@@ -152,7 +153,8 @@ const operatorRows: Row<keyof typeof operatorVariables>[] = [
   },
   {
     names: ["SITE_IMAGE_REGISTRY", "SITE_IMAGE_TAG"],
-    meaning: "images of the Site components (`<registry>/<component>:<tag>`)",
+    meaning:
+      "images of the Site components (`<registry>/<component>:<tag>`; keep the ConfigMap `kubefn-system/kubefn-site-images` listing them)",
   },
   { names: ["SITE_APISERVER_ENDPOINT"], meaning: "written into the machina, net and metalman configs" },
   {
@@ -180,7 +182,7 @@ const operatorRows: Row<keyof typeof operatorVariables>[] = [
     names: ["PROXY_ALLOWED_IMAGES"],
     unset: defaultInstanceAllowList.images.map(tick).join(", "),
     meaning:
-      "comma-separated images a Managed Proxy may name in `spec.instance.image` (a trailing `*` matches by prefix, `*` alone anything); naming none (the provider's default) is always allowed",
+      "comma-separated images a Managed Proxy may name in `spec.instance.image` (a trailing `*` matches by prefix, `*` alone anything); naming none (the provider's default) is always allowed; the pod provider's Pods are admitted only with images the ConfigMap `kubefn-system/kubefn-proxy-images` lists (same syntax)",
   },
   {
     names: ["PROXY_ALLOWED_MACHINE_TYPES"],

@@ -5,12 +5,12 @@ import { createNodeTransport, loadKubeConfig } from "../../shared/kube/node.ts";
 import type { Log } from "../../shared/runtime/index.ts";
 import type { NodeHostConfig } from "./config.ts";
 import { type Devcluster, startDevclusterAsKubefn } from "./dev/index.ts";
-import { installCrdsAndRbac } from "./install.ts";
+import { allowListEntriesFor, applyAllowLists, installCrdsAndRbac } from "./install.ts";
 
 /**
- * The Node host's cluster: the given one (installing CRDs and RBAC if asked), or the embedded
- * devcluster with its audit webhook pointed at `url`, as kubefn's least-privileged
- * `kubefn-system/kubefn` ServiceAccount.
+ * The Node host's cluster: the given one (installing CRDs, RBAC and the allow-lists its settings
+ * need, if asked), or the embedded devcluster with its audit webhook pointed at `url`, as kubefn's
+ * least-privileged `kubefn-system/kubefn` ServiceAccount.
  */
 export async function connectCluster(
   config: NodeHostConfig,
@@ -20,11 +20,20 @@ export async function connectCluster(
 ): Promise<{ kc: KubeConfig; devcluster?: Devcluster }> {
   if (config.kubeconfig) {
     const kc = loadKubeConfig({ file: config.kubeconfig });
-    if (config.install) log.info("installed", await installCrdsAndRbac(createKube(createNodeTransport(kc))));
+    if (config.install) {
+      const kube = createKube(createNodeTransport(kc));
+      log.info("installed", await installCrdsAndRbac(kube));
+      await applyAllowLists(kube, allowListEntriesFor(config.settings.operators));
+    }
     await reportIdentity(createNodeTransport(kc), config.settings.selfUsernames, log);
     return { kc };
   }
-  return startDevclusterAsKubefn(`${url}/v1/events`, auditToken, log);
+  return startDevclusterAsKubefn(
+    `${url}/v1/events`,
+    auditToken,
+    log,
+    allowListEntriesFor(config.settings.operators),
+  );
 }
 
 /** A fresh bearer token for the embedded devcluster's audit webhook (48 hex digits). */

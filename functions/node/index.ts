@@ -7,9 +7,11 @@ export {
 } from "./dev/index.ts";
 export { type NodeHost, startNodeHost } from "./host.ts";
 export {
+  allowForKubefn,
   asServiceAccount,
   installCrdsAndRbac,
   manifestsIn,
+  type PolicyAllowList,
   serviceAccountToken,
   trustAsKubefn,
 } from "./install.ts";

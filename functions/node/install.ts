@@ -2,6 +2,7 @@ import { readdir, readFile } from "node:fs/promises";
 import { fileURLToPath } from "node:url";
 import { KubeConfig } from "@kubernetes/client-node";
 import { parseAllDocuments } from "yaml";
+import type { KubefnSettings } from "../../shared/app/index.ts";
 import type { Kube, KubeObject, Resource, Transport } from "../../shared/kube/index.ts";
 import { errorFromResponse, isNotFound, Resources, serverSideApply } from "../../shared/kube/index.ts";
 
@@ -109,6 +110,96 @@ export async function trustAsKubefn(kube: Kube, key: string, username: string): 
     },
     manager,
   );
+}
+
+/** The installer's allow-lists that the policies of infra/rbac/admission-policy-shapes.yaml read. */
+export type PolicyAllowList = "kubefn-proxy-images" | "kubefn-site-images" | "kubefn-subpool-hostnames";
+
+/**
+ * Adds one entry, under `key`, to an allow-list ConfigMap in kubefn-system (an image pattern, or
+ * a hostname claim): what an installer does with `kubectl patch`. Idempotent; applied with a field
+ * manager of its own, so the installer's re-applies keep it.
+ *
+ * @example
+ * await allowForKubefn(admin, "kubefn-proxy-images", "team-registry", "registry.example/proxy:*");
+ */
+export async function allowForKubefn(
+  kube: Kube,
+  list: PolicyAllowList,
+  key: string,
+  value: string,
+): Promise<void> {
+  const manager = `kubefn-allow-${key}`;
+  await serverSideApply(
+    kube,
+    Resources.Namespace,
+    { apiVersion: "v1", kind: "Namespace", metadata: { name: "kubefn-system" } },
+    manager,
+  );
+  await serverSideApply(
+    kube,
+    Resources.ConfigMap,
+    {
+      apiVersion: "v1",
+      kind: "ConfigMap",
+      metadata: { name: list, namespace: "kubefn-system" },
+      data: { [key]: value },
+    },
+    manager,
+  );
+}
+
+/** One entry of an installer's allow-list. */
+export interface PolicyAllowEntry {
+  list: PolicyAllowList;
+  key: string;
+  value: string;
+}
+
+/**
+ * The allow-list entries that admit what kubefn's settings ask it to run and serve (pure): the
+ * proxy images of `PROXY_ALLOWED_IMAGES`, the Site components' images of `SITE_IMAGE_REGISTRY`
+ * and `SITE_IMAGE_TAG`, and `*.<SUBPOOL_HOSTNAME_SUFFIX>`. For a host that installs kubefn itself.
+ *
+ * @example
+ * allowListEntriesFor(settings.operators).find((e) => e.list === "kubefn-site-images")?.value;
+ * // "ghcr.io/unbounded-cloud/machina:latest"
+ */
+export function allowListEntriesFor(operators: KubefnSettings["operators"]): PolicyAllowEntry[] {
+  const { imageRegistry, imageTag } = operators.site.config;
+  const suffix = operators.subPool.hostnameSuffix;
+  return [
+    ...operators.proxy.instanceAllowList.images.map((value, i) => ({
+      list: "kubefn-proxy-images" as const,
+      key: `host-${i}`,
+      value,
+    })),
+    ...["machina", "metalman"].map((component) => ({
+      list: "kubefn-site-images" as const,
+      key: `host-${component}`,
+      value: `${imageRegistry}/${component}:${imageTag}`,
+    })),
+    ...(suffix ? [{ list: "kubefn-subpool-hostnames" as const, key: "host", value: `*.${suffix}` }] : []),
+  ];
+}
+
+/**
+ * Applies `entries` to the allow-lists, each list's under one field manager
+ * (`kubefn-host-allow`), so an entry the settings no longer ask for is dropped; other installers'
+ * entries stay. Lists without an entry are left alone.
+ */
+export async function applyAllowLists(kube: Kube, entries: readonly PolicyAllowEntry[]): Promise<void> {
+  const lists = new Map<PolicyAllowList, Record<string, string>>();
+  for (const e of entries) lists.set(e.list, { ...lists.get(e.list), [e.key]: e.value });
+  for (const [name, data] of lists) {
+    await serverSideApply(
+      kube,
+      Resources.ConfigMap,
+      { apiVersion: "v1", kind: "ConfigMap", metadata: { name, namespace: "kubefn-system" }, data },
+      "kubefn-host-allow",
+      true,
+    );
+  }
 }
 
 /** A short-lived token for a ServiceAccount, through the TokenRequest API. */

@@ -14,11 +14,13 @@ import {
 } from "../../shared/controllers/proxy/providers/index.ts";
 import { createKube, type Kube, type KubeObject, Resources } from "../../shared/kube/index.ts";
 import { createNodeTransport } from "../../shared/kube/node.ts";
+import { kubefnKube } from "../security/tenants.ts";
 import { kubeConfig } from "../setup/cluster.ts";
 
 /**
- * The pod provider against the devcluster: a real API server (admission, quota, validation) and
- * the simulated node that takes Pods to Running with a loopback address.
+ * The pod provider against the devcluster, as kubefn's ServiceAccount: a real API server (RBAC,
+ * kubefn's admission policies, quota, validation) and the simulated node that takes Pods to
+ * Running with a loopback address.
  */
 let kube: Kube;
 let provider: Provider;
@@ -26,7 +28,8 @@ const namespace = `pod-provider-${Date.now().toString(36)}`;
 
 beforeAll(async () => {
   kube = createKube(createNodeTransport(kubeConfig()));
-  provider = createKubernetesProvider({ kube });
+  // As kubefn's ServiceAccount: its RBAC and admission policies admit what the provider writes.
+  provider = createKubernetesProvider({ kube: await kubefnKube(kube) });
   await kube.create(Resources.Namespace, {
     apiVersion: "v1",
     kind: "Namespace",

@@ -8,6 +8,8 @@ import { readFileSync } from "node:fs";
 import { fileURLToPath } from "node:url";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { proxyResource } from "../../shared/controllers/proxy/api.ts";
+import { buildPod } from "../../shared/controllers/proxy/providers/kubernetes.ts";
+import { nameFromUID, ownerTags } from "../../shared/controllers/proxy/providers/provider.ts";
 import {
   createEventRecorder,
   createKube,
@@ -461,16 +463,27 @@ describe("the kubefn token used outside kubefn", () => {
   });
 
   it("cannot create a Pod that runs with a ServiceAccount token or on the host", async () => {
-    const labels = { "crawl.kubefn.dev/managed-by": "kubefn" };
-    // Named as kubefn names its instances (px-<20 hex>), so only the rule under test refuses them.
-    const pxName = (name: string) => `px-${Buffer.from(name).toString("hex").padEnd(20, "0").slice(0, 20)}`;
-    const pod = (name: string, spec: Record<string, unknown>): KubeObject => ({
-      apiVersion: "v1",
-      kind: "Pod",
-      metadata: { name: pxName(name), namespace: victims, labels },
-      spec: { containers: [{ name: "c", image: "registry.example/x:1" }], ...spec },
-    });
-    await refused(() => kubefn.create(Resources.Pod, pod("token", { serviceAccountName: "default" })));
+    // The pod provider's own Pod (named and labelled for a Proxy UID) with the fields under test.
+    const uidOf = (name: string) => {
+      const hex = Buffer.from(name).toString("hex").padEnd(32, "0").slice(0, 32);
+      return `${hex.slice(0, 8)}-${hex.slice(8, 12)}-${hex.slice(12, 16)}-${hex.slice(16, 20)}-${hex.slice(20)}`;
+    };
+    const pxName = (name: string) => nameFromUID(uidOf(name));
+    const pod = (name: string, spec: Record<string, unknown>): KubeObject => {
+      const built = buildPod({
+        name: pxName(name),
+        namespace: victims,
+        instance: {},
+        tags: ownerTags(uidOf(name)),
+      });
+      return { ...built, spec: { ...built.spec, ...spec } };
+    };
+    await refused(() =>
+      kubefn.create(
+        Resources.Pod,
+        pod("token", { serviceAccountName: "default", automountServiceAccountToken: undefined }),
+      ),
+    );
     await refused(() =>
       kubefn.create(
         Resources.Pod,
@@ -544,8 +557,8 @@ describe("the kubefn token used outside kubefn", () => {
         pod("nfs", { ...noToken, volumes: [{ name: "n", nfs: { server: "203.0.113.5", path: "/" } }] }),
       ),
     );
-    // The policy is not a blanket refusal: a labelled, unprivileged Pod is admitted (then removed).
-    await kubefn.create(Resources.Pod, pod("fine", { automountServiceAccountToken: false }));
+    // The policy is not a blanket refusal: the pod provider's Pod is admitted (then removed).
+    await kubefn.create(Resources.Pod, pod("fine", {}));
     await kubefn.delete(Resources.Pod, { namespace: victims, name: pxName("fine") });
   });
 

@@ -1,11 +1,12 @@
 /**
  * The Site controller against the real control plane: `runPass` with the sample registry (net,
- * metalman, storage), the admin identity, CRDs and RBAC from infra/. The devcluster runs the
- * garbage collector, so a deleted Site's per-Site objects go through their ownerReferences.
+ * metalman, storage) as kubefn's ServiceAccount (its RBAC and admission policies from infra/). The
+ * devcluster runs the garbage collector, so a deleted Site's per-Site objects go through their
+ * ownerReferences.
  */
 import { randomBytes } from "node:crypto";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { installCrdsAndRbac } from "../../functions/node/install.ts";
+import { asServiceAccount, installCrdsAndRbac, serviceAccountToken } from "../../functions/node/install.ts";
 import { siteResource } from "../../shared/controllers/site/api.ts";
 import { defaultSiteRegistry, netConfigName } from "../../shared/controllers/site/components/index.ts";
 import { siteController } from "../../shared/controllers/site/controller.ts";
@@ -57,12 +58,14 @@ const getOrUndefined = async (res: (typeof Resources)[keyof typeof Resources], n
 };
 
 beforeAll(async () => {
-  transport = countingTransport(createNodeTransport(kubeConfig()));
-  kube = createKube(transport);
+  kube = createKube(createNodeTransport(kubeConfig()));
   await installCrdsAndRbac(kube);
+  // The passes run as kubefn's ServiceAccount: its RBAC and admission policies admit their writes.
+  const token = await serviceAccountToken(createNodeTransport(kubeConfig()), "kubefn-system", "kubefn");
+  transport = countingTransport(createNodeTransport(asServiceAccount(kubeConfig(), token)));
   registry = createRegistry([siteController({ registry: defaultSiteRegistry(), env: { config } })]);
   ctx = {
-    kube,
+    kube: createKube(transport),
     queue: { send: async () => {} },
     clock: { now: () => new Date() },
     log: { info: () => {}, warn: () => {}, error: () => {} },

@@ -1,11 +1,11 @@
 /**
- * The SubPool controller against the real control plane: `runPass` driven directly with the admin
- * identity. The devcluster runs the StatefulSet controller (and binds the volume claim), but no
+ * The SubPool controller against the real control plane: `runPass` driven directly as kubefn's
+ * ServiceAccount (its RBAC and admission policies from infra/). The devcluster runs the StatefulSet controller (and binds the volume claim), but no
  * shared proxy gateway exists here, so readiness moves from StatefulSetNotReady to
  * ProxyGatewayNotReady and stays False (examples.test.ts covers a pool that becomes Ready).
  */
 import { beforeAll, describe, expect, inject, it } from "vitest";
-import { installCrdsAndRbac } from "../../functions/node/install.ts";
+import { asServiceAccount, installCrdsAndRbac, serviceAccountToken } from "../../functions/node/install.ts";
 import {
   type SubPool,
   subPoolFinalizer,
@@ -105,12 +105,14 @@ async function deleteAndDrive(name: string): Promise<{ namespaceSeenWhileBlocked
 
 beforeAll(async () => {
   const kc = loadKubeConfig({ file: inject("kubeconfig") });
-  transport = countingTransport(createNodeTransport(kc));
-  kube = createKube(transport);
+  kube = createKube(createNodeTransport(kc));
   await installCrdsAndRbac(kube);
+  // The passes run as kubefn's ServiceAccount: its RBAC and admission policies admit their writes.
+  const token = await serviceAccountToken(createNodeTransport(kc), "kubefn-system", "kubefn");
+  transport = countingTransport(createNodeTransport(asServiceAccount(kc, token)));
   registry = createRegistry([subPoolController()]);
   ctx = {
-    kube,
+    kube: createKube(transport),
     queue: { send: async () => {} },
     clock: { now: () => new Date() },
     log: { info: () => {}, warn: () => {}, error: () => {} },

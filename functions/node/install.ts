@@ -167,7 +167,7 @@ export interface PolicyAllowEntry {
  */
 export function allowListEntriesFor(operators: KubefnSettings["operators"]): PolicyAllowEntry[] {
   const { imageRegistry, imageTag } = operators.site.config;
-  const suffix = operators.subPool.hostnameSuffix;
+  const suffix = "invalid" in operators.subPool ? undefined : operators.subPool.hostnameSuffix;
   return [
     ...operators.proxy.instanceAllowList.images.map((value, i) => ({
       list: "kubefn-proxy-images" as const,

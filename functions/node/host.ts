@@ -57,6 +57,7 @@ export async function startNodeHost(config: NodeHostConfig, log: Log): Promise<N
     concurrency: settings.passConcurrency,
     handle: async (message, batch) => void (await parts?.kubefn.invocation(readsOf(batch)).consume(message)),
     onError: (err, message) => log.error("pass crashed", { request: message.request, error: String(err) }),
+    metrics,
   });
   const { kube, invocationKube, apiFailing, guard } = guardedNodeKube(kc, settings);
   const kubefn = createKubefn(settings, {

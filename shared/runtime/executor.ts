@@ -114,6 +114,14 @@ export async function runPass(ctx: Context, registry: Registry, message: Message
       reason: message.trigger?.reason ?? "",
     });
     ctx.metrics.observe("kubefn_pass_duration_seconds", summary.durationMs / 1000, { controller });
+    if (!message.shard) {
+      const result = reconcileResultOf(summary);
+      ctx.metrics.count("controller_runtime_reconcile_total", { controller, result });
+      if (result === "error") ctx.metrics.count("controller_runtime_reconcile_errors_total", { controller });
+      ctx.metrics.observe("controller_runtime_reconcile_time_seconds", summary.durationMs / 1000, {
+        controller,
+      });
+    }
     return summary;
   };
 
@@ -201,6 +209,7 @@ export async function runPass(ctx: Context, registry: Registry, message: Message
     // of it applies to the new one, whose own events and sweep bring its passes.
     summary.result = "done";
     summary.staleUid = true;
+    ctx.log.debug?.("message for an earlier object of this name dropped", { key, uid: message.uid });
     ctx.metrics.count("kubefn_stale_messages_total", { controller: def.name });
     return finish();
   }
@@ -257,6 +266,32 @@ export async function runPass(ctx: Context, registry: Registry, message: Message
     outcome,
   );
   return finish();
+}
+
+/** controller-runtime's `result` label of `controller_runtime_reconcile_total`. */
+export type ReconcileResult = "success" | "error" | "requeue" | "requeue_after";
+
+/**
+ * A pass's result as controller-runtime counts a reconcile (pure): an error is `error` whatever
+ * follows it; a requeue sent at once is `requeue`, one sent later `requeue_after`; everything else
+ * (done, awaitSweep, latched, a requeue left to the sweep) is `success`.
+ *
+ * Caveats: probe shards are not reconciles and are not counted under these names
+ * (`kubefn_passes_total` and `kubefn_probes_total` count them).
+ */
+export function reconcileResultOf(summary: Pick<PassResult, "result" | "followUpSeconds">): ReconcileResult {
+  switch (summary.result) {
+    case "error":
+      return "error";
+    case "requeue":
+      return summary.followUpSeconds === 0 ? "requeue" : "requeue_after";
+    case "done":
+    case "awaitSweep":
+    case "latched":
+      return "success";
+    default:
+      return assertNever(summary.result);
+  }
 }
 
 /** A follow-up message's delay and the attempt it carries. */

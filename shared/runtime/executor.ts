@@ -209,7 +209,6 @@ export async function runPass(ctx: Context, registry: Registry, message: Message
     // of it applies to the new one, whose own events and sweep bring its passes.
     summary.result = "done";
     summary.staleUid = true;
-    ctx.log.debug?.("message for an earlier object of this name dropped", { key, uid: message.uid });
     ctx.metrics.count("kubefn_stale_messages_total", { controller: def.name });
     return finish();
   }

@@ -61,7 +61,7 @@ export function hostApp(metrics: PrometheusMetrics, parts: () => HostParts | und
     const p = parts();
     if (!p) return next();
     const body = renderHostMetrics(metrics, p.queue, p.guard.stats());
-    return c.text(body, 200, { "content-type": "text/plain; version=0.0.4" });
+    return c.text(body, 200, { "content-type": "text/plain; version=0.0.4; charset=utf-8" });
   });
   http.all("*", (c) => parts()?.kubefn.fetch(c.req.raw) ?? c.json({ error: "starting" }, 503));
   return http;

@@ -267,8 +267,9 @@ export async function runPass(ctx: Context, registry: Registry, message: Message
   return finish();
 }
 
-/** controller-runtime's `result` label of `controller_runtime_reconcile_total`. */
-export type ReconcileResult = "success" | "error" | "requeue" | "requeue_after";
+/** controller-runtime's `result` label values of `controller_runtime_reconcile_total`. */
+export const reconcileResults = ["success", "error", "requeue", "requeue_after"] as const;
+export type ReconcileResult = (typeof reconcileResults)[number];
 
 /**
  * A pass's result as controller-runtime counts a reconcile (pure): an error is `error` whatever

@@ -54,6 +54,7 @@ export {
   type PassResultKind,
   type ReconcileResult,
   reconcileResultOf,
+  reconcileResults,
   runPass,
   SNAPSHOT_MAX_AGE_SECONDS,
 } from "./executor.ts";

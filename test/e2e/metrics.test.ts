@@ -86,7 +86,11 @@ describe("the Node host's /metrics", () => {
       async () => {
         const t = await scrape();
         // A probe shard sets the Proxy's gauges, writes its health, then counts its probes.
-        return t.includes('controller_runtime_reconcile_total{controller="proxy",result="success"}') &&
+        const reconciled = series(
+          t,
+          'controller_runtime_reconcile_total{controller="proxy",result="success"} ',
+        )[0];
+        return Number(reconciled?.split(" ")[1]) > 0 &&
           t.includes(probed) &&
           t.includes("kubefn_probes_total ")
           ? t
@@ -134,6 +138,9 @@ describe("the Node host's /metrics", () => {
     const helped = new Set([...text.matchAll(/^# HELP (\S+) \S/gm)].map((m) => m[1]));
     expect([...types.keys()].filter((name) => !helped.has(name))).toEqual([]);
     expect(series(text, 'workqueue_queue_duration_seconds_bucket{name="proxy",le="+Inf"}')).toHaveLength(1);
+    // Every controller's reconcile series exist from the start, at 0 until counted.
+    for (const controller of ["proxy", "subpool", "site"])
+      expect(series(text, `controller_runtime_reconcile_total{controller="${controller}",`)).toHaveLength(4);
     expect(Number(series(text, "process_resident_memory_bytes")[0]?.split(" ")[1])).toBeGreaterThan(1e6);
   });
 

@@ -120,6 +120,11 @@ const sharedRows: Row<Exclude<Shared, keyof typeof operatorVariables>>[] = [
   },
   { names: ["KUBE_TIMEOUT_SECONDS"], meaning: "deadline of one API request" },
   {
+    names: ["LOG_LEVEL"],
+    meaning:
+      "least severe level logged: `debug`, `info`, `warn` or `error` (each keeps its own lines and the more severe ones)",
+  },
+  {
     names: ["PROBE_SHARD_SIZE"],
     note: "(each Proxy probed every `intervalSeconds` at its own phase; on Lambda within Scheduler's one-minute precision); `0` probes in the sweep",
     meaning: "fan health probes out as probe-shard messages of this many Proxies",

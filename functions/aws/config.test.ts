@@ -23,6 +23,7 @@ describe("parseAwsEnv", () => {
       requestBudget: 1000,
       circuit: { failureThreshold: 5, openSeconds: 5 },
       kubeTimeoutMs: 30_000,
+      logLevel: "info",
       probeConcurrency: 32,
       passConcurrency: 8,
       probeShardSize: 40,

@@ -60,7 +60,7 @@ async function build(options: HandlerOptions, invokedFunctionArn: string) {
       queue: awsQueueFor(config, { targetArn: invokedFunctionArn, clock, endpoint: options.endpoint }),
       prober: createNodeProber(),
       clock,
-      log: options.log ?? createJsonLog(),
+      log: options.log ?? createJsonLog(config.logLevel),
       metrics: options.metrics ?? createEmfMetrics(),
     },
     options.operators?.(config),

@@ -15,6 +15,7 @@ describe("parseWorkerEnv", () => {
       requestBudget: 1000,
       circuit: { failureThreshold: 5, openSeconds: 5 },
       kubeTimeoutMs: 30_000,
+      logLevel: "info",
       probeConcurrency: 6,
       passConcurrency: 8,
       probeShardSize: 40,

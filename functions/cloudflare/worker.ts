@@ -41,7 +41,7 @@ function kubefnFor(env: WorkerEnv): Kubefn {
     apiFailing,
     queue: queuesPort(env.KUBEFN_QUEUE),
     prober: createSocketProber({ connect }),
-    log: createJsonLog(),
+    log: createJsonLog(config.logLevel),
     metrics: createMetrics(env.KUBEFN_METRICS),
   });
   isolates.set(env, kubefn);

@@ -7,6 +7,7 @@ import {
   createSweepMemo,
   INVOCATION_READ_MAX_AGE_SECONDS,
   type Log,
+  reconcileResults,
   type SweepMemo,
 } from "../../shared/runtime/index.ts";
 import { connectCluster, randomToken } from "./cluster.ts";
@@ -75,6 +76,7 @@ export async function startNodeHost(config: NodeHostConfig, log: Log): Promise<N
       await queue.send([message], verdict.retryAfterSeconds);
     },
     onError: (err, message) => log.error("pass crashed", { request: message.request, error: String(err) }),
+    metrics,
   });
   const { kube, invocationKube, apiFailing, guard } = guardedNodeKube(kc, settings);
   const kubefn = createKubefn(settings, {
@@ -88,6 +90,13 @@ export async function startNodeHost(config: NodeHostConfig, log: Log): Promise<N
     // Read once at start, like every other setting.
     ...(config.siteManifestsDir ? { siteManifests: readManifestDirectory(config.siteManifestsDir) } : {}),
   });
+  // Each controller's reconcile series from 0, as controller-runtime starts them: a counter that
+  // first appears at 1 loses that first increase to rate().
+  for (const controller of kubefn.controllers) {
+    for (const result of reconcileResults)
+      metrics.count("controller_runtime_reconcile_total", { controller, result }, 0);
+    metrics.count("controller_runtime_reconcile_errors_total", { controller }, 0);
+  }
   parts = { kubefn, queue, guard };
   log.info("listening", { url, intake: `${url}/v1/events`, metrics: `${url}/metrics` });
   const sweeper = startSweeper((full) => kubefn.sweep({ full }), settings.sweepPeriodSeconds, log);

@@ -4,7 +4,7 @@ import { startNodeHost } from "./host.ts";
 
 /** `npm start`: the Node host, configured from the environment (see README). */
 const config = settingsOrExit();
-const log = createLineLog(config.logFormat);
+const log = createLineLog(config.logFormat, undefined, config.settings.logLevel);
 const host = await startNodeHost(config, log).catch((err: unknown) => {
   // One line saying what failed, not a stack: a missing kubeconfig, a port in use, a refused install.
   const code = (err as { code?: unknown } | null)?.code;

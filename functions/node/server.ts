@@ -3,25 +3,30 @@ import { serve } from "@hono/node-server";
 import { Hono } from "hono/tiny";
 import type { Kubefn, PrometheusMetrics } from "../../shared/app/index.ts";
 import type { ApiGuard, ApiGuardStats } from "../../shared/kube/index.ts";
+import { recordProcessMetrics } from "./process-metrics.ts";
 import type { WorkQueue } from "./work-queue.ts";
 
 /**
- * The Node host's `/metrics` body: the pass metrics plus gauges of the in-process queue and the
- * API guard (circuit state, requests held back or over budget), read at scrape time.
+ * The Node host's `/metrics` body: the pass metrics, the queue (client-go's `workqueue_depth` per
+ * controller, kubefn's ready/running/delayed), the API guard (circuit state; its counts as
+ * counters) and the process, all read at scrape time.
  */
 export function renderHostMetrics(
   metrics: PrometheusMetrics,
-  queue: ReturnType<WorkQueue["stats"]>,
+  queue: Pick<WorkQueue, "stats" | "depthByName">,
   guard: ApiGuardStats,
 ): string {
-  metrics.gauge("kubefn_queue_ready", queue.ready);
-  metrics.gauge("kubefn_queue_running", queue.running);
-  metrics.gauge("kubefn_queue_delayed", queue.delayed);
+  const stats = queue.stats();
+  metrics.gauge("kubefn_queue_ready", stats.ready);
+  metrics.gauge("kubefn_queue_running", stats.running);
+  metrics.gauge("kubefn_queue_delayed", stats.delayed);
+  for (const [name, n] of queue.depthByName()) metrics.gauge("workqueue_depth", n, { name });
   metrics.gauge("kubefn_api_circuit_open", guard.state === "closed" ? 0 : 1);
-  metrics.gauge("kubefn_api_circuit_opened", guard.opened);
-  metrics.gauge("kubefn_api_requests_held_back", guard.heldBack);
-  metrics.gauge("kubefn_api_requests_over_budget", guard.overBudget);
-  metrics.gauge("kubefn_api_requests_retried", guard.retried);
+  metrics.setTotal("kubefn_api_circuit_opened_total", guard.opened);
+  metrics.setTotal("kubefn_api_requests_held_back_total", guard.heldBack);
+  metrics.setTotal("kubefn_api_requests_over_budget_total", guard.overBudget);
+  metrics.setTotal("kubefn_api_requests_retried_total", guard.retried);
+  recordProcessMetrics(metrics);
   return metrics.render();
 }
 
@@ -55,8 +60,8 @@ export function hostApp(metrics: PrometheusMetrics, parts: () => HostParts | und
   http.get("/metrics", (c, next) => {
     const p = parts();
     if (!p) return next();
-    const body = renderHostMetrics(metrics, p.queue.stats(), p.guard.stats());
-    return c.text(body, 200, { "content-type": "text/plain; version=0.0.4" });
+    const body = renderHostMetrics(metrics, p.queue, p.guard.stats());
+    return c.text(body, 200, { "content-type": "text/plain; version=0.0.4; charset=utf-8" });
   });
   http.all("*", (c) => parts()?.kubefn.fetch(c.req.raw) ?? c.json({ error: "starting" }, 503));
   return http;

@@ -1,4 +1,5 @@
 import { describe, expect, it } from "vitest";
+import { PrometheusMetrics } from "../../shared/app/telemetry/index.ts";
 import type { Message } from "../../shared/runtime/types.ts";
 import { coalesce, WorkQueue } from "./work-queue.ts";
 
@@ -199,5 +200,49 @@ describe("coalesce (two messages for one key)", () => {
     fire();
     await q.idle();
     expect(seen).toEqual([msg("a", 1)]);
+  });
+});
+
+describe("WorkQueue metrics (client-go's workqueue families, name = the controller)", () => {
+  it("counts an add once per waiting key, times the wait and the work, and reports the depth", async () => {
+    const metrics = new PrometheusMetrics();
+    let now = 1_000;
+    const g = gate();
+    const q = new WorkQueue({
+      concurrency: 1,
+      metrics,
+      now: () => now,
+      handle: async (m) => {
+        if (m.request.name === "a") await g.opened;
+        now += 250;
+      },
+    });
+    await q.send([msg("a")]); // starts at once: waited 0 s
+    now += 2_000;
+    await q.send([msg("b"), msg("b", 1)]); // waits behind a; the second joins the first
+    await q.send([{ request: { controller: "other", name: "x" }, attempt: 0 }]);
+    expect(q.depthByName()).toEqual(
+      new Map([
+        ["c", 1],
+        ["other", 1],
+      ]),
+    );
+    g.open();
+    await q.idle();
+    expect(q.depthByName()).toEqual(
+      new Map([
+        ["c", 0],
+        ["other", 0],
+      ]),
+    );
+    expect(metrics.value("workqueue_adds_total", { name: "c" })).toBe(2);
+    expect(metrics.value("workqueue_adds_total", { name: "other" })).toBe(1);
+    const text = metrics.render();
+    // a waited 0 s and ran 2.25 s (held, then 250 ms); b waited from its send until a ended: 0.25 s.
+    expect(text).toContain('workqueue_queue_duration_seconds_bucket{name="c",le="0.1"} 1');
+    expect(text).toContain('workqueue_queue_duration_seconds_bucket{name="c",le="1"} 2');
+    expect(text).toContain('workqueue_queue_duration_seconds_sum{name="c"} 0.25');
+    expect(text).toContain('workqueue_work_duration_seconds_count{name="c"} 2');
+    expect(text).toContain('workqueue_work_duration_seconds_sum{name="c"} 2.5');
   });
 });

@@ -1,4 +1,4 @@
-import { type Message, type Queue, requestKey } from "../../shared/runtime/index.ts";
+import { type Message, type Metrics, type Queue, requestKey } from "../../shared/runtime/index.ts";
 
 export interface WorkQueueOptions {
   /** Passes running at once, across keys. */
@@ -17,14 +17,23 @@ export interface WorkQueueOptions {
    */
   handle(message: Message, batch: object): Promise<void>;
   onError?(err: unknown, message: Message): void;
+  /**
+   * Where client-go's workqueue families go (`workqueue_adds_total`, `workqueue_queue_duration_seconds`,
+   * `workqueue_work_duration_seconds`, labelled `name`: the message's controller); depth is read
+   * with {@link WorkQueue.depthByName} at scrape time.
+   */
+  metrics?: Pick<Metrics, "count" | "observe">;
+  /** Milliseconds, for the queue's durations (default `performance.now`). */
+  now?: () => number;
   setTimer?: (fn: () => void, ms: number) => unknown;
   clearTimer?: (handle: unknown) => void;
 }
 
-/** A message and the `send` it came with. */
+/** A message, the `send` it came with, and when it became ready (ms, for the queue duration). */
 interface Entry {
   message: Message;
   batch: object;
+  readyAt?: number;
 }
 
 interface Delayed extends Entry {
@@ -42,7 +51,8 @@ interface Delayed extends Entry {
  * and the sweep revisits every object within its drift interval.
  */
 export class WorkQueue implements Queue {
-  readonly #opts: Required<Omit<WorkQueueOptions, "onError">> & Pick<WorkQueueOptions, "onError">;
+  readonly #opts: Required<Omit<WorkQueueOptions, "onError" | "metrics">> &
+    Pick<WorkQueueOptions, "onError" | "metrics">;
   readonly #ready = new Map<string, Entry>();
   readonly #readyShards = new Map<string, Entry>();
   #runningShards = 0;
@@ -50,6 +60,8 @@ export class WorkQueue implements Queue {
   /** Keys that got a message while running: they run once more when the pass ends. */
   readonly #dirty = new Map<string, Entry>();
   readonly #delayed = new Map<string, Delayed>();
+  /** Every controller that had a message: its depth reads 0 once its messages are gone. */
+  readonly #names = new Set<string>();
   readonly #idleWaiters: Array<() => void> = [];
   #closed = false;
 
@@ -58,6 +70,7 @@ export class WorkQueue implements Queue {
       setTimer: (fn, ms) => setTimeout(fn, ms),
       clearTimer: (h) => clearTimeout(h as ReturnType<typeof setTimeout>),
       shardConcurrency: 16,
+      now: () => performance.now(),
       ...opts,
     };
   }
@@ -77,6 +90,19 @@ export class WorkQueue implements Queue {
       running: this.#running.size,
       delayed: this.#delayed.size,
     };
+  }
+
+  /**
+   * Messages waiting per controller, as client-go's `workqueue_depth` counts them: ready, and
+   * come again while their key runs (0 for a controller seen before). Walks the waiting messages;
+   * for scrapes, not passes.
+   */
+  depthByName(): Map<string, number> {
+    const depth = new Map<string, number>([...this.#names].map((name) => [name, 0]));
+    for (const lane of [this.#ready, this.#readyShards, this.#dirty])
+      for (const { message } of lane.values())
+        depth.set(message.request.controller, (depth.get(message.request.controller) ?? 0) + 1);
+    return depth;
   }
 
   /** Resolves when nothing is ready or running (delayed messages may remain). */
@@ -124,8 +150,14 @@ export class WorkQueue implements Queue {
     const key = requestKey(entry.message.request);
     const waiting = this.#running.has(key) ? this.#dirty : this.#laneOf(entry);
     const earlier = waiting.get(key);
-    // A message that joins one already waiting keeps that one's place and batch.
-    waiting.set(key, earlier ? { ...earlier, message: coalesce(earlier.message, entry.message) } : entry);
+    // A message that joins one already waiting keeps that one's place, batch and time (client-go
+    // counts an add only when the key was not waiting).
+    if (earlier) waiting.set(key, { ...earlier, message: coalesce(earlier.message, entry.message) });
+    else {
+      waiting.set(key, { message: entry.message, batch: entry.batch, readyAt: this.#opts.now() });
+      this.#names.add(entry.message.request.controller);
+      this.#opts.metrics?.count("workqueue_adds_total", { name: entry.message.request.controller });
+    }
     if (waiting !== this.#dirty) this.#pump();
   }
 
@@ -153,12 +185,19 @@ export class WorkQueue implements Queue {
     void this.#run(key, entry);
   }
 
-  async #run(key: string, { message, batch }: Entry): Promise<void> {
+  async #run(key: string, { message, batch, readyAt }: Entry): Promise<void> {
+    const metrics = this.#opts.metrics;
+    const started = metrics ? this.#opts.now() : 0;
+    const name = metrics ? { name: message.request.controller } : undefined;
+    if (metrics && readyAt !== undefined)
+      metrics.observe("workqueue_queue_duration_seconds", (started - readyAt) / 1000, name);
     try {
       await this.#opts.handle(message, batch);
     } catch (err) {
       this.#opts.onError?.(err, message);
     } finally {
+      if (metrics)
+        metrics.observe("workqueue_work_duration_seconds", (this.#opts.now() - started) / 1000, name);
       this.#running.delete(key);
       if (message.shard) this.#runningShards--;
       const again = this.#dirty.get(key);

@@ -14,6 +14,7 @@
  * | `KUBEFN_RELAY_BUFFER_SIZE` | most pending keys | 10000 |
  * | `KUBEFN_RELAY_PORT` | `/healthz` and `/metrics` | 8080 |
  * | `KUBEFN_LOG_FORMAT` | `text` or `json` | json |
+ * | `LOG_LEVEL` | least severe level logged: `debug`, `info`, `warn` or `error` | info |
  */
 import { serve } from "@hono/node-server";
 import * as z from "zod";
@@ -21,6 +22,7 @@ import { createLineLog } from "../../shared/app/telemetry/index.ts";
 import { controllerKinds } from "../../shared/controllers/index.ts";
 import { createKube } from "../../shared/kube/index.ts";
 import { createNodeTransport, loadKubeConfig } from "../../shared/kube/node.ts";
+import { logLevels } from "../../shared/runtime/index.ts";
 import { type RelayKind, relayKindFromConfig, relayKindSchema, relayKindsOf } from "./kinds.ts";
 import { createRelay } from "./relay.ts";
 import { clientNodeWatchStream } from "./watch-stream.ts";
@@ -46,6 +48,7 @@ const envSchema = z.object({
   KUBEFN_RELAY_BUFFER_SIZE: z.coerce.number().int().min(1).default(10_000),
   KUBEFN_RELAY_PORT: z.coerce.number().int().min(1).max(65_535).default(8080),
   KUBEFN_LOG_FORMAT: z.enum(["text", "json"]).default("json"),
+  LOG_LEVEL: z.enum(logLevels).default("info"),
 });
 
 export type RelayEnv = z.infer<typeof envSchema>;
@@ -71,7 +74,7 @@ export function defaultRelayKinds(): RelayKind[] {
 
 async function main(): Promise<void> {
   const env = parseRelayEnv(process.env);
-  const log = createLineLog(env.KUBEFN_LOG_FORMAT);
+  const log = createLineLog(env.KUBEFN_LOG_FORMAT, undefined, env.LOG_LEVEL);
   const kc = env.KUBECONFIG ? loadKubeConfig({ file: env.KUBECONFIG }) : loadKubeConfig({ inCluster: true });
   const kinds = env.KUBEFN_RELAY_KINDS?.map(relayKindFromConfig) ?? defaultRelayKinds();
   const relay = createRelay({

@@ -118,6 +118,8 @@ export interface Kubefn {
    * is counted and answered without work.
    */
   ingest(delivery: Ingest): Promise<CloudWatchLogsResult>;
+  /** The registered controllers' names, e.g. to start their metric series (the Node host). */
+  readonly controllers: readonly string[];
 }
 
 /**
@@ -229,6 +231,7 @@ export function createKubefn(settings: KubefnSettings, ports: KubefnPorts, opera
     }
   };
   return {
+    controllers: ops.registry.controllers.map((c) => c.name),
     fetch: (request) => app.fetch(request),
     async consume(deliveries, options = {}) {
       const invocation = invocationContext(options.reads);

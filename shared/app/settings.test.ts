@@ -40,6 +40,7 @@ const shared = {
   ORPHAN_GRACE_SECONDS: "0",
   PROBE_CONCURRENCY: "12",
   PASS_CONCURRENCY: "3",
+  LOG_LEVEL: "warn",
 };
 const expected = {
   auditToken: "a".repeat(16),
@@ -54,6 +55,7 @@ const expected = {
   orphanGraceSeconds: 0,
   probeConcurrency: 12,
   passConcurrency: 3,
+  logLevel: "warn",
 };
 
 describe("one settings schema, the same names on every platform", () => {
@@ -65,6 +67,15 @@ describe("one settings schema, the same names on every platform", () => {
     expect(() => parse({ MIN_REPORT_SECONDS: "never" })).toThrow(SettingsError);
     expect(() => parse({ MIN_REPORT_SECONDS: "never" })).toThrow(/MIN_REPORT_SECONDS/);
   });
+
+  it.each(Object.entries(platforms))(
+    "%s logs at info unless LOG_LEVEL says otherwise, and refuses a level it does not know",
+    (_name, parse) => {
+      expect(parse({}).logLevel).toBe("info");
+      expect(parse({ LOG_LEVEL: "debug" }).logLevel).toBe("debug");
+      expect(() => parse({ LOG_LEVEL: "verbose" })).toThrow(/LOG_LEVEL/);
+    },
+  );
 
   it("the sweep's defaults are the same on every platform: steady state costs the same everywhere", () => {
     const sweepDefaults = (s: ReturnType<typeof platforms.node>) => ({

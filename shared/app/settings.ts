@@ -1,4 +1,5 @@
 import type { RsaJwk } from "../auth/index.ts";
+import { type LogLevel, logLevels } from "../runtime/index.ts";
 import * as z from "../zod/index.ts";
 import { commaList } from "./env-values.ts";
 import { type OperatorSettings, operatorSettingsFrom, operatorVariables } from "./operator-settings.ts";
@@ -64,6 +65,7 @@ export const settingsVariables = {
   CIRCUIT_FAILURES: z._default(z.coerce.number().check(z.int()).check(z.gte(1)), 5),
   CIRCUIT_OPEN_SECONDS: z._default(z.coerce.number().check(z.int()).check(z.gte(1)).check(z.lte(600)), 5),
   KUBE_TIMEOUT_SECONDS: z._default(z.coerce.number().check(z.gte(0.1)).check(z.lte(300)), 30),
+  LOG_LEVEL: z._default(z.enum(logLevels), "info"),
   // SUBPOOL_*, SITE_*, GCE_*: the operators' own settings (see operator-settings.ts).
   ...operatorVariables,
 };
@@ -117,6 +119,8 @@ export interface KubefnSettings {
   circuit: { failureThreshold: number; openSeconds: number };
   /** Per-request deadline of API calls, ms. */
   kubeTimeoutMs: number;
+  /** The least severe level logged (`debug`, `info`, `warn`, `error`); the adapters build their log with it. */
+  logLevel: LogLevel;
   /** SubPool's operator configuration, the Site components' config and namespace, GCE. */
   operators: OperatorSettings;
 }
@@ -153,6 +157,7 @@ export function settingsFrom(e: SettingsVariables): KubefnSettings {
     requestBudget: e.REQUEST_BUDGET,
     circuit: { failureThreshold: e.CIRCUIT_FAILURES, openSeconds: e.CIRCUIT_OPEN_SECONDS },
     kubeTimeoutMs: Math.round(e.KUBE_TIMEOUT_SECONDS * 1000),
+    logLevel: e.LOG_LEVEL,
   };
 }
 

@@ -114,6 +114,12 @@ export async function runPass(ctx: Context, registry: Registry, message: Message
       reason: message.trigger?.reason ?? "",
     });
     ctx.metrics.observe("kubefn_pass_duration_seconds", summary.durationMs / 1000, { controller });
+    const result = reconcileResultOf(summary);
+    ctx.metrics.count("controller_runtime_reconcile_total", { controller, result });
+    if (result === "error") ctx.metrics.count("controller_runtime_reconcile_errors_total", { controller });
+    ctx.metrics.observe("controller_runtime_reconcile_time_seconds", summary.durationMs / 1000, {
+      controller,
+    });
     return summary;
   };
 
@@ -242,6 +248,33 @@ export async function runPass(ctx: Context, registry: Registry, message: Message
     outcome,
   );
   return finish();
+}
+
+/** controller-runtime's `result` label values of `controller_runtime_reconcile_total`. */
+export const reconcileResults = ["success", "error", "requeue", "requeue_after"] as const;
+export type ReconcileResult = (typeof reconcileResults)[number];
+
+/**
+ * A pass's result as controller-runtime counts a reconcile (pure): an error is `error` whatever
+ * follows it; a requeue sent at once is `requeue`, one sent later `requeue_after`; everything else
+ * (done, awaitSweep, latched, a requeue left to the sweep) is `success`.
+ *
+ * Caveats: probe shards are jobs (runJob), not reconciles, and are not counted under these names
+ * (`kubefn_passes_total` and `kubefn_probes_total` count them).
+ */
+export function reconcileResultOf(summary: Pick<PassResult, "result" | "followUpSeconds">): ReconcileResult {
+  switch (summary.result) {
+    case "error":
+      return "error";
+    case "requeue":
+      return summary.followUpSeconds === 0 ? "requeue" : "requeue_after";
+    case "done":
+    case "awaitSweep":
+    case "latched":
+      return "success";
+    default:
+      return assertNever(summary.result);
+  }
 }
 
 /** A follow-up message's delay and the attempt it carries. */

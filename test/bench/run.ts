@@ -20,6 +20,7 @@ import { benchProbes } from "./health.ts";
 import { benchIntake } from "./intake.ts";
 import { benchAuditZod, benchMapping } from "./mapping.ts";
 import { benchMessagesPerHour } from "./messages.ts";
+import { benchMetrics } from "./metrics.ts";
 import { benchApplyToReady } from "./ready-writes.ts";
 import { benchSteadyPass } from "./steady-pass.ts";
 import { benchSweep } from "./sweep.ts";
@@ -74,6 +75,7 @@ const benches: { name: string; run: () => Promise<BenchRow[]>; explicit?: boolea
     },
   },
   { name: "steady-pass", run: benchSteadyPass },
+  { name: "metrics", run: benchMetrics },
   { name: "intake", run: benchIntake },
   { name: "messages", run: benchMessagesPerHour },
   { name: "sweep", run: () => benchSweep(large ? [1000, 10_000] : [1000]) },

@@ -7,13 +7,13 @@
  * of examples checks the rules' metrics against a live host's /metrics).
  */
 import { execFile } from "node:child_process";
-import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs";
+import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
-import { parser } from "@prometheus-io/lezer-promql";
 import { beforeAll, describe, expect, it, onTestFinished } from "vitest";
 import { parse } from "yaml";
+import { analyse, emittedMetrics } from "../support/promql.ts";
 
 const root = fileURLToPath(new URL("../../", import.meta.url));
 
@@ -62,44 +62,6 @@ function editedCopy(edit: (rules: string) => string): string {
   writeFileSync(join(dir, "alerts.yaml"), edited);
   writeFileSync(join(dir, "alerts.test.yaml"), readFileSync(testsFile, "utf8"));
   return dir;
-}
-
-/** Syntax errors and the metric names selected, from the PromQL syntax tree. */
-function analyse(expr: string): { errors: number; metrics: string[] } {
-  const tree = parser.parse(expr);
-  let errors = 0;
-  const metrics: string[] = [];
-  tree.iterate({
-    enter(node) {
-      if (node.type.isError) errors++;
-      if (node.name === "VectorSelector") {
-        const id = node.node.getChild("Identifier");
-        if (id) metrics.push(expr.slice(id.from, id.to));
-      }
-    },
-  });
-  return { errors, metrics };
-}
-
-/** Metric names the code emits: `metrics.count|gauge|observe("kubefn_...")` in shared/ and functions/. */
-function emittedMetrics(): Set<string> {
-  const names = new Set<string>();
-  const walk = (dir: string) => {
-    for (const entry of readdirSync(dir)) {
-      const path = join(dir, entry);
-      if (statSync(path).isDirectory()) walk(path);
-      else if (path.endsWith(".ts") && !path.endsWith(".test.ts")) {
-        for (const m of readFileSync(path, "utf8").matchAll(
-          /\.(?:count|gauge|observe)\(\s*"(kubefn_[a-z_]+)"/g,
-        )) {
-          names.add(m[1]!);
-        }
-      }
-    }
-  };
-  walk(join(root, "shared"));
-  walk(join(root, "functions"));
-  return names;
 }
 
 const emitted = emittedMetrics();

@@ -1,8 +1,9 @@
-import type { ControllerDefinition } from "../../runtime/index.ts";
+import { type ControllerDefinition, done } from "../../runtime/index.ts";
 import { defaultInstanceAllowList, type InstanceAllowList } from "./allow-list.ts";
 import { ProxyConditionType, ProxyReason, proxyResource } from "./api.ts";
 import { proxyDrift } from "./drift.ts";
 import { proxyErrorPolicy } from "./failure.ts";
+import { forgetProxySeries } from "./probe-series.ts";
 import { type ProvidersSource, reconcileProxy } from "./reconcile.ts";
 import { proxiesForSecret } from "./secret-watch.ts";
 import { proxyReadiness } from "./status.ts";
@@ -74,5 +75,10 @@ export function proxyController(deps: ProxyControllerDeps): ControllerDefinition
         timings,
         allowList: deps.instanceAllowList ?? defaultInstanceAllowList,
       }),
+    // Gone (its finalizer removed, then deleted): its probe series go with it.
+    reconcileAbsent: async (ctx) => {
+      forgetProxySeries(ctx.metrics, ctx.request);
+      return done();
+    },
   };
 }

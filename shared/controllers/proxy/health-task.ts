@@ -13,6 +13,7 @@ import type { Context, Message, SweepTask } from "../../runtime/index.ts";
 import { proxyResource } from "./api.ts";
 import { proxyControllerName } from "./controller.ts";
 import { proxyHealthSubject } from "./health-subject.ts";
+import { listedProxySeries } from "./probe-series.ts";
 
 export interface ProxyHealthTaskOptions {
   prober: Prober;
@@ -60,7 +61,8 @@ export const SHED_AFTER_MS = 15_000;
  * last probe (`kubefn_proxy_probe_success`, 1 or 0; the Healthy condition is the thresholded one).
  *
  * Caveats: a gauge is process memory on the Node host and a log/metric line on Workers and
- * Lambda; a deleted Proxy's series stays on the Node host until the process restarts.
+ * Lambda. On the Node host a deleted Proxy's series go with its absent pass, or at the end of the
+ * first sweep that no longer lists it (`listedProxySeries`).
  */
 export function proxyHealthTask(opts: ProxyHealthTaskOptions): SweepTask & {
   handleShard(
@@ -114,7 +116,9 @@ export function proxyHealthTask(opts: ProxyHealthTaskOptions): SweepTask & {
         resumes.push(o.later);
       }
       if (!o.result) return;
-      ctx.metrics.observe("kubefn_probe_seconds", o.result.latencyMs / 1000, { ok: String(o.result.ok) });
+      ctx.metrics.observe("kubefn_probe_duration_seconds", o.result.latencyMs / 1000, {
+        ok: String(o.result.ok),
+      });
       // True probe recency (seed §6): status.lastHealthCheckTime moves only with a report.
       const proxy = { namespace: o.key.namespace ?? "", name: o.key.name };
       ctx.metrics.gauge("kubefn_proxy_last_probe_timestamp_seconds", probedAt, proxy);
@@ -174,15 +178,20 @@ export function proxyHealthTask(opts: ProxyHealthTaskOptions): SweepTask & {
     name: "proxy-health",
     controller: proxyControllerName,
     start(ctx) {
+      const series = listedProxySeries(ctx.metrics);
       if (!opts.fanOut) {
         // In process: each page is probed (bounded concurrency) before the next is listed.
         const totals: Record<string, number> = {};
         return {
           async page(proxies) {
+            series.page(proxies);
             for (const [k, v] of Object.entries(await probeAndApply(ctx, proxies, true)))
               totals[k] = (totals[k] ?? 0) + v;
           },
-          finish: async () => totals,
+          async finish() {
+            series.finish();
+            return totals;
+          },
         };
       }
       const now = ctx.clock.now();
@@ -224,8 +233,12 @@ export function proxyHealthTask(opts: ProxyHealthTaskOptions): SweepTask & {
       };
       return {
         // A full shard goes out as soon as a page fills it; partial ones wait for the last page.
-        page: (proxies) => sendShards(planner.add(proxies)),
+        page: (proxies) => {
+          series.page(proxies);
+          return sendShards(planner.add(proxies));
+        },
         async finish() {
+          series.finish();
           await sendShards(planner.flush());
           ctx.metrics.count("kubefn_probe_shards_total", {}, counts.shards);
           return counts;

@@ -1,0 +1,181 @@
+/** What a metric family is, for `# HELP` / `# TYPE` and a histogram's buckets. */
+export interface Family {
+  type: "counter" | "gauge" | "histogram";
+  help: string;
+  /** Upper bounds in seconds (a histogram only); default {@link LATENCY_BUCKETS}. */
+  buckets?: readonly number[];
+}
+
+/** kubefn's own latency histograms (probes, passes). */
+export const LATENCY_BUCKETS = [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10] as const;
+
+/** controller-runtime's `controller_runtime_reconcile_time_seconds` buckets, so its dashboards read ours. */
+export const RECONCILE_TIME_BUCKETS = [
+  0.005, 0.01, 0.025, 0.05, 0.1, 0.15, 0.2, 0.25, 0.3, 0.35, 0.4, 0.45, 0.5, 0.6, 0.7, 0.8, 0.9, 1.0, 1.25,
+  1.5, 1.75, 2.0, 2.5, 3.0, 3.5, 4.0, 4.5, 5, 6, 7, 8, 9, 10, 15, 20, 25, 30, 40, 50, 60,
+] as const;
+
+/** controller-runtime's workqueue histograms: `ExponentialBuckets(10e-9, 10, 12)`, 10 ns to 1,000 s. */
+export const WORKQUEUE_BUCKETS = [1e-8, 1e-7, 1e-6, 1e-5, 1e-4, 1e-3, 0.01, 0.1, 1, 10, 100, 1000] as const;
+
+/**
+ * Every family kubefn emits, on every platform, by name. The Node host's `/metrics` renders each
+ * with its HELP and TYPE; a unit test checks this table against the names the code emits.
+ * The `controller_runtime_*` and `workqueue_*` families have controller-runtime's names, labels and
+ * buckets, so dashboards made for controller-runtime operators chart kubefn too.
+ */
+export const families: Readonly<Record<string, Family>> = {
+  // controller-runtime's reconcile families, counted by the pass executor on every platform.
+  controller_runtime_reconcile_total: {
+    type: "counter",
+    help: "Total number of reconciliations per controller, by result (success, error, requeue, requeue_after).",
+  },
+  controller_runtime_reconcile_errors_total: {
+    type: "counter",
+    help: "Total number of reconciliation errors per controller.",
+  },
+  controller_runtime_reconcile_time_seconds: {
+    type: "histogram",
+    help: "Length of time per reconciliation per controller.",
+    buckets: RECONCILE_TIME_BUCKETS,
+  },
+  // client-go's workqueue families (the Node host's in-process queue; `name` is the controller).
+  workqueue_depth: { type: "gauge", help: "Current depth of workqueue." },
+  workqueue_adds_total: { type: "counter", help: "Total number of adds handled by workqueue." },
+  workqueue_queue_duration_seconds: {
+    type: "histogram",
+    help: "How long in seconds an item stays in workqueue before being requested.",
+    buckets: WORKQUEUE_BUCKETS,
+  },
+  workqueue_work_duration_seconds: {
+    type: "histogram",
+    help: "How long in seconds processing an item from workqueue takes.",
+    buckets: WORKQUEUE_BUCKETS,
+  },
+  // Passes.
+  kubefn_passes_total: {
+    type: "counter",
+    help: "Passes run (reconciles and probe shards), by controller and result (done, awaitSweep, requeue, error, latched).",
+  },
+  kubefn_pass_triggers_total: {
+    type: "counter",
+    help: "Passes run, by what brought them (trigger kind and reason).",
+  },
+  kubefn_pass_duration_seconds: {
+    type: "histogram",
+    help: "Duration of a pass, including its status write.",
+  },
+  kubefn_pass_errors_total: { type: "counter", help: "Failed passes, by controller and error class." },
+  kubefn_shard_errors_total: { type: "counter", help: "Probe shards whose handler failed." },
+  kubefn_jobs_total: { type: "counter", help: "Jobs (probe shards) run, by controller, task and result." },
+  kubefn_messages_dropped_total: {
+    type: "counter",
+    help: "Queue messages that were not kubefn messages, acknowledged and dropped.",
+  },
+  kubefn_messages_retried_total: {
+    type: "counter",
+    help: "Queue messages left for redelivery: a crashed pass, or a newer release's message.",
+  },
+  kubefn_probes_shed_total: {
+    type: "counter",
+    help: "Proxies a late probe shard left to their next shard, nearer than this one was due.",
+  },
+  kubefn_event_errors_total: { type: "counter", help: "Kubernetes Events that could not be recorded." },
+  kubefn_stale_messages_total: {
+    type: "counter",
+    help: "Messages dropped because they were for an earlier object of the same name (another UID).",
+  },
+  kubefn_followup_errors_total: { type: "counter", help: "Follow-up messages that could not be sent." },
+  kubefn_mapper_errors_total: { type: "counter", help: "Watch mappers that threw while mapping an event." },
+  // Sweep.
+  kubefn_sweep_requests_total: {
+    type: "counter",
+    help: "Pass requests the sweep sent, by controller and trigger.",
+  },
+  kubefn_sweep_errors_total: { type: "counter", help: "Sweep failures, by controller and stage." },
+  kubefn_sweep_lists_unavailable_total: {
+    type: "counter",
+    help: "Drift lists that could not be read (the kind is not served or not allowed).",
+  },
+  kubefn_sweep_held_back_total: {
+    type: "counter",
+    help: "Sweeps skipped because the API server was failing (the circuit was open).",
+  },
+  kubefn_sweep_last_success_timestamp_seconds: {
+    type: "gauge",
+    help: "Unix time of the last sweep that listed every object of the controller.",
+  },
+  // Proxies and their health.
+  kubefn_proxies: { type: "gauge", help: "Proxies by status.phase, as the last sweep listed them." },
+  kubefn_probes_total: { type: "counter", help: "Health probes run." },
+  kubefn_probe_duration_seconds: {
+    type: "histogram",
+    help: "Duration of a health probe, by whether it succeeded.",
+  },
+  kubefn_probe_shards_total: { type: "counter", help: "Probe shards the sweep sent." },
+  kubefn_health_patch_errors_total: { type: "counter", help: "Health annotation writes that failed." },
+  kubefn_proxy_last_probe_timestamp_seconds: {
+    type: "gauge",
+    help: "Unix time of the Proxy's last health probe (removed with the Proxy).",
+  },
+  kubefn_proxy_probe_success: {
+    type: "gauge",
+    help: "Whether the Proxy's last health probe succeeded (1) or not (0) (removed with the Proxy).",
+  },
+  kubefn_orphans_collected_total: { type: "counter", help: "Provider instances no Proxy owns, deleted." },
+  kubefn_orphan_sweep_errors_total: {
+    type: "counter",
+    help: "Orphan collection failures, by provider and stage.",
+  },
+  kubefn_leases_held: { type: "gauge", help: "Proxy leases held, as the last sweep counted them." },
+  kubefn_leases_deleted_total: { type: "counter", help: "Proxy leases deleted, by reason." },
+  kubefn_lease_acquisitions_total: {
+    type: "counter",
+    help: "Lease acquisitions, by result (acquired, none).",
+  },
+  kubefn_lease_renewals_total: { type: "counter", help: "Lease renewals, by result." },
+  kubefn_site_invalid_total: { type: "counter", help: "Sites found failing the schema, by Site." },
+  // Intake.
+  kubefn_intake_batches_total: { type: "counter", help: "Event batches accepted, by source." },
+  kubefn_intake_requests_total: {
+    type: "counter",
+    help: "Pass requests mapped from accepted batches, by source.",
+  },
+  kubefn_intake_rejected_total: { type: "counter", help: "Batches refused, by reason." },
+  kubefn_intake_acknowledged_total: {
+    type: "counter",
+    help: "Pushed messages acknowledged without a pass (not an audit event kubefn reads), by source and reason.",
+  },
+  kubefn_intake_errors_total: { type: "counter", help: "Accepted batches whose passes could not be queued." },
+  // The Node host's queue and API guard, read at scrape time.
+  kubefn_queue_ready: { type: "gauge", help: "Messages waiting for a pass slot in the host's queue." },
+  kubefn_queue_running: { type: "gauge", help: "Passes running in the host." },
+  kubefn_queue_delayed: {
+    type: "gauge",
+    help: "Delayed messages (follow-ups, probe shards) held by the host.",
+  },
+  kubefn_api_circuit_open: {
+    type: "gauge",
+    help: "Whether the API circuit is open or half-open (1) or closed (0).",
+  },
+  kubefn_api_circuit_opened_total: { type: "counter", help: "Times the API circuit opened." },
+  kubefn_api_requests_held_back_total: {
+    type: "counter",
+    help: "API requests not sent while the circuit was open.",
+  },
+  kubefn_api_requests_over_budget_total: {
+    type: "counter",
+    help: "API requests refused because their invocation spent its request budget.",
+  },
+  kubefn_api_requests_retried_total: { type: "counter", help: "API requests retried after a failure." },
+  // The process (the Node host).
+  process_cpu_seconds_total: { type: "counter", help: "Total user and system CPU time spent in seconds." },
+  process_resident_memory_bytes: { type: "gauge", help: "Resident memory size in bytes." },
+  process_start_time_seconds: {
+    type: "gauge",
+    help: "Start time of the process since unix epoch in seconds.",
+  },
+  nodejs_heap_size_total_bytes: { type: "gauge", help: "Process heap size from Node.js in bytes." },
+  nodejs_heap_size_used_bytes: { type: "gauge", help: "Process heap size used from Node.js in bytes." },
+  nodejs_external_memory_bytes: { type: "gauge", help: "Node.js external memory size in bytes." },
+};

@@ -5,7 +5,8 @@
  *   dist/install.yaml               what `kubectl apply -k infra/` installs (and infra/host/ when
  *                                   present), kubefn images pinned to ghcr.io/kubefn/<name>:<version>
  *   dist/crds.yaml                  the CRDs alone, applied first on an upgrade (docs/upgrading.md)
- *   dist/cloudflare/                the Worker bundle (`wrangler deploy --dry-run --outdir`)
+ *   dist/cloudflare/                the Worker bundle (`wrangler deploy --dry-run --outdir`) and a
+ *                                   wrangler.toml that deploys it as built
  *   dist/aws/kubefn-aws-<v>.zip     the Lambda package (functions/aws/handler.ts bundled by esbuild)
  *   dist/aws/template.yaml          its SAM template, a Parameter for every setting
  *   dist/kubefn-<v>.tgz             the Helm chart (charts/kubefn), linted first
@@ -66,6 +67,18 @@ async function files(dir: string): Promise<string[]> {
   return found;
 }
 
+/**
+ * wrangler.toml for the bundle as built: `main` is worker.js beside it, uploaded as it is
+ * (`no_bundle`), and no build step. Deploy with `wrangler deploy --config dist/cloudflare/wrangler.toml`.
+ */
+export function prebuiltWorkerConfig(config: string): string {
+  const main = /^main = .*$/m;
+  const build = /^\[build\]\n(?:[^[\n].*\n|\n)*/m;
+  if (!main.test(config) || !build.test(config))
+    throw new Error("wrangler.toml: no main or [build] to replace");
+  return config.replace(main, 'main = "worker.js"\nno_bundle = true').replace(build, "");
+}
+
 /** Builds the release into `out`; returns the files written, relative to it. */
 export async function release(opts: { out: string; worker?: boolean }): Promise<string[]> {
   const { version } = JSON.parse(await readFile(join(root, "package.json"), "utf8")) as { version: string };
@@ -95,6 +108,8 @@ export async function release(opts: { out: string; worker?: boolean }): Promise<
       ["deploy", "--dry-run", "--outdir", join(out, "cloudflare"), "--config", join(root, "wrangler.toml")],
       { cwd: root, env: { ...process.env, WRANGLER_SEND_METRICS: "false" }, maxBuffer: 1 << 24 },
     );
+    const config = await readFile(join(root, "wrangler.toml"), "utf8");
+    await writeFile(join(out, "cloudflare/wrangler.toml"), prebuiltWorkerConfig(config));
   }
 
   const codeUri = await lambdaZip(out, version);

@@ -95,6 +95,40 @@ describe("kubefn install --dry-run", () => {
   });
 });
 
+describe("kubefn install", () => {
+  it("applies install.yaml, after which a dry run finds nothing to change", async () => {
+    const relay = [
+      ["-n", "kubefn-system", "deployment", "kubefn-relay"],
+      ["-n", "kubefn-system", "serviceaccount", "kubefn-relay"],
+      ["clusterrolebinding", "kubefn-relay"],
+      ["clusterrole", "kubefn-relay"],
+    ];
+    onTestFinished(async () => {
+      for (const args of relay) await kubectl(["delete", "--ignore-not-found", "--wait=false", ...args]);
+    });
+    const r = await kubefn("install");
+    expect(r.code, r.stderr).toBe(0);
+    expect(r.stdout).toMatch(/^created {3}Deployment kubefn-system\/kubefn-relay$/m);
+    expect(r.stdout.trim().split("\n").at(-1)).toMatch(/^\d+ created, \d+ changed, \d+ unchanged$/);
+    expect(
+      await ok([
+        "-n",
+        "kubefn-system",
+        "get",
+        "deployment",
+        "kubefn-relay",
+        "-o",
+        "jsonpath={.spec.template.spec.containers[0].image}",
+      ]),
+    ).toBe(`ghcr.io/kubefn/relay:${version}`);
+    const again = await kubefn("install", "--dry-run");
+    const objects = installObjects(root, version);
+    expect(again.stdout.trim().split("\n").at(-1)).toBe(
+      `would be 0 created, 0 changed, ${objects.length} unchanged (dry run: nothing was written)`,
+    );
+  });
+});
+
 describe("kubefn doctor", () => {
   it("passes every check on a cluster installed as infra/ has it", async () => {
     const r = await kubefn("doctor");

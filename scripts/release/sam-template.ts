@@ -52,6 +52,51 @@ export function defaultOf(variable: string): string {
   return Array.isArray(value) ? value.join(",") : String(value);
 }
 
+interface ZodNode {
+  _zod: { def: { type: string; innerType?: ZodNode; checks?: Array<{ _zod: { def: NumberCheck } }> } };
+}
+interface NumberCheck {
+  check: string;
+  value?: number;
+  inclusive?: boolean;
+}
+
+/**
+ * A setting's Parameter: a number with a default is a Number with the schema's inclusive bounds
+ * (CloudFormation refuses a value outside them before anything is deployed); an optional number
+ * is a String that is empty or numeric; anything else a String.
+ */
+export function generatedParameter(variable: string): Record<string, unknown> {
+  const description = `${variable} (kubefn setting, shared/app/settings.ts). Empty: kubefn's default.`;
+  let node = (settingsVariables as unknown as Record<string, ZodNode>)[variable];
+  const wrapper = node?._zod.def.type;
+  while (node?._zod.def.innerType) node = node._zod.def.innerType;
+  const common = { Default: defaultOf(variable), ...(secretSettings.has(variable) ? { NoEcho: true } : {}) };
+  if (node?._zod.def.type !== "number") return { Type: "String", ...common, Description: description };
+  if (wrapper === "optional") {
+    return {
+      Type: "String",
+      ...common,
+      AllowedPattern: "^([0-9]+(\\.[0-9]+)?)?$",
+      ConstraintDescription: `${variable} must be empty or a number`,
+      Description: description,
+    };
+  }
+  const bounds: Record<string, number> = {};
+  for (const { _zod } of node._zod.def.checks ?? []) {
+    const { check, value, inclusive } = _zod.def;
+    if (value === undefined || !inclusive) continue;
+    if (check === "greater_than") bounds.MinValue = value;
+    if (check === "less_than") bounds.MaxValue = value;
+  }
+  return {
+    Type: "Number",
+    ...common,
+    ...bounds,
+    Description: `${variable} (kubefn setting, shared/app/settings.ts).`,
+  };
+}
+
 const tagged = (tag: string, value: unknown, doc: Document) => {
   const node = doc.createNode(value);
   node.tag = tag;
@@ -76,22 +121,14 @@ export function releaseTemplate(base: string, opts: { codeUri: string; version: 
       continue;
     }
     const name = parameterName(variable);
-    if (!parameters.has(name)) {
-      parameters.set(
-        name,
-        doc.createNode({
-          Type: "String",
-          Default: defaultOf(variable),
-          ...(secretSettings.has(variable) ? { NoEcho: true } : {}),
-          Description: `${variable} (kubefn setting, shared/app/settings.ts). Empty: kubefn's default.`,
-        }),
-      );
-    }
+    if (!parameters.has(name)) parameters.set(name, doc.createNode(generatedParameter(variable)));
     if (!variables.has(variable) || isLiteral(variables, variable)) {
       variables.set(variable, tagged("!Ref", name, doc));
     }
   }
   const sweep = parameters.get(parameterName("SWEEP_PERIOD_SECONDS")) as YAMLMap;
+  for (const bound of ["MinValue", "MaxValue"]) sweep.delete(bound);
+  sweep.set("Type", "String");
   sweep.set("AllowedValues", doc.createNode(Object.keys(sweepSchedules)));
   sweep.set("Description", "Seconds between sweeps; the sweep rule's schedule follows it.");
   doc.setIn(

@@ -105,7 +105,10 @@ describe("the release's SAM template", () => {
   const text = releaseTemplate(base, { codeUri: `kubefn-aws-${version}.zip`, version });
   // CloudFormation's short tags (!Ref, …) are read as the plain values they tag.
   const template = parse(text, { logLevel: "error" }) as {
-    Parameters: Record<string, { Default?: string; NoEcho?: boolean; AllowedValues?: string[] }>;
+    Parameters: Record<
+      string,
+      { Default?: string; NoEcho?: boolean; AllowedValues?: string[]; AllowedPattern?: string }
+    >;
     Mappings: Record<string, Record<string, { Rate: string }>>;
     Resources: {
       Kubefn: {
@@ -133,6 +136,17 @@ describe("the release's SAM template", () => {
     expect(template.Parameters.ProxyAllowedImages?.Default).toBe("");
     expect(template.Parameters.PassConcurrency?.Default).toBe("8");
     expect(template.Parameters.ApiToken).toMatchObject({ NoEcho: true, Default: "" });
+  });
+
+  it("bounds numeric settings as the schema does, so CloudFormation refuses a bad value", () => {
+    expect(template.Parameters.PassConcurrency).toMatchObject({ Type: "Number", MinValue: 1, MaxValue: 256 });
+    expect(template.Parameters.KubeTimeoutSeconds).toMatchObject({
+      Type: "Number",
+      MinValue: 0.1,
+      MaxValue: 300,
+    });
+    const pattern = new RegExp(template.Parameters.ProxyResyncSeconds?.AllowedPattern ?? "^$");
+    expect(["", "600", "ten"].map((v) => pattern.test(v))).toEqual([true, true, false]);
   });
 
   it("runs the sweep on the schedule of SweepPeriodSeconds", () => {

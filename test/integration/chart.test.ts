@@ -7,7 +7,7 @@
  * installed for this file only and deleted after it.
  */
 import { execFile } from "node:child_process";
-import { cpSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { cpSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
@@ -131,15 +131,79 @@ describe("helm template", () => {
     expect(r.stderr).toMatch(/containerPort/);
   });
 
-  it("omits every optional part when it is off", async () => {
+  it("renders the in-cluster host of files/host/ pinned to the version, with the settings when on", async () => {
+    const dir = mkdtempSync(join(tmpdir(), "kubefn-chart-"));
+    onTestFinished(() => rmSync(dir, { recursive: true, force: true }));
+    const copy = join(dir, "kubefn");
+    cpSync(chart, copy, { recursive: true, dereference: true });
+    const host = `# a host as infra/host/ would have it
+apiVersion: apps/v1
+kind: Deployment
+metadata:
+  name: kubefn
+  namespace: kubefn-system
+spec:
+  selector:
+    matchLabels: { app.kubernetes.io/name: kubefn }
+  template:
+    metadata:
+      labels: { app.kubernetes.io/name: kubefn }
+    spec:
+      serviceAccountName: kubefn
+      containers:
+        - name: kubefn
+          image: ghcr.io/kubefn/kubefn:latest
+        - name: sidecar
+          image: docker.io/library/busybox:1.36
+---
+apiVersion: v1
+kind: Service
+metadata:
+  name: kubefn
+  namespace: kubefn-system
+spec:
+  selector: { app.kubernetes.io/name: kubefn }
+  ports: [{ name: http, port: 8080 }]
+`;
+    mkdirSync(join(copy, "files/host"));
+    writeFileSync(join(copy, "files/host/deployment.yaml"), host);
+    const renderCopy = async (...args: string[]) => {
+      const r = await runHelm(["template", "kubefn", copy, "--kube-version", kubeVersion, ...args]);
+      expect(r.code, r.stderr).toBe(0);
+      return objectsOf(r.stdout);
+    };
+    const deployment = (objects: Manifest[]) =>
+      objects.find((o) => o.kind === "Deployment" && o.metadata.name === "kubefn") as
+        | (Manifest & { spec: { template: { spec: { containers: Array<Record<string, unknown>> } } } })
+        | undefined;
+
+    const plain = await renderCopy();
+    expect(plain.some((o) => o.kind === "Service" && o.metadata.name === "kubefn")).toBe(true);
+    expect(deployment(plain)?.spec.template.spec.containers).toEqual([
+      { name: "kubefn", image: `ghcr.io/kubefn/kubefn:${version}` },
+      { name: "sidecar", image: "docker.io/library/busybox:1.36" },
+    ]);
+    const withSettings = await renderCopy("--set", "settings.create=true,host.image.tag=1.2.3");
+    expect(deployment(withSettings)?.spec.template.spec.containers[0]).toEqual({
+      name: "kubefn",
+      image: "ghcr.io/kubefn/kubefn:1.2.3",
+      envFrom: [{ configMapRef: { name: "kubefn-settings" } }, { secretRef: { name: "kubefn-settings" } }],
+    });
+    expect(deployment(await renderCopy("--set", "host.enabled=false"))).toBeUndefined();
+    const text = (await renderCopy("--set", "settings.create=true")).map((o) => JSON.stringify(o)).join("\n");
+    const r = await kubectl(["apply", "--dry-run=server", "-f", "-"], text);
+    expect(r.code, r.stderr).toBe(0);
+    expect(r.stdout).toContain("deployment.apps/kubefn created (server dry run)");
+  });
+
+  it("renders nothing with every part off", async () => {
     const text = await render(
       "--set",
-      "relay.enabled=false,namespace.create=false,serviceMonitor.enabled=true",
+      "relay.enabled=false,namespace.create=false,serviceMonitor.enabled=true,host.enabled=false",
+      "--set",
+      "rbac.create=false,admissionPolicies.create=false",
     );
-    const kinds = objectsOf(text).map((o) => o.kind);
-    expect(kinds).not.toContain("Deployment");
-    expect(kinds).not.toContain("Namespace");
-    expect(kinds).not.toContain("ServiceMonitor");
-    expect(kinds).not.toContain("CustomResourceDefinition");
+    // A ServiceMonitor without the relay has nothing to scrape; CRDs come from crds/ (helm install).
+    expect(objectsOf(text)).toEqual([]);
   });
 });

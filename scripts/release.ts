@@ -16,9 +16,12 @@
  */
 import { execFile } from "node:child_process";
 import { createHash } from "node:crypto";
+import { readdirSync, readFileSync } from "node:fs";
 import { mkdir, readdir, readFile, rm, stat, writeFile } from "node:fs/promises";
 import { join, relative } from "node:path";
 import { parseArgs, promisify } from "node:util";
+import { parseAllDocuments } from "yaml";
+import { type Crd, crdIncompatibilities } from "./release/crd-compat.ts";
 import { crdsOf, installObjects, toYamlStream } from "./release/install-manifest.ts";
 import { releaseTemplate } from "./release/sam-template.ts";
 import { zip } from "./release/zip.ts";
@@ -79,6 +82,29 @@ export function prebuiltWorkerConfig(config: string): string {
   return config.replace(main, 'main = "worker.js"\nno_bundle = true').replace(build, "");
 }
 
+/**
+ * Throws when the CRDs are not compatible with the newest release recorded under
+ * test/fixtures/crds/ (the test does the same; the release will not ship what it would fail).
+ */
+export function refuseIncompatibleCrds(current: Crd[], recorded = join(root, "test/fixtures/crds")): void {
+  const newest = readdirSync(recorded)
+    .sort((a, b) => a.localeCompare(b, "en", { numeric: true }))
+    .at(-1);
+  if (!newest) return;
+  const previous = readdirSync(join(recorded, newest))
+    .filter((f) => f.endsWith(".yaml"))
+    .flatMap((f) =>
+      parseAllDocuments(readFileSync(join(recorded, newest, f), "utf8")).map((d) => d.toJSON() as Crd),
+    )
+    .filter((c) => c?.metadata);
+  const problems = crdIncompatibilities(previous, current);
+  if (problems.length > 0) {
+    throw new Error(
+      `the CRDs break release ${newest}'s (add a new API version instead):\n${problems.join("\n")}`,
+    );
+  }
+}
+
 /** Builds the release into `out`; returns the files written, relative to it. */
 export async function release(opts: { out: string; worker?: boolean }): Promise<string[]> {
   const { version } = JSON.parse(await readFile(join(root, "package.json"), "utf8")) as { version: string };
@@ -89,6 +115,7 @@ export async function release(opts: { out: string; worker?: boolean }): Promise<
   await mkdir(join(out, "aws"), { recursive: true });
 
   const objects = installObjects(root, version);
+  refuseIncompatibleCrds(crdsOf(objects) as unknown as Crd[]);
   await writeFile(
     join(out, "install.yaml"),
     toYamlStream(

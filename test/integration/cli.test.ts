@@ -135,7 +135,7 @@ describe("kubefn doctor", () => {
     expect(r.code, r.stdout + r.stderr).toBe(0);
     const lines = r.stdout.trim().split("\n");
     expect(lines.filter((l) => !l.startsWith("ok   ")).slice(0, -1)).toEqual([]);
-    expect(lines).toContain("ok   CRD proxies.crawl.kubefn.dev (v1alpha1) is kubefn " + `${version}'s`);
+    expect(lines).toContain(`ok   CRD proxies.crawl.kubefn.dev (v1alpha1) is kubefn ${version}'s`);
     expect(lines).toContain("ok   ValidatingAdmissionPolicyBinding kubefn-writes-only-its-own is installed");
     expect(lines).toContain(
       "ok   kubefn-system/kubefn may get,list,patch proxies.crawl.kubefn.dev cluster-wide",

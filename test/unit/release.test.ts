@@ -5,13 +5,14 @@
  * against CHANGELOG.md and Chart.yaml.
  */
 import { execFile } from "node:child_process";
-import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { promisify } from "node:util";
 import { describe, expect, it, onTestFinished } from "vitest";
-import { parse, parseAllDocuments } from "yaml";
+import { parse, parseAllDocuments, stringify } from "yaml";
+import type { Crd } from "../../scripts/release/crd-compat.ts";
 import {
   installObjects,
   kustomizeObjects,
@@ -28,6 +29,7 @@ import {
   sweepSchedules,
 } from "../../scripts/release/sam-template.ts";
 import { zip } from "../../scripts/release/zip.ts";
+import { refuseIncompatibleCrds } from "../../scripts/release.ts";
 import { settingsVariables } from "../../shared/app/settings.ts";
 
 const root = fileURLToPath(new URL("../../", import.meta.url));
@@ -248,5 +250,31 @@ describe("the version", () => {
   it("has its CRDs recorded once it is released (the compatibility test's previous release)", () => {
     if (released.includes(version))
       expect(existsSync(join(root, `test/fixtures/crds/${version}`))).toBe(true);
+  });
+});
+
+describe("the release's CRD gate", () => {
+  const current = installObjects(root, version).filter(
+    (o) => o.kind === "CustomResourceDefinition",
+  ) as unknown as Crd[];
+
+  it("passes the CRDs against the newest recorded release", () => {
+    expect(() => refuseIncompatibleCrds(current)).not.toThrow();
+  });
+
+  it("refuses CRDs that drop a field of the newest recorded release", () => {
+    const dir = mkdtempSync(join(tmpdir(), "kubefn-crds-"));
+    onTestFinished(() => rmSync(dir, { recursive: true, force: true }));
+    const [first] = current as [Crd];
+    const grown = structuredClone(first);
+    const spec = grown.spec.versions[0]?.schema?.openAPIV3Schema?.properties?.spec;
+    Object.assign(spec?.properties ?? {}, { retired: { type: "string" } });
+    mkdirSync(join(dir, "0.0.9"));
+    mkdirSync(join(dir, "0.0.10"));
+    writeFileSync(join(dir, "0.0.9/crd.yaml"), stringify(first));
+    writeFileSync(join(dir, "0.0.10/crd.yaml"), stringify(grown));
+    expect(() => refuseIncompatibleCrds(current, dir)).toThrow(
+      `the CRDs break release 0.0.10's (add a new API version instead):\n${first.metadata.name} ${first.spec.versions[0]?.name} .spec.retired: field removed`,
+    );
   });
 });

@@ -9,6 +9,7 @@ bash scripts/build-kstatus.sh
 bash scripts/python-tools.sh
 bash scripts/chromium.sh
 bash scripts/promtool.sh
+bash scripts/helm.sh >/dev/null
 npm run --silent typecheck
 npm run --silent lint
 npx --no vitest run "$@"

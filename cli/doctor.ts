@@ -1,0 +1,283 @@
+/**
+ * `kubefn doctor`: whether the current cluster is ready for this kubefn, asked as the user (their
+ * kubeconfig), one line per check:
+ *
+ * - **access**: through SubjectAccessReviews, what kubefn's identity may do against what it needs —
+ *   every rule of the roles infra/rbac binds to it, in the scope it is bound (cluster-wide, or the
+ *   namespace of a RoleBinding) — and that it may not do more on those resources;
+ * - **policies**: the ValidatingAdmissionPolicies and bindings of infra/rbac are installed as this
+ *   release has them, and the identity is listed as a status writer;
+ * - **crds**: each CRD is installed, Established, and serves the versions and schemas this
+ *   release's controllers read and write.
+ *
+ * Caveats: the user needs create on authorization.k8s.io subjectaccessreviews (cluster admins have
+ * it). The identity's groups are those the API server gives a ServiceAccount.
+ */
+import type { Cluster, KubeObject } from "./cluster.ts";
+import { ApiError } from "./cluster.ts";
+
+/** One result line. */
+export interface Check {
+  ok: boolean;
+  what: string;
+  /** What to do when it failed. */
+  fix?: string;
+}
+
+/** A ServiceAccount kubefn runs as. */
+export interface Identity {
+  namespace: string;
+  name: string;
+}
+
+/** One thing the identity needs: verbs on a resource, cluster-wide or in a namespace. */
+export interface Access {
+  verbs: string[];
+  group: string;
+  resource: string;
+  namespace?: string;
+  /** The role that grants it in infra/rbac. */
+  role: string;
+}
+
+interface Rule {
+  apiGroups: string[];
+  resources: string[];
+  verbs: string[];
+}
+
+const ALL_VERBS = ["get", "list", "watch", "create", "update", "patch", "delete", "deletecollection"];
+
+/** `kubefn-system/kubefn` → the identity; throws on anything else. */
+export function parseIdentity(s: string): Identity {
+  const [namespace, name, ...rest] = s.split("/");
+  if (!namespace || !name || rest.length > 0) throw new Error(`--as must be namespace/name, not ${s}`);
+  return { namespace, name };
+}
+
+export const usernameOf = (id: Identity) => `system:serviceaccount:${id.namespace}:${id.name}`;
+
+/**
+ * What the identity needs, from infra/rbac's objects: the rules of every role bound to the
+ * ServiceAccount `bound` (the one infra/rbac names, kubefn-system/kubefn), merged per resource and
+ * scope, in file order.
+ */
+export function neededAccess(rbac: KubeObject[], bound: Identity): Access[] {
+  const roles = new Map(
+    rbac
+      .filter((o) => o.kind === "ClusterRole" || o.kind === "Role")
+      .map((o) => [roleKey(o.kind, o.metadata.name, o.metadata.namespace), o]),
+  );
+  const needs = new Map<string, Access>();
+  for (const binding of rbac.filter((o) => o.kind === "ClusterRoleBinding" || o.kind === "RoleBinding")) {
+    const subjects = (binding.subjects ?? []) as Array<{ kind: string; name: string; namespace?: string }>;
+    if (
+      !subjects.some(
+        (s) => s.kind === "ServiceAccount" && s.name === bound.name && s.namespace === bound.namespace,
+      )
+    )
+      continue;
+    const ref = binding.roleRef as { kind: string; name: string };
+    const namespace = binding.kind === "RoleBinding" ? binding.metadata.namespace : undefined;
+    const role = roles.get(roleKey(ref.kind, ref.name, ref.kind === "Role" ? namespace : undefined));
+    if (!role)
+      throw new Error(
+        `${binding.kind} ${binding.metadata.name} refers to ${ref.kind} ${ref.name}, which infra/rbac does not declare`,
+      );
+    for (const rule of (role.rules ?? []) as Rule[]) {
+      for (const group of rule.apiGroups) {
+        for (const resource of rule.resources) {
+          const key = `${namespace ?? ""}|${group}|${resource}`;
+          const need = needs.get(key) ?? {
+            verbs: [],
+            group,
+            resource,
+            ...(namespace ? { namespace } : {}),
+            role: `${role.kind} ${role.metadata.name}`,
+          };
+          for (const verb of rule.verbs) if (!need.verbs.includes(verb)) need.verbs.push(verb);
+          needs.set(key, need);
+        }
+      }
+    }
+  }
+  return [...needs.values()];
+}
+
+const roleKey = (kind: string, name: string, namespace?: string) => `${kind}/${namespace ?? ""}/${name}`;
+
+/** The verbs on a needed resource that the identity must not have (all it is not granted in that scope). */
+export const excessVerbs = (need: Access, all: Access[]): string[] => {
+  const granted = new Set(
+    all
+      .filter(
+        (a) =>
+          a.group === need.group &&
+          a.resource === need.resource &&
+          (a.namespace === undefined || a.namespace === need.namespace),
+      )
+      .flatMap((a) => a.verbs),
+  );
+  // A subresource (proxies/status) has only the verbs its kind serves; check the ones granted.
+  return need.resource.includes("/") ? [] : ALL_VERBS.filter((v) => !granted.has(v));
+};
+
+/** Whether every field of `expected` is in `actual` with the same value (the API server adds defaults). */
+export function covers(actual: unknown, expected: unknown): boolean {
+  if (Array.isArray(expected)) {
+    return (
+      Array.isArray(actual) &&
+      actual.length === expected.length &&
+      expected.every((e, i) => covers(actual[i], e))
+    );
+  }
+  if (typeof expected === "object" && expected !== null) {
+    if (typeof actual !== "object" || actual === null || Array.isArray(actual)) return false;
+    return Object.entries(expected).every(([k, v]) => covers((actual as Record<string, unknown>)[k], v));
+  }
+  return actual === expected;
+}
+
+const resourceName = (a: Pick<Access, "group" | "resource">) =>
+  a.group ? `${a.resource}.${a.group}` : a.resource;
+const scope = (a: Pick<Access, "namespace">) => (a.namespace ? `in ${a.namespace}` : "cluster-wide");
+
+/** Asks the API server whether `id` may `verb` the resource in the scope of `access`. */
+async function allowed(cluster: Cluster, id: Identity, verb: string, access: Access): Promise<boolean> {
+  const [resource, subresource] = access.resource.split("/");
+  const review = await cluster.call<{ status: { allowed?: boolean } }>(
+    "POST",
+    "/apis/authorization.k8s.io/v1/subjectaccessreviews",
+    {
+      apiVersion: "authorization.k8s.io/v1",
+      kind: "SubjectAccessReview",
+      spec: {
+        user: usernameOf(id),
+        groups: ["system:serviceaccounts", `system:serviceaccounts:${id.namespace}`, "system:authenticated"],
+        resourceAttributes: {
+          verb,
+          group: access.group,
+          resource,
+          ...(subresource ? { subresource } : {}),
+          ...(access.namespace ? { namespace: access.namespace } : {}),
+        },
+      },
+    },
+  );
+  return review.status.allowed === true;
+}
+
+/** The access checks: one line per needed resource and scope. */
+export async function accessChecks(cluster: Cluster, id: Identity, needs: Access[]): Promise<Check[]> {
+  const who = `${id.namespace}/${id.name}`;
+  return Promise.all(
+    needs.map(async (need): Promise<Check> => {
+      const denied: string[] = [];
+      for (const verb of need.verbs) if (!(await allowed(cluster, id, verb, need))) denied.push(verb);
+      const excess: string[] = [];
+      for (const verb of excessVerbs(need, needs))
+        if (await allowed(cluster, id, verb, need)) excess.push(verb);
+      const what = `${who} may ${need.verbs.join(",")} ${resourceName(need)} ${scope(need)}`;
+      if (denied.length > 0) {
+        return {
+          ok: false,
+          what: `${who} may not ${denied.join(",")} ${resourceName(need)} ${scope(need)}`,
+          fix: `apply ${need.role} and its binding to ${who} (kubefn install)`,
+        };
+      }
+      if (excess.length > 0) {
+        return {
+          ok: false,
+          what: `${who} may also ${excess.join(",")} ${resourceName(need)} ${scope(need)}, more than it needs`,
+          fix: `find the binding that grants it (kubectl auth can-i --list --as=${usernameOf(id)}) and remove it`,
+        };
+      }
+      return { ok: true, what };
+    }),
+  );
+}
+
+/** The admission checks: each policy and binding installed as the release has it, and the status writers. */
+export async function policyChecks(cluster: Cluster, id: Identity, policies: KubeObject[]): Promise<Check[]> {
+  const checks: Check[] = [];
+  for (const expected of policies) {
+    const what = `${expected.kind} ${expected.metadata.name}`;
+    const installed = await cluster.get(expected);
+    if (!installed) checks.push({ ok: false, what: `${what} is not installed`, fix: "kubefn install" });
+    else if (!covers(installed.spec, expected.spec)) {
+      checks.push({
+        ok: false,
+        what: `${what} differs from this release's`,
+        fix: "kubefn install --dry-run, then kubefn install",
+      });
+    } else checks.push({ ok: true, what: `${what} is installed` });
+  }
+  const writers = await cluster.get<KubeObject & { data?: Record<string, string> }>({
+    apiVersion: "v1",
+    kind: "ConfigMap",
+    metadata: { name: "kubefn-status-writers", namespace: "kubefn-system" },
+  });
+  const username = usernameOf(id);
+  checks.push(
+    Object.values(writers?.data ?? {}).includes(username)
+      ? {
+          ok: true,
+          what: `${username} may write kubefn's status (ConfigMap kubefn-system/kubefn-status-writers)`,
+        }
+      : {
+          ok: false,
+          what: `${username} is not in ConfigMap kubefn-system/kubefn-status-writers: the admission policy refuses its status writes`,
+          fix: `kubectl -n kubefn-system patch configmap kubefn-status-writers --type merge -p '{"data":{"${id.name}":"${username}"}}'`,
+        },
+  );
+  return checks;
+}
+
+type CrdObject = KubeObject & {
+  spec: { versions: Array<{ name: string; served: boolean; storage: boolean; schema?: unknown }> };
+  status?: { conditions?: Array<{ type: string; status: string }> };
+};
+
+/** The CRD checks: installed, Established, serving this release's versions with its schemas. */
+export async function crdChecks(cluster: Cluster, crds: KubeObject[], version: string): Promise<Check[]> {
+  const fix = "kubectl apply --server-side --force-conflicts -f dist/crds.yaml (docs/upgrading.md)";
+  const checks: Check[] = [];
+  for (const expected of crds as CrdObject[]) {
+    const name = expected.metadata.name;
+    let installed: CrdObject | undefined;
+    try {
+      installed = await cluster.get<CrdObject>(expected);
+    } catch (err) {
+      if (!(err instanceof ApiError)) throw err;
+      checks.push({ ok: false, what: `CRD ${name}: ${err.message}`, fix });
+      continue;
+    }
+    if (!installed) {
+      checks.push({ ok: false, what: `CRD ${name} is not installed`, fix });
+      continue;
+    }
+    if (!installed.status?.conditions?.some((c) => c.type === "Established" && c.status === "True")) {
+      checks.push({ ok: false, what: `CRD ${name} is not Established`, fix: `kubectl describe crd ${name}` });
+      continue;
+    }
+    const stale = expected.spec.versions.filter((v) => {
+      const got = installed.spec.versions.find((i) => i.name === v.name);
+      return !got?.served || !covers(got.schema, v.schema);
+    });
+    const versions = expected.spec.versions.map((v) => v.name).join(", ");
+    checks.push(
+      stale.length === 0
+        ? { ok: true, what: `CRD ${name} (${versions}) is kubefn ${version}'s` }
+        : {
+            ok: false,
+            what: `CRD ${name} ${stale.map((v) => v.name).join(", ")} is not kubefn ${version}'s (an older or changed schema)`,
+            fix,
+          },
+    );
+  }
+  return checks;
+}
+
+/** `ok   what` or `fail what — fix`, one per check. */
+export const formatChecks = (checks: Check[]): string =>
+  checks.map((c) => (c.ok ? `ok   ${c.what}` : `fail ${c.what}${c.fix ? ` — ${c.fix}` : ""}`)).join("\n");

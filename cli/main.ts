@@ -1,0 +1,128 @@
+/**
+ * The `kubefn` command (package.json `bin`).
+ *
+ *   kubefn version                  this kubefn's version, and the CRD versions it serves
+ *   kubefn install [--dry-run]      server-side apply install.yaml (dry run: what would change)
+ *   kubefn doctor [--as ns/name]    is the current cluster ready for this kubefn? (exit 1 if not)
+ *
+ * Common options: --kubeconfig <file>, --context <name>, --file <install.yaml> (default: this
+ * release's, built from infra/ as `npm run release` builds it).
+ */
+import { readFileSync } from "node:fs";
+import { join } from "node:path";
+import { parseArgs } from "node:util";
+import { parseAllDocuments } from "yaml";
+import { installObjects } from "../scripts/release/install-manifest.ts";
+import { type Cluster, currentCluster, type KubeObject } from "./cluster.ts";
+import {
+  accessChecks,
+  crdChecks,
+  formatChecks,
+  neededAccess,
+  parseIdentity,
+  policyChecks,
+} from "./doctor.ts";
+import { install, report } from "./install.ts";
+
+const root = join(import.meta.dirname, "..");
+export const version = (JSON.parse(readFileSync(join(root, "package.json"), "utf8")) as { version: string })
+  .version;
+
+/** The identity infra/rbac binds kubefn's roles to. */
+export const KUBEFN_IDENTITY = "kubefn-system/kubefn";
+
+const usage = `usage: kubefn <command> [options]
+
+  version                 print this kubefn's version
+  install [--dry-run]     server-side apply install.yaml to the current cluster
+                          (--dry-run: created/changed/unchanged per object, nothing written)
+  doctor [--as ns/name]   check kubefn's access, admission policies and CRDs on the current cluster
+
+options: --kubeconfig <file>  --context <name>  --file <install.yaml>`;
+
+function releaseObjects(file: string | undefined): KubeObject[] {
+  if (!file) return installObjects(root, version) as KubeObject[];
+  return parseAllDocuments(readFileSync(file, "utf8"))
+    .map((d) => d.toJSON() as KubeObject | null)
+    .filter((o): o is KubeObject => Boolean(o?.kind));
+}
+
+/** Runs one command; returns its output and exit code (the caller prints and exits). */
+export async function main(
+  argv: string[],
+  cluster?: (o: { kubeconfig?: string; context?: string }) => Cluster,
+) {
+  const { positionals, values } = parseArgs({
+    args: argv,
+    allowPositionals: true,
+    options: {
+      "dry-run": { type: "boolean" },
+      as: { type: "string", default: KUBEFN_IDENTITY },
+      kubeconfig: { type: "string" },
+      context: { type: "string" },
+      file: { type: "string" },
+      help: { type: "boolean", short: "h" },
+    },
+  });
+  const [command, ...rest] = positionals;
+  if (values.help || !command) return { out: usage, code: command || values.help ? 0 : 2 };
+  if (rest.length > 0) return { out: `unexpected argument ${rest[0]}\n${usage}`, code: 2 };
+  const connect = () =>
+    (cluster ?? currentCluster)({
+      ...(values.kubeconfig ? { kubeconfig: values.kubeconfig } : {}),
+      ...(values.context ? { context: values.context } : {}),
+    });
+  switch (command) {
+    case "version": {
+      const crds = releaseObjects(values.file).filter((o) => o.kind === "CustomResourceDefinition");
+      const served = crds.map((c) => {
+        const spec = c.spec as { group: string; versions: Array<{ name: string }> };
+        return `${spec.group}/${spec.versions.map((v) => v.name).join(",")}`;
+      });
+      return { out: `kubefn ${version}\nCRDs: ${served.join(" ")}`, code: 0 };
+    }
+    case "install": {
+      const dryRun = values["dry-run"] === true;
+      const changes = await install(connect(), releaseObjects(values.file), { dryRun });
+      return { out: report(changes, dryRun), code: 0 };
+    }
+    case "doctor": {
+      const id = parseIdentity(values.as as string);
+      const objects = releaseObjects(values.file);
+      const c = connect();
+      const checks = [
+        ...(await crdChecks(
+          c,
+          objects.filter((o) => o.kind === "CustomResourceDefinition"),
+          version,
+        )),
+        ...(await policyChecks(
+          c,
+          id,
+          objects.filter((o) => o.kind.startsWith("ValidatingAdmissionPolicy")),
+        )),
+        ...(await accessChecks(c, id, neededAccess(objects, parseIdentity(KUBEFN_IDENTITY)))),
+      ];
+      const failed = checks.filter((x) => !x.ok).length;
+      const summary =
+        failed === 0 ? `all ${checks.length} checks passed` : `${failed} of ${checks.length} checks failed`;
+      return { out: `${formatChecks(checks)}\n${summary}`, code: failed === 0 ? 0 : 1 };
+    }
+    default:
+      return { out: `unknown command ${command}\n${usage}`, code: 2 };
+  }
+}
+
+/** Runs `argv`, prints the output (usage errors to stderr) and exits with the command's code. */
+export async function run(argv: string[]): Promise<never> {
+  try {
+    const { out, code } = await main(argv);
+    (code === 2 ? process.stderr : process.stdout).write(`${out}\n`);
+    process.exit(code);
+  } catch (err) {
+    process.stderr.write(`kubefn: ${err instanceof Error ? err.message : String(err)}\n`);
+    process.exit(1);
+  }
+}
+
+if (import.meta.filename === process.argv[1]) await run(process.argv.slice(2));

@@ -1,0 +1,162 @@
+/**
+ * The release's SAM template: infra/aws/template.yaml with a Parameter, and the function
+ * environment variable it feeds, for every kubefn setting (`settingsVariables`, which spreads the
+ * operators' own), generated from the one settings schema so a new setting cannot be missed.
+ *
+ * A Parameter the base template already declares (with its hand-written description and
+ * validation) is kept; the others are generated: `AUDIT_TOKEN` → `AuditToken`, default the
+ * schema's default in its environment form, NoEcho for tokens and secrets. An empty value means
+ * unset (the function's environment parser treats "" as absent), so a generated Parameter left at
+ * its default changes nothing.
+ *
+ * Caveats: values are validated by the function at cold start (it refuses to start and names the
+ * variable), not by CloudFormation, except where the base template adds a pattern.
+ */
+import { type Document, isMap, parseDocument, Scalar, type YAMLMap } from "yaml";
+import { settingsVariables } from "../../shared/app/settings.ts";
+
+/** Settings the function reads from a secret named by an ARN Parameter instead of the value itself. */
+export const settingsFromSecretArns: Record<string, string> = {
+  GCE_CREDENTIALS: "GCE_CREDENTIALS_SECRET_ARN",
+};
+
+/** Settings whose value is a credential: NoEcho, never shown by the console or DescribeStacks. */
+export const secretSettings = new Set(["AUDIT_TOKEN", "RELAY_SECRET", "API_TOKEN"]);
+
+/** The sweep periods a rate schedule can express, and the schedule of each. */
+export const sweepSchedules: Record<string, string> = {
+  "60": "rate(1 minute)",
+  "120": "rate(2 minutes)",
+  "300": "rate(5 minutes)",
+  "600": "rate(10 minutes)",
+  "900": "rate(15 minutes)",
+  "1800": "rate(30 minutes)",
+  "3600": "rate(60 minutes)",
+};
+
+/** `SUBPOOL_MAX_CPU` → `SubpoolMaxCpu`. */
+export const parameterName = (variable: string): string =>
+  variable
+    .toLowerCase()
+    .split("_")
+    .map((w) => (w[0] ?? "").toUpperCase() + w.slice(1))
+    .join("");
+
+/** A setting's default in its environment form ("" when it has none). */
+export function defaultOf(variable: string): string {
+  const schema = (settingsVariables as Record<string, { safeParse(v: unknown): { data?: unknown } }>)[
+    variable
+  ];
+  const value = schema?.safeParse(undefined).data;
+  if (value === undefined) return "";
+  return Array.isArray(value) ? value.join(",") : String(value);
+}
+
+interface ZodNode {
+  _zod: { def: { type: string; innerType?: ZodNode; checks?: Array<{ _zod: { def: NumberCheck } }> } };
+}
+interface NumberCheck {
+  check: string;
+  value?: number;
+  inclusive?: boolean;
+}
+
+/**
+ * A setting's Parameter: a number with a default is a Number with the schema's inclusive bounds
+ * (CloudFormation refuses a value outside them before anything is deployed); an optional number
+ * is a String that is empty or numeric; anything else a String.
+ */
+export function generatedParameter(variable: string): Record<string, unknown> {
+  const description = `${variable} (kubefn setting, shared/app/settings.ts). Empty: kubefn's default.`;
+  let node = (settingsVariables as unknown as Record<string, ZodNode>)[variable];
+  const wrapper = node?._zod.def.type;
+  while (node?._zod.def.innerType) node = node._zod.def.innerType;
+  const common = { Default: defaultOf(variable), ...(secretSettings.has(variable) ? { NoEcho: true } : {}) };
+  if (node?._zod.def.type !== "number") return { Type: "String", ...common, Description: description };
+  if (wrapper === "optional") {
+    return {
+      Type: "String",
+      ...common,
+      AllowedPattern: "^([0-9]+(\\.[0-9]+)?)?$",
+      ConstraintDescription: `${variable} must be empty or a number`,
+      Description: description,
+    };
+  }
+  const bounds: Record<string, number> = {};
+  for (const { _zod } of node._zod.def.checks ?? []) {
+    const { check, value, inclusive } = _zod.def;
+    if (value === undefined || !inclusive) continue;
+    if (check === "greater_than") bounds.MinValue = value;
+    if (check === "less_than") bounds.MaxValue = value;
+  }
+  return {
+    Type: "Number",
+    ...common,
+    ...bounds,
+    Description: `${variable} (kubefn setting, shared/app/settings.ts).`,
+  };
+}
+
+const tagged = (tag: string, value: unknown, doc: Document) => {
+  const node = doc.createNode(value);
+  node.tag = tag;
+  return node;
+};
+
+/**
+ * The template for one release: `base` (infra/aws/template.yaml's text) with every setting's
+ * Parameter and variable, the sweep schedule following `SweepPeriodSeconds`, and the code at
+ * `codeUri` (the release's zip, beside the template).
+ */
+export function releaseTemplate(base: string, opts: { codeUri: string; version: string }): string {
+  const doc = parseDocument(base, { logLevel: "error" });
+  const parameters = doc.get("Parameters") as YAMLMap;
+  const fnPath = ["Resources", "Kubefn", "Properties"];
+  const variables = doc.getIn([...fnPath, "Environment", "Variables"]) as YAMLMap;
+  if (!isMap(parameters) || !isMap(variables)) throw new Error("base template: no Parameters or variables");
+  for (const variable of Object.keys(settingsVariables)) {
+    const viaSecret = settingsFromSecretArns[variable];
+    if (viaSecret) {
+      if (!variables.has(viaSecret)) throw new Error(`base template: ${viaSecret} is not set`);
+      continue;
+    }
+    const name = parameterName(variable);
+    if (!parameters.has(name)) parameters.set(name, doc.createNode(generatedParameter(variable)));
+    if (!variables.has(variable) || isLiteral(variables, variable)) {
+      variables.set(variable, tagged("!Ref", name, doc));
+    }
+  }
+  const sweep = parameters.get(parameterName("SWEEP_PERIOD_SECONDS")) as YAMLMap;
+  for (const bound of ["MinValue", "MaxValue"]) sweep.delete(bound);
+  sweep.set("Type", "String");
+  sweep.set("AllowedValues", doc.createNode(Object.keys(sweepSchedules)));
+  sweep.set("Description", "Seconds between sweeps; the sweep rule's schedule follows it.");
+  doc.setIn(
+    ["Mappings", "SweepSchedule"],
+    doc.createNode(
+      Object.fromEntries(Object.entries(sweepSchedules).map(([s, rate]) => [s, { Rate: rate }])),
+    ),
+  );
+  doc.setIn(
+    [...fnPath, "Events", "Sweep", "Properties", "Schedule"],
+    tagged("!FindInMap", ["SweepSchedule", tagged("!Ref", "SweepPeriodSeconds", doc), "Rate"], doc),
+  );
+  doc.setIn([...fnPath, "CodeUri"], opts.codeUri);
+  doc.set("Description", `${String(doc.get("Description")).trim()}\nRelease ${opts.version}.`);
+  moveAfter(doc, "Mappings", "Parameters");
+  return doc.toString({ lineWidth: 0 });
+}
+
+/** A variable set to a plain value in the base template (not a reference): the Parameter replaces it. */
+function isLiteral(variables: YAMLMap, variable: string): boolean {
+  const node = variables.get(variable, true);
+  return node instanceof Scalar && !node.tag;
+}
+
+function moveAfter(doc: Document, key: string, after: string) {
+  const map = doc.contents as YAMLMap;
+  const i = map.items.findIndex((p) => (p.key as Scalar).value === key);
+  const [pair] = map.items.splice(i, 1);
+  const j = map.items.findIndex((p) => (p.key as Scalar).value === after);
+  if (pair) map.items.splice(j + 1, 0, pair);
+}

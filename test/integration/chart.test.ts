@@ -1,0 +1,209 @@
+/**
+ * The Helm chart (charts/kubefn) with helm built from its Go module (scripts/helm.sh): `helm lint`,
+ * its default render against install.yaml (the same objects), and renders with every optional part
+ * on, dry-run applied by the devcluster's API server (`kubectl apply --dry-run=server`), which runs
+ * the schemas of every kind and the admission chain without storing anything. ServiceMonitor and
+ * PrometheusRule need prometheus-operator's CRDs (vendored in test/fixtures/prometheus-operator):
+ * installed for this file only and deleted after it.
+ */
+import { execFile } from "node:child_process";
+import { cpSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { fileURLToPath } from "node:url";
+import { promisify } from "node:util";
+import { afterAll, beforeAll, describe, expect, it, onTestFinished } from "vitest";
+import { parseAllDocuments } from "yaml";
+import { installCrdsAndRbac } from "../../functions/node/install.ts";
+import { installObjects, type Manifest, objectKey } from "../../scripts/release/install-manifest.ts";
+import { helmBinary } from "../../scripts/release.ts";
+import { createKube } from "../../shared/kube/index.ts";
+import { createNodeTransport, loadKubeConfig } from "../../shared/kube/node.ts";
+import { clusterInfo, kubectl } from "../setup/cluster.ts";
+
+const root = fileURLToPath(new URL("../../", import.meta.url));
+const chart = join(root, "charts/kubefn");
+const version = (JSON.parse(readFileSync(join(root, "package.json"), "utf8")) as { version: string }).version;
+const prometheusCrds = join(root, "test/fixtures/prometheus-operator");
+let helm: string;
+let kubeVersion: string;
+
+async function runHelm(args: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
+  return promisify(execFile)(helm, args, { maxBuffer: 1 << 26 }).then(
+    (r) => ({ code: 0, ...r }),
+    (e: { code: number; stdout: string; stderr: string }) => ({
+      code: e.code,
+      stdout: e.stdout,
+      stderr: e.stderr,
+    }),
+  );
+}
+
+async function render(...args: string[]): Promise<string> {
+  const r = await runHelm(["template", "kubefn", chart, "--kube-version", kubeVersion, ...args]);
+  expect(r.code, r.stderr).toBe(0);
+  return r.stdout;
+}
+
+const objectsOf = (text: string) =>
+  parseAllDocuments(text)
+    .map((d) => d.toJSON() as Manifest | null)
+    .filter((o): o is Manifest => Boolean(o?.kind));
+
+beforeAll(async () => {
+  helm = await helmBinary();
+  kubeVersion = clusterInfo().version.replace(/^v/, "");
+  // The Namespace and the kubefn objects the chart's dry-run updates (as the other files do).
+  await installCrdsAndRbac(
+    createKube(createNodeTransport(loadKubeConfig({ file: clusterInfo().kubeconfig }))),
+  );
+  const r = await kubectl(["apply", "--server-side", "-f", prometheusCrds]);
+  expect(r.code, r.stderr).toBe(0);
+  const w = await kubectl(["wait", "--for=condition=Established", "--timeout=60s", "-f", prometheusCrds]);
+  expect(w.code, w.stderr).toBe(0);
+}, 600_000);
+
+afterAll(async () => {
+  await kubectl(["delete", "--ignore-not-found", "-f", prometheusCrds]);
+});
+
+describe("helm lint", () => {
+  it("passes the chart", async () => {
+    const r = await runHelm(["lint", "--strict", chart]);
+    expect(r.code, r.stdout + r.stderr).toBe(0);
+    expect(r.stdout).toContain("1 chart(s) linted, 0 chart(s) failed");
+  });
+
+  it("fails a chart with a broken template (the check can fail)", async () => {
+    const dir = mkdtempSync(join(tmpdir(), "kubefn-chart-"));
+    onTestFinished(() => rmSync(dir, { recursive: true, force: true }));
+    cpSync(chart, join(dir, "kubefn"), { recursive: true, dereference: true });
+    writeFileSync(
+      join(dir, "kubefn/templates/broken.yaml"),
+      "{{ .Values.relay.image.tag | nosuchfunction }}\n",
+    );
+    const r = await runHelm(["lint", "--strict", join(dir, "kubefn")]);
+    expect(r.code).not.toBe(0);
+    expect(r.stdout + r.stderr).toMatch(/function "nosuchfunction" not defined/);
+  });
+});
+
+describe("helm template", () => {
+  it("renders, with its defaults, exactly the objects of install.yaml", async () => {
+    const rendered = new Map(objectsOf(await render("--include-crds")).map((o) => [objectKey(o), o]));
+    const expected = new Map(installObjects(root, version).map((o) => [objectKey(o), o]));
+    expect([...rendered.keys()].sort()).toEqual([...expected.keys()].sort());
+    for (const [key, o] of expected) expect(rendered.get(key), key).toEqual(o);
+  });
+
+  it("is accepted by the API server with its defaults (server-side dry run)", async () => {
+    const r = await kubectl(["apply", "--dry-run=server", "-f", "-"], await render("--include-crds"));
+    expect(r.code, r.stderr).toBe(0);
+    expect(r.stdout).toContain("deployment.apps/kubefn-relay created (server dry run)");
+  });
+
+  it("is accepted with every optional part on: templated CRDs, settings, ServiceMonitor, PrometheusRule", async () => {
+    const text = await render(
+      "--skip-crds",
+      "--set",
+      "crds.templated=true,settings.create=true,serviceMonitor.enabled=true,prometheusRule.enabled=true",
+      "--set",
+      "settings.values.AUDIT_TOKEN=0123456789abcdefgh,settings.values.SUBPOOL_MAX_CPU=4",
+      "--set",
+      "relay.image.tag=9.9.9,serviceMonitor.labels.release=prometheus",
+    );
+    const kinds = objectsOf(text).map((o) => o.kind);
+    expect(kinds).toEqual(expect.arrayContaining(["ServiceMonitor", "PrometheusRule", "Secret", "Service"]));
+    expect(kinds.filter((k) => k === "CustomResourceDefinition")).toHaveLength(3);
+    expect(text).toContain('image: "ghcr.io/kubefn/relay:9.9.9"');
+    const r = await kubectl(["apply", "--dry-run=server", "-f", "-"], text);
+    expect(r.code, r.stderr).toBe(0);
+    expect(r.stdout).toContain("servicemonitor.monitoring.coreos.com/kubefn-relay created (server dry run)");
+    expect(r.stdout).toContain("prometheusrule.monitoring.coreos.com/kubefn created (server dry run)");
+    expect(r.stdout).toContain(
+      "customresourcedefinition.apiextensions.k8s.io/proxies.crawl.kubefn.dev configured (server dry run)",
+    );
+  });
+
+  it("is refused by the API server when a value is wrong (the check can fail)", async () => {
+    const r = await kubectl(["apply", "--dry-run=server", "-f", "-"], await render("--set", "relay.port=0"));
+    expect(r.code).not.toBe(0);
+    expect(r.stderr).toMatch(/containerPort/);
+  });
+
+  it("renders the in-cluster host of files/host/ pinned to the version, with the settings when on", async () => {
+    const dir = mkdtempSync(join(tmpdir(), "kubefn-chart-"));
+    onTestFinished(() => rmSync(dir, { recursive: true, force: true }));
+    const copy = join(dir, "kubefn");
+    cpSync(chart, copy, { recursive: true, dereference: true });
+    const host = `# a host as infra/host/ would have it
+apiVersion: apps/v1
+kind: Deployment
+metadata:
+  name: kubefn
+  namespace: kubefn-system
+spec:
+  selector:
+    matchLabels: { app.kubernetes.io/name: kubefn }
+  template:
+    metadata:
+      labels: { app.kubernetes.io/name: kubefn }
+    spec:
+      serviceAccountName: kubefn
+      containers:
+        - name: kubefn
+          image: ghcr.io/kubefn/kubefn:latest
+        - name: sidecar
+          image: docker.io/library/busybox:1.36
+---
+apiVersion: v1
+kind: Service
+metadata:
+  name: kubefn
+  namespace: kubefn-system
+spec:
+  selector: { app.kubernetes.io/name: kubefn }
+  ports: [{ name: http, port: 8080 }]
+`;
+    mkdirSync(join(copy, "files/host"));
+    writeFileSync(join(copy, "files/host/deployment.yaml"), host);
+    const renderCopy = async (...args: string[]) => {
+      const r = await runHelm(["template", "kubefn", copy, "--kube-version", kubeVersion, ...args]);
+      expect(r.code, r.stderr).toBe(0);
+      return objectsOf(r.stdout);
+    };
+    const deployment = (objects: Manifest[]) =>
+      objects.find((o) => o.kind === "Deployment" && o.metadata.name === "kubefn") as
+        | (Manifest & { spec: { template: { spec: { containers: Array<Record<string, unknown>> } } } })
+        | undefined;
+
+    const plain = await renderCopy();
+    expect(plain.some((o) => o.kind === "Service" && o.metadata.name === "kubefn")).toBe(true);
+    expect(deployment(plain)?.spec.template.spec.containers).toEqual([
+      { name: "kubefn", image: `ghcr.io/kubefn/kubefn:${version}` },
+      { name: "sidecar", image: "docker.io/library/busybox:1.36" },
+    ]);
+    const withSettings = await renderCopy("--set", "settings.create=true,host.image.tag=1.2.3");
+    expect(deployment(withSettings)?.spec.template.spec.containers[0]).toEqual({
+      name: "kubefn",
+      image: "ghcr.io/kubefn/kubefn:1.2.3",
+      envFrom: [{ configMapRef: { name: "kubefn-settings" } }, { secretRef: { name: "kubefn-settings" } }],
+    });
+    expect(deployment(await renderCopy("--set", "host.enabled=false"))).toBeUndefined();
+    const text = (await renderCopy("--set", "settings.create=true")).map((o) => JSON.stringify(o)).join("\n");
+    const r = await kubectl(["apply", "--dry-run=server", "-f", "-"], text);
+    expect(r.code, r.stderr).toBe(0);
+    expect(r.stdout).toContain("deployment.apps/kubefn created (server dry run)");
+  });
+
+  it("renders nothing with every part off", async () => {
+    const text = await render(
+      "--set",
+      "relay.enabled=false,namespace.create=false,serviceMonitor.enabled=true,host.enabled=false",
+      "--set",
+      "rbac.create=false,admissionPolicies.create=false",
+    );
+    // A ServiceMonitor without the relay has nothing to scrape; CRDs come from crds/ (helm install).
+    expect(objectsOf(text)).toEqual([]);
+  });
+});

@@ -1,0 +1,251 @@
+/**
+ * The `kubefn` command (cli/kubefn.mjs, run as a user runs it, with the devcluster's kubeconfig in
+ * KUBECONFIG) against the devcluster: `version`, `install --dry-run` (created/changed/unchanged per
+ * object, nothing written) and `doctor` (SubjectAccessReviews, admission policies, CRDs), each
+ * passing on a cluster set up as infra/ has it and failing, with what to do, where it is not.
+ * Also the CRD upgrade path of docs/upgrading.md: the previous release's CRDs, then this one's,
+ * server-side.
+ */
+import { spawn } from "node:child_process";
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { fileURLToPath } from "node:url";
+import { afterAll, beforeAll, describe, expect, it, onTestFinished } from "vitest";
+import { installCrdsAndRbac } from "../../functions/node/install.ts";
+import { crdsOf, installObjects, toYamlStream } from "../../scripts/release/install-manifest.ts";
+import { createKube } from "../../shared/kube/index.ts";
+import { createNodeTransport, loadKubeConfig } from "../../shared/kube/node.ts";
+import { clusterInfo, kubectl } from "../setup/cluster.ts";
+import { outputOf } from "../support/child-output.ts";
+
+const root = fileURLToPath(new URL("../../", import.meta.url));
+const version = (JSON.parse(readFileSync(join(root, "package.json"), "utf8")) as { version: string }).version;
+
+function kubefn(...args: string[]) {
+  return outputOf(
+    spawn(process.execPath, [join(root, "cli/kubefn.mjs"), ...args], {
+      cwd: root,
+      env: { ...process.env, KUBECONFIG: clusterInfo().kubeconfig },
+      stdio: ["ignore", "pipe", "pipe"],
+    }),
+  );
+}
+
+async function ok(args: string[], input?: string) {
+  const r = await kubectl(args, input);
+  expect(r.code, `kubectl ${args.join(" ")}: ${r.stderr}`).toBe(0);
+  return r.stdout;
+}
+
+const admin = () => createKube(createNodeTransport(loadKubeConfig({ file: clusterInfo().kubeconfig })));
+
+beforeAll(async () => {
+  await installCrdsAndRbac(admin());
+});
+
+// Every test that breaks something puts infra/ back as the Node host's installer has it.
+afterAll(async () => {
+  await installCrdsAndRbac(admin());
+});
+
+describe("kubefn version", () => {
+  it("prints package.json's version and the CRD versions", async () => {
+    const r = await kubefn("version");
+    expect(r).toMatchObject({ code: 0, stderr: "" });
+    expect(r.stdout).toBe(
+      `kubefn ${version}\nCRDs: crawl.kubefn.dev/v1alpha1 subrelay.example.com/v1alpha1 unbounded-cloud.io/v1alpha3\n`,
+    );
+  });
+});
+
+describe("kubefn install --dry-run", () => {
+  it("reports CRDs and RBAC unchanged, the relay to be created, and writes nothing", async () => {
+    const r = await kubefn("install", "--dry-run");
+    expect(r.code, r.stderr).toBe(0);
+    const lines = r.stdout.trim().split("\n");
+    const objects = installObjects(root, version);
+    expect(lines).toHaveLength(objects.length + 1);
+    expect(lines).toContain("unchanged CustomResourceDefinition proxies.crawl.kubefn.dev");
+    expect(lines).toContain("unchanged ValidatingAdmissionPolicy kubefn-writes-only-its-own");
+    expect(lines).toContain("created   Deployment kubefn-system/kubefn-relay");
+    const created = lines.filter((l) => l.startsWith("created")).length;
+    expect(lines.at(-1)).toBe(
+      `would be ${created} created, 0 changed, ${objects.length - created} unchanged (dry run: nothing was written)`,
+    );
+    const after = await kubectl(["-n", "kubefn-system", "get", "deployment", "kubefn-relay"]);
+    expect(after.stderr).toMatch(/NotFound/);
+  });
+
+  it("names the fields a drifted object would get back", async () => {
+    await ok([
+      "patch",
+      "clusterrole",
+      "kubefn-events",
+      "--type=json",
+      "-p",
+      '[{"op":"replace","path":"/rules/0/verbs","value":["get","create"]}]',
+    ]);
+    onTestFinished(() => installCrdsAndRbac(admin()).then(() => undefined));
+    const r = await kubefn("install", "--dry-run");
+    expect(r.stdout).toContain("changed   ClusterRole kubefn-events: .rules[0].verbs\n");
+    expect(await ok(["get", "clusterrole", "kubefn-events", "-o", "jsonpath={.rules[0].verbs}"])).toBe(
+      '["get","create"]',
+    );
+  });
+});
+
+describe("kubefn install", () => {
+  it("applies install.yaml, after which a dry run finds nothing to change", async () => {
+    const relay = [
+      ["-n", "kubefn-system", "deployment", "kubefn-relay"],
+      ["-n", "kubefn-system", "serviceaccount", "kubefn-relay"],
+      ["clusterrolebinding", "kubefn-relay"],
+      ["clusterrole", "kubefn-relay"],
+    ];
+    onTestFinished(async () => {
+      for (const args of relay) await kubectl(["delete", "--ignore-not-found", "--wait=false", ...args]);
+    });
+    const r = await kubefn("install");
+    expect(r.code, r.stderr).toBe(0);
+    expect(r.stdout).toMatch(/^created {3}Deployment kubefn-system\/kubefn-relay$/m);
+    expect(r.stdout.trim().split("\n").at(-1)).toMatch(/^\d+ created, \d+ changed, \d+ unchanged$/);
+    expect(
+      await ok([
+        "-n",
+        "kubefn-system",
+        "get",
+        "deployment",
+        "kubefn-relay",
+        "-o",
+        "jsonpath={.spec.template.spec.containers[0].image}",
+      ]),
+    ).toBe(`ghcr.io/kubefn/relay:${version}`);
+    const again = await kubefn("install", "--dry-run");
+    const objects = installObjects(root, version);
+    expect(again.stdout.trim().split("\n").at(-1)).toBe(
+      `would be 0 created, 0 changed, ${objects.length} unchanged (dry run: nothing was written)`,
+    );
+  });
+});
+
+describe("kubefn doctor", () => {
+  it("passes every check on a cluster installed as infra/ has it", async () => {
+    const r = await kubefn("doctor");
+    expect(r.code, r.stdout + r.stderr).toBe(0);
+    const lines = r.stdout.trim().split("\n");
+    expect(lines.filter((l) => !l.startsWith("ok   ")).slice(0, -1)).toEqual([]);
+    expect(lines).toContain(`ok   CRD proxies.crawl.kubefn.dev (v1alpha1) is kubefn ${version}'s`);
+    expect(lines).toContain("ok   ValidatingAdmissionPolicyBinding kubefn-writes-only-its-own is installed");
+    expect(lines).toContain(
+      "ok   kubefn-system/kubefn may get,list,patch proxies.crawl.kubefn.dev cluster-wide",
+    );
+    expect(lines).toContain(
+      "ok   kubefn-system/kubefn may get,list,create,patch,delete configmaps in kubefn-system",
+    );
+    expect(lines.at(-1)).toMatch(/^all \d+ checks passed$/);
+  });
+
+  it("fails a missing permission and says what to do", async () => {
+    await ok([
+      "patch",
+      "clusterrole",
+      "kubefn-events",
+      "--type=json",
+      "-p",
+      '[{"op":"replace","path":"/rules/0/verbs","value":["get","create"]}]',
+    ]);
+    onTestFinished(() => installCrdsAndRbac(admin()).then(() => undefined));
+    const r = await kubefn("doctor");
+    expect(r.code).toBe(1);
+    expect(r.stdout).toContain(
+      "fail kubefn-system/kubefn may not patch events.events.k8s.io cluster-wide — apply ClusterRole kubefn-events and its binding to kubefn-system/kubefn (kubefn install)\n",
+    );
+    expect(r.stdout).toMatch(/\n1 of \d+ checks failed\n$/);
+  });
+
+  it("fails a permission kubefn does not need (listing Secrets)", async () => {
+    await ok([
+      "create",
+      "clusterrolebinding",
+      "doctor-test-view-secrets",
+      "--clusterrole=cluster-admin",
+      "--serviceaccount=kubefn-system:kubefn",
+    ]);
+    onTestFinished(() =>
+      kubectl(["delete", "clusterrolebinding", "doctor-test-view-secrets"]).then(() => undefined),
+    );
+    const r = await kubefn("doctor");
+    expect(r.code).toBe(1);
+    expect(r.stdout).toContain(
+      "fail kubefn-system/kubefn may also list,watch,patch,deletecollection secrets cluster-wide, more than it needs",
+    );
+  });
+
+  it("checks another identity with --as", async () => {
+    const r = await kubefn("doctor", "--as", "kubefn-system/nobody");
+    expect(r.code).toBe(1);
+    expect(r.stdout).toContain(
+      "fail kubefn-system/nobody may not get,list,patch proxies.crawl.kubefn.dev cluster-wide",
+    );
+    expect(r.stdout).toContain(
+      "fail system:serviceaccount:kubefn-system:nobody is not in ConfigMap kubefn-system/kubefn-status-writers",
+    );
+  });
+
+  it("fails a missing admission policy binding", async () => {
+    await ok(["delete", "validatingadmissionpolicybinding", "kubefn-writes-only-its-own"]);
+    onTestFinished(() => installCrdsAndRbac(admin()).then(() => undefined));
+    const r = await kubefn("doctor");
+    expect(r.code).toBe(1);
+    expect(r.stdout).toContain(
+      "fail ValidatingAdmissionPolicyBinding kubefn-writes-only-its-own is not installed — kubefn install\n",
+    );
+  });
+
+  it("fails a CRD whose schema is not this release's", async () => {
+    const schema = "/spec/versions/0/schema/openAPIV3Schema/properties/spec/properties";
+    const fields = JSON.parse(
+      await ok([
+        "get",
+        "crd",
+        "sites.unbounded-cloud.io",
+        "-o",
+        `jsonpath={.spec.versions[0].schema.openAPIV3Schema.properties.spec.properties}`,
+      ]),
+    ) as Record<string, unknown>;
+    const field = Object.keys(fields)[0] as string;
+    await ok([
+      "patch",
+      "crd",
+      "sites.unbounded-cloud.io",
+      "--type=json",
+      "-p",
+      JSON.stringify([{ op: "remove", path: `${schema}/${field}` }]),
+    ]);
+    onTestFinished(() => installCrdsAndRbac(admin()).then(() => undefined));
+    const r = await kubefn("doctor");
+    expect(r.code).toBe(1);
+    expect(r.stdout).toContain(
+      `fail CRD sites.unbounded-cloud.io v1alpha3 is not kubefn ${version}'s (an older or changed schema) — kubectl apply --server-side --force-conflicts -f dist/crds.yaml (docs/upgrading.md)\n`,
+    );
+  });
+});
+
+describe("the CRD upgrade path (docs/upgrading.md)", () => {
+  it("applies the previous release's CRDs, then this release's, server-side", async () => {
+    const dir = mkdtempSync(join(tmpdir(), "kubefn-crds-"));
+    onTestFinished(() => rmSync(dir, { recursive: true, force: true }));
+    const crds = join(dir, "crds.yaml");
+    writeFileSync(crds, toYamlStream(crdsOf(installObjects(root, version)), "test"));
+    await ok(["apply", "--server-side", "--force-conflicts", "-f", join(root, "test/fixtures/crds/0.1.0")]);
+    await ok(["apply", "--server-side", "--force-conflicts", "-f", crds]);
+    await ok(["wait", "--for=condition=Established", "--timeout=60s", "-f", crds]);
+    const r = await kubefn("doctor");
+    expect(r.stdout.split("\n").filter((l) => l.includes(" CRD "))).toEqual([
+      `ok   CRD proxies.crawl.kubefn.dev (v1alpha1) is kubefn ${version}'s`,
+      `ok   CRD subpools.subrelay.example.com (v1alpha1) is kubefn ${version}'s`,
+      `ok   CRD sites.unbounded-cloud.io (v1alpha3) is kubefn ${version}'s`,
+    ]);
+  });
+});

@@ -6,7 +6,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { KubeConfig } from "@kubernetes/client-node";
 import { afterEach, describe, expect, it, onTestFinished } from "vitest";
-import { NetworkError, NotFoundError, TimeoutError } from "./errors.ts";
+import { NetworkError, NotFoundError, TimeoutError, UnauthorizedError } from "./errors.ts";
 import { createKube } from "./kube.ts";
 import { createNodeTransport } from "./node-transport.ts";
 import { Resources } from "./resources.ts";
@@ -129,6 +129,43 @@ describe("createNodeTransport", () => {
     await transport.request({ method: "GET", path: "/api" });
     await transport.request({ method: "GET", path: "/api" });
     expect(auths).toEqual(["Bearer token-1", "Bearer token-2"]);
+  });
+
+  it("with a token source: its token replaces the kubeconfig user's, and a 401 is sent once more with the renewed one", async () => {
+    const auths: (string | undefined)[] = [];
+    const url = await serve((req) => {
+      auths.push(req.headers.authorization);
+      return req.headers.authorization === "Bearer new"
+        ? { status: 200, body: "{}" }
+        : { status: 401, body: '{"kind":"Status","code":401,"reason":"Unauthorized"}' };
+    });
+    const renewed: string[] = [];
+    const tokenSource = {
+      token: async () => (renewed.length === 0 ? "old" : "new"),
+      renew: async (rejected: string) => {
+        renewed.push(rejected);
+        return "new";
+      },
+    };
+    const transport = createNodeTransport(kubeConfigFor(url, "kubeconfig-token"), { tokenSource });
+    expect((await transport.request({ method: "GET", path: "/api" })).status).toBe(200);
+    expect((await transport.request({ method: "GET", path: "/api" })).status).toBe(200);
+    expect(auths).toEqual(["Bearer old", "Bearer new", "Bearer new"]);
+    expect(renewed).toEqual(["old"]);
+  });
+
+  it("with a token source that has nothing newer, the 401 stands after one request", async () => {
+    let requests = 0;
+    const url = await serve(() => {
+      requests++;
+      return { status: 401, body: '{"kind":"Status","code":401,"reason":"Unauthorized"}' };
+    });
+    const tokenSource = { token: async () => "revoked", renew: async () => undefined };
+    const transport = createNodeTransport(kubeConfigFor(url), { tokenSource });
+    await expect(createKube(transport).get(Resources.Namespace, { name: "x" })).rejects.toBeInstanceOf(
+      UnauthorizedError,
+    );
+    expect(requests).toBe(1);
   });
 
   it("gives a TimeoutError past its deadline", async () => {

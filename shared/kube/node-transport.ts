@@ -4,6 +4,7 @@ import { KubeConfig } from "@kubernetes/client-node";
 import { type CircuitPolicy, type GuardedKube, guardedKube } from "./back-pressure.ts";
 import { requestDeadline } from "./deadline.ts";
 import type { Transport, TransportRequest, TransportResponse } from "./port.ts";
+import type { TokenSource } from "./token-source.ts";
 
 export interface NodeTransportOptions {
   /** Per-request deadline, default 30 s. */
@@ -13,6 +14,12 @@ export interface NodeTransportOptions {
    * server's idle timeout, so the server rarely closes a connection the client is about to reuse).
    */
   idleTimeoutMs?: number;
+  /**
+   * The bearer token per request, in place of the kubeconfig user's credentials (an in-cluster
+   * ServiceAccount token file, a minted cloud token); a 401 asks it for a fresh token and sends
+   * the request once more with it.
+   */
+  tokenSource?: TokenSource;
 }
 
 /**
@@ -21,7 +28,9 @@ export interface NodeTransportOptions {
  * Node-only: keep it out of the Workers bundle.
  *
  * Credentials are applied per request (`kc.applyToHTTPSOptions`), so expiring exec/OIDC tokens are
- * refreshed. Connections are kept alive and reused: client-node's own agent is built with
+ * refreshed (client-node re-runs an exec plugin once its `expirationTimestamp` has passed). With
+ * a `tokenSource`, its token is the bearer and a 401 is answered by renewing it and sending once
+ * more. Connections are kept alive and reused: client-node's own agent is built with
  * Node's default `keepAlive: false`, which pays a TCP and TLS handshake on every request, so the
  * transport brings its own keep-alive agent. Node pools its connections by TLS material (CA,
  * client certificate, key, server name), so a rotated client certificate gets a new connection.
@@ -55,15 +64,31 @@ export function createNodeTransport(kc: KubeConfig, options: NodeTransportOption
         if (req.body !== undefined) headers["content-length"] = Buffer.byteLength(req.body);
         const agent = url.protocol === "http:" ? agents.http : agents.https;
         const sendOpts = { ...opts, agent, method: req.method, headers, signal: deadline.signal };
-        return await send(url, sendOpts, req.body).catch((err: unknown) => {
-          if (!(err instanceof StaleConnectionError)) throw err;
-          return send(url, sendOpts, req.body);
-        });
+        const sendOnce = (token: string | undefined) => {
+          const withToken = token === undefined ? sendOpts : { ...sendOpts, headers: bearer(headers, token) };
+          return send(url, withToken, req.body).catch((err: unknown) => {
+            if (!(err instanceof StaleConnectionError)) throw err;
+            return send(url, withToken, req.body);
+          });
+        };
+        const source = options.tokenSource;
+        const token = await source?.token();
+        const res = await sendOnce(token);
+        if (res.status !== 401 || !source || token === undefined) return res;
+        const renewed = await source.renew(token);
+        return renewed === undefined ? res : await sendOnce(renewed);
       } catch (err) {
         throw deadline.failure(err);
       }
     },
   };
+}
+
+function bearer(headers: http.OutgoingHttpHeaders, token: string): http.OutgoingHttpHeaders {
+  const rest = Object.fromEntries(
+    Object.entries(headers).filter(([name]) => name.toLowerCase() !== "authorization"),
+  );
+  return { ...rest, authorization: `Bearer ${token}` };
 }
 
 /** A reused keep-alive connection the server had already closed: safe to send again. */
@@ -123,11 +148,14 @@ export function loadKubeConfig(options: LoadKubeConfigOptions = {}): KubeConfig 
 
 /**
  * The Kube of a Node platform (the Node host, Lambda): `guardedKube` over a Node transport to the
- * cluster `kc` names, with the settings' per-request deadline, request budget and circuit.
+ * cluster `kc` names (authenticated by `tokenSource` when given), with the settings' per-request
+ * deadline, request budget and circuit.
  */
 export function guardedNodeKube(
   kc: KubeConfig,
   settings: { kubeTimeoutMs: number; requestBudget: number; circuit: CircuitPolicy },
+  tokenSource?: TokenSource,
 ): GuardedKube {
-  return guardedKube(createNodeTransport(kc, { timeoutMs: settings.kubeTimeoutMs }), settings);
+  const options = { timeoutMs: settings.kubeTimeoutMs, ...(tokenSource ? { tokenSource } : {}) };
+  return guardedKube(createNodeTransport(kc, options), settings);
 }

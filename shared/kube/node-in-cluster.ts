@@ -19,7 +19,10 @@ export interface InClusterOptions {
 
 /** A Pod's way to its cluster: the API server, trusted through `ca.crt`, as the Pod's ServiceAccount. */
 export interface InClusterConnection {
-  /** The cluster and its CA (no user: the token comes from `tokenSource`). */
+  /**
+   * The cluster and its CA, its user authenticated by `tokenSource` (so client-node's own
+   * clients and watches follow the rotation too; only the transport also renews after a 401).
+   */
   kc: KubeConfig;
   tokenSource: TokenSource;
   /** The Pod's namespace, from the `namespace` file. */
@@ -44,12 +47,22 @@ export function inClusterConnection(options: InClusterOptions): InClusterConnect
   const host = isIPv6(options.host) ? `[${options.host}]` : options.host;
   const server = `https://${host}:${options.port ?? 443}`;
   const namespace = readFileSync(join(dir, "namespace"), "utf8").trim();
+  const tokenSource = tokenFileSource(join(dir, "token"));
   const kc = new KubeConfig();
   kc.loadFromOptions({
     clusters: [{ name: "in-cluster", server, caFile: join(dir, "ca.crt"), skipTLSVerify: false }],
-    users: [{ name: "service-account" }],
+    users: [{ name: "service-account", authProvider: { name: tokenSourceProvider, config: {} } }],
     contexts: [{ name: "in-cluster", cluster: "in-cluster", user: "service-account", namespace }],
     currentContext: "in-cluster",
   });
-  return { kc, tokenSource: tokenFileSource(join(dir, "token")), namespace, server };
+  kc.addAuthenticator({
+    isAuthProvider: (user) => user.authProvider?.name === tokenSourceProvider,
+    async applyAuthentication(_user, opts) {
+      opts.headers = { ...opts.headers, Authorization: `Bearer ${await tokenSource.token()}` };
+    },
+  });
+  return { kc, tokenSource, namespace, server };
 }
+
+/** The auth-provider name of a kubeconfig user whose token comes from a {@link TokenSource}; no built-in provider claims it. */
+const tokenSourceProvider = "kubefn-token-source";

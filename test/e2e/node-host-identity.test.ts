@@ -324,6 +324,8 @@ describe("the scenario is sharp: client-node's own token file provider", () => {
     await revoke(first.secret, first.token);
     expect((await review(clientNodeTransport)).status).toBe(401);
     expect((await review(kubefnTransport)).status).toBe(201);
+    // The connection's KubeConfig alone (for client-node's own clients and watches) follows the file too.
+    expect((await review(createNodeTransport(ours.kc))).status).toBe(201);
     // The same with the source's periodic look at the file kept out of the way: the 401 alone renews.
     const third = await boundToken();
     const slow = tokenFileSource(join(volume.dir, "token"), { recheckMs: 3_600_000 });

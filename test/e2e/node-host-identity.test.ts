@@ -12,7 +12,7 @@
  */
 import { spawn } from "node:child_process";
 import { randomBytes } from "node:crypto";
-import { mkdirSync, readFileSync, renameSync, symlinkSync, writeFileSync } from "node:fs";
+import { mkdirSync, readFileSync, renameSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { KubeConfig } from "@kubernetes/client-node";
@@ -277,6 +277,57 @@ describe("the Node host in a Pod: the ServiceAccount volume", () => {
     expect(passes.length).toBeGreaterThanOrEqual(3);
     expect(passes.filter((l) => l.result === "error")).toEqual([]);
     expect(failures(host.lines.slice(from))).toEqual([]);
+  });
+
+  it("the image's entry point (main.ts bundled by the Containerfile's esbuild line) starts in the Pod's environment", async () => {
+    const containerfile = readFileSync(`${root}infra/host/Containerfile`, "utf8");
+    const line = /^RUN node_modules\/\.bin\/esbuild ((?:.*\\\n)*.*)$/m.exec(containerfile)?.[1];
+    expect(line).toBeDefined();
+    const args = String(line).replaceAll("\\\n", " ").trim().split(/\s+/);
+    const out = `dist/identity-test-${run}`;
+    const bundle = `${out}/functions/node/main.mjs`;
+    const outfile = args.findIndex((a) => a.startsWith("--outfile="));
+    expect(args[outfile]).toBe("--outfile=dist/functions/node/main.mjs");
+    args[outfile] = `--outfile=${bundle}`;
+    try {
+      const built = await outputOf(spawn(`${root}node_modules/.bin/esbuild`, args, { cwd: root }));
+      expect(built.code, built.stderr).toBe(0);
+      const entry = /^ENTRYPOINT (\[.*\])$/m.exec(containerfile)?.[1];
+      const [node, ...nodeArgs] = JSON.parse(String(entry)) as string[];
+      expect(node).toBe("node");
+      expect(nodeArgs.at(-1)).toBe("functions/node/main.mjs");
+      const child = spawn(process.execPath, [...nodeArgs.slice(0, -1), bundle], {
+        cwd: root,
+        env: {
+          PATH: process.env.PATH ?? "",
+          ...podEnv(volume.dir),
+          KUBEFN_PORT: "0",
+          KUBEFN_LOG_FORMAT: "json",
+        },
+        stdio: ["ignore", "pipe", "pipe"],
+      });
+      const exited = outputOf(child);
+      let stdout = "";
+      // outputOf set the encoding: chunks arrive as strings.
+      child.stdout?.on("data", (c: string) => {
+        stdout += c;
+      });
+      const msgs = () =>
+        stdout
+          .split("\n")
+          .filter((l) => l.startsWith("{"))
+          .map((l) => (JSON.parse(l) as LogLine).msg);
+      try {
+        await eventually("the bundle listening as kubefn", async () =>
+          msgs().includes(`reconciling as ${kubefnUser}`) && msgs().includes("listening") ? true : undefined,
+        );
+      } finally {
+        child.kill("SIGINT");
+      }
+      expect((await exited).code).toBe(0);
+    } finally {
+      rmSync(`${root}${out}`, { recursive: true, force: true });
+    }
   });
 
   it("the probe path of infra/host/deployment.yaml answers 200 on the running host", async () => {

@@ -395,10 +395,12 @@ describe("the Node host out of the cluster: an exec credential plugin", () => {
   const label = `exec-${run}`;
   const dir = tempDir("kubefn-exec-").path;
   const runs = join(dir, "runs.log");
+  const lifetime = join(dir, "lifetime");
 
   beforeAll(async () => {
     writeFileSync(join(dir, "ca.crt"), caPem);
     writeFileSync(runs, "");
+    writeFileSync(lifetime, "4");
     const kc = new KubeConfig();
     kc.loadFromOptions({
       clusters: [{ name: "devcluster", server: clusterInfo().server, caFile: join(dir, "ca.crt") }],
@@ -414,7 +416,7 @@ describe("the Node host out of the cluster: an exec credential plugin", () => {
               { name: "KUBE_CA_FILE", value: join(dir, "ca.crt") },
               { name: "KUBE_ADMIN_TOKEN", value: clusterInfo().adminToken },
               { name: "PLUGIN_LABEL", value: label },
-              { name: "PLUGIN_LIFETIME_SECONDS", value: "4" },
+              { name: "PLUGIN_LIFETIME_FILE", value: lifetime },
               { name: "PLUGIN_RUNS", value: runs },
             ],
             interactiveMode: "Never",
@@ -439,7 +441,8 @@ describe("the Node host out of the cluster: an exec credential plugin", () => {
     await deleteTestSecrets(`kubefn.dev/exec-plugin-test=${label}`);
   }, 180_000);
 
-  const pluginRuns = () => readFileSync(runs, "utf8").split("\n").filter(Boolean).length;
+  const runLines = () => readFileSync(runs, "utf8").split("\n").filter(Boolean);
+  const pluginRuns = () => runLines().length;
 
   it("reconciles as the plugin's identity and re-runs the plugin as each credential expires, every earlier one revoked", async () => {
     await host.waitFor((l) => l.msg === `reconciling as ${kubefnUser}`);
@@ -459,6 +462,34 @@ describe("the Node host out of the cluster: an exec credential plugin", () => {
     );
     expect(after.filter((l) => l.msg === "pass" && l.result === "error")).toEqual([]);
     expect(failures(host.lines)).toEqual([]);
+  });
+
+  it("a credential revoked long before its expiry: the 401 runs the plugin again, no pass fails", async () => {
+    // From the next run on, each credential claims an hour: only a 401 makes the host ask again.
+    writeFileSync(lifetime, "3600");
+    const before = pluginRuns();
+    await eventually(
+      "a run claiming an hour",
+      async () => (pluginRuns() > before ? true : undefined),
+      30_000,
+    );
+    await new Promise((r) => setTimeout(r, 5_000)); // any credential claiming 4 s has expired by now
+    const longLived = pluginRuns();
+    const [, secret] = String(runLines().at(-1)).split(" ");
+    const from = host.lines.length;
+    await admin.delete(Resources.Secret, { namespace: "kubefn-system", name: String(secret) });
+    // Refused once the API server's 10 s cache of the token's last success has lapsed; the sweep
+    // sends a request every second, so the host meets the 401 within moments of it.
+    await eventually("the plugin run again after the 401", async () =>
+      pluginRuns() > longLived ? true : undefined,
+    );
+    await provisionProxies(ns, ["d", "e"]);
+    const after = host.lines.slice(from);
+    console.log(
+      `exec plugin, revoked: ${pluginRuns() - longLived} run(s) after the revocation, ${after.filter((l) => l.msg === "pass").length} passes, ${failures(after).length} failures`,
+    );
+    expect(after.filter((l) => l.msg === "pass" && l.result === "error")).toEqual([]);
+    expect(failures(after)).toEqual([]);
   });
 });
 

@@ -30,8 +30,10 @@ export interface NodeTransportOptions {
  * Credentials are applied per request (`kc.applyToHTTPSOptions`), so expiring exec/OIDC tokens are
  * refreshed (client-node re-runs an exec plugin once its `expirationTimestamp` has passed). A 401
  * is answered once: an exec plugin is run again (client-node alone would keep the refused
- * credential until its expiry), a `tokenSource` (whose token is then the bearer) is asked to renew;
- * the request is sent once more with what they give. Connections are kept alive and reused: client-node's own agent is built with
+ * credential until its expiry), a `tokenSource` (whose token is then the bearer) is asked to
+ * renew; the request is sent once more with what they give.
+ *
+ * Connections are kept alive and reused: client-node's own agent is built with
  * Node's default `keepAlive: false`, which pays a TCP and TLS handshake on every request, so the
  * transport brings its own keep-alive agent. Node pools its connections by TLS material (CA,
  * client certificate, key, server name), so a rotated client certificate gets a new connection.
@@ -91,8 +93,8 @@ export function createNodeTransport(initial: KubeConfig, options: NodeTransportO
           return renewed === undefined ? res : await sendWith(used, req, deadline.signal, renewed);
         }
         if (!runsExecPlugin(used)) return res;
-        // client-node keeps an exec credential until its expirationTimestamp, refused or not; a
-        // KubeConfig of its own starts with no credential, so its plugin runs again (as client-go does on a 401).
+        // client-node keeps an exec credential until its expirationTimestamp, refused or not; a new
+        // KubeConfig starts with none, so its plugin runs again (as client-go does on a 401).
         if (kc === used) kc = withoutCachedCredentials(used);
         return await sendWith(kc, req, deadline.signal);
       } catch (err) {
@@ -164,7 +166,13 @@ export interface LoadKubeConfigOptions {
   file?: string;
   /** A kubeconfig's text (e.g. an inline one from the environment); wins over `file`. */
   yaml?: string;
-  /** Use the pod's service account (token, CA and namespace under /var/run/secrets). */
+  /**
+   * Use the pod's service account (token, CA and namespace under /var/run/secrets).
+   *
+   * Caveats: client-node reads the token file once a minute whatever happens, so a revoked token
+   * fails every request for up to 60 s; `inClusterConnection` follows the file and renews
+   * on a 401.
+   */
   inCluster?: boolean;
   /** Context to select instead of the file's current-context. */
   context?: string;

@@ -197,7 +197,22 @@ const operatorRows: Row<keyof typeof operatorVariables>[] = [
 ];
 
 const nodeRows: Row<NodeOwn>[] = [
-  { names: ["KUBECONFIG"], unset: "unset → embedded devcluster", meaning: "cluster to reconcile" },
+  {
+    names: ["KUBECONFIG"],
+    unset: "unset → the Pod's cluster in a Pod, else the embedded devcluster",
+    meaning: "cluster to reconcile",
+  },
+  {
+    names: ["KUBERNETES_SERVICE_HOST"],
+    unset: "set by the kubelet in every Pod",
+    meaning:
+      "without `KUBECONFIG`: reconcile as the Pod's ServiceAccount ([the Node host's identity](deploying/node-identity.md))",
+  },
+  {
+    names: ["KUBERNETES_SERVICE_PORT", "KUBEFN_SERVICE_ACCOUNT_DIR"],
+    meaning:
+      "in a Pod: the API server's port; the directory holding the ServiceAccount's `token`, `ca.crt` and `namespace`",
+  },
   {
     names: ["KUBEFN_HOST", "KUBEFN_PORT"],
     meaning: "HTTP listener (intake, `/metrics`, `/healthz`, crawler API, the fleet page at `/`)",

@@ -1,39 +1,58 @@
 import type { KubeConfig } from "@kubernetes/client-node";
-import type { Transport } from "../../shared/kube/index.ts";
+import type { TokenSource, Transport } from "../../shared/kube/index.ts";
 import { createKube } from "../../shared/kube/index.ts";
-import { createNodeTransport, loadKubeConfig } from "../../shared/kube/node.ts";
+import { createNodeTransport, inClusterConnection, loadKubeConfig } from "../../shared/kube/node.ts";
 import type { Log } from "../../shared/runtime/index.ts";
 import type { NodeHostConfig } from "./config.ts";
 import { type Devcluster, startDevclusterAsKubefn } from "./dev/index.ts";
 import { allowListEntriesFor, applyAllowLists, installCrdsAndRbac } from "./install.ts";
 
+/** How the host reaches its cluster: a kubeconfig, and the token source that replaces its user. */
+export interface ClusterConnection {
+  kc: KubeConfig;
+  /** In a Pod: the ServiceAccount token file, re-read as it rotates (and after a 401). */
+  tokenSource?: TokenSource;
+  devcluster?: Devcluster;
+}
+
 /**
- * The Node host's cluster: the given one (installing CRDs, RBAC and the allow-lists its settings
- * need, if asked), or the embedded devcluster with its audit webhook pointed at `url`, as kubefn's
- * least-privileged `kubefn-system/kubefn` ServiceAccount.
+ * The Node host's cluster, installing CRDs, RBAC and the allow-lists its settings need if asked:
+ * the kubeconfig's (as its identity, exec plugins and OIDC included); else, in a Pod, the Pod's
+ * own, as its ServiceAccount; else the embedded devcluster with its audit webhook pointed at
+ * `url`, as kubefn's least-privileged `kubefn-system/kubefn` ServiceAccount.
  */
 export async function connectCluster(
   config: NodeHostConfig,
   url: string,
   auditToken: string | undefined,
   log: Log,
-): Promise<{ kc: KubeConfig; devcluster?: Devcluster }> {
-  if (config.kubeconfig) {
-    const kc = loadKubeConfig({ file: config.kubeconfig });
-    if (config.install) {
-      const kube = createKube(createNodeTransport(kc));
-      log.info("installed", await installCrdsAndRbac(kube));
-      await applyAllowLists(kube, allowListEntriesFor(config.settings.operators));
-    }
-    await reportIdentity(createNodeTransport(kc), config.settings.selfUsernames, log);
-    return { kc };
+): Promise<ClusterConnection> {
+  let connection: ClusterConnection;
+  if (config.kubeconfig) connection = { kc: loadKubeConfig({ file: config.kubeconfig }) };
+  else if (config.inCluster) connection = podConnection(config.inCluster, log);
+  else
+    return startDevclusterAsKubefn(
+      `${url}/v1/events`,
+      auditToken,
+      log,
+      allowListEntriesFor(config.settings.operators),
+    );
+  const { kc, tokenSource } = connection;
+  const transport = () => createNodeTransport(kc, tokenSource ? { tokenSource } : {});
+  if (config.install) {
+    const kube = createKube(transport());
+    log.info("installed", await installCrdsAndRbac(kube));
+    await applyAllowLists(kube, allowListEntriesFor(config.settings.operators));
   }
-  return startDevclusterAsKubefn(
-    `${url}/v1/events`,
-    auditToken,
-    log,
-    allowListEntriesFor(config.settings.operators),
-  );
+  await reportIdentity(transport(), config.settings.selfUsernames, log);
+  return connection;
+}
+
+/** The Pod's cluster, as its ServiceAccount, said in one line. */
+function podConnection(pod: NonNullable<NodeHostConfig["inCluster"]>, log: Log): ClusterConnection {
+  const { kc, tokenSource, server, namespace } = inClusterConnection(pod);
+  log.info("in cluster", { server, namespace, serviceAccountDir: pod.serviceAccountDir });
+  return { kc, tokenSource };
 }
 
 /** A fresh bearer token for the embedded devcluster's audit webhook (48 hex digits). */

@@ -11,4 +11,21 @@ describe("Node host settings", () => {
     expect(parseNodeHostEnv({}).settings.probeShardSize).toBe(40);
     expect(parseNodeHostEnv({ KUBEFN_PROBE_SHARD_SIZE: "0" }).settings.probeShardSize).toBeUndefined();
   });
+
+  it("in a Pod (no KUBECONFIG, KUBERNETES_SERVICE_HOST set) reconciles as the Pod's ServiceAccount", () => {
+    const pod = { KUBERNETES_SERVICE_HOST: "10.96.0.1", KUBERNETES_SERVICE_PORT: "443" };
+    expect(parseNodeHostEnv(pod).inCluster).toEqual({
+      host: "10.96.0.1",
+      port: 443,
+      serviceAccountDir: "/var/run/secrets/kubernetes.io/serviceaccount",
+    });
+    expect(parseNodeHostEnv(pod).settings.sweepPeriodSeconds).toBe(60);
+    expect(
+      parseNodeHostEnv({ ...pod, KUBEFN_SERVICE_ACCOUNT_DIR: "/tmp/sa" }).inCluster?.serviceAccountDir,
+    ).toBe("/tmp/sa");
+    // A kubeconfig wins; with neither, the embedded devcluster.
+    expect(parseNodeHostEnv({ ...pod, KUBECONFIG: "/k" }).inCluster).toBeUndefined();
+    expect(parseNodeHostEnv({ KUBECONFIG: "" }).inCluster).toBeUndefined();
+    expect(parseNodeHostEnv({}).kubeconfig).toBeUndefined();
+  });
 });

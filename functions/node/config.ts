@@ -4,12 +4,18 @@ import {
   settingsFrom,
   settingsVariables,
 } from "../../shared/app/index.ts";
+import { defaultServiceAccountDir } from "../../shared/kube/node.ts";
 import * as z from "../../shared/zod/index.ts";
 
 /** The Node host's settings, parsed once from the environment. */
 export interface NodeHostConfig {
-  /** Use this cluster; when unset, start the embedded devcluster. */
+  /** Use this cluster, as this kubeconfig's identity. */
   kubeconfig?: string;
+  /**
+   * No kubeconfig, but `KUBERNETES_SERVICE_HOST` set (a Pod): use the Pod's cluster as its
+   * ServiceAccount. With neither, start the embedded devcluster.
+   */
+  inCluster?: { host: string; port: number; serviceAccountDir: string };
   host: string;
   port: number;
   /** Apply infra/crds and infra/rbac at start (always with the embedded devcluster). */
@@ -23,6 +29,14 @@ export interface NodeHostConfig {
 /** The Node host's environment: its own variables and the shared settings. */
 export const nodeHostEnvSchema = z.object({
   KUBECONFIG: z.optional(z.string().check(z.minLength(1))),
+  /** Set by the kubelet in every Pod. */
+  KUBERNETES_SERVICE_HOST: z.optional(z.string().check(z.minLength(1))),
+  KUBERNETES_SERVICE_PORT: z._default(
+    z.coerce.number().check(z.int()).check(z.gte(1)).check(z.lte(65535)),
+    443,
+  ),
+  /** The ServiceAccount volume (token, ca.crt, namespace), for tests and unusual mounts. */
+  KUBEFN_SERVICE_ACCOUNT_DIR: z._default(z.string().check(z.minLength(1)), defaultServiceAccountDir),
   KUBEFN_HOST: z._default(z.string(), "127.0.0.1"),
   KUBEFN_PORT: z._default(z.coerce.number().check(z.int()).check(z.gte(0)).check(z.lte(65535)), 8080),
   KUBEFN_INSTALL: z._default(z.enum(["true", "false"]), "false"),
@@ -56,11 +70,20 @@ export function parseNodeHostEnv(env: Record<string, string | undefined>): NodeH
     // The seed's MaxConcurrentReconciles.
     PASS_CONCURRENCY: "3",
     // The embedded devcluster is for trying things: sweep (and so probe) every 10 s there.
-    SWEEP_PERIOD_SECONDS: env.KUBECONFIG ? "60" : "10",
+    SWEEP_PERIOD_SECONDS: env.KUBECONFIG || env.KUBERNETES_SERVICE_HOST ? "60" : "10",
   };
   const e = parseEnvironment(nodeHostEnvSchema, named, "invalid environment", defaults);
+  const inCluster =
+    !e.KUBECONFIG && e.KUBERNETES_SERVICE_HOST
+      ? {
+          host: e.KUBERNETES_SERVICE_HOST,
+          port: e.KUBERNETES_SERVICE_PORT,
+          serviceAccountDir: e.KUBEFN_SERVICE_ACCOUNT_DIR,
+        }
+      : undefined;
   return {
     ...(e.KUBECONFIG ? { kubeconfig: e.KUBECONFIG } : {}),
+    ...(inCluster ? { inCluster } : {}),
     host: e.KUBEFN_HOST,
     port: e.KUBEFN_PORT,
     install: e.KUBEFN_INSTALL === "true",

@@ -33,8 +33,9 @@ export interface NodeHost {
 }
 
 /**
- * The embedded platform: intake, reconcile and sweep in one Node process. With no kubeconfig it
- * starts the devcluster with its audit webhook pointed here, installs the CRDs and RBAC, and
+ * The embedded platform: intake, reconcile and sweep in one Node process. In a Pod (no
+ * kubeconfig, `KUBERNETES_SERVICE_HOST` set) it reconciles as the Pod's ServiceAccount. With
+ * neither it starts the devcluster with its audit webhook pointed here, installs the CRDs and RBAC, and
  * runs as the least-privileged `kubefn-system/kubefn` ServiceAccount.
  *
  * Caveats: passes run in process with per-key single-flight, so a key never has two passes at
@@ -44,10 +45,10 @@ export async function startNodeHost(config: NodeHostConfig, log: Log): Promise<N
   const metrics = new PrometheusMetrics();
   const settings = { ...config.settings };
   // The embedded devcluster's audit webhook gets a token of its own.
-  if (!config.kubeconfig) settings.auditToken ??= randomToken();
+  if (!config.kubeconfig && !config.inCluster) settings.auditToken ??= randomToken();
   let parts: HostParts | undefined;
   const { url, close } = await listen(hostApp(metrics, () => parts).fetch, config.port, config.host);
-  const { kc, devcluster } = await connectCluster(config, url, settings.auditToken, log);
+  const { kc, tokenSource, devcluster } = await connectCluster(config, url, settings.auditToken, log);
   // Each pass is an invocation of its own (its own request budget); the passes of one queue send
   // (an intake batch, a sweep shard) share reads, as a platform's queue batch does.
   const batchReads = new WeakMap<object, SweepMemo>();
@@ -78,7 +79,7 @@ export async function startNodeHost(config: NodeHostConfig, log: Log): Promise<N
     onError: (err, message) => log.error("pass crashed", { request: message.request, error: String(err) }),
     metrics,
   });
-  const { kube, invocationKube, apiFailing, guard } = guardedNodeKube(kc, settings);
+  const { kube, invocationKube, apiFailing, guard } = guardedNodeKube(kc, settings, tokenSource);
   const kubefn = createKubefn(settings, {
     kube,
     invocationKube,

@@ -1,12 +1,12 @@
 import { once } from "node:events";
-import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { createServer, type IncomingMessage, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { KubeConfig } from "@kubernetes/client-node";
 import { afterEach, describe, expect, it, onTestFinished } from "vitest";
-import { NetworkError, NotFoundError, TimeoutError } from "./errors.ts";
+import { NetworkError, NotFoundError, TimeoutError, UnauthorizedError } from "./errors.ts";
 import { createKube } from "./kube.ts";
 import { createNodeTransport } from "./node-transport.ts";
 import { Resources } from "./resources.ts";
@@ -129,6 +129,97 @@ describe("createNodeTransport", () => {
     await transport.request({ method: "GET", path: "/api" });
     await transport.request({ method: "GET", path: "/api" });
     expect(auths).toEqual(["Bearer token-1", "Bearer token-2"]);
+  });
+
+  it("runs an exec plugin again on a 401 before its credential's expiry, and keeps the new credential", async () => {
+    const dir = mkdtempSync(join(tmpdir(), "kubefn-exec-"));
+    onTestFinished(() => rmSync(dir, { recursive: true, force: true }));
+    const counter = join(dir, "n");
+    writeFileSync(counter, "0");
+    // Each run hands out token-<n>, valid (so client-node alone would keep it) for centuries.
+    const plugin = [
+      "const fs = require('node:fs');",
+      `const n = Number(fs.readFileSync(${JSON.stringify(counter)}, 'utf8')) + 1;`,
+      `fs.writeFileSync(${JSON.stringify(counter)}, String(n));`,
+      "process.stdout.write(JSON.stringify({ apiVersion: 'client.authentication.k8s.io/v1', kind: 'ExecCredential',",
+      "  status: { token: 'token-' + n, expirationTimestamp: '2999-01-01T00:00:00Z' } }));",
+    ].join("\n");
+    const auths: (string | undefined)[] = [];
+    const url = await serve((req) => {
+      auths.push(req.headers.authorization);
+      return req.headers.authorization === "Bearer token-1"
+        ? { status: 401, body: '{"kind":"Status","code":401,"reason":"Unauthorized"}' }
+        : { status: 200, body: "{}" };
+    });
+    const kc = new KubeConfig();
+    kc.loadFromOptions({
+      clusters: [{ name: "c", server: url, skipTLSVerify: true }],
+      users: [
+        {
+          name: "u",
+          exec: {
+            apiVersion: "client.authentication.k8s.io/v1",
+            command: process.execPath,
+            args: ["-e", plugin],
+            interactiveMode: "Never",
+          },
+        },
+      ],
+      contexts: [{ name: "x", cluster: "c", user: "u" }],
+      currentContext: "x",
+    });
+    const transport = createNodeTransport(kc);
+    expect((await transport.request({ method: "GET", path: "/api" })).status).toBe(200);
+    expect((await transport.request({ method: "GET", path: "/api" })).status).toBe(200);
+    expect(auths).toEqual(["Bearer token-1", "Bearer token-2", "Bearer token-2"]);
+    expect(readFileSync(counter, "utf8")).toBe("2");
+  });
+
+  it("returns a 401 for a static token after one request", async () => {
+    let requests = 0;
+    const url = await serve(() => {
+      requests++;
+      return { status: 401, body: '{"kind":"Status","code":401,"reason":"Unauthorized"}' };
+    });
+    const res = await createNodeTransport(kubeConfigFor(url)).request({ method: "GET", path: "/api" });
+    expect([res.status, requests]).toEqual([401, 1]);
+  });
+
+  it("with a token source: its token replaces the kubeconfig user's, and a 401 is sent once more with the renewed one", async () => {
+    const auths: (string | undefined)[] = [];
+    const url = await serve((req) => {
+      auths.push(req.headers.authorization);
+      return req.headers.authorization === "Bearer new"
+        ? { status: 200, body: "{}" }
+        : { status: 401, body: '{"kind":"Status","code":401,"reason":"Unauthorized"}' };
+    });
+    const renewed: string[] = [];
+    const tokenSource = {
+      token: async () => (renewed.length === 0 ? "old" : "new"),
+      renew: async (rejected: string) => {
+        renewed.push(rejected);
+        return "new";
+      },
+    };
+    const transport = createNodeTransport(kubeConfigFor(url, "kubeconfig-token"), { tokenSource });
+    expect((await transport.request({ method: "GET", path: "/api" })).status).toBe(200);
+    expect((await transport.request({ method: "GET", path: "/api" })).status).toBe(200);
+    expect(auths).toEqual(["Bearer old", "Bearer new", "Bearer new"]);
+    expect(renewed).toEqual(["old"]);
+  });
+
+  it("with a token source that has nothing newer, the 401 stands after one request", async () => {
+    let requests = 0;
+    const url = await serve(() => {
+      requests++;
+      return { status: 401, body: '{"kind":"Status","code":401,"reason":"Unauthorized"}' };
+    });
+    const tokenSource = { token: async () => "revoked", renew: async () => undefined };
+    const transport = createNodeTransport(kubeConfigFor(url), { tokenSource });
+    await expect(createKube(transport).get(Resources.Namespace, { name: "x" })).rejects.toBeInstanceOf(
+      UnauthorizedError,
+    );
+    expect(requests).toBe(1);
   });
 
   it("gives a TimeoutError past its deadline", async () => {

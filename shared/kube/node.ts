@@ -1,4 +1,11 @@
 export {
+  defaultServiceAccountDir,
+  type InClusterConnection,
+  type InClusterOptions,
+  inClusterConnection,
+} from "./node-in-cluster.ts";
+export { type TokenFileOptions, tokenFileSource } from "./node-token-file.ts";
+export {
   createNodeTransport,
   guardedNodeKube,
   type LoadKubeConfigOptions,

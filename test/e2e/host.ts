@@ -77,6 +77,8 @@ function spawnHost(
       ...hostProcessEnv,
       ...process.env,
       KUBECONFIG: "",
+      // A test runner in a Pod would otherwise send every host to that Pod's cluster.
+      KUBERNETES_SERVICE_HOST: "",
       KUBEFN_PORT: "0",
       KUBEFN_LOG_FORMAT: "json",
       ...env,

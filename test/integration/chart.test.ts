@@ -131,7 +131,7 @@ describe("helm template", () => {
     expect(r.stderr).toMatch(/containerPort/);
   });
 
-  it("renders the in-cluster host of files/host/ pinned to the version, with the settings when on", async () => {
+  it("renders an in-cluster host of files/host/ pinned to the version, with the settings when on", async () => {
     const dir = mkdtempSync(join(tmpdir(), "kubefn-chart-"));
     onTestFinished(() => rmSync(dir, { recursive: true, force: true }));
     const copy = join(dir, "kubefn");
@@ -165,6 +165,8 @@ spec:
   selector: { app.kubernetes.io/name: kubefn }
   ports: [{ name: http, port: 8080 }]
 `;
+    // Replace the release's own host (infra/host/) with this one, whose every field the test knows.
+    rmSync(join(copy, "files/host"), { recursive: true, force: true });
     mkdirSync(join(copy, "files/host"));
     writeFileSync(join(copy, "files/host/deployment.yaml"), host);
     const renderCopy = async (...args: string[]) => {

@@ -40,6 +40,7 @@ const shared = {
   ORPHAN_GRACE_SECONDS: "0",
   PROBE_CONCURRENCY: "12",
   PASS_CONCURRENCY: "3",
+  PROBE_ALLOWED_CIDRS: "10.20.0.0/16, ::1/128",
 };
 const expected = {
   auditToken: "a".repeat(16),
@@ -54,6 +55,7 @@ const expected = {
   orphanGraceSeconds: 0,
   probeConcurrency: 12,
   passConcurrency: 3,
+  operators: { proxy: { probeAllowList: { text: ["10.20.0.0/16", "::1/128"] } } },
 };
 
 describe("one settings schema, the same names on every platform", () => {
@@ -80,6 +82,26 @@ describe("one settings schema, the same names on every platform", () => {
       requestBudget: 1000,
     };
     for (const parse of Object.values(platforms)) expect(sweepDefaults(parse({}))).toEqual(defaults);
+  });
+
+  it.each(Object.entries(platforms))(
+    "%s probes no internal destination by default; a bad PROBE_ALLOWED_CIDRS is named",
+    (_name, parse) => {
+      expect(parse({}).operators.proxy.probeAllowList.cidrs).toEqual([]);
+      expect(() => parse({ PROBE_ALLOWED_CIDRS: "10.0.0.0/8,intranet" })).toThrow(
+        /PROBE_ALLOWED_CIDRS: not a CIDR \(address\/bits\): intranet/,
+      );
+    },
+  );
+
+  it("the embedded devcluster (a laptop) admits loopback; a real cluster does not", () => {
+    expect(parseNodeHostEnv({}).settings.operators.proxy.probeAllowList.text).toEqual([
+      "127.0.0.0/8",
+      "::1/128",
+    ]);
+    expect(parseNodeHostEnv({ KUBECONFIG: "/tmp/k" }).settings.operators.proxy.probeAllowList.text).toEqual(
+      [],
+    );
   });
 
   it.each([

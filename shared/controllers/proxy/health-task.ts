@@ -2,6 +2,7 @@ import {
   applyHealthSweep,
   boundedProber,
   defaultConfirmDelayMs,
+  type ProbeAllowList,
   type ProbeResume,
   type Prober,
   type ProbeShard,
@@ -16,6 +17,8 @@ import { proxyHealthSubject } from "./health-subject.ts";
 
 export interface ProxyHealthTaskOptions {
   prober: Prober;
+  /** Loopback, private and link-local destinations admitted (`PROBE_ALLOWED_CIDRS`); none when unset. */
+  allowList?: ProbeAllowList;
   /** Probes in flight at once (per platform instance when fanned out). */
   concurrency: number;
   /** How often the sweep runs; a longer probe interval probes on every k-th sweep. */
@@ -76,6 +79,7 @@ export function proxyHealthTask(opts: ProxyHealthTaskOptions): SweepTask & {
       proxies,
       subjectFor,
       prober,
+      ...(opts.allowList ? { allowList: opts.allowList } : {}),
       now: () => ctx.clock.now(),
       concurrency: opts.concurrency,
       sweepPeriodSeconds: dueFilter ? opts.sweepPeriodSeconds : undefined,

@@ -49,6 +49,10 @@ const tenantNs = `tenant-${suffix}`;
 const victimNs = `victim-${suffix}`;
 const secretWord = `s3cret-${suffix}`;
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+/** A crawler for every namespace: an explicit choice (a JSON credential with namespaces "*"). */
+const clusterWideCrawler = JSON.stringify([
+  { name: "crawler", token: "crawler-token-0123456789", namespaces: "*" },
+]);
 
 let admin: Kube;
 let kubefn: Kube;
@@ -404,7 +408,7 @@ describe("probes go only where the operator allows", () => {
       );
       expect(events.length).toBeGreaterThan(0);
     }
-    const api = discoveryRoutes(ctx, { apiToken: "crawler-token-0123456789" });
+    const api = discoveryRoutes(ctx, { apiToken: clusterWideCrawler });
     const res = await api.request(`/v1/proxies?namespace=${tenantNs}`, {
       headers: { authorization: "Bearer crawler-token-0123456789" },
     });
@@ -570,7 +574,7 @@ describe("health a tenant cannot forge", () => {
     expect(p.status?.phase).not.toBe("Ready");
     expect(p.status?.conditions?.find((c) => c.type === "Healthy")?.status).not.toBe("True");
 
-    const api = discoveryRoutes(ctx, { apiToken: "crawler-token-0123456789" });
+    const api = discoveryRoutes(ctx, { apiToken: clusterWideCrawler });
     const res = await api.request(`/v1/proxies?namespace=${tenantNs}`, {
       headers: { authorization: "Bearer crawler-token-0123456789" },
     });
@@ -584,7 +588,7 @@ describe("health a tenant cannot forge", () => {
       endpoint: { host: "198.51.100.10", port: 3128, scheme: "http" },
     });
     await drive("unprobed", (p) => p?.status?.phase === "Ready");
-    const api = discoveryRoutes(ctx, { apiToken: "crawler-token-0123456789" });
+    const api = discoveryRoutes(ctx, { apiToken: clusterWideCrawler });
     const res = await api.request(`/v1/proxies?namespace=${tenantNs}`, {
       headers: { authorization: "Bearer crawler-token-0123456789" },
     });
@@ -596,7 +600,7 @@ describe("health a tenant cannot forge", () => {
 describe("kubefn's record is kubefn's: status and the spec-hash annotation", () => {
   const crawler = "crawler-token-0123456789";
   const offered = async () => {
-    const api = discoveryRoutes(ctx, { apiToken: crawler });
+    const api = discoveryRoutes(ctx, { apiToken: clusterWideCrawler });
     const res = await api.request(`/v1/proxies?namespace=${tenantNs}`, {
       headers: { authorization: `Bearer ${crawler}` },
     });

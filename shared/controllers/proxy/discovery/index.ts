@@ -6,6 +6,7 @@ export {
   crawlerOf,
   credentialOf,
   mayUseNamespace,
+  namespaceToken,
   parseCrawlerCredentials,
   tokensEqual,
 } from "./bearer-auth.ts";

@@ -1,5 +1,9 @@
 import { Hono } from "hono/tiny";
-import { discoveryRoutes, proxyPhaseGaugeTask } from "../controllers/proxy/discovery/index.ts";
+import {
+  discoveryRoutes,
+  proxyPhaseGaugeTask,
+  sharedProxyListing,
+} from "../controllers/proxy/discovery/index.ts";
 import { probeShardTask, proxyController, proxyHealthTask } from "../controllers/proxy/index.ts";
 import { leaseRoutes, leaseSweepTask } from "../controllers/proxy/leases/index.ts";
 import { orphanSweepTask } from "../controllers/proxy/orphans/index.ts";
@@ -123,11 +127,16 @@ export function createOperators(opts: OperatorOptions): Operators {
   };
 }
 
+/**
+ * The crawler API: discovery and leases, sharing one read of the Proxies per few seconds for this
+ * instance (`sharedProxyListing`): a burst of crawlers costs one list, not one per request.
+ */
 function crawlerRoutes(apiToken: string): (ctx: Context) => Hono {
   return (ctx) => {
     const app = new Hono();
-    app.route("/", discoveryRoutes(ctx, { apiToken }));
-    app.route("/", leaseRoutes(ctx, { apiToken }));
+    const listing = sharedProxyListing(ctx);
+    app.route("/", discoveryRoutes(ctx, { apiToken, listing }));
+    app.route("/", leaseRoutes(ctx, { apiToken, listing }));
     return app;
   };
 }

@@ -147,8 +147,9 @@ describe("a tenant's host on the internal network is refused unless PROBE_ALLOWE
     ["168.63.129.16", "168.63.0.0/16", false],
     ["168.63.129.16", "168.63.129.16/32", true],
     ["fd00:ec2::254", "fc00::/7", false],
-    // Names are not addresses: a loopback name stays refused.
-    ["localhost", "127.0.0.0/8", false],
+    // A loopback name is the address it names.
+    ["localhost", "127.0.0.0/8", true],
+    ["api.localhost", "10.0.0.0/8", false],
     ["metadata.google.internal", "0.0.0.0/0", false],
   ])("%s with PROBE_ALLOWED_CIDRS=%s → allowed %s", (host, cidrs, allowed) => {
     expect(checkProbeTarget(host, { allow: allowList(...cidrs.split(",")) }).allowed).toBe(allowed);

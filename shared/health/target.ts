@@ -48,6 +48,8 @@ export type TargetVerdict = { allowed: true } | { allowed: false; reason: Refusa
 /** A decoded IP literal. IPv4 is held as 4 bytes, IPv6 as 16. */
 export type IpAddress = { family: 4; bytes: Uint8Array } | { family: 6; bytes: Uint8Array };
 
+const loopbackIpv4: IpAddress = { family: 4, bytes: Uint8Array.of(127, 0, 0, 1) };
+
 const metadataHostNames = new Set([
   "metadata.google.internal",
   "metadata.goog",
@@ -170,9 +172,8 @@ export function checkProbeTarget(host: string, policy: TargetPolicy = {}): Targe
   const ip = parseIpLiteral(name);
   if (!ip) {
     if (metadataHostNames.has(name)) return refusal(host, "MetadataAddress", "a cloud metadata host name");
-    if (!policy.trusted && (name === "localhost" || name.endsWith(".localhost"))) {
-      return refusal(host, "Loopback", "a loopback host name");
-    }
+    // A loopback name is judged as the address it names (RFC 6761), so the allow-list applies.
+    if (name === "localhost" || name.endsWith(".localhost")) return checkAddress(loopbackIpv4, host, policy);
     return { allowed: true };
   }
   return checkAddress(ip, host, policy);

@@ -58,8 +58,9 @@ export function parseNodeHostEnv(env: Record<string, string | undefined>): NodeH
     // The embedded devcluster is for trying things: sweep (and so probe) every 10 s there.
     SWEEP_PERIOD_SECONDS: env.KUBECONFIG ? "60" : "10",
     // The embedded devcluster is a laptop: its Proxies and probe targets are on loopback. A real
-    // cluster (KUBECONFIG) admits no internal destination unless PROBE_ALLOWED_CIDRS says so.
-    ...(env.KUBECONFIG ? {} : { PROBE_ALLOWED_CIDRS: "127.0.0.0/8,::1/128" }),
+    // cluster (KUBECONFIG, or a Pod's KUBERNETES_SERVICE_HOST) admits no internal destination
+    // unless PROBE_ALLOWED_CIDRS says so.
+    ...(env.KUBECONFIG || env.KUBERNETES_SERVICE_HOST ? {} : { PROBE_ALLOWED_CIDRS: "127.0.0.0/8,::1/128" }),
   };
   const e = parseEnvironment(nodeHostEnvSchema, named, "invalid environment", defaults);
   return {

@@ -54,7 +54,7 @@ const sharedRows: Row<Exclude<Shared, keyof typeof operatorVariables>>[] = [
     names: ["API_TOKEN"],
     unset: "unset (crawler API off, fleet page open without messages)",
     meaning:
-      'crawler credentials for `GET /v1/proxies` and `/v1/leases`: one bearer token (every namespace), or a JSON list of `{ "name", "token", "namespaces": [...] \\| "*" }` (see [Security](security.md#who-is-trusted-with-what)); the fleet page (`GET /`) then needs one for every namespace',
+      'crawler credentials for `GET /v1/proxies` and `/v1/leases`: one secret, from which each namespace\'s crawler token is derived (`scripts/crawler-token.ts <namespace>`: an HMAC of the namespace; it sees and leases that namespace only; the secret itself is no crawler credential), or a JSON list of `{ "name", "token", "namespaces": [...] \\| "*" }`, where `"*"` is the explicit choice of a crawler for every namespace (see [Security](security.md#who-is-trusted-with-what)); the fleet page (`GET /`) then needs the secret or a `"*"` credential',
   },
   {
     names: ["SELF_USERNAMES"],
@@ -182,6 +182,12 @@ const operatorRows: Row<keyof typeof operatorVariables>[] = [
     names: ["GCE_COMPUTE_URL"],
     unset: "unset (Google's Compute Engine API)",
     meaning: "base URL of the Compute Engine API; the tests point it at a local server",
+  },
+  {
+    names: ["PROBE_ALLOWED_CIDRS"],
+    unset: "unset (none; `127.0.0.0/8,::1/128` on the embedded devcluster of `npm start`)",
+    meaning:
+      "comma-separated CIDRs a tenant's External `spec.endpoint.host` and probe URLs may name although they are loopback, private (10/8, 172.16/12, 192.168/16, 100.64/10, fc00::/7) or link-local; a metadata address (169.254.169.254, 168.63.129.16, fd00:ec2::254) only when named alone; a Managed instance's own address is always probed",
   },
   {
     names: ["PROXY_ALLOWED_IMAGES"],

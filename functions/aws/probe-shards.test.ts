@@ -5,6 +5,7 @@
  * (bus events routed by the template's Reconcile rule, schedules read back with GetSchedule),
  * the production handler and prober, and a real forward proxy and target on loopback.
  */
+
 import type { LambdaContext } from "hono/aws-lambda";
 import { afterAll, beforeAll, beforeEach, describe, expect, it, vi } from "vitest";
 import type { SweepSummary } from "../../shared/app/sweep.ts";
@@ -14,6 +15,7 @@ import { probeDelays } from "../../shared/health/index.ts";
 import type { KubeObject } from "../../shared/kube/index.ts";
 import type { Message } from "../../shared/runtime/index.ts";
 import { FakeKube } from "../../test/support/fake-kube.ts";
+import { LOOPBACK_PROBE_CIDRS } from "../../test/support/loopback.ts";
 import {
   createKubefnAws,
   type KubefnAws,
@@ -37,6 +39,8 @@ const ENV = {
   SCHEDULE_GROUP: "kubefn",
   SCHEDULER_ROLE_ARN: "arn:aws:iam::111122223333:role/kubefn-scheduler",
   KUBECONFIG_BASE64: Buffer.from("unused: the kube port is given").toString("base64"),
+  // The forward proxy and the targets are loopback fixtures.
+  PROBE_ALLOWED_CIDRS: LOOPBACK_PROBE_CIDRS,
 };
 const lambdaContext = {
   functionName: "kubefn",

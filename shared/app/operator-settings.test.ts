@@ -19,6 +19,7 @@ const operatorEnv = {
   GCE_PROJECT: "crawl-prod",
   GCE_ZONES: "europe-west1-b, europe-west1-c",
   GCE_CREDENTIALS: key,
+  PROBE_ALLOWED_CIDRS: "10.0.0.0/8",
 };
 /** Every platform's parser, with the platform's own required variables. */
 const platforms: [string, (env: Record<string, string>) => { operators: unknown }][] = [
@@ -72,6 +73,7 @@ describe.each(platforms)("operator settings on %s", (_, parse) => {
           machineTypes: ["e2-micro", "e2-small", "e2-medium"],
           zones: ["europe-west1-b", "europe-west1-c"],
         },
+        probeAllowList: { cidrs: [expect.objectContaining({ family: 4, bits: 8 })], text: ["10.0.0.0/8"] },
       },
     });
   });
@@ -86,6 +88,8 @@ describe.each(platforms)("operator settings on %s", (_, parse) => {
         images: ["registry.example/proxy:*", "ghcr.io/kubefn/forward-proxy:1.2"],
         machineTypes: ["*"],
       },
+      // None, but on the Node host's embedded devcluster (loopback; see settings.test.ts).
+      probeAllowList: expect.objectContaining({ text: _ === "Node host" ? ["127.0.0.0/8", "::1/128"] : [] }),
     });
   });
 

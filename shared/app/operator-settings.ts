@@ -2,7 +2,8 @@
  * The operators' own settings, under the same names on every platform (Workers `[vars]` and
  * secrets, the Lambda environment, the Node host's environment): what the seeds call the operator
  * configuration of SubPool (`SUBPOOL_*`), the Site components' `Config` and namespace (`SITE_*`),
- * the GCE provider (`GCE_*`) and what Managed Proxies may run (`PROXY_ALLOWED_*`). Parsed once, at start; a platform spreads
+ * the GCE provider (`GCE_*`), what Managed Proxies may run (`PROXY_ALLOWED_*`) and where probes may
+ * go (`PROBE_ALLOWED_CIDRS`). Parsed once, at start; a platform spreads
  * {@link operatorVariables} into its schema and turns the result into {@link OperatorSettings}
  * with {@link operatorSettingsFrom}.
  */
@@ -14,6 +15,7 @@ import {
   type OperatorConfig,
   parseOperatorConfig,
 } from "../controllers/subpool/index.ts";
+import { emptyProbeAllowList, type ProbeAllowList, parseProbeAllowList } from "../health/index.ts";
 import { dnsLabel } from "../kube/index.ts";
 import * as z from "../zod/index.ts";
 import { commaList } from "./env-values.ts";
@@ -43,6 +45,12 @@ export const operatorVariables = {
   PROXY_ALLOWED_IMAGES: z.optional(commaList),
   /** Machine types a Managed Proxy may name, as PROXY_ALLOWED_IMAGES. */
   PROXY_ALLOWED_MACHINE_TYPES: z.optional(commaList),
+  /**
+   * Loopback, private and link-local CIDRs (comma-separated) a tenant's External endpoint and
+   * probe URLs may name; none by default (see shared/health/target.ts). A metadata address only
+   * when named alone (/32).
+   */
+  PROBE_ALLOWED_CIDRS: z.optional(commaList),
   /** Compute API base URL; tests point it at a local server. */
   GCE_COMPUTE_URL: z.optional(z.url({ protocol: /^https?$/ })),
 };
@@ -58,8 +66,11 @@ export interface OperatorSettings {
     config: { imageRegistry: string; imageTag: string; apiServerEndpoint: string };
   };
   gce?: GceSettings;
-  /** What a Managed Proxy may ask its instance to run; zones are GCE_ZONES when set. */
-  proxy: { instanceAllowList: InstanceAllowList };
+  /**
+   * What a Managed Proxy may ask its instance to run (zones are GCE_ZONES when set), and the
+   * internal destinations probes may reach (`PROBE_ALLOWED_CIDRS`).
+   */
+  proxy: { instanceAllowList: InstanceAllowList; probeAllowList: ProbeAllowList };
 }
 
 export interface GceSettings {
@@ -154,7 +165,11 @@ export function operatorSettingsFrom(
       };
     }
   }
-  if (issues.length > 0) return { ok: false, issues };
+  const probeAllow = parseProbeAllowList(e.PROBE_ALLOWED_CIDRS ?? []);
+  if (!probeAllow.ok) {
+    issues.push(`  PROBE_ALLOWED_CIDRS: not a CIDR (address/bits): ${probeAllow.invalid.join(", ")}`);
+  }
+  if (issues.length > 0 || !probeAllow.ok) return { ok: false, issues };
   return {
     ok: true,
     settings: {
@@ -174,6 +189,7 @@ export function operatorSettingsFrom(
           machineTypes: e.PROXY_ALLOWED_MACHINE_TYPES ?? defaultInstanceAllowList.machineTypes,
           ...(gce ? { zones: gce.zones } : {}),
         },
+        probeAllowList: probeAllow.allowList ?? emptyProbeAllowList,
       },
     },
   };

@@ -1,5 +1,9 @@
 import { Hono } from "hono/tiny";
-import { discoveryRoutes, proxyPhaseGaugeTask } from "../controllers/proxy/discovery/index.ts";
+import {
+  discoveryRoutes,
+  proxyPhaseGaugeTask,
+  sharedProxyListing,
+} from "../controllers/proxy/discovery/index.ts";
 import { probeShardTask, proxyController, proxyHealthTask } from "../controllers/proxy/index.ts";
 import { leaseRoutes, leaseSweepTask } from "../controllers/proxy/leases/index.ts";
 import { orphanSweepTask } from "../controllers/proxy/orphans/index.ts";
@@ -11,7 +15,7 @@ import {
 } from "../controllers/proxy/providers/index.ts";
 import { defaultSiteRegistry, siteController } from "../controllers/site/index.ts";
 import { subPoolController } from "../controllers/subpool/index.ts";
-import type { Prober } from "../health/index.ts";
+import type { ProbeAllowList, Prober } from "../health/index.ts";
 import type { Kube, KubeObject } from "../kube/index.ts";
 import type { Context, SweepTask } from "../runtime/index.ts";
 import { createRegistry, type Registry } from "../runtime/index.ts";
@@ -49,6 +53,11 @@ export interface OperatorOptions {
   settings?: OperatorSettings;
   /** Site component manifests read from a directory (Node host only); the embedded bundle otherwise. */
   siteManifests?: readonly KubeObject[];
+  /**
+   * Loopback, private and link-local destinations probes and External endpoints may name;
+   * `settings.proxy.probeAllowList` (`PROBE_ALLOWED_CIDRS`) when unset, else none.
+   */
+  probeAllowList?: ProbeAllowList;
   /** Overrides the `fetch` of providers that call out (GCE); tests only. */
   fetch?: typeof fetch;
 }
@@ -72,8 +81,10 @@ export function createOperators(opts: OperatorOptions): Operators {
     ...(gce ? { gce } : {}),
     ...opts.providers?.(kube),
   });
+  const probeAllowList = opts.probeAllowList ?? opts.settings?.proxy.probeAllowList;
   const health = proxyHealthTask({
     prober: opts.prober,
+    ...(probeAllowList ? { allowList: probeAllowList } : {}),
     concurrency: opts.probeConcurrency ?? 32,
     sweepPeriodSeconds: opts.sweepPeriodSeconds,
     ...(opts.minReportIntervalSeconds ? { minReportIntervalSeconds: opts.minReportIntervalSeconds } : {}),
@@ -84,6 +95,7 @@ export function createOperators(opts: OperatorOptions): Operators {
       providers: (ctx) => providersFor(ctx.kube),
       shards: { [probeShardTask]: health.handleShard },
       ...(opts.settings ? { instanceAllowList: opts.settings.proxy.instanceAllowList } : {}),
+      ...(probeAllowList ? { probeAllowList } : {}),
       ...(opts.proxyResyncSeconds ? { timings: { driftPoll: opts.proxyResyncSeconds } } : {}),
     }),
     subPoolController(opts.settings ? { operatorConfig: opts.settings.subPool } : {}),
@@ -115,11 +127,16 @@ export function createOperators(opts: OperatorOptions): Operators {
   };
 }
 
+/**
+ * The crawler API: discovery and leases, sharing one read of the Proxies per few seconds for this
+ * instance (`sharedProxyListing`): a burst of crawlers costs one list, not one per request.
+ */
 function crawlerRoutes(apiToken: string): (ctx: Context) => Hono {
   return (ctx) => {
     const app = new Hono();
-    app.route("/", discoveryRoutes(ctx, { apiToken }));
-    app.route("/", leaseRoutes(ctx, { apiToken }));
+    const listing = sharedProxyListing(ctx);
+    app.route("/", discoveryRoutes(ctx, { apiToken, listing }));
+    app.route("/", leaseRoutes(ctx, { apiToken, listing }));
     return app;
   };
 }

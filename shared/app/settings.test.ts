@@ -41,6 +41,7 @@ const shared = {
   PROBE_CONCURRENCY: "12",
   PASS_CONCURRENCY: "3",
   LOG_LEVEL: "warn",
+  PROBE_ALLOWED_CIDRS: "10.20.0.0/16, ::1/128",
 };
 const expected = {
   auditToken: "a".repeat(16),
@@ -56,6 +57,7 @@ const expected = {
   probeConcurrency: 12,
   passConcurrency: 3,
   logLevel: "warn",
+  operators: { proxy: { probeAllowList: { text: ["10.20.0.0/16", "::1/128"] } } },
 };
 
 describe("one settings schema, the same names on every platform", () => {
@@ -91,6 +93,26 @@ describe("one settings schema, the same names on every platform", () => {
       requestBudget: 1000,
     };
     for (const parse of Object.values(platforms)) expect(sweepDefaults(parse({}))).toEqual(defaults);
+  });
+
+  it.each(Object.entries(platforms))(
+    "%s probes no internal destination by default; a bad PROBE_ALLOWED_CIDRS is named",
+    (_name, parse) => {
+      expect(parse({}).operators.proxy.probeAllowList.cidrs).toEqual([]);
+      expect(() => parse({ PROBE_ALLOWED_CIDRS: "10.0.0.0/8,intranet" })).toThrow(
+        /PROBE_ALLOWED_CIDRS: not a CIDR \(address\/bits\): intranet/,
+      );
+    },
+  );
+
+  it("the embedded devcluster (a laptop) admits loopback; a real cluster does not", () => {
+    expect(parseNodeHostEnv({}).settings.operators.proxy.probeAllowList.text).toEqual([
+      "127.0.0.0/8",
+      "::1/128",
+    ]);
+    for (const real of [{ KUBECONFIG: "/tmp/k" }, { KUBERNETES_SERVICE_HOST: "10.96.0.1" }]) {
+      expect(parseNodeHostEnv(real).settings.operators.proxy.probeAllowList.text).toEqual([]);
+    }
   });
 
   it.each([

@@ -9,17 +9,23 @@ import type { ReplayGuard } from "./replay.ts";
 
 /** Why a relay-signed request is refused, as intake answers it. */
 export interface RelayRefusal {
-  status: 401 | 409;
-  reason: SignatureRefusal | "NotConfigured" | "Replayed";
+  status: 401 | 409 | 503;
+  reason: SignatureRefusal | "NotConfigured" | "Replayed" | "InFlight";
   message: string;
 }
 
 /** A relay-signed request whose headers passed; its body is checked once read. */
 export interface SignedRelayRequest {
-  /** The body's MAC, then the replay guard: a refusal, or `undefined` when the body may be used. */
+  /**
+   * The body's MAC, then the replay guard's claim (check and record in one step): a refusal, or
+   * `undefined` when the body may be used — then the signature is held until {@link accepted} or
+   * {@link settled}, and a copy arriving meanwhile is refused 503 InFlight (retry).
+   */
   verify(body: string): Promise<RelayRefusal | undefined>;
   /** Its work was enqueued: the signature is a replay from now until the window ends. */
   accepted(): void;
+  /** The request is answered: a claim not {@link accepted} is released (call it in a `finally`). */
+  settled(): void;
 }
 
 /**
@@ -29,7 +35,8 @@ export interface SignedRelayRequest {
  * signature header is present (authenticate the request another way).
  *
  * Caveats: a signature is remembered only on `accepted`, so a batch refused for a transient
- * failure (503) may be sent again under the same signature.
+ * failure (503) may be sent again under the same signature; a copy that arrives while the first
+ * is still in flight is told to retry (503 InFlight), so it gets through if the first fails.
  */
 export function relaySignedRequest(
   header: (name: string) => string | undefined,
@@ -44,18 +51,32 @@ export function relaySignedRequest(
   if (!verdict.ok) return refuse(401, verdict.reason, describeRefusal(verdict.reason));
   const { checked } = verdict;
   const mac = checked.replayKey;
+  let claimed = false;
   return {
     signed: {
       async verify(body) {
         if (!(await verifyBody(secret, body, checked))) {
           return { status: 401, reason: "BadSignature", message: describeRefusal("BadSignature") };
         }
-        if (replays.seen(mac, nowSeconds)) {
+        // No await between the check and the record: this is the one step (see replay.ts).
+        const claim = replays.claim(mac, checked.timestampSeconds + windowSeconds, nowSeconds);
+        if (claim === "replayed") {
           return { status: 409, reason: "Replayed", message: "this batch was already accepted" };
         }
+        if (claim === "pending") {
+          return { status: 503, reason: "InFlight", message: "this batch is being accepted; retry" };
+        }
+        claimed = true;
         return undefined;
       },
-      accepted: () => replays.remember(mac, checked.timestampSeconds + windowSeconds, nowSeconds),
+      accepted() {
+        if (claimed) replays.confirm(mac);
+        claimed = false;
+      },
+      settled() {
+        if (claimed) replays.release(mac);
+        claimed = false;
+      },
     },
   };
 }

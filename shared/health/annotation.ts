@@ -23,7 +23,15 @@ export const HEALTH_ANNOTATION = "crawl.kubefn.dev/health";
 /** The status field holding the state. */
 export const HEALTH_STATUS_FIELD = "health";
 
-const refusalReason = z.enum(["MetadataAddress", "LinkLocal", "Unspecified", "InvalidHost", "InvalidURL"]);
+const refusalReason = z.enum([
+  "MetadataAddress",
+  "LinkLocal",
+  "Unspecified",
+  "Loopback",
+  "PrivateAddress",
+  "InvalidHost",
+  "InvalidURL",
+]);
 const counter = z.number().check(z.int()).check(z.gte(0)).check(z.lte(1_000_000));
 
 const stateSchema = z.object({

@@ -48,5 +48,18 @@ export type {
   SubjectOutcome,
 } from "./sweep.ts";
 export { defaultConfirmDelayMs, probeAll, probeDue } from "./sweep.ts";
-export type { IpAddress, RefusalReason, TargetVerdict } from "./target.ts";
-export { checkAddress, checkProbeTarget, parseIpLiteral } from "./target.ts";
+export type {
+  Cidr,
+  IpAddress,
+  ProbeAllowList,
+  RefusalReason,
+  TargetPolicy,
+  TargetVerdict,
+} from "./target.ts";
+export {
+  checkAddress,
+  checkProbeTarget,
+  emptyProbeAllowList,
+  parseIpLiteral,
+  parseProbeAllowList,
+} from "./target.ts";

@@ -11,6 +11,14 @@ import {
 } from "../../test/support/probe-fixtures.ts";
 import type { ProbeTarget } from "./index.ts";
 import { createNodeProber } from "./node-prober.ts";
+import { parseProbeAllowList } from "./target.ts";
+
+/** The fixtures listen on loopback: the operator's allow-list admits it (PROBE_ALLOWED_CIDRS). */
+const loopbackAllowed = (() => {
+  const parsed = parseProbeAllowList(["127.0.0.0/8", "::1/128"]);
+  if (!parsed.ok) throw new Error("bad allow-list");
+  return { allow: parsed.allowList };
+})();
 
 let proxy: ForwardProxy;
 let httpTarget: Target;
@@ -40,6 +48,7 @@ function target(url: string, over: Partial<ProbeTarget> = {}): ProbeTarget {
     url,
     expectedStatus: 200,
     timeoutMs: 2000,
+    policy: loopbackAllowed,
     ...over,
   };
 }
@@ -170,6 +179,44 @@ describe("node prober (real proxy, real targets)", () => {
     expect(proxy.connections).toBe(before);
   });
 
+  it.each([
+    ["a name resolving to loopback", "proxy.test", ["127.0.0.1"], "Loopback"],
+    ["a name resolving to a private address", "proxy.test", ["10.1.2.3"], "PrivateAddress"],
+    [
+      "a name with one private address among public ones",
+      "proxy.test",
+      ["198.51.100.7", "fd12::1"],
+      "PrivateAddress",
+    ],
+    ["a loopback literal", "127.0.0.1", [], "Loopback"],
+  ])(
+    "a tenant's proxy: refuses %s without the operator's allow-list, and never connects",
+    async (_n, host, addresses, reason) => {
+      const before = proxy.connections;
+      const prober = createNodeProber({ resolve: async () => addresses });
+      const result = await prober.probe(
+        target("http://example.com/", { proxy: { host, port: proxy.port, scheme: "http" }, policy: {} }),
+      );
+      expect(result.refused?.reason).toBe(reason);
+      expect(proxy.connections).toBe(before);
+    },
+  );
+
+  it("resolves once and connects to the address it checked: a rebinding answer is never used", async () => {
+    const answers = [["127.0.0.1"], ["169.254.169.254"]];
+    let lookups = 0;
+    const prober = createNodeProber({ resolve: async () => answers[Math.min(lookups++, 1)]! });
+    const before = proxy.connections;
+    const result = await prober.probe(
+      target(`http://127.0.0.1:${httpTarget.port}/`, {
+        proxy: { host: "rebind.test", port: proxy.port, scheme: "http" },
+      }),
+    );
+    expect(result.ok).toBe(true);
+    expect(lookups).toBe(1);
+    expect(proxy.connections).toBe(before + 1);
+  });
+
   it("a resolver failure is a failed probe, not a refusal", async () => {
     const prober = createNodeProber({
       resolve: async () => {
@@ -184,7 +231,7 @@ describe("node prober (real proxy, real targets)", () => {
     expect(result.error).toContain("ENOTFOUND");
   });
 
-  it("the default resolver accepts localhost (loopback is allowed)", async () => {
+  it("the default resolver accepts localhost where the operator allows loopback", async () => {
     const result = await createNodeProber().probe(
       target(`http://127.0.0.1:${httpTarget.port}/`, {
         proxy: { host: "localhost", port: proxy.port, scheme: "http" },

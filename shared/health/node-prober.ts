@@ -8,9 +8,10 @@
  * - http probe URL → a GET in absolute form to the proxy (`proxyTunnel: false`);
  * - https probe URL → CONNECT through the proxy and TLS with the target inside the tunnel.
  *
- * The proxy's host name is resolved here and every resolved address is screened (see `target.ts`)
- * before connecting; the probe then connects to the screened address, so a DNS answer cannot change
- * between check and use.
+ * The proxy's host name is resolved here, once, and every resolved address is screened with the
+ * target's policy (see `target.ts`: loopback and private addresses refused for a tenant's host
+ * unless `PROBE_ALLOWED_CIDRS` admits them) before connecting; the probe then connects to the
+ * screened address, so a DNS answer cannot change between check and use (no DNS rebinding).
  *
  * Caveats: the probe URL's host is resolved by the proxy, so only its literal form is screened
  * (by `screenProbeTarget` in the sweep).
@@ -65,7 +66,7 @@ export function createNodeProber(options: NodeProberOptions = {}): Prober {
           const ip = parseIpLiteral(a);
           if (!ip) continue;
           const shown = a === target.proxy.host ? a : `${target.proxy.host} (${a})`;
-          const verdict = checkAddress(ip, shown);
+          const verdict = checkAddress(ip, shown, target.policy);
           if (!verdict.allowed) {
             return {
               ok: false,

@@ -9,7 +9,7 @@
  * exercise the proxy's tunnelling again.
  */
 
-import { checkProbeTarget, type RefusalReason, type TargetVerdict } from "./target.ts";
+import { checkProbeTarget, type RefusalReason, type TargetPolicy, type TargetVerdict } from "./target.ts";
 
 export interface ProxyEndpoint {
   host: string;
@@ -24,6 +24,11 @@ export interface ProbeTarget {
   url: string;
   expectedStatus: number;
   timeoutMs: number;
+  /**
+   * How the proxy's address is screened where the prober resolves its name (the Node prober);
+   * the strictest (a tenant's host, no allow-list) when unset. The sweep sets it.
+   */
+  policy?: TargetPolicy;
 }
 
 export interface ProbeResult {
@@ -43,11 +48,15 @@ export interface Prober {
 }
 
 /**
- * Checks both hosts a probe involves before anything connects: the proxy (we connect to it) and
- * the probe URL's host (the proxy connects to it on our behalf).
+ * Checks both hosts a probe involves before anything connects: the proxy (we connect to it;
+ * screened by `policy`) and the probe URL's host (the proxy connects to it on our behalf; always a
+ * tenant's, so only the allow-list of `policy` applies to it).
  */
-export function screenProbeTarget(target: Pick<ProbeTarget, "proxy" | "url">): TargetVerdict {
-  const proxyVerdict = checkProbeTarget(target.proxy.host);
+export function screenProbeTarget(
+  target: Pick<ProbeTarget, "proxy" | "url">,
+  policy: TargetPolicy = {},
+): TargetVerdict {
+  const proxyVerdict = checkProbeTarget(target.proxy.host, policy);
   if (!proxyVerdict.allowed) return proxyVerdict;
   let url: URL;
   try {
@@ -66,7 +75,7 @@ export function screenProbeTarget(target: Pick<ProbeTarget, "proxy" | "url">): T
       message: `probe URL ${JSON.stringify(target.url)} must be http or https`,
     };
   }
-  return checkProbeTarget(url.hostname);
+  return checkProbeTarget(url.hostname, policy.allow ? { allow: policy.allow } : {});
 }
 
 /** Shortens an error to a one-line message for results and conditions. */

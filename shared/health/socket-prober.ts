@@ -8,8 +8,10 @@
  *   target's host name inside the tunnel and a GET in origin form.
  * Every probe opens its own socket and closes it (no keep-alive; see `probe.ts`).
  *
- * Caveats: Workers cannot resolve names, so a proxy host name that resolves to a metadata address
- * is not caught here (only literals are, by the sweep). An https *proxy* with an https probe URL
+ * Caveats: Workers cannot resolve names, so a proxy host name that resolves to a metadata, loopback
+ * or private address is not caught here: only literal addresses are refused (by the sweep's
+ * `screenProbeTarget`; see `target.ts`). Workers' own egress reaches neither a cloud metadata
+ * service nor a private network, which is what makes that residue acceptable there. An https *proxy* with an https probe URL
  * would need TLS inside TLS, which `startTls()` cannot do: such probes fail with a clear error.
  * Workers sockets cannot use a private CA: https targets need publicly trusted certificates.
  * Latency is measured with `performance.now()`, which on Workers advances only across I/O (that

@@ -5,6 +5,7 @@ import { encodeHealthState } from "./annotation.ts";
 import type { ProbeResult, Prober, ProbeTarget } from "./probe.ts";
 import type { HealthState } from "./state.ts";
 import { type HealthSubject, type ProbeResume, probeAll, probeDue } from "./sweep.ts";
+import { parseProbeAllowList } from "./target.ts";
 
 const now = new Date("2026-01-01T00:10:00.000Z");
 const thresholds = { successThreshold: 1, failureThreshold: 2, minReportIntervalSeconds: 60 };
@@ -16,6 +17,8 @@ function subject(name: string, over: Partial<HealthSubject> = {}): HealthSubject
     deleting: false,
     instance: `pod-${name}`,
     proxy: { host: `10.0.0.${name.length}`, port: 3128, scheme: "http" },
+    // A Managed instance's address (kubefn's provider gave it).
+    proxyTrusted: true,
     probe: { url: "http://example.com/", expectedStatus: 200, timeoutMs: 1000 },
     thresholds,
     ...over,
@@ -137,6 +140,58 @@ describe("probeAll", () => {
     expect(result.stats).toMatchObject({ failed: 1, writes: 1, reports: 0 });
     expect(result.reconcileKeys).toEqual([]);
   });
+
+  it.each([
+    [
+      "an External proxy on a private address",
+      { proxy: { host: "10.0.0.9", port: 3128, scheme: "http" as const }, proxyTrusted: false },
+      "PrivateAddress",
+    ],
+    [
+      "an External proxy on loopback",
+      { proxy: { host: "127.0.0.1", port: 3128, scheme: "http" as const }, proxyTrusted: false },
+      "Loopback",
+    ],
+    [
+      "a probe URL on the internal network",
+      { probe: { url: "http://10.96.0.10:53/", expectedStatus: 200, timeoutMs: 1000 } },
+      "PrivateAddress",
+    ],
+    [
+      "a probe URL at Azure's WireServer",
+      { probe: { url: "http://168.63.129.16/machine", expectedStatus: 200, timeoutMs: 1000 } },
+      "MetadataAddress",
+    ],
+  ])(
+    "%s is refused unless the operator's allow-list admits it: the tenant learns nothing of the internal network",
+    async (_n, over, reason) => {
+      const prober = fakeProber(() => ({ ok: true, latencyMs: 3 }));
+      const s = subject("a", over as Partial<HealthSubject>);
+      const refused = await probeAll({
+        proxies: [s],
+        subjectFor: (x) => x,
+        prober,
+        now: () => now,
+        concurrency: 1,
+      });
+      expect(prober.calls).toEqual([]);
+      expect(refused.outcomes[0]).toMatchObject({ kind: "refused", state: { refused: { reason } } });
+      if (reason === "MetadataAddress") return;
+      const allow = parseProbeAllowList(["10.0.0.0/8", "127.0.0.0/8"]);
+      if (!allow.ok) throw new Error("bad allow-list");
+      const admitted = await probeAll({
+        proxies: [s],
+        subjectFor: (x) => x,
+        prober,
+        allowList: allow.allowList,
+        now: () => now,
+        concurrency: 1,
+      });
+      expect(admitted.outcomes[0]?.kind).toBe("probed");
+      // The prober screens what it resolves with the same policy.
+      expect(prober.calls[0]?.policy?.allow).toBe(allow.allowList);
+    },
+  );
 
   it("a refused target is never probed, is recorded once and asks for a reconcile once", async () => {
     const prober = fakeProber(() => ({ ok: true, latencyMs: 1 }));

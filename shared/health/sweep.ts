@@ -24,6 +24,7 @@ import {
   recordProbe,
   recordRefusal,
 } from "./state.ts";
+import type { ProbeAllowList, TargetPolicy } from "./target.ts";
 
 /**
  * What the health sweep needs to know about one Proxy. The proxy controller maps its objects to
@@ -41,6 +42,11 @@ export interface HealthSubject {
   instance?: string;
   /** Where the proxy listens; absent (no IP/host yet) → not probed. */
   proxy?: ProxyEndpoint;
+  /**
+   * The proxy's address came from kubefn's provider (Managed), not from a tenant: loopback and
+   * private addresses are allowed for it (see `target.ts`). The probe URL is always a tenant's.
+   */
+  proxyTrusted?: boolean;
   probe: { url: string; expectedStatus: number; timeoutMs: number; intervalSeconds?: number };
   thresholds: HealthThresholds;
   /** From an existing Healthy condition (True/False) and status latency/time, for a fresh state. */
@@ -58,6 +64,8 @@ export interface ProbeAllOptions<P> {
   proxies: readonly P[];
   subjectFor: (proxy: P) => HealthSubject;
   prober: Prober;
+  /** Destinations probed although loopback, private or link-local (`PROBE_ALLOWED_CIDRS`); none when unset. */
+  allowList?: ProbeAllowList;
   /** Read after each probe completes; the time recorded for that probe. */
   now: () => Date;
   /** Probes in flight at once. */
@@ -223,9 +231,13 @@ async function sweepOne<P>(
   const previous = decodeHealthState(s.annotation);
   const seed: HealthSeed = { ...s.seed, instance: s.instance };
   const hadRefusal = previous?.instance === s.instance && previous.refused !== undefined;
-  const target = { proxy: s.proxy, url: s.probe.url };
+  const policy: TargetPolicy = {
+    ...(opts.allowList ? { allow: opts.allowList } : {}),
+    ...(s.proxyTrusted ? { trusted: true } : {}),
+  };
+  const target = { proxy: s.proxy, url: s.probe.url, policy };
 
-  const screened = screenProbeTarget(target);
+  const screened = screenProbeTarget(target, policy);
   if (!screened.allowed) {
     return refused(s, previous, screened, seed);
   }

@@ -1,6 +1,19 @@
 import { describe, expect, it } from "vitest";
 import { screenProbeTarget } from "./probe.ts";
-import { checkProbeTarget, parseIpLiteral, type RefusalReason } from "./target.ts";
+import {
+  checkAddress,
+  checkProbeTarget,
+  type ProbeAllowList,
+  parseIpLiteral,
+  parseProbeAllowList,
+  type RefusalReason,
+} from "./target.ts";
+
+function allowList(...entries: string[]): ProbeAllowList {
+  const parsed = parseProbeAllowList(entries);
+  if (!parsed.ok) throw new Error(`bad test allow-list ${entries.join(",")}`);
+  return parsed.allowList;
+}
 
 describe("checkProbeTarget refuses", () => {
   it.each([
@@ -30,6 +43,8 @@ describe("checkProbeTarget refuses", () => {
     ["fd00:ec2:0:0:0:0:0:254", "MetadataAddress"],
     ["fd00:ec2::23", "MetadataAddress"],
     ["100.100.100.200", "MetadataAddress"],
+    ["168.63.129.16", "MetadataAddress"],
+    ["::ffff:168.63.129.16", "MetadataAddress"],
     ["1684301000", "MetadataAddress"],
     ["::ffff:100.100.100.200", "MetadataAddress"],
     ["metadata.google.internal", "MetadataAddress"],
@@ -84,24 +99,82 @@ describe("checkProbeTarget refuses", () => {
   });
 });
 
+describe("a tenant's host on the internal network is refused unless PROBE_ALLOWED_CIDRS admits it", () => {
+  it.each([
+    ["127.0.0.1", "Loopback"],
+    ["127.0.0.53", "Loopback"],
+    ["2130706433", "Loopback"],
+    ["0x7f.1", "Loopback"],
+    ["localhost", "Loopback"],
+    ["LOCALHOST.", "Loopback"],
+    ["api.localhost", "Loopback"],
+    ["::1", "Loopback"],
+    ["[::1]", "Loopback"],
+    ["::ffff:127.0.0.1", "Loopback"],
+    ["64:ff9b::7f00:1", "Loopback"],
+    ["10.0.0.1", "PrivateAddress"],
+    ["10.255.255.255", "PrivateAddress"],
+    ["167772161", "PrivateAddress"],
+    ["192.168.1.10", "PrivateAddress"],
+    ["172.16.0.1", "PrivateAddress"],
+    ["172.31.255.254", "PrivateAddress"],
+    ["100.64.0.1", "PrivateAddress"],
+    ["100.100.100.201", "PrivateAddress"],
+    ["fc00::1", "PrivateAddress"],
+    ["fd12:3456::1", "PrivateAddress"],
+    ["fd00:ec2::253", "PrivateAddress"],
+    ["::ffff:10.1.2.3", "PrivateAddress"],
+    ["１０.0.0.1", "PrivateAddress"],
+  ] as Array<[string, RefusalReason]>)("%s → %s, allowed where kubefn's provider gave it", (host, reason) => {
+    const verdict = checkProbeTarget(host);
+    expect(verdict).toMatchObject({ allowed: false, reason });
+    if (!verdict.allowed) expect(verdict.message).toContain("PROBE_ALLOWED_CIDRS");
+    expect(checkProbeTarget(host, { trusted: true })).toEqual({ allowed: true });
+  });
+
+  it.each([
+    ["127.0.0.1", "127.0.0.0/8", true],
+    ["::1", "::1/128", true],
+    ["::1", "::1", true],
+    ["10.20.3.4", "10.20.0.0/16", true],
+    ["10.21.3.4", "10.20.0.0/16", false],
+    ["192.168.1.10", "127.0.0.0/8,10.0.0.0/8", false],
+    ["::ffff:10.20.3.4", "10.20.0.0/16", true],
+    ["169.254.1.1", "169.254.0.0/16", true],
+    // A range never admits a metadata address; naming it alone does.
+    ["169.254.169.254", "169.254.0.0/16", false],
+    ["169.254.169.254", "0.0.0.0/0", false],
+    ["168.63.129.16", "168.63.0.0/16", false],
+    ["168.63.129.16", "168.63.129.16/32", true],
+    ["fd00:ec2::254", "fc00::/7", false],
+    // A loopback name is the address it names.
+    ["localhost", "127.0.0.0/8", true],
+    ["api.localhost", "10.0.0.0/8", false],
+    ["metadata.google.internal", "0.0.0.0/0", false],
+  ])("%s with PROBE_ALLOWED_CIDRS=%s → allowed %s", (host, cidrs, allowed) => {
+    expect(checkProbeTarget(host, { allow: allowList(...cidrs.split(",")) }).allowed).toBe(allowed);
+  });
+
+  it("a resolved address is screened alike", () => {
+    const ip = parseIpLiteral("10.0.0.7")!;
+    expect(checkAddress(ip, "proxy.example (10.0.0.7)")).toMatchObject({ reason: "PrivateAddress" });
+    expect(checkAddress(ip, "x", { allow: allowList("10.0.0.0/24") })).toEqual({ allowed: true });
+    expect(checkAddress(ip, "x", { trusted: true })).toEqual({ allowed: true });
+  });
+
+  it("PROBE_ALLOWED_CIDRS entries that are not CIDRs are named", () => {
+    expect(parseProbeAllowList(["10.0.0.0/8", "10.0.0.0/33", "example.com/8", "fc00::/7"])).toEqual({
+      ok: false,
+      invalid: ["10.0.0.0/33", "example.com/8"],
+    });
+  });
+});
+
 describe("checkProbeTarget allows", () => {
   it.each([
-    "127.0.0.1",
-    "127.0.0.53",
-    "2130706433",
-    "localhost",
-    "::1",
-    "[::1]",
-    "::ffff:127.0.0.1",
-    "10.0.0.1",
-    "192.168.1.10",
-    "172.16.0.1",
-    "100.64.0.1",
-    "100.100.100.201",
     "169.253.255.255",
     "169.255.0.1",
     "fec0::1",
-    "fd00:ec2::253",
     "2001:db8::1",
     "proxy.default.svc.cluster.local",
     "metadata.google.internal.example.com",
@@ -152,7 +225,13 @@ describe("parseIpLiteral", () => {
 
 describe("screenProbeTarget", () => {
   const proxy = { host: "10.0.0.5", port: 3128, scheme: "http" as const };
+  // A Managed instance's address: kubefn's provider gave it.
+  const trusted = { trusted: true };
   it.each([
+    ["http://127.0.0.1:8080/", false, "Loopback"],
+    ["http://10.96.0.1/", false, "PrivateAddress"],
+    ["https://[fd12::1]/", false, "PrivateAddress"],
+    ["http://localhost/", false, "Loopback"],
     ["http://example.com/", true, undefined],
     ["https://example.com/", true, undefined],
     ["http://169.254.169.254/latest/meta-data/", false, "MetadataAddress"],
@@ -162,9 +241,22 @@ describe("screenProbeTarget", () => {
     ["ftp://example.com/", false, "InvalidURL"],
     ["not a url", false, "InvalidURL"],
   ])("probe URL %s → %s", (url, allowed, reason) => {
-    const verdict = screenProbeTarget({ proxy, url });
+    const verdict = screenProbeTarget({ proxy, url }, trusted);
     expect(verdict.allowed).toBe(allowed);
     if (!verdict.allowed) expect(verdict.reason).toBe(reason);
+  });
+
+  it("a tenant's proxy host on the internal network is refused; the allow-list admits it and its probe URL", () => {
+    expect(screenProbeTarget({ proxy, url: "http://example.com/" })).toMatchObject({
+      allowed: false,
+      reason: "PrivateAddress",
+    });
+    const allow = allowList("10.0.0.0/24", "127.0.0.0/8");
+    expect(screenProbeTarget({ proxy, url: "http://127.0.0.1:8080/" }, { allow })).toEqual({ allowed: true });
+    expect(screenProbeTarget({ proxy, url: "http://10.0.1.1/" }, { allow })).toMatchObject({
+      allowed: false,
+      reason: "PrivateAddress",
+    });
   });
 
   it("checks the proxy host first", () => {

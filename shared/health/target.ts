@@ -1,35 +1,54 @@
 /**
  * Probe-target screening: a Proxy's address and probe URL come from users, and the functions run
- * next to cloud metadata services. Before any connection is opened, the host is checked against
- * the addresses a probe must never reach unless an operator explicitly allows them.
+ * next to cloud metadata services and the cluster's own network. Before any connection is opened,
+ * the host is checked against the addresses a probe must never reach unless an operator
+ * explicitly allows them (`PROBE_ALLOWED_CIDRS`, see {@link parseProbeAllowList}). Otherwise
+ * Ready/Unhealthy and the latency would answer a tenant's questions about the internal network.
  *
- * Refused: IPv4 link-local 169.254.0.0/16 (169.254.169.254 is the AWS/GCP/Azure/OpenStack metadata
- * service; 169.254.170.2 and 169.254.170.23 the ECS/EKS credential endpoints), IPv6 link-local
- * fe80::/10, the EC2 IPv6 metadata and pod-identity addresses fd00:ec2::254 / fd00:ec2::23, the
- * Alibaba metadata address 100.100.100.200, the metadata host names, and the unspecified addresses
- * 0.0.0.0/8 and ::. Every IPv4 spelling `inet_aton` accepts (decimal, hex and octal integers and
- * parts, 1 to 4 parts) and the IPv4-mapped, IPv4-compatible and NAT64 IPv6 forms are decoded first.
+ * Always refused: IPv4 link-local 169.254.0.0/16 (169.254.169.254 is the AWS/GCP/Azure/OpenStack
+ * metadata service; 169.254.170.2 and 169.254.170.23 the ECS/EKS credential endpoints), Azure's
+ * WireServer 168.63.129.16, IPv6 link-local fe80::/10, the EC2 IPv6 metadata and pod-identity
+ * addresses fd00:ec2::254 / fd00:ec2::23, the Alibaba metadata address 100.100.100.200, the
+ * metadata host names, and the unspecified addresses 0.0.0.0/8 and ::.
  *
- * Allowed: everything else, including loopback (the dev cluster gives pods loopback addresses) and
- * the private ranges (proxies normally live inside the cluster).
+ * Refused where a tenant wrote the host (an External endpoint, every probe URL), allowed where
+ * kubefn's own provider gave it (a Managed instance's address, `trusted`): loopback 127.0.0.0/8,
+ * ::1 and `localhost`; the private ranges 10.0.0.0/8, 172.16.0.0/12, 192.168.0.0/16, the shared
+ * address space 100.64.0.0/10 and fc00::/7.
  *
- * Hosts are checked as a URL parser reads them (see `canonicalHost`), so IDNA spellings
- * (full-width dots, circled digits) of a refused address are refused too, and anything that is not
- * a host alone (user info, a port, a path) is InvalidHost.
+ * Every IPv4 spelling `inet_aton` accepts (decimal, hex and octal integers and parts, 1 to 4
+ * parts) and the IPv4-mapped, IPv4-compatible and NAT64 IPv6 forms are decoded first. Hosts are
+ * checked as a URL parser reads them (see `canonicalHost`), so IDNA spellings (full-width dots,
+ * circled digits) of a refused address are refused too, and anything that is not a host alone
+ * (user info, a port, a path) is InvalidHost.
  *
- * Caveats: this checks a host *as written*. A DNS name that resolves to a metadata address passes
+ * The allow-list admits an address inside one of its CIDRs; a metadata address only when an
+ * entry names it alone (/32, /128), so `169.254.0.0/16` admits link-local proxies but never the
+ * metadata service.
+ *
+ * Caveats: this checks a host *as written*. A DNS name that resolves to a refused address passes
  * here; the Node prober resolves names and checks every resolved address before connecting (and
  * connects to the checked address), but the Workers prober cannot resolve names, so there it
- * remains a residual risk (Workers' own egress cannot reach a cloud metadata service anyway). The
- * probe URL's host is resolved by the proxy, not by us, so only its literal form can be checked.
+ * remains a residual risk (Workers' own egress reaches neither a cloud metadata service nor a
+ * private network anyway). The probe URL's host is resolved by the proxy, not by us, so only its
+ * literal form can be checked.
  */
 
-export type RefusalReason = "MetadataAddress" | "LinkLocal" | "Unspecified" | "InvalidHost" | "InvalidURL";
+export type RefusalReason =
+  | "MetadataAddress"
+  | "LinkLocal"
+  | "Unspecified"
+  | "Loopback"
+  | "PrivateAddress"
+  | "InvalidHost"
+  | "InvalidURL";
 
 export type TargetVerdict = { allowed: true } | { allowed: false; reason: RefusalReason; message: string };
 
 /** A decoded IP literal. IPv4 is held as 4 bytes, IPv6 as 16. */
 export type IpAddress = { family: 4; bytes: Uint8Array } | { family: 6; bytes: Uint8Array };
+
+const loopbackIpv4: IpAddress = { family: 4, bytes: Uint8Array.of(127, 0, 0, 1) };
 
 const metadataHostNames = new Set([
   "metadata.google.internal",
@@ -37,18 +56,24 @@ const metadataHostNames = new Set([
   "instance-data.ec2.internal",
 ]);
 
-interface Rule {
+/** An IP prefix: `10.0.0.0/8`, `::1/128`. */
+export interface Cidr {
   family: 4 | 6;
   prefix: Uint8Array;
   bits: number;
-  reason: RefusalReason;
-  label: string;
 }
 
-function rule(cidr: string, reason: RefusalReason, label: string): Rule {
+interface Rule extends Cidr {
+  reason: RefusalReason;
+  label: string;
+  /** `tenant`: refused only where a tenant wrote the host (see {@link TargetPolicy.trusted}). */
+  scope: "always" | "tenant";
+}
+
+function rule(cidr: string, reason: RefusalReason, label: string, scope: Rule["scope"] = "always"): Rule {
   const parsed = parseCidr(cidr);
   if (!parsed) throw new Error(`bad built-in CIDR ${cidr}`);
-  return { ...parsed, reason, label };
+  return { ...parsed, reason, label, scope };
 }
 
 // Most specific first: the first match names the reason.
@@ -57,23 +82,78 @@ const rules: readonly Rule[] = [
   rule("169.254.170.2/32", "MetadataAddress", "the ECS task metadata endpoint"),
   rule("169.254.170.23/32", "MetadataAddress", "the EKS pod identity agent"),
   rule("100.100.100.200/32", "MetadataAddress", "the Alibaba Cloud metadata service"),
+  rule("168.63.129.16/32", "MetadataAddress", "the Azure WireServer (metadata and agent endpoint)"),
   rule("169.254.0.0/16", "LinkLocal", "an IPv4 link-local address"),
   rule("0.0.0.0/8", "Unspecified", "an unspecified IPv4 address"),
   rule("fd00:ec2::254/128", "MetadataAddress", "the EC2 IPv6 metadata service"),
   rule("fd00:ec2::23/128", "MetadataAddress", "the EKS pod identity agent (IPv6)"),
   rule("fe80::/10", "LinkLocal", "an IPv6 link-local address"),
   rule("::/128", "Unspecified", "the unspecified IPv6 address"),
+  rule("127.0.0.0/8", "Loopback", "a loopback address", "tenant"),
+  rule("::1/128", "Loopback", "the IPv6 loopback address", "tenant"),
+  rule("10.0.0.0/8", "PrivateAddress", "a private address (10.0.0.0/8)", "tenant"),
+  rule("172.16.0.0/12", "PrivateAddress", "a private address (172.16.0.0/12)", "tenant"),
+  rule("192.168.0.0/16", "PrivateAddress", "a private address (192.168.0.0/16)", "tenant"),
+  rule("100.64.0.0/10", "PrivateAddress", "a shared (carrier-grade NAT) address (100.64.0.0/10)", "tenant"),
+  rule("fc00::/7", "PrivateAddress", "a unique local IPv6 address (fc00::/7)", "tenant"),
 ];
 
 /**
+ * The operator's allow-list of probe destinations (`PROBE_ALLOWED_CIDRS`): addresses inside these
+ * CIDRs are probed although a rule above refuses them. Empty by default, on every platform but the
+ * Node host on its embedded devcluster (a laptop: loopback).
+ */
+export interface ProbeAllowList {
+  readonly cidrs: readonly Cidr[];
+  /** As the operator wrote them, for messages. */
+  readonly text: readonly string[];
+}
+
+export const emptyProbeAllowList: ProbeAllowList = { cidrs: [], text: [] };
+
+/**
+ * Parses `PROBE_ALLOWED_CIDRS` entries ("127.0.0.0/8", "::1/128"; an address alone is /32 or
+ * /128). Returns the entries it could not read.
+ *
+ * @example
+ * parseProbeAllowList(["10.20.0.0/16", "::1"]) // { ok: true, allowList: { cidrs: [...], text: [...] } }
+ */
+export function parseProbeAllowList(
+  entries: readonly string[],
+): { ok: true; allowList: ProbeAllowList } | { ok: false; invalid: string[] } {
+  const cidrs: Cidr[] = [];
+  const invalid: string[] = [];
+  for (const entry of entries) {
+    const text = entry.trim();
+    const ip = text.includes("/") ? undefined : parseIpLiteral(text);
+    const cidr = ip ? { family: ip.family, prefix: ip.bytes, bits: ip.bytes.length * 8 } : parseCidr(text);
+    if (cidr) cidrs.push(cidr);
+    else invalid.push(entry);
+  }
+  return invalid.length > 0 ? { ok: false, invalid } : { ok: true, allowList: { cidrs, text: entries } };
+}
+
+/** How strictly a host is screened. */
+export interface TargetPolicy {
+  /** Addresses admitted despite the rules; none when unset. */
+  allow?: ProbeAllowList;
+  /**
+   * The host came from kubefn's own provider (a Managed instance's address), not from a tenant:
+   * loopback and the private ranges are where such instances live, and are allowed.
+   */
+  trusted?: boolean;
+}
+
+/**
  * Decides whether a probe may connect to `host` (a name or an IP literal in any common spelling,
- * with or without brackets, zone id or trailing dot).
+ * with or without brackets, zone id or trailing dot), a tenant's unless `policy.trusted`.
  *
  * @example
  * checkProbeTarget("0xA9FEA9FE") // { allowed: false, reason: "MetadataAddress", ... }
- * checkProbeTarget("127.0.0.1")  // { allowed: true }
+ * checkProbeTarget("127.0.0.1")  // { allowed: false, reason: "Loopback", ... }
+ * checkProbeTarget("127.0.0.1", { allow: parsed("127.0.0.0/8") }) // { allowed: true }
  */
-export function checkProbeTarget(host: string): TargetVerdict {
+export function checkProbeTarget(host: string, policy: TargetPolicy = {}): TargetVerdict {
   if (normaliseHost(host) === "") {
     return {
       allowed: false,
@@ -92,27 +172,39 @@ export function checkProbeTarget(host: string): TargetVerdict {
   const ip = parseIpLiteral(name);
   if (!ip) {
     if (metadataHostNames.has(name)) return refusal(host, "MetadataAddress", "a cloud metadata host name");
+    // A loopback name is judged as the address it names (RFC 6761), so the allow-list applies.
+    if (name === "localhost" || name.endsWith(".localhost")) return checkAddress(loopbackIpv4, host, policy);
     return { allowed: true };
   }
-  return checkAddress(ip, host);
+  return checkAddress(ip, host, policy);
 }
 
 /** Like {@link checkProbeTarget} for an already decoded address (e.g. one DNS returned). */
-export function checkAddress(ip: IpAddress, shownAs: string): TargetVerdict {
+export function checkAddress(ip: IpAddress, shownAs: string, policy: TargetPolicy = {}): TargetVerdict {
   const effective = embeddedIpv4(ip) ?? ip;
-  const r = rules.find((rule) => matches(effective, rule));
-  return r ? refusal(shownAs, r.reason, r.label) : { allowed: true };
+  const r = rules.find((rule) => (rule.scope === "always" || !policy.trusted) && matches(effective, rule));
+  if (!r) return { allowed: true };
+  const admitted = (policy.allow?.cidrs ?? []).some(
+    (c) =>
+      (matches(effective, c) || matches(ip, c)) &&
+      // A metadata address only by an entry naming it alone.
+      (r.reason !== "MetadataAddress" || c.bits === c.prefix.length * 8),
+  );
+  return admitted ? { allowed: true } : refusal(shownAs, r.reason, r.label);
 }
 
 function refusal(host: string, reason: RefusalReason, label: string): TargetVerdict {
+  const allowListed = reason === "Loopback" || reason === "PrivateAddress" || reason === "LinkLocal";
   return {
     allowed: false,
     reason,
-    message: `probe target ${JSON.stringify(host)} is ${label}; refused to connect`,
+    message: `probe target ${JSON.stringify(host)} is ${label}; refused to connect${
+      allowListed ? " (an operator may admit it with PROBE_ALLOWED_CIDRS)" : ""
+    }`,
   };
 }
 
-function matches(ip: IpAddress, r: Pick<Rule, "family" | "prefix" | "bits">): boolean {
+function matches(ip: IpAddress, r: Cidr): boolean {
   if (ip.family !== r.family) return false;
   for (let bit = 0; bit < r.bits; bit += 8) {
     const remaining = r.bits - bit;
@@ -262,7 +354,7 @@ function parseIpv6(h: string): IpAddress | undefined {
   return { family: 6, bytes };
 }
 
-function parseCidr(text: string): { family: 4 | 6; prefix: Uint8Array; bits: number } | undefined {
+function parseCidr(text: string): Cidr | undefined {
   const slash = text.indexOf("/");
   if (slash < 0) return undefined;
   const ip = parseIpLiteral(text.slice(0, slash));

@@ -6,6 +6,7 @@
 
 import { createNodeProber } from "../../shared/health/node-prober.ts";
 import { type HealthSubject, probeAll } from "../../shared/health/sweep.ts";
+import { loopbackProbeAllowList } from "../support/loopback.ts";
 import { startForwardProxy, startHttpTarget } from "../support/probe-fixtures.ts";
 
 export interface HealthBenchResult {
@@ -44,6 +45,7 @@ export async function benchProbes(n = 1000, concurrency = 32): Promise<HealthBen
       proxies,
       subjectFor: (p) => p,
       prober,
+      allowList: loopbackProbeAllowList,
       now: () => new Date(),
       concurrency,
     });
@@ -90,6 +92,7 @@ async function steadySweepWrites(
     proxies: again,
     subjectFor: (p) => p,
     prober,
+    allowList: loopbackProbeAllowList,
     now: () => new Date(),
     concurrency,
   });

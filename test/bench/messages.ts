@@ -10,6 +10,7 @@
  * message (a serverless queue: Workers Queues, EventBridge Scheduler) and once coalescing per key
  * like the Node host's WorkQueue (a pending message for a key absorbs a later one).
  */
+
 import { createOperators } from "../../shared/app/operators.ts";
 import { runSweep } from "../../shared/app/sweep.ts";
 import { proxyResource } from "../../shared/controllers/proxy/api.ts";
@@ -22,6 +23,7 @@ import {
   requestKey,
   runPass,
 } from "../../shared/runtime/index.ts";
+import { loopbackProbeAllowList } from "../support/loopback.ts";
 import { startForwardProxy, startHttpTarget } from "../support/probe-fixtures.ts";
 import {
   type BenchRow,
@@ -125,7 +127,11 @@ export async function benchMessagesPerHour(opts = { external: 20, managed: 3 }):
     const queue = new SimQueue(() => clock.now().getTime());
     const transport = cluster.counted();
     const ctx = benchContext(namespacedKube(transport, ns), queue, clock);
-    const operators = createOperators({ prober: createNodeProber(), sweepPeriodSeconds: 60 });
+    const operators = createOperators({
+      prober: createNodeProber(),
+      sweepPeriodSeconds: 60,
+      probeAllowList: loopbackProbeAllowList,
+    });
     const resync = operators.registry.controller("proxy")!.resyncSeconds;
 
     // Converge in real time (Pods need the simulated node): the creation event's pass, then each

@@ -14,6 +14,7 @@
  * sweep keeps no memory between runs, so every counted probe is stored), status Ready/Healthy
  * (1). With the default successThreshold 2: 8.
  */
+
 import { createOperators } from "../../shared/app/operators.ts";
 import { proxyResource, proxySpecHashAnnotation } from "../../shared/controllers/proxy/api.ts";
 import { proxyHealthTask } from "../../shared/controllers/proxy/health-task.ts";
@@ -22,6 +23,7 @@ import { countingTransport, listAll } from "../../shared/kube/index.ts";
 import { createNodeTransport } from "../../shared/kube/node.ts";
 import type { KubeObject, Transport, TransportRequest } from "../../shared/kube/port.ts";
 import { runPass, runSweepTask } from "../../shared/runtime/index.ts";
+import { loopbackProbeAllowList } from "../support/loopback.ts";
 import { type ForwardProxy, startForwardProxy, startHttpTarget } from "../support/probe-fixtures.ts";
 import {
   type BenchRow,
@@ -72,8 +74,13 @@ export async function benchApplyToReady(): Promise<BenchRow[]> {
     const clock = { now: () => new Date() };
     const queue = recordingQueue(clock);
     const ctx = benchContext(namespacedKube(transport, ns), queue, clock);
-    const { registry } = createOperators({ prober: createNodeProber(), sweepPeriodSeconds: 60 });
+    const { registry } = createOperators({
+      prober: createNodeProber(),
+      sweepPeriodSeconds: 60,
+      probeAllowList: loopbackProbeAllowList,
+    });
     const health = proxyHealthTask({
+      allowList: loopbackProbeAllowList,
       prober: createNodeProber(),
       concurrency: 32,
       sweepPeriodSeconds: 60,

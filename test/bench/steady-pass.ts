@@ -5,11 +5,13 @@
  * early follow-up; then one more pass each is counted, once as an event-triggered pass (it GETs
  * the Proxy) and once as a sweep drift pass (the sweep's list snapshot saves that GET).
  */
+
 import { createOperators } from "../../shared/app/operators.ts";
 import { proxyResource } from "../../shared/controllers/proxy/api.ts";
 import { createNodeProber } from "../../shared/health/node-prober.ts";
 import type { KubeObject } from "../../shared/kube/port.ts";
 import { type Message, type PassResult, runPass } from "../../shared/runtime/index.ts";
+import { loopbackProbeAllowList } from "../support/loopback.ts";
 import {
   type BenchRow,
   benchCluster,
@@ -26,7 +28,11 @@ export async function benchSteadyPass(): Promise<BenchRow[]> {
   const clock = { now: () => new Date() };
   const queue = recordingQueue(clock);
   const ctx = benchContext(namespacedKube(transport, ns), queue, clock);
-  const { registry } = createOperators({ prober: createNodeProber(), sweepPeriodSeconds: 60 });
+  const { registry } = createOperators({
+    prober: createNodeProber(),
+    sweepPeriodSeconds: 60,
+    probeAllowList: loopbackProbeAllowList,
+  });
 
   const proxies: KubeObject[] = [
     {

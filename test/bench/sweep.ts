@@ -7,6 +7,7 @@
  * second reaches the first verdict (successThreshold 2: annotation + reconcile request each), the
  * third is steady state.
  */
+
 import { type ChildProcess, spawn } from "node:child_process";
 import { fileURLToPath } from "node:url";
 import { createOperators } from "../../shared/app/operators.ts";
@@ -15,6 +16,7 @@ import { proxyResource } from "../../shared/controllers/proxy/api.ts";
 import { proxyHealthTask } from "../../shared/controllers/proxy/health-task.ts";
 import { createNodeProber } from "../../shared/health/node-prober.ts";
 import type { KubeObject } from "../../shared/kube/port.ts";
+import { loopbackProbeAllowList } from "../support/loopback.ts";
 import {
   type BenchRow,
   benchCluster,
@@ -59,8 +61,17 @@ async function sweepOnce(n: number, ports: { target: number; proxies: number[] }
   const clock = { now: () => new Date() };
   const queue = recordingQueue(clock);
   const ctx = benchContext(namespacedKube(transport, ns), queue, clock);
-  const { registry } = createOperators({ prober: createNodeProber(), sweepPeriodSeconds: 60 });
-  const task = proxyHealthTask({ prober: createNodeProber(), concurrency: 32, sweepPeriodSeconds: 60 });
+  const { registry } = createOperators({
+    prober: createNodeProber(),
+    sweepPeriodSeconds: 60,
+    probeAllowList: loopbackProbeAllowList,
+  });
+  const task = proxyHealthTask({
+    prober: createNodeProber(),
+    allowList: loopbackProbeAllowList,
+    concurrency: 32,
+    sweepPeriodSeconds: 60,
+  });
   const apiPid = cluster.devcluster.process.pid!;
 
   const rows: BenchRow[] = [

@@ -31,6 +31,7 @@
  * (there, invocations run on many machines). The 6-connection bound holds per isolate here
  * (`boundedProber`), which is what one invocation gets on Cloudflare.
  */
+
 import { readdirSync, readFileSync, writeFileSync } from "node:fs";
 import http from "node:http";
 import type { AddressInfo } from "node:net";
@@ -41,6 +42,7 @@ import { mapWithConcurrency } from "../../shared/concurrency/index.ts";
 import { proxyResource } from "../../shared/controllers/proxy/api.ts";
 import { isAlreadyExists, type KubeObject } from "../../shared/kube/index.ts";
 import { createNodeTransport } from "../../shared/kube/node.ts";
+import { LOOPBACK_PROBE_CIDRS } from "../support/loopback.ts";
 import { startForwardProxies } from "../support/probe-fixtures.ts";
 import { type BenchRow, benchCluster, createNamespace, percentile, round } from "./cluster.ts";
 
@@ -247,7 +249,7 @@ export async function benchWorkerProbes(
       workers: [
         {
           configPath: "wrangler.toml",
-          vars: { KUBE_SERVER: cluster.devcluster.info.httpProxy },
+          vars: { KUBE_SERVER: cluster.devcluster.info.httpProxy, PROBE_ALLOWED_CIDRS: LOOPBACK_PROBE_CIDRS },
           secrets: {
             KUBE_TOKEN: workerToken,
             AUDIT_TOKEN: crypto.randomUUID(),

@@ -3,11 +3,13 @@
  * the least-privileged ServiceAccount that points at the fault proxy instead of the API server;
  * or the Worker in workerd (wrangler's test harness), configured the same way.
  */
+
 import { randomBytes } from "node:crypto";
 import { createServer } from "node:http";
 import type { AddressInfo } from "node:net";
 import { createTestHarness, type TestHarness } from "wrangler";
 import { type HostProcess, type StandbyHost, startHost } from "../e2e/host.ts";
+import { LOOPBACK_PROBE_CIDRS } from "../support/loopback.ts";
 import type { Driver } from "./scenario.ts";
 
 /**
@@ -56,7 +58,12 @@ export async function startChaosWorker(opts: {
     workers: [
       {
         configPath: "wrangler.toml",
-        vars: { KUBE_SERVER: opts.kubeServer, PROXY_RESYNC_SECONDS: "60", KUBE_TIMEOUT_SECONDS: "2" },
+        vars: {
+          KUBE_SERVER: opts.kubeServer,
+          PROXY_RESYNC_SECONDS: "60",
+          KUBE_TIMEOUT_SECONDS: "2",
+          PROBE_ALLOWED_CIDRS: LOOPBACK_PROBE_CIDRS,
+        },
         secrets: { KUBE_TOKEN: opts.kubeToken, AUDIT_TOKEN: opts.auditToken },
       },
     ],

@@ -9,6 +9,7 @@
  *   never touched by them (no finalizer, no status, no instance, no write by kubefn at all); an
  *   event for it (no UID) then converges it with exactly one instance of its own.
  */
+
 import { randomBytes } from "node:crypto";
 import type { LambdaContext } from "hono/aws-lambda";
 import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
@@ -31,6 +32,7 @@ import {
 import { type Message, planSweep, runPass, SNAPSHOT_MAX_AGE_SECONDS } from "../../shared/runtime/index.ts";
 import type { Context } from "../../shared/runtime/types.ts";
 import { clusterInfo } from "../setup/cluster.ts";
+import { loopbackProbeAllowList } from "../support/loopback.ts";
 import { createKubefnAws, type KubefnAws, type Moto, startMoto, TEST_CREDENTIALS } from "../support/moto.ts";
 import { findProblems } from "./scenario.ts";
 
@@ -64,7 +66,11 @@ beforeAll(async () => {
   kubefn = createKube(createFetchTransport({ server: httpProxy, token: kubefnToken }), {
     fieldManager: "kubefn",
   });
-  operators = createOperators({ prober: createNodeProber(), sweepPeriodSeconds: 60 });
+  operators = createOperators({
+    prober: createNodeProber(),
+    sweepPeriodSeconds: 60,
+    probeAllowList: loopbackProbeAllowList,
+  });
   for (const [k, v] of Object.entries(TEST_CREDENTIALS)) vi.stubEnv(k, v);
   moto = await startMoto();
   aws = await createKubefnAws(moto.endpoint);

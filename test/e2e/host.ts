@@ -2,6 +2,7 @@
  * Runs the Node host (`functions/node/main.ts`) as a child process for end-to-end tests, the way
  * `npm start` does, and gives tests its log lines and URL.
  */
+
 import { type ChildProcess, spawn } from "node:child_process";
 import { writeFileSync } from "node:fs";
 import { join } from "node:path";
@@ -10,6 +11,7 @@ import { KubeConfig } from "@kubernetes/client-node";
 import { asServiceAccount, installCrdsAndRbac, serviceAccountToken } from "../../functions/node/install.ts";
 import { createKube } from "../../shared/kube/index.ts";
 import { createNodeTransport } from "../../shared/kube/node.ts";
+import { LOOPBACK_PROBE_CIDRS } from "../support/loopback.ts";
 import { tempDir } from "../support/temp-dir.ts";
 
 const root = fileURLToPath(new URL("../../", import.meta.url));
@@ -81,6 +83,8 @@ function spawnHost(
       KUBERNETES_SERVICE_HOST: "",
       KUBEFN_PORT: "0",
       KUBEFN_LOG_FORMAT: "json",
+      // The fixtures are loopback; a host with KUBECONFIG admits no internal destination by default.
+      PROBE_ALLOWED_CIDRS: LOOPBACK_PROBE_CIDRS,
       ...env,
     },
     stdio: [standby ? "pipe" : "ignore", "pipe", "pipe"],

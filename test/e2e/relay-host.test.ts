@@ -6,6 +6,7 @@
  * converges (Provisioned=True), a spec edit is followed by its status, and a delete reaches a pass
  * that finds it absent. (The audit-webhook path is shown in node-host.test.ts.)
  */
+
 import { randomBytes } from "node:crypto";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { relayKindsFor } from "../../infra/relay/kinds.ts";
@@ -18,6 +19,7 @@ import { createNodeTransport } from "../../shared/kube/node.ts";
 import type { Kube, KubeObject } from "../../shared/kube/port.ts";
 import type { Log } from "../../shared/runtime/types.ts";
 import { clusterInfo, eventually, kubeConfig, kubectl } from "../setup/cluster.ts";
+import { loopbackProbeAllowList } from "../support/loopback.ts";
 import { functionsKubeconfig, type HostProcess, startHost } from "./host.ts";
 
 type ProxyObject = KubeObject & {
@@ -71,6 +73,7 @@ beforeAll(async () => {
 
   const kinds = relayKindsFor(
     createOperators({
+      probeAllowList: loopbackProbeAllowList,
       prober: { probe: async () => ({ ok: true, latencyMs: 1 }) as never },
       sweepPeriodSeconds: 60,
     }).registry,

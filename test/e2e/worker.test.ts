@@ -41,6 +41,7 @@ import {
 } from "../../shared/kube/index.ts";
 import { clusterInfo, eventually, waitForAuditEvent } from "../setup/cluster.ts";
 import { type FaultProxy, type SeenRequest, startFaultProxy } from "../support/fault-proxy.ts";
+import { LOOPBACK_PROBE_CIDRS } from "../support/loopback.ts";
 import {
   type ForwardProxy,
   startForwardProxy,
@@ -92,6 +93,7 @@ beforeAll(async () => {
         vars: {
           KUBE_SERVER: wire.url,
           PROXY_RESYNC_SECONDS: "60",
+          PROBE_ALLOWED_CIDRS: LOOPBACK_PROBE_CIDRS,
           GCE_PROJECT: "kubefn-worker-e2e",
           GCE_ZONES: "us-central1-a",
           GCE_COMPUTE_URL: `${gce.url}/compute/v1`,

@@ -33,7 +33,9 @@ import { runSweepTask } from "../../shared/runtime/index.ts";
 import type { Context } from "../../shared/runtime/types.ts";
 
 const namespace = `proxy-leases-${Date.now().toString(36)}`;
-const apiToken = "integration-token";
+const crawlerToken = "integration-token";
+// A cluster-wide crawler is an explicit choice: a JSON credential with namespaces "*".
+const apiToken = JSON.stringify([{ name: "crawler", token: crawlerToken, namespaces: "*" }]);
 let kube: Kube;
 let ctx: Context;
 let app: ReturnType<typeof leaseRoutes>;
@@ -93,7 +95,7 @@ async function call(
 ): Promise<{ status: number; body: unknown }> {
   const res = await app.request(path, {
     method,
-    headers: { authorization: `Bearer ${apiToken}`, "content-type": "application/json" },
+    headers: { authorization: `Bearer ${crawlerToken}`, "content-type": "application/json" },
     ...(body === undefined ? {} : { body: JSON.stringify(body) }),
   });
   return { status: res.status, body: res.status === 204 ? undefined : await res.json() };

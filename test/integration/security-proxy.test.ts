@@ -49,6 +49,10 @@ const tenantNs = `tenant-${suffix}`;
 const victimNs = `victim-${suffix}`;
 const secretWord = `s3cret-${suffix}`;
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+/** A crawler for every namespace: an explicit choice (a JSON credential with namespaces "*"). */
+const clusterWideCrawler = JSON.stringify([
+  { name: "crawler", token: "crawler-token-0123456789", namespaces: "*" },
+]);
 
 let admin: Kube;
 let kubefn: Kube;
@@ -372,6 +376,47 @@ describe("what kubefn's identity runs is the operator's choice", () => {
   });
 });
 
+describe("probes go only where the operator allows", () => {
+  it("an External endpoint on loopback, a private range or the metadata service is Failed with EndpointNotAllowed and a Warning Event, and never offered to crawlers", async () => {
+    for (const [name, host] of [
+      ["loop", "127.0.0.1"],
+      ["intranet", "10.0.0.1"],
+      ["imds", "169.254.169.254"],
+      ["ula", "fd12:3456::1"],
+    ] as const) {
+      await createProxy(mallory, name, {
+        mode: "External",
+        endpoint: { host, port: 80, scheme: "http" },
+        healthCheck: { probeURL: "http://example.com/" },
+      });
+      const p = await drive(name, (p) => p?.status?.phase === "Failed");
+      expect(p?.status?.conditions?.find((c) => c.type === "PermanentError")).toMatchObject({
+        status: "True",
+        reason: "EndpointNotAllowed",
+      });
+      expect(p?.status?.ip).toBeUndefined();
+      const events = await eventually(
+        async () => {
+          const listed = await admin.list<KubeObject & { type?: string; reason?: string }>(Resources.Event, {
+            namespace: tenantNs,
+            fieldSelector: `regarding.name=${name}`,
+          });
+          const warning = listed.items.find((e) => e.type === "Warning" && e.reason === "EndpointNotAllowed");
+          return warning ? listed.items : undefined;
+        },
+        { timeoutMs: 10_000, intervalMs: 200, what: `a Warning Event for ${name}` },
+      );
+      expect(events.length).toBeGreaterThan(0);
+    }
+    const api = discoveryRoutes(ctx, { apiToken: clusterWideCrawler });
+    const res = await api.request(`/v1/proxies?namespace=${tenantNs}`, {
+      headers: { authorization: "Bearer crawler-token-0123456789" },
+    });
+    const names = ((await res.json()) as { items: { name: string }[] }).items.map((i) => i.name);
+    expect(names).not.toContain("loop");
+  });
+});
+
 describe("status.providerID is not a pointer", () => {
   // Forged with kubefn's own token: no one else may write status (see "kubefn's record" below).
   it("forged to another namespace's Pod (or another Proxy's instance): no read, no delete, through spec edits and deletion", async () => {
@@ -529,7 +574,7 @@ describe("health a tenant cannot forge", () => {
     expect(p.status?.phase).not.toBe("Ready");
     expect(p.status?.conditions?.find((c) => c.type === "Healthy")?.status).not.toBe("True");
 
-    const api = discoveryRoutes(ctx, { apiToken: "crawler-token-0123456789" });
+    const api = discoveryRoutes(ctx, { apiToken: clusterWideCrawler });
     const res = await api.request(`/v1/proxies?namespace=${tenantNs}`, {
       headers: { authorization: "Bearer crawler-token-0123456789" },
     });
@@ -543,7 +588,7 @@ describe("health a tenant cannot forge", () => {
       endpoint: { host: "198.51.100.10", port: 3128, scheme: "http" },
     });
     await drive("unprobed", (p) => p?.status?.phase === "Ready");
-    const api = discoveryRoutes(ctx, { apiToken: "crawler-token-0123456789" });
+    const api = discoveryRoutes(ctx, { apiToken: clusterWideCrawler });
     const res = await api.request(`/v1/proxies?namespace=${tenantNs}`, {
       headers: { authorization: "Bearer crawler-token-0123456789" },
     });
@@ -555,7 +600,7 @@ describe("health a tenant cannot forge", () => {
 describe("kubefn's record is kubefn's: status and the spec-hash annotation", () => {
   const crawler = "crawler-token-0123456789";
   const offered = async () => {
-    const api = discoveryRoutes(ctx, { apiToken: crawler });
+    const api = discoveryRoutes(ctx, { apiToken: clusterWideCrawler });
     const res = await api.request(`/v1/proxies?namespace=${tenantNs}`, {
       headers: { authorization: `Bearer ${crawler}` },
     });

@@ -93,7 +93,9 @@ function fleetAuth(apiToken: string): MiddlewareHandler {
   const credentials = parseCrawlerCredentials(apiToken);
   return async (c, next) => {
     const header = c.req.header("authorization");
-    const found = await credentialOf(credentials, bearerToken(header) ?? basicPassword(header));
+    const found = await credentialOf(credentials, bearerToken(header) ?? basicPassword(header), {
+      acceptSecret: true,
+    });
     if (!found) {
       c.header("WWW-Authenticate", 'Basic realm="kubefn", charset="UTF-8"');
       return c.text("the fleet page needs the API token (as a bearer token or a Basic auth password)", 401);

@@ -468,6 +468,76 @@ describe("replays and transient failures", () => {
     expect((await post(app, relayBody, headers)).status).toBe(202);
     expect((await post(app, relayBody, headers)).status).toBe(409);
   });
+
+  it("the same signed batch sent concurrently is enqueued once: check and record are one step", async () => {
+    const registry = createRegistry([proxyController()]);
+    const { ctx } = fakeContext(new FakeKube(), { now: NOW });
+    const enqueued: Message[][] = [];
+    let open: () => void = () => {};
+    const gate = new Promise<void>((resolve) => {
+      open = resolve;
+    });
+    const app = createIntakeApp({
+      relaySecret: RELAY_SECRET,
+      maxBodyBytes: 1 << 20,
+      replayWindowSeconds: 300,
+      clock: ctx.clock,
+      log: ctx.log,
+      metrics: ctx.metrics,
+      map: mapWithRegistry(ctx, registry, []),
+      // The first copy holds its enqueue open until every copy has been answered or is waiting.
+      enqueue: async (messages) => {
+        enqueued.push(messages);
+        await gate;
+      },
+    });
+    const headers = await signBatch(RELAY_SECRET, relayBody, nowSeconds);
+    const copies = Array.from({ length: 8 }, () => post(app, relayBody, headers));
+    await new Promise((r) => setTimeout(r, 50));
+    open();
+    const statuses = (await Promise.all(copies)).map((r) => r.status);
+    expect(enqueued).toHaveLength(1);
+    expect(statuses.filter((s) => s === 202)).toHaveLength(1);
+    // The others were answered while the first was in flight: "retry" (503), never a second 202.
+    expect(statuses.filter((s) => s !== 202).every((s) => s === 503 || s === 409)).toBe(true);
+    // Once the first is accepted, the batch is a replay.
+    expect((await post(app, relayBody, headers)).status).toBe(409);
+  });
+
+  it("a copy that arrived while the first was in flight gets through when the first fails", async () => {
+    const registry = createRegistry([proxyController()]);
+    const { ctx } = fakeContext(new FakeKube(), { now: NOW });
+    let calls = 0;
+    let open: () => void = () => {};
+    const gate = new Promise<void>((resolve) => {
+      open = resolve;
+    });
+    const app = createIntakeApp({
+      relaySecret: RELAY_SECRET,
+      maxBodyBytes: 1 << 20,
+      replayWindowSeconds: 300,
+      clock: ctx.clock,
+      log: ctx.log,
+      metrics: ctx.metrics,
+      map: mapWithRegistry(ctx, registry, []),
+      enqueue: async () => {
+        calls++;
+        if (calls === 1) {
+          await gate;
+          throw new Error("queue unavailable");
+        }
+      },
+    });
+    const headers = await signBatch(RELAY_SECRET, relayBody, nowSeconds);
+    const first = post(app, relayBody, headers);
+    await new Promise((r) => setTimeout(r, 20));
+    const during = await post(app, relayBody, headers);
+    expect(during.status).toBe(503);
+    expect(during.headers.get("retry-after")).toBe("1");
+    open();
+    expect((await first).status).toBe(503);
+    expect((await post(app, relayBody, headers)).status).toBe(202);
+  });
 });
 
 describe("bodies sent slowly, by anyone who can write well-formed signature headers", () => {

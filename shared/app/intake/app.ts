@@ -123,6 +123,7 @@ export function createIntakeApp(opts: IntakeOptions): Hono {
       }
       return await enqueued(c, source, mapped, signed);
     } finally {
+      signed?.settled();
       slots.release();
     }
   });
@@ -149,6 +150,7 @@ export function createIntakeApp(opts: IntakeOptions): Hono {
     });
   }
   function refuse(c: Context, r: RelayRefusal) {
+    if (r.status === 503) c.header("Retry-After", "1");
     return reject(c, r.status, r.reason, r.message);
   }
   /** Enqueues what a batch mapped to, then remembers its signature and answers 202 with the counts. */

@@ -77,6 +77,7 @@ export function pubsubHandler(
     try {
       return await afterHeaders(c, signed);
     } finally {
+      signed?.settled();
       slots.release();
     }
   };

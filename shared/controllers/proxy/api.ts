@@ -49,7 +49,12 @@ export const ProxyReason = {
   PermanentError: "PermanentError",
   ProbeSucceeded: "ProbeSucceeded",
   ProbeFailed: "ProbeFailed",
-  /** The sweep would not probe the target (link-local, metadata address, invalid URL). */
+  /**
+   * An External endpoint on loopback, a private range or a metadata/link-local address, not
+   * admitted by `PROBE_ALLOWED_CIDRS`: latched as a PermanentError (phase Failed).
+   */
+  EndpointNotAllowed: "EndpointNotAllowed",
+  /** The sweep would not probe the target (loopback, private, link-local, metadata address, invalid URL). */
   ProbeTargetRefused: "ProbeTargetRefused",
   /** A stored `healthCheck.timeoutSeconds` above 30 s or its interval: probed with the cap. */
   TimeoutOutOfRange: "TimeoutOutOfRange",

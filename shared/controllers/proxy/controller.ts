@@ -1,3 +1,4 @@
+import type { ProbeAllowList } from "../../health/index.ts";
 import { type ControllerDefinition, done } from "../../runtime/index.ts";
 import { defaultInstanceAllowList, type InstanceAllowList } from "./allow-list.ts";
 import { ProxyConditionType, ProxyReason, proxyResource } from "./api.ts";
@@ -17,6 +18,11 @@ export interface ProxyControllerDeps {
   timings?: Partial<ProxyTimings>;
   /** What a Managed Proxy may ask its instance to run; {@link defaultInstanceAllowList} when unset. */
   instanceAllowList?: InstanceAllowList;
+  /**
+   * Loopback, private and link-local addresses an External Proxy's endpoint may name
+   * (`PROBE_ALLOWED_CIDRS`); none when unset (see shared/health/target.ts).
+   */
+  probeAllowList?: ProbeAllowList;
   /** Handlers of the sweep's fanned-out work (the probe shards of `proxyHealthTask`). */
   shards?: ControllerDefinition["shards"];
 }
@@ -74,6 +80,7 @@ export function proxyController(deps: ProxyControllerDeps): ControllerDefinition
         providers: deps.providers,
         timings,
         allowList: deps.instanceAllowList ?? defaultInstanceAllowList,
+        ...(deps.probeAllowList ? { probeAllowList: deps.probeAllowList } : {}),
       }),
     // Gone (its finalizer removed, then deleted): its probe series go with it.
     reconcileAbsent: async (ctx) => {

@@ -3,9 +3,9 @@
  * instance is kept and no finalizer is held.
  */
 import { assertNever } from "../../guards/index.ts";
-import { healthStateOf, projectHealth } from "../../health/index.ts";
-import { hasFinalizer, removeFinalizer } from "../../kube/index.ts";
-import { done, type Outcome, requeueAfter } from "../../runtime/index.ts";
+import { checkProbeTarget, healthStateOf, projectHealth } from "../../health/index.ts";
+import { hasFinalizer, ReconcileError, removeFinalizer } from "../../kube/index.ts";
+import { done, failed, type Outcome, requeueAfter } from "../../runtime/index.ts";
 import { ProxyConditionType, ProxyReason, proxyFinalizer, proxySpecHashAnnotation } from "./api.ts";
 import { deleteInstances, providerNamed } from "./delete.ts";
 import { healthInstanceOf } from "./health-subject.ts";
@@ -22,7 +22,15 @@ import { applyHealth, dropCondition, setProvisioned, stampAt } from "./status.ts
  * spec-hash annotation and the finalizer are dropped. Meanwhile the endpoint is already used and
  * Provisioned's message names the instance being deleted.
  *
- * Caveats: the provider is the one the scheme of `status.providerID` names (`kubernetes://…`,
+ * An endpoint on loopback, a private range, a link-local or metadata address (a tenant asking
+ * kubefn to probe its internal network; see shared/health/target.ts) that `PROBE_ALLOWED_CIDRS`
+ * does not admit is refused before anything is probed: a PermanentError with reason
+ * EndpointNotAllowed (phase Failed, a Warning Event), latched until the spec changes, like the
+ * instance allow-list's refusals. A name is checked as written here; the Node prober checks what
+ * it resolves to before connecting.
+ *
+ * Caveats: a latched refusal stays when the operator widens the allow-list, until the spec is
+ * edited. The provider is the one the scheme of `status.providerID` names (`kubernetes://…`,
  * `gce://…`), else `spec.provider`. When neither names a provider this platform has, nothing can be
  * reached: the finalizer goes at once, and an instance left behind is the orphan sweep's, which
  * does not count External Proxies as owners.
@@ -39,6 +47,12 @@ export async function reconcileExternal(pass: ProxyPass): Promise<Outcome> {
     // The schema requires an endpoint in External mode; an object that escaped it waits for a fix.
     setProvisioned(status, false, ProxyReason.ExternalEndpoint, "spec.endpoint is not set", at);
     return release.kind === "deleting" ? requeueAfter(pass.timings.deletionPoll) : done();
+  }
+  const verdict = checkProbeTarget(endpoint.host, { allow: pass.probeAllowList });
+  if (!verdict.allowed) {
+    delete status.ip;
+    const message = `spec.endpoint.host: ${verdict.message}`;
+    return failed(ReconcileError.permanent(ProxyReason.EndpointNotAllowed, message));
   }
   status.ip = endpoint.host;
   const releasing =

@@ -87,6 +87,8 @@ export function proxyHealthSubject(object: KubeObject, options: HealthSubjectOpt
   return {
     ...base,
     ...(instance && endpoint ? { instance, proxy: endpoint } : {}),
+    // A Managed instance's address is the provider's (kubefn's); an External one is the tenant's.
+    ...(proxy.spec.mode === ProxyMode.External ? {} : { proxyTrusted: true }),
     probe: {
       url: hc.probeURL,
       expectedStatus: hc.expectedStatus,

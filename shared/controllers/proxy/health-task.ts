@@ -2,6 +2,7 @@ import {
   applyHealthSweep,
   boundedProber,
   defaultConfirmDelayMs,
+  type ProbeAllowList,
   type ProbeResume,
   type Prober,
   type ProbeShard,
@@ -17,6 +18,8 @@ import { listedProxySeries } from "./probe-series.ts";
 
 export interface ProxyHealthTaskOptions {
   prober: Prober;
+  /** Loopback, private and link-local destinations admitted (`PROBE_ALLOWED_CIDRS`); none when unset. */
+  allowList?: ProbeAllowList;
   /** Probes in flight at once (per platform instance when fanned out). */
   concurrency: number;
   /** How often the sweep runs; a longer probe interval probes on every k-th sweep. */
@@ -90,6 +93,7 @@ export function proxyHealthTask(opts: ProxyHealthTaskOptions): SweepTask & {
       proxies,
       subjectFor,
       prober,
+      ...(opts.allowList ? { allowList: opts.allowList } : {}),
       now: () => ctx.clock.now(),
       concurrency: opts.concurrency,
       sweepPeriodSeconds: dueFilter ? opts.sweepPeriodSeconds : undefined,

@@ -1,3 +1,4 @@
+import type { ProbeAllowList } from "../../health/index.ts";
 import type { KubeObject } from "../../kube/index.ts";
 import type { PassContext } from "../../runtime/index.ts";
 import type { InstanceAllowList } from "./allow-list.ts";
@@ -17,5 +18,7 @@ export interface ProxyPass {
   providers: ProvidersByName;
   /** What a Proxy may ask its instance to run (Managed). */
   allowList: InstanceAllowList;
+  /** Loopback and private endpoints an External Proxy may name (`PROBE_ALLOWED_CIDRS`). */
+  probeAllowList: ProbeAllowList;
   timings: ProxyTimings;
 }

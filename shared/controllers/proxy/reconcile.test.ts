@@ -2,6 +2,7 @@ import { describe, expect, it } from "vitest";
 import { FakeKube, fakeContext } from "../../../test/support/fake-kube.ts";
 import { encodeHealthState, HEALTH_ANNOTATION } from "../../health/annotation.ts";
 import type { HealthState } from "../../health/state.ts";
+import { parseProbeAllowList } from "../../health/target.ts";
 import { classifyError, ReconcileError } from "../../kube/classify.ts";
 import type { KubeObject } from "../../kube/port.ts";
 import { Resources } from "../../kube/resources.ts";
@@ -146,7 +147,10 @@ const healthCheck = {
   failureThreshold: 3,
 };
 
-function world(init: ProxyInit = {}, opts: { secrets?: Record<string, Record<string, string>> } = {}) {
+function world(
+  init: ProxyInit = {},
+  opts: { secrets?: Record<string, Record<string, string>>; probeAllowList?: string[] } = {},
+) {
   const kube = new FakeKube();
   kube.seed(proxyResource, proxyObject(init));
   for (const [name, data] of Object.entries(opts.secrets ?? {})) {
@@ -160,7 +164,12 @@ function world(init: ProxyInit = {}, opts: { secrets?: Record<string, Record<str
     });
   }
   const provider = new FakeProvider();
-  const def = proxyController({ providers: { fake: provider } });
+  const allow = opts.probeAllowList ? parseProbeAllowList(opts.probeAllowList) : undefined;
+  if (allow && !allow.ok) throw new Error("bad test allow-list");
+  const def = proxyController({
+    providers: { fake: provider },
+    ...(allow?.ok ? { probeAllowList: allow.allowList } : {}),
+  });
   const registry = createRegistry([def]);
   const { ctx, recorded } = fakeContext(kube, { now });
   const stored = () => kube.stored(proxyResource, key)!;
@@ -583,6 +592,62 @@ describe("proxy reconcile: External", () => {
     expect(stored.metadata.finalizers).toBeUndefined();
     expect(w.provider.calls).toEqual([]);
     expect(w.recorded.sent).toEqual([]);
+  });
+});
+
+describe("proxy reconcile: an External endpoint on the internal network", () => {
+  it.each([
+    ["10.0.0.7", "PrivateAddress"],
+    ["192.168.1.1", "PrivateAddress"],
+    ["fd12::1", "PrivateAddress"],
+    ["127.0.0.1", "Loopback"],
+    ["localhost", "Loopback"],
+    ["169.254.169.254", "MetadataAddress"],
+    ["168.63.129.16", "MetadataAddress"],
+    ["fd00:ec2::254", "MetadataAddress"],
+  ])(
+    "%s is refused before any probe: Failed with EndpointNotAllowed (%s) and a Warning Event, no IP",
+    async (host, why) => {
+      const w = world({
+        finalizer: false,
+        spec: { mode: "External", endpoint: { host, port: 3128 }, healthCheck },
+      });
+      await w.converge();
+      const stored = w.stored();
+      expect(conditionsOf(stored)).toMatchObject({
+        PermanentError: "True/EndpointNotAllowed",
+        Provisioned: "False/PermanentError",
+      });
+      expect(stored.status).toMatchObject({ phase: "Failed" });
+      expect((stored.status as { ip?: string }).ip).toBeUndefined();
+      const latch = (stored.status as { conditions: { type: string; message: string }[] }).conditions.find(
+        (c) => c.type === "PermanentError",
+      );
+      expect(latch?.message).toContain(`spec.endpoint.host: probe target ${JSON.stringify(host)} is`);
+      expect(why).toBeTruthy();
+      const events = (await w.kube.list(Resources.Event)).items as { type?: string; reason?: string }[];
+      expect(events).toContainEqual(
+        expect.objectContaining({ type: "Warning", reason: "EndpointNotAllowed" }),
+      );
+    },
+  );
+
+  it("the operator's PROBE_ALLOWED_CIDRS admits it (a laptop's loopback proxy); never the metadata service", async () => {
+    const allowed = world(
+      { finalizer: false, spec: { mode: "External", endpoint: { host: "127.0.0.1", port: 3128 } } },
+      { probeAllowList: ["127.0.0.0/8"] },
+    );
+    await allowed.converge();
+    expect(conditionsOf(allowed.stored())).toEqual({
+      Provisioned: "True/ExternalEndpoint",
+      Ready: "True/Provisioned",
+    });
+    const metadata = world(
+      { finalizer: false, spec: { mode: "External", endpoint: { host: "169.254.169.254", port: 80 } } },
+      { probeAllowList: ["169.254.0.0/16"] },
+    );
+    await metadata.converge();
+    expect(conditionsOf(metadata.stored())).toMatchObject({ PermanentError: "True/EndpointNotAllowed" });
   });
 });
 

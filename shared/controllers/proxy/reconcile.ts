@@ -1,4 +1,5 @@
 import { isRecord } from "../../guards/index.ts";
+import { emptyProbeAllowList, type ProbeAllowList } from "../../health/index.ts";
 import type { KubeObject } from "../../kube/index.ts";
 import { ReconcileError } from "../../kube/index.ts";
 import type { PassContext } from "../../runtime/index.ts";
@@ -26,7 +27,12 @@ export type ProvidersSource = ProvidersByName | ((ctx: PassContext) => Providers
 export async function reconcileProxy(
   ctx: PassContext,
   object: KubeObject,
-  deps: { providers: ProvidersSource; timings: ProxyTimings; allowList: InstanceAllowList },
+  deps: {
+    providers: ProvidersSource;
+    timings: ProxyTimings;
+    allowList: InstanceAllowList;
+    probeAllowList?: ProbeAllowList;
+  },
 ): Promise<Outcome> {
   const parsed = parseProxy(object);
   if (!parsed.success) {
@@ -43,6 +49,7 @@ export async function reconcileProxy(
     providers,
     timings: deps.timings,
     allowList: deps.allowList,
+    probeAllowList: deps.probeAllowList ?? emptyProbeAllowList,
   };
   try {
     if (object.metadata.deletionTimestamp) return await reconcileDelete(pass);

@@ -8,11 +8,15 @@ export { tokensEqual };
  * One crawler's credential: its name (which prefixes every lease holder it asserts, so one crawler
  * can neither renew nor release another's lease) and the namespaces whose proxies it may see and
  * lease (`"*"`: every namespace).
+ *
+ * `secret`: the plain API token itself. It is not a crawler credential: crawlers present a token
+ * derived from it for one namespace ({@link namespaceToken}); only the fleet page takes it as it is.
  */
 export interface CrawlerCredential {
   name: string;
   token: string;
   namespaces: readonly string[] | "*";
+  secret?: true;
 }
 
 const credentialSchema = z.object({
@@ -26,8 +30,9 @@ const credentialSchema = z.object({
 
 /**
  * The crawler credentials in the API token setting: either a JSON array of
- * `{ name, token, namespaces: [...] | "*" }`, or (as before) one plain token, which is the crawler
- * `crawler` with every namespace.
+ * `{ name, token, namespaces: [...] | "*" }` — where `"*"` is the explicit choice of a
+ * cluster-wide crawler — or one plain token, the API secret: crawlers then present the token of
+ * their namespace ({@link namespaceToken}), which sees and leases that namespace's proxies only.
  *
  * @throws Error naming what is wrong: a bad setting must stop the start, never open the API.
  * @example
@@ -36,7 +41,7 @@ const credentialSchema = z.object({
 export function parseCrawlerCredentials(setting: string): CrawlerCredential[] {
   const text = setting.trim();
   if (text === "") throw new Error("the crawler API token setting is empty");
-  if (!text.startsWith("[")) return [{ name: "crawler", token: text, namespaces: "*" }];
+  if (!text.startsWith("[")) return [{ name: "operator", token: text, namespaces: "*", secret: true }];
   let raw: unknown;
   try {
     raw = JSON.parse(text);
@@ -50,6 +55,38 @@ export function parseCrawlerCredentials(setting: string): CrawlerCredential[] {
   return parsed.data;
 }
 
+/** Prefix and version of a namespace token: `kfns1.<namespace>.<mac>`. */
+const namespaceTokenPrefix = "kfns1";
+const encoder = new TextEncoder();
+
+/**
+ * The crawler token of `namespace` under the API secret (the plain `API_TOKEN`):
+ * `kfns1.<namespace>.<base64url HMAC-SHA256(secret, "kubefn crawler namespace\n" + namespace)>`.
+ * Whoever holds it sees and leases that namespace's Ready proxies and no other's; the operator
+ * mints one per tenant (`node --import tsx scripts/crawler-token.ts <namespace>`). Rotating the
+ * secret revokes every namespace token at once.
+ *
+ * @example
+ * await namespaceToken(apiToken, "crawl-a") // "kfns1.crawl-a.Q2F…"
+ */
+export async function namespaceToken(secret: string, namespace: string): Promise<string> {
+  const key = await crypto.subtle.importKey(
+    "raw",
+    encoder.encode(secret),
+    { name: "HMAC", hash: "SHA-256" },
+    false,
+    ["sign"],
+  );
+  const mac = new Uint8Array(
+    await crypto.subtle.sign("HMAC", key, encoder.encode(`kubefn crawler namespace\n${namespace}`)),
+  );
+  const b64 = btoa(String.fromCharCode(...mac))
+    .replaceAll("+", "-")
+    .replaceAll("/", "_")
+    .replace(/=+$/, "");
+  return `${namespaceTokenPrefix}.${namespace}.${b64}`;
+}
+
 /** Whether `credential` may use proxies in `namespace`. */
 export function mayUseNamespace(credential: CrawlerCredential, namespace: string): boolean {
   return credential.namespaces === "*" || credential.namespaces.includes(namespace);
@@ -61,20 +98,38 @@ export function boundHolder(credential: CrawlerCredential, holder: string): stri
 }
 
 /**
- * The credential whose token is `presented`, if any. Every credential is compared (constant time
+ * The credential whose token is `presented`, if any: one of the listed credentials, or a
+ * namespace token derived from the API secret ({@link namespaceToken}), which is the crawler
+ * `ns.<namespace>` for that namespace alone. The API secret itself is admitted only with
+ * `acceptSecret` (the fleet page, the operator's). Every credential is compared (constant time
  * each), so the answer's timing does not tell which one nearly matched.
  */
 export async function credentialOf(
   credentials: readonly CrawlerCredential[],
   presented: string | undefined,
+  options: { acceptSecret?: boolean } = {},
 ): Promise<CrawlerCredential | undefined> {
   let found: CrawlerCredential | undefined;
-  if (presented) {
-    for (const credential of credentials) {
-      if ((await tokensEqual(presented, credential.token)) && !found) found = credential;
+  if (!presented) return undefined;
+  const namespace = namespaceOfToken(presented);
+  for (const credential of credentials) {
+    if (credential.secret && namespace !== undefined) {
+      const expected = await namespaceToken(credential.token, namespace);
+      if ((await tokensEqual(presented, expected)) && !found) {
+        found = { name: `ns.${namespace}`, token: presented, namespaces: [namespace] };
+      }
+      continue;
     }
+    if (credential.secret && !options.acceptSecret) continue;
+    if ((await tokensEqual(presented, credential.token)) && !found) found = credential;
   }
   return found;
+}
+
+/** The namespace a `kfns1.<namespace>.<mac>` token names, if it has that shape. */
+function namespaceOfToken(presented: string): string | undefined {
+  const match = /^kfns1\.([a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?)\.[A-Za-z0-9_-]{43}$/.exec(presented);
+  return match?.[1];
 }
 
 const crawlerKey = "kubefnCrawler";
@@ -88,7 +143,8 @@ export function crawlerOf(c: HonoContext): CrawlerCredential {
 
 /**
  * Hono middleware admitting requests with `Authorization: Bearer <token>` of one of the crawler
- * credentials in `apiToken` (see {@link parseCrawlerCredentials}); anything else gets 401
+ * credentials in `apiToken` (see {@link parseCrawlerCredentials}), or a namespace token derived
+ * from it ({@link namespaceToken}); anything else — the API secret itself too — gets 401
  * `{ error: "Unauthorized" }` with `WWW-Authenticate: Bearer`. The credential is available to
  * the route through {@link crawlerOf}. Shared by the discovery and lease routes.
  *

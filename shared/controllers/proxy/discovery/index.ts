@@ -6,10 +6,17 @@ export {
   crawlerOf,
   credentialOf,
   mayUseNamespace,
+  namespaceToken,
   parseCrawlerCredentials,
   tokensEqual,
 } from "./bearer-auth.ts";
 export { listProxies, listProxiesInScope, parseProxies } from "./list-proxies.ts";
+export {
+  defaultListingSeconds,
+  freshProxyListing,
+  type ProxyListing,
+  sharedProxyListing,
+} from "./listing.ts";
 export { countByPhase, proxyPhaseGaugeTask, unknownPhaseLabel } from "./phase-gauge.ts";
 export {
   defaultManagedPort,

@@ -4,11 +4,13 @@ import { FakeKube, fakeContext } from "../../../../test/support/fake-kube.ts";
 import { proxyResource, testProxy } from "../../../../test/support/proxies.ts";
 import { NetworkError } from "../../../kube/index.ts";
 import { leaseRoutes } from "../leases/routes.ts";
-import { tokensEqual } from "./bearer-auth.ts";
+import { namespaceToken, tokensEqual } from "./bearer-auth.ts";
 import { discoveryRoutes } from "./routes.ts";
 
-const apiToken = "s3cret-token";
-const auth = { authorization: `Bearer ${apiToken}` };
+// A cluster-wide crawler is an explicit choice: a JSON credential with namespaces "*".
+const token = "s3cret-token-0123456789";
+const apiToken = JSON.stringify([{ name: "crawler", token, namespaces: "*" }]);
+const auth = { authorization: `Bearer ${token}` };
 
 function setup() {
   const kube = new FakeKube();
@@ -216,5 +218,66 @@ describe("namespaces that no object can be in", () => {
     expect(put.status).toBe(400);
     const del = await app.request(`${path}?holder=h`, { method: "DELETE", headers });
     expect(del.status).toBe(400);
+  });
+});
+
+describe("per-namespace crawler credentials, the default for a plain API token", () => {
+  const secret = "api-secret-0123456789abcdef";
+  function tenants() {
+    const kube = new FakeKube();
+    kube.seed(proxyResource, testProxy({ namespace: "team-a", name: "a1", latencyMillis: 200 }));
+    // Tenant B's External proxy, the fastest in the cluster, whose health target B controls.
+    kube.seed(
+      proxyResource,
+      testProxy({ namespace: "team-b", name: "bait", latencyMillis: 1, ip: "203.0.113.66" }),
+    );
+    const { ctx } = fakeContext(kube);
+    const app = new Hono();
+    app.route("/", discoveryRoutes(ctx, { apiToken: secret }));
+    app.route("/", leaseRoutes(ctx, { apiToken: secret }));
+    return app;
+  }
+  const get = async (app: Hono, path: string, token: string) => {
+    const res = await app.request(path, { headers: { authorization: `Bearer ${token}` } });
+    return {
+      status: res.status,
+      body: (await res.json()) as { items?: { namespace: string; name: string }[] },
+    };
+  };
+
+  it("a crawler with namespace A's credential never receives namespace B's proxies, however it asks", async () => {
+    const app = tenants();
+    const tokenA = await namespaceToken(secret, "team-a");
+    const all = await get(app, "/v1/proxies", tokenA);
+    expect(all.status).toBe(200);
+    expect(all.body.items?.map((i) => `${i.namespace}/${i.name}`)).toEqual(["team-a/a1"]);
+    expect((await get(app, "/v1/proxies?namespace=team-b", tokenA)).status).toBe(403);
+    const lease = await app.request("/v1/leases", {
+      method: "POST",
+      headers: { authorization: `Bearer ${tokenA}`, "content-type": "application/json" },
+      body: JSON.stringify({ holder: "w1", ttlSeconds: 30 }),
+    });
+    expect(lease.status).toBe(201);
+    expect(((await lease.json()) as { lease: { proxy: { namespace: string } } }).lease.proxy.namespace).toBe(
+      "team-a",
+    );
+    const leaseB = await app.request("/v1/leases", {
+      method: "POST",
+      headers: { authorization: `Bearer ${tokenA}`, "content-type": "application/json" },
+      body: JSON.stringify({ namespace: "team-b", holder: "w1", ttlSeconds: 30 }),
+    });
+    expect(leaseB.status).toBe(403);
+  });
+
+  it("the API secret itself is no crawler credential, and a token's namespace cannot be rewritten", async () => {
+    const app = tenants();
+    expect((await get(app, "/v1/proxies", secret)).status).toBe(401);
+    const tokenA = await namespaceToken(secret, "team-a");
+    const forged = tokenA.replace(".team-a.", ".team-b.");
+    expect((await get(app, "/v1/proxies", forged)).status).toBe(401);
+    // Minted under another secret: nothing.
+    expect((await get(app, "/v1/proxies", await namespaceToken(`${secret}x`, "team-b"))).status).toBe(401);
+    const tokenB = await namespaceToken(secret, "team-b");
+    expect((await get(app, "/v1/proxies", tokenB)).body.items?.map((i) => i.name)).toEqual(["bait"]);
   });
 });

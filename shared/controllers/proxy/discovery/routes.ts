@@ -4,7 +4,7 @@ import { isNamespaceName, parseLabelSelector } from "../../../kube/index.ts";
 import type { Context } from "../../../runtime/index.ts";
 import { apiErrorHandler } from "./api-errors.ts";
 import { bearerAuth, crawlerOf, mayUseNamespace } from "./bearer-auth.ts";
-import { listProxiesInScope } from "./list-proxies.ts";
+import { freshProxyListing, type ProxyListing } from "./listing.ts";
 import { selectReady } from "./ready.ts";
 
 export interface ProxyApiOptions {
@@ -14,6 +14,11 @@ export interface ProxyApiOptions {
    * Must not be empty.
    */
   apiToken: string;
+  /**
+   * Where listings come from: one read shared by every request of the instance for a few seconds
+   * (`sharedProxyListing`, what the platforms wire), or a fresh list per request when unset.
+   */
+  listing?: ProxyListing;
 }
 
 /**
@@ -32,6 +37,7 @@ export interface ProxyApiOptions {
 export function discoveryRoutes(ctx: Context, options: ProxyApiOptions): Hono {
   const app = new Hono();
   app.onError(apiErrorHandler(ctx.log));
+  const listing = options.listing ?? freshProxyListing(ctx);
   app.use("/v1/proxies", bearerAuth(options.apiToken));
   app.get("/v1/proxies", async (c) => {
     const namespace = c.req.query("namespace") || undefined;
@@ -42,7 +48,7 @@ export function discoveryRoutes(ctx: Context, options: ProxyApiOptions): Hono {
     }
     const selector = parseLabelSelector(c.req.query("labelSelector") ?? "");
     if (!selector.ok) return badRequest(c, `labelSelector: ${selector.error}`);
-    const proxies = await listProxiesInScope(ctx.kube, ctx.log, namespace, crawler.namespaces);
+    const proxies = await listing.inScope(namespace, crawler.namespaces);
     const items = selectReady(proxies, { namespace, selector: selector.requirements }).map(
       ({ namespace, name, ip, port, scheme, latencyMillis, labels }) => ({
         namespace,

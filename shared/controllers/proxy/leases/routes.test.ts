@@ -5,7 +5,9 @@ import { type KubeObject, Resources } from "../../../kube/index.ts";
 import type { LeaseView, ProxyLease } from "./index.ts";
 import { leaseRoutes } from "./routes.ts";
 
-const apiToken = "lease-token";
+const leaseToken = "lease-token-0123456789";
+// A cluster-wide crawler is an explicit choice: a JSON credential with namespaces "*".
+const apiToken = JSON.stringify([{ name: "crawler", token: leaseToken, namespaces: "*" }]);
 const t0 = new Date("2026-11-30T12:00:00Z");
 
 function setup(...proxies: TestProxy[]) {
@@ -18,7 +20,7 @@ function setup(...proxies: TestProxy[]) {
   const call = (method: string, path: string, body?: unknown) =>
     app.request(path, {
       method,
-      headers: { authorization: `Bearer ${apiToken}`, "content-type": "application/json" },
+      headers: { authorization: `Bearer ${leaseToken}`, "content-type": "application/json" },
       ...(body === undefined ? {} : { body: JSON.stringify(body) }),
     });
   return {
@@ -353,7 +355,7 @@ describe("lease request bodies", () => {
     });
     const res = await app.request("/v1/leases", {
       method: "POST",
-      headers: { authorization: `Bearer ${apiToken}`, "content-type": "application/json" },
+      headers: { authorization: `Bearer ${leaseToken}`, "content-type": "application/json" },
       body,
       duplex: "half",
     } as RequestInit);

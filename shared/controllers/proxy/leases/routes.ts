@@ -76,13 +76,17 @@ export function leaseRoutes(ctx: Context, options: ProxyApiOptions): Hono {
     if (body.data.namespace !== undefined && !mayUseNamespace(crawler, body.data.namespace)) {
       return forbiddenNamespace(c, body.data.namespace);
     }
-    const result = await acquireLease(ctx, {
-      namespace: body.data.namespace,
-      scope: crawler.namespaces,
-      selector: selector.requirements,
-      holder: boundHolder(crawler, body.data.holder),
-      ttlSeconds: body.data.ttlSeconds,
-    });
+    const result = await acquireLease(
+      ctx,
+      {
+        namespace: body.data.namespace,
+        scope: crawler.namespaces,
+        selector: selector.requirements,
+        holder: boundHolder(crawler, body.data.holder),
+        ttlSeconds: body.data.ttlSeconds,
+      },
+      options.listing,
+    );
     if (result.kind === "none") {
       return c.json(
         {

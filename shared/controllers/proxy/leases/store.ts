@@ -10,9 +10,10 @@ import {
 import type { Context } from "../../../runtime/index.ts";
 import { type Proxy as ProxyObject, parseProxy, proxyResource } from "../api.ts";
 import {
+  freshProxyListing,
   isProxyReady,
-  listProxiesInScope,
   type ProxyEndpoint,
+  type ProxyListing,
   proxyEndpoint,
   type ReadyProxy,
   selectReady,
@@ -74,12 +75,19 @@ export type ReleaseResult = { kind: "released" } | { kind: "notFound" } | { kind
  * taken with a resourceVersion-guarded update (Conflict → someone else won; next candidate).
  * The create and the guarded update are the lock: two crawlers never hold one proxy.
  *
+ * Candidates come from `listing` (a fresh list when unset; the platforms share one read per few
+ * seconds, see `sharedProxyListing`): it only chooses, the Lease writes above decide.
+ *
  * Caveats: not idempotent — a retried request after a lost response takes a second proxy, and
  * the first stays held until its TTL runs out. One holder may hold several proxies.
  */
-export async function acquireLease(ctx: Context, req: AcquireRequest): Promise<AcquireResult> {
+export async function acquireLease(
+  ctx: Context,
+  req: AcquireRequest,
+  listing: ProxyListing = freshProxyListing(ctx),
+): Promise<AcquireResult> {
   const now = ctx.clock.now();
-  const proxies = await listProxiesInScope(ctx.kube, ctx.log, req.namespace, req.scope ?? "*");
+  const proxies = await listing.inScope(req.namespace, req.scope ?? "*");
   const candidates = selectReady(proxies, { namespace: req.namespace, selector: req.selector });
   for (const candidate of candidates) {
     const lease = await tryAcquire(ctx, candidate, req.holder, req.ttlSeconds, now);

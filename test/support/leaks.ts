@@ -11,7 +11,7 @@
  *
  * A file's objects are the watched kinds' objects ({@link watchedKinds}: Namespaces, Proxies,
  * SubPools and Sites in every namespace, and the cluster-scoped kinds tests create) whose UID the
- * snapshot before the file did not hold — except kubefn's own install (infra/crds, infra/rbac),
+ * snapshot before the file did not hold — except kubefn's own install ({@link sharedInstall}),
  * which files apply idempotently and share.
  *
  * Caveats: an object or process that is on its way out (terminating, signalled) is given a
@@ -215,17 +215,26 @@ export async function clusterObjects(kube: Kube): Promise<ObjectEntry[]> {
 const objectKey = (o: Pick<ObjectEntry, "kind" | "namespace" | "name">) =>
   `${o.kind}/${o.namespace ?? ""}/${o.name}`;
 
-/** kubefn's install (infra/crds, infra/rbac) as {@link objectKey}s: shared by every file. */
+/**
+ * kubefn's install (`kubectl apply -k infra/`: infra/crds, infra/rbac, the relay's manifests) as
+ * {@link objectKey}s: files apply it idempotently, and share it.
+ */
 export async function sharedInstall(): Promise<Set<string>> {
-  const manifests = [...(await manifestsIn("crds")), ...(await manifestsIn("rbac"))];
+  const manifests = [
+    ...(await manifestsIn("crds")),
+    ...(await manifestsIn("rbac")),
+    ...(await manifestsIn("relay")),
+  ];
   return new Set(
-    manifests.map((m) =>
-      objectKey({
-        kind: m.kind,
-        name: m.metadata.name ?? "",
-        ...(m.metadata.namespace ? { namespace: m.metadata.namespace } : {}),
-      }),
-    ),
+    manifests
+      .filter((m) => m.metadata)
+      .map((m) =>
+        objectKey({
+          kind: m.kind,
+          name: m.metadata.name ?? "",
+          ...(m.metadata.namespace ? { namespace: m.metadata.namespace } : {}),
+        }),
+      ),
   );
 }
 
@@ -239,22 +248,31 @@ export function newObjects(before: ObjectEntry[], after: ObjectEntry[], shared: 
 export function describeLeaks(leaks: Leaks): string[] {
   return [
     ...leaks.processes.map((p) => `process ${p.pid} still running: ${p.command.slice(0, 200)}`),
-    ...leaks.objects.map(
-      (o) =>
-        `${o.kind} ${o.namespace ? `${o.namespace}/` : ""}${o.name} left in the cluster` +
-        (o.terminating
-          ? ` (terminating${o.finalizers.length > 0 ? `, finalizers ${o.finalizers.join(", ")}` : ""})`
-          : ""),
-    ),
+    ...leaks.objects.map((o) => {
+      const notes = [
+        ...(o.terminating ? ["terminating"] : []),
+        ...(o.finalizers.length > 0 ? [`finalizers ${o.finalizers.join(", ")}`] : []),
+      ];
+      const where = `${o.kind} ${o.namespace ? `${o.namespace}/` : ""}${o.name}`;
+      return `${where} left in the cluster${notes.length > 0 ? ` (${notes.join(", ")})` : ""}`;
+    }),
   ];
+}
+
+/** Whether an object is on its way out: terminating, or in a terminating Namespace (whose content the namespace controller deletes). */
+export function goingAway(objects: ObjectEntry[]): (o: ObjectEntry) => boolean {
+  const terminatingNamespaces = new Set(
+    objects.filter((o) => o.kind === "Namespace" && o.terminating).map((o) => o.name),
+  );
+  return (o) => o.terminating || (o.namespace !== undefined && terminatingNamespaces.has(o.namespace));
 }
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 /**
  * What the file leaked, after a bounded wait: processes get `processGraceMs` to exit; objects get
- * `objectGraceMs`, stretched to `terminatingGraceMs` while every one left is already terminating
- * (a Namespace's content going, a finalizer being removed).
+ * `objectGraceMs`, stretched to `terminatingGraceMs` while every one left is on its way out
+ * ({@link goingAway}: a Namespace's content going, a finalizer being removed).
  */
 export async function findLeaks(
   before: Snapshot,
@@ -271,7 +289,8 @@ export async function findLeaks(
     };
     const elapsed = Date.now() - start;
     const waitProcesses = leaks.processes.length > 0 && elapsed < processGraceMs;
-    const objectWindow = leaks.objects.every((o) => o.terminating) ? terminatingGraceMs : objectGraceMs;
+    const going = goingAway(now.objects);
+    const objectWindow = leaks.objects.every(going) ? terminatingGraceMs : objectGraceMs;
     const waitObjects = leaks.objects.length > 0 && elapsed < objectWindow;
     if (!waitProcesses && !waitObjects) return leaks;
     await sleep(pollMs);

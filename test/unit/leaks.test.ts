@@ -9,6 +9,7 @@ import {
   describeLeaks,
   fileMarkEnv,
   findLeaks,
+  goingAway,
   newObjects,
   newProcesses,
   type ObjectEntry,
@@ -115,6 +116,26 @@ describe("newObjects", () => {
   });
 });
 
+describe("goingAway", () => {
+  const objects = [obj("Namespace", "going", "u1", { terminating: true }), obj("Namespace", "staying", "u2")];
+  it.each([
+    { what: "a terminating object", o: obj("ClusterRole", "r", "u3", { terminating: true }), going: true },
+    {
+      what: "an object in a terminating Namespace",
+      o: obj("Proxy", "p", "u4", { namespace: "going" }),
+      going: true,
+    },
+    {
+      what: "an object in a Namespace that stays",
+      o: obj("Proxy", "p", "u5", { namespace: "staying" }),
+      going: false,
+    },
+    { what: "a cluster-scoped object", o: obj("ClusterRole", "r", "u6"), going: false },
+  ])("$what", ({ o, going }) => {
+    expect(goingAway(objects)(o)).toBe(going);
+  });
+});
+
 describe("describeLeaks", () => {
   it("names each process and object, and what holds a terminating one", () => {
     expect(
@@ -128,6 +149,7 @@ describe("describeLeaks", () => {
             finalizers: ["crawl.kubefn.dev/x"],
           }),
           obj("ClusterRole", "tenant", "u3"),
+          obj("SubPool", "pool", "u4", { finalizers: ["subrelay.example.com/finalizer"] }),
         ],
       }),
     ).toEqual([
@@ -135,6 +157,7 @@ describe("describeLeaks", () => {
       "Namespace kill-1 left in the cluster (terminating)",
       "Proxy kill-1/victim left in the cluster (terminating, finalizers crawl.kubefn.dev/x)",
       "ClusterRole tenant left in the cluster",
+      "SubPool pool left in the cluster (finalizers subrelay.example.com/finalizer)",
     ]);
   });
 });

@@ -19,6 +19,8 @@ export default defineConfig({
           name: "integration",
           include: ["test/integration/**/*.test.ts", "test/e2e/**/*.test.ts", "test/chaos/**/*.test.ts"],
           globalSetup: ["test/setup/devcluster.ts"],
+          // Fails a file that leaves a process running or an object in the cluster (names what).
+          setupFiles: ["test/setup/leak-check.ts"],
           testTimeout: 120_000,
           hookTimeout: 180_000,
           // One control plane per run; files share it, so keep them from stepping on each other.

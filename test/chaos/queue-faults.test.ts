@@ -31,10 +31,10 @@ import {
 } from "../../shared/kube/index.ts";
 import { type Message, planSweep, runPass, SNAPSHOT_MAX_AGE_SECONDS } from "../../shared/runtime/index.ts";
 import type { Context } from "../../shared/runtime/types.ts";
-import { clusterInfo } from "../setup/cluster.ts";
+import { clusterInfo, eventually } from "../setup/cluster.ts";
 import { loopbackProbeAllowList } from "../support/loopback.ts";
 import { createKubefnAws, type KubefnAws, type Moto, startMoto, TEST_CREDENTIALS } from "../support/moto.ts";
-import { findProblems } from "./scenario.ts";
+import { findProblems, removeNamespace } from "./scenario.ts";
 
 type Proxy = ProxyObject & KubeObject;
 
@@ -77,11 +77,42 @@ beforeAll(async () => {
 }, 120_000);
 
 afterAll(async () => {
-  vi.unstubAllEnvs();
-  aws?.close();
-  await moto?.close();
-  for (const name of namespaces) await admin.delete(Resources.Namespace, { name }).catch(() => undefined);
-});
+  try {
+    await Promise.all(namespaces.map((ns) => removeWithProxies(ns)));
+  } finally {
+    vi.unstubAllEnvs();
+    aws?.close();
+    await moto?.close();
+  }
+}, 180_000);
+
+/**
+ * Deletes the namespace's Proxies and runs their passes (a Node host work queue, as a host would)
+ * until their finalizers let them go, then the namespace, and waits until it is gone: a Managed
+ * Proxy left in a deleted namespace would hold it terminating, for the next file's host to finish.
+ */
+async function removeWithProxies(namespace: string): Promise<void> {
+  const platform = nodeHost();
+  try {
+    await eventually(
+      async () => {
+        const left = await listAll<Proxy>(admin, proxyResource, { namespace });
+        if (left.length === 0) return true;
+        for (const p of left)
+          if (!p.metadata.deletionTimestamp)
+            await admin.delete(proxyResource, { namespace, name: p.metadata.name! }).catch(() => undefined);
+        await platform.deliver(
+          left.map((p) => ({ request: request(namespace, p.metadata.name!), attempt: 0 })),
+        );
+        return undefined;
+      },
+      { timeoutMs: 120_000, intervalMs: 500, what: `the Proxies of ${namespace} gone` },
+    );
+  } finally {
+    await platform.close();
+  }
+  if (!(await removeNamespace(admin, namespace))) throw new Error(`namespace ${namespace} not gone`);
+}
 
 function baseContext(queue: Context["queue"]): Context {
   return {

@@ -19,6 +19,7 @@ import type { Kube, KubeObject } from "../../shared/kube/port.ts";
 import { sweepBucket } from "../../shared/runtime/index.ts";
 import { clusterInfo } from "../setup/cluster.ts";
 import { type ChildOutput, outputOf } from "../support/child-output.ts";
+import { removeNamespaces } from "../support/namespaces.ts";
 import { startForwardProxy, startHttpTarget } from "../support/probe-fixtures.ts";
 import { eventually, functionsKubeconfig, type HostProcess, startHost } from "./host.ts";
 
@@ -55,8 +56,12 @@ function provisioned(p: ProxyObject | undefined): boolean {
   return findCondition(p?.status?.conditions as never, "Provisioned")?.status === "True";
 }
 
+/** The namespaces made on the shared devcluster, removed at the end (see its afterAll). */
+const namespaces: string[] = [];
+
 async function newNamespace(kube: Kube, prefix: string): Promise<string> {
   const name = `${prefix}-${randomBytes(3).toString("hex")}`;
+  namespaces.push(name);
   await kube.create(Resources.Namespace, { apiVersion: "v1", kind: "Namespace", metadata: { name } });
   return name;
 }
@@ -198,6 +203,22 @@ describe("the Node host on the shared devcluster", () => {
     admin = adminKube(clusterInfo().kubeconfig);
     sa = await functionsKubeconfig(clusterInfo().kubeconfig);
   }, 120_000);
+
+  // Each test's host is stopped at its end (one never sweeps): one more host, sweeping, takes the
+  // Managed Proxies' finalizers off while their namespaces go.
+  afterAll(async () => {
+    if (namespaces.length === 0) return;
+    const host = await startHost({
+      KUBECONFIG: sa,
+      KUBEFN_SWEEP_SECONDS: "1",
+      KUBEFN_PROXY_RESYNC_SECONDS: "60",
+    });
+    try {
+      await removeNamespaces(admin, namespaces);
+    } finally {
+      expect(await host.stop()).toBe(0);
+    }
+  }, 240_000);
 
   it("says whom a given kubeconfig reconciles as, and warns when it is not kubefn's identity", async () => {
     const lines: Array<{ level: string; msg: string; fields?: Record<string, unknown> }> = [];

@@ -13,6 +13,7 @@ import { createKube, findCondition, listAll, Resources } from "../../shared/kube
 import { createNodeTransport } from "../../shared/kube/node.ts";
 import type { Kube, KubeObject } from "../../shared/kube/port.ts";
 import { clusterInfo } from "../setup/cluster.ts";
+import { removeNamespaces } from "../support/namespaces.ts";
 import {
   type ForwardProxy,
   startForwardProxy,
@@ -87,9 +88,14 @@ beforeAll(async () => {
 }, 120_000);
 
 afterAll(async () => {
-  expect(await host?.stop()).toBe(0);
-  await target?.close();
-});
+  // The namespaces go while the host runs, so that it takes the Managed Proxies' finalizers off.
+  try {
+    if (ns) await removeNamespaces(admin, [ns, `${ns}-q`]);
+  } finally {
+    expect(await host?.stop()).toBe(0);
+    await target?.close();
+  }
+}, 180_000);
 
 describe("a Managed Proxy through the functions", () => {
   it("goes Pending → Provisioning → Ready as its probes pass, Unhealthy when its proxy stops, Ready again", async () => {

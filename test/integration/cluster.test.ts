@@ -7,7 +7,7 @@
 import { createServer } from "node:http";
 import type { AddressInfo } from "node:net";
 import { CoreV1Api, type V1Pod } from "@kubernetes/client-node";
-import { describe, expect, it } from "vitest";
+import { afterAll, describe, expect, it } from "vitest";
 import {
   auditEventsSince,
   clusterInfo,
@@ -126,6 +126,12 @@ async function ensureCrd(): Promise<void> {
     { what: "CRD established and served" },
   );
 }
+
+afterAll(async () => {
+  // The CRD goes, and with it every Widget left (none holds a finalizer by now).
+  const crd = `/apis/apiextensions.k8s.io/v1/customresourcedefinitions/${crdName}`;
+  if ((await api("DELETE", crd)).status !== 404) await waitGone(crd);
+});
 
 const widget = (name: string, spec: Record<string, unknown>, extra: Record<string, unknown> = {}) => ({
   apiVersion: `${group}/v1`,

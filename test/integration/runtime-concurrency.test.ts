@@ -30,6 +30,7 @@ import { createNodeTransport } from "../../shared/kube/node.ts";
 import { type PassResult, runPass } from "../../shared/runtime/executor.ts";
 import type { Context, Message } from "../../shared/runtime/types.ts";
 import { kubeConfig } from "../setup/cluster.ts";
+import { removeNamespaces } from "../support/namespaces.ts";
 
 type ProxyObject = KubeObject & {
   status?: {
@@ -50,8 +51,9 @@ beforeAll(async () => {
 }, 120_000);
 
 afterAll(async () => {
-  await kube?.delete(Resources.Namespace, { name: ns }).catch(() => undefined);
-});
+  // No pass runs at the end: the Proxy's finalizer is taken off directly (its Pod goes with ns).
+  if (kube) await removeNamespaces(kube, [ns], { dropFinalizers: true });
+}, 180_000);
 
 describe("concurrent passes for one key", () => {
   it("20 passes at once for a new Managed Proxy: one Pod, converged, only requeued conflicts", async () => {

@@ -28,6 +28,7 @@ import {
   kubeConfig,
   waitForAuditEvent,
 } from "../setup/cluster.ts";
+import { removeNamespaces } from "../support/namespaces.ts";
 
 const kubefnUser = "system:serviceaccount:kubefn-system:kubefn";
 const repo = fileURLToPath(new URL("../../", import.meta.url));
@@ -219,8 +220,8 @@ beforeAll(async () => {
 });
 
 afterAll(async () => {
-  await admin?.delete(Resources.Namespace, { name: victims }).catch(() => {});
-});
+  if (admin) await removeNamespaces(admin, [victims], { dropFinalizers: true });
+}, 180_000);
 
 describe("the kubefn identity's effective permissions", () => {
   it("prints them, and every granted verb is one the code calls", async () => {

@@ -35,6 +35,7 @@ import { runPass } from "../../shared/runtime/executor.ts";
 import { createRegistry, type Registry } from "../../shared/runtime/registry.ts";
 import { runSweep, type SweepSummary } from "../../shared/runtime/sweep-run.ts";
 import type { Context, Message } from "../../shared/runtime/types.ts";
+import { removeNamespaces } from "../support/namespaces.ts";
 
 const suffix = Math.random().toString(36).slice(2, 6);
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
@@ -273,8 +274,9 @@ afterAll(async () => {
   for (const name of sites) await admin.delete(siteResource, { name }).catch(() => undefined);
   // Drive the finalizers so the pools and their Namespaces go.
   await converge("cleanup", 120_000).catch(() => undefined);
-  await admin.delete(Resources.Namespace, { name: proxyNs }).catch(() => undefined);
-}, 180_000);
+  // No pass runs for the Proxies now: their finalizers are taken off directly (Pods go with proxyNs).
+  await removeNamespaces(admin, [proxyNs], { dropFinalizers: true });
+}, 300_000);
 
 describe("sweep by lists", () => {
   it("steady state: no drift messages, and the same requests per sweep for 5 and for 20 SubPools", async () => {

@@ -2,6 +2,7 @@
  * The seam's consume loop: one message guard, one verdict per item, passes apart from jobs, and
  * the envelope every message it sends carries (version and trace).
  */
+import { readFileSync } from "node:fs";
 import { describe, expect, it } from "vitest";
 import { parseWorkerEnv } from "../../functions/cloudflare/config.ts";
 import { FakeKube, fakeContext } from "../../test/support/fake-kube.ts";
@@ -138,5 +139,24 @@ describe("consume", () => {
     expect(followUp?.traceparent).not.toBe(parent);
     const line = recorded.logs.find((l) => l.msg === "pass");
     expect(line?.fields).toMatchObject({ trace: "0af7651916cd43dd8448eb211c80319c" });
+  });
+});
+
+describe("messages the 0.1.0 release left on the queue", () => {
+  it.each([
+    "follow-up-pass.json",
+    "cluster-scoped-audit-pass.json",
+    "drift-pass-with-snapshot.json",
+    "probe-shard-job.json",
+  ])("%s is consumed by this release and acked", async (file) => {
+    const body = JSON.parse(
+      readFileSync(new URL(`../../test/fixtures/messages/0.1.0/${file}`, import.meta.url), "utf8"),
+    ) as Message;
+    const { kubefn, recorded } = kubefnWith(async () => done());
+    const [verdict] = await kubefn.consume([{ body }]);
+    expect(verdict?.ack).toBe(true);
+    expect(verdict && "dropped" in verdict).toBe(false);
+    // A pass line for a pass, a job line for a probe shard; never "not a kubefn message".
+    expect(recorded.logs.map((l) => l.msg)).toEqual([body.shard ? "job" : "pass"]);
   });
 });

@@ -156,7 +156,10 @@ describe("messages the 0.1.0 release left on the queue", () => {
     const [verdict] = await kubefn.consume([{ body }]);
     expect(verdict?.ack).toBe(true);
     expect(verdict && "dropped" in verdict).toBe(false);
-    // A pass line for a pass, a job line for a probe shard; never "not a kubefn message".
-    expect(recorded.logs.map((l) => l.msg)).toEqual([body.shard ? "job" : "pass"]);
+    // A pass line for a pass, a job line for a probe shard; never "not a kubefn message" (this
+    // test's registry has no SubPool controller: that pass fails as UnknownController, read whole).
+    const lines = recorded.logs.map((l) => l.msg);
+    expect(lines.at(-1)).toBe(body.shard ? "job" : "pass");
+    expect(lines).not.toContain("queue message is not a kubefn message; dropped");
   });
 });

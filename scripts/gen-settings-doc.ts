@@ -101,7 +101,8 @@ const sharedRows: Row<Exclude<Shared, keyof typeof operatorVariables>>[] = [
   {
     names: ["PUBSUB_JWKS_URL", "PUBSUB_JWKS"],
     unset: "Google's keys",
-    meaning: "where the push tokens' signing keys come from: a URL, or the JWKS inline",
+    meaning:
+      "where the push tokens' signing keys come from: an https URL (http only to loopback), or the JWKS inline",
   },
   {
     names: ["PASS_CONCURRENCY"],

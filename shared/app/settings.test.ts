@@ -190,6 +190,7 @@ describe("Pub/Sub push intake settings", () => {
     [{ PUBSUB_SERVICE_ACCOUNT: "not-an-email" }, /PUBSUB_SERVICE_ACCOUNT/],
     [{ PUBSUB_JWKS: "{}" }, /PUBSUB_JWKS/],
     [{ PUBSUB_JWKS_URL: "ftp://x" }, /PUBSUB_JWKS_URL/],
+    [{ PUBSUB_JWKS_URL: "http://keys.example.com/certs" }, /PUBSUB_JWKS_URL must be an https URL/],
   ])("a bad %j is named", (env, name) => {
     expect(() => platforms.workers(env)).toThrow(name);
   });

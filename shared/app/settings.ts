@@ -36,8 +36,17 @@ export const settingsVariables = {
   PUBSUB_SERVICE_ACCOUNT: z.optional(
     z.stringFormat("email", emailAddress, "PUBSUB_SERVICE_ACCOUNT must be a service account email"),
   ),
+  /** Keys that verify who pushed: https, or http to this machine's loopback only (a local test server). */
   PUBSUB_JWKS_URL: z.optional(
-    z.url({ protocol: /^https?$/, error: "PUBSUB_JWKS_URL must be an http(s) URL" }),
+    z.url({ protocol: /^https?$/, error: "PUBSUB_JWKS_URL must be an https URL" }).check(
+      z.refine(
+        (u) => u.startsWith("https://") || /^http:\/\/(127\.\d+\.\d+\.\d+|localhost|\[::1\])(:|\/|$)/.test(u),
+        {
+          error:
+            "PUBSUB_JWKS_URL must be an https URL (http only to loopback): keys fetched in clear could be swapped",
+        },
+      ),
+    ),
   ),
   PUBSUB_JWKS: z.optional(
     z.pipe(

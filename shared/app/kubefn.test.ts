@@ -163,3 +163,58 @@ describe("messages the 0.1.0 release left on the queue", () => {
     expect(lines).not.toContain("queue message is not a kubefn message; dropped");
   });
 });
+
+describe("traces", () => {
+  it("each intake batch starts a trace of its own, carried by the messages it enqueued", async () => {
+    const kube = new FakeKube();
+    const { ctx, recorded } = fakeContext(kube);
+    const token = "audit-token-1234567890";
+    const settings = parseWorkerEnv({
+      KUBE_SERVER: "https://kube.example.com",
+      KUBE_TOKEN: "t",
+      AUDIT_TOKEN: token,
+    });
+    const kubefn = createKubefn(
+      settings,
+      {
+        kube,
+        queue: ctx.queue,
+        prober: { probe: async () => ({ ok: true }) } as never,
+        log: ctx.log,
+        metrics: ctx.metrics,
+      },
+      { registry: createRegistry([proxyController()]), sweepTasks: [] },
+    );
+    const event = (name: string) => ({
+      kind: "Event",
+      apiVersion: "audit.k8s.io/v1",
+      level: "Metadata",
+      auditID: `a-${name}`,
+      stage: "ResponseComplete",
+      verb: "create",
+      user: { username: "alice" },
+      objectRef: {
+        resource: "proxies",
+        namespace: "ns1",
+        name,
+        apiGroup: "crawl.example.com",
+        apiVersion: "v1alpha1",
+      },
+      responseStatus: { code: 201 },
+    });
+    for (const name of ["p1", "p2"]) {
+      const res = await kubefn.fetch(
+        new Request("http://kubefn/v1/events", {
+          method: "POST",
+          headers: { authorization: `Bearer ${token}`, "content-type": "application/json" },
+          body: JSON.stringify({ kind: "EventList", apiVersion: "audit.k8s.io/v1", items: [event(name)] }),
+        }),
+      );
+      expect(res.status).toBe(202);
+    }
+    const traces = recorded.sent.flatMap((s) => s.messages).map((m) => m.traceparent?.split("-")[1]);
+    expect(traces).toHaveLength(2);
+    expect(traces.every((t) => /^[0-9a-f]{32}$/.test(t ?? ""))).toBe(true);
+    expect(traces[0]).not.toBe(traces[1]);
+  });
+});

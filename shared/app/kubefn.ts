@@ -170,7 +170,20 @@ export function createKubefn(settings: KubefnSettings, ports: KubefnPorts, opera
     );
   }
   const passes = new PassHistory();
-  const app = createFunctionsApp(tracedContext(ctx, undefined), ops, settings);
+  // Each intake batch (one send) starts a trace of its own, which its passes continue.
+  const intakeCtx: Context = {
+    ...ctx,
+    queue: {
+      send: (messages, delaySeconds) => {
+        const { traceparent } = traceFrom(undefined);
+        return ctx.queue.send(
+          messages.map((m) => sealed(m, traceparent)),
+          delaySeconds,
+        );
+      },
+    },
+  };
+  const app = createFunctionsApp(intakeCtx, ops, settings);
   const primaries = ops.registry.controllers.map((c) => ({ controller: c.name, resource: c.for }));
   app.route("/", fleetPage(ctx, primaries, passes, settings.apiToken ? { apiToken: settings.apiToken } : {}));
   /** The context of one invocation: its own request budget and shared reads. */
@@ -276,12 +289,13 @@ export function createKubefn(settings: KubefnSettings, ports: KubefnPorts, opera
 
 /**
  * `ctx` for one hop of a chain: a child span of `parent` (a message's `traceparent`), or a new
- * trace. Its log lines carry the trace id; the messages it sends carry the envelope version and
- * its `traceparent`.
+ * trace. Its log lines carry the trace id and this hop's span id (a pass's id); the messages it
+ * sends carry the envelope version and its `traceparent`.
  */
 function tracedContext(ctx: Context, parent: string | undefined): Context {
   const trace = traceFrom(parent);
-  const fields = { trace: trace.traceId };
+  // `span` names this hop (a pass, a job, a sweep, an intake batch): every line it writes has both.
+  const fields = { trace: trace.traceId, span: trace.spanId };
   const with_ = (f?: Record<string, unknown>) => (f ? { ...f, ...fields } : fields);
   return {
     ...ctx,

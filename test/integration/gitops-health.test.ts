@@ -47,6 +47,7 @@ import { createRegistry, type Registry } from "../../shared/runtime/registry.ts"
 import type { Context, Request } from "../../shared/runtime/types.ts";
 import { eventually, kubeConfig, kubectl } from "../setup/cluster.ts";
 import { outputOf } from "../support/child-output.ts";
+import { loopbackProbeAllowList } from "../support/loopback.ts";
 import { proxyResource } from "../support/proxies.ts";
 
 const root = fileURLToPath(new URL("../../", import.meta.url));
@@ -147,7 +148,7 @@ beforeAll(async () => {
   kube = createKube(createNodeTransport(kubeConfig()));
   await installCrdsAndRbac(kube);
   registry = createRegistry([
-    proxyController({ providers: {} }),
+    proxyController({ providers: {}, probeAllowList: loopbackProbeAllowList }),
     subPoolController({
       operatorConfig: { ...defaultOperatorConfig, proxyGateway: { namespace: ns, service: gatewayService } },
     }),

@@ -78,11 +78,16 @@ beforeAll(async () => {
       { name: pool, uid: undefined, generation: undefined },
     ),
   );
-  // Started once the objects exist: its first sweep sends each a pass. This host gets no events,
-  // so an object created after that sweep would wait for the next drift decisions, at the next
-  // 5-minute boundary (the Proxy resync) — up to 300 s (the hostile Proxy has no probe to bring
-  // its pass sooner).
-  host = await startHost({ KUBECONFIG: kubeconfig, KUBEFN_SWEEP_SECONDS: "2", KUBEFN_API_TOKEN: token });
+  // Started once the objects exist: its first sweep sends each a pass. This host gets no events:
+  // a change after that sweep waits for the sweep's next drift decisions, at a wall-clock
+  // boundary of the Proxy resync — the default's 300 s would outlast the waits here (the hostile
+  // Proxy has no probe to bring a pass sooner; its deletion at the end needs one), 60 s does not.
+  host = await startHost({
+    KUBECONFIG: kubeconfig,
+    KUBEFN_SWEEP_SECONDS: "2",
+    KUBEFN_PROXY_RESYNC_SECONDS: "60",
+    KUBEFN_API_TOKEN: token,
+  });
   await eventually(
     "ready Ready with a latency, dead Unhealthy, hostile Failed, the SubPool NotReady",
     async () => {

@@ -195,7 +195,8 @@ spec:
     const text = (await renderCopy("--set", "settings.create=true")).map((o) => JSON.stringify(o)).join("\n");
     const r = await kubectl(["apply", "--dry-run=server", "-f", "-"], text);
     expect(r.code, r.stderr).toBe(0);
-    expect(r.stdout).toContain("deployment.apps/kubefn created (server dry run)");
+    // Created, or configured where an earlier install left the release's own host.
+    expect(r.stdout).toMatch(/^deployment\.apps\/kubefn (created|configured) \(server dry run\)$/m);
   });
 
   it("renders nothing with every part off", async () => {

@@ -97,7 +97,10 @@ describe("kubefn install --dry-run", () => {
 
 describe("kubefn install", () => {
   it("applies install.yaml, after which a dry run finds nothing to change", async () => {
+    // What install.yaml adds to what the test setup installed: the relay and the in-cluster host.
     const relay = [
+      ["-n", "kubefn-system", "deployment", "kubefn"],
+      ["-n", "kubefn-system", "service", "kubefn"],
       ["-n", "kubefn-system", "deployment", "kubefn-relay"],
       ["-n", "kubefn-system", "serviceaccount", "kubefn-relay"],
       ["clusterrolebinding", "kubefn-relay"],

@@ -173,15 +173,7 @@ export function createKubefn(settings: KubefnSettings, ports: KubefnPorts, opera
   // Each intake batch (one send) starts a trace of its own, which its passes continue.
   const intakeCtx: Context = {
     ...ctx,
-    queue: {
-      send: (messages, delaySeconds) => {
-        const { traceparent } = traceFrom(undefined);
-        return ctx.queue.send(
-          messages.map((m) => sealed(m, traceparent)),
-          delaySeconds,
-        );
-      },
-    },
+    queue: sealingQueue(ctx.queue, () => traceFrom(undefined).traceparent),
   };
   const app = createFunctionsApp(intakeCtx, ops, settings);
   const primaries = ops.registry.controllers.map((c) => ({ controller: c.name, resource: c.for }));
@@ -304,12 +296,19 @@ function tracedContext(ctx: Context, parent: string | undefined): Context {
       warn: (msg, f) => ctx.log.warn(msg, with_(f)),
       error: (msg, f) => ctx.log.error(msg, with_(f)),
     },
-    queue: {
-      send: (messages, delaySeconds) =>
-        ctx.queue.send(
-          messages.map((m) => sealed(m, trace.traceparent)),
-          delaySeconds,
-        ),
+    queue: sealingQueue(ctx.queue, () => trace.traceparent),
+  };
+}
+
+/** `queue`, sending each batch sealed: the envelope version and the `traceparent` of `traceOf()`. */
+function sealingQueue(queue: Context["queue"], traceOf: () => string): Context["queue"] {
+  return {
+    send: (messages, delaySeconds) => {
+      const traceparent = traceOf();
+      return queue.send(
+        messages.map((m) => sealed(m, traceparent)),
+        delaySeconds,
+      );
     },
   };
 }

@@ -41,6 +41,12 @@ export class FakeKube implements Kube {
   readonly failNext = new Map<Method, unknown[]>();
   private readonly objects = new Map<string, KubeObject>();
   private version = 100;
+  /**
+   * Plays the Deployment controller: every Deployment written is at once rolled out and available
+   * (its status says so), as a cluster with running Pods would soon report. Off, a Deployment
+   * keeps the status it was given (none: never observed, never available).
+   */
+  rollsOutDeployments = true;
 
   /** `now` stamps creationTimestamp and deletionTimestamp. */
   constructor(private readonly now: () => Date = () => new Date("2026-11-30T12:00:00Z")) {}
@@ -203,6 +209,15 @@ export class FakeKube implements Kube {
 
   private store(res: Resource, object: KubeObject): KubeObject {
     const stored = structuredClone(object);
+    if (this.rollsOutDeployments && res.resource === "deployments") {
+      const replicas = (stored.spec as { replicas?: number } | undefined)?.replicas ?? 1;
+      stored.status = {
+        observedGeneration: stored.metadata.generation ?? 0,
+        replicas,
+        updatedReplicas: replicas,
+        availableReplicas: replicas,
+      };
+    }
     stored.metadata.resourceVersion = String(++this.version);
     this.objects.set(this.id(res, stored.metadata), stored);
     return structuredClone(stored);

@@ -40,6 +40,10 @@ export const SiteReason = {
   InvalidSpec: "InvalidSpec",
   /** Ready=Unknown: a component has not published its condition yet. */
   Pending: "Pending",
+  /** A component's Deployment is applied and rolling out, not yet available. */
+  DeploymentProgressing: "DeploymentProgressing",
+  /** A component's Deployment is past its progress deadline (its Pods do not become available). */
+  DeploymentStalled: "DeploymentStalled",
 } as const;
 export type SiteReason = (typeof SiteReason)[keyof typeof SiteReason];
 

@@ -85,6 +85,12 @@ interface ComponentIdentity {
    * controller merges watches of the same kind across components.
    */
   watches?(env: WatchEnv): Watch[];
+  /**
+   * The Deployment whose availability this component's condition reports, if any. The Site drift
+   * decision reads it from the sweep's list: a True condition over a Deployment that no longer
+   * runs is a reason for a pass (its status changes are no events).
+   */
+  workload?(env: DesiredEnv, site: Site): ObjectKey;
 }
 
 /**

@@ -197,6 +197,41 @@ describe("siteController over a fake Kube (runPass)", () => {
       expect(call.body).toMatchObject({ fieldManager: "unbounded-operator", force: true });
   });
 
+  it("MachinaReady and MetalmanReady report their Deployments running, not applied", async () => {
+    kube = new FakeKube(() => new Date()); // Deployments created now: progressing for 0 s
+    ctx = fakeContext(kube).ctx;
+    kube.rollsOutDeployments = false; // no Deployment controller: nothing ever becomes available
+    kube.seed(siteResource, siteObject("west"));
+    const registry = registryOf(defaultSiteRegistry());
+    const first = await pass(registry, "west");
+    // Waiting on an unwatched status: re-checked within seconds, not left to the drift period.
+    expect(first).toMatchObject({ result: "requeue", followUpSeconds: 5 });
+    expect(conditionsOf(kube.stored(siteResource, { name: "west" }))).toEqual([
+      { type: "NetReady", status: "True", reason: "Reconciled" },
+      { type: "MachinaReady", status: "False", reason: "DeploymentProgressing" },
+      { type: "MetalmanReady", status: "False", reason: "DeploymentProgressing" },
+      { type: "StorageReady", status: "True", reason: "Reconciled" },
+      { type: "Ready", status: "False", reason: "DeploymentProgressing" },
+      { type: "Reconciling", status: "True", reason: "DeploymentProgressing" },
+    ]);
+    // The workload controller rolls both out; the next pass reports them running.
+    for (const name of ["machina", "metalman-west"]) {
+      const d = kube.stored(Resources.Deployment, { namespace: ns, name })!;
+      await kube.updateStatus(Resources.Deployment, {
+        ...d,
+        status: { observedGeneration: 0, replicas: 1, updatedReplicas: 1, availableReplicas: 1 },
+      });
+    }
+    expect(await pass(registry, "west")).toMatchObject({ result: "done" });
+    const conditions = (kube.stored(siteResource, { name: "west" })?.status as { conditions: Condition[] })
+      .conditions;
+    expect(conditions.find((c) => c.type === "MetalmanReady")).toMatchObject({
+      status: "True",
+      message: "metalman-west: 1/1 replicas available",
+    });
+    expect(conditions.find((c) => c.type === "Ready")).toMatchObject({ status: "True" });
+  });
+
   it("a second pass over a converged Site makes zero writes", async () => {
     kube.seed(siteResource, siteObject("west"));
     const registry = registryOf(defaultSiteRegistry());

@@ -115,6 +115,20 @@ describe("Site drift from lists", () => {
     expect(await reason(site)).toBe(want);
   });
 
+  it.each([
+    ["metalman-west", "unavailable:MetalmanReady"],
+    ["machina", "unavailable:MachinaReady"],
+  ])("its Deployment %s stops running under a True condition → %s", async (name, want) => {
+    const site = await converged("west");
+    kube.rollsOutDeployments = false;
+    const d = await kube.get(Resources.Deployment, { namespace: ns, name });
+    await kube.updateStatus(Resources.Deployment, {
+      ...d,
+      status: { observedGeneration: 0, replicas: 1, updatedReplicas: 1, availableReplicas: 0 },
+    });
+    expect(await reason(site)).toBe(want);
+  });
+
   it("a component disabled since: its leftover object is a reason, and gone once the pass cleaned up", async () => {
     const site = await converged("west");
     const disabled = { ...site, spec: { components: { storage: { enabled: false } } } };

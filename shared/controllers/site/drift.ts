@@ -6,8 +6,9 @@
 import type { Condition, KubeObject, Resource } from "../../kube/index.ts";
 import { covers, Resources } from "../../kube/index.ts";
 import { type DriftDeclaration, defineDrift, type Listed, readinessDiffers } from "../../runtime/index.ts";
-import { parseSite, siteLabelKey } from "./api.ts";
+import { parseSite } from "./api.ts";
 import type { ListedRead, Registry } from "./component.ts";
+import { deploymentAvailability } from "./components/index.ts";
 import { type DesiredEnv, desiredEnv } from "./env.ts";
 import { siteReadiness } from "./readiness.ts";
 import type { EnvSettings } from "./watches.ts";
@@ -17,7 +18,7 @@ const listOf: Record<string, string> = { ConfigMap: "configmaps", Deployment: "d
 
 /**
  * The Site drift declaration: two lists in the operator namespace per drift period (ConfigMaps;
- * Deployments carrying the Site label), and {@link siteDriftReason} per Site.
+ * Deployments — the per-Site ones and the cluster components'), and {@link siteDriftReason} per Site.
  *
  * Caveats: what cluster components apply (net, machina: cluster-wide, shared by every Site) is not
  * compared; their watched configs re-run every Site on change, and the safety net covers the rest.
@@ -31,7 +32,6 @@ export function siteDrift(registry: Registry, settings: EnvSettings): DriftDecla
         name: listOf.Deployment!,
         resource: Resources.Deployment,
         namespace: settings.namespace,
-        labelSelector: siteLabelKey,
       },
     ],
     decide: ({ primary, listed }) => siteDriftReason(primary, listed, registry, env),
@@ -43,7 +43,8 @@ export function siteDrift(registry: Registry, settings: EnvSettings): DriftDecla
  * component condition missing, not True, or observed at an older generation; a per-Site object a
  * component applies (its `desired`) missing (`missing:<Kind>`) or holding other values
  * (`changed:<Kind>`, the test `applyObject` makes), or still there while the component is disabled
- * (`disabled:<Kind>`).
+ * (`disabled:<Kind>`); a component's Deployment (its `workload`) listed but no longer available
+ * under a True condition (`unavailable:<Type>`).
  *
  * Caveats: a Site the schema rejects is quiet once its conditions say so at this generation (its
  * pass cannot fix it; the edit that fixes it is an event). A condition that stays False (a
@@ -79,6 +80,15 @@ export async function siteDriftReason(
     const list = listOf[resource.kind];
     return list ? listed.get(list, key) : undefined;
   };
+  if (listed.available(listOf.Deployment!)) {
+    for (const component of [...registry.cluster, ...registry.site]) {
+      if (!component.workload) continue;
+      if ("enabled" in component && !component.enabled(site)) continue;
+      const live = listed.get(listOf.Deployment!, component.workload(env, site));
+      if (live && deploymentAvailability(live).state !== "available")
+        return `unavailable:${component.conditionType}`;
+    }
+  }
   for (const component of registry.site) {
     if (!component.desired) continue;
     const enabled = component.enabled(site);

@@ -11,8 +11,14 @@ import { parseSite, type Site, siteResource } from "./api.ts";
 import { crdKind, defaultConfigMap, retargetNamespaceOf } from "./manifests.ts";
 import { type ComponentConfig, createWatchEnv, type EnvSettings, type WatchEnv } from "./watches.ts";
 
-/** What `applyObject` did: `unchanged` when the live object already held every applied field. */
-export type ApplyResult = "applied" | "unchanged";
+/**
+ * What `applyObject` did (`unchanged` when the live object already held every applied field) and
+ * the object as the server holds it after (status included: the read, or the apply's answer).
+ */
+export interface ApplyResult {
+  readonly result: "applied" | "unchanged";
+  readonly object: KubeObject;
+}
 
 /**
  * Rewrites an embedded object before it is applied; return null to skip it.
@@ -111,12 +117,12 @@ export function createEnv(kube: Kube, settings: EnvSettings, onInvalidSite?: Inv
     const res = resourceOfObject(obj);
     try {
       const live = await kube.get(res, keyOf(obj));
-      if (appliedBy(live, settings.fieldOwner) && covers(live, obj)) return "unchanged";
+      if (appliedBy(live, settings.fieldOwner) && covers(live, obj))
+        return { result: "unchanged", object: live };
     } catch (err) {
       if (!isNotFound(err)) throw err;
     }
-    await serverSideApply(kube, res, obj, settings.fieldOwner, true);
-    return "applied";
+    return { result: "applied", object: await serverSideApply(kube, res, obj, settings.fieldOwner, true) };
   };
 
   const retargetNamespace = (obj: KubeObject) => retargetNamespaceOf(obj, settings.namespace);

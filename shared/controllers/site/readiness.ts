@@ -12,6 +12,7 @@ export const summaryConditionTypes: ReadonlySet<string> = new Set(Object.values(
  * | --- | --- | --- |
  * | none published yet | Unknown / Pending | reconciling |
  * | one False / InvalidSpec (the Site fails the schema) | False / InvalidSpec | stalled |
+ * | one False / DeploymentStalled (past its progress deadline) | False / DeploymentStalled | stalled |
  * | one False / ReconcileError | False / ReconcileError, "<Type>: <message>" | settled (retried with backoff) |
  * | one False for another reason (a component waiting) | False / that reason | reconciling |
  * | one missing or Unknown | Unknown / Pending or its reason | reconciling |
@@ -32,7 +33,7 @@ export function siteReadiness(order: readonly string[]): (object: KubeObject) =>
     const failing = published.find((p) => p.condition?.status === "False")?.condition;
     if (failing) {
       const progress =
-        failing.reason === SiteReason.InvalidSpec
+        failing.reason === SiteReason.InvalidSpec || failing.reason === SiteReason.DeploymentStalled
           ? "stalled"
           : failing.reason === SiteReason.ReconcileError
             ? "settled"

@@ -1,3 +1,4 @@
+export { availabilityResult, deploymentAvailability } from "./availability.ts";
 export { machinaConfigName, machinaName, operatorManifests } from "./bundle.ts";
 export { defaultSiteRegistry } from "./default-registry.ts";
 export { machinaComponent, machinaConfigFor } from "./machina.ts";

@@ -1,9 +1,10 @@
 import type { KubeObject } from "../../../kube/index.ts";
 import { Resources } from "../../../kube/index.ts";
 import { SiteConditionType } from "../api.ts";
-import { type ClusterComponent, failed, noSites, reconciled } from "../component.ts";
+import { type ClusterComponent, failed, noSites } from "../component.ts";
 import type { Env } from "../env.ts";
 import { configMapPayloadHash, isRBACObject, setPodSpecImages } from "../manifests.ts";
+import { availabilityResult } from "./availability.ts";
 import { type ManifestSource, machinaConfigName, machinaName, operatorManifests } from "./bundle.ts";
 import { metalmanConfigHashAnnotation } from "./metalman.ts";
 
@@ -36,7 +37,8 @@ export function machinaConfigFor(
  *
  * Watches its config (payload changes only: the singleton and every Site run again) and its
  * Deployment (generation changes only: the singleton runs again and re-applies it), so drift and
- * deletion heal without re-applying on every status update.
+ * deletion heal without re-applying on every status update. MachinaReady reports the
+ * Deployment's availability, not its apply (`availabilityResult`): True once it runs.
  *
  * Caveats: like net, with no Sites it is retained (`NoSites`), never deleted.
  */
@@ -54,6 +56,7 @@ export function machinaComponent(source: ManifestSource = operatorManifests): Cl
         map: env.managedWorkload(env.inNamespaceNamed(machinaName), env.requestSingleton()),
       },
     ],
+    workload: (env) => ({ namespace: env.namespace, name: machinaName }),
     async reconcile(env, sites) {
       if (sites.length === 0) return noSites("no sites; machina retained");
       try {
@@ -64,7 +67,7 @@ export function machinaComponent(source: ManifestSource = operatorManifests): Cl
           sites.map((s) => s.metadata.name ?? ""),
         );
         const hash = await configMapPayloadHash(config as KubeObject & { data: Record<string, string> });
-        await env.applyManifests(manifests, (obj) => {
+        const applied = await env.applyManifests(manifests, (obj) => {
           if (isRBACObject(obj, "machina")) return obj;
           if (obj.kind === "ConfigMap" && obj.metadata.name === machinaConfigName) return config;
           if (obj.kind === "Deployment" && obj.metadata.name === machinaName) {
@@ -77,10 +80,13 @@ export function machinaComponent(source: ManifestSource = operatorManifests): Cl
           }
           return null;
         });
+        const deployment = applied.find(
+          ({ object }) => object.kind === "Deployment" && object.metadata.name === machinaName,
+        );
+        return availabilityResult(deployment?.object);
       } catch (err) {
         return failed(err);
       }
-      return reconciled();
     },
   };
 }

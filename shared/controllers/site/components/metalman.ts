@@ -1,7 +1,7 @@
 import type { KubeObject } from "../../../kube/index.ts";
 import { isNotFound, Resources } from "../../../kube/index.ts";
 import { type Site, SiteConditionType, siteComponentEnabled, siteLabelKey } from "../api.ts";
-import { failed, reconciled, type SiteComponent } from "../component.ts";
+import { failed, type SiteComponent } from "../component.ts";
 import type { DesiredEnv, Env } from "../env.ts";
 import {
   configMapPayloadHash,
@@ -11,6 +11,7 @@ import {
   siteOwnerReference,
 } from "../manifests.ts";
 import { siteFromConfigName } from "../watches.ts";
+import { availabilityResult } from "./availability.ts";
 import { type ManifestSource, operatorManifests } from "./bundle.ts";
 
 /** Prefix of the optional per-Site override ConfigMap, `metalman-config-<site>`. */
@@ -90,7 +91,8 @@ export function metalmanDeploymentFor(env: DesiredEnv, site: Site, configHash: s
  * the same name with node affinity for the Site's labels, both controlled by the Site (the garbage
  * collector removes them with it), running as the `metalman` ServiceAccount it applies from the
  * operator's bundle (without it the Deployment's Pods would be refused). An optional `metalman-config-<site>` ConfigMap in the operator
- * namespace overrides config keys; it is watched, so editing it re-runs that Site.
+ * namespace overrides config keys; it is watched, so editing it re-runs that Site. MetalmanReady
+ * reports the Deployment's availability (`availabilityResult`): True once it runs.
  */
 export function metalmanComponent(manifests: ManifestSource = operatorManifests): SiteComponent {
   return {
@@ -106,6 +108,7 @@ export function metalmanComponent(manifests: ManifestSource = operatorManifests)
         ),
       },
     ],
+    workload: (env, site) => ({ namespace: env.namespace, name: metalmanName(site) }),
     async reconcile(env, site) {
       try {
         // The ServiceAccount the Deployment runs as, from the shared bundle (net skips it). Shared
@@ -115,11 +118,11 @@ export function metalmanComponent(manifests: ManifestSource = operatorManifests)
         const config = metalmanConfigFor(env, site, overrides);
         await env.applyObject(config);
         const hash = await configMapPayloadHash(config as KubeObject & { data: Record<string, string> });
-        await env.applyObject(metalmanDeploymentFor(env, site, hash));
+        const { object } = await env.applyObject(metalmanDeploymentFor(env, site, hash));
+        return availabilityResult(object);
       } catch (err) {
         return failed(err);
       }
-      return reconciled();
     },
     siteFromKey: (resource, key, namespace) =>
       (resource.kind === "ConfigMap" || resource.kind === "Deployment") &&

@@ -239,7 +239,11 @@ export function siteController(options: SiteControllerOptions): ControllerDefini
       [...registry.cluster, ...registry.site].flatMap((c) => c.watches?.(watchEnv) ?? []),
     ),
     conditionTypes: order,
-    conditionEvents: { conditions: Object.fromEntries(order.map((type) => [type, "positive" as const])) },
+    conditionEvents: {
+      conditions: Object.fromEntries(order.map((type) => [type, "positive" as const])),
+      // A Deployment rolling out is expected, not a warning; one past its deadline is.
+      progressReasons: [SiteReason.DeploymentProgressing],
+    },
     resyncSeconds: options.resyncSeconds ?? defaultSiteResyncSeconds,
     drift: siteDrift(registry, settings),
     async reconcile(ctx, object: KubeObject) {

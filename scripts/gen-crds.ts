@@ -9,9 +9,11 @@ import { mkdir, readdir, readFile, rm, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { controllerCrds } from "../shared/controllers/crds.ts";
+import { operatorManifests } from "../shared/controllers/site/components/index.ts";
+import type { CustomResourceDefinition } from "../shared/crd/index.ts";
 import { crdFor, structuralViolations } from "../shared/crd/index.ts";
 // Build time only: the YAML renderer is not part of the folder's runtime surface (index.ts).
-import { crdFileName, generatedHeader, renderCrdYaml } from "../shared/crd/render.ts";
+import { crdFileName, generatedPrefix, renderCrdYaml } from "../shared/crd/render.ts";
 
 const crdDir = fileURLToPath(new URL("../infra/crds/", import.meta.url));
 
@@ -27,6 +29,13 @@ export function expectedCrdFiles(): Map<string, string> {
     }
     files.set(crdFileName(crd), renderCrdYaml(crd));
   }
+  // The CRDs the Site operator's bundle carries (machina's machines.unbounded-cloud.io): the
+  // installer puts them in place, as every other CRD; components never apply a CRD.
+  for (const object of operatorManifests().filter((o) => o.kind === "CustomResourceDefinition")) {
+    const crd = object as unknown as CustomResourceDefinition;
+    const header = `${generatedPrefix} from the Site operator's bundle (shared/controllers/site/components/*.yaml). DO NOT EDIT.`;
+    files.set(crdFileName(crd), renderCrdYaml(crd, header));
+  }
   return files;
 }
 
@@ -36,7 +45,7 @@ async function generatedFilesOnDisk(): Promise<Map<string, string>> {
   const names = await readdir(crdDir).catch(() => [] as string[]);
   for (const name of names.filter((n) => n.endsWith(".yaml")).sort()) {
     const text = await readFile(join(crdDir, name), "utf8");
-    if (text.startsWith(generatedHeader)) files.set(name, text);
+    if (text.startsWith(generatedPrefix)) files.set(name, text);
   }
   return files;
 }

@@ -93,8 +93,9 @@ describe("generated CRDs", () => {
     }
   });
 
-  it("generates one file per controller CRD", () => {
+  it("generates one file per controller CRD, and the Site bundle's machines CRD", () => {
     expect([...expectedCrdFiles().keys()].sort()).toEqual([
+      "machines.unbounded-cloud.io.yaml",
       "proxies.crawl.kubefn.dev.yaml",
       "sites.unbounded-cloud.io.yaml",
       "subpools.subrelay.example.com.yaml",

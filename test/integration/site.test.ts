@@ -22,10 +22,11 @@ import {
   Resources,
 } from "../../shared/kube/index.ts";
 import { createNodeTransport } from "../../shared/kube/node.ts";
+import { mapEvents } from "../../shared/runtime/event-mapping.ts";
 import { runPass } from "../../shared/runtime/executor.ts";
 import { createRegistry, type Registry } from "../../shared/runtime/registry.ts";
 import type { Context } from "../../shared/runtime/types.ts";
-import { eventually, kubeConfig } from "../setup/cluster.ts";
+import { type AuditEvent, auditEventsSince, eventually, kubeConfig, kubectl } from "../setup/cluster.ts";
 
 const ns = "kubefn-system";
 const siteName = `site-it-${randomBytes(3).toString("hex")}`;
@@ -232,6 +233,57 @@ describe("Site controller on the devcluster", () => {
     transport.reset();
     await pass(siteName);
     expect(transport.counts().writes).toBe(0);
+  });
+
+  it("ManagedConfigPredicate on the audit path: an override's label- and annotation-only patches trigger no pass; its data does", async () => {
+    const override = `metalman-config-${siteName}`;
+    const since = (await auditEventsSince()).next;
+    const started = Date.now() - 1;
+    const k = (...args: string[]) => kubectl(["-n", ns, ...args]);
+    expect((await k("create", "configmap", override, "--from-literal=pxe-boot=http")).code).toBe(0);
+    try {
+      expect((await k("label", "configmap", override, "team=metal")).code).toBe(0);
+      expect((await k("annotate", "configmap", override, "note=seen")).code).toBe(0);
+      // A PUT of the object as read with only a label changed: the payload is the same.
+      const current = JSON.parse((await k("get", "configmap", override, "-o", "json")).stdout) as KubeObject;
+      current.metadata.labels = { ...current.metadata.labels, tier: "gold" };
+      expect((await kubectl(["replace", "-f", "-"], JSON.stringify(current))).code).toBe(0);
+      expect(
+        (await k("patch", "configmap", override, "--type=merge", "-p", '{"data":{"pxe-boot":"ipxe"}}')).code,
+      ).toBe(0);
+      const ours = (e: AuditEvent) =>
+        e.stage === "ResponseComplete" &&
+        e.objectRef?.resource === "configmaps" &&
+        e.objectRef.name === override &&
+        Date.parse((e as { requestReceivedTimestamp?: string }).requestReceivedTimestamp ?? "") >= started;
+      const events = await eventually(
+        async () => {
+          const got = (await auditEventsSince(since)).events.filter(ours);
+          return got.length >= 5 ? got : undefined;
+        },
+        { what: "the override's five writes in the audit stream", timeoutMs: 20_000 },
+      );
+      const requestsOf = async (e: AuditEvent) =>
+        (await mapEvents(ctx, registry, { kind: "EventList", apiVersion: "audit.k8s.io/v1", items: [e] }))
+          .requests;
+      const [create, label, annotate, replace, data] = events;
+      // The shipped audit policy logs kubefn-system's ConfigMaps with bodies (kubefn's own
+      // configs, no credentials): without them the predicate cannot tell a label from the data.
+      expect(label!.level).toBe("RequestResponse");
+      expect(replace!.verb).toBe("update");
+      const site = [{ controller: "site", name: siteName }];
+      expect({
+        create: await requestsOf(create!),
+        label: await requestsOf(label!),
+        annotate: await requestsOf(annotate!),
+        // A PUT carries the payload after the write, never the one before: it passes (the seed's
+        // informer holds both), which costs one pass and never misses a data change.
+        replace: await requestsOf(replace!),
+        data: await requestsOf(data!),
+      }).toEqual({ create: site, label: [], annotate: [], replace: site, data: site });
+    } finally {
+      await k("delete", "configmap", override, "--ignore-not-found");
+    }
   });
 
   it("deleting the Site lets the garbage collector remove its Deployment and ConfigMap", async () => {

@@ -5,6 +5,9 @@
  */
 import { spawn } from "node:child_process";
 import { randomBytes } from "node:crypto";
+import { copyFileSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { KubeConfig } from "@kubernetes/client-node";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -13,6 +16,7 @@ import { parseNodeHostEnv } from "../../functions/node/config.ts";
 import { signBatch } from "../../shared/auth/index.ts";
 import { proxyResource } from "../../shared/controllers/proxy/api.ts";
 import { ownerTagKey } from "../../shared/controllers/proxy/providers/provider.ts";
+import { siteResource } from "../../shared/controllers/site/api.ts";
 import { createKube, findCondition, isNotFound, listAll, Resources } from "../../shared/kube/index.ts";
 import { createNodeTransport } from "../../shared/kube/node.ts";
 import type { Kube, KubeObject } from "../../shared/kube/port.ts";
@@ -70,24 +74,72 @@ async function podsOf(kube: Kube, namespace: string, uid: string): Promise<KubeO
   return listAll(kube, Resources.Pod, { namespace, labelSelector: `${ownerTagKey}=${uid}` });
 }
 
+/**
+ * A copy of the Site operator's embedded manifests with one default of machina's config changed:
+ * what a user hands the Node host as `SITE_MANIFESTS_DIR` to run their own components' manifests.
+ */
+function siteManifestsDir(marker: string): string {
+  const dir = mkdtempSync(join(tmpdir(), "kubefn-site-manifests-"));
+  const components = new URL("../../shared/controllers/site/components/", import.meta.url);
+  copyFileSync(fileURLToPath(new URL("net.yaml", components)), join(dir, "net.yaml"));
+  const machina = readFileSync(fileURLToPath(new URL("machina.yaml", components)), "utf8");
+  const edited = machina.replace(
+    "  log-level: info\n",
+    `  log-level: info\n  from-manifests-dir: "${marker}"\n`,
+  );
+  if (edited === machina) throw new Error("machina.yaml no longer holds the line this test edits");
+  writeFileSync(join(dir, "machina.yaml"), edited);
+  return dir;
+}
+
 describe("npm start on a fresh machine (its own devcluster, the real audit webhook)", () => {
   let host: HostProcess;
   let kube: Kube;
+  const marker = randomBytes(4).toString("hex");
+  const manifests = siteManifestsDir(marker);
 
   beforeAll(async () => {
     // Sweeps (and so health probes) every 2 s, but a drift pass per object only once a day, in a
     // minute bucket the test checks is not the current one: only the audit webhook can bring the
     // first pass of a new object.
-    host = await startHost({ KUBEFN_SWEEP_SECONDS: "2", KUBEFN_PROXY_RESYNC_SECONDS: "86400" });
+    host = await startHost({
+      KUBEFN_SWEEP_SECONDS: "2",
+      KUBEFN_PROXY_RESYNC_SECONDS: "86400",
+      SITE_MANIFESTS_DIR: manifests,
+    });
     const up = await host.waitFor((l) => l.msg === "cluster up");
     kube = adminKube(String(up.kubeconfig));
   }, 240_000);
 
   afterAll(async () => {
+    rmSync(manifests, { recursive: true, force: true });
     const code = await host?.stop("SIGINT");
     expect(code).toBe(0);
     expect(host.lines.some((l) => l.msg === "stopped")).toBe(true);
   }, 60_000);
+
+  it("SITE_MANIFESTS_DIR: a Site's components apply the manifests of that directory, not the embedded ones", async () => {
+    await kube.create(siteResource, {
+      apiVersion: "unbounded-cloud.io/v1alpha3",
+      kind: "Site",
+      metadata: { name: "from-dir" },
+      spec: {},
+    });
+    const config = await eventually("machina-config from the directory", async () => {
+      try {
+        const cm = await kube.get(Resources.ConfigMap, {
+          namespace: "kubefn-system",
+          name: "machina-config",
+        });
+        return (cm.data as Record<string, string> | undefined)?.["from-manifests-dir"] ? cm : undefined;
+      } catch (err) {
+        if (isNotFound(err)) return undefined;
+        throw err;
+      }
+    });
+    expect((config.data as Record<string, string>)["from-manifests-dir"]).toBe(marker);
+    await kube.delete(siteResource, { name: "from-dir" });
+  });
 
   it("prints what it is doing: cluster up, CRDs and RBAC installed, identity, listening", () => {
     const msgs = host.lines.map((l) => l.msg);

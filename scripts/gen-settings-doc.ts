@@ -127,7 +127,7 @@ const sharedRows: Row<Exclude<Shared, keyof typeof operatorVariables>>[] = [
   },
   {
     names: ["PROBE_SHARD_SIZE"],
-    note: "(each Proxy probed every `intervalSeconds` at its own phase; on Lambda within Scheduler's one-minute precision); `0` probes in the sweep",
+    note: "(each Proxy probed every `intervalSeconds` at its own phase, on every platform); `0` probes in the sweep",
     meaning: "fan health probes out as probe-shard messages of this many Proxies",
   },
 ];

@@ -30,8 +30,7 @@ const eks = (name: string) =>
 const NS = "audit-fixtures";
 const ENV = {
   AWS_REGION: "us-east-1",
-  EVENT_BUS_NAME: "kubefn",
-  SCHEDULER_ROLE_ARN: "arn:aws:iam::111122223333:role/kubefn-scheduler",
+  QUEUE_URL: "https://sqs.us-east-1.amazonaws.com/123456789012/kubefn",
   KUBECONFIG_BASE64: Buffer.from(
     "apiVersion: v1\nkind: Config\nclusters: [{ name: c, cluster: { server: 'https://203.0.113.10:6443' } }]\nusers: [{ name: u, user: { token: t } }]\ncontexts: [{ name: c, context: { cluster: c, user: u } }]\ncurrent-context: c\n",
   ).toString("base64"),
@@ -168,11 +167,12 @@ describe("CloudWatch Logs subscription → the Lambda handler", () => {
     expect(await aws.delivered()).toEqual([]);
   });
 
-  it("a queue that fails (a bus that does not exist) → the handler throws, so Lambda retries the invoke", async () => {
-    const handler = handlerFor({ ...ENV, EVENT_BUS_NAME: "deleted-bus" });
-    await expect(handler(eks("subscription-batch.json"), lambdaContext)).rejects.toThrow(
-      /deleted-bus does not exist/,
-    );
+  it("a queue that fails (a queue that does not exist) → the handler throws, so Lambda retries the invoke", async () => {
+    const handler = handlerFor({
+      ...ENV,
+      QUEUE_URL: "https://sqs.us-east-1.amazonaws.com/123456789012/deleted-queue",
+    });
+    await expect(handler(eks("subscription-batch.json"), lambdaContext)).rejects.toThrow(/does not exist/);
     expect(await aws.delivered()).toEqual([]);
   });
 });

@@ -3,8 +3,7 @@ import { AwsConfigError, parseAwsEnv } from "./config.ts";
 
 const base = {
   AWS_REGION: "eu-west-1",
-  EVENT_BUS_NAME: "kubefn",
-  SCHEDULER_ROLE_ARN: "arn:aws:iam::111122223333:role/kubefn-scheduler",
+  QUEUE_URL: "https://sqs.us-east-1.amazonaws.com/123456789012/kubefn",
   KUBECONFIG_BASE64: Buffer.from("apiVersion: v1\nkind: Config\n").toString("base64"),
 };
 
@@ -13,9 +12,7 @@ describe("parseAwsEnv", () => {
     expect(parseAwsEnv(base)).toEqual({
       kubeconfig: { yaml: "apiVersion: v1\nkind: Config\n" },
       region: "eu-west-1",
-      eventBusName: "kubefn",
-      scheduleGroup: "default",
-      schedulerRoleArn: base.SCHEDULER_ROLE_ARN,
+      queueUrl: base.QUEUE_URL,
       selfUsernames: ["system:serviceaccount:kubefn-system:kubefn"],
       maxBodyBytes: 4 * 1024 * 1024,
       replayWindowSeconds: 300,
@@ -41,8 +38,6 @@ describe("parseAwsEnv", () => {
   it("reads the optional settings", () => {
     const config = parseAwsEnv({
       ...base,
-      SCHEDULE_GROUP: "kubefn",
-      FUNCTION_ARN: "arn:aws:lambda:eu-west-1:111122223333:function:kubefn",
       AUDIT_TOKEN: "a".repeat(32),
       RELAY_SECRET: "r".repeat(32),
       SELF_USERNAMES: "system:serviceaccount:kubefn-system:kubefn, arn:aws:iam::111122223333:role/kubefn",
@@ -50,8 +45,6 @@ describe("parseAwsEnv", () => {
       PROXY_RESYNC_SECONDS: "900",
     });
     expect(config).toMatchObject({
-      scheduleGroup: "kubefn",
-      functionArn: "arn:aws:lambda:eu-west-1:111122223333:function:kubefn",
       auditToken: "a".repeat(32),
       relaySecret: "r".repeat(32),
       selfUsernames: ["system:serviceaccount:kubefn-system:kubefn", "arn:aws:iam::111122223333:role/kubefn"],
@@ -61,18 +54,17 @@ describe("parseAwsEnv", () => {
   });
 
   it("treats empty variables as unset", () => {
-    expect(parseAwsEnv({ ...base, AUDIT_TOKEN: "", RELAY_SECRET: "", FUNCTION_ARN: "" })).not.toHaveProperty(
-      "auditToken",
-    );
+    expect(parseAwsEnv({ ...base, AUDIT_TOKEN: "", RELAY_SECRET: "" })).not.toHaveProperty("auditToken");
   });
 
   it("names every bad variable in one error", () => {
     const { KUBECONFIG_BASE64: _, ...rest } = base;
     const bad = () =>
-      parseAwsEnv({ ...rest, EVENT_BUS_NAME: undefined, SCHEDULER_ROLE_ARN: "kubefn", AUDIT_TOKEN: "short" });
+      parseAwsEnv({ ...rest, AWS_REGION: undefined, QUEUE_URL: "kubefn", AUDIT_TOKEN: "short" });
     expect(bad).toThrow(AwsConfigError);
-    expect(bad).toThrow(/EVENT_BUS_NAME: EVENT_BUS_NAME is required/);
-    expect(bad).toThrow(/SCHEDULER_ROLE_ARN: SCHEDULER_ROLE_ARN must be an ARN/);
+    expect(bad).toThrow(/AWS_REGION: AWS_REGION is required/);
+    expect(bad).toThrow(/QUEUE_URL: QUEUE_URL must be an SQS queue URL/);
+    expect(() => parseAwsEnv({ ...base, QUEUE_URL: undefined })).toThrow(/QUEUE_URL: QUEUE_URL is required/);
     expect(bad).toThrow(/AUDIT_TOKEN: AUDIT_TOKEN must be at least 16 characters/);
   });
 

@@ -6,7 +6,7 @@ import {
 } from "../../shared/app/index.ts";
 import * as z from "../../shared/zod/index.ts";
 
-/** The Lambda's settings (infra/aws/template.yaml): where the cluster and the bus are, and the shared ones. */
+/** The Lambda's settings (infra/aws/template.yaml): where the cluster and the queue are, and the shared ones. */
 export interface AwsConfig extends KubefnSettings {
   /**
    * Where the kubeconfig comes from: inline (base64: read from Secrets Manager at cold start when
@@ -15,15 +15,10 @@ export interface AwsConfig extends KubefnSettings {
    */
   kubeconfig: { yaml: string } | { file: string };
   region: string;
-  eventBusName: string;
-  scheduleGroup: string;
-  /** Role EventBridge Scheduler assumes to invoke this function. */
-  schedulerRoleArn: string;
-  /** Target of delayed follow-ups; unset means the invoked function's own ARN. */
-  functionArn?: string;
+  /** The reconcile queue: follow-ups and fan-out are sent there, and the function consumes it. */
+  queueUrl: string;
 }
 
-const arn = (name: string) => z.string().check(z.startsWith("arn:", `${name} must be an ARN`));
 const kubeconfigRequired = {
   message:
     "set KUBECONFIG_SECRET_ARN (a Secrets Manager secret holding the base64 kubeconfig), KUBECONFIG_BASE64 (local runs) or KUBECONFIG (a file in the bundle)",
@@ -35,10 +30,9 @@ const envSchema = platformSchema(
     KUBECONFIG_BASE64: z.optional(z.base64("KUBECONFIG_BASE64 must be base64").check(z.minLength(1))),
     KUBECONFIG: z.optional(z.string().check(z.minLength(1))),
     AWS_REGION: z.string({ error: "AWS_REGION is required (Lambda sets it)" }).check(z.minLength(1)),
-    EVENT_BUS_NAME: z.string({ error: "EVENT_BUS_NAME is required" }).check(z.minLength(1)),
-    SCHEDULE_GROUP: z._default(z.string().check(z.minLength(1)), "default"),
-    SCHEDULER_ROLE_ARN: arn("SCHEDULER_ROLE_ARN"),
-    FUNCTION_ARN: z.optional(arn("FUNCTION_ARN")),
+    QUEUE_URL: z
+      .string({ error: "QUEUE_URL is required (the reconcile queue's URL)" })
+      .check(z.regex(/^https?:\/\/[^/]+\/./, "QUEUE_URL must be an SQS queue URL")),
   },
   { minuteSchedule: true },
 ).check(z.refine((e) => e.KUBECONFIG_BASE64 || e.KUBECONFIG, kubeconfigRequired));
@@ -63,9 +57,6 @@ export function parseAwsEnv(env: Record<string, string | undefined>): AwsConfig 
       ? { yaml: Buffer.from(e.KUBECONFIG_BASE64, "base64").toString("utf8") }
       : { file: e.KUBECONFIG as string },
     region: e.AWS_REGION,
-    eventBusName: e.EVENT_BUS_NAME,
-    scheduleGroup: e.SCHEDULE_GROUP,
-    schedulerRoleArn: e.SCHEDULER_ROLE_ARN,
-    ...(e.FUNCTION_ARN ? { functionArn: e.FUNCTION_ARN } : {}),
+    queueUrl: e.QUEUE_URL,
   };
 }

@@ -16,7 +16,6 @@ import {
 } from "../../test/support/moto.ts";
 import { ProxyResource, proxyController } from "../../test/unit/runtime/controllers.ts";
 import { createHandler } from "./handler.ts";
-import { scheduleName } from "./queue.ts";
 
 /** The fixtures carry real Proxy events (crawl.kubefn.dev); the test controller reconciles that kind. */
 const ProxyKind: Resource = { ...ProxyResource, group: "crawl.kubefn.dev" };
@@ -33,11 +32,9 @@ users: [{ name: u, user: { token: t } }]
 contexts: [{ name: c, context: { cluster: c, user: u } }]
 current-context: c
 `;
-const ENV = {
+/** `QUEUE_URL` is moto's queue, set once it is made. */
+const ENV: Record<string, string> = {
   AWS_REGION: "us-east-1",
-  EVENT_BUS_NAME: "kubefn",
-  SCHEDULE_GROUP: "kubefn",
-  SCHEDULER_ROLE_ARN: "arn:aws:iam::111122223333:role/kubefn-scheduler",
   KUBECONFIG_BASE64: Buffer.from(KUBECONFIG).toString("base64"),
   AUDIT_TOKEN: "test-audit-token-0123456789",
 };
@@ -55,8 +52,7 @@ const lambdaContext = {
 const silent = { info() {}, warn() {}, error() {} };
 const noMetrics = { count() {}, observe() {}, gauge() {} };
 
-// EventBridge and Scheduler are moto's server: bus events reach a queue through the template's
-// Reconcile rule; schedules are read back with GetSchedule.
+// SQS is moto's server: the reconcile queue as the template makes it.
 let moto: Moto;
 let aws: KubefnAws;
 let kube: FakeKube;
@@ -65,6 +61,7 @@ beforeAll(async () => {
   for (const [k, v] of Object.entries(TEST_CREDENTIALS)) vi.stubEnv(k, v);
   moto = await startMoto();
   aws = await createKubefnAws(moto.endpoint);
+  Object.assign(ENV, aws.env);
 }, 30_000);
 afterAll(async () => {
   vi.unstubAllEnvs();
@@ -85,7 +82,6 @@ beforeEach(async () => {
 });
 afterEach(async () => {
   await aws.delivered();
-  await aws.fire();
 });
 
 function handlerWith(controller: Partial<ControllerDefinition> = {}) {
@@ -105,15 +101,13 @@ function handlerWith(controller: Partial<ControllerDefinition> = {}) {
 
 describe("HTTP events → the intake app", () => {
   it.each(["function-url-post-events.json", "function-url-post-events-base64.json"])(
-    "%s: an audit EventList with the bearer token → 202 and a PutEvents carrying the request",
+    "%s: an audit EventList with the bearer token → 202 and an SQS message carrying the request",
     async (name) => {
       const res = (await handlerWith()(fixture(name), lambdaContext)) as { statusCode: number; body: string };
       expect(res.statusCode).toBe(202);
       expect(JSON.parse(res.body)).toMatchObject({ source: "audit", enqueued: 1 });
-      const events = await aws.delivered();
-      expect(events).toHaveLength(1);
       // The audit event's stored object rides along as the pass's snapshot.
-      expect(events.flatMap((e) => e.detail.messages)).toMatchObject([
+      expect(await aws.deliveredMessages()).toMatchObject([
         {
           request: { controller: "proxy", namespace: "ns1", name: "p1" },
           attempt: 0,
@@ -170,8 +164,8 @@ describe("HTTP events → the intake app", () => {
   });
 });
 
-describe("kubefn.reconcile events → runPass", () => {
-  it("an EventBridge envelope runs one pass per message; a requeue becomes an at() schedule targeting this function", async () => {
+describe("SQS batches → runPass → batchItemFailures", () => {
+  it("a batch from the reconcile queue (the event source's shape) runs one pass per record; a requeue is a message delayed 30 s", async () => {
     const reconciled: string[] = [];
     const handler = handlerWith({
       reconcile: async (_ctx, proxy) => {
@@ -179,31 +173,69 @@ describe("kubefn.reconcile events → runPass", () => {
         return requeueAfter(30);
       },
     });
+    const earlier = new Set((await aws.held()).keys());
+    expect(await handler(fixture("sqs-event.json"), lambdaContext)).toEqual({ batchItemFailures: [] });
+    expect(reconciled.sort()).toEqual(["p1", "p2"]);
+    const sent = [...(await aws.held()).values()].filter((m) => !earlier.has(m.id));
+    expect(
+      sent
+        .map((m) => [(JSON.parse(m.body) as { request: { name: string } }).request.name, m.delaySeconds])
+        .sort(),
+    ).toEqual([
+      ["p1", 30],
+      ["p2", 30],
+    ]);
+  });
+});
+
+describe("the previous release's kubefn.reconcile events (bus and one-time schedules) → runPass", () => {
+  it("schedules 0.1.0 left in flight are consumed: their passes run, and follow-ups go to SQS", async () => {
+    kube.seed(ProxyKind, {
+      apiVersion: "crawl.kubefn.dev/v1alpha1",
+      kind: "Proxy",
+      metadata: {
+        name: "local",
+        namespace: "team-a",
+        uid: "6c1f7d2e-3b7a-4c43-9d7a-2f8e0d6b1a11",
+        generation: 1,
+      },
+      spec: {},
+    });
+    const reconciled: string[] = [];
+    const handler = handlerWith({
+      reconcile: async (_ctx, proxy) => {
+        reconciled.push(`${proxy.metadata.namespace}/${proxy.metadata.name}`);
+        return requeueAfter(0);
+      },
+    });
+    expect(await handler(fixture("0.1.0/schedule-input.json"), lambdaContext)).toEqual({
+      passes: 1,
+      skipped: 0,
+    });
+    expect(reconciled).toEqual(["team-a/local"]);
+    expect(await aws.deliveredMessages()).toMatchObject([
+      {
+        v: ENVELOPE_VERSION,
+        request: { namespace: "team-a", name: "local" },
+        trigger: { kind: "follow-up" },
+      },
+    ]);
+  });
+
+  it("an EventBridge envelope from the bus runs one pass per message; a requeue is an SQS message delayed 30 s", async () => {
+    const reconciled: string[] = [];
+    const handler = handlerWith({
+      reconcile: async (_ctx, proxy) => {
+        reconciled.push(proxy.metadata.name as string);
+        return requeueAfter(30);
+      },
+    });
+    const earlier = new Set((await aws.held()).keys());
     const out = await handler(fixture("eventbridge-reconcile.json"), lambdaContext);
     expect(out).toEqual({ passes: 2, skipped: 0 });
     expect(reconciled.sort()).toEqual(["p1", "p2"]);
-    const schedules = await aws.schedules();
-    expect(schedules).toHaveLength(2);
-    const due = NOW.getTime() / 1000 + 30;
-    expect(schedules.map((s) => s.name)).toEqual(
-      ["p1", "p2"]
-        .map((name) =>
-          scheduleName([{ request: { controller: "proxy", namespace: "ns1", name }, attempt: 0 }], due),
-        )
-        .sort(),
-    );
-    for (const s of schedules) {
-      expect(s.output).toMatchObject({
-        ScheduleExpression: "at(2026-11-30T12:00:30)",
-        ActionAfterCompletion: "DELETE",
-        Target: { Arn: FUNCTION_ARN, RoleArn: ENV.SCHEDULER_ROLE_ARN },
-      });
-    }
-    // When they run, Scheduler invokes the function with each input: the passes run again.
-    reconciled.length = 0;
-    for (const s of await aws.fire())
-      expect(await handler(s.input, lambdaContext)).toEqual({ passes: 1, skipped: 0 });
-    expect(reconciled.sort()).toEqual(["p1", "p2"]);
+    const sent = [...(await aws.held()).values()].filter((m) => !earlier.has(m.id));
+    expect(sent.map((m) => m.delaySeconds)).toEqual([30, 30]);
   });
 
   it("a schedule's input (the same fields, no envelope) is handled the same way", async () => {
@@ -219,7 +251,7 @@ describe("kubefn.reconcile events → runPass", () => {
       skipped: 0,
     });
     expect(reconciled).toEqual(["p2"]);
-    // requeueAfter(0) goes straight back onto the bus
+    // requeueAfter(0) goes straight onto the queue
     expect(await aws.deliveredMessages()).toEqual([
       {
         v: ENVELOPE_VERSION,
@@ -262,7 +294,7 @@ describe("kubefn.reconcile events → runPass", () => {
 });
 
 describe("Scheduled Event → runSweep", () => {
-  it("lists the primaries once and fans the due ones out on the bus", async () => {
+  it("lists the primaries once and fans the due ones out on the queue", async () => {
     const summary = (await handlerWith()(fixture("scheduled-event.json"), lambdaContext)) as SweepSummary;
     expect(kube.calls.filter((c) => c.method === "list").map((c) => c.resource)).toEqual(["proxies"]);
     expect(summary.controllers.proxy?.listed).toBe(2);
@@ -282,7 +314,7 @@ describe("Scheduled Event at steady state, with the production operators and def
       spec: { mode: "External", endpoint: { host: "203.0.113.7", port: 3128, scheme: "http" } },
     });
 
-  /** Sweeps, running each sweep's messages as the bus delivers them, until a sweep sends none. */
+  /** Sweeps, running each sweep's messages as the queue delivers them, until a sweep sends none. */
   async function steadySweep(handler: ReturnType<typeof createHandler>) {
     for (let round = 0; round < 5; round++) {
       const before = kube.calls.length;

@@ -2,7 +2,8 @@
  * The AWS Lambda entry (infra/aws/template.yaml `Handler: handler.handler`): every event source,
  * told apart by shape (the table is in docs/deploying/aws.md), onto one call of {@link createKubefn};
  * anything else throws. Built at the first invoke (the kubeconfig and GCE key read then from Secrets Manager by ARN;
- * a failed build is retried); follow-ups target the invoked function's ARN.
+ * a failed build is retried). Follow-ups and fan-out go to the reconcile queue (SQS), whose batches
+ * come back here; the previous release's EventBridge events are still consumed (./eventbridge.ts).
  */
 import { handle, type LambdaContext, type LambdaEvent } from "hono/aws-lambda";
 import { Hono } from "hono/tiny";
@@ -16,7 +17,8 @@ import type { Kube } from "../../shared/kube/index.ts";
 import { guardedNodeKube, loadKubeConfig } from "../../shared/kube/node.ts";
 import type { Clock, Log, Metrics } from "../../shared/runtime/index.ts";
 import { type AwsConfig, parseAwsEnv } from "./config.ts";
-import { awsQueueFor, consumeReconcileEvent, isReconcileEvent, isScheduledEvent } from "./queue.ts";
+import { consumeReconcileEvent, isReconcileEvent, isScheduledEvent } from "./eventbridge.ts";
+import { consumeSqsEvent, isSqsEvent, sqsQueue, sqsQueueOptionsFor } from "./queue.ts";
 import { resolveSecretEnv } from "./secrets.ts";
 import { createEmfMetrics } from "./telemetry.ts";
 
@@ -34,38 +36,45 @@ export interface HandlerOptions {
 
 /** Builds a Lambda handler; `handler` below is the one deployed. */
 export function createHandler(options: HandlerOptions) {
-  const instance = onceUntilFailure((invokedFunctionArn: string) => build(options, invokedFunctionArn));
+  const instance = onceUntilFailure(() => build(options));
   return async (event: unknown, context: LambdaContext): Promise<unknown> => {
-    const { kubefn, http } = await instance(context.invokedFunctionArn);
+    const { kubefn, http, sqs } = await instance();
     if (isHttpEvent(event)) return http(event, context);
+    if (isSqsEvent(event)) return consumeSqsEvent(event, kubefn, sqs);
     if (isCloudWatchLogsEvent(event))
       return kubefn.ingest({ source: "cloudwatch-logs", data: event.awslogs.data });
     if (isReconcileEvent(event)) return consumeReconcileEvent(event, kubefn);
     if (isScheduledEvent(event)) return kubefn.sweep();
     throw new Error(
-      `unrecognised Lambda event (${describeShape(event, ["source", "detail-type", "eventSource"])}); expected an HTTP, kubefn.reconcile, Scheduled Event or CloudWatch Logs event`,
+      `unrecognised Lambda event (${describeShape(event, ["source", "detail-type", "eventSource"])}); expected an HTTP, SQS, kubefn.reconcile, Scheduled Event or CloudWatch Logs event`,
     );
   };
 }
 
-async function build(options: HandlerOptions, invokedFunctionArn: string) {
+async function build(options: HandlerOptions) {
   const config = parseAwsEnv(await resolveSecretEnv(options.env, { endpoint: options.endpoint }));
   const clock = options.clock ?? { now: () => new Date() };
+  const log = options.log ?? createJsonLog(config.logLevel);
+  const sqs = sqsQueueOptionsFor(config, { clock, endpoint: options.endpoint });
   const kubefn = createKubefn(
     config,
     {
       ...(options.kube
         ? { kube: options.kube(config) }
         : guardedNodeKube(loadKubeConfig(config.kubeconfig), config)),
-      queue: awsQueueFor(config, { targetArn: invokedFunctionArn, clock, endpoint: options.endpoint }),
+      queue: sqsQueue(sqs),
       prober: createNodeProber(),
       clock,
-      log: options.log ?? createJsonLog(config.logLevel),
+      log,
       metrics: options.metrics ?? createEmfMetrics(),
     },
     options.operators?.(config),
   );
-  return { kubefn, http: handle(new Hono().all("*", (c) => kubefn.fetch(c.req.raw))) };
+  return {
+    kubefn,
+    http: handle(new Hono().all("*", (c) => kubefn.fetch(c.req.raw))),
+    sqs: { ...sqs, log },
+  };
 }
 
 /** API Gateway v2 and Function URL (`requestContext.http`), or API Gateway v1 (`httpMethod`). */

@@ -6,10 +6,11 @@
  *
  * Caveats: moto evaluates IAM policies by action only (outside S3 every request's resource is
  * `*`), so the statements' resources are widened to `*` for moto; that the template scopes them
- * to the bus and the schedule group is read from the template text in the first test.
+ * to the reconcile queue is read from the template text in the first test. moto names a batch
+ * call's action after the call (`sqs:SendMessageBatch`); AWS authorizes it as the single action
+ * (`sqs:SendMessage`), so each granted action also grants its batch form here.
  */
 import { readFileSync } from "node:fs";
-import { EventBridgeClient } from "@aws-sdk/client-eventbridge";
 import {
   AttachUserPolicyCommand,
   CreateAccessKeyCommand,
@@ -17,7 +18,7 @@ import {
   CreateUserCommand,
   IAMClient,
 } from "@aws-sdk/client-iam";
-import { ListSchedulesCommand, SchedulerClient } from "@aws-sdk/client-scheduler";
+import { ListQueuesCommand, PurgeQueueCommand, SQSClient } from "@aws-sdk/client-sqs";
 import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
 import { parse } from "yaml";
 import {
@@ -28,11 +29,7 @@ import {
   startMoto,
   TEST_CREDENTIALS,
 } from "../../test/support/moto.ts";
-import { awsQueue } from "./queue.ts";
-
-const ACCOUNT = "123456789012"; // moto's default account
-const ROLE = `arn:aws:iam::${ACCOUNT}:role/kubefn-scheduler`;
-const TARGET = `arn:aws:lambda:${REGION}:${ACCOUNT}:function:kubefn`;
+import { consumeSqsEvent, sqsQueue } from "./queue.ts";
 
 interface Statement {
   Effect: string;
@@ -46,10 +43,10 @@ const template = parse(readFileSync(new URL("../../infra/aws/template.yaml", imp
   logLevel: "error",
 }) as { Resources: Record<string, { Properties?: { Policies?: ({ Statement?: Statement[] } | null)[] } }> };
 
-/** The function's policy statements for the bus and the schedule group, as the template writes them. */
+/** The function's policy statements for SQS, as the template writes them. */
 const queueStatements = Object.values(template.Resources)
   .flatMap((r) => (r.Properties?.Policies ?? []).flatMap((p) => p?.Statement ?? []))
-  .filter((s) => s.Action.startsWith("events:") || s.Action.startsWith("scheduler:"));
+  .filter((s) => s.Action.startsWith("sqs:"));
 
 let moto: Moto;
 let aws: KubefnAws;
@@ -61,7 +58,11 @@ beforeAll(async () => {
   aws = await createKubefnAws(moto.endpoint);
   const iam = new IAMClient({ region: REGION, endpoint: moto.endpoint });
   await iam.send(new CreateUserCommand({ UserName: "kubefn-function" }));
-  const statements = queueStatements.map((s) => ({ Effect: s.Effect, Action: s.Action, Resource: "*" }));
+  const statements = queueStatements.map((s) => ({
+    Effect: s.Effect,
+    Action: [s.Action, `${s.Action}Batch`],
+    Resource: "*",
+  }));
   const policy = await iam.send(
     new CreatePolicyCommand({
       PolicyName: "kubefn-function",
@@ -85,17 +86,42 @@ afterAll(async () => {
   await moto?.close();
 });
 
-function queue(credentials: typeof keys, over: { eventBusName?: string; scheduleGroup?: string } = {}) {
-  const config = { region: REGION, endpoint: moto.endpoint, credentials };
-  return awsQueue({
-    eventBridge: new EventBridgeClient(config),
-    scheduler: new SchedulerClient(config),
-    eventBusName: over.eventBusName ?? aws.eventBusName,
-    scheduleGroup: over.scheduleGroup ?? aws.scheduleGroup,
-    schedulerRoleArn: ROLE,
-    targetArn: TARGET,
+function sqsWith(credentials: typeof keys) {
+  return new SQSClient({ region: REGION, endpoint: moto.endpoint, credentials });
+}
+
+function queue(credentials: typeof keys) {
+  return sqsQueue({
+    sqs: sqsWith(credentials),
+    queueUrl: aws.queueUrl,
     clock: { now: () => new Date("2026-11-30T12:00:00Z") },
   });
+}
+
+/** Consumes one record as a retry; the warnings its visibility change logged. */
+async function retryVisibility(credentials: typeof keys): Promise<Record<string, unknown>[]> {
+  const warnings: Record<string, unknown>[] = [];
+  const sqs = sqsWith(credentials);
+  const record = {
+    eventSource: "aws:sqs" as const,
+    messageId: "m1",
+    receiptHandle: "not-a-receipt-handle",
+    body: JSON.stringify(message),
+    attributes: { ApproximateReceiveCount: "1" },
+  };
+  const out = await consumeSqsEvent(
+    { Records: [record] },
+    { consume: async (d) => d.map(() => ({ ack: false, retryAfterSeconds: 5 })) },
+    {
+      sqs,
+      queueUrl: aws.queueUrl,
+      clock: { now: () => new Date() },
+      log: { info() {}, error() {}, warn: (_m, f) => warnings.push(f ?? {}) },
+    },
+  );
+  expect(out).toEqual({ batchItemFailures: [{ itemIdentifier: "m1" }] });
+  sqs.destroy();
+  return warnings;
 }
 
 /** moto answers a refused request in XML, which the JSON clients cannot parse: its HTTP status. */
@@ -106,31 +132,32 @@ function refusal(err: unknown): { status?: number } {
 const message = { request: { controller: "proxy", namespace: "ns1", name: "p1" }, attempt: 0 };
 
 describe("the function's IAM policy from infra/aws/template.yaml (moto, authentication on)", () => {
-  it("the template grants PutEvents on the bus and CreateSchedule in the schedule group, nothing more", () => {
+  it("the template grants SendMessage and ChangeMessageVisibility on the reconcile queue, nothing more", () => {
     expect(queueStatements).toEqual([
-      { Effect: "Allow", Action: "events:PutEvents", Resource: "Bus.Arn" },
-      {
-        Effect: "Allow",
-        Action: "scheduler:CreateSchedule",
-        Resource:
-          // biome-ignore lint/suspicious/noTemplateCurlyInString: CloudFormation's !Sub, as written.
-          "arn:${AWS::Partition}:scheduler:${AWS::Region}:${AWS::AccountId}:schedule/${ScheduleGroup}/*",
-      },
+      { Effect: "Allow", Action: "sqs:SendMessage", Resource: "ReconcileQueue.Arn" },
+      { Effect: "Allow", Action: "sqs:ChangeMessageVisibility", Resource: "ReconcileQueue.Arn" },
     ]);
   });
 
-  it("allows what the queue does: PutEvents on the bus, CreateSchedule in the group", async () => {
+  it("allows what the queue does: send, delayed or not, and change a retried message's visibility", async () => {
     await expect(queue(keys).send([message])).resolves.toBeUndefined();
     await expect(queue(keys).send([message], 30)).resolves.toBeUndefined();
+    // A record whose receipt handle SQS does not know: an authorized visibility change is
+    // answered per entry (ReceiptHandleIsInvalid), a refused one not at all.
+    expect(await retryVisibility(keys)).toEqual([
+      expect.objectContaining({ code: "ReceiptHandleIsInvalid" }),
+    ]);
+    const forged = { ...keys, secretAccessKey: `${keys.secretAccessKey}x` };
+    expect(await retryVisibility(forged)).toEqual([expect.not.objectContaining({ code: expect.anything() })]);
   });
 
   it("denies what the template does not grant (the check can fail)", async () => {
-    const scheduler = new SchedulerClient({ region: REGION, endpoint: moto.endpoint, credentials: keys });
-    const err = await scheduler
-      .send(new ListSchedulesCommand({ GroupName: aws.scheduleGroup }))
-      .catch(refusal);
-    expect(err).toEqual({ status: 403 });
-    scheduler.destroy();
+    const sqs = sqsWith(keys);
+    expect(await sqs.send(new ListQueuesCommand({})).catch(refusal)).toEqual({ status: 403 });
+    expect(await sqs.send(new PurgeQueueCommand({ QueueUrl: aws.queueUrl })).catch(refusal)).toEqual({
+      status: 403,
+    });
+    sqs.destroy();
   });
 
   it("refuses a request signed with the wrong secret", async () => {

@@ -1,9 +1,9 @@
 export { type AwsConfig, AwsConfigError, parseAwsEnv } from "./config.ts";
 export { createHandler, type HandlerOptions, handler } from "./handler.ts";
 export {
-  type AwsQueueOptions,
-  awsQueue,
-  PutEventsError,
-  type ReconcileDetail,
-  scheduleName,
+  type BatchResponse,
+  consumeSqsEvent,
+  SendMessageBatchError,
+  type SqsQueueOptions,
+  sqsQueue,
 } from "./queue.ts";

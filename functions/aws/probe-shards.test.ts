@@ -1,16 +1,14 @@
 /**
  * Health probes on Lambda fan out as probe shards (PROBE_SHARD_SIZE, 40 by default): the sweep
- * puts the shards due now on the bus and schedules the later ones with EventBridge Scheduler, each
- * carrying its Proxies; when a schedule runs, the function probes them. Against moto's server
- * (bus events routed by the template's Reconcile rule, schedules read back with GetSchedule),
- * the production handler and prober, and a real forward proxy and target on loopback.
+ * sends each shard to the reconcile queue delayed to its Proxies' phase (DelaySeconds, to the
+ * second), each carrying its Proxies; when it arrives, the function probes them. Against moto's
+ * SQS (each message's DelaySeconds read back from moto), the production handler and prober, a
+ * fake clock across consecutive sweeps, and a real forward proxy and target on loopback.
  */
 
 import type { LambdaContext } from "hono/aws-lambda";
 import { afterAll, beforeAll, beforeEach, describe, expect, it, vi } from "vitest";
-import type { SweepSummary } from "../../shared/app/sweep.ts";
 import { proxyResource } from "../../shared/controllers/proxy/api.ts";
-import { probeShardTask } from "../../shared/controllers/proxy/health-task.ts";
 import { probeDelays } from "../../shared/health/index.ts";
 import type { KubeObject } from "../../shared/kube/index.ts";
 import type { Message } from "../../shared/runtime/index.ts";
@@ -35,9 +33,7 @@ import { MAX_CALL_BYTES } from "./queue.ts";
 const NOW = new Date("2026-11-30T12:00:00.000Z");
 const ENV = {
   AWS_REGION: "us-east-1",
-  EVENT_BUS_NAME: "kubefn",
-  SCHEDULE_GROUP: "kubefn",
-  SCHEDULER_ROLE_ARN: "arn:aws:iam::111122223333:role/kubefn-scheduler",
+  QUEUE_URL: "https://sqs.us-east-1.amazonaws.com/123456789012/kubefn",
   KUBECONFIG_BASE64: Buffer.from("unused: the kube port is given").toString("base64"),
   // The forward proxy and the targets are loopback fixtures.
   PROBE_ALLOWED_CIDRS: LOOPBACK_PROBE_CIDRS,
@@ -68,8 +64,7 @@ beforeAll(async () => {
   aws = await createKubefnAws(moto.endpoint);
 }, 30_000);
 beforeEach(async () => {
-  await aws.delivered();
-  await aws.fire();
+  await aws.takeAll();
 });
 afterAll(async () => {
   vi.unstubAllEnvs();
@@ -96,12 +91,12 @@ function externalProxy(name: string, intervalSeconds: number, padBytes = 0): Kub
   };
 }
 
-function handlerOver(kube: FakeKube, env: Record<string, string> = ENV) {
+function handlerOver(kube: FakeKube, env: Record<string, string> = ENV, clock = { now: () => NOW }) {
   return createHandler({
     env,
     endpoint: moto.endpoint,
     kube: () => kube,
-    clock: { now: () => NOW },
+    clock,
     log: silent,
     metrics: noMetrics,
   });
@@ -117,65 +112,67 @@ const tally = (names: string[]) => {
   return out;
 };
 
-describe("Lambda probe shards through EventBridge and Scheduler (moto)", () => {
-  it("a 30 s Proxy is in two shards 30 s apart, a 60 s one in one; each shard arrives with its Proxies and probes them", async () => {
-    const kube = new FakeKube();
-    const thirty = ["t1", "t2", "t3"];
-    const sixty = ["m1", "m2"];
-    for (const name of thirty) kube.seed(proxyResource, externalProxy(name, 30));
-    for (const name of sixty) kube.seed(proxyResource, externalProxy(name, 60));
-    const handler = handlerOver(kube);
-    const before = forward.requests.length;
+describe("Lambda probe shards on SQS, delayed to the second (moto)", () => {
+  it.each([30, 45])(
+    "a %i s Proxy is probed every intervalSeconds across six consecutive sweeps: each shard is a message delayed to its phase",
+    async (interval) => {
+      const kube = new FakeKube();
+      const names = [`c${interval}a`, `c${interval}b`, `c${interval}c`];
+      for (const name of names) kube.seed(proxyResource, externalProxy(name, interval));
+      let now = NOW;
+      const handler = handlerOver(kube, ENV, { now: () => now });
+      const before = forward.requests.length;
+      const dueTimes = new Map<string, number[]>(names.map((n) => [n, []]));
+      const shards: { message: Message; due: number }[] = [];
+      for (let sweep = 0; sweep < 6; sweep++) {
+        now = new Date(NOW.getTime() + sweep * 60_000);
+        const earlier = new Set((await aws.held()).keys());
+        await handler(sweepEvent, lambdaContext);
+        const sent = [...(await aws.held()).values()].filter((m) => !earlier.has(m.id));
+        for (const m of sent) {
+          const message = JSON.parse(m.body) as Message;
+          if (!message.shard) continue; // a new Proxy's drift pass
+          const due = now.getTime() + m.delaySeconds * 1000;
+          // The job is due when SQS delivers it: no minute's rounding.
+          expect(message.shard.due).toBe(due);
+          shards.push({ message, due });
+          for (const name of shardNames([message])) dueTimes.get(name)?.push(due);
+        }
+        await aws.takeAll();
+      }
+      for (const name of names) {
+        const times = (dueTimes.get(name) ?? []).sort((a, b) => a - b);
+        expect(times.length).toBeGreaterThanOrEqual(Math.floor(360 / interval) - 1);
+        expect(new Set(times.slice(1).map((t, i) => (t - times[i]!) / 1000))).toEqual(new Set([interval]));
+      }
+      // Each shard arrives when it is due (the clock set to then) and probes its Proxies.
+      for (const { message, due } of shards.sort((a, b) => a.due - b.due)) {
+        now = new Date(due);
+        const out = await handler(
+          {
+            Records: [
+              {
+                eventSource: "aws:sqs",
+                messageId: `shard-${due}`,
+                receiptHandle: `shard-${due}`,
+                body: JSON.stringify(message),
+                attributes: { ApproximateReceiveCount: "1" },
+              },
+            ],
+          },
+          lambdaContext,
+        );
+        expect(out).toEqual({ batchItemFailures: [] });
+      }
+      const probed = tally(probedNames(before));
+      // (A probe outside the latency band asks for two more: Decision 15.)
+      for (const name of names) expect(probed[name]).toBeGreaterThanOrEqual(dueTimes.get(name)?.length ?? 1);
+      expect(Object.keys(probed).sort()).toEqual([...names].sort());
+    },
+    60_000,
+  );
 
-    const summary = (await handler(sweepEvent, lambdaContext)) as SweepSummary;
-    expect(summary.tasks["proxy-health"]).toMatchObject({ planned: 8 });
-    // The sweep itself probes nothing: it only sends shards.
-    expect(forward.requests.length).toBe(before);
-
-    const onBus = await aws.delivered();
-    const held = await aws.schedules();
-    const sent = [
-      ...onBus.flatMap((e) => e.detail.messages),
-      ...held.flatMap((s) => s.input.detail.messages),
-    ];
-    // (Beside the shards, each new Proxy gets a drift pass: it has no status yet.)
-    const shards = sent.filter((m) => m.shard);
-    expect(shards.every((m) => m.shard?.task === probeShardTask && m.trigger?.kind === "shard")).toBe(true);
-    expect(tally(shardNames(shards))).toEqual({ t1: 2, t2: 2, t3: 2, m1: 1, m2: 1 });
-    // Every shard due later is a one-time schedule within this minute, targeting the function.
-    expect(held.length).toBeGreaterThan(0);
-    for (const s of held) {
-      expect(s.output).toMatchObject({
-        ActionAfterCompletion: "DELETE",
-        Target: { Arn: lambdaContext.invokedFunctionArn },
-      });
-      const at = Date.parse(`${/^at\((.+)\)$/.exec(s.expression)?.[1]}Z`);
-      expect(at - NOW.getTime()).toBeGreaterThan(0);
-      expect(at - NOW.getTime()).toBeLessThan(60_000);
-    }
-    // A 30 s Proxy's two shards are 30 s apart.
-    const dueOf = (name: string) =>
-      held
-        .filter((s) => shardNames(s.input.detail.messages).includes(name))
-        .map((s) => Date.parse(`${/^at\((.+)\)$/.exec(s.expression)?.[1]}Z`));
-    for (const name of thirty) {
-      const due = dueOf(name);
-      if (due.length === 2) expect(Math.abs(due[1]! - due[0]!)).toBe(30_000);
-      else expect(due).toHaveLength(1); // its other shard was due at once and went on the bus
-    }
-
-    // The function receives the bus events now and each schedule's input when it runs.
-    for (const event of onBus) await handler(event, lambdaContext);
-    for (const s of await aws.fire()) await handler(s.input, lambdaContext);
-    const probed = tally(probedNames(before));
-    for (const name of thirty) expect(probed[name]).toBeGreaterThanOrEqual(2);
-    for (const name of sixty) expect(probed[name]).toBeGreaterThanOrEqual(1);
-    expect(Object.keys(probed).sort()).toEqual([...thirty, ...sixty].sort());
-    expect(target.hits).toBeGreaterThanOrEqual(8);
-    expect(await aws.schedules()).toEqual([]);
-  }, 30_000);
-
-  it("a shard too large for one schedule input is cut into several, every Proxy in exactly one", async () => {
+  it("a shard too large for one message is cut into several, every Proxy in exactly one", async () => {
     const kube = new FakeKube();
     // 40 Proxies of ~9 KB at one phase of the minute: their one shard would be ~360 KB.
     const phase = (name: string) => probeDelays({ namespace: "crawl", name }, 60, NOW, 60)[0];
@@ -185,22 +182,17 @@ describe("Lambda probe shards through EventBridge and Scheduler (moto)", () => {
     expect(names).toHaveLength(40);
     for (const name of names) kube.seed(proxyResource, externalProxy(name, 60, 9_000));
     const handler = handlerOver(kube, { ...ENV, PROBE_SHARD_SIZE: "40" });
+    const earlier = new Set((await aws.held()).keys());
     await handler(sweepEvent, lambdaContext);
-    const onBus = await aws.delivered();
-    const held = await aws.fire();
-    const inputs = [
-      ...onBus.map((e) =>
-        JSON.stringify({ source: e.source, "detail-type": e["detail-type"], detail: e.detail }),
-      ),
-      ...held.map((s) => s.output.Target?.Input ?? ""),
-    ];
-    expect(inputs.length).toBeGreaterThanOrEqual(2);
-    // Each within kubefn's budget per input, under the platform's 256 KB.
-    for (const input of inputs) expect(Buffer.byteLength(input)).toBeLessThan(MAX_CALL_BYTES);
-    const messages = [
-      ...onBus.flatMap((e) => e.detail.messages),
-      ...held.flatMap((s) => s.input.detail.messages),
-    ];
+    const sent = [...(await aws.held()).values()].filter((m) => !earlier.has(m.id));
+    const shards = sent.filter((m) => (JSON.parse(m.body) as Message).shard);
+    expect(shards.length).toBeGreaterThanOrEqual(2);
+    // Each within kubefn's budget per message, under the platform's 256 KB, all delayed 7 s.
+    for (const m of shards) {
+      expect(Buffer.byteLength(m.body)).toBeLessThan(MAX_CALL_BYTES);
+      expect(m.delaySeconds).toBe(7);
+    }
+    const messages = shards.map((m) => JSON.parse(m.body) as Message);
     expect(shardNames(messages).sort()).toEqual([...names].sort());
     const requestNames = messages.map((m) => m.request.name);
     expect(new Set(requestNames).size).toBe(requestNames.length);

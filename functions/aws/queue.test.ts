@@ -1,7 +1,16 @@
-import { EventBridgeClient } from "@aws-sdk/client-eventbridge";
-import { SchedulerClient } from "@aws-sdk/client-scheduler";
+/**
+ * The Lambda's queue on SQS, against moto's server on loopback: sends (SendMessageBatch with
+ * per-message DelaySeconds, read back from moto's own record of each message) and the event
+ * source side (a batch received as Lambda's poller does, the production handler, partial batch
+ * failures, visibility changes and the redrive to the dead-letter queue).
+ */
+import { SendMessageCommand, SQSClient } from "@aws-sdk/client-sqs";
+import type { LambdaContext } from "hono/aws-lambda";
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it, vi } from "vitest";
+import type { ControllerDefinition } from "../../shared/runtime/controller.ts";
+import { createRegistry, ENVELOPE_VERSION, requeueAfter } from "../../shared/runtime/index.ts";
 import type { Message } from "../../shared/runtime/types.ts";
+import { FakeKube } from "../../test/support/fake-kube.ts";
 import {
   createKubefnAws,
   type KubefnAws,
@@ -10,20 +19,34 @@ import {
   startMoto,
   TEST_CREDENTIALS,
 } from "../../test/support/moto.ts";
+import { ProxyResource, proxyController } from "../../test/unit/runtime/controllers.ts";
+import { createHandler, type HandlerOptions } from "./handler.ts";
 import {
-  awsQueue,
+  DUE_ATTRIBUTE,
   MAX_CALL_BYTES,
-  MAX_ENTRY_MESSAGES,
   MAX_SHARD_BYTES,
-  PutEventsError,
-  scheduleName,
+  SendMessageBatchError,
+  type SqsEvent,
+  type SqsRecord,
+  sqsQueue,
 } from "./queue.ts";
 
-// Against moto's server: PutEvents goes through the template's Reconcile rule to a queue standing in
-// for the function; CreateSchedule is read back with GetSchedule.
 const NOW = new Date("2026-11-30T12:00:00.400Z");
-const ROLE = "arn:aws:iam::111122223333:role/kubefn-scheduler";
-const TARGET = "arn:aws:lambda:us-east-1:111122223333:function:kubefn";
+const NOW_SECONDS = Math.floor(NOW.getTime() / 1000);
+const KUBECONFIG_BASE64 = Buffer.from("unused: the kube port is given").toString("base64");
+const lambdaContext = {
+  functionName: "kubefn",
+  functionVersion: "$LATEST",
+  invokedFunctionArn: "arn:aws:lambda:us-east-1:111122223333:function:kubefn",
+  memoryLimitInMB: "512",
+  awsRequestId: "queue",
+  logGroupName: "/aws/lambda/kubefn",
+  logStreamName: "queue",
+  callbackWaitsForEmptyEventLoop: true,
+  getRemainingTimeInMillis: () => 60_000,
+} satisfies LambdaContext;
+const silent = { info() {}, warn() {}, error() {} };
+const noMetrics = { count() {}, observe() {}, gauge() {} };
 
 const message = (name: string, attempt = 0, snapshotBytes = 0): Message => ({
   request: { controller: "proxy", namespace: "ns1", name },
@@ -41,206 +64,273 @@ const message = (name: string, attempt = 0, snapshotBytes = 0): Message => ({
 
 let moto: Moto;
 let aws: KubefnAws;
-/** The PutEvents calls, as serialized for the wire: `{ entries, bytes }`. */
-let putEventsCalls: { entries: number; bytes: number }[];
+let sqs: SQSClient;
+/** The SendMessageBatch inputs of the test's own client, as the SDK got them. */
+let calls: { Entries?: { DelaySeconds?: number; MessageBody?: string }[] }[] = [];
 
 beforeAll(async () => {
   for (const [k, v] of Object.entries(TEST_CREDENTIALS)) vi.stubEnv(k, v);
   moto = await startMoto();
-  aws = await createKubefnAws(moto.endpoint);
-}, 30_000);
-afterAll(async () => {
-  vi.unstubAllEnvs();
-  aws?.close();
-  await moto?.close();
-});
-beforeEach(() => {
-  putEventsCalls = [];
-});
-afterEach(async () => {
-  await aws.delivered();
-  await aws.fire();
-});
-
-function queue(overrides: { eventBridge?: EventBridgeClient; scheduleGroup?: string } = {}) {
-  const config = { region: REGION, endpoint: moto.endpoint };
-  const eventBridge = new EventBridgeClient(config);
-  eventBridge.middlewareStack.add(
+  sqs = new SQSClient({ region: REGION, endpoint: moto.endpoint });
+  sqs.middlewareStack.add(
     (next) => async (args) => {
-      const request = args.request as { body?: string };
-      const input = args.input as { Entries?: unknown[] };
-      putEventsCalls.push({
-        entries: input.Entries?.length ?? 0,
-        bytes: Buffer.byteLength(request.body ?? ""),
-      });
+      calls.push(args.input as (typeof calls)[number]);
       return next(args);
     },
-    { step: "finalizeRequest", name: "recordPutEvents" },
+    { step: "initialize" },
   );
-  return awsQueue({
-    eventBridge: overrides.eventBridge ?? eventBridge,
-    scheduler: new SchedulerClient(config),
-    eventBusName: aws.eventBusName,
-    scheduleGroup: overrides.scheduleGroup ?? aws.scheduleGroup,
-    schedulerRoleArn: ROLE,
-    targetArn: TARGET,
-    clock: { now: () => NOW },
-  });
-}
-
-describe("immediate sends: EventBridge PutEvents, routed by the template's Reconcile rule", () => {
-  it("puts one kubefn.reconcile entry on the bus; the function receives the messages in the envelope", async () => {
-    await queue().send([message("p1"), message("p2", 3)]);
-    expect(putEventsCalls).toEqual([{ entries: 1, bytes: expect.any(Number) }]);
-    const [event, ...rest] = await aws.delivered();
-    expect(rest).toEqual([]);
-    expect(event).toMatchObject({ source: "kubefn", "detail-type": "kubefn.reconcile", region: REGION });
-    expect(event?.detail).toEqual({ messages: [message("p1"), message("p2", 3)] });
-  });
-
-  it("packs 50 messages per entry and 10 entries per call", async () => {
-    const many = Array.from({ length: 12 * MAX_ENTRY_MESSAGES - 1 }, (_, i) => message(`p${i}`));
-    await queue().send(many);
-    expect(putEventsCalls.map((c) => c.entries)).toEqual([10, 2]);
-    const events = await aws.delivered();
-    expect(events.map((e) => e.detail.messages.length)).toEqual([...Array(11).fill(50), 49]);
-    expect(events.flatMap((e) => e.detail.messages)).toEqual(many);
-  });
-
-  it("keeps each call under 256 KB by splitting on bytes, and drops oversized snapshots", async () => {
-    const big = Array.from({ length: 8 }, (_, i) => message(`p${i}`, 0, 50_000));
-    await queue().send([...big, message("huge", 0, 100_000)]);
-    expect(putEventsCalls.length).toBeGreaterThan(1);
-    for (const call of putEventsCalls) expect(call.bytes).toBeLessThan(262_144);
-    const sent = await aws.deliveredMessages();
-    expect(sent.map((m) => m.request.name)).toEqual([...big.map((m) => m.request.name), "huge"]);
-    expect(sent.at(-1)?.snapshot).toBeUndefined();
-    expect(sent[0]?.snapshot).toBeDefined();
-  });
-
-  it("throws with the error codes when FailedEntryCount > 0", async () => {
-    // moto accepts every entry kubefn builds; this answer is the service's under throttling.
-    const throttled = {
-      send: async () => ({
-        FailedEntryCount: 1,
-        Entries: [{ ErrorCode: "ThrottlingException", ErrorMessage: "Rate exceeded" }],
-      }),
-    } as unknown as EventBridgeClient;
-    const sent = queue({ eventBridge: throttled }).send([message("p1")]);
-    await expect(sent).rejects.toBeInstanceOf(PutEventsError);
-    await expect(sent).rejects.toThrow(/rejected 1 of 1 entries \(ThrottlingException: Rate exceeded\)/);
-  });
-
-  it("sends nothing for no messages", async () => {
-    await queue().send([]);
-    await queue().send([], 30);
-    expect(putEventsCalls).toEqual([]);
-    expect(await aws.delivered()).toEqual([]);
-    expect(await aws.schedules()).toEqual([]);
-  });
+}, 30_000);
+// A queue per test: a message one test delayed must not arrive in the next.
+let queues = 0;
+beforeEach(async () => {
+  calls = [];
+  aws = await createKubefnAws(moto.endpoint, { queueName: `kubefn-${++queues}` });
+});
+afterEach(() => aws.close());
+afterAll(async () => {
+  vi.unstubAllEnvs();
+  sqs?.destroy();
+  await moto?.close();
 });
 
-describe("delayed sends: Scheduler CreateSchedule, read back with GetSchedule", () => {
-  it("creates a one-time at() schedule that deletes itself and invokes the function with the event", async () => {
-    await queue().send([message("p1", 2, 1000)], 30);
-    const [held, ...rest] = await aws.schedules();
-    expect(rest).toEqual([]);
-    expect(held?.name).toBe(scheduleName([message("p1")], Math.ceil(NOW.getTime() / 1000) + 30));
-    expect(held?.output).toMatchObject({
-      GroupName: "kubefn",
-      // 12:00:00.400 + 30 s, rounded up to the next whole second
-      ScheduleExpression: "at(2026-11-30T12:00:31)",
-      ScheduleExpressionTimezone: "UTC",
-      FlexibleTimeWindow: { Mode: "OFF" },
-      ActionAfterCompletion: "DELETE",
-      State: "ENABLED",
-      Target: { Arn: TARGET, RoleArn: ROLE },
+const queue = (queueUrl = aws.queueUrl) => sqsQueue({ sqs, queueUrl, clock: { now: () => NOW } });
+
+function handlerWith(controller: Partial<ControllerDefinition> = {}, options: Partial<HandlerOptions> = {}) {
+  const kube = new FakeKube();
+  for (const name of ["p1", "p2", "p3"])
+    kube.seed(ProxyResource, {
+      apiVersion: "crawl.example.com/v1alpha1",
+      kind: "Proxy",
+      metadata: { name, namespace: "ns1", uid: `uid-${name}`, generation: 1 },
+      spec: {},
     });
-    expect(held?.input).toEqual({
-      source: "kubefn",
-      "detail-type": "kubefn.reconcile",
-      detail: { messages: [message("p1", 2)] },
-    });
-    expect(await aws.delivered()).toEqual([]);
+  const handler = createHandler({
+    env: { AWS_REGION: REGION, KUBECONFIG_BASE64, ...aws.env },
+    endpoint: moto.endpoint,
+    kube: () => kube,
+    operators: () => ({
+      registry: createRegistry([proxyController({ for: ProxyResource, ...controller })]),
+      sweepTasks: [],
+    }),
+    clock: { now: () => NOW },
+    log: silent,
+    metrics: noMetrics,
+    ...options,
+  });
+  return (event: SqsEvent) => handler(event, lambdaContext);
+}
+
+/** Polls (long-polling `wait` seconds a round) until a batch arrives; up to `rounds` rounds. */
+async function pollUntil(handler: (e: SqsEvent) => Promise<unknown>, rounds = 5, wait = 2, target = aws) {
+  for (let i = 0; i < rounds; i++) {
+    const got = await target.poll(handler, wait);
+    if (got) return got;
+  }
+  throw new Error("nothing arrived");
+}
+
+describe("sends: SendMessageBatch on the reconcile queue", () => {
+  it("one SQS message per kubefn message, 10 per call, not delayed; the bodies are the messages", async () => {
+    const messages = Array.from({ length: 23 }, (_, i) => message(`p${i}`));
+    await queue().send(messages);
+    expect(calls.map((c) => c.Entries?.length)).toEqual([10, 10, 3]);
+    expect(calls.flatMap((c) => c.Entries ?? []).every((e) => e.DelaySeconds === 0)).toBe(true);
+    const received = await aws.deliveredMessages();
+    expect(received.map((m) => m.request.name).sort()).toEqual(messages.map((m) => m.request.name).sort());
   });
 
-  it("keeps the UID a delayed message was decided for (the snapshot goes)", async () => {
-    await queue().send([{ ...message("p1", 1, 1000), uid: "uid-1", listedAt: 5 }], 30);
-    const [held] = await aws.schedules();
-    expect(held?.input.detail.messages).toEqual([{ ...message("p1", 1), uid: "uid-1" }]);
+  it("a 1 s and a 30 s follow-up are held by SQS for exactly those seconds (DelaySeconds), the 1 s one then arrives", async () => {
+    await queue().send([message("soon")], 1);
+    await queue().send([message("later")], 30);
+    expect(calls.map((c) => c.Entries?.map((e) => e.DelaySeconds))).toEqual([[1], [30]]);
+    const held = [...(await aws.held()).values()];
+    const delayOf = (name: string) =>
+      held.find((m) => (JSON.parse(m.body) as Message).request.name === name)?.delaySeconds;
+    expect(delayOf("soon")).toBe(1);
+    expect(delayOf("later")).toBe(30);
+    // Neither is visible at once; the 1 s one is within a few seconds, the 30 s one is not.
+    expect(await aws.deliveredMessages()).toEqual([]);
+    const got = await pollUntil(async () => ({ batchItemFailures: [] }));
+    expect(got.event.Records.map((r) => (JSON.parse(r.body) as Message).request.name)).toEqual(["soon"]);
+    expect(await aws.deliveredMessages()).toEqual([]);
   });
 
-  it("keeps a probe shard's objects and every message's trigger", async () => {
-    const objects = [0, 1, 2].map((i) => message(`p${i}`, 0, 2000).snapshot!);
+  it("rounds fractional delays up; a delay beyond 15 min is sent as 900 s carrying its due time", async () => {
+    await queue().send([message("fraction")], 0.2);
+    await queue().send([message("hour")], 3600);
+    expect(calls[0]?.Entries?.[0]).toMatchObject({ DelaySeconds: 1 });
+    expect(calls[1]?.Entries?.[0]).toMatchObject({
+      DelaySeconds: 900,
+      MessageAttributes: { [DUE_ATTRIBUTE]: { DataType: "Number", StringValue: String(NOW_SECONDS + 3600) } },
+    });
+  });
+
+  it("drops snapshots that would not fit a message and cuts a shard above MAX_SHARD_BYTES, every object in one", async () => {
+    const objects = Array.from({ length: 30 }, (_, i) => ({
+      apiVersion: "crawl.kubefn.dev/v1alpha1",
+      kind: "Proxy",
+      metadata: { name: `s${i}`, namespace: "ns1", annotations: { pad: "y".repeat(20_000) } },
+    }));
     const shard: Message = {
-      request: { controller: "proxy", name: "__shard-probe-1796040000-0" },
+      request: { controller: "proxy", namespace: "", name: "__shard-probe-30-0" },
       attempt: 0,
       trigger: { kind: "shard", reason: "probe" },
       shard: { task: "probe", objects },
     };
-    const followUp: Message = { ...message("p9", 1, 1000), trigger: { kind: "follow-up" } };
-    await queue().send([shard, followUp], 30);
-    const [held] = await aws.schedules();
-    expect(held?.input.detail.messages).toEqual([
-      shard,
-      { ...message("p9", 1), trigger: { kind: "follow-up" } },
-    ]);
-  });
-
-  it("cuts a shard above MAX_SHARD_BYTES into schedules that each fit, every object in one", async () => {
-    const objects = Array.from({ length: 12 }, (_, i) => message(`big${i}`, 0, 40_000).snapshot!);
-    const shard: Message = {
-      request: { controller: "proxy", name: "__shard-probe-1796040000-3" },
-      attempt: 0,
-      shard: { task: "probe", objects },
-    };
-    await queue().send([shard], 30);
-    const held = await aws.schedules();
-    expect(held.length).toBeGreaterThanOrEqual(3);
-    for (const s of held)
-      expect(Buffer.byteLength(s.output.Target?.Input ?? "")).toBeLessThan(MAX_CALL_BYTES);
-    const pieces = held.flatMap((s) => s.input.detail.messages);
-    expect(pieces.map((m) => m.request.name).sort()).toEqual(
-      pieces.map((_, i) => `__shard-probe-1796040000-3-${i + 1}`).sort(),
-    );
-    expect(pieces.flatMap((m) => m.shard?.objects.map((o) => o.metadata.name)).sort()).toEqual(
+    await queue().send([message("big", 0, 100_000), shard]);
+    const bodies = calls.flatMap((c) => c.Entries ?? []).map((e) => e.MessageBody ?? "");
+    for (const body of bodies) expect(Buffer.byteLength(body)).toBeLessThan(MAX_CALL_BYTES);
+    const received = await aws.deliveredMessages();
+    expect(received.find((m) => m.request.name === "big")).toEqual(message("big"));
+    const pieces = received.filter((m) => m.shard);
+    expect(pieces.length).toBeGreaterThanOrEqual(3);
+    for (const p of pieces) expect(Buffer.byteLength(JSON.stringify(p))).toBeLessThanOrEqual(MAX_SHARD_BYTES);
+    expect(pieces.flatMap((p) => p.shard?.objects.map((o) => o.metadata.name)).sort()).toEqual(
       objects.map((o) => o.metadata.name).sort(),
     );
-    expect(Math.max(...pieces.map((m) => Buffer.byteLength(JSON.stringify(m))))).toBeLessThanOrEqual(
-      MAX_SHARD_BYTES,
+  });
+
+  it("sends nothing for no messages, and throws when the queue refuses the call", async () => {
+    await queue().send([]);
+    expect(calls).toEqual([]);
+    await expect(queue(`${moto.endpoint}/123456789012/no-such-queue`).send([message("p1")])).rejects.toThrow(
+      /does not exist|NonExistentQueue/,
     );
-  });
-
-  it("treats a ConflictException (the same follow-up already scheduled) as sent", async () => {
-    await queue().send([message("p1")], 5);
-    await expect(queue().send([message("p1", 1)], 5)).resolves.toBeUndefined();
-    expect((await aws.schedules()).map((s) => s.name)).toEqual([
-      scheduleName([message("p1")], Math.ceil(NOW.getTime() / 1000) + 5),
-    ]);
-  });
-
-  it("throws on any other failure (moto answers a group it does not know with a server error)", async () => {
-    const err = await queue({ scheduleGroup: "absent" })
-      .send([message("p1")], 5)
-      .catch((e: unknown) => e);
-    expect(err).toBeInstanceOf(Error);
-    expect((err as Error).name).not.toBe("ConflictException");
-    expect(await aws.schedules()).toEqual([]);
-  });
-
-  it("rounds fractional delays up and never schedules in the past", async () => {
-    await queue().send([message("p1")], 0.2);
-    expect((await aws.schedules())[0]?.expression).toBe("at(2026-11-30T12:00:01)");
+    expect(SendMessageBatchError.name).toBe("SendMessageBatchError");
   });
 });
 
-describe("scheduleName", () => {
-  it("is the same for the same keys and second, whatever the order or attempt", () => {
-    const a = scheduleName([message("p1", 0), message("p2", 1)], 1_796_040_031);
-    expect(scheduleName([message("p2", 5), message("p1", 0)], 1_796_040_031)).toBe(a);
-    expect(scheduleName([message("p1")], 1_796_040_031)).not.toBe(a);
-    expect(scheduleName([message("p1"), message("p2")], 1_796_040_032)).not.toBe(a);
-    expect(a).toMatch(/^kubefn-[0-9a-f]{20}-1796040031$/);
-    expect(a.length).toBeLessThanOrEqual(64);
+describe("the event source: an SQS batch → kubefn.consume → batchItemFailures", () => {
+  it("a follow-up the pass asks for 1 s later arrives as a message delayed 1 s, and its pass runs", async () => {
+    const reconciled: string[] = [];
+    let first = true;
+    const handler = handlerWith({
+      reconcile: async (_ctx, proxy) => {
+        reconciled.push(proxy.metadata.name as string);
+        if (first) {
+          first = false;
+          return requeueAfter(1);
+        }
+        return requeueAfter(30);
+      },
+    });
+    const earlier = new Set((await aws.held()).keys());
+    const sentSince = async () => [...(await aws.held()).values()].filter((m) => !earlier.has(m.id));
+    await queue().send([message("p1")]);
+    expect(await pollUntil(handler)).toMatchObject({ failed: [] });
+    const held = (await sentSince()).filter((m) => m.body.includes('"follow-up"'));
+    expect(held.map((m) => m.delaySeconds)).toEqual([1]);
+    const next = await pollUntil(handler);
+    expect(next.failed).toEqual([]);
+    expect(next.event.Records[0]?.attributes.ApproximateReceiveCount).toBe("1");
+    expect(reconciled).toEqual(["p1", "p1"]);
+    // The second pass asked for 30 s: a message held for 30 s.
+    const followUps = (await sentSince()).filter((m) => m.body.includes('"follow-up"'));
+    expect(followUps.map((m) => m.delaySeconds).sort((a, b) => a - b)).toEqual([1, 30]);
+  });
+
+  it("a partial batch failure reports only the failed record, whose visibility becomes its backoff", async () => {
+    const handler = handlerWith(
+      {},
+      {
+        log: {
+          ...silent,
+          info(msg, fields) {
+            if (msg === "pass" && String(fields?.key).endsWith("/p2")) throw new Error("stdout closed");
+          },
+        },
+      },
+    );
+    await queue().send([message("p1"), message("p2"), message("p3")]);
+    const before = Date.now();
+    const got = await pollUntil(handler);
+    const after = Date.now();
+    const byName = new Map(got.event.Records.map((r) => [(JSON.parse(r.body) as Message).request.name, r]));
+    expect(got.event.Records).toHaveLength(3);
+    expect(got.failed).toEqual([byName.get("p2")?.messageId]);
+    // backoffSeconds(attempt 1) is 1–2 s: visible again then, not after the queue's 360 s.
+    const held = (await aws.held()).get(byName.get("p2")?.messageId as string);
+    expect(held?.visibleAt).toBeGreaterThanOrEqual(before + 1000);
+    expect(held?.visibleAt).toBeLessThanOrEqual(after + 2000);
+    const again = await pollUntil(async () => ({ batchItemFailures: [] }));
+    expect(again.event.Records.map((r) => r.messageId)).toEqual([byName.get("p2")?.messageId]);
+    expect(again.event.Records[0]?.attributes.ApproximateReceiveCount).toBe("2");
+    expect(await aws.deliveredMessages()).toEqual([]);
+  });
+
+  it("a message from a newer release is retried with backoff and reaches the dead-letter queue after maxReceiveCount", async () => {
+    const redrive = await createKubefnAws(moto.endpoint, {
+      queueName: `kubefn-redrive-${queues}`,
+      maxReceiveCount: 3,
+    });
+    try {
+      const kube = new FakeKube();
+      const warnings: Record<string, unknown>[] = [];
+      const handler = createHandler({
+        env: { AWS_REGION: REGION, KUBECONFIG_BASE64, ...redrive.env },
+        endpoint: moto.endpoint,
+        kube: () => kube,
+        clock: { now: () => NOW },
+        log: { ...silent, warn: (_msg, fields) => warnings.push(fields ?? {}) },
+        metrics: noMetrics,
+      });
+      const newer = { ...message("p1"), v: ENVELOPE_VERSION + 1 };
+      await sqs.send(
+        new SendMessageCommand({ QueueUrl: redrive.queueUrl, MessageBody: JSON.stringify(newer) }),
+      );
+      const failed: string[][] = [];
+      for (let receive = 1; receive <= 3; receive++) {
+        const got = await pollUntil((e) => handler(e, lambdaContext), 6, 2, redrive);
+        expect(got.event.Records[0]?.attributes.ApproximateReceiveCount).toBe(String(receive));
+        failed.push(got.failed);
+      }
+      expect(failed.every((f) => f.length === 1)).toBe(true);
+      expect(warnings.map((w) => w.attempts)).toEqual([1, 2, 3]);
+      // The next receive finds it at maxReceiveCount and moves it to the dead-letter queue.
+      for (let i = 0; i < 8; i++) {
+        await redrive.poll(async () => {
+          throw new Error("a message past maxReceiveCount was delivered");
+        }, 1);
+        const dead = await redrive.dead();
+        if (dead.length > 0) {
+          expect(dead.map((r) => JSON.parse(r.body))).toEqual([newer]);
+          return;
+        }
+      }
+      throw new Error("the message never reached the dead-letter queue");
+    } finally {
+      redrive.close();
+    }
+  }, 60_000);
+
+  it("a message due beyond 15 min delivered early is sent on with the remaining delay, not consumed", async () => {
+    const reconciled: string[] = [];
+    const handler = handlerWith({
+      reconcile: async (_ctx, proxy) => {
+        reconciled.push(proxy.metadata.name as string);
+        return requeueAfter(0);
+      },
+    });
+    const record = (name: string, due: number): SqsRecord => ({
+      eventSource: "aws:sqs",
+      messageId: `id-${name}`,
+      receiptHandle: `handle-${name}`,
+      body: JSON.stringify(message(name)),
+      attributes: { ApproximateReceiveCount: "1" },
+      messageAttributes: { [DUE_ATTRIBUTE]: { stringValue: String(due) } },
+    });
+    const earlier = new Set((await aws.held()).keys());
+    const out = await handler({ Records: [record("p1", NOW_SECONDS + 100), record("p2", NOW_SECONDS)] });
+    expect(out).toEqual({ batchItemFailures: [] });
+    expect(reconciled).toEqual(["p2"]);
+    const sent = [...(await aws.held()).values()].filter((m) => !earlier.has(m.id));
+    const summary = sent.map((m) => [(JSON.parse(m.body) as Message).request.name, m.delaySeconds]);
+    // p1 once more with what remains of its delay (and its due time); p2's pass asked for a follow-up now.
+    expect(summary.sort()).toEqual([
+      ["p1", 100],
+      ["p2", 0],
+    ]);
+    const p1 = sent.find((m) => m.body.includes('"p1"'));
+    expect(JSON.stringify(p1?.attributes)).toContain(String(NOW_SECONDS + 100));
   });
 });

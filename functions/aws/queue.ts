@@ -1,168 +1,241 @@
-import { createHash } from "node:crypto";
-import { EventBridgeClient, PutEventsCommand, type PutEventsRequestEntry } from "@aws-sdk/client-eventbridge";
-import { CreateScheduleCommand, SchedulerClient } from "@aws-sdk/client-scheduler";
-import type { Kubefn } from "../../shared/app/index.ts";
+import {
+  ChangeMessageVisibilityBatchCommand,
+  type MessageAttributeValue,
+  SendMessageBatchCommand,
+  type SendMessageBatchRequestEntry,
+  SQSClient,
+} from "@aws-sdk/client-sqs";
+import type { Kubefn, Verdict } from "../../shared/app/index.ts";
 import { isRecord } from "../../shared/guards/index.ts";
-import { type Clock, fitted, type Message, type Queue, requestKey } from "../../shared/runtime/index.ts";
+import { type Clock, fitted, type Log, type Message, type Queue } from "../../shared/runtime/index.ts";
 import type { AwsConfig } from "./config.ts";
 
-export const SOURCE = "kubefn";
-export const DETAIL_TYPE = "kubefn.reconcile";
-/** Messages per event's `detail` (and per schedule's input). */
-export const MAX_ENTRY_MESSAGES = 50;
-/** PutEvents takes at most 10 entries per call. */
+/** Longest per-message delay SQS accepts (15 min). */
+export const MAX_DELAY_SECONDS = 900;
+/** Longest visibility timeout SQS accepts (12 h): the cap of a retry's delay. */
+export const MAX_VISIBILITY_SECONDS = 43_200;
+/** SendMessageBatch and ChangeMessageVisibilityBatch take at most 10 entries per call. */
 export const MAX_CALL_ENTRIES = 10;
-/** Budget per PutEvents call and per schedule input; the platform's limit is 256 KB for both. */
+/** Budget per SendMessageBatch call and per message; the platform's limit is 256 KB for both. */
 export const MAX_CALL_BYTES = 240_000;
 /** Above this a message's snapshot is dropped (the pass then GETs the object). */
 export const MAX_MESSAGE_BYTES = 64_000;
-/** Above this a probe shard is cut into several, so that each fits an entry or a schedule input. */
+/** Above this a probe shard is cut into several, so that each fits one SQS message. */
 export const MAX_SHARD_BYTES = MAX_CALL_BYTES - 2_000;
-
-/** What a `kubefn.reconcile` event carries in `detail`, on the bus and in a schedule's input. */
-export interface ReconcileDetail {
-  messages: Message[];
-}
-
 /**
- * A `kubefn.reconcile` event: from the bus (a full EventBridge envelope) or from a one-time
- * schedule (its `Input`, the same three fields). Only these fields are read.
+ * Message attribute of a message delayed beyond {@link MAX_DELAY_SECONDS}: its due time (epoch
+ * seconds). A delivery before it is sent again with the remaining delay, and not consumed.
  */
-export interface ReconcileEvent {
-  source: typeof SOURCE;
-  "detail-type": typeof DETAIL_TYPE;
-  detail: { messages: unknown[] };
-}
+export const DUE_ATTRIBUTE = "kubefn-due";
 
-export function isReconcileEvent(event: unknown): event is ReconcileEvent {
-  return (
-    isRecord(event) &&
-    event.source === SOURCE &&
-    event["detail-type"] === DETAIL_TYPE &&
-    isRecord(event.detail) &&
-    Array.isArray(event.detail.messages)
-  );
-}
-
-/** The EventBridge rule's `rate(1 minute)` tick (infra/aws/template.yaml): one sweep. */
-export function isScheduledEvent(event: unknown): boolean {
-  return isRecord(event) && event.source === "aws.events" && event["detail-type"] === "Scheduled Event";
-}
-
-export interface AwsQueueOptions {
-  eventBridge: EventBridgeClient;
-  scheduler: SchedulerClient;
-  eventBusName: string;
-  scheduleGroup: string;
-  schedulerRoleArn: string;
-  /** The function that runs the follow-ups (this one). */
-  targetArn: string;
+export interface SqsQueueOptions {
+  sqs: SQSClient;
+  /** The reconcile queue (infra/aws/template.yaml `ReconcileQueue`), whose event source is this function. */
+  queueUrl: string;
   clock: Clock;
 }
 
-/** PutEvents accepted the call but rejected some entries. */
-export class PutEventsError extends Error {
-  override readonly name = "PutEventsError";
+/** SendMessageBatch accepted the call but rejected some entries. */
+export class SendMessageBatchError extends Error {
+  override readonly name = "SendMessageBatchError";
 }
 
 /**
- * The runtime's {@link Queue} on EventBridge: `send(messages)` puts `kubefn.reconcile` events on
- * the bus (a rule there invokes the function); `send(messages, delay > 0)` creates one-time
- * EventBridge Scheduler schedules, `at(due)` in UTC, that invoke the function with the same
- * event shape and delete themselves after running.
+ * The runtime's {@link Queue} on SQS: one SQS message per kubefn message (so that a batch's
+ * verdicts are per message), sent with SendMessageBatch, at most {@link MAX_CALL_ENTRIES} and
+ * {@link MAX_CALL_BYTES} per call; `delaySeconds` becomes the message's `DelaySeconds`, rounded
+ * up — second precision up to 15 minutes. A longer delay is sent as 900 s with its due time in
+ * the {@link DUE_ATTRIBUTE} attribute, and {@link consumeSqsEvent} sends it on with what remains
+ * until it is due (no Scheduler, no second carrier).
  *
- * Schedules are named `kubefn-<hash of the request keys>-<due epoch second>`, so two passes that
- * ask for the same follow-up at the same second make one schedule: the second create gets a
- * ConflictException, which counts as sent.
+ * Probe shards (`Message.shard`) travel whole; one above {@link MAX_SHARD_BYTES} is cut into
+ * several by its objects (`request.name` gets `-1`, `-2`, …).
  *
- * Probe shards (`Message.shard`) travel whole, delayed or not: a schedule's input holds up to
- * 256 KB, like an entry. A shard above {@link MAX_SHARD_BYTES} is cut into several by its objects
- * (`request.name` gets `-1`, `-2`, …), each its own entry or schedule.
- *
- * Caveats: `at()` has whole-second syntax but Scheduler invokes with 60-second precision (at 1:00
- * means between 1:00:00 and 1:00:59), so short delays (a conflict's backoff of 1–2 s) arrive
- * late, and a probe shard's phase within the minute is not kept: a 30 s Proxy is still probed
- * twice a minute on average, not every 30 s to the second. Delayed passes drop their snapshot:
- * it would be older by the delay (a shard keeps its objects; the shard handler reads again the
- * ones whose write conflicts).
- * A call with any rejected entry throws {@link PutEventsError} naming the error codes; the
- * accepted entries are not retracted (a duplicate pass is harmless).
+ * Caveats: a message too large for the platform loses its snapshot (the pass then GETs the
+ * object). A call with any rejected entry throws {@link SendMessageBatchError} naming the error
+ * codes; the accepted entries are not retracted (a duplicate pass is harmless).
  */
-export function awsQueue(opts: AwsQueueOptions): Queue {
+export function sqsQueue(opts: SqsQueueOptions): Queue {
   return {
     async send(messages, delaySeconds) {
       if (messages.length === 0) return;
-      const cut = messages.flatMap(cutShard);
-      if (delaySeconds !== undefined && delaySeconds > 0) await schedule(opts, cut, delaySeconds);
-      else await putEvents(opts, cut);
+      const delay = wholeDelay(delaySeconds);
+      const due = delay > MAX_DELAY_SECONDS ? epochSeconds(opts.clock) + delay : undefined;
+      const bodies = messages
+        .flatMap(cutShard)
+        .map((m) => JSON.stringify(fitted(m, MAX_MESSAGE_BYTES, sizeOf)));
+      await sendBodies(opts, bodies, delay, due);
     },
   };
 }
 
-async function putEvents(opts: AwsQueueOptions, messages: Message[]): Promise<void> {
-  const entries = chunk(
-    messages.map((m) => fitted(m, MAX_MESSAGE_BYTES, sizeOf)),
-    MAX_ENTRY_MESSAGES,
-    sizeOf,
-  ).map(
-    (batch): PutEventsRequestEntry => ({
-      Source: SOURCE,
-      DetailType: DETAIL_TYPE,
-      Detail: JSON.stringify({ messages: batch } satisfies ReconcileDetail),
-      EventBusName: opts.eventBusName,
-    }),
-  );
-  const entrySize = (e: PutEventsRequestEntry) => bytes(`${e.Source}${e.DetailType}${e.Detail}`);
-  for (const call of chunk(entries, MAX_CALL_ENTRIES, entrySize)) {
-    const out = await opts.eventBridge.send(new PutEventsCommand({ Entries: call }));
-    if (out.FailedEntryCount) {
-      const codes = (out.Entries ?? [])
-        .filter((e) => e.ErrorCode)
-        .map((e) => `${e.ErrorCode}: ${e.ErrorMessage}`);
-      throw new PutEventsError(
-        `PutEvents rejected ${out.FailedEntryCount} of ${call.length} entries (${codes.join("; ")})`,
+async function sendBodies(
+  opts: SqsQueueOptions,
+  bodies: readonly string[],
+  delay: number,
+  due: number | undefined,
+): Promise<void> {
+  const attributes: Record<string, MessageAttributeValue> | undefined =
+    due === undefined ? undefined : { [DUE_ATTRIBUTE]: { DataType: "Number", StringValue: String(due) } };
+  for (const call of chunk(bodies, MAX_CALL_ENTRIES, bytes)) {
+    const entries = call.map(
+      (body, i): SendMessageBatchRequestEntry => ({
+        Id: String(i),
+        MessageBody: body,
+        DelaySeconds: Math.min(delay, MAX_DELAY_SECONDS),
+        ...(attributes ? { MessageAttributes: attributes } : {}),
+      }),
+    );
+    const out = await opts.sqs.send(
+      new SendMessageBatchCommand({ QueueUrl: opts.queueUrl, Entries: entries }),
+    );
+    const failed = out.Failed ?? [];
+    if (failed.length > 0) {
+      const codes = failed.map((f) => `${f.Code}: ${f.Message}`);
+      throw new SendMessageBatchError(
+        `SendMessageBatch rejected ${failed.length} of ${entries.length} messages (${codes.join("; ")})`,
       );
     }
   }
 }
 
-async function schedule(opts: AwsQueueOptions, messages: Message[], delaySeconds: number): Promise<void> {
-  const due = Math.ceil((opts.clock.now().getTime() + delaySeconds * 1000) / 1000);
-  const at = new Date(due * 1000).toISOString().slice(0, 19);
-  // Scheduler runs a schedule anywhere within its minute: a job is due at the minute's end, so
-  // that one delivered in time is never taken for a late one.
-  const delayed = messages.map(
-    ({ snapshot: _s, listed: _l, listedAt: _at, ...rest }): Message =>
-      rest.shard?.due === undefined
-        ? rest
-        : { ...rest, shard: { ...rest.shard, due: rest.shard.due + 60_000 } },
+/** An SQS record as the event source mapping delivers it; only these fields are read. */
+export interface SqsRecord {
+  eventSource: "aws:sqs";
+  messageId: string;
+  receiptHandle: string;
+  body: string;
+  attributes: { ApproximateReceiveCount?: string };
+  messageAttributes?: Record<string, { stringValue?: string | null } | undefined>;
+}
+
+/** A batch from the reconcile queue's event source mapping. */
+export interface SqsEvent {
+  Records: SqsRecord[];
+}
+
+export function isSqsEvent(event: unknown): event is SqsEvent {
+  return (
+    isRecord(event) &&
+    Array.isArray(event.Records) &&
+    event.Records.length > 0 &&
+    event.Records.every(
+      (r) =>
+        isRecord(r) &&
+        r.eventSource === "aws:sqs" &&
+        typeof r.messageId === "string" &&
+        typeof r.receiptHandle === "string" &&
+        typeof r.body === "string" &&
+        isRecord(r.attributes),
+    )
   );
-  for (const batch of chunk(delayed, MAX_ENTRY_MESSAGES, sizeOf)) {
-    const input = { source: SOURCE, "detail-type": DETAIL_TYPE, detail: { messages: batch } };
+}
+
+/** The answer `FunctionResponseTypes: [ReportBatchItemFailures]` asks for: the records to redeliver. */
+export interface BatchResponse {
+  batchItemFailures: { itemIdentifier: string }[];
+}
+
+/**
+ * One SQS batch as one delivery of `kubefn.consume` (the passes share `REQUEST_BUDGET`): each
+ * record's body is a message, its `ApproximateReceiveCount` the attempts. A record the verdict
+ * retries is reported in `batchItemFailures` after its visibility timeout was changed to the
+ * verdict's `retryAfterSeconds`, so it comes back then rather than after the queue's default;
+ * after the redrive policy's `maxReceiveCount` it goes to the dead-letter queue. A record not due
+ * yet ({@link DUE_ATTRIBUTE}) is sent again with the remaining delay and acked.
+ *
+ * Caveats: a failed visibility change is logged and the record still reported: it returns after
+ * the queue's visibility timeout instead. A failed re-send of an early record reports that record.
+ */
+export async function consumeSqsEvent(
+  event: SqsEvent,
+  kubefn: Pick<Kubefn, "consume">,
+  opts: SqsQueueOptions & { log: Log },
+): Promise<BatchResponse> {
+  const now = epochSeconds(opts.clock);
+  const early = event.Records.filter((r) => dueOf(r) > now);
+  const ready = event.Records.filter((r) => !(dueOf(r) > now));
+  const failures: SqsRecord[] = [];
+  for (const record of early) {
+    const due = dueOf(record);
     try {
-      await opts.scheduler.send(
-        new CreateScheduleCommand({
-          Name: scheduleName(batch, due),
-          GroupName: opts.scheduleGroup,
-          ScheduleExpression: `at(${at})`,
-          ScheduleExpressionTimezone: "UTC",
-          FlexibleTimeWindow: { Mode: "OFF" },
-          ActionAfterCompletion: "DELETE",
-          Target: { Arn: opts.targetArn, RoleArn: opts.schedulerRoleArn, Input: JSON.stringify(input) },
+      await sendBodies(opts, [record.body], due - now, due);
+    } catch (err) {
+      opts.log.error("delayed message not sent on; redelivering", {
+        messageId: record.messageId,
+        error: String(err),
+      });
+      failures.push(record);
+    }
+  }
+  const verdicts = await kubefn.consume(
+    ready.map((r) => ({
+      body: parsedBody(r.body),
+      attempts: Number(r.attributes.ApproximateReceiveCount) || 1,
+    })),
+  );
+  const retried = ready.flatMap((record, i) => {
+    const verdict = verdicts[i];
+    return verdict && !verdict.ack ? [{ record, verdict }] : [];
+  });
+  await changeVisibility(opts, retried);
+  failures.push(...retried.map((r) => r.record));
+  return { batchItemFailures: failures.map((r) => ({ itemIdentifier: r.messageId })) };
+}
+
+async function changeVisibility(
+  opts: SqsQueueOptions & { log: Log },
+  retried: readonly { record: SqsRecord; verdict: Extract<Verdict, { ack: false }> }[],
+): Promise<void> {
+  for (const call of chunk(retried, MAX_CALL_ENTRIES, () => 0)) {
+    try {
+      const out = await opts.sqs.send(
+        new ChangeMessageVisibilityBatchCommand({
+          QueueUrl: opts.queueUrl,
+          Entries: call.map(({ record, verdict }, i) => ({
+            Id: String(i),
+            ReceiptHandle: record.receiptHandle,
+            VisibilityTimeout: Math.min(MAX_VISIBILITY_SECONDS, wholeDelay(verdict.retryAfterSeconds)),
+          })),
         }),
       );
+      for (const f of out.Failed ?? []) {
+        opts.log.warn("visibility not changed; the message returns after the queue's default", {
+          messageId: call[Number(f.Id)]?.record.messageId,
+          code: f.Code,
+        });
+      }
     } catch (err) {
-      if ((err as Error).name !== "ConflictException") throw err;
+      opts.log.warn("visibility not changed; the messages return after the queue's default", {
+        messages: call.length,
+        error: String(err),
+      });
     }
   }
 }
 
-/** `kubefn-<20 hex of sha256 over the sorted keys>-<due>`: ≤ 64 chars of `[0-9a-zA-Z-_.]`. */
-export function scheduleName(messages: readonly Message[], dueEpochSecond: number): string {
-  const keys = messages.map((m) => requestKey(m.request)).sort();
-  const hash = createHash("sha256").update(keys.join("\n")).digest("hex").slice(0, 20);
-  return `kubefn-${hash}-${dueEpochSecond}`;
+/** The record's {@link DUE_ATTRIBUTE} in epoch seconds; 0 when it has none (due now). */
+function dueOf(record: SqsRecord): number {
+  const value = Number(record.messageAttributes?.[DUE_ATTRIBUTE]?.stringValue);
+  return Number.isFinite(value) ? value : 0;
 }
+
+/** The body as JSON, or as the string it is (consume drops it as not a kubefn message). */
+function parsedBody(body: string): unknown {
+  try {
+    return JSON.parse(body);
+  } catch {
+    return body;
+  }
+}
+
+/** `delaySeconds` in whole seconds, rounded up; 0 when absent, negative or not finite. */
+function wholeDelay(delaySeconds: number | undefined): number {
+  if (delaySeconds === undefined || !Number.isFinite(delaySeconds) || delaySeconds <= 0) return 0;
+  return Math.ceil(delaySeconds);
+}
+
+const epochSeconds = (clock: Clock) => Math.floor(clock.now().getTime() / 1000);
 
 /** A probe shard above {@link MAX_SHARD_BYTES} as several, each within it; any other message as is. */
 export function cutShard(message: Message): Message[] {
@@ -207,39 +280,13 @@ function chunk<T>(
 }
 
 const bytes = (s: string) => Buffer.byteLength(s, "utf8");
-const sizeOf = (message: Message) => bytes(JSON.stringify(message)) + 1;
+const sizeOf = (message: Message) => bytes(JSON.stringify(message));
 
-/** {@link awsQueue} with its SDK clients built from the Lambda's settings. */
-export function awsQueueFor(
+/** The options of {@link sqsQueue} and {@link consumeSqsEvent}, the SDK client built from the Lambda's settings. */
+export function sqsQueueOptionsFor(
   config: AwsConfig,
-  opts: { targetArn: string; clock: Clock; endpoint?: string | undefined },
-): Queue {
+  opts: { clock: Clock; endpoint?: string | undefined },
+): SqsQueueOptions {
   const aws = { region: config.region, ...(opts.endpoint ? { endpoint: opts.endpoint } : {}) };
-  return awsQueue({
-    eventBridge: new EventBridgeClient(aws),
-    scheduler: new SchedulerClient(aws),
-    eventBusName: config.eventBusName,
-    scheduleGroup: config.scheduleGroup,
-    schedulerRoleArn: config.schedulerRoleArn,
-    targetArn: config.functionArn ?? opts.targetArn,
-    clock: opts.clock,
-  });
-}
-
-/**
- * The consumer side: a `kubefn.reconcile` event's `detail.messages` as one delivery (their passes
- * share `REQUEST_BUDGET`). An async invoke has no per-item retry: when any item's verdict is a
- * retry (a crashed pass, a message from a newer release), the whole event throws so that Lambda
- * retries it (then its dead-letter queue) — passes are idempotent, so the acked ones run again
- * harmlessly.
- */
-export async function consumeReconcileEvent(
-  { detail: { messages } }: ReconcileEvent,
-  kubefn: Pick<Kubefn, "consume">,
-): Promise<{ passes: number; skipped: number }> {
-  const verdicts = await kubefn.consume(messages.map((body) => ({ body })));
-  const retried = verdicts.filter((v) => !v.ack).length;
-  if (retried > 0) throw new Error(`${retried} of ${messages.length} messages to redeliver`);
-  const skipped = verdicts.filter((v) => v.ack && v.dropped).length;
-  return { passes: messages.length - skipped, skipped };
+  return { sqs: new SQSClient(aws), queueUrl: config.queueUrl, clock: opts.clock };
 }

@@ -20,8 +20,7 @@ const GCE_KEY = JSON.stringify({
 });
 const BASE_ENV = {
   AWS_REGION: REGION,
-  EVENT_BUS_NAME: "kubefn",
-  SCHEDULER_ROLE_ARN: "arn:aws:iam::111122223333:role/kubefn-scheduler",
+  QUEUE_URL: "https://sqs.us-east-1.amazonaws.com/123456789012/kubefn",
 };
 
 let moto: Moto;

@@ -91,6 +91,39 @@ describe("the committed filter pattern, read as CloudWatch Logs reads it", () =>
   });
 });
 
+describe("infra/aws/template.yaml: the reconcile queue", () => {
+  const fn = template.Resources.Kubefn?.Properties as {
+    Timeout: number;
+    Environment: { Variables: Record<string, unknown> };
+    Events: Record<string, { Type: string; Properties: Record<string, unknown> }>;
+  };
+  const queue = template.Resources.ReconcileQueue?.Properties as Record<string, unknown>;
+
+  it("is the function's event source, batches of 10 with partial batch failures, and its QUEUE_URL", () => {
+    expect(fn.Events.Queue).toEqual({
+      Type: "SQS",
+      Properties: {
+        Queue: "ReconcileQueue.Arn",
+        BatchSize: 10,
+        FunctionResponseTypes: ["ReportBatchItemFailures"],
+      },
+    });
+    expect(fn.Environment.Variables.QUEUE_URL).toBe("ReconcileQueue");
+  });
+
+  it("redrives to the dead-letter queue after maxReceiveCount, its visibility six times the function's timeout", () => {
+    expect(queue.RedrivePolicy).toEqual({ deadLetterTargetArn: "DeadLetterQueue.Arn", maxReceiveCount: 5 });
+    expect(queue.VisibilityTimeout).toBe(6 * fn.Timeout);
+    expect(template.Resources.DeadLetterQueue?.Type).toBe("AWS::SQS::Queue");
+  });
+
+  it("keeps what the previous release's schedules in flight need: the schedule group and the role Scheduler assumes", () => {
+    expect(template.Resources.ScheduleGroup?.Type).toBe("AWS::Scheduler::ScheduleGroup");
+    expect(template.Resources.SchedulerRole?.Type).toBe("AWS::IAM::Role");
+    expect(fn.Events.Reconcile?.Type).toBe("EventBridgeRule");
+  });
+});
+
 describe("infra/aws/template.yaml: credentials come from Secrets Manager at cold start", () => {
   const fn = template.Resources.Kubefn?.Properties as {
     Environment: { Variables: Record<string, unknown> };

@@ -39,7 +39,7 @@ export interface KubefnPorts {
    * nothing out — every pass it sent would only run into the circuit. Never true when unset.
    */
   apiFailing?: () => boolean;
-  /** Enqueue now or after a delay: Queues, EventBridge (+ Scheduler), or the Node host's work queue. */
+  /** Enqueue now or after a delay: Workers Queues, SQS (Lambda), or the Node host's work queue. */
   queue: Queue;
   prober: Prober;
   log: Log;
@@ -83,7 +83,7 @@ export interface Kubefn {
    */
   fetch(request: Request): Response | Promise<Response>;
   /**
-   * One platform delivery (a Workers queue batch, a Lambda event's messages, one of the Node
+   * One platform delivery (a Workers queue batch, a Lambda SQS batch, one of the Node
    * host's queue sends): each item is a pass or a job, run `PASS_CONCURRENCY` at a time; they
    * share one request budget (`REQUEST_BUDGET`) and, for up to 30 s, reads of shared state (the
    * proxy gateway's EndpointSlices). `reads` shares those reads with other deliveries instead.

@@ -33,8 +33,7 @@ const platforms: [string, (env: Record<string, string>) => { operators: unknown 
     (env) =>
       parseAwsEnv({
         AWS_REGION: "eu-west-1",
-        EVENT_BUS_NAME: "kubefn",
-        SCHEDULER_ROLE_ARN: "arn:aws:iam::111122223333:role/kubefn-scheduler",
+        QUEUE_URL: "https://sqs.us-east-1.amazonaws.com/123456789012/kubefn",
         KUBECONFIG: "/var/task/kubeconfig",
         ...env,
       }),

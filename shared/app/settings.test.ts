@@ -19,8 +19,7 @@ const platforms = {
   lambda: (env: Record<string, string>) =>
     parseAwsEnv({
       AWS_REGION: "us-east-1",
-      EVENT_BUS_NAME: "kubefn",
-      SCHEDULER_ROLE_ARN: "arn:aws:iam::111122223333:role/s",
+      QUEUE_URL: "https://sqs.us-east-1.amazonaws.com/123456789012/kubefn",
       KUBECONFIG: "/var/task/kubeconfig",
       ...env,
     }),

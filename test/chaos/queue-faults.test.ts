@@ -183,9 +183,7 @@ current-context: c
   const handler = createHandler({
     env: {
       AWS_REGION: "us-east-1",
-      EVENT_BUS_NAME: "kubefn",
-      SCHEDULE_GROUP: "kubefn",
-      SCHEDULER_ROLE_ARN: "arn:aws:iam::111122223333:role/kubefn-scheduler",
+      QUEUE_URL: "https://sqs.us-east-1.amazonaws.com/123456789012/kubefn",
       KUBECONFIG_BASE64: Buffer.from(kubeconfig).toString("base64"),
     },
     endpoint: moto.endpoint,
@@ -205,27 +203,33 @@ current-context: c
     callbackWaitsForEmptyEventLoop: true,
     getRemainingTimeInMillis: () => 60_000,
   } satisfies LambdaContext;
-  // What earlier platforms left on moto's bus and in its schedule group is not this one's.
-  const fresh = Promise.all([aws.delivered(), aws.fire()]);
+  // What earlier platforms left on moto's queue is not this one's.
+  const fresh = aws.takeAll();
+  let batches = 0;
   return {
     async deliver(messages) {
       await fresh;
+      // One batch as the event source mapping hands it over (the test is the poller).
+      batches++;
       await handler(
         {
-          source: "kubefn",
-          "detail-type": "kubefn.reconcile",
-          detail: { messages: structuredClone(messages) },
+          Records: messages.map((body, i) => ({
+            eventSource: "aws:sqs",
+            messageId: `chaos-${batches}-${i}`,
+            receiptHandle: `chaos-${batches}-${i}`,
+            body: JSON.stringify(body),
+            attributes: { ApproximateReceiveCount: "1" },
+            messageAttributes: {},
+          })),
         },
         context,
       );
     },
-    // Bus events the template's Reconcile rule routed, then the schedules' inputs (taken as
-    // Scheduler takes them when they run; their delay is not waited for).
+    // Every message sent to the queue since the last call, delayed or not (their delay is not
+    // waited for).
     async drain() {
       await fresh;
-      const bus = await aws.deliveredMessages();
-      const scheduled = (await aws.fire()).flatMap((s) => s.input.detail.messages);
-      return [...bus, ...scheduled];
+      return aws.takeAll();
     },
     close: async () => undefined,
   };
@@ -234,7 +238,7 @@ current-context: c
 const platforms: Array<[string, () => Platform]> = [
   ["Node host work queue", nodeHost],
   ["Workers queue consumer", workers],
-  ["Lambda reconcile events", lambda],
+  ["Lambda SQS batches", lambda],
 ];
 
 function managed(namespace: string, name: string, cloudInit: string): Proxy {

@@ -312,8 +312,7 @@ describe("EKS: CloudWatch Logs subscription → the Lambda handler", () => {
     createHandler({
       env: {
         AWS_REGION: "us-east-1",
-        EVENT_BUS_NAME: "kubefn",
-        SCHEDULER_ROLE_ARN: "arn:aws:iam::111122223333:role/kubefn-scheduler",
+        QUEUE_URL: "https://sqs.us-east-1.amazonaws.com/123456789012/kubefn",
         KUBECONFIG_BASE64: Buffer.from("unused: the kube port is given").toString("base64"),
         AUDIT_TOKEN,
         MAX_BODY_BYTES: String(64 << 20),

@@ -1,34 +1,22 @@
 /**
  * moto's server (PyPI `moto[server]`, installed into .tools/venv by scripts/python-tools.sh, which
- * `npm test` runs) on a free loopback port, standing in for EventBridge, EventBridge Scheduler,
- * SQS and Secrets Manager. It checks each call's shape, keeps what was created and routes bus
- * events through rules; it does not run schedules, so a test delivers a schedule's input itself,
- * as Scheduler would at the due time.
+ * `npm test` runs) on a free loopback port, standing in for SQS, Secrets Manager and IAM. It
+ * checks each call's shape and keeps what was created, honours per-message delays, visibility
+ * timeouts and redrive policies; it has no event source mapping, so a test receives a batch and
+ * invokes the function with it as Lambda's poller would ({@link KubefnAws.poll}).
  */
 import { type ChildProcess, spawn } from "node:child_process";
 import { existsSync, readFileSync } from "node:fs";
-import {
-  CreateEventBusCommand,
-  EventBridgeClient,
-  PutRuleCommand,
-  PutTargetsCommand,
-} from "@aws-sdk/client-eventbridge";
-import {
-  CreateScheduleGroupCommand,
-  DeleteScheduleCommand,
-  GetScheduleCommand,
-  type GetScheduleCommandOutput,
-  paginateListSchedules,
-  SchedulerClient,
-} from "@aws-sdk/client-scheduler";
 import {
   CreateQueueCommand,
   DeleteMessageBatchCommand,
   GetQueueAttributesCommand,
   ReceiveMessageCommand,
   SQSClient,
+  type Message as SqsMessage,
 } from "@aws-sdk/client-sqs";
 import { parse } from "yaml";
+import type { SqsEvent, SqsRecord } from "../../functions/aws/queue.ts";
 import type { Message } from "../../shared/runtime/index.ts";
 
 /** Static credentials for the SDK's default chain (its env provider); moto accepts any. */
@@ -74,143 +62,208 @@ export async function startMoto(): Promise<Moto> {
   };
 }
 
-/** A `kubefn.reconcile` event as the function receives it: from the bus, or a schedule's input. */
-export interface DeliveredEvent {
-  source: string;
-  "detail-type": string;
-  detail: { messages: Message[] };
-}
-
-/** A one-time schedule as Scheduler holds it, its target's input parsed. */
-export interface HeldSchedule {
-  name: string;
-  expression: string;
-  output: GetScheduleCommandOutput;
-  input: DeliveredEvent;
-}
-
 // CloudFormation's short tags (!Ref, …) are kept as the plain values they tag.
 const template = parse(readFileSync(new URL("../../infra/aws/template.yaml", import.meta.url), "utf8"), {
   logLevel: "error",
 }) as {
-  Resources: Record<
-    string,
-    { Properties?: { Events?: Record<string, { Properties?: { Pattern?: unknown } }> } }
-  >;
+  Resources: Record<string, { Properties?: Record<string, unknown> }>;
 };
 
-/** The event pattern of the function's `Reconcile` rule in infra/aws/template.yaml. */
-export function reconcilePattern(): unknown {
-  for (const resource of Object.values(template.Resources)) {
-    const pattern = resource.Properties?.Events?.Reconcile?.Properties?.Pattern;
-    if (pattern) return pattern;
-  }
-  throw new Error("infra/aws/template.yaml has no Events.Reconcile rule");
+/** The reconcile queue's attributes as infra/aws/template.yaml sets them. */
+export const templateQueue = template.Resources.ReconcileQueue?.Properties as {
+  VisibilityTimeout: number;
+  RedrivePolicy: { maxReceiveCount: number };
+};
+
+/** An SQS message as moto holds it (its `/moto-api/data.json`), times in ms since the epoch. */
+export interface HeldMessage {
+  id: string;
+  body: string;
+  /** The `DelaySeconds` it was sent with. */
+  delaySeconds: number;
+  sentAt: number;
+  visibleAt: number;
+  receiveCount: number;
+  /** Its message attributes, as moto stores them. */
+  attributes: unknown;
 }
 
 /**
- * kubefn's bus and schedule group in moto as infra/aws/template.yaml makes them: the bus with the
- * template's `Reconcile` rule, whose target here is an SQS queue standing in for the function (it
- * receives the same EventBridge envelope), and the schedule group delayed follow-ups go to.
+ * kubefn's reconcile queue in moto as infra/aws/template.yaml makes it: its visibility timeout,
+ * and a redrive policy to a dead-letter queue after `maxReceiveCount` receives (the template's
+ * unless given).
  */
 export async function createKubefnAws(
   endpoint: string,
-  names: { eventBusName: string; scheduleGroup: string } = {
-    eventBusName: "kubefn",
-    scheduleGroup: "kubefn",
-  },
+  opts: { queueName?: string; maxReceiveCount?: number } = {},
 ) {
   const aws = {
     region: REGION,
     endpoint,
     credentials: { accessKeyId: "AKIDKUBEFNTEST", secretAccessKey: "x" },
   };
-  const events = new EventBridgeClient(aws);
-  const scheduler = new SchedulerClient(aws);
   const sqs = new SQSClient(aws);
-  const { eventBusName, scheduleGroup } = names;
-  await events.send(new CreateEventBusCommand({ Name: eventBusName }));
-  await scheduler.send(new CreateScheduleGroupCommand({ Name: scheduleGroup }));
-  const queue = await sqs.send(new CreateQueueCommand({ QueueName: `${eventBusName}-function` }));
+  const queueName = opts.queueName ?? "kubefn";
+  const dlq = await sqs.send(new CreateQueueCommand({ QueueName: `${queueName}-dlq` }));
+  const deadLetterQueueUrl = dlq.QueueUrl as string;
+  const dlqAttrs = await sqs.send(
+    new GetQueueAttributesCommand({ QueueUrl: deadLetterQueueUrl, AttributeNames: ["QueueArn"] }),
+  );
+  const queue = await sqs.send(
+    new CreateQueueCommand({
+      QueueName: queueName,
+      Attributes: {
+        VisibilityTimeout: String(templateQueue.VisibilityTimeout),
+        RedrivePolicy: JSON.stringify({
+          deadLetterTargetArn: dlqAttrs.Attributes?.QueueArn,
+          maxReceiveCount: opts.maxReceiveCount ?? templateQueue.RedrivePolicy.maxReceiveCount,
+        }),
+      },
+    }),
+  );
   const queueUrl = queue.QueueUrl as string;
-  const attrs = await sqs.send(
-    new GetQueueAttributesCommand({ QueueUrl: queueUrl, AttributeNames: ["QueueArn"] }),
-  );
-  await events.send(
-    new PutRuleCommand({
-      Name: "reconcile",
-      EventBusName: eventBusName,
-      EventPattern: JSON.stringify(reconcilePattern()),
-    }),
-  );
-  await events.send(
-    new PutTargetsCommand({
-      Rule: "reconcile",
-      EventBusName: eventBusName,
-      Targets: [{ Id: "function", Arn: attrs.Attributes?.QueueArn }],
-    }),
-  );
+  const queueArn = `arn:aws:sqs:${REGION}:123456789012:${queueName}`;
 
-  async function schedules(): Promise<HeldSchedule[]> {
-    const out: HeldSchedule[] = [];
-    for await (const page of paginateListSchedules({ client: scheduler }, { GroupName: scheduleGroup })) {
-      for (const s of page.Schedules ?? []) {
-        const output = await scheduler.send(
-          new GetScheduleCommand({ GroupName: scheduleGroup, Name: s.Name }),
-        );
-        out.push({
-          name: s.Name as string,
-          expression: output.ScheduleExpression as string,
-          output,
-          input: JSON.parse(output.Target?.Input ?? "null") as DeliveredEvent,
-        });
-      }
-    }
-    return out.sort((a, b) => a.name.localeCompare(b.name));
+  /** One ReceiveMessage of up to 10 visible messages, as records of an event source batch. */
+  async function receive(url = queueUrl, waitTimeSeconds = 0): Promise<SqsRecord[]> {
+    const got = await sqs.send(
+      new ReceiveMessageCommand({
+        QueueUrl: url,
+        MaxNumberOfMessages: 10,
+        WaitTimeSeconds: waitTimeSeconds,
+        MessageSystemAttributeNames: ["All"],
+        MessageAttributeNames: ["All"],
+      }),
+    );
+    return (got.Messages ?? []).map((m) => recordOf(m, queueArn));
   }
 
+  async function remove(url: string, records: readonly SqsRecord[]): Promise<void> {
+    if (records.length === 0) return;
+    await sqs.send(
+      new DeleteMessageBatchCommand({
+        QueueUrl: url,
+        Entries: records.map((r, i) => ({ Id: String(i), ReceiptHandle: r.receiptHandle })),
+      }),
+    );
+  }
+
+  /** Every visible message of `url`, taken off the queue, in batches as the event source delivers them. */
+  async function drain(url: string): Promise<SqsEvent[]> {
+    const out: SqsEvent[] = [];
+    for (;;) {
+      const records = await receive(url);
+      if (records.length === 0) return out;
+      out.push({ Records: records });
+      await remove(url, records);
+    }
+  }
+
+  const taken = new Set<string>();
   return {
-    eventBusName,
-    scheduleGroup,
-    /** Bus events the `Reconcile` rule routed to the function since the last call, oldest first. */
-    async delivered(): Promise<DeliveredEvent[]> {
-      const out: DeliveredEvent[] = [];
-      for (;;) {
-        const got = await sqs.send(
-          new ReceiveMessageCommand({ QueueUrl: queueUrl, MaxNumberOfMessages: 10 }),
-        );
-        const batch = got.Messages ?? [];
-        if (batch.length === 0) return out;
-        out.push(...batch.map((m) => JSON.parse(m.Body as string) as DeliveredEvent));
-        await sqs.send(
-          new DeleteMessageBatchCommand({
-            QueueUrl: queueUrl,
-            Entries: batch.map((m, i) => ({ Id: String(i), ReceiptHandle: m.ReceiptHandle })),
-          }),
-        );
-      }
-    },
-    /** The messages of {@link delivered}, flattened. */
-    async deliveredMessages(): Promise<Message[]> {
-      return (await this.delivered()).flatMap((e) => e.detail.messages);
-    },
-    /** The group's one-time schedules, by name. */
-    schedules,
+    queueUrl,
+    deadLetterQueueUrl,
+    /** The function's environment for this queue. */
+    env: { QUEUE_URL: queueUrl },
     /**
-     * Takes the group's schedules, as Scheduler does when they run (`ActionAfterCompletion:
-     * DELETE`): each schedule's input, the event the function then receives.
+     * The visible messages, taken off the queue, as SQS event batches (the function can be invoked
+     * with each; a retry's visibility change then finds no message, which it logs).
      */
-    async fire(): Promise<HeldSchedule[]> {
-      const held = await schedules();
-      for (const s of held)
-        await scheduler.send(new DeleteScheduleCommand({ GroupName: scheduleGroup, Name: s.name }));
-      return held;
+    delivered: () => drain(queueUrl),
+    /** The message bodies of {@link delivered}, parsed. */
+    async deliveredMessages(): Promise<Message[]> {
+      return (await drain(queueUrl)).flatMap((e) => e.Records.map((r) => JSON.parse(r.body) as Message));
+    },
+    /**
+     * Every message sent since the last call (on any of moto's queues), delayed or not, oldest
+     * first. They stay in their queues (SQS allows one purge a minute): a test that takes them
+     * does not also receive.
+     */
+    async takeAll(): Promise<Message[]> {
+      const fresh = [...(await this.held()).values()]
+        .filter((m) => !taken.has(m.id))
+        .sort((a, b) => a.sentAt - b.sentAt);
+      for (const m of fresh) taken.add(m.id);
+      return fresh.map((m) => JSON.parse(m.body) as Message);
+    },
+    /** The dead-letter queue's messages, taken off it. */
+    async dead(): Promise<SqsRecord[]> {
+      return (await drain(deadLetterQueueUrl)).flatMap((e) => e.Records);
+    },
+    /**
+     * One batch as Lambda's SQS poller handles it (`ReportBatchItemFailures`): receive up to 10
+     * messages (long-polling up to `waitTimeSeconds`), invoke `handler` with them, delete the
+     * records not reported failed. Undefined when nothing arrived.
+     */
+    async poll(
+      handler: (event: SqsEvent) => Promise<unknown>,
+      waitTimeSeconds = 0,
+    ): Promise<{ event: SqsEvent; failed: string[] } | undefined> {
+      const records = await receive(queueUrl, waitTimeSeconds);
+      if (records.length === 0) return undefined;
+      const event = { Records: records };
+      const response = (await handler(event)) as { batchItemFailures: { itemIdentifier: string }[] };
+      const failed = response.batchItemFailures.map((f) => f.itemIdentifier);
+      await remove(
+        queueUrl,
+        records.filter((r) => !failed.includes(r.messageId)),
+      );
+      return { event, failed };
+    },
+    /** Messages moto holds (sent since it started, deleted or not), by message id, as they are now. */
+    async held(): Promise<Map<string, HeldMessage>> {
+      const res = await fetch(`${endpoint}/moto-api/data.json`);
+      const data = (await res.json()) as { sqs?: { Message?: MotoMessage[] } };
+      // A receive hands out deep copies, which moto tracks too: the first instance of an id is
+      // the message the queue holds.
+      return new Map(
+        (data.sqs?.Message ?? []).reverse().map((m) => [
+          m.id,
+          {
+            id: m.id,
+            body: m.body,
+            delaySeconds: m.delayed_until ? Math.round((m.delayed_until - m.sent_timestamp) / 1000) : 0,
+            sentAt: m.sent_timestamp,
+            visibleAt: m.visible_at,
+            receiveCount: m.approximate_receive_count,
+            attributes: m.message_attributes,
+          },
+        ]),
+      );
     },
     close() {
-      events.destroy();
-      scheduler.destroy();
       sqs.destroy();
     },
+  };
+}
+
+interface MotoMessage {
+  id: string;
+  body: string;
+  sent_timestamp: number;
+  delayed_until: number;
+  visible_at: number;
+  approximate_receive_count: number;
+  message_attributes: unknown;
+}
+
+/** An SQS message as the event source mapping hands it to the function. */
+function recordOf(m: SqsMessage, queueArn: string): SqsRecord & Record<string, unknown> {
+  return {
+    messageId: m.MessageId as string,
+    receiptHandle: m.ReceiptHandle as string,
+    body: m.Body as string,
+    attributes: { ...(m.Attributes as Record<string, string>) },
+    messageAttributes: Object.fromEntries(
+      Object.entries(m.MessageAttributes ?? {}).map(([k, v]) => [
+        k,
+        { stringValue: v.StringValue, stringListValues: [], binaryListValues: [], dataType: v.DataType },
+      ]),
+    ),
+    md5OfBody: m.MD5OfBody,
+    eventSource: "aws:sqs",
+    eventSourceARN: queueArn,
+    awsRegion: REGION,
   };
 }
 

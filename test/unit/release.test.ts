@@ -117,9 +117,10 @@ describe("the release's SAM template", () => {
         Properties: {
           CodeUri: string;
           Environment: { Variables: Record<string, unknown> };
-          Events: { Sweep: { Properties: { Schedule: unknown } } };
+          Events: { Sweep: { Properties: { Schedule: unknown } }; Queue: { Properties: unknown } };
         };
       };
+      ReconcileQueue: { Properties: { RedrivePolicy: unknown } };
     };
   };
   const variables = template.Resources.Kubefn.Properties.Environment.Variables;
@@ -161,6 +162,18 @@ describe("the release's SAM template", () => {
       "Rate",
     ]);
     expect(template.Resources.Kubefn.Properties.CodeUri).toBe(`kubefn-aws-${version}.zip`);
+  });
+
+  it("carries the reconcile queue, its redrive to the dead-letter queue and its event source with partial batch failures", () => {
+    expect(variables.QUEUE_URL).toBe("ReconcileQueue");
+    expect(template.Resources.ReconcileQueue.Properties.RedrivePolicy).toEqual({
+      deadLetterTargetArn: "DeadLetterQueue.Arn",
+      maxReceiveCount: 5,
+    });
+    expect(template.Resources.Kubefn.Properties.Events.Queue.Properties).toMatchObject({
+      Queue: "ReconcileQueue.Arn",
+      FunctionResponseTypes: ["ReportBatchItemFailures"],
+    });
   });
 
   it("passes cfn-lint", async () => {

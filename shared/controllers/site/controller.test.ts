@@ -223,8 +223,8 @@ describe("siteController over a fake Kube (runPass)", () => {
       });
     }
     expect(await pass(registry, "west")).toMatchObject({ result: "done" });
-    const conditions = (kube.stored(siteResource, { name: "west" })?.status as { conditions: Condition[] })
-      .conditions;
+    const stored = kube.stored(siteResource, { name: "west" });
+    const conditions = (stored?.status as { conditions: Condition[] } | undefined)?.conditions ?? [];
     expect(conditions.find((c) => c.type === "MetalmanReady")).toMatchObject({
       status: "True",
       message: "metalman-west: 1/1 replicas available",

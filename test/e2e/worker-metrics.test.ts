@@ -4,7 +4,8 @@
  * Engine data points than the platform's 250 per invocation, and what they count adds up to the
  * probes the target saw. The local Analytics Engine binding discards what it is given, so the
  * Worker runs wrapped in a counting stand-in (test/e2e/metrics-standin/worker.ts) that, like the
- * platform, refuses a 251st point, and logs each invocation's points.
+ * platform, refuses a 251st point, and logs each invocation's points. An intake request (fetch)
+ * writes its figures too, once answered.
  *
  * The 400 External Proxies exist in the devcluster (their health counters are written as in
  * production); their probes go through a loopback forward proxy to a loopback target.
@@ -118,6 +119,26 @@ describe("the Worker's metrics on Analytics Engine", () => {
   it("the stand-in runs the root config's batch and shard sizes", () => {
     expect(figure("test/e2e/metrics-standin/wrangler.toml", "PROBE_SHARD_SIZE")).toBe(shardSize);
     expect(figure("test/e2e/metrics-standin/wrangler.toml", "max_batch_size")).toBe(batchSize);
+  });
+
+  it("an intake request writes its figures once it is answered", async () => {
+    harness.clearLogs();
+    const res = await harness.fetch("/v1/events", {
+      method: "POST",
+      headers: { "content-type": "application/json" },
+      body: "{}",
+    });
+    expect(res.status).toBe(401);
+    const fetched = await eventually(async () => written().find((w) => w.handler === "fetch"), {
+      what: "the fetch invocation's points",
+    });
+    expect(fetched.points).toEqual([
+      {
+        indexes: ["kubefn_intake_rejected_total"],
+        blobs: ["kubefn_intake_rejected_total", "reason=Unauthenticated", "counter"],
+        doubles: [1, 1, 1, 1],
+      },
+    ]);
   });
 
   it(`a queue batch of ${batchSize} full probe shards writes at most ${PLATFORM_LIMIT} points, and they count every probe`, async () => {

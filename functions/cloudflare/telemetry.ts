@@ -46,8 +46,8 @@ interface Series {
  * The Worker's metrics, written to Workers Analytics Engine as one data point per series per
  * invocation: every call of `count`, `gauge` and `observe` only updates a series in memory, keyed by
  * name and labels, and the Worker flushes once when the invocation ends. A queue batch of ten
- * probe shards (400 probes, about 1,200 calls) so writes a dozen points, not 1,200 over the
- * platform's 250; at most `maxPoints` in any case. Without a dataset nothing is held.
+ * probe shards (400 probes, about 1,220 calls) so writes 3 points, not 1,220 over the platform's
+ * 250; at most `maxPoints` in any case. Without a dataset nothing is held.
  *
  * Layout of a point (docs/monitoring.md has queries):
  * - index1, blob1: the family name (`controller_runtime_reconcile_total`, …);

@@ -15,7 +15,7 @@ import * as z from "../../shared/zod/index.ts";
 export interface WorkerEnv {
   /** Producer binding of the `kubefn` queue; the same Worker consumes it. */
   KUBEFN_QUEUE: QueueBinding<Message>;
-  /** Optional Analytics Engine dataset for counters; without it metrics are dropped. */
+  /** Analytics Engine dataset the metrics go to, aggregated per invocation; without it they are dropped. */
   KUBEFN_METRICS?: AnalyticsEngineDataset;
   [variable: string]: unknown;
 }

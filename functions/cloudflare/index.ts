@@ -8,4 +8,10 @@ export {
   queuesPort,
   settle,
 } from "./queue.ts";
-export { createMetrics } from "./telemetry.ts";
+export {
+  type AggregatedMetrics,
+  createAnalyticsMetrics,
+  DROPPED_SERIES,
+  type Flushed,
+  MAX_POINTS_PER_INVOCATION,
+} from "./telemetry.ts";

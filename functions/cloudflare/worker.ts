@@ -6,6 +6,9 @@
  * A bad `env` fails loudly, naming every bad variable: `fetch` answers 500 and logs the list;
  * `queue` and `scheduled` throw it (batches are retried, then dead-lettered).
  *
+ * Metrics go to the `KUBEFN_METRICS` Analytics Engine dataset, aggregated: each invocation writes
+ * one data point per series it touched when its work is done (see {@link createAnalyticsMetrics}).
+ *
  * Caveats: each invocation has a subrequest budget (50 on the free plan, 10,000 paid) and at most
  * 6 open connections; a sweep that lists and probes many Proxies spends it (the probe
  * concurrency defaults to 6).
@@ -18,12 +21,19 @@ import { createSocketProber } from "../../shared/health/socket-prober.ts";
 import { createFetchTransport, guardedKube } from "../../shared/kube/index.ts";
 import { parseWorkerEnv, WorkerConfigError, type WorkerEnv } from "./config.ts";
 import { queuesPort, settle } from "./queue.ts";
-import { createMetrics } from "./telemetry.ts";
+import { type AggregatedMetrics, createAnalyticsMetrics } from "./telemetry.ts";
 
-// A cache, not state: a fresh isolate (or env) rebuilds the same thing.
-const isolates = new WeakMap<WorkerEnv, Kubefn>();
+/** What an isolate builds from `env` once: the seam, and the metrics its invocations flush. */
+interface WorkerParts {
+  kubefn: Kubefn;
+  metrics: AggregatedMetrics;
+}
 
-function kubefnFor(env: WorkerEnv): Kubefn {
+// A cache, not state: a fresh isolate (or env) rebuilds the same thing; metrics are flushed by
+// every invocation, so nothing in it must outlive one.
+const isolates = new WeakMap<WorkerEnv, WorkerParts>();
+
+function partsFor(env: WorkerEnv): WorkerParts {
   const cached = isolates.get(env);
   if (cached) return cached;
   const config = parseWorkerEnv(env);
@@ -35,6 +45,7 @@ function kubefnFor(env: WorkerEnv): Kubefn {
     }),
     config,
   );
+  const metrics = createAnalyticsMetrics(env.KUBEFN_METRICS);
   const kubefn = createKubefn(config, {
     kube,
     invocationKube,
@@ -42,31 +53,48 @@ function kubefnFor(env: WorkerEnv): Kubefn {
     queue: queuesPort(env.KUBEFN_QUEUE),
     prober: createSocketProber({ connect }),
     log: createJsonLog(config.logLevel),
-    metrics: createMetrics(env.KUBEFN_METRICS),
+    metrics,
   });
-  isolates.set(env, kubefn);
-  return kubefn;
+  const parts = { kubefn, metrics };
+  isolates.set(env, parts);
+  return parts;
+}
+
+/** `work`; once it settles, the invocation writes what it recorded (one flush, off its answer). */
+function flushedAfter<T>(
+  exec: ExecutionContext,
+  metrics: AggregatedMetrics,
+  work: T | Promise<T>,
+): Promise<T> {
+  const done = Promise.resolve(work);
+  const flush = () => {
+    metrics.flush();
+  };
+  exec.waitUntil(done.then(flush, flush));
+  return done;
 }
 
 export default {
-  async fetch(request: Request, env: WorkerEnv): Promise<Response> {
-    let kubefn: Kubefn;
+  async fetch(request: Request, env: WorkerEnv, exec: ExecutionContext): Promise<Response> {
+    let parts: WorkerParts;
     try {
-      kubefn = kubefnFor(env);
+      parts = partsFor(env);
     } catch (err) {
       if (!(err instanceof WorkerConfigError)) throw err;
       console.error(err.message);
       return Response.json({ error: "the Worker is misconfigured; see its logs" }, { status: 500 });
     }
-    return kubefn.fetch(request);
+    return flushedAfter(exec, parts.metrics, parts.kubefn.fetch(request));
   },
 
-  async queue(batch: MessageBatch<unknown>, env: WorkerEnv): Promise<void> {
+  async queue(batch: MessageBatch<unknown>, env: WorkerEnv, exec: ExecutionContext): Promise<void> {
+    const { kubefn, metrics } = partsFor(env);
     const deliveries = batch.messages.map((m) => ({ body: m.body, attempts: m.attempts }));
-    settle(batch.messages, await kubefnFor(env).consume(deliveries));
+    settle(batch.messages, await flushedAfter(exec, metrics, kubefn.consume(deliveries)));
   },
 
   scheduled(_controller: ScheduledController, env: WorkerEnv, exec: ExecutionContext): void {
-    exec.waitUntil(kubefnFor(env).sweep());
+    const { kubefn, metrics } = partsFor(env);
+    exec.waitUntil(flushedAfter(exec, metrics, kubefn.sweep()));
   },
 };

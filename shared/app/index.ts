@@ -24,4 +24,10 @@ export {
   settingsVariables,
 } from "./settings.ts";
 export { runSweep, type SweepOptions, type SweepSummary } from "./sweep.ts";
-export { createJsonLog, createLineLog, PrometheusMetrics } from "./telemetry/index.ts";
+export {
+  createJsonLog,
+  createLineLog,
+  families,
+  objectLabels,
+  PrometheusMetrics,
+} from "./telemetry/index.ts";

@@ -216,5 +216,9 @@ describe("traces", () => {
     expect(traces).toHaveLength(2);
     expect(traces.every((t) => /^[0-9a-f]{32}$/.test(t ?? ""))).toBe(true);
     expect(traces[0]).not.toBe(traces[1]);
+    // Each batch's own line carries the trace its messages carry, and a span of its own.
+    const batchLines = recorded.logs.filter((l) => l.msg === "intake batch").map((l) => l.fields ?? {});
+    expect(batchLines.map((f) => f.trace)).toEqual(traces);
+    expect(batchLines.every((f) => /^[0-9a-f]{16}$/.test(String(f.span)))).toBe(true);
   });
 });

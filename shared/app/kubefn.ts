@@ -170,7 +170,8 @@ export function createKubefn(settings: KubefnSettings, ports: KubefnPorts, opera
     );
   }
   const passes = new PassHistory();
-  // Each intake batch (one send) starts a trace of its own, which its passes continue.
+  // Each intake batch starts a trace of its own (the intake seals its messages and logs it), which
+  // its passes continue; any other send of the HTTP surface (the crawler API) starts one per send.
   const intakeCtx: Context = {
     ...ctx,
     queue: sealingQueue(ctx.queue, () => traceFrom(undefined).traceparent),

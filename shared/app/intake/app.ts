@@ -9,7 +9,7 @@ import {
   relaySignedRequest,
   type SignedRelayRequest,
 } from "../../auth/index.ts";
-import type { Clock, Log, Message, Metrics } from "../../runtime/index.ts";
+import { type Clock, type Log, type Message, type Metrics, sealed, traceFrom } from "../../runtime/index.ts";
 import { readBodyCapped } from "../../streams/index.ts";
 import {
   type BatchSlots,
@@ -161,10 +161,19 @@ export function createIntakeApp(opts: IntakeOptions): Hono {
     signed: SignedRelayRequest | undefined,
     extra: Record<string, unknown> = {},
   ) {
-    if (mapped.messages.length > 0) await opts.enqueue(mapped.messages);
+    // The batch starts a trace of its own: its line and the messages it enqueues carry it.
+    const trace = traceFrom(undefined);
+    if (mapped.messages.length > 0)
+      await opts.enqueue(mapped.messages.map((m) => sealed(m, trace.traceparent)));
     signed?.accepted();
     // Counts only: the answer's requests name objects, which the log never needs.
-    opts.log.info("intake batch", { source, enqueued: mapped.messages.length, ...mapped.counts });
+    opts.log.info("intake batch", {
+      source,
+      enqueued: mapped.messages.length,
+      ...mapped.counts,
+      trace: trace.traceId,
+      span: trace.spanId,
+    });
     opts.metrics.count("kubefn_intake_batches_total", { source });
     opts.metrics.count("kubefn_intake_requests_total", { source }, mapped.messages.length);
     const requests = mapped.messages.map((m) => m.request);

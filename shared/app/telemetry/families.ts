@@ -19,6 +19,18 @@ export const RECONCILE_TIME_BUCKETS = [
 export const WORKQUEUE_BUCKETS = [1e-8, 1e-7, 1e-6, 1e-5, 1e-4, 1e-3, 0.01, 0.1, 1, 10, 100, 1000] as const;
 
 /**
+ * The labels that name one object, by family: the Node host keeps such series (and forgets them
+ * with their object); a platform that bills per series or per data point (Workers Analytics
+ * Engine) strips them, and drops a gauge that had them (a fleet-wide "last value" means nothing).
+ * Every other label of every family takes a bounded set of values (controllers, results, classes).
+ */
+export const objectLabels: Readonly<Record<string, readonly string[]>> = {
+  kubefn_proxy_last_probe_timestamp_seconds: ["namespace", "name"],
+  kubefn_proxy_probe_success: ["namespace", "name"],
+  kubefn_site_invalid_total: ["site"],
+};
+
+/**
  * Every family kubefn emits, on every platform, by name. The Node host's `/metrics` renders each
  * with its HELP and TYPE; a unit test checks this table against the names the code emits.
  * The `controller_runtime_*` and `workqueue_*` families have controller-runtime's names, labels and

@@ -60,7 +60,7 @@ beforeAll(async () => {
 afterAll(async () => {
   // The namespace goes while the host runs, so that it takes the Proxies' finalizers off.
   try {
-    if (ns) await removeNamespaces(admin, [ns]);
+    if (ns && host?.child.exitCode === null) await removeNamespaces(admin, [ns]);
   } finally {
     expect(await host?.stop()).toBe(0);
     await forward?.close();
@@ -200,5 +200,15 @@ describe("spans over OTLP from the Node host", () => {
     expect(sweep).toMatchObject({ name: "sweep", traceId: health.traceId, parentSpanId: "" });
     const jobLine = host.lines.find((l) => l.msg === "job" && l.span === shard!.spanId);
     expect(jobLine).toMatchObject({ trace: health.traceId, task: "probe" });
+  });
+
+  it("on SIGTERM, the host sends the spans it holds before it exits: every hop its lines name is exported", async () => {
+    await removeNamespaces(admin, [ns]);
+    // Spans go out every 5 s; what the last seconds made leaves only with the stop's flush.
+    expect(await host.stop("SIGTERM")).toBe(0);
+    const hops = host.lines.filter((l) => ["intake batch", "pass", "job", "sweep"].includes(l.msg));
+    expect(hops.length).toBeGreaterThan(0);
+    const exported = new Set(receiver.spans.map((s) => s.spanId));
+    expect(hops.filter((l) => !exported.has(String(l.span)))).toEqual([]);
   });
 });

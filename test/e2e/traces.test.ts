@@ -204,8 +204,17 @@ describe("spans over OTLP from the Node host", () => {
 
   it("on SIGTERM, the host sends the spans it holds before it exits: every hop its lines name is exported", async () => {
     await removeNamespaces(admin, [ns]);
-    // Spans go out every 5 s; what the last seconds made leaves only with the stop's flush.
+    // Spans go out 5 s after the first one waiting: a batch answered just before the signal
+    // leaves only with the stop's flush.
+    const last = await fetch(`${host.url}/v1/events`, {
+      method: "POST",
+      headers: { authorization: `Bearer ${auditToken}`, "content-type": "application/json" },
+      body: JSON.stringify({ kind: "EventList", apiVersion: "audit.k8s.io/v1", items: [] }),
+    });
+    expect(last.status).toBe(202);
+    const lastLine = await host.waitFor((l) => l.msg === "intake batch" && l.enqueued === 0);
     expect(await host.stop("SIGTERM")).toBe(0);
+    expect(receiver.spans.find((s) => s.spanId === lastLine.span)).toMatchObject({ name: "intake batch" });
     const hops = host.lines.filter((l) => ["intake batch", "pass", "job", "sweep"].includes(l.msg));
     expect(hops.length).toBeGreaterThan(0);
     const exported = new Set(receiver.spans.map((s) => s.spanId));

@@ -33,7 +33,8 @@ const MESSAGING_BATCH_MESSAGE_COUNT = "messaging.batch.message_count";
  *
  * Caveats: every hop is sampled (the chain is decided at its first hop, and kubefn's traceparent
  * always says sampled); a collector that is down costs the queued spans (2,048 at most), never a
- * pass.
+ * pass — but at stop it holds the exit up to the exporter's timeout (`OTEL_EXPORTER_OTLP_TIMEOUT`,
+ * 10 s by default), within a Pod's 30 s grace period.
  */
 export async function startSpanExport(): Promise<SpanExport> {
   const [api, sdk, { OTLPTraceExporter }, resources, semconv] = await Promise.all([

@@ -231,6 +231,12 @@ const nodeRows: Row<NodeOwn>[] = [
     unset: "unset (embedded bundle)",
     meaning: "Site component manifests read from this directory at start (a Worker has no filesystem)",
   },
+  {
+    names: ["OTEL_EXPORTER_OTLP_ENDPOINT", "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT"],
+    unset: "unset (no span export; the OpenTelemetry SDK is not loaded)",
+    meaning:
+      "an OTLP/HTTP collector (`http://collector:4318`; the traces one names the full URL, `…/v1/traces`): the host exports a span per intake batch, pass, job and sweep, with the trace and span ids of its log lines ([Traces](monitoring.md#traces)); the SDK also reads `OTEL_EXPORTER_OTLP_HEADERS`, `OTEL_SERVICE_NAME` (default `kubefn`), `OTEL_RESOURCE_ATTRIBUTES`; `OTEL_SDK_DISABLED=true` turns export off",
+  },
 ];
 
 /** The schema's default of one variable, in the environment's string form; undefined when it has none. */

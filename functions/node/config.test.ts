@@ -28,4 +28,14 @@ describe("Node host settings", () => {
     expect(parseNodeHostEnv({ KUBECONFIG: "" }).inCluster).toBeUndefined();
     expect(parseNodeHostEnv({}).kubeconfig).toBeUndefined();
   });
+
+  it.each([
+    [{}, false],
+    [{ OTEL_EXPORTER_OTLP_ENDPOINT: "http://127.0.0.1:4318" }, true],
+    [{ OTEL_EXPORTER_OTLP_TRACES_ENDPOINT: "http://127.0.0.1:4318/v1/traces" }, true],
+    [{ OTEL_EXPORTER_OTLP_ENDPOINT: "" }, false],
+    [{ OTEL_EXPORTER_OTLP_ENDPOINT: "http://127.0.0.1:4318", OTEL_SDK_DISABLED: "true" }, false],
+  ])("exports spans only when an OTLP endpoint is set and the SDK not disabled: %j → %s", (env, wanted) => {
+    expect(parseNodeHostEnv(env).exportSpans).toBe(wanted);
+  });
 });

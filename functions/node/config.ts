@@ -6,6 +6,7 @@ import {
 } from "../../shared/app/index.ts";
 import { defaultServiceAccountDir } from "../../shared/kube/node.ts";
 import * as z from "../../shared/zod/index.ts";
+import { spanExportWanted } from "./span-export.ts";
 
 /** The Node host's settings, parsed once from the environment. */
 export interface NodeHostConfig {
@@ -23,6 +24,8 @@ export interface NodeHostConfig {
   logFormat: "text" | "json";
   /** Site component manifests are read from here at start instead of the embedded bundle. */
   siteManifestsDir?: string;
+  /** Export a span per hop over OTLP (an endpoint is set); the SDK reads its own variables. */
+  exportSpans: boolean;
   settings: KubefnSettings;
 }
 
@@ -43,6 +46,9 @@ export const nodeHostEnvSchema = z.object({
   KUBEFN_LOG_FORMAT: z._default(z.enum(["text", "json"]), "text"),
   /** Node only (a Worker has no filesystem): Site component manifests from this directory. */
   SITE_MANIFESTS_DIR: z.optional(z.string().check(z.minLength(1))),
+  /** Read by the OpenTelemetry SDK; set, the host exports spans (see span-export.ts). */
+  OTEL_EXPORTER_OTLP_ENDPOINT: z.optional(z.string().check(z.minLength(1))),
+  OTEL_EXPORTER_OTLP_TRACES_ENDPOINT: z.optional(z.string().check(z.minLength(1))),
   ...settingsVariables,
 });
 
@@ -93,6 +99,7 @@ export function parseNodeHostEnv(env: Record<string, string | undefined>): NodeH
     install: e.KUBEFN_INSTALL === "true",
     logFormat: e.KUBEFN_LOG_FORMAT,
     ...(e.SITE_MANIFESTS_DIR ? { siteManifestsDir: e.SITE_MANIFESTS_DIR } : {}),
+    exportSpans: spanExportWanted(env),
     settings: settingsFrom(e),
   };
 }

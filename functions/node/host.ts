@@ -14,6 +14,7 @@ import { connectCluster, randomToken } from "./cluster.ts";
 import type { NodeHostConfig } from "./config.ts";
 import type { Devcluster } from "./dev/index.ts";
 import { type HostParts, hostApp, listen } from "./server.ts";
+import { startSpanExport } from "./span-export.ts";
 import { startSweeper } from "./sweeper.ts";
 import { WorkQueue } from "./work-queue.ts";
 
@@ -80,6 +81,9 @@ export async function startNodeHost(config: NodeHostConfig, log: Log): Promise<N
     metrics,
   });
   const { kube, invocationKube, apiFailing, guard } = guardedNodeKube(kc, settings, tokenSource);
+  // Loaded only when asked for: a host without an OTLP endpoint never imports the SDK.
+  const spanExport = config.exportSpans ? await startSpanExport() : undefined;
+  if (spanExport) log.info("exporting spans over OTLP", {});
   const kubefn = createKubefn(settings, {
     kube,
     invocationKube,
@@ -88,6 +92,7 @@ export async function startNodeHost(config: NodeHostConfig, log: Log): Promise<N
     prober: createNodeProber(),
     log,
     metrics,
+    ...(spanExport ? { spans: spanExport.spans } : {}),
     // Read once at start, like every other setting.
     ...(config.siteManifestsDir ? { siteManifests: readManifestDirectory(config.siteManifestsDir) } : {}),
   });
@@ -110,6 +115,8 @@ export async function startNodeHost(config: NodeHostConfig, log: Log): Promise<N
     async stop() {
       await sweeper.stop();
       await queue.close();
+      // After the last pass: its span is sent before the process exits.
+      await spanExport?.shutdown();
       await close();
       await devcluster?.stop();
     },

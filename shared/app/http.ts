@@ -7,7 +7,7 @@ import {
   staticKeys,
 } from "../auth/index.ts";
 import type { Context } from "../runtime/index.ts";
-import { createIntakeApp, mapWithRegistry } from "./intake/index.ts";
+import { createIntakeApp, type IntakeBatch, mapWithRegistry } from "./intake/index.ts";
 import type { Operators } from "./operators.ts";
 import type { PubSubSettings } from "./settings.ts";
 
@@ -28,13 +28,19 @@ export interface HttpSettings {
 
 /**
  * The functions' HTTP surface, the same on every platform: the intake (`POST /v1/events`,
- * `GET /healthz`) plus the operators' own routes (the crawler API). Enqueues through `ctx.queue`.
+ * `GET /healthz`) plus the operators' own routes (the crawler API). Enqueues through `ctx.queue`,
+ * or each intake batch through its own `batch()` (its log and queue) when given.
  *
  * @example
  * const app = createFunctionsApp(ctx, createOperators({ ... }), settings);
  * export default { fetch: app.fetch };
  */
-export function createFunctionsApp(ctx: Context, operators: Operators, settings: HttpSettings): Hono {
+export function createFunctionsApp(
+  ctx: Context,
+  operators: Operators,
+  settings: HttpSettings,
+  batch?: () => IntakeBatch,
+): Hono {
   const app = new Hono();
   app.route(
     "/",
@@ -49,6 +55,7 @@ export function createFunctionsApp(ctx: Context, operators: Operators, settings:
       metrics: ctx.metrics,
       map: mapWithRegistry(ctx, operators.registry, settings.selfUsernames),
       enqueue: (messages) => ctx.queue.send(messages),
+      ...(batch ? { batch } : {}),
     }),
   );
   if (operators.routes) app.route("/", operators.routes(ctx));

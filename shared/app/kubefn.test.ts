@@ -7,7 +7,16 @@ import { describe, expect, it } from "vitest";
 import { parseWorkerEnv } from "../../functions/cloudflare/config.ts";
 import { FakeKube, fakeContext } from "../../test/support/fake-kube.ts";
 import { ProxyResource, proxyController } from "../../test/unit/runtime/controllers.ts";
-import { done, ENVELOPE_VERSION, type Message, requeueAfter } from "../runtime/index.ts";
+import {
+  done,
+  ENVELOPE_VERSION,
+  type HopEnd,
+  type HopKind,
+  type Message,
+  requeueAfter,
+  type Spans,
+  type TraceContext,
+} from "../runtime/index.ts";
 import { createRegistry } from "../runtime/registry.ts";
 import { createKubefn } from "./kubefn.ts";
 
@@ -220,5 +229,86 @@ describe("traces", () => {
     const batchLines = recorded.logs.filter((l) => l.msg === "intake batch").map((l) => l.fields ?? {});
     expect(batchLines.map((f) => f.trace)).toEqual(traces);
     expect(batchLines.every((f) => /^[0-9a-f]{16}$/.test(String(f.span)))).toBe(true);
+  });
+
+  it("tells the spans port of each hop with the ids its lines print: the batch, then its pass as a child", async () => {
+    const kube = new FakeKube();
+    kube.seed(ProxyResource, {
+      apiVersion: "crawl.example.com/v1alpha1",
+      kind: "Proxy",
+      metadata: { name: "p1", namespace: "ns1", uid: "uid-p1", generation: 1 },
+      spec: {},
+    });
+    const { ctx, recorded } = fakeContext(kube);
+    const token = "audit-token-1234567890";
+    const heard: Array<{ kind: HopKind; trace: TraceContext; end?: HopEnd }> = [];
+    const spans: Spans = {
+      start(kind, trace) {
+        const hop: (typeof heard)[number] = { kind, trace };
+        heard.push(hop);
+        return (end) => {
+          hop.end = end;
+        };
+      },
+    };
+    const kubefn = createKubefn(
+      parseWorkerEnv({ KUBE_SERVER: "https://kube.example.com", KUBE_TOKEN: "t", AUDIT_TOKEN: token }),
+      {
+        kube,
+        queue: ctx.queue,
+        prober: { probe: async () => ({ ok: true }) } as never,
+        log: ctx.log,
+        metrics: ctx.metrics,
+        spans,
+      },
+      {
+        registry: createRegistry([proxyController({ reconcile: async () => requeueAfter(30) })]),
+        sweepTasks: [],
+      },
+    );
+    const res = await kubefn.fetch(
+      new Request("http://kubefn/v1/events", {
+        method: "POST",
+        headers: { authorization: `Bearer ${token}`, "content-type": "application/json" },
+        body: JSON.stringify({
+          kind: "EventList",
+          apiVersion: "audit.k8s.io/v1",
+          items: [
+            {
+              kind: "Event",
+              apiVersion: "audit.k8s.io/v1",
+              level: "Metadata",
+              auditID: "a-1",
+              stage: "ResponseComplete",
+              verb: "create",
+              user: { username: "alice" },
+              objectRef: { resource: "proxies", namespace: "ns1", name: "p1", apiGroup: "crawl.example.com" },
+              responseStatus: { code: 201 },
+            },
+          ],
+        }),
+      }),
+    );
+    expect(res.status).toBe(202);
+    const [batch] = heard;
+    expect(batch).toMatchObject({ kind: "intake", end: { result: "done", source: "audit", enqueued: 1 } });
+    expect(batch?.trace.parentSpanId).toBeUndefined();
+    expect(recorded.logs.find((l) => l.msg === "intake batch")?.fields).toMatchObject({
+      trace: batch?.trace.traceId,
+      span: batch?.trace.spanId,
+    });
+    const [message] = recorded.sent.flatMap((s) => s.messages);
+    expect(message?.traceparent).toBe(batch?.trace.traceparent);
+
+    await kubefn.consume([{ body: message }]);
+    const pass = heard[1];
+    expect(pass?.kind).toBe("pass");
+    expect(pass?.trace).toMatchObject({ traceId: batch?.trace.traceId, parentSpanId: batch?.trace.spanId });
+    expect(pass?.end).toEqual({
+      request: { controller: "proxy", namespace: "ns1", name: "p1", kind: "Proxy" },
+      result: "requeue",
+      trigger: "audit",
+    });
+    expect(recorded.logs.find((l) => l.msg === "pass")?.fields).toMatchObject({ span: pass?.trace.spanId });
   });
 });

@@ -3,7 +3,7 @@ import type { ProvidersByName } from "../controllers/proxy/providers/index.ts";
 import { assertNever, describeShape } from "../guards/index.ts";
 import type { Prober } from "../health/index.ts";
 import type { KubeObject } from "../kube/index.ts";
-import type { Clock, Context, Kube, Log, Metrics, Queue } from "../runtime/index.ts";
+import type { Clock, Context, HopEnd, HopKind, Kube, Log, Metrics, Queue, Spans } from "../runtime/index.ts";
 import {
   backoffSeconds,
   createSweepMemo,
@@ -20,7 +20,12 @@ import {
 } from "../runtime/index.ts";
 import { fleetPage, PassHistory } from "./fleet/index.ts";
 import { createFunctionsApp } from "./http.ts";
-import { type CloudWatchLogsResult, intakeCloudWatchLogs, mapWithRegistry } from "./intake/index.ts";
+import {
+  type CloudWatchLogsResult,
+  type IntakeBatch,
+  intakeCloudWatchLogs,
+  mapWithRegistry,
+} from "./intake/index.ts";
 import { createOperators, type Operators } from "./operators.ts";
 import type { KubefnSettings } from "./settings.ts";
 import { runSweep, type SweepSummary } from "./sweep.ts";
@@ -44,6 +49,11 @@ export interface KubefnPorts {
   prober: Prober;
   log: Log;
   metrics: Metrics;
+  /**
+   * Where each hop's span goes (the Node host's OTLP exporter, when one is configured), with the
+   * trace and span ids its log lines carry. Traces live in the log lines only when unset.
+   */
+  spans?: Spans;
   /** Wall clock; `new Date()` when unset. */
   clock?: Clock;
   /** Jitter source; `Math.random` when unset. */
@@ -170,13 +180,25 @@ export function createKubefn(settings: KubefnSettings, ports: KubefnPorts, opera
     );
   }
   const passes = new PassHistory();
-  // Each intake batch starts a trace of its own (the intake seals its messages and logs it), which
-  // its passes continue; any other send of the HTTP surface (the crawler API) starts one per send.
+  const hop = (on: Context, parent: string | undefined, kind: HopKind) =>
+    tracedHop(on, parent, kind, ports.spans);
+  // Each intake batch starts a trace of its own, which its passes continue; so does each send of
+  // the operators' own routes.
   const intakeCtx: Context = {
     ...ctx,
     queue: sealingQueue(ctx.queue, () => traceFrom(undefined).traceparent),
   };
-  const app = createFunctionsApp(intakeCtx, ops, settings);
+  const intakeBatch = (): IntakeBatch => {
+    const batch = hop(ctx, undefined, "intake");
+    return {
+      log: batch.ctx.log,
+      enqueue: (messages) => batch.ctx.queue.send(messages),
+      end: ({ source, enqueued, failed }) =>
+        batch.end({ result: failed ? "error" : "done", source, enqueued }),
+    };
+  };
+  const app = createFunctionsApp(intakeCtx, ops, settings, intakeBatch);
+  const kinds = new Map(ops.registry.controllers.map((c) => [c.name, c.for.kind]));
   const primaries = ops.registry.controllers.map((c) => ({ controller: c.name, resource: c.for }));
   app.route("/", fleetPage(ctx, primaries, passes, settings.apiToken ? { apiToken: settings.apiToken } : {}));
   /** The context of one invocation: its own request budget and shared reads. */
@@ -209,16 +231,27 @@ export function createKubefn(settings: KubefnSettings, ports: KubefnPorts, opera
       case "pass":
       case "job": {
         const { message } = envelope;
-        const itemCtx = tracedContext(invocation, message.traceparent);
+        const item = hop(invocation, message.traceparent, envelope.kind);
+        const itemCtx = item.ctx;
+        const { controller } = message.request;
+        const request =
+          envelope.kind === "job" ? { controller } : { ...message.request, kind: kinds.get(controller) };
         try {
           if (envelope.kind === "job") {
             const job = await runJob(itemCtx, ops.registry, envelope.message);
             (job.result === "error" ? itemCtx.log.error : itemCtx.log.info)("job", jobLine(job));
+            item.end({ request, result: job.result, task: job.task });
             return { ack: true };
           }
           const pass = await runPass(itemCtx, ops.registry, message);
           passes.record(pass, ctx.clock.now());
           (pass.result === "error" ? itemCtx.log.error : itemCtx.log.info)("pass", passLine(pass));
+          item.end({
+            request,
+            result: pass.result,
+            trigger: pass.trigger,
+            ...(pass.errorClass ? { errorClass: pass.errorClass } : {}),
+          });
           return { ack: true, pass };
         } catch (err) {
           const retryAfterSeconds = backoffSeconds(attempts - 1, ctx.random);
@@ -229,6 +262,7 @@ export function createKubefn(settings: KubefnSettings, ports: KubefnPorts, opera
             error: String(err),
           });
           ctx.metrics.count("kubefn_messages_retried_total", { reason: "crashed" });
+          item.end({ request, result: "error", errorClass: "crashed" });
           return { ack: false, retryAfterSeconds };
         }
       }
@@ -252,52 +286,75 @@ export function createKubefn(settings: KubefnSettings, ports: KubefnPorts, opera
         ctx.metrics.count("kubefn_sweep_held_back_total", {});
         return { controllers: {}, tasks: {}, durationMs: 0, heldBack: true };
       }
-      const sweepCtx = tracedContext(invocationContext(), undefined);
-      const summary = await runSweep(sweepCtx, ops.registry, ops.sweepTasks, {
-        shardSize: 100,
-        snapshots: true,
-        periodSeconds: settings.sweepPeriodSeconds,
-        ...(options.full ? { full: true } : {}),
-      });
-      sweepCtx.log.info("sweep", sweepLine(summary));
-      return summary;
+      const sweep = hop(invocationContext(), undefined, "sweep");
+      try {
+        const summary = await runSweep(sweep.ctx, ops.registry, ops.sweepTasks, {
+          shardSize: 100,
+          snapshots: true,
+          periodSeconds: settings.sweepPeriodSeconds,
+          ...(options.full ? { full: true } : {}),
+        });
+        sweep.ctx.log.info("sweep", sweepLine(summary));
+        sweep.end({ result: "done" });
+        return summary;
+      } catch (err) {
+        sweep.end({ result: "error" });
+        throw err;
+      }
     },
     async ingest(delivery) {
-      const intakeCtx = tracedContext(ctx, undefined);
-      const result = await intakeCloudWatchLogs(delivery.data, {
-        map: mapWithRegistry(intakeCtx, ops.registry, settings.selfUsernames),
-        enqueue: (messages) => intakeCtx.queue.send(messages),
-        log: intakeCtx.log,
-        metrics: ctx.metrics,
-        maxBytes: settings.maxBodyBytes,
-      });
-      intakeCtx.log.info(
+      const batch = hop(ctx, undefined, "intake");
+      const source = "cloudwatch-logs";
+      let result: CloudWatchLogsResult;
+      try {
+        result = await intakeCloudWatchLogs(delivery.data, {
+          map: mapWithRegistry(batch.ctx, ops.registry, settings.selfUsernames),
+          enqueue: (messages) => batch.ctx.queue.send(messages),
+          log: batch.ctx.log,
+          metrics: ctx.metrics,
+          maxBytes: settings.maxBodyBytes,
+        });
+      } catch (err) {
+        batch.end({ result: "error", source });
+        throw err;
+      }
+      batch.ctx.log.info(
         "audit log delivery",
         "acknowledged" in result ? { ...result } : { enqueued: result.enqueued, ...result.counts },
       );
+      batch.end({ result: "done", source, enqueued: "acknowledged" in result ? 0 : result.enqueued });
       return result;
     },
   };
 }
 
 /**
- * `ctx` for one hop of a chain: a child span of `parent` (a message's `traceparent`), or a new
- * trace. Its log lines carry the trace id and this hop's span id (a pass's id); the messages it
- * sends carry the envelope version and its `traceparent`.
+ * One hop of a chain: a child span of `parent` (a message's `traceparent`), or a new trace. Its
+ * context's log lines carry the trace id and this hop's span id (a pass's id); the messages it
+ * sends carry the envelope version and its `traceparent`. `spans` is told as it starts, and `end`
+ * tells it how the hop ended (nothing when there is no span sink).
  */
-function tracedContext(ctx: Context, parent: string | undefined): Context {
+function tracedHop(
+  ctx: Context,
+  parent: string | undefined,
+  kind: HopKind,
+  spans: Spans | undefined,
+): { ctx: Context; end: (end: HopEnd) => void } {
   const trace = traceFrom(parent);
   // `span` names this hop (a pass, a job, a sweep, an intake batch): every line it writes has both.
   const fields = { trace: trace.traceId, span: trace.spanId };
   const with_ = (f?: Record<string, unknown>) => (f ? { ...f, ...fields } : fields);
   return {
-    ...ctx,
-    log: {
-      info: (msg, f) => ctx.log.info(msg, with_(f)),
-      warn: (msg, f) => ctx.log.warn(msg, with_(f)),
-      error: (msg, f) => ctx.log.error(msg, with_(f)),
+    ctx: {
+      ...ctx,
+      log: {
+        info: (msg, f) => ctx.log.info(msg, with_(f)),
+        warn: (msg, f) => ctx.log.warn(msg, with_(f)),
+        error: (msg, f) => ctx.log.error(msg, with_(f)),
+      },
+      queue: sealingQueue(ctx.queue, () => trace.traceparent),
     },
-    queue: sealingQueue(ctx.queue, () => trace.traceparent),
+    end: spans ? spans.start(kind, trace) : () => undefined,
   };
 }
 

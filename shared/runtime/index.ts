@@ -94,7 +94,7 @@ export {
   type SweepTask,
   type SweepTaskRun,
 } from "./sweep-task.ts";
-export { type TraceContext, traceFrom } from "./trace.ts";
+export { type HopEnd, type HopKind, type Spans, type TraceContext, traceFrom } from "./trace.ts";
 export type {
   Clock,
   Context,

@@ -41,3 +41,38 @@ function randomHex(bytes: number): string {
   for (const b of out) hex += b.toString(16).padStart(2, "0");
   return hex;
 }
+
+/** What a hop is: an intake batch, a pass, a job (a probe shard), a sweep. */
+export type HopKind = "intake" | "pass" | "job" | "sweep";
+
+/** How a hop ended, as its log line says it: what a span exporter turns into attributes. */
+export interface HopEnd {
+  /** A pass's object (its kind, when the registry knows it), or the controller a job ran for. */
+  request?: { controller: string; namespace?: string; name?: string; kind?: string };
+  /** A pass's or job's result (`done`, `requeue`, `error`, …); `done` or `error` for the others. */
+  result: string;
+  /** What brought a pass about (`audit`, `relay`, `follow-up`, `drift:<reason>`, …). */
+  trigger?: string;
+  /** A job's task (`proxy-health`). */
+  task?: string;
+  /** A failed pass's error class (`transient`, `conflict`, `quota`, `permanent`), or `crashed`. */
+  errorClass?: string;
+  /** An intake batch's sender (`audit`, `relay`, `pubsub`, `cloudwatch-logs`) and messages sent. */
+  source?: string;
+  enqueued?: number;
+}
+
+/**
+ * The platform's span sink (the Node host's OTLP exporter): told as each hop starts, with the
+ * trace and span ids kubefn made and its log lines carry, so exported spans and logs join; the
+ * function it returns is called once, as the hop ends.
+ *
+ * Caveats: called on every pass; the sink must not block or throw (an export is queued, not sent).
+ *
+ * @example
+ * const end = spans.start("pass", traceFrom(message.traceparent));
+ * end({ request: message.request, result: pass.result, trigger: pass.trigger });
+ */
+export interface Spans {
+  start(kind: HopKind, trace: TraceContext): (end: HopEnd) => void;
+}

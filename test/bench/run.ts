@@ -24,6 +24,7 @@ import { benchMetrics } from "./metrics.ts";
 import { benchApplyToReady } from "./ready-writes.ts";
 import { benchSteadyPass } from "./steady-pass.ts";
 import { benchSweep } from "./sweep.ts";
+import { benchTraces } from "./traces.ts";
 import { benchWorkerProbes } from "./worker-probes.ts";
 
 const large = process.env.KUBEFN_BENCH_LARGE === "1";
@@ -76,6 +77,7 @@ const benches: { name: string; run: () => Promise<BenchRow[]>; explicit?: boolea
   },
   { name: "steady-pass", run: benchSteadyPass },
   { name: "metrics", run: benchMetrics },
+  { name: "traces", run: benchTraces },
   { name: "intake", run: benchIntake },
   { name: "messages", run: benchMessagesPerHour },
   { name: "sweep", run: () => benchSweep(large ? [1000, 10_000] : [1000]) },

@@ -133,7 +133,7 @@ describe("helm template", () => {
     expect(r.stderr).toMatch(/containerPort/);
   });
 
-  it("renders an in-cluster host of files/host/ pinned to the version, with the settings when on", async () => {
+  it("renders an in-cluster host of files/host/ pinned to the version, with the settings when on, and the OTLP endpoint when set", async () => {
     const dir = mkdtempSync(join(tmpdir(), "kubefn-chart-"));
     onTestFinished(() => rmSync(dir, { recursive: true, force: true }));
     const copy = join(dir, "kubefn");
@@ -193,6 +193,24 @@ spec:
       image: "ghcr.io/kubefn/kubefn:1.2.3",
       envFrom: [{ configMapRef: { name: "kubefn-settings" } }, { secretRef: { name: "kubefn-settings" } }],
     });
+    const withOtel = await renderCopy(
+      "--set",
+      "otel.endpoint=http://otel-collector.observability:4318,otel.headersSecret=kubefn-otlp",
+    );
+    expect(deployment(withOtel)?.spec.template.spec.containers).toEqual([
+      {
+        name: "kubefn",
+        image: `ghcr.io/kubefn/kubefn:${version}`,
+        env: [
+          { name: "OTEL_EXPORTER_OTLP_ENDPOINT", value: "http://otel-collector.observability:4318" },
+          {
+            name: "OTEL_EXPORTER_OTLP_HEADERS",
+            valueFrom: { secretKeyRef: { name: "kubefn-otlp", key: "headers" } },
+          },
+        ],
+      },
+      { name: "sidecar", image: "docker.io/library/busybox:1.36" },
+    ]);
     expect(deployment(await renderCopy("--set", "host.enabled=false"))).toBeUndefined();
     const text = (await renderCopy("--set", "settings.create=true")).map((o) => JSON.stringify(o)).join("\n");
     const r = await kubectl(["apply", "--dry-run=server", "-f", "-"], text);

@@ -9,7 +9,7 @@ import {
   relaySignedRequest,
   type SignedRelayRequest,
 } from "../../auth/index.ts";
-import { type Clock, type Log, type Message, type Metrics, sealed, traceFrom } from "../../runtime/index.ts";
+import type { Clock, Log, Message, Metrics } from "../../runtime/index.ts";
 import { readBodyCapped } from "../../streams/index.ts";
 import {
   type BatchSlots,
@@ -31,6 +31,7 @@ export {
   bodyTimeoutMessage,
   defaultBodyTimeoutMs,
   defaultMaxConcurrentBatches,
+  type IntakeBatch,
   type IntakeOptions,
   type IntakeParts,
   type IntakeStatus,
@@ -161,21 +162,20 @@ export function createIntakeApp(opts: IntakeOptions): Hono {
     signed: SignedRelayRequest | undefined,
     extra: Record<string, unknown> = {},
   ) {
-    // The batch starts a trace of its own: its line and the messages it enqueues carry it.
-    const trace = traceFrom(undefined);
-    if (mapped.messages.length > 0)
-      await opts.enqueue(mapped.messages.map((m) => sealed(m, trace.traceparent)));
+    const batch = opts.batch?.() ?? { log: opts.log, enqueue: opts.enqueue, end: () => undefined };
+    const sent = mapped.messages.length;
+    try {
+      if (sent > 0) await batch.enqueue(mapped.messages);
+    } catch (err) {
+      batch.end({ source, enqueued: 0, failed: true });
+      throw err;
+    }
     signed?.accepted();
     // Counts only: the answer's requests name objects, which the log never needs.
-    opts.log.info("intake batch", {
-      source,
-      enqueued: mapped.messages.length,
-      ...mapped.counts,
-      trace: trace.traceId,
-      span: trace.spanId,
-    });
+    batch.log.info("intake batch", { source, enqueued: sent, ...mapped.counts });
+    batch.end({ source, enqueued: sent, failed: false });
     opts.metrics.count("kubefn_intake_batches_total", { source });
-    opts.metrics.count("kubefn_intake_requests_total", { source }, mapped.messages.length);
+    opts.metrics.count("kubefn_intake_requests_total", { source }, sent);
     const requests = mapped.messages.map((m) => m.request);
     return c.json({ source, ...extra, enqueued: requests.length, requests, counts: mapped.counts }, 202);
   }

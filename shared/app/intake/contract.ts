@@ -77,6 +77,19 @@ export interface IntakeOptions {
   metrics: Metrics;
   map(source: BatchSource, batch: unknown): Promise<MappedBatch>;
   enqueue(messages: Message[]): Promise<void>;
+  /**
+   * One batch's own log and queue, opened as its messages are enqueued (kubefn: a trace of its
+   * own, which the messages carry and the `intake batch` line names), and told once how it ended.
+   * `log` and `enqueue` serve every batch when unset.
+   */
+  batch?(): IntakeBatch;
+}
+
+/** The log and queue of one intake batch; `end` is called once, after its answer is decided. */
+export interface IntakeBatch {
+  log: Log;
+  enqueue(messages: Message[]): Promise<void>;
+  end(outcome: { source: string; enqueued: number; failed: boolean }): void;
 }
 
 /** Default of {@link IntakeOptions.maxConcurrentBatches}. */

@@ -9,6 +9,7 @@ export {
 export {
   type BatchSource,
   createIntakeApp,
+  type IntakeBatch,
   type IntakeOptions,
   MalformedBatchError,
   type MappedBatch,

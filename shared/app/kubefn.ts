@@ -20,7 +20,12 @@ import {
 } from "../runtime/index.ts";
 import { fleetPage, PassHistory } from "./fleet/index.ts";
 import { createFunctionsApp } from "./http.ts";
-import { type CloudWatchLogsResult, intakeCloudWatchLogs, mapWithRegistry } from "./intake/index.ts";
+import {
+  type CloudWatchLogsResult,
+  type IntakeCredentials,
+  intakeCloudWatchLogs,
+  mapWithRegistry,
+} from "./intake/index.ts";
 import { createOperators, type Operators } from "./operators.ts";
 import type { KubefnSettings } from "./settings.ts";
 import { runSweep, type SweepSummary } from "./sweep.ts";
@@ -55,6 +60,11 @@ export interface KubefnPorts {
    * `SITE_MANIFESTS_DIR`); the embedded bundle when unset — a Worker has no filesystem.
    */
   siteManifests?: readonly KubeObject[];
+  /**
+   * The intake's credentials, read per request: a platform that re-reads rotated secrets binds
+   * it (Lambda, from Secrets Manager); the settings' `auditToken` and `relaySecret` when unset.
+   */
+  intakeCredentials?: () => IntakeCredentials;
 }
 
 /** One item of a platform's delivery: a queue body and how often the queue has delivered it. */
@@ -175,7 +185,11 @@ export function createKubefn(settings: KubefnSettings, ports: KubefnPorts, opera
     ...ctx,
     queue: sealingQueue(ctx.queue, () => traceFrom(undefined).traceparent),
   };
-  const app = createFunctionsApp(intakeCtx, ops, settings);
+  const app = createFunctionsApp(
+    intakeCtx,
+    ops,
+    ports.intakeCredentials ? { ...settings, credentials: ports.intakeCredentials } : settings,
+  );
   const primaries = ops.registry.controllers.map((c) => ({ controller: c.name, resource: c.for }));
   app.route("/", fleetPage(ctx, primaries, passes, settings.apiToken ? { apiToken: settings.apiToken } : {}));
   /** The context of one invocation: its own request budget and shared reads. */

@@ -9,6 +9,7 @@ export {
 export {
   type BatchSource,
   createIntakeApp,
+  type IntakeCredentials,
   type IntakeOptions,
   MalformedBatchError,
   type MappedBatch,

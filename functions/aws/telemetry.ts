@@ -52,7 +52,8 @@ interface Series {
  * summed, gauges' last value, histograms as EMF value arrays (CloudWatch derives count, sum,
  * min, max and percentiles from them). Dimensions are the {@link EMF_DIMENSIONS} among a data
  * point's labels; a counter or histogram is summed over the others; a gauge that carries any other
- * label is per object and not written at all (its log line has it). The Lambda handler calls
+ * label is per object and not written at all (its log line has it). An empty label value is
+ * written `none`. The Lambda handler calls
  * {@link EmfMetrics.flush} at the end of every invocation, also when it failed.
  *
  * `write` defaults to `process.stdout.write`, one document per line: Lambda's JSON log format
@@ -82,7 +83,8 @@ export function createEmfMetrics(
     const dimensions: Record<string, string> = {};
     let perObject = false;
     for (const key of Object.keys(labels).sort()) {
-      if (EMF_DIMENSIONS.has(key)) dimensions[key] = labels[key] as string;
+      // CloudWatch refuses an empty dimension value (and with it the whole document).
+      if (EMF_DIMENSIONS.has(key)) dimensions[key] = labels[key] || "none";
       else perObject = true;
     }
     if (kind === "gauge" && perObject) return;

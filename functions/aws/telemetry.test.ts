@@ -1,0 +1,194 @@
+/**
+ * The Lambda's metrics as CloudWatch Embedded Metric Format: aggregated per invocation, bounded
+ * dimensions only, written to standard output and flushed at the end of every invocation.
+ */
+import { afterEach, describe, expect, it, vi } from "vitest";
+import { createRegistry } from "../../shared/runtime/index.ts";
+import { FakeKube } from "../../test/support/fake-kube.ts";
+import { proxyController } from "../../test/unit/runtime/controllers.ts";
+import { createHandler } from "./handler.ts";
+import {
+  createEmfMetrics,
+  EMF_DIMENSIONS,
+  EMF_MAX_METRICS,
+  EMF_MAX_VALUES,
+  EMF_NAMESPACE,
+} from "./telemetry.ts";
+
+interface EmfDocument {
+  _aws: {
+    Timestamp: number;
+    CloudWatchMetrics: {
+      Namespace: string;
+      Dimensions: string[][];
+      Metrics: { Name: string; Unit: string }[];
+    }[];
+  };
+  [member: string]: unknown;
+}
+
+function captured() {
+  const documents: EmfDocument[] = [];
+  const lines: string[] = [];
+  const metrics = createEmfMetrics({
+    write: (line) => {
+      lines.push(line);
+      documents.push(JSON.parse(line));
+    },
+    now: () => 1_796_040_000_000,
+  });
+  return { metrics, documents, lines };
+}
+
+/** Every dimension value of every document: what CloudWatch would bill as metrics. */
+const dimensionValues = (documents: EmfDocument[]) =>
+  documents.flatMap((d) => d._aws.CloudWatchMetrics.flatMap((m) => m.Dimensions.flat().map((k) => d[k])));
+
+/** The data points one pass makes in the executor (runPass), as on every platform. */
+function onePass(m: ReturnType<typeof createEmfMetrics>, i: number) {
+  const controller = ["proxy", "subpool", "site"][i % 3] as string;
+  m.count("kubefn_passes_total", { controller, result: "done" });
+  m.count("kubefn_pass_triggers_total", { controller, trigger: "audit", reason: "" });
+  m.observe("kubefn_pass_duration_seconds", (i % 100) / 1000, { controller });
+  m.count("controller_runtime_reconcile_total", { controller, result: "success" });
+  m.observe("controller_runtime_reconcile_time_seconds", (i % 100) / 1000, { controller });
+}
+
+afterEach(() => vi.restoreAllMocks());
+
+describe("createEmfMetrics", () => {
+  it("aggregates an invocation: 30 passes of 3 controllers are one document per set of dimension values", () => {
+    const { metrics, documents } = captured();
+    for (let i = 0; i < 30; i++) onePass(metrics, i);
+    expect(documents).toEqual([]);
+    metrics.flush();
+    // Per controller: result=done (kubefn's), result=success (controller-runtime's),
+    // trigger+reason, and the histograms' {controller}: 4 × 3 documents for 150 data points.
+    expect(documents).toHaveLength(12);
+    const proxyDone = documents.find((d) => d.controller === "proxy" && d.result === "done");
+    expect(proxyDone).toMatchObject({ kubefn_passes_total: 10, controller: "proxy", result: "done" });
+    expect(proxyDone?._aws.CloudWatchMetrics).toEqual([
+      {
+        Namespace: EMF_NAMESPACE,
+        Dimensions: [["controller", "result"]],
+        Metrics: [{ Name: "kubefn_passes_total", Unit: "Count" }],
+      },
+    ]);
+    const proxyTimes = documents.find((d) => d.controller === "proxy" && "kubefn_pass_duration_seconds" in d);
+    expect(proxyTimes?.kubefn_pass_duration_seconds).toHaveLength(10);
+    expect(proxyTimes?._aws.CloudWatchMetrics[0]?.Metrics).toContainEqual({
+      Name: "controller_runtime_reconcile_time_seconds",
+      Unit: "Seconds",
+    });
+    // An empty label value is written `none`: CloudWatch refuses an empty dimension value.
+    expect(documents.find((d) => d.trigger === "audit")?.reason).toBe("none");
+    // Flushed means forgotten: the next invocation starts empty.
+    metrics.flush();
+    expect(documents).toHaveLength(12);
+  });
+
+  it("a Proxy's name and namespace never reach a dimension: a counter is summed over them, a per-Proxy gauge is not written", () => {
+    const { metrics, documents, lines } = captured();
+    for (let i = 0; i < 50; i++) {
+      const proxy = { namespace: `tenant-${i}`, name: `proxy-secret-name-${i}` };
+      metrics.count("kubefn_pass_errors_total", { controller: "proxy", class: "transient", ...proxy });
+      metrics.gauge("kubefn_proxy_probe_success", 1, proxy);
+      metrics.gauge("kubefn_proxy_last_probe_timestamp_seconds", 1_796_040_000, proxy);
+      metrics.observe("kubefn_probe_duration_seconds", 0.01, { ok: "true", ...proxy });
+    }
+    metrics.count("kubefn_site_invalid_total", { site: "site-of-a-tenant" });
+    metrics.flush();
+    const all = lines.join("\n");
+    expect(all).not.toMatch(/proxy-secret-name|tenant-|site-of-a-tenant/);
+    expect(all).not.toContain("kubefn_proxy_probe_success");
+    expect(documents.map((d) => d._aws.CloudWatchMetrics[0]?.Dimensions)).toEqual([
+      [["class", "controller"]],
+      [["ok"]],
+      [[]],
+    ]);
+    expect(documents[0]).toMatchObject({ kubefn_pass_errors_total: 50 });
+    expect(documents[2]).toMatchObject({ kubefn_site_invalid_total: 1 });
+    for (const key of documents.flatMap((d) => d._aws.CloudWatchMetrics[0]?.Dimensions.flat() ?? []))
+      expect(EMF_DIMENSIONS.has(key)).toBe(true);
+    expect(dimensionValues(documents)).not.toContain(undefined);
+  });
+
+  it("splits at the format's limits: 100 metrics per document, 100 values per array", () => {
+    const { metrics, documents } = captured();
+    for (let i = 0; i < 150; i++) metrics.count(`kubefn_test_${i}_total`, { controller: "proxy" });
+    for (let i = 0; i < 250; i++) metrics.observe("kubefn_pass_duration_seconds", i, { controller: "site" });
+    metrics.flush();
+    const metricsOf = (d: EmfDocument) => d._aws.CloudWatchMetrics[0]?.Metrics.length ?? 0;
+    expect(documents.map(metricsOf)).toEqual([EMF_MAX_METRICS, 50, 1, 1, 1]);
+    const values = documents
+      .filter((d) => d.controller === "site")
+      .map((d) => d.kubefn_pass_duration_seconds);
+    expect(values.map((v) => (v as number[]).length)).toEqual([EMF_MAX_VALUES, EMF_MAX_VALUES, 50]);
+    expect(values.flat()).toEqual(Array.from({ length: 250 }, (_, i) => i));
+  });
+
+  it("writes to standard output, never through console.log (which Lambda's JSON log format wraps)", () => {
+    const write = vi.spyOn(process.stdout, "write").mockImplementation(() => true);
+    const log = vi.spyOn(console, "log");
+    const metrics = createEmfMetrics();
+    metrics.count("kubefn_passes_total", { controller: "proxy", result: "done" });
+    const bytes = metrics.flush();
+    const emf = write.mock.calls.map(([chunk]) => String(chunk)).filter((c) => c.includes('"_aws"'));
+    expect(emf).toHaveLength(1);
+    expect(emf[0]?.endsWith("}\n")).toBe(true);
+    expect(Buffer.byteLength(emf[0] ?? "")).toBe(bytes);
+    expect(log).not.toHaveBeenCalled();
+  });
+});
+
+describe("the Lambda handler flushes its metrics at the end of every invocation", () => {
+  const env = {
+    AWS_REGION: "us-east-1",
+    EVENT_BUS_NAME: "kubefn",
+    SCHEDULER_ROLE_ARN: "arn:aws:iam::111122223333:role/kubefn-scheduler",
+    KUBECONFIG_BASE64: Buffer.from("apiVersion: v1\nkind: Config\n").toString("base64"),
+    AUDIT_TOKEN: "test-audit-token-0123456789",
+  };
+  const context = { invokedFunctionArn: "arn:aws:lambda:us-east-1:111122223333:function:kubefn" } as never;
+  const silent = { info() {}, warn() {}, error() {} };
+  const unauthenticated = {
+    version: "2.0",
+    rawPath: "/v1/events",
+    rawQueryString: "",
+    headers: { "content-type": "application/json" },
+    requestContext: { http: { method: "POST", path: "/v1/events", sourceIp: "198.51.100.20" } },
+    body: "{}",
+    isBase64Encoded: false,
+  };
+
+  it("after an answered request: the default EMF metrics reach standard output", async () => {
+    const write = vi.spyOn(process.stdout, "write").mockImplementation(() => true);
+    const handler = createHandler({
+      env,
+      kube: () => new FakeKube(),
+      operators: () => ({ registry: createRegistry([proxyController()]), sweepTasks: [] }),
+      log: silent,
+    });
+    const answer = (await handler(unauthenticated, context)) as { statusCode: number };
+    expect(answer.statusCode).toBe(401);
+    const emf = write.mock.calls.map(([c]) => JSON.parse(String(c)) as EmfDocument);
+    expect(emf).toMatchObject([{ kubefn_intake_rejected_total: 1, reason: "Unauthenticated" }]);
+  });
+
+  it("after a failed invocation too", async () => {
+    const flush = vi.fn();
+    const handler = createHandler({
+      env,
+      kube: () => new FakeKube(),
+      operators: () => ({ registry: createRegistry([proxyController()]), sweepTasks: [] }),
+      log: silent,
+      metrics: { count() {}, observe() {}, gauge() {}, flush },
+    });
+    await expect(handler({ unknown: "event" }, context)).rejects.toThrow(/unrecognised Lambda event/);
+    expect(flush).toHaveBeenCalledTimes(1);
+    await expect(
+      createHandler({ env: {}, metrics: { count() {}, observe() {}, gauge() {}, flush } })({}, context),
+    ).rejects.toThrow(/invalid Lambda environment/);
+    expect(flush).toHaveBeenCalledTimes(2);
+  });
+});

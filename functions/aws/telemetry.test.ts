@@ -40,9 +40,20 @@ function captured() {
   return { metrics, documents, lines };
 }
 
-/** Every dimension value of every document: what CloudWatch would bill as metrics. */
-const dimensionValues = (documents: EmfDocument[]) =>
-  documents.flatMap((d) => d._aws.CloudWatchMetrics.flatMap((m) => m.Dimensions.flat().map((k) => d[k])));
+/** Each metric the documents define, with its dimension values and its value: what CloudWatch extracts. */
+const flattened = (documents: EmfDocument[]) =>
+  documents.flatMap((d) =>
+    d._aws.CloudWatchMetrics.flatMap((directive) =>
+      directive.Dimensions.flatMap((dims) =>
+        directive.Metrics.map((m) => ({
+          name: m.Name,
+          unit: m.Unit,
+          dimensions: Object.fromEntries(dims.map((k) => [k, d[k]])),
+          value: d[m.Name],
+        })),
+      ),
+    ),
+  );
 
 /** The data points one pass makes in the executor (runPass), as on every platform. */
 function onePass(m: ReturnType<typeof createEmfMetrics>, i: number) {
@@ -57,34 +68,35 @@ function onePass(m: ReturnType<typeof createEmfMetrics>, i: number) {
 afterEach(() => vi.restoreAllMocks());
 
 describe("createEmfMetrics", () => {
-  it("aggregates an invocation: 30 passes of 3 controllers are one document per set of dimension values", () => {
+  it("aggregates an invocation: 30 passes of 3 controllers are a few documents, values summed or listed", () => {
     const { metrics, documents } = captured();
     for (let i = 0; i < 30; i++) onePass(metrics, i);
     expect(documents).toEqual([]);
     metrics.flush();
-    // Per controller: result=done (kubefn's), result=success (controller-runtime's),
-    // trigger+reason, and the histograms' {controller}: 4 × 3 documents for 150 data points.
-    expect(documents).toHaveLength(12);
-    const proxyDone = documents.find((d) => d.controller === "proxy" && d.result === "done");
-    expect(proxyDone).toMatchObject({ kubefn_passes_total: 10, controller: "proxy", result: "done" });
-    expect(proxyDone?._aws.CloudWatchMetrics).toEqual([
-      {
-        Namespace: EMF_NAMESPACE,
-        Dimensions: [["controller", "result"]],
-        Metrics: [{ Name: "kubefn_passes_total", Unit: "Count" }],
-      },
-    ]);
-    const proxyTimes = documents.find((d) => d.controller === "proxy" && "kubefn_pass_duration_seconds" in d);
-    expect(proxyTimes?.kubefn_pass_duration_seconds).toHaveLength(10);
-    expect(proxyTimes?._aws.CloudWatchMetrics[0]?.Metrics).toContainEqual({
-      Name: "controller_runtime_reconcile_time_seconds",
-      Unit: "Seconds",
+    // Per controller two documents: kubefn's result=done and controller-runtime's result=success
+    // cannot share one root; the trigger and histogram directives join the first.
+    expect(documents).toHaveLength(6);
+    const points = flattened(documents);
+    expect(points).toHaveLength(15);
+    expect(points).toContainEqual({
+      name: "kubefn_passes_total",
+      unit: "Count",
+      dimensions: { controller: "proxy", result: "done" },
+      value: 10,
     });
+    const times = points.find((p) => p.name === "controller_runtime_reconcile_time_seconds");
+    expect(times).toMatchObject({ unit: "Seconds", dimensions: { controller: "proxy" } });
+    expect(times?.value).toHaveLength(10);
     // An empty label value is written `none`: CloudWatch refuses an empty dimension value.
-    expect(documents.find((d) => d.trigger === "audit")?.reason).toBe("none");
+    expect(points.find((p) => p.name === "kubefn_pass_triggers_total")?.dimensions).toEqual({
+      controller: "proxy",
+      trigger: "audit",
+      reason: "none",
+    });
+    for (const d of documents) expect(d._aws).toMatchObject({ Timestamp: 1_796_040_000_000 });
     // Flushed means forgotten: the next invocation starts empty.
     metrics.flush();
-    expect(documents).toHaveLength(12);
+    expect(documents).toHaveLength(6);
   });
 
   it("a Proxy's name and namespace never reach a dimension: a counter is summed over them, a per-Proxy gauge is not written", () => {
@@ -101,16 +113,16 @@ describe("createEmfMetrics", () => {
     const all = lines.join("\n");
     expect(all).not.toMatch(/proxy-secret-name|tenant-|site-of-a-tenant/);
     expect(all).not.toContain("kubefn_proxy_probe_success");
-    expect(documents.map((d) => d._aws.CloudWatchMetrics[0]?.Dimensions)).toEqual([
-      [["class", "controller"]],
-      [["ok"]],
-      [[]],
+    const points = flattened(documents);
+    expect(points.map((p) => [p.name, p.dimensions])).toEqual([
+      ["kubefn_pass_errors_total", { class: "transient", controller: "proxy" }],
+      ["kubefn_probe_duration_seconds", { ok: "true" }],
+      ["kubefn_site_invalid_total", {}],
     ]);
-    expect(documents[0]).toMatchObject({ kubefn_pass_errors_total: 50 });
-    expect(documents[2]).toMatchObject({ kubefn_site_invalid_total: 1 });
-    for (const key of documents.flatMap((d) => d._aws.CloudWatchMetrics[0]?.Dimensions.flat() ?? []))
-      expect(EMF_DIMENSIONS.has(key)).toBe(true);
-    expect(dimensionValues(documents)).not.toContain(undefined);
+    expect(points[0]?.value).toBe(50);
+    expect(points[1]?.value).toHaveLength(50);
+    for (const p of points)
+      for (const key of Object.keys(p.dimensions)) expect(EMF_DIMENSIONS.has(key)).toBe(true);
   });
 
   it("splits at the format's limits: 100 metrics per document, 100 values per array", () => {
@@ -118,7 +130,7 @@ describe("createEmfMetrics", () => {
     for (let i = 0; i < 150; i++) metrics.count(`kubefn_test_${i}_total`, { controller: "proxy" });
     for (let i = 0; i < 250; i++) metrics.observe("kubefn_pass_duration_seconds", i, { controller: "site" });
     metrics.flush();
-    const metricsOf = (d: EmfDocument) => d._aws.CloudWatchMetrics[0]?.Metrics.length ?? 0;
+    const metricsOf = (d: EmfDocument) => d._aws.CloudWatchMetrics.reduce((n, m) => n + m.Metrics.length, 0);
     expect(documents.map(metricsOf)).toEqual([EMF_MAX_METRICS, 50, 1, 1, 1]);
     const values = documents
       .filter((d) => d.controller === "site")

@@ -33,8 +33,9 @@ export const EMF_MAX_VALUES = 100;
 /** {@link Metrics} that hold the invocation's data points until {@link flush}. */
 export interface EmfMetrics extends Metrics {
   /**
-   * Writes what was recorded since the last flush as EMF documents (one per set of dimension
-   * values, split at 100 metrics or 100 values) and forgets it. Returns the bytes written.
+   * Writes what was recorded since the last flush as EMF documents (few: series whose dimension
+   * values agree share one, up to 100 metrics or 100 values) and forgets it. Returns the bytes
+   * written.
    */
   flush(): number;
 }
@@ -119,46 +120,72 @@ export function createEmfMetrics(
   };
 }
 
-/** The EMF documents for `series`: one per set of dimension values, split at the format's limits. */
+/** A document being packed: shared root members, one directive per dimension set. */
+interface Packing {
+  root: Record<string, string>;
+  directives: { Namespace: string; Dimensions: string[][]; Metrics: { Name: string; Unit: string }[] }[];
+  values: Record<string, number | number[]>;
+  metrics: number;
+}
+
+/**
+ * The EMF documents for `series`. Series with the same dimension values form a piece (at most
+ * 100 metrics; a histogram of more than 100 observations continues in a later piece); pieces
+ * whose dimension values agree share a document, each with its own directive, up to 100 metrics
+ * a document — a pass's families (by result, by trigger, by controller) fit in one or two.
+ */
 function emfDocuments(series: readonly Series[], timestamp: number): Record<string, unknown>[] {
   const byDimensions = new Map<string, Series[]>();
   for (const s of series) {
     const key = JSON.stringify(s.dimensions);
-    byDimensions.set(key, [...(byDimensions.get(key) ?? []), s]);
+    const group = byDimensions.get(key);
+    if (group) group.push(s);
+    else byDimensions.set(key, [s]);
   }
-  const documents: Record<string, unknown>[] = [];
+  const packed: Packing[] = [];
   for (const group of byDimensions.values()) {
     const dimensions = group[0]?.dimensions ?? {};
-    // A histogram of more than 100 observations continues in the next round's documents.
-    const rounds = Math.max(
-      ...group.map((s) => (Array.isArray(s.value) ? Math.ceil(s.value.length / EMF_MAX_VALUES) : 1)),
-    );
+    let rounds = 1;
+    for (const s of group)
+      if (Array.isArray(s.value)) rounds = Math.max(rounds, Math.ceil(s.value.length / EMF_MAX_VALUES));
     for (let round = 0; round < rounds; round++) {
-      const members = group.flatMap((s) => {
-        if (!Array.isArray(s.value)) return round === 0 ? [{ s, value: s.value as number | number[] }] : [];
+      const members: { s: Series; value: number | number[] }[] = [];
+      for (const s of group) {
+        if (!Array.isArray(s.value)) {
+          if (round === 0) members.push({ s, value: s.value });
+          continue;
+        }
         const chunk = s.value.slice(round * EMF_MAX_VALUES, (round + 1) * EMF_MAX_VALUES);
-        return chunk.length > 0 ? [{ s, value: chunk.length === 1 ? (chunk[0] as number) : chunk }] : [];
-      });
+        if (chunk.length > 0) members.push({ s, value: chunk.length === 1 ? (chunk[0] as number) : chunk });
+      }
       for (let i = 0; i < members.length; i += EMF_MAX_METRICS) {
-        const slice = members.slice(i, i + EMF_MAX_METRICS);
-        documents.push({
-          _aws: {
-            Timestamp: timestamp,
-            CloudWatchMetrics: [
-              {
-                Namespace: EMF_NAMESPACE,
-                Dimensions: [Object.keys(dimensions)],
-                Metrics: slice.map(({ s }) => ({ Name: s.name, Unit: s.unit })),
-              },
-            ],
-          },
-          ...dimensions,
-          ...Object.fromEntries(slice.map(({ s, value }) => [s.name, value])),
+        const piece = members.slice(i, i + EMF_MAX_METRICS);
+        const fits = (p: Packing) =>
+          p.metrics + piece.length <= EMF_MAX_METRICS &&
+          Object.entries(dimensions).every(([k, v]) => p.root[k] === undefined || p.root[k] === v) &&
+          piece.every(({ s }) => !(s.name in p.values) && !(s.name in p.root)) &&
+          Object.keys(dimensions).every((k) => !(k in p.values));
+        let into = packed.find(fits);
+        if (!into) {
+          into = { root: {}, directives: [], values: {}, metrics: 0 };
+          packed.push(into);
+        }
+        Object.assign(into.root, dimensions);
+        into.directives.push({
+          Namespace: EMF_NAMESPACE,
+          Dimensions: [Object.keys(dimensions)],
+          Metrics: piece.map(({ s }) => ({ Name: s.name, Unit: s.unit })),
         });
+        for (const { s, value } of piece) into.values[s.name] = value;
+        into.metrics += piece.length;
       }
     }
   }
-  return documents;
+  return packed.map((p) => ({
+    _aws: { Timestamp: timestamp, CloudWatchMetrics: p.directives },
+    ...p.root,
+    ...p.values,
+  }));
 }
 
 function unitOf(name: string, kind: "count" | "observe" | "gauge"): string {

@@ -93,7 +93,10 @@ describe("createEmfMetrics", () => {
       trigger: "audit",
       reason: "none",
     });
-    for (const d of documents) expect(d._aws).toMatchObject({ Timestamp: 1_796_040_000_000 });
+    for (const d of documents) {
+      expect(d._aws).toMatchObject({ Timestamp: 1_796_040_000_000 });
+      for (const directive of d._aws.CloudWatchMetrics) expect(directive.Namespace).toBe(EMF_NAMESPACE);
+    }
     // Flushed means forgotten: the next invocation starts empty.
     metrics.flush();
     expect(documents).toHaveLength(6);

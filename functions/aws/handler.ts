@@ -4,6 +4,9 @@
  * anything else throws. Built at the first invoke (the kubeconfig and GCE key read then from Secrets Manager by ARN;
  * a failed build is retried). Follow-ups and fan-out go to the reconcile queue (SQS), whose batches
  * come back here; the previous release's EventBridge events are still consumed (./eventbridge.ts).
+ * The intake's token and relay secret are re-read after a refused request (at most once a minute,
+ * ./secrets.ts); the invocation's metrics are written at its end, also when it failed
+ * (./telemetry.ts).
  */
 import { handle, type LambdaContext, type LambdaEvent } from "hono/aws-lambda";
 import { Hono } from "hono/tiny";

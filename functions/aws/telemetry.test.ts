@@ -3,9 +3,13 @@
  * dimensions only, written to standard output and flushed at the end of every invocation.
  */
 import { afterEach, describe, expect, it, vi } from "vitest";
+import { createKubefn } from "../../shared/app/index.ts";
+import { proxyResource } from "../../shared/controllers/proxy/api.ts";
+import { probeShardTask } from "../../shared/controllers/proxy/health-task.ts";
 import { createRegistry } from "../../shared/runtime/index.ts";
-import { FakeKube } from "../../test/support/fake-kube.ts";
+import { FakeKube, fakeContext } from "../../test/support/fake-kube.ts";
 import { proxyController } from "../../test/unit/runtime/controllers.ts";
+import { parseAwsEnv } from "./config.ts";
 import { createHandler } from "./handler.ts";
 import {
   createEmfMetrics,
@@ -205,5 +209,64 @@ describe("the Lambda handler flushes its metrics at the end of every invocation"
       createHandler({ env: {}, metrics: { count() {}, observe() {}, gauge() {}, flush } })({}, context),
     ).rejects.toThrow(/invalid Lambda environment/);
     expect(flush).toHaveBeenCalledTimes(2);
+  });
+});
+
+describe("a real probe shard's data points (the Proxy health task, through the seam)", () => {
+  it("the health task labels its per-Proxy gauges with the Proxy's name; none of it reaches the EMF output", async () => {
+    const kube = new FakeKube();
+    const names = Array.from({ length: 5 }, (_, i) => `tenant-proxy-${i}`);
+    const proxies = names.map((name) => ({
+      apiVersion: "crawl.kubefn.dev/v1alpha1",
+      kind: "Proxy",
+      metadata: { namespace: "tenant-ns", name, uid: `uid-${name}`, generation: 1 },
+      spec: {
+        mode: "External",
+        endpoint: { host: "203.0.113.7", port: 3128 },
+        healthCheck: { probeURL: `http://203.0.113.8/${name}`, intervalSeconds: 60 },
+      },
+    }));
+    for (const p of proxies) kube.seed(proxyResource, p);
+    const { metrics, lines } = captured();
+    const labelled: Record<string, string>[] = [];
+    const spying = {
+      ...metrics,
+      gauge: (name: string, value: number, labels?: Record<string, string>) => {
+        if (labels) labelled.push(labels);
+        metrics.gauge(name, value, labels);
+      },
+    };
+    const { ctx } = fakeContext(kube);
+    const kubefn = createKubefn(
+      parseAwsEnv({
+        AWS_REGION: "us-east-1",
+        EVENT_BUS_NAME: "kubefn",
+        SCHEDULER_ROLE_ARN: "arn:aws:iam::111122223333:role/kubefn-scheduler",
+        KUBECONFIG_BASE64: Buffer.from("apiVersion: v1\nkind: Config\n").toString("base64"),
+      }),
+      {
+        kube,
+        queue: ctx.queue,
+        prober: { probe: async () => ({ ok: true, latencyMs: 12 }) } as never,
+        log: ctx.log,
+        metrics: spying,
+        clock: ctx.clock,
+      },
+    );
+    const shard = {
+      request: { controller: "proxy", namespace: "", name: "__shard-probe-0" },
+      attempt: 0,
+      shard: { task: probeShardTask, objects: proxies },
+    };
+    expect(await kubefn.consume([{ body: shard }])).toEqual([{ ack: true }]);
+    metrics.flush();
+    // The task did pass the names (the Node host's /metrics keeps them per Proxy) …
+    expect(labelled.map((l) => l.name)).toEqual(expect.arrayContaining(names));
+    // … and EMF wrote the shard's counts and latencies without them.
+    const points = flattened(lines.map((l) => JSON.parse(l) as EmfDocument));
+    expect(points.map((p) => p.name)).toEqual(
+      expect.arrayContaining(["kubefn_probe_duration_seconds", "kubefn_probes_total", "kubefn_jobs_total"]),
+    );
+    expect(lines.join("\n")).not.toMatch(/tenant-proxy|tenant-ns/);
   });
 });

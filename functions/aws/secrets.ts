@@ -107,42 +107,52 @@ export function rotatingIntakeCredentials(
     ...(initial.relaySecret ? { relaySecret: initial.relaySecret } : {}),
   };
   let readAt = options.now();
+  let reading: Promise<boolean> | undefined;
+  const reread = async (): Promise<boolean> => {
+    const client = new SecretsManagerClient({
+      ...(env.AWS_REGION ? { region: env.AWS_REGION } : {}),
+      ...(options.endpoint ? { endpoint: options.endpoint } : {}),
+    });
+    try {
+      const next: Record<string, string | undefined> = {
+        AUDIT_TOKEN: credentials.auditToken,
+        RELAY_SECRET: credentials.relaySecret,
+      };
+      for (const [arnVar, target] of arns) {
+        const value = await readSecret(client, arnVar, env[arnVar] as string);
+        const valid = settingsVariables[target].safeParse(value);
+        if (!valid.success) throw new AwsSecretError(`${arnVar}: ${valid.error.issues[0]?.message}`);
+        next[target] = value;
+      }
+      const changed =
+        next.AUDIT_TOKEN !== credentials.auditToken || next.RELAY_SECRET !== credentials.relaySecret;
+      credentials = {
+        ...(next.AUDIT_TOKEN ? { auditToken: next.AUDIT_TOKEN } : {}),
+        ...(next.RELAY_SECRET ? { relaySecret: next.RELAY_SECRET } : {}),
+      };
+      if (changed) options.log.info("intake credentials re-read: a secret was rotated", {});
+      return changed;
+    } catch (err) {
+      options.log.error("intake credentials could not be re-read; the last ones stay", {
+        error: String(err),
+      });
+      return false;
+    } finally {
+      client.destroy();
+    }
+  };
   return {
     current: () => credentials,
-    async refresh() {
-      if (arns.length === 0 || options.now() - readAt < INTAKE_SECRETS_REREAD_MS) return false;
+    refresh() {
+      // A request refused while a re-read is under way waits for it (and is answered again).
+      if (reading) return reading;
+      if (arns.length === 0 || options.now() - readAt < INTAKE_SECRETS_REREAD_MS)
+        return Promise.resolve(false);
       readAt = options.now();
-      const client = new SecretsManagerClient({
-        ...(env.AWS_REGION ? { region: env.AWS_REGION } : {}),
-        ...(options.endpoint ? { endpoint: options.endpoint } : {}),
+      reading = reread().finally(() => {
+        reading = undefined;
       });
-      try {
-        const next: Record<string, string | undefined> = {
-          AUDIT_TOKEN: credentials.auditToken,
-          RELAY_SECRET: credentials.relaySecret,
-        };
-        for (const [arnVar, target] of arns) {
-          const value = await readSecret(client, arnVar, env[arnVar] as string);
-          const valid = settingsVariables[target].safeParse(value);
-          if (!valid.success) throw new AwsSecretError(`${arnVar}: ${valid.error.issues[0]?.message}`);
-          next[target] = value;
-        }
-        const changed =
-          next.AUDIT_TOKEN !== credentials.auditToken || next.RELAY_SECRET !== credentials.relaySecret;
-        credentials = {
-          ...(next.AUDIT_TOKEN ? { auditToken: next.AUDIT_TOKEN } : {}),
-          ...(next.RELAY_SECRET ? { relaySecret: next.RELAY_SECRET } : {}),
-        };
-        if (changed) options.log.info("intake credentials re-read: a secret was rotated", {});
-        return changed;
-      } catch (err) {
-        options.log.error("intake credentials could not be re-read; the last ones stay", {
-          error: String(err),
-        });
-        return false;
-      } finally {
-        client.destroy();
-      }
+      return reading;
     },
   };
 }

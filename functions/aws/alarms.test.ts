@@ -67,8 +67,8 @@ async function emittedByPasses(): Promise<Set<string>> {
   const { ctx } = fakeContext(kube);
   const settings = parseAwsEnv({
     AWS_REGION: "us-east-1",
-    EVENT_BUS_NAME: "kubefn",
-    SCHEDULER_ROLE_ARN: "arn:aws:iam::111122223333:role/kubefn-scheduler",
+    // Never called here: the queue is a fake, or nothing is enqueued.
+    QUEUE_URL: "http://127.0.0.1:9/123456789012/kubefn-reconcile",
     KUBECONFIG_BASE64: Buffer.from("apiVersion: v1\nkind: Config\n").toString("base64"),
   });
   const controller = proxyController({

@@ -163,8 +163,8 @@ describe("createEmfMetrics", () => {
 describe("the Lambda handler flushes its metrics at the end of every invocation", () => {
   const env = {
     AWS_REGION: "us-east-1",
-    EVENT_BUS_NAME: "kubefn",
-    SCHEDULER_ROLE_ARN: "arn:aws:iam::111122223333:role/kubefn-scheduler",
+    // Never called here: the queue is a fake, or nothing is enqueued.
+    QUEUE_URL: "http://127.0.0.1:9/123456789012/kubefn-reconcile",
     KUBECONFIG_BASE64: Buffer.from("apiVersion: v1\nkind: Config\n").toString("base64"),
     AUDIT_TOKEN: "test-audit-token-0123456789",
   };
@@ -240,8 +240,8 @@ describe("a real probe shard's data points (the Proxy health task, through the s
     const kubefn = createKubefn(
       parseAwsEnv({
         AWS_REGION: "us-east-1",
-        EVENT_BUS_NAME: "kubefn",
-        SCHEDULER_ROLE_ARN: "arn:aws:iam::111122223333:role/kubefn-scheduler",
+        // Never called here: the queue is a fake, or nothing is enqueued.
+        QUEUE_URL: "http://127.0.0.1:9/123456789012/kubefn-reconcile",
         KUBECONFIG_BASE64: Buffer.from("apiVersion: v1\nkind: Config\n").toString("base64"),
       }),
       {

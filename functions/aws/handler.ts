@@ -4,6 +4,9 @@
  * anything else throws. Built at the first invoke (the kubeconfig and GCE key read then from Secrets Manager by ARN;
  * a failed build is retried). Follow-ups and fan-out go to the reconcile queue (SQS), whose batches
  * come back here; the previous release's EventBridge events are still consumed (./eventbridge.ts).
+ * The intake's token and relay secret are re-read after a refused request (at most once a minute,
+ * ./secrets.ts); the invocation's metrics are written at its end, also when it failed
+ * (./telemetry.ts).
  */
 import { handle, type LambdaContext, type LambdaEvent } from "hono/aws-lambda";
 import { Hono } from "hono/tiny";
@@ -18,8 +21,9 @@ import { guardedNodeKube, loadKubeConfig } from "../../shared/kube/node.ts";
 import type { Clock, Log, Metrics } from "../../shared/runtime/index.ts";
 import { type AwsConfig, parseAwsEnv } from "./config.ts";
 import { consumeReconcileEvent, isReconcileEvent, isScheduledEvent } from "./eventbridge.ts";
+import { answeringAgainAfterRotation } from "./intake-credentials.ts";
 import { consumeSqsEvent, isSqsEvent, sqsQueue, sqsQueueOptionsFor } from "./queue.ts";
-import { resolveSecretEnv } from "./secrets.ts";
+import { resolveSecretEnv, rotatingIntakeCredentials } from "./secrets.ts";
 import { createEmfMetrics } from "./telemetry.ts";
 
 /** What the handler is built from; everything but `env` has a production default. */
@@ -31,13 +35,15 @@ export interface HandlerOptions {
   operators?: (config: AwsConfig) => Operators;
   clock?: Clock;
   log?: Log;
-  metrics?: Metrics;
+  /** Flushed at the end of every invocation when it has `flush` (the default EMF metrics do). */
+  metrics?: Metrics & { flush?(): unknown };
 }
 
 /** Builds a Lambda handler; `handler` below is the one deployed. */
 export function createHandler(options: HandlerOptions) {
-  const instance = onceUntilFailure(() => build(options));
-  return async (event: unknown, context: LambdaContext): Promise<unknown> => {
+  const metrics = options.metrics ?? createEmfMetrics();
+  const instance = onceUntilFailure(() => build({ ...options, metrics }));
+  const dispatch = async (event: unknown, context: LambdaContext): Promise<unknown> => {
     const { kubefn, http, sqs } = await instance();
     if (isHttpEvent(event)) return http(event, context);
     if (isSqsEvent(event)) return consumeSqsEvent(event, kubefn, sqs);
@@ -49,6 +55,13 @@ export function createHandler(options: HandlerOptions) {
       `unrecognised Lambda event (${describeShape(event, ["source", "detail-type", "eventSource"])}); expected an HTTP, SQS, kubefn.reconcile, Scheduled Event or CloudWatch Logs event`,
     );
   };
+  return async (event: unknown, context: LambdaContext): Promise<unknown> => {
+    try {
+      return await dispatch(event, context);
+    } finally {
+      metrics.flush?.();
+    }
+  };
 }
 
 async function build(options: HandlerOptions) {
@@ -56,6 +69,11 @@ async function build(options: HandlerOptions) {
   const clock = options.clock ?? { now: () => new Date() };
   const log = options.log ?? createJsonLog(config.logLevel);
   const sqs = sqsQueueOptionsFor(config, { clock, endpoint: options.endpoint });
+  const credentials = rotatingIntakeCredentials(options.env, config, {
+    endpoint: options.endpoint,
+    now: () => clock.now().getTime(),
+    log,
+  });
   const kubefn = createKubefn(
     config,
     {
@@ -67,12 +85,16 @@ async function build(options: HandlerOptions) {
       clock,
       log,
       metrics: options.metrics ?? createEmfMetrics(),
+      intakeCredentials: credentials.current,
     },
     options.operators?.(config),
   );
   return {
     kubefn,
-    http: handle(new Hono().all("*", (c) => kubefn.fetch(c.req.raw))),
+    http: answeringAgainAfterRotation(
+      handle(new Hono().all("*", (c) => kubefn.fetch(c.req.raw))),
+      credentials,
+    ),
     sqs: { ...sqs, log },
   };
 }

@@ -18,8 +18,15 @@ import {
   CreateUserCommand,
   IAMClient,
 } from "@aws-sdk/client-iam";
+import {
+  CreateSecretCommand,
+  GetSecretValueCommand,
+  ListSecretsCommand,
+  PutSecretValueCommand,
+  SecretsManagerClient,
+} from "@aws-sdk/client-secrets-manager";
 import { ListQueuesCommand, PurgeQueueCommand, SQSClient } from "@aws-sdk/client-sqs";
-import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
+import { afterAll, beforeAll, describe, expect, it, onTestFinished, vi } from "vitest";
 import { parse } from "yaml";
 import {
   createKubefnAws,
@@ -48,9 +55,60 @@ const queueStatements = Object.values(template.Resources)
   .flatMap((r) => (r.Properties?.Policies ?? []).flatMap((p) => p?.Statement ?? []))
   .filter((s) => s.Action.startsWith("sqs:"));
 
+// The template again with the intrinsic functions a statement's resources use kept, to evaluate
+// them for given Parameters as CloudFormation does.
+const intrinsic = (name: string) => ({
+  tag: `!${name}`,
+  collection: "seq" as const,
+  resolve: (seq: { toJSON(): unknown }) => ({ [`Fn::${name}`]: seq.toJSON() }),
+});
+const withIntrinsics = parse(
+  readFileSync(new URL("../../infra/aws/template.yaml", import.meta.url), "utf8"),
+  {
+    logLevel: "error",
+    customTags: [
+      { tag: "!Ref", resolve: (v: string) => ({ Ref: v }) },
+      intrinsic("If"),
+      intrinsic("Not"),
+      intrinsic("Equals"),
+    ] as never,
+  },
+) as {
+  Conditions: Record<string, unknown>;
+  Resources: { Kubefn: { Properties: { Policies: { Statement: Statement[] }[] } } };
+};
+const secretStatements = withIntrinsics.Resources.Kubefn.Properties.Policies.flatMap(
+  (p) => p.Statement,
+).filter((s) => s.Action.startsWith("secretsmanager:"));
+
+const NO_VALUE = Symbol("AWS::NoValue");
+/** Ref, Fn::If, Fn::Not and Fn::Equals evaluated for `parameters`; AWS::NoValue drops a list item. */
+function evaluate(node: unknown, parameters: Record<string, string>): unknown {
+  if (Array.isArray(node)) return node.map((n) => evaluate(n, parameters)).filter((v) => v !== NO_VALUE);
+  if (typeof node !== "object" || node === null) return node;
+  const [[fn, arg]] = Object.entries(node) as [[string, unknown]];
+  const args = arg as unknown[];
+  switch (fn) {
+    case "Ref":
+      return arg === "AWS::NoValue" ? NO_VALUE : (parameters[arg as string] ?? "");
+    case "Fn::If":
+      return evaluate(
+        evaluate(withIntrinsics.Conditions[args[0] as string], parameters) ? args[1] : args[2],
+        parameters,
+      );
+    case "Fn::Not":
+      return !evaluate(args[0], parameters);
+    case "Fn::Equals":
+      return evaluate(args[0], parameters) === evaluate(args[1], parameters);
+    default:
+      throw new Error(`not evaluated here: ${fn}`);
+  }
+}
+
 let moto: Moto;
 let aws: KubefnAws;
 let keys: { accessKeyId: string; secretAccessKey: string };
+let relaySecretArn: string;
 
 beforeAll(async () => {
   for (const [k, v] of Object.entries(TEST_CREDENTIALS)) vi.stubEnv(k, v);
@@ -58,11 +116,14 @@ beforeAll(async () => {
   aws = await createKubefnAws(moto.endpoint);
   const iam = new IAMClient({ region: REGION, endpoint: moto.endpoint });
   await iam.send(new CreateUserCommand({ UserName: "kubefn-function" }));
-  const statements = queueStatements.map((s) => ({
-    Effect: s.Effect,
-    Action: [s.Action, `${s.Action}Batch`],
-    Resource: "*",
-  }));
+  const statements = [
+    ...queueStatements.map((s) => ({
+      Effect: s.Effect,
+      Action: [s.Action, `${s.Action}Batch`],
+      Resource: "*",
+    })),
+    ...secretStatements.map((s) => ({ Effect: s.Effect, Action: s.Action, Resource: "*" })),
+  ];
   const policy = await iam.send(
     new CreatePolicyCommand({
       PolicyName: "kubefn-function",
@@ -76,6 +137,14 @@ beforeAll(async () => {
     secretAccessKey: key.AccessKey?.SecretAccessKey ?? "",
   };
   iam.destroy();
+  const secrets = new SecretsManagerClient({ region: REGION, endpoint: moto.endpoint });
+  relaySecretArn =
+    (
+      await secrets.send(
+        new CreateSecretCommand({ Name: "kubefn/relay", SecretString: "relay-secret-0123456789" }),
+      )
+    ).ARN ?? "";
+  secrets.destroy();
   // From here on moto checks every request's signature and the caller's policies.
   const on = await fetch(`${moto.endpoint}/moto-api/reset-auth`, { method: "POST", body: "0" });
   expect(on.status).toBe(200);
@@ -173,5 +242,46 @@ describe("the function's IAM policy from infra/aws/template.yaml (moto, authenti
     expect(err).toEqual({ status: 403 });
     // The same call with the right secret goes through.
     await expect(queue(keys).send([message])).resolves.toBeUndefined();
+  });
+});
+
+describe("the function reads only the secrets the template's Parameters name", () => {
+  // moto's default account.
+  const arn = (name: string) => `arn:aws:secretsmanager:${REGION}:123456789012:secret:kubefn/${name}-AbCdEf`;
+  const resources = (parameters: Record<string, string>) =>
+    secretStatements.map((s) => ({ ...s, Resource: evaluate(s.Resource, parameters) }));
+
+  it.each([
+    [{ KubeconfigSecretArn: arn("kubeconfig") }, [arn("kubeconfig")]],
+    [
+      { KubeconfigSecretArn: arn("kubeconfig"), AuditTokenSecretArn: arn("audit") },
+      [arn("kubeconfig"), arn("audit")],
+    ],
+    [
+      {
+        KubeconfigSecretArn: arn("kubeconfig"),
+        GceCredentialsSecretArn: arn("gce"),
+        AuditTokenSecretArn: arn("audit"),
+        RelaySecretArn: arn("relay"),
+      },
+      [arn("kubeconfig"), arn("gce"), arn("audit"), arn("relay")],
+    ],
+  ])("GetSecretValue on exactly the ARNs given: %j", (parameters, expected) => {
+    expect(resources(parameters)).toEqual([
+      { Effect: "Allow", Action: "secretsmanager:GetSecretValue", Resource: expected },
+    ]);
+  });
+
+  it("moto lets the function's keys read a secret and nothing else of Secrets Manager", async () => {
+    const secrets = new SecretsManagerClient({ region: REGION, endpoint: moto.endpoint, credentials: keys });
+    onTestFinished(() => secrets.destroy());
+    const read = await secrets.send(new GetSecretValueCommand({ SecretId: relaySecretArn }));
+    expect(read.SecretString).toBe("relay-secret-0123456789");
+    expect(await secrets.send(new ListSecretsCommand({})).catch(refusal)).toEqual({ status: 403 });
+    expect(
+      await secrets
+        .send(new PutSecretValueCommand({ SecretId: relaySecretArn, SecretString: "forged-by-the-function" }))
+        .catch(refusal),
+    ).toEqual({ status: 403 });
   });
 });

@@ -1,9 +1,17 @@
-import { CreateSecretCommand, SecretsManagerClient } from "@aws-sdk/client-secrets-manager";
+import {
+  CreateSecretCommand,
+  PutSecretValueCommand,
+  SecretsManagerClient,
+} from "@aws-sdk/client-secrets-manager";
 import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
+import { signBatch } from "../../shared/app/intake/index.ts";
+import { createRegistry } from "../../shared/runtime/index.ts";
+import { FakeKube } from "../../test/support/fake-kube.ts";
 import { type Moto, startMoto, TEST_CREDENTIALS } from "../../test/support/moto.ts";
+import { proxyController } from "../../test/unit/runtime/controllers.ts";
 import { parseAwsEnv } from "./config.ts";
 import { createHandler } from "./handler.ts";
-import { AwsSecretError, resolveSecretEnv } from "./secrets.ts";
+import { AwsSecretError, INTAKE_SECRETS_REREAD_MS, resolveSecretEnv } from "./secrets.ts";
 
 // moto's server (test/support/moto.ts) emulates Secrets Manager on a free loopback port.
 const REGION = "us-east-1";
@@ -88,5 +96,113 @@ describe("the Lambda's secrets come from Secrets Manager at cold start (moto's s
   it("without an ARN variable the environment is used as it is, with no AWS call", async () => {
     const env = { ...BASE_ENV, KUBECONFIG_BASE64: Buffer.from(KUBECONFIG).toString("base64") };
     expect(await resolveSecretEnv(env, { endpoint: "http://127.0.0.1:9" })).toBe(env);
+  });
+});
+
+describe("the intake's audit token and relay secret rotate without a restart (moto's Secrets Manager)", () => {
+  const relayBatch = JSON.stringify({ kind: "RelayBatch", apiVersion: "kubefn.dev/v1", events: [] });
+  const auditBatch = JSON.stringify({ kind: "EventList", apiVersion: "audit.k8s.io/v1", items: [] });
+  const context = { invokedFunctionArn: "arn:aws:lambda:us-east-1:111122223333:function:kubefn" } as never;
+  const post = (body: string, headers: Record<string, string>) => ({
+    version: "2.0",
+    rawPath: "/v1/events",
+    rawQueryString: "",
+    headers: { "content-type": "application/json", ...headers },
+    requestContext: { http: { method: "POST", path: "/v1/events", sourceIp: "198.51.100.20" } },
+    body,
+    isBase64Encoded: false,
+  });
+
+  it("re-reads both secrets after a refusal, at most once a minute: the rotated values are accepted", async () => {
+    const auditArn = await createSecret("kubefn/audit-token", "audit-token-v1-0123456789");
+    const relayArn = await createSecret("kubefn/relay-secret", "relay-secret-v1-0123456789");
+    let now = Date.parse("2026-11-30T12:00:00Z");
+    const logs: string[] = [];
+    const handler = createHandler({
+      env: {
+        ...BASE_ENV,
+        KUBECONFIG_BASE64: Buffer.from(KUBECONFIG).toString("base64"),
+        AUDIT_TOKEN_SECRET_ARN: auditArn,
+        RELAY_SECRET_ARN: relayArn,
+      },
+      endpoint,
+      kube: () => new FakeKube(),
+      // The batches are empty: they map to no pass, so nothing is enqueued.
+      operators: () => ({ registry: createRegistry([proxyController()]), sweepTasks: [] }),
+      clock: { now: () => new Date(now) },
+      log: { debug() {}, info: (m) => logs.push(m), warn() {}, error: (m) => logs.push(m) },
+      metrics: { count() {}, observe() {}, gauge() {} },
+    });
+    const relay = async (secret: string) => {
+      const headers = await signBatch(secret, relayBatch, now / 1000);
+      return ((await handler(post(relayBatch, headers), context)) as { statusCode: number }).statusCode;
+    };
+    const audit = async (token: string) =>
+      (
+        (await handler(post(auditBatch, { authorization: `Bearer ${token}` }), context)) as {
+          statusCode: number;
+        }
+      ).statusCode;
+
+    // Cold start: both read from Secrets Manager.
+    expect([await relay("relay-secret-v1-0123456789"), await audit("audit-token-v1-0123456789")]).toEqual([
+      202, 202,
+    ]);
+
+    await client.send(
+      new PutSecretValueCommand({ SecretId: relayArn, SecretString: "relay-secret-v2-0123456789" }),
+    );
+    await client.send(
+      new PutSecretValueCommand({ SecretId: auditArn, SecretString: "audit-token-v2-0123456789" }),
+    );
+    // Within a minute of the last read a refusal re-reads nothing: still the old values.
+    now += INTAKE_SECRETS_REREAD_MS - 1000;
+    expect(await relay("relay-secret-v2-0123456789")).toBe(401);
+    expect(await relay("relay-secret-v1-0123456789")).toBe(202);
+
+    // A minute on, the first refused requests re-read both secrets (once: the one refused while
+    // the read is under way waits for it) and are answered again: accepted.
+    now += 2000;
+    expect(
+      await Promise.all([relay("relay-secret-v2-0123456789"), audit("audit-token-v2-0123456789")]),
+    ).toEqual([202, 202]);
+    expect(logs.filter((m) => m.startsWith("intake credentials"))).toEqual([
+      "intake credentials re-read: a secret was rotated",
+    ]);
+    // The old values are refused from now on, and their refusals re-read nothing for a minute.
+    expect([await relay("relay-secret-v1-0123456789"), await audit("audit-token-v1-0123456789")]).toEqual([
+      401, 401,
+    ]);
+  });
+
+  it("a rotated value too short for the setting keeps the last good one, and says so", async () => {
+    const auditArn = await createSecret("kubefn/audit-token-short", "audit-token-v1-0123456789");
+    let now = Date.parse("2026-11-30T12:00:00Z");
+    const errors: string[] = [];
+    const handler = createHandler({
+      env: {
+        ...BASE_ENV,
+        KUBECONFIG_BASE64: Buffer.from(KUBECONFIG).toString("base64"),
+        AUDIT_TOKEN_SECRET_ARN: auditArn,
+      },
+      endpoint,
+      kube: () => new FakeKube(),
+      operators: () => ({ registry: createRegistry([proxyController()]), sweepTasks: [] }),
+      clock: { now: () => new Date(now) },
+      log: { debug() {}, info() {}, warn() {}, error: (m, f) => errors.push(`${m} ${JSON.stringify(f)}`) },
+      metrics: { count() {}, observe() {}, gauge() {} },
+    });
+    const audit = async (token: string) =>
+      (
+        (await handler(post(auditBatch, { authorization: `Bearer ${token}` }), context)) as {
+          statusCode: number;
+        }
+      ).statusCode;
+    expect(await audit("audit-token-v1-0123456789")).toBe(202);
+    await client.send(new PutSecretValueCommand({ SecretId: auditArn, SecretString: "short" }));
+    now += INTAKE_SECRETS_REREAD_MS + 1000;
+    expect(await audit("short")).toBe(401);
+    expect(errors.join("\n")).toMatch(/AUDIT_TOKEN must be at least 16 characters/);
+    expect(await audit("audit-token-v1-0123456789")).toBe(202);
   });
 });

@@ -1,28 +1,195 @@
 import type { Metrics } from "../../shared/runtime/index.ts";
 
+/** The CloudWatch namespace of kubefn's metrics on Lambda (the template's alarms read it). */
+export const EMF_NAMESPACE = "kubefn";
+
 /**
- * Metrics as CloudWatch Embedded Metric Format log lines (namespace `kubefn`, the labels as
- * dimensions): CloudWatch extracts them from the function's log group, no API calls.
- *
- * Caveats: one log line per data point; fine at a pass's handful of counters.
+ * Labels whose values come from a small set fixed by the code or the registry (controllers,
+ * results, triggers, error classes, …): the only labels that become CloudWatch dimensions. Every
+ * other label — a Proxy's `name` and `namespace`, a Site's name — is dropped from the dimensions,
+ * because CloudWatch bills each distinct dimension-value combination as its own metric
+ * (10,000 Proxies would be 20,000 metrics). Per-object detail belongs in the log lines.
  */
-export function createEmfMetrics(write: (line: string) => void = console.log): Metrics {
-  const emit = (name: string, value: number, unit: string, labels: Record<string, string> = {}) =>
-    write(
-      JSON.stringify({
-        _aws: {
-          Timestamp: Date.now(),
-          CloudWatchMetrics: [
-            { Namespace: "kubefn", Dimensions: [Object.keys(labels)], Metrics: [{ Name: name, Unit: unit }] },
-          ],
-        },
-        ...labels,
-        [name]: value,
-      }),
-    );
-  return {
-    count: (name, labels, value = 1) => emit(name, value, "Count", labels),
-    observe: (name, value, labels) => emit(name, value, "None", labels),
-    gauge: (name, value, labels) => emit(name, value, "None", labels),
+export const EMF_DIMENSIONS: ReadonlySet<string> = new Set([
+  "controller",
+  "result",
+  "trigger",
+  "reason",
+  "source",
+  "class",
+  "stage",
+  "task",
+  "ok",
+  "phase",
+  "provider",
+  "kind",
+  "list",
+]);
+
+/** The Embedded Metric Format's limits: metrics in one directive, values in one array. */
+export const EMF_MAX_METRICS = 100;
+export const EMF_MAX_VALUES = 100;
+
+/** {@link Metrics} that hold the invocation's data points until {@link flush}. */
+export interface EmfMetrics extends Metrics {
+  /**
+   * Writes what was recorded since the last flush as EMF documents (few: series whose dimension
+   * values agree share one, up to 100 metrics or 100 values) and forgets it. Returns the bytes
+   * written.
+   */
+  flush(): number;
+}
+
+interface Series {
+  name: string;
+  dimensions: Record<string, string>;
+  unit: string;
+  /** A counter's sum, a gauge's last value, or a histogram's observations. */
+  value: number | number[];
+}
+
+/**
+ * Metrics for Lambda as CloudWatch Embedded Metric Format, aggregated per invocation: counters
+ * summed, gauges' last value, histograms as EMF value arrays (CloudWatch derives count, sum,
+ * min, max and percentiles from them). Dimensions are the {@link EMF_DIMENSIONS} among a data
+ * point's labels; a counter or histogram is summed over the others; a gauge that carries any other
+ * label is per object and not written at all (its log line has it). An empty label value is
+ * written `none`. The Lambda handler calls
+ * {@link EmfMetrics.flush} at the end of every invocation, also when it failed.
+ *
+ * `write` defaults to `process.stdout.write`, one document per line: Lambda's JSON log format
+ * wraps `console.log` lines in its own JSON object, where CloudWatch would no longer find the
+ * EMF document; raw standard output reaches the log as it is in both formats.
+ *
+ * @example
+ * const metrics = createEmfMetrics();
+ * try { await kubefn.consume(deliveries) } finally { metrics.flush() }
+ *
+ * Caveats: one instance serves one invocation at a time (Lambda's model); data points of an
+ * invocation that never reaches its `finally` (a timeout, a crash of the runtime) are lost.
+ */
+export function createEmfMetrics(
+  options: { write?: (document: string) => void; now?: () => number } = {},
+): EmfMetrics {
+  const write = options.write ?? ((document: string) => void process.stdout.write(`${document}\n`));
+  const now = options.now ?? Date.now;
+  let series = new Map<string, Series>();
+
+  const record = (
+    kind: "count" | "observe" | "gauge",
+    name: string,
+    value: number,
+    labels: Record<string, string> = {},
+  ) => {
+    const dimensions: Record<string, string> = {};
+    let perObject = false;
+    for (const key of Object.keys(labels).sort()) {
+      // CloudWatch refuses an empty dimension value (and with it the whole document).
+      if (EMF_DIMENSIONS.has(key)) dimensions[key] = labels[key] || "none";
+      else perObject = true;
+    }
+    if (kind === "gauge" && perObject) return;
+    const key = `${name}\u0000${JSON.stringify(dimensions)}`;
+    const held = series.get(key);
+    if (!held) {
+      series.set(key, {
+        name,
+        dimensions,
+        unit: unitOf(name, kind),
+        value: kind === "observe" ? [value] : value,
+      });
+    } else if (Array.isArray(held.value)) held.value.push(value);
+    else held.value = kind === "count" ? held.value + value : value;
   };
+
+  return {
+    count: (name, labels, value = 1) => record("count", name, value, labels),
+    observe: (name, value, labels) => record("observe", name, value, labels),
+    gauge: (name, value, labels) => record("gauge", name, value, labels),
+    flush() {
+      const held = series;
+      series = new Map();
+      let bytes = 0;
+      for (const document of emfDocuments([...held.values()], now())) {
+        const line = JSON.stringify(document);
+        bytes += Buffer.byteLength(line) + 1;
+        write(line);
+      }
+      return bytes;
+    },
+  };
+}
+
+/** A document being packed: shared root members, one directive per dimension set. */
+interface Packing {
+  root: Record<string, string>;
+  directives: { Namespace: string; Dimensions: string[][]; Metrics: { Name: string; Unit: string }[] }[];
+  values: Record<string, number | number[]>;
+  metrics: number;
+}
+
+/**
+ * The EMF documents for `series`. Series with the same dimension values form a piece (at most
+ * 100 metrics; a histogram of more than 100 observations continues in a later piece); pieces
+ * whose dimension values agree share a document, each with its own directive, up to 100 metrics
+ * a document — a pass's families (by result, by trigger, by controller) fit in one or two.
+ */
+function emfDocuments(series: readonly Series[], timestamp: number): Record<string, unknown>[] {
+  const byDimensions = new Map<string, Series[]>();
+  for (const s of series) {
+    const key = JSON.stringify(s.dimensions);
+    const group = byDimensions.get(key);
+    if (group) group.push(s);
+    else byDimensions.set(key, [s]);
+  }
+  const packed: Packing[] = [];
+  for (const group of byDimensions.values()) {
+    const dimensions = group[0]?.dimensions ?? {};
+    let rounds = 1;
+    for (const s of group)
+      if (Array.isArray(s.value)) rounds = Math.max(rounds, Math.ceil(s.value.length / EMF_MAX_VALUES));
+    for (let round = 0; round < rounds; round++) {
+      const members: { s: Series; value: number | number[] }[] = [];
+      for (const s of group) {
+        if (!Array.isArray(s.value)) {
+          if (round === 0) members.push({ s, value: s.value });
+          continue;
+        }
+        const chunk = s.value.slice(round * EMF_MAX_VALUES, (round + 1) * EMF_MAX_VALUES);
+        if (chunk.length > 0) members.push({ s, value: chunk.length === 1 ? (chunk[0] as number) : chunk });
+      }
+      for (let i = 0; i < members.length; i += EMF_MAX_METRICS) {
+        const piece = members.slice(i, i + EMF_MAX_METRICS);
+        const fits = (p: Packing) =>
+          p.metrics + piece.length <= EMF_MAX_METRICS &&
+          Object.entries(dimensions).every(([k, v]) => p.root[k] === undefined || p.root[k] === v) &&
+          piece.every(({ s }) => !(s.name in p.values) && !(s.name in p.root)) &&
+          Object.keys(dimensions).every((k) => !(k in p.values));
+        let into = packed.find(fits);
+        if (!into) {
+          into = { root: {}, directives: [], values: {}, metrics: 0 };
+          packed.push(into);
+        }
+        Object.assign(into.root, dimensions);
+        into.directives.push({
+          Namespace: EMF_NAMESPACE,
+          Dimensions: [Object.keys(dimensions)],
+          Metrics: piece.map(({ s }) => ({ Name: s.name, Unit: s.unit })),
+        });
+        for (const { s, value } of piece) into.values[s.name] = value;
+        into.metrics += piece.length;
+      }
+    }
+  }
+  return packed.map((p) => ({
+    _aws: { Timestamp: timestamp, CloudWatchMetrics: p.directives },
+    ...p.root,
+    ...p.values,
+  }));
+}
+
+function unitOf(name: string, kind: "count" | "observe" | "gauge"): string {
+  if (name.endsWith("_seconds")) return "Seconds";
+  if (name.endsWith("_bytes")) return "Bytes";
+  return kind === "count" ? "Count" : "None";
 }

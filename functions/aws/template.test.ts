@@ -133,21 +133,17 @@ describe("infra/aws/template.yaml: credentials come from Secrets Manager at cold
   it("the function's environment holds only the secrets' ARNs, never their values", () => {
     const vars = fn.Environment.Variables;
     expect(vars.KUBECONFIG_SECRET_ARN).toBe("KubeconfigSecretArn");
-    expect(vars).not.toHaveProperty("KUBECONFIG_BASE64");
-    expect(vars).not.toHaveProperty("GCE_CREDENTIALS");
+    expect(vars.AUDIT_TOKEN_SECRET_ARN).toBe("AuditTokenSecretArn");
+    expect(vars.RELAY_SECRET_ARN).toBe("RelaySecretArn");
+    for (const value of ["KUBECONFIG_BASE64", "GCE_CREDENTIALS", "AUDIT_TOKEN", "RELAY_SECRET"])
+      expect(vars).not.toHaveProperty(value);
     expect(JSON.stringify(vars)).not.toContain("resolve:secretsmanager");
   });
 
-  it("grants secretsmanager:GetSecretValue on exactly those ARNs", () => {
-    const grants = fn.Policies.flatMap((p) => p.Statement).filter((s) =>
-      s.Action.startsWith("secretsmanager:"),
-    );
-    expect(grants).toEqual([
-      {
-        Effect: "Allow",
-        Action: "secretsmanager:GetSecretValue",
-        Resource: ["HasGce", ["KubeconfigSecretArn", "GceCredentialsSecretArn"], "KubeconfigSecretArn"],
-      },
-    ]);
+  it("no credential is a Parameter: no NoEcho Parameter is left", () => {
+    const noEcho = Object.entries(template.Parameters).filter(([, p]) => (p as { NoEcho?: boolean }).NoEcho);
+    expect(noEcho).toEqual([]);
+    expect(template.Parameters).not.toHaveProperty("AuditToken");
+    expect(template.Parameters).not.toHaveProperty("RelaySecret");
   });
 });

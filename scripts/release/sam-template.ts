@@ -18,6 +18,8 @@ import { settingsVariables } from "../../shared/app/settings.ts";
 /** Settings the function reads from a secret named by an ARN Parameter instead of the value itself. */
 export const settingsFromSecretArns: Record<string, string> = {
   GCE_CREDENTIALS: "GCE_CREDENTIALS_SECRET_ARN",
+  AUDIT_TOKEN: "AUDIT_TOKEN_SECRET_ARN",
+  RELAY_SECRET: "RELAY_SECRET_ARN",
 };
 
 /** Settings whose value is a credential: NoEcho, never shown by the console or DescribeStacks. */

@@ -7,7 +7,12 @@ import {
   staticKeys,
 } from "../auth/index.ts";
 import type { Context } from "../runtime/index.ts";
-import { createIntakeApp, type IntakeBatch, mapWithRegistry } from "./intake/index.ts";
+import {
+  createIntakeApp,
+  type IntakeBatch,
+  type IntakeCredentials,
+  mapWithRegistry,
+} from "./intake/index.ts";
 import type { Operators } from "./operators.ts";
 import type { PubSubSettings } from "./settings.ts";
 
@@ -15,6 +20,8 @@ import type { PubSubSettings } from "./settings.ts";
 export interface HttpSettings {
   auditToken?: string;
   relaySecret?: string;
+  /** Credentials read per request (a platform that re-reads rotated secrets); the two above when unset. */
+  credentials?: () => IntakeCredentials;
   /**
    * Pub/Sub push intake of GKE audit logs: the push subscription's token audience and service
    * account; keys inline (`jwks`) or fetched from `jwksUrl` (Google's by default).
@@ -47,6 +54,7 @@ export function createFunctionsApp(
     createIntakeApp({
       ...(settings.auditToken ? { auditToken: settings.auditToken } : {}),
       ...(settings.relaySecret ? { relaySecret: settings.relaySecret } : {}),
+      ...(settings.credentials ? { credentials: settings.credentials } : {}),
       ...(settings.pubsub ? { pubsub: { token: pushTokenPolicy(settings.pubsub, ctx) } } : {}),
       maxBodyBytes: settings.maxBodyBytes,
       replayWindowSeconds: settings.replayWindowSeconds,

@@ -1,5 +1,6 @@
 export { commaList } from "./env-values.ts";
 export { createFunctionsApp, type HttpSettings } from "./http.ts";
+export type { IntakeCredentials } from "./intake/index.ts";
 export {
   createKubefn,
   type Delivery,

@@ -23,6 +23,7 @@ import { createFunctionsApp } from "./http.ts";
 import {
   type CloudWatchLogsResult,
   type IntakeBatch,
+  type IntakeCredentials,
   intakeCloudWatchLogs,
   mapWithRegistry,
 } from "./intake/index.ts";
@@ -65,6 +66,11 @@ export interface KubefnPorts {
    * `SITE_MANIFESTS_DIR`); the embedded bundle when unset — a Worker has no filesystem.
    */
   siteManifests?: readonly KubeObject[];
+  /**
+   * The intake's credentials, read per request: a platform that re-reads rotated secrets binds
+   * it (Lambda, from Secrets Manager); the settings' `auditToken` and `relaySecret` when unset.
+   */
+  intakeCredentials?: () => IntakeCredentials;
 }
 
 /** One item of a platform's delivery: a queue body and how often the queue has delivered it. */
@@ -197,7 +203,12 @@ export function createKubefn(settings: KubefnSettings, ports: KubefnPorts, opera
         batch.end({ result: failed ? "error" : "done", source, enqueued }),
     };
   };
-  const app = createFunctionsApp(intakeCtx, ops, settings, intakeBatch);
+  const app = createFunctionsApp(
+    intakeCtx,
+    ops,
+    ports.intakeCredentials ? { ...settings, credentials: ports.intakeCredentials } : settings,
+    intakeBatch,
+  );
   const kinds = new Map(ops.registry.controllers.map((c) => [c.name, c.for.kind]));
   const primaries = ops.registry.controllers.map((c) => ({ controller: c.name, resource: c.for }));
   app.route("/", fleetPage(ctx, primaries, passes, settings.apiToken ? { apiToken: settings.apiToken } : {}));

@@ -15,6 +15,7 @@ import { benchChaos } from "./chaos.ts";
 import type { BenchRow } from "./cluster.ts";
 import { stopBenchCluster } from "./cluster.ts";
 import { benchConnections } from "./connections.ts";
+import { benchEmf } from "./emf.ts";
 import { benchFleet, defaultFleet, largeFleet } from "./fleet.ts";
 import { benchProbes } from "./health.ts";
 import { benchIntake } from "./intake.ts";
@@ -78,6 +79,7 @@ const benches: { name: string; run: () => Promise<BenchRow[]>; explicit?: boolea
   { name: "steady-pass", run: benchSteadyPass },
   { name: "metrics", run: benchMetrics },
   { name: "traces", run: benchTraces },
+  { name: "emf", run: benchEmf },
   { name: "intake", run: benchIntake },
   { name: "messages", run: benchMessagesPerHour },
   { name: "sweep", run: () => benchSweep(large ? [1000, 10_000] : [1000]) },

@@ -139,6 +139,14 @@ describe("the release's SAM template", () => {
     expect(template.Parameters.ProxyAllowedImages?.Default).toBe("");
     expect(template.Parameters.PassConcurrency?.Default).toBe("8");
     expect(template.Parameters.ApiToken).toMatchObject({ NoEcho: true, Default: "" });
+    // The intake's credentials are Secrets Manager ARNs, never a plaintext NoEcho Parameter.
+    for (const plain of ["AuditToken", "RelaySecret"]) expect(template.Parameters).not.toHaveProperty(plain);
+    expect(variables).toMatchObject({
+      AUDIT_TOKEN_SECRET_ARN: "AuditTokenSecretArn",
+      RELAY_SECRET_ARN: "RelaySecretArn",
+    });
+    expect(variables).not.toHaveProperty("AUDIT_TOKEN");
+    expect(variables).not.toHaveProperty("RELAY_SECRET");
   });
 
   it("bounds numeric settings as the schema does, so CloudFormation refuses a bad value", () => {

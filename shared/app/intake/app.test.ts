@@ -625,3 +625,37 @@ describe("bodies sent slowly, by anyone who can write well-formed signature head
     expect((await held).status).toBe(408);
   });
 });
+
+describe("credentials read per request (a platform that re-reads rotated secrets)", () => {
+  it("a rotated relay secret and audit token are used from the next request, the old ones refused", async () => {
+    const registry = createRegistry([proxyController()]);
+    const { ctx } = fakeContext(new FakeKube(), { now: NOW });
+    let credentials = { auditToken: AUDIT_TOKEN, relaySecret: RELAY_SECRET };
+    const app = createIntakeApp({
+      // The fixed values lose to the port.
+      auditToken: "fixed-audit-token-0123456789",
+      relaySecret: "fixed-relay-secret-0123456789",
+      credentials: () => credentials,
+      maxBodyBytes: 64 * 1024,
+      replayWindowSeconds: 300,
+      clock: ctx.clock,
+      log: ctx.log,
+      metrics: ctx.metrics,
+      map: mapWithRegistry(ctx, registry, []),
+      enqueue: async () => {},
+    });
+    const relay = async (secret: string) =>
+      (await post(app, relayBody, await signBatch(secret, relayBody, nowSeconds))).status;
+    const audit = async (token: string) =>
+      (await post(app, auditFixture, { authorization: `Bearer ${token}` })).status;
+    expect([await audit(AUDIT_TOKEN), await audit("fixed-audit-token-0123456789")]).toEqual([202, 401]);
+    expect(await relay(RELAY_SECRET)).toBe(202);
+
+    credentials = {
+      auditToken: "rotated-audit-token-0123456789",
+      relaySecret: "rotated-relay-secret-0123456789",
+    };
+    expect([await audit("rotated-audit-token-0123456789"), await audit(AUDIT_TOKEN)]).toEqual([202, 401]);
+    expect([await relay("rotated-relay-secret-0123456789"), await relay(RELAY_SECRET)]).toEqual([202, 401]);
+  });
+});

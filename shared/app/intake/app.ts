@@ -32,6 +32,7 @@ export {
   defaultBodyTimeoutMs,
   defaultMaxConcurrentBatches,
   type IntakeBatch,
+  type IntakeCredentials,
   type IntakeOptions,
   type IntakeParts,
   type IntakeStatus,
@@ -62,6 +63,7 @@ export function createIntakeApp(opts: IntakeOptions): Hono {
   const app = new Hono();
   const replayGuard = opts.replayGuard ?? memoryReplayGuard();
   const maxConcurrent = opts.maxConcurrentBatches ?? defaultMaxConcurrentBatches;
+  const credentials = opts.credentials ?? (() => opts);
   let inFlight = 0;
   const slots: BatchSlots = {
     admit(c) {
@@ -87,7 +89,8 @@ export function createIntakeApp(opts: IntakeOptions): Hono {
     const source: BatchSource = signed ? "relay" : "audit";
     if (!signed) {
       const token = bearerToken(c.req.header("authorization"));
-      if (!opts.auditToken || !(await bearerMatches(token, opts.auditToken))) {
+      const { auditToken } = credentials();
+      if (!auditToken || !(await bearerMatches(token, auditToken))) {
         return reject(c, 401, "Unauthenticated", "a bearer token or a relay signature is required");
       }
     }
@@ -144,7 +147,7 @@ export function createIntakeApp(opts: IntakeOptions): Hono {
   /** The relay signature of a request to either entry, checked against one replay guard. */
   function relayOf(c: Context) {
     return relaySignedRequest((name) => c.req.header(name), {
-      secret: opts.relaySecret,
+      secret: credentials().relaySecret,
       nowSeconds: opts.clock.now().getTime() / 1000,
       windowSeconds: opts.replayWindowSeconds,
       replays: replayGuard,

@@ -48,11 +48,22 @@ export class MalformedBatchError extends Error {
   override readonly name = "MalformedBatchError";
 }
 
+/** What intake authenticates a batch with; a credential that is unset turns its source off. */
+export interface IntakeCredentials {
+  auditToken?: string;
+  relaySecret?: string;
+}
+
 export interface IntakeOptions {
   /** Bearer token the API server's audit webhook presents. Audit intake is off when unset. */
   auditToken?: string;
   /** HMAC secret shared with the relay. Relay intake is off when unset. */
   relaySecret?: string;
+  /**
+   * The credentials of each request, read per request: a platform that re-reads rotated secrets
+   * (Lambda, from Secrets Manager) passes them here; `auditToken` and `relaySecret` when unset.
+   */
+  credentials?: () => IntakeCredentials;
   /** Pub/Sub push deliveries of GKE audit log entries (`POST /v1/events/pubsub`). */
   pubsub?: PubSubOptions;
   maxBodyBytes: number;

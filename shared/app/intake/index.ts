@@ -10,6 +10,7 @@ export {
   type BatchSource,
   createIntakeApp,
   type IntakeBatch,
+  type IntakeCredentials,
   type IntakeOptions,
   MalformedBatchError,
   type MappedBatch,

@@ -158,6 +158,12 @@ const operatorRows: Row<keyof typeof operatorVariables>[] = [
     meaning: "`namespace/service` of the shared proxy gateway",
   },
   {
+    names: ["SUBPOOL_RECHECK_SECONDS"],
+    unset: "the drift period, for all pools together",
+    meaning:
+      "a look at every active SubPool this often (5–3600; `30` is the seed's requeue for the shared Gateway and proxy gateway, at one pass per pool per period)",
+  },
+  {
     names: ["SITE_IMAGE_REGISTRY", "SITE_IMAGE_TAG"],
     meaning:
       "images of the Site components (`<registry>/<component>:<tag>`; keep the ConfigMap `kubefn-system/kubefn-site-images` listing them)",

@@ -126,6 +126,17 @@ describe.each(platforms)("operator settings on %s", (_, parse) => {
     expect(settings.operators.subPool.invalid).toMatch(/SUBPOOL_\*: operator configuration/);
     expect(settings.operators.site).toBeDefined();
   });
+
+  it("SUBPOOL_RECHECK_SECONDS: the seed's 30 s look at active pools when set; a bad value stops only SubPools", () => {
+    const on = parse({ SUBPOOL_RECHECK_SECONDS: "30" }) as { operators: { subPoolRecheckSeconds?: number } };
+    expect(on.operators.subPoolRecheckSeconds).toBe(30);
+    const off = parse({}) as { operators: { subPoolRecheckSeconds?: number } };
+    expect(off.operators.subPoolRecheckSeconds).toBeUndefined();
+    const bad = parse({ SUBPOOL_RECHECK_SECONDS: "1" }) as { operators: { subPool: { invalid?: string } } };
+    expect(bad.operators.subPool.invalid).toMatch(
+      /SUBPOOL_RECHECK_SECONDS: must be whole seconds from 5 to 3600/,
+    );
+  });
 });
 
 describe("ownNamespace", () => {

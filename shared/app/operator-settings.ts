@@ -28,6 +28,8 @@ export const operatorVariables = {
   SUBPOOL_HOSTNAME_SUFFIX: z.optional(z.string()),
   /** "namespace/service" of the shared proxy gateway (Mihomo). */
   SUBPOOL_PROXY_GATEWAY: z.optional(z.string()),
+  /** Seconds between looks at every active pool (the seed's 30 s requeue); unset: the sweep's drift pass. */
+  SUBPOOL_RECHECK_SECONDS: z.optional(z.string()),
   SITE_IMAGE_REGISTRY: z._default(z.string().check(z.minLength(1)), "ghcr.io/unbounded-cloud"),
   SITE_IMAGE_TAG: z._default(z.string().check(z.minLength(1)), "latest"),
   SITE_APISERVER_ENDPOINT: z._default(
@@ -61,6 +63,8 @@ export type OperatorVariables = z.infer<z.ZodMiniObject<typeof operatorVariables
 export interface OperatorSettings {
   /** Invalid: SubPools say so on Ready (`InvalidOperatorConfig`); the other operators run on. */
   subPool: OperatorConfig | InvalidOperatorConfig;
+  /** `SUBPOOL_RECHECK_SECONDS`: a look at every active pool this often (the seed's 30 s). */
+  subPoolRecheckSeconds?: number;
   site: {
     namespace: string;
     config: { imageRegistry: string; imageTag: string; apiServerEndpoint: string };
@@ -128,6 +132,12 @@ export function operatorSettingsFrom(
       proxyGatewayService: proxyGateway.object,
     });
   }
+  let subPoolRecheckSeconds: number | undefined;
+  if (e.SUBPOOL_RECHECK_SECONDS !== undefined && e.SUBPOOL_RECHECK_SECONDS !== "") {
+    const seconds = Number(e.SUBPOOL_RECHECK_SECONDS);
+    if (Number.isInteger(seconds) && seconds >= 5 && seconds <= 3600) subPoolRecheckSeconds = seconds;
+    else subPoolIssues.push("SUBPOOL_RECHECK_SECONDS: must be whole seconds from 5 to 3600");
+  }
   // A bad SUBPOOL_* value stops SubPools only: each says so on Ready (InvalidOperatorConfig).
   const parsed = parseOperatorConfig(data);
   if (!parsed.ok) subPoolIssues.push(`SUBPOOL_*: ${parsed.message}`);
@@ -174,6 +184,7 @@ export function operatorSettingsFrom(
     ok: true,
     settings: {
       subPool,
+      ...(subPoolRecheckSeconds === undefined ? {} : { subPoolRecheckSeconds }),
       site: {
         namespace: e.SITE_NAMESPACE ?? ownNamespace(selfUsernames),
         config: {

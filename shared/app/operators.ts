@@ -98,7 +98,12 @@ export function createOperators(opts: OperatorOptions): Operators {
       ...(probeAllowList ? { probeAllowList } : {}),
       ...(opts.proxyResyncSeconds ? { timings: { driftPoll: opts.proxyResyncSeconds } } : {}),
     }),
-    subPoolController(opts.settings ? { operatorConfig: opts.settings.subPool } : {}),
+    subPoolController({
+      ...(opts.settings ? { operatorConfig: opts.settings.subPool } : {}),
+      ...(opts.settings?.subPoolRecheckSeconds
+        ? { timings: { activeRequeue: opts.settings.subPoolRecheckSeconds } }
+        : {}),
+    }),
     siteController({
       registry: defaultSiteRegistry(opts.siteManifests ? { manifests: opts.siteManifests } : {}),
       env: opts.settings

@@ -76,9 +76,8 @@ describe("SubPool pass over the fake Kube", () => {
     kube.seed(subPoolResource, subPoolObject());
     const result = await pass();
 
-    expect(result).toMatchObject({ result: "awaitSweep", wroteStatus: true });
-    // The active re-check is the sweep's one-minute drift pass: no follow-up of its own.
-    expect(result.followUpSeconds).toBeUndefined();
+    // Waiting for its StatefulSet's Pod (no event brings that): looked at again within seconds.
+    expect(result).toMatchObject({ result: "requeue", followUpSeconds: 2, wroteStatus: true });
     expect(kube.calls.find((c) => c.method !== "get")).toMatchObject({
       method: "patch",
       resource: "subpools",
@@ -149,7 +148,7 @@ describe("SubPool pass over the fake Kube", () => {
         return typeof value === "function" ? value.bind(target) : value;
       },
     });
-    expect(await pass()).toMatchObject({ result: "awaitSweep", wroteStatus: true });
+    expect(await pass()).toMatchObject({ result: "requeue", followUpSeconds: 2, wroteStatus: true });
     expect(peak).toBe(ownedKinds.length);
     for (const [res, name] of ownedKinds) expect(inNs(res, name)).toBeDefined();
   });
@@ -157,8 +156,7 @@ describe("SubPool pass over the fake Kube", () => {
   it("a second pass over a converged pool makes zero writes", async () => {
     await converge();
     const result = await pass();
-    expect(result).toMatchObject({ result: "awaitSweep", wroteStatus: false });
-    expect(result.followUpSeconds).toBeUndefined();
+    expect(result).toMatchObject({ result: "requeue", followUpSeconds: 2, wroteStatus: false });
     expect(kube.writes()).toBe(0);
   });
 
@@ -204,7 +202,7 @@ describe("SubPool pass over the fake Kube", () => {
     it("reads nothing its lists showed in place (Namespace, Secret, LimitRange, HTTPRoute) and patches the status", async () => {
       await becomeReady();
       const result = await runPass(ctx, registry, driftMessage("status:Ready"));
-      expect(result).toMatchObject({ result: "awaitSweep", wroteStatus: true });
+      expect(result).toMatchObject({ result: "requeue", followUpSeconds: 2, wroteStatus: true });
       // The proxy gateway's EndpointSlices: no pool owns them, so no list of the pool's shows them.
       expect(reads()).toEqual(["list endpointslices"]);
       const writes = kube.calls.filter((c) => !["get", "list"].includes(c.method) && c.resource !== "events");
@@ -434,7 +432,7 @@ describe("SubPool pass over the fake Kube", () => {
       }),
     );
     const result = await pass();
-    expect(result).toMatchObject({ result: "awaitSweep" });
+    expect(result).toMatchObject({ result: "requeue", followUpSeconds: 2 });
     expect(condition("RouteReady")).toMatchObject({ status: "False", reason: "GatewayAPIMissing" });
     expect(inNs(Resources.StatefulSet, "demo-cpa-manager")).toBeDefined();
   });

@@ -4,7 +4,7 @@
  * credential Secret → legacy LimitRange → the other objects → HTTPRoute → status).
  */
 
-import type { KubeObject, ObjectKey, Resource } from "../../kube/index.ts";
+import type { Condition, KubeObject, ObjectKey, Resource } from "../../kube/index.ts";
 import {
   addFinalizer,
   controllerRefTo,
@@ -49,7 +49,7 @@ import {
   type SubPoolStatusWriter,
   statusWriter,
 } from "./status.ts";
-import type { SubPoolTimings } from "./timings.ts";
+import { type SubPoolTimings, waitingLook } from "./timings.ts";
 import { runningRequests, type Validation, validateSubPool } from "./validate.ts";
 
 export interface SubPoolPassDeps {
@@ -290,7 +290,17 @@ async function reconcileActive(
   if (desired.status.hostname) status.status.hostname = desired.status.hostname;
   else delete status.status.hostname;
 
-  return suspended ? done() : lookAgainAfter(timings.activeRequeue);
+  if (suspended) return done();
+  const readySince = Date.parse(
+    (status.status.conditions as Condition[] | undefined)?.find((c) => c.type === Type.Ready)
+      ?.lastTransitionTime ?? "",
+  );
+  const waited = Number.isFinite(readySince)
+    ? Math.max(0, (ctx.clock.now().getTime() - readySince) / 1000)
+    : 0;
+  const waiting = waitingLook(timings, conditions.ready, waited);
+  const looks = [waiting, timings.activeRequeue].filter((s): s is number => s !== undefined);
+  return lookAgainAfter(looks.length > 0 ? Math.min(...looks) : undefined);
 }
 
 /**

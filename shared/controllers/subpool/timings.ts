@@ -7,6 +7,13 @@ export interface SubPoolTimings {
   activeRequeue?: number;
   /** While the derived Namespace is being deleted, or is terminating under an active pool. */
   deletionPoll: number;
+  /**
+   * While an active pool waits to become Ready (its StatefulSet's Pod, the proxy gateway, its
+   * route): the first look after this many seconds, then after half the time it has waited, until
+   * that reaches the resync and the sweep takes over. Status changes of what it waits for are no
+   * events (intake drops them), so without it readiness would wait for the sweep's drift pass.
+   */
+  waitingFirst?: number;
   /** After a conflict (foreign Namespace, Secret or object): someone may remove it. */
   conflictRetry?: number;
   /** The drift interval: the sweep revisits every SubPool at least this often (≥ 60). */
@@ -21,5 +28,31 @@ export interface SubPoolTimings {
  */
 export const defaultSubPoolTimings: SubPoolTimings = {
   deletionPoll: 5,
+  waitingFirst: 2,
   resync: 60,
 };
+
+/** The reasons of an active pool waiting on others' progress (not an error, not a conflict). */
+const waitingReasons: ReadonlySet<string> = new Set([
+  "StatefulSetNotReady",
+  "ProxyGatewayNotReady",
+  "RouteNotReady",
+]);
+
+/**
+ * When to look again at an active pool whose Ready is False for `reason` since `since` (pure):
+ * `waitingFirst` seconds after it started waiting, then half the time waited — 2, 2, 2, 3, 5, 7,
+ * 11, 16, 24, 36, 54 s — and undefined (the sweep) once that reaches the resync or the pool is not
+ * waiting. Bounded: a pool that never becomes ready costs 11 passes over under three minutes,
+ * then one per drift period.
+ */
+export function waitingLook(
+  timings: SubPoolTimings,
+  ready: { status: string; reason: string },
+  waitedSeconds: number,
+): number | undefined {
+  if (timings.waitingFirst === undefined || ready.status === "True" || !waitingReasons.has(ready.reason))
+    return undefined;
+  const after = Math.max(timings.waitingFirst, Math.ceil(waitedSeconds / 2));
+  return after < timings.resync ? after : undefined;
+}

@@ -28,4 +28,17 @@ describe("Node host settings", () => {
     expect(parseNodeHostEnv({ KUBECONFIG: "" }).inCluster).toBeUndefined();
     expect(parseNodeHostEnv({}).kubeconfig).toBeUndefined();
   });
+
+  it("shares the sweep through a Lease in a Pod by default; elsewhere only when KUBEFN_SWEEP_LEASE names one", () => {
+    const pod = { KUBERNETES_SERVICE_HOST: "10.96.0.1" };
+    expect(parseNodeHostEnv(pod).sweepLease).toEqual({ name: "kubefn-sweep" });
+    expect(parseNodeHostEnv({ ...pod, KUBEFN_SWEEP_LEASE: "off" }).sweepLease).toBeUndefined();
+    expect(parseNodeHostEnv({}).sweepLease).toBeUndefined();
+    expect(parseNodeHostEnv({ KUBECONFIG: "/k" }).sweepLease).toBeUndefined();
+    expect(parseNodeHostEnv({ KUBECONFIG: "/k", KUBEFN_SWEEP_LEASE: "ops/sweep" }).sweepLease).toEqual({
+      namespace: "ops",
+      name: "sweep",
+    });
+    expect(() => parseNodeHostEnv({ KUBEFN_SWEEP_LEASE: "Not A Name" })).toThrow(/KUBEFN_SWEEP_LEASE/);
+  });
 });

@@ -23,8 +23,17 @@ export interface NodeHostConfig {
   logFormat: "text" | "json";
   /** Site component manifests are read from here at start instead of the embedded bundle. */
   siteManifestsDir?: string;
+  /**
+   * Replicas share the sweep through this Lease (one holder sweeps and probes each period). In a
+   * Pod by default (`kubefn-sweep` in the Pod's namespace); elsewhere only when
+   * `KUBEFN_SWEEP_LEASE` names one. No namespace: the Pod's, or `kubefn-system`.
+   */
+  sweepLease?: { namespace?: string; name: string };
   settings: KubefnSettings;
 }
+
+/** The sweep Lease's name where none is given (infra/rbac/kubefn.yaml grants exactly this one). */
+export const DEFAULT_SWEEP_LEASE = "kubefn-sweep";
 
 /** The Node host's environment: its own variables and the shared settings. */
 export const nodeHostEnvSchema = z.object({
@@ -43,6 +52,10 @@ export const nodeHostEnvSchema = z.object({
   KUBEFN_LOG_FORMAT: z._default(z.enum(["text", "json"]), "text"),
   /** Node only (a Worker has no filesystem): Site component manifests from this directory. */
   SITE_MANIFESTS_DIR: z.optional(z.string().check(z.minLength(1))),
+  /** `off`, a Lease name, or `namespace/name`: the Lease the host's replicas share the sweep by. */
+  KUBEFN_SWEEP_LEASE: z.optional(
+    z.string().check(z.regex(/^(off|([a-z0-9]([-a-z0-9]*[a-z0-9])?\/)?[a-z0-9]([-.a-z0-9]*[a-z0-9])?)$/)),
+  ),
   ...settingsVariables,
 });
 
@@ -93,6 +106,13 @@ export function parseNodeHostEnv(env: Record<string, string | undefined>): NodeH
     install: e.KUBEFN_INSTALL === "true",
     logFormat: e.KUBEFN_LOG_FORMAT,
     ...(e.SITE_MANIFESTS_DIR ? { siteManifestsDir: e.SITE_MANIFESTS_DIR } : {}),
+    ...sweepLeaseOf(e.KUBEFN_SWEEP_LEASE ?? (inCluster ? DEFAULT_SWEEP_LEASE : "off")),
     settings: settingsFrom(e),
   };
+}
+
+function sweepLeaseOf(value: string): Pick<NodeHostConfig, "sweepLease"> {
+  if (value === "off") return {};
+  const [namespace, name] = value.includes("/") ? value.split("/") : [undefined, value];
+  return { sweepLease: { ...(namespace ? { namespace } : {}), name: name! } };
 }

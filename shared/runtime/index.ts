@@ -88,6 +88,16 @@ export {
 export { planSweep, type SweepInput, type SweepPlan, sweepBucket } from "./sweep.ts";
 export { type ControllerSweep, runSweep, type SweepOptions, type SweepSummary } from "./sweep-run.ts";
 export {
+  createSweepLease,
+  type LeaseSighting,
+  type LeaseStep,
+  leaseStep,
+  type ObservedLease,
+  type SweepLease,
+  type SweepLeaseObject,
+  type SweepLeaseOptions,
+} from "./sweep-lease.ts";
+export {
   createSweepMemo,
   runSweepTask,
   type SweepMemo,

@@ -101,7 +101,7 @@ describe("two Node-host replicas", () => {
           endpoint: { host: "127.0.0.1", port: forward.port, scheme: "http" },
           healthCheck: {
             probeURL: `http://127.0.0.1:${target.port}/`,
-            intervalSeconds: SWEEP_SECONDS,
+            intervalSeconds: 5,
             successThreshold: 1,
           },
         },

@@ -101,12 +101,15 @@ export async function benchReplicas(
       eventually(
         `${proxies} Proxies Ready`,
         async () => {
-          const items = (
-            await admin.list<KubeObject & { status?: { phase?: string } }>(proxyResource, { namespace: ns })
-          ).items;
+          // A list the loaded machine did not answer in time is "not yet".
+          const items = await admin
+            .list<KubeObject & { status?: { phase?: string } }>(proxyResource, { namespace: ns })
+            .then((l) => l.items)
+            .catch(() => []);
           return items.filter((p) => p.status?.phase === "Ready").length === proxies ? true : undefined;
         },
         600_000,
+        2000,
       );
     const measure = async (lease: boolean): Promise<Window> => {
       // Settle: every Proxy Ready, then one more period.

@@ -5,7 +5,7 @@
  * `kubefn-system/kubefn`, sweeping every 10 s, each through its own recording pass-through to
  * the API server (every request counted, the Lease's apart).
  *
- * Phases, each a steady window of six sweep periods once every Proxy is Ready:
+ * Phases, each a steady window of nine sweep periods once every Proxy is Ready:
  * 1. two replicas without the Lease (`KUBEFN_SWEEP_LEASE=off`: what two replicas did before it);
  * 2. one replica with the Lease; 3. a second replica joins;
  * 4. the holder is killed (SIGKILL, no release): the takeover time is from the kill to the
@@ -24,7 +24,7 @@ import { startForwardProxies, startHttpTarget } from "../support/probe-fixtures.
 import { type BenchRow, benchCluster, createMany, createNamespace, eventually, round } from "./cluster.ts";
 
 const SWEEP_SECONDS = 10;
-const WINDOW_PERIODS = 6;
+const WINDOW_PERIODS = 9;
 const LEASE = { namespace: "kubefn-system", name: "kubefn-sweep" };
 
 type Recorder = Awaited<ReturnType<typeof startRecordingApiProxy>>;
@@ -42,6 +42,8 @@ interface Window {
   sweepsPerMinute: number;
   /** Requests per minute of each replica (Lease included). */
   perReplica: number[];
+  /** Probes per minute each replica ran (its probe shards' counts). */
+  probesPerReplica: number[];
 }
 
 export async function benchReplicas(
@@ -133,6 +135,7 @@ export async function benchReplicas(
           running.reduce((n, r, i) => n + sweeps(r.host.lines.slice(marks[i]!.line)), 0),
         ),
         perReplica: calls.map((c) => perMinute(c.length)),
+        probesPerReplica: running.map((r, i) => perMinute(probed(r.host.lines.slice(marks[i]!.line)))),
       };
     };
 
@@ -173,7 +176,7 @@ export async function benchReplicas(
       name: `replicas ${label}`,
       figure: `${w.requestsPerMinute} / ${w.probesPerMinute}`,
       unit: "requests/min / probes/min",
-      note: `${w.sweepsPerMinute} sweeps/min; ${w.leaseRequestsPerMinute} Lease requests/min; per replica ${w.perReplica.join(" + ")} requests/min; ${proxies} Proxies, ${SWEEP_SECONDS} s sweep`,
+      note: `${w.sweepsPerMinute} sweeps/min; ${w.leaseRequestsPerMinute} Lease requests/min; per replica ${w.perReplica.join(" + ")} requests/min and ${w.probesPerReplica.join(" + ")} probes/min; ${proxies} Proxies, ${SWEEP_SECONDS} s sweep`,
     });
     const rows: BenchRow[] = [
       row(before, "2, no Lease (before)"),
@@ -201,6 +204,10 @@ export async function benchReplicas(
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 const sweeps = (lines: readonly LogLine[]) => lines.filter((l) => l.msg === "sweep").length;
+const probed = (lines: readonly LogLine[]) =>
+  lines
+    .filter((l) => l.msg === "job")
+    .reduce((n, l) => n + Number((l.shard as { probed?: number } | undefined)?.probed ?? 0), 0);
 const acquired = (lines: readonly LogLine[]) => lines.filter((l) => l.msg === "sweep lease acquired").length;
 const isLeaseCall = (path: string) =>
   path.startsWith(`/apis/coordination.k8s.io/v1/namespaces/${LEASE.namespace}/leases/${LEASE.name}`) ||

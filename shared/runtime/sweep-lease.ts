@@ -106,7 +106,8 @@ export function createSweepLease(opts: SweepLeaseOptions): SweepLease {
   let holding = false;
 
   const count = (result: string) => opts.metrics?.count("kubefn_sweep_lease_total", { result });
-  const stamped = (lease: SweepLeaseObject, taken: boolean): SweepLeaseObject => {
+  /** The Lease as this replica writes it: its holder, renewed now (and acquired now when taken). */
+  const stamped = (lease: SweepLeaseObject, step: "create" | "renew" | "take"): SweepLeaseObject => {
     const now = formatMicroTime(wall());
     const spec = lease.spec ?? {};
     return {
@@ -116,12 +117,9 @@ export function createSweepLease(opts: SweepLeaseOptions): SweepLease {
         holderIdentity: holder,
         leaseDurationSeconds: opts.durationSeconds,
         renewTime: now,
-        ...(taken
-          ? {
-              acquireTime: now,
-              leaseTransitions: (spec.leaseTransitions ?? 0) + (spec.holderIdentity ? 1 : 0),
-            }
-          : {}),
+        ...(step === "renew"
+          ? {}
+          : { acquireTime: now, leaseTransitions: (spec.leaseTransitions ?? 0) + (step === "take" ? 1 : 0) }),
       },
     };
   };
@@ -149,7 +147,7 @@ export function createSweepLease(opts: SweepLeaseOptions): SweepLease {
     // The holder renews without a read: its last write's resourceVersion guards the update.
     if (ours) {
       try {
-        ours = await kube.update<SweepLeaseObject>(Resources.Lease, stamped(ours, false));
+        ours = await kube.update<SweepLeaseObject>(Resources.Lease, stamped(ours, "renew"));
         return settle(true);
       } catch (err) {
         ours = undefined;
@@ -169,15 +167,12 @@ export function createSweepLease(opts: SweepLeaseOptions): SweepLease {
         case "create":
           ours = await kube.create<SweepLeaseObject>(
             Resources.Lease,
-            stamped(leaseObject(namespace, name), true),
+            stamped(leaseObject(namespace, name), "create"),
           );
           return settle(true);
         case "renew":
         case "take":
-          ours = await kube.update<SweepLeaseObject>(
-            Resources.Lease,
-            stamped(observed!, decided.step === "take"),
-          );
+          ours = await kube.update<SweepLeaseObject>(Resources.Lease, stamped(observed!, decided.step));
           return settle(true, observed?.spec?.holderIdentity);
         case "wait":
           return settle(false);

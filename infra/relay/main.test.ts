@@ -29,17 +29,15 @@ beforeAll(async () => {
     const token = (req.headers.authorization ?? "").replace(/^Bearer /, "");
     seen.push(token);
     if (revoked.has(token)) {
-      res
-        .writeHead(401, { "content-type": "application/json" })
-        .end(
-          JSON.stringify({
-            kind: "Status",
-            apiVersion: "v1",
-            status: "Failure",
-            reason: "Unauthorized",
-            code: 401,
-          }),
-        );
+      res.writeHead(401, { "content-type": "application/json" }).end(
+        JSON.stringify({
+          kind: "Status",
+          apiVersion: "v1",
+          status: "Failure",
+          reason: "Unauthorized",
+          code: 401,
+        }),
+      );
       return;
     }
     res

@@ -86,7 +86,6 @@ export {
   resourceKey,
 } from "./registry.ts";
 export { planSweep, type SweepInput, type SweepPlan, sweepBucket } from "./sweep.ts";
-export { type ControllerSweep, runSweep, type SweepOptions, type SweepSummary } from "./sweep-run.ts";
 export {
   createSweepLease,
   type LeaseSighting,
@@ -97,6 +96,7 @@ export {
   type SweepLeaseObject,
   type SweepLeaseOptions,
 } from "./sweep-lease.ts";
+export { type ControllerSweep, runSweep, type SweepOptions, type SweepSummary } from "./sweep-run.ts";
 export {
   createSweepMemo,
   runSweepTask,

@@ -233,6 +233,12 @@ const nodeRows: Row<NodeOwn>[] = [
   { names: ["KUBEFN_INSTALL"], meaning: "apply `infra/crds` and `infra/rbac` to `KUBECONFIG`'s cluster" },
   { names: ["KUBEFN_LOG_FORMAT"], meaning: "`text` or `json`" },
   {
+    names: ["KUBEFN_SWEEP_LEASE"],
+    unset: "`kubefn-sweep` in a Pod, else `off`",
+    meaning:
+      "the Lease the host's replicas share the sweep through (one holder sweeps and probes a period): `off`, a name (in the Pod's namespace, else `kubefn-system`) or `namespace/name` ([Replicas](deploying/node.md#replicas))",
+  },
+  {
     names: ["SITE_MANIFESTS_DIR"],
     unset: "unset (embedded bundle)",
     meaning: "Site component manifests read from this directory at start (a Worker has no filesystem)",

@@ -12,6 +12,8 @@ export interface ClusterConnection {
   kc: KubeConfig;
   /** In a Pod: the ServiceAccount token file, re-read as it rotates (and after a 401). */
   tokenSource?: TokenSource;
+  /** In a Pod: its namespace (the sweep Lease's, unless the configuration names another). */
+  namespace?: string;
   devcluster?: Devcluster;
 }
 
@@ -52,7 +54,7 @@ export async function connectCluster(
 function podConnection(pod: NonNullable<NodeHostConfig["inCluster"]>, log: Log): ClusterConnection {
   const { kc, tokenSource, server, namespace } = inClusterConnection(pod);
   log.info("in cluster", { server, namespace, serviceAccountDir: pod.serviceAccountDir });
-  return { kc, tokenSource };
+  return { kc, tokenSource, namespace };
 }
 
 /** A fresh bearer token for the embedded devcluster's audit webhook (48 hex digits). */

@@ -38,4 +38,17 @@ describe("Node host settings", () => {
   ])("exports spans only when an OTLP endpoint is set and the SDK not disabled: %j → %s", (env, wanted) => {
     expect(parseNodeHostEnv(env).exportSpans).toBe(wanted);
   });
+
+  it("shares the sweep through a Lease in a Pod by default; elsewhere only when KUBEFN_SWEEP_LEASE names one", () => {
+    const pod = { KUBERNETES_SERVICE_HOST: "10.96.0.1" };
+    expect(parseNodeHostEnv(pod).sweepLease).toEqual({ name: "kubefn-sweep" });
+    expect(parseNodeHostEnv({ ...pod, KUBEFN_SWEEP_LEASE: "off" }).sweepLease).toBeUndefined();
+    expect(parseNodeHostEnv({}).sweepLease).toBeUndefined();
+    expect(parseNodeHostEnv({ KUBECONFIG: "/k" }).sweepLease).toBeUndefined();
+    expect(parseNodeHostEnv({ KUBECONFIG: "/k", KUBEFN_SWEEP_LEASE: "ops/sweep" }).sweepLease).toEqual({
+      namespace: "ops",
+      name: "sweep",
+    });
+    expect(() => parseNodeHostEnv({ KUBEFN_SWEEP_LEASE: "Not A Name" })).toThrow(/KUBEFN_SWEEP_LEASE/);
+  });
 });

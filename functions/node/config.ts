@@ -26,8 +26,17 @@ export interface NodeHostConfig {
   siteManifestsDir?: string;
   /** Export a span per hop over OTLP (an endpoint is set); the SDK reads its own variables. */
   exportSpans: boolean;
+  /**
+   * Replicas share the sweep through this Lease (one holder sweeps and probes each period). In a
+   * Pod by default (`kubefn-sweep` in the Pod's namespace); elsewhere only when
+   * `KUBEFN_SWEEP_LEASE` names one. No namespace: the Pod's, or `kubefn-system`.
+   */
+  sweepLease?: { namespace?: string; name: string };
   settings: KubefnSettings;
 }
+
+/** The sweep Lease's name where none is given (infra/rbac/kubefn.yaml grants exactly this one). */
+export const DEFAULT_SWEEP_LEASE = "kubefn-sweep";
 
 /** The Node host's environment: its own variables and the shared settings. */
 export const nodeHostEnvSchema = z.object({
@@ -49,6 +58,10 @@ export const nodeHostEnvSchema = z.object({
   /** Read by the OpenTelemetry SDK; set, the host exports spans (see span-export.ts). */
   OTEL_EXPORTER_OTLP_ENDPOINT: z.optional(z.string().check(z.minLength(1))),
   OTEL_EXPORTER_OTLP_TRACES_ENDPOINT: z.optional(z.string().check(z.minLength(1))),
+  /** `off`, a Lease name, or `namespace/name`: the Lease the host's replicas share the sweep by. */
+  KUBEFN_SWEEP_LEASE: z.optional(
+    z.string().check(z.regex(/^(off|([a-z0-9]([-a-z0-9]*[a-z0-9])?\/)?[a-z0-9]([-.a-z0-9]*[a-z0-9])?)$/)),
+  ),
   ...settingsVariables,
 });
 
@@ -100,6 +113,13 @@ export function parseNodeHostEnv(env: Record<string, string | undefined>): NodeH
     logFormat: e.KUBEFN_LOG_FORMAT,
     ...(e.SITE_MANIFESTS_DIR ? { siteManifestsDir: e.SITE_MANIFESTS_DIR } : {}),
     exportSpans: spanExportWanted(env),
+    ...sweepLeaseOf(e.KUBEFN_SWEEP_LEASE ?? (inCluster ? DEFAULT_SWEEP_LEASE : "off")),
     settings: settingsFrom(e),
   };
+}
+
+function sweepLeaseOf(value: string): Pick<NodeHostConfig, "sweepLease"> {
+  if (value === "off") return {};
+  const [namespace, name] = value.includes("/") ? value.split("/") : [undefined, value];
+  return { sweepLease: { ...(namespace ? { namespace } : {}), name: name! } };
 }

@@ -1,9 +1,11 @@
+import { hostname } from "node:os";
 import { createKubefn, PrometheusMetrics } from "../../shared/app/index.ts";
 import { createNodeProber } from "../../shared/health/node-prober.ts";
 import { guardedNodeKube } from "../../shared/kube/node.ts";
 import { readManifestDirectory } from "../../shared/kube/node-manifests.ts";
 import {
   type Context,
+  createSweepLease,
   createSweepMemo,
   INVOCATION_READ_MAX_AGE_SECONDS,
   type Log,
@@ -49,7 +51,12 @@ export async function startNodeHost(config: NodeHostConfig, log: Log): Promise<N
   if (!config.kubeconfig && !config.inCluster) settings.auditToken ??= randomToken();
   let parts: HostParts | undefined;
   const { url, close } = await listen(hostApp(metrics, () => parts).fetch, config.port, config.host);
-  const { kc, tokenSource, devcluster } = await connectCluster(config, url, settings.auditToken, log);
+  const { kc, tokenSource, namespace, devcluster } = await connectCluster(
+    config,
+    url,
+    settings.auditToken,
+    log,
+  );
   // Each pass is an invocation of its own (its own request budget); the passes of one queue send
   // (an intake batch, a sweep shard) share reads, as a platform's queue batch does.
   const batchReads = new WeakMap<object, SweepMemo>();
@@ -105,7 +112,19 @@ export async function startNodeHost(config: NodeHostConfig, log: Log): Promise<N
   }
   parts = { kubefn, queue, guard };
   log.info("listening", { url, intake: `${url}/v1/events`, metrics: `${url}/metrics` });
-  const sweeper = startSweeper((full) => kubefn.sweep({ full }), settings.sweepPeriodSeconds, log);
+  // Replicas: one holder of the sweep Lease sweeps (and so probes) each period; see sweep-lease.ts.
+  const lease = config.sweepLease
+    ? createSweepLease({
+        kube,
+        namespace: config.sweepLease.namespace ?? namespace ?? "kubefn-system",
+        name: config.sweepLease.name,
+        holder: `${hostname()}-${randomToken().slice(0, 8)}`,
+        durationSeconds: 2 * settings.sweepPeriodSeconds,
+        log,
+        metrics,
+      })
+    : undefined;
+  const sweeper = startSweeper((full) => kubefn.sweep({ full }), settings.sweepPeriodSeconds, log, lease);
   return {
     url,
     queue,

@@ -47,3 +47,32 @@ describe("startSweeper", () => {
     expect(finished).toBe(true);
   });
 });
+
+describe("startSweeper with a lease", () => {
+  afterEach(() => {
+    vi.useRealTimers();
+  });
+
+  it("sweeps only in the periods it holds the lease, full the first time, and releases it at stop", async () => {
+    vi.useFakeTimers();
+    const runs: boolean[] = [];
+    const answers = [false, false, true, true, false, true];
+    const lease = {
+      hold: vi.fn(async () => answers.shift() ?? false),
+      release: vi.fn(async () => undefined),
+    };
+    const sweeper = startSweeper(
+      async (full) => {
+        runs.push(full);
+      },
+      10,
+      quietLog(),
+      lease,
+    );
+    await vi.advanceTimersByTimeAsync(50_000);
+    expect(lease.hold).toHaveBeenCalledTimes(6);
+    expect(runs).toEqual([true, false, false]);
+    await sweeper.stop();
+    expect(lease.release).toHaveBeenCalledTimes(1);
+  });
+});

@@ -8,6 +8,7 @@
  * | `KUBEFN_INTAKE_URL` | intake's `/v1/events` URL | required |
  * | `KUBEFN_RELAY_SECRET` | HMAC secret shared with intake | required |
  * | `KUBECONFIG` | kubeconfig file; without it, the pod's service account | in-cluster |
+ * | `KUBEFN_SERVICE_ACCOUNT_DIR` | the ServiceAccount volume (token, ca.crt, namespace) in a Pod | /var/run/secrets/kubernetes.io/serviceaccount |
  * | `KUBEFN_RELAY_KINDS` | JSON list of `{group,version,resource,kind,namespaced,predicate}` | from the registry |
  * | `KUBEFN_RELAY_BATCH_SIZE` | most events per batch | 100 |
  * | `KUBEFN_RELAY_BATCH_INTERVAL_MS` | longest an event waits for its batch | 1000 |
@@ -20,17 +21,26 @@ import { serve } from "@hono/node-server";
 import * as z from "zod";
 import { createLineLog } from "../../shared/app/telemetry/index.ts";
 import { controllerKinds } from "../../shared/controllers/index.ts";
-import { createKube } from "../../shared/kube/index.ts";
-import { createNodeTransport, loadKubeConfig } from "../../shared/kube/node.ts";
+import { createKube, type Kube } from "../../shared/kube/index.ts";
+import {
+  createNodeTransport,
+  defaultServiceAccountDir,
+  inClusterConnection,
+  loadKubeConfig,
+} from "../../shared/kube/node.ts";
 import { logLevels } from "../../shared/runtime/index.ts";
 import { type RelayKind, relayKindFromConfig, relayKindSchema, relayKindsOf } from "./kinds.ts";
 import { createRelay } from "./relay.ts";
-import { clientNodeWatchStream } from "./watch-stream.ts";
+import { clientNodeWatchStream, type WatchStream } from "./watch-stream.ts";
 
 const envSchema = z.object({
   KUBEFN_INTAKE_URL: z.url(),
   KUBEFN_RELAY_SECRET: z.string().min(16, "KUBEFN_RELAY_SECRET must be at least 16 characters"),
   KUBECONFIG: z.string().min(1).optional(),
+  /** Set by the kubelet in every Pod. */
+  KUBERNETES_SERVICE_HOST: z.string().min(1).optional(),
+  KUBERNETES_SERVICE_PORT: z.coerce.number().int().min(1).max(65_535).default(443),
+  KUBEFN_SERVICE_ACCOUNT_DIR: z.string().min(1).default(defaultServiceAccountDir),
   KUBEFN_RELAY_KINDS: z
     .string()
     .transform((text, ctx) => {
@@ -72,15 +82,43 @@ export function defaultRelayKinds(): RelayKind[] {
   );
 }
 
+/**
+ * The relay's API access: `KUBECONFIG`'s cluster and identity, else the Pod's as its
+ * ServiceAccount, with the token file re-read as the kubelet rotates it and once more after a 401
+ * (`tokenFileSource`), for its lists and its watches alike.
+ *
+ * Caveats: client-node's own in-cluster loading caches the token for 60 s, so a revoked token
+ * failed every request for up to a minute; it is not used.
+ *
+ * @throws when neither `KUBECONFIG` nor `KUBERNETES_SERVICE_HOST` is set, or the volume has no
+ * `namespace` file.
+ */
+export function connectRelay(env: RelayEnv): { kube: Kube; stream: WatchStream } {
+  if (env.KUBECONFIG) {
+    const kc = loadKubeConfig({ file: env.KUBECONFIG });
+    return { kube: createKube(createNodeTransport(kc)), stream: clientNodeWatchStream(kc) };
+  }
+  if (!env.KUBERNETES_SERVICE_HOST)
+    throw new Error(
+      "neither KUBECONFIG nor KUBERNETES_SERVICE_HOST is set: run the relay in a Pod or give it a kubeconfig",
+    );
+  const { kc, tokenSource } = inClusterConnection({
+    host: env.KUBERNETES_SERVICE_HOST,
+    port: env.KUBERNETES_SERVICE_PORT,
+    serviceAccountDir: env.KUBEFN_SERVICE_ACCOUNT_DIR,
+  });
+  return { kube: createKube(createNodeTransport(kc, { tokenSource })), stream: clientNodeWatchStream(kc) };
+}
+
 async function main(): Promise<void> {
   const env = parseRelayEnv(process.env);
   const log = createLineLog(env.KUBEFN_LOG_FORMAT, undefined, env.LOG_LEVEL);
-  const kc = env.KUBECONFIG ? loadKubeConfig({ file: env.KUBECONFIG }) : loadKubeConfig({ inCluster: true });
+  const { kube, stream } = connectRelay(env);
   const kinds = env.KUBEFN_RELAY_KINDS?.map(relayKindFromConfig) ?? defaultRelayKinds();
   const relay = createRelay({
     kinds,
-    kube: createKube(createNodeTransport(kc)),
-    stream: clientNodeWatchStream(kc),
+    kube,
+    stream,
     intakeUrl: env.KUBEFN_INTAKE_URL,
     secret: env.KUBEFN_RELAY_SECRET,
     batch: { maxEvents: env.KUBEFN_RELAY_BATCH_SIZE, maxDelayMs: env.KUBEFN_RELAY_BATCH_INTERVAL_MS },

@@ -3,8 +3,9 @@
  *
  * The guard is a port so that a deployment with a shared store can plug one in; the default,
  * {@link memoryReplayGuard}, remembers the signatures one process (Node host) or one warm instance
- * (a Worker isolate, a Lambda sandbox) has seen. On the Node host that is complete; on serverless
- * platforms a replay that lands on another instance is not recognised. That is the chosen trade
+ * (a Worker isolate, a Lambda sandbox) has seen. On a single Node host that is complete; on
+ * serverless platforms, and across Node-host replicas, a replay that lands on another instance is
+ * not recognised. That is the chosen trade
  * (docs/security-notes/replay.md): a shared store would cost a write per batch on the hot path and
  * a new dependency per platform, while a replayed batch can only ask for reconcile passes —
  * idempotent, deduplicated, and bounded by the intake's concurrency limit — and never carries

@@ -86,6 +86,16 @@ export {
   resourceKey,
 } from "./registry.ts";
 export { planSweep, type SweepInput, type SweepPlan, sweepBucket } from "./sweep.ts";
+export {
+  createSweepLease,
+  type LeaseSighting,
+  type LeaseStep,
+  leaseStep,
+  type ObservedLease,
+  type SweepLease,
+  type SweepLeaseObject,
+  type SweepLeaseOptions,
+} from "./sweep-lease.ts";
 export { type ControllerSweep, runSweep, type SweepOptions, type SweepSummary } from "./sweep-run.ts";
 export {
   createSweepMemo,

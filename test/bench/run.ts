@@ -9,6 +9,9 @@
  * `fleet` starts its own devcluster (audit webhook on) and ends the output with one JSON line;
  * `KUBEFN_BENCH_FLEET_LARGE=1` runs it with 10,000 primaries. `worker-probes` (10,000 Proxies
  * probed by the Worker in workerd; `KUBEFN_BENCH_PROBES=<n>` for another size) runs only when named.
+ * `replicas` (requests and probes per minute with 1 and 2 Node-host replicas, the takeover time
+ * after a kill; 200 Proxies, `KUBEFN_BENCH_REPLICAS_PROXIES=<n>` for another size, ~8 min) runs
+ * only when named.
  */
 import { benchBundle } from "./bundle.ts";
 import { benchChaos } from "./chaos.ts";
@@ -23,6 +26,7 @@ import { benchAuditZod, benchMapping } from "./mapping.ts";
 import { benchMessagesPerHour } from "./messages.ts";
 import { benchMetrics } from "./metrics.ts";
 import { benchApplyToReady } from "./ready-writes.ts";
+import { benchReplicas } from "./replicas.ts";
 import { benchSteadyPass } from "./steady-pass.ts";
 import { benchSweep } from "./sweep.ts";
 import { benchTraces } from "./traces.ts";
@@ -86,6 +90,15 @@ const benches: { name: string; run: () => Promise<BenchRow[]>; explicit?: boolea
   { name: "ready-writes", run: benchApplyToReady },
   { name: "connections", run: benchConnections },
   { name: "chaos", run: benchChaos, explicit: true },
+  {
+    name: "replicas",
+    run: async () => {
+      const r = await benchReplicas();
+      jsonLines.push(JSON.stringify(r.json));
+      return r.rows;
+    },
+    explicit: true,
+  },
   {
     name: "worker-probes",
     run: async () => {

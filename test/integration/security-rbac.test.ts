@@ -96,6 +96,10 @@ const calls: Array<{ resource: string; verbs: string[]; at: Array<[file: string,
       ["shared/controllers/proxy/leases/store.ts", "ctx.kube.create<ProxyLease>(leaseResource"],
       ["shared/controllers/proxy/leases/store.ts", "ctx.kube.update<ProxyLease>("],
       ["shared/controllers/proxy/leases/store.ts", "ctx.kube.delete("],
+      // The Node host replicas' sweep Lease.
+      ["shared/runtime/sweep-lease.ts", "kube.get<SweepLeaseObject>(Resources.Lease"],
+      ["shared/runtime/sweep-lease.ts", "kube.create<SweepLeaseObject>("],
+      ["shared/runtime/sweep-lease.ts", "kube.update<SweepLeaseObject>(Resources.Lease"],
     ],
   },
   // SubPool operator.

@@ -125,6 +125,10 @@ export const families: Readonly<Record<string, Family>> = {
     help: "Duration of a health probe, by whether it succeeded.",
   },
   kubefn_probe_shards_total: { type: "counter", help: "Probe shards the sweep sent." },
+  kubefn_sweep_lease_total: {
+    type: "counter",
+    help: "Node-host replicas' looks at the sweep Lease, by result: held (this replica sweeps), standby or error.",
+  },
   kubefn_health_patch_errors_total: { type: "counter", help: "Health annotation writes that failed." },
   kubefn_proxy_last_probe_timestamp_seconds: {
     type: "gauge",

@@ -1,4 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { optInNamespace } from "../../functions/node/install.ts";
 import {
   type CreateRequest,
   createKubernetesProvider,
@@ -35,6 +36,7 @@ beforeAll(async () => {
     kind: "Namespace",
     metadata: { name: namespace },
   });
+  await optInNamespace(kube, namespace);
 });
 
 afterAll(async () => {
@@ -156,6 +158,7 @@ describe("Kubernetes pod provider on the devcluster", () => {
       kind: "Namespace",
       metadata: { name: quotaNs },
     });
+    await optInNamespace(kube, quotaNs);
     try {
       await kube.create(Resources.ResourceQuota, {
         apiVersion: "v1",

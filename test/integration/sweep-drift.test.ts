@@ -529,9 +529,9 @@ describe("sweep by lists", () => {
       Resources.Event,
       { namespace: closedNs },
     );
-    expect(events.items.filter((e) => e.reason === "NamespaceNotOptedIn").map((e) => e.type)).toEqual([
-      "Warning",
-    ]);
+    const warnings = events.items.filter((e) => e.reason === "NamespaceNotOptedIn");
+    expect(warnings.length).toBeGreaterThan(0);
+    expect(new Set(warnings.map((e) => e.type))).toEqual(new Set(["Warning"]));
     // No hot retry: while the namespace stays closed, the sweep sends it nothing.
     for (let i = 0; i < 3; i++) {
       const mine = (await sweep()).messages.filter((m) => m.request.name === name);

@@ -270,7 +270,7 @@ describe("the kubefn identity's effective permissions", () => {
     expect(
       flat.filter(
         (s) =>
-          /^(list|watch) secrets$|\*|escalate|bind|impersonate/.test(s) &&
+          /^(list|watch) secrets$|\*|^(escalate|bind|impersonate) /.test(s) &&
           s !== "bind clusterroles.rbac.authorization.k8s.io [kubefn-subpool-credentials]",
       ),
     ).toEqual([]);

@@ -25,7 +25,8 @@ export interface OrphanSweepOptions {
  * none) and one page of Proxies at a time.
  *
  * Where kubefn-tenant is bound per namespace, a namespaced provider is listed per namespace of a
- * swept Proxy instead (orphans in a namespace without Proxies wait for a cluster-wide binding).
+ * swept Proxy naming it instead (orphans in a namespace without such a Proxy wait for a
+ * cluster-wide binding).
  *
  * Caveats: a provider whose list or delete fails is logged and counted (`failed`) and the others
  * proceed; its orphans wait for the next sweep. Instances without the owner tag are never touched.
@@ -73,7 +74,7 @@ export function orphanSweepTask(opts: OrphanSweepOptions): SweepTask {
         proxies: readonly KubeObject[],
       ) => {
         for (const [name, listing] of perNamespace) {
-          for (const namespace of new Set(proxies.map((p) => p.metadata.namespace ?? ""))) {
+          for (const namespace of namespacesUsing(name, proxies)) {
             if (namespacesListed.has(`${name}/${namespace}`)) continue;
             namespacesListed.add(`${name}/${namespace}`);
             try {
@@ -152,4 +153,17 @@ export function orphanSweepTask(opts: OrphanSweepOptions): SweepTask {
       };
     },
   };
+}
+
+/**
+ * The namespaces of the Proxies that name `provider` (External ones name none): where its
+ * instances, and so its orphans, are.
+ */
+function namespacesUsing(provider: string, proxies: readonly KubeObject[]): Set<string> {
+  const out = new Set<string>();
+  for (const p of proxies) {
+    const spec = p.spec as { provider?: unknown } | undefined;
+    if (spec?.provider === provider) out.add(p.metadata.namespace ?? "");
+  }
+  return out;
 }

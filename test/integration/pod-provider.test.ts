@@ -130,12 +130,24 @@ describe("Kubernetes pod provider on the devcluster", () => {
     };
     await kube.create(Resources.Pod, untagged);
 
-    const byOwner = await provider.listByTag({ key: ownerTagKey, value: uid });
+    const byOwner = await provider.listByTag({ key: ownerTagKey, value: uid }, { namespace });
     expect(byOwner.map((i) => i.id)).toEqual([created.id]);
-    const managed = await provider.listByTag({ key: managedByTagKey, value: managedByTagValue });
+    const managed = await provider.listByTag(
+      { key: managedByTagKey, value: managedByTagValue },
+      { namespace },
+    );
     const ids = managed.map((i) => i.id);
     expect(ids).toContain(created.id);
     expect(ids).not.toContain(`kubernetes://${namespace}/untagged`);
+  });
+
+  it("listByTag across namespaces is refused as not opted in (kubefn-tenant is bound per namespace)", async () => {
+    await expect(
+      provider.listByTag({ key: managedByTagKey, value: managedByTagValue }),
+    ).rejects.toMatchObject({
+      name: "NamespaceNotOptedInError",
+      reason: "NamespaceNotOptedIn",
+    });
   });
 
   it("delete → NotFound eventually; a second delete is fine", async () => {

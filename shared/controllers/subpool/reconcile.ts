@@ -176,22 +176,34 @@ async function reconcileActive(
   const grantCredentials = () =>
     ensureCredentialsAccess(ctx, nsName, desired.credentials.metadata.labels ?? {});
   if (createdNamespace) await grantCredentials();
-  const ensureSecret = () =>
-    ensureObject(
-      kube,
-      Resources.Secret,
-      { ...desired.credentials, data: newCredentials(deps.randomBytes) },
-      { owner: object, fieldManager: deps.fieldManager, createFirst },
-    ).catch(async (err: unknown) => {
-      if (!(err instanceof ForbiddenError) || !/\bcannot [a-z]+ resource\b/.test(err.message)) throw err;
-      await grantCredentials();
-      throw new ReconcileError(
-        "transient",
-        "CredentialsAccessPending",
-        `Secrets of ${nsName}: RoleBinding ${subPoolCredentialsRole} made, not in force yet`,
-        { cause: err },
-      );
-    });
+  const ensureSecret = async () => {
+    let granted = createdNamespace;
+    for (let attempt = 1; ; attempt++) {
+      try {
+        return await ensureObject(
+          kube,
+          Resources.Secret,
+          { ...desired.credentials, data: newCredentials(deps.randomBytes) },
+          { owner: object, fieldManager: deps.fieldManager, createFirst },
+        );
+      } catch (err) {
+        if (!(err instanceof ForbiddenError) || !/\bcannot [a-z]+ resource\b/.test(err.message)) throw err;
+        if (!granted) await grantCredentials();
+        granted = true;
+        // The API server's authorizer takes a new RoleBinding in within moments: wait that long
+        // here rather than a backoff's second; past that, the executor's backoff retries.
+        if (attempt >= credentialsGrantAttempts) {
+          throw new ReconcileError(
+            "transient",
+            "CredentialsAccessPending",
+            `Secrets of ${nsName}: RoleBinding ${subPoolCredentialsRole} made, not in force yet`,
+            { cause: err },
+          );
+        }
+        await new Promise((resolve) => setTimeout(resolve, 50 * attempt));
+      }
+    }
+  };
   const ensureManaged = (managed: ManagedObject) =>
     ensureObject(kube, managed.resource, managed.object, ensureOpts(managed));
   // In a Namespace this pass created nothing else can be yet: the Secret and every derived object
@@ -482,6 +494,9 @@ async function createNamespace(
     throw err;
   }
 }
+
+/** Tries of a Secret call RBAC refuses after the grant (50 ms more between each: 1.75 s in all). */
+const credentialsGrantAttempts = 8;
 
 /** The ClusterRole kubefn binds to itself in each SubPool's Namespace: the Secrets there. */
 export const subPoolCredentialsRole = "kubefn-subpool-credentials";

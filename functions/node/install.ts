@@ -81,6 +81,57 @@ export async function installCrdsAndRbac(
   return { crds: crds.length, rbac: rbac.length };
 }
 
+/** The ClusterRole of what kubefn reads and writes inside a tenant namespace (infra/rbac/kubefn.yaml). */
+export const tenantRole = "kubefn-tenant";
+
+const tenantSubject = { kind: "ServiceAccount", name: "kubefn", namespace: "kubefn-system" };
+const tenantRoleRef = { apiGroup: "rbac.authorization.k8s.io", kind: "ClusterRole", name: tenantRole };
+
+/**
+ * Opts `namespace` in: binds ClusterRole kubefn-tenant to kubefn-system/kubefn there, as a
+ * namespace's admin does with `kubectl create rolebinding kubefn-tenant -n <namespace>
+ * --clusterrole=kubefn-tenant --serviceaccount=kubefn-system:kubefn`. Idempotent.
+ *
+ * @example
+ * await optInNamespace(admin, "team-a");
+ */
+export async function optInNamespace(kube: Kube, namespace: string): Promise<void> {
+  await serverSideApply(
+    kube,
+    Resources.RoleBinding,
+    {
+      apiVersion: "rbac.authorization.k8s.io/v1",
+      kind: "RoleBinding",
+      metadata: { name: tenantRole, namespace },
+      roleRef: tenantRoleRef,
+      subjects: [tenantSubject],
+    },
+    "kubefn-installer",
+    true,
+  );
+}
+
+/**
+ * Binds kubefn-tenant cluster-wide (ClusterRoleBinding kubefn-tenant): the explicit choice of an
+ * install that lets kubefn read every namespace's Secrets and Pods (the chart's
+ * clusterWideTenantAccess: true; the embedded devcluster of `npm start`). Idempotent.
+ */
+export async function bindTenantAccessClusterWide(kube: Kube): Promise<void> {
+  await serverSideApply(
+    kube,
+    Resources.ClusterRoleBinding,
+    {
+      apiVersion: "rbac.authorization.k8s.io/v1",
+      kind: "ClusterRoleBinding",
+      metadata: { name: tenantRole },
+      roleRef: tenantRoleRef,
+      subjects: [tenantSubject],
+    },
+    "kubefn-installer",
+    true,
+  );
+}
+
 /**
  * Lets `username` write what kubefn reads back as its own record (the status of Proxies, SubPools
  * and Sites, a Proxy's spec-hash annotation): adds it, under `key`, to the ConfigMap

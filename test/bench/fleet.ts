@@ -62,6 +62,12 @@ const peerSubPoolResource: Resource = { ...subPoolResource, group: PEER_GROUP };
 export interface FleetOptions {
   proxies: number;
   subPools: number;
+  /**
+   * Tenant namespaces the Proxies are spread over (round-robin), each opted in with a RoleBinding
+   * of kubefn-tenant: kubefn lists the pod provider's instances once per namespace instead of once
+   * across the cluster. Default 1 (`bench-fleet`).
+   */
+  namespaces?: number;
   /** The steady window, seconds (≥ one drift period: the sweep runs every 60 s). */
   steadySeconds: number;
 }
@@ -619,15 +625,24 @@ export async function benchFleet(opts: FleetOptions = defaultFleet): Promise<Fle
       await forwardProxies.close();
       await target.close();
     });
-    await admin.create(Resources.Namespace, {
-      apiVersion: "v1",
-      kind: "Namespace",
-      metadata: { name: "bench-fleet" },
-    });
+    const namespaces = Array.from({ length: Math.max(1, opts.namespaces ?? 1) }, (_, i) =>
+      i === 0 ? "bench-fleet" : `bench-fleet-${i}`,
+    );
+    for (const name of namespaces) {
+      await admin.create(Resources.Namespace, { apiVersion: "v1", kind: "Namespace", metadata: { name } });
+      // Opted in, as a tenant namespace's admin does (infra/rbac/kubefn.yaml, kubefn-tenant).
+      await admin.create(Resources.RoleBinding, {
+        apiVersion: "rbac.authorization.k8s.io/v1",
+        kind: "RoleBinding",
+        metadata: { name: "kubefn-tenant", namespace: name },
+        roleRef: { apiGroup: "rbac.authorization.k8s.io", kind: "ClusterRole", name: "kubefn-tenant" },
+        subjects: [{ kind: "ServiceAccount", name: "kubefn", namespace: "kubefn-system" }],
+      });
+    }
     const proxies: KubeObject[] = Array.from({ length: opts.proxies }, (_, i) => ({
       apiVersion: `${proxyResource.group}/${proxyResource.version}`,
       kind: "Proxy",
-      metadata: { namespace: "bench-fleet", name: `ext-${i}` },
+      metadata: { namespace: namespaces[i % namespaces.length]!, name: `ext-${i}` },
       spec: {
         mode: "External",
         endpoint: {
@@ -645,9 +660,7 @@ export async function benchFleet(opts: FleetOptions = defaultFleet): Promise<Fle
       proxyResource,
       proxies,
       async () => {
-        const listed = await listAll<KubeObject & { status?: { phase?: string } }>(admin, proxyResource, {
-          namespace: "bench-fleet",
-        });
+        const listed = await listAll<KubeObject & { status?: { phase?: string } }>(admin, proxyResource, {});
         return listed.filter((p) => p.status?.phase === "Ready").length;
       },
       Math.max(900_000, opts.proxies * 250),
@@ -782,7 +795,12 @@ export async function benchFleet(opts: FleetOptions = defaultFleet): Promise<Fle
     const json = {
       bench: "fleet",
       commit,
-      primaries: { proxies: opts.proxies, subPools: opts.subPools, peerSubPools: opts.subPools },
+      primaries: {
+        proxies: opts.proxies,
+        proxyNamespaces: Math.max(1, opts.namespaces ?? 1),
+        subPools: opts.subPools,
+        peerSubPools: opts.subPools,
+      },
       // Host settings given through the environment (the host reads KUBEFN_*); {} is the defaults.
       hostSettings: Object.fromEntries(
         Object.entries(process.env).filter(

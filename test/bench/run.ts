@@ -111,7 +111,16 @@ const benches: { name: string; run: () => Promise<BenchRow[]>; explicit?: boolea
   {
     name: "fleet",
     run: async () => {
-      const r = await benchFleet(process.env.KUBEFN_BENCH_FLEET_LARGE === "1" ? largeFleet : defaultFleet);
+      const base = process.env.KUBEFN_BENCH_FLEET_LARGE === "1" ? largeFleet : defaultFleet;
+      // A smaller fleet for a shared machine, e.g. PROXIES=200 NAMESPACES=10 SUBPOOLS=10.
+      const knob = (name: string, fallback: number) =>
+        Number(process.env[`KUBEFN_BENCH_FLEET_${name}`] ?? fallback);
+      const r = await benchFleet({
+        proxies: knob("PROXIES", base.proxies),
+        subPools: knob("SUBPOOLS", base.subPools),
+        namespaces: knob("NAMESPACES", base.namespaces ?? 1),
+        steadySeconds: knob("STEADY_SECONDS", base.steadySeconds),
+      });
       jsonLines.push(JSON.stringify(r.json));
       return r.rows;
     },

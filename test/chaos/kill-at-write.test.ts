@@ -18,9 +18,11 @@
  *
  * The API server's audit events reach whichever host runs, as its audit webhook would.
  */
+
 import { randomBytes } from "node:crypto";
 import { appendFileSync } from "node:fs";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { optInNamespace } from "../../functions/node/install.ts";
 import { proxyResource } from "../../shared/controllers/proxy/api.ts";
 import { subPoolNamespaceName } from "../../shared/controllers/subpool/api.ts";
 import { createFetchTransport, createKube, type Kube, Resources } from "../../shared/kube/index.ts";
@@ -79,6 +81,7 @@ describe("kill at every write", () => {
     const ns = `kill-${randomBytes(3).toString("hex")}`;
     namespaces.push(ns);
     await admin.create(Resources.Namespace, { apiVersion: "v1", kind: "Namespace", metadata: { name: ns } });
+    await optInNamespace(admin, ns);
     const expected = new Map<string, string>();
     const check = async () => {
       const { pending, leaks } = await findProblems(admin, ns, expected);

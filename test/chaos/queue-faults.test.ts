@@ -16,7 +16,7 @@ import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
 import { createHandler } from "../../functions/aws/handler.ts";
 import { parseWorkerEnv } from "../../functions/cloudflare/config.ts";
 import { settle } from "../../functions/cloudflare/queue.ts";
-import { installCrdsAndRbac, serviceAccountToken } from "../../functions/node/install.ts";
+import { installCrdsAndRbac, optInNamespace, serviceAccountToken } from "../../functions/node/install.ts";
 import { WorkQueue } from "../../functions/node/work-queue.ts";
 import { createKubefn, createOperators, type Operators } from "../../shared/app/index.ts";
 import { type Proxy as ProxyObject, proxyResource } from "../../shared/controllers/proxy/api.ts";
@@ -254,6 +254,7 @@ async function newNamespace(): Promise<string> {
   const name = `queue-${randomBytes(3).toString("hex")}`;
   namespaces.push(name);
   await admin.create(Resources.Namespace, { apiVersion: "v1", kind: "Namespace", metadata: { name } });
+  await optInNamespace(admin, name);
   return name;
 }
 

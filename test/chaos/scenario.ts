@@ -17,7 +17,9 @@
  * go straight to the API server, unfaulted. Requests are counted at the fault proxy, so they are
  * what kubefn sent, answered or not.
  */
+
 import { randomBytes } from "node:crypto";
+import { optInNamespace } from "../../functions/node/install.ts";
 import { type Proxy as ProxyObject, proxyResource } from "../../shared/controllers/proxy/api.ts";
 import { cloudInitSecretName } from "../../shared/controllers/proxy/providers/kubernetes.ts";
 import { managedByTagKey, ownerTagKey } from "../../shared/controllers/proxy/providers/provider.ts";
@@ -253,6 +255,7 @@ export async function runChaos(opts: {
     kind: "Namespace",
     metadata: { name: namespace },
   });
+  await optInNamespace(admin, namespace);
   const names = Array.from({ length: profile.objects }, (_, i) => `px-${String(i).padStart(4, "0")}`);
   const expected = new Map(names.map((n) => [n, "#cloud-config v1"]));
 
@@ -376,6 +379,7 @@ export async function runOutage(opts: {
     kind: "Namespace",
     metadata: { name: namespace },
   });
+  await optInNamespace(admin, namespace);
   const names = Array.from({ length: opts.objects }, (_, i) => `px-${String(i).padStart(4, "0")}`);
   const expected = new Map(names.map((n) => [n, "#cloud-config v1"]));
   await poolMap(names, 16, (name) =>

@@ -19,7 +19,7 @@ import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
 import { createTestHarness, type TestHarness } from "wrangler";
 import { parse } from "yaml";
 import { createHandler } from "../../functions/aws/handler.ts";
-import { installCrdsAndRbac, serviceAccountToken } from "../../functions/node/install.ts";
+import { installCrdsAndRbac, optInNamespace, serviceAccountToken } from "../../functions/node/install.ts";
 import { encodeCloudWatchLogs, logEntryFromAuditEvent, pushBodyOf } from "../../shared/audit-export/index.ts";
 import { proxyResource } from "../../shared/controllers/proxy/api.ts";
 import {
@@ -196,6 +196,7 @@ beforeAll(async () => {
   await installCrdsAndRbac(admin);
   saToken = await serviceAccountToken(adminTransport, "kubefn-system", "kubefn");
   await admin.create(Resources.Namespace, { apiVersion: "v1", kind: "Namespace", metadata: { name: ns } });
+  await optInNamespace(admin, ns);
   signer = await createTokenSigner();
   jwks = await startJwksServer(signer.jwks);
 

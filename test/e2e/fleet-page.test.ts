@@ -4,8 +4,10 @@
  * holds, their colours really painted, the latency chart drawn, the passes that ran listed, a
  * hostile provider name and annotation shown as text (not markup), and the API token enforced.
  */
+
 import { randomBytes } from "node:crypto";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { optInNamespace } from "../../functions/node/install.ts";
 import { chartColour, toneColours } from "../../shared/app/fleet/render.ts";
 import { type Proxy as ProxyObject, proxyResource } from "../../shared/controllers/proxy/api.ts";
 import { subPoolResource } from "../../shared/controllers/subpool/api.ts";
@@ -53,6 +55,7 @@ beforeAll(async () => {
     kind: "Namespace",
     metadata: { name: namespace },
   });
+  await optInNamespace(admin, namespace);
   [forwardProxy, target] = await Promise.all([startForwardProxy(), startHttpTarget()]);
   const probe = {
     probeURL: `http://127.0.0.1:${target.port}/`,

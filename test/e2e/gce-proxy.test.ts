@@ -4,9 +4,11 @@
  * that checks the service-account JWT and the bearer token on every call: the VM is inserted,
  * polled to RUNNING, and on deletion the finalizer is held until the VM is gone.
  */
+
 import { randomBytes } from "node:crypto";
 import { KubeConfig } from "@kubernetes/client-node";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { optInNamespace } from "../../functions/node/install.ts";
 import { proxyResource } from "../../shared/controllers/proxy/api.ts";
 import { createKube, findCondition, isNotFound, Resources } from "../../shared/kube/index.ts";
 import { createNodeTransport } from "../../shared/kube/node.ts";
@@ -40,6 +42,7 @@ beforeAll(async () => {
   admin = createKube(createNodeTransport(kc));
   ns = `gce-${randomBytes(3).toString("hex")}`;
   await admin.create(Resources.Namespace, { apiVersion: "v1", kind: "Namespace", metadata: { name: ns } });
+  await optInNamespace(admin, ns);
   gce = await startGceServer(project);
   host = await startHost({
     KUBECONFIG: await functionsKubeconfig(clusterInfo().kubeconfig),

@@ -3,6 +3,7 @@
  * with its own devcluster and the real audit webhook; and, against the run's shared devcluster,
  * convergence with every event lost, a host killed mid-pass, and duplicated or reordered events.
  */
+
 import { spawn } from "node:child_process";
 import { randomBytes } from "node:crypto";
 import { copyFileSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
@@ -13,6 +14,7 @@ import { KubeConfig } from "@kubernetes/client-node";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { connectCluster } from "../../functions/node/cluster.ts";
 import { parseNodeHostEnv } from "../../functions/node/config.ts";
+import { optInNamespace } from "../../functions/node/install.ts";
 import { signBatch } from "../../shared/auth/index.ts";
 import { proxyResource } from "../../shared/controllers/proxy/api.ts";
 import { ownerTagKey } from "../../shared/controllers/proxy/providers/provider.ts";
@@ -67,6 +69,7 @@ async function newNamespace(kube: Kube, prefix: string): Promise<string> {
   const name = `${prefix}-${randomBytes(3).toString("hex")}`;
   namespaces.push(name);
   await kube.create(Resources.Namespace, { apiVersion: "v1", kind: "Namespace", metadata: { name } });
+  await optInNamespace(kube, name);
   return name;
 }
 

@@ -4,9 +4,11 @@
  * permanent errors. The host sweeps every second and probes with a one-second report interval so
  * that thresholds play out in seconds.
  */
+
 import { randomBytes } from "node:crypto";
 import { KubeConfig } from "@kubernetes/client-node";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { optInNamespace } from "../../functions/node/install.ts";
 import { proxyResource } from "../../shared/controllers/proxy/api.ts";
 import { ownerTagKey } from "../../shared/controllers/proxy/providers/provider.ts";
 import { createKube, findCondition, listAll, Resources } from "../../shared/kube/index.ts";
@@ -76,6 +78,7 @@ beforeAll(async () => {
   admin = createKube(createNodeTransport(kc));
   ns = `px-${randomBytes(3).toString("hex")}`;
   await admin.create(Resources.Namespace, { apiVersion: "v1", kind: "Namespace", metadata: { name: ns } });
+  await optInNamespace(admin, ns);
   target = await startHttpTarget();
   host = await startHost({
     KUBECONFIG: await functionsKubeconfig(clusterInfo().kubeconfig),
@@ -214,6 +217,7 @@ describe("a Managed Proxy through the functions", () => {
   it("a quota refusal shows QuotaExceeded and is retried until the quota allows it", async () => {
     const qns = `${ns}-q`;
     await admin.create(Resources.Namespace, { apiVersion: "v1", kind: "Namespace", metadata: { name: qns } });
+    await optInNamespace(admin, qns);
     await admin.create(Resources.ResourceQuota, {
       apiVersion: "v1",
       kind: "ResourceQuota",

@@ -11,10 +11,12 @@
  * pass-through (this file, in front of the devcluster's plain-HTTP proxy, credentials passed
  * through unchanged): it counts every request on the wire, reads and writes, as a second witness.
  */
+
 import { randomBytes } from "node:crypto";
 import { readFileSync } from "node:fs";
 import { KubeConfig } from "@kubernetes/client-node";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { optInNamespace } from "../../functions/node/install.ts";
 import { proxyResource } from "../../shared/controllers/proxy/api.ts";
 import { createKube, findCondition, Resources } from "../../shared/kube/index.ts";
 import { createNodeTransport } from "../../shared/kube/node.ts";
@@ -52,6 +54,7 @@ beforeAll(async () => {
   admin = createKube(createNodeTransport(kc));
   ns = `steady-${randomBytes(3).toString("hex")}`;
   await admin.create(Resources.Namespace, { apiVersion: "v1", kind: "Namespace", metadata: { name: ns } });
+  await optInNamespace(admin, ns);
   target = await startHttpTarget();
   external = await startForwardProxy({ host: "127.0.0.1" });
   api = await startRecordingApiProxy(clusterInfo().httpProxy);

@@ -25,7 +25,7 @@ import { createServer } from "node:http";
 import type { AddressInfo } from "node:net";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createTestHarness, type TestHarness } from "wrangler";
-import { installCrdsAndRbac, serviceAccountToken } from "../../functions/node/install.ts";
+import { installCrdsAndRbac, optInNamespace, serviceAccountToken } from "../../functions/node/install.ts";
 import { signBatch } from "../../shared/app/intake/index.ts";
 import { type Proxy as ProxyObject, proxyResource } from "../../shared/controllers/proxy/api.ts";
 import { ownerTagKey } from "../../shared/controllers/proxy/providers/provider.ts";
@@ -78,6 +78,7 @@ beforeAll(async () => {
     kind: "Namespace",
     metadata: { name: namespace },
   });
+  await optInNamespace(kube, namespace);
   [forwardProxy, target, gce] = await Promise.all([
     startForwardProxy(),
     startHttpTarget(),

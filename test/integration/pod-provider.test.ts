@@ -1,4 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { optInNamespace } from "../../functions/node/install.ts";
 import {
   type CreateRequest,
   createKubernetesProvider,
@@ -35,6 +36,7 @@ beforeAll(async () => {
     kind: "Namespace",
     metadata: { name: namespace },
   });
+  await optInNamespace(kube, namespace);
 });
 
 afterAll(async () => {
@@ -128,12 +130,24 @@ describe("Kubernetes pod provider on the devcluster", () => {
     };
     await kube.create(Resources.Pod, untagged);
 
-    const byOwner = await provider.listByTag({ key: ownerTagKey, value: uid });
+    const byOwner = await provider.listByTag({ key: ownerTagKey, value: uid }, { namespace });
     expect(byOwner.map((i) => i.id)).toEqual([created.id]);
-    const managed = await provider.listByTag({ key: managedByTagKey, value: managedByTagValue });
+    const managed = await provider.listByTag(
+      { key: managedByTagKey, value: managedByTagValue },
+      { namespace },
+    );
     const ids = managed.map((i) => i.id);
     expect(ids).toContain(created.id);
     expect(ids).not.toContain(`kubernetes://${namespace}/untagged`);
+  });
+
+  it("listByTag across namespaces is refused as not opted in (kubefn-tenant is bound per namespace)", async () => {
+    await expect(
+      provider.listByTag({ key: managedByTagKey, value: managedByTagValue }),
+    ).rejects.toMatchObject({
+      name: "NamespaceNotOptedInError",
+      reason: "NamespaceNotOptedIn",
+    });
   });
 
   it("delete → NotFound eventually; a second delete is fine", async () => {
@@ -156,6 +170,7 @@ describe("Kubernetes pod provider on the devcluster", () => {
       kind: "Namespace",
       metadata: { name: quotaNs },
     });
+    await optInNamespace(kube, quotaNs);
     try {
       await kube.create(Resources.ResourceQuota, {
         apiVersion: "v1",

@@ -13,7 +13,9 @@
  * Nothing tenant-written may act as a pointer, Secret bytes must not reach the Pod spec, and a
  * stale snapshot must never cause a provider side effect.
  */
+
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { optInNamespace } from "../../functions/node/install.ts";
 import {
   type Proxy as ProxyObject,
   proxyResource,
@@ -145,6 +147,7 @@ beforeAll(async () => {
   kubefn = await kubefnKube(admin);
   for (const name of [tenantNs, victimNs]) {
     await admin.create(Resources.Namespace, { apiVersion: "v1", kind: "Namespace", metadata: { name } });
+    await optInNamespace(admin, name);
   }
   mallory = await tenant(admin, {
     namespace: tenantNs,

@@ -7,6 +7,7 @@
 import { readFileSync } from "node:fs";
 import { fileURLToPath } from "node:url";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { optInNamespace } from "../../functions/node/install.ts";
 import { proxyResource } from "../../shared/controllers/proxy/api.ts";
 import { buildPod } from "../../shared/controllers/proxy/providers/kubernetes.ts";
 import { nameFromUID, ownerTags } from "../../shared/controllers/proxy/providers/provider.ts";
@@ -75,6 +76,18 @@ const calls: Array<{ resource: string; verbs: string[]; at: Array<[file: string,
       ["shared/controllers/proxy/providers/kubernetes.ts", "kube.create<CloudInitSecret>(secretResource"],
       ["shared/controllers/proxy/providers/kubernetes.ts", "kube.delete(secretResource"],
       ["shared/controllers/subpool/reconcile.ts", "Resources.Secret"],
+    ],
+  },
+  {
+    resource: "rolebindings.rbac.authorization.k8s.io",
+    verbs: ["create"],
+    at: [["shared/controllers/subpool/reconcile.ts", "ctx.kube.create(Resources.RoleBinding"]],
+  },
+  {
+    resource: "clusterroles.rbac.authorization.k8s.io",
+    verbs: ["bind"],
+    at: [
+      ["shared/controllers/subpool/reconcile.ts", 'subPoolCredentialsRole = "kubefn-subpool-credentials"'],
     ],
   },
   {
@@ -221,6 +234,8 @@ beforeAll(async () => {
     kind: "Namespace",
     metadata: { name: victims },
   });
+  // kubefn's own shapes are shown admitted where the namespace opted in.
+  await optInNamespace(admin, victims);
 });
 
 afterAll(async () => {
@@ -249,11 +264,22 @@ describe("the kubefn identity's effective permissions", () => {
       }
     }
     expect(extra, "granted verbs no code calls").toEqual([]);
-    // Never: list/watch Secrets, any "*", escalate/bind/impersonate.
+    // Never: list/watch Secrets, any "*", escalate/bind/impersonate, but bind on exactly the
+    // ClusterRole of a SubPool's Secrets (the admission policy pins where and to whom).
     const flat = [...clusterWide.grants, ...inOwnNamespace.grants].flatMap((g) =>
-      g.verbs.map((v) => `${v} ${g.resource}`),
+      g.verbs.map(
+        (v) => `${v} ${g.resource}${g.resourceNames.length ? ` [${g.resourceNames.join(" ")}]` : ""}`,
+      ),
     );
-    expect(flat.filter((s) => /^(list|watch) secrets$|\*|escalate|bind|impersonate/.test(s))).toEqual([]);
+    expect(
+      flat.filter(
+        (s) =>
+          /^(list|watch) secrets$|\*|^(escalate|bind|impersonate) /.test(s) &&
+          s !== "bind clusterroles.rbac.authorization.k8s.io [kubefn-subpool-credentials]",
+      ),
+    ).toEqual([]);
+    // A tenant namespace's Secrets and Pods only where it opted in: nothing of them cluster-wide.
+    expect(clusterWide.grants.filter((g) => ["secrets", "pods"].includes(g.resource))).toEqual([]);
     // The Site's components are granted only in the operator namespace.
     expect(clusterWide.grants.some((g) => g.resource === "deployments.apps")).toBe(false);
     expect(inOwnNamespace.grants.some((g) => g.resource === "deployments.apps")).toBe(true);

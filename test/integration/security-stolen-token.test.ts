@@ -10,11 +10,14 @@
  *    a node, host ports and namespaces, privileges, host paths, tolerations, unbounded resources,
  *    or an image the installer did not allow), in any namespace;
  * 3. a workload in kubefn-system that is not a Site component's image and ServiceAccount;
- * 4. an HTTPRoute in a SubPool's namespace serving a hostname that is not that SubPool's to claim.
+ * 4. an HTTPRoute in a SubPool's namespace serving a hostname that is not that SubPool's to claim;
+ * 5. reading a Secret, or listing the Pods (their env, the Secrets they mount), of a namespace that
+ *    never opted in (issue "trust boundary"), or opting a namespace in itself.
  *
  * Each attack is shown refused, and the shape kubefn really writes is shown admitted.
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { optInNamespace } from "../../functions/node/install.ts";
 import { proxyFinalizer, proxyResource } from "../../shared/controllers/proxy/api.ts";
 import { buildPod, type Pod } from "../../shared/controllers/proxy/providers/kubernetes.ts";
 import { nameFromUID, ownerTags } from "../../shared/controllers/proxy/providers/provider.ts";
@@ -33,6 +36,8 @@ import { adminKube, kubefnKube } from "../security/tenants.ts";
 
 const suffix = Date.now().toString(36);
 const victims = `stolen-${suffix}`;
+/** A tenant namespace that never opted in to kubefn (no RoleBinding of kubefn-tenant). */
+const closed = `closed-${suffix}`;
 const pool = `stolen-${suffix}`;
 const otherPool = `other-${suffix}`;
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
@@ -89,10 +94,17 @@ beforeAll(async () => {
     kind: "Namespace",
     metadata: { name: victims },
   });
+  // kubefn's own shapes (attack 2's admitted Pods) are written where the namespace opted in.
+  await optInNamespace(admin, victims);
+  await admin.create(Resources.Namespace, {
+    apiVersion: "v1",
+    kind: "Namespace",
+    metadata: { name: closed },
+  });
 }, 120_000);
 
 afterAll(async () => {
-  for (const name of [victims, `subpool-${pool}`, `subpool-${otherPool}`]) {
+  for (const name of [victims, closed, `subpool-${pool}`, `subpool-${otherPool}`]) {
     await admin?.delete(Resources.Namespace, { name }).catch(() => {});
   }
   for (const name of [pool, otherPool]) {
@@ -500,5 +512,67 @@ describe("attack 4: an HTTPRoute serving a hostname that is not its SubPool's", 
     );
     expect(message).toMatch(/serves one hostname that SubPool may claim/);
     await deleteNow(httpRouteResource, { namespace: `subpool-${pool}`, name: `${pool}-cpa` });
+  });
+});
+
+describe("attack 5: reading a namespace that never opted in", () => {
+  const rbac = "rbac.authorization.k8s.io";
+  const binding = (roleName: string): KubeObject =>
+    ({
+      apiVersion: `${rbac}/v1`,
+      kind: "RoleBinding",
+      metadata: {
+        name: `self-${roleName}`,
+        namespace: closed,
+        labels: { "app.kubernetes.io/managed-by": "subpool-operator" },
+      },
+      roleRef: { apiGroup: rbac, kind: "ClusterRole", name: roleName },
+      subjects: [{ kind: "ServiceAccount", name: "kubefn", namespace: "kubefn-system" }],
+    }) as KubeObject;
+
+  beforeAll(async () => {
+    await admin.create(Resources.Secret, {
+      apiVersion: "v1",
+      kind: "Secret",
+      metadata: { name: "tenant-db", namespace: closed },
+      stringData: { password: "hunter2" },
+    });
+  });
+
+  it("cannot get its Secrets, nor list its Pods, nor list Pods or Secrets across namespaces", async () => {
+    await expect(
+      kubefn.get(Resources.Secret, { namespace: closed, name: "tenant-db" }),
+    ).rejects.toBeInstanceOf(ForbiddenError);
+    await expect(kubefn.list(Resources.Pod, { namespace: closed })).rejects.toBeInstanceOf(ForbiddenError);
+    await expect(kubefn.list(Resources.Pod)).rejects.toBeInstanceOf(ForbiddenError);
+    await expect(kubefn.list(Resources.Secret)).rejects.toBeInstanceOf(ForbiddenError);
+  });
+
+  it("cannot opt the namespace in itself, with the tenant role or the SubPool credentials role", async () => {
+    for (const role of ["kubefn-tenant", "kubefn-subpool-credentials"]) {
+      await refused(
+        `bind ${role} in ${closed}`,
+        () => kubefn.create(Resources.RoleBinding, binding(role)),
+        () => deleteNow(Resources.RoleBinding, { namespace: closed, name: `self-${role}` }),
+      );
+    }
+    await expect(
+      kubefn.get(Resources.Secret, { namespace: closed, name: "tenant-db" }),
+    ).rejects.toBeInstanceOf(ForbiddenError);
+  });
+
+  it("reads the Secret once the namespace's admin opts in (the RoleBinding the docs give)", async () => {
+    await optInNamespace(admin, closed);
+    let read: (KubeObject & { data?: Record<string, string> }) | undefined;
+    for (let i = 0; i < 50 && !read; i++) {
+      read = await kubefn
+        .get(Resources.Secret, { namespace: closed, name: "tenant-db" })
+        .catch((err: unknown) => {
+          if (!(err instanceof ForbiddenError)) throw err;
+          return undefined;
+        });
+      if (!read) await sleep(100);
+    }
+    expect(read?.data?.password).toBe(btoa("hunter2"));
   });
 });

@@ -11,7 +11,12 @@
  *   Pod instance deleted, a cloud-init Secret rotated.
  */
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
-import { asServiceAccount, installCrdsAndRbac, serviceAccountToken } from "../../functions/node/install.ts";
+import {
+  asServiceAccount,
+  installCrdsAndRbac,
+  optInNamespace,
+  serviceAccountToken,
+} from "../../functions/node/install.ts";
 import { proxyResource } from "../../shared/controllers/proxy/api.ts";
 import { proxyController } from "../../shared/controllers/proxy/controller.ts";
 import { createKubernetesProvider } from "../../shared/controllers/proxy/providers/index.ts";
@@ -51,6 +56,8 @@ let followUps: { message: Message; at: number }[] = [];
 let swept: Message[] = [];
 let collecting: "sweep" | "pass" = "sweep";
 const proxyNs = `drift-${suffix}`;
+/** A tenant namespace that has not opted in to kubefn (no RoleBinding of kubefn-tenant). */
+const closedNs = `closed-${suffix}`;
 const pools: string[] = [];
 const sites: string[] = [];
 
@@ -266,6 +273,7 @@ beforeAll(async () => {
     kind: "Namespace",
     metadata: { name: proxyNs },
   });
+  await optInNamespace(admin, proxyNs);
 }, 120_000);
 
 afterAll(async () => {
@@ -275,7 +283,7 @@ afterAll(async () => {
   // Drive the finalizers so the pools and their Namespaces go.
   await converge("cleanup", 120_000).catch(() => undefined);
   // No pass runs for the Proxies now: their finalizers are taken off directly (Pods go with proxyNs).
-  await removeNamespaces(admin, [proxyNs], { dropFinalizers: true });
+  await removeNamespaces(admin, [proxyNs, closedNs], { dropFinalizers: true });
 }, 300_000);
 
 describe("sweep by lists", () => {
@@ -479,6 +487,66 @@ describe("sweep by lists", () => {
     expect((await driftFor("waiting")).trigger?.reason).toBe("cloud-init-retry");
     await converge("proxy once its Secret appeared", 120_000);
     expect(await reasonOf()).not.toBe("CloudInitError");
+  }, 300_000);
+
+  it("a Proxy in a namespace that never opted in says so (Ready, a Warning Event), waits quietly, and converges once it does", async () => {
+    const name = `closed-${suffix}`;
+    await admin.create(Resources.Namespace, {
+      apiVersion: "v1",
+      kind: "Namespace",
+      metadata: { name: closedNs },
+    });
+    await admin.create(Resources.Secret, {
+      apiVersion: "v1",
+      kind: "Secret",
+      metadata: { namespace: closedNs, name: "init" },
+      stringData: { "user-data": "#cloud-config\n" },
+    });
+    await admin.create(proxyResource, {
+      apiVersion: "crawl.kubefn.dev/v1alpha1",
+      kind: "Proxy",
+      metadata: { namespace: closedNs, name },
+      spec: { mode: "Managed", provider: "kubernetes", cloudInit: { secretRef: { name: "init" } } },
+    });
+    type Condition = { type: string; status: string; reason: string; message: string };
+    type ProxyObject = KubeObject & { status?: { ip?: string; conditions?: Condition[] } };
+    const conditionOf = async (type: string) =>
+      (await admin.get<ProxyObject>(proxyResource, { namespace: closedNs, name })).status?.conditions?.find(
+        (c) => c.type === type,
+      );
+    for (let i = 0; i < 30 && (await conditionOf("Ready"))?.reason !== "NamespaceNotOptedIn"; i++) {
+      const mine = (await sweep()).messages.filter((m) => m.request.name === name);
+      for (const m of mine) await runPass(ctx, registry, m);
+      followUps = [];
+      await sleep(200);
+    }
+    const ready = await conditionOf("Ready");
+    expect(ready).toMatchObject({ status: "False", reason: "NamespaceNotOptedIn" });
+    expect(ready?.message).toContain(
+      `kubectl create rolebinding kubefn-tenant -n ${closedNs} --clusterrole=kubefn-tenant --serviceaccount=kubefn-system:kubefn`,
+    );
+    const events = await admin.list<KubeObject & { type?: string; reason?: string; note?: string }>(
+      Resources.Event,
+      { namespace: closedNs },
+    );
+    const warnings = events.items.filter((e) => e.reason === "NamespaceNotOptedIn");
+    expect(warnings.length).toBeGreaterThan(0);
+    expect(new Set(warnings.map((e) => e.type))).toEqual(new Set(["Warning"]));
+    // No hot retry: while the namespace stays closed, the sweep sends it nothing.
+    for (let i = 0; i < 3; i++) {
+      const mine = (await sweep()).messages.filter((m) => m.request.name === name);
+      expect(mine.map((m) => m.trigger?.reason)).toEqual([]);
+    }
+    await optInNamespace(admin, closedNs);
+    let reason: string | undefined;
+    for (let i = 0; i < 50 && reason !== "namespace-opted-in"; i++) {
+      reason = (await driftFor(name)).trigger?.reason;
+      if (reason !== "namespace-opted-in") await sleep(200);
+    }
+    expect(reason).toBe("namespace-opted-in");
+    await converge("proxy once its namespace opted in", 120_000);
+    expect(await conditionOf("Provisioned")).toMatchObject({ status: "True" });
+    expect(await conditionOf("Ready")).toMatchObject({ status: "True" });
   }, 300_000);
 });
 

@@ -5,6 +5,7 @@ import type { Log } from "../../../shared/runtime/index.ts";
 import {
   applyAllowLists,
   asServiceAccount,
+  bindTenantAccessClusterWide,
   installCrdsAndRbac,
   type PolicyAllowEntry,
   serviceAccountToken,
@@ -21,8 +22,8 @@ export {
 /**
  * `npm start` with no cluster given: the embedded devcluster, its audit webhook pointed at
  * `auditWebhookUrl`, with kubefn's CRDs and RBAC installed and `allowEntries` in the admission
- * policies' allow-lists (see allowListEntriesFor), reconciled as kubefn's least-privileged
- * `kubefn-system/kubefn` ServiceAccount.
+ * policies' allow-lists (see allowListEntriesFor) and kubefn-tenant bound cluster-wide, reconciled
+ * as kubefn's least-privileged `kubefn-system/kubefn` ServiceAccount.
  */
 export async function startDevclusterAsKubefn(
   auditWebhookUrl: string,
@@ -37,6 +38,9 @@ export async function startDevclusterAsKubefn(
   const admin = loadKubeConfig({ file: kubeconfig });
   const adminKube = createKube(createNodeTransport(admin));
   log.info("CRDs and RBAC installed", await installCrdsAndRbac(adminKube));
+  // A development cluster of one user: kubefn may read every namespace (the explicit choice an
+  // install makes with clusterWideTenantAccess; tenants of a shared cluster opt in one by one).
+  await bindTenantAccessClusterWide(adminKube);
   // What the host's settings ask kubefn to run and serve, in the policies' allow-lists.
   await applyAllowLists(adminKube, allowEntries);
   const token = await serviceAccountToken(createNodeTransport(admin), "kubefn-system", "kubefn");

@@ -44,6 +44,11 @@ export const ProxyReason = {
   Deleting: "Deleting",
   ExternalEndpoint: "ExternalEndpoint",
   CloudInitError: "CloudInitError",
+  /**
+   * kubefn may not read the Proxy's namespace (its Secrets, its Pods): the namespace did not opt
+   * in with a RoleBinding of kubefn-tenant. Ready=False; converges once it does.
+   */
+  NamespaceNotOptedIn: "NamespaceNotOptedIn",
   UnknownProvider: "UnknownProvider",
   QuotaExceeded: "QuotaExceeded",
   PermanentError: "PermanentError",

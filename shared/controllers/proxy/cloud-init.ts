@@ -7,6 +7,7 @@
 import type { Kube, KubeObject } from "../../kube/index.ts";
 import { isNotFound, ReconcileError, Resources, specHash } from "../../kube/index.ts";
 import { ProxyReason, type ProxySpec } from "./api.ts";
+import { isRbacRefusal, NamespaceNotOptedInError } from "./providers/index.ts";
 
 /** The Secret key read when `secretRef.key` is not set. */
 export const defaultCloudInitKey = "user-data";
@@ -37,7 +38,8 @@ export interface ResolvedCloudInit {
  * @throws ReconcileError (transient, reason CloudInitError) when the Secret or its key is missing,
  * or the Secret is a ServiceAccount token Secret (never delivered): a condition and a retry, never
  * a crash. The Secret watch brings the pass back as soon as the
- * Secret appears. Other API failures are thrown as they are (the executor classifies them).
+ * Secret appears. NamespaceNotOptedInError when RBAC refuses the read (the namespace did not opt
+ * in). Other API failures are thrown as they are (the executor classifies them).
  */
 export async function resolveCloudInit(
   kube: Kube,
@@ -54,6 +56,7 @@ export async function resolveCloudInit(
     secret = await kube.get(Resources.Secret, { namespace, name: ref.name });
   } catch (err) {
     if (isNotFound(err)) throw new CloudInitError(`${what} not found`, err);
+    if (isRbacRefusal(err)) throw new NamespaceNotOptedInError(namespace, `get ${what}`, err);
     throw err;
   }
   if (secret.type === serviceAccountTokenType) {

@@ -11,6 +11,7 @@ import { patchMetadata, stillCurrent } from "./metadata.ts";
 import type { ProxyPass } from "./pass.ts";
 import {
   type Instance,
+  isNamespaceNotOptedIn,
   isProviderNotFound,
   ownerTagKey,
   type Provider,
@@ -131,12 +132,15 @@ export async function deleteInstances(
         continue;
       case "listTagged":
         try {
-          observation.tagged = await provider!.listByTag({
-            key: ownerTagKey,
-            value: object.metadata.uid ?? "",
-          });
+          observation.tagged = await provider!.listByTag(
+            { key: ownerTagKey, value: object.metadata.uid ?? "" },
+            { namespace: object.metadata.namespace ?? "" },
+          );
         } catch (err) {
-          return onProviderError(err);
+          // No instance recorded and none kubefn may see: a namespace that never opted in has
+          // none of kubefn's (one that opted out keeps what kubefn made there, as its admin chose).
+          if (!isNamespaceNotOptedIn(err)) return onProviderError(err);
+          observation.tagged = [];
         }
         continue;
       case "deleteInstances": {

@@ -24,14 +24,30 @@ import {
 } from "./api.ts";
 import { isCloudInitError, proxySpecHash, type ResolvedCloudInit, resolveCloudInit } from "./cloud-init.ts";
 import { healthInstanceOf } from "./health-subject.ts";
-import { type Instance, managedByTagKey, managedByTagValue, type Provider } from "./providers/index.ts";
+import {
+  type Instance,
+  isNamespaceNotOptedIn,
+  managedByTagKey,
+  managedByTagValue,
+  type Provider,
+} from "./providers/index.ts";
 import type { ProvidersSource } from "./reconcile.ts";
 import { applyHealth, conditionOf, probeTimeoutCapped, proxyReadiness } from "./status.ts";
 
+/** A namespace whose Pods and Secrets kubefn may not read (it did not opt in). */
+export const notOptedIn = Symbol("not opted in");
+
 /** What the sweep reads once per period for every Proxy's decision. */
 export interface ProxyDriftShared {
-  /** Instances by provider, then by id; a provider whose list failed is absent (not judged). */
-  instances: ReadonlyMap<string, ReadonlyMap<string, Instance>>;
+  /**
+   * A provider's instances (by id) a Proxy of `namespace` may own: every one the provider lists,
+   * or, where kubefn reads tenant namespaces one at a time, that namespace's (listed once per
+   * sweep). Undefined when the list failed (not judged); {@link notOptedIn} when RBAC refused it.
+   */
+  instancesIn(
+    provider: string,
+    namespace: string,
+  ): Promise<ReadonlyMap<string, Instance> | undefined | typeof notOptedIn>;
   /** Provider names configured. */
   providers: ReadonlySet<string>;
   /** The desired spec hash of a Managed Proxy; each cloud-init Secret is read once per sweep. */
@@ -43,23 +59,41 @@ export interface ProxyDriftShared {
 
 /**
  * The Proxy drift declaration: `load` lists every provider by the managed-by tag (one call per
- * provider per period) and memoises cloud-init Secret reads; `decide` is {@link proxyDriftReason}.
+ * provider per period; a namespaced provider refused the cluster-wide list is listed per namespace
+ * of a swept Proxy, once each) and memoises cloud-init Secret reads; `decide` is
+ * {@link proxyDriftReason}.
  */
 export function proxyDrift(providers: ProvidersSource): DriftDeclaration {
   return defineDrift<ProxyDriftShared>({
     async load(ctx, memo) {
       const byName = typeof providers === "function" ? providers(sweepPassContext(ctx)) : providers;
-      const instances = new Map<string, Map<string, Instance>>();
+      const listings = new Map<string, ProviderListing>();
       for (const [name, provider] of Object.entries(byName)) {
         try {
-          const listed = await providerInstances(memo, name, provider);
-          instances.set(name, new Map(listed.map((i) => [i.id, i])));
+          listings.set(name, await providerInstances(memo, name, provider));
         } catch (err) {
-          ctx.log.error("sweep drift: listing instances failed", { provider: name, error: String(err) });
-          ctx.metrics.count("kubefn_sweep_errors_total", { controller: "proxy", stage: `instances:${name}` });
+          logListFailure(ctx, name, err);
         }
       }
-      return { instances, providers: new Set(Object.keys(byName)), desiredHash: memoisedHash(ctx.kube) };
+      const byId = new Map<string, Promise<ReadonlyMap<string, Instance> | undefined | typeof notOptedIn>>();
+      const instancesIn: ProxyDriftShared["instancesIn"] = (name, namespace) => {
+        const listing = listings.get(name);
+        if (!listing) return Promise.resolve(undefined);
+        const key = listing.scope === "all" ? name : `${name}/${namespace}`;
+        let found = byId.get(key);
+        if (!found) {
+          found = (async () => {
+            const listed = listing.scope === "all" ? listing.instances : await listing.in(namespace);
+            return listed === notOptedIn ? notOptedIn : new Map(listed.map((i) => [i.id, i]));
+          })().catch((err: unknown) => {
+            logListFailure(ctx, name, err);
+            return undefined;
+          });
+          byId.set(key, found);
+        }
+        return found;
+      };
+      return { instancesIn, providers: new Set(Object.keys(byName)), desiredHash: memoisedHash(ctx.kube) };
     },
     decide: ({ primary, shared }) => proxyDriftReason(primary, shared),
   });
@@ -108,11 +142,15 @@ export async function proxyDriftReason(
   if (!shared.providers.has(providerName)) return "provider";
   if (conditionOf(status, ProxyConditionType.QuotaExceeded)?.status === "True") return "quota-retry";
   // A cloud-init retry waits on its own follow-ups (with backoff): the sweep sends one only once
-  // the Secret reads well, so that it does not restart the backoff while nothing changed.
+  // the Secret reads well, so that it does not restart the backoff while nothing changed. A
+  // namespace that did not opt in is the same: a pass once it reads well, none while it does not.
   const retrying = provisioned?.reason === ProxyReason.CloudInitError;
-  if (!retrying) {
+  const waitsOnOptIn = provisioned?.reason === ProxyReason.NamespaceNotOptedIn;
+  const namespace = primary.metadata.namespace ?? "";
+  const instances = await shared.instancesIn(providerName, namespace);
+  if (instances === notOptedIn) return waitsOnOptIn ? undefined : "namespace-not-opted-in";
+  if (!retrying && !waitsOnOptIn) {
     if (!status.providerID) return "no-instance";
-    const instances = shared.instances.get(providerName);
     if (instances) {
       const instance = instances.get(status.providerID);
       if (!instance) return "instance-gone";
@@ -123,11 +161,13 @@ export async function proxyDriftReason(
   }
   let desired: string;
   try {
-    desired = await shared.desiredHash(primary.metadata.namespace ?? "", proxy.spec);
+    desired = await shared.desiredHash(namespace, proxy.spec);
   } catch (err) {
+    if (isNamespaceNotOptedIn(err)) return waitsOnOptIn ? undefined : "namespace-not-opted-in";
     if (isCloudInitError(err)) return retrying ? undefined : "cloud-init";
     throw err;
   }
+  if (waitsOnOptIn) return "namespace-opted-in";
   if (retrying) return "cloud-init-retry";
   if (primary.metadata.annotations?.[proxySpecHashAnnotation] !== desired) return "spec-hash";
   return (
@@ -158,16 +198,51 @@ function healthDrift(
 }
 
 /**
+ * A provider's kubefn-made instances: all of them, or (a namespaced provider kubefn may not list
+ * across namespaces) a lister per namespace, {@link notOptedIn} where RBAC refuses.
+ */
+export type ProviderListing =
+  | { scope: "all"; instances: Instance[] }
+  | { scope: "namespaces"; in(namespace: string): Promise<Instance[] | typeof notOptedIn> };
+
+/**
  * A provider's kubefn-made instances (by the managed-by tag), listed once per sweep for everyone
- * who asks (the drift decision and the orphan collector).
+ * who asks (the drift decision and the orphan collector): one list across the provider's scope;
+ * for a namespaced provider refused that (kubefn-tenant is bound per namespace, not
+ * cluster-wide), one list per namespace asked for, each once per sweep.
+ *
+ * Caveats: per namespace, only namespaces with Proxies are listed, so an orphan left in a
+ * namespace without any Proxy is collected only where kubefn-tenant is bound cluster-wide.
  */
 export function providerInstances(
   memo: SweepMemo | undefined,
   name: string,
   provider: Provider,
-): Promise<Instance[]> {
-  const list = () => provider.listByTag({ key: managedByTagKey, value: managedByTagValue });
-  return memo ? memo.once(`proxy-instances/${name}`, list) : list();
+): Promise<ProviderListing> {
+  const tag = { key: managedByTagKey, value: managedByTagValue };
+  const once = <T>(key: string, load: () => Promise<T>) => (memo ? memo.once(key, load) : load());
+  return once(`proxy-instances/${name}`, async (): Promise<ProviderListing> => {
+    try {
+      return { scope: "all", instances: await provider.listByTag(tag) };
+    } catch (err) {
+      if (!provider.namespaced || !isNamespaceNotOptedIn(err)) throw err;
+    }
+    return {
+      scope: "namespaces",
+      in: (namespace) =>
+        once(`proxy-instances/${name}/${namespace}`, () =>
+          provider.listByTag(tag, { namespace }).catch((err: unknown) => {
+            if (isNamespaceNotOptedIn(err)) return notOptedIn;
+            throw err;
+          }),
+        ),
+    };
+  });
+}
+
+function logListFailure(ctx: Context, provider: string, err: unknown): void {
+  ctx.log.error("sweep drift: listing instances failed", { provider, error: String(err) });
+  ctx.metrics.count("kubefn_sweep_errors_total", { controller: "proxy", stage: `instances:${provider}` });
 }
 
 /** Each cloud-init Secret read once per sweep, whatever number of Proxies name it. */

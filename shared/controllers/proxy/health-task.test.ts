@@ -309,7 +309,11 @@ describe("a latency report costs one status patch, no pass", () => {
     expect(writes.map((c) => c.method)).toEqual(["patchStatus"]);
     const after = await kube.get(proxyResource, { namespace: "crawl", name: "steady" });
     expect(after.status).toMatchObject({ latencyMillis: 300, lastHealthCheckTime: "2026-11-30T12:00:00Z" });
-    const shared = { instances: new Map(), providers: new Set<string>(), desiredHash: async () => "" };
+    const shared = {
+      instancesIn: async () => undefined,
+      providers: new Set<string>(),
+      desiredHash: async () => "",
+    };
     expect(await proxyDriftReason(after, shared)).toBeUndefined();
   });
 
@@ -333,7 +337,11 @@ describe("a latency report costs one status patch, no pass", () => {
     const p = converged(10);
     const status = p.status as { conditions: { type: string }[] };
     status.conditions = status.conditions.filter((c) => c.type !== "Healthy");
-    const shared = { instances: new Map(), providers: new Set<string>(), desiredHash: async () => "" };
+    const shared = {
+      instancesIn: async () => undefined,
+      providers: new Set<string>(),
+      desiredHash: async () => "",
+    };
     expect(await proxyDriftReason(p, shared)).toBe("health");
     expect(await proxyDriftReason(converged(10), shared)).toBeUndefined();
   });

@@ -21,6 +21,7 @@ import { patchMetadata, stillCurrent } from "./metadata.ts";
 import type { ProxyPass } from "./pass.ts";
 import {
   type Instance,
+  isNamespaceNotOptedIn,
   isProviderNotFound,
   nameFromUID,
   ownerTags,
@@ -142,6 +143,22 @@ export async function reconcileManaged(pass: ProxyPass): Promise<Outcome> {
   observation.refused = refusal !== undefined;
   let cloudInit: ResolvedCloudInit = { userData: undefined };
   const ownerUID = object.metadata.uid ?? "";
+  /**
+   * A failed call: the namespace not opted in is said in Provisioned and a Warning Event (the
+   * executor's backoff retries, the sweep brings the pass once the namespace reads well).
+   */
+  const failedCall = async (err: unknown): Promise<Outcome> => {
+    if (isNamespaceNotOptedIn(err)) {
+      setProvisioned(status, false, ProxyReason.NamespaceNotOptedIn, err.message, at);
+      await ctx.events?.record(object, {
+        type: "Warning",
+        reason: ProxyReason.NamespaceNotOptedIn,
+        action: "Reconcile",
+        note: err.message,
+      });
+    }
+    return failed(err);
+  };
 
   for (;;) {
     const action = decideManaged(observation);
@@ -162,6 +179,7 @@ export async function reconcileManaged(pass: ProxyPass): Promise<Outcome> {
         try {
           cloudInit = await resolveCloudInit(ctx.kube, object.metadata.namespace ?? "", proxy.spec);
         } catch (err) {
+          if (isNamespaceNotOptedIn(err)) return failedCall(err);
           if (!isCloudInitError(err)) throw err;
           setProvisioned(status, false, ProxyReason.CloudInitError, err.message, at);
           return failed(err);
@@ -182,7 +200,7 @@ export async function reconcileManaged(pass: ProxyPass): Promise<Outcome> {
             tags: ownerTags(uid),
           });
         } catch (err) {
-          return failed(err);
+          return failedCall(err);
         }
         await ctx.events?.record(object, {
           type: "Normal",
@@ -209,7 +227,7 @@ export async function reconcileManaged(pass: ProxyPass): Promise<Outcome> {
         try {
           observation.lookup = { found: true, instance: await provider!.get(action.id, ownerUID) };
         } catch (err) {
-          if (!isProviderNotFound(err)) return failed(err);
+          if (!isProviderNotFound(err)) return failedCall(err);
           observation.lookup = { found: false };
         }
         continue;
@@ -233,7 +251,7 @@ export async function reconcileManaged(pass: ProxyPass): Promise<Outcome> {
           try {
             await provider!.delete(action.instance.id, { owner: ownerUID, uid: action.instance.uid });
           } catch (err) {
-            return failed(err);
+            return failedCall(err);
           }
         }
         const why =

@@ -742,7 +742,11 @@ describe("proxy reconcile: a probe timeout stored before the 30 s cap", () => {
 
   it("is parsed, probed with the cap and reported: ProbeTimeoutCapped=True/TimeoutOutOfRange and a Warning Event; the drift sees it until then", async () => {
     const w = world({ finalizer: false, spec });
-    const shared = { instances: new Map(), providers: new Set<string>(), desiredHash: async () => "" };
+    const shared = {
+      instancesIn: async () => undefined,
+      providers: new Set<string>(),
+      desiredHash: async () => "",
+    };
     expect(await proxyDriftReason(stamped(w.stored()), shared)).toBe("probe-timeout");
     await w.converge();
     const stored = w.stored();

@@ -197,7 +197,7 @@ export function reportedLatencyFields(report: {
  * | PermanentError True at this generation | Failed |
  * | Provisioned True, Healthy False | Unhealthy |
  * | Provisioned True otherwise | Ready |
- * | Provisioned False / CloudInitError | Pending |
+ * | Provisioned False / CloudInitError or NamespaceNotOptedIn | Pending |
  * | an instance exists (providerID), or Provisioned False / Provisioning or Replacing | Provisioning |
  * | otherwise | Pending |
  */
@@ -218,7 +218,7 @@ export function computePhase(
     if (object.healthChecked && healthy !== "True") return ProxyPhase.Provisioning;
     return ProxyPhase.Ready;
   }
-  if (provisioned?.reason === ProxyReason.CloudInitError) return ProxyPhase.Pending;
+  if (waitsOnTenant(provisioned?.reason)) return ProxyPhase.Pending;
   if (
     status.providerID ||
     provisioned?.reason === ProxyReason.Provisioning ||
@@ -242,6 +242,7 @@ export function computePhase(
  * | Provisioned True otherwise | True / Healthy (probed) or Provisioned | settled |
  * | QuotaExceeded True | False / QuotaExceeded | settled (retried on the quota interval) |
  * | Provisioned False / CloudInitError | False / CloudInitError | settled (waits on the Secret) |
+ * | Provisioned False / NamespaceNotOptedIn | False / NamespaceNotOptedIn | settled (waits on the namespace's RoleBinding) |
  * | Provisioned False otherwise | False / its reason (Provisioning, Replacing) | reconciling |
  * | no Provisioned yet | Unknown / Pending | reconciling |
  *
@@ -298,9 +299,10 @@ export function proxyReadiness(object: KubeObject, outcome?: Outcome): Readiness
       progress: "reconciling",
     };
   }
-  return from(
-    provisioned,
-    "False",
-    provisioned.reason === ProxyReason.CloudInitError ? "settled" : "reconciling",
-  );
+  return from(provisioned, "False", waitsOnTenant(provisioned.reason) ? "settled" : "reconciling");
+}
+
+/** Whether Provisioned waits on the tenant: its cloud-init Secret, or its namespace's opt-in. */
+function waitsOnTenant(reason: string | undefined): boolean {
+  return reason === ProxyReason.CloudInitError || reason === ProxyReason.NamespaceNotOptedIn;
 }

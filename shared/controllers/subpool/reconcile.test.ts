@@ -100,8 +100,14 @@ describe("SubPool pass over the fake Kube", () => {
         },
       ]);
     }
+    // kubefn's grant on the Namespace's Secrets comes with the Namespace (it holds none cluster-wide).
+    expect(inNs(Resources.RoleBinding, "kubefn-subpool-credentials")).toMatchObject({
+      roleRef: { kind: "ClusterRole", name: "kubefn-subpool-credentials" },
+      subjects: [{ kind: "ServiceAccount", name: "kubefn", namespace: "kubefn-system" }],
+    });
     expect(creates().map((c) => c.resource)).toEqual([
       "namespaces",
+      "rolebindings",
       "secrets",
       "serviceaccounts",
       "configmaps",

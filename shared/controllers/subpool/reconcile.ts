@@ -9,6 +9,7 @@ import {
   addFinalizer,
   controllerRefTo,
   ensureObject,
+  ForbiddenError,
   formatLabelSelector,
   isAlreadyExists,
   isControlledBy,
@@ -168,14 +169,41 @@ async function reconcileActive(
   status.status.namespace = nsName;
   createFirst = createdNamespace;
 
-  // 6: the credential Secret: generated only when missing, never overwritten.
-  const ensureSecret = () =>
-    ensureObject(
-      kube,
-      Resources.Secret,
-      { ...desired.credentials, data: newCredentials(deps.randomBytes) },
-      { owner: object, fieldManager: deps.fieldManager, createFirst },
-    );
+  // 6: the credential Secret: generated only when missing, never overwritten. kubefn may touch
+  // Secrets of this Namespace only through a RoleBinding it makes with the Namespace (it holds no
+  // Secret grant cluster-wide); one refused Secret call (a Namespace of an earlier version, a
+  // binding deleted, or one not in force yet) makes it again and retries.
+  const grantCredentials = () =>
+    ensureCredentialsAccess(ctx, nsName, desired.credentials.metadata.labels ?? {});
+  if (createdNamespace) await grantCredentials();
+  const ensureSecret = async () => {
+    let granted = createdNamespace;
+    for (let attempt = 1; ; attempt++) {
+      try {
+        return await ensureObject(
+          kube,
+          Resources.Secret,
+          { ...desired.credentials, data: newCredentials(deps.randomBytes) },
+          { owner: object, fieldManager: deps.fieldManager, createFirst },
+        );
+      } catch (err) {
+        if (!(err instanceof ForbiddenError) || !/\bcannot [a-z]+ resource\b/.test(err.message)) throw err;
+        if (!granted) await grantCredentials();
+        granted = true;
+        // The API server's authorizer takes a new RoleBinding in within moments: wait that long
+        // here rather than a backoff's second; past that, the executor's backoff retries.
+        if (attempt >= credentialsGrantAttempts) {
+          throw new ReconcileError(
+            "transient",
+            "CredentialsAccessPending",
+            `Secrets of ${nsName}: RoleBinding ${subPoolCredentialsRole} made, not in force yet`,
+            { cause: err },
+          );
+        }
+        await new Promise((resolve) => setTimeout(resolve, 50 * attempt));
+      }
+    }
+  };
   const ensureManaged = (managed: ManagedObject) =>
     ensureObject(kube, managed.resource, managed.object, ensureOpts(managed));
   // In a Namespace this pass created nothing else can be yet: the Secret and every derived object
@@ -474,6 +502,39 @@ async function createNamespace(
   } catch (err) {
     if (isAlreadyExists(err)) return false;
     throw err;
+  }
+}
+
+/** Tries of a Secret call RBAC refuses after the grant (50 ms more between each: 1.75 s in all). */
+const credentialsGrantAttempts = 8;
+
+/** The ClusterRole kubefn binds to itself in each SubPool's Namespace: the Secrets there. */
+export const subPoolCredentialsRole = "kubefn-subpool-credentials";
+
+/**
+ * Binds {@link subPoolCredentialsRole} to kubefn's own identity in the SubPool's Namespace (create
+ * first; one that exists is kept). A Secret call refused after it was made means it is not in
+ * force yet: that pass retries with backoff (RBAC's refusal is transient here, not the pool's fault).
+ *
+ * Caveats: the subject is the ServiceAccount kubefn-system/kubefn, the identity the admission
+ * policy kubefn-writes-only-its-own admits as the only subject of the only RoleBinding kubefn
+ * writes; kubefn running as another identity needs that RoleBinding made for it.
+ */
+async function ensureCredentialsAccess(
+  ctx: PassContext,
+  namespace: string,
+  labels: Record<string, string>,
+): Promise<void> {
+  try {
+    await ctx.kube.create(Resources.RoleBinding, {
+      apiVersion: "rbac.authorization.k8s.io/v1",
+      kind: "RoleBinding",
+      metadata: { name: subPoolCredentialsRole, namespace, labels },
+      roleRef: { apiGroup: "rbac.authorization.k8s.io", kind: "ClusterRole", name: subPoolCredentialsRole },
+      subjects: [{ kind: "ServiceAccount", name: "kubefn", namespace: "kubefn-system" }],
+    });
+  } catch (err) {
+    if (!isAlreadyExists(err)) throw err;
   }
 }
 

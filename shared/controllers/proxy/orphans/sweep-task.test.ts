@@ -3,7 +3,14 @@ import { FakeKube, fakeContext } from "../../../../test/support/fake-kube.ts";
 import { proxyResource, testProxy } from "../../../../test/support/proxies.ts";
 import type { KubeObject } from "../../../kube/index.ts";
 import { runSweepTask } from "../../../runtime/index.ts";
-import { type Instance, ownerTags, type Provider, ProviderError, type Tag } from "../providers/provider.ts";
+import {
+  type Instance,
+  NamespaceNotOptedInError,
+  ownerTags,
+  type Provider,
+  ProviderError,
+  type Tag,
+} from "../providers/provider.ts";
 import { orphanSweepTask } from "./sweep-task.ts";
 
 const now = new Date("2026-11-30T12:00:00Z");
@@ -39,7 +46,59 @@ const run = (i: string, uid: string): Instance => ({
   createdAt: "2026-01-01T00:00:00Z",
 });
 
+/**
+ * A namespaced provider (the pod provider's shape) under per-namespace RBAC: the cluster-wide list
+ * is refused, and so is every namespace not in `optedIn`.
+ */
+function namespacedProvider(byNamespace: Record<string, Instance[]>, optedIn: readonly string[]) {
+  const deleted: string[] = [];
+  const listed: string[] = [];
+  const provider: Provider = {
+    namespaced: true,
+    create: async () => {
+      throw new Error("not used");
+    },
+    get: async () => {
+      throw new Error("not used");
+    },
+    async delete(id) {
+      deleted.push(id);
+    },
+    async listByTag(_tag, scope) {
+      listed.push(scope?.namespace ?? "*");
+      if (!scope) throw new NamespaceNotOptedInError("", "list pods in all namespaces");
+      if (!optedIn.includes(scope.namespace))
+        throw new NamespaceNotOptedInError(scope.namespace, "list pods");
+      return byNamespace[scope.namespace] ?? [];
+    },
+  };
+  return { provider, deleted, listed };
+}
+
 describe("orphanSweepTask", () => {
+  it("where kubefn-tenant is bound per namespace, lists each namespace of a Proxy naming the provider once, and skips one not opted in", async () => {
+    const kube = new FakeKube(() => now);
+    const proxies = [
+      kube.seed(proxyResource, testProxy({ name: "a1", namespace: "team-a", mode: "Managed" })),
+      kube.seed(proxyResource, testProxy({ name: "a2", namespace: "team-a", mode: "Managed" })),
+      kube.seed(proxyResource, testProxy({ name: "c1", namespace: "closed", mode: "Managed" })),
+      kube.seed(proxyResource, testProxy({ name: "e1", namespace: "external-only" })),
+    ];
+    const pods = namespacedProvider({ "team-a": [run("pod-a1", "uid-a1"), run("pod-orphan", "uid-gone")] }, [
+      "team-a",
+      "external-only",
+    ]);
+    const { ctx } = fakeContext(kube, { now });
+    const counts = await runSweepTask(
+      orphanSweepTask({ providers: { kubernetes: pods.provider }, graceSeconds: 0 }),
+      ctx,
+      [proxies.slice(0, 2), proxies.slice(2)],
+    );
+    expect(counts).toEqual({ instances: 2, orphans: 1, collected: 1, failed: 0 });
+    expect(pods.deleted).toEqual(["pod-orphan"]);
+    expect(pods.listed).toEqual(["*", "team-a", "closed"]);
+  });
+
   it("deletes instances whose Proxy is gone, by the managed-by tag, and counts them", async () => {
     const kube = new FakeKube(() => now);
     const live = kube.seed(proxyResource, testProxy({ name: "live", uid: "uid-live", mode: "Managed" }));

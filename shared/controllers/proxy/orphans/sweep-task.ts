@@ -2,7 +2,7 @@ import type { KubeObject } from "../../../kube/index.ts";
 import { SWEEP_PAGE_SIZE, type SweepTask } from "../../../runtime/index.ts";
 import { proxyResource } from "../api.ts";
 import { proxyControllerName } from "../controller.ts";
-import { providerInstances } from "../drift.ts";
+import { notOptedIn, type ProviderListing, providerInstances } from "../drift.ts";
 import { ownerTagKey, type ProvidersByName } from "../providers/index.ts";
 import { type AgedInstance, defaultOrphanGraceSeconds, findOrphans } from "./find-orphans.ts";
 
@@ -24,6 +24,10 @@ export interface OrphanSweepOptions {
  * Memory: the instances kubefn made (bounded by instances, not by Proxies — External Proxies have
  * none) and one page of Proxies at a time.
  *
+ * Where kubefn-tenant is bound per namespace, a namespaced provider is listed per namespace of a
+ * swept Proxy naming it instead (orphans in a namespace without such a Proxy wait for a
+ * cluster-wide binding).
+ *
  * Caveats: a provider whose list or delete fails is logged and counted (`failed`) and the others
  * proceed; its orphans wait for the next sweep. Instances without the owner tag are never touched.
  */
@@ -36,6 +40,10 @@ export function orphanSweepTask(opts: OrphanSweepOptions): SweepTask {
       const now = ctx.clock.now();
       const counts = { instances: 0, orphans: 0, collected: 0, failed: 0 };
       let candidates: Promise<Map<string, AgedInstance[]>> | undefined;
+      // Providers listed per namespace (kubefn-tenant bound per namespace): each namespace of a
+      // swept Proxy is listed once, when its first Proxy's page comes.
+      const perNamespace = new Map<string, Extract<ProviderListing, { scope: "namespaces" }>>();
+      const namespacesListed = new Set<string>();
       const listed = () => {
         candidates ??= (async () => {
           const byProvider = new Map<string, AgedInstance[]>();
@@ -43,9 +51,14 @@ export function orphanSweepTask(opts: OrphanSweepOptions): SweepTask {
             a < b ? -1 : 1,
           )) {
             try {
-              const instances = await providerInstances(memo, name, provider);
-              counts.instances += instances.length;
-              byProvider.set(name, findOrphans(instances, [], now, graceSeconds));
+              const listing = await providerInstances(memo, name, provider);
+              if (listing.scope === "namespaces") {
+                perNamespace.set(name, listing);
+                byProvider.set(name, []);
+                continue;
+              }
+              counts.instances += listing.instances.length;
+              byProvider.set(name, findOrphans(listing.instances, [], now, graceSeconds));
             } catch (err) {
               counts.failed++;
               ctx.log.error("orphan sweep: listing instances failed", { provider: name, error: String(err) });
@@ -56,6 +69,31 @@ export function orphanSweepTask(opts: OrphanSweepOptions): SweepTask {
         })();
         return candidates;
       };
+      const addNamespacesOf = async (
+        byProvider: Map<string, AgedInstance[]>,
+        proxies: readonly KubeObject[],
+      ) => {
+        for (const [name, listing] of perNamespace) {
+          for (const namespace of namespacesUsing(name, proxies)) {
+            if (namespacesListed.has(`${name}/${namespace}`)) continue;
+            namespacesListed.add(`${name}/${namespace}`);
+            try {
+              const instances = await listing.in(namespace);
+              if (instances === notOptedIn) continue;
+              counts.instances += instances.length;
+              byProvider.get(name)?.push(...findOrphans(instances, [], now, graceSeconds));
+            } catch (err) {
+              counts.failed++;
+              ctx.log.error("orphan sweep: listing instances failed", {
+                provider: name,
+                namespace,
+                error: String(err),
+              });
+              ctx.metrics.count("kubefn_orphan_sweep_errors_total", { provider: name, stage: "list" });
+            }
+          }
+        }
+      };
       const narrow = (byProvider: Map<string, AgedInstance[]>, proxies: readonly KubeObject[]) => {
         for (const [name, left] of byProvider) {
           if (left.length > 0) byProvider.set(name, findOrphans(left, proxies, now, graceSeconds));
@@ -65,7 +103,9 @@ export function orphanSweepTask(opts: OrphanSweepOptions): SweepTask {
         [...byProvider.values()].reduce((n, left) => n + left.length, 0);
       return {
         async page(proxies) {
-          narrow(await listed(), proxies);
+          const byProvider = await listed();
+          await addNamespacesOf(byProvider, proxies);
+          narrow(byProvider, proxies);
         },
         async finish() {
           const byProvider = await listed();
@@ -113,4 +153,17 @@ export function orphanSweepTask(opts: OrphanSweepOptions): SweepTask {
       };
     },
   };
+}
+
+/**
+ * The namespaces of the Proxies that name `provider` (External ones name none): where its
+ * instances, and so its orphans, are.
+ */
+function namespacesUsing(provider: string, proxies: readonly KubeObject[]): Set<string> {
+  const out = new Set<string>();
+  for (const p of proxies) {
+    const spec = p.spec as { provider?: unknown } | undefined;
+    if (spec?.provider === provider) out.add(p.metadata.namespace ?? "");
+  }
+  return out;
 }

@@ -8,6 +8,9 @@ import {
   type Instance,
   type InstanceState,
   isOwnedBy,
+  isRbacRefusal,
+  type ListScope,
+  NamespaceNotOptedInError,
   ownerTagKey,
   type Provider,
   ProviderError,
@@ -84,7 +87,7 @@ export function createKubernetesProvider(opts: KubernetesProviderOptions): Provi
       return instanceFromPod(await kube.get<Pod>(podResource, key));
     } catch (err) {
       if (isNotFound(err)) throw new ProviderNotFoundError(id, { cause: err });
-      throw providerErrorFromKube(err, `get pod ${key.namespace}/${key.name}`);
+      throw providerErrorFromKube(err, `get pod ${key.namespace}/${key.name}`, key.namespace);
     }
   }
 
@@ -109,14 +112,14 @@ export function createKubernetesProvider(opts: KubernetesProviderOptions): Provi
         await kube.create<CloudInitSecret>(secretResource, secret);
         return;
       } catch (err) {
-        if (!isAlreadyExists(err)) throw providerErrorFromKube(err, what);
+        if (!isAlreadyExists(err)) throw providerErrorFromKube(err, what, key.namespace);
       }
       let existing: KubeObject;
       try {
         existing = await kube.get(secretResource, key);
       } catch (err) {
         if (isNotFound(err)) continue;
-        throw providerErrorFromKube(err, what);
+        throw providerErrorFromKube(err, what, key.namespace);
       }
       const controller = existing.metadata.ownerReferences?.find((r) => r.controller);
       if (controller?.uid === pod.metadata.uid) return;
@@ -131,13 +134,15 @@ export function createKubernetesProvider(opts: KubernetesProviderOptions): Provi
       try {
         await kube.delete(secretResource, key, { preconditions: { uid: existing.metadata.uid ?? "" } });
       } catch (err) {
-        if (!isNotFound(err) && !isConflict(err)) throw providerErrorFromKube(err, what);
+        if (!isNotFound(err) && !isConflict(err)) throw providerErrorFromKube(err, what, key.namespace);
       }
     }
     throw new ProviderError("transient", "Conflict", `${what}: raced with another writer`);
   }
 
   return {
+    namespaced: true,
+
     async create(req) {
       const owner = requireOwnerTag(req);
       const pod = buildPod(req, defaultImage);
@@ -146,7 +151,7 @@ export function createKubernetesProvider(opts: KubernetesProviderOptions): Provi
       try {
         created = await kube.create<Pod>(podResource, pod);
       } catch (err) {
-        if (!isAlreadyExists(err)) throw providerErrorFromKube(err, what);
+        if (!isAlreadyExists(err)) throw providerErrorFromKube(err, what, req.namespace);
         let existing: Pod;
         try {
           existing = await kube.get<Pod>(podResource, { namespace: req.namespace, name: req.name });
@@ -157,7 +162,7 @@ export function createKubernetesProvider(opts: KubernetesProviderOptions): Provi
               cause: getErr,
             });
           }
-          throw providerErrorFromKube(getErr, what);
+          throw providerErrorFromKube(getErr, what, req.namespace);
         }
         adoptExisting(instanceFromPod(existing), sanitiseLabelValue(owner), req.name, err);
         created = existing;
@@ -187,22 +192,30 @@ export function createKubernetesProvider(opts: KubernetesProviderOptions): Provi
       } catch (err) {
         // Gone, or a successor under the same name (the UID precondition failed): not ours to delete.
         if (isNotFound(err) || isConflict(err)) return;
-        throw providerErrorFromKube(err, what);
+        throw providerErrorFromKube(err, what, key.namespace);
       }
     },
 
-    async listByTag(tag: Tag) {
+    /** In `scope.namespace`, or in every namespace (which needs kubefn-tenant bound cluster-wide). */
+    async listByTag(tag: Tag, scope?: ListScope) {
       const labelSelector = `${sanitiseLabelKey(tag.key)}=${sanitiseLabelValue(tag.value)}`;
+      const namespace = scope?.namespace;
       const instances: Instance[] = [];
       let cont: string | undefined;
       try {
         do {
-          const page = await kube.list<Pod>(podResource, { labelSelector, limit: 500, continue: cont });
+          const page = await kube.list<Pod>(podResource, {
+            ...(namespace ? { namespace } : {}),
+            labelSelector,
+            limit: 500,
+            continue: cont,
+          });
           instances.push(...page.items.map(instanceFromPod));
           cont = page.continue || undefined;
         } while (cont);
       } catch (err) {
-        throw providerErrorFromKube(err, `list pods ${labelSelector}`);
+        const where = namespace ? ` in ${namespace}` : " in all namespaces";
+        throw providerErrorFromKube(err, `list pods ${labelSelector}${where}`, namespace ?? "");
       }
       return instances;
     },
@@ -341,10 +354,13 @@ export function parsePodProviderId(id: string): { namespace: string; name: strin
 /**
  * Wraps a Kube error as a {@link ProviderError}, classified by shared/kube's `classifyError`:
  * "exceeded quota" → quota; 5xx, 429, timeouts, network → transient; other 4xx → permanent.
- * A conflict cannot be resolved here by re-reading, so it becomes transient.
+ * A conflict cannot be resolved here by re-reading, so it becomes transient. RBAC's refusal in
+ * `namespace` (given when the call was in one) is {@link NamespaceNotOptedInError}.
  */
-export function providerErrorFromKube(err: unknown, what: string): ProviderError {
+export function providerErrorFromKube(err: unknown, what: string, namespace?: string): ProviderError {
   if (err instanceof ProviderError) return err;
+  if (namespace !== undefined && isRbacRefusal(err))
+    return new NamespaceNotOptedInError(namespace, what, err);
   const cls = classifyError(err);
   const errorClass = cls.class === "conflict" ? "transient" : cls.class;
   const message = errorMessage(err);

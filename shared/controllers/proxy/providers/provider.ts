@@ -1,4 +1,4 @@
-import { ReconcileError } from "../../../kube/index.ts";
+import { ForbiddenError, ReconcileError } from "../../../kube/index.ts";
 
 /**
  * Where a Proxy's instance runs: a Pod, a cloud VM. The reconciler observes instances only by
@@ -29,8 +29,41 @@ export interface Provider {
    * instance that is already gone, or is not the guarded one, is not an error: nothing happens.
    */
   delete(id: string, guard: DeleteGuard): Promise<void>;
-  /** Every instance carrying `tag`, across whatever scope the provider manages (orphan GC). */
-  listByTag(tag: Tag): Promise<Instance[]>;
+  /**
+   * Every instance carrying `tag`, across whatever scope the provider manages (orphan GC), or,
+   * for a {@link Provider.namespaced} provider given `scope`, in that namespace only.
+   */
+  listByTag(tag: Tag, scope?: ListScope): Promise<Instance[]>;
+  /**
+   * True when instances live in their Proxy's namespace (the pod provider): kubefn may reach them
+   * only where the namespace opted in (RoleBinding kubefn-tenant), and a refusal there throws
+   * {@link NamespaceNotOptedInError}.
+   */
+  readonly namespaced?: boolean;
+}
+
+/** Where a namespaced provider lists: one namespace. */
+export interface ListScope {
+  namespace: string;
+}
+
+/** Condition reason and error reason of a Proxy whose namespace did not grant kubefn access. */
+export const namespaceNotOptedInReason = "NamespaceNotOptedIn";
+
+/** The command a namespace's admin runs to opt in (binds ClusterRole kubefn-tenant to kubefn there). */
+export function optInCommand(namespace: string): string {
+  return (
+    `kubectl create rolebinding kubefn-tenant -n ${namespace} --clusterrole=kubefn-tenant ` +
+    "--serviceaccount=kubefn-system:kubefn"
+  );
+}
+
+/**
+ * Whether a 403 is RBAC's refusal (no grant: "… cannot get resource …"), not an admission
+ * policy's or a quota's.
+ */
+export function isRbacRefusal(err: unknown): boolean {
+  return err instanceof ForbiddenError && /\bcannot [a-z]+ resource\b/.test(err.message);
 }
 
 /** Providers by the name a Proxy's `spec.provider` uses. */
@@ -194,4 +227,30 @@ export function adoptExisting(existing: Instance, owner: string, name: string, c
     `an instance named ${name} exists (${existing.id}) but does not carry ${ownerTagKey}=${owner}`,
     { cause },
   );
+}
+
+/**
+ * kubefn may not read or write the Secrets or Pods of `namespace`: it did not opt in (no
+ * RoleBinding of kubefn-tenant there, and no cluster-wide one). Transient: retried with backoff,
+ * and the sweep sends a pass once the namespace reads well. An empty namespace means the
+ * cluster-wide list was refused (the install binds kubefn-tenant per namespace).
+ */
+export class NamespaceNotOptedInError extends ProviderError {
+  override name = "NamespaceNotOptedInError";
+  readonly namespace: string;
+  constructor(namespace: string, what: string, cause?: unknown) {
+    super(
+      "transient",
+      namespaceNotOptedInReason,
+      namespace === ""
+        ? `${what}: kubefn may not read every namespace (kubefn-tenant is bound per namespace)`
+        : `namespace ${namespace} has not opted in to kubefn (${what} refused); its admin opts in with: ${optInCommand(namespace)}`,
+      { cause },
+    );
+    this.namespace = namespace;
+  }
+}
+
+export function isNamespaceNotOptedIn(err: unknown): err is NamespaceNotOptedInError {
+  return err instanceof NamespaceNotOptedInError;
 }

@@ -28,7 +28,12 @@ export class ApiError extends Error {
 /** Raw access to one cluster. */
 export interface Cluster {
   /** The JSON answer of a call; throws {@link ApiError} on a status of 400 or more. */
-  call<T>(method: "GET" | "POST" | "PATCH", path: string, body?: unknown, contentType?: string): Promise<T>;
+  call<T>(
+    method: "GET" | "POST" | "PATCH" | "DELETE",
+    path: string,
+    body?: unknown,
+    contentType?: string,
+  ): Promise<T>;
   /** The collection URL of `kind` in `apiVersion` (namespaced: with `namespace`), from discovery. */
   pathOf(apiVersion: string, kind: string, namespace?: string): Promise<string>;
   /** The object, or undefined when it does not exist (404; also when its kind is not served). */
@@ -39,7 +44,7 @@ export interface Cluster {
 export function clusterOver(transport: Transport): Cluster {
   const discovered = new Map<string, Promise<Array<{ name: string; kind: string; namespaced: boolean }>>>();
   const call = async <T>(
-    method: "GET" | "POST" | "PATCH",
+    method: "GET" | "POST" | "PATCH" | "DELETE",
     path: string,
     body?: unknown,
     contentType?: string,

@@ -25,7 +25,7 @@ import { createKube } from "../../shared/kube/index.ts";
 import { createNodeTransport, loadKubeConfig } from "../../shared/kube/node.ts";
 import type { Log } from "../../shared/runtime/index.ts";
 import { functionsKubeconfig, type HostProcess, startHost } from "../e2e/host.ts";
-import { clusterInfo, eventually, kubeConfig, kubectl } from "../setup/cluster.ts";
+import { clusterInfo, eventually, kubeConfig, kubectl, waitForAuditEvent } from "../setup/cluster.ts";
 import { outputOf } from "../support/child-output.ts";
 
 const root = fileURLToPath(new URL("../../", import.meta.url));
@@ -205,6 +205,11 @@ describe("kubefn doctor", () => {
       "jsonpath={.items[*].involvedObject.name}",
     ]);
     expect(acks).toMatch(/^kubefn-intake-canary-[0-9a-f]{8}/);
+    // The audit path carries the canary too: the API server's audit webhook names it on create.
+    const audited = await waitForAuditEvent(
+      (e) => e.verb === "create" && (e.objectRef?.name ?? "").startsWith("kubefn-intake-canary-"),
+    );
+    expect(audited.objectRef).toMatchObject({ resource: "configmaps", namespace: "kubefn-system" });
   });
 
   it("fails a missing permission and says what to do", async () => {

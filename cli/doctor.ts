@@ -17,6 +17,8 @@
  * Caveats: the user needs create on authorization.k8s.io subjectaccessreviews (cluster admins have
  * it). The identity's groups are those the API server gives a ServiceAccount.
  */
+
+import { admissionProblems, checkAdmissionPolicies } from "../shared/app/admission/index.ts";
 import {
   INTAKE_CANARY_CONTROLLER,
   INTAKE_CANARY_NAMESPACE,
@@ -207,13 +209,34 @@ export async function accessChecks(cluster: Cluster, id: Identity, needs: Access
   );
 }
 
-/** The admission checks: each policy and binding installed as the release has it, and the status writers. */
+/**
+ * The admission checks: each policy and binding kubefn requires installed and bound (the check
+ * kubefn itself runs before it reconciles, shared/app/admission) and as the release has it, and
+ * the status writers.
+ */
 export async function policyChecks(cluster: Cluster, id: Identity, policies: KubeObject[]): Promise<Check[]> {
   const checks: Check[] = [];
-  for (const expected of policies) {
-    const what = `${expected.kind} ${expected.metadata.name}`;
-    const installed = await cluster.get(expected);
-    if (!installed) checks.push({ ok: false, what: `${what} is not installed`, fix: "kubefn install" });
+  const report = await checkAdmissionPolicies(cluster.kube);
+  if (report.error !== undefined) {
+    checks.push({
+      ok: false,
+      what: admissionProblems(report)[0] ?? "",
+      fix: "kubectl get validatingadmissionpolicies",
+    });
+  }
+  for (const item of report.items) {
+    const what = `${item.kind} ${item.name}`;
+    const expected = policies.find((p) => p.kind === item.kind && p.metadata.name === item.name);
+    if (!item.ok) {
+      checks.push({
+        ok: false,
+        what: `${what} ${item.problem}: kubefn does not reconcile without it`,
+        fix: "kubefn install",
+      });
+      continue;
+    }
+    const installed = expected && (await cluster.get(expected));
+    if (!expected || !installed) checks.push({ ok: true, what: `${what} is installed` });
     else if (!covers(installed.spec, expected.spec)) {
       checks.push({
         ok: false,

@@ -18,6 +18,7 @@ import {
   sealed,
   traceFrom,
 } from "../runtime/index.ts";
+import { admissionProblems, createAdmissionGate } from "./admission/index.ts";
 import { fleetPage, PassHistory } from "./fleet/index.ts";
 import { createFunctionsApp } from "./http.ts";
 import { type CloudWatchLogsResult, intakeCloudWatchLogs, mapWithRegistry } from "./intake/index.ts";
@@ -170,6 +171,14 @@ export function createKubefn(settings: KubefnSettings, ports: KubefnPorts, opera
     );
   }
   const passes = new PassHistory();
+  // kubefn's containment: no pass, job or sweep runs while its admission policies are missing.
+  const admission = createAdmissionGate({
+    kube: ctx.kube,
+    clock: ctx.clock,
+    log: ctx.log,
+    metrics: ctx.metrics,
+    recheckSeconds: settings.admissionRecheckSeconds,
+  });
   // Each intake batch (one send) starts a trace of its own, which its passes continue.
   const intakeCtx: Context = {
     ...ctx,
@@ -177,7 +186,16 @@ export function createKubefn(settings: KubefnSettings, ports: KubefnPorts, opera
   };
   const app = createFunctionsApp(intakeCtx, ops, settings);
   const primaries = ops.registry.controllers.map((c) => ({ controller: c.name, resource: c.for }));
-  app.route("/", fleetPage(ctx, primaries, passes, settings.apiToken ? { apiToken: settings.apiToken } : {}));
+  app.route(
+    "/",
+    fleetPage(ctx, primaries, passes, {
+      ...(settings.apiToken ? { apiToken: settings.apiToken } : {}),
+      admission: () => {
+        const state = admission.state();
+        return state && { ready: state.report.ready, problems: admissionProblems(state.report) };
+      },
+    }),
+  );
   /** The context of one invocation: its own request budget and shared reads. */
   const invocationContext = (reads?: SweepMemo): Context => ({
     ...ctx,
@@ -209,6 +227,16 @@ export function createKubefn(settings: KubefnSettings, ports: KubefnPorts, opera
       case "job": {
         const { message } = envelope;
         const itemCtx = tracedContext(invocation, message.traceparent);
+        if (!(await admission.open())) {
+          // Put back as it is (no attempt spent); the gate's check said why, once, in the log.
+          ctx.metrics.count("kubefn_messages_deferred_total", { reason: "AdmissionPoliciesNotReady" });
+          try {
+            await itemCtx.queue.send([message], admission.recheckSeconds);
+            return { ack: true };
+          } catch {
+            return { ack: false, retryAfterSeconds: admission.recheckSeconds };
+          }
+        }
         try {
           if (envelope.kind === "job") {
             const job = await runJob(itemCtx, ops.registry, envelope.message);
@@ -248,6 +276,10 @@ export function createKubefn(settings: KubefnSettings, ports: KubefnPorts, opera
       if (ports.apiFailing?.()) {
         // Each message would only run into the open circuit; the next sweep sends what is due.
         ctx.log.warn("sweep held back: the API server is failing", {});
+        ctx.metrics.count("kubefn_sweep_held_back_total", {});
+        return { controllers: {}, tasks: {}, durationMs: 0, heldBack: true };
+      }
+      if (!(await admission.open())) {
         ctx.metrics.count("kubefn_sweep_held_back_total", {});
         return { controllers: {}, tasks: {}, durationMs: 0, heldBack: true };
       }

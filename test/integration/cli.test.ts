@@ -265,7 +265,7 @@ describe("kubefn doctor", () => {
     const r = await kubefn("doctor");
     expect(r.code).toBe(1);
     expect(r.stdout).toContain(
-      "fail ValidatingAdmissionPolicyBinding kubefn-writes-only-its-own is not installed — kubefn install\n",
+      "fail ValidatingAdmissionPolicyBinding kubefn-writes-only-its-own is not installed: kubefn does not reconcile without it — kubefn install\n",
     );
   });
 

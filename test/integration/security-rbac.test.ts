@@ -49,6 +49,17 @@ const calls: Array<{ resource: string; verbs: string[]; at: Array<[file: string,
       ["shared/kube/events.ts", "await kube.patch(\n        Resources.Event"],
     ],
   },
+  // The admission gate: kubefn reconciles only while its admission policies are installed and bound.
+  {
+    resource: "validatingadmissionpolicies.admissionregistration.k8s.io",
+    verbs: ["list"],
+    at: [["shared/app/admission/check.ts", "listAll(kube, ValidatingAdmissionPolicies)"]],
+  },
+  {
+    resource: "validatingadmissionpolicybindings.admissionregistration.k8s.io",
+    verbs: ["list"],
+    at: [["shared/app/admission/check.ts", "listAll(kube, ValidatingAdmissionPolicyBindings)"]],
+  },
   // Proxy operator.
   {
     resource: "proxies.crawl.kubefn.dev",

@@ -19,6 +19,11 @@
  * fieldSelector. Anything beyond deciding logic belongs in test/integration.
  */
 
+import {
+  REQUIRED_ADMISSION_POLICIES,
+  ValidatingAdmissionPolicies,
+  ValidatingAdmissionPolicyBindings,
+} from "../../shared/app/admission/index.ts";
 import { AlreadyExistsError, ConflictError, NotFoundError } from "../../shared/kube/errors.ts";
 import { matchesRequirements, parseLabelSelector } from "../../shared/kube/index.ts";
 import type {
@@ -290,4 +295,25 @@ export function fakeContext(
     random: () => opts.random ?? 0.5,
   };
   return { ctx, recorded };
+}
+
+/**
+ * Seeds kubefn's admission policies and their bindings into `kube`, as an installed cluster has
+ * them: createKubefn reconciles only then (shared/app/admission).
+ */
+export function seedAdmissionPolicies(kube: FakeKube): FakeKube {
+  for (const name of REQUIRED_ADMISSION_POLICIES) {
+    kube.seed(ValidatingAdmissionPolicies, {
+      apiVersion: "admissionregistration.k8s.io/v1",
+      kind: "ValidatingAdmissionPolicy",
+      metadata: { name },
+    });
+    kube.seed(ValidatingAdmissionPolicyBindings, {
+      apiVersion: "admissionregistration.k8s.io/v1",
+      kind: "ValidatingAdmissionPolicyBinding",
+      metadata: { name },
+      spec: { policyName: name, validationActions: ["Deny"] },
+    } as never);
+  }
+  return kube;
 }

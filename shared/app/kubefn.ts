@@ -179,6 +179,9 @@ export function createKubefn(settings: KubefnSettings, ports: KubefnPorts, opera
     metrics: ctx.metrics,
     recheckSeconds: settings.admissionRecheckSeconds,
   });
+  // Sweeps held back by the gate missed what changed meanwhile without an event reaching a pass
+  // (objects created then): the first sweep after it opens sends every object, as a host's first.
+  let sweepsMissed = false;
   // Each intake batch (one send) starts a trace of its own, which its passes continue.
   const intakeCtx: Context = {
     ...ctx,
@@ -281,14 +284,17 @@ export function createKubefn(settings: KubefnSettings, ports: KubefnPorts, opera
       }
       if (!(await admission.open())) {
         ctx.metrics.count("kubefn_sweep_held_back_total", {});
+        sweepsMissed = true;
         return { controllers: {}, tasks: {}, durationMs: 0, heldBack: true };
       }
+      const full = options.full === true || sweepsMissed;
+      sweepsMissed = false;
       const sweepCtx = tracedContext(invocationContext(), undefined);
       const summary = await runSweep(sweepCtx, ops.registry, ops.sweepTasks, {
         shardSize: 100,
         snapshots: true,
         periodSeconds: settings.sweepPeriodSeconds,
-        ...(options.full ? { full: true } : {}),
+        ...(full ? { full: true } : {}),
       });
       sweepCtx.log.info("sweep", sweepLine(summary));
       return summary;

@@ -142,7 +142,7 @@ describe("the admission gate", () => {
 });
 
 describe("createKubefn behind the gate", () => {
-  function kubefnOver(kube: FakeKube) {
+  function kubefnOver(kube: FakeKube, clock = { t: 0 }) {
     let reconciled = 0;
     const { ctx, recorded } = fakeContext(kube);
     const settings = parseWorkerEnv({ KUBE_SERVER: "https://kube.example.com", KUBE_TOKEN: "t" });
@@ -154,6 +154,7 @@ describe("createKubefn behind the gate", () => {
         prober: { probe: async () => ({ ok: true }) } as never,
         log: ctx.log,
         metrics: ctx.metrics,
+        clock: { now: () => new Date(Date.UTC(2026, 10, 30) + clock.t * 1000) },
       },
       {
         registry: createRegistry([
@@ -184,6 +185,27 @@ describe("createKubefn behind the gate", () => {
       labels: { reason: "AdmissionPoliciesNotReady" },
     });
     expect((await kubefn.sweep()).heldBack).toBe(true);
+  });
+
+  it("after held-back sweeps, the first sweep once the policies are back sends every object", async () => {
+    const kube = new FakeKube();
+    kube.seed(ProxyResource, {
+      apiVersion: "crawl.example.com/v1alpha1",
+      kind: "Proxy",
+      metadata: { name: "p1", namespace: "ns1", uid: "uid-p1", generation: 1 },
+      spec: {},
+      status: { observedGeneration: 1 },
+    });
+    const clock = { t: 0 };
+    const { kubefn, recorded } = kubefnOver(kube, clock);
+    expect((await kubefn.sweep()).heldBack).toBe(true);
+    seedAdmissionPolicies(kube);
+    clock.t = 60;
+    expect((await kubefn.sweep()).heldBack).toBeUndefined();
+    expect(recorded.sent.flatMap((s) => s.messages.map((m) => m.request.name))).toEqual(["p1"]);
+    recorded.sent.length = 0;
+    await kubefn.sweep();
+    expect(recorded.sent).toEqual([]);
   });
 
   it("(control) with the policies installed the same message runs its pass", async () => {

@@ -170,7 +170,6 @@ export function createKubefn(settings: KubefnSettings, ports: KubefnPorts, opera
       },
     );
   }
-  const passes = new PassHistory();
   // kubefn's containment: no pass, job or sweep runs while its admission policies are missing.
   const admission = createAdmissionGate({
     kube: ctx.kube,
@@ -182,6 +181,7 @@ export function createKubefn(settings: KubefnSettings, ports: KubefnPorts, opera
   // Sweeps held back by the gate missed what changed meanwhile without an event reaching a pass
   // (objects created then): the first sweep after it opens sends every object, as a host's first.
   let sweepsMissed = false;
+  const passes = new PassHistory();
   // Each intake batch (one send) starts a trace of its own, which its passes continue.
   const intakeCtx: Context = {
     ...ctx,

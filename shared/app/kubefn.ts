@@ -181,6 +181,16 @@ export function createKubefn(settings: KubefnSettings, ports: KubefnPorts, opera
   // Sweeps held back by the gate missed what changed meanwhile without an event reaching a pass
   // (objects created then): the first sweep after it opens sends every object, as a host's first.
   let sweepsMissed = false;
+  /** A pass or job put back unchanged (no attempt spent) for the re-check period; the check logged why. */
+  const deferred = async (message: Parameters<Queue["send"]>[0][number]): Promise<Verdict> => {
+    ctx.metrics.count("kubefn_messages_deferred_total", { reason: "AdmissionPoliciesNotReady" });
+    try {
+      await ctx.queue.send([message], admission.recheckSeconds);
+      return { ack: true };
+    } catch {
+      return { ack: false, retryAfterSeconds: admission.recheckSeconds };
+    }
+  };
   const passes = new PassHistory();
   // Each intake batch (one send) starts a trace of its own, which its passes continue.
   const intakeCtx: Context = {
@@ -228,18 +238,9 @@ export function createKubefn(settings: KubefnSettings, ports: KubefnPorts, opera
       }
       case "pass":
       case "job": {
+        if (!(await admission.open())) return deferred(envelope.message);
         const { message } = envelope;
         const itemCtx = tracedContext(invocation, message.traceparent);
-        if (!(await admission.open())) {
-          // Put back as it is (no attempt spent); the gate's check said why, once, in the log.
-          ctx.metrics.count("kubefn_messages_deferred_total", { reason: "AdmissionPoliciesNotReady" });
-          try {
-            await itemCtx.queue.send([message], admission.recheckSeconds);
-            return { ack: true };
-          } catch {
-            return { ack: false, retryAfterSeconds: admission.recheckSeconds };
-          }
-        }
         try {
           if (envelope.kind === "job") {
             const job = await runJob(itemCtx, ops.registry, envelope.message);
@@ -276,25 +277,27 @@ export function createKubefn(settings: KubefnSettings, ports: KubefnPorts, opera
       );
     },
     async sweep(options = {}) {
+      if (!ports.apiFailing?.()) {
+        if (!(await admission.open())) {
+          ctx.metrics.count("kubefn_sweep_held_back_total", {});
+          sweepsMissed = true;
+          return { controllers: {}, tasks: {}, durationMs: 0, heldBack: true };
+        }
+        if (sweepsMissed) options = { ...options, full: true };
+        sweepsMissed = false;
+      }
       if (ports.apiFailing?.()) {
         // Each message would only run into the open circuit; the next sweep sends what is due.
         ctx.log.warn("sweep held back: the API server is failing", {});
         ctx.metrics.count("kubefn_sweep_held_back_total", {});
         return { controllers: {}, tasks: {}, durationMs: 0, heldBack: true };
       }
-      if (!(await admission.open())) {
-        ctx.metrics.count("kubefn_sweep_held_back_total", {});
-        sweepsMissed = true;
-        return { controllers: {}, tasks: {}, durationMs: 0, heldBack: true };
-      }
-      const full = options.full === true || sweepsMissed;
-      sweepsMissed = false;
       const sweepCtx = tracedContext(invocationContext(), undefined);
       const summary = await runSweep(sweepCtx, ops.registry, ops.sweepTasks, {
         shardSize: 100,
         snapshots: true,
         periodSeconds: settings.sweepPeriodSeconds,
-        ...(full ? { full: true } : {}),
+        ...(options.full ? { full: true } : {}),
       });
       sweepCtx.log.info("sweep", sweepLine(summary));
       return summary;

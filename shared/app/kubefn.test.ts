@@ -5,7 +5,7 @@
 import { readFileSync } from "node:fs";
 import { describe, expect, it } from "vitest";
 import { parseWorkerEnv } from "../../functions/cloudflare/config.ts";
-import { FakeKube, fakeContext, seedAdmissionPolicies } from "../../test/support/fake-kube.ts";
+import { FakeKube, fakeContext } from "../../test/support/fake-kube.ts";
 import { ProxyResource, proxyController } from "../../test/unit/runtime/controllers.ts";
 import { done, ENVELOPE_VERSION, type Message, requeueAfter } from "../runtime/index.ts";
 import { createRegistry } from "../runtime/registry.ts";
@@ -23,7 +23,7 @@ function kubefnWith(
   reconcile: () => Promise<ReturnType<typeof done>>,
   opts: { throwOnPassLine?: boolean } = {},
 ) {
-  const kube = seedAdmissionPolicies(new FakeKube());
+  const kube = new FakeKube();
   kube.seed(ProxyResource, {
     apiVersion: "crawl.example.com/v1alpha1",
     kind: "Proxy",
@@ -168,7 +168,7 @@ describe("messages the 0.1.0 release left on the queue", () => {
 
 describe("traces", () => {
   it("each intake batch starts a trace of its own, carried by the messages it enqueued", async () => {
-    const kube = seedAdmissionPolicies(new FakeKube());
+    const kube = new FakeKube();
     const { ctx, recorded } = fakeContext(kube);
     const token = "audit-token-1234567890";
     const settings = parseWorkerEnv({

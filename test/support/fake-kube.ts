@@ -47,8 +47,17 @@ export class FakeKube implements Kube {
   private readonly objects = new Map<string, KubeObject>();
   private version = 100;
 
-  /** `now` stamps creationTimestamp and deletionTimestamp. */
-  constructor(private readonly now: () => Date = () => new Date("2026-11-30T12:00:00Z")) {}
+  /**
+   * `now` stamps creationTimestamp and deletionTimestamp. Like an installed cluster it holds
+   * kubefn's admission policies and bindings (createKubefn reconciles only then), unless
+   * `admissionPolicies` is false.
+   */
+  constructor(
+    private readonly now: () => Date = () => new Date("2026-11-30T12:00:00Z"),
+    opts: { admissionPolicies?: boolean } = {},
+  ) {
+    if (opts.admissionPolicies !== false) seedAdmissionPolicies(this);
+  }
 
   /** Stores `object` as given (a resourceVersion is added when missing), without any check. */
   seed(res: Resource, object: KubeObject): KubeObject {
@@ -299,7 +308,7 @@ export function fakeContext(
 
 /**
  * Seeds kubefn's admission policies and their bindings into `kube`, as an installed cluster has
- * them: createKubefn reconciles only then (shared/app/admission).
+ * them (a new FakeKube has them already): createKubefn reconciles only then (shared/app/admission).
  */
 export function seedAdmissionPolicies(kube: FakeKube): FakeKube {
   for (const name of REQUIRED_ADMISSION_POLICIES) {

@@ -173,7 +173,7 @@ describe("createKubefn behind the gate", () => {
   const message = { request: { controller: "proxy", namespace: "ns1", name: "p1" }, attempt: 0 };
 
   it("runs no pass without the policies: puts the message back for the re-check period, unchanged", async () => {
-    const kube = new FakeKube();
+    const kube = new FakeKube(undefined, { admissionPolicies: false });
     const { kubefn, recorded, reconciled } = kubefnOver(kube);
     expect(await kubefn.consume([{ body: message }])).toEqual([{ ack: true }]);
     expect(reconciled()).toBe(0);
@@ -188,7 +188,7 @@ describe("createKubefn behind the gate", () => {
   });
 
   it("after held-back sweeps, the first sweep once the policies are back sends every object", async () => {
-    const kube = new FakeKube();
+    const kube = new FakeKube(undefined, { admissionPolicies: false });
     kube.seed(ProxyResource, {
       apiVersion: "crawl.example.com/v1alpha1",
       kind: "Proxy",

@@ -3,7 +3,7 @@
  * (the Node transport, so exec plugins and OIDC work as with kubectl) and discovery, which turns an
  * object's apiVersion and kind into its URL.
  */
-import type { Transport } from "../shared/kube/index.ts";
+import { createKube, type Kube, type Transport } from "../shared/kube/index.ts";
 import { createNodeTransport, loadKubeConfig } from "../shared/kube/node.ts";
 
 /** An object as the CLI reads and writes it. */
@@ -28,18 +28,25 @@ export class ApiError extends Error {
 /** Raw access to one cluster. */
 export interface Cluster {
   /** The JSON answer of a call; throws {@link ApiError} on a status of 400 or more. */
-  call<T>(method: "GET" | "POST" | "PATCH", path: string, body?: unknown, contentType?: string): Promise<T>;
+  call<T>(
+    method: "GET" | "POST" | "PATCH" | "DELETE",
+    path: string,
+    body?: unknown,
+    contentType?: string,
+  ): Promise<T>;
   /** The collection URL of `kind` in `apiVersion` (namespaced: with `namespace`), from discovery. */
   pathOf(apiVersion: string, kind: string, namespace?: string): Promise<string>;
   /** The object, or undefined when it does not exist (404; also when its kind is not served). */
   get<T extends KubeObject>(o: Pick<KubeObject, "apiVersion" | "kind" | "metadata">): Promise<T | undefined>;
+  /** The same cluster through kubefn's Kube port, for checks shared with kubefn itself. */
+  kube: Kube;
 }
 
 /** A {@link Cluster} over `transport`. */
 export function clusterOver(transport: Transport): Cluster {
   const discovered = new Map<string, Promise<Array<{ name: string; kind: string; namespaced: boolean }>>>();
   const call = async <T>(
-    method: "GET" | "POST" | "PATCH",
+    method: "GET" | "POST" | "PATCH" | "DELETE",
     path: string,
     body?: unknown,
     contentType?: string,
@@ -86,6 +93,7 @@ export function clusterOver(transport: Transport): Cluster {
   return {
     call,
     pathOf,
+    kube: createKube(transport),
     async get<T extends KubeObject>(o: Pick<KubeObject, "apiVersion" | "kind" | "metadata">) {
       try {
         const base = await pathOf(o.apiVersion, o.kind, o.metadata.namespace);

@@ -8,11 +8,23 @@
  * - **policies**: the ValidatingAdmissionPolicies and bindings of infra/rbac are installed as this
  *   release has them, and the identity is listed as a status writer;
  * - **crds**: each CRD is installed, Established, and serves the versions and schemas this
- *   release's controllers read and write.
+ *   release's controllers read and write;
+ * - **intake**: something delivers the cluster's changes to kubefn's intake (the relay, the audit
+ *   webhook, an audit log export): doctor creates an intake canary (a ConfigMap in kubefn-system,
+ *   see shared/runtime/intake-canary.ts), waits a bounded time for intake's `IntakeReceived`
+ *   Event about it, and deletes it.
  *
  * Caveats: the user needs create on authorization.k8s.io subjectaccessreviews (cluster admins have
  * it). The identity's groups are those the API server gives a ServiceAccount.
  */
+
+import { admissionProblems, checkAdmissionPolicies } from "../shared/app/admission/index.ts";
+import {
+  INTAKE_CANARY_CONTROLLER,
+  INTAKE_CANARY_NAMESPACE,
+  INTAKE_CANARY_PREFIX,
+  INTAKE_RECEIVED_REASON,
+} from "../shared/runtime/index.ts";
 import type { Cluster, KubeObject } from "./cluster.ts";
 import { ApiError } from "./cluster.ts";
 
@@ -197,13 +209,34 @@ export async function accessChecks(cluster: Cluster, id: Identity, needs: Access
   );
 }
 
-/** The admission checks: each policy and binding installed as the release has it, and the status writers. */
+/**
+ * The admission checks: each policy and binding kubefn requires installed and bound (the check
+ * kubefn itself runs before it reconciles, shared/app/admission) and as the release has it, and
+ * the status writers.
+ */
 export async function policyChecks(cluster: Cluster, id: Identity, policies: KubeObject[]): Promise<Check[]> {
   const checks: Check[] = [];
-  for (const expected of policies) {
-    const what = `${expected.kind} ${expected.metadata.name}`;
-    const installed = await cluster.get(expected);
-    if (!installed) checks.push({ ok: false, what: `${what} is not installed`, fix: "kubefn install" });
+  const report = await checkAdmissionPolicies(cluster.kube);
+  if (report.error !== undefined) {
+    checks.push({
+      ok: false,
+      what: admissionProblems(report)[0] ?? "",
+      fix: "kubectl get validatingadmissionpolicies",
+    });
+  }
+  for (const item of report.items) {
+    const what = `${item.kind} ${item.name}`;
+    const expected = policies.find((p) => p.kind === item.kind && p.metadata.name === item.name);
+    if (!item.ok) {
+      checks.push({
+        ok: false,
+        what: `${what} ${item.problem}: kubefn does not reconcile without it`,
+        fix: "kubefn install",
+      });
+      continue;
+    }
+    const installed = expected && (await cluster.get(expected));
+    if (!expected || !installed) checks.push({ ok: true, what: `${what} is installed` });
     else if (!covers(installed.spec, expected.spec)) {
       checks.push({
         ok: false,
@@ -276,6 +309,64 @@ export async function crdChecks(cluster: Cluster, crds: KubeObject[], version: s
     );
   }
   return checks;
+}
+
+interface CoreEvent {
+  reason?: string;
+  message?: string;
+  reportingComponent?: string;
+}
+
+/**
+ * The intake check: creates canary ConfigMap kubefn-system/kubefn-intake-canary-<nonce>, polls
+ * its Events every `pollMs` until intake's `IntakeReceived` Event arrives or `timeoutSeconds`
+ * pass, then deletes the canary (its Events expire with the API server's event TTL).
+ *
+ * Caveats: the user needs create and delete on ConfigMaps and list on Events in kubefn-system.
+ * A relay that batches and an audit webhook that buffers deliver within seconds; an audit log
+ * export (CloudWatch Logs, Pub/Sub) can take a minute or more: raise `--intake-timeout` there.
+ */
+export async function intakeCheck(
+  cluster: Cluster,
+  opts: { timeoutSeconds: number; nonce: string; pollMs?: number },
+): Promise<Check> {
+  const name = `${INTAKE_CANARY_PREFIX}${opts.nonce}`;
+  const ns = INTAKE_CANARY_NAMESPACE;
+  const configMaps = `/api/v1/namespaces/${ns}/configmaps`;
+  await cluster.call("POST", configMaps, {
+    apiVersion: "v1",
+    kind: "ConfigMap",
+    metadata: { name, namespace: ns, labels: { "app.kubernetes.io/component": "intake-canary" } },
+    data: { purpose: "kubefn doctor: does intake receive events? Deleted when the check ends." },
+  });
+  const selector = encodeURIComponent(
+    `involvedObject.kind=ConfigMap,involvedObject.name=${name},reason=${INTAKE_RECEIVED_REASON}`,
+  );
+  const started = Date.now();
+  let received: CoreEvent | undefined;
+  try {
+    for (;;) {
+      const list = await cluster.call<{ items: CoreEvent[] }>(
+        "GET",
+        `/api/v1/namespaces/${ns}/events?fieldSelector=${selector}`,
+      );
+      received = list.items.find((e) => e.reportingComponent === INTAKE_CANARY_CONTROLLER);
+      if (received || Date.now() - started >= opts.timeoutSeconds * 1000) break;
+      await new Promise((r) => setTimeout(r, opts.pollMs ?? 500));
+    }
+  } finally {
+    await cluster.call("DELETE", `${configMaps}/${name}`).catch(() => undefined);
+  }
+  const seconds = Math.max(1, Math.ceil((Date.now() - started) / 1000));
+  if (received) {
+    const from = /from (.*)$/.exec(received.message ?? "")?.[1] ?? "an event source";
+    return { ok: true, what: `intake received the intake canary's creation from ${from} (${seconds} s)` };
+  }
+  return {
+    ok: false,
+    what: `intake did not acknowledge the intake canary ConfigMap ${ns}/${name} within ${opts.timeoutSeconds} s: nothing delivers the cluster's changes to kubefn`,
+    fix: "run the relay (kubefn install; its KUBEFN_INTAKE_URL at kubefn's /v1/events, KUBEFN_RELAY_SECRET equal to kubefn's) or point the API server's audit webhook at kubefn's /v1/events (docs/deploying/README.md); its log and kubefn_intake_rejected_total say why a batch was refused",
+  };
 }
 
 /** `ok   what` or `fail what — fix`, one per check. */

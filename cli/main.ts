@@ -3,11 +3,13 @@
  *
  *   kubefn version                  this kubefn's version, and the CRD versions it serves
  *   kubefn install [--dry-run]      server-side apply install.yaml (dry run: what would change)
- *   kubefn doctor [--as ns/name]    is the current cluster ready for this kubefn? (exit 1 if not)
+ *   kubefn doctor [--as ns/name] [--intake-timeout <s>]
+ *                                   is the current cluster ready for this kubefn? (exit 1 if not)
  *
  * Common options: --kubeconfig <file>, --context <name>, --file <install.yaml> (default: this
  * release's, built from infra/ as `npm run release` builds it).
  */
+import { randomUUID } from "node:crypto";
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import { parseArgs } from "node:util";
@@ -18,6 +20,7 @@ import {
   accessChecks,
   crdChecks,
   formatChecks,
+  intakeCheck,
   neededAccess,
   parseIdentity,
   policyChecks,
@@ -36,7 +39,8 @@ const usage = `usage: kubefn <command> [options]
   version                 print this kubefn's version
   install [--dry-run]     server-side apply install.yaml to the current cluster
                           (--dry-run: created/changed/unchanged per object, nothing written)
-  doctor [--as ns/name]   check kubefn's access, admission policies and CRDs on the current cluster
+  doctor [--as ns/name]   check kubefn's access, admission policies and CRDs on the current cluster,
+         [--intake-timeout s]  and that intake receives the cluster's events (default: wait 30 s)
 
 options: --kubeconfig <file>  --context <name>  --file <install.yaml>`;
 
@@ -58,6 +62,7 @@ export async function main(
     options: {
       "dry-run": { type: "boolean" },
       as: { type: "string", default: KUBEFN_IDENTITY },
+      "intake-timeout": { type: "string", default: "30" },
       kubeconfig: { type: "string" },
       context: { type: "string" },
       file: { type: "string" },
@@ -88,6 +93,10 @@ export async function main(
     }
     case "doctor": {
       const id = parseIdentity(values.as as string);
+      const intakeTimeout = Number(values["intake-timeout"]);
+      if (!Number.isFinite(intakeTimeout) || intakeTimeout < 0) {
+        return { out: `--intake-timeout must be a number of seconds\n${usage}`, code: 2 };
+      }
       const objects = releaseObjects(values.file);
       const c = connect();
       const checks = [
@@ -102,6 +111,7 @@ export async function main(
           objects.filter((o) => o.kind.startsWith("ValidatingAdmissionPolicy")),
         )),
         ...(await accessChecks(c, id, neededAccess(objects, parseIdentity(KUBEFN_IDENTITY)))),
+        await intakeCheck(c, { timeoutSeconds: intakeTimeout, nonce: randomUUID().slice(0, 8) }),
       ];
       const failed = checks.filter((x) => !x.ok).length;
       const summary =

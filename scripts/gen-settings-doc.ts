@@ -72,6 +72,11 @@ const sharedRows: Row<Exclude<Shared, keyof typeof operatorVariables>>[] = [
       "sweep period: health probes each sweep; drift lists once per drift period (slots are at least a minute long); at least 60 on Workers and Lambda, whose schedules run every minute",
   },
   {
+    names: ["ADMISSION_RECHECK_SECONDS"],
+    meaning:
+      "kubefn reconciles only while its admission policies (infra/rbac) are installed and bound: checked with two list requests at most once per this many seconds per process or isolate (and at each sweep); while they are missing, passes wait this long and ask again, the sweep is held back, and `kubefn_admission_policies_ready` is 0. There is no switch to turn the check off",
+  },
+  {
     names: ["PROXY_RESYNC_SECONDS"],
     unset: "`300`",
     meaning: "drift period of Proxies: how often the sweep lists their provider instances and decides",

@@ -13,6 +13,14 @@
  *   dist/SHA256SUMS                 checksums of the files above
  *
  * Usage: npm run release [-- --out <dir>] [-- --skip-worker]
+ *
+ * The images step, apart (it needs a container runtime, and registry credentials to push):
+ *
+ *   npm run release -- --images [--push] [--tool docker|podman]
+ *
+ * prints the build command of every kubefn image of install.yaml and the chart (its Containerfile,
+ * tagged with the version; scripts/release/images.ts) and writes dist/images.txt (reference,
+ * Containerfile, digest). With --push it runs them, pushing, and records each pushed digest.
  */
 import { execFile } from "node:child_process";
 import { createHash } from "node:crypto";
@@ -22,6 +30,17 @@ import { join, relative } from "node:path";
 import { parseArgs, promisify } from "node:util";
 import { parseAllDocuments } from "yaml";
 import { type Crd, crdIncompatibilities } from "./release/crd-compat.ts";
+import {
+  buildCommands,
+  type ContainerTool,
+  commandLine,
+  digestFromMetadata,
+  type ImageBuild,
+  imageBuilds,
+  imageRefs,
+  imagesList,
+  nameOf,
+} from "./release/images.ts";
 import { crdsOf, installObjects, toYamlStream } from "./release/install-manifest.ts";
 import { releaseTemplate } from "./release/sam-template.ts";
 import { zip } from "./release/zip.ts";
@@ -166,11 +185,83 @@ export async function release(opts: { out: string; worker?: boolean }): Promise<
   return [...artifacts, "SHA256SUMS"];
 }
 
+/** The objects the chart renders with its default values (at the chart's appVersion). */
+export async function chartObjects(helm: string): Promise<unknown[]> {
+  const { stdout } = await run(
+    helm,
+    ["template", "kubefn", join(root, "charts/kubefn"), "--kube-version", "1.30.0"],
+    {
+      maxBuffer: 1 << 26,
+    },
+  );
+  return parseAllDocuments(stdout)
+    .map((d) => d.toJSON() as unknown)
+    .filter(Boolean);
+}
+
+/** Every kubefn image of install.yaml and the chart, and how it is built (throws on one without). */
+export async function releaseImages(version: string, helm: string): Promise<ImageBuild[]> {
+  const refs = imageRefs([installObjects(root, version), await chartObjects(helm)]);
+  return imageBuilds(refs, version);
+}
+
+/**
+ * The images step: writes `out`/images.txt and returns the commands; runs them when `push`
+ * (each image built and pushed; the digests recorded in images.txt).
+ */
+export async function images(opts: {
+  out: string;
+  push: boolean;
+  tool: ContainerTool;
+}): Promise<{ commands: string[][]; builds: ImageBuild[] }> {
+  const { version } = JSON.parse(await readFile(join(root, "package.json"), "utf8")) as { version: string };
+  const builds = await releaseImages(version, await helmBinary());
+  const metadataDir = join(opts.out, "images");
+  const commands = buildCommands(builds, { tool: opts.tool, push: opts.push, metadataDir });
+  await mkdir(opts.out, { recursive: true });
+  const digests = new Map<string, string>();
+  if (opts.push) {
+    await mkdir(metadataDir, { recursive: true });
+    for (const [command, ...args] of commands) {
+      await run(command as string, args, { cwd: root, maxBuffer: 1 << 26 });
+    }
+    for (const b of builds) {
+      const digest =
+        opts.tool === "docker"
+          ? digestFromMetadata(await readFile(join(metadataDir, `${nameOf(b)}.json`), "utf8"))
+          : (
+              await run("podman", ["image", "inspect", "--format", "{{.Digest}}", b.ref], { cwd: root })
+            ).stdout.trim();
+      if (!digest) throw new Error(`no digest was recorded for ${b.ref}`);
+      digests.set(b.ref, digest);
+    }
+  }
+  await writeFile(join(opts.out, "images.txt"), imagesList(builds, version, digests));
+  return { commands, builds };
+}
+
 if (import.meta.filename === process.argv[1]) {
   const { values } = parseArgs({
-    options: { out: { type: "string", default: join(root, "dist") }, "skip-worker": { type: "boolean" } },
+    options: {
+      out: { type: "string", default: join(root, "dist") },
+      "skip-worker": { type: "boolean" },
+      images: { type: "boolean" },
+      push: { type: "boolean" },
+      tool: { type: "string", default: "docker" },
+    },
   });
   const out = values.out as string;
-  const written = await release({ out, worker: !values["skip-worker"] });
-  for (const f of written) console.log(relative(root, join(out, f)));
+  if (values.images) {
+    const tool = values.tool as string;
+    if (tool !== "docker" && tool !== "podman")
+      throw new Error(`--tool must be docker or podman, not ${tool}`);
+    const push = values.push === true;
+    const { commands } = await images({ out, push, tool });
+    if (!push) console.log("# dry run: the build commands (run from the repository root; --push runs them)");
+    for (const c of commands) console.log(commandLine(c));
+    console.log(relative(root, join(out, "images.txt")));
+  } else {
+    const written = await release({ out, worker: !values["skip-worker"] });
+    for (const f of written) console.log(relative(root, join(out, f)));
+  }
 }

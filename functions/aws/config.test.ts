@@ -18,6 +18,7 @@ describe("parseAwsEnv", () => {
       replayWindowSeconds: 300,
       sweepPeriodSeconds: 60,
       requestBudget: 1000,
+      admissionRecheckSeconds: 60,
       circuit: { failureThreshold: 5, openSeconds: 5 },
       kubeTimeoutMs: 30_000,
       logLevel: "info",

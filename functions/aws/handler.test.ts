@@ -296,7 +296,13 @@ describe("the previous release's kubefn.reconcile events (bus and one-time sched
 describe("Scheduled Event → runSweep", () => {
   it("lists the primaries once and fans the due ones out on the queue", async () => {
     const summary = (await handlerWith()(fixture("scheduled-event.json"), lambdaContext)) as SweepSummary;
-    expect(kube.calls.filter((c) => c.method === "list").map((c) => c.resource)).toEqual(["proxies"]);
+    // A cold instance first checks its admission policies (two lists, then cached for the
+    // re-check period), then lists the primaries once.
+    expect(kube.calls.filter((c) => c.method === "list").map((c) => c.resource)).toEqual([
+      "validatingadmissionpolicies",
+      "validatingadmissionpolicybindings",
+      "proxies",
+    ]);
     expect(summary.controllers.proxy?.listed).toBe(2);
     expect((await aws.deliveredMessages()).map((m) => m.request.name)).toHaveLength(
       summary.controllers.proxy?.due ?? -1,

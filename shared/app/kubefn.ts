@@ -18,6 +18,7 @@ import {
   sealed,
   traceFrom,
 } from "../runtime/index.ts";
+import { admissionProblems, createAdmissionGate } from "./admission/index.ts";
 import { fleetPage, PassHistory } from "./fleet/index.ts";
 import { createFunctionsApp } from "./http.ts";
 import {
@@ -185,6 +186,27 @@ export function createKubefn(settings: KubefnSettings, ports: KubefnPorts, opera
       },
     );
   }
+  // kubefn's containment: no pass, job or sweep runs while its admission policies are missing.
+  const admission = createAdmissionGate({
+    kube: ctx.kube,
+    clock: ctx.clock,
+    log: ctx.log,
+    metrics: ctx.metrics,
+    recheckSeconds: settings.admissionRecheckSeconds,
+  });
+  // Sweeps held back by the gate missed what changed meanwhile without an event reaching a pass
+  // (objects created then): the first sweep after it opens sends every object, as a host's first.
+  let sweepsMissed = false;
+  /** A pass or job put back unchanged (no attempt spent) for the re-check period; the check logged why. */
+  const deferred = async (message: Parameters<Queue["send"]>[0][number]): Promise<Verdict> => {
+    ctx.metrics.count("kubefn_messages_deferred_total", { reason: "AdmissionPoliciesNotReady" });
+    try {
+      await ctx.queue.send([message], admission.recheckSeconds);
+      return { ack: true };
+    } catch {
+      return { ack: false, retryAfterSeconds: admission.recheckSeconds };
+    }
+  };
   const passes = new PassHistory();
   const hop = (on: Context, parent: string | undefined, kind: HopKind) =>
     tracedHop(on, parent, kind, ports.spans);
@@ -211,7 +233,16 @@ export function createKubefn(settings: KubefnSettings, ports: KubefnPorts, opera
   );
   const kinds = new Map(ops.registry.controllers.map((c) => [c.name, c.for.kind]));
   const primaries = ops.registry.controllers.map((c) => ({ controller: c.name, resource: c.for }));
-  app.route("/", fleetPage(ctx, primaries, passes, settings.apiToken ? { apiToken: settings.apiToken } : {}));
+  app.route(
+    "/",
+    fleetPage(ctx, primaries, passes, {
+      ...(settings.apiToken ? { apiToken: settings.apiToken } : {}),
+      admission: () => {
+        const state = admission.state();
+        return state && { ready: state.report.ready, problems: admissionProblems(state.report) };
+      },
+    }),
+  );
   /** The context of one invocation: its own request budget and shared reads. */
   const invocationContext = (reads?: SweepMemo): Context => ({
     ...ctx,
@@ -241,6 +272,7 @@ export function createKubefn(settings: KubefnSettings, ports: KubefnPorts, opera
       }
       case "pass":
       case "job": {
+        if (!(await admission.open())) return deferred(envelope.message);
         const { message } = envelope;
         const item = hop(invocation, message.traceparent, envelope.kind);
         const itemCtx = item.ctx;
@@ -291,6 +323,15 @@ export function createKubefn(settings: KubefnSettings, ports: KubefnPorts, opera
       );
     },
     async sweep(options = {}) {
+      if (!ports.apiFailing?.()) {
+        if (!(await admission.open())) {
+          ctx.metrics.count("kubefn_sweep_held_back_total", {});
+          sweepsMissed = true;
+          return { controllers: {}, tasks: {}, durationMs: 0, heldBack: true };
+        }
+        if (sweepsMissed) options = { ...options, full: true };
+        sweepsMissed = false;
+      }
       if (ports.apiFailing?.()) {
         // Each message would only run into the open circuit; the next sweep sends what is due.
         ctx.log.warn("sweep held back: the API server is failing", {});

@@ -62,6 +62,10 @@ export const settingsVariables = {
     ),
   ),
   SWEEP_PERIOD_SECONDS: z._default(z.coerce.number().check(z.int()).check(z.gte(1)).check(z.lte(3600)), 60),
+  ADMISSION_RECHECK_SECONDS: z._default(
+    z.coerce.number().check(z.int()).check(z.gte(1)).check(z.lte(3600)),
+    60,
+  ),
   PROXY_RESYNC_SECONDS: z.optional(z.coerce.number().check(z.int()).check(z.gte(60)).check(z.lte(86400))),
   MIN_REPORT_SECONDS: z.optional(z.coerce.number().check(z.int()).check(z.gte(1)).check(z.lte(3600))),
   ORPHAN_GRACE_SECONDS: z.optional(z.coerce.number().check(z.int()).check(z.gte(0))),
@@ -97,6 +101,11 @@ export interface KubefnSettings {
   pubsub?: PubSubSettings;
   /** How often the platform runs the sweep; must match its schedule. */
   sweepPeriodSeconds: number;
+  /**
+   * How long one check of kubefn's admission policies holds (per process or isolate): passes,
+   * jobs and sweeps wait while the last check found them missing, and ask again after this long.
+   */
+  admissionRecheckSeconds: number;
   /** Drift poll (resync) of Proxies; the controller's default when unset. */
   proxyResyncSeconds?: number;
   /** Least time between two status-affecting health reports of one Proxy. */
@@ -157,6 +166,7 @@ export function settingsFrom(e: SettingsVariables): KubefnSettings {
         }
       : {}),
     sweepPeriodSeconds: e.SWEEP_PERIOD_SECONDS,
+    admissionRecheckSeconds: e.ADMISSION_RECHECK_SECONDS,
     ...(e.PROXY_RESYNC_SECONDS ? { proxyResyncSeconds: e.PROXY_RESYNC_SECONDS } : {}),
     ...(e.MIN_REPORT_SECONDS ? { minReportIntervalSeconds: e.MIN_REPORT_SECONDS } : {}),
     ...(e.ORPHAN_GRACE_SECONDS === undefined ? {} : { orphanGraceSeconds: e.ORPHAN_GRACE_SECONDS }),

@@ -10,6 +10,7 @@ import {
 } from "../kube/index.ts";
 import type { ControllerDefinition, Watch, WatchedChange } from "./controller.ts";
 import { type EventBatch, parseEventBatch, relayEventSchema } from "./event-batch.ts";
+import { isIntakeCanary } from "./intake-canary.ts";
 import { groupOf, type Registry } from "./registry.ts";
 import { type Context, type Request, requestKey } from "./types.ts";
 
@@ -80,6 +81,11 @@ export interface MappingResult {
   /** Deduplicated by controller + namespace + name, in first-seen order. */
   requests: Request[];
   counts: MappingCounts;
+  /**
+   * Names of intake canaries (see intake-canary.ts) the batch created, in kubefn-system, once
+   * each: intake acknowledges each with an Event. They map to no request (counted `mapped`).
+   */
+  canaries: string[];
 }
 
 /** One change to one object, whatever the sender. */
@@ -133,6 +139,7 @@ export async function mapEvents(
     requests: mapper.requests(),
     counts: mapper.counts,
     snapshots: mapper.snapshots(),
+    canaries: [...mapper.canaries],
   };
 }
 
@@ -154,6 +161,7 @@ class BatchMapper {
     requests: 0,
   };
   private readonly out = new Map<string, Request>();
+  readonly canaries = new Set<string>();
   /** Per primary key: its one stored body in this batch, or null once it changed more than once. */
   private readonly stored = new Map<string, MappedSnapshot | null>();
   private readonly jobs = new Map<string, WatchJob>();
@@ -184,6 +192,7 @@ class BatchMapper {
 
     const group = typeof ref.apiGroup === "string" ? ref.apiGroup : "";
     const resource = ref.resource;
+    if (verb === "create" && this.canary(group, resource, ref.namespace, ref.name)) return;
     if (!this.interested(group, resource)) return void this.counts.ignored++;
 
     const refNamespace =
@@ -240,6 +249,8 @@ class BatchMapper {
     const parsed = relayEventSchema.safeParse(event);
     if (!parsed.success) return void this.counts.skipped++;
     const { type, resource: res, object } = parsed.data;
+    const { namespace: ns, name } = object.metadata;
+    if (type === "ADDED" && this.canary(res.group, res.resource, ns, name)) return;
     if (!this.interested(res.group, res.resource)) return void this.counts.ignored++;
     const verb = type === "ADDED" ? "create" : type === "DELETED" ? "delete" : "update";
     const meta = object.metadata;
@@ -256,6 +267,15 @@ class BatchMapper {
         object: kubeObject,
       }),
     );
+  }
+
+  /** Records an intake canary's create (counted mapped); false when the change is not one. */
+  private canary(group: string, resource: string, namespace: unknown, name: unknown): boolean {
+    if (typeof namespace !== "string" || typeof name !== "string") return false;
+    if (!isIntakeCanary(group, resource, namespace, name)) return false;
+    this.canaries.add(name);
+    this.counts.mapped++;
+    return true;
   }
 
   private count(result: boolean | "unresolved"): void {

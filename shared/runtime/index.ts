@@ -59,6 +59,13 @@ export {
   runPass,
   SNAPSHOT_MAX_AGE_SECONDS,
 } from "./executor.ts";
+export {
+  INTAKE_CANARY_CONTROLLER,
+  INTAKE_CANARY_NAMESPACE,
+  INTAKE_CANARY_PREFIX,
+  INTAKE_RECEIVED_REASON,
+  isIntakeCanary,
+} from "./intake-canary.ts";
 export { type JobResult, runJob } from "./job.ts";
 export { awaitSweep, done, failed, Outcome, type OutcomeKind, requeueAfter } from "./outcome.ts";
 export {

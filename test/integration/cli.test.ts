@@ -1,22 +1,31 @@
 /**
  * The `kubefn` command (cli/kubefn.mjs, run as a user runs it, with the devcluster's kubeconfig in
  * KUBECONFIG) against the devcluster: `version`, `install --dry-run` (created/changed/unchanged per
- * object, nothing written) and `doctor` (SubjectAccessReviews, admission policies, CRDs), each
+ * object, nothing written) and `doctor` (SubjectAccessReviews, admission policies, CRDs, and
+ * whether intake receives events: a Node host as kubefn's ServiceAccount, fed by the relay
+ * in-process, acknowledges doctor's intake canary; with the relay stopped nothing does), each
  * passing on a cluster set up as infra/ has it and failing, with what to do, where it is not.
  * Also the CRD upgrade path of docs/upgrading.md: the previous release's CRDs, then this one's,
  * server-side.
  */
+
 import { spawn } from "node:child_process";
+import { randomBytes } from "node:crypto";
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { afterAll, beforeAll, describe, expect, it, onTestFinished } from "vitest";
 import { installCrdsAndRbac } from "../../functions/node/install.ts";
+import { defaultRelayKinds } from "../../infra/relay/main.ts";
+import { createRelay, type Relay } from "../../infra/relay/relay.ts";
+import { clientNodeWatchStream } from "../../infra/relay/watch-stream.ts";
 import { crdsOf, installObjects, toYamlStream } from "../../scripts/release/install-manifest.ts";
 import { createKube } from "../../shared/kube/index.ts";
 import { createNodeTransport, loadKubeConfig } from "../../shared/kube/node.ts";
-import { clusterInfo, kubectl } from "../setup/cluster.ts";
+import type { Log } from "../../shared/runtime/index.ts";
+import { functionsKubeconfig, type HostProcess, startHost } from "../e2e/host.ts";
+import { clusterInfo, eventually, kubeConfig, kubectl, waitForAuditEvent } from "../setup/cluster.ts";
 import { outputOf } from "../support/child-output.ts";
 
 const root = fileURLToPath(new URL("../../", import.meta.url));
@@ -133,6 +142,39 @@ describe("kubefn install", () => {
 });
 
 describe("kubefn doctor", () => {
+  // What delivers events to kubefn: its Node host (as kubefn-system/kubefn) and the relay,
+  // list-watching the devcluster as install.yaml's relay does and posting signed batches to it.
+  const secret = randomBytes(24).toString("hex");
+  const quiet: Log = { info() {}, warn() {}, error: (m, f) => console.error(m, f) };
+  let host: HostProcess | undefined;
+  let relay: Relay | undefined;
+
+  beforeAll(async () => {
+    host = await startHost({
+      KUBECONFIG: await functionsKubeconfig(clusterInfo().kubeconfig),
+      KUBEFN_RELAY_SECRET: secret,
+      KUBEFN_SWEEP_SECONDS: "3600",
+    });
+    relay = createRelay({
+      kinds: defaultRelayKinds(),
+      kube: admin(),
+      stream: clientNodeWatchStream(kubeConfig(), { timeoutSeconds: 60 }),
+      intakeUrl: `${host.url}/v1/events`,
+      secret,
+      batch: { maxEvents: 50, maxDelayMs: 200 },
+      bufferSize: 1000,
+      backoff: { baseMs: 200, maxMs: 1000 },
+      log: quiet,
+    });
+    relay.start();
+    await eventually(async () => (relay?.synced() ? true : undefined), { what: "relay synced" });
+  }, 180_000);
+
+  afterAll(async () => {
+    await relay?.stop();
+    expect(await host?.stop()).toBe(0);
+  });
+
   it("passes every check on a cluster installed as infra/ has it", async () => {
     const r = await kubefn("doctor");
     expect(r.code, r.stdout + r.stderr).toBe(0);
@@ -146,7 +188,28 @@ describe("kubefn doctor", () => {
     expect(lines).toContain(
       "ok   kubefn-system/kubefn may get,list,create,patch,delete configmaps in kubefn-system",
     );
+    expect(lines).toContainEqual(
+      expect.stringMatching(/^ok {3}intake received the intake canary's creation from the relay \(\d+ s\)$/),
+    );
     expect(lines.at(-1)).toMatch(/^all \d+ checks passed$/);
+    // The canary is gone; intake's Event about it names it.
+    expect(await ok(["-n", "kubefn-system", "get", "configmaps", "-o", "name"])).not.toMatch(/intake-canary/);
+    const acks = await ok([
+      "-n",
+      "kubefn-system",
+      "get",
+      "events",
+      "--field-selector",
+      "reason=IntakeReceived",
+      "-o",
+      "jsonpath={.items[*].involvedObject.name}",
+    ]);
+    expect(acks).toMatch(/^kubefn-intake-canary-[0-9a-f]{8}/);
+    // The audit path carries the canary too: the API server's audit webhook names it on create.
+    const audited = await waitForAuditEvent(
+      (e) => e.verb === "create" && (e.objectRef?.name ?? "").startsWith("kubefn-intake-canary-"),
+    );
+    expect(audited.objectRef).toMatchObject({ resource: "configmaps", namespace: "kubefn-system" });
   });
 
   it("fails a missing permission and says what to do", async () => {
@@ -202,7 +265,7 @@ describe("kubefn doctor", () => {
     const r = await kubefn("doctor");
     expect(r.code).toBe(1);
     expect(r.stdout).toContain(
-      "fail ValidatingAdmissionPolicyBinding kubefn-writes-only-its-own is not installed — kubefn install\n",
+      "fail ValidatingAdmissionPolicyBinding kubefn-writes-only-its-own is not installed: kubefn does not reconcile without it — kubefn install\n",
     );
   });
 
@@ -233,6 +296,18 @@ describe("kubefn doctor", () => {
       `fail CRD sites.unbounded-cloud.io v1alpha3 is not kubefn ${version}'s (an older or changed schema) — kubectl apply --server-side --force-conflicts -f dist/crds.yaml (docs/upgrading.md)\n`,
     );
   });
+
+  // Last in this block: it stops the relay.
+  it("fails when nothing delivers events to intake, and says what to do", async () => {
+    await relay?.stop();
+    relay = undefined;
+    const r = await kubefn("doctor", "--intake-timeout", "3");
+    expect(r.code).toBe(1);
+    expect(r.stdout).toMatch(
+      /\nfail intake did not acknowledge the intake canary ConfigMap kubefn-system\/kubefn-intake-canary-[0-9a-f]{8} within 3 s: nothing delivers the cluster's changes to kubefn — run the relay \(kubefn install; .*\) or point the API server's audit webhook at kubefn's \/v1\/events \(docs\/deploying\/README.md\)/,
+    );
+    expect(r.stdout).toMatch(/\n1 of \d+ checks failed\n$/);
+  });
 });
 
 describe("the CRD upgrade path (docs/upgrading.md)", () => {
@@ -244,7 +319,8 @@ describe("the CRD upgrade path (docs/upgrading.md)", () => {
     await ok(["apply", "--server-side", "--force-conflicts", "-f", join(root, "test/fixtures/crds/0.1.0")]);
     await ok(["apply", "--server-side", "--force-conflicts", "-f", crds]);
     await ok(["wait", "--for=condition=Established", "--timeout=60s", "-f", crds]);
-    const r = await kubefn("doctor");
+    // Only the CRD lines matter here (the relay of the doctor tests is stopped).
+    const r = await kubefn("doctor", "--intake-timeout", "0");
     expect(r.stdout.split("\n").filter((l) => l.includes(" CRD "))).toEqual([
       `ok   CRD proxies.crawl.kubefn.dev (v1alpha1) is kubefn ${version}'s`,
       `ok   CRD subpools.subrelay.example.com (v1alpha1) is kubefn ${version}'s`,

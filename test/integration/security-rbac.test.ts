@@ -50,6 +50,17 @@ const calls: Array<{ resource: string; verbs: string[]; at: Array<[file: string,
       ["shared/kube/events.ts", "await kube.patch(\n        Resources.Event"],
     ],
   },
+  // The admission gate: kubefn reconciles only while its admission policies are installed and bound.
+  {
+    resource: "validatingadmissionpolicies.admissionregistration.k8s.io",
+    verbs: ["list"],
+    at: [["shared/app/admission/check.ts", "listAll(kube, ValidatingAdmissionPolicies)"]],
+  },
+  {
+    resource: "validatingadmissionpolicybindings.admissionregistration.k8s.io",
+    verbs: ["list"],
+    at: [["shared/app/admission/check.ts", "listAll(kube, ValidatingAdmissionPolicyBindings)"]],
+  },
   // Proxy operator.
   {
     resource: "proxies.crawl.kubefn.dev",
@@ -271,6 +282,8 @@ describe("the kubefn identity's effective permissions", () => {
         (v) => `${v} ${g.resource}${g.resourceNames.length ? ` [${g.resourceNames.join(" ")}]` : ""}`,
       ),
     );
+    // (The verbs escalate, bind and impersonate, not resources whose names contain them, such as
+    // validatingadmissionpolicybindings, which kubefn lists for its admission gate.)
     expect(
       flat.filter(
         (s) =>

@@ -19,6 +19,11 @@
  * fieldSelector. Anything beyond deciding logic belongs in test/integration.
  */
 
+import {
+  REQUIRED_ADMISSION_POLICIES,
+  ValidatingAdmissionPolicies,
+  ValidatingAdmissionPolicyBindings,
+} from "../../shared/app/admission/index.ts";
 import { AlreadyExistsError, ConflictError, NotFoundError } from "../../shared/kube/errors.ts";
 import { matchesRequirements, parseLabelSelector } from "../../shared/kube/index.ts";
 import type {
@@ -48,8 +53,17 @@ export class FakeKube implements Kube {
    */
   rollsOutDeployments = true;
 
-  /** `now` stamps creationTimestamp and deletionTimestamp. */
-  constructor(private readonly now: () => Date = () => new Date("2026-11-30T12:00:00Z")) {}
+  /**
+   * `now` stamps creationTimestamp and deletionTimestamp. Like an installed cluster it holds
+   * kubefn's admission policies and bindings (createKubefn reconciles only then), unless
+   * `admissionPolicies` is false.
+   */
+  constructor(
+    private readonly now: () => Date = () => new Date("2026-11-30T12:00:00Z"),
+    opts: { admissionPolicies?: boolean } = {},
+  ) {
+    if (opts.admissionPolicies !== false) seedAdmissionPolicies(this);
+  }
 
   /** Stores `object` as given (a resourceVersion is added when missing), without any check. */
   seed(res: Resource, object: KubeObject): KubeObject {
@@ -305,4 +319,25 @@ export function fakeContext(
     random: () => opts.random ?? 0.5,
   };
   return { ctx, recorded };
+}
+
+/**
+ * Seeds kubefn's admission policies and their bindings into `kube`, as an installed cluster has
+ * them (a new FakeKube has them already): createKubefn reconciles only then (shared/app/admission).
+ */
+export function seedAdmissionPolicies(kube: FakeKube): FakeKube {
+  for (const name of REQUIRED_ADMISSION_POLICIES) {
+    kube.seed(ValidatingAdmissionPolicies, {
+      apiVersion: "admissionregistration.k8s.io/v1",
+      kind: "ValidatingAdmissionPolicy",
+      metadata: { name },
+    });
+    kube.seed(ValidatingAdmissionPolicyBindings, {
+      apiVersion: "admissionregistration.k8s.io/v1",
+      kind: "ValidatingAdmissionPolicyBinding",
+      metadata: { name },
+      spec: { policyName: name, validationActions: ["Deny"] },
+    } as never);
+  }
+  return kube;
 }

@@ -22,7 +22,8 @@ describe("neededAccess (from infra/rbac)", () => {
   it.each([
     ["proxies", undefined, ["get", "list", "patch"]],
     ["proxies/status", undefined, ["patch"]],
-    ["secrets", undefined, ["get", "create", "delete", "update"]],
+    ["secrets", undefined, undefined], // only where a namespace opted in (kubefn-tenant), never cluster-wide
+    ["pods", undefined, undefined],
     ["namespaces", undefined, ["get", "list", "create", "update", "delete"]],
     ["events", undefined, ["get", "create", "patch"]],
     ["configmaps", "kubefn-system", ["get", "list", "create", "patch", "delete"]],
@@ -38,9 +39,11 @@ describe("neededAccess (from infra/rbac)", () => {
     expect(new Set(relay.flatMap((n) => n.verbs))).toEqual(new Set(["get", "list", "watch"]));
   });
 
-  it("expects no list or watch of Secrets anywhere", () => {
-    const secrets = find("secrets") ?? expect.unreachable();
-    expect(excessVerbs(secrets, needs)).toEqual(["list", "watch", "patch", "deletecollection"]);
+  it("expects no Secret or Pod access at all from the install: tenants grant it per namespace", () => {
+    expect(needs.filter((n) => n.resource === "secrets" || n.resource === "pods")).toEqual([]);
+    // What kubefn may grant itself: the SubPool credentials role, by a RoleBinding its admission
+    // policy admits only in subpool-* namespaces.
+    expect(find("clusterroles")?.verbs).toEqual(["bind"]);
   });
 
   it("counts cluster-wide grants in a namespace's expectations, not the other way round", () => {

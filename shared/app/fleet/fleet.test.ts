@@ -315,6 +315,22 @@ function page(kube: FakeKube, apiToken?: string, passes = new PassHistory()) {
 }
 
 describe("GET /", () => {
+  it("says that kubefn does not reconcile, and why, while its admission policies are missing", async () => {
+    const { ctx } = fakeContext(seededKube(1), { now });
+    let admission = {
+      ready: false,
+      problems: ["ValidatingAdmissionPolicyBinding kubefn-writes-only-its-own is not installed"],
+    };
+    const app = fleetPage(ctx, sources, new PassHistory(), { admission: () => admission });
+    const closed = await (await app.request("/")).text();
+    expect(closed).toContain('<span class="c bad">Not reconciling</span>');
+    expect(closed).toContain(
+      "<li>ValidatingAdmissionPolicyBinding kubefn-writes-only-its-own is not installed</li>",
+    );
+    admission = { ready: true, problems: [] };
+    expect(await (await app.request("/")).text()).not.toContain("Not reconciling");
+  });
+
   it.each([
     ["no credentials", undefined, 401],
     ["a wrong bearer token", `Bearer ${token}x`, 401],

@@ -15,6 +15,15 @@ export interface FleetPageInput {
    */
   detailed: boolean;
   now: Date;
+  /** Whether kubefn reconciles: its admission policies as last checked (absent: not checked yet). */
+  admission?: AdmissionView;
+}
+
+/** The admission gate's last check, as the page shows it. */
+export interface AdmissionView {
+  ready: boolean;
+  /** What is missing, one phrase each. */
+  problems: readonly string[];
 }
 
 /** Fill colours of the state tones, in the SVG bars and the CSS chips alike. */
@@ -53,7 +62,14 @@ export function renderFleetPage(input: FleetPageInput): string {
     input.detailed
       ? ""
       : '<p class="n">No API token is set, so this page is open and hides condition messages.</p>'
-  }${view.kinds.map((kind) => kindSection(kind, input.detailed)).join("")}${latencySection(view.latency)}${passesSection(input.passes, now)}</main></body></html>`;
+  }${admissionSection(input.admission)}${view.kinds.map((kind) => kindSection(kind, input.detailed)).join("")}${latencySection(view.latency)}${passesSection(input.passes, now)}</main></body></html>`;
+}
+
+/** A warning while kubefn does not reconcile for want of its admission policies; nothing otherwise. */
+function admissionSection(admission: AdmissionView | undefined): string {
+  if (!admission || admission.ready) return "";
+  const items = admission.problems.map((p) => `<li>${escapeHtml(p)}</li>`).join("");
+  return `<section><h2><span class="c bad">Not reconciling</span></h2><p>kubefn's admission policies are not installed and bound, so kubefn runs no pass and no sweep (its writes would not be contained). Apply infra/rbac (<code>kubefn install</code>); kubefn checks again on its own.</p><ul>${items}</ul></section>`;
 }
 
 /** Text for HTML element content and quoted attribute values. */

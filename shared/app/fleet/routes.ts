@@ -5,7 +5,7 @@ import { credentialOf, parseCrawlerCredentials } from "../../controllers/proxy/d
 import type { Context } from "../../runtime/index.ts";
 import type { PassHistory } from "./pass-history.ts";
 import { cachedFleet, type FleetSource, readFleet } from "./read.ts";
-import { fleetCss, renderFleetPage } from "./render.ts";
+import { type AdmissionView, fleetCss, renderFleetPage } from "./render.ts";
 
 export interface FleetPageOptions {
   /**
@@ -16,6 +16,8 @@ export interface FleetPageOptions {
   apiToken?: string;
   /** Views within this many seconds share one read of the cluster; default 5. */
   cacheSeconds?: number;
+  /** The admission gate's last check (undefined before the first): shown when kubefn does not reconcile. */
+  admission?: () => AdmissionView | undefined;
 }
 
 /**
@@ -57,6 +59,7 @@ export function fleetPage(
   if (options.apiToken) app.use("/", fleetAuth(options.apiToken));
   app.get("/", async (c) => {
     const { view, fresh } = await fleet();
+    const admission = options.admission?.();
     const html = renderFleetPage({
       view,
       fresh,
@@ -64,6 +67,7 @@ export function fleetPage(
       passes: passes.recent(),
       detailed: options.apiToken !== undefined,
       now: ctx.clock.now(),
+      ...(admission ? { admission } : {}),
     });
     return c.html(html);
   });

@@ -1,5 +1,14 @@
+import { createEventRecorder } from "../../kube/index.ts";
 import type { Context } from "../../runtime/index.ts";
-import { EventBatchError, mapEvents, type Registry, requestKey } from "../../runtime/index.ts";
+import {
+  EventBatchError,
+  INTAKE_CANARY_CONTROLLER,
+  INTAKE_CANARY_NAMESPACE,
+  INTAKE_RECEIVED_REASON,
+  mapEvents,
+  type Registry,
+  requestKey,
+} from "../../runtime/index.ts";
 import { type BatchSource, MalformedBatchError, type MappedBatch } from "./app.ts";
 
 const envelopeOf: Record<BatchSource, string> = {
@@ -10,10 +19,11 @@ const envelopeOf: Record<BatchSource, string> = {
 /**
  * The intake's `map` over the runtime's event mapping: every request becomes a fresh message
  * (attempt 0), carrying its primary's stored object when the audit event had it, and an envelope
- * the mapping cannot read becomes a 400.
+ * the mapping cannot read becomes a 400. Each intake canary the batch created (`kubefn doctor`)
+ * is acknowledged with an Event about it, naming the source (see runtime/intake-canary.ts).
  */
 export function mapWithRegistry(
-  ctx: Pick<Context, "kube" | "log" | "metrics">,
+  ctx: Pick<Context, "kube" | "log" | "metrics" | "clock">,
   registry: Registry,
   selfUsernames: readonly string[],
 ): (source: BatchSource, batch: unknown) => Promise<MappedBatch> {
@@ -24,6 +34,7 @@ export function mapWithRegistry(
         throw new MalformedBatchError(`a ${source} sender must send ${envelopeOf[source]}`);
       }
       const { requests, counts, snapshots } = mapped;
+      if (mapped.canaries.length > 0) await acknowledgeCanaries(ctx, source, mapped.canaries);
       return {
         messages: requests.map((request) => {
           // The stored object from the audit event saves the pass its GET (see MappingResult).
@@ -48,4 +59,34 @@ export function mapWithRegistry(
       throw err;
     }
   };
+}
+
+const sourceName: Record<BatchSource, string> = {
+  audit: "the API server's audit webhook (or an audit log export)",
+  relay: "the relay",
+};
+
+/** One Event per canary: intake received its creation from `source`. */
+async function acknowledgeCanaries(
+  ctx: Pick<Context, "kube" | "log" | "clock">,
+  source: BatchSource,
+  names: readonly string[],
+): Promise<void> {
+  const events = createEventRecorder(ctx.kube, {
+    controller: INTAKE_CANARY_CONTROLLER,
+    now: () => ctx.clock.now(),
+    onError: (err) => ctx.log.warn("intake canary not acknowledged", { source, error: String(err) }),
+  });
+  for (const name of names) {
+    await events.record(
+      { apiVersion: "v1", kind: "ConfigMap", metadata: { namespace: INTAKE_CANARY_NAMESPACE, name } },
+      {
+        type: "Normal",
+        reason: INTAKE_RECEIVED_REASON,
+        action: "Receive",
+        note: `kubefn's intake received the creation of ${name} from ${sourceName[source]}`,
+      },
+    );
+  }
+  ctx.log.info("intake canary acknowledged", { source, canaries: names.join(",") });
 }

@@ -111,7 +111,16 @@ export const families: Readonly<Record<string, Family>> = {
   },
   kubefn_sweep_held_back_total: {
     type: "counter",
-    help: "Sweeps skipped because the API server was failing (the circuit was open).",
+    help: "Sweeps skipped because the API server was failing (the circuit was open) or kubefn's admission policies were not installed and bound.",
+  },
+  // The admission gate (shared/app/admission): kubefn reconciles only inside its containment.
+  kubefn_admission_policies_ready: {
+    type: "gauge",
+    help: "Whether kubefn's admission policies and bindings were installed and bound at the last check (1), or not (0: kubefn does not reconcile).",
+  },
+  kubefn_messages_deferred_total: {
+    type: "counter",
+    help: "Passes and jobs put back on the queue without running, by reason (AdmissionPoliciesNotReady).",
   },
   kubefn_sweep_last_success_timestamp_seconds: {
     type: "gauge",

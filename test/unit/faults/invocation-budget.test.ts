@@ -5,6 +5,7 @@
  */
 import { describe, expect, it } from "vitest";
 import { parseWorkerEnv } from "../../../functions/cloudflare/config.ts";
+import { REQUIRED_ADMISSION_POLICIES } from "../../../shared/app/admission/index.ts";
 import { createKubefn } from "../../../shared/app/kubefn.ts";
 import { guardedKube, type Transport, type TransportRequest } from "../../../shared/kube/index.ts";
 import { done } from "../../../shared/runtime/outcome.ts";
@@ -23,11 +24,29 @@ const proxyJson = JSON.stringify({
 });
 const listJson = `{"kind":"ProxyList","metadata":{"resourceVersion":"1"},"items":[${proxyJson}]}`;
 
-/** An API server that answers every request with `status()`: the Proxy, or an empty list. */
+/** kubefn's admission policies and bindings, as an installed cluster lists them. */
+const admissionJson = (path: string) => {
+  const binding = path.includes("bindings");
+  return JSON.stringify({
+    metadata: { resourceVersion: "1" },
+    items: REQUIRED_ADMISSION_POLICIES.map((name) => ({
+      metadata: { name },
+      ...(binding ? { spec: { policyName: name, validationActions: ["Deny"] } } : {}),
+    })),
+  });
+};
+
+/**
+ * An API server that answers every request with `status()`: the Proxy, or an empty list. The
+ * admission gate's lists (shared/app/admission) find the policies installed and are not counted.
+ */
 function apiServer(status: () => number) {
   const reached: TransportRequest[] = [];
   const transport: Transport = {
     async request(req) {
+      if (req.path.startsWith("/apis/admissionregistration.k8s.io/")) {
+        return { status: 200, headers: new Headers(), body: admissionJson(req.path) };
+      }
       reached.push(req);
       const s = status();
       const isList = req.method === "GET" && !req.path.split("?")[0]!.endsWith("/p1");

@@ -1,0 +1,17 @@
+export {
+  type AdmissionItem,
+  type AdmissionReport,
+  admissionProblems,
+  checkAdmissionPolicies,
+} from "./check.ts";
+export {
+  type AdmissionGate,
+  type AdmissionGateOptions,
+  type AdmissionState,
+  createAdmissionGate,
+} from "./gate.ts";
+export {
+  REQUIRED_ADMISSION_POLICIES,
+  ValidatingAdmissionPolicies,
+  ValidatingAdmissionPolicyBindings,
+} from "./required.ts";

@@ -70,6 +70,21 @@ export interface FleetOptions {
 export const defaultFleet: FleetOptions = { proxies: 900, subPools: 100, steadySeconds: 300 };
 export const largeFleet: FleetOptions = { proxies: 9000, subPools: 1000, steadySeconds: 300 };
 
+/**
+ * The profile `npm run bench -- fleet` runs: the default or (`KUBEFN_BENCH_FLEET_LARGE=1`) the
+ * large one, with `KUBEFN_BENCH_FLEET_PROXIES`, `KUBEFN_BENCH_FLEET_SUBPOOLS` and
+ * `KUBEFN_BENCH_FLEET_STEADY` (seconds) overriding its sizes (a smaller run on a shared machine).
+ */
+export function fleetFromEnv(env: NodeJS.ProcessEnv = process.env): FleetOptions {
+  const base = env.KUBEFN_BENCH_FLEET_LARGE === "1" ? largeFleet : defaultFleet;
+  const num = (v: string | undefined, d: number) => (v === undefined || v === "" ? d : Number(v));
+  return {
+    proxies: num(env.KUBEFN_BENCH_FLEET_PROXIES, base.proxies),
+    subPools: num(env.KUBEFN_BENCH_FLEET_SUBPOOLS, base.subPools),
+    steadySeconds: num(env.KUBEFN_BENCH_FLEET_STEADY, base.steadySeconds),
+  };
+}
+
 /** One audited request of a measured identity. */
 interface Counted {
   at: number;
@@ -777,6 +792,12 @@ export async function benchFleet(opts: FleetOptions = defaultFleet): Promise<Fle
       peer: round((s1.peer.cpuSeconds - s0.peer.cpuSeconds) / minutes, 2),
     };
     const maxRss = { host: round(Math.max(...rss.host), 0), peer: round(Math.max(...rss.peer), 0) };
+    // The host's CPU per probe counted at the target (everything the host did in the window, over
+    // the probes: the probing dominates it) and its RSS per 1,000 Proxies.
+    const windowProbes = s1.probes - s0.probes;
+    const cpuMsPerProbe =
+      windowProbes > 0 ? round(((s1.host.cpuSeconds - s0.host.cpuSeconds) * 1000) / windowProbes, 2) : null;
+    const rssMiBPer1000Proxies = opts.proxies > 0 ? round((maxRss.host / opts.proxies) * 1000, 0) : null;
     const ratio = (a: number, b: number) => (b > 0 ? round(a / b, 2) : null);
 
     const json = {
@@ -805,7 +826,9 @@ export async function benchFleet(opts: FleetOptions = defaultFleet): Promise<Fle
           passMessagesPerObjectHour,
           probesPerMinute,
           cpuSecondsPerMinute: cpu.host,
+          cpuMsPerProbe,
           maxRssMiB: maxRss.host,
+          rssMiBPer1000Proxies,
         },
         peer: {
           ...peerSteady,
@@ -871,10 +894,16 @@ export async function benchFleet(opts: FleetOptions = defaultFleet): Promise<Fle
         note: `kubefn ÷ peer ${json.ratio.cpuSecondsPerMinute}`,
       },
       {
+        name: "fleet steady CPU/probe",
+        figure: cpuMsPerProbe ?? "n/a",
+        unit: "host CPU ms per probe",
+        note: `host CPU in the window ÷ ${windowProbes} probes counted at the target`,
+      },
+      {
         name: "fleet steady RSS",
         figure: `${maxRss.host} / ${maxRss.peer}`,
         unit: "MiB max kubefn / peer",
-        note: `kubefn ÷ peer ${json.ratio.maxRssMiB}`,
+        note: `kubefn ÷ peer ${json.ratio.maxRssMiB}; host ${rssMiBPer1000Proxies ?? "n/a"} MiB per 1,000 Proxies (${opts.proxies} Proxies)`,
       },
     ];
     return { rows, json };

@@ -15,7 +15,7 @@ import { benchChaos } from "./chaos.ts";
 import type { BenchRow } from "./cluster.ts";
 import { stopBenchCluster } from "./cluster.ts";
 import { benchConnections } from "./connections.ts";
-import { benchFleet, defaultFleet, largeFleet } from "./fleet.ts";
+import { benchFleet, fleetFromEnv } from "./fleet.ts";
 import { benchProbes } from "./health.ts";
 import { benchIntake } from "./intake.ts";
 import { benchAuditZod, benchMapping } from "./mapping.ts";
@@ -96,7 +96,7 @@ const benches: { name: string; run: () => Promise<BenchRow[]>; explicit?: boolea
   {
     name: "fleet",
     run: async () => {
-      const r = await benchFleet(process.env.KUBEFN_BENCH_FLEET_LARGE === "1" ? largeFleet : defaultFleet);
+      const r = await benchFleet(fleetFromEnv());
       jsonLines.push(JSON.stringify(r.json));
       return r.rows;
     },

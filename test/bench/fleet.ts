@@ -366,9 +366,18 @@ interface Usage {
   rssMiB: number;
 }
 
-/** CPU time (user + system) and resident memory of one process, from /proc. */
+/**
+ * CPU time (user + system) and resident memory of one process, from /proc; NaN for a process
+ * that is gone (the peer exits when it loses its leader election on an overloaded machine: its
+ * figures are then NaN, the host's still count).
+ */
 function usageOf(pid: number): Usage {
-  const stat = readFileSync(`/proc/${pid}/stat`, "utf8");
+  let stat: string;
+  try {
+    stat = readFileSync(`/proc/${pid}/stat`, "utf8");
+  } catch {
+    return { cpuSeconds: Number.NaN, rssMiB: Number.NaN };
+  }
   const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
   const ticks = Number(fields[11]) + Number(fields[12]);
   const rssPages = Number(fields[21]);

@@ -21,6 +21,7 @@ import { benchIntake } from "./intake.ts";
 import { benchAuditZod, benchMapping } from "./mapping.ts";
 import { benchMessagesPerHour } from "./messages.ts";
 import { benchMetrics } from "./metrics.ts";
+import { benchProbeCpuRows } from "./probe-cpu.ts";
 import { benchApplyToReady } from "./ready-writes.ts";
 import { benchSteadyPass } from "./steady-pass.ts";
 import { benchSweep } from "./sweep.ts";
@@ -75,6 +76,7 @@ const benches: { name: string; run: () => Promise<BenchRow[]>; explicit?: boolea
       ];
     },
   },
+  { name: "probe-cpu", run: benchProbeCpuRows },
   { name: "steady-pass", run: benchSteadyPass },
   { name: "metrics", run: benchMetrics },
   { name: "traces", run: benchTraces },

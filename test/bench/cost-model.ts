@@ -36,11 +36,13 @@ export interface UnitCost {
   cpuMs: number;
   /** Wall ms (Lambda bills duration). */
   wallMs: number;
-  /** Log lines and their bytes (the Worker's console lines; Lambda's log lines and EMF lines). */
+  /** Log lines and their bytes (Workers Logs events; CloudWatch Logs on Lambda). */
   logLines: number;
   logBytes: number;
-  /** Metric data points written (Analytics Engine on Workers; EMF lines on Lambda are in logBytes). */
+  /** Metric data points: Analytics Engine data points on Workers, EMF log lines on Lambda. */
   metricPoints: number;
+  /** The EMF lines' bytes (CloudWatch Logs ingests them with the log lines). */
+  metricBytes: number;
 }
 
 export interface FleetCounts {
@@ -113,6 +115,7 @@ function usage(c: FleetCounts) {
     logLines: sum("logLines"),
     logBytes: sum("logBytes"),
     metricPoints: sum("metricPoints"),
+    metricBytes: sum("metricBytes"),
     invocations: v.sweeps + v.messages / Math.max(1, c.messagesPerInvocation),
   };
 }
@@ -220,6 +223,7 @@ export function lambdaBill(c: FleetCounts, p: Prices, carrier: "scheduler" | "sq
       },
     );
   }
+  const logGb = (u.logBytes + u.metricBytes) / 1e9;
   lines.push(
     {
       item: "CloudWatch custom metrics (EMF, one per name × dimensions)",
@@ -229,9 +233,9 @@ export function lambdaBill(c: FleetCounts, p: Prices, carrier: "scheduler" | "sq
     },
     {
       item: "CloudWatch Logs ingested (log and EMF lines)",
-      quantity: u.logBytes / 1e9,
+      quantity: logGb,
       unit: "GB",
-      dollars: (u.logBytes / 1e9) * p.cloudWatch.perGbLogs,
+      dollars: logGb * p.cloudWatch.perGbLogs,
     },
   );
   return bill(`Lambda (${carrier === "scheduler" ? "EventBridge Scheduler" : "SQS"})`, lines);

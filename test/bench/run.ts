@@ -15,6 +15,7 @@ import { benchChaos } from "./chaos.ts";
 import type { BenchRow } from "./cluster.ts";
 import { stopBenchCluster } from "./cluster.ts";
 import { benchConnections } from "./connections.ts";
+import { benchCost } from "./cost.ts";
 import { benchFleet, fleetFromEnv } from "./fleet.ts";
 import { benchProbes } from "./health.ts";
 import { benchIntake } from "./intake.ts";
@@ -86,6 +87,14 @@ const benches: { name: string; run: () => Promise<BenchRow[]>; explicit?: boolea
   { name: "ready-writes", run: benchApplyToReady },
   { name: "connections", run: benchConnections },
   { name: "chaos", run: benchChaos, explicit: true },
+  {
+    name: "cost",
+    run: async () => {
+      const r = await benchCost();
+      jsonLines.push(JSON.stringify(r.json));
+      return r.rows;
+    },
+  },
   {
     name: "worker-probes",
     run: async () => {

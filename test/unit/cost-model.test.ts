@@ -13,7 +13,7 @@ import {
 const prices = JSON.parse(
   readFileSync(new URL("../bench/prices-2025.json", import.meta.url), "utf8"),
 ) as Prices;
-const zero: UnitCost = { cpuMs: 0, wallMs: 0, logLines: 0, logBytes: 0, metricPoints: 0 };
+const zero: UnitCost = { cpuMs: 0, wallMs: 0, logLines: 0, logBytes: 0, metricPoints: 0, metricBytes: 0 };
 
 /** 600 Proxies every 30 s (20 a second: one shard a second), nothing but probe shards and sweeps. */
 const fleet: FleetCounts = {
@@ -25,7 +25,8 @@ const fleet: FleetCounts = {
   passesPerObjectHour: 0,
   sweepsPerHour: 60,
   messagesPerInvocation: 1,
-  shard: { cpuMs: 10, wallMs: 1000, logLines: 2, logBytes: 1000, metricPoints: 120 },
+  // 1,000 log bytes + 500 EMF bytes a shard: 3.942 GB of CloudWatch Logs a month.
+  shard: { cpuMs: 10, wallMs: 1000, logLines: 2, logBytes: 1000, metricPoints: 120, metricBytes: 500 },
   pass: zero,
   sweepPer1000: zero,
   customMetrics: 1200,
@@ -73,15 +74,15 @@ describe("cost model", () => {
 
   it("Lambda with EventBridge Scheduler: delayed shards within the 14 M included", () => {
     const b = lambdaBill(fleet, prices, "scheduler");
-    // 0.53436 invocations + 21.90004 GB-s + 0 schedules + 0.0876 events + 360 metrics + 1.314 logs
-    expect(b.total).toBeCloseTo(383.836004, 5);
+    // 0.53436 invocations + 21.90004 GB-s + 0 schedules + 0.0876 events + 360 metrics + 1.971 logs
+    expect(b.total).toBeCloseTo(384.493004, 5);
     expect(b.lines.find((l) => l.item.startsWith("EventBridge Scheduler"))!.dollars).toBe(0);
   });
 
   it("Lambda with SQS: three requests a message", () => {
     const b = lambdaBill(fleet, prices, "sqs");
     expect(b.lines.find((l) => l.item.startsWith("SQS"))!.dollars).toBeCloseTo(3.1536, 6);
-    expect(b.total).toBeCloseTo(386.945804, 5);
+    expect(b.total).toBeCloseTo(387.602804, 5);
   });
 
   it("the pod is the table's range", () => {

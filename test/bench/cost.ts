@@ -112,9 +112,13 @@ export async function measureShards(shardCount = 10): Promise<ShardMeasure> {
       sweepPeriodSeconds: 60,
       fanOut: { shardSize: SHARD_SIZE },
     });
-    const listed = (await kube.list(proxyResource, { namespace: "bench" })).items;
-    const shards: KubeObject[][] = [];
-    for (let i = 0; i < listed.length; i += SHARD_SIZE) shards.push(listed.slice(i, i + SHARD_SIZE));
+    // The Proxies as listed now (the measured round: after the first one stored their health).
+    const shardsOf = async () => {
+      const listed = (await kube.list(proxyResource, { namespace: "bench" })).items;
+      const out: KubeObject[][] = [];
+      for (let i = 0; i < listed.length; i += SHARD_SIZE) out.push(listed.slice(i, i + SHARD_SIZE));
+      return out;
+    };
     // As the consumer runs it: the shard, then its "job" line.
     const runShard = async (shard: KubeObject[]) => {
       const t0 = performance.now();
@@ -122,7 +126,8 @@ export async function measureShards(shardCount = 10): Promise<ShardMeasure> {
       log.info("job", { shard: counts, ms: Math.round(performance.now() - t0) });
       return performance.now() - t0;
     };
-    for (const shard of shards) await runShard(shard); // first verdicts: written, unmeasured
+    for (const shard of await shardsOf()) await runShard(shard); // first verdicts: written, unmeasured
+    const shards = await shardsOf();
     Object.assign(tally, { lines: 0, bytes: 0, points: 0, pointBytes: 0 });
     tally.dimensions.clear();
     tally.byName.clear();

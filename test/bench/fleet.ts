@@ -64,16 +64,35 @@ export interface FleetOptions {
   subPools: number;
   /** The steady window, seconds (≥ one drift period: the sweep runs every 60 s). */
   steadySeconds: number;
+  /**
+   * Create the Proxies in steps of this many, each step converged and then watched for a minute:
+   * the ramp stops at the first step that lost the 30 s rhythm (fewer than 95 % of the due probes
+   * a minute at the target, or probes shed as late), and the bench reports the largest fleet that
+   * kept it. Without it, all Proxies are created at once.
+   */
+  rampStep?: number;
+  /**
+   * The whole run's time cap, seconds: no ramp step starts within 5 minutes of it, and a ramp cut
+   * short by it (or by a lost rhythm) ends the bench there, without the peer and the steady window.
+   */
+  capSeconds?: number;
 }
 
 // The steady window is one drift period of every controller (Proxy and Site: 300 s).
 export const defaultFleet: FleetOptions = { proxies: 900, subPools: 100, steadySeconds: 300 };
-export const largeFleet: FleetOptions = { proxies: 9000, subPools: 1000, steadySeconds: 300 };
+export const largeFleet: FleetOptions = {
+  proxies: 9000,
+  subPools: 1000,
+  steadySeconds: 300,
+  rampStep: 1000,
+  capSeconds: 5400,
+};
 
 /**
  * The profile `npm run bench -- fleet` runs: the default or (`KUBEFN_BENCH_FLEET_LARGE=1`) the
  * large one, with `KUBEFN_BENCH_FLEET_PROXIES`, `KUBEFN_BENCH_FLEET_SUBPOOLS` and
- * `KUBEFN_BENCH_FLEET_STEADY` (seconds) overriding its sizes (a smaller run on a shared machine).
+ * `KUBEFN_BENCH_FLEET_STEADY` (seconds) overriding its sizes (a smaller run on a shared machine),
+ * `KUBEFN_BENCH_FLEET_RAMP` (Proxies a step; 0: at once) and `KUBEFN_BENCH_FLEET_CAP` (seconds).
  */
 export function fleetFromEnv(env: NodeJS.ProcessEnv = process.env): FleetOptions {
   const base = env.KUBEFN_BENCH_FLEET_LARGE === "1" ? largeFleet : defaultFleet;
@@ -82,6 +101,12 @@ export function fleetFromEnv(env: NodeJS.ProcessEnv = process.env): FleetOptions
     proxies: num(env.KUBEFN_BENCH_FLEET_PROXIES, base.proxies),
     subPools: num(env.KUBEFN_BENCH_FLEET_SUBPOOLS, base.subPools),
     steadySeconds: num(env.KUBEFN_BENCH_FLEET_STEADY, base.steadySeconds),
+    ...(num(env.KUBEFN_BENCH_FLEET_RAMP, base.rampStep ?? 0) > 0
+      ? { rampStep: num(env.KUBEFN_BENCH_FLEET_RAMP, base.rampStep ?? 0) }
+      : {}),
+    ...(num(env.KUBEFN_BENCH_FLEET_CAP, base.capSeconds ?? 0) > 0
+      ? { capSeconds: num(env.KUBEFN_BENCH_FLEET_CAP, base.capSeconds ?? 0) }
+      : {}),
   };
 }
 
@@ -571,6 +596,39 @@ async function countPools(admin: Kube, res: Resource, prefix: string): Promise<n
   return pools.filter((p) => p.metadata.name?.startsWith(prefix) && p.status?.namespace).length;
 }
 
+/** One step of the ramp: the fleet's size then, and whether its probes kept the 30 s rhythm. */
+interface RampStep {
+  proxies: number;
+  convergeSeconds: number | null;
+  probesPerMinute: number;
+  due: number;
+  shed: number;
+  kept: boolean;
+}
+
+function rampRow(ramp: RampStep[], largest: number, why: string): BenchRow {
+  return {
+    name: "fleet largest keeping 30 s",
+    figure: largest,
+    unit: "External Proxies",
+    note: `${why}; steps ${ramp.map((r) => `${r.proxies}: ${r.probesPerMinute}/${r.due} probes/min${r.shed ? `, ${r.shed} shed` : ""}`).join("; ")}`,
+  };
+}
+
+/** A ramp cut short (cap or lost rhythm): the ramp's figure alone, without peer and steady window. */
+function rampOnly(
+  ramp: RampStep[],
+  largest: number,
+  why: string,
+  commit: string,
+  opts: FleetOptions,
+): FleetResult {
+  return {
+    rows: [rampRow(ramp, largest, `ramp stopped: ${why}; no peer or steady window`)],
+    json: { bench: "fleet", commit, options: opts, ramp, largestFleetKeepingRhythm: largest, stopped: why },
+  };
+}
+
 export interface FleetResult {
   rows: BenchRow[];
   json: Record<string, unknown>;
@@ -582,6 +640,8 @@ export async function benchFleet(opts: FleetOptions = defaultFleet): Promise<Fle
     cwd: root,
     encoding: "utf8",
   }).trim();
+  const deadline = Date.now() + (opts.capSeconds ?? 24 * 3600) * 1000;
+  const remainingMs = () => Math.max(0, deadline - Date.now());
   // Holds the two ServiceAccounts' kubeconfigs (tokens): removed on every exit path.
   const temp = tempDir("kubefn-bench-fleet-");
   const dir = temp.path;
@@ -669,21 +729,91 @@ export async function benchFleet(opts: FleetOptions = defaultFleet): Promise<Fle
         healthCheck: { probeURL: `http://127.0.0.1:${target.port}/`, successThreshold: 1 },
       },
     }));
-    const proxyConverge = await converge(
-      tee,
-      KUBEFN_USER,
-      admin,
-      proxyResource,
-      proxies,
-      async () => {
-        const listed = await listAll<KubeObject & { status?: { phase?: string } }>(admin, proxyResource, {
-          namespace: "bench-fleet",
+    const readyProxies = async () => {
+      const listed = await listAll<KubeObject & { status?: { phase?: string } }>(admin, proxyResource, {
+        namespace: "bench-fleet",
+      });
+      return listed.filter((p) => p.status?.phase === "Ready").length;
+    };
+    let proxyConverge: Converge;
+    let fleetProxies = opts.proxies;
+    const ramp: RampStep[] = [];
+    if (!opts.rampStep) {
+      proxyConverge = await converge(
+        tee,
+        KUBEFN_USER,
+        admin,
+        proxyResource,
+        proxies,
+        readyProxies,
+        Math.min(Math.max(900_000, opts.proxies * 250), remainingMs()),
+        () => hostQueue(host),
+      );
+    } else {
+      let created = 0;
+      let stopped: string | undefined;
+      let last: Converge | undefined;
+      while (created < proxies.length) {
+        if (remainingMs() < 300_000) {
+          stopped = `the ${opts.capSeconds} s cap`;
+          break;
+        }
+        const step = proxies.slice(created, created + opts.rampStep);
+        const base = created;
+        try {
+          last = await converge(
+            tee,
+            KUBEFN_USER,
+            admin,
+            proxyResource,
+            step,
+            async () => Math.max(0, (await readyProxies()) - base),
+            Math.min(Math.max(600_000, step.length * 250), remainingMs() - 120_000),
+            () => hostQueue(host),
+          );
+        } catch (err) {
+          created += step.length;
+          ramp.push({
+            proxies: created,
+            convergeSeconds: null,
+            probesPerMinute: 0,
+            due: created * 2,
+            shed: 0,
+            kept: false,
+          });
+          stopped = `step to ${created} did not converge: ${String(err).slice(0, 160)}`;
+          break;
+        }
+        created += step.length;
+        // A minute of probes at the target against the due two a minute each; shed = late shards.
+        const h0 = target.hits;
+        const shed0 = await counterSum(host, "kubefn_probes_shed_total");
+        const t0 = Date.now();
+        await sleep(60_000);
+        const probesPerMinute = round(((target.hits - h0) / (Date.now() - t0)) * 60_000, 0);
+        const shed = (await counterSum(host, "kubefn_probes_shed_total")) - shed0;
+        const kept = probesPerMinute >= created * 2 * 0.95 && shed === 0;
+        ramp.push({
+          proxies: created,
+          convergeSeconds: last.seconds,
+          probesPerMinute,
+          due: created * 2,
+          shed,
+          kept,
         });
-        return listed.filter((p) => p.status?.phase === "Ready").length;
-      },
-      Math.max(900_000, opts.proxies * 250),
-      () => hostQueue(host),
-    );
+        process.stderr.write(
+          `fleet: ramp ${created} Proxies: ${probesPerMinute} probes/min (due ${created * 2}), ${shed} shed → ${kept ? "kept" : "lost"} the 30 s rhythm\n`,
+        );
+        if (!kept) {
+          stopped = `the rhythm was lost at ${created} Proxies`;
+          break;
+        }
+      }
+      fleetProxies = created;
+      const largest = ramp.filter((r) => r.kept).at(-1)?.proxies ?? 0;
+      if (stopped || !last) return rampOnly(ramp, largest, stopped ?? "no step converged", commit, opts);
+      proxyConverge = last;
+    }
 
     // The peer and its SubPools.
     process.stderr.write(`fleet: controller-runtime peer, ${opts.subPools} SubPools …\n`);
@@ -787,7 +917,7 @@ export async function benchFleet(opts: FleetOptions = defaultFleet): Promise<Fle
         .map(([k, n]) => [k, perHour(n)]),
     );
     const peerSteady = steady(PEER_USER);
-    const primaries = opts.proxies + opts.subPools;
+    const primaries = fleetProxies + opts.subPools;
     const messagesPerObjectHour = round((s1.passes - s0.passes) / primaries / (minutes / 60), 2);
     // By trigger: probe shards (one per ~40 Proxies per probe time) are the health fan-out, the
     // rest are passes (drift, safety net, follow-ups, events).
@@ -813,13 +943,16 @@ export async function benchFleet(opts: FleetOptions = defaultFleet): Promise<Fle
     const windowProbes = s1.probes - s0.probes;
     const cpuMsPerProbe =
       windowProbes > 0 ? round(((s1.host.cpuSeconds - s0.host.cpuSeconds) * 1000) / windowProbes, 2) : null;
-    const rssMiBPer1000Proxies = opts.proxies > 0 ? round((maxRss.host / opts.proxies) * 1000, 0) : null;
+    const rssMiBPer1000Proxies = fleetProxies > 0 ? round((maxRss.host / fleetProxies) * 1000, 0) : null;
     const ratio = (a: number, b: number) => (b > 0 ? round(a / b, 2) : null);
 
     const json = {
       bench: "fleet",
       commit,
-      primaries: { proxies: opts.proxies, subPools: opts.subPools, peerSubPools: opts.subPools },
+      primaries: { proxies: fleetProxies, subPools: opts.subPools, peerSubPools: opts.subPools },
+      ...(opts.rampStep
+        ? { ramp, largestFleetKeepingRhythm: ramp.filter((r) => r.kept).at(-1)?.proxies ?? 0 }
+        : {}),
       // Host settings given through the environment (the host reads KUBEFN_*); {} is the defaults.
       hostSettings: Object.fromEntries(
         Object.entries(process.env).filter(
@@ -883,7 +1016,7 @@ export async function benchFleet(opts: FleetOptions = defaultFleet): Promise<Fle
         name: "fleet converge Proxies",
         figure: proxyConverge.seconds,
         unit: "s",
-        note: `${opts.proxies} External Proxies to Ready, ${proxyConverge.perObject} requests each (${verbs(proxyConverge.byVerb)})`,
+        note: `${opts.rampStep ? `the last ramp step's ${opts.rampStep} of ${fleetProxies}` : fleetProxies} External Proxies to Ready, ${proxyConverge.perObject} requests each (${verbs(proxyConverge.byVerb)})`,
       },
       {
         name: "fleet steady requests/hour",
@@ -919,7 +1052,7 @@ export async function benchFleet(opts: FleetOptions = defaultFleet): Promise<Fle
         name: "fleet steady RSS",
         figure: `${maxRss.host} / ${maxRss.peer}`,
         unit: "MiB max kubefn / peer",
-        note: `kubefn ÷ peer ${json.ratio.maxRssMiB}; host ${rssMiBPer1000Proxies ?? "n/a"} MiB per 1,000 Proxies (${opts.proxies} Proxies)`,
+        note: `kubefn ÷ peer ${json.ratio.maxRssMiB}; host ${rssMiBPer1000Proxies ?? "n/a"} MiB per 1,000 Proxies (${fleetProxies} Proxies)`,
       },
     ];
     return { rows, json };

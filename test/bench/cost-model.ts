@@ -164,9 +164,9 @@ export function workersBill(c: FleetCounts, p: Prices): Bill {
 }
 
 /**
- * Lambda: invocations, GB-seconds, the carrier of messages, CloudWatch. `carrier`: delayed
- * messages as EventBridge Scheduler one-time schedules and undelayed ones as EventBridge events
- * (main), or every message through SQS (the follow-up branch).
+ * Lambda: invocations, GB-seconds, the carrier of messages, CloudWatch. `carrier`: every message
+ * through SQS (today's), or delayed messages as EventBridge Scheduler one-time schedules and
+ * undelayed ones as EventBridge events (0.1.0's).
  */
 export function lambdaBill(c: FleetCounts, p: Prices, carrier: "scheduler" | "sqs"): Bill {
   const u = usage(c);
@@ -238,7 +238,7 @@ export function lambdaBill(c: FleetCounts, p: Prices, carrier: "scheduler" | "sq
       dollars: logGb * p.cloudWatch.perGbLogs,
     },
   );
-  return bill(`Lambda (${carrier === "scheduler" ? "EventBridge Scheduler" : "SQS"})`, lines);
+  return bill(`Lambda (${carrier === "scheduler" ? "EventBridge Scheduler, 0.1.0" : "SQS"})`, lines);
 }
 
 /** The always-on pod: a range, whatever the fleet's size (while it fits the pod). */

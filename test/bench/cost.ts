@@ -21,6 +21,7 @@
  */
 import { readFileSync } from "node:fs";
 import { createEmfMetrics } from "../../functions/aws/telemetry.ts";
+import { createAnalyticsMetrics } from "../../functions/cloudflare/telemetry.ts";
 import { createLineLog } from "../../shared/app/index.ts";
 import { proxyResource } from "../../shared/controllers/proxy/api.ts";
 import { proxyHealthTask } from "../../shared/controllers/proxy/health-task.ts";
@@ -63,8 +64,9 @@ export interface ShardMeasure {
   unit: UnitCost;
   /** Distinct metric name × dimension values per Proxy. */
   metricsPerProxy: number;
-  /** Metric points per shard, by metric name. */
+  /** Lambda's EMF lines per shard, by metric name, and in all. */
   pointsByName: Record<string, number>;
+  emfLines: number;
 }
 
 /** Probe shards through the health task with Lambda's telemetry, counted. */
@@ -96,13 +98,34 @@ export async function measureShards(shardCount = 10): Promise<ShardMeasure> {
       tally.dimensions.add(`${name}${dims.map((d) => `|${(o as Record<string, unknown>)[d]}`).join("")}`);
       tally.byName.set(name, (tally.byName.get(name) ?? 0) + 1);
     });
+    // The Worker's metrics as it writes them: held per series, one point each when an
+    // invocation ends (here: one shard an invocation).
+    let workerPoints = 0;
+    const analytics = createAnalyticsMetrics({
+      writeDataPoint: () => {
+        workerPoints++;
+      },
+    } as unknown as Parameters<typeof createAnalyticsMetrics>[0]);
     const log = createLineLog("json", write);
     const ctx: Context = {
       kube,
       queue: { send: async () => {} },
       clock: { now: () => new Date() },
       log,
-      metrics: emf,
+      metrics: {
+        count: (n, l, v) => {
+          emf.count(n, l, v);
+          analytics.count(n, l, v);
+        },
+        observe: (n, v, l) => {
+          emf.observe(n, v, l);
+          analytics.observe(n, v, l);
+        },
+        gauge: (n, v, l) => {
+          emf.gauge(n, v, l);
+          analytics.gauge(n, v, l);
+        },
+      },
       random: Math.random,
     };
     const task = proxyHealthTask({
@@ -124,11 +147,13 @@ export async function measureShards(shardCount = 10): Promise<ShardMeasure> {
       const t0 = performance.now();
       const counts = await task.handleShard(ctx, shard);
       log.info("job", { shard: counts, ms: Math.round(performance.now() - t0) });
+      analytics.flush();
       return performance.now() - t0;
     };
     for (const shard of await shardsOf()) await runShard(shard); // first verdicts: written, unmeasured
     const shards = await shardsOf();
     Object.assign(tally, { lines: 0, bytes: 0, points: 0, pointBytes: 0 });
+    workerPoints = 0;
     tally.dimensions.clear();
     tally.byName.clear();
     const c0 = process.cpuUsage();
@@ -144,11 +169,12 @@ export async function measureShards(shardCount = 10): Promise<ShardMeasure> {
         wallMs: wallMs / shards.length,
         logLines: tally.lines / shards.length,
         logBytes: tally.bytes / shards.length,
-        metricPoints: tally.points / shards.length,
+        metricPoints: workerPoints / shards.length,
         metricBytes: tally.pointBytes / shards.length,
       },
       metricsPerProxy: perProxyDims / n,
       pointsByName: Object.fromEntries([...tally.byName].map(([k, v]) => [k, v / shards.length])),
+      emfLines: tally.points / shards.length,
     };
   } finally {
     await fixtures.stop();
@@ -253,7 +279,7 @@ export async function benchCost(): Promise<CostResult> {
       name: "cost inputs",
       figure: round(m.unit.cpuMs, 1),
       unit: "CPU ms per shard",
-      note: `shard of ${SHARD_SIZE}: ${round(m.unit.wallMs, 0)} wall ms, ${round(m.unit.logLines, 1)} log lines (${round(m.unit.logBytes, 0)} bytes), ${round(m.unit.metricPoints, 0)} metric points (EMF: ${round(m.unit.metricBytes, 0)} bytes); ${round(m.metricsPerProxy, 2)} CloudWatch metrics per Proxy; ${fmt(volumes.shards)} shards + ${fmt(volumes.passes)} passes a month; passes/object-hour ${inputs.passesPerObjectHour.value} (${inputs.passesPerObjectHour.source})`,
+      note: `shard of ${SHARD_SIZE}: ${round(m.unit.wallMs, 0)} wall ms, ${round(m.unit.logLines, 1)} log lines (${round(m.unit.logBytes, 0)} bytes), ${round(m.unit.metricPoints, 1)} Analytics Engine points (Workers), ${round(m.emfLines, 0)} EMF lines of ${round(m.unit.metricBytes, 0)} bytes (Lambda); ${round(m.metricsPerProxy, 2)} CloudWatch metrics per Proxy; ${fmt(volumes.shards)} shards + ${fmt(volumes.passes)} passes a month; passes/object-hour ${inputs.passesPerObjectHour.value} (${inputs.passesPerObjectHour.source})`,
     },
   ];
   const json = {

@@ -1,3 +1,5 @@
+import net from "node:net";
+import { createServer as createTlsServer, type Server as TlsServer } from "node:tls";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import {
   type ForwardProxy,
@@ -26,6 +28,9 @@ let teapot: Target;
 let hanging: Target;
 let httpsTarget: Target;
 let tls: TlsMaterial;
+/** TLS in front of `proxy`: an https proxy (scheme "https"). */
+let tlsProxy: TlsServer;
+let tlsProxyPort: number;
 
 beforeAll(async () => {
   tls = makeSelfSignedCert();
@@ -36,9 +41,22 @@ beforeAll(async () => {
     startHttpTarget({ hang: true }),
     startHttpsTarget(tls),
   ]);
+  tlsProxy = createTlsServer({ cert: tls.cert, key: tls.key }, (client) => {
+    const upstream = net.connect(proxy.port, "127.0.0.1");
+    client.pipe(upstream).pipe(client);
+    const close = () => {
+      client.destroy();
+      upstream.destroy();
+    };
+    client.on("error", close).on("close", close);
+    upstream.on("error", close).on("close", close);
+  });
+  await new Promise<void>((resolve) => tlsProxy.listen(0, "127.0.0.1", resolve));
+  tlsProxyPort = (tlsProxy.address() as net.AddressInfo).port;
 });
 
 afterAll(async () => {
+  await new Promise<void>((resolve) => (tlsProxy ? tlsProxy.close(() => resolve()) : resolve()));
   await Promise.all([proxy, httpTarget, teapot, hanging, httpsTarget].map((s) => s?.close()));
 });
 
@@ -131,6 +149,38 @@ describe("node prober (real proxy, real targets)", () => {
       expect((await prober.probe(target(`http://127.0.0.1:${httpTarget.port}/`))).ok).toBe(true);
     }
     expect(proxy.connections - before).toBe(3);
+  });
+
+  it("an https proxy: TLS to the proxy (verified with the given CA), then the probe inside it", async () => {
+    const before = proxy.requests.length;
+    const result = await createNodeProber({ ca: tls.cert }).probe(
+      target(`http://127.0.0.1:${httpTarget.port}/`, {
+        proxy: { host: "127.0.0.1", port: tlsProxyPort, scheme: "https" },
+      }),
+    );
+    expect(result).toMatchObject({ ok: true, status: 200 });
+    expect(proxy.requests.slice(before)).toEqual([`http://127.0.0.1:${httpTarget.port}/`]);
+  });
+
+  it("an https proxy whose certificate is not trusted fails the probe", async () => {
+    const result = await createNodeProber().probe(
+      target(`http://127.0.0.1:${httpTarget.port}/`, {
+        proxy: { host: "127.0.0.1", port: tlsProxyPort, scheme: "https" },
+      }),
+    );
+    expect(result.ok).toBe(false);
+    expect(result.error).toMatch(/certificate|self.signed/i);
+  });
+
+  it("an https probe URL through an https proxy: CONNECT inside TLS, TLS inside the tunnel", async () => {
+    const before = proxy.connects.length;
+    const result = await createNodeProber({ ca: tls.cert }).probe(
+      target(`https://127.0.0.1:${httpsTarget.port}/`, {
+        proxy: { host: "127.0.0.1", port: tlsProxyPort, scheme: "https" },
+      }),
+    );
+    expect(result).toMatchObject({ ok: true, status: 200 });
+    expect(proxy.connects.slice(before)).toEqual([`127.0.0.1:${httpsTarget.port}`]);
   });
 
   it("https: an untrusted certificate fails the probe", async () => {

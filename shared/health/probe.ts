@@ -1,6 +1,7 @@
 /**
  * The Prober port: one health probe of one proxy. Implementations:
- * - `node-prober.ts` (Node host and Lambda, undici; a Node-only file), bound by those adapters;
+ * - `node-prober.ts` (Node host and Lambda, `node:net`/`node:tls` sockets; a Node-only file), bound
+ *   by those adapters;
  * - `socket-prober.ts` (Workers, `connect()` sockets passed in by the Workers adapter).
  * Neither is exported from `index.ts`, so the neutral core never pulls in a platform's sockets.
  *

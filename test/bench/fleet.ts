@@ -70,11 +70,52 @@ export interface FleetOptions {
   namespaces?: number;
   /** The steady window, seconds (≥ one drift period: the sweep runs every 60 s). */
   steadySeconds: number;
+  /**
+   * Create the Proxies in steps of this many, each step converged and then watched for a minute:
+   * the ramp stops at the first step that lost the 30 s rhythm (fewer than 95 % of the due probes
+   * a minute at the target, or probes shed as late), and the bench reports the largest fleet that
+   * kept it. Without it, all Proxies are created at once.
+   */
+  rampStep?: number;
+  /**
+   * The whole run's time cap, seconds: no ramp step starts within 5 minutes of it, and a ramp cut
+   * short by it (or by a lost rhythm) ends the bench there, without the peer and the steady window.
+   */
+  capSeconds?: number;
 }
 
 // The steady window is one drift period of every controller (Proxy and Site: 300 s).
 export const defaultFleet: FleetOptions = { proxies: 900, subPools: 100, steadySeconds: 300 };
-export const largeFleet: FleetOptions = { proxies: 9000, subPools: 1000, steadySeconds: 300 };
+export const largeFleet: FleetOptions = {
+  proxies: 9000,
+  subPools: 1000,
+  steadySeconds: 300,
+  rampStep: 1000,
+  capSeconds: 5400,
+};
+
+/**
+ * The profile `npm run bench -- fleet` runs: the default or (`KUBEFN_BENCH_FLEET_LARGE=1`) the
+ * large one, with `KUBEFN_BENCH_FLEET_PROXIES`, `KUBEFN_BENCH_FLEET_SUBPOOLS` and
+ * `KUBEFN_BENCH_FLEET_STEADY` (seconds) overriding its sizes (a smaller run on a shared machine),
+ * `KUBEFN_BENCH_FLEET_RAMP` (Proxies a step; 0: at once) and `KUBEFN_BENCH_FLEET_CAP` (seconds).
+ */
+export function fleetFromEnv(env: NodeJS.ProcessEnv = process.env): FleetOptions {
+  const base = env.KUBEFN_BENCH_FLEET_LARGE === "1" ? largeFleet : defaultFleet;
+  const num = (v: string | undefined, d: number) => (v === undefined || v === "" ? d : Number(v));
+  return {
+    proxies: num(env.KUBEFN_BENCH_FLEET_PROXIES, base.proxies),
+    subPools: num(env.KUBEFN_BENCH_FLEET_SUBPOOLS, base.subPools),
+    steadySeconds: num(env.KUBEFN_BENCH_FLEET_STEADY, base.steadySeconds),
+    namespaces: num(env.KUBEFN_BENCH_FLEET_NAMESPACES, base.namespaces ?? 1),
+    ...(num(env.KUBEFN_BENCH_FLEET_RAMP, base.rampStep ?? 0) > 0
+      ? { rampStep: num(env.KUBEFN_BENCH_FLEET_RAMP, base.rampStep ?? 0) }
+      : {}),
+    ...(num(env.KUBEFN_BENCH_FLEET_CAP, base.capSeconds ?? 0) > 0
+      ? { capSeconds: num(env.KUBEFN_BENCH_FLEET_CAP, base.capSeconds ?? 0) }
+      : {}),
+  };
+}
 
 /** One audited request of a measured identity. */
 interface Counted {
@@ -357,9 +398,18 @@ interface Usage {
   rssMiB: number;
 }
 
-/** CPU time (user + system) and resident memory of one process, from /proc. */
+/**
+ * CPU time (user + system) and resident memory of one process, from /proc; NaN for a process
+ * that is gone (the peer exits when it loses its leader election on an overloaded machine: its
+ * figures are then NaN, the host's still count).
+ */
 function usageOf(pid: number): Usage {
-  const stat = readFileSync(`/proc/${pid}/stat`, "utf8");
+  let stat: string;
+  try {
+    stat = readFileSync(`/proc/${pid}/stat`, "utf8");
+  } catch {
+    return { cpuSeconds: Number.NaN, rssMiB: Number.NaN };
+  }
   const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
   const ticks = Number(fields[11]) + Number(fields[12]);
   const rssPages = Number(fields[21]);
@@ -510,7 +560,14 @@ async function converge(
     `${objects.length} ${res.resource} converged`,
     timeoutMs,
     async () => {
-      const n = await converged();
+      // A list that times out on a loaded machine is polled again, not the bench's failure.
+      let n: number;
+      try {
+        n = await converged();
+      } catch (err) {
+        process.stderr.write(`fleet: poll failed, polling again: ${String(err).slice(0, 200)}\n`);
+        return undefined;
+      }
       progress = `${n}/${objects.length} ${res.resource} converged after ${round((Date.now() - t0) / 1000, 0)} s`;
       if (Date.now() - reported >= 30_000) {
         reported = Date.now();
@@ -546,6 +603,39 @@ async function countPools(admin: Kube, res: Resource, prefix: string): Promise<n
   return pools.filter((p) => p.metadata.name?.startsWith(prefix) && p.status?.namespace).length;
 }
 
+/** One step of the ramp: the fleet's size then, and whether its probes kept the 30 s rhythm. */
+interface RampStep {
+  proxies: number;
+  convergeSeconds: number | null;
+  probesPerMinute: number;
+  due: number;
+  shed: number;
+  kept: boolean;
+}
+
+function rampRow(ramp: RampStep[], largest: number, why: string): BenchRow {
+  return {
+    name: "fleet largest keeping 30 s",
+    figure: largest,
+    unit: "External Proxies",
+    note: `${why}; steps ${ramp.map((r) => `${r.proxies}: ${r.probesPerMinute}/${r.due} probes/min${r.shed ? `, ${r.shed} shed` : ""}`).join("; ")}`,
+  };
+}
+
+/** A ramp cut short (cap or lost rhythm): the ramp's figure alone, without peer and steady window. */
+function rampOnly(
+  ramp: RampStep[],
+  largest: number,
+  why: string,
+  commit: string,
+  opts: FleetOptions,
+): FleetResult {
+  return {
+    rows: [rampRow(ramp, largest, `ramp stopped: ${why}; no peer or steady window`)],
+    json: { bench: "fleet", commit, options: opts, ramp, largestFleetKeepingRhythm: largest, stopped: why },
+  };
+}
+
 export interface FleetResult {
   rows: BenchRow[];
   json: Record<string, unknown>;
@@ -557,6 +647,8 @@ export async function benchFleet(opts: FleetOptions = defaultFleet): Promise<Fle
     cwd: root,
     encoding: "utf8",
   }).trim();
+  const deadline = Date.now() + (opts.capSeconds ?? 24 * 3600) * 1000;
+  const remainingMs = () => Math.max(0, deadline - Date.now());
   // Holds the two ServiceAccounts' kubeconfigs (tokens): removed on every exit path.
   const temp = tempDir("kubefn-bench-fleet-");
   const dir = temp.path;
@@ -653,19 +745,89 @@ export async function benchFleet(opts: FleetOptions = defaultFleet): Promise<Fle
         healthCheck: { probeURL: `http://127.0.0.1:${target.port}/`, successThreshold: 1 },
       },
     }));
-    const proxyConverge = await converge(
-      tee,
-      KUBEFN_USER,
-      admin,
-      proxyResource,
-      proxies,
-      async () => {
-        const listed = await listAll<KubeObject & { status?: { phase?: string } }>(admin, proxyResource, {});
-        return listed.filter((p) => p.status?.phase === "Ready").length;
-      },
-      Math.max(900_000, opts.proxies * 250),
-      () => hostQueue(host),
-    );
+    const readyProxies = async () => {
+      const listed = await listAll<KubeObject & { status?: { phase?: string } }>(admin, proxyResource, {});
+      return listed.filter((p) => p.status?.phase === "Ready").length;
+    };
+    let proxyConverge: Converge;
+    let fleetProxies = opts.proxies;
+    const ramp: RampStep[] = [];
+    if (!opts.rampStep) {
+      proxyConverge = await converge(
+        tee,
+        KUBEFN_USER,
+        admin,
+        proxyResource,
+        proxies,
+        readyProxies,
+        Math.min(Math.max(900_000, opts.proxies * 250), remainingMs()),
+        () => hostQueue(host),
+      );
+    } else {
+      let created = 0;
+      let stopped: string | undefined;
+      let last: Converge | undefined;
+      while (created < proxies.length) {
+        if (remainingMs() < 300_000) {
+          stopped = `the ${opts.capSeconds} s cap`;
+          break;
+        }
+        const step = proxies.slice(created, created + opts.rampStep);
+        const base = created;
+        try {
+          last = await converge(
+            tee,
+            KUBEFN_USER,
+            admin,
+            proxyResource,
+            step,
+            async () => Math.max(0, (await readyProxies()) - base),
+            Math.min(Math.max(600_000, step.length * 250), remainingMs() - 120_000),
+            () => hostQueue(host),
+          );
+        } catch (err) {
+          created += step.length;
+          ramp.push({
+            proxies: created,
+            convergeSeconds: null,
+            probesPerMinute: 0,
+            due: created * 2,
+            shed: 0,
+            kept: false,
+          });
+          stopped = `step to ${created} did not converge: ${String(err).slice(0, 160)}`;
+          break;
+        }
+        created += step.length;
+        // A minute of probes at the target against the due two a minute each; shed = late shards.
+        const h0 = target.hits;
+        const shed0 = await counterSum(host, "kubefn_probes_shed_total");
+        const t0 = Date.now();
+        await sleep(60_000);
+        const probesPerMinute = round(((target.hits - h0) / (Date.now() - t0)) * 60_000, 0);
+        const shed = (await counterSum(host, "kubefn_probes_shed_total")) - shed0;
+        const kept = probesPerMinute >= created * 2 * 0.95 && shed === 0;
+        ramp.push({
+          proxies: created,
+          convergeSeconds: last.seconds,
+          probesPerMinute,
+          due: created * 2,
+          shed,
+          kept,
+        });
+        process.stderr.write(
+          `fleet: ramp ${created} Proxies: ${probesPerMinute} probes/min (due ${created * 2}), ${shed} shed → ${kept ? "kept" : "lost"} the 30 s rhythm\n`,
+        );
+        if (!kept) {
+          stopped = `the rhythm was lost at ${created} Proxies`;
+          break;
+        }
+      }
+      fleetProxies = created;
+      const largest = ramp.filter((r) => r.kept).at(-1)?.proxies ?? 0;
+      if (stopped || !last) return rampOnly(ramp, largest, stopped ?? "no step converged", commit, opts);
+      proxyConverge = last;
+    }
 
     // The peer and its SubPools.
     process.stderr.write(`fleet: controller-runtime peer, ${opts.subPools} SubPools …\n`);
@@ -769,7 +931,7 @@ export async function benchFleet(opts: FleetOptions = defaultFleet): Promise<Fle
         .map(([k, n]) => [k, perHour(n)]),
     );
     const peerSteady = steady(PEER_USER);
-    const primaries = opts.proxies + opts.subPools;
+    const primaries = fleetProxies + opts.subPools;
     const messagesPerObjectHour = round((s1.passes - s0.passes) / primaries / (minutes / 60), 2);
     // By trigger: probe shards (one per ~40 Proxies per probe time) are the health fan-out, the
     // rest are passes (drift, safety net, follow-ups, events).
@@ -790,17 +952,26 @@ export async function benchFleet(opts: FleetOptions = defaultFleet): Promise<Fle
       peer: round((s1.peer.cpuSeconds - s0.peer.cpuSeconds) / minutes, 2),
     };
     const maxRss = { host: round(Math.max(...rss.host), 0), peer: round(Math.max(...rss.peer), 0) };
+    // The host's CPU per probe counted at the target (everything the host did in the window, over
+    // the probes: the probing dominates it) and its RSS per 1,000 Proxies.
+    const windowProbes = s1.probes - s0.probes;
+    const cpuMsPerProbe =
+      windowProbes > 0 ? round(((s1.host.cpuSeconds - s0.host.cpuSeconds) * 1000) / windowProbes, 2) : null;
+    const rssMiBPer1000Proxies = fleetProxies > 0 ? round((maxRss.host / fleetProxies) * 1000, 0) : null;
     const ratio = (a: number, b: number) => (b > 0 ? round(a / b, 2) : null);
 
     const json = {
       bench: "fleet",
       commit,
       primaries: {
-        proxies: opts.proxies,
+        proxies: fleetProxies,
         proxyNamespaces: Math.max(1, opts.namespaces ?? 1),
         subPools: opts.subPools,
         peerSubPools: opts.subPools,
       },
+      ...(opts.rampStep
+        ? { ramp, largestFleetKeepingRhythm: ramp.filter((r) => r.kept).at(-1)?.proxies ?? 0 }
+        : {}),
       // Host settings given through the environment (the host reads KUBEFN_*); {} is the defaults.
       hostSettings: Object.fromEntries(
         Object.entries(process.env).filter(
@@ -823,7 +994,9 @@ export async function benchFleet(opts: FleetOptions = defaultFleet): Promise<Fle
           passMessagesPerObjectHour,
           probesPerMinute,
           cpuSecondsPerMinute: cpu.host,
+          cpuMsPerProbe,
           maxRssMiB: maxRss.host,
+          rssMiBPer1000Proxies,
         },
         peer: {
           ...peerSteady,
@@ -862,7 +1035,7 @@ export async function benchFleet(opts: FleetOptions = defaultFleet): Promise<Fle
         name: "fleet converge Proxies",
         figure: proxyConverge.seconds,
         unit: "s",
-        note: `${opts.proxies} External Proxies to Ready, ${proxyConverge.perObject} requests each (${verbs(proxyConverge.byVerb)})`,
+        note: `${opts.rampStep ? `the last ramp step's ${opts.rampStep} of ${fleetProxies}` : fleetProxies} External Proxies to Ready, ${proxyConverge.perObject} requests each (${verbs(proxyConverge.byVerb)})`,
       },
       {
         name: "fleet steady requests/hour",
@@ -889,10 +1062,16 @@ export async function benchFleet(opts: FleetOptions = defaultFleet): Promise<Fle
         note: `kubefn ÷ peer ${json.ratio.cpuSecondsPerMinute}`,
       },
       {
+        name: "fleet steady CPU/probe",
+        figure: cpuMsPerProbe ?? "n/a",
+        unit: "host CPU ms per probe",
+        note: `host CPU in the window ÷ ${windowProbes} probes counted at the target`,
+      },
+      {
         name: "fleet steady RSS",
         figure: `${maxRss.host} / ${maxRss.peer}`,
         unit: "MiB max kubefn / peer",
-        note: `kubefn ÷ peer ${json.ratio.maxRssMiB}`,
+        note: `kubefn ÷ peer ${json.ratio.maxRssMiB}; host ${rssMiBPer1000Proxies ?? "n/a"} MiB per 1,000 Proxies (${fleetProxies} Proxies)`,
       },
     ];
     return { rows, json };

@@ -1,6 +1,6 @@
 /**
  * Health-probe throughput: one sweep over `n` External proxies, all pointing at one local forward
- * proxy, probing a local HTTP target through it with the real undici prober (fresh connection per
+ * proxy, probing a local HTTP target through it with the real Node prober (fresh connection per
  * probe) and the real sweep (state machine, annotation patches). `test/bench/run.ts` calls it.
  */
 

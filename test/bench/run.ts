@@ -18,13 +18,15 @@ import { benchChaos } from "./chaos.ts";
 import type { BenchRow } from "./cluster.ts";
 import { stopBenchCluster } from "./cluster.ts";
 import { benchConnections } from "./connections.ts";
+import { benchCost } from "./cost.ts";
 import { benchEmf } from "./emf.ts";
-import { benchFleet, defaultFleet, largeFleet } from "./fleet.ts";
+import { benchFleet, fleetFromEnv } from "./fleet.ts";
 import { benchProbes } from "./health.ts";
 import { benchIntake } from "./intake.ts";
 import { benchAuditZod, benchMapping } from "./mapping.ts";
 import { benchMessagesPerHour } from "./messages.ts";
 import { benchMetrics } from "./metrics.ts";
+import { benchProbeCpuRows } from "./probe-cpu.ts";
 import { benchApplyToReady } from "./ready-writes.ts";
 import { benchReplicas } from "./replicas.ts";
 import { benchSteadyPass } from "./steady-pass.ts";
@@ -80,6 +82,7 @@ const benches: { name: string; run: () => Promise<BenchRow[]>; explicit?: boolea
       ];
     },
   },
+  { name: "probe-cpu", run: benchProbeCpuRows },
   { name: "steady-pass", run: benchSteadyPass },
   { name: "metrics", run: benchMetrics },
   { name: "traces", run: benchTraces },
@@ -100,6 +103,14 @@ const benches: { name: string; run: () => Promise<BenchRow[]>; explicit?: boolea
     explicit: true,
   },
   {
+    name: "cost",
+    run: async () => {
+      const r = await benchCost();
+      jsonLines.push(JSON.stringify(r.json));
+      return r.rows;
+    },
+  },
+  {
     name: "worker-probes",
     run: async () => {
       const r = await benchWorkerProbes();
@@ -111,16 +122,7 @@ const benches: { name: string; run: () => Promise<BenchRow[]>; explicit?: boolea
   {
     name: "fleet",
     run: async () => {
-      const base = process.env.KUBEFN_BENCH_FLEET_LARGE === "1" ? largeFleet : defaultFleet;
-      // A smaller fleet for a shared machine, e.g. PROXIES=200 NAMESPACES=10 SUBPOOLS=10.
-      const knob = (name: string, fallback: number) =>
-        Number(process.env[`KUBEFN_BENCH_FLEET_${name}`] ?? fallback);
-      const r = await benchFleet({
-        proxies: knob("PROXIES", base.proxies),
-        subPools: knob("SUBPOOLS", base.subPools),
-        namespaces: knob("NAMESPACES", base.namespaces ?? 1),
-        steadySeconds: knob("STEADY_SECONDS", base.steadySeconds),
-      });
+      const r = await benchFleet(fleetFromEnv());
       jsonLines.push(JSON.stringify(r.json));
       return r.rows;
     },

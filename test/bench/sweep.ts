@@ -130,6 +130,8 @@ async function sweepOnce(n: number, ports: { target: number; proxies: number[] }
 
 interface Fixtures {
   ports: { target: number; proxies: number[] };
+  /** Requests the target has answered so far. */
+  hits(): Promise<number>;
   stop(): Promise<void>;
 }
 
@@ -145,16 +147,29 @@ export function startFixtures(count: number): Promise<Fixtures> {
     if (child.exitCode === null && child.signalCode === null) child.kill("SIGTERM");
     await exited;
   };
+  const waiting: ((hits: number) => void)[] = [];
+  const hits = () =>
+    new Promise<number>((resolve) => {
+      waiting.push(resolve);
+      child.stdin!.write("hits\n");
+    });
   return new Promise((resolve, reject) => {
     let out = "";
     let err = "";
+    let ports: Fixtures["ports"] | undefined;
     child.stderr!.setEncoding("utf8").on("data", (c: string) => {
       err = (err + c).slice(-2000);
     });
     child.stdout!.setEncoding("utf8").on("data", (c: string) => {
       out += c;
-      const nl = out.indexOf("\n");
-      if (nl >= 0) resolve({ ports: JSON.parse(out.slice(0, nl)), stop });
+      for (let nl = out.indexOf("\n"); nl >= 0; nl = out.indexOf("\n")) {
+        const line = JSON.parse(out.slice(0, nl)) as { hits?: number } & Fixtures["ports"];
+        out = out.slice(nl + 1);
+        if (!ports) {
+          ports = line;
+          resolve({ ports, hits, stop });
+        } else if (line.hits !== undefined) waiting.shift()?.(line.hits);
+      }
     });
     void exited.then(() => reject(new Error(`fixtures-server exited: ${err}`)));
   });

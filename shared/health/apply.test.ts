@@ -28,7 +28,7 @@ describe("applyHealthSweep", () => {
     const queue = { send: async (m: Message[]) => void sent.push(m) };
     const keys = ["a", "b", "c", "d"].map((name) => ({ namespace: "ns", name }));
     const out = await applyHealthSweep({ kube, queue }, resource, "proxy", {
-      annotationPatches: keys.map((key) => ({ key, patch })),
+      statusPatches: keys.map((key) => ({ key, patch })),
       reconcileKeys: [keys[0]!, keys[1]!, keys[2]!],
     });
     expect(out).toEqual({
@@ -56,7 +56,7 @@ describe("applyHealthSweep", () => {
       { kube: {} as Kube, queue: { send: async (m) => void sent.push(m) } },
       resource,
       "proxy",
-      { annotationPatches: [], reconcileKeys: [] },
+      { statusPatches: [], reconcileKeys: [] },
     );
     expect(out.reconcilesRequested).toBe(0);
     expect(sent).toEqual([]);

@@ -1,5 +1,5 @@
 /**
- * The thin executor for a health sweep's result: store the annotation patches, then ask for a
+ * The thin executor for a health sweep's result: store the status.health patches, then ask for a
  * reconcile of each proxy whose status must change and whose patch landed.
  */
 
@@ -26,14 +26,14 @@ export interface AppliedHealthSweep {
  * await applyHealthSweep({ kube: ctx.kube, queue: ctx.queue }, proxyResource, "proxy", result);
  *
  * Caveats: a reconcile is requested only after its patch succeeded, because the reconciler reads
- * the annotation; on a Conflict neither happens and the next sweep redoes both from what is stored.
+ * the stored health; on a Conflict neither happens and the next sweep redoes both from what is stored.
  * Other patch errors are counted, not thrown: the sweep revisits every proxy anyway.
  */
 export async function applyHealthSweep(
   deps: { kube: Kube; queue: Queue },
   resource: Resource,
   controller: string,
-  result: Pick<HealthSweepResult, "annotationPatches" | "reconcileKeys">,
+  result: Pick<HealthSweepResult, "statusPatches" | "reconcileKeys">,
   concurrency = 8,
 ): Promise<AppliedHealthSweep> {
   const out: AppliedHealthSweep = {
@@ -45,7 +45,7 @@ export async function applyHealthSweep(
   };
   const landed = new Set<string>();
   const id = (k: ObjectKey) => `${k.namespace ?? ""}/${k.name}`;
-  await mapWithConcurrency(result.annotationPatches, concurrency, async ({ key, patch }) => {
+  await mapWithConcurrency(result.statusPatches, concurrency, async ({ key, patch }) => {
     try {
       await deps.kube.patchStatus(resource, key, patch);
       out.written++;

@@ -6,15 +6,6 @@
  */
 
 export { mapWithConcurrency } from "../concurrency/index.ts";
-export {
-  decodeHealthState,
-  encodeHealthState,
-  HEALTH_ANNOTATION,
-  HEALTH_STATUS_FIELD,
-  healthStateOf,
-  healthStatusPatch,
-  storedHealthOf,
-} from "./annotation.ts";
 export { type AppliedHealthSweep, applyHealthSweep } from "./apply.ts";
 export type { ProbeResult, Prober, ProbeTarget, ProxyEndpoint } from "./probe.ts";
 export { describeError, screenProbeTarget } from "./probe.ts";
@@ -39,6 +30,15 @@ export type {
   ReportReason,
 } from "./state.ts";
 export { latencyChanged, projectHealth, recordProbe, recordRefusal } from "./state.ts";
+export {
+  decodeHealthState,
+  encodeHealthState,
+  HEALTH_ANNOTATION,
+  HEALTH_STATUS_FIELD,
+  healthStateOf,
+  healthStatusPatch,
+  storedHealthOf,
+} from "./stored-state.ts";
 export type {
   HealthSubject,
   HealthSweepResult,

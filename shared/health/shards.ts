@@ -32,7 +32,7 @@ export interface PlanProbeShardsOptions<P> {
  *
  * Caveats: delays are whole seconds. A Proxy without an address, an instance, or being deleted
  * is not planned. A shard delayed by d carries the object as listed d seconds earlier; its
- * annotation write is guarded by that resourceVersion, so a change in between costs that one
+ * `status.health` write is guarded by that resourceVersion, so a change in between costs that one
  * report (recomputed at the next probe), never a wrong one.
  */
 export function planProbeShards<P>(opts: PlanProbeShardsOptions<P>): ProbeShard<P>[] {

@@ -1,6 +1,6 @@
 /**
  * The health threshold state machine (pure). One probe result in, the next state and at most one
- * report out. The sweep persists the state between runs (see `annotation.ts`); the reconciler
+ * report out. The sweep persists the state between runs (see `stored-state.ts`); the reconciler
  * projects the *reported* verdict into status (see {@link projectHealth}).
  *
  * Rules, from the proxy operator's health engine:
@@ -32,7 +32,7 @@
  *   until the verdict flips.
  * - Counters belong to one instance (providerID, or the address for External proxies): a
  *   different instance starts fresh. A fresh state is seeded from an existing Healthy condition, so
- *   a replaced function instance or a lost annotation does not flap the condition.
+ *   a replaced function instance or a lost `status.health` does not flap the condition.
  */
 
 import type { RefusalReason } from "./target.ts";

@@ -1,9 +1,9 @@
 import { describe, expect, it } from "vitest";
 import { mapWithConcurrency } from "../concurrency/index.ts";
 import type { Patch } from "../kube/index.ts";
-import { encodeHealthState } from "./annotation.ts";
 import type { ProbeResult, Prober, ProbeTarget } from "./probe.ts";
 import type { HealthState } from "./state.ts";
+import { encodeHealthState } from "./stored-state.ts";
 import { type HealthSubject, type ProbeResume, probeAll, probeDue } from "./sweep.ts";
 import { parseProbeAllowList } from "./target.ts";
 
@@ -59,7 +59,7 @@ describe("probeAll", () => {
     });
     const names = ["a", "bb", "ccc", "dddd"];
     const result = await probeAll({
-      proxies: names.map((n) => subject(n, { annotation: encodeHealthState(healthy(n, 5)) })),
+      proxies: names.map((n) => subject(n, { stored: encodeHealthState(healthy(n, 5)) })),
       subjectFor: (s) => s,
       prober,
       now: () => now,
@@ -86,11 +86,11 @@ describe("probeAll", () => {
     });
     expect(prober.calls).toEqual([]);
     expect(result.stats).toMatchObject({ skipped: 3, probed: 0 });
-    expect(result.annotationPatches).toEqual([]);
+    expect(result.statusPatches).toEqual([]);
   });
 
   it("steady state: probes, writes nothing, requests nothing", async () => {
-    const proxies = ["a", "b", "c"].map((n) => subject(n, { annotation: encodeHealthState(healthy(n)) }));
+    const proxies = ["a", "b", "c"].map((n) => subject(n, { stored: encodeHealthState(healthy(n)) }));
     const result = await probeAll({
       proxies,
       subjectFor: (s) => s,
@@ -99,11 +99,11 @@ describe("probeAll", () => {
       concurrency: 2,
     });
     expect(result.stats).toMatchObject({ probed: 3, ok: 3, failed: 0, writes: 0, reports: 0 });
-    expect(result.annotationPatches).toEqual([]);
+    expect(result.statusPatches).toEqual([]);
     expect(result.reconcileKeys).toEqual([]);
   });
 
-  it("first verdict: writes the annotation and asks for a reconcile", async () => {
+  it("first verdict: writes status.health and asks for a reconcile", async () => {
     const result = await probeAll({
       proxies: [subject("a")],
       subjectFor: (s) => s,
@@ -112,8 +112,8 @@ describe("probeAll", () => {
       concurrency: 1,
     });
     expect(result.reconcileKeys).toEqual([{ namespace: "ns", name: "a" }]);
-    expect(result.annotationPatches).toHaveLength(1);
-    const body = result.annotationPatches[0]!.patch as {
+    expect(result.statusPatches).toHaveLength(1);
+    const body = result.statusPatches[0]!.patch as {
       type: "merge";
       body: { metadata: Record<string, unknown>; status: { health: string } };
     };
@@ -131,7 +131,7 @@ describe("probeAll", () => {
     // The probe and its recheck fail: two failures of the three the verdict needs.
     const thresholds = { successThreshold: 1, failureThreshold: 3, minReportIntervalSeconds: 60 };
     const result = await probeAll({
-      proxies: [subject("a", { annotation: encodeHealthState(healthy("a")), thresholds })],
+      proxies: [subject("a", { stored: encodeHealthState(healthy("a")), thresholds })],
       subjectFor: (s) => s,
       prober: fakeProber(() => ({ ok: false, latencyMs: 1000, error: "timeout" })),
       now: () => now,
@@ -206,22 +206,22 @@ describe("probeAll", () => {
     expect(prober.calls).toEqual([]);
     expect(first.stats.refused).toBe(1);
     expect(first.reconcileKeys).toEqual([s.key]);
-    const stored = (first.annotationPatches[0]!.patch as { body: { status: { health: string } } }).body.status
+    const stored = (first.statusPatches[0]!.patch as { body: { status: { health: string } } }).body.status
       .health;
     expect(JSON.parse(stored!).refused.reason).toBe("MetadataAddress");
 
     const second = await probeAll({
-      proxies: [{ ...s, annotation: stored }],
+      proxies: [{ ...s, stored }],
       subjectFor: (x) => x,
       prober,
       now: () => now,
       concurrency: 1,
     });
-    expect(second.annotationPatches).toEqual([]);
+    expect(second.statusPatches).toEqual([]);
     expect(second.reconcileKeys).toEqual([]);
 
     const fixed = await probeAll({
-      proxies: [{ ...s, annotation: stored, proxy: { host: "10.0.0.9", port: 80, scheme: "http" as const } }],
+      proxies: [{ ...s, stored, proxy: { host: "10.0.0.9", port: 80, scheme: "http" as const } }],
       subjectFor: (x) => x,
       prober,
       now: () => now,
@@ -262,7 +262,7 @@ describe("probeAll", () => {
 
   it("a new instance starts fresh even with a stored verdict", async () => {
     const result = await probeAll({
-      proxies: [subject("a", { instance: "pod-new", annotation: encodeHealthState(healthy("a")) })],
+      proxies: [subject("a", { instance: "pod-new", stored: encodeHealthState(healthy("a")) })],
       subjectFor: (s) => s,
       prober: fakeProber(() => ({ ok: false, latencyMs: 3 })),
       now: () => now,
@@ -361,7 +361,7 @@ describe("latency reports under jitter (the steady cost of 900 health-checked Pr
 
   /** Probes one Proxy every 30 s through the sweep, feeding the stored state back in. */
   async function run(latencies: number[], latencySamples?: number) {
-    let annotation = encodeHealthState(healthy("a", 5));
+    let stored = encodeHealthState(healthy("a", 5));
     let next = 0;
     let clock = now.getTime();
     const reports: number[] = [];
@@ -377,7 +377,7 @@ describe("latency reports under jitter (the steady cost of 900 health-checked Pr
       const result = await probeAll({
         proxies: [
           subject("a", {
-            annotation,
+            stored,
             thresholds: { ...thresholds, ...(latencySamples ? { latencySamples } : {}) },
             latencyStatus: (r) => ({ latencyMillis: r.latencyMs }),
           }),
@@ -389,12 +389,10 @@ describe("latency reports under jitter (the steady cost of 900 health-checked Pr
         confirmDelayMs: 0,
       });
       for (const o of result.outcomes) if (o.report) reports.push(o.report.latencyMs);
-      patches += result.annotationPatches.length;
+      patches += result.statusPatches.length;
       passes += result.reconcileKeys.length;
-      const patched = bodyOf(result.annotationPatches[0]?.patch) as
-        | { status: { health: string } }
-        | undefined;
-      if (patched) annotation = patched.status.health;
+      const patched = bodyOf(result.statusPatches[0]?.patch) as { status: { health: string } } | undefined;
+      if (patched) stored = patched.status.health;
     }
     return { reports, patches, passes, probes };
   }
@@ -425,7 +423,7 @@ describe("latency reports under jitter (the steady cost of 900 health-checked Pr
     const result = await probeAll({
       proxies: [
         subject("a", {
-          annotation: encodeHealthState(healthy("a", 10)),
+          stored: encodeHealthState(healthy("a", 10)),
           latencyStatus: (r) => ({ latencyMillis: r.latencyMs, lastHealthCheckTime: r.at }),
         }),
       ],
@@ -438,7 +436,7 @@ describe("latency reports under jitter (the steady cost of 900 health-checked Pr
     expect(prober.calls).toHaveLength(3);
     expect(result.stats).toMatchObject({ probed: 1, confirmations: 2, reports: 1, writes: 1 });
     expect(result.reconcileKeys).toEqual([]);
-    expect(bodyOf(result.annotationPatches[0]!.patch)).toMatchObject({
+    expect(bodyOf(result.statusPatches[0]!.patch)).toMatchObject({
       metadata: { resourceVersion: "7" },
       status: { latencyMillis: 300, lastHealthCheckTime: now.toISOString() },
     });
@@ -446,7 +444,7 @@ describe("latency reports under jitter (the steady cost of 900 health-checked Pr
 
   it("without latencyStatus a latency report still asks for a pass", async () => {
     const result = await probeAll({
-      proxies: [subject("a", { annotation: encodeHealthState(healthy("a", 10)) })],
+      proxies: [subject("a", { stored: encodeHealthState(healthy("a", 10)) })],
       subjectFor: (s) => s,
       prober: fakeProber(() => ({ ok: true, latencyMs: 300, status: 200 })),
       now: () => now,
@@ -468,8 +466,8 @@ describe("latency reports under jitter (the steady cost of 900 health-checked Pr
     }));
     const result = await probeAll({
       proxies: [
-        subject("slow", { annotation: encodeHealthState(healthy("slow", 10)), ...url("slow") }),
-        subject("fast", { annotation: encodeHealthState(healthy("fast", 10)), ...url("fast") }),
+        subject("slow", { stored: encodeHealthState(healthy("slow", 10)), ...url("slow") }),
+        subject("fast", { stored: encodeHealthState(healthy("fast", 10)), ...url("fast") }),
       ],
       subjectFor: (s) => s,
       prober,
@@ -490,7 +488,7 @@ describe("latency reports under jitter (the steady cost of 900 health-checked Pr
   it("a failed confirmation ends the confirmations without a report", async () => {
     let n = 0;
     const result = await probeAll({
-      proxies: [subject("a", { annotation: encodeHealthState(healthy("a", 10)) })],
+      proxies: [subject("a", { stored: encodeHealthState(healthy("a", 10)) })],
       subjectFor: (s) => s,
       prober: fakeProber(() =>
         n++ === 0 ? { ok: true, latencyMs: 300, status: 200 } : { ok: false, latencyMs: 1000 },
@@ -509,7 +507,7 @@ describe("a result against the verdict is checked once more", () => {
 
   /** One sweep per 30 s over one Proxy; `answers` are the prober's results in order. */
   async function run(answers: boolean[], sweeps: number, thresholds = thresholds3) {
-    let annotation = encodeHealthState({ ...healthy("a", 5), consecOK: 1 });
+    let stored = encodeHealthState({ ...healthy("a", 5), consecOK: 1 });
     let clock = now.getTime();
     let calls = 0;
     const prober = fakeProber(() => ({ ok: answers[Math.min(calls++, answers.length - 1)]!, latencyMs: 5 }));
@@ -518,19 +516,17 @@ describe("a result against the verdict is checked once more", () => {
     for (let i = 0; i < sweeps; i++) {
       clock += 30_000;
       const result = await probeAll({
-        proxies: [subject("a", { annotation, thresholds })],
+        proxies: [subject("a", { stored, thresholds })],
         subjectFor: (s) => s,
         prober,
         now: () => new Date(clock),
         concurrency: 1,
         confirmDelayMs: 0,
       });
-      if (result.annotationPatches.length > 0) writes.push(i);
+      if (result.statusPatches.length > 0) writes.push(i);
       if (result.outcomes[0]?.report?.reason === "ThresholdFlip") flips.push(i);
-      const patched = bodyOf(result.annotationPatches[0]?.patch) as
-        | { status: { health: string } }
-        | undefined;
-      if (patched) annotation = patched.status.health;
+      const patched = bodyOf(result.statusPatches[0]?.patch) as { status: { health: string } } | undefined;
+      if (patched) stored = patched.status.health;
     }
     return { writes, flips, calls };
   }
@@ -561,7 +557,7 @@ describe("a result against the verdict is checked once more", () => {
   it("deferred, a shard pauses nowhere: the Proxy comes back to be confirmed and reports as inline", async () => {
     const prober = fakeProber(() => ({ ok: true, latencyMs: 300, status: 200 }));
     const a = subject("a", {
-      annotation: encodeHealthState(healthy("a", 10)),
+      stored: encodeHealthState(healthy("a", 10)),
       latencyStatus: (r) => ({ latencyMillis: r.latencyMs, lastHealthCheckTime: r.at }),
     });
     let clock = now.getTime();
@@ -578,14 +574,14 @@ describe("a result against the verdict is checked once more", () => {
       });
     const first = await step();
     expect(prober.calls).toHaveLength(1);
-    expect(first.annotationPatches).toEqual([]);
+    expect(first.statusPatches).toEqual([]);
     expect(first.stats).toMatchObject({ probed: 1, confirmations: 0, reports: 0 });
     const later1 = first.outcomes[0]!.later!;
     expect(later1).toMatchObject({ confirmations: [] });
     clock += 1000;
     const second = await step([later1]);
     expect(prober.calls).toHaveLength(2);
-    expect(second.annotationPatches).toEqual([]);
+    expect(second.statusPatches).toEqual([]);
     expect(second.stats).toMatchObject({ probed: 0, confirmations: 1 });
     const later2 = second.outcomes[0]!.later!;
     expect(later2.confirmations).toEqual([300]);
@@ -594,7 +590,7 @@ describe("a result against the verdict is checked once more", () => {
     expect(prober.calls).toHaveLength(3);
     expect(third.outcomes[0]!.later).toBeUndefined();
     expect(third.stats).toMatchObject({ probed: 0, confirmations: 1, reports: 1, writes: 1 });
-    expect(bodyOf(third.annotationPatches[0]!.patch)).toMatchObject({
+    expect(bodyOf(third.statusPatches[0]!.patch)).toMatchObject({
       status: { latencyMillis: 300, lastHealthCheckTime: new Date(clock).toISOString() },
     });
   });
@@ -608,7 +604,7 @@ describe("a result against the verdict is checked once more", () => {
     });
     const names = ["a", "bb", "ccc", "dddd"];
     const result = await probeAll({
-      proxies: names.map((n) => subject(n, { annotation: encodeHealthState(healthy(n, 10)) })),
+      proxies: names.map((n) => subject(n, { stored: encodeHealthState(healthy(n, 10)) })),
       subjectFor: (s) => s,
       prober,
       now: () => now,
@@ -631,7 +627,7 @@ describe("a result against the verdict is checked once more", () => {
     const prober = fakeProber(() =>
       n++ === 0 ? { ok: false, latencyMs: 1000 } : { ok: true, latencyMs: 10, status: 200 },
     );
-    const a = subject("a", { annotation: encodeHealthState(healthy("a", 10)) });
+    const a = subject("a", { stored: encodeHealthState(healthy("a", 10)) });
     const step = (resume?: ProbeResume[]) =>
       probeAll({
         proxies: [a],
@@ -645,7 +641,7 @@ describe("a result against the verdict is checked once more", () => {
     const first = await step();
     const later = first.outcomes[0]!.later!;
     expect(later).toMatchObject({ result: { ok: false }, confirmations: [] });
-    expect(first.annotationPatches).toEqual([]);
+    expect(first.statusPatches).toEqual([]);
     const second = await step([later]);
     expect(n).toBe(2);
     expect(second.outcomes[0]!.later).toBeUndefined();

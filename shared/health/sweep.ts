@@ -1,13 +1,12 @@
 /**
  * The health part of the sweep: probe every eligible Proxy once, with bounded concurrency, and
- * turn the results into annotation patches and reconcile requests. Pure apart from the injected
+ * turn the results into status.health patches and reconcile requests. Pure apart from the injected
  * prober and clock; the caller applies the patches through the Kube port and enqueues the keys.
  */
 
 import { type Semaphore, semaphore } from "../concurrency/index.ts";
 import type { ObjectKey, Patch } from "../kube/index.ts";
 import { fnv1a32 } from "../kube/index.ts";
-import { decodeHealthState, healthStatusPatch } from "./annotation.ts";
 import {
   describeError,
   type ProbeResult,
@@ -24,6 +23,7 @@ import {
   recordProbe,
   recordRefusal,
 } from "./state.ts";
+import { decodeHealthState, healthStatusPatch } from "./stored-state.ts";
 import type { ProbeAllowList, TargetPolicy } from "./target.ts";
 
 /**
@@ -32,12 +32,12 @@ import type { ProbeAllowList, TargetPolicy } from "./target.ts";
  */
 export interface HealthSubject {
   key: ObjectKey;
-  /** Guards the annotation patch. */
+  /** Guards the status.health patch. */
   resourceVersion?: string;
   /** deletionTimestamp is set: never probed. */
   deleting: boolean;
-  /** The stored health state (`status.health`; see annotation.ts). */
-  annotation?: string;
+  /** The stored health state (`status.health`; see stored-state.ts). */
+  stored?: string;
   /** providerID (Managed) or address (External); absent → not probed. */
   instance?: string;
   /** Where the proxy listens; absent (no IP/host yet) → not probed. */
@@ -144,12 +144,12 @@ export interface HealthSweepStats {
 }
 
 export interface HealthSweepResult {
-  /** Merge patches of the health annotation; none in steady state. */
-  annotationPatches: Array<{ key: ObjectKey; patch: Patch }>;
+  /** Merge patches of the stored health (`status.health`); none in steady state. */
+  statusPatches: Array<{ key: ObjectKey; patch: Patch }>;
   /**
    * Proxies whose status must change (a report, or a refusal that appeared, changed or cleared).
-   * Enqueue a reconcile for each *after* its annotation patch succeeded: the reconciler reads the
-   * annotation. On a Conflict drop both; the next sweep recomputes from what is stored.
+   * Enqueue a reconcile for each *after* its status.health patch succeeded: the reconciler reads the
+   * stored health. On a Conflict drop both; the next sweep recomputes from what is stored.
    */
   reconcileKeys: ObjectKey[];
   stats: HealthSweepStats;
@@ -160,7 +160,7 @@ export interface HealthSweepResult {
  * Probes every Proxy that has an address and is not being deleted.
  *
  * @example
- * const { annotationPatches, reconcileKeys } = await probeAll({
+ * const { statusPatches, reconcileKeys } = await probeAll({
  *   proxies, subjectFor: healthSubjectOf, prober, now: () => ctx.clock.now(), concurrency: 32,
  * });
  *
@@ -177,7 +177,7 @@ export async function probeAll<P>(opts: ProbeAllOptions<P>): Promise<HealthSweep
     subjects.map((s, i) => sweepOne(s, opts, slots, (i * spread) / subjects.length, opts.resume?.[i])),
   );
 
-  const annotationPatches: HealthSweepResult["annotationPatches"] = [];
+  const statusPatches: HealthSweepResult["statusPatches"] = [];
   const reconcileKeys: ObjectKey[] = [];
   const stats: HealthSweepStats = {
     probed: 0,
@@ -191,7 +191,7 @@ export async function probeAll<P>(opts: ProbeAllOptions<P>): Promise<HealthSweep
     writes: 0,
   };
   outcomes.forEach((o, i) => {
-    if (o.patch) annotationPatches.push({ key: o.outcome.key, patch: o.patch });
+    if (o.patch) statusPatches.push({ key: o.outcome.key, patch: o.patch });
     if (o.reconcile) reconcileKeys.push(o.outcome.key);
     if (o.outcome.kind === "skipped") stats.skipped++;
     if (o.outcome.kind === "refused") stats.refused++;
@@ -204,8 +204,8 @@ export async function probeAll<P>(opts: ProbeAllOptions<P>): Promise<HealthSweep
     if (o.suppressed) stats.suppressed++;
     stats.confirmations += o.outcome.confirmations ?? 0;
   });
-  stats.writes = annotationPatches.length;
-  return { annotationPatches, reconcileKeys, stats, outcomes: outcomes.map((o) => o.outcome) };
+  stats.writes = statusPatches.length;
+  return { statusPatches, reconcileKeys, stats, outcomes: outcomes.map((o) => o.outcome) };
 }
 
 interface Swept {
@@ -228,7 +228,7 @@ async function sweepOne<P>(
   if (s.deleting || !s.proxy || !s.instance || !due) {
     return { outcome: { key: s.key, kind: "skipped" } };
   }
-  const previous = decodeHealthState(s.annotation);
+  const previous = decodeHealthState(s.stored);
   const seed: HealthSeed = { ...s.seed, instance: s.instance };
   const hadRefusal = previous?.instance === s.instance && previous.refused !== undefined;
   const policy: TargetPolicy = {
@@ -329,7 +329,7 @@ async function sweepOne<P>(
       confirmations: made,
     },
     patch: healthStatusPatch(
-      s.annotation,
+      s.stored,
       recorded.state,
       s.resourceVersion,
       latencyOnly ? s.latencyStatus?.(latencyOnly) : undefined,
@@ -350,7 +350,7 @@ function refused(
   const { state, changed } = recordRefusal(previous, refusal, s.thresholds, seed);
   return {
     outcome: { key: s.key, kind: "refused", state },
-    patch: healthStatusPatch(s.annotation, state, s.resourceVersion),
+    patch: healthStatusPatch(s.stored, state, s.resourceVersion),
     reconcile: changed,
   };
 }

@@ -1,7 +1,7 @@
 /**
  * Health-probe throughput: one sweep over `n` External proxies, all pointing at one local forward
  * proxy, probing a local HTTP target through it with the real Node prober (fresh connection per
- * probe) and the real sweep (state machine, annotation patches). `test/bench/run.ts` calls it.
+ * probe) and the real sweep (state machine, status.health patches). `test/bench/run.ts` calls it.
  */
 
 import { createNodeProber } from "../../shared/health/node-prober.ts";
@@ -20,7 +20,7 @@ export interface HealthBenchResult {
   p50LatencyMs: number;
   p99LatencyMs: number;
   /** Writes of the first sweep (every proxy reaches its first verdict). */
-  annotationWrites: number;
+  statusWrites: number;
   /** Writes of a second sweep over the stored states: 0 when latency is steady. */
   steadyStateWrites: number;
 }
@@ -66,8 +66,8 @@ export async function benchProbes(n = 1000, concurrency = 32): Promise<HealthBen
       okRatio: result.stats.probed ? result.stats.ok / result.stats.probed : 0,
       p50LatencyMs: round(pct(0.5)),
       p99LatencyMs: round(pct(0.99)),
-      annotationWrites: result.stats.writes,
-      steadyStateWrites: await steadySweepWrites(proxies, result.annotationPatches, prober, concurrency),
+      statusWrites: result.stats.writes,
+      steadyStateWrites: await steadySweepWrites(proxies, result.statusPatches, prober, concurrency),
     };
   } finally {
     await Promise.all([proxy.close(), target.close()]);
@@ -87,7 +87,7 @@ async function steadySweepWrites(
       return [key.name, body.status.health] as const;
     }),
   );
-  const again = proxies.map((p) => ({ ...p, annotation: stored.get(p.key.name) }));
+  const again = proxies.map((p) => ({ ...p, stored: stored.get(p.key.name) }));
   const result = await probeAll({
     proxies: again,
     subjectFor: (p) => p,

@@ -10,7 +10,7 @@
  * The minimum, from shared/controllers/proxy/managed.ts and the health engine: finalizer (1,
  * before anything can be created), Pod create (1), spec-hash annotation (1, names what the
  * instance was built from), status Provisioning + providerID (1, else a crash loses the
- * instance), status IP + Provisioned=True (1), health annotation (successThreshold writes: the
+ * instance), status IP + Provisioned=True (1), status.health (successThreshold writes: the
  * sweep keeps no memory between runs, so every counted probe is stored), status Ready/Healthy
  * (1). With the default successThreshold 2: 8.
  */

@@ -4,7 +4,7 @@
  * (`fixtures-server.ts`) so the CPU figures are the sweep's. The sweep is `runSweep` with
  * `proxyHealthTask` and `createNodeProber()` (concurrency 32), on a counted transport; its drift
  * shards go to a recording queue and are not run. Three sweeps: the first stores counters, the
- * second reaches the first verdict (successThreshold 2: annotation + reconcile request each), the
+ * second reaches the first verdict (successThreshold 2: status.health + reconcile request each), the
  * third is steady state.
  */
 
@@ -102,13 +102,13 @@ async function sweepOnce(n: number, ports: { target: number; proxies: number[] }
         name: `sweep ${n} ${label}`,
         figure: round(probed / probeSeconds),
         unit: "probes/s",
-        note: `${probed} probed (${stats.ok} ok) in ${round(probeSeconds, 2)} s of health task (probes + annotation writes, 32 of each in flight), whole sweep ${round(ms / 1000, 2)} s`,
+        note: `${probed} probed (${stats.ok} ok) in ${round(probeSeconds, 2)} s of health task (probes + status.health writes, 32 of each in flight), whole sweep ${round(ms / 1000, 2)} s`,
       },
       {
         name: `sweep ${n} ${label} API`,
         figure: `${reads} / ${writes}`,
         unit: "reads / writes per sweep",
-        note: `list pages + annotation patches; ${queue.sent.length} messages sent (drift due ${summary.controllers.proxy?.due ?? 0}, reconcile requests ${(stats.reports ?? 0) > 0 ? stats.reports : 0})`,
+        note: `list pages + status.health patches; ${queue.sent.length} messages sent (drift due ${summary.controllers.proxy?.due ?? 0}, reconcile requests ${(stats.reports ?? 0) > 0 ? stats.reports : 0})`,
       },
       {
         name: `sweep ${n} ${label} CPU`,

@@ -32,7 +32,7 @@ import {
   ownerTags,
 } from "../../shared/controllers/proxy/providers/provider.ts";
 import { subPoolResource } from "../../shared/controllers/subpool/api.ts";
-import { encodeHealthState, HEALTH_ANNOTATION } from "../../shared/health/annotation.ts";
+import { encodeHealthState, HEALTH_ANNOTATION } from "../../shared/health/stored-state.ts";
 import {
   ForbiddenError,
   isNotFound,

@@ -30,11 +30,11 @@ export interface ProxyControllerDeps {
 /**
  * The proxy operator as a kubefn controller: Managed proxies provisioned through a provider,
  * replaced when their spec or cloud-init changes, deleted behind a finalizer; External proxies
- * taken as they are; health projected from the sweep's annotation.
+ * taken as they are; health projected from the sweep's stored `status.health`.
  *
  * Watches Secrets (a rotated cloud-init Secret re-enqueues every Proxy naming it). Does not own
  * Pods: instances are observed by listing each provider once per drift period (`drift.ts`); a
- * Proxy gets a drift pass only when that list, its Secret or its health annotation says a pass
+ * Proxy gets a drift pass only when that list, its Secret or its stored health (`status.health`) says a pass
  * would change something. The resync is the drift period.
  *
  * Provider failures go through the error policy (failure.ts): QuotaExceeded and its retry, the

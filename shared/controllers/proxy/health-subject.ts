@@ -51,7 +51,7 @@ export interface HealthSubjectOptions {
  */
 export function proxyHealthSubject(object: KubeObject, options: HealthSubjectOptions = {}): HealthSubject {
   const reportInterval = options.minReportIntervalSeconds ?? minReportIntervalSeconds;
-  const annotation = storedHealthOf(object);
+  const stored = storedHealthOf(object);
   const key = { namespace: object.metadata.namespace ?? "", name: object.metadata.name ?? "" };
   const base = {
     key,
@@ -59,7 +59,7 @@ export function proxyHealthSubject(object: KubeObject, options: HealthSubjectOpt
       ? {}
       : { resourceVersion: object.metadata.resourceVersion }),
     deleting: object.metadata.deletionTimestamp !== undefined,
-    ...(annotation === undefined ? {} : { annotation }),
+    ...(stored === undefined ? {} : { stored }),
   };
   const parsed = parseProxy(object);
   const hc = parsed.success ? parsed.data.spec.healthCheck : undefined;

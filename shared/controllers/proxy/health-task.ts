@@ -140,7 +140,7 @@ export function proxyHealthTask(opts: ProxyHealthTaskOptions): SweepTask & {
     if (applied.failed > 0) {
       // Conflicts are recomputed next sweep; other failures (403, 422…) would stop health
       // updates silently, so they are logged and counted.
-      ctx.log.error("health annotation writes failed", { failed: applied.failed, written: applied.written });
+      ctx.log.error("health status writes failed", { failed: applied.failed, written: applied.written });
       ctx.metrics.count("kubefn_health_patch_errors_total", {}, applied.failed);
     }
     let retried: Record<string, number> | undefined;

@@ -1,7 +1,7 @@
 import { describe, expect, it } from "vitest";
 import { FakeKube, fakeContext } from "../../../test/support/fake-kube.ts";
-import { encodeHealthState, HEALTH_ANNOTATION } from "../../health/annotation.ts";
 import type { HealthState } from "../../health/state.ts";
+import { encodeHealthState, HEALTH_ANNOTATION } from "../../health/stored-state.ts";
 import { parseProbeAllowList } from "../../health/target.ts";
 import { classifyError, ReconcileError } from "../../kube/classify.ts";
 import type { KubeObject } from "../../kube/port.ts";

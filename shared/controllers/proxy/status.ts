@@ -100,7 +100,7 @@ export function setProvisioned(
  * | Reported | True / ProbeSucceeded or False / ProbeFailed | from the report |
  *
  * Caveats: Unknown leaves the condition as it was rather than writing Unknown: the sweep seeds a
- * fresh state from the existing condition, so a replaced instance or a lost annotation does not
+ * fresh state from the existing condition, so a replaced instance or a lost `status.health` does not
  * make the condition flap, and keeps the `observedGeneration` it was set at. `lastHealthCheckTime`
  * is the time of the last *reported* probe.
  */

@@ -1,4 +1,5 @@
 import { describe, expect, it } from "vitest";
+import type { HealthState } from "./state.ts";
 import {
   decodeHealthState,
   encodeHealthState,
@@ -6,8 +7,7 @@ import {
   healthStateOf,
   healthStatusPatch,
   storedHealthOf,
-} from "./annotation.ts";
-import type { HealthState } from "./state.ts";
+} from "./stored-state.ts";
 
 const state: HealthState = {
   instance: "pod-a",

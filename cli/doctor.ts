@@ -48,6 +48,8 @@ export interface Access {
   group: string;
   resource: string;
   namespace?: string;
+  /** Only these objects (the rule's `resourceNames`): checked by name, never as the whole kind. */
+  names?: string[];
   /** The role that grants it in infra/rbac. */
   role: string;
 }
@@ -55,6 +57,7 @@ export interface Access {
 interface Rule {
   apiGroups: string[];
   resources: string[];
+  resourceNames?: string[];
   verbs: string[];
 }
 
@@ -99,12 +102,14 @@ export function neededAccess(rbac: KubeObject[], bound: Identity): Access[] {
     for (const rule of (role.rules ?? []) as Rule[]) {
       for (const group of rule.apiGroups) {
         for (const resource of rule.resources) {
-          const key = `${namespace ?? ""}|${group}|${resource}`;
+          const names = rule.resourceNames?.length ? [...rule.resourceNames].sort() : undefined;
+          const key = `${namespace ?? ""}|${group}|${resource}|${names?.join(",") ?? ""}`;
           const need = needs.get(key) ?? {
             verbs: [],
             group,
             resource,
             ...(namespace ? { namespace } : {}),
+            ...(names ? { names } : {}),
             role: `${role.kind} ${role.metadata.name}`,
           };
           for (const verb of rule.verbs) if (!need.verbs.includes(verb)) need.verbs.push(verb);
@@ -120,12 +125,16 @@ const roleKey = (kind: string, name: string, namespace?: string) => `${kind}/${n
 
 /** The verbs on a needed resource that the identity must not have (all it is not granted in that scope). */
 export const excessVerbs = (need: Access, all: Access[]): string[] => {
+  // A grant on named objects is checked by name; what the kind allows beyond it is the unnamed
+  // grant's check (or, with none, nothing kubefn needs, which the policy review covers).
+  if (need.names) return [];
   const granted = new Set(
     all
       .filter(
         (a) =>
           a.group === need.group &&
           a.resource === need.resource &&
+          a.names === undefined &&
           (a.namespace === undefined || a.namespace === need.namespace),
       )
       .flatMap((a) => a.verbs),
@@ -152,10 +161,25 @@ export function covers(actual: unknown, expected: unknown): boolean {
 
 const resourceName = (a: Pick<Access, "group" | "resource">) =>
   a.group ? `${a.resource}.${a.group}` : a.resource;
-const scope = (a: Pick<Access, "namespace">) => (a.namespace ? `in ${a.namespace}` : "cluster-wide");
+const scope = (a: Pick<Access, "namespace" | "names">) =>
+  `${a.names ? `named ${a.names.join(",")} ` : ""}${a.namespace ? `in ${a.namespace}` : "cluster-wide"}`;
 
 /** Asks the API server whether `id` may `verb` the resource in the scope of `access`. */
 async function allowed(cluster: Cluster, id: Identity, verb: string, access: Access): Promise<boolean> {
+  if (access.names) {
+    for (const name of access.names) if (!(await allowedOne(cluster, id, verb, access, name))) return false;
+    return true;
+  }
+  return allowedOne(cluster, id, verb, access, undefined);
+}
+
+async function allowedOne(
+  cluster: Cluster,
+  id: Identity,
+  verb: string,
+  access: Access,
+  name: string | undefined,
+): Promise<boolean> {
   const [resource, subresource] = access.resource.split("/");
   const review = await cluster.call<{ status: { allowed?: boolean } }>(
     "POST",
@@ -172,6 +196,7 @@ async function allowed(cluster: Cluster, id: Identity, verb: string, access: Acc
           resource,
           ...(subresource ? { subresource } : {}),
           ...(access.namespace ? { namespace: access.namespace } : {}),
+          ...(name ? { name } : {}),
         },
       },
     },
@@ -179,10 +204,39 @@ async function allowed(cluster: Cluster, id: Identity, verb: string, access: Acc
   return review.status.allowed === true;
 }
 
-/** The access checks: one line per needed resource and scope. */
+/**
+ * What kubefn never needs, whatever the install chose: reading Secrets in bulk (list, watch),
+ * patching them or deleting them by collection, cluster-wide. (Get, create and delete of a
+ * tenant's Secret come with `kubefn-tenant`, bound per namespace or, by explicit choice,
+ * cluster-wide.) A grant of any of these is the first thing a stolen token would use.
+ */
+export const neverNeeded: readonly (Access & { never: string[] })[] = [
+  {
+    verbs: [],
+    never: ["list", "watch", "patch", "deletecollection"],
+    group: "",
+    resource: "secrets",
+    role: "none",
+  },
+];
+
+/** The access checks: one line per needed resource and scope, and one per thing never needed. */
 export async function accessChecks(cluster: Cluster, id: Identity, needs: Access[]): Promise<Check[]> {
   const who = `${id.namespace}/${id.name}`;
-  return Promise.all(
+  const never = await Promise.all(
+    neverNeeded.map(async (n): Promise<Check> => {
+      const granted: string[] = [];
+      for (const verb of n.never) if (await allowed(cluster, id, verb, n)) granted.push(verb);
+      return granted.length > 0
+        ? {
+            ok: false,
+            what: `${who} may also ${granted.join(",")} ${resourceName(n)} ${scope(n)}, more than it needs`,
+            fix: `find the binding that grants it (kubectl auth can-i --list --as=${usernameOf(id)}) and remove it`,
+          }
+        : { ok: true, what: `${who} may not ${n.never.join(",")} ${resourceName(n)} ${scope(n)}` };
+    }),
+  );
+  const checks = await Promise.all(
     needs.map(async (need): Promise<Check> => {
       const denied: string[] = [];
       for (const verb of need.verbs) if (!(await allowed(cluster, id, verb, need))) denied.push(verb);
@@ -207,6 +261,7 @@ export async function accessChecks(cluster: Cluster, id: Identity, needs: Access
       return { ok: true, what };
     }),
   );
+  return [...checks, ...never];
 }
 
 /**

@@ -80,10 +80,15 @@ export async function main(
   switch (command) {
     case "version": {
       const crds = releaseObjects(values.file).filter((o) => o.kind === "CustomResourceDefinition");
-      const served = crds.map((c) => {
-        const spec = c.spec as { group: string; versions: Array<{ name: string }> };
-        return `${spec.group}/${spec.versions.map((v) => v.name).join(",")}`;
-      });
+      // One entry per API group and its versions (Site and machina's Machine share one).
+      const served = [
+        ...new Set(
+          crds.map((c) => {
+            const spec = c.spec as { group: string; versions: Array<{ name: string }> };
+            return `${spec.group}/${spec.versions.map((v) => v.name).join(",")}`;
+          }),
+        ),
+      ];
       return { out: `kubefn ${version}\nCRDs: ${served.join(" ")}`, code: 0 };
     }
     case "install": {

@@ -325,6 +325,7 @@ describe("the CRD upgrade path (docs/upgrading.md)", () => {
       `ok   CRD proxies.crawl.kubefn.dev (v1alpha1) is kubefn ${version}'s`,
       `ok   CRD subpools.subrelay.example.com (v1alpha1) is kubefn ${version}'s`,
       `ok   CRD sites.unbounded-cloud.io (v1alpha3) is kubefn ${version}'s`,
+      `ok   CRD machines.unbounded-cloud.io (v1alpha3) is kubefn ${version}'s`,
     ]);
   });
 });

@@ -9,6 +9,7 @@ import { randomBytes } from "node:crypto";
 import { readFileSync } from "node:fs";
 import { KubeConfig } from "@kubernetes/client-node";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { optInNamespace } from "../../functions/node/install.ts";
 import { proxyResource } from "../../shared/controllers/proxy/api.ts";
 import { createKube, findCondition, Resources } from "../../shared/kube/index.ts";
 import { createNodeTransport } from "../../shared/kube/node.ts";
@@ -46,6 +47,8 @@ beforeAll(async () => {
   admin = createKube(createNodeTransport(kc));
   ns = `traces-${randomBytes(3).toString("hex")}`;
   await admin.create(Resources.Namespace, { apiVersion: "v1", kind: "Namespace", metadata: { name: ns } });
+  // The Managed Proxy's Pod and Secret: kubefn may touch them only where the namespace opted in.
+  await optInNamespace(admin, ns);
   receiver = await startOtlpReceiver();
   target = await startHttpTarget();
   forward = await startForwardProxy({ host: "127.0.0.1" });

@@ -80,15 +80,6 @@ export async function siteDriftReason(
     const list = listOf[resource.kind];
     return list ? listed.get(list, key) : undefined;
   };
-  if (listed.available(listOf.Deployment!)) {
-    for (const component of [...registry.cluster, ...registry.site]) {
-      if (!component.workload) continue;
-      if ("enabled" in component && !component.enabled(site)) continue;
-      const live = listed.get(listOf.Deployment!, component.workload(env, site));
-      if (live && deploymentAvailability(live).state !== "available")
-        return `unavailable:${component.conditionType}`;
-    }
-  }
   for (const component of registry.site) {
     if (!component.desired) continue;
     const enabled = component.enabled(site);
@@ -105,6 +96,16 @@ export async function siteDriftReason(
       }
       if (!live) return `missing:${object.kind}`;
       if (!covers(live, object)) return `changed:${object.kind}`;
+    }
+  }
+  // Last: a spec change of the Deployment (above) is the more telling reason for the same pass.
+  if (listed.available(listOf.Deployment!)) {
+    for (const component of [...registry.cluster, ...registry.site]) {
+      if (!component.workload) continue;
+      if ("enabled" in component && !component.enabled(site)) continue;
+      const live = listed.get(listOf.Deployment!, component.workload(env, site));
+      if (live && deploymentAvailability(live).state !== "available")
+        return `unavailable:${component.conditionType}`;
     }
   }
   return undefined;

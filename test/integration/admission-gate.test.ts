@@ -10,7 +10,7 @@
  */
 import { randomBytes } from "node:crypto";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { installCrdsAndRbac } from "../../functions/node/install.ts";
+import { installCrdsAndRbac, optInNamespace } from "../../functions/node/install.ts";
 import { ValidatingAdmissionPolicyBindings } from "../../shared/app/admission/index.ts";
 import { proxyResource } from "../../shared/controllers/proxy/api.ts";
 import { createKube, type Kube, type KubeObject, Resources } from "../../shared/kube/index.ts";
@@ -42,6 +42,8 @@ beforeAll(async () => {
   admin = createKube(createNodeTransport(kubeConfig()));
   await installCrdsAndRbac(admin);
   await admin.create(Resources.Namespace, { apiVersion: "v1", kind: "Namespace", metadata: { name: ns } });
+  // The Managed Proxy's Pod: kubefn may create it only where the namespace opted in.
+  await optInNamespace(admin, ns);
   recorder = await startRecordingApiProxy(clusterInfo().httpProxy);
 }, 120_000);
 

@@ -48,6 +48,7 @@ import type { Context, Request } from "../../shared/runtime/types.ts";
 import { eventually, kubeConfig, kubectl } from "../setup/cluster.ts";
 import { outputOf } from "../support/child-output.ts";
 import { loopbackProbeAllowList } from "../support/loopback.ts";
+import { removeNamespaces } from "../support/namespaces.ts";
 import { proxyResource } from "../support/proxies.ts";
 
 const root = fileURLToPath(new URL("../../", import.meta.url));
@@ -241,15 +242,18 @@ afterAll(async () => {
   for (const name of [names.external, names.awaitingProbe, names.unknownProvider]) {
     await unfinalize(proxyResource, { namespace: ns, name });
   }
-  for (const name of [names.pool, names.overEnvelope, names.conflict]) {
+  for (const name of [names.pool, names.overEnvelope, names.conflict])
     await unfinalize(subPoolResource, { name });
-    await kube.delete(Resources.Namespace, { name: subPoolNamespaceName(name) }).catch(() => undefined);
-  }
   await kube.delete(siteResource, { name: names.site }).catch(() => undefined);
   // The Site-less pass takes the deleted Site out of the cluster components' config.
   await pass(siteKey(names.site)).catch(() => undefined);
-  await kube.delete(Resources.Namespace, { name: ns }).catch(() => undefined);
-}, 120_000);
+  // Gone, not only deleting: a namespace still terminating is what the next file would meet.
+  await removeNamespaces(
+    kube,
+    [ns, ...[names.pool, names.overEnvelope, names.conflict].map((name) => subPoolNamespaceName(name))],
+    { dropFinalizers: true },
+  );
+}, 180_000);
 
 describe("kubefn's primaries as kstatus (Flux) and Argo CD judge them", () => {
   it("`kubectl get kubefn` lists all three kinds (the CRD category), and `st` is the Site's short name", async () => {

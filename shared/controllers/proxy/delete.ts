@@ -3,7 +3,7 @@
  */
 
 import { assertNever } from "../../guards/index.ts";
-import { hasFinalizer, removeFinalizer } from "../../kube/index.ts";
+import { hasFinalizer, isNotFound, type Kube, Resources, removeFinalizer } from "../../kube/index.ts";
 import { done, failed, type Outcome, requeueAfter } from "../../runtime/index.ts";
 import { ProxyReason, proxyFinalizer } from "./api.ts";
 import type { InstanceLookup } from "./managed.ts";
@@ -126,7 +126,12 @@ export async function deleteInstances(
             instance: await provider!.get(action.id, object.metadata.uid ?? ""),
           };
         } catch (err) {
-          if (!isProviderNotFound(err)) return onProviderError(err);
+          // Refused because the namespace is going: its RoleBinding (kubefn-tenant) goes first,
+          // and its Pods and Secrets with it, so there is nothing left for kubefn to delete.
+          const goneWithNamespace =
+            isNamespaceNotOptedIn(err) &&
+            (await namespaceTerminating(ctx.kube, object.metadata.namespace ?? ""));
+          if (!isProviderNotFound(err) && !goneWithNamespace) return onProviderError(err);
           observation.lookup = { found: false };
         }
         continue;
@@ -152,6 +157,11 @@ export async function deleteInstances(
           try {
             await provider!.delete(instance.id, { owner: object.metadata.uid ?? "", uid: instance.uid });
           } catch (err) {
+            if (
+              isNamespaceNotOptedIn(err) &&
+              (await namespaceTerminating(ctx.kube, object.metadata.namespace ?? ""))
+            )
+              return { kind: "gone" };
             return onProviderError(err);
           }
           await ctx.events?.record(object, {
@@ -166,5 +176,17 @@ export async function deleteInstances(
       default:
         return assertNever(action);
     }
+  }
+}
+
+/** Whether `namespace` is being deleted (or already gone): what is in it goes with it. */
+async function namespaceTerminating(kube: Kube, namespace: string): Promise<boolean> {
+  if (!namespace) return false;
+  try {
+    return (
+      (await kube.get(Resources.Namespace, { name: namespace })).metadata.deletionTimestamp !== undefined
+    );
+  } catch (err) {
+    return isNotFound(err);
   }
 }

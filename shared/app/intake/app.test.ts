@@ -1,19 +1,14 @@
 import { readFileSync } from "node:fs";
 import { beforeEach, describe, expect, it } from "vitest";
 import { FakeKube, fakeContext } from "../../../test/support/fake-kube.ts";
-import {
-  proxyController,
-  siteController,
-  subPoolController,
-} from "../../../test/unit/runtime/controllers.ts";
+import { AUDIT_TOKEN, intakeUnderTest, postEvents, RELAY_SECRET } from "../../../test/support/intake-app.ts";
+import { proxyController } from "../../../test/unit/runtime/controllers.ts";
 import { signBatch } from "../../auth/index.ts";
 import { createRegistry } from "../../runtime/index.ts";
 import type { Message } from "../../runtime/types.ts";
 import { createIntakeApp } from "./app.ts";
 import { mapWithRegistry } from "./wire.ts";
 
-const AUDIT_TOKEN = "audit-token-0123456789abcdef";
-const RELAY_SECRET = "relay-secret-0123456789abcdef";
 const NOW = new Date("2026-11-30T12:00:00Z");
 const nowSeconds = NOW.getTime() / 1000;
 const auditFixture = readFileSync(
@@ -39,31 +34,10 @@ const relayBody = JSON.stringify({
 });
 
 function setup(maxBodyBytes = 64 * 1024) {
-  const registry = createRegistry([proxyController(), subPoolController(), siteController()]);
-  const { ctx, recorded } = fakeContext(new FakeKube(), { now: NOW });
-  const enqueued: Message[] = [];
-  const app = createIntakeApp({
-    auditToken: AUDIT_TOKEN,
-    relaySecret: RELAY_SECRET,
-    maxBodyBytes,
-    replayWindowSeconds: 300,
-    clock: ctx.clock,
-    log: ctx.log,
-    metrics: ctx.metrics,
-    map: mapWithRegistry(ctx, registry, ["system:serviceaccount:kubefn-system:kubefn"]),
-    enqueue: async (messages) => {
-      enqueued.push(...messages);
-    },
-  });
-  return { app, enqueued, recorded };
+  return intakeUnderTest(NOW, { maxBodyBytes });
 }
 
-const post = (app: ReturnType<typeof setup>["app"], body: string, headers: Record<string, string>) =>
-  app.request("/v1/events", {
-    method: "POST",
-    body,
-    headers: { "content-type": "application/json", ...headers },
-  });
+const post = postEvents;
 
 describe("intake", () => {
   let s: ReturnType<typeof setup>;

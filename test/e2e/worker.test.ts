@@ -239,6 +239,22 @@ async function passesRan(from: number, n: number): Promise<void> {
   );
 }
 
+/**
+ * Waits for the next wall-clock minute when a run's only messages were safety-net passes: the
+ * sweep's slot is the minute, so every run in it sends the same objects' daily pass again (the
+ * cron fires once a minute in production; here it fires back to back). Other files' objects in
+ * the shared cluster land in a slot too.
+ */
+async function nextSlotIfSafetyNet(messages: readonly string[]): Promise<void> {
+  if (messages.length === 0 || !messages.every((m) => m.endsWith(":safety-net"))) return;
+  const minute = Math.floor(Date.now() / 60_000);
+  await eventually(async () => (Math.floor(Date.now() / 60_000) > minute ? true : undefined), {
+    timeoutMs: 65_000,
+    intervalMs: 250,
+    what: "the next sweep slot",
+  });
+}
+
 /** Fires the cron until a run sends nothing, letting the passes of each run that did finish first. */
 async function quietRun(): Promise<void> {
   const seen: string[] = [];
@@ -248,6 +264,7 @@ async function quietRun(): Promise<void> {
     if (messages.length === 0) return;
     seen.push(messages.join(","));
     await passesRan(from, messages.length);
+    await nextSlotIfSafetyNet(messages);
   }
   throw new Error(`the cron kept sending messages: ${seen.join("; ")}`);
 }
@@ -278,6 +295,7 @@ async function steadyRuns(
         if (l.msg === "pass" && ours(String(l.key)) && l.trigger !== "safety-net")
           drift.push(`${l.key} ${l.trigger}`);
       }
+      await nextSlotIfSafetyNet(messages);
       continue;
     }
     perRun.push(run.requests.length);
@@ -445,7 +463,7 @@ describe("kubefn on Cloudflare Workers (workerd, real API server)", () => {
       },
       { timeoutMs: 90_000, intervalMs: 500, what: `steady-managed and ${pool} gone` },
     );
-  }, 180_000);
+  }, 360_000);
 
   it("one event drives a Managed Proxy to Ready through delayed follow-ups, one more deletes it", async () => {
     const created = await kube.create<Proxy>(proxyResource, {

@@ -107,6 +107,7 @@ func run() error {
 	auditPolicy := fs.String("audit-policy", "", "audit policy file (default infra/audit/policy.yaml)")
 	exitWithParent := fs.Bool("exit-with-parent", false, "stop (as on SIGTERM) when the parent process dies, e.g. a test runner killed hard")
 	proxyImage := fs.String("proxy-image", defaultProxyImage, "Pods running this image repository (any tag) get a real HTTP forward proxy at <podIP>:<port> (\"\" = none)")
+	extraArgs := fs.StringArray("apiserver-arg", nil, "one more kube-apiserver flag, as --name=value (repeatable; e.g. --authentication-token-webhook-config-file=..., --authentication-config=...)")
 	verbosity := fs.Int("v", 0, "klog verbosity of the control plane's log (<data-dir>/devcluster.log)")
 	if err := fs.Parse(os.Args[1:]); err != nil {
 		if errors.Is(err, pflag.ErrHelp) {
@@ -221,6 +222,8 @@ func run() error {
 	if err != nil {
 		return err
 	}
+	// Later flags win: a test's own authenticators and settings come after the defaults.
+	args = append(args, *extraArgs...)
 	apiOpts, err := newAPIServerOptions(args)
 	if err != nil {
 		return err

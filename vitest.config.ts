@@ -2,6 +2,8 @@ import { defineConfig } from "vitest/config";
 
 export default defineConfig({
   test: {
+    // The default report, then the slowest integration files (the suite's time is mostly theirs).
+    reporters: ["default", "./test/setup/slowest-files.ts"],
     projects: [
       {
         test: {

@@ -1,0 +1,29 @@
+/**
+ * A reporter that ends the run with the slowest test files of the integration project (which runs
+ * one file at a time, so their durations add up to most of `npm test`'s time), and their sum:
+ * the figures docs/performance.md's "npm test" row is kept from, and the first place to look when
+ * the suite grows past its 30-minute goal.
+ */
+import type { Reporter, TestModule } from "vitest/node";
+
+const SHOWN = 15;
+
+export default class SlowestFiles implements Reporter {
+  onTestRunEnd(modules: ReadonlyArray<TestModule>): void {
+    const timed = modules
+      .filter((m) => m.project.name === "integration")
+      .map((m) => ({ file: m.moduleId.replace(`${process.cwd()}/`, ""), ms: fileMs(m) }))
+      .sort((a, b) => b.ms - a.ms);
+    if (timed.length === 0) return;
+    const total = timed.reduce((sum, t) => sum + t.ms, 0);
+    const lines = timed.slice(0, SHOWN).map((t) => `  ${(t.ms / 1000).toFixed(0).padStart(5)} s  ${t.file}`);
+    process.stdout.write(
+      `\nslowest integration files (${timed.length} files, ${(total / 1000).toFixed(0)} s in all, one at a time):\n${lines.join("\n")}\n`,
+    );
+  }
+}
+
+function fileMs(m: TestModule): number {
+  const d = m.diagnostic();
+  return d.duration + d.collectDuration + d.setupDuration + d.prepareDuration;
+}

@@ -211,6 +211,20 @@ spec:
       },
       { name: "sidecar", image: "docker.io/library/busybox:1.36" },
     ]);
+    const sized = deployment(
+      await renderCopy(
+        "--set",
+        "host.replicas=3",
+        "--set-json",
+        'host.resources={"limits":{"memory":"1Gi"}}',
+      ),
+    );
+    expect((sized?.spec as { replicas?: number } | undefined)?.replicas).toBe(3);
+    expect(sized?.spec.template.spec.containers).toEqual([
+      { name: "kubefn", image: `ghcr.io/kubefn/kubefn:${version}`, resources: { limits: { memory: "1Gi" } } },
+      { name: "sidecar", image: "docker.io/library/busybox:1.36" },
+    ]);
+    expect((deployment(plain) as { spec: { replicas?: number } } | undefined)?.spec.replicas).toBeUndefined();
     expect(deployment(await renderCopy("--set", "host.enabled=false"))).toBeUndefined();
     const text = (await renderCopy("--set", "settings.create=true")).map((o) => JSON.stringify(o)).join("\n");
     const r = await kubectl(["apply", "--dry-run=server", "-f", "-"], text);

@@ -11,7 +11,8 @@
  * probed by the Worker in workerd; `KUBEFN_BENCH_PROBES=<n>` for another size) runs only when named.
  * `replicas` (requests and probes per minute with 1 and 2 Node-host replicas, the takeover time
  * after a kill; 200 Proxies, `KUBEFN_BENCH_REPLICAS_PROXIES=<n>` for another size, ~8 min) runs
- * only when named.
+ * only when named. `soak` (the Node host in the cluster and out of it, 35 minutes across three
+ * expiries of 10-minute tokens; `KUBEFN_BENCH_SOAK_MINUTES`) runs only when named.
  */
 import { benchBundle } from "./bundle.ts";
 import { benchChaos } from "./chaos.ts";
@@ -29,6 +30,7 @@ import { benchMetrics } from "./metrics.ts";
 import { benchProbeCpuRows } from "./probe-cpu.ts";
 import { benchApplyToReady } from "./ready-writes.ts";
 import { benchReplicas } from "./replicas.ts";
+import { benchSoak } from "./soak.ts";
 import { benchSteadyPass } from "./steady-pass.ts";
 import { benchSweep } from "./sweep.ts";
 import { benchTraces } from "./traces.ts";
@@ -97,6 +99,15 @@ const benches: { name: string; run: () => Promise<BenchRow[]>; explicit?: boolea
     name: "replicas",
     run: async () => {
       const r = await benchReplicas();
+      jsonLines.push(JSON.stringify(r.json));
+      return r.rows;
+    },
+    explicit: true,
+  },
+  {
+    name: "soak",
+    run: async () => {
+      const r = await benchSoak();
       jsonLines.push(JSON.stringify(r.json));
       return r.rows;
     },

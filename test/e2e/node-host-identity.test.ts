@@ -12,7 +12,7 @@
  */
 import { spawn } from "node:child_process";
 import { randomBytes } from "node:crypto";
-import { mkdirSync, readFileSync, renameSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
+import { readFileSync, rmSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { KubeConfig } from "@kubernetes/client-node";
@@ -36,6 +36,7 @@ import {
 import { createNodeTransport, inClusterConnection, tokenFileSource } from "../../shared/kube/node.ts";
 import { clusterInfo, kubeConfig } from "../setup/cluster.ts";
 import { outputOf } from "../support/child-output.ts";
+import { podEnv as podEnvAt, serviceAccountVolume as podVolume } from "../support/service-account-volume.ts";
 import { tempDir } from "../support/temp-dir.ts";
 import { eventually, type HostProcess, type LogLine, startHost } from "./host.ts";
 
@@ -118,39 +119,8 @@ async function revoke(secret: string, token: string): Promise<void> {
   );
 }
 
-/**
- * A ServiceAccount volume as the kubelet's AtomicWriter lays it out: `token`, `ca.crt` and
- * `namespace` are symlinks into `..data`, itself a symlink to a timestamped directory that each
- * update replaces in one rename.
- */
-function serviceAccountVolume() {
-  const dir = tempDir("kubefn-sa-").path;
-  let version = 0;
-  const publish = (token: string) => {
-    const name = `..${Date.now()}_${version++}`;
-    mkdirSync(join(dir, name));
-    writeFileSync(join(dir, name, "token"), token);
-    writeFileSync(join(dir, name, "ca.crt"), caPem);
-    writeFileSync(join(dir, name, "namespace"), "kubefn-system");
-    symlinkSync(name, join(dir, "..data_tmp"));
-    renameSync(join(dir, "..data_tmp"), join(dir, "..data"));
-  };
-  const link = () => {
-    for (const file of ["token", "ca.crt", "namespace"]) symlinkSync(join("..data", file), join(dir, file));
-  };
-  return { dir, publish, link };
-}
-
-/** The Pod's environment: the API server as KUBERNETES_SERVICE_*, no KUBECONFIG, the volume in `dir`. */
-function podEnv(dir: string): Record<string, string> {
-  const server = new URL(clusterInfo().server);
-  return {
-    KUBECONFIG: "",
-    KUBERNETES_SERVICE_HOST: server.hostname,
-    KUBERNETES_SERVICE_PORT: server.port,
-    KUBEFN_SERVICE_ACCOUNT_DIR: dir,
-  };
-}
+const serviceAccountVolume = () => podVolume(caPem);
+const podEnv = (dir: string) => podEnvAt(clusterInfo().server, dir);
 
 const external = (namespace: string, name: string): KubeObject => ({
   apiVersion: "crawl.kubefn.dev/v1alpha1",

@@ -119,7 +119,7 @@ async function revoke(secret: string, token: string): Promise<void> {
   );
 }
 
-const serviceAccountVolume = () => podVolume(caPem);
+const serviceAccountVolume = () => podVolume(() => caPem);
 const podEnv = (dir: string) => podEnvAt(clusterInfo().server, dir);
 
 const external = (namespace: string, name: string): KubeObject => ({

@@ -17,7 +17,11 @@ export interface ServiceAccountVolume {
   link(): void;
 }
 
-export function serviceAccountVolume(caPem: string, namespace = "kubefn-system"): ServiceAccountVolume {
+/** `caPem`: the CA, or a function giving it when the first token is published. */
+export function serviceAccountVolume(
+  caPem: string | (() => string),
+  namespace = "kubefn-system",
+): ServiceAccountVolume {
   const dir = tempDir("kubefn-sa-").path;
   let version = 0;
   return {
@@ -26,7 +30,7 @@ export function serviceAccountVolume(caPem: string, namespace = "kubefn-system")
       const name = `..${Date.now()}_${version++}`;
       mkdirSync(join(dir, name));
       writeFileSync(join(dir, name, "token"), token);
-      writeFileSync(join(dir, name, "ca.crt"), caPem);
+      writeFileSync(join(dir, name, "ca.crt"), typeof caPem === "string" ? caPem : caPem());
       writeFileSync(join(dir, name, "namespace"), namespace);
       symlinkSync(name, join(dir, "..data_tmp"));
       renameSync(join(dir, "..data_tmp"), join(dir, "..data"));

@@ -49,16 +49,8 @@ beforeAll(async () => {
 
 afterAll(async () => {
   await installCrdsAndRbac(admin);
-  // The host removes its finalizer (and the Pod) while it runs; then it stops.
-  await admin.delete(proxyResource, { namespace: ns, name: "held" }).catch(() => undefined);
-  await eventually(
-    async () =>
-      admin.get(proxyResource, { namespace: ns, name: "held" }).then(
-        () => undefined,
-        () => true,
-      ),
-    { timeoutMs: 60_000, what: "the Proxy gone" },
-  ).catch(() => undefined);
+  // No event source runs here, so the host would see the Proxy's deletion only at its next drift
+  // list (a minute or more): the namespace goes with the Proxy's finalizer taken off instead.
   expect(await host?.stop()).toBe(0);
   await removeNamespaces(admin, [ns], { dropFinalizers: true });
   await new Promise<void>((r) => (recorder ? recorder.server.close(() => r()) : r()));

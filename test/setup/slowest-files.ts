@@ -12,11 +12,16 @@ export default class SlowestFiles implements Reporter {
   onTestRunEnd(modules: ReadonlyArray<TestModule>): void {
     const timed = modules
       .filter((m) => m.project.name === "integration")
-      .map((m) => ({ file: m.moduleId.replace(`${process.cwd()}/`, ""), ms: fileMs(m) }))
+      .map((m) => ({ file: m.moduleId.replace(`${process.cwd()}/`, ""), ms: fileMs(m), tests: testsMs(m) }))
       .sort((a, b) => b.ms - a.ms);
     if (timed.length === 0) return;
     const total = timed.reduce((sum, t) => sum + t.ms, 0);
-    const lines = timed.slice(0, SHOWN).map((t) => `  ${(t.ms / 1000).toFixed(0).padStart(5)} s  ${t.file}`);
+    const lines = timed
+      .slice(0, SHOWN)
+      .map(
+        (t) =>
+          `  ${(t.ms / 1000).toFixed(0).padStart(5)} s  ${t.file} (tests ${(t.tests / 1000).toFixed(0)} s; the rest its hooks and loading)`,
+      );
     process.stdout.write(
       `\nslowest integration files (${timed.length} files, ${(total / 1000).toFixed(0)} s in all, one at a time):\n${lines.join("\n")}\n`,
     );
@@ -26,4 +31,11 @@ export default class SlowestFiles implements Reporter {
 function fileMs(m: TestModule): number {
   const d = m.diagnostic();
   return d.duration + d.collectDuration + d.setupDuration + d.prepareDuration;
+}
+
+/** The file's tests alone, without its beforeAll/afterAll hooks. */
+function testsMs(m: TestModule): number {
+  let ms = 0;
+  for (const t of m.children.allTests()) ms += t.diagnostic()?.duration ?? 0;
+  return ms;
 }

@@ -95,7 +95,13 @@ export async function runSweep(
       drift: decision !== undefined,
       reasons: {},
     };
-    const runs = startTasks(ctx, tasks, def.name, memo, summary);
+    const runs = startTasks(
+      ctx,
+      tasks.filter((t) => driftNow || !t.withDrift),
+      def.name,
+      memo,
+      summary,
+    );
     try {
       for await (const page of pagesOf(ctx.kube, def.for, { limit: pageSize })) {
         stats.listed += page.length;

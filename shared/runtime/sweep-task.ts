@@ -19,6 +19,12 @@ export interface SweepTask {
   name: string;
   /** The controller whose primaries the task receives. */
   controller: string;
+  /**
+   * Run only in the sweeps where the controller's drift runs (once per `resyncSeconds`, and a
+   * host's first sweep), for work whose findings cannot change within a drift period anyway —
+   * it then shares the drift's lists instead of making its own every sweep.
+   */
+  withDrift?: boolean;
   /** Begins this sweep's run of the task. */
   start(ctx: Context, memo: SweepMemo): SweepTaskRun;
 }

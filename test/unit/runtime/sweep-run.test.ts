@@ -212,6 +212,36 @@ describe("runSweep", () => {
     expect(withDrift).toBe(2);
   });
 
+  it("a task `withDrift` runs only in the drift's sweeps (and a full one); the others at every sweep", async () => {
+    const kube = pagedKube([]);
+    const registry = createRegistry([
+      proxyController({
+        resyncSeconds: 300,
+        drift: defineDrift({ lists: [{ name: "x", resource: SubPoolResource }], decide: () => undefined }),
+      }),
+    ]);
+    const started: string[] = [];
+    const task = (name: string, withDrift: boolean): SweepTask => ({
+      name,
+      controller: "proxy",
+      withDrift,
+      start: () => {
+        started.push(name);
+        return { page: async () => undefined, finish: async () => ({}) };
+      },
+    });
+    const tasks = [task("every", false), task("drift", true)];
+    for (let minute = 0; minute < 10; minute++) {
+      const { ctx } = fakeContext(kube, { now: new Date(now.getTime() + minute * 60_000) });
+      await runSweep(ctx, registry, tasks, { shardSize: 10, snapshots: false });
+    }
+    expect(started.filter((n) => n === "every")).toHaveLength(10);
+    expect(started.filter((n) => n === "drift")).toHaveLength(2);
+    const { ctx } = fakeContext(kube, { now: new Date(now.getTime() + 60_000) });
+    await runSweep(ctx, registry, tasks, { shardSize: 10, snapshots: false, full: true });
+    expect(started.filter((n) => n === "drift")).toHaveLength(3);
+  });
+
   it("a read shared through the sweep memo is made once for the drift load and the tasks", async () => {
     const kube = pagedKube([pool(1)]);
     const { ctx } = fakeContext(kube, { now });

@@ -28,6 +28,8 @@ export interface OrphanSweepOptions {
  * swept Proxy naming it instead (orphans in a namespace without such a Proxy wait for a
  * cluster-wide binding).
  *
+ * Runs once per drift period (`withDrift`), not every sweep.
+ *
  * Caveats: a provider whose list or delete fails is logged and counted (`failed`) and the others
  * proceed; its orphans wait for the next sweep. Instances without the owner tag are never touched.
  */
@@ -36,6 +38,9 @@ export function orphanSweepTask(opts: OrphanSweepOptions): SweepTask {
   return {
     name: "proxy-orphans",
     controller: proxyControllerName,
+    // Orphans wait out a 600 s grace anyway: once per drift period is soon enough, and then the
+    // instance lists are the drift decision's own (no list of its own every sweep).
+    withDrift: true,
     start(ctx, memo) {
       const now = ctx.clock.now();
       const counts = { instances: 0, orphans: 0, collected: 0, failed: 0 };

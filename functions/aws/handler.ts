@@ -1,8 +1,8 @@
 /**
  * The AWS Lambda entry (infra/aws/template.yaml `Handler: handler.handler`): every event source,
  * told apart by shape (the table is in docs/deploying/aws.md), onto one call of {@link createKubefn};
- * anything else throws. Built at the first invoke (the kubeconfig and GCE key read then from Secrets Manager by ARN;
- * a failed build is retried). Follow-ups and fan-out go to the reconcile queue (SQS), whose batches
+ * anything else throws. Built at the first invoke (the kubeconfig and GCE key read then from Secrets Manager by ARN,
+ * or on EKS no kubeconfig: tokens minted from the function's role, ./eks-token.ts; a failed build is retried). Follow-ups and fan-out go to the reconcile queue (SQS), whose batches
  * come back here; the previous release's EventBridge events are still consumed (./eventbridge.ts).
  * The intake's token and relay secret are re-read after a refused request (at most once a minute,
  * ./secrets.ts); the invocation's metrics are written at its end, also when it failed
@@ -20,6 +20,7 @@ import type { Kube } from "../../shared/kube/index.ts";
 import { guardedNodeKube, loadKubeConfig } from "../../shared/kube/node.ts";
 import type { Clock, Log, Metrics } from "../../shared/runtime/index.ts";
 import { type AwsConfig, parseAwsEnv } from "./config.ts";
+import { eksConnection, lambdaRoleCredentials } from "./eks-token.ts";
 import { consumeReconcileEvent, isReconcileEvent, isScheduledEvent } from "./eventbridge.ts";
 import { answeringAgainAfterRotation } from "./intake-credentials.ts";
 import { consumeSqsEvent, isSqsEvent, sqsQueue, sqsQueueOptionsFor } from "./queue.ts";
@@ -77,9 +78,7 @@ async function build(options: HandlerOptions) {
   const kubefn = createKubefn(
     config,
     {
-      ...(options.kube
-        ? { kube: options.kube(config) }
-        : guardedNodeKube(loadKubeConfig(config.kubeconfig), config)),
+      ...(options.kube ? { kube: options.kube(config) } : clusterKube(config, options.env)),
       queue: sqsQueue(sqs),
       prober: createNodeProber(),
       clock,
@@ -97,6 +96,13 @@ async function build(options: HandlerOptions) {
     ),
     sqs: { ...sqs, log },
   };
+}
+
+/** The cluster's Kube: through the kubeconfig, or on EKS as the function's own role. */
+export function clusterKube(config: AwsConfig, env: Record<string, string | undefined>) {
+  if (!("eks" in config.kubeconfig)) return guardedNodeKube(loadKubeConfig(config.kubeconfig), config);
+  const { kc, tokenSource } = eksConnection(config.kubeconfig.eks, config.region, lambdaRoleCredentials(env));
+  return guardedNodeKube(kc, config, tokenSource);
 }
 
 /** API Gateway v2 and Function URL (`requestContext.http`), or API Gateway v1 (`httpMethod`). */

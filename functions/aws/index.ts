@@ -1,5 +1,5 @@
 export { type AwsConfig, AwsConfigError, parseAwsEnv } from "./config.ts";
-export { createHandler, type HandlerOptions, handler } from "./handler.ts";
+export { clusterKube, createHandler, type HandlerOptions, handler } from "./handler.ts";
 export {
   type BatchResponse,
   consumeSqsEvent,

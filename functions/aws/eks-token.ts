@@ -1,8 +1,6 @@
 import { createHash, createHmac } from "node:crypto";
-import { KubeConfig } from "@kubernetes/client-node";
 import { SignatureV4 } from "@smithy/signature-v4";
 import type { TokenSource } from "../../shared/kube/index.ts";
-import type { EksCluster } from "./config.ts";
 
 /** What `aws eks get-token` prints before the base64url of the presigned URL. */
 export const eksTokenPrefix = "k8s-aws-v1.";
@@ -135,33 +133,6 @@ export function lambdaRoleCredentials(
       ...(env.AWS_SESSION_TOKEN ? { sessionToken: env.AWS_SESSION_TOKEN } : {}),
     };
   };
-}
-
-/**
- * The cluster of `EKS_CLUSTER_NAME` and a token source for it, for `guardedNodeKube`: its endpoint
- * trusted through its CA, every request's bearer an EKS token of the function's role.
- */
-export function eksConnection(
-  cluster: EksCluster,
-  region: string,
-  credentials: () => Promise<AwsCredentials>,
-): { kc: KubeConfig; tokenSource: TokenSource } {
-  const kc = new KubeConfig();
-  kc.loadFromOptions({
-    clusters: [
-      { name: cluster.clusterName, server: cluster.server, caData: cluster.caData, skipTLSVerify: false },
-    ],
-    users: [{ name: "function-role" }],
-    contexts: [{ name: "eks", cluster: cluster.clusterName, user: "function-role" }],
-    currentContext: "eks",
-  });
-  const tokenSource = eksTokenSource({
-    clusterName: cluster.clusterName,
-    region,
-    credentials,
-    renewAfterMs: cluster.renewAfterMs,
-  });
-  return { kc, tokenSource };
 }
 
 /** RFC 3986 percent-encoding, as SigV4's canonical query string uses it. */

@@ -17,10 +17,9 @@ import { onceUntilFailure } from "../../shared/concurrency/index.ts";
 import { describeShape, isRecord } from "../../shared/guards/index.ts";
 import { createNodeProber } from "../../shared/health/node-prober.ts";
 import type { Kube } from "../../shared/kube/index.ts";
-import { guardedNodeKube, loadKubeConfig } from "../../shared/kube/node.ts";
 import type { Clock, Log, Metrics } from "../../shared/runtime/index.ts";
+import { clusterKube } from "./cluster.ts";
 import { type AwsConfig, parseAwsEnv } from "./config.ts";
-import { eksConnection, lambdaRoleCredentials } from "./eks-token.ts";
 import { consumeReconcileEvent, isReconcileEvent, isScheduledEvent } from "./eventbridge.ts";
 import { answeringAgainAfterRotation } from "./intake-credentials.ts";
 import { consumeSqsEvent, isSqsEvent, sqsQueue, sqsQueueOptionsFor } from "./queue.ts";
@@ -78,7 +77,7 @@ async function build(options: HandlerOptions) {
   const kubefn = createKubefn(
     config,
     {
-      ...(options.kube ? { kube: options.kube(config) } : clusterKube(config, options.env)),
+      ...(options.kube ? { kube: options.kube(config) } : clusterKube(config, { env: options.env, clock })),
       queue: sqsQueue(sqs),
       prober: createNodeProber(),
       clock,
@@ -96,13 +95,6 @@ async function build(options: HandlerOptions) {
     ),
     sqs: { ...sqs, log },
   };
-}
-
-/** The cluster's Kube: through the kubeconfig, or on EKS as the function's own role. */
-export function clusterKube(config: AwsConfig, env: Record<string, string | undefined>) {
-  if (!("eks" in config.kubeconfig)) return guardedNodeKube(loadKubeConfig(config.kubeconfig), config);
-  const { kc, tokenSource } = eksConnection(config.kubeconfig.eks, config.region, lambdaRoleCredentials(env));
-  return guardedNodeKube(kc, config, tokenSource);
 }
 
 /** API Gateway v2 and Function URL (`requestContext.http`), or API Gateway v1 (`httpMethod`). */

@@ -1,5 +1,6 @@
+export { clusterKube } from "./cluster.ts";
 export { type AwsConfig, AwsConfigError, parseAwsEnv } from "./config.ts";
-export { clusterKube, createHandler, type HandlerOptions, handler } from "./handler.ts";
+export { createHandler, type HandlerOptions, handler } from "./handler.ts";
 export {
   type BatchResponse,
   consumeSqsEvent,

@@ -11,6 +11,8 @@ import { parse as parseYaml } from "yaml";
 export interface OwnDevcluster {
   /** https://127.0.0.1:N */
   server: string;
+  /** http://127.0.0.1:M: plain-HTTP pass-through (Authorization passed on), for fetch transports. */
+  httpProxy: string;
   /** The admin kubeconfig's path. */
   kubeconfig: string;
   /** base64 PEM of the cluster CA, as a kubeconfig's `certificate-authority-data`. */
@@ -23,7 +25,7 @@ export interface OwnDevcluster {
 export async function startOwnDevcluster(apiserverArgs: string[]): Promise<OwnDevcluster> {
   const child = spawn(
     inject("devclusterBin"),
-    ["--exit-with-parent", "--http-proxy-port=-1", ...apiserverArgs.map((a) => `--apiserver-arg=${a}`)],
+    ["--exit-with-parent", ...apiserverArgs.map((a) => `--apiserver-arg=${a}`)],
     { stdio: ["ignore", "pipe", "pipe"] },
   );
   const exited = new Promise<void>((resolve) => child.once("exit", () => resolve()));
@@ -38,29 +40,32 @@ export async function startOwnDevcluster(apiserverArgs: string[]): Promise<OwnDe
     clearTimeout(timer);
   };
   try {
-    const ready = await new Promise<{ kubeconfig: string; server: string }>((resolve, reject) => {
-      let out = "";
-      const timer = setTimeout(() => reject(new Error(`devcluster not ready in 120 s:\n${tail}`)), 120_000);
-      child.stdout?.setEncoding("utf8").on("data", (c: string) => {
-        out += c;
-        const line = out
-          .split("\n")
-          .find((l, i, all) => l.startsWith("devcluster ready ") && i < all.length - 1);
-        if (!line) return;
-        clearTimeout(timer);
-        resolve(JSON.parse(line.slice("devcluster ready ".length)));
-      });
-      child.once("exit", (code) => {
-        clearTimeout(timer);
-        reject(new Error(`devcluster exited (${code}):\n${tail}`));
-      });
-    });
+    const ready = await new Promise<{ kubeconfig: string; server: string; httpProxy: string }>(
+      (resolve, reject) => {
+        let out = "";
+        const timer = setTimeout(() => reject(new Error(`devcluster not ready in 120 s:\n${tail}`)), 120_000);
+        child.stdout?.setEncoding("utf8").on("data", (c: string) => {
+          out += c;
+          const line = out
+            .split("\n")
+            .find((l, i, all) => l.startsWith("devcluster ready ") && i < all.length - 1);
+          if (!line) return;
+          clearTimeout(timer);
+          resolve(JSON.parse(line.slice("devcluster ready ".length)));
+        });
+        child.once("exit", (code) => {
+          clearTimeout(timer);
+          reject(new Error(`devcluster exited (${code}):\n${tail}`));
+        });
+      },
+    );
     const kc = parseYaml(readFileSync(ready.kubeconfig, "utf8")) as {
       clusters: Array<{ cluster: { "certificate-authority-data": string } }>;
       users: Array<{ user: { token: string } }>;
     };
     return {
       server: ready.server,
+      httpProxy: ready.httpProxy,
       kubeconfig: ready.kubeconfig,
       caData: kc.clusters[0]?.cluster["certificate-authority-data"] ?? "",
       adminToken: kc.users[0]?.user.token ?? "",

@@ -1,17 +1,25 @@
 /**
- * Issue 19, item 4: Lambda → EKS as the function's own IAM role, no kubeconfig. The devcluster's
- * API server authenticates through a token-review webhook (test/support/token-webhook.ts) that
- * checks an EKS token as aws-iam-authenticator does, but recomputes the SigV4 signature itself
- * with the secret key moto issued at AssumeRole (moto checks no signatures), asks moto whose
- * access key it is only then, and maps the role to a username as an EKS access entry does.
+ * Issue 19, items 4 and 5: kubefn authenticates as a cloud identity, with no kubeconfig and no
+ * token a person renews. A devcluster of this file's own authenticates through one token-review
+ * webhook (test/support/token-webhook.ts) that tells the two forms apart:
  *
- * Tokens here are accepted for 20 s after signing (EKS: 15 minutes) and the function renews
- * every 8 s, so a function that did not renew is refused within the minute the renewal test runs.
+ * - Lambda → EKS as the function's IAM role: the webhook checks the EKS token as
+ *   aws-iam-authenticator does, but recomputes the SigV4 signature itself with the secret key
+ *   moto issued at AssumeRole (moto checks no signatures), asks moto whose access key it is only
+ *   then, and maps the role to a username as an EKS access entry does.
+ * - Lambda and Workers → GKE with a Google service account's access tokens, from the GCE
+ *   provider's token source: the webhook asks the GCE-shaped server's tokeninfo whose token it is.
+ *
+ * Tokens here live 20 s (EKS: 15 minutes, Google: an hour); kubefn renews EKS tokens every 8 s
+ * and Google tokens at half their life, so kubefn with renewal switched off is refused within
+ * the minute the renewal test runs.
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { clusterKube, endpointKubeConfig } from "../../functions/aws/cluster.ts";
 import { parseAwsEnv } from "../../functions/aws/config.ts";
-import { type AwsCredentials, eksConnection, mintEksToken } from "../../functions/aws/eks-token.ts";
-import { clusterKube } from "../../functions/aws/handler.ts";
+import { type AwsCredentials, mintEksToken } from "../../functions/aws/eks-token.ts";
+import { parseWorkerEnv } from "../../functions/cloudflare/config.ts";
+import { workerTransport } from "../../functions/cloudflare/kube-transport.ts";
 import {
   createKube,
   type Kube,
@@ -20,6 +28,7 @@ import {
   UnauthorizedError,
 } from "../../shared/kube/index.ts";
 import { createNodeTransport } from "../../shared/kube/node.ts";
+import { type GceServer, startGceServer } from "../e2e/gce-server.ts";
 import { type Moto, REGION, startMoto, TEST_CREDENTIALS } from "../support/moto.ts";
 import { type OwnDevcluster, startOwnDevcluster } from "../support/own-devcluster.ts";
 import { tempDir } from "../support/temp-dir.ts";
@@ -31,6 +40,8 @@ const kubefnRole = `arn:aws:iam::${account}:role/kubefn-lambda`;
 const unmappedRole = `arn:aws:iam::${account}:role/someone-else`;
 const kubefnUsername = "system:serviceaccount:kubefn-system:kubefn";
 const validitySeconds = 20;
+const googleProject = "kubefn-gke";
+const googleAccount = `kubefn@${googleProject}.iam.gserviceaccount.com`;
 
 const selfSubjectReviews: Resource = {
   group: "authentication.k8s.io",
@@ -41,6 +52,7 @@ const selfSubjectReviews: Resource = {
 };
 
 let moto: Moto;
+let gce: GceServer;
 let webhook: TokenWebhook;
 let cluster: OwnDevcluster;
 const dir = tempDir("eks-token-");
@@ -103,16 +115,37 @@ async function whoAmI(kube: Kube): Promise<string | undefined> {
 
 /** A Kube that sends `token` and nothing else (no renewal). */
 function kubeWithToken(token: string): Kube {
-  const config = parseAwsEnv(lambdaEnv(kubefnCreds, 600));
-  if (!("eks" in config.kubeconfig)) throw new Error("not EKS");
-  const { kc } = eksConnection(config.kubeconfig.eks, REGION, async () => kubefnCreds);
+  const kc = endpointKubeConfig(cluster.server, cluster.caData);
   return createKube(
     createNodeTransport(kc, { tokenSource: { token: async () => token, renew: async () => undefined } }),
   );
 }
 
+/** The Lambda's environment on GKE: the service account's key (from Secrets Manager) and the cluster. */
+function lambdaGoogleEnv(): Record<string, string> {
+  return {
+    AWS_REGION: REGION,
+    QUEUE_URL: "https://sqs.us-east-1.amazonaws.com/123456789012/kubefn",
+    KUBE_GOOGLE_CREDENTIALS: gce.credentials,
+    KUBE_SERVER: cluster.server,
+    KUBE_CA_DATA: cluster.caData,
+  };
+}
+
+/** The Worker's Kube (functions/cloudflare/kube-transport.ts) with the service account's key as its secret. */
+function workerKube(): Kube {
+  // Workers trust only public CAs: the Worker reaches the devcluster through its plain-HTTP pass-through.
+  const config = parseWorkerEnv({ KUBE_SERVER: cluster.httpProxy, KUBE_GOOGLE_CREDENTIALS: gce.credentials });
+  return createKube(workerTransport(config));
+}
+
+/** The Lambda's Kube (functions/aws/cluster.ts) for `env`. */
+const lambdaKube = (env: Record<string, string>) =>
+  clusterKube(parseAwsEnv(env), { env, clock: { now: () => new Date() } }).kube;
+
 beforeAll(async () => {
   moto = await startMoto();
+  gce = await startGceServer(googleProject, "127.0.0.1", { tokenLifetimeSeconds: validitySeconds });
   kubefnCreds = await assumeRole(kubefnRole);
   otherCreds = await assumeRole(unmappedRole);
   webhook = await startTokenWebhook({
@@ -123,6 +156,10 @@ beforeAll(async () => {
       credentials: issued,
       roles: new Map([[kubefnRole, { username: kubefnUsername, groups: ["kubefn"] }]]),
       validitySeconds,
+    },
+    google: {
+      tokeninfoUrl: `${gce.url}/tokeninfo`,
+      accounts: new Map([[googleAccount, { username: kubefnUsername, groups: ["kubefn"] }]]),
     },
   });
   cluster = await startOwnDevcluster([
@@ -136,12 +173,13 @@ afterAll(async () => {
   await cluster?.close();
   await webhook?.close();
   await moto?.close();
+  await gce?.close();
   dir.remove();
 });
 
 describe("Lambda → EKS as the function's role", () => {
   it("authenticates as the username the role maps to, with no kubeconfig and no secret", async () => {
-    const { kube } = clusterKube(parseAwsEnv(lambdaEnv(kubefnCreds, 600)), lambdaEnv(kubefnCreds, 600));
+    const kube = lambdaKube(lambdaEnv(kubefnCreds, 600));
     expect(await whoAmI(kube)).toBe(kubefnUsername);
     expect(webhook.reviews.at(-1)).toEqual({ form: "eks", authenticated: true, detail: kubefnUsername });
   });
@@ -200,22 +238,46 @@ describe("Lambda → EKS as the function's role", () => {
     const refusal = webhook.reviews.slice(before).find((r) => !r.authenticated);
     expect(refusal?.detail).toMatch(reason);
   });
+});
 
-  it("renews its token before the cluster stops accepting it: no request refused across three validity periods", async () => {
-    const env = lambdaEnv(kubefnCreds, 8);
-    const { kube } = clusterKube(parseAwsEnv(env), env);
+describe("Lambda and Workers → GKE with a service account's access tokens", () => {
+  it.each([
+    ["Lambda", () => lambdaKube(lambdaGoogleEnv())],
+    ["a Worker", workerKube],
+  ])("%s authenticates as the username the service account maps to", async (_platform, kube) => {
+    expect(await whoAmI(kube())).toBe(kubefnUsername);
+    expect(webhook.reviews.at(-1)).toEqual({ form: "google", authenticated: true, detail: kubefnUsername });
+  });
+
+  it("refuses a token Google never issued (401)", async () => {
+    const before = webhook.reviews.length;
+    await expect(whoAmI(kubeWithToken("ya29.made-up"))).rejects.toBeInstanceOf(UnauthorizedError);
+    expect(webhook.reviews.slice(before)).toContainEqual({
+      form: "google",
+      authenticated: false,
+      detail: "tokeninfo: HTTP 400",
+    });
+  });
+});
+
+describe("renewal", () => {
+  it("every platform renews before the cluster stops accepting its token: no request refused across three lifetimes", async () => {
+    const kubes = {
+      "Lambda on EKS": lambdaKube(lambdaEnv(kubefnCreds, 8)),
+      "Lambda on GKE": lambdaKube(lambdaGoogleEnv()),
+      "a Worker on GKE": workerKube(),
+    };
     const before = webhook.reviews.length;
     const until = Date.now() + 3 * validitySeconds * 1000;
-    let requests = 0;
+    let rounds = 0;
     while (Date.now() < until) {
-      expect(await whoAmI(kube)).toBe(kubefnUsername);
-      requests++;
+      for (const kube of Object.values(kubes)) expect(await whoAmI(kube)).toBe(kubefnUsername);
+      rounds++;
       await new Promise((r) => setTimeout(r, 2000));
     }
-    const reviews = webhook.reviews.slice(before);
-    // A token used past its validity is refused (401) and renewed at once; with no renewal ahead
-    // of time there would be a refusal here every 20 s.
-    expect(reviews.filter((r) => !r.authenticated)).toEqual([]);
-    expect(requests).toBeGreaterThanOrEqual(10);
+    // A token used past its life is refused (401) and renewed at once, so every request above
+    // succeeded either way; without renewal ahead of time there is a refusal here every 20 s.
+    expect(webhook.reviews.slice(before).filter((r) => !r.authenticated)).toEqual([]);
+    expect(rounds).toBeGreaterThanOrEqual(10);
   }, 120_000);
 });

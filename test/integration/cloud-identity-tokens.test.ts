@@ -14,7 +14,8 @@
  * and Google tokens at half their life, so kubefn with renewal switched off is refused within
  * the minute the renewal test runs.
  */
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { afterAll, beforeAll, describe, expect, it, onTestFinished } from "vitest";
+import { createTestHarness } from "wrangler";
 import { clusterKube, endpointKubeConfig } from "../../functions/aws/cluster.ts";
 import { parseAwsEnv } from "../../functions/aws/config.ts";
 import { type AwsCredentials, mintEksToken } from "../../functions/aws/eks-token.ts";
@@ -29,6 +30,7 @@ import {
 } from "../../shared/kube/index.ts";
 import { createNodeTransport } from "../../shared/kube/node.ts";
 import { type GceServer, startGceServer } from "../e2e/gce-server.ts";
+import { LOOPBACK_PROBE_CIDRS } from "../support/loopback.ts";
 import { type Moto, REGION, startMoto, TEST_CREDENTIALS } from "../support/moto.ts";
 import { type OwnDevcluster, startOwnDevcluster } from "../support/own-devcluster.ts";
 import { tempDir } from "../support/temp-dir.ts";
@@ -247,6 +249,33 @@ describe("Lambda and Workers → GKE with a service account's access tokens", ()
   ])("%s authenticates as the username the service account maps to", async (_platform, kube) => {
     expect(await whoAmI(kube())).toBe(kubefnUsername);
     expect(webhook.reviews.at(-1)).toEqual({ form: "google", authenticated: true, detail: kubefnUsername });
+  });
+
+  it("the Worker in workerd sweeps with the service account's tokens, authenticated at every request", async () => {
+    const harness = createTestHarness({
+      root: new URL("../../", import.meta.url).pathname,
+      workers: [
+        {
+          configPath: "wrangler.toml",
+          vars: { KUBE_SERVER: cluster.httpProxy, PROBE_ALLOWED_CIDRS: LOOPBACK_PROBE_CIDRS },
+          secrets: { KUBE_GOOGLE_CREDENTIALS: gce.credentials },
+        },
+      ],
+    });
+    onTestFinished(() => harness.close());
+    await harness.listen();
+    const before = webhook.reviews.length;
+    // This cluster has no kubefn CRDs: the sweep's lists answer 404, after authenticating.
+    await harness
+      .getWorker()
+      .scheduled({ cron: "* * * * *", scheduledTime: new Date() })
+      .catch(() => undefined);
+    const reviews = webhook.reviews.slice(before);
+    expect(reviews.length).toBeGreaterThan(0);
+    expect(reviews.every((r) => r.form === "google" && r.authenticated && r.detail === kubefnUsername)).toBe(
+      true,
+    );
+    expect(gce.authFailures).toEqual([]);
   });
 
   it("refuses a token Google never issued (401)", async () => {

@@ -69,10 +69,10 @@ describe("parseAwsEnv", () => {
     expect(bad).toThrow(/AUDIT_TOKEN: AUDIT_TOKEN must be at least 16 characters/);
   });
 
-  it("requires a kubeconfig", () => {
+  it("requires a kubeconfig, an EKS cluster or a Google service account", () => {
     const { KUBECONFIG_BASE64: _, ...rest } = base;
     expect(() => parseAwsEnv(rest)).toThrow(
-      /set KUBECONFIG_SECRET_ARN \(a Secrets Manager secret holding the base64 kubeconfig\), KUBECONFIG_BASE64 \(local runs\) or KUBECONFIG/,
+      /set KUBECONFIG_SECRET_ARN \(a Secrets Manager secret holding the base64 kubeconfig\), KUBECONFIG_BASE64 \(local runs\), KUBECONFIG \(a file in the bundle\), EKS_CLUSTER_NAME or KUBE_GOOGLE_CREDENTIALS_SECRET_ARN/,
     );
   });
   it("fans probes out in shards of 40 by default (delayed shards travel whole); 0 probes in the sweep", () => {

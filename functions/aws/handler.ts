@@ -1,8 +1,8 @@
 /**
  * The AWS Lambda entry (infra/aws/template.yaml `Handler: handler.handler`): every event source,
  * told apart by shape (the table is in docs/deploying/aws.md), onto one call of {@link createKubefn};
- * anything else throws. Built at the first invoke (the kubeconfig and GCE key read then from Secrets Manager by ARN;
- * a failed build is retried). Follow-ups and fan-out go to the reconcile queue (SQS), whose batches
+ * anything else throws. Built at the first invoke (the kubeconfig and GCE key read then from Secrets Manager by ARN,
+ * or on EKS no kubeconfig: tokens minted from the function's role, ./eks-token.ts; a failed build is retried). Follow-ups and fan-out go to the reconcile queue (SQS), whose batches
  * come back here; the previous release's EventBridge events are still consumed (./eventbridge.ts).
  * The intake's token and relay secret are re-read after a refused request (at most once a minute,
  * ./secrets.ts); the invocation's metrics are written at its end, also when it failed
@@ -17,8 +17,8 @@ import { onceUntilFailure } from "../../shared/concurrency/index.ts";
 import { describeShape, isRecord } from "../../shared/guards/index.ts";
 import { createNodeProber } from "../../shared/health/node-prober.ts";
 import type { Kube } from "../../shared/kube/index.ts";
-import { guardedNodeKube, loadKubeConfig } from "../../shared/kube/node.ts";
 import type { Clock, Log, Metrics } from "../../shared/runtime/index.ts";
+import { clusterKube } from "./cluster.ts";
 import { type AwsConfig, parseAwsEnv } from "./config.ts";
 import { consumeReconcileEvent, isReconcileEvent, isScheduledEvent } from "./eventbridge.ts";
 import { answeringAgainAfterRotation } from "./intake-credentials.ts";
@@ -77,9 +77,7 @@ async function build(options: HandlerOptions) {
   const kubefn = createKubefn(
     config,
     {
-      ...(options.kube
-        ? { kube: options.kube(config) }
-        : guardedNodeKube(loadKubeConfig(config.kubeconfig), config)),
+      ...(options.kube ? { kube: options.kube(config) } : clusterKube(config, { env: options.env, clock })),
       queue: sqsQueue(sqs),
       prober: createNodeProber(),
       clock,

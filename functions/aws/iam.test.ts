@@ -68,27 +68,44 @@ const withIntrinsics = parse(
     logLevel: "error",
     customTags: [
       { tag: "!Ref", resolve: (v: string) => ({ Ref: v }) },
+      { tag: "!Condition", resolve: (v: string) => ({ Condition: v }) },
       intrinsic("If"),
       intrinsic("Not"),
       intrinsic("Equals"),
+      intrinsic("Or"),
+      intrinsic("And"),
     ] as never,
   },
 ) as {
   Conditions: Record<string, unknown>;
-  Resources: { Kubefn: { Properties: { Policies: { Statement: Statement[] }[] } } };
+  Resources: { Kubefn: { Properties: { Policies: unknown[] } } };
 };
-const secretStatements = withIntrinsics.Resources.Kubefn.Properties.Policies.flatMap(
-  (p) => p.Statement,
-).filter((s) => s.Action.startsWith("secretsmanager:"));
+/** The function's Secrets Manager statements as CloudFormation resolves them for `parameters`. */
+const secretStatementsFor = (parameters: Record<string, string>): Statement[] =>
+  (evaluate(withIntrinsics.Resources.Kubefn.Properties.Policies, parameters) as { Statement: Statement[] }[])
+    .flatMap((p) => p.Statement)
+    .filter((s) => s.Action.startsWith("secretsmanager:"));
 
 const NO_VALUE = Symbol("AWS::NoValue");
-/** Ref, Fn::If, Fn::Not and Fn::Equals evaluated for `parameters`; AWS::NoValue drops a list item. */
+/**
+ * Ref, Condition, Fn::If, Fn::Not, Fn::Equals, Fn::Or and Fn::And evaluated for `parameters`;
+ * AWS::NoValue drops a list item.
+ */
 function evaluate(node: unknown, parameters: Record<string, string>): unknown {
   if (Array.isArray(node)) return node.map((n) => evaluate(n, parameters)).filter((v) => v !== NO_VALUE);
   if (typeof node !== "object" || node === null) return node;
-  const [[fn, arg]] = Object.entries(node) as [[string, unknown]];
+  const entries = Object.entries(node);
+  const [[fn, arg]] = entries as [[string, unknown]];
+  if (entries.length !== 1 || !(fn === "Ref" || fn === "Condition" || fn.startsWith("Fn::")))
+    return Object.fromEntries(entries.map(([k, v]) => [k, evaluate(v, parameters)]));
   const args = arg as unknown[];
   switch (fn) {
+    case "Condition":
+      return evaluate(withIntrinsics.Conditions[arg as string], parameters);
+    case "Fn::Or":
+      return args.some((a) => evaluate(a, parameters));
+    case "Fn::And":
+      return args.every((a) => evaluate(a, parameters));
     case "Ref":
       return arg === "AWS::NoValue" ? NO_VALUE : (parameters[arg as string] ?? "");
     case "Fn::If":
@@ -122,7 +139,11 @@ beforeAll(async () => {
       Action: [s.Action, `${s.Action}Batch`],
       Resource: "*",
     })),
-    ...secretStatements.map((s) => ({ Effect: s.Effect, Action: s.Action, Resource: "*" })),
+    ...secretStatementsFor({ KubeconfigSecretArn: "any" }).map((s) => ({
+      Effect: s.Effect,
+      Action: s.Action,
+      Resource: "*",
+    })),
   ];
   const policy = await iam.send(
     new CreatePolicyCommand({
@@ -248,11 +269,11 @@ describe("the function's IAM policy from infra/aws/template.yaml (moto, authenti
 describe("the function reads only the secrets the template's Parameters name", () => {
   // moto's default account.
   const arn = (name: string) => `arn:aws:secretsmanager:${REGION}:123456789012:secret:kubefn/${name}-AbCdEf`;
-  const resources = (parameters: Record<string, string>) =>
-    secretStatements.map((s) => ({ ...s, Resource: evaluate(s.Resource, parameters) }));
 
   it.each([
     [{ KubeconfigSecretArn: arn("kubeconfig") }, [arn("kubeconfig")]],
+    [{ EksClusterName: "prod", EksTokenAuth: "true", AuditTokenSecretArn: arn("audit") }, [arn("audit")]],
+    [{ KubeGoogleCredentialsSecretArn: arn("kube-google") }, [arn("kube-google")]],
     [
       { KubeconfigSecretArn: arn("kubeconfig"), AuditTokenSecretArn: arn("audit") },
       [arn("kubeconfig"), arn("audit")],
@@ -267,9 +288,13 @@ describe("the function reads only the secrets the template's Parameters name", (
       [arn("kubeconfig"), arn("gce"), arn("audit"), arn("relay")],
     ],
   ])("GetSecretValue on exactly the ARNs given: %j", (parameters, expected) => {
-    expect(resources(parameters)).toEqual([
+    expect(secretStatementsFor(parameters)).toEqual([
       { Effect: "Allow", Action: "secretsmanager:GetSecretValue", Resource: expected },
     ]);
+  });
+
+  it("no Secrets Manager statement at all when no secret is named (EKS tokens, CloudWatch Logs intake)", () => {
+    expect(secretStatementsFor({ EksClusterName: "prod", EksTokenAuth: "true" })).toEqual([]);
   });
 
   it("moto lets the function's keys read a secret and nothing else of Secrets Manager", async () => {

@@ -1,3 +1,4 @@
+export { clusterKube } from "./cluster.ts";
 export { type AwsConfig, AwsConfigError, parseAwsEnv } from "./config.ts";
 export { createHandler, type HandlerOptions, handler } from "./handler.ts";
 export {

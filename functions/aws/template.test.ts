@@ -135,7 +135,14 @@ describe("infra/aws/template.yaml: credentials come from Secrets Manager at cold
     expect(vars.KUBECONFIG_SECRET_ARN).toBe("KubeconfigSecretArn");
     expect(vars.AUDIT_TOKEN_SECRET_ARN).toBe("AuditTokenSecretArn");
     expect(vars.RELAY_SECRET_ARN).toBe("RelaySecretArn");
-    for (const value of ["KUBECONFIG_BASE64", "GCE_CREDENTIALS", "AUDIT_TOKEN", "RELAY_SECRET"])
+    expect(vars.KUBE_GOOGLE_CREDENTIALS_SECRET_ARN).toBe("KubeGoogleCredentialsSecretArn");
+    for (const value of [
+      "KUBECONFIG_BASE64",
+      "GCE_CREDENTIALS",
+      "KUBE_GOOGLE_CREDENTIALS",
+      "AUDIT_TOKEN",
+      "RELAY_SECRET",
+    ])
       expect(vars).not.toHaveProperty(value);
     expect(JSON.stringify(vars)).not.toContain("resolve:secretsmanager");
   });

@@ -7,7 +7,7 @@ describe("parseWorkerEnv", () => {
   it("fills defaults from the minimal env", () => {
     expect(parseWorkerEnv(minimal)).toEqual({
       kubeServer: "https://kube.example.com",
-      kubeToken: "t0ken",
+      kubeAuth: { token: "t0ken" },
       selfUsernames: ["system:serviceaccount:kubefn-system:kubefn"],
       maxBodyBytes: 4 * 1024 * 1024,
       replayWindowSeconds: 300,

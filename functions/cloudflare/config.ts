@@ -2,15 +2,17 @@ import type { AnalyticsEngineDataset, Queue as QueueBinding } from "@cloudflare/
 import {
   type KubefnSettings,
   parsePlatformEnv,
+  parseServiceAccountKey,
   platformSchema,
   SettingsError,
 } from "../../shared/app/index.ts";
+import type { ServiceAccountKey } from "../../shared/controllers/proxy/providers/index.ts";
 import type { Message } from "../../shared/runtime/index.ts";
 import * as z from "../../shared/zod/index.ts";
 
 /**
  * The Worker's `env`: the bindings from wrangler.toml, `[vars]` and the secrets
- * (`wrangler secret put KUBE_TOKEN`, `AUDIT_TOKEN`, `RELAY_SECRET`).
+ * (`wrangler secret put KUBE_TOKEN` or `KUBE_GOOGLE_CREDENTIALS`, `AUDIT_TOKEN`, `RELAY_SECRET`).
  */
 export interface WorkerEnv {
   /** Producer binding of the `kubefn` queue; the same Worker consumes it. */
@@ -24,17 +26,37 @@ export interface WorkerEnv {
 export interface WorkerConfig extends KubefnSettings {
   /** API server base URL; its certificate must be publicly trusted (e.g. a tunnel). */
   kubeServer: string;
-  kubeToken: string;
+  /**
+   * How kubefn authenticates: a fixed bearer token (`KUBE_TOKEN`), or a Google service account's
+   * access tokens (`KUBE_GOOGLE_CREDENTIALS`, a key JSON; for GKE), renewed as they near expiry.
+   */
+  kubeAuth: { token: string } | { google: ServiceAccountKey };
 }
 
 const envSchema = platformSchema(
   {
     KUBE_SERVER: z.url({ protocol: /^https?$/, error: "KUBE_SERVER must be an http(s) URL" }),
-    KUBE_TOKEN: z
-      .string({ error: "KUBE_TOKEN is required (wrangler secret put KUBE_TOKEN)" })
-      .check(z.minLength(1)),
+    KUBE_TOKEN: z.optional(z.string().check(z.minLength(1))),
+    KUBE_GOOGLE_CREDENTIALS: z.optional(
+      z
+        .string()
+        .check(
+          z.refine(
+            (t) => parseServiceAccountKey(t) !== undefined,
+            "KUBE_GOOGLE_CREDENTIALS must be a service-account key (JSON with client_email and private_key)",
+          ),
+        ),
+    ),
   },
   { minuteSchedule: true },
+).check(
+  z.refine((e) => e.KUBE_TOKEN || e.KUBE_GOOGLE_CREDENTIALS, {
+    message:
+      "KUBE_TOKEN is required (wrangler secret put KUBE_TOKEN), or KUBE_GOOGLE_CREDENTIALS for a service account's tokens",
+    path: ["KUBE_TOKEN"],
+    // Named beside the other bad variables, not only once they are fixed.
+    when: () => true,
+  }),
 );
 
 /** Workers keep at most 6 connections open per invocation; more only queue up. */
@@ -54,5 +76,10 @@ export class WorkerConfigError extends SettingsError {
 export function parseWorkerEnv(env: Record<string, unknown>): WorkerConfig {
   const what = "invalid Worker environment";
   const { e, settings } = parsePlatformEnv(envSchema, env, what, WorkerConfigError, workerDefaults);
-  return { ...settings, kubeServer: e.KUBE_SERVER, kubeToken: e.KUBE_TOKEN };
+  const google = e.KUBE_GOOGLE_CREDENTIALS ? parseServiceAccountKey(e.KUBE_GOOGLE_CREDENTIALS) : undefined;
+  return {
+    ...settings,
+    kubeServer: e.KUBE_SERVER,
+    kubeAuth: google ? { google } : { token: e.KUBE_TOKEN as string },
+  };
 }

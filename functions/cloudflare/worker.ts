@@ -18,8 +18,9 @@ import { connect } from "cloudflare:sockets";
 import type { ExecutionContext, MessageBatch, ScheduledController } from "@cloudflare/workers-types/index.ts";
 import { createJsonLog, createKubefn, type Kubefn } from "../../shared/app/index.ts";
 import { createSocketProber } from "../../shared/health/socket-prober.ts";
-import { createFetchTransport, guardedKube } from "../../shared/kube/index.ts";
+import { guardedKube } from "../../shared/kube/index.ts";
 import { parseWorkerEnv, WorkerConfigError, type WorkerEnv } from "./config.ts";
+import { workerTransport } from "./kube-transport.ts";
 import { queuesPort, settle } from "./queue.ts";
 import { type AggregatedMetrics, createAnalyticsMetrics } from "./telemetry.ts";
 
@@ -37,14 +38,7 @@ function partsFor(env: WorkerEnv): WorkerParts {
   const cached = isolates.get(env);
   if (cached) return cached;
   const config = parseWorkerEnv(env);
-  const { kube, invocationKube, apiFailing } = guardedKube(
-    createFetchTransport({
-      server: config.kubeServer,
-      token: config.kubeToken,
-      timeoutMs: config.kubeTimeoutMs,
-    }),
-    config,
-  );
+  const { kube, invocationKube, apiFailing } = guardedKube(workerTransport(config), config);
   const metrics = createAnalyticsMetrics(env.KUBEFN_METRICS);
   const kubefn = createKubefn(config, {
     kube,

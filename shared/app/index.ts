@@ -12,6 +12,7 @@ export {
   sweepLine,
   type Verdict,
 } from "./kubefn.ts";
+export { parseServiceAccountKey } from "./operator-settings.ts";
 export { createOperators, type OperatorOptions, type Operators } from "./operators.ts";
 export {
   describeIssues,

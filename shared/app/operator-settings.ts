@@ -91,6 +91,21 @@ const serviceAccountKeySchema = z.object({
   token_uri: z.optional(z.url()),
 });
 
+/**
+ * A Google service-account key file's JSON (`client_email`, `private_key`, ...), or undefined when
+ * `text` is not one. For `GCE_CREDENTIALS` and the platforms' `KUBE_GOOGLE_CREDENTIALS`.
+ */
+export function parseServiceAccountKey(text: string): ServiceAccountKey | undefined {
+  let json: unknown;
+  try {
+    json = JSON.parse(text);
+  } catch {
+    return undefined;
+  }
+  const parsed = serviceAccountKeySchema.safeParse(json);
+  return parsed.success ? parsed.data : undefined;
+}
+
 /** The namespace of the first ServiceAccount among `selfUsernames` (kubefn's own); else kubefn-system. */
 export function ownNamespace(selfUsernames: readonly string[]): string {
   for (const user of selfUsernames) {
@@ -155,15 +170,8 @@ export function operatorSettingsFrom(
         "  GCE_CREDENTIALS: required with GCE_PROJECT (a service-account key, from the secret store)",
       );
     } else {
-      let json: unknown;
-      try {
-        json = JSON.parse(e.GCE_CREDENTIALS);
-      } catch {
-        json = undefined;
-      }
-      const parsed = serviceAccountKeySchema.safeParse(json);
-      if (parsed.success) key = parsed.data;
-      else
+      key = parseServiceAccountKey(e.GCE_CREDENTIALS);
+      if (!key)
         issues.push("  GCE_CREDENTIALS: not a service-account key (JSON with client_email and private_key)");
     }
     if (e.GCE_PROJECT && e.GCE_ZONES?.length && key) {

@@ -58,6 +58,26 @@ describe("createFetchTransport", () => {
     ]);
   });
 
+  it.each([
+    ["a fresh token: the refused request is sent once more with it", "t2", [401, 200], 200],
+    ["nothing newer: the 401 stands, sent once", undefined, [401], 401],
+  ])("asks a token source to renew after a 401 — %s", async (_name, renewed, seen, status) => {
+    const answers = [401, 200];
+    const { fetch, calls } = recordingFetch(() => new Response("{}", { status: answers.shift() ?? 200 }));
+    const transport = createFetchTransport({
+      server: "https://k",
+      tokenSource: {
+        token: async () => "t1",
+        renew: async (rejected) => (rejected === "t1" ? renewed : undefined),
+      },
+      fetch,
+    });
+    expect((await transport.request({ method: "GET", path: "/api" })).status).toBe(status);
+    expect(calls.map((c) => new Headers(c.init.headers).get("authorization"))).toEqual(
+      ["Bearer t1", "Bearer t2"].slice(0, seen.length),
+    );
+  });
+
   it("gives a TimeoutError when the deadline passes", async () => {
     const fetch = ((_: unknown, init?: RequestInit) =>
       new Promise((_resolve, reject) => {

@@ -28,8 +28,17 @@ async function readBody(req: IncomingMessage): Promise<string> {
   return Buffer.concat(chunks).toString("utf8");
 }
 
-/** Starts the server for `project`; instances get `address` as their external IP. */
-export async function startGceServer(project: string, address = "127.0.0.1"): Promise<GceServer> {
+/**
+ * Starts the server for `project`; instances get `address` as their external IP. Access tokens
+ * live `tokenLifetimeSeconds` (Google's: an hour); `GET /tokeninfo?access_token=` says whose a
+ * live one is, as oauth2.googleapis.com/tokeninfo does (400 for an unknown or expired token).
+ */
+export async function startGceServer(
+  project: string,
+  address = "127.0.0.1",
+  options: { tokenLifetimeSeconds?: number } = {},
+): Promise<GceServer> {
+  const tokenLifetimeSeconds = options.tokenLifetimeSeconds ?? 3599;
   const pair = await crypto.subtle.generateKey(
     {
       name: "RSASSA-PKCS1-v1_5",
@@ -45,7 +54,9 @@ export async function startGceServer(project: string, address = "127.0.0.1"): Pr
   const instances: GceServer["instances"] = new Map();
   const calls: string[] = [];
   const authFailures: string[] = [];
-  const tokens = new Set<string>();
+  /** Access token → when it expires (ms). */
+  const tokens = new Map<string, number>();
+  const live = (token: string) => (tokens.get(token) ?? 0) > Date.now();
   let url = "";
 
   const verify = async (assertion: string) => {
@@ -106,11 +117,17 @@ export async function startGceServer(project: string, address = "127.0.0.1"): Pr
           return send(400, { error: "invalid_grant" });
         }
         const token = `ya29.e2e-${tokens.size + 1}`;
-        tokens.add(token);
-        return send(200, { access_token: token, expires_in: 3599, token_type: "Bearer" });
+        tokens.set(token, Date.now() + tokenLifetimeSeconds * 1000);
+        return send(200, { access_token: token, expires_in: tokenLifetimeSeconds, token_type: "Bearer" });
+      }
+      if (u.pathname === "/tokeninfo") {
+        const token = u.searchParams.get("access_token") ?? "";
+        if (!live(token)) return send(400, { error: "invalid_token", error_description: "Invalid Value" });
+        const expiresIn = Math.floor(((tokens.get(token) ?? 0) - Date.now()) / 1000);
+        return send(200, { email: clientEmail, email_verified: "true", expires_in: String(expiresIn) });
       }
       const bearer = (req.headers.authorization ?? "").replace(/^Bearer /, "");
-      if (!tokens.has(bearer)) {
+      if (!live(bearer)) {
         authFailures.push(`bad bearer on ${req.method} ${u.pathname}`);
         return send(401, {
           error: { code: 401, message: "Request had invalid authentication credentials." },

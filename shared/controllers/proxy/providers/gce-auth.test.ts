@@ -4,6 +4,7 @@ import {
   bytesFromPem,
   computeScope,
   createServiceAccountTokenSource,
+  kubeTokenSourceFrom,
   pemFromBytes,
   type ServiceAccountKey,
 } from "./gce-auth.ts";
@@ -108,6 +109,44 @@ describe("service-account JWT bearer grant", () => {
       clock: fixedClock("2026-11-30T05:00:00Z"),
     });
     expect(await source.token()).toBe("tok");
+  });
+
+  it.each([
+    ["an hour's token a minute before it expires", 3600, 3539, 3540],
+    ["a 20 s token at half its life", 20, 9, 10],
+  ])("replaces %s", async (_name, expiresIn, keptAt, replacedAt) => {
+    const { key } = await generateServiceAccount();
+    let calls = 0;
+    const fakeFetch = (async () => {
+      calls++;
+      return Response.json({ access_token: `t${calls}`, expires_in: expiresIn });
+    }) as unknown as typeof fetch;
+    let now = Date.parse("2026-11-30T05:00:00Z");
+    const source = createServiceAccountTokenSource({
+      key,
+      fetch: fakeFetch,
+      clock: { now: () => new Date(now) },
+    });
+    const start = now;
+    expect(await source.token()).toBe("t1");
+    now = start + keptAt * 1000;
+    expect(await source.token()).toBe("t1");
+    now = start + replacedAt * 1000;
+    expect(await source.token()).toBe("t2");
+  });
+
+  it("as a Kubernetes token source, exchanges again after a 401 (and has nothing newer when Google answers the same)", async () => {
+    const { key } = await generateServiceAccount();
+    const answers = ["t1", "t2", "t2"];
+    const fakeFetch = (async () =>
+      Response.json({ access_token: answers.shift(), expires_in: 3600 })) as unknown as typeof fetch;
+    const source = kubeTokenSourceFrom(
+      createServiceAccountTokenSource({ key, fetch: fakeFetch, clock: fixedClock("2026-11-30T05:00:00Z") }),
+    );
+    expect(await source.token()).toBe("t1");
+    expect(await source.renew("t1")).toBe("t2");
+    expect(await source.token()).toBe("t2");
+    expect(await source.renew("t2")).toBeUndefined();
   });
 
   it("shares one in-flight exchange between concurrent callers", async () => {

@@ -1,5 +1,6 @@
 import { onceUntilFailure } from "../../../concurrency/index.ts";
 import { parseJsonOrUndefined } from "../../../guards/index.ts";
+import type { TokenSource as KubeTokenSource } from "../../../kube/index.ts";
 import type { Clock } from "../../../runtime/index.ts";
 import { ProviderError } from "./provider.ts";
 
@@ -17,8 +18,14 @@ export const googleTokenUri = "https://oauth2.googleapis.com/token";
 export const computeScope = "https://www.googleapis.com/auth/compute";
 const jwtBearerGrant = "urn:ietf:params:oauth:grant-type:jwt-bearer";
 const assertionLifetimeSeconds = 3600;
-/** A cached token is replaced this long before it expires. */
+/** A cached token is replaced this long before it expires (half its life, for a token shorter than 2 minutes). */
 const refreshMarginSeconds = 60;
+/**
+ * The scopes GKE accepts a service account's access token with (those `gke-gcloud-auth-plugin`
+ * asks for): GKE reads the account's email and authorizes it by IAM and RBAC.
+ */
+export const gkeScopes =
+  "https://www.googleapis.com/auth/cloud-platform https://www.googleapis.com/auth/userinfo.email";
 
 /** Hands out OAuth 2.0 access tokens. */
 export interface TokenSource {
@@ -50,7 +57,7 @@ export function createServiceAccountTokenSource(opts: ServiceAccountTokenSourceO
   const scope = opts.scope ?? computeScope;
   const tokenUri = key.token_uri ?? googleTokenUri;
   const signingKey = onceUntilFailure(() => importPrivateKey(key.private_key));
-  let cached: { token: string; expiresAtMs: number } | undefined;
+  let cached: { token: string; renewAtMs: number } | undefined;
   let inFlight: Promise<string> | undefined;
 
   async function exchange(): Promise<string> {
@@ -94,13 +101,17 @@ export function createServiceAccountTokenSource(opts: ServiceAccountTokenSourceO
       throw new ProviderError("transient", "TokenUnavailable", message);
     }
     const expiresIn = typeof body.expires_in === "number" ? body.expires_in : assertionLifetimeSeconds;
-    cached = { token: body.access_token, expiresAtMs: clock.now().getTime() + expiresIn * 1000 };
+    const marginSeconds = Math.min(refreshMarginSeconds, expiresIn / 2);
+    cached = {
+      token: body.access_token,
+      renewAtMs: clock.now().getTime() + (expiresIn - marginSeconds) * 1000,
+    };
     return body.access_token;
   }
 
   return {
     async token() {
-      const fresh = cached && clock.now().getTime() < cached.expiresAtMs - refreshMarginSeconds * 1000;
+      const fresh = cached && clock.now().getTime() < cached.renewAtMs;
       if (cached && fresh) return cached.token;
       inFlight ??= exchange().finally(() => {
         inFlight = undefined;
@@ -109,6 +120,22 @@ export function createServiceAccountTokenSource(opts: ServiceAccountTokenSourceO
     },
     invalidate() {
       cached = undefined;
+    },
+  };
+}
+
+/**
+ * The Kubernetes transports' view of a {@link TokenSource}: the same tokens as the API server's
+ * bearer (a GKE cluster, or any cluster whose token webhook asks Google), a 401 dropping the
+ * cached one for a fresh exchange.
+ */
+export function kubeTokenSourceFrom(google: TokenSource): KubeTokenSource {
+  return {
+    token: () => google.token(),
+    async renew(rejected) {
+      google.invalidate();
+      const token = await google.token();
+      return token === rejected ? undefined : token;
     },
   };
 }

@@ -5,6 +5,8 @@ export {
 } from "./gce.ts";
 export {
   createServiceAccountTokenSource,
+  gkeScopes,
+  kubeTokenSourceFrom,
   type ServiceAccountKey,
   type TokenSource,
 } from "./gce-auth.ts";

@@ -1,0 +1,32 @@
+import {
+  createServiceAccountTokenSource,
+  gkeScopes,
+  kubeTokenSourceFrom,
+} from "../../shared/controllers/proxy/providers/index.ts";
+import { createFetchTransport, type Transport } from "../../shared/kube/index.ts";
+import type { WorkerConfig } from "./config.ts";
+
+/**
+ * The Worker's way to the API server: `fetch` with `KUBE_TOKEN`, or with a Google service
+ * account's access tokens (GKE): exchanged by the GCE provider's token source, used until a minute
+ * before they expire, and exchanged again at once after a 401.
+ *
+ * Caveats: the token is cached per isolate; a new isolate exchanges once more (one request to
+ * Google's token endpoint). The API server's certificate must be publicly trusted (GKE's
+ * DNS-based endpoint is).
+ */
+export function workerTransport(
+  config: Pick<WorkerConfig, "kubeServer" | "kubeAuth" | "kubeTimeoutMs">,
+  doFetch: typeof fetch = (input, init) => fetch(input, init),
+): Transport {
+  const auth = config.kubeAuth;
+  const common = { server: config.kubeServer, timeoutMs: config.kubeTimeoutMs, fetch: doFetch };
+  if ("token" in auth) return createFetchTransport({ ...common, token: auth.token });
+  const google = createServiceAccountTokenSource({
+    key: auth.google,
+    fetch: doFetch,
+    clock: { now: () => new Date() },
+    scope: gkeScopes,
+  });
+  return createFetchTransport({ ...common, tokenSource: kubeTokenSourceFrom(google) });
+}

@@ -1,0 +1,78 @@
+/**
+ * A devcluster of a test's own, for a file that needs API server flags the shared one does not
+ * have (an authentication webhook, an authentication configuration): `--apiserver-arg` per flag.
+ * About ten seconds to start; `close()` stops it and removes its data.
+ */
+import { spawn } from "node:child_process";
+import { readFileSync } from "node:fs";
+import { inject } from "vitest";
+import { parse as parseYaml } from "yaml";
+
+export interface OwnDevcluster {
+  /** https://127.0.0.1:N */
+  server: string;
+  /** http://127.0.0.1:M: plain-HTTP pass-through (Authorization passed on), for fetch transports. */
+  httpProxy: string;
+  /** The admin kubeconfig's path. */
+  kubeconfig: string;
+  /** base64 PEM of the cluster CA, as a kubeconfig's `certificate-authority-data`. */
+  caData: string;
+  adminToken: string;
+  close(): Promise<void>;
+}
+
+/** Starts a devcluster whose API server also gets `apiserverArgs` (each `--name=value`). */
+export async function startOwnDevcluster(apiserverArgs: string[]): Promise<OwnDevcluster> {
+  const child = spawn(
+    inject("devclusterBin"),
+    ["--exit-with-parent", ...apiserverArgs.map((a) => `--apiserver-arg=${a}`)],
+    { stdio: ["ignore", "pipe", "pipe"] },
+  );
+  const exited = new Promise<void>((resolve) => child.once("exit", () => resolve()));
+  let tail = "";
+  child.stderr?.setEncoding("utf8").on("data", (c: string) => {
+    tail = (tail + c).slice(-4000);
+  });
+  const close = async () => {
+    if (child.exitCode === null && child.signalCode === null) child.kill("SIGTERM");
+    const timer = setTimeout(() => child.kill("SIGKILL"), 30_000);
+    await exited;
+    clearTimeout(timer);
+  };
+  try {
+    const ready = await new Promise<{ kubeconfig: string; server: string; httpProxy: string }>(
+      (resolve, reject) => {
+        let out = "";
+        const timer = setTimeout(() => reject(new Error(`devcluster not ready in 120 s:\n${tail}`)), 120_000);
+        child.stdout?.setEncoding("utf8").on("data", (c: string) => {
+          out += c;
+          const line = out
+            .split("\n")
+            .find((l, i, all) => l.startsWith("devcluster ready ") && i < all.length - 1);
+          if (!line) return;
+          clearTimeout(timer);
+          resolve(JSON.parse(line.slice("devcluster ready ".length)));
+        });
+        child.once("exit", (code) => {
+          clearTimeout(timer);
+          reject(new Error(`devcluster exited (${code}):\n${tail}`));
+        });
+      },
+    );
+    const kc = parseYaml(readFileSync(ready.kubeconfig, "utf8")) as {
+      clusters: Array<{ cluster: { "certificate-authority-data": string } }>;
+      users: Array<{ user: { token: string } }>;
+    };
+    return {
+      server: ready.server,
+      httpProxy: ready.httpProxy,
+      kubeconfig: ready.kubeconfig,
+      caData: kc.clusters[0]?.cluster["certificate-authority-data"] ?? "",
+      adminToken: kc.users[0]?.user.token ?? "",
+      close,
+    };
+  } catch (err) {
+    await close();
+    throw err;
+  }
+}

@@ -31,10 +31,15 @@ import {
 import { createNodeTransport } from "../../shared/kube/node.ts";
 import { type GceServer, startGceServer } from "../e2e/gce-server.ts";
 import { LOOPBACK_PROBE_CIDRS } from "../support/loopback.ts";
-import { type Moto, REGION, startMoto, TEST_CREDENTIALS } from "../support/moto.ts";
+import { type Moto, REGION, startMoto } from "../support/moto.ts";
 import { type OwnDevcluster, startOwnDevcluster } from "../support/own-devcluster.ts";
 import { tempDir } from "../support/temp-dir.ts";
-import { type IssuedCredentials, startTokenWebhook, type TokenWebhook } from "../support/token-webhook.ts";
+import {
+  assumeRoleAtMoto,
+  type IssuedCredentials,
+  startTokenWebhook,
+  type TokenWebhook,
+} from "../support/token-webhook.ts";
 
 const clusterName = "kubefn-test";
 const account = "123456789012";
@@ -62,32 +67,10 @@ const issued = new Map<string, IssuedCredentials>();
 let kubefnCreds: AwsCredentials;
 let otherCreds: AwsCredentials;
 
-/**
- * moto's AssumeRole, its answer kept for the webhook. Not signed: moto checks no signature and
- * routes by the credential scope's service.
- */
+/** moto's AssumeRole for `roleArn`, its answer kept for the webhook. */
 async function assumeRole(roleArn: string): Promise<AwsCredentials> {
-  const res = await fetch(moto.endpoint, {
-    method: "POST",
-    headers: {
-      "content-type": "application/x-www-form-urlencoded",
-      authorization: `AWS4-HMAC-SHA256 Credential=${TEST_CREDENTIALS.AWS_ACCESS_KEY_ID}/20000101/${REGION}/sts/aws4_request, SignedHeaders=host, Signature=0`,
-    },
-    body: new URLSearchParams({
-      Action: "AssumeRole",
-      Version: "2011-06-15",
-      RoleArn: roleArn,
-      RoleSessionName: "lambda",
-    }).toString(),
-  });
-  const xml = await res.text();
-  const field = (name: string) => new RegExp(`<${name}>([^<]+)</${name}>`).exec(xml)?.[1] ?? "";
-  const creds = {
-    accessKeyId: field("AccessKeyId"),
-    secretAccessKey: field("SecretAccessKey"),
-    sessionToken: field("SessionToken"),
-  };
-  expect(creds.accessKeyId, xml).not.toBe("");
+  const creds = await assumeRoleAtMoto(moto.endpoint, roleArn);
+  expect(creds.accessKeyId).not.toBe("");
   issued.set(creds.accessKeyId, { secretAccessKey: creds.secretAccessKey, sessionToken: creds.sessionToken });
   return creds;
 }

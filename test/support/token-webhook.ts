@@ -21,6 +21,7 @@ import type { IncomingMessage } from "node:http";
 import { createServer } from "node:https";
 import type { AddressInfo } from "node:net";
 import { join } from "node:path";
+import { REGION, TEST_CREDENTIALS } from "./moto.ts";
 
 /** What EKS would map a caller to (an access entry, an `aws-auth` row). */
 export interface MappedUser {
@@ -280,4 +281,37 @@ function sha256Hex(s: string): string {
 
 function hmac(key: Buffer, data: string): Buffer {
   return createHmac("sha256", key).update(data, "utf8").digest();
+}
+
+/**
+ * moto's AssumeRole for `roleArn` (the session a Lambda function's role gives it). Not signed:
+ * moto checks no signature and routes by the credential scope's service. Throws when moto's
+ * answer holds no credentials.
+ */
+export async function assumeRoleAtMoto(
+  endpoint: string,
+  roleArn: string,
+): Promise<{ accessKeyId: string; secretAccessKey: string; sessionToken: string }> {
+  const res = await fetch(endpoint, {
+    method: "POST",
+    headers: {
+      "content-type": "application/x-www-form-urlencoded",
+      authorization: `AWS4-HMAC-SHA256 Credential=${TEST_CREDENTIALS.AWS_ACCESS_KEY_ID}/20000101/${REGION}/sts/aws4_request, SignedHeaders=host, Signature=0`,
+    },
+    body: new URLSearchParams({
+      Action: "AssumeRole",
+      Version: "2011-06-15",
+      RoleArn: roleArn,
+      RoleSessionName: "lambda",
+    }).toString(),
+  });
+  const xml = await res.text();
+  const field = (name: string) => new RegExp(`<${name}>([^<]+)</${name}>`).exec(xml)?.[1] ?? "";
+  const creds = {
+    accessKeyId: field("AccessKeyId"),
+    secretAccessKey: field("SecretAccessKey"),
+    sessionToken: field("SessionToken"),
+  };
+  if (!creds.accessKeyId) throw new Error(`moto's AssumeRole gave no credentials: ${xml.slice(0, 300)}`);
+  return creds;
 }

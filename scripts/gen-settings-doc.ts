@@ -191,6 +191,23 @@ const operatorRows: Row<keyof typeof operatorVariables>[] = [
       "service-account key JSON, from the platform's secret store (Workers secret, Secrets Manager on Lambda)",
   },
   {
+    names: ["GCE_NETWORK"],
+    unset:
+      "required with `GCE_PROJECT` (no default: write `default` to choose the project's default network)",
+    meaning:
+      "VPC network of proxy VMs, a name or `projects/<p>/global/networks/<n>`: one of their own, whose firewall denies egress to internal ranges ([GCE network](deploying/gce.md))",
+  },
+  {
+    names: ["GCE_SUBNETWORK"],
+    unset: "unset (the network's subnetwork in the VM's region)",
+    meaning: "its subnetwork: a name (in the region of the VM's zone) or `regions/<r>/subnetworks/<s>`",
+  },
+  {
+    names: ["GCE_NETWORK_TAGS"],
+    unset: "`kubefn-proxy`",
+    meaning: "comma-separated network tags on every proxy VM, which the firewall rules target",
+  },
+  {
     names: ["GCE_COMPUTE_URL"],
     unset: "unset (Google's Compute Engine API)",
     meaning: "base URL of the Compute Engine API; the tests point it at a local server",

@@ -157,6 +157,9 @@ function gceProvider(
     listZones: settings.zones,
     serviceAccountKey: settings.serviceAccountKey,
     ...(settings.computeUrl ? { baseUrl: settings.computeUrl } : {}),
+    network: settings.network,
+    ...(settings.subnetwork ? { subnetwork: settings.subnetwork } : {}),
+    networkTags: settings.networkTags,
     ...(fetchImpl ? { fetch: fetchImpl } : {}),
   });
 }

@@ -98,6 +98,7 @@ beforeAll(async () => {
           PROBE_ALLOWED_CIDRS: LOOPBACK_PROBE_CIDRS,
           GCE_PROJECT: "kubefn-worker-e2e",
           GCE_ZONES: "us-central1-a",
+          GCE_NETWORK: "crawl-proxies",
           GCE_COMPUTE_URL: `${gce.url}/compute/v1`,
         },
         secrets: {

@@ -98,6 +98,12 @@ const sharedRows: Row<Exclude<Shared, keyof typeof operatorVariables>>[] = [
     meaning: "probes in flight during a sweep or a probe shard",
   },
   {
+    names: ["PROBE_NAMESPACE_CONCURRENCY"],
+    unset: "a quarter of `PROBE_CONCURRENCY`, at least 1 (8; 2 on Workers)",
+    meaning:
+      "probes in flight per namespace, per instance across its sweeps and shards: one tenant's hanging targets hold at most this many probe slots, so other namespaces' Proxies keep their cadence; a fleet in one namespace probes at most this many at once (set it to `PROBE_CONCURRENCY` for a single-tenant cluster)",
+  },
+  {
     names: ["PUBSUB_AUDIENCE", "PUBSUB_SERVICE_ACCOUNT"],
     unset: "unset (Pub/Sub intake off)",
     meaning:

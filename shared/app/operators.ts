@@ -34,7 +34,7 @@ export interface OperatorOptions {
   /** How often the platform runs the sweep (the cron period). */
   sweepPeriodSeconds: number;
   probeConcurrency?: number;
-  /** Probes in flight per namespace (per instance); a quarter of `probeConcurrency` when unset. */
+  /** Probes in flight per namespace (per instance); half of `probeConcurrency` when unset. */
   probeNamespaceConcurrency?: number;
   /** Fan health probes out through the queue in shards of this many Proxies (unset: probe in the sweep). */
   probeShardSize?: number;

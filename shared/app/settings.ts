@@ -70,7 +70,7 @@ export const settingsVariables = {
   MIN_REPORT_SECONDS: z.optional(z.coerce.number().check(z.int()).check(z.gte(1)).check(z.lte(3600))),
   ORPHAN_GRACE_SECONDS: z.optional(z.coerce.number().check(z.int()).check(z.gte(0))),
   PROBE_CONCURRENCY: z._default(z.coerce.number().check(z.int()).check(z.gte(1)).check(z.lte(256)), 32),
-  // Probes in flight per namespace (per instance); unset: a quarter of PROBE_CONCURRENCY.
+  // Probes in flight per namespace (per instance); unset: half of PROBE_CONCURRENCY.
   PROBE_NAMESPACE_CONCURRENCY: z.optional(z.coerce.number().check(z.int()).check(z.gte(1)).check(z.lte(256))),
   PASS_CONCURRENCY: z._default(z.coerce.number().check(z.int()).check(z.gte(1)).check(z.lte(256)), 8),
   // Probes fan out as delayed probe-shard messages of this many Proxies (0: probed in the sweep).
@@ -118,7 +118,7 @@ export interface KubefnSettings {
   probeConcurrency: number;
   /**
    * Probes in flight per namespace, per platform instance: one tenant's hanging targets hold at
-   * most this many of {@link probeConcurrency}. A quarter of it (at least 1) when unset.
+   * most this many of {@link probeConcurrency}. Half of it (rounded up) when unset.
    */
   probeNamespaceConcurrency?: number;
   /** Passes run at once for one delivery (a Lambda event, the Node host's queue). */

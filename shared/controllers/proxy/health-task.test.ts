@@ -93,7 +93,7 @@ describe("proxy health task", () => {
             return Promise.resolve({ ok: true, latencyMs: 1 });
           },
         };
-        // The Worker's 6 slots; the default namespace budget is a quarter of them (2).
+        // The Worker's 6 slots; the default namespace budget is half of them (3).
         const task = proxyHealthTask({
           prober,
           concurrency: 6,

@@ -26,7 +26,8 @@ export interface ProxyHealthTaskOptions {
   /**
    * Probes in flight per namespace, across every sweep and shard of this task (one platform
    * instance): one tenant's hanging targets hold at most this many of `concurrency`, so the other
-   * namespaces' Proxies keep their cadence. Default: a quarter of `concurrency`, at least 1.
+   * namespaces' Proxies keep their cadence. Default: half of `concurrency`, rounded up: one namespace
+   * alone keeps half the throughput it had without a budget, and half the slots stay for the others.
    */
   namespaceConcurrency?: number;
   /** How often the sweep runs; a longer probe interval probes on every k-th sweep. */
@@ -44,9 +45,9 @@ export interface ProxyHealthTaskOptions {
   confirmDelayMs?: number;
 }
 
-/** A namespace's share of the probe slots when none is set: a quarter, at least 1. */
+/** A namespace's share of the probe slots when none is set: half, rounded up. */
 export const defaultNamespaceConcurrency = (concurrency: number): number =>
-  Math.max(1, Math.ceil(concurrency / 4));
+  Math.max(1, Math.ceil(concurrency / 2));
 
 /** The shard task name the proxy controller registers its probe handler under. */
 export const probeShardTask = "probe";

@@ -31,7 +31,14 @@ import {
   type ReconcileEvent,
 } from "./eventbridge.ts";
 import { answeringAgainAfterRotation } from "./intake-credentials.ts";
-import { consumeSqsEvent, forwardBodies, isSqsEvent, sqsQueue, sqsQueueOptionsFor } from "./queue.ts";
+import {
+  consumeSqsEvent,
+  forwardBodies,
+  isSqsEvent,
+  type SqsEvent,
+  sqsQueue,
+  sqsQueueOptionsFor,
+} from "./queue.ts";
 import { resolveSecretEnv, rotatingIntakeCredentials } from "./secrets.ts";
 import { createEmfMetrics } from "./telemetry.ts";
 
@@ -66,17 +73,17 @@ export function createHandler(options: HandlerOptions) {
   const dispatch = async (event: unknown, context: LambdaContext): Promise<unknown> => {
     const route = routeOf(event, role);
     const { kubefn, http, sqs } = await instance();
-    switch (route) {
+    switch (route.kind) {
       case "http":
-        return http(event as LambdaEvent, context);
+        return http(route.event, context);
       case "sqs":
-        return consumeSqsEvent(event as Parameters<typeof consumeSqsEvent>[0], kubefn, sqs);
+        return consumeSqsEvent(route.event, kubefn, sqs);
       case "logs":
-        return kubefn.ingest({ source: "cloudwatch-logs", data: (event as AwsLogsEvent).awslogs.data });
+        return kubefn.ingest({ source: "cloudwatch-logs", data: route.event.awslogs.data });
       case "reconcile":
-        return consumeReconcileEvent(event as ReconcileEvent, kubefn);
+        return consumeReconcileEvent(route.event, kubefn);
       case "forward": {
-        const { messages } = (event as ReconcileEvent).detail;
+        const { messages } = route.event.detail;
         await forwardBodies(sqs, messages);
         return { forwarded: messages.length };
       }
@@ -130,8 +137,13 @@ async function build(options: HandlerOptions) {
   };
 }
 
-type Route = "http" | "sqs" | "logs" | "reconcile" | "forward" | "sweep";
-type AwsLogsEvent = { awslogs: { data: string } };
+/** An event with what its function does with it. */
+type Route =
+  | { kind: "http"; event: LambdaEvent }
+  | { kind: "sqs"; event: SqsEvent }
+  | { kind: "logs"; event: { awslogs: { data: string } } }
+  | { kind: "reconcile" | "forward"; event: ReconcileEvent }
+  | { kind: "sweep" };
 
 /**
  * What `role`'s function does with `event`.
@@ -141,11 +153,11 @@ type AwsLogsEvent = { awslogs: { data: string } };
 function routeOf(event: unknown, role: HandlerRole): Route {
   const intake = role !== "reconcile";
   const reconcile = role !== "intake";
-  if (intake && isHttpEvent(event)) return "http";
-  if (reconcile && isSqsEvent(event)) return "sqs";
-  if (reconcile && isCloudWatchLogsEvent(event)) return "logs";
-  if (isReconcileEvent(event)) return reconcile ? "reconcile" : "forward";
-  if (reconcile && isScheduledEvent(event)) return "sweep";
+  if (intake && isHttpEvent(event)) return { kind: "http", event };
+  if (reconcile && isSqsEvent(event)) return { kind: "sqs", event };
+  if (reconcile && isCloudWatchLogsEvent(event)) return { kind: "logs", event };
+  if (isReconcileEvent(event)) return { kind: reconcile ? "reconcile" : "forward", event };
+  if (reconcile && isScheduledEvent(event)) return { kind: "sweep" };
   const expected = [
     ...(intake ? ["an HTTP"] : []),
     ...(reconcile ? ["an SQS", "a Scheduled Event", "a CloudWatch Logs"] : []),

@@ -98,6 +98,12 @@ const sharedRows: Row<Exclude<Shared, keyof typeof operatorVariables>>[] = [
     meaning: "probes in flight during a sweep or a probe shard",
   },
   {
+    names: ["PROBE_NAMESPACE_CONCURRENCY"],
+    unset: "half of `PROBE_CONCURRENCY`, rounded up (16; 3 on Workers)",
+    meaning:
+      "probes in flight per namespace, per instance across its sweeps and shards: one tenant's hanging targets hold at most this many probe slots, so other namespaces' Proxies keep their cadence; a fleet in one namespace probes at most this many at once (set it to `PROBE_CONCURRENCY` for a single-tenant cluster)",
+  },
+  {
     names: ["PUBSUB_AUDIENCE", "PUBSUB_SERVICE_ACCOUNT"],
     unset: "unset (Pub/Sub intake off)",
     meaning:
@@ -189,6 +195,23 @@ const operatorRows: Row<keyof typeof operatorVariables>[] = [
     unset: "unset",
     meaning:
       "service-account key JSON, from the platform's secret store (Workers secret, Secrets Manager on Lambda)",
+  },
+  {
+    names: ["GCE_NETWORK"],
+    unset:
+      "required with `GCE_PROJECT` (no default: write `default` to choose the project's default network)",
+    meaning:
+      "VPC network of proxy VMs, a name or `projects/<p>/global/networks/<n>`: one of their own, whose firewall denies egress to internal ranges ([GCE network](deploying/gce.md))",
+  },
+  {
+    names: ["GCE_SUBNETWORK"],
+    unset: "unset (the network's subnetwork in the VM's region)",
+    meaning: "its subnetwork: a name (in the region of the VM's zone) or `regions/<r>/subnetworks/<s>`",
+  },
+  {
+    names: ["GCE_NETWORK_TAGS"],
+    unset: "`kubefn-proxy`",
+    meaning: "comma-separated network tags on every proxy VM, which the firewall rules target",
   },
   {
     names: ["GCE_COMPUTE_URL"],

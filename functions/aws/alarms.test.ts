@@ -114,10 +114,12 @@ function kubefnMetricOf(alarm: Alarm): string | undefined {
 }
 
 describe("infra/aws/template.yaml: the alarms", () => {
-  it("are the four the function needs", () => {
+  it("are the six the functions need", () => {
     expect(alarms.map(([name]) => name).sort()).toEqual([
       "DeadLetterQueueAlarm",
       "ErrorsAlarm",
+      "IntakeErrorsAlarm",
+      "IntakeThrottlesAlarm",
       "PassesFailingAlarm",
       "ThrottlesAlarm",
     ]);
@@ -145,7 +147,7 @@ describe("infra/aws/template.yaml: the alarms", () => {
       expect(emitted).not.toContain(kubefnMetricOf(renamed(expression)));
   });
 
-  it("the AWS metrics are this stack's: the dead-letter queue, the function", () => {
+  it("the AWS metrics are this stack's: the dead-letter queue, each function", () => {
     const aws = Object.fromEntries(
       alarms
         .filter(([, a]) => a.Properties.Namespace?.startsWith("AWS/"))
@@ -160,12 +162,16 @@ describe("infra/aws/template.yaml: the alarms", () => {
         "ApproximateNumberOfMessagesVisible",
         [{ Name: "QueueName", Value: "DeadLetterQueue.QueueName" }],
       ],
-      ErrorsAlarm: ["AWS/Lambda", "Errors", [{ Name: "FunctionName", Value: "Kubefn" }]],
-      ThrottlesAlarm: ["AWS/Lambda", "Throttles", [{ Name: "FunctionName", Value: "Kubefn" }]],
+      ErrorsAlarm: ["AWS/Lambda", "Errors", [{ Name: "FunctionName", Value: "KubefnReconcile" }]],
+      ThrottlesAlarm: ["AWS/Lambda", "Throttles", [{ Name: "FunctionName", Value: "KubefnReconcile" }]],
+      // The intake's apart: a flood on the Function URL throttles the intake, not the control loop.
+      IntakeErrorsAlarm: ["AWS/Lambda", "Errors", [{ Name: "FunctionName", Value: "Kubefn" }]],
+      IntakeThrottlesAlarm: ["AWS/Lambda", "Throttles", [{ Name: "FunctionName", Value: "Kubefn" }]],
     });
-    expect(template.Resources.Kubefn?.Properties).toMatchObject({
-      DeadLetterQueue: { TargetArn: "DeadLetterQueue.Arn" },
-    });
+    for (const fn of ["Kubefn", "KubefnReconcile"])
+      expect(template.Resources[fn]?.Properties).toMatchObject({
+        DeadLetterQueue: { TargetArn: "DeadLetterQueue.Arn" },
+      });
   });
 
   it("each fires above zero and notifies the optional SNS topic", () => {

@@ -22,7 +22,10 @@ describe("the deployed bundle (dist/aws/index.mjs)", () => {
   let dir: string;
   let moto: Moto;
   let aws: KubefnAws;
-  let handler: (event: unknown, context: unknown) => Promise<{ statusCode: number; body: string }>;
+  type Entry = (event: unknown, context: unknown) => Promise<{ statusCode: number; body: string }>;
+  let handler: Entry;
+  let intake: Entry;
+  let reconcile: Entry;
 
   beforeAll(async () => {
     dir = await mkdtemp(join(tmpdir(), "kubefn-aws-"));
@@ -60,7 +63,7 @@ current-context: c
       AUDIT_TOKEN: "test-audit-token-0123456789",
     };
     for (const [k, v] of Object.entries(env)) vi.stubEnv(k, v);
-    ({ handler } = await import(pathToFileURL(outfile).href));
+    ({ handler, intake, reconcile } = await import(pathToFileURL(outfile).href));
   }, 60_000);
 
   afterAll(async () => {
@@ -71,6 +74,13 @@ current-context: c
   });
 
   const context = { invokedFunctionArn: "arn:aws:lambda:us-east-1:111122223333:function:kubefn" };
+
+  it("has the template's two entry points: intake answers the Function URL, reconcile refuses it", async () => {
+    expect((await intake(await fixture("apigw-v1-get-healthz.json"), context)).statusCode).toBe(200);
+    await expect(reconcile(await fixture("apigw-v1-get-healthz.json"), context)).rejects.toThrow(
+      /the reconcile function expects/,
+    );
+  });
 
   it("answers /healthz", async () => {
     const res = await handler(await fixture("apigw-v1-get-healthz.json"), context);

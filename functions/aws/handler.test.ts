@@ -15,7 +15,7 @@ import {
   TEST_CREDENTIALS,
 } from "../../test/support/moto.ts";
 import { ProxyResource, proxyController } from "../../test/unit/runtime/controllers.ts";
-import { createHandler } from "./handler.ts";
+import { createHandler, type HandlerRole } from "./handler.ts";
 
 /** The fixtures carry real Proxy events (crawl.kubefn.dev); the test controller reconciles that kind. */
 const ProxyKind: Resource = { ...ProxyResource, group: "crawl.kubefn.dev" };
@@ -84,8 +84,9 @@ afterEach(async () => {
   await aws.delivered();
 });
 
-function handlerWith(controller: Partial<ControllerDefinition> = {}) {
+function handlerWith(controller: Partial<ControllerDefinition> = {}, role?: HandlerRole) {
   return createHandler({
+    ...(role ? { role } : {}),
     env: ENV,
     endpoint: moto.endpoint,
     kube: () => kube,
@@ -369,5 +370,69 @@ describe("anything else", () => {
     ["hello", /unrecognised Lambda event \(string\)/],
   ])("throws a clear error for %j", async (event, message) => {
     await expect(handlerWith()(event, lambdaContext)).rejects.toThrow(message);
+  });
+});
+
+describe("the two deployed functions: intake and reconcile take only their own events", () => {
+  it("the intake function answers the Function URL as `handler` does", async () => {
+    const res = (await handlerWith({}, "intake")(
+      fixture("function-url-post-events.json"),
+      lambdaContext,
+    )) as {
+      statusCode: number;
+    };
+    expect(res.statusCode).toBe(202);
+    expect(await aws.deliveredMessages()).toMatchObject([
+      { request: { name: "p1" }, trigger: { kind: "audit" } },
+    ]);
+  });
+
+  it("the intake function passes a 0.1.0 schedule (which names it) on to the queue without running a pass", async () => {
+    const reconciled: string[] = [];
+    const intake = handlerWith(
+      {
+        reconcile: async (_ctx, proxy) => {
+          reconciled.push(proxy.metadata.name as string);
+          return requeueAfter(0);
+        },
+      },
+      "intake",
+    );
+    const input = fixture("0.1.0/schedule-input.json") as { detail: { messages: unknown[] } };
+    expect(await intake(input, lambdaContext)).toEqual({ forwarded: 1 });
+    expect(reconciled).toEqual([]);
+    // The message as 0.1.0 wrote it, for the reconcile function to consume.
+    expect(await aws.deliveredMessages()).toEqual(input.detail.messages);
+  });
+
+  it.each([
+    [
+      { Records: [{ eventSource: "aws:sqs", messageId: "m", receiptHandle: "r", body: "{}" }] },
+      "an SQS batch",
+    ],
+    [{ source: "aws.events", "detail-type": "Scheduled Event" }, "the sweep's tick"],
+    [{ awslogs: { data: "H4sIAAAAAAAAAwMAAAAAAAAAAAA=" } }, "a CloudWatch Logs delivery"],
+  ])("the intake function refuses %j (%s): it runs no pass, sweep or audit log", async (event, _what) => {
+    await expect(handlerWith({}, "intake")(event, lambdaContext)).rejects.toThrow(
+      /the intake function expects an HTTP, a kubefn\.reconcile event/,
+    );
+    expect(await aws.delivered()).toEqual([]);
+  });
+
+  it("the reconcile function refuses HTTP: nothing from the Function URL reaches it", async () => {
+    await expect(
+      handlerWith({}, "reconcile")(fixture("function-url-post-events.json"), lambdaContext),
+    ).rejects.toThrow(
+      /the reconcile function expects an SQS, a Scheduled Event, a CloudWatch Logs, a kubefn\.reconcile event/,
+    );
+    expect(await aws.delivered()).toEqual([]);
+  });
+
+  it("the reconcile function sweeps on the schedule's tick", async () => {
+    const out = (await handlerWith({}, "reconcile")(
+      fixture("scheduled-event.json"),
+      lambdaContext,
+    )) as SweepSummary;
+    expect(out.controllers.proxy?.listed).toBe(2);
   });
 });

@@ -1,12 +1,17 @@
 /**
- * The AWS Lambda entry (infra/aws/template.yaml `Handler: handler.handler`): every event source,
- * told apart by shape (the table is in docs/deploying/aws.md), onto one call of {@link createKubefn};
- * anything else throws. Built at the first invoke (the kubeconfig and GCE key read then from Secrets Manager by ARN,
- * or on EKS no kubeconfig: tokens minted from the function's role, ./eks-token.ts; a failed build is retried). Follow-ups and fan-out go to the reconcile queue (SQS), whose batches
- * come back here; the previous release's EventBridge events are still consumed (./eventbridge.ts).
- * The intake's token and relay secret are re-read after a refused request (at most once a minute,
- * ./secrets.ts); the invocation's metrics are written at its end, also when it failed
- * (./telemetry.ts).
+ * The AWS Lambda entries: every event source, told apart by shape (the table is in
+ * docs/deploying/aws.md), onto one call of {@link createKubefn}. infra/aws/template.yaml deploys
+ * two functions from this one bundle, so that a flood of requests to the public Function URL
+ * cannot take the instances the control loop runs on: `intake` (the Function URL only; its own
+ * reserved concurrency, no SQS event source, no GCE key) and `reconcile` (the reconcile queue, the
+ * sweep rule, the EKS audit log; no URL, no intake secrets). `handler` takes every event (local
+ * runs, and a single-function template). An event the function is not for throws before anything
+ * is built. Built at the first invoke (the kubeconfig and GCE key read then from Secrets Manager
+ * by ARN, or on EKS no kubeconfig: tokens minted from the function's role, ./eks-token.ts; a
+ * failed build is retried). Follow-ups and fan-out go to the reconcile queue (SQS); the
+ * previous release's EventBridge events are still consumed (./eventbridge.ts). The intake's token
+ * and relay secret are re-read after a refused request (at most once a minute, ./secrets.ts); the
+ * invocation's metrics are written at its end, also when it failed (./telemetry.ts).
  */
 import { handle, type LambdaContext, type LambdaEvent } from "hono/aws-lambda";
 import { Hono } from "hono/tiny";
@@ -14,21 +19,43 @@ import type { Operators } from "../../shared/app/index.ts";
 import { createJsonLog, createKubefn } from "../../shared/app/index.ts";
 import { isCloudWatchLogsEvent } from "../../shared/audit-export/index.ts";
 import { onceUntilFailure } from "../../shared/concurrency/index.ts";
-import { describeShape, isRecord } from "../../shared/guards/index.ts";
+import { assertNever, describeShape, isRecord } from "../../shared/guards/index.ts";
 import { createNodeProber } from "../../shared/health/node-prober.ts";
 import type { Kube } from "../../shared/kube/index.ts";
 import type { Clock, Log, Metrics } from "../../shared/runtime/index.ts";
 import { clusterKube } from "./cluster.ts";
 import { type AwsConfig, parseAwsEnv } from "./config.ts";
-import { consumeReconcileEvent, isReconcileEvent, isScheduledEvent } from "./eventbridge.ts";
+import {
+  consumeReconcileEvent,
+  isReconcileEvent,
+  isScheduledEvent,
+  type ReconcileEvent,
+} from "./eventbridge.ts";
 import { answeringAgainAfterRotation } from "./intake-credentials.ts";
-import { consumeSqsEvent, isSqsEvent, sqsQueue, sqsQueueOptionsFor } from "./queue.ts";
+import {
+  consumeSqsEvent,
+  forwardBodies,
+  isSqsEvent,
+  type SqsEvent,
+  sqsQueue,
+  sqsQueueOptionsFor,
+} from "./queue.ts";
 import { resolveSecretEnv, rotatingIntakeCredentials } from "./secrets.ts";
 import { createEmfMetrics } from "./telemetry.ts";
+
+/**
+ * Which events a function takes. `intake`: HTTP only (and the previous release's
+ * `kubefn.reconcile` schedules, which name this function: passed on to the queue, not run).
+ * `reconcile`: SQS batches, the sweep, CloudWatch Logs deliveries, `kubefn.reconcile` events.
+ * `all`: both.
+ */
+export type HandlerRole = "intake" | "reconcile" | "all";
 
 /** What the handler is built from; everything but `env` has a production default. */
 export interface HandlerOptions {
   env: Record<string, string | undefined>;
+  /** `all` when unset. */
+  role?: HandlerRole;
   /** AWS endpoint for every SDK client (tests point it at a local server). */
   endpoint?: string;
   kube?: (config: AwsConfig) => Kube;
@@ -43,17 +70,29 @@ export interface HandlerOptions {
 export function createHandler(options: HandlerOptions) {
   const metrics = options.metrics ?? createEmfMetrics();
   const instance = onceUntilFailure(() => build({ ...options, metrics }));
+  const role = options.role ?? "all";
   const dispatch = async (event: unknown, context: LambdaContext): Promise<unknown> => {
+    const route = routeOf(event, role);
     const { kubefn, http, sqs } = await instance();
-    if (isHttpEvent(event)) return http(event, context);
-    if (isSqsEvent(event)) return consumeSqsEvent(event, kubefn, sqs);
-    if (isCloudWatchLogsEvent(event))
-      return kubefn.ingest({ source: "cloudwatch-logs", data: event.awslogs.data });
-    if (isReconcileEvent(event)) return consumeReconcileEvent(event, kubefn);
-    if (isScheduledEvent(event)) return kubefn.sweep();
-    throw new Error(
-      `unrecognised Lambda event (${describeShape(event, ["source", "detail-type", "eventSource"])}); expected an HTTP, SQS, kubefn.reconcile, Scheduled Event or CloudWatch Logs event`,
-    );
+    switch (route.kind) {
+      case "http":
+        return http(route.event, context);
+      case "sqs":
+        return consumeSqsEvent(route.event, kubefn, sqs);
+      case "logs":
+        return kubefn.ingest({ source: "cloudwatch-logs", data: route.event.awslogs.data });
+      case "reconcile":
+        return consumeReconcileEvent(route.event, kubefn);
+      case "forward": {
+        const { messages } = route.event.detail;
+        await forwardBodies(sqs, messages);
+        return { forwarded: messages.length };
+      }
+      case "sweep":
+        return kubefn.sweep();
+      default:
+        return assertNever(route);
+    }
   };
   return async (event: unknown, context: LambdaContext): Promise<unknown> => {
     try {
@@ -97,6 +136,37 @@ async function build(options: HandlerOptions) {
   };
 }
 
+/** An event with what its function does with it. */
+type Route =
+  | { kind: "http"; event: LambdaEvent }
+  | { kind: "sqs"; event: SqsEvent }
+  | { kind: "logs"; event: { awslogs: { data: string } } }
+  | { kind: "reconcile" | "forward"; event: ReconcileEvent }
+  | { kind: "sweep" };
+
+/**
+ * What `role`'s function does with `event`.
+ * @throws Error naming the event's shape when the function is not for it: an SQS batch delivered
+ * to the intake (an event source mapping left on it) fails and comes back to the reconcile function.
+ */
+function routeOf(event: unknown, role: HandlerRole): Route {
+  const intake = role !== "reconcile";
+  const reconcile = role !== "intake";
+  if (intake && isHttpEvent(event)) return { kind: "http", event };
+  if (reconcile && isSqsEvent(event)) return { kind: "sqs", event };
+  if (reconcile && isCloudWatchLogsEvent(event)) return { kind: "logs", event };
+  if (isReconcileEvent(event)) return { kind: reconcile ? "reconcile" : "forward", event };
+  if (reconcile && isScheduledEvent(event)) return { kind: "sweep" };
+  const expected = [
+    ...(intake ? ["an HTTP"] : []),
+    ...(reconcile ? ["an SQS", "a Scheduled Event", "a CloudWatch Logs"] : []),
+    "a kubefn.reconcile",
+  ];
+  throw new Error(
+    `unrecognised Lambda event (${describeShape(event, ["source", "detail-type", "eventSource"])}); the ${role === "all" ? "" : `${role} `}function expects ${expected.join(", ")} event`,
+  );
+}
+
 /** API Gateway v2 and Function URL (`requestContext.http`), or API Gateway v1 (`httpMethod`). */
 function isHttpEvent(e: unknown): e is LambdaEvent {
   if (!isRecord(e) || !isRecord(e.requestContext)) return false;
@@ -104,4 +174,9 @@ function isHttpEvent(e: unknown): e is LambdaEvent {
   return (isRecord(rc.http) && typeof e.rawPath === "string") || typeof e.httpMethod === "string";
 }
 
+/** Every event source: local runs, and a template that deploys one function. */
 export const handler = createHandler({ env: process.env });
+/** infra/aws/template.yaml's `Kubefn` function: the public Function URL. */
+export const intake = createHandler({ env: process.env, role: "intake" });
+/** infra/aws/template.yaml's `KubefnReconcile` function: the queue, the sweep, the EKS audit log. */
+export const reconcile = createHandler({ env: process.env, role: "reconcile" });

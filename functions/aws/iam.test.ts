@@ -1,8 +1,9 @@
 /**
- * The function's own permissions, as infra/aws/template.yaml grants them, enforced by moto's
- * server with authentication on: every call the queue makes is SigV4-signed with the function's
- * keys (moto recomputes the signature) and is one of the actions the template grants; an action
- * it does not grant is denied, and a request signed with the wrong secret is refused.
+ * The functions' own permissions, as infra/aws/template.yaml grants them to each (the intake
+ * `Kubefn`, the reconcile function `KubefnReconcile`), enforced by moto's server with
+ * authentication on: every call the queue makes is SigV4-signed with the function's keys (moto
+ * recomputes the signature) and is one of the actions the template grants that function; an
+ * action it does not grant is denied, and a request signed with the wrong secret is refused.
  *
  * Caveats: moto evaluates IAM policies by action only (outside S3 every request's resource is
  * `*`), so the statements' resources are widened to `*` for moto; that the template scopes them
@@ -28,6 +29,7 @@ import {
 import { ListQueuesCommand, PurgeQueueCommand, SQSClient } from "@aws-sdk/client-sqs";
 import { afterAll, beforeAll, describe, expect, it, onTestFinished, vi } from "vitest";
 import { parse } from "yaml";
+import { FakeKube } from "../../test/support/fake-kube.ts";
 import {
   createKubefnAws,
   type KubefnAws,
@@ -36,6 +38,7 @@ import {
   startMoto,
   TEST_CREDENTIALS,
 } from "../../test/support/moto.ts";
+import { createHandler } from "./handler.ts";
 import { consumeSqsEvent, sqsQueue } from "./queue.ts";
 
 interface Statement {
@@ -50,10 +53,14 @@ const template = parse(readFileSync(new URL("../../infra/aws/template.yaml", imp
   logLevel: "error",
 }) as { Resources: Record<string, { Properties?: { Policies?: ({ Statement?: Statement[] } | null)[] } }> };
 
-/** The function's policy statements for SQS, as the template writes them. */
-const queueStatements = Object.values(template.Resources)
-  .flatMap((r) => (r.Properties?.Policies ?? []).flatMap((p) => p?.Statement ?? []))
-  .filter((s) => s.Action.startsWith("sqs:"));
+const FUNCTIONS = ["Kubefn", "KubefnReconcile"] as const;
+type Fn = (typeof FUNCTIONS)[number];
+
+/** A function's policy statements for SQS, as the template writes them. */
+const queueStatementsOf = (fn: Fn) =>
+  (template.Resources[fn]?.Properties?.Policies ?? [])
+    .flatMap((p) => p?.Statement ?? [])
+    .filter((s) => s.Action.startsWith("sqs:"));
 
 // The template again with the intrinsic functions a statement's resources use kept, to evaluate
 // them for given Parameters as CloudFormation does.
@@ -78,11 +85,11 @@ const withIntrinsics = parse(
   },
 ) as {
   Conditions: Record<string, unknown>;
-  Resources: { Kubefn: { Properties: { Policies: unknown[] } } };
+  Resources: Record<Fn, { Properties: { Policies: unknown[] } }>;
 };
-/** The function's Secrets Manager statements as CloudFormation resolves them for `parameters`. */
-const secretStatementsFor = (parameters: Record<string, string>): Statement[] =>
-  (evaluate(withIntrinsics.Resources.Kubefn.Properties.Policies, parameters) as { Statement: Statement[] }[])
+/** A function's Secrets Manager statements as CloudFormation resolves them for `parameters`. */
+const secretStatementsFor = (fn: Fn, parameters: Record<string, string>): Statement[] =>
+  (evaluate(withIntrinsics.Resources[fn].Properties.Policies, parameters) as { Statement: Statement[] }[])
     .flatMap((p) => p.Statement)
     .filter((s) => s.Action.startsWith("secretsmanager:"));
 
@@ -124,39 +131,55 @@ function evaluate(node: unknown, parameters: Record<string, string>): unknown {
 
 let moto: Moto;
 let aws: KubefnAws;
-let keys: { accessKeyId: string; secretAccessKey: string };
+type Keys = { accessKeyId: string; secretAccessKey: string };
+/** The reconcile function's keys (the queue's sends and visibility changes). */
+let keys: Keys;
+const keysOf = {} as Record<Fn, Keys>;
+let nothing: Keys;
 let relaySecretArn: string;
+
+/** An IAM user with `statements` attached, and its access keys. */
+async function userWith(iam: IAMClient, name: string, statements: object[]): Promise<Keys> {
+  await iam.send(new CreateUserCommand({ UserName: name }));
+  const policy = await iam.send(
+    new CreatePolicyCommand({
+      PolicyName: name,
+      PolicyDocument: JSON.stringify({ Version: "2012-10-17", Statement: statements }),
+    }),
+  );
+  await iam.send(new AttachUserPolicyCommand({ UserName: name, PolicyArn: policy.Policy?.Arn }));
+  const key = await iam.send(new CreateAccessKeyCommand({ UserName: name }));
+  return {
+    accessKeyId: key.AccessKey?.AccessKeyId ?? "",
+    secretAccessKey: key.AccessKey?.SecretAccessKey ?? "",
+  };
+}
 
 beforeAll(async () => {
   for (const [k, v] of Object.entries(TEST_CREDENTIALS)) vi.stubEnv(k, v);
   moto = await startMoto();
   aws = await createKubefnAws(moto.endpoint);
   const iam = new IAMClient({ region: REGION, endpoint: moto.endpoint });
-  await iam.send(new CreateUserCommand({ UserName: "kubefn-function" }));
-  const statements = [
-    ...queueStatements.map((s) => ({
-      Effect: s.Effect,
-      Action: [s.Action, `${s.Action}Batch`],
-      Resource: "*",
-    })),
-    ...secretStatementsFor({ KubeconfigSecretArn: "any" }).map((s) => ({
-      Effect: s.Effect,
-      Action: s.Action,
-      Resource: "*",
-    })),
-  ];
-  const policy = await iam.send(
-    new CreatePolicyCommand({
-      PolicyName: "kubefn-function",
-      PolicyDocument: JSON.stringify({ Version: "2012-10-17", Statement: statements }),
-    }),
-  );
-  await iam.send(new AttachUserPolicyCommand({ UserName: "kubefn-function", PolicyArn: policy.Policy?.Arn }));
-  const key = await iam.send(new CreateAccessKeyCommand({ UserName: "kubefn-function" }));
-  keys = {
-    accessKeyId: key.AccessKey?.AccessKeyId ?? "",
-    secretAccessKey: key.AccessKey?.SecretAccessKey ?? "",
-  };
+  for (const fn of FUNCTIONS) {
+    const statements = [
+      ...queueStatementsOf(fn).map((s) => ({
+        Effect: s.Effect,
+        Action: [s.Action, `${s.Action}Batch`],
+        Resource: "*",
+      })),
+      ...secretStatementsFor(fn, { KubeconfigSecretArn: "any" }).map((s) => ({
+        Effect: s.Effect,
+        Action: s.Action,
+        Resource: "*",
+      })),
+    ];
+    keysOf[fn] = await userWith(iam, fn, statements);
+  }
+  // A role granted nothing: the handler's calls must fail with it (the checks below can fail).
+  nothing = await userWith(iam, "nothing", [
+    { Effect: "Allow", Action: "sts:GetCallerIdentity", Resource: "*" },
+  ]);
+  keys = keysOf.KubefnReconcile;
   iam.destroy();
   const secrets = new SecretsManagerClient({ region: REGION, endpoint: moto.endpoint });
   relaySecretArn =
@@ -222,10 +245,23 @@ function refusal(err: unknown): { status?: number } {
 const message = { request: { controller: "proxy", namespace: "ns1", name: "p1" }, attempt: 0 };
 
 describe("the function's IAM policy from infra/aws/template.yaml (moto, authentication on)", () => {
-  it("the template grants SendMessage and ChangeMessageVisibility on the reconcile queue, nothing more", () => {
-    expect(queueStatements).toEqual([
+  it("the template grants the reconcile function SendMessage and ChangeMessageVisibility on the reconcile queue, the intake SendMessage only", () => {
+    expect(queueStatementsOf("KubefnReconcile")).toEqual([
       { Effect: "Allow", Action: "sqs:SendMessage", Resource: "ReconcileQueue.Arn" },
       { Effect: "Allow", Action: "sqs:ChangeMessageVisibility", Resource: "ReconcileQueue.Arn" },
+    ]);
+    expect(queueStatementsOf("Kubefn")).toEqual([
+      { Effect: "Allow", Action: "sqs:SendMessage", Resource: "ReconcileQueue.Arn" },
+    ]);
+  });
+
+  it("the intake's keys may send to the queue but not change a message's visibility (it consumes nothing)", async () => {
+    await expect(queue(keysOf.Kubefn).send([message])).resolves.toBeUndefined();
+    expect(await retryVisibility(keysOf.Kubefn)).toEqual([
+      expect.not.objectContaining({ code: expect.anything() }),
+    ]);
+    expect(await retryVisibility(keysOf.KubefnReconcile)).toEqual([
+      expect.objectContaining({ code: "ReceiptHandleIsInvalid" }),
     ]);
   });
 
@@ -266,39 +302,49 @@ describe("the function's IAM policy from infra/aws/template.yaml (moto, authenti
   });
 });
 
-describe("the function reads only the secrets the template's Parameters name", () => {
+describe("each function reads only the secrets the template's Parameters name, and only those it needs", () => {
   // moto's default account.
   const arn = (name: string) => `arn:aws:secretsmanager:${REGION}:123456789012:secret:kubefn/${name}-AbCdEf`;
+  const all = {
+    KubeconfigSecretArn: arn("kubeconfig"),
+    GceCredentialsSecretArn: arn("gce"),
+    AuditTokenSecretArn: arn("audit"),
+    RelaySecretArn: arn("relay"),
+  };
 
   it.each([
-    [{ KubeconfigSecretArn: arn("kubeconfig") }, [arn("kubeconfig")]],
-    [{ EksClusterName: "prod", EksTokenAuth: "true", AuditTokenSecretArn: arn("audit") }, [arn("audit")]],
-    [{ KubeGoogleCredentialsSecretArn: arn("kube-google") }, [arn("kube-google")]],
+    ["Kubefn", { KubeconfigSecretArn: arn("kubeconfig") }, [arn("kubeconfig")]],
     [
+      "Kubefn",
       { KubeconfigSecretArn: arn("kubeconfig"), AuditTokenSecretArn: arn("audit") },
       [arn("kubeconfig"), arn("audit")],
     ],
+    ["Kubefn", all, [arn("kubeconfig"), arn("audit"), arn("relay")]],
     [
-      {
-        KubeconfigSecretArn: arn("kubeconfig"),
-        GceCredentialsSecretArn: arn("gce"),
-        AuditTokenSecretArn: arn("audit"),
-        RelaySecretArn: arn("relay"),
-      },
-      [arn("kubeconfig"), arn("gce"), arn("audit"), arn("relay")],
+      "Kubefn",
+      { EksClusterName: "prod", EksTokenAuth: "true", AuditTokenSecretArn: arn("audit") },
+      [arn("audit")],
     ],
-  ])("GetSecretValue on exactly the ARNs given: %j", (parameters, expected) => {
-    expect(secretStatementsFor(parameters)).toEqual([
+    ["Kubefn", { KubeGoogleCredentialsSecretArn: arn("kube-google") }, [arn("kube-google")]],
+    ["KubefnReconcile", { KubeconfigSecretArn: arn("kubeconfig") }, [arn("kubeconfig")]],
+    ["KubefnReconcile", all, [arn("kubeconfig"), arn("gce")]],
+    ["KubefnReconcile", { KubeGoogleCredentialsSecretArn: arn("kube-google") }, [arn("kube-google")]],
+  ] as const)("%s: GetSecretValue on exactly the ARNs given: %j", (fn, parameters, expected) => {
+    expect(secretStatementsFor(fn, parameters)).toEqual([
       { Effect: "Allow", Action: "secretsmanager:GetSecretValue", Resource: expected },
     ]);
   });
 
-  it("no Secrets Manager statement at all when no secret is named (EKS tokens, CloudWatch Logs intake)", () => {
-    expect(secretStatementsFor({ EksClusterName: "prod", EksTokenAuth: "true" })).toEqual([]);
+  it.each(FUNCTIONS)("%s: no Secrets Manager statement at all when no secret is named (EKS tokens)", (fn) => {
+    expect(secretStatementsFor(fn, { EksClusterName: "prod", EksTokenAuth: "true" })).toEqual([]);
   });
 
   it("moto lets the function's keys read a secret and nothing else of Secrets Manager", async () => {
-    const secrets = new SecretsManagerClient({ region: REGION, endpoint: moto.endpoint, credentials: keys });
+    const secrets = new SecretsManagerClient({
+      region: REGION,
+      endpoint: moto.endpoint,
+      credentials: keysOf.Kubefn,
+    });
     onTestFinished(() => secrets.destroy());
     const read = await secrets.send(new GetSecretValueCommand({ SecretId: relaySecretArn }));
     expect(read.SecretString).toBe("relay-secret-0123456789");
@@ -308,5 +354,66 @@ describe("the function reads only the secrets the template's Parameters name", (
         .send(new PutSecretValueCommand({ SecretId: relaySecretArn, SecretString: "forged-by-the-function" }))
         .catch(refusal),
     ).toEqual({ status: 403 });
+  });
+});
+
+describe("the handlers with each function's own keys (moto, authentication on)", () => {
+  const fixture = (name: string): unknown =>
+    JSON.parse(readFileSync(new URL(`../../test/fixtures/aws/${name}`, import.meta.url), "utf8"));
+  const context = {
+    functionName: "kubefn",
+    functionVersion: "$LATEST",
+    invokedFunctionArn: "arn:aws:lambda:us-east-1:111122223333:function:kubefn",
+    memoryLimitInMB: "512",
+    awsRequestId: "4c9e5a8b-1d2f-4e3a-9b8c-7d6e5f4a3b2c",
+    logGroupName: "/aws/lambda/kubefn",
+    logStreamName: "2026/11/30/[$LATEST]0",
+    callbackWaitsForEmptyEventLoop: true,
+    getRemainingTimeInMillis: () => 30_000,
+  };
+  const silent = { info() {}, warn() {}, error() {} };
+  /** The intake as deployed, its SDK clients signing with `credentials` (the default chain, from the environment). */
+  function intakeWith(credentials: Keys) {
+    vi.stubEnv("AWS_ACCESS_KEY_ID", credentials.accessKeyId);
+    vi.stubEnv("AWS_SECRET_ACCESS_KEY", credentials.secretAccessKey);
+    onTestFinished(() => {
+      for (const [k, v] of Object.entries(TEST_CREDENTIALS)) vi.stubEnv(k, v);
+    });
+    return createHandler({
+      role: "intake",
+      env: {
+        AWS_REGION: REGION,
+        QUEUE_URL: aws.queueUrl,
+        KUBECONFIG_BASE64: Buffer.from("apiVersion: v1\nkind: Config\n").toString("base64"),
+        AUDIT_TOKEN: "test-audit-token-0123456789",
+      },
+      endpoint: moto.endpoint,
+      kube: () => new FakeKube(),
+      log: silent,
+      metrics: { count() {}, observe() {}, gauge() {} },
+    });
+  }
+
+  it("the intake takes an audit batch and enqueues it with the intake's keys alone", async () => {
+    const res = (await intakeWith(keysOf.Kubefn)(fixture("function-url-post-events.json"), context)) as {
+      statusCode: number;
+      body: string;
+    };
+    expect(res.statusCode).toBe(202);
+    expect(JSON.parse(res.body)).toMatchObject({ enqueued: 1 });
+  });
+
+  it("the same batch with keys granted nothing is not enqueued (the check can fail)", async () => {
+    const res = (await intakeWith(nothing)(fixture("function-url-post-events.json"), context)) as {
+      statusCode: number;
+    };
+    expect(res.statusCode).toBeGreaterThanOrEqual(500);
+  });
+
+  it("the intake refuses a reconcile queue batch before reading anything: it runs no pass", async () => {
+    const batch = { Records: [{ eventSource: "aws:sqs", messageId: "m1", receiptHandle: "r", body: "{}" }] };
+    await expect(intakeWith(keysOf.Kubefn)(batch, context)).rejects.toThrow(
+      /the intake function expects an HTTP, a kubefn\.reconcile event/,
+    );
   });
 });

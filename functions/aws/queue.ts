@@ -69,6 +69,20 @@ export function sqsQueue(opts: SqsQueueOptions): Queue {
   };
 }
 
+/**
+ * Sends `bodies` to the reconcile queue as they are, undelayed: the intake function passing on
+ * the previous release's `kubefn.reconcile` events (./eventbridge.ts), which the reconcile
+ * function then consumes (one that is not a kubefn message is dropped and counted there).
+ */
+export function forwardBodies(opts: SqsQueueOptions, bodies: readonly unknown[]): Promise<void> {
+  return sendBodies(
+    opts,
+    bodies.map((b) => JSON.stringify(b)),
+    0,
+    undefined,
+  );
+}
+
 async function sendBodies(
   opts: SqsQueueOptions,
   bodies: readonly string[],

@@ -64,6 +64,7 @@ describe("the Lambda's secrets come from Secrets Manager at cold start (moto's s
       GCE_CREDENTIALS_SECRET_ARN: gceArn,
       GCE_PROJECT: "p",
       GCE_ZONES: "europe-west1-b",
+      GCE_NETWORK: "crawl-proxies",
     };
     const resolved = await resolveSecretEnv(env, { endpoint });
     expect(resolved.GCE_CREDENTIALS).toBe(GCE_KEY);

@@ -206,7 +206,10 @@ describe("the Lambda handler flushes its metrics at the end of every invocation"
     await expect(handler({ unknown: "event" }, context)).rejects.toThrow(/unrecognised Lambda event/);
     expect(flush).toHaveBeenCalledTimes(1);
     await expect(
-      createHandler({ env: {}, metrics: { count() {}, observe() {}, gauge() {}, flush } })({}, context),
+      createHandler({ env: {}, metrics: { count() {}, observe() {}, gauge() {}, flush } })(
+        { source: "aws.events", "detail-type": "Scheduled Event" },
+        context,
+      ),
     ).rejects.toThrow(/invalid Lambda environment/);
     expect(flush).toHaveBeenCalledTimes(2);
   });

@@ -37,16 +37,20 @@ describe("infra/aws/template.yaml: the EKS audit log subscription", () => {
       Type: "AWS::Logs::SubscriptionFilter",
       Condition: "HasEksCluster",
       DependsOn: "EksAuditLogPermission",
-      // biome-ignore lint/suspicious/noTemplateCurlyInString: CloudFormation !Sub syntax
-      Properties: { LogGroupName: "/aws/eks/${EksClusterName}/cluster", DestinationArn: "Kubefn.Arn" },
+      Properties: {
+        // biome-ignore lint/suspicious/noTemplateCurlyInString: CloudFormation !Sub syntax
+        LogGroupName: "/aws/eks/${EksClusterName}/cluster",
+        DestinationArn: "KubefnReconcile.Arn",
+      },
     });
   });
 
-  it("lets only CloudWatch Logs of this account, for that log group, invoke the function", () => {
+  it("lets only CloudWatch Logs of this account, for that log group, invoke the reconcile function", () => {
     expect(template.Resources.EksAuditLogPermission).toMatchObject({
       Type: "AWS::Lambda::Permission",
       Condition: "HasEksCluster",
       Properties: {
+        FunctionName: "KubefnReconcile.Arn",
         Action: "lambda:InvokeFunction",
         Principal: "logs.amazonaws.com",
         SourceAccount: "AWS::AccountId",
@@ -92,14 +96,14 @@ describe("the committed filter pattern, read as CloudWatch Logs reads it", () =>
 });
 
 describe("infra/aws/template.yaml: the reconcile queue", () => {
-  const fn = template.Resources.Kubefn?.Properties as {
+  const fn = template.Resources.KubefnReconcile?.Properties as {
     Timeout: number;
     Environment: { Variables: Record<string, unknown> };
     Events: Record<string, { Type: string; Properties: Record<string, unknown> }>;
   };
   const queue = template.Resources.ReconcileQueue?.Properties as Record<string, unknown>;
 
-  it("is the function's event source, batches of 10 with partial batch failures, and its QUEUE_URL", () => {
+  it("is the reconcile function's event source, batches of 10 with partial batch failures, and its QUEUE_URL", () => {
     expect(fn.Events.Queue).toEqual({
       Type: "SQS",
       Properties: {
@@ -125,26 +129,37 @@ describe("infra/aws/template.yaml: the reconcile queue", () => {
 });
 
 describe("infra/aws/template.yaml: credentials come from Secrets Manager at cold start", () => {
-  const fn = template.Resources.Kubefn?.Properties as {
-    Environment: { Variables: Record<string, unknown> };
-    Policies: { Statement: { Action: string; Resource: unknown }[] }[];
-  };
+  const variablesOf = (fn: string) =>
+    (template.Resources[fn]?.Properties.Environment as { Variables?: Record<string, unknown> } | undefined)
+      ?.Variables ?? {};
 
-  it("the function's environment holds only the secrets' ARNs, never their values", () => {
-    const vars = fn.Environment.Variables;
-    expect(vars.KUBECONFIG_SECRET_ARN).toBe("KubeconfigSecretArn");
-    expect(vars.AUDIT_TOKEN_SECRET_ARN).toBe("AuditTokenSecretArn");
-    expect(vars.RELAY_SECRET_ARN).toBe("RelaySecretArn");
-    expect(vars.KUBE_GOOGLE_CREDENTIALS_SECRET_ARN).toBe("KubeGoogleCredentialsSecretArn");
-    for (const value of [
-      "KUBECONFIG_BASE64",
-      "GCE_CREDENTIALS",
-      "KUBE_GOOGLE_CREDENTIALS",
-      "AUDIT_TOKEN",
-      "RELAY_SECRET",
-    ])
-      expect(vars).not.toHaveProperty(value);
-    expect(JSON.stringify(vars)).not.toContain("resolve:secretsmanager");
+  it.each(["Kubefn", "KubefnReconcile"])(
+    "%s's environment holds only the secrets' ARNs, never their values",
+    (fn) => {
+      const vars = variablesOf(fn);
+      expect(vars.KUBECONFIG_SECRET_ARN).toBe("KubeconfigSecretArn");
+      expect(vars.KUBE_GOOGLE_CREDENTIALS_SECRET_ARN).toBe("KubeGoogleCredentialsSecretArn");
+      for (const value of [
+        "KUBECONFIG_BASE64",
+        "GCE_CREDENTIALS",
+        "KUBE_GOOGLE_CREDENTIALS",
+        "AUDIT_TOKEN",
+        "RELAY_SECRET",
+      ])
+        expect(vars).not.toHaveProperty(value);
+      expect(JSON.stringify(vars)).not.toContain("resolve:secretsmanager");
+    },
+  );
+
+  it("each function is told only the secrets it needs: the intake's to the intake, the GCE key to reconcile", () => {
+    expect(variablesOf("Kubefn")).toMatchObject({
+      AUDIT_TOKEN_SECRET_ARN: "AuditTokenSecretArn",
+      RELAY_SECRET_ARN: "RelaySecretArn",
+    });
+    expect(variablesOf("Kubefn")).not.toHaveProperty("GCE_CREDENTIALS_SECRET_ARN");
+    expect(variablesOf("KubefnReconcile")).toHaveProperty("GCE_CREDENTIALS_SECRET_ARN");
+    for (const v of ["AUDIT_TOKEN_SECRET_ARN", "RELAY_SECRET_ARN"])
+      expect(variablesOf("KubefnReconcile")).not.toHaveProperty(v);
   });
 
   it("no credential is a Parameter: no NoEcho Parameter is left", () => {
@@ -152,5 +167,52 @@ describe("infra/aws/template.yaml: credentials come from Secrets Manager at cold
     expect(noEcho).toEqual([]);
     expect(template.Parameters).not.toHaveProperty("AuditToken");
     expect(template.Parameters).not.toHaveProperty("RelaySecret");
+  });
+});
+
+describe("infra/aws/template.yaml: a flood on the public Function URL cannot starve the control loop", () => {
+  type Fn = {
+    Handler: string;
+    ReservedConcurrentExecutions: unknown;
+    FunctionUrlConfig?: unknown;
+    Events?: Record<string, { Type: string }>;
+  };
+  const functions = Object.entries(template.Resources).filter(
+    ([, r]) => r.Type === "AWS::Serverless::Function",
+  );
+  const intake = template.Resources.Kubefn?.Properties as Fn;
+  const reconcile = template.Resources.KubefnReconcile?.Properties as Fn;
+
+  it("two functions from one bundle: the intake and the reconcile entry points", () => {
+    expect(functions.map(([name]) => name).sort()).toEqual(["Kubefn", "KubefnReconcile"]);
+    expect([intake.Handler, reconcile.Handler]).toEqual(["index.intake", "index.reconcile"]);
+  });
+
+  it("each reserves instances of its own, from a Parameter of its own", () => {
+    expect(intake.ReservedConcurrentExecutions).toBe("IntakeReservedConcurrency");
+    expect(reconcile.ReservedConcurrentExecutions).toBe("ReconcileReservedConcurrency");
+    expect(template.Parameters).not.toHaveProperty("ReservedConcurrency");
+    for (const p of ["IntakeReservedConcurrency", "ReconcileReservedConcurrency"])
+      expect(template.Parameters[p]).toMatchObject({ Type: "Number", MinValue: 1 });
+  });
+
+  it("only the intake has the Function URL, and it has no event source: no queue, no schedule, no log subscription", () => {
+    expect(intake.FunctionUrlConfig).toEqual({ AuthType: "NONE" });
+    expect(intake.Events).toBeUndefined();
+    expect(reconcile.FunctionUrlConfig).toBeUndefined();
+    expect(Object.values(reconcile.Events ?? {}).map((e) => e.Type)).toEqual([
+      "SQS",
+      "EventBridgeRule",
+      "Schedule",
+    ]);
+    const urlPermission = template.Resources.KubefnUrlInvokePermission?.Properties;
+    expect(urlPermission).toMatchObject({ FunctionName: "Kubefn", InvokedViaFunctionUrl: true });
+    // Nothing else may invoke the reconcile function from outside but CloudWatch Logs.
+    const permissions = Object.values(template.Resources).filter((r) => r.Type === "AWS::Lambda::Permission");
+    expect(
+      permissions.filter((p) => JSON.stringify(p.Properties.FunctionName).includes("KubefnReconcile")),
+    ).toEqual([
+      expect.objectContaining({ Properties: expect.objectContaining({ Principal: "logs.amazonaws.com" }) }),
+    ]);
   });
 });

@@ -1,6 +1,6 @@
 /**
- * The release's SAM template: infra/aws/template.yaml with a Parameter, and the function
- * environment variable it feeds, for every kubefn setting (`settingsVariables`, which spreads the
+ * The release's SAM template: infra/aws/template.yaml with a Parameter, and the environment
+ * variable it feeds in both functions (the intake's without the GCE ones), for every kubefn setting (`settingsVariables`, which spreads the
  * operators' own), generated from the one settings schema so a new setting cannot be missed.
  *
  * A Parameter the base template already declares (with its hand-written description and
@@ -24,6 +24,12 @@ export const settingsFromSecretArns: Record<string, string> = {
 
 /** Settings whose value is a credential: NoEcho, never shown by the console or DescribeStacks. */
 export const secretSettings = new Set(["AUDIT_TOKEN", "RELAY_SECRET", "API_TOKEN"]);
+
+/** The template's functions, each given every setting: the intake (`Kubefn`) and the reconcile function. */
+export const releaseFunctions = ["Kubefn", "KubefnReconcile"] as const;
+
+/** Settings the intake function is not given: the GCE provider's (it runs no pass). */
+const intakeOmits = /^GCE_/;
 
 /** The sweep periods a rate schedule can express, and the schedule of each. */
 export const sweepSchedules: Record<string, string> = {
@@ -113,21 +119,28 @@ const tagged = (tag: string, value: unknown, doc: Document) => {
 export function releaseTemplate(base: string, opts: { codeUri: string; version: string }): string {
   const doc = parseDocument(base, { logLevel: "error" });
   const parameters = doc.get("Parameters") as YAMLMap;
-  const fnPath = ["Resources", "Kubefn", "Properties"];
-  const variables = doc.getIn([...fnPath, "Environment", "Variables"]) as YAMLMap;
-  if (!isMap(parameters) || !isMap(variables)) throw new Error("base template: no Parameters or variables");
-  for (const variable of Object.keys(settingsVariables)) {
-    const viaSecret = settingsFromSecretArns[variable];
-    if (viaSecret) {
-      if (!variables.has(viaSecret)) throw new Error(`base template: ${viaSecret} is not set`);
-      continue;
+  if (!isMap(parameters)) throw new Error("base template: no Parameters");
+  const secretArnsSet = new Set<string>();
+  for (const fn of releaseFunctions) {
+    const variables = doc.getIn(["Resources", fn, "Properties", "Environment", "Variables"]) as YAMLMap;
+    if (!isMap(variables)) throw new Error(`base template: ${fn} has no variables`);
+    for (const variable of Object.keys(settingsVariables)) {
+      const viaSecret = settingsFromSecretArns[variable];
+      if (viaSecret) {
+        if (variables.has(viaSecret)) secretArnsSet.add(viaSecret);
+        continue;
+      }
+      if (fn === "Kubefn" && intakeOmits.test(variable)) continue;
+      const name = parameterName(variable);
+      if (!parameters.has(name)) parameters.set(name, doc.createNode(generatedParameter(variable)));
+      if (!variables.has(variable) || isLiteral(variables, variable)) {
+        variables.set(variable, tagged("!Ref", name, doc));
+      }
     }
-    const name = parameterName(variable);
-    if (!parameters.has(name)) parameters.set(name, doc.createNode(generatedParameter(variable)));
-    if (!variables.has(variable) || isLiteral(variables, variable)) {
-      variables.set(variable, tagged("!Ref", name, doc));
-    }
+    doc.setIn(["Resources", fn, "Properties", "CodeUri"], opts.codeUri);
   }
+  for (const viaSecret of Object.values(settingsFromSecretArns))
+    if (!secretArnsSet.has(viaSecret)) throw new Error(`base template: ${viaSecret} is not set`);
   const sweep = parameters.get(parameterName("SWEEP_PERIOD_SECONDS")) as YAMLMap;
   for (const bound of ["MinValue", "MaxValue"]) sweep.delete(bound);
   sweep.set("Type", "String");
@@ -140,10 +153,9 @@ export function releaseTemplate(base: string, opts: { codeUri: string; version: 
     ),
   );
   doc.setIn(
-    [...fnPath, "Events", "Sweep", "Properties", "Schedule"],
+    ["Resources", "KubefnReconcile", "Properties", "Events", "Sweep", "Properties", "Schedule"],
     tagged("!FindInMap", ["SweepSchedule", tagged("!Ref", "SweepPeriodSeconds", doc), "Rate"], doc),
   );
-  doc.setIn([...fnPath, "CodeUri"], opts.codeUri);
   doc.set("Description", `${String(doc.get("Description")).trim()}\nRelease ${opts.version}.`);
   moveAfter(doc, "Mappings", "Parameters");
   return doc.toString({ lineWidth: 0 });

@@ -165,6 +165,9 @@ export function createKubefn(settings: KubefnSettings, ports: KubefnPorts, opera
       prober: ports.prober,
       sweepPeriodSeconds: settings.sweepPeriodSeconds,
       probeConcurrency: settings.probeConcurrency,
+      ...(settings.probeNamespaceConcurrency
+        ? { probeNamespaceConcurrency: settings.probeNamespaceConcurrency }
+        : {}),
       ...(settings.probeShardSize ? { probeShardSize: settings.probeShardSize } : {}),
       ...(ports.providers ? { providers: ports.providers } : {}),
       ...(settings.proxyResyncSeconds ? { proxyResyncSeconds: settings.proxyResyncSeconds } : {}),

@@ -19,6 +19,7 @@ const operatorEnv = {
   GCE_PROJECT: "crawl-prod",
   GCE_ZONES: "europe-west1-b, europe-west1-c",
   GCE_CREDENTIALS: key,
+  GCE_NETWORK: "crawl-proxies",
   PROBE_ALLOWED_CIDRS: "10.0.0.0/8",
 };
 /** Every platform's parser, with the platform's own required variables. */
@@ -61,6 +62,8 @@ describe.each(platforms)("operator settings on %s", (_, parse) => {
         zones: ["europe-west1-b", "europe-west1-c"],
         // Only the fields the token source uses are kept.
         serviceAccountKey: (({ type: _, ...rest }) => rest)(JSON.parse(key)),
+        network: "crawl-proxies",
+        networkTags: ["kubefn-proxy"],
       },
       proxy: {
         instanceAllowList: {
@@ -105,6 +108,32 @@ describe.each(platforms)("operator settings on %s", (_, parse) => {
   it("without GCE_* there is no gce provider; a partial GCE configuration is refused by name", () => {
     expect(parse({}).operators).not.toHaveProperty("gce");
     expect(() => parse({ GCE_PROJECT: "crawl-prod" })).toThrow(/GCE_ZONES[\s\S]*GCE_CREDENTIALS/);
+  });
+
+  it("GCE_NETWORK is required with GCE_PROJECT: the project's default network is never chosen for the operator", () => {
+    const { GCE_NETWORK: _, ...withoutNetwork } = operatorEnv;
+    expect(() => parse(withoutNetwork)).toThrow(
+      /GCE_NETWORK: required with GCE_PROJECT[\s\S]*write `default`/,
+    );
+    const written = parse({ ...operatorEnv, GCE_NETWORK: "default" }).operators as {
+      gce: { network: string };
+    };
+    expect(written.gce.network).toBe("default");
+  });
+
+  it("the subnetwork and the network tags the firewall rules target come from GCE_SUBNETWORK and GCE_NETWORK_TAGS", () => {
+    const got = parse({
+      ...operatorEnv,
+      GCE_NETWORK: "projects/net-host/global/networks/crawl",
+      GCE_SUBNETWORK: "proxies",
+      GCE_NETWORK_TAGS: "crawl-proxy, no-internal-egress",
+    }).operators as { gce: Record<string, unknown> };
+    expect(got.gce).toMatchObject({
+      network: "projects/net-host/global/networks/crawl",
+      subnetwork: "proxies",
+      networkTags: ["crawl-proxy", "no-internal-egress"],
+    });
+    expect(() => parse({ ...operatorEnv, GCE_NETWORK: "Crawl Proxies" })).toThrow(/GCE_NETWORK must be/);
   });
 
   it("bad credentials are refused without echoing them", () => {

@@ -20,6 +20,9 @@ import { dnsLabel } from "../kube/index.ts";
 import * as z from "../zod/index.ts";
 import { commaList } from "./env-values.ts";
 
+/** A GCE resource name (RFC 1035 label), or a partial URL of such names. */
+const gceResourcePath = /^([a-z0-9-]+\/)*[a-z]([-a-z0-9]{0,61}[a-z0-9])?$/;
+
 export const operatorVariables = {
   SUBPOOL_MAX_CPU: z.optional(z.string()),
   SUBPOOL_MAX_MEMORY: z.optional(z.string()),
@@ -43,6 +46,20 @@ export const operatorVariables = {
   GCE_ZONES: z.optional(commaList),
   /** A service-account key (the JSON Google issues), from the platform's secret store. */
   GCE_CREDENTIALS: z.optional(z.string().check(z.minLength(1))),
+  /**
+   * The VPC network of proxy VMs, required with GCE_PROJECT: a name (`crawl-proxies`) or a
+   * partial URL (`projects/p/global/networks/n`). `default` is accepted when written: never chosen
+   * for the operator, since there a VM running a tenant's cloud-init reaches the project's other VMs.
+   */
+  GCE_NETWORK: z.optional(
+    z.string().check(z.regex(gceResourcePath, "GCE_NETWORK must be a network name or path")),
+  ),
+  /** Its subnetwork: a name (in the region of the VM's zone) or `regions/<r>/subnetworks/<s>`. */
+  GCE_SUBNETWORK: z.optional(
+    z.string().check(z.regex(gceResourcePath, "GCE_SUBNETWORK must be a subnetwork name or path")),
+  ),
+  /** Network tags on every proxy VM, which the operator's firewall rules target (default `kubefn-proxy`). */
+  GCE_NETWORK_TAGS: z.optional(commaList),
   /** Images a Managed Proxy may name (comma-separated; a trailing `*` matches by prefix, `*` alone any). */
   PROXY_ALLOWED_IMAGES: z.optional(commaList),
   /** Machine types a Managed Proxy may name, as PROXY_ALLOWED_IMAGES. */
@@ -82,7 +99,15 @@ export interface GceSettings {
   zones: string[];
   serviceAccountKey: ServiceAccountKey;
   computeUrl?: string;
+  /** GCE_NETWORK: always named by the operator (`default` only when written). */
+  network: string;
+  subnetwork?: string;
+  /** GCE_NETWORK_TAGS, for the operator's firewall rules. */
+  networkTags: string[];
 }
+
+/** The network tag of proxy VMs when GCE_NETWORK_TAGS is unset. */
+export const defaultGceNetworkTags = ["kubefn-proxy"];
 
 const serviceAccountKeySchema = z.object({
   client_email: z.string().check(z.minLength(1)),
@@ -160,10 +185,17 @@ export function operatorSettingsFrom(
     parsed.ok && subPoolIssues.length === 0 ? parsed.config : { invalid: subPoolIssues.join("; ") };
 
   let gce: GceSettings | undefined;
-  const gceSet = [e.GCE_PROJECT, e.GCE_ZONES, e.GCE_CREDENTIALS].filter((v) => v !== undefined).length;
+  const gceSet = [e.GCE_PROJECT, e.GCE_ZONES, e.GCE_CREDENTIALS, e.GCE_NETWORK].filter(
+    (v) => v !== undefined,
+  ).length;
   if (gceSet > 0) {
     if (!e.GCE_PROJECT) issues.push("  GCE_PROJECT: required with GCE_ZONES and GCE_CREDENTIALS");
     if (!e.GCE_ZONES?.length) issues.push("  GCE_ZONES: required with GCE_PROJECT (comma-separated zones)");
+    if (!e.GCE_NETWORK) {
+      issues.push(
+        "  GCE_NETWORK: required with GCE_PROJECT: the VPC network of proxy VMs, one of their own whose firewall denies egress to internal ranges (docs/deploying/gce.md); write `default` to use the project's default network knowingly",
+      );
+    }
     let key: ServiceAccountKey | undefined;
     if (!e.GCE_CREDENTIALS) {
       issues.push(
@@ -174,12 +206,15 @@ export function operatorSettingsFrom(
       if (!key)
         issues.push("  GCE_CREDENTIALS: not a service-account key (JSON with client_email and private_key)");
     }
-    if (e.GCE_PROJECT && e.GCE_ZONES?.length && key) {
+    if (e.GCE_PROJECT && e.GCE_ZONES?.length && key && e.GCE_NETWORK) {
       gce = {
         project: e.GCE_PROJECT,
         zones: e.GCE_ZONES,
         serviceAccountKey: key,
         ...(e.GCE_COMPUTE_URL ? { computeUrl: e.GCE_COMPUTE_URL } : {}),
+        network: e.GCE_NETWORK,
+        ...(e.GCE_SUBNETWORK ? { subnetwork: e.GCE_SUBNETWORK } : {}),
+        networkTags: e.GCE_NETWORK_TAGS?.length ? e.GCE_NETWORK_TAGS : defaultGceNetworkTags,
       };
     }
   }

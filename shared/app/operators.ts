@@ -34,6 +34,8 @@ export interface OperatorOptions {
   /** How often the platform runs the sweep (the cron period). */
   sweepPeriodSeconds: number;
   probeConcurrency?: number;
+  /** Probes in flight per namespace (per instance); half of `probeConcurrency` when unset. */
+  probeNamespaceConcurrency?: number;
   /** Fan health probes out through the queue in shards of this many Proxies (unset: probe in the sweep). */
   probeShardSize?: number;
   /** Providers beyond the built-in Kubernetes pod provider (e.g. "gce"). */
@@ -86,6 +88,7 @@ export function createOperators(opts: OperatorOptions): Operators {
     prober: opts.prober,
     ...(probeAllowList ? { allowList: probeAllowList } : {}),
     concurrency: opts.probeConcurrency ?? 32,
+    ...(opts.probeNamespaceConcurrency ? { namespaceConcurrency: opts.probeNamespaceConcurrency } : {}),
     sweepPeriodSeconds: opts.sweepPeriodSeconds,
     ...(opts.minReportIntervalSeconds ? { minReportIntervalSeconds: opts.minReportIntervalSeconds } : {}),
     ...(opts.probeShardSize ? { fanOut: { shardSize: opts.probeShardSize } } : {}),
@@ -157,6 +160,9 @@ function gceProvider(
     listZones: settings.zones,
     serviceAccountKey: settings.serviceAccountKey,
     ...(settings.computeUrl ? { baseUrl: settings.computeUrl } : {}),
+    network: settings.network,
+    ...(settings.subnetwork ? { subnetwork: settings.subnetwork } : {}),
+    networkTags: settings.networkTags,
     ...(fetchImpl ? { fetch: fetchImpl } : {}),
   });
 }

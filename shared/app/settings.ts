@@ -70,6 +70,8 @@ export const settingsVariables = {
   MIN_REPORT_SECONDS: z.optional(z.coerce.number().check(z.int()).check(z.gte(1)).check(z.lte(3600))),
   ORPHAN_GRACE_SECONDS: z.optional(z.coerce.number().check(z.int()).check(z.gte(0))),
   PROBE_CONCURRENCY: z._default(z.coerce.number().check(z.int()).check(z.gte(1)).check(z.lte(256)), 32),
+  // Probes in flight per namespace (per instance); unset: half of PROBE_CONCURRENCY.
+  PROBE_NAMESPACE_CONCURRENCY: z.optional(z.coerce.number().check(z.int()).check(z.gte(1)).check(z.lte(256))),
   PASS_CONCURRENCY: z._default(z.coerce.number().check(z.int()).check(z.gte(1)).check(z.lte(256)), 8),
   // Probes fan out as delayed probe-shard messages of this many Proxies (0: probed in the sweep).
   PROBE_SHARD_SIZE: z._default(z.coerce.number().check(z.int()).check(z.gte(0)).check(z.lte(200)), 40),
@@ -114,6 +116,11 @@ export interface KubefnSettings {
   orphanGraceSeconds?: number;
   /** Probes in flight at once during a sweep. */
   probeConcurrency: number;
+  /**
+   * Probes in flight per namespace, per platform instance: one tenant's hanging targets hold at
+   * most this many of {@link probeConcurrency}. Half of it (rounded up) when unset.
+   */
+  probeNamespaceConcurrency?: number;
   /** Passes run at once for one delivery (a Lambda event, the Node host's queue). */
   passConcurrency: number;
   /**
@@ -171,6 +178,7 @@ export function settingsFrom(e: SettingsVariables): KubefnSettings {
     ...(e.MIN_REPORT_SECONDS ? { minReportIntervalSeconds: e.MIN_REPORT_SECONDS } : {}),
     ...(e.ORPHAN_GRACE_SECONDS === undefined ? {} : { orphanGraceSeconds: e.ORPHAN_GRACE_SECONDS }),
     probeConcurrency: e.PROBE_CONCURRENCY,
+    ...(e.PROBE_NAMESPACE_CONCURRENCY ? { probeNamespaceConcurrency: e.PROBE_NAMESPACE_CONCURRENCY } : {}),
     passConcurrency: e.PASS_CONCURRENCY,
     ...(e.PROBE_SHARD_SIZE ? { probeShardSize: e.PROBE_SHARD_SIZE } : {}),
     requestBudget: e.REQUEST_BUDGET,

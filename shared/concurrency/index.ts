@@ -1,3 +1,4 @@
+export { type KeyedSemaphore, keyedSemaphore } from "./keyed-semaphore.ts";
 export { mapWithConcurrency } from "./map-with-concurrency.ts";
 export { onceUntilFailure } from "./once.ts";
 export { type Semaphore, semaphore } from "./semaphore.ts";

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { mapWithConcurrency } from "../concurrency/index.ts";
+import { keyedSemaphore, mapWithConcurrency } from "../concurrency/index.ts";
 import type { Patch } from "../kube/index.ts";
 import type { ProbeResult, Prober, ProbeTarget } from "./probe.ts";
 import type { HealthState } from "./state.ts";
@@ -323,6 +323,86 @@ describe("probeAll", () => {
       probed += r.stats.probed;
     }
     expect(probed).toBe(6);
+  });
+});
+
+describe("one tenant's hanging targets do not take every probe slot", () => {
+  /** Every probe of namespace `greedy` hangs until released; the others answer at once. */
+  function hangingProber() {
+    const hanging: (() => void)[] = [];
+    const started: string[] = [];
+    const prober: Prober = {
+      probe: (t) => {
+        started.push(t.proxy.host);
+        if (!t.proxy.host.startsWith("greedy")) return Promise.resolve({ ok: true, latencyMs: 5 });
+        return new Promise((resolve) =>
+          hanging.push(() => resolve({ ok: false, latencyMs: 1000, error: "timeout" })),
+        );
+      },
+    };
+    return {
+      prober,
+      started,
+      releaseAll: () => {
+        for (const release of hanging.splice(0)) release();
+      },
+    };
+  }
+  const greedy = Array.from({ length: 12 }, (_, i) =>
+    subject(`g${i}`, {
+      key: { namespace: "greedy", name: `g${i}` },
+      proxy: { host: `greedy-${i}`, port: 3128, scheme: "http" },
+    }),
+  );
+  const other = subject("healthy", {
+    key: { namespace: "other", name: "healthy" },
+    proxy: { host: "other-healthy", port: 3128, scheme: "http" },
+    stored: encodeHealthState(healthy("healthy", 5)),
+  });
+  const settle = async () => {
+    for (let i = 0; i < 10; i++) await new Promise((r) => setTimeout(r, 0));
+  };
+
+  it("with a per-namespace budget, the other namespace's Proxy is probed while the hanging ones hold theirs", async () => {
+    const { prober, started, releaseAll } = hangingProber();
+    const sweep = probeAll({
+      proxies: [...greedy, other],
+      subjectFor: (s) => s,
+      prober,
+      now: () => now,
+      concurrency: 4,
+      namespaceSlots: keyedSemaphore(2),
+    });
+    await settle();
+    // Two of the hanging namespace's probes run; the other namespace's Proxy is not held behind them.
+    expect(started.filter((h) => h.startsWith("greedy"))).toHaveLength(2);
+    expect(started).toContain("other-healthy");
+    // The hanging namespace waits for itself: its probes are made as its own slots free.
+    for (let freed = 0; freed < 6; freed++) {
+      releaseAll();
+      await settle();
+    }
+    const result = await sweep;
+    expect(result.stats).toMatchObject({ probed: 13, ok: 1, failed: 12 });
+  });
+
+  it("without one (the attack): the hanging namespace takes every slot and the other Proxy waits for them", async () => {
+    const { prober, started, releaseAll } = hangingProber();
+    const sweep = probeAll({
+      proxies: [...greedy, other],
+      subjectFor: (s) => s,
+      prober,
+      now: () => now,
+      concurrency: 4,
+    });
+    await settle();
+    expect(started).toHaveLength(4);
+    expect(started).not.toContain("other-healthy");
+    for (let freed = 0; freed < 6; freed++) {
+      releaseAll();
+      await settle();
+    }
+    await sweep;
   });
 });
 

@@ -4,7 +4,7 @@
  * prober and clock; the caller applies the patches through the Kube port and enqueues the keys.
  */
 
-import { type Semaphore, semaphore } from "../concurrency/index.ts";
+import { type KeyedSemaphore, type Semaphore, semaphore } from "../concurrency/index.ts";
 import type { ObjectKey, Patch } from "../kube/index.ts";
 import { fnv1a32 } from "../kube/index.ts";
 import {
@@ -70,6 +70,13 @@ export interface ProbeAllOptions<P> {
   now: () => Date;
   /** Probes in flight at once. */
   concurrency: number;
+  /**
+   * Probes in flight per namespace, shared with every other call given the same slots (one
+   * platform instance's shards): a probe waits for its namespace's slot before it takes one of
+   * `concurrency`, so one tenant's hanging targets hold at most their namespace's share and the
+   * other namespaces' Proxies keep their cadence. Unbounded when unset.
+   */
+  namespaceSlots?: KeyedSemaphore;
   /**
    * How often the sweep runs (the cron period, 60 on Workers and Lambda). A proxy whose probe
    * interval is longer is probed on every k-th sweep only, k = round(interval / period), at a
@@ -243,9 +250,12 @@ async function sweepOne<P>(
   }
 
   await sleep(startAfterMs);
-  // A prober that throws is a failed probe.
+  // A prober that throws is a failed probe. The namespace's slot first: a namespace waiting for
+  // its own slots holds none of the others'.
+  const run = (fn: () => Promise<ProbeResult>) =>
+    opts.namespaceSlots ? opts.namespaceSlots.run(s.key.namespace ?? "", () => slots.run(fn)) : slots.run(fn);
   const probe1 = () =>
-    slots.run(async (): Promise<ProbeResult> => {
+    run(async (): Promise<ProbeResult> => {
       const startedAt = +opts.now();
       try {
         return await opts.prober.probe({

@@ -1,6 +1,6 @@
 /**
  * A `provider: gce` Proxy through the Node host, the GCE provider wired from the shared settings
- * (GCE_PROJECT, GCE_ZONES, GCE_CREDENTIALS, GCE_COMPUTE_URL), against a local GCE-shaped server
+ * (GCE_PROJECT, GCE_ZONES, GCE_CREDENTIALS, GCE_NETWORK, GCE_COMPUTE_URL), against a local GCE-shaped server
  * that checks the service-account JWT and the bearer token on every call: the VM is inserted,
  * polled to RUNNING, and on deletion the finalizer is held until the VM is gone.
  */
@@ -51,6 +51,7 @@ beforeAll(async () => {
     GCE_PROJECT: project,
     GCE_ZONES: "europe-west1-b,europe-west1-c",
     GCE_CREDENTIALS: gce.credentials,
+    GCE_NETWORK: "crawl-proxies",
     GCE_COMPUTE_URL: `${gce.url}/compute/v1`,
   });
 }, 120_000);
@@ -109,6 +110,17 @@ describe("a gce Proxy through the Node host", () => {
     expect(p.metadata.finalizers).toContain("crawl.kubefn.dev/finalizer");
     expect([...gce.instances.values()].map((i) => i.status)).toEqual(["RUNNING"]);
     expect(gce.authFailures).toEqual([]);
+    // In the operator's network (not the project's default), with the tag its firewall rules
+    // target, its external address kept; no service account; no project-wide SSH keys.
+    expect(gce.inserted).toHaveLength(1);
+    expect(gce.inserted[0]).toMatchObject({
+      networkInterfaces: [
+        { network: "global/networks/crawl-proxies", accessConfigs: [{ type: "ONE_TO_ONE_NAT" }] },
+      ],
+      tags: { items: ["kubefn-proxy"] },
+      serviceAccounts: [],
+      metadata: { items: expect.arrayContaining([{ key: "block-project-ssh-keys", value: "TRUE" }]) },
+    });
   });
 
   it("deleting it waits for the VM to be gone before the finalizer goes", async () => {

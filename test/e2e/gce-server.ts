@@ -17,6 +17,8 @@ export interface GceServer {
   instances: Map<string, { name: string; zone: string; status: string; labels: Record<string, string> }>;
   /** Every Compute call, "METHOD path". */
   calls: string[];
+  /** The body of every instances.insert, as sent (the network, tags, metadata kubefn asks for). */
+  inserted: Record<string, unknown>[];
   /** Requests refused for bad credentials (should stay empty). */
   authFailures: string[];
   close(): Promise<void>;
@@ -53,6 +55,7 @@ export async function startGceServer(
   const clientEmail = `kubefn@${project}.iam.gserviceaccount.com`;
   const instances: GceServer["instances"] = new Map();
   const calls: string[] = [];
+  const inserted: Record<string, unknown>[] = [];
   const authFailures: string[] = [];
   /** Access token → when it expires (ms). */
   const tokens = new Map<string, number>();
@@ -142,6 +145,7 @@ export async function startGceServer(
       const name = m[3];
       if (req.method === "POST" && !name) {
         const body = JSON.parse(text) as { name: string; labels?: Record<string, string> };
+        inserted.push(body);
         if (instances.has(body.name)) {
           return send(409, {
             error: { code: 409, message: "already exists", errors: [{ reason: "alreadyExists" }] },
@@ -193,6 +197,7 @@ export async function startGceServer(
     }),
     instances,
     calls,
+    inserted,
     authFailures,
     close: () => new Promise<void>((resolve) => server.close(() => resolve())),
   };

@@ -96,8 +96,12 @@ beforeAll(async () => {
           KUBE_SERVER: wire.url,
           PROXY_RESYNC_SECONDS: "60",
           PROBE_ALLOWED_CIDRS: LOOPBACK_PROBE_CIDRS,
+          // Every Proxy here is in one namespace, and the fan-out test measures the instance's 6
+          // connections: the per-namespace share (3 by default) would halve it.
+          PROBE_NAMESPACE_CONCURRENCY: "6",
           GCE_PROJECT: "kubefn-worker-e2e",
           GCE_ZONES: "us-central1-a",
+          GCE_NETWORK: "crawl-proxies",
           GCE_COMPUTE_URL: `${gce.url}/compute/v1`,
         },
         secrets: {

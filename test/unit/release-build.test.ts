@@ -80,12 +80,14 @@ describe("npm run release", () => {
 
   it("zips the Lambda bundle the template points at", async () => {
     const template = parse(readFileSync(join(out, "aws/template.yaml"), "utf8"), { logLevel: "error" }) as {
-      Resources: { Kubefn: { Properties: { CodeUri: string; Handler: string } } };
+      Resources: Record<"Kubefn" | "KubefnReconcile", { Properties: { CodeUri: string; Handler: string } }>;
     };
-    const { CodeUri, Handler } = template.Resources.Kubefn.Properties;
-    expect(CodeUri).toBe(`kubefn-aws-${version}.zip`);
-    const { stdout } = await run("python3", ["-m", "zipfile", "-l", join(out, "aws", CodeUri)]);
-    expect(stdout).toMatch(new RegExp(`^${Handler.split(".")[0]}\\.mjs\\s`, "m"));
+    for (const fn of ["Kubefn", "KubefnReconcile"] as const) {
+      const { CodeUri, Handler } = template.Resources[fn].Properties;
+      expect(CodeUri).toBe(`kubefn-aws-${version}.zip`);
+      const { stdout } = await run("python3", ["-m", "zipfile", "-l", join(out, "aws", CodeUri)]);
+      expect(stdout).toMatch(new RegExp(`^${Handler.split(".")[0]}\\.mjs\\s`, "m"));
+    }
   });
 
   it("deploys the Worker as built from its own wrangler.toml (no build step)", async () => {

@@ -113,7 +113,8 @@ describe("the release's SAM template", () => {
     >;
     Mappings: Record<string, Record<string, { Rate: string }>>;
     Resources: {
-      Kubefn: {
+      Kubefn: { Properties: { CodeUri: string; Environment: { Variables: Record<string, unknown> } } };
+      KubefnReconcile: {
         Properties: {
           CodeUri: string;
           Environment: { Variables: Record<string, unknown> };
@@ -124,14 +125,25 @@ describe("the release's SAM template", () => {
     };
   };
   const variables = template.Resources.Kubefn.Properties.Environment.Variables;
+  const reconcileVariables = template.Resources.KubefnReconcile.Properties.Environment.Variables;
 
   it.each(Object.keys(settingsVariables))("sets %s from a Parameter", (variable) => {
     const viaSecret = settingsFromSecretArns[variable];
     const name = viaSecret ? parameterName(viaSecret) : parameterName(variable);
     expect(template.Parameters[name], name).toBeDefined();
-    const value = variables[viaSecret ?? variable];
+    // The reconcile function reads every setting; the intake every one but the GCE provider's and
+    // the secrets it has no use for.
+    const value = reconcileVariables[viaSecret ?? variable] ?? variables[viaSecret ?? variable];
     // !Ref Name, or !If [Condition, !Ref Name, ""] for the GCE group.
     expect(JSON.stringify(value)).toContain(JSON.stringify(name));
+    if (!viaSecret && !variable.startsWith("GCE_"))
+      expect(JSON.stringify(variables[variable])).toContain(JSON.stringify(name));
+  });
+
+  it("gives the intake no GCE setting and the reconcile function no intake secret", () => {
+    expect(Object.keys(variables).filter((v) => v.startsWith("GCE_"))).toEqual([]);
+    expect(reconcileVariables).not.toHaveProperty("AUDIT_TOKEN_SECRET_ARN");
+    expect(reconcileVariables).not.toHaveProperty("RELAY_SECRET_ARN");
   });
 
   it("defaults each generated Parameter to the setting's default, and hides credentials", () => {
@@ -164,21 +176,23 @@ describe("the release's SAM template", () => {
     expect(template.Parameters.SweepPeriodSeconds?.AllowedValues).toEqual(Object.keys(sweepSchedules));
     expect(template.Parameters.SweepPeriodSeconds?.Default).toBe("60");
     expect(template.Mappings.SweepSchedule?.["60"]?.Rate).toBe("rate(1 minute)");
-    expect(template.Resources.Kubefn.Properties.Events.Sweep.Properties.Schedule).toEqual([
+    expect(template.Resources.KubefnReconcile.Properties.Events.Sweep.Properties.Schedule).toEqual([
       "SweepSchedule",
       "SweepPeriodSeconds",
       "Rate",
     ]);
     expect(template.Resources.Kubefn.Properties.CodeUri).toBe(`kubefn-aws-${version}.zip`);
+    expect(template.Resources.KubefnReconcile.Properties.CodeUri).toBe(`kubefn-aws-${version}.zip`);
   });
 
   it("carries the reconcile queue, its redrive to the dead-letter queue and its event source with partial batch failures", () => {
     expect(variables.QUEUE_URL).toBe("ReconcileQueue");
+    expect(reconcileVariables.QUEUE_URL).toBe("ReconcileQueue");
     expect(template.Resources.ReconcileQueue.Properties.RedrivePolicy).toEqual({
       deadLetterTargetArn: "DeadLetterQueue.Arn",
       maxReceiveCount: 5,
     });
-    expect(template.Resources.Kubefn.Properties.Events.Queue.Properties).toMatchObject({
+    expect(template.Resources.KubefnReconcile.Properties.Events.Queue.Properties).toMatchObject({
       Queue: "ReconcileQueue.Arn",
       FunctionResponseTypes: ["ReportBatchItemFailures"],
     });

@@ -64,6 +64,60 @@ describe("proxy health task", () => {
   });
 
   it.each([
+    [undefined, "probed before any hanging probe's deadline"],
+    [
+      6,
+      "held behind the hanging probes until their deadline (the attack, with the budget as wide as the slots)",
+    ],
+  ])(
+    "attack: one tenant's many hanging targets in one shard, another tenant's Proxy in the next shard on the same instance; namespace budget %s: %s",
+    async (namespaceConcurrency, _expected) => {
+      vi.useFakeTimers({ now, toFake: ["setTimeout", "clearTimeout", "Date"] });
+      try {
+        const kube = new FakeKube();
+        const hostile = Array.from({ length: 12 }, (_, i) => {
+          const p = externalProxy(`hang-${i}`);
+          p.metadata.namespace = "tenant-a";
+          (p.spec as { endpoint: { host: string } }).endpoint = { host: "198.51.100.9", port: 3128 } as never;
+          return p;
+        });
+        const victim = externalProxy("victim");
+        victim.metadata.namespace = "tenant-b";
+        for (const p of [...hostile, victim]) kube.seed(proxyResource, p);
+        const { ctx } = fakeContext(kube, { now });
+        let victimProbedAt: number | undefined;
+        const prober: Prober = {
+          probe: (t) => {
+            if (t.proxy.host === "198.51.100.9") return new Promise(() => {});
+            victimProbedAt = Date.now();
+            return Promise.resolve({ ok: true, latencyMs: 1 });
+          },
+        };
+        // The Worker's 6 slots; the default namespace budget is half of them (3).
+        const task = proxyHealthTask({
+          prober,
+          concurrency: 6,
+          ...(namespaceConcurrency ? { namespaceConcurrency } : {}),
+          sweepPeriodSeconds: 60,
+          confirmDelayMs: 0,
+        });
+        const first = task.handleShard(ctx, hostile);
+        await vi.advanceTimersByTimeAsync(10);
+        const second = task.handleShard(ctx, [victim]);
+        await vi.advanceTimersByTimeAsync(120_000);
+        await Promise.all([first, second]);
+        expect(victimProbedAt).toBeDefined();
+        // A hanging probe holds its slot until its deadline (the default timeout, 5 s, plus grace).
+        const waited = victimProbedAt! - now.getTime();
+        if (namespaceConcurrency === undefined) expect(waited).toBeLessThan(1_000);
+        else expect(waited).toBeGreaterThanOrEqual(5_000);
+      } finally {
+        vi.useRealTimers();
+      }
+    },
+  );
+
+  it.each([
     [6, 500],
     [32, 1000],
   ])(

@@ -1,3 +1,4 @@
+import { keyedSemaphore } from "../../concurrency/index.ts";
 import {
   applyHealthSweep,
   boundedProber,
@@ -22,6 +23,13 @@ export interface ProxyHealthTaskOptions {
   allowList?: ProbeAllowList;
   /** Probes in flight at once (per platform instance when fanned out). */
   concurrency: number;
+  /**
+   * Probes in flight per namespace, across every sweep and shard of this task (one platform
+   * instance): one tenant's hanging targets hold at most this many of `concurrency`, so the other
+   * namespaces' Proxies keep their cadence. Default: half of `concurrency`, rounded up: one namespace
+   * alone keeps half the throughput it had without a budget, and half the slots stay for the others.
+   */
+  namespaceConcurrency?: number;
   /** How often the sweep runs; a longer probe interval probes on every k-th sweep. */
   sweepPeriodSeconds: number;
   /** Least time between two latency reports of one proxy (flips are never held back); default 60 s. */
@@ -36,6 +44,10 @@ export interface ProxyHealthTaskOptions {
   /** Pause before each latency confirmation probe; default 1 s (`probeAll`). Tests use 0. */
   confirmDelayMs?: number;
 }
+
+/** A namespace's share of the probe slots when none is set: half, rounded up. */
+export const defaultNamespaceConcurrency = (concurrency: number): number =>
+  Math.max(1, Math.ceil(concurrency / 2));
 
 /** The shard task name the proxy controller registers its probe handler under. */
 export const probeShardTask = "probe";
@@ -76,6 +88,9 @@ export function proxyHealthTask(opts: ProxyHealthTaskOptions): SweepTask & {
   ): Promise<Record<string, number>>;
 } {
   const prober = boundedProber(opts.prober, opts.concurrency);
+  const namespaceSlots = keyedSemaphore(
+    opts.namespaceConcurrency ?? defaultNamespaceConcurrency(opts.concurrency),
+  );
   const subjectFor = (p: KubeObject) =>
     proxyHealthSubject(p, {
       ...(opts.minReportIntervalSeconds ? { minReportIntervalSeconds: opts.minReportIntervalSeconds } : {}),
@@ -96,6 +111,7 @@ export function proxyHealthTask(opts: ProxyHealthTaskOptions): SweepTask & {
       ...(opts.allowList ? { allowList: opts.allowList } : {}),
       now: () => ctx.clock.now(),
       concurrency: opts.concurrency,
+      namespaceSlots,
       sweepPeriodSeconds: dueFilter ? opts.sweepPeriodSeconds : undefined,
       confirmDelayMs: opts.confirmDelayMs,
       // A shard's Proxies share one second: spread over it, they are measured one by one, not as a

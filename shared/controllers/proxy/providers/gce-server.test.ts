@@ -159,6 +159,8 @@ beforeEach(() => {
     serviceAccountKey: serviceAccount,
     baseUrl: `${baseUrl}/compute/v1`,
     clock: { now: () => now },
+    network: "crawl-proxies",
+    networkTags: ["kubefn-proxy"],
   });
 });
 
@@ -255,9 +257,22 @@ describe("GCE provider against a local Compute API", () => {
           initializeParams: { sourceImage: "projects/debian-cloud/global/images/family/debian-12" },
         },
       ],
-      networkInterfaces: [{ accessConfigs: [{ type: "ONE_TO_ONE_NAT", name: "External NAT" }] }],
+      // The operator's network, its tags for the firewall rules; the external address stays.
+      networkInterfaces: [
+        {
+          network: "global/networks/crawl-proxies",
+          accessConfigs: [{ type: "ONE_TO_ONE_NAT", name: "External NAT" }],
+        },
+      ],
+      tags: { items: ["kubefn-proxy"] },
+      serviceAccounts: [],
       labels: storedLabels,
-      metadata: { items: [{ key: "user-data", value: createRequest.cloudInit }] },
+      metadata: {
+        items: [
+          { key: "block-project-ssh-keys", value: "TRUE" },
+          { key: "user-data", value: createRequest.cloudInit },
+        ],
+      },
     });
 
     expect(await provider.get(created.id, uid)).toMatchObject({ state: "Provisioning" });

@@ -174,8 +174,14 @@ describe("buildInsertBody", () => {
         },
       ],
       networkInterfaces: [{ accessConfigs: [{ type: "ONE_TO_ONE_NAT", name: "External NAT" }] }],
+      serviceAccounts: [],
       labels: { "crawl_kubefn_dev_proxy-uid": uid, "crawl_kubefn_dev_managed-by": "kubefn" },
-      metadata: { items: [{ key: "user-data", value: "#cloud-config\n" }] },
+      metadata: {
+        items: [
+          { key: "block-project-ssh-keys", value: "TRUE" },
+          { key: "user-data", value: "#cloud-config\n" },
+        ],
+      },
     });
   });
 
@@ -201,17 +207,39 @@ describe("buildInsertBody", () => {
     expect(buildInsertBody({ ...req, instance }, defaults).machineType).toBe(want);
   });
 
-  it("omits metadata without cloud-init and takes network settings", () => {
+  it("without cloud-init only kubefn's metadata; takes network settings as paths", () => {
     const body = buildInsertBody(req, {
       ...defaults,
       network: "global/networks/crawl",
       subnetwork: "regions/r/subnetworks/s",
     });
-    expect(body).not.toHaveProperty("metadata");
+    expect(body.metadata).toEqual({ items: [{ key: "block-project-ssh-keys", value: "TRUE" }] });
     expect(body.networkInterfaces[0]).toMatchObject({
       network: "global/networks/crawl",
       subnetwork: "regions/r/subnetworks/s",
     });
+  });
+
+  it("the operator's network and subnetwork by name, its network tags, no service account; the external address stays", () => {
+    const body = buildInsertBody(
+      { ...req, instance: { zone: "us-east1-c" } },
+      {
+        ...defaults,
+        zone: "us-east1-c",
+        network: "crawl-proxies",
+        subnetwork: "proxies",
+        networkTags: ["kubefn-proxy"],
+      },
+    );
+    expect(body.networkInterfaces).toEqual([
+      {
+        network: "global/networks/crawl-proxies",
+        subnetwork: "regions/us-east1/subnetworks/proxies",
+        accessConfigs: [{ type: "ONE_TO_ONE_NAT", name: "External NAT" }],
+      },
+    ]);
+    expect(body.tags).toEqual({ items: ["kubefn-proxy"] });
+    expect(body.serviceAccounts).toEqual([]);
   });
 });
 

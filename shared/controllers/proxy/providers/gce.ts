@@ -43,9 +43,16 @@ export interface GceProviderOptions {
   baseUrl?: string;
   defaultImage?: string;
   defaultMachineType?: string;
-  /** Network of the instance's interface; the project's "default" network when absent. */
+  /**
+   * Network of the instance's interface: a name (`crawl-proxies`) or a partial URL. GCE's
+   * `default` network when absent — which the settings never leave to chance (GCE_NETWORK is
+   * required with GCE_PROJECT).
+   */
   network?: string;
+  /** Its subnetwork: a name (in the region of the instance's zone) or a partial URL. */
   subnetwork?: string;
+  /** Network tags on every instance, for the operator's firewall rules. */
+  networkTags?: string[];
 }
 
 /** The fields of a Compute Engine Instance the provider reads. */
@@ -174,6 +181,7 @@ export function createGceProvider(opts: GceProviderOptions): Provider {
         machineType: opts.defaultMachineType ?? defaultGceMachineType,
         network: opts.network,
         subnetwork: opts.subnetwork,
+        networkTags: opts.networkTags,
       });
       const what = `insert ${id}`;
       const answer = await call("POST", zonePath(zone), what, body);
@@ -260,14 +268,29 @@ export interface InsertDefaults {
   machineType: string;
   network?: string | undefined;
   subnetwork?: string | undefined;
+  networkTags?: string[] | undefined;
 }
 
-/** The body of instances.insert. Pure. */
+/**
+ * Instance metadata kubefn sets on every VM: project-wide SSH keys grant no login on it (a VM
+ * running a tenant's cloud-init is no place for the project's keys).
+ */
+export const gceInstanceMetadata = [{ key: "block-project-ssh-keys", value: "TRUE" }];
+
+/**
+ * The body of instances.insert. Pure. The VM keeps its external address (crawlers reach it
+ * there) in the operator's network, with the operator's network tags, no service account (the
+ * metadata server hands out no token), and no project-wide SSH keys.
+ *
+ * Caveats: the user-data (the tenant's cloud-init) is instance metadata: anyone who may
+ * `compute.instances.get` in the project reads it, and every process on the VM reads it and the
+ * project's metadata from the metadata server, which no firewall rule blocks.
+ */
 export function buildInsertBody(req: CreateRequest, defaults: InsertDefaults) {
   const machineType = req.instance.machineType || defaults.machineType;
   const networkInterface = {
-    ...(defaults.network ? { network: defaults.network } : {}),
-    ...(defaults.subnetwork ? { subnetwork: defaults.subnetwork } : {}),
+    ...(defaults.network ? { network: gceNetworkPath(defaults.network) } : {}),
+    ...(defaults.subnetwork ? { subnetwork: gceSubnetworkPath(defaults.subnetwork, defaults.zone) } : {}),
     accessConfigs: [{ type: "ONE_TO_ONE_NAT", name: "External NAT" }],
   };
   return {
@@ -283,12 +306,29 @@ export function buildInsertBody(req: CreateRequest, defaults: InsertDefaults) {
       },
     ],
     networkInterfaces: [networkInterface],
+    ...(defaults.networkTags?.length ? { tags: { items: [...defaults.networkTags] } } : {}),
+    serviceAccounts: [],
     // Tags last, each sanitised apart: a tenant's key sanitising to a tag's must not overwrite it.
     labels: { ...sanitiseGceLabels(req.instance.labels ?? {}), ...sanitiseGceLabels(req.tags) },
-    ...(req.cloudInit === undefined
-      ? {}
-      : { metadata: { items: [{ key: "user-data", value: req.cloudInit }] } }),
+    metadata: {
+      items: [
+        ...gceInstanceMetadata,
+        ...(req.cloudInit === undefined ? [] : [{ key: "user-data", value: req.cloudInit }]),
+      ],
+    },
   };
+}
+
+/** `crawl-proxies` → `global/networks/crawl-proxies`; a path is kept. Pure. */
+export function gceNetworkPath(network: string): string {
+  return network.includes("/") ? network : `global/networks/${network}`;
+}
+
+/** `proxies` in zone `europe-west1-b` → `regions/europe-west1/subnetworks/proxies`; a path is kept. Pure. */
+export function gceSubnetworkPath(subnetwork: string, zone: string): string {
+  return subnetwork.includes("/")
+    ? subnetwork
+    : `regions/${zone.replace(/-[a-z]$/, "")}/subnetworks/${subnetwork}`;
 }
 
 /** What a Compute Engine Instance means as an instance. Pure. */

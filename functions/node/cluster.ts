@@ -43,7 +43,7 @@ export async function connectCluster(
   const transport = () => createNodeTransport(kc, tokenSource ? { tokenSource } : {});
   if (config.install) {
     const kube = createKube(transport());
-    log.info("installed", await installCrdsAndRbac(kube));
+    log.info("installed", await installCrdsAndRbac(kube, undefined, config.settings.selfUsernames));
     await applyAllowLists(kube, allowListEntriesFor(config.settings.operators));
   }
   await reportIdentity(transport(), config.settings.selfUsernames, log);

@@ -1,6 +1,7 @@
 import type { RsaJwk } from "../auth/index.ts";
 import { type LogLevel, logLevels } from "../runtime/index.ts";
 import * as z from "../zod/index.ts";
+import { DEFAULT_IDENTITY } from "./admission/index.ts";
 import { commaList } from "./env-values.ts";
 import { type OperatorSettings, operatorSettingsFrom, operatorVariables } from "./operator-settings.ts";
 
@@ -29,7 +30,7 @@ export const settingsVariables = {
   AUDIT_TOKEN: secretVariable("AUDIT_TOKEN"),
   RELAY_SECRET: secretVariable("RELAY_SECRET"),
   API_TOKEN: secretVariable("API_TOKEN"),
-  SELF_USERNAMES: z._default(commaList, ["system:serviceaccount:kubefn-system:kubefn"]),
+  SELF_USERNAMES: z._default(commaList, [DEFAULT_IDENTITY]),
   MAX_BODY_BYTES: z._default(z.coerce.number().check(z.int()).check(z.gte(1024)), 4 * 1024 * 1024),
   REPLAY_WINDOW_SECONDS: z._default(z.coerce.number().check(z.int()).check(z.gte(10)), 300),
   PUBSUB_AUDIENCE: z.optional(z.string().check(z.minLength(1))),

@@ -59,7 +59,7 @@ const sharedRows: Row<Exclude<Shared, keyof typeof operatorVariables>>[] = [
   {
     names: ["SELF_USERNAMES"],
     meaning:
-      "writes by these are dropped at intake (list the same in the ConfigMap `kubefn-system/kubefn-status-writers`)",
+      "kubefn's identities, however it authenticates (its ServiceAccount, an EKS role, a Google account, its own OIDC issuer's subject): writes by these are dropped at intake, and the installer (`kubefn install`, the chart's `settings.values.SELF_USERNAMES`) renders the same list into every admission policy's `kubefn-identity` condition and the ConfigMap `kubefn-system/kubefn-status-writers`; `kubefn doctor` checks they agree",
   },
   {
     names: ["MAX_BODY_BYTES", "REPLAY_WINDOW_SECONDS"],

@@ -23,7 +23,7 @@ export const settingsFromSecretArns: Record<string, string> = {
 };
 
 /** Settings whose value is a credential: NoEcho, never shown by the console or DescribeStacks. */
-export const secretSettings = new Set(["AUDIT_TOKEN", "RELAY_SECRET", "API_TOKEN"]);
+export const secretSettings = new Set(["AUDIT_TOKEN", "RELAY_SECRET", "API_TOKEN", "OIDC_SIGNING_KEY"]);
 
 /** The sweep periods a rate schedule can express, and the schedule of each. */
 export const sweepSchedules: Record<string, string> = {

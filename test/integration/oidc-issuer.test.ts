@@ -287,7 +287,6 @@ beforeAll(async () => {
 }, 240_000);
 
 afterAll(async () => {
-  if (process.env.OIDC_TEST_DEBUG) writeFileSync("/tmp/x/host-lines.json", JSON.stringify(lines, null, 1));
   await host?.stop();
   if (devcluster && devcluster.exitCode === null) {
     const exited = new Promise((r) => devcluster?.once("exit", r));

@@ -6,7 +6,9 @@
  *   every rule of the roles infra/rbac binds to it, in the scope it is bound (cluster-wide, or the
  *   namespace of a RoleBinding) — and that it may not do more on those resources;
  * - **policies**: the ValidatingAdmissionPolicies and bindings of infra/rbac are installed as this
- *   release has them, and the identity is listed as a status writer;
+ *   release has them, all contain the same list of kubefn's identities (`SELF_USERNAMES`), the
+ *   identity is among them, the status writers list them all, and ConfigMap
+ *   kubefn-system/kubefn-settings (the chart's), where there is one, has the same `SELF_USERNAMES`;
  * - **crds**: each CRD is installed, Established, and serves the versions and schemas this
  *   release's controllers read and write;
  * - **intake**: something delivers the cluster's changes to kubefn's intake (the relay, the audit
@@ -18,7 +20,14 @@
  * it). The identity's groups are those the API server gives a ServiceAccount.
  */
 
-import { admissionProblems, checkAdmissionPolicies } from "../shared/app/admission/index.ts";
+import {
+  admissionProblems,
+  checkAdmissionPolicies,
+  DEFAULT_IDENTITY,
+  identitiesOf,
+  STATUS_WRITERS,
+  withIdentities,
+} from "../shared/app/admission/index.ts";
 import {
   INTAKE_CANARY_CONTROLLER,
   INTAKE_CANARY_NAMESPACE,
@@ -279,9 +288,17 @@ export async function policyChecks(cluster: Cluster, id: Identity, policies: Kub
       fix: "kubectl get validatingadmissionpolicies",
     });
   }
+  const installed = new Map<string, KubeObject | undefined>();
+  for (const p of policies) installed.set(`${p.kind}/${p.metadata.name}`, await cluster.get(p));
+  const identities = identityChecks(
+    [...installed.values()].filter((p): p is KubeObject => p?.kind === "ValidatingAdmissionPolicy"),
+    usernameOf(id),
+  );
+  // The release's policies as they are installed for the identities found.
+  const expectedPolicies = withIdentities(policies, identities.list);
   for (const item of report.items) {
     const what = `${item.kind} ${item.name}`;
-    const expected = policies.find((p) => p.kind === item.kind && p.metadata.name === item.name);
+    const expected = expectedPolicies.find((p) => p.kind === item.kind && p.metadata.name === item.name);
     if (!item.ok) {
       checks.push({
         ok: false,
@@ -290,9 +307,9 @@ export async function policyChecks(cluster: Cluster, id: Identity, policies: Kub
       });
       continue;
     }
-    const installed = expected && (await cluster.get(expected));
-    if (!expected || !installed) checks.push({ ok: true, what: `${what} is installed` });
-    else if (!covers(installed.spec, expected.spec)) {
+    const got = expected && installed.get(`${expected.kind}/${expected.metadata.name}`);
+    if (!expected || !got) checks.push({ ok: true, what: `${what} is installed` });
+    else if (!covers(got.spec, expected.spec)) {
       checks.push({
         ok: false,
         what: `${what} differs from this release's`,
@@ -300,25 +317,87 @@ export async function policyChecks(cluster: Cluster, id: Identity, policies: Kub
       });
     } else checks.push({ ok: true, what: `${what} is installed` });
   }
+  checks.push(...identities.checks);
+  const settings = await cluster.get<KubeObject & { data?: Record<string, string> }>({
+    apiVersion: "v1",
+    kind: "ConfigMap",
+    metadata: { name: "kubefn-settings", namespace: "kubefn-system" },
+  });
+  const configured = settings?.data?.SELF_USERNAMES;
+  if (configured !== undefined) {
+    const names = configured
+      .split(",")
+      .map((s) => s.trim())
+      .filter(Boolean);
+    checks.push(
+      names.join(",") === identities.list.join(",")
+        ? {
+            ok: true,
+            what: "SELF_USERNAMES in ConfigMap kubefn-system/kubefn-settings names the same identities",
+          }
+        : {
+            ok: false,
+            what: `SELF_USERNAMES in ConfigMap kubefn-system/kubefn-settings is ${configured}, the admission policies contain ${identities.list.join(",")}`,
+            fix: "set settings.values.SELF_USERNAMES once and helm upgrade (it renders both)",
+          },
+    );
+  }
   const writers = await cluster.get<KubeObject & { data?: Record<string, string> }>({
     apiVersion: "v1",
     kind: "ConfigMap",
-    metadata: { name: "kubefn-status-writers", namespace: "kubefn-system" },
+    metadata: { name: STATUS_WRITERS.name, namespace: STATUS_WRITERS.namespace },
   });
-  const username = usernameOf(id);
+  const listed = Object.values(writers?.data ?? {});
+  for (const username of new Set([usernameOf(id), ...identities.list])) {
+    checks.push(
+      listed.includes(username)
+        ? {
+            ok: true,
+            what: `${username} may write kubefn's status (ConfigMap kubefn-system/kubefn-status-writers)`,
+          }
+        : {
+            ok: false,
+            what: `${username} is not in ConfigMap kubefn-system/kubefn-status-writers: the admission policy refuses its status writes`,
+            fix: `kubectl -n kubefn-system patch configmap kubefn-status-writers --type merge -p '{"data":{"${username === usernameOf(id) ? id.name : "kubefn-identity"}":"${username}"}}'`,
+          },
+    );
+  }
+  return checks;
+}
+
+/**
+ * Which identities the installed policies contain (their `kubefn-identity` conditions): one list,
+ * the same in every policy, with `username` (the identity doctor checks) among them.
+ */
+export function identityChecks(
+  installed: KubeObject[],
+  username: string,
+): { list: string[]; checks: Check[] } {
+  const lists = installed
+    .map((p) => ({ name: p.metadata.name ?? "", ids: identitiesOf(p) }))
+    .filter((p): p is { name: string; ids: string[] } => p.ids !== undefined);
+  const list = lists[0]?.ids ?? [DEFAULT_IDENTITY];
+  const differing = lists.filter((p) => p.ids.join(",") !== list.join(","));
+  const checks: Check[] = [];
   checks.push(
-    Object.values(writers?.data ?? {}).includes(username)
-      ? {
-          ok: true,
-          what: `${username} may write kubefn's status (ConfigMap kubefn-system/kubefn-status-writers)`,
-        }
+    differing.length === 0
+      ? { ok: true, what: `the admission policies contain kubefn's identities: ${list.join(", ")}` }
       : {
           ok: false,
-          what: `${username} is not in ConfigMap kubefn-system/kubefn-status-writers: the admission policy refuses its status writes`,
-          fix: `kubectl -n kubefn-system patch configmap kubefn-status-writers --type merge -p '{"data":{"${id.name}":"${username}"}}'`,
+          what: `the admission policies contain different identities: ${lists.map((p) => `${p.name} [${p.ids.join(", ")}]`).join("; ")}`,
+          fix: "kubefn install (or helm upgrade) with one SELF_USERNAMES",
         },
   );
-  return checks;
+  checks.push(
+    list.includes(username)
+      ? { ok: true, what: `${username} is one of them: its writes are held to kubefn's shape` }
+      : {
+          ok: false,
+          what: `${username} is not among the identities the admission policies contain: its writes are not held to kubefn's shape`,
+          fix: "add it to SELF_USERNAMES and reinstall (kubefn install, or helm upgrade)",
+        },
+  );
+  return { list, checks };
 }
 
 type CrdObject = KubeObject & {

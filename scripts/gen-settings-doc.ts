@@ -59,7 +59,18 @@ const sharedRows: Row<Exclude<Shared, keyof typeof operatorVariables>>[] = [
   {
     names: ["SELF_USERNAMES"],
     meaning:
-      "writes by these are dropped at intake (list the same in the ConfigMap `kubefn-system/kubefn-status-writers`)",
+      "kubefn's identities, however it authenticates (its ServiceAccount, an EKS role, a Google account, its own OIDC issuer's subject): writes by these are dropped at intake, and the installer (`kubefn install`, the chart's `settings.values.SELF_USERNAMES`) renders the same list into every admission policy's `kubefn-identity` condition and the ConfigMap `kubefn-system/kubefn-status-writers`; `kubefn doctor` checks they agree",
+  },
+  {
+    names: ["OIDC_ISSUER", "OIDC_SIGNING_KEY"],
+    unset: "unset (kubefn is no OIDC issuer; it authenticates as its platform gives it)",
+    meaning:
+      "kubefn as its own OIDC issuer ([Deploying: kubefn as its own OIDC issuer](deploying/oidc-issuer.md)): the https URL it is reached at (it serves `/.well-known/openid-configuration` and `/openid/v1/jwks` there), and the private JWK (EC P-256 or RSA, with a `kid`) or JWK set, from the platform's secret store, whose first key signs the short-lived JWTs it authenticates to the API server with (every key is published: rotation)",
+  },
+  {
+    names: ["OIDC_AUDIENCE", "OIDC_SUBJECT", "OIDC_TOKEN_SECONDS"],
+    meaning:
+      "the JWTs' `aud` (the JWT authenticator's audience), `sub` (mapped to kubefn's username, which `SELF_USERNAMES` must list) and validity; renewed when a fifth of it is left",
   },
   {
     names: ["MAX_BODY_BYTES", "REPLAY_WINDOW_SECONDS"],
@@ -257,6 +268,12 @@ const nodeRows: Row<NodeOwn>[] = [
   {
     names: ["KUBEFN_HOST", "KUBEFN_PORT"],
     meaning: "HTTP listener (intake, `/metrics`, `/healthz`, crawler API, the fleet page at `/`)",
+  },
+  {
+    names: ["KUBEFN_TLS_CERT_FILE", "KUBEFN_TLS_KEY_FILE"],
+    unset: "unset (plain HTTP)",
+    meaning:
+      "serve HTTPS with this PEM certificate chain and key (both or neither): the host as its own OIDC issuer must be reached over https",
   },
   { names: ["KUBEFN_INSTALL"], meaning: "apply `infra/crds` and `infra/rbac` to `KUBECONFIG`'s cluster" },
   { names: ["KUBEFN_LOG_FORMAT"], meaning: "`text` or `json`" },

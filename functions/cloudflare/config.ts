@@ -1,6 +1,7 @@
 import type { AnalyticsEngineDataset, Queue as QueueBinding } from "@cloudflare/workers-types/index.ts";
 import {
   type KubefnSettings,
+  type OidcIssuerSettings,
   parsePlatformEnv,
   parseServiceAccountKey,
   platformSchema,
@@ -28,9 +29,10 @@ export interface WorkerConfig extends KubefnSettings {
   kubeServer: string;
   /**
    * How kubefn authenticates: a fixed bearer token (`KUBE_TOKEN`), or a Google service account's
-   * access tokens (`KUBE_GOOGLE_CREDENTIALS`, a key JSON; for GKE), renewed as they near expiry.
+   * access tokens (`KUBE_GOOGLE_CREDENTIALS`, a key JSON; for GKE), renewed as they near expiry,
+   * or JWTs kubefn signs as its own OIDC issuer (`OIDC_ISSUER`, `OIDC_SIGNING_KEY`).
    */
-  kubeAuth: { token: string } | { google: ServiceAccountKey };
+  kubeAuth: { token: string } | { google: ServiceAccountKey } | { oidc: OidcIssuerSettings };
 }
 
 const envSchema = platformSchema(
@@ -50,9 +52,9 @@ const envSchema = platformSchema(
   },
   { minuteSchedule: true },
 ).check(
-  z.refine((e) => e.KUBE_TOKEN || e.KUBE_GOOGLE_CREDENTIALS, {
+  z.refine((e) => e.KUBE_TOKEN || e.KUBE_GOOGLE_CREDENTIALS || (e.OIDC_ISSUER && e.OIDC_SIGNING_KEY), {
     message:
-      "KUBE_TOKEN is required (wrangler secret put KUBE_TOKEN), or KUBE_GOOGLE_CREDENTIALS for a service account's tokens",
+      "KUBE_TOKEN is required (wrangler secret put KUBE_TOKEN), or KUBE_GOOGLE_CREDENTIALS for a service account's tokens, or OIDC_ISSUER and OIDC_SIGNING_KEY for kubefn's own",
     path: ["KUBE_TOKEN"],
     // Named beside the other bad variables, not only once they are fixed.
     when: () => true,
@@ -80,6 +82,10 @@ export function parseWorkerEnv(env: Record<string, unknown>): WorkerConfig {
   return {
     ...settings,
     kubeServer: e.KUBE_SERVER,
-    kubeAuth: google ? { google } : { token: e.KUBE_TOKEN as string },
+    kubeAuth: google
+      ? { google }
+      : settings.oidcIssuer
+        ? { oidc: settings.oidcIssuer }
+        : { token: e.KUBE_TOKEN as string },
   };
 }

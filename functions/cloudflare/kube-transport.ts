@@ -1,3 +1,4 @@
+import { issuerTokenSource } from "../../shared/app/index.ts";
 import {
   createServiceAccountTokenSource,
   gkeScopes,
@@ -9,7 +10,8 @@ import type { WorkerConfig } from "./config.ts";
 /**
  * The Worker's way to the API server: `fetch` with `KUBE_TOKEN`, or with a Google service
  * account's access tokens (GKE): exchanged by the GCE provider's token source, used until a minute
- * before they expire, and exchanged again at once after a 401.
+ * before they expire, and exchanged again at once after a 401; or with the JWTs kubefn signs as its
+ * own OIDC issuer (no API credential at all: only the signing key, a Worker secret).
  *
  * Caveats: the token is cached per isolate; a new isolate exchanges once more (one request to
  * Google's token endpoint). The API server's certificate must be publicly trusted (GKE's
@@ -22,6 +24,12 @@ export function workerTransport(
   const auth = config.kubeAuth;
   const common = { server: config.kubeServer, timeoutMs: config.kubeTimeoutMs, fetch: doFetch };
   if ("token" in auth) return createFetchTransport({ ...common, token: auth.token });
+  if ("oidc" in auth) {
+    return createFetchTransport({
+      ...common,
+      tokenSource: issuerTokenSource(auth.oidc, () => Date.now() / 1000),
+    });
+  }
   const google = createServiceAccountTokenSource({
     key: auth.google,
     fetch: doFetch,

@@ -1,4 +1,5 @@
 import type { KubeConfig } from "@kubernetes/client-node";
+import { issuerTokenSource } from "../../shared/app/index.ts";
 import type { TokenSource, Transport } from "../../shared/kube/index.ts";
 import { createKube } from "../../shared/kube/index.ts";
 import { createNodeTransport, inClusterConnection, loadKubeConfig } from "../../shared/kube/node.ts";
@@ -39,11 +40,23 @@ export async function connectCluster(
       log,
       allowListEntriesFor(config.settings.operators),
     );
+  if (config.settings.oidcIssuer) {
+    // kubefn as its own OIDC issuer: the kubeconfig's (or the Pod's) cluster and CA, its JWTs as the bearer.
+    connection.tokenSource = issuerTokenSource(
+      config.settings.oidcIssuer,
+      () => Date.now() / 1000,
+      config.renewTokens ?? true,
+    );
+    log.info("authenticating with kubefn's own OIDC tokens", {
+      issuer: config.settings.oidcIssuer.issuer,
+      subject: config.settings.oidcIssuer.subject,
+    });
+  }
   const { kc, tokenSource } = connection;
   const transport = () => createNodeTransport(kc, tokenSource ? { tokenSource } : {});
   if (config.install) {
     const kube = createKube(transport());
-    log.info("installed", await installCrdsAndRbac(kube));
+    log.info("installed", await installCrdsAndRbac(kube, undefined, config.settings.selfUsernames));
     await applyAllowLists(kube, allowListEntriesFor(config.settings.operators));
   }
   await reportIdentity(transport(), config.settings.selfUsernames, log);

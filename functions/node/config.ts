@@ -1,6 +1,7 @@
 import {
   type KubefnSettings,
   parseEnvironment,
+  SettingsError,
   settingsFrom,
   settingsVariables,
 } from "../../shared/app/index.ts";
@@ -19,6 +20,13 @@ export interface NodeHostConfig {
   inCluster?: { host: string; port: number; serviceAccountDir: string };
   host: string;
   port: number;
+  /** Serve HTTPS with this certificate chain and key (PEM files): an OIDC issuer must be https. */
+  tls?: { certFile: string; keyFile: string };
+  /**
+   * Renew the credentials kubefn mints for itself (its OIDC issuer's JWTs). Only tests turn it
+   * off, to show a run without renewal fails once the first token expires. Default true.
+   */
+  renewTokens?: boolean;
   /** Apply infra/crds and infra/rbac at start (always with the embedded devcluster). */
   install: boolean;
   logFormat: "text" | "json";
@@ -51,6 +59,8 @@ export const nodeHostEnvSchema = z.object({
   KUBEFN_SERVICE_ACCOUNT_DIR: z._default(z.string().check(z.minLength(1)), defaultServiceAccountDir),
   KUBEFN_HOST: z._default(z.string(), "127.0.0.1"),
   KUBEFN_PORT: z._default(z.coerce.number().check(z.int()).check(z.gte(0)).check(z.lte(65535)), 8080),
+  KUBEFN_TLS_CERT_FILE: z.optional(z.string().check(z.minLength(1))),
+  KUBEFN_TLS_KEY_FILE: z.optional(z.string().check(z.minLength(1))),
   KUBEFN_INSTALL: z._default(z.enum(["true", "false"]), "false"),
   KUBEFN_LOG_FORMAT: z._default(z.enum(["text", "json"]), "text"),
   /** Node only (a Worker has no filesystem): Site component manifests from this directory. */
@@ -96,6 +106,11 @@ export function parseNodeHostEnv(env: Record<string, string | undefined>): NodeH
     ...(env.KUBECONFIG || env.KUBERNETES_SERVICE_HOST ? {} : { PROBE_ALLOWED_CIDRS: "127.0.0.0/8,::1/128" }),
   };
   const e = parseEnvironment(nodeHostEnvSchema, named, "invalid environment", defaults);
+  if (Boolean(e.KUBEFN_TLS_CERT_FILE) !== Boolean(e.KUBEFN_TLS_KEY_FILE)) {
+    throw new SettingsError(
+      "invalid environment:\n  KUBEFN_TLS_CERT_FILE and KUBEFN_TLS_KEY_FILE go together",
+    );
+  }
   const inCluster =
     !e.KUBECONFIG && e.KUBERNETES_SERVICE_HOST
       ? {
@@ -109,6 +124,9 @@ export function parseNodeHostEnv(env: Record<string, string | undefined>): NodeH
     ...(inCluster ? { inCluster } : {}),
     host: e.KUBEFN_HOST,
     port: e.KUBEFN_PORT,
+    ...(e.KUBEFN_TLS_CERT_FILE && e.KUBEFN_TLS_KEY_FILE
+      ? { tls: { certFile: e.KUBEFN_TLS_CERT_FILE, keyFile: e.KUBEFN_TLS_KEY_FILE } }
+      : {}),
     install: e.KUBEFN_INSTALL === "true",
     logFormat: e.KUBEFN_LOG_FORMAT,
     ...(e.SITE_MANIFESTS_DIR ? { siteManifestsDir: e.SITE_MANIFESTS_DIR } : {}),

@@ -1,5 +1,5 @@
 import { hostname } from "node:os";
-import { createKubefn, PrometheusMetrics } from "../../shared/app/index.ts";
+import { createKubefn, issuerRoutes, PrometheusMetrics } from "../../shared/app/index.ts";
 import { createNodeProber } from "../../shared/health/node-prober.ts";
 import { guardedNodeKube } from "../../shared/kube/node.ts";
 import { readManifestDirectory } from "../../shared/kube/node-manifests.ts";
@@ -50,7 +50,13 @@ export async function startNodeHost(config: NodeHostConfig, log: Log): Promise<N
   // The embedded devcluster's audit webhook gets a token of its own.
   if (!config.kubeconfig && !config.inCluster) settings.auditToken ??= randomToken();
   let parts: HostParts | undefined;
-  const { url, close } = await listen(hostApp(metrics, () => parts).fetch, config.port, config.host);
+  const issuer = settings.oidcIssuer ? issuerRoutes(settings.oidcIssuer) : undefined;
+  const { url, close } = await listen(
+    hostApp(metrics, () => parts, issuer).fetch,
+    config.port,
+    config.host,
+    config.tls,
+  );
   const { kc, tokenSource, namespace, devcluster } = await connectCluster(
     config,
     url,

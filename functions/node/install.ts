@@ -2,6 +2,7 @@ import { readdir, readFile } from "node:fs/promises";
 import { fileURLToPath } from "node:url";
 import { KubeConfig } from "@kubernetes/client-node";
 import { parseAllDocuments } from "yaml";
+import { DEFAULT_IDENTITY, withIdentities } from "../../shared/app/admission/index.ts";
 import type { KubefnSettings } from "../../shared/app/index.ts";
 import type { Kube, KubeObject, Resource, Transport } from "../../shared/kube/index.ts";
 import { errorFromResponse, isNotFound, Resources, serverSideApply } from "../../shared/kube/index.ts";
@@ -49,14 +50,17 @@ export async function manifestsIn(folder: string): Promise<KubeObject[]> {
 
 /**
  * Server-side applies kubefn's CRDs (`infra/crds`) and RBAC (`infra/rbac`), then waits until
- * every CRD is Established. Idempotent; the field manager is "kubefn-installer".
+ * every CRD is Established. `identities` (the setting `SELF_USERNAMES`; default the
+ * ServiceAccount) are the usernames the admission policies contain and the status writers list
+ * (`withIdentities`). Idempotent; the field manager is "kubefn-installer".
  */
 export async function installCrdsAndRbac(
   kube: Kube,
   timeoutMs = 60_000,
+  identities: readonly string[] = [DEFAULT_IDENTITY],
 ): Promise<{ crds: number; rbac: number }> {
   const crds = await manifestsIn("crds");
-  const rbac = await manifestsIn("rbac");
+  const rbac = withIdentities(await manifestsIn("rbac"), identities);
   for (const obj of [...crds, ...rbac]) {
     const res = installable[obj.kind];
     if (!res) throw new Error(`installer does not know kind ${obj.kind} (${obj.metadata.name})`);

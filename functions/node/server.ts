@@ -1,3 +1,5 @@
+import { readFileSync } from "node:fs";
+import { createServer as createHttpsServer } from "node:https";
 import type { AddressInfo } from "node:net";
 import { serve } from "@hono/node-server";
 import { Hono } from "hono/tiny";
@@ -30,19 +32,31 @@ export function renderHostMetrics(
   return metrics.render();
 }
 
-/** Serves `fetch` on host:port (0: any free port) and resolves once it listens. */
+/**
+ * Serves `fetch` on host:port (0: any free port), over HTTPS when `tls` names a certificate and
+ * key (read once, at start), and resolves once it listens.
+ */
 export async function listen(
   fetch: (request: Request) => Response | Promise<Response>,
   port: number,
   hostname: string,
+  tls?: { certFile: string; keyFile: string },
 ): Promise<{ url: string; close(): Promise<void> }> {
-  const server = serve({ fetch, port, hostname });
+  const server = tls
+    ? serve({
+        fetch,
+        port,
+        hostname,
+        createServer: createHttpsServer,
+        serverOptions: { cert: readFileSync(tls.certFile), key: readFileSync(tls.keyFile) },
+      })
+    : serve({ fetch, port, hostname });
   await new Promise<void>((resolve, reject) => {
     server.once("listening", () => resolve());
     server.once("error", reject);
   });
   return {
-    url: `http://${hostname}:${(server.address() as AddressInfo).port}`,
+    url: `${tls ? "https" : "http"}://${hostname}:${(server.address() as AddressInfo).port}`,
     close: () => new Promise<void>((resolve) => server.close(() => resolve())),
   };
 }
@@ -54,9 +68,14 @@ export interface HostParts {
   guard: ApiGuard;
 }
 
-/** `/metrics` (Prometheus text) and everything else to {@link Kubefn.fetch}. */
-export function hostApp(metrics: PrometheusMetrics, parts: () => HostParts | undefined): Hono {
+/**
+ * `/metrics` (Prometheus text) and everything else to {@link Kubefn.fetch}; `early` (the OIDC
+ * issuer's documents) is served from the start, before the host has connected to its cluster:
+ * the API server must fetch the keys before it accepts the host's first token.
+ */
+export function hostApp(metrics: PrometheusMetrics, parts: () => HostParts | undefined, early?: Hono): Hono {
   const http = new Hono();
+  if (early) http.route("/", early);
   http.get("/metrics", (c, next) => {
     const p = parts();
     if (!p) return next();

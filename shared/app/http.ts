@@ -13,8 +13,9 @@ import {
   type IntakeCredentials,
   mapWithRegistry,
 } from "./intake/index.ts";
+import { issuerRoutes } from "./issuer.ts";
 import type { Operators } from "./operators.ts";
-import type { PubSubSettings } from "./settings.ts";
+import type { OidcIssuerSettings, PubSubSettings } from "./settings.ts";
 
 /** What the HTTP surface needs beyond the context: intake credentials and limits. */
 export interface HttpSettings {
@@ -31,6 +32,8 @@ export interface HttpSettings {
   replayWindowSeconds: number;
   /** Writes by these identities are dropped at intake. */
   selfUsernames: readonly string[];
+  /** kubefn as its own OIDC issuer: its discovery document and JWKS are served ({@link issuerRoutes}). */
+  oidcIssuer?: OidcIssuerSettings;
 }
 
 /**
@@ -49,6 +52,7 @@ export function createFunctionsApp(
   batch?: () => IntakeBatch,
 ): Hono {
   const app = new Hono();
+  if (settings.oidcIssuer) app.route("/", issuerRoutes(settings.oidcIssuer));
   app.route(
     "/",
     createIntakeApp({

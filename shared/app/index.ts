@@ -1,6 +1,7 @@
 export { commaList } from "./env-values.ts";
 export { createFunctionsApp, type HttpSettings } from "./http.ts";
 export type { IntakeCredentials } from "./intake/index.ts";
+export { issuerRoutes, issuerTokenSource } from "./issuer.ts";
 export {
   createKubefn,
   type Delivery,
@@ -17,6 +18,7 @@ export { createOperators, type OperatorOptions, type Operators } from "./operato
 export {
   describeIssues,
   type KubefnSettings,
+  type OidcIssuerSettings,
   parseEnvironment,
   parsePlatformEnv,
   platformSchema,

@@ -1,6 +1,7 @@
-import type { RsaJwk } from "../auth/index.ts";
+import { type RsaJwk, signingJwksFrom } from "../auth/index.ts";
 import { type LogLevel, logLevels } from "../runtime/index.ts";
 import * as z from "../zod/index.ts";
+import { DEFAULT_IDENTITY } from "./admission/index.ts";
 import { commaList } from "./env-values.ts";
 import { type OperatorSettings, operatorSettingsFrom, operatorVariables } from "./operator-settings.ts";
 
@@ -10,6 +11,20 @@ export interface PubSubSettings {
   serviceAccountEmail: string;
   jwks?: { keys: RsaJwk[] };
   jwksUrl?: string;
+}
+
+/**
+ * kubefn as its own OIDC issuer (see shared/auth/oidc-issuer.ts): on when `OIDC_ISSUER` and
+ * `OIDC_SIGNING_KEY` are set; the API server's JWT authenticator trusts the issuer.
+ */
+export interface OidcIssuerSettings {
+  /** The https URL kubefn is reached at; it serves discovery and the JWKS under it. */
+  issuer: string;
+  /** The private JWK, or JWK set whose first key signs (the rest are published only). */
+  signingKey: string;
+  audience: string;
+  subject: string;
+  tokenSeconds: number;
 }
 
 /** zod's email pattern; `z.email()` would add its own schema class to the Worker bundle. */
@@ -29,7 +44,7 @@ export const settingsVariables = {
   AUDIT_TOKEN: secretVariable("AUDIT_TOKEN"),
   RELAY_SECRET: secretVariable("RELAY_SECRET"),
   API_TOKEN: secretVariable("API_TOKEN"),
-  SELF_USERNAMES: z._default(commaList, ["system:serviceaccount:kubefn-system:kubefn"]),
+  SELF_USERNAMES: z._default(commaList, [DEFAULT_IDENTITY]),
   MAX_BODY_BYTES: z._default(z.coerce.number().check(z.int()).check(z.gte(1024)), 4 * 1024 * 1024),
   REPLAY_WINDOW_SECONDS: z._default(z.coerce.number().check(z.int()).check(z.gte(10)), 300),
   PUBSUB_AUDIENCE: z.optional(z.string().check(z.minLength(1))),
@@ -61,6 +76,32 @@ export const settingsVariables = {
       }),
     ),
   ),
+  /** kubefn's own OIDC issuer URL: https only, the API server fetches its keys from it. */
+  OIDC_ISSUER: z.optional(
+    z.url({
+      protocol: /^https$/,
+      error: "OIDC_ISSUER must be an https URL (the API server accepts no other issuer)",
+    }),
+  ),
+  OIDC_SIGNING_KEY: z.optional(
+    z.string().check(
+      z.refine(
+        (s) => {
+          try {
+            return signingJwksFrom(s).length > 0;
+          } catch {
+            return false;
+          }
+        },
+        {
+          error: 'OIDC_SIGNING_KEY must be a private JWK (EC P-256 or RSA, with a kid) or a set {"keys":[…]}',
+        },
+      ),
+    ),
+  ),
+  OIDC_AUDIENCE: z._default(z.string().check(z.minLength(1)), "kubefn"),
+  OIDC_SUBJECT: z._default(z.string().check(z.minLength(1)), "kubefn"),
+  OIDC_TOKEN_SECONDS: z._default(z.coerce.number().check(z.int()).check(z.gte(60)).check(z.lte(86400)), 600),
   SWEEP_PERIOD_SECONDS: z._default(z.coerce.number().check(z.int()).check(z.gte(1)).check(z.lte(3600)), 60),
   ADMISSION_RECHECK_SECONDS: z._default(
     z.coerce.number().check(z.int()).check(z.gte(1)).check(z.lte(3600)),
@@ -101,6 +142,8 @@ export interface KubefnSettings {
   replayWindowSeconds: number;
   /** GKE audit logs by Pub/Sub push; on when `PUBSUB_AUDIENCE` and `PUBSUB_SERVICE_ACCOUNT` are set. */
   pubsub?: PubSubSettings;
+  /** kubefn as its own OIDC issuer, authenticating with the JWTs it signs. */
+  oidcIssuer?: OidcIssuerSettings;
   /** How often the platform runs the sweep; must match its schedule. */
   sweepPeriodSeconds: number;
   /**
@@ -169,6 +212,17 @@ export function settingsFrom(e: SettingsVariables): KubefnSettings {
             serviceAccountEmail: e.PUBSUB_SERVICE_ACCOUNT,
             ...(e.PUBSUB_JWKS ? { jwks: e.PUBSUB_JWKS } : {}),
             ...(e.PUBSUB_JWKS_URL ? { jwksUrl: e.PUBSUB_JWKS_URL } : {}),
+          },
+        }
+      : {}),
+    ...(e.OIDC_ISSUER && e.OIDC_SIGNING_KEY
+      ? {
+          oidcIssuer: {
+            issuer: e.OIDC_ISSUER,
+            signingKey: e.OIDC_SIGNING_KEY,
+            audience: e.OIDC_AUDIENCE,
+            subject: e.OIDC_SUBJECT,
+            tokenSeconds: e.OIDC_TOKEN_SECONDS,
           },
         }
       : {}),

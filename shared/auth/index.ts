@@ -10,6 +10,20 @@ export {
   staticKeys,
   verifyPushToken,
 } from "./google-oidc.ts";
+export {
+  DISCOVERY_PATH,
+  type IssuedClaims,
+  type IssuerOptions,
+  importSigningKeys,
+  issuedTokenSource,
+  issuerDocuments,
+  JWKS_PATH,
+  type PublicJwk,
+  type SigningJwk,
+  type SigningKeys,
+  signingJwksFrom,
+  signJwt,
+} from "./oidc-issuer.ts";
 export { type RelayRefusal, relaySignedRequest, type SignedRelayRequest } from "./relay-request.ts";
 export {
   bearerMatches,

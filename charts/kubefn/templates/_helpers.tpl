@@ -12,3 +12,28 @@
 {{- define "kubefn.relayImage" -}}
 {{ .Values.relay.image.repository }}:{{ .Values.relay.image.tag | default .Chart.AppVersion }}
 {{- end }}
+
+{{/* kubefn's identities: settings.values.SELF_USERNAMES, comma-separated (shared/app/admission/identities.ts). */}}
+{{- define "kubefn.identities" -}}
+{{- $ids := list -}}
+{{- range $u := splitList "," (.Values.settings.values.SELF_USERNAMES | default "system:serviceaccount:kubefn-system:kubefn") -}}
+{{- if trim $u }}{{ $ids = append $ids (trim $u) }}{{ end -}}
+{{- end -}}
+{{- toJson $ids -}}
+{{- end }}
+
+{{/* The CEL list of the admission policies' kubefn-identity condition, e.g. ['a', 'b']. */}}
+{{- define "kubefn.identityList" -}}
+{{- $quoted := list -}}
+{{- range $u := include "kubefn.identities" . | fromJsonArray -}}
+{{- $quoted = append $quoted (printf "'%s'" $u) -}}
+{{- end -}}
+[{{ join ", " $quoted }}]
+{{- end }}
+
+{{/* The entries of ConfigMap kubefn-status-writers: kubefn, kubefn-2, … (statusWritersFor). */}}
+{{- define "kubefn.statusWriters" -}}
+{{- range $i, $u := include "kubefn.identities" . | fromJsonArray }}
+  {{ if eq $i 0 }}kubefn{{ else }}kubefn-{{ add $i 1 }}{{ end }}: {{ $u | quote }}
+{{- end }}
+{{- end }}

@@ -11,6 +11,15 @@ export {
   createAdmissionGate,
 } from "./gate.ts";
 export {
+  DEFAULT_IDENTITY,
+  IDENTITY_CONDITION,
+  identitiesOf,
+  identityCondition,
+  STATUS_WRITERS,
+  statusWritersFor,
+  withIdentities,
+} from "./identities.ts";
+export {
   REQUIRED_ADMISSION_POLICIES,
   ValidatingAdmissionPolicies,
   ValidatingAdmissionPolicyBindings,

@@ -32,6 +32,7 @@ import {
   createKube,
   type Kube,
   type KubeObject,
+  type Resource,
   Resources,
   type Transport,
 } from "../../shared/kube/index.ts";
@@ -287,10 +288,12 @@ export async function benchSoak(
   minutes = Number(process.env.KUBEFN_BENCH_SOAK_MINUTES ?? 35),
   proxies = Number(process.env.KUBEFN_BENCH_SOAK_PROXIES ?? 10),
 ): Promise<{ rows: BenchRow[]; json: Record<string, unknown> }> {
-  const results = await Promise.all(
-    [inClusterSubject, execPluginSubject].map((make) => soakOne(make, minutes, proxies)),
-  );
-  const rows = results.map(
+  const [node, cloud] = await Promise.all([
+    Promise.all([inClusterSubject, execPluginSubject].map((make) => soakOne(make, minutes, proxies))),
+    soakCloudTokens(minutes),
+  ]);
+  const results = [...node, ...cloud];
+  const rows = node.map(
     (r): BenchRow => ({
       name: `soak ${r.subject}`,
       figure: r.authFailedPasses,
@@ -298,5 +301,154 @@ export async function benchSoak(
       note: `${r.minutes} min, ${r.expiries} token expiries, ${r.renewals} renewals (${r.renewalCost}); ${r.passes} passes, ${r.failedPasses} failed; ${r.refusedRequests} requests refused by the API server; ${r.unauthorizedLines} log lines naming a 401; ${r.converged ? "every change applied" : "NOT converged"}; ${proxies} Proxies`,
     }),
   );
+  for (const r of cloud)
+    rows.push({
+      name: `soak ${r.subject}`,
+      figure: r.refusedRequests,
+      unit: "requests with a dead token (refused)",
+      note: `${r.minutes} min, ${r.expiries} token expiries; ${r.passes} requests, ${r.authFailedPasses} failed; renewal costs ${r.renewalCost}`,
+    });
   return { rows, json: { bench: "soak", minutes, proxies, results } };
+}
+
+/**
+ * The serverless platforms' cluster credentials across expiries: Lambda → EKS as its role (EKS
+ * tokens, 15 minutes), Lambda and a Worker → GKE with a Google service account's access tokens
+ * (10 minutes here; Google's last an hour), each through the Kube the platform builds
+ * (functions/aws/cluster.ts, functions/cloudflare/kube-transport.ts), against a devcluster that
+ * authenticates them through the token-review webhook (test/support/token-webhook.ts: the SigV4
+ * signature recomputed with the secret moto issued, Google tokens asked of the GCE-shaped
+ * server). Each asks the API server who it is every 30 s. Printed: requests refused by the
+ * webhook (a dead token sent: the goal is 0), requests that failed, token renewals seen.
+ *
+ * Caveats: the platforms' Kube, not their whole runtime (the Worker's and Lambda's passes are the
+ * same code over it; the Node host's rows run the host itself).
+ */
+export async function soakCloudTokens(minutes: number): Promise<SoakResult[]> {
+  const { startMoto, REGION } = await import("../support/moto.ts");
+  const { assumeRoleAtMoto, startTokenWebhook } = await import("../support/token-webhook.ts");
+  const { startGceServer } = await import("../e2e/gce-server.ts");
+  const { clusterKube } = await import("../../functions/aws/cluster.ts");
+  const { parseAwsEnv } = await import("../../functions/aws/config.ts");
+  const { parseWorkerEnv } = await import("../../functions/cloudflare/config.ts");
+  const { workerTransport } = await import("../../functions/cloudflare/kube-transport.ts");
+  const username = "system:serviceaccount:kubefn-system:kubefn";
+  const role = "arn:aws:iam::123456789012:role/kubefn-lambda";
+  const account = "kubefn@kubefn-gke.iam.gserviceaccount.com";
+  const dir = tempDir("kubefn-soak-cloud-").path;
+  const moto = await startMoto();
+  const gce = await startGceServer("kubefn-gke", "127.0.0.1", { tokenLifetimeSeconds: TOKEN_SECONDS });
+  const closers: Array<() => Promise<unknown>> = [() => gce.close(), () => moto.close()];
+  try {
+    const creds = await assumeRoleAtMoto(moto.endpoint, role);
+    const webhook = await startTokenWebhook({
+      dir,
+      eks: {
+        clusterName: "kubefn-soak",
+        stsEndpoint: moto.endpoint,
+        credentials: new Map([[creds.accessKeyId, creds]]),
+        roles: new Map([[role, { username }]]),
+      },
+      google: { tokeninfoUrl: `${gce.url}/tokeninfo`, accounts: new Map([[account, { username }]]) },
+    });
+    closers.unshift(() => webhook.close());
+    const dc = await startDevcluster({
+      apiserverArgs: [
+        `--authentication-token-webhook-config-file=${webhook.kubeconfig}`,
+        "--authentication-token-webhook-version=v1",
+        "--authentication-token-webhook-cache-ttl=1s",
+      ],
+    });
+    closers.unshift(() => dc.stop());
+    const kc = loadKubeConfig({ file: dc.info.kubeconfig });
+    const cluster = kc.getCurrentCluster();
+    const caData =
+      cluster?.caData ?? Buffer.from(readFileSync(String(cluster?.caFile), "utf8")).toString("base64");
+    const common = {
+      AWS_REGION: REGION,
+      QUEUE_URL: "https://sqs.us-east-1.amazonaws.com/123456789012/kubefn",
+      KUBE_SERVER: dc.info.server,
+      KUBE_CA_DATA: caData,
+    };
+    const lambdaKube = (env: Record<string, string>) =>
+      clusterKube(parseAwsEnv(env), { env, clock: { now: () => new Date() } }).kube;
+    const subjects: Array<[string, Kube, "eks" | "google"]> = [
+      [
+        "lambda-eks",
+        lambdaKube({
+          ...common,
+          EKS_CLUSTER_NAME: "kubefn-soak",
+          AWS_ACCESS_KEY_ID: creds.accessKeyId,
+          AWS_SECRET_ACCESS_KEY: creds.secretAccessKey,
+          AWS_SESSION_TOKEN: creds.sessionToken,
+        }),
+        "eks",
+      ],
+      ["lambda-gke", lambdaKube({ ...common, KUBE_GOOGLE_CREDENTIALS: gce.credentials }), "google"],
+      [
+        "worker-gke",
+        createKube(
+          workerTransport(
+            parseWorkerEnv({ KUBE_SERVER: dc.info.httpProxy, KUBE_GOOGLE_CREDENTIALS: gce.credentials }),
+          ),
+        ),
+        "google",
+      ],
+    ];
+    const review: Resource = {
+      group: "authentication.k8s.io",
+      version: "v1",
+      resource: "selfsubjectreviews",
+      kind: "SelfSubjectReview",
+      namespaced: false,
+    };
+    const stats = subjects.map(() => ({ requests: 0, failed: 0, wrongUser: 0 }));
+    const started = Date.now();
+    process.stderr.write(`soak: cloud tokens running for ${minutes} minutes …\n`);
+    const before = webhook.reviews.length;
+    while (Date.now() - started < minutes * 60_000) {
+      for (const [i, [, kube]] of subjects.entries()) {
+        const s = stats[i]!;
+        s.requests++;
+        try {
+          const r = await kube.create<KubeObject & { status?: { userInfo?: { username?: string } } }>(
+            review,
+            {
+              apiVersion: "authentication.k8s.io/v1",
+              kind: "SelfSubjectReview",
+              metadata: {},
+            },
+          );
+          if (r.status?.userInfo?.username !== username) s.wrongUser++;
+        } catch {
+          s.failed++;
+        }
+      }
+      await new Promise((r) => setTimeout(r, 30_000));
+    }
+    const ran = Date.now() - started;
+    const reviews = webhook.reviews.slice(before);
+    return subjects.map(([name, , form], i): SoakResult => {
+      const mine = reviews.filter((r) => r.form === form);
+      const refused = mine.filter((r) => !r.authenticated).length;
+      return {
+        subject: name,
+        minutes: Math.round(ran / 6000) / 10,
+        expiries: Math.floor(ran / ((form === "eks" ? 900 : TOKEN_SECONDS) * 1000)),
+        renewals: Number.NaN,
+        passes: stats[i]!.requests,
+        failedPasses: stats[i]!.failed + stats[i]!.wrongUser,
+        authFailedPasses: stats[i]!.failed,
+        refusedRequests: refused,
+        unauthorizedLines: refused,
+        converged: stats[i]!.failed === 0,
+        renewalCost:
+          form === "eks"
+            ? "0 requests: a presigned URL signed locally"
+            : "1 token request to Google, none to the API server",
+      };
+    });
+  } finally {
+    for (const close of closers) await close().catch(() => undefined);
+  }
 }

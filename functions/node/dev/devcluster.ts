@@ -23,6 +23,8 @@ export interface DevclusterOptions {
   auditWebhookUrl?: string;
   auditWebhookToken?: string;
   readyTimeoutMs?: number;
+  /** More kube-apiserver flags, each `--name=value` (an authentication webhook, say). */
+  apiserverArgs?: readonly string[];
   /** Where the binary's stderr goes (its own logs); default: kept in a bounded tail for errors. */
   onStderr?: (chunk: string) => void;
 }
@@ -49,6 +51,7 @@ export async function startDevcluster(opts: DevclusterOptions = {}): Promise<Dev
   const args: string[] = [];
   if (opts.auditWebhookUrl) args.push("--audit-webhook-url", opts.auditWebhookUrl);
   if (opts.auditWebhookToken) args.push("--audit-webhook-token", opts.auditWebhookToken);
+  for (const a of opts.apiserverArgs ?? []) args.push(`--apiserver-arg=${a}`);
   const child = spawn(devclusterBinary, args, { stdio: ["ignore", "pipe", "pipe"] });
   let tail = "";
   child.stderr.setEncoding("utf8").on("data", (chunk: string) => {

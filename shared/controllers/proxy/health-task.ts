@@ -3,6 +3,7 @@ import {
   applyHealthSweep,
   boundedProber,
   defaultConfirmDelayMs,
+  type HealthSubject,
   type ProbeAllowList,
   type ProbeResume,
   type Prober,
@@ -91,10 +92,21 @@ export function proxyHealthTask(opts: ProxyHealthTaskOptions): SweepTask & {
   const namespaceSlots = keyedSemaphore(
     opts.namespaceConcurrency ?? defaultNamespaceConcurrency(opts.concurrency),
   );
-  const subjectFor = (p: KubeObject) =>
-    proxyHealthSubject(p, {
-      ...(opts.minReportIntervalSeconds ? { minReportIntervalSeconds: opts.minReportIntervalSeconds } : {}),
-    });
+  // One subject per listed object: the sweep's planner and each shard it sends (two a sweep at a
+  // 30 s interval on the Node host, whose queue holds the listed objects themselves) read the
+  // same object, so the Proxy schema's parse is paid once a sweep, not at every probe.
+  const subjects = new WeakMap<KubeObject, HealthSubject>();
+  const subjectOptions = opts.minReportIntervalSeconds
+    ? { minReportIntervalSeconds: opts.minReportIntervalSeconds }
+    : {};
+  const subjectFor = (p: KubeObject): HealthSubject => {
+    let subject = subjects.get(p);
+    if (!subject) {
+      subject = proxyHealthSubject(p, subjectOptions);
+      subjects.set(p, subject);
+    }
+    return subject;
+  };
 
   const probeAndApply = async (
     ctx: Context,

@@ -21,7 +21,7 @@ describe("applyHealthSweep", () => {
         if (key.name === "b") throw Object.create(ConflictError.prototype) as Error;
         if (key.name === "c") throw new Error("boom");
         patched.push(key.name);
-        return {};
+        return { metadata: { name: key.name, resourceVersion: "2" } };
       },
     } as unknown as Kube;
     const sent: Message[][] = [];
@@ -36,6 +36,11 @@ describe("applyHealthSweep", () => {
       conflicts: 1,
       conflictKeys: [keys[1]],
       failed: 1,
+      // What the API server returned for each landed patch: the next write of it starts there.
+      stored: [keys[0], keys[3]].map((key) => ({
+        key,
+        object: { metadata: { name: key!.name, resourceVersion: "2" } },
+      })),
       reconcilesRequested: 1,
     });
     expect(patched.sort()).toEqual(["a", "d"]);

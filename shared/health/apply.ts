@@ -4,7 +4,7 @@
  */
 
 import { mapWithConcurrency } from "../concurrency/index.ts";
-import type { Kube, ObjectKey, Resource } from "../kube/index.ts";
+import type { Kube, KubeObject, ObjectKey, Resource } from "../kube/index.ts";
 import { isConflict, isNotFound } from "../kube/index.ts";
 import type { Message, Queue } from "../runtime/index.ts";
 import type { HealthSweepResult } from "./sweep.ts";
@@ -17,6 +17,8 @@ export interface AppliedHealthSweep {
   conflictKeys: ObjectKey[];
   /** Patches that failed otherwise. */
   failed: number;
+  /** The objects as the API server returned them after each landed patch (its new resourceVersion). */
+  stored: Array<{ key: ObjectKey; object: KubeObject }>;
   reconcilesRequested: number;
 }
 
@@ -41,13 +43,14 @@ export async function applyHealthSweep(
     conflicts: 0,
     conflictKeys: [],
     failed: 0,
+    stored: [],
     reconcilesRequested: 0,
   };
   const landed = new Set<string>();
   const id = (k: ObjectKey) => `${k.namespace ?? ""}/${k.name}`;
   await mapWithConcurrency(result.statusPatches, concurrency, async ({ key, patch }) => {
     try {
-      await deps.kube.patchStatus(resource, key, patch);
+      out.stored.push({ key, object: await deps.kube.patchStatus(resource, key, patch) });
       out.written++;
       landed.add(id(key));
     } catch (err) {

@@ -395,6 +395,8 @@ function saKubeconfig(adminKubeconfig: string, token: string, dir: string, name:
 
 interface Usage {
   cpuSeconds: number;
+  /** The part of `cpuSeconds` spent in the kernel (system time: connects, writes, closes). */
+  systemSeconds: number;
   rssMiB: number;
 }
 
@@ -408,12 +410,16 @@ function usageOf(pid: number): Usage {
   try {
     stat = readFileSync(`/proc/${pid}/stat`, "utf8");
   } catch {
-    return { cpuSeconds: Number.NaN, rssMiB: Number.NaN };
+    return { cpuSeconds: Number.NaN, systemSeconds: Number.NaN, rssMiB: Number.NaN };
   }
   const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
   const ticks = Number(fields[11]) + Number(fields[12]);
   const rssPages = Number(fields[21]);
-  return { cpuSeconds: ticks / 100, rssMiB: (rssPages * 4096) / 2 ** 20 };
+  return {
+    cpuSeconds: ticks / 100,
+    systemSeconds: Number(fields[12]) / 100,
+    rssMiB: (rssPages * 4096) / 2 ** 20,
+  };
 }
 
 async function waitFor<T>(
@@ -957,6 +963,11 @@ export async function benchFleet(opts: FleetOptions = defaultFleet): Promise<Fle
     const windowProbes = s1.probes - s0.probes;
     const cpuMsPerProbe =
       windowProbes > 0 ? round(((s1.host.cpuSeconds - s0.host.cpuSeconds) * 1000) / windowProbes, 2) : null;
+    // Of which in the kernel: a probe's connect, writes and close are system time, not JavaScript.
+    const systemMsPerProbe =
+      windowProbes > 0
+        ? round(((s1.host.systemSeconds - s0.host.systemSeconds) * 1000) / windowProbes, 2)
+        : null;
     const rssMiBPer1000Proxies = fleetProxies > 0 ? round((maxRss.host / fleetProxies) * 1000, 0) : null;
     const ratio = (a: number, b: number) => (b > 0 ? round(a / b, 2) : null);
 
@@ -995,6 +1006,7 @@ export async function benchFleet(opts: FleetOptions = defaultFleet): Promise<Fle
           probesPerMinute,
           cpuSecondsPerMinute: cpu.host,
           cpuMsPerProbe,
+          systemMsPerProbe,
           maxRssMiB: maxRss.host,
           rssMiBPer1000Proxies,
         },
@@ -1065,7 +1077,7 @@ export async function benchFleet(opts: FleetOptions = defaultFleet): Promise<Fle
         name: "fleet steady CPU/probe",
         figure: cpuMsPerProbe ?? "n/a",
         unit: "host CPU ms per probe",
-        note: `host CPU in the window ÷ ${windowProbes} probes counted at the target`,
+        note: `host CPU in the window ÷ ${windowProbes} probes counted at the target; ${systemMsPerProbe ?? "n/a"} ms of it in the kernel`,
       },
       {
         name: "fleet steady RSS",

@@ -3,6 +3,7 @@ import {
   applyHealthSweep,
   boundedProber,
   defaultConfirmDelayMs,
+  type HealthSubject,
   type ProbeAllowList,
   type ProbeResume,
   type Prober,
@@ -91,10 +92,27 @@ export function proxyHealthTask(opts: ProxyHealthTaskOptions): SweepTask & {
   const namespaceSlots = keyedSemaphore(
     opts.namespaceConcurrency ?? defaultNamespaceConcurrency(opts.concurrency),
   );
-  const subjectFor = (p: KubeObject) =>
-    proxyHealthSubject(p, {
-      ...(opts.minReportIntervalSeconds ? { minReportIntervalSeconds: opts.minReportIntervalSeconds } : {}),
-    });
+  // One subject per listed object: the sweep's planner and each shard it sends (two a sweep at a
+  // 30 s interval on the Node host, whose queue holds the listed objects themselves) read the
+  // same object, so the Proxy schema's parse is paid once a sweep, not at every probe.
+  const subjects = new WeakMap<KubeObject, HealthSubject>();
+  // A listed Proxy whose health this task has written since: the object the write returned. The
+  // sweep's next shard of it (30 s later, the same listed copy) then writes with the current
+  // resourceVersion and stored state, instead of meeting a Conflict, reading it again and
+  // probing it once more.
+  const written = new WeakMap<KubeObject, KubeObject>();
+  const subjectOptions = opts.minReportIntervalSeconds
+    ? { minReportIntervalSeconds: opts.minReportIntervalSeconds }
+    : {};
+  const subjectFor = (listed: KubeObject): HealthSubject => {
+    const p = written.get(listed) ?? listed;
+    let subject = subjects.get(p);
+    if (!subject) {
+      subject = proxyHealthSubject(p, subjectOptions);
+      subjects.set(p, subject);
+    }
+    return subject;
+  };
 
   const probeAndApply = async (
     ctx: Context,
@@ -152,6 +170,15 @@ export function proxyHealthTask(opts: ProxyHealthTaskOptions): SweepTask & {
       // Writes run as wide as probes: a first sweep over a large fleet writes every counter.
       opts.concurrency,
     );
+    if (applied.stored.length > 0) {
+      const listed = new Map(
+        proxies.map((p) => [keyOf(p.metadata.namespace ?? "", p.metadata.name ?? ""), p]),
+      );
+      for (const { key, object } of applied.stored) {
+        const p = listed.get(keyOf(key.namespace ?? "", key.name));
+        if (p) written.set(p, object);
+      }
+    }
     ctx.metrics.count("kubefn_probes_total", {}, result.stats.probed);
     if (applied.failed > 0) {
       // Conflicts are recomputed next sweep; other failures (403, 422…) would stop health
@@ -281,6 +308,8 @@ export function proxyHealthTask(opts: ProxyHealthTaskOptions): SweepTask & {
     },
   };
 }
+
+const keyOf = (namespace: string, name: string) => `${namespace}/${name}`;
 
 const shardMessage = (id: string, objects: KubeObject[], data?: ProbeResume[], due?: number): Message => ({
   request: { controller: proxyControllerName, name: `__shard-${probeShardTask}-${id}` },

@@ -57,6 +57,12 @@ const sharedRows: Row<Exclude<Shared, keyof typeof operatorVariables>>[] = [
       'crawler credentials for `GET /v1/proxies` and `/v1/leases`: one secret, from which each namespace\'s crawler token is derived (`scripts/crawler-token.ts <namespace>`: an HMAC of the namespace; it sees and leases that namespace only; the secret itself is no crawler credential), or a JSON list of `{ "name", "token", "namespaces": [...] \\| "*" }`, where `"*"` is the explicit choice of a crawler for every namespace (see [Security](security.md#who-is-trusted-with-what)); the fleet page (`GET /`) then needs the secret or a `"*"` credential',
   },
   {
+    names: ["STATUS_SEAL_KEY"],
+    unset: "derived from `AUDIT_TOKEN`, else `RELAY_SECRET`; unset with neither (statuses not sealed)",
+    meaning:
+      "key of the seal (an HMAC) kubefn puts on every status it writes; a status whose seal does not verify — written with kubefn's token outside kubefn — brings a pass that rewrites it (see [Security](security.md#a-status-kubefn-did-not-write)). A platform secret kubefn's Kubernetes identity cannot read, the same on every instance; changing it, or the secret it is derived from, makes every status foreign once (a pass and a Warning Event each)",
+  },
+  {
     names: ["SELF_USERNAMES"],
     meaning:
       "kubefn's identities, however it authenticates (its ServiceAccount, an EKS role, a Google account, its own OIDC issuer's subject): writes by these are dropped at intake, and the installer (`kubefn install`, the chart's `settings.values.SELF_USERNAMES`) renders the same list into every admission policy's `kubefn-identity` condition and the ConfigMap `kubefn-system/kubefn-status-writers`; `kubefn doctor` checks they agree",

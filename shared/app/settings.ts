@@ -44,6 +44,7 @@ export const settingsVariables = {
   AUDIT_TOKEN: secretVariable("AUDIT_TOKEN"),
   RELAY_SECRET: secretVariable("RELAY_SECRET"),
   API_TOKEN: secretVariable("API_TOKEN"),
+  STATUS_SEAL_KEY: secretVariable("STATUS_SEAL_KEY"),
   SELF_USERNAMES: z._default(commaList, [DEFAULT_IDENTITY]),
   MAX_BODY_BYTES: z._default(z.coerce.number().check(z.int()).check(z.gte(1024)), 4 * 1024 * 1024),
   REPLAY_WINDOW_SECONDS: z._default(z.coerce.number().check(z.int()).check(z.gte(10)), 300),
@@ -136,7 +137,12 @@ export interface KubefnSettings {
   relaySecret?: string;
   /** Bearer token of the crawler API (/v1/proxies, /v1/leases); off when unset. */
   apiToken?: string;
-  /** Writes by these identities are dropped at intake. */
+  /**
+   * Key of the seal kubefn puts on every status it writes (runtime/status-seal.ts); derived from
+   * the audit token or the relay secret when unset. A platform secret kubefn's token cannot read.
+   */
+  statusSealKey?: string;
+  /** Writes by these identities are dropped at intake (a status kubefn did not seal excepted). */
   selfUsernames: string[];
   maxBodyBytes: number;
   replayWindowSeconds: number;
@@ -202,6 +208,7 @@ export function settingsFrom(e: SettingsVariables): KubefnSettings {
     ...(e.AUDIT_TOKEN ? { auditToken: e.AUDIT_TOKEN } : {}),
     ...(e.RELAY_SECRET ? { relaySecret: e.RELAY_SECRET } : {}),
     ...(e.API_TOKEN ? { apiToken: e.API_TOKEN } : {}),
+    ...(e.STATUS_SEAL_KEY ? { statusSealKey: e.STATUS_SEAL_KEY } : {}),
     selfUsernames: e.SELF_USERNAMES,
     maxBodyBytes: e.MAX_BODY_BYTES,
     replayWindowSeconds: e.REPLAY_WINDOW_SECONDS,

@@ -25,6 +25,8 @@ describe("parseAwsEnv", () => {
       probeConcurrency: 32,
       passConcurrency: 8,
       probeShardSize: 40,
+      // A Function URL is public: the fleet page is served only behind API_TOKEN.
+      fleetPage: "token",
       operators: expect.any(Object),
     });
   });

@@ -84,10 +84,14 @@ afterEach(async () => {
   await aws.delivered();
 });
 
-function handlerWith(controller: Partial<ControllerDefinition> = {}, role?: HandlerRole) {
+function handlerWith(
+  controller: Partial<ControllerDefinition> = {},
+  role?: HandlerRole,
+  env: Record<string, string> = {},
+) {
   return createHandler({
     ...(role ? { role } : {}),
-    env: ENV,
+    env: { ...ENV, ...env },
     endpoint: moto.endpoint,
     kube: () => kube,
     operators: () => ({
@@ -127,29 +131,50 @@ describe("HTTP events → the intake app", () => {
     expect(await aws.delivered()).toEqual([]);
   });
 
-  it("a Function URL GET / → the fleet page, the same as every platform's", async () => {
+  /** A Function URL `GET /` from a browser, with `headers` beside the fixture's. */
+  function getPage(headers: Record<string, string> = {}) {
     const post = fixture("function-url-post-events.json") as Record<string, unknown> & {
       headers: Record<string, string>;
       requestContext: { http: Record<string, string> };
     };
-    const { authorization: _, "content-length": __, ...headers } = post.headers;
-    const get = {
+    const { authorization: _, "content-length": __, ...rest } = post.headers;
+    return {
       ...post,
       rawPath: "/",
       rawQueryString: "",
       queryStringParameters: undefined,
-      headers: { ...headers, accept: "text/html" },
+      headers: { ...rest, accept: "text/html", ...headers },
       requestContext: {
         ...post.requestContext,
         http: { ...post.requestContext.http, method: "GET", path: "/" },
       },
       body: undefined,
     };
-    const res = (await handlerWith()(get, lambdaContext)) as {
-      statusCode: number;
-      headers: Record<string, string>;
-      body: string;
-    };
+  }
+  type PageAnswer = { statusCode: number; headers: Record<string, string>; body: string };
+
+  it("a Function URL GET / without API_TOKEN: the fleet page is closed (public URL), with how to open it", async () => {
+    const res = (await handlerWith()(getPage(), lambdaContext)) as PageAnswer;
+    expect(res.statusCode).toBe(404);
+    expect(res.body).toContain("the fleet page is closed");
+    expect(res.body).toContain("FLEET_PAGE=open");
+    expect(res.body).not.toContain("ns1/p1");
+  });
+
+  it("a Function URL GET / behind API_TOKEN: 401 without it, the page with it", async () => {
+    const apiToken = "fleet-page-token-0123456789";
+    const refused = (await handlerWith({}, undefined, { API_TOKEN: apiToken })(getPage(), lambdaContext)) as PageAnswer;
+    expect(refused.statusCode).toBe(401);
+    const res = (await handlerWith({}, undefined, { API_TOKEN: apiToken })(
+      getPage({ authorization: `Bearer ${apiToken}` }),
+      lambdaContext,
+    )) as PageAnswer;
+    expect(res.statusCode).toBe(200);
+    expect(res.body).toContain("<tr><td>ns1/p1</td>");
+  });
+
+  it("a Function URL GET / with FLEET_PAGE=open → the fleet page, the same as every platform's", async () => {
+    const res = (await handlerWith({}, undefined, { FLEET_PAGE: "open" })(getPage(), lambdaContext)) as PageAnswer;
     expect(res.statusCode).toBe(200);
     expect(res.headers["content-security-policy"]).toMatch(/^default-src 'none'/);
     expect(res.body).toContain("<tr><td>ns1/p1</td>");

@@ -244,6 +244,7 @@ export function createKubefn(settings: KubefnSettings, ports: KubefnPorts, opera
   app.route(
     "/",
     fleetPage(ctx, primaries, passes, {
+      access: settings.fleetPage,
       ...(settings.apiToken ? { apiToken: settings.apiToken } : {}),
       admission: () => {
         const state = admission.state();

@@ -14,17 +14,20 @@ import { randomBytes } from "node:crypto";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { optInNamespace } from "../../functions/node/install.ts";
 import { proxyResource } from "../../shared/controllers/proxy/api.ts";
+import { subPoolResource } from "../../shared/controllers/subpool/api.ts";
 import { isNotFound, type Kube, type KubeObject, Resources } from "../../shared/kube/index.ts";
 import { createStatusSeal, FOREIGN_STATUS_REASON } from "../../shared/runtime/index.ts";
 import { type AuditRelay, startAuditRelay } from "../chaos/drivers.ts";
 import { eventually, functionsKubeconfig, type HostProcess, startHost } from "../e2e/host.ts";
 import { adminKube, kubefnKube } from "../security/tenants.ts";
 import { clusterInfo } from "../setup/cluster.ts";
+import { subPoolObject } from "../support/subpools.ts";
 
 const suffix = Date.now().toString(36);
 const ns = `stolen-status-${suffix}`;
 const name = "tenant-proxy";
 const key = { namespace: ns, name };
+const pool = `stolen-status-${suffix}`;
 const auditToken = randomBytes(16).toString("hex");
 const sealKey = randomBytes(24).toString("hex");
 
@@ -59,22 +62,28 @@ beforeAll(async () => {
   await optInNamespace(admin, ns);
 }, 240_000);
 
-afterAll(async () => {
-  // The Proxy goes first, while kubefn runs to take its finalizer off.
-  await admin?.delete(proxyResource, key).catch(() => undefined);
+/** Deletes a primary and waits until it is gone (kubefn, still running, takes its finalizer off). */
+async function deleted(res: typeof proxyResource, k: { namespace?: string; name: string }): Promise<void> {
+  await admin?.delete(res, k).catch(() => undefined);
   await eventually(
-    `${ns}/${name} deleted`,
+    `${k.namespace ?? ""}/${k.name} deleted`,
     async () => {
       try {
-        await admin.get(proxyResource, key);
+        await admin.get(res, k);
         return undefined;
       } catch (err) {
         if (isNotFound(err)) return true;
         throw err;
       }
     },
-    60_000,
+    90_000,
   ).catch(() => undefined);
+}
+
+afterAll(async () => {
+  // The primaries go first, while kubefn runs to take its finalizers off.
+  await deleted(proxyResource, key);
+  await deleted(subPoolResource, { name: pool });
   await audit?.close();
   expect(await host?.stop()).toBe(0);
   await admin?.delete(Resources.Namespace, { name: ns }).catch(() => undefined);
@@ -136,6 +145,50 @@ describe("attack 6: a status written with kubefn's token outside kubefn", () => 
       10_000,
     );
     expect(warning.note).toContain(`resourceVersion ${forged.metadata.resourceVersion}`);
+  });
+
+  it("a SubPool's status (a hostname and a Service of the thief's) is rewritten the same way", async () => {
+    await admin.create(
+      subPoolResource,
+      subPoolObject({}, { name: pool, uid: undefined, generation: undefined }),
+    );
+    const poolKey = { name: pool };
+    const kubefns = await eventually(
+      "kubefn's status of the SubPool",
+      async () => {
+        const p = await admin.get<KubeObject & { status?: Record<string, unknown> }>(
+          subPoolResource,
+          poolKey,
+        );
+        return p.status?.cpaService && p.status.seal ? p : undefined;
+      },
+      90_000,
+    );
+    expect(kubefns.status?.hostname).toBeUndefined();
+    const forged = await thief.patchStatus(subPoolResource, poolKey, {
+      type: "merge",
+      body: { status: { hostname: "login.bank.example", cpaService: "attacker.example:443" } },
+    });
+    const restored = await eventually(
+      "the forged SubPool status rewritten",
+      async () => {
+        const p = await admin.get<KubeObject & { status?: Record<string, unknown> }>(
+          subPoolResource,
+          poolKey,
+        );
+        return p.status?.cpaService === kubefns.status?.cpaService ? p : undefined;
+      },
+      20_000,
+    );
+    expect(restored.status?.hostname).toBeUndefined();
+    expect(await createStatusSeal(sealKey).verify(restored)).toBe("sealed");
+    await host!.waitFor(
+      (l) =>
+        l.msg.startsWith("status not written by kubefn") &&
+        l.key === `subpool//${pool}` &&
+        l.resourceVersion === forged.metadata.resourceVersion,
+      10_000,
+    );
   });
 
   it("kubefn's own status writes bring no pass (steady state: no extra messages)", async () => {

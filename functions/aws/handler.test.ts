@@ -3,8 +3,16 @@ import type { LambdaContext } from "hono/aws-lambda";
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it, vi } from "vitest";
 import type { SweepSummary } from "../../shared/app/sweep.ts";
 import { proxyResource } from "../../shared/controllers/proxy/api.ts";
+import { Resources } from "../../shared/kube/index.ts";
+import type { KubeObject } from "../../shared/kube/port.ts";
 import type { ControllerDefinition } from "../../shared/runtime/controller.ts";
-import { createRegistry, ENVELOPE_VERSION, requeueAfter } from "../../shared/runtime/index.ts";
+import {
+  createRegistry,
+  done,
+  ENVELOPE_VERSION,
+  requeueAfter,
+  statusSealFrom,
+} from "../../shared/runtime/index.ts";
 import type { Resource } from "../../shared/runtime/types.ts";
 import { FakeKube } from "../../test/support/fake-kube.ts";
 import {
@@ -187,6 +195,85 @@ describe("HTTP events → the intake app", () => {
     };
     expect(res.statusCode).toBe(200);
     expect(JSON.parse(res.body)).toEqual({ ok: true });
+  });
+});
+
+describe("a status written with kubefn's token outside kubefn (issue 20), across Lambda instances", () => {
+  /** A Function URL POST of an audit EventList holding `items`. */
+  function auditPost(items: unknown[]) {
+    const post = fixture("function-url-post-events.json") as Record<string, unknown> & {
+      headers: Record<string, string>;
+    };
+    const { "content-length": _, ...headers } = post.headers;
+    return {
+      ...post,
+      headers,
+      body: JSON.stringify({ kind: "EventList", apiVersion: "audit.k8s.io/v1", items }),
+    };
+  }
+  /** The audit event of a status patch by kubefn's identity that stored `object`. */
+  const statusPatch = (object: Record<string, unknown>) => ({
+    level: "RequestResponse",
+    auditID: `a-${Math.random()}`,
+    stage: "ResponseComplete",
+    verb: "patch",
+    user: { username: "system:serviceaccount:kubefn-system:kubefn" },
+    objectRef: {
+      apiGroup: "crawl.kubefn.dev",
+      apiVersion: "v1alpha1",
+      resource: "proxies",
+      subresource: "status",
+      namespace: "ns1",
+      name: "p1",
+    },
+    responseStatus: { code: 200 },
+    responseObject: object,
+    stageTimestamp: NOW.toISOString(),
+  });
+
+  it("intake on one instance sends the pass, a pass on another rewrites it, sealed; kubefn's own status write sends nothing", async () => {
+    // Both instances derive the seal key from the audit token they read: nothing is shared but it.
+    const seal = statusSealFrom({ auditToken: ENV.AUDIT_TOKEN! })!;
+    const key = { namespace: "ns1", name: "p1" };
+    const recompute: Partial<ControllerDefinition> = {
+      reconcile: async (_ctx, p) => {
+        p.status = { ...(p.status as object), phase: "Unhealthy", ip: "10.0.0.1" };
+        return done();
+      },
+    };
+    const intake = handlerWith(recompute);
+    const reconcile = handlerWith(recompute);
+    const stored = kube.stored(ProxyKind, key)!;
+    const kubefns = { phase: "Unhealthy", ip: "10.0.0.1" };
+    const sealed = { ...stored, status: { ...kubefns, seal: await seal.seal(stored, kubefns) } };
+    kube.seed(ProxyKind, sealed);
+
+    const own = (await intake(auditPost([statusPatch(sealed)]), lambdaContext)) as {
+      statusCode: number;
+      body: string;
+    };
+    expect(own.statusCode).toBe(202);
+    expect(JSON.parse(own.body)).toMatchObject({ enqueued: 0 });
+
+    const forged = { ...sealed, status: { ...sealed.status, ip: "203.0.113.66", phase: "Ready" } };
+    kube.seed(ProxyKind, forged);
+    const res = (await intake(auditPost([statusPatch(forged)]), lambdaContext)) as {
+      statusCode: number;
+      body: string;
+    };
+    expect(JSON.parse(res.body)).toMatchObject({ enqueued: 1 });
+    const batches = await aws.delivered();
+    expect(batches.flatMap((b) => b.Records)).toHaveLength(1);
+    for (const batch of batches) {
+      expect(await reconcile(batch, lambdaContext)).toEqual({ batchItemFailures: [] });
+    }
+    const rewritten = kube.stored(ProxyKind, key)!;
+    expect(rewritten.status).toMatchObject(kubefns);
+    expect(await seal.verify(rewritten)).toBe("sealed");
+    const events = await kube.list<{ reason?: string; type?: string } & KubeObject>(Resources.Event, {
+      namespace: "ns1",
+    });
+    expect(events.items.find((e) => e.reason === "ForeignStatusWrite")).toMatchObject({ type: "Warning" });
   });
 });
 

@@ -82,8 +82,12 @@ export interface PassResult {
  * Never throws for a failed pass: the failure is logged at error level with its key and class,
  * counted, and expressed as the follow-up.
  *
+ * With `ctx.seal`, every status written is sealed; a status read whose seal does not verify is
+ * logged, counted, rewritten from the controller's view and reported with a Warning Event
+ * ({@link FOREIGN_STATUS_REASON}).
+ *
  * Caveats: the latch (the policy's latch condition True at the current generation) makes a pass a
- * no-op without calling the controller (result `latched`).
+ * no-op without calling the controller (result `latched`) — only on a sealed status.
  * A failed follow-up send is logged and counted but not thrown: the sweep covers a lost message.
  *
  * @example
@@ -195,12 +199,14 @@ export async function runPass(ctx: Context, registry: Registry, message: Message
     return finish();
   }
 
-  if (isLatched(def.errorPolicy, observed)) {
+  // A latch is kubefn's own record only when sealed: a forged latch condition would freeze the
+  // object, and an unsealed one would never be sealed (the sweep would send a pass every period).
+  const verdict = ctx.seal ? await ctx.seal.verify(observed) : "sealed";
+  const foreign = verdict === "foreign";
+  if (verdict === "sealed" && isLatched(def.errorPolicy, observed)) {
     summary.result = "latched";
     return finish();
   }
-
-  const foreign = ctx.seal && (await ctx.seal.verify(observed)) === "foreign";
   if (foreign) reportForeignStatus(ctx, def.name, key, observed);
 
   const copy = structuredClone(observed);

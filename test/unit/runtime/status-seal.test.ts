@@ -293,6 +293,45 @@ describe("the pass", () => {
   });
 });
 
+describe("the latch", () => {
+  const poolMessage = { request: { controller: "subpool", name: "pool1" }, attempt: 0 };
+  const latched = {
+    observedGeneration: 1,
+    conditions: [
+      { type: "InvalidSpec", status: "True", reason: "Invalid", message: "", observedGeneration: 1 },
+    ],
+  };
+  const pool = (status: Record<string, unknown>): KubeObject => ({
+    apiVersion: "subrelay.example.com/v1alpha1",
+    kind: "SubPool",
+    metadata: { name: "pool1", uid: "uid-pool1", generation: 1, resourceVersion: "3" },
+    status,
+  });
+
+  it("holds only on a sealed status: a forged latch (which would freeze the object) or an unsealed one runs the controller", async () => {
+    for (const [status, runs] of [
+      [{ ...latched, seal: "v1.forged" }, true],
+      [latched, true],
+      [(await sealed(pool(latched))).status as Record<string, unknown>, false],
+    ] as const) {
+      const kube = new FakeKube();
+      kube.seed(SubPoolResource, pool(status));
+      const { ctx } = fakeContext(kube);
+      let ran = false;
+      const registry = createRegistry([
+        subPoolController({
+          reconcile: async () => {
+            ran = true;
+            return done();
+          },
+        }),
+      ]);
+      const result = await runPass({ ...ctx, seal }, registry, poolMessage);
+      expect([ran, result.result === "latched"]).toEqual([runs, !runs]);
+    }
+  });
+});
+
 describe("the sweep", () => {
   function listing(objects: KubeObject[]): Kube {
     return {

@@ -27,6 +27,8 @@ describe("parseAwsEnv", () => {
       probeShardSize: 40,
       // A Function URL is public: the fleet page is served only behind API_TOKEN.
       fleetPage: "token",
+      // The reconcile function reads no intake secret to derive a seal key from.
+      deriveStatusSealKey: false,
       operators: expect.any(Object),
     });
   });

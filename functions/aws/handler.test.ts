@@ -171,7 +171,10 @@ describe("HTTP events → the intake app", () => {
 
   it("a Function URL GET / behind API_TOKEN: 401 without it, the page with it", async () => {
     const apiToken = "fleet-page-token-0123456789";
-    const refused = (await handlerWith({}, undefined, { API_TOKEN: apiToken })(getPage(), lambdaContext)) as PageAnswer;
+    const refused = (await handlerWith({}, undefined, { API_TOKEN: apiToken })(
+      getPage(),
+      lambdaContext,
+    )) as PageAnswer;
     expect(refused.statusCode).toBe(401);
     const res = (await handlerWith({}, undefined, { API_TOKEN: apiToken })(
       getPage({ authorization: `Bearer ${apiToken}` }),
@@ -182,7 +185,10 @@ describe("HTTP events → the intake app", () => {
   });
 
   it("a Function URL GET / with FLEET_PAGE=open → the fleet page, the same as every platform's", async () => {
-    const res = (await handlerWith({}, undefined, { FLEET_PAGE: "open" })(getPage(), lambdaContext)) as PageAnswer;
+    const res = (await handlerWith({}, undefined, { FLEET_PAGE: "open" })(
+      getPage(),
+      lambdaContext,
+    )) as PageAnswer;
     expect(res.statusCode).toBe(200);
     expect(res.headers["content-security-policy"]).toMatch(/^default-src 'none'/);
     expect(res.body).toContain("<tr><td>ns1/p1</td>");
@@ -231,9 +237,12 @@ describe("a status written with kubefn's token outside kubefn (issue 20), across
     stageTimestamp: NOW.toISOString(),
   });
 
+  const sealKey = "status-seal-key-0123456789";
+
   it("intake on one instance sends the pass, a pass on another rewrites it, sealed; kubefn's own status write sends nothing", async () => {
-    // Both instances derive the seal key from the audit token they read: nothing is shared but it.
-    const seal = statusSealFrom({ auditToken: ENV.AUDIT_TOKEN! })!;
+    // The intake function and the reconcile function read the same STATUS_SEAL_KEY secret:
+    // nothing else is shared between them.
+    const seal = statusSealFrom({ statusSealKey: sealKey })!;
     const key = { namespace: "ns1", name: "p1" };
     const recompute: Partial<ControllerDefinition> = {
       reconcile: async (_ctx, p) => {
@@ -241,8 +250,8 @@ describe("a status written with kubefn's token outside kubefn (issue 20), across
         return done();
       },
     };
-    const intake = handlerWith(recompute);
-    const reconcile = handlerWith(recompute);
+    const intake = handlerWith(recompute, "intake", { STATUS_SEAL_KEY: sealKey });
+    const reconcile = handlerWith(recompute, "reconcile", { STATUS_SEAL_KEY: sealKey });
     const stored = kube.stored(ProxyKind, key)!;
     const kubefns = { phase: "Unhealthy", ip: "10.0.0.1" };
     const sealed = { ...stored, status: { ...kubefns, seal: await seal.seal(stored, kubefns) } };
@@ -274,6 +283,16 @@ describe("a status written with kubefn's token outside kubefn (issue 20), across
       namespace: "ns1",
     });
     expect(events.items.find((e) => e.reason === "ForeignStatusWrite")).toMatchObject({ type: "Warning" });
+  });
+
+  it("without STATUS_SEAL_KEY no key is derived from the audit token (the reconcile function reads none): nothing sealed, nothing sent", async () => {
+    const key = { namespace: "ns1", name: "p1" };
+    const stored = kube.stored(ProxyKind, key)!;
+    const unsealed = { ...stored, status: { phase: "Unhealthy", ip: "10.0.0.1" } };
+    const res = (await handlerWith({}, "intake")(auditPost([statusPatch(unsealed)]), lambdaContext)) as {
+      body: string;
+    };
+    expect(JSON.parse(res.body)).toMatchObject({ enqueued: 0 });
   });
 });
 

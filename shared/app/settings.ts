@@ -154,6 +154,12 @@ export interface KubefnSettings {
    * the audit token or the relay secret when unset. A platform secret kubefn's token cannot read.
    */
   statusSealKey?: string;
+  /**
+   * Whether an unset `statusSealKey` is derived from the audit token or the relay secret (the
+   * default). A platform whose passes run where those secrets are not read (Lambda's reconcile
+   * function) turns it off, so that every instance seals alike: with a key, or not at all.
+   */
+  deriveStatusSealKey?: boolean;
   /** Writes by these identities are dropped at intake (a status kubefn did not seal excepted). */
   selfUsernames: string[];
   maxBodyBytes: number;

@@ -95,8 +95,11 @@ export function statusSealFrom(settings: {
   statusSealKey?: string;
   auditToken?: string;
   relaySecret?: string;
+  /** False: no derived key (a platform whose passes do not read the intake's secrets). */
+  deriveStatusSealKey?: boolean;
 }): StatusSeal | undefined {
   if (settings.statusSealKey) return createStatusSeal(settings.statusSealKey);
+  if (settings.deriveStatusSealKey === false) return undefined;
   const base = settings.auditToken ?? settings.relaySecret;
   return base === undefined ? undefined : createStatusSeal(derivedKey(base));
 }

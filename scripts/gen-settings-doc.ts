@@ -64,7 +64,8 @@ const sharedRows: Row<Exclude<Shared, keyof typeof operatorVariables>>[] = [
   },
   {
     names: ["STATUS_SEAL_KEY"],
-    unset: "derived from `AUDIT_TOKEN`, else `RELAY_SECRET` (not on Lambda, whose reconcile function reads neither); unset with neither (statuses not sealed)",
+    unset:
+      "derived from `AUDIT_TOKEN`, else `RELAY_SECRET` (not on Lambda, whose reconcile function reads neither); unset with neither (statuses not sealed)",
     meaning:
       "key of the seal (an HMAC) kubefn puts on every status it writes; a status whose seal does not verify — written with kubefn's token outside kubefn — brings a pass that rewrites it (see [Security](security.md#a-status-kubefn-did-not-write)). A platform secret kubefn's Kubernetes identity cannot read, the same on every instance; changing it, or the secret it is derived from, makes every status foreign once (a pass and a Warning Event each)",
   },

@@ -24,7 +24,13 @@ export const settingsFromSecretArns: Record<string, string> = {
 };
 
 /** Settings whose value is a credential: NoEcho, never shown by the console or DescribeStacks. */
-export const secretSettings = new Set(["AUDIT_TOKEN", "RELAY_SECRET", "API_TOKEN", "STATUS_SEAL_KEY", "OIDC_SIGNING_KEY"]);
+export const secretSettings = new Set([
+  "AUDIT_TOKEN",
+  "RELAY_SECRET",
+  "API_TOKEN",
+  "STATUS_SEAL_KEY",
+  "OIDC_SIGNING_KEY",
+]);
 
 /** The template's functions, each given every setting: the intake (`Kubefn`) and the reconcile function. */
 export const releaseFunctions = ["Kubefn", "KubefnReconcile"] as const;

@@ -52,9 +52,22 @@ const sharedRows: Row<Exclude<Shared, keyof typeof operatorVariables>>[] = [
   },
   {
     names: ["API_TOKEN"],
-    unset: "unset (crawler API off, fleet page open without messages)",
+    unset: "unset (crawler API off; fleet page as `FLEET_PAGE` says)",
     meaning:
       'crawler credentials for `GET /v1/proxies` and `/v1/leases`: one secret, from which each namespace\'s crawler token is derived (`scripts/crawler-token.ts <namespace>`: an HMAC of the namespace; it sees and leases that namespace only; the secret itself is no crawler credential), or a JSON list of `{ "name", "token", "namespaces": [...] \\| "*" }`, where `"*"` is the explicit choice of a crawler for every namespace (see [Security](security.md#who-is-trusted-with-what)); the fleet page (`GET /`) then needs the secret or a `"*"` credential',
+  },
+  {
+    names: ["FLEET_PAGE"],
+    note: "(`open` on a Node host listening on loopback)",
+    meaning:
+      "who may see the fleet page (`GET /`): `token` — only with a credential of `API_TOKEN` for every namespace, and without `API_TOKEN` not at all (404 saying so), the default where kubefn's URL is public (Workers, Lambda Function URLs); `open` — anyone, without condition messages, unless `API_TOKEN` is set (then as `token`), the default of a Node host listening on loopback (`KUBEFN_HOST`; in a Pod it listens on `0.0.0.0`: `token`); `off` — never",
+  },
+  {
+    names: ["STATUS_SEAL_KEY"],
+    unset:
+      "derived from `AUDIT_TOKEN`, else `RELAY_SECRET` (not on Lambda, whose reconcile function reads neither); unset with neither (statuses not sealed)",
+    meaning:
+      "key of the seal (an HMAC) kubefn puts on every status it writes; a status whose seal does not verify — written with kubefn's token outside kubefn — brings a pass that rewrites it (see [Security](security.md#a-status-kubefn-did-not-write)). A platform secret kubefn's Kubernetes identity cannot read, the same on every instance; changing it, or the secret it is derived from, makes every status foreign once (a pass and a Warning Event each)",
   },
   {
     names: ["SELF_USERNAMES"],

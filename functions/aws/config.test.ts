@@ -25,6 +25,10 @@ describe("parseAwsEnv", () => {
       probeConcurrency: 32,
       passConcurrency: 8,
       probeShardSize: 40,
+      // A Function URL is public: the fleet page is served only behind API_TOKEN.
+      fleetPage: "token",
+      // The reconcile function reads no intake secret to derive a seal key from.
+      deriveStatusSealKey: false,
       operators: expect.any(Object),
     });
   });

@@ -124,6 +124,9 @@ export function parseAwsEnv(env: Record<string, string | undefined>): AwsConfig 
   const { e, settings } = parsePlatformEnv(envSchema, env, "invalid Lambda environment", AwsConfigError);
   return {
     ...settings,
+    // The reconcile function does not read the intake's secrets: a key derived from them would
+    // differ between the two functions. The seal needs STATUS_SEAL_KEY here, read by both.
+    deriveStatusSealKey: false,
     kubeconfig: e.EKS_CLUSTER_NAME
       ? {
           eks: {

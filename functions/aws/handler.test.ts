@@ -3,8 +3,16 @@ import type { LambdaContext } from "hono/aws-lambda";
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it, vi } from "vitest";
 import type { SweepSummary } from "../../shared/app/sweep.ts";
 import { proxyResource } from "../../shared/controllers/proxy/api.ts";
+import { Resources } from "../../shared/kube/index.ts";
+import type { KubeObject } from "../../shared/kube/port.ts";
 import type { ControllerDefinition } from "../../shared/runtime/controller.ts";
-import { createRegistry, ENVELOPE_VERSION, requeueAfter } from "../../shared/runtime/index.ts";
+import {
+  createRegistry,
+  done,
+  ENVELOPE_VERSION,
+  requeueAfter,
+  statusSealFrom,
+} from "../../shared/runtime/index.ts";
 import type { Resource } from "../../shared/runtime/types.ts";
 import { FakeKube } from "../../test/support/fake-kube.ts";
 import {
@@ -84,10 +92,14 @@ afterEach(async () => {
   await aws.delivered();
 });
 
-function handlerWith(controller: Partial<ControllerDefinition> = {}, role?: HandlerRole) {
+function handlerWith(
+  controller: Partial<ControllerDefinition> = {},
+  role?: HandlerRole,
+  env: Record<string, string> = {},
+) {
   return createHandler({
     ...(role ? { role } : {}),
-    env: ENV,
+    env: { ...ENV, ...env },
     endpoint: moto.endpoint,
     kube: () => kube,
     operators: () => ({
@@ -127,29 +139,56 @@ describe("HTTP events → the intake app", () => {
     expect(await aws.delivered()).toEqual([]);
   });
 
-  it("a Function URL GET / → the fleet page, the same as every platform's", async () => {
+  /** A Function URL `GET /` from a browser, with `headers` beside the fixture's. */
+  function getPage(headers: Record<string, string> = {}) {
     const post = fixture("function-url-post-events.json") as Record<string, unknown> & {
       headers: Record<string, string>;
       requestContext: { http: Record<string, string> };
     };
-    const { authorization: _, "content-length": __, ...headers } = post.headers;
-    const get = {
+    const { authorization: _, "content-length": __, ...rest } = post.headers;
+    return {
       ...post,
       rawPath: "/",
       rawQueryString: "",
       queryStringParameters: undefined,
-      headers: { ...headers, accept: "text/html" },
+      headers: { ...rest, accept: "text/html", ...headers },
       requestContext: {
         ...post.requestContext,
         http: { ...post.requestContext.http, method: "GET", path: "/" },
       },
       body: undefined,
     };
-    const res = (await handlerWith()(get, lambdaContext)) as {
-      statusCode: number;
-      headers: Record<string, string>;
-      body: string;
-    };
+  }
+  type PageAnswer = { statusCode: number; headers: Record<string, string>; body: string };
+
+  it("a Function URL GET / without API_TOKEN: the fleet page is closed (public URL), with how to open it", async () => {
+    const res = (await handlerWith()(getPage(), lambdaContext)) as PageAnswer;
+    expect(res.statusCode).toBe(404);
+    expect(res.body).toContain("the fleet page is closed");
+    expect(res.body).toContain("FLEET_PAGE=open");
+    expect(res.body).not.toContain("ns1/p1");
+  });
+
+  it("a Function URL GET / behind API_TOKEN: 401 without it, the page with it", async () => {
+    const apiToken = "fleet-page-token-0123456789";
+    const refused = (await handlerWith({}, undefined, { API_TOKEN: apiToken })(
+      getPage(),
+      lambdaContext,
+    )) as PageAnswer;
+    expect(refused.statusCode).toBe(401);
+    const res = (await handlerWith({}, undefined, { API_TOKEN: apiToken })(
+      getPage({ authorization: `Bearer ${apiToken}` }),
+      lambdaContext,
+    )) as PageAnswer;
+    expect(res.statusCode).toBe(200);
+    expect(res.body).toContain("<tr><td>ns1/p1</td>");
+  });
+
+  it("a Function URL GET / with FLEET_PAGE=open → the fleet page, the same as every platform's", async () => {
+    const res = (await handlerWith({}, undefined, { FLEET_PAGE: "open" })(
+      getPage(),
+      lambdaContext,
+    )) as PageAnswer;
     expect(res.statusCode).toBe(200);
     expect(res.headers["content-security-policy"]).toMatch(/^default-src 'none'/);
     expect(res.body).toContain("<tr><td>ns1/p1</td>");
@@ -162,6 +201,98 @@ describe("HTTP events → the intake app", () => {
     };
     expect(res.statusCode).toBe(200);
     expect(JSON.parse(res.body)).toEqual({ ok: true });
+  });
+});
+
+describe("a status written with kubefn's token outside kubefn (issue 20), across Lambda instances", () => {
+  /** A Function URL POST of an audit EventList holding `items`. */
+  function auditPost(items: unknown[]) {
+    const post = fixture("function-url-post-events.json") as Record<string, unknown> & {
+      headers: Record<string, string>;
+    };
+    const { "content-length": _, ...headers } = post.headers;
+    return {
+      ...post,
+      headers,
+      body: JSON.stringify({ kind: "EventList", apiVersion: "audit.k8s.io/v1", items }),
+    };
+  }
+  /** The audit event of a status patch by kubefn's identity that stored `object`. */
+  const statusPatch = (object: Record<string, unknown>) => ({
+    level: "RequestResponse",
+    auditID: `a-${Math.random()}`,
+    stage: "ResponseComplete",
+    verb: "patch",
+    user: { username: "system:serviceaccount:kubefn-system:kubefn" },
+    objectRef: {
+      apiGroup: "crawl.kubefn.dev",
+      apiVersion: "v1alpha1",
+      resource: "proxies",
+      subresource: "status",
+      namespace: "ns1",
+      name: "p1",
+    },
+    responseStatus: { code: 200 },
+    responseObject: object,
+    stageTimestamp: NOW.toISOString(),
+  });
+
+  const sealKey = "status-seal-key-0123456789";
+
+  it("intake on one instance sends the pass, a pass on another rewrites it, sealed; kubefn's own status write sends nothing", async () => {
+    // The intake function and the reconcile function read the same STATUS_SEAL_KEY secret:
+    // nothing else is shared between them.
+    const seal = statusSealFrom({ statusSealKey: sealKey })!;
+    const key = { namespace: "ns1", name: "p1" };
+    const recompute: Partial<ControllerDefinition> = {
+      reconcile: async (_ctx, p) => {
+        p.status = { ...(p.status as object), phase: "Unhealthy", ip: "10.0.0.1" };
+        return done();
+      },
+    };
+    const intake = handlerWith(recompute, "intake", { STATUS_SEAL_KEY: sealKey });
+    const reconcile = handlerWith(recompute, "reconcile", { STATUS_SEAL_KEY: sealKey });
+    const stored = kube.stored(ProxyKind, key)!;
+    const kubefns = { phase: "Unhealthy", ip: "10.0.0.1" };
+    const sealed = { ...stored, status: { ...kubefns, seal: await seal.seal(stored, kubefns) } };
+    kube.seed(ProxyKind, sealed);
+
+    const own = (await intake(auditPost([statusPatch(sealed)]), lambdaContext)) as {
+      statusCode: number;
+      body: string;
+    };
+    expect(own.statusCode).toBe(202);
+    expect(JSON.parse(own.body)).toMatchObject({ enqueued: 0 });
+
+    const forged = { ...sealed, status: { ...sealed.status, ip: "203.0.113.66", phase: "Ready" } };
+    kube.seed(ProxyKind, forged);
+    const res = (await intake(auditPost([statusPatch(forged)]), lambdaContext)) as {
+      statusCode: number;
+      body: string;
+    };
+    expect(JSON.parse(res.body)).toMatchObject({ enqueued: 1 });
+    const batches = await aws.delivered();
+    expect(batches.flatMap((b) => b.Records)).toHaveLength(1);
+    for (const batch of batches) {
+      expect(await reconcile(batch, lambdaContext)).toEqual({ batchItemFailures: [] });
+    }
+    const rewritten = kube.stored(ProxyKind, key)!;
+    expect(rewritten.status).toMatchObject(kubefns);
+    expect(await seal.verify(rewritten)).toBe("sealed");
+    const events = await kube.list<{ reason?: string; type?: string } & KubeObject>(Resources.Event, {
+      namespace: "ns1",
+    });
+    expect(events.items.find((e) => e.reason === "ForeignStatusWrite")).toMatchObject({ type: "Warning" });
+  });
+
+  it("without STATUS_SEAL_KEY no key is derived from the audit token (the reconcile function reads none): nothing sealed, nothing sent", async () => {
+    const key = { namespace: "ns1", name: "p1" };
+    const stored = kube.stored(ProxyKind, key)!;
+    const unsealed = { ...stored, status: { phase: "Unhealthy", ip: "10.0.0.1" } };
+    const res = (await handlerWith({}, "intake")(auditPost([statusPatch(unsealed)]), lambdaContext)) as {
+      body: string;
+    };
+    expect(JSON.parse(res.body)).toMatchObject({ enqueued: 0 });
   });
 });
 

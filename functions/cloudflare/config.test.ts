@@ -20,8 +20,12 @@ describe("parseWorkerEnv", () => {
       probeConcurrency: 6,
       passConcurrency: 8,
       probeShardSize: 40,
+      // A Worker's URL is public: the fleet page is served only behind API_TOKEN.
+      fleetPage: "token",
       operators: expect.any(Object),
     });
+    expect(parseWorkerEnv({ ...minimal, FLEET_PAGE: "open" }).fleetPage).toBe("open");
+    expect(() => parseWorkerEnv({ ...minimal, FLEET_PAGE: "public" })).toThrow(/FLEET_PAGE/);
   });
 
   it("reads [vars] strings, secrets and lists", () => {

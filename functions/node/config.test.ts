@@ -2,6 +2,14 @@ import { describe, expect, it } from "vitest";
 import { parseNodeHostEnv } from "./config.ts";
 
 describe("Node host settings", () => {
+  it("serves the fleet page open on loopback (the default listener), behind API_TOKEN on any other address", () => {
+    expect(parseNodeHostEnv({}).settings.fleetPage).toBe("open");
+    expect(parseNodeHostEnv({ KUBEFN_HOST: "::1" }).settings.fleetPage).toBe("open");
+    expect(parseNodeHostEnv({ KUBEFN_HOST: "0.0.0.0" }).settings.fleetPage).toBe("token");
+    expect(parseNodeHostEnv({ KUBEFN_HOST: "0.0.0.0", FLEET_PAGE: "open" }).settings.fleetPage).toBe("open");
+    expect(parseNodeHostEnv({ KUBEFN_FLEET_PAGE: "off" }).settings.fleetPage).toBe("off");
+  });
+
   it("runs 3 passes at once by default: the seed's MaxConcurrentReconciles", () => {
     expect(parseNodeHostEnv({}).settings.passConcurrency).toBe(3);
     expect(parseNodeHostEnv({ KUBEFN_CONCURRENCY: "8" }).settings.passConcurrency).toBe(8);

@@ -98,6 +98,9 @@ export function parseNodeHostEnv(env: Record<string, string | undefined>): NodeH
   const defaults = {
     // The seed's MaxConcurrentReconciles.
     PASS_CONCURRENCY: "3",
+    // Listening on loopback (the default: a laptop, the devcluster), the fleet page is open
+    // without API_TOKEN; on any other address (a Pod's 0.0.0.0) it is closed like a Worker's.
+    FLEET_PAGE: isLoopbackHost(env.KUBEFN_HOST ?? "127.0.0.1") ? "open" : "token",
     // The embedded devcluster is for trying things: sweep (and so probe) every 10 s there.
     SWEEP_PERIOD_SECONDS: env.KUBECONFIG || env.KUBERNETES_SERVICE_HOST ? "60" : "10",
     // The embedded devcluster is a laptop: its Proxies and probe targets are on loopback. A real
@@ -134,6 +137,11 @@ export function parseNodeHostEnv(env: Record<string, string | undefined>): NodeH
     ...sweepLeaseOf(e.KUBEFN_SWEEP_LEASE ?? (inCluster ? DEFAULT_SWEEP_LEASE : "off")),
     settings: settingsFrom(e),
   };
+}
+
+/** Whether a listen address is this machine's loopback only. */
+function isLoopbackHost(host: string): boolean {
+  return /^127\.\d+\.\d+\.\d+$/.test(host) || host === "::1" || host === "localhost";
 }
 
 function sweepLeaseOf(value: string): Pick<NodeHostConfig, "sweepLease"> {

@@ -20,10 +20,17 @@ export const settingsFromSecretArns: Record<string, string> = {
   GCE_CREDENTIALS: "GCE_CREDENTIALS_SECRET_ARN",
   AUDIT_TOKEN: "AUDIT_TOKEN_SECRET_ARN",
   RELAY_SECRET: "RELAY_SECRET_ARN",
+  STATUS_SEAL_KEY: "STATUS_SEAL_KEY_SECRET_ARN",
 };
 
 /** Settings whose value is a credential: NoEcho, never shown by the console or DescribeStacks. */
-export const secretSettings = new Set(["AUDIT_TOKEN", "RELAY_SECRET", "API_TOKEN", "OIDC_SIGNING_KEY"]);
+export const secretSettings = new Set([
+  "AUDIT_TOKEN",
+  "RELAY_SECRET",
+  "API_TOKEN",
+  "STATUS_SEAL_KEY",
+  "OIDC_SIGNING_KEY",
+]);
 
 /** The template's functions, each given every setting: the intake (`Kubefn`) and the reconcile function. */
 export const releaseFunctions = ["Kubefn", "KubefnReconcile"] as const;

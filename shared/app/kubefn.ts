@@ -16,6 +16,7 @@ import {
   runPass,
   type SweepMemo,
   sealed,
+  statusSealFrom,
   traceFrom,
 } from "../runtime/index.ts";
 import { admissionProblems, createAdmissionGate } from "./admission/index.ts";
@@ -159,6 +160,10 @@ export function createKubefn(settings: KubefnSettings, ports: KubefnPorts, opera
     metrics: ports.metrics,
     random: ports.random ?? Math.random,
   };
+  // Unset only where intake is off too (no audit token, no relay secret): the sweep then finds
+  // every change at its drift period, a forged status included.
+  const seal = statusSealFrom(settings);
+  if (seal) ctx.seal = seal;
   const ops =
     operators ??
     createOperators({
@@ -239,6 +244,7 @@ export function createKubefn(settings: KubefnSettings, ports: KubefnPorts, opera
   app.route(
     "/",
     fleetPage(ctx, primaries, passes, {
+      access: settings.fleetPage,
       ...(settings.apiToken ? { apiToken: settings.apiToken } : {}),
       admission: () => {
         const state = admission.state();

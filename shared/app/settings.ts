@@ -31,6 +31,14 @@ export interface OidcIssuerSettings {
 const emailAddress =
   /^(?:[A-Za-z0-9_'+-]+\.)*[A-Za-z0-9_'+-]*[A-Za-z0-9_+-]@(?:[A-Za-z0-9][A-Za-z0-9-]*\.)+[A-Za-z]{2,}$/;
 
+/**
+ * Who may see the fleet page: `token` — only with a credential of `API_TOKEN` for every namespace
+ * (without `API_TOKEN` the page is not served); `open` — anyone, without condition messages, unless
+ * `API_TOKEN` is set (then as `token`); `off` — never served.
+ */
+export const fleetPageAccesses = ["open", "token", "off"] as const;
+export type FleetPageAccess = (typeof fleetPageAccesses)[number];
+
 /** An optional shared secret or token: at least 16 characters when set. */
 export const secretVariable = (name: string) =>
   z.optional(z.string().check(z.minLength(16, `${name} must be at least 16 characters`)));
@@ -44,6 +52,9 @@ export const settingsVariables = {
   AUDIT_TOKEN: secretVariable("AUDIT_TOKEN"),
   RELAY_SECRET: secretVariable("RELAY_SECRET"),
   API_TOKEN: secretVariable("API_TOKEN"),
+  STATUS_SEAL_KEY: secretVariable("STATUS_SEAL_KEY"),
+  /** Who may see the fleet page (`GET /`); closed where the platform's URL is public. */
+  FLEET_PAGE: z._default(z.enum(fleetPageAccesses), "token"),
   SELF_USERNAMES: z._default(commaList, [DEFAULT_IDENTITY]),
   MAX_BODY_BYTES: z._default(z.coerce.number().check(z.int()).check(z.gte(1024)), 4 * 1024 * 1024),
   REPLAY_WINDOW_SECONDS: z._default(z.coerce.number().check(z.int()).check(z.gte(10)), 300),
@@ -136,7 +147,20 @@ export interface KubefnSettings {
   relaySecret?: string;
   /** Bearer token of the crawler API (/v1/proxies, /v1/leases); off when unset. */
   apiToken?: string;
-  /** Writes by these identities are dropped at intake. */
+  /** Who may see the fleet page (`FLEET_PAGE`: `token` by default, `open` on the Node host). */
+  fleetPage: FleetPageAccess;
+  /**
+   * Key of the seal kubefn puts on every status it writes (runtime/status-seal.ts); derived from
+   * the audit token or the relay secret when unset. A platform secret kubefn's token cannot read.
+   */
+  statusSealKey?: string;
+  /**
+   * Whether an unset `statusSealKey` is derived from the audit token or the relay secret (the
+   * default). A platform whose passes run where those secrets are not read (Lambda's reconcile
+   * function) turns it off, so that every instance seals alike: with a key, or not at all.
+   */
+  deriveStatusSealKey?: boolean;
+  /** Writes by these identities are dropped at intake (a status kubefn did not seal excepted). */
   selfUsernames: string[];
   maxBodyBytes: number;
   replayWindowSeconds: number;
@@ -202,6 +226,8 @@ export function settingsFrom(e: SettingsVariables): KubefnSettings {
     ...(e.AUDIT_TOKEN ? { auditToken: e.AUDIT_TOKEN } : {}),
     ...(e.RELAY_SECRET ? { relaySecret: e.RELAY_SECRET } : {}),
     ...(e.API_TOKEN ? { apiToken: e.API_TOKEN } : {}),
+    ...(e.STATUS_SEAL_KEY ? { statusSealKey: e.STATUS_SEAL_KEY } : {}),
+    fleetPage: e.FLEET_PAGE,
     selfUsernames: e.SELF_USERNAMES,
     maxBodyBytes: e.MAX_BODY_BYTES,
     replayWindowSeconds: e.REPLAY_WINDOW_SECONDS,

@@ -12,6 +12,7 @@ import type { ControllerDefinition, Watch, WatchedChange } from "./controller.ts
 import { type EventBatch, parseEventBatch, relayEventSchema } from "./event-batch.ts";
 import { isIntakeCanary } from "./intake-canary.ts";
 import { groupOf, type Registry } from "./registry.ts";
+import type { StatusSeal } from "./status-seal.ts";
 import { type Context, type Request, requestKey } from "./types.ts";
 
 /** Audit verbs that change an object. Reads (get, list, watch) never map. */
@@ -41,6 +42,12 @@ export interface MapEventsOptions {
   selfUsernames?: Iterable<string>;
   /** Watch mappers running at once. Default 8. */
   mapperConcurrency?: number;
+  /**
+   * kubefn's status seal: a primary's status write (by anyone, kubefn's own identity included)
+   * whose stored status (the event's `responseObject`, audit level RequestResponse) does not
+   * carry kubefn's seal maps to a pass for that primary. Without it every status write is dropped.
+   */
+  seal?: StatusSeal;
 }
 
 /** What a batch became. Every event lands in exactly one of skipped, dropped, ignored, unresolved or mapped. */
@@ -107,7 +114,9 @@ interface Change {
  * requests through the registry: a primary kind maps to its own request, an owned kind to the
  * registered primary named by its controlling ownerReference, a watched kind through the watch's
  * mapper. Audit events count only at stage ResponseComplete, with a 2xx code and a write verb,
- * not on a subresource (see {@link MAPPED_SUBRESOURCES}) and not by `selfUsernames`.
+ * not on a subresource (see {@link MAPPED_SUBRESOURCES}) and not by `selfUsernames` — except a
+ * primary's status write whose stored status does not carry kubefn's seal (`options.seal`), which
+ * maps to that primary whoever the writer claims to be.
  *
  * Caveats: an owned object whose body the event does not carry (audit Metadata level, a delete
  * answered with a Status) maps through the owning controller's `ownerFromKey`, or to nothing
@@ -127,12 +136,13 @@ export async function mapEvents(
   options: MapEventsOptions = {},
 ): Promise<MappingResult> {
   const batch = parseEventBatch(body);
-  const mapper = new BatchMapper(registry, new Set(options.selfUsernames ?? []));
+  const mapper = new BatchMapper(registry, new Set(options.selfUsernames ?? []), options.seal !== undefined);
   if (batch.source === "audit") {
     for (const item of batch.items) mapper.addAudit(item);
   } else {
     for (const event of batch.events) mapper.addRelay(event);
   }
+  if (options.seal) await mapper.checkSeals(options.seal);
   await mapper.runWatches(ctx, options.mapperConcurrency ?? 8);
   return {
     source: batch.source,
@@ -165,10 +175,13 @@ class BatchMapper {
   /** Per primary key: its one stored body in this batch, or null once it changed more than once. */
   private readonly stored = new Map<string, MappedSnapshot | null>();
   private readonly jobs = new Map<string, WatchJob>();
+  /** Primaries' status writes whose stored status must carry kubefn's seal, by request key. */
+  private readonly statusWrites = new Map<string, { request: Request; object: KubeObject }>();
 
   constructor(
     private readonly registry: Registry,
     private readonly self: ReadonlySet<string>,
+    private readonly sealing = false,
   ) {}
 
   addAudit(item: unknown): void {
@@ -184,6 +197,7 @@ class BatchMapper {
     if (typeof code !== "number") return void this.counts.skipped++;
     if (code < 200 || code > 299) return void this.counts.dropped++;
     const subresource = ref.subresource;
+    if (subresource === "status" && this.sealing && this.statusWrite(ref, item.responseObject)) return;
     if (typeof subresource === "string" && subresource !== "" && !MAPPED_SUBRESOURCES.has(subresource)) {
       return void this.counts.dropped++;
     }
@@ -267,6 +281,47 @@ class BatchMapper {
         object: kubeObject,
       }),
     );
+  }
+
+  /**
+   * Holds a primary's status write for {@link checkSeals} (whoever wrote it: kubefn's identity is
+   * no proof of kubefn); false when the event names no primary or carries no stored body.
+   */
+  private statusWrite(ref: Record<string, unknown>, response: unknown): boolean {
+    const group = typeof ref.apiGroup === "string" ? ref.apiGroup : "";
+    if (typeof ref.resource !== "string") return false;
+    const primary = this.registry.primaryFor(group, ref.resource);
+    const object = objectBody(response);
+    if (!primary || !object) return false;
+    const namespace = primary.for.namespaced
+      ? typeof ref.namespace === "string" && ref.namespace !== ""
+        ? ref.namespace
+        : object.metadata.namespace
+      : undefined;
+    const name = typeof ref.name === "string" && ref.name !== "" ? ref.name : object.metadata.name;
+    if (!isStorableKey(namespace, name)) return false;
+    const request: Request = { controller: primary.name, name };
+    if (namespace !== undefined) request.namespace = namespace;
+    // The last write of the batch is what is stored now; an earlier one is superseded.
+    const key = requestKey(request);
+    if (this.statusWrites.has(key)) this.counts.dropped++;
+    this.statusWrites.set(key, { request, object });
+    return true;
+  }
+
+  /**
+   * Sends a pass to each primary whose status, as its write in this batch stored it, does not
+   * carry kubefn's seal (counted mapped); kubefn's own status writes verify and are dropped.
+   */
+  async checkSeals(seal: StatusSeal): Promise<void> {
+    for (const { request, object } of this.statusWrites.values()) {
+      if ((await seal.verify(object)) === "sealed") {
+        this.counts.dropped++;
+        continue;
+      }
+      this.counts.mapped++;
+      this.emit({ ...request });
+    }
   }
 
   /** Records an intake canary's create (counted mapped); false when the change is not one. */

@@ -19,6 +19,7 @@ import { applyErrorPolicy, type ErrorPolicy, isLatched, QUOTA_RETRY_SECONDS } fr
 import { done, failed, Outcome } from "./outcome.ts";
 import { applyReadiness } from "./readiness.ts";
 import { groupOf, type Registry } from "./registry.ts";
+import { SEAL_FIELD } from "./status-seal.ts";
 import { type Context, describeTrigger, type Message, type Request, requestKey } from "./types.ts";
 
 /**
@@ -81,8 +82,12 @@ export interface PassResult {
  * Never throws for a failed pass: the failure is logged at error level with its key and class,
  * counted, and expressed as the follow-up.
  *
+ * With `ctx.seal`, every status written is sealed; a status read whose seal does not verify is
+ * logged, counted, rewritten from the controller's view and reported with a Warning Event
+ * ({@link FOREIGN_STATUS_REASON}).
+ *
  * Caveats: the latch (the policy's latch condition True at the current generation) makes a pass a
- * no-op without calling the controller (result `latched`).
+ * no-op without calling the controller (result `latched`) — only on a sealed status.
  * A failed follow-up send is logged and counted but not thrown: the sweep covers a lost message.
  *
  * @example
@@ -194,10 +199,15 @@ export async function runPass(ctx: Context, registry: Registry, message: Message
     return finish();
   }
 
-  if (isLatched(def.errorPolicy, observed)) {
+  // A latch is kubefn's own record only when sealed: a forged latch condition would freeze the
+  // object, and an unsealed one would never be sealed (the sweep would send a pass every period).
+  const verdict = ctx.seal ? await ctx.seal.verify(observed) : "sealed";
+  const foreign = verdict === "foreign";
+  if (verdict === "sealed" && isLatched(def.errorPolicy, observed)) {
     summary.result = "latched";
     return finish();
   }
+  if (foreign) reportForeignStatus(ctx, def.name, key, observed);
 
   const copy = structuredClone(observed);
   let outcome = await guard(() => def.reconcile(passCtx, copy));
@@ -209,6 +219,8 @@ export async function runPass(ctx: Context, registry: Registry, message: Message
     status.observedGeneration = copy.metadata.generation;
     copy.status = status;
   }
+
+  if (ctx.seal && isRecord(copy.status)) copy.status[SEAL_FIELD] = await ctx.seal.seal(copy, copy.status);
 
   const patch = diffMergePatch(observed.status, copy.status);
   if (patch !== undefined) {
@@ -225,6 +237,14 @@ export async function runPass(ctx: Context, registry: Registry, message: Message
       summary.wroteStatus = true;
       for (const event of conditionEvents(def, conditionsOf(observed), conditionsOf(copy))) {
         await events.record(copy, event);
+      }
+      if (foreign) {
+        await events.record(copy, {
+          type: "Warning",
+          reason: FOREIGN_STATUS_REASON,
+          action: "Reconcile",
+          note: `status ${describeStatusWrite(observed)} was not written by kubefn (its seal does not verify): rewritten from what kubefn observes`,
+        });
       }
     } catch (err) {
       // The write failure decides what happens next: a Conflict is "requeue now" through the
@@ -248,6 +268,53 @@ export async function runPass(ctx: Context, registry: Registry, message: Message
     outcome,
   );
   return finish();
+}
+
+/** The Warning Event's reason when a pass rewrites a status someone else wrote. */
+export const FOREIGN_STATUS_REASON = "ForeignStatusWrite";
+
+/**
+ * Logs and counts a status whose seal does not verify: written with kubefn's identity (or one the
+ * status writers' list admits) by something that does not hold the seal key — a stolen token.
+ */
+function reportForeignStatus(ctx: Context, controller: string, key: string, observed: KubeObject): void {
+  const write = lastStatusWrite(observed);
+  ctx.log.warn("status not written by kubefn: its seal does not verify; the pass rewrites it", {
+    key,
+    resourceVersion: observed.metadata.resourceVersion,
+    ...(write ? { manager: write.manager, operation: write.operation, at: write.time } : {}),
+  });
+  ctx.metrics.count("kubefn_foreign_status_total", { controller });
+}
+
+/** The latest managedFields entry of the status subresource: who wrote the status, when. */
+function lastStatusWrite(
+  object: KubeObject,
+): { manager?: string; operation?: string; time?: string } | undefined {
+  const fields = (object.metadata as { managedFields?: unknown }).managedFields;
+  if (!Array.isArray(fields)) return undefined;
+  let last: { manager?: string; operation?: string; time?: string } | undefined;
+  for (const f of fields) {
+    if (!isRecord(f) || f.subresource !== "status") continue;
+    const time = typeof f.time === "string" ? f.time : undefined;
+    if (!last || (time ?? "") >= (last.time ?? "")) {
+      last = {
+        ...(typeof f.manager === "string" ? { manager: f.manager } : {}),
+        ...(typeof f.operation === "string" ? { operation: f.operation } : {}),
+        ...(time ? { time } : {}),
+      };
+    }
+  }
+  return last;
+}
+
+/** `at resourceVersion N (by <manager> at <time>)`, for the Warning Event. */
+function describeStatusWrite(observed: KubeObject): string {
+  const write = lastStatusWrite(observed);
+  const by = write?.manager
+    ? ` by field manager "${write.manager}"${write.time ? ` at ${write.time}` : ""}`
+    : "";
+  return `at resourceVersion ${observed.metadata.resourceVersion ?? "?"}${by}`;
 }
 
 /** controller-runtime's `result` label values of `controller_runtime_reconcile_total`. */

@@ -48,6 +48,7 @@ export {
   WRITE_VERBS,
 } from "./event-mapping.ts";
 export {
+  FOREIGN_STATUS_REASON,
   type FollowUp,
   followUpFor,
   IMMEDIATE_CONFLICT_RETRIES,
@@ -92,6 +93,15 @@ export {
   RegistryError,
   resourceKey,
 } from "./registry.ts";
+export {
+  canonicalJson,
+  createStatusSeal,
+  SEAL_FIELD,
+  type SealVerdict,
+  type StatusSeal,
+  statusSealFrom,
+  UNSEALED_STATUS_FIELDS,
+} from "./status-seal.ts";
 export { planSweep, type SweepInput, type SweepPlan, sweepBucket } from "./sweep.ts";
 export {
   createSweepLease,

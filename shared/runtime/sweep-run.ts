@@ -108,6 +108,10 @@ export async function runSweep(
         const decide = decision ? await decision.forPage(page) : undefined;
         const trigger = async (object: KubeObject): Promise<Trigger | undefined> => {
           if (options.full) return { kind: "start" };
+          // A status kubefn did not seal (a stolen token wrote it): the pass rewrites it now, not
+          // at the next drift period. The list is made anyway: no request, only an HMAC.
+          const seal = ctx.seal ? await ctx.seal.verify(object) : "sealed";
+          if (seal !== "sealed") return { kind: "drift", reason: `${seal}-status` };
           if (dueThisSlot(object, now, options.safetyNetSeconds ?? DEFAULT_SAFETY_NET_SECONDS, periodSeconds))
             return { kind: "safety-net" };
           if (!def.drift)

@@ -1,5 +1,6 @@
 import type { Kube, KubeObject, Resource } from "../kube/index.ts";
 import type { SweepMemo } from "./memo.ts";
+import type { StatusSeal } from "./status-seal.ts";
 
 /**
  * A reconcile request is only a key. It says nothing about what happened: a pass reads the
@@ -165,6 +166,12 @@ export interface Context {
    * Absent outside an invocation: read directly.
    */
   memo?: SweepMemo;
+  /**
+   * kubefn's seal on the statuses it writes (runtime/status-seal.ts): passes seal what they write
+   * and rewrite a status whose seal does not verify; intake and the sweep send such a primary a
+   * pass. Absent: statuses are neither sealed nor checked.
+   */
+  seal?: StatusSeal;
 }
 
 /** How long one read serves the later passes of the same invocation (see {@link Context.memo}). */

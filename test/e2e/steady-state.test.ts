@@ -65,6 +65,9 @@ beforeAll(async () => {
 
   host = await startHost({
     KUBECONFIG: countedFile,
+    // Sealed statuses (as every install with an intake secret has them) must verify as stored:
+    // a seal that did not would send a pass every sweep (drift:foreign-status) and a write.
+    KUBEFN_STATUS_SEAL_KEY: randomBytes(24).toString("hex"),
     KUBEFN_SWEEP_SECONDS: "1",
     KUBEFN_PROXY_RESYNC_SECONDS: "60",
     // The default (60 s) report interval: a latency change beyond the seed's threshold (more than

@@ -52,6 +52,11 @@ declare module "vitest" {
 }
 
 export const devclusterBin = fileURLToPath(new URL("../../infra/devcluster/bin/devcluster", import.meta.url));
+/**
+ * This checkout's audit policy, named explicitly: the devcluster would otherwise take the one
+ * beside its binary's real path (another checkout's, where the binary is shared by a symlink).
+ */
+const auditPolicy = fileURLToPath(new URL("../../infra/audit/policy.yaml", import.meta.url));
 const READY_PREFIX = "devcluster ready ";
 const READY_TIMEOUT_MS = 120_000;
 
@@ -149,6 +154,8 @@ export default async function setup(project: TestProject): Promise<() => Promise
       `${collector.url}/audit`,
       "--audit-webhook-token",
       auditToken,
+      "--audit-policy",
+      auditPolicy,
     ],
     { stdio: ["ignore", "pipe", "pipe"] },
   );

@@ -5,6 +5,7 @@ import { siteResource } from "../../controllers/site/api.ts";
 import { subPoolResource } from "../../controllers/subpool/api.ts";
 import { ForbiddenError, type KubeObject, Resources } from "../../kube/index.ts";
 import type { PassResult } from "../../runtime/index.ts";
+import type { FleetPageAccess } from "../settings.ts";
 import { PassHistory } from "./pass-history.ts";
 import { cachedFleet, type FleetView, readFleet } from "./read.ts";
 import { fleetCss } from "./render.ts";
@@ -309,9 +310,15 @@ describe("cachedFleet", () => {
 const token = "fleet-page-token-0123456789";
 const basic = (user: string, password: string) => `Basic ${btoa(`${user}:${password}`)}`;
 
-function page(kube: FakeKube, apiToken?: string, passes = new PassHistory()) {
+/** The page as the Node host serves it (`FLEET_PAGE=open`), behind `apiToken` when given. */
+function page(
+  kube: FakeKube,
+  apiToken?: string,
+  passes = new PassHistory(),
+  access: FleetPageAccess = "open",
+) {
   const { ctx } = fakeContext(kube, { now });
-  return fleetPage(ctx, sources, passes, apiToken ? { apiToken } : {});
+  return fleetPage(ctx, sources, passes, { access, ...(apiToken ? { apiToken } : {}) });
 }
 
 describe("GET /", () => {
@@ -321,7 +328,7 @@ describe("GET /", () => {
       ready: false,
       problems: ["ValidatingAdmissionPolicyBinding kubefn-writes-only-its-own is not installed"],
     };
-    const app = fleetPage(ctx, sources, new PassHistory(), { admission: () => admission });
+    const app = fleetPage(ctx, sources, new PassHistory(), { access: "open", admission: () => admission });
     const closed = await (await app.request("/")).text();
     expect(closed).toContain('<span class="c bad">Not reconciling</span>');
     expect(closed).toContain(
@@ -349,6 +356,39 @@ describe("GET /", () => {
       expect(kube.calls).toEqual([]);
     }
     expect(res.headers.get("content-security-policy")).toContain("default-src 'none'");
+  });
+
+  it("closed by default (FLEET_PAGE=token, as on Workers and Lambda): without API_TOKEN it is not served, and says how to open it", async () => {
+    const kube = seededKube(2);
+    const { ctx } = fakeContext(kube, { now });
+    for (const app of [
+      fleetPage(ctx, sources, new PassHistory()),
+      page(kube, undefined, undefined, "token"),
+    ]) {
+      const res = await app.request("/");
+      expect(res.status).toBe(404);
+      const text = await res.text();
+      expect(text).toContain("the fleet page is closed");
+      expect(text).toContain("API_TOKEN");
+      expect(text).toContain("FLEET_PAGE=open");
+      expect(text).not.toContain("p000");
+    }
+    // Read nothing: an anonymous flood costs the API server nothing.
+    expect(kube.calls).toEqual([]);
+    // With the token set, it is served behind it, as with FLEET_PAGE=open.
+    const behind = page(kube, token, undefined, "token");
+    expect((await behind.request("/")).status).toBe(401);
+    expect((await behind.request("/", { headers: { authorization: `Bearer ${token}` } })).status).toBe(200);
+  });
+
+  it("FLEET_PAGE=off: never served, not even with the token", async () => {
+    const kube = seededKube(2);
+    const res = await page(kube, token, undefined, "off").request("/", {
+      headers: { authorization: `Bearer ${token}` },
+    });
+    expect(res.status).toBe(404);
+    expect(await res.text()).toContain("FLEET_PAGE=off");
+    expect(kube.calls).toEqual([]);
   });
 
   it("a crawler credential scoped to some namespaces gets 403", async () => {

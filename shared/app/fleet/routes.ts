@@ -2,16 +2,25 @@ import type { MiddlewareHandler } from "hono";
 import { Hono } from "hono/tiny";
 import { bearerToken } from "../../auth/index.ts";
 import { credentialOf, parseCrawlerCredentials } from "../../controllers/proxy/discovery/index.ts";
+import { assertNever } from "../../guards/index.ts";
 import type { Context } from "../../runtime/index.ts";
+import type { FleetPageAccess } from "../settings.ts";
 import type { PassHistory } from "./pass-history.ts";
 import { cachedFleet, type FleetSource, readFleet } from "./read.ts";
 import { type AdmissionView, fleetCss, renderFleetPage } from "./render.ts";
 
 export interface FleetPageOptions {
   /**
+   * Who may see the page (the `FLEET_PAGE` setting): `token` (the default) serves it only with
+   * `apiToken` set, `open` also without it (then with no messages), `off` never; closed, `GET /`
+   * answers 404 saying which setting opens it.
+   */
+  access?: FleetPageAccess;
+  /**
    * The API token setting (see `parseCrawlerCredentials`). When set, the page needs a credential
    * for every namespace (`"*"`), as `Authorization: Bearer <token>` or as the password of HTTP
-   * Basic auth (what a browser prompts for); when unset, the page is open but shows no messages.
+   * Basic auth (what a browser prompts for); when unset, the page is served only where `access`
+   * is `open`, and shows no messages.
    */
   apiToken?: string;
   /** Views within this many seconds share one read of the cluster; default 5. */
@@ -56,7 +65,9 @@ export function fleetPage(
     c.res.headers.set("content-security-policy", await policy);
     for (const [name, value] of Object.entries(pageHeaders)) c.res.headers.set(name, value);
   });
-  if (options.apiToken) app.use("/", fleetAuth(options.apiToken));
+  const closed = closedBecause(options.access ?? "token", options.apiToken);
+  if (closed) app.get("/", (c) => c.text(closed, 404));
+  else if (options.apiToken) app.use("/", fleetAuth(options.apiToken));
   app.get("/", async (c) => {
     const { view, fresh } = await fleet();
     const admission = options.admission?.();
@@ -73,6 +84,22 @@ export function fleetPage(
   });
   app.get("/robots.txt", (c) => c.text("User-agent: *\nDisallow: /\n"));
   return app;
+}
+
+/** Why the page is not served (the answer's text), or undefined when it is. */
+function closedBecause(access: FleetPageAccess, apiToken: string | undefined): string | undefined {
+  switch (access) {
+    case "off":
+      return "the fleet page is off (FLEET_PAGE=off)\n";
+    case "token":
+      return apiToken
+        ? undefined
+        : "the fleet page is closed: it is served only behind API_TOKEN here (set API_TOKEN and present it, or FLEET_PAGE=open to serve it to anyone without condition messages)\n";
+    case "open":
+      return undefined;
+    default:
+      return assertNever(access);
+  }
 }
 
 const pageHeaders = {

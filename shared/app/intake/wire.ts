@@ -23,13 +23,16 @@ const envelopeOf: Record<BatchSource, string> = {
  * is acknowledged with an Event about it, naming the source (see runtime/intake-canary.ts).
  */
 export function mapWithRegistry(
-  ctx: Pick<Context, "kube" | "log" | "metrics" | "clock">,
+  ctx: Pick<Context, "kube" | "log" | "metrics" | "clock" | "seal">,
   registry: Registry,
   selfUsernames: readonly string[],
 ): (source: BatchSource, batch: unknown) => Promise<MappedBatch> {
   return async (source, batch) => {
     try {
-      const mapped = await mapEvents(ctx, registry, batch, { selfUsernames });
+      const mapped = await mapEvents(ctx, registry, batch, {
+        selfUsernames,
+        ...(ctx.seal ? { seal: ctx.seal } : {}),
+      });
       if (mapped.source !== source) {
         throw new MalformedBatchError(`a ${source} sender must send ${envelopeOf[source]}`);
       }

@@ -97,6 +97,10 @@ export const families: Readonly<Record<string, Family>> = {
     type: "counter",
     help: "Messages dropped because they were for an earlier object of the same name (another UID).",
   },
+  kubefn_foreign_status_total: {
+    type: "counter",
+    help: "Passes that found a status kubefn did not seal (written with its identity outside kubefn) and rewrote it.",
+  },
   kubefn_followup_errors_total: { type: "counter", help: "Follow-up messages that could not be sent." },
   kubefn_mapper_errors_total: { type: "counter", help: "Watch mappers that threw while mapping an event." },
   // Sweep.

@@ -104,6 +104,7 @@ export const proxyCrd: CrdSpec = {
     ...conditionsNotes("conditions", withSummary(Object.values(ProxyConditionType))),
     health:
       "Probe bookkeeping of the health sweep (JSON). Kept in status, which tenants cannot write, not in an annotation, which they can.",
+    seal: "kubefn's HMAC over this status (all but the probe bookkeeping), with a key its Kubernetes identity cannot read: a status whose seal does not verify was not written by kubefn, and a pass rewrites it.",
   }),
   printerColumns: [
     { name: "Mode", type: "string", jsonPath: ".spec.mode" },

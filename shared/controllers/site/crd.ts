@@ -27,6 +27,7 @@ export const siteCrd: CrdSpec = {
     "": "What kubefn observed, written by kubefn only.",
     observedGeneration: "The metadata.generation of the spec this status describes.",
     ...conditionsNotes("conditions", withSummary(Object.values(SiteConditionType))),
+    seal: "kubefn's HMAC over this status (all but the probe bookkeeping), with a key its Kubernetes identity cannot read: a status whose seal does not verify was not written by kubefn, and a pass rewrites it.",
   }),
   validations: [
     {

@@ -79,6 +79,7 @@ export const subPoolCrd: CrdSpec = {
     cpaService: "The in-cluster Service of the pool, as host:port or name.",
     hostname: "The public hostname (Gateway mode).",
     ...conditionsNotes("conditions", withSummary(Object.values(SubPoolConditionType))),
+    seal: "kubefn's HMAC over this status (all but the probe bookkeeping), with a key its Kubernetes identity cannot read: a status whose seal does not verify was not written by kubefn, and a pass rewrites it.",
   }),
   validations: [
     {

@@ -1,5 +1,6 @@
 import {
   type KubefnSettings,
+  kubeGoogleCredentialsSchema,
   parsePlatformEnv,
   parseServiceAccountKey,
   platformSchema,
@@ -64,16 +65,7 @@ const envSchema = platformSchema(
         .string()
         .check(z.regex(/^[0-9A-Za-z][A-Za-z0-9_-]{0,99}$/, "EKS_CLUSTER_NAME must be an EKS cluster name")),
     ),
-    KUBE_GOOGLE_CREDENTIALS: z.optional(
-      z
-        .string()
-        .check(
-          z.refine(
-            (t) => parseServiceAccountKey(t) !== undefined,
-            "KUBE_GOOGLE_CREDENTIALS must be a service-account key (JSON with client_email and private_key)",
-          ),
-        ),
-    ),
+    KUBE_GOOGLE_CREDENTIALS: z.optional(kubeGoogleCredentialsSchema),
     KUBE_SERVER: z.optional(z.url({ protocol: /^https$/, error: "KUBE_SERVER must be an https URL" })),
     KUBE_CA_DATA: z.optional(z.base64("KUBE_CA_DATA must be base64").check(z.minLength(1))),
     // EKS accepts a token for 15 minutes: renew with at least a minute to spare.

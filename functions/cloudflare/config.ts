@@ -1,6 +1,7 @@
 import type { AnalyticsEngineDataset, Queue as QueueBinding } from "@cloudflare/workers-types/index.ts";
 import {
   type KubefnSettings,
+  kubeGoogleCredentialsSchema,
   type OidcIssuerSettings,
   parsePlatformEnv,
   parseServiceAccountKey,
@@ -39,16 +40,7 @@ const envSchema = platformSchema(
   {
     KUBE_SERVER: z.url({ protocol: /^https?$/, error: "KUBE_SERVER must be an http(s) URL" }),
     KUBE_TOKEN: z.optional(z.string().check(z.minLength(1))),
-    KUBE_GOOGLE_CREDENTIALS: z.optional(
-      z
-        .string()
-        .check(
-          z.refine(
-            (t) => parseServiceAccountKey(t) !== undefined,
-            "KUBE_GOOGLE_CREDENTIALS must be a service-account key (JSON with client_email and private_key)",
-          ),
-        ),
-    ),
+    KUBE_GOOGLE_CREDENTIALS: z.optional(kubeGoogleCredentialsSchema),
   },
   { minuteSchedule: true },
 ).check(

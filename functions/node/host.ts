@@ -4,7 +4,6 @@ import { createNodeProber } from "../../shared/health/node-prober.ts";
 import { guardedNodeKube } from "../../shared/kube/node.ts";
 import { readManifestDirectory } from "../../shared/kube/node-manifests.ts";
 import {
-  type Context,
   createSweepLease,
   createSweepMemo,
   INVOCATION_READ_MAX_AGE_SECONDS,

@@ -1,11 +1,5 @@
 import { Hono } from "hono/tiny";
-import {
-  fetchedKeys,
-  GOOGLE_JWKS_URL,
-  type PushTokenPolicy,
-  type RsaJwk,
-  staticKeys,
-} from "../auth/index.ts";
+import { fetchedKeys, GOOGLE_JWKS_URL, type PushTokenPolicy, staticKeys } from "../auth/index.ts";
 import type { Context } from "../runtime/index.ts";
 import {
   createIntakeApp,

@@ -131,6 +131,16 @@ export function parseServiceAccountKey(text: string): ServiceAccountKey | undefi
   return parsed.success ? parsed.data : undefined;
 }
 
+/** `KUBE_GOOGLE_CREDENTIALS` on Workers and Lambda: a service-account key whose tokens authenticate to GKE. */
+export const kubeGoogleCredentialsSchema = z
+  .string()
+  .check(
+    z.refine(
+      (t) => parseServiceAccountKey(t) !== undefined,
+      "KUBE_GOOGLE_CREDENTIALS must be a service-account key (JSON with client_email and private_key)",
+    ),
+  );
+
 /** The namespace of the first ServiceAccount among `selfUsernames` (kubefn's own); else kubefn-system. */
 export function ownNamespace(selfUsernames: readonly string[]): string {
   for (const user of selfUsernames) {

@@ -10,6 +10,7 @@ export {
   staticKeys,
   verifyPushToken,
 } from "./google-oidc.ts";
+export { hmacSha256 } from "./hmac.ts";
 export {
   DISCOVERY_PATH,
   type IssuedClaims,

@@ -14,6 +14,7 @@
  * it from the world anyway). `health`, `latencyMillis` and `lastHealthCheckTime` are not sealed.
  */
 
+import { hmacSha256 } from "../auth/index.ts";
 import { isRecord } from "../guards/index.ts";
 import type { KubeObject } from "../kube/index.ts";
 
@@ -106,15 +107,7 @@ export function statusSealFrom(settings: {
 
 /** A key of its own from another secret, so that a seal reveals nothing of that secret. */
 async function derivedKey(secret: string): Promise<string> {
-  const key = await crypto.subtle.importKey(
-    "raw",
-    encoder.encode(secret),
-    { name: "HMAC", hash: "SHA-256" },
-    false,
-    ["sign"],
-  );
-  const derived = await crypto.subtle.sign("HMAC", key, encoder.encode("kubefn status seal key v1"));
-  return toBase64Url(new Uint8Array(derived));
+  return toBase64Url(await hmacSha256(secret, "kubefn status seal key v1"));
 }
 
 /** The status fields the seal covers. */

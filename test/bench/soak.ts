@@ -21,10 +21,8 @@
  * `KUBEFN_BENCH_SOAK_MINUTES` (default 35: three expiries) and `KUBEFN_BENCH_SOAK_PROXIES`
  * (default 10) size it.
  */
-import { readFileSync, writeFileSync } from "node:fs";
-import { join } from "node:path";
+import { readFileSync } from "node:fs";
 import { fileURLToPath } from "node:url";
-import { KubeConfig } from "@kubernetes/client-node";
 import { startDevcluster } from "../../functions/node/dev/devcluster.ts";
 import { installCrdsAndRbac, serviceAccountToken } from "../../functions/node/install.ts";
 import { proxyResource } from "../../shared/controllers/proxy/api.ts";
@@ -38,6 +36,7 @@ import {
 } from "../../shared/kube/index.ts";
 import { createNodeTransport, loadKubeConfig } from "../../shared/kube/node.ts";
 import { eventually, type HostProcess, type LogLine, startHost } from "../e2e/host.ts";
+import { execPluginKubeconfig } from "../support/exec-plugin.ts";
 import { startForwardProxy, startHttpTarget } from "../support/probe-fixtures.ts";
 import { podEnv, serviceAccountVolume } from "../support/service-account-volume.ts";
 import { tempDir } from "../support/temp-dir.ts";
@@ -50,7 +49,7 @@ const CHANGE_EVERY_MS = 60_000;
 const INTERVAL_SECONDS = 30;
 /** No event source runs here: the drift sweep finds each minute's change within a minute. */
 const HOST_ENV = { KUBEFN_PROXY_RESYNC_SECONDS: "60" };
-const plugin = fileURLToPath(new URL("../fixtures/exec-plugin/mint-token.mjs", import.meta.url));
+const _plugin = fileURLToPath(new URL("../fixtures/exec-plugin/mint-token.mjs", import.meta.url));
 
 interface SoakCluster {
   admin: Kube;
@@ -129,40 +128,15 @@ async function inClusterSubject(c: SoakCluster): Promise<Subject> {
 }
 
 async function execPluginSubject(c: SoakCluster): Promise<Subject> {
-  const dir = tempDir("kubefn-soak-exec-").path;
-  const runs = join(dir, "runs.log");
-  const lifetime = join(dir, "lifetime");
-  writeFileSync(join(dir, "ca.crt"), c.caPem);
-  writeFileSync(runs, "");
-  writeFileSync(lifetime, String(EXEC_CLAIM_SECONDS));
-  const kc = new KubeConfig();
-  kc.loadFromOptions({
-    clusters: [{ name: "soak", server: c.server, caFile: join(dir, "ca.crt") }],
-    users: [
-      {
-        name: "kubefn",
-        exec: {
-          apiVersion: "client.authentication.k8s.io/v1",
-          command: process.execPath,
-          args: [plugin],
-          env: [
-            { name: "KUBE_SERVER", value: c.server },
-            { name: "KUBE_CA_FILE", value: join(dir, "ca.crt") },
-            { name: "KUBE_ADMIN_TOKEN", value: c.adminToken },
-            { name: "PLUGIN_LABEL", value: "soak" },
-            { name: "PLUGIN_LIFETIME_FILE", value: lifetime },
-            { name: "PLUGIN_RUNS", value: runs },
-          ],
-          interactiveMode: "Never",
-        },
-      },
-    ],
-    contexts: [{ name: "kubefn", cluster: "soak", user: "kubefn" }],
-    currentContext: "kubefn",
+  const plugin = execPluginKubeconfig(tempDir("kubefn-soak-exec-").path, {
+    server: c.server,
+    caPem: c.caPem,
+    adminToken: c.adminToken,
+    label: "soak",
+    lifetimeSeconds: EXEC_CLAIM_SECONDS,
   });
-  writeFileSync(join(dir, "kubeconfig"), kc.exportConfig(), { mode: 0o600 });
-  const host = await startHost({ KUBECONFIG: join(dir, "kubeconfig"), ...HOST_ENV });
-  const pluginRuns = () => readFileSync(runs, "utf8").split("\n").filter(Boolean).length;
+  const host = await startHost({ KUBECONFIG: plugin.kubeconfig, ...HOST_ENV });
+  const pluginRuns = plugin.runs;
   return {
     name: "exec-plugin",
     host,

@@ -36,6 +36,7 @@ import {
 import { createNodeTransport, inClusterConnection, tokenFileSource } from "../../shared/kube/node.ts";
 import { clusterInfo, kubeConfig } from "../setup/cluster.ts";
 import { outputOf } from "../support/child-output.ts";
+import { type ExecPluginKubeconfig, execPluginKubeconfig } from "../support/exec-plugin.ts";
 import { podEnv as podEnvAt, serviceAccountVolume as podVolume } from "../support/service-account-volume.ts";
 import { tempDir } from "../support/temp-dir.ts";
 import { eventually, type HostProcess, type LogLine, startHost } from "./host.ts";
@@ -364,42 +365,19 @@ describe("the Node host out of the cluster: an exec credential plugin", () => {
   let ns: string;
   const label = `exec-${run}`;
   const dir = tempDir("kubefn-exec-").path;
-  const runs = join(dir, "runs.log");
-  const lifetime = join(dir, "lifetime");
+  let plugin: ExecPluginKubeconfig;
 
   beforeAll(async () => {
-    writeFileSync(join(dir, "ca.crt"), caPem);
-    writeFileSync(runs, "");
-    writeFileSync(lifetime, "4");
-    const kc = new KubeConfig();
-    kc.loadFromOptions({
-      clusters: [{ name: "devcluster", server: clusterInfo().server, caFile: join(dir, "ca.crt") }],
-      users: [
-        {
-          name: "kubefn",
-          exec: {
-            apiVersion: "client.authentication.k8s.io/v1",
-            command: process.execPath,
-            args: [fileURLToPath(new URL("../fixtures/exec-plugin/mint-token.mjs", import.meta.url))],
-            env: [
-              { name: "KUBE_SERVER", value: clusterInfo().server },
-              { name: "KUBE_CA_FILE", value: join(dir, "ca.crt") },
-              { name: "KUBE_ADMIN_TOKEN", value: clusterInfo().adminToken },
-              { name: "PLUGIN_LABEL", value: label },
-              { name: "PLUGIN_LIFETIME_FILE", value: lifetime },
-              { name: "PLUGIN_RUNS", value: runs },
-            ],
-            interactiveMode: "Never",
-          },
-        },
-      ],
-      contexts: [{ name: "kubefn", cluster: "devcluster", user: "kubefn" }],
-      currentContext: "kubefn",
+    plugin = execPluginKubeconfig(dir, {
+      server: clusterInfo().server,
+      caPem,
+      adminToken: clusterInfo().adminToken,
+      label,
+      lifetimeSeconds: 4,
     });
-    writeFileSync(join(dir, "kubeconfig"), kc.exportConfig(), { mode: 0o600 });
     ns = await newNamespace("exec-identity");
     host = await startHost({
-      KUBECONFIG: join(dir, "kubeconfig"),
+      KUBECONFIG: plugin.kubeconfig,
       KUBEFN_SWEEP_SECONDS: "1",
       KUBEFN_PROXY_RESYNC_SECONDS: "60",
     });
@@ -411,7 +389,7 @@ describe("the Node host out of the cluster: an exec credential plugin", () => {
     await deleteTestSecrets(`kubefn.dev/exec-plugin-test=${label}`);
   }, 180_000);
 
-  const pluginRuns = () => readFileSync(runs, "utf8").split("\n").filter(Boolean).length;
+  const pluginRuns = () => plugin.runs();
 
   it("reconciles as the plugin's identity and re-runs the plugin as each credential expires, every earlier one revoked", async () => {
     await host.waitFor((l) => l.msg === `reconciling as ${kubefnUser}`);
@@ -435,7 +413,7 @@ describe("the Node host out of the cluster: an exec credential plugin", () => {
 
   it("a credential revoked long before its expiry: the 401 runs the plugin again, no pass fails", async () => {
     // From the next run on, each credential claims an hour: only a 401 makes the host ask again.
-    writeFileSync(lifetime, "3600");
+    writeFileSync(plugin.lifetime, "3600");
     const before = pluginRuns();
     await eventually(
       "a run claiming an hour",

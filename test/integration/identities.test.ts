@@ -8,6 +8,7 @@
  * exactly as for the ServiceAccount, and the shape kubefn writes is admitted. A third identity
  * with the same RBAC but not listed is not contained: the list, not the RBAC, decides.
  */
+
 import { afterAll, beforeAll, describe, expect, it, onTestFinished } from "vitest";
 import { currentCluster } from "../../cli/cluster.ts";
 import { policyChecks } from "../../cli/doctor.ts";
@@ -24,7 +25,6 @@ import { nameFromUID, ownerTags } from "../../shared/controllers/proxy/providers
 import {
   createKube,
   ForbiddenError,
-  isNotFound,
   type Kube,
   type KubeObject,
   type Resource,
@@ -32,6 +32,7 @@ import {
 } from "../../shared/kube/index.ts";
 import { createNodeTransport } from "../../shared/kube/node.ts";
 import { clusterInfo, kubeConfig } from "../setup/cluster.ts";
+import { deleteNow as deleteAndWait } from "../support/namespaces.ts";
 
 const suffix = Date.now().toString(36);
 const victims = `identities-${suffix}`;
@@ -47,22 +48,8 @@ const bindings: KubeObject[] = [];
 
 type Binding = KubeObject & { subjects?: Array<{ kind: string; name: string; namespace?: string }> };
 
-async function deleteNow(res: Resource, key: { namespace?: string; name: string }): Promise<void> {
-  try {
-    await admin.delete(res, key, { gracePeriodSeconds: 0 });
-  } catch (err) {
-    if (!isNotFound(err)) throw err;
-  }
-  for (;;) {
-    try {
-      await admin.get(res, key);
-    } catch (err) {
-      if (isNotFound(err)) return;
-      throw err;
-    }
-    await sleep(100);
-  }
-}
+const deleteNow = (res: Resource, key: { namespace?: string; name: string }) =>
+  deleteAndWait(admin, res, key);
 
 /** Tries `write` until refused (403): a policy change takes effect a moment after it is stored. */
 async function refused(what: string, write: () => Promise<unknown>, undo: () => Promise<void>) {

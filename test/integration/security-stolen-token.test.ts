@@ -16,6 +16,7 @@
  *
  * Each attack is shown refused, and the shape kubefn really writes is shown admitted.
  */
+
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { optInNamespace } from "../../functions/node/install.ts";
 import { proxyFinalizer, proxyResource } from "../../shared/controllers/proxy/api.ts";
@@ -33,6 +34,7 @@ import {
   Resources,
 } from "../../shared/kube/index.ts";
 import { adminKube, kubefnKube } from "../security/tenants.ts";
+import { deleteNow as deleteAndWait } from "../support/namespaces.ts";
 
 const suffix = Date.now().toString(36);
 const victims = `stolen-${suffix}`;
@@ -69,22 +71,8 @@ async function refused(
   }
 }
 
-async function deleteNow(res: Resource, key: { namespace?: string; name: string }): Promise<void> {
-  try {
-    await admin.delete(res, key, { gracePeriodSeconds: 0 });
-  } catch (err) {
-    if (!isNotFound(err)) throw err;
-  }
-  for (;;) {
-    try {
-      await admin.get(res, key);
-    } catch (err) {
-      if (isNotFound(err)) return;
-      throw err;
-    }
-    await sleep(100);
-  }
-}
+const deleteNow = (res: Resource, key: { namespace?: string; name: string }) =>
+  deleteAndWait(admin, res, key);
 
 beforeAll(async () => {
   admin = adminKube();

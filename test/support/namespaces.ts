@@ -3,7 +3,7 @@
  * (test/setup/leak-check.ts fails a file that leaves one behind).
  */
 import { proxyResource } from "../../shared/controllers/proxy/api.ts";
-import { isNotFound, type Kube, listAll, Resources } from "../../shared/kube/index.ts";
+import { isNotFound, type Kube, listAll, type Resource, Resources } from "../../shared/kube/index.ts";
 
 /**
  * Deletes the namespaces `names` and waits until every one is gone, calling `tick` between looks
@@ -73,5 +73,31 @@ async function dropProxyFinalizers(kube: Kube, namespace: string): Promise<void>
       .catch((err: unknown) => {
         if (!isNotFound(err)) throw err;
       });
+  }
+}
+
+/**
+ * Deletes `key` at once (grace period 0) and waits until the API server no longer has it: an
+ * attack's object removed before the next assertion, so nothing else (another file's orphan
+ * sweep) meets it. Not found is already done.
+ */
+export async function deleteNow(
+  kube: Kube,
+  res: Resource,
+  key: { namespace?: string; name: string },
+): Promise<void> {
+  try {
+    await kube.delete(res, key, { gracePeriodSeconds: 0 });
+  } catch (err) {
+    if (!isNotFound(err)) throw err;
+  }
+  for (;;) {
+    try {
+      await kube.get(res, key);
+    } catch (err) {
+      if (isNotFound(err)) return;
+      throw err;
+    }
+    await new Promise((r) => setTimeout(r, 100));
   }
 }

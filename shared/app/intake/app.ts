@@ -5,11 +5,9 @@ import {
   bearerToken,
   memoryReplayGuard,
   type RelayRefusal,
-  type ReplayGuard,
   relaySignedRequest,
   type SignedRelayRequest,
 } from "../../auth/index.ts";
-import type { Clock, Log, Message, Metrics } from "../../runtime/index.ts";
 import { readBodyCapped } from "../../streams/index.ts";
 import {
   type BatchSlots,
@@ -18,7 +16,6 @@ import {
   defaultBodyTimeoutMs,
   defaultMaxConcurrentBatches,
   type IntakeOptions,
-  type IntakeParts,
   type IntakeStatus,
   MalformedBatchError,
   type MappedBatch,

@@ -3,7 +3,6 @@ import { auditEventFromLogEntry, PushDeliveryError, parsePushDelivery } from "..
 import {
   bearerToken,
   KeysUnavailableError,
-  type PushTokenPolicy,
   type SignedRelayRequest,
   verifyPushToken,
 } from "../../auth/index.ts";

@@ -4,6 +4,7 @@
  * instance even though the Proxy spec is untouched.
  */
 
+import { hmacSha256 } from "../../auth/index.ts";
 import type { Kube, KubeObject } from "../../kube/index.ts";
 import { isNotFound, ReconcileError, Resources, specHash } from "../../kube/index.ts";
 import { ProxyReason, type ProxySpec } from "./api.ts";
@@ -119,15 +120,7 @@ export async function proxySpecHash(
 }
 
 async function hmacHex(key: string, text: string): Promise<string> {
-  const encoder = new TextEncoder();
-  const k = await crypto.subtle.importKey(
-    "raw",
-    encoder.encode(key),
-    { name: "HMAC", hash: "SHA-256" },
-    false,
-    ["sign"],
-  );
-  const mac = new Uint8Array(await crypto.subtle.sign("HMAC", k, encoder.encode(text)));
+  const mac = await hmacSha256(key, text);
   return Array.from(mac, (b) => b.toString(16).padStart(2, "0")).join("");
 }
 

@@ -1,5 +1,5 @@
 import type { Context as HonoContext, MiddlewareHandler } from "hono";
-import { bearerToken, tokensEqual } from "../../../auth/index.ts";
+import { bearerToken, hmacSha256, tokensEqual } from "../../../auth/index.ts";
 import * as z from "../../../zod/index.ts";
 
 export { tokensEqual };
@@ -57,7 +57,6 @@ export function parseCrawlerCredentials(setting: string): CrawlerCredential[] {
 
 /** Prefix and version of a namespace token: `kfns1.<namespace>.<mac>`. */
 const namespaceTokenPrefix = "kfns1";
-const encoder = new TextEncoder();
 
 /**
  * The crawler token of `namespace` under the API secret (the plain `API_TOKEN`):
@@ -70,16 +69,7 @@ const encoder = new TextEncoder();
  * await namespaceToken(apiToken, "crawl-a") // "kfns1.crawl-a.Q2F…"
  */
 export async function namespaceToken(secret: string, namespace: string): Promise<string> {
-  const key = await crypto.subtle.importKey(
-    "raw",
-    encoder.encode(secret),
-    { name: "HMAC", hash: "SHA-256" },
-    false,
-    ["sign"],
-  );
-  const mac = new Uint8Array(
-    await crypto.subtle.sign("HMAC", key, encoder.encode(`kubefn crawler namespace\n${namespace}`)),
-  );
+  const mac = await hmacSha256(secret, `kubefn crawler namespace\n${namespace}`);
   const b64 = btoa(String.fromCharCode(...mac))
     .replaceAll("+", "-")
     .replaceAll("/", "_")

@@ -14,6 +14,8 @@ export interface WireCall {
   body: string;
   /** The API server's answer (409: a guarded write met a newer resourceVersion). */
   code?: number;
+  /** The request's `Authorization` header, if it had one. */
+  authorization?: string;
 }
 
 export function startRecordingApiProxy(
@@ -31,6 +33,7 @@ export function startRecordingApiProxy(
         method: req.method ?? "",
         path: req.url ?? "",
         body: body.toString("utf8"),
+        ...(req.headers.authorization ? { authorization: req.headers.authorization } : {}),
       };
       calls.push(call);
       passThrough(target, req, body, res, (code) => {

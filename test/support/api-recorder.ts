@@ -18,10 +18,11 @@ export interface WireCall {
   authorization?: string;
 }
 
+/** `upstream` may be a function, for a recorder started before its API server (read per request). */
 export function startRecordingApiProxy(
-  upstream: string,
+  upstream: string | (() => string),
 ): Promise<{ url: string; calls: WireCall[]; server: Server }> {
-  const target = new URL(upstream);
+  const target = () => new URL(typeof upstream === "string" ? upstream : upstream());
   const calls: WireCall[] = [];
   const server = createServer((req, res) => {
     const chunks: Buffer[] = [];
@@ -36,7 +37,7 @@ export function startRecordingApiProxy(
         ...(req.headers.authorization ? { authorization: req.headers.authorization } : {}),
       };
       calls.push(call);
-      passThrough(target, req, body, res, (code) => {
+      passThrough(target(), req, body, res, (code) => {
         call.code = code;
       });
     });

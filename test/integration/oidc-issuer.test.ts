@@ -12,25 +12,25 @@
  * fails (its passes are refused with 401).
  */
 import { readFileSync, writeFileSync } from "node:fs";
-import { Agent, request } from "node:https";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { parse as parseYaml, stringify as toYaml } from "yaml";
 import { parseNodeHostEnv } from "../../functions/node/config.ts";
 import { type NodeHost, startNodeHost } from "../../functions/node/host.ts";
-import { installCrdsAndRbac, optInNamespace } from "../../functions/node/install.ts";
 import { DEFAULT_IDENTITY } from "../../shared/app/admission/index.ts";
 import { importSigningKeys, issuedTokenSource, type SigningJwk } from "../../shared/auth/index.ts";
 import { proxyResource } from "../../shared/controllers/proxy/api.ts";
-import { createKube, findCondition, type Kube, type KubeObject, Resources } from "../../shared/kube/index.ts";
+import { createKube, findCondition, type Kube, type KubeObject } from "../../shared/kube/index.ts";
 import { createNodeTransport, loadKubeConfig } from "../../shared/kube/node.ts";
 import { eventually } from "../setup/cluster.ts";
 import { LOOPBACK_PROBE_CIDRS } from "../support/loopback.ts";
 import {
-  bindKubefnRoles,
   freePort,
+  getJson,
+  installForIssuer,
   issueCertificates,
   privateJwk,
+  whoIs,
   writeAuthenticationConfig,
 } from "../support/oidc-issuer.ts";
 import { type OwnDevcluster, startOwnDevcluster } from "../support/own-devcluster.ts";
@@ -51,36 +51,6 @@ let caPem: string;
 let signingKey: string;
 let hostStarted = 0;
 const lines: Array<{ level: string; msg: string; fields?: Record<string, unknown> }> = [];
-
-/** GET over HTTPS trusting only the test CA. */
-function getJson(url: string): Promise<unknown> {
-  return new Promise((resolve, reject) => {
-    request(url, { agent: new Agent({ ca: caPem }) }, (res) => {
-      let body = "";
-      res.setEncoding("utf8").on("data", (c: string) => {
-        body += c;
-      });
-      res.on("end", () => resolve(JSON.parse(body)));
-    })
-      .on("error", reject)
-      .end();
-  });
-}
-
-/** Whom the API server takes a bearer token for (a SelfSubjectReview), or the status it refuses with. */
-async function whoIs(kubeconfig: string, token: string): Promise<string | number> {
-  const kc = loadKubeConfig({ file: kubeconfig });
-  const res = await createNodeTransport(kc, {
-    tokenSource: { token: async () => token, renew: async () => undefined },
-  }).request({
-    method: "POST",
-    path: "/apis/authentication.k8s.io/v1/selfsubjectreviews",
-    contentType: "application/json",
-    body: JSON.stringify({ apiVersion: "authentication.k8s.io/v1", kind: "SelfSubjectReview" }),
-  });
-  if (res.status !== 201) return res.status;
-  return (JSON.parse(res.body) as { status: { userInfo: { username: string } } }).status.userInfo.username;
-}
 
 const external = (name: string): KubeObject => ({
   apiVersion: "crawl.kubefn.dev/v1alpha1",
@@ -118,16 +88,8 @@ beforeAll(async () => {
   adminKubeconfig = devcluster.kubeconfig;
   admin = createKube(createNodeTransport(loadKubeConfig({ file: adminKubeconfig })));
 
-  // The installer, told kubefn's identities are the ServiceAccount and its OIDC username; kubefn's
-  // roles bound to that username as well.
-  await installCrdsAndRbac(admin, 60_000, [DEFAULT_IDENTITY, username]);
-  await admin.create(Resources.Namespace, {
-    apiVersion: "v1",
-    kind: "Namespace",
-    metadata: { name: namespace },
-  });
-  await optInNamespace(admin, namespace);
-  await bindKubefnRoles(admin, username, namespace);
+  // kubefn's identities are the ServiceAccount and its OIDC username; its roles bound to both.
+  await installForIssuer(admin, username, namespace);
 
   // The host's kubeconfig: the cluster and its CA, a user with no credential.
   const kc = parseYaml(readFileSync(adminKubeconfig, "utf8")) as {
@@ -179,12 +141,14 @@ afterAll(async () => {
 describe("kubefn as its own OIDC issuer", () => {
   it("serves its discovery document and both keys over HTTPS, and the API server takes its JWT for its username", async () => {
     expect(host?.url).toBe(issuer);
-    const discovery = (await getJson(`${issuer}/.well-known/openid-configuration`)) as Record<
+    const discovery = (await getJson(`${issuer}/.well-known/openid-configuration`, caPem)) as Record<
       string,
       unknown
     >;
     expect(discovery).toMatchObject({ issuer, jwks_uri: `${issuer}/openid/v1/jwks` });
-    const jwks = (await getJson(`${issuer}/openid/v1/jwks`)) as { keys: Array<Record<string, unknown>> };
+    const jwks = (await getJson(`${issuer}/openid/v1/jwks`, caPem)) as {
+      keys: Array<Record<string, unknown>>;
+    };
     expect(jwks.keys.map((k) => k.kid)).toEqual(["kubefn-1", "kubefn-0"]);
     expect(jwks.keys.every((k) => !("d" in k))).toBe(true);
 

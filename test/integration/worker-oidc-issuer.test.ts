@@ -18,22 +18,23 @@
  * renew (`issuerTokenSource(…, false)`) would send exactly that token and be refused.
  */
 import { readFileSync } from "node:fs";
-import { Agent, createServer, request, type Server } from "node:https";
+import { createServer, type Server } from "node:https";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createTestHarness, type TestHarness } from "wrangler";
-import { installCrdsAndRbac, optInNamespace } from "../../functions/node/install.ts";
 import { DEFAULT_IDENTITY } from "../../shared/app/admission/index.ts";
 import { proxyResource } from "../../shared/controllers/proxy/api.ts";
-import { createKube, findCondition, type Kube, type KubeObject, Resources } from "../../shared/kube/index.ts";
+import { createKube, findCondition, type Kube, type KubeObject } from "../../shared/kube/index.ts";
 import { createNodeTransport, loadKubeConfig } from "../../shared/kube/node.ts";
 import { eventually } from "../setup/cluster.ts";
 import { startRecordingApiProxy } from "../support/api-recorder.ts";
 import { LOOPBACK_PROBE_CIDRS } from "../support/loopback.ts";
 import {
-  bindKubefnRoles,
   freePort,
+  getJson,
+  installForIssuer,
   issueCertificates,
   privateJwk,
+  whoIs,
   writeAuthenticationConfig,
 } from "../support/oidc-issuer.ts";
 import { type OwnDevcluster, startOwnDevcluster } from "../support/own-devcluster.ts";
@@ -66,36 +67,6 @@ function bearer(authorization: string | undefined): { token: string; claims: Cla
   const payload = token?.split(".")[1];
   if (!token || !payload) return undefined;
   return { token, claims: JSON.parse(Buffer.from(payload, "base64url").toString("utf8")) as Claims };
-}
-
-/** Whom the API server takes `token` for (a SelfSubjectReview), or the status it refuses with. */
-async function whoIs(token: string): Promise<string | number> {
-  const kc = loadKubeConfig({ file: cluster?.kubeconfig ?? "" });
-  const res = await createNodeTransport(kc, {
-    tokenSource: { token: async () => token, renew: async () => undefined },
-  }).request({
-    method: "POST",
-    path: "/apis/authentication.k8s.io/v1/selfsubjectreviews",
-    contentType: "application/json",
-    body: JSON.stringify({ apiVersion: "authentication.k8s.io/v1", kind: "SelfSubjectReview" }),
-  });
-  if (res.status !== 201) return res.status;
-  return (JSON.parse(res.body) as { status: { userInfo: { username: string } } }).status.userInfo.username;
-}
-
-/** GET over HTTPS from the front, trusting only the test CA. */
-async function getJson(url: string): Promise<Record<string, unknown>> {
-  return new Promise((resolve, reject) => {
-    request(url, { agent: new Agent({ ca: caPem }) }, (res) => {
-      let body = "";
-      res.setEncoding("utf8").on("data", (c: string) => {
-        body += c;
-      });
-      res.on("end", () => resolve(JSON.parse(body) as Record<string, unknown>));
-    })
-      .on("error", reject)
-      .end();
-  });
 }
 
 /** One cron run of the Worker; its outcome. */
@@ -181,14 +152,7 @@ beforeAll(async () => {
     `--authentication-config=${writeAuthenticationConfig(dir.path, issuer, caPem)}`,
   ]);
   admin = createKube(createNodeTransport(loadKubeConfig({ file: cluster.kubeconfig })));
-  await installCrdsAndRbac(admin, 60_000, [DEFAULT_IDENTITY, username]);
-  await admin.create(Resources.Namespace, {
-    apiVersion: "v1",
-    kind: "Namespace",
-    metadata: { name: namespace },
-  });
-  await optInNamespace(admin, namespace);
-  await bindKubefnRoles(admin, username, namespace);
+  await installForIssuer(admin, username, namespace);
 }, 240_000);
 
 afterAll(async () => {
@@ -201,9 +165,11 @@ afterAll(async () => {
 
 describe("a Worker as its own OIDC issuer", () => {
   it("serves its discovery document and public key at the issuer URL (through the TLS front)", async () => {
-    const discovery = await getJson(`${issuer}/.well-known/openid-configuration`);
+    const discovery = await getJson(`${issuer}/.well-known/openid-configuration`, caPem);
     expect(discovery).toMatchObject({ issuer, jwks_uri: `${issuer}/openid/v1/jwks` });
-    const jwks = (await getJson(`${issuer}/openid/v1/jwks`)) as { keys: Array<Record<string, unknown>> };
+    const jwks = (await getJson(`${issuer}/openid/v1/jwks`, caPem)) as {
+      keys: Array<Record<string, unknown>>;
+    };
     expect(jwks.keys.map((k) => k.kid)).toEqual(["kubefn-1"]);
     expect(jwks.keys.every((k) => !("d" in k))).toBe(true);
   });
@@ -223,7 +189,7 @@ describe("a Worker as its own OIDC issuer", () => {
       expect((t?.claims.exp ?? 0) - (t?.claims.iat ?? 0)).toBe(TOKEN_SECONDS + 30);
     }
     const last = tokens.at(-1)?.token ?? "";
-    expect(await whoIs(last)).toBe(username);
+    expect(await whoIs(cluster?.kubeconfig ?? "", last)).toBe(username);
 
     // The isolate keeps its token between cron runs (so the next test's token is a renewal).
     const from = calls.length;
@@ -240,7 +206,7 @@ describe("a Worker as its own OIDC issuer", () => {
     const held = seen.reduce((a, b) => (b.claims.exp > a.claims.exp ? b : a));
     await new Promise((r) => setTimeout(r, Math.max(0, held.claims.exp * 1000 + 10_000 - Date.now())));
     // What a Worker that did not renew would send: refused.
-    expect(await whoIs(held.token)).toBe(401);
+    expect(await whoIs(cluster?.kubeconfig ?? "", held.token)).toBe(401);
 
     const from = calls.length;
     await admin.create(proxyResource, external("second"));
@@ -250,6 +216,6 @@ describe("a Worker as its own OIDC issuer", () => {
     const renewed = after.map((c) => bearer(c.authorization));
     expect(renewed.length).toBeGreaterThan(0);
     expect(renewed.every((t) => t !== undefined && t.claims.iat > held.claims.iat)).toBe(true);
-    expect(await whoIs(renewed.at(-1)?.token ?? "")).toBe(username);
+    expect(await whoIs(cluster?.kubeconfig ?? "", renewed.at(-1)?.token ?? "")).toBe(username);
   }, 150_000);
 });

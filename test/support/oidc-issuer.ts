@@ -5,12 +5,15 @@
  */
 import { execFileSync } from "node:child_process";
 import { writeFileSync } from "node:fs";
+import { Agent, request } from "node:https";
 import { createServer } from "node:net";
 import { join } from "node:path";
 import { stringify as toYaml } from "yaml";
-import { manifestsIn } from "../../functions/node/install.ts";
+import { installCrdsAndRbac, manifestsIn, optInNamespace } from "../../functions/node/install.ts";
+import { DEFAULT_IDENTITY } from "../../shared/app/admission/index.ts";
 import type { SigningJwk } from "../../shared/auth/index.ts";
 import { type Kube, type KubeObject, Resources } from "../../shared/kube/index.ts";
+import { createNodeTransport, loadKubeConfig } from "../../shared/kube/node.ts";
 
 /** A free loopback port (for an issuer URL that must be known before its server starts). */
 export function freePort(): Promise<number> {
@@ -93,11 +96,19 @@ export function writeAuthenticationConfig(dir: string, issuer: string, caPem: st
 }
 
 /**
- * Binds kubefn's roles (every binding of infra/rbac to its ServiceAccount, and the tenant
- * `namespace`'s `kubefn-tenant` binding) to `username` as well; run after `installCrdsAndRbac`
- * and `optInNamespace`.
+ * kubefn installed in a cluster whose API server trusts its issuer: the CRDs and roles (the
+ * installer told kubefn's identities are the ServiceAccount and `username`), the tenant
+ * `namespace` opted in, and every binding of kubefn's ServiceAccount (infra/rbac, the tenant's
+ * `kubefn-tenant`) made for `username` as well.
  */
-export async function bindKubefnRoles(admin: Kube, username: string, namespace: string): Promise<void> {
+export async function installForIssuer(admin: Kube, username: string, namespace: string): Promise<void> {
+  await installCrdsAndRbac(admin, 60_000, [DEFAULT_IDENTITY, username]);
+  await admin.create(Resources.Namespace, {
+    apiVersion: "v1",
+    kind: "Namespace",
+    metadata: { name: namespace },
+  });
+  await optInNamespace(admin, namespace);
   type Binding = KubeObject & { subjects?: Array<{ kind: string; name: string }> };
   const bindings = (await manifestsIn("rbac")).filter(
     (o): o is Binding =>
@@ -117,4 +128,34 @@ export async function bindKubefnRoles(admin: Kube, username: string, namespace: 
       subjects: [{ kind: "User", apiGroup: "rbac.authorization.k8s.io", name: username }],
     });
   }
+}
+
+/** GET of JSON over HTTPS, trusting only `caPem`. */
+export function getJson(url: string, caPem: string): Promise<Record<string, unknown>> {
+  return new Promise((resolve, reject) => {
+    request(url, { agent: new Agent({ ca: caPem }) }, (res) => {
+      let body = "";
+      res.setEncoding("utf8").on("data", (c: string) => {
+        body += c;
+      });
+      res.on("end", () => resolve(JSON.parse(body) as Record<string, unknown>));
+    })
+      .on("error", reject)
+      .end();
+  });
+}
+
+/** Whom the API server of `kubeconfig` takes a bearer token for (a SelfSubjectReview), or the status it refuses with. */
+export async function whoIs(kubeconfig: string, token: string): Promise<string | number> {
+  const kc = loadKubeConfig({ file: kubeconfig });
+  const res = await createNodeTransport(kc, {
+    tokenSource: { token: async () => token, renew: async () => undefined },
+  }).request({
+    method: "POST",
+    path: "/apis/authentication.k8s.io/v1/selfsubjectreviews",
+    contentType: "application/json",
+    body: JSON.stringify({ apiVersion: "authentication.k8s.io/v1", kind: "SelfSubjectReview" }),
+  });
+  if (res.status !== 201) return res.status;
+  return (JSON.parse(res.body) as { status: { userInfo: { username: string } } }).status.userInfo.username;
 }

@@ -4,6 +4,7 @@ import { defineConfig } from "vitest/config";
 const ownClusterFiles = [
   "test/integration/cloud-identity-tokens.test.ts",
   "test/integration/oidc-issuer.test.ts",
+  "test/integration/worker-oidc-issuer.test.ts",
 ];
 
 export default defineConfig({

@@ -11,23 +11,29 @@
  * converges only because the host renews; with `renewTokens: false` ({@link RENEW}) that test
  * fails (its passes are refused with 401).
  */
-import { type ChildProcess, execFileSync, spawn } from "node:child_process";
 import { readFileSync, writeFileSync } from "node:fs";
-import { Agent, request } from "node:https";
-import { createServer } from "node:net";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { parse as parseYaml, stringify as toYaml } from "yaml";
 import { parseNodeHostEnv } from "../../functions/node/config.ts";
 import { type NodeHost, startNodeHost } from "../../functions/node/host.ts";
-import { installCrdsAndRbac, manifestsIn, optInNamespace } from "../../functions/node/install.ts";
 import { DEFAULT_IDENTITY } from "../../shared/app/admission/index.ts";
 import { importSigningKeys, issuedTokenSource, type SigningJwk } from "../../shared/auth/index.ts";
 import { proxyResource } from "../../shared/controllers/proxy/api.ts";
-import { createKube, findCondition, type Kube, type KubeObject, Resources } from "../../shared/kube/index.ts";
+import { createKube, findCondition, type Kube, type KubeObject } from "../../shared/kube/index.ts";
 import { createNodeTransport, loadKubeConfig } from "../../shared/kube/node.ts";
-import { clusterInfo, eventually } from "../setup/cluster.ts";
+import { eventually } from "../setup/cluster.ts";
 import { LOOPBACK_PROBE_CIDRS } from "../support/loopback.ts";
+import {
+  freePort,
+  getJson,
+  installForIssuer,
+  issueCertificates,
+  privateJwk,
+  whoIs,
+  writeAuthenticationConfig,
+} from "../support/oidc-issuer.ts";
+import { type OwnDevcluster, startOwnDevcluster } from "../support/own-devcluster.ts";
 import { tempDir } from "../support/temp-dir.ts";
 
 /** Whether the host renews its tokens; false shows the renewal test fail. */
@@ -37,7 +43,7 @@ const username = "kubefn-oidc:kubefn";
 const namespace = "oidc-tenant";
 
 const dir = tempDir("kubefn-oidc-");
-let devcluster: ChildProcess | undefined;
+let devcluster: OwnDevcluster | undefined;
 let admin: Kube;
 let host: NodeHost | undefined;
 let issuer: string;
@@ -45,129 +51,6 @@ let caPem: string;
 let signingKey: string;
 let hostStarted = 0;
 const lines: Array<{ level: string; msg: string; fields?: Record<string, unknown> }> = [];
-
-function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const s = createServer();
-    s.once("error", reject);
-    s.listen(0, "127.0.0.1", () => {
-      const { port } = s.address() as { port: number };
-      s.close(() => resolve(port));
-    });
-  });
-}
-
-/** A CA and a certificate for 127.0.0.1 it signed (openssl), in `dir`. */
-function issueCertificates(): { ca: string; cert: string; key: string } {
-  const at = (f: string) => join(dir.path, f);
-  const openssl = (args: string[]) => execFileSync("openssl", args, { stdio: "pipe" });
-  openssl(
-    ["req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256", "-nodes", "-days", "1"].concat([
-      "-subj",
-      "/CN=kubefn test CA",
-      "-keyout",
-      at("ca.key"),
-      "-out",
-      at("ca.crt"),
-    ]),
-  );
-  openssl(
-    [
-      "req",
-      "-newkey",
-      "ec",
-      "-pkeyopt",
-      "ec_paramgen_curve:P-256",
-      "-nodes",
-      "-subj",
-      "/CN=127.0.0.1",
-    ].concat(["-keyout", at("tls.key"), "-out", at("tls.csr")]),
-  );
-  writeFileSync(at("ext.cnf"), "subjectAltName=IP:127.0.0.1\n");
-  openssl(
-    [
-      "x509",
-      "-req",
-      "-in",
-      at("tls.csr"),
-      "-CA",
-      at("ca.crt"),
-      "-CAkey",
-      at("ca.key"),
-      "-CAcreateserial",
-    ].concat(["-days", "1", "-extfile", at("ext.cnf"), "-out", at("tls.crt")]),
-  );
-  return { ca: at("ca.crt"), cert: at("tls.crt"), key: at("tls.key") };
-}
-
-async function privateJwk(kid: string): Promise<SigningJwk> {
-  const pair = (await crypto.subtle.generateKey({ name: "ECDSA", namedCurve: "P-256" }, true, [
-    "sign",
-    "verify",
-  ])) as CryptoKeyPair;
-  return { ...(await crypto.subtle.exportKey("jwk", pair.privateKey)), kid } as SigningJwk;
-}
-
-/** Starts a devcluster whose API server also takes JWTs from `issuer`; resolves with its kubeconfig. */
-async function startDevcluster(authenticationConfig: string): Promise<string> {
-  const child = spawn(
-    clusterInfo().devclusterBin,
-    [
-      "--exit-with-parent",
-      "--http-proxy-port=-1",
-      `--data-dir=${join(dir.path, "cluster")}`,
-      `--apiserver-arg=--authentication-config=${authenticationConfig}`,
-    ],
-    { stdio: ["ignore", "pipe", "pipe"] },
-  );
-  devcluster = child;
-  let out = "";
-  let err = "";
-  child.stderr?.setEncoding("utf8").on("data", (c: string) => {
-    err = (err + c).slice(-4000);
-  });
-  return new Promise((resolve, reject) => {
-    const timer = setTimeout(() => reject(new Error(`devcluster not ready in 120 s: ${err}`)), 120_000);
-    child.once("exit", (code) => reject(new Error(`devcluster exited (${code}): ${err}`)));
-    child.stdout?.setEncoding("utf8").on("data", (c: string) => {
-      out += c;
-      const line = out.split("\n").find((l) => l.startsWith("devcluster ready "));
-      if (!line || !out.includes("\n", out.indexOf("devcluster ready "))) return;
-      clearTimeout(timer);
-      resolve((JSON.parse(line.slice("devcluster ready ".length)) as { kubeconfig: string }).kubeconfig);
-    });
-  });
-}
-
-/** GET over HTTPS trusting only the test CA. */
-function getJson(url: string): Promise<unknown> {
-  return new Promise((resolve, reject) => {
-    request(url, { agent: new Agent({ ca: caPem }) }, (res) => {
-      let body = "";
-      res.setEncoding("utf8").on("data", (c: string) => {
-        body += c;
-      });
-      res.on("end", () => resolve(JSON.parse(body)));
-    })
-      .on("error", reject)
-      .end();
-  });
-}
-
-/** Whom the API server takes a bearer token for (a SelfSubjectReview), or the status it refuses with. */
-async function whoIs(kubeconfig: string, token: string): Promise<string | number> {
-  const kc = loadKubeConfig({ file: kubeconfig });
-  const res = await createNodeTransport(kc, {
-    tokenSource: { token: async () => token, renew: async () => undefined },
-  }).request({
-    method: "POST",
-    path: "/apis/authentication.k8s.io/v1/selfsubjectreviews",
-    contentType: "application/json",
-    body: JSON.stringify({ apiVersion: "authentication.k8s.io/v1", kind: "SelfSubjectReview" }),
-  });
-  if (res.status !== 201) return res.status;
-  return (JSON.parse(res.body) as { status: { userInfo: { username: string } } }).status.userInfo.username;
-}
 
 const external = (name: string): KubeObject => ({
   apiVersion: "crawl.kubefn.dev/v1alpha1",
@@ -192,58 +75,21 @@ async function provisioned(name: string, timeoutMs: number): Promise<void> {
 let adminKubeconfig: string;
 
 beforeAll(async () => {
-  const tls = issueCertificates();
+  const tls = issueCertificates(dir.path);
   caPem = readFileSync(tls.ca, "utf8");
   const port = await freePort();
   issuer = `https://127.0.0.1:${port}`;
   // Two keys: the first signs, both are published (the state halfway through a rotation).
   signingKey = JSON.stringify({ keys: [await privateJwk("kubefn-1"), await privateJwk("kubefn-0")] });
 
-  const authn = join(dir.path, "authentication.yaml");
-  writeFileSync(
-    authn,
-    toYaml({
-      apiVersion: "apiserver.config.k8s.io/v1",
-      kind: "AuthenticationConfiguration",
-      jwt: [
-        {
-          issuer: { url: issuer, audiences: ["kubefn"], certificateAuthority: caPem },
-          claimMappings: { username: { claim: "sub", prefix: "kubefn-oidc:" } },
-        },
-      ],
-    }),
-  );
-  adminKubeconfig = await startDevcluster(authn);
+  devcluster = await startOwnDevcluster([
+    `--authentication-config=${writeAuthenticationConfig(dir.path, issuer, caPem)}`,
+  ]);
+  adminKubeconfig = devcluster.kubeconfig;
   admin = createKube(createNodeTransport(loadKubeConfig({ file: adminKubeconfig })));
 
-  // The installer, told kubefn's identities are the ServiceAccount and its OIDC username; kubefn's
-  // roles bound to that username as well.
-  await installCrdsAndRbac(admin, 60_000, [DEFAULT_IDENTITY, username]);
-  await admin.create(Resources.Namespace, {
-    apiVersion: "v1",
-    kind: "Namespace",
-    metadata: { name: namespace },
-  });
-  await optInNamespace(admin, namespace);
-  type Binding = KubeObject & { subjects?: Array<{ kind: string; name: string }> };
-  const bindings = (await manifestsIn("rbac")).filter(
-    (o): o is Binding =>
-      (o.kind === "ClusterRoleBinding" || o.kind === "RoleBinding") &&
-      ((o as Binding).subjects ?? []).some((s) => s.kind === "ServiceAccount" && s.name === "kubefn"),
-  );
-  bindings.push(await admin.get<Binding>(Resources.RoleBinding, { namespace, name: "kubefn-tenant" }));
-  for (const b of bindings) {
-    await admin.create(b.kind === "RoleBinding" ? Resources.RoleBinding : Resources.ClusterRoleBinding, {
-      apiVersion: "rbac.authorization.k8s.io/v1",
-      kind: b.kind,
-      metadata: {
-        name: `${b.metadata.name}-oidc`,
-        ...(b.metadata.namespace ? { namespace: b.metadata.namespace } : {}),
-      },
-      roleRef: b.roleRef,
-      subjects: [{ kind: "User", apiGroup: "rbac.authorization.k8s.io", name: username }],
-    });
-  }
+  // kubefn's identities are the ServiceAccount and its OIDC username; its roles bound to both.
+  await installForIssuer(admin, username, namespace);
 
   // The host's kubeconfig: the cluster and its CA, a user with no credential.
   const kc = parseYaml(readFileSync(adminKubeconfig, "utf8")) as {
@@ -288,23 +134,21 @@ beforeAll(async () => {
 
 afterAll(async () => {
   await host?.stop();
-  if (devcluster && devcluster.exitCode === null) {
-    const exited = new Promise((r) => devcluster?.once("exit", r));
-    devcluster.kill("SIGTERM");
-    await exited;
-  }
+  await devcluster?.close();
   dir.remove();
 }, 120_000);
 
 describe("kubefn as its own OIDC issuer", () => {
   it("serves its discovery document and both keys over HTTPS, and the API server takes its JWT for its username", async () => {
     expect(host?.url).toBe(issuer);
-    const discovery = (await getJson(`${issuer}/.well-known/openid-configuration`)) as Record<
+    const discovery = (await getJson(`${issuer}/.well-known/openid-configuration`, caPem)) as Record<
       string,
       unknown
     >;
     expect(discovery).toMatchObject({ issuer, jwks_uri: `${issuer}/openid/v1/jwks` });
-    const jwks = (await getJson(`${issuer}/openid/v1/jwks`)) as { keys: Array<Record<string, unknown>> };
+    const jwks = (await getJson(`${issuer}/openid/v1/jwks`, caPem)) as {
+      keys: Array<Record<string, unknown>>;
+    };
     expect(jwks.keys.map((k) => k.kid)).toEqual(["kubefn-1", "kubefn-0"]);
     expect(jwks.keys.every((k) => !("d" in k))).toBe(true);
 

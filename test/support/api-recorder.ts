@@ -14,12 +14,15 @@ export interface WireCall {
   body: string;
   /** The API server's answer (409: a guarded write met a newer resourceVersion). */
   code?: number;
+  /** The request's `Authorization` header, if it had one. */
+  authorization?: string;
 }
 
+/** `upstream` may be a function, for a recorder started before its API server (read per request). */
 export function startRecordingApiProxy(
-  upstream: string,
+  upstream: string | (() => string),
 ): Promise<{ url: string; calls: WireCall[]; server: Server }> {
-  const target = new URL(upstream);
+  const target = () => new URL(typeof upstream === "string" ? upstream : upstream());
   const calls: WireCall[] = [];
   const server = createServer((req, res) => {
     const chunks: Buffer[] = [];
@@ -31,9 +34,10 @@ export function startRecordingApiProxy(
         method: req.method ?? "",
         path: req.url ?? "",
         body: body.toString("utf8"),
+        ...(req.headers.authorization ? { authorization: req.headers.authorization } : {}),
       };
       calls.push(call);
-      passThrough(target, req, body, res, (code) => {
+      passThrough(target(), req, body, res, (code) => {
         call.code = code;
       });
     });

@@ -1,12 +1,5 @@
 import { defineConfig } from "vitest/config";
 
-/** Files that start their own devcluster and touch nothing of the shared one. */
-const ownClusterFiles = [
-  "test/integration/cloud-identity-tokens.test.ts",
-  "test/integration/oidc-issuer.test.ts",
-  "test/integration/worker-oidc-issuer.test.ts",
-];
-
 export default defineConfig({
   test: {
     // The default report, then the slowest integration files (the suite's time is mostly theirs).
@@ -27,26 +20,12 @@ export default defineConfig({
         test: {
           name: "integration",
           include: ["test/integration/**/*.test.ts", "test/e2e/**/*.test.ts", "test/chaos/**/*.test.ts"],
-          exclude: ownClusterFiles,
           globalSetup: ["test/setup/devcluster.ts"],
           // Fails a file that leaves a process running or an object in the cluster (names what).
           setupFiles: ["test/setup/leak-check.ts"],
           testTimeout: 120_000,
           hookTimeout: 180_000,
           // One control plane per run; files share it, so keep them from stepping on each other.
-          fileParallelism: false,
-        },
-      },
-      {
-        test: {
-          // Files with an API server of their own (authenticators the shared one lacks): one at a
-          // time, beside the integration chain rather than in it.
-          name: "own-cluster",
-          include: ownClusterFiles,
-          globalSetup: ["test/setup/own-cluster.ts"],
-          setupFiles: ["test/setup/leak-check.ts"],
-          testTimeout: 120_000,
-          hookTimeout: 180_000,
           fileParallelism: false,
         },
       },

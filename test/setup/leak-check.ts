@@ -1,5 +1,5 @@
 /**
- * setupFiles module of the "integration" and "own-cluster" projects (the latter: processes only): every file must release what it started and
+ * setupFiles module of the "integration" project: every file must release what it started and
  * created (test/support/leaks.ts). Wraps each file (an `aroundAll`, registered before the file's
  * own hooks, so its end runs after the file's `afterAll`s, failed or not): notes the processes and
  * cluster objects there before the file, and after it fails the file with the list of what it
@@ -30,25 +30,6 @@ const fileProcesses = () => processesOf(readProcesses(), process.pid, mark);
 const processesBefore = fileProcesses();
 
 aroundAll(async (runSuite) => {
-  // The "own-cluster" project's files start clusters of their own: their processes are checked.
-  if (!inject("httpProxy")) {
-    await runSuite();
-    const leaks = await findLeaks(
-      { processes: processesBefore, objects: [] },
-      async () => ({ processes: fileProcesses(), objects: [] }),
-      new Set(),
-    );
-    const lines = describeLeaks(leaks);
-    if (lines.length === 0) return;
-    for (const p of leaks.processes) {
-      try {
-        process.kill(p.pid, "SIGKILL");
-      } catch {
-        // gone meanwhile
-      }
-    }
-    throw new Error(`this file left behind what it started (killed now):\n  ${lines.join("\n  ")}`);
-  }
   const kube = createKube(
     createFetchTransport({ server: inject("httpProxy"), token: inject("adminToken") }),
     {

@@ -30,6 +30,25 @@ describe("startSweeper", () => {
     expect(runs).toHaveLength(3);
   });
 
+  it("the full sweep is tried again until one ran: held back (admission gate closed) or failed does not count", async () => {
+    vi.useFakeTimers();
+    const runs: boolean[] = [];
+    const answers = [{ heldBack: true }, new Error("list failed"), {}, {}];
+    const sweeper = startSweeper(
+      async (full) => {
+        runs.push(full);
+        const answer = answers[runs.length - 1];
+        if (answer instanceof Error) throw answer;
+        return answer;
+      },
+      10,
+      quietLog(),
+    );
+    await vi.advanceTimersByTimeAsync(30_000);
+    expect(runs).toEqual([true, true, true, false]);
+    await sweeper.stop();
+  });
+
   it("stop waits for the sweep in flight", async () => {
     let release!: () => void;
     let finished = false;

@@ -3,7 +3,8 @@ import type { Log, SweepLease } from "../../shared/runtime/index.ts";
 
 /**
  * The Node host's cron: one full sweep (every object once) at once, in the background so that
- * the caller can install its shutdown handling, then one every `periodSeconds`. Sweeps never
+ * the caller can install its shutdown handling, then one every `periodSeconds` (full again until
+ * a full one has run: `run` answering `{ heldBack: true }`, or throwing, does not count). Sweeps never
  * overlap (a call while one runs joins it); a failed one is logged. `stop` waits for a sweep in
  * flight.
  *
@@ -19,14 +20,16 @@ export function startSweeper(
   log: Log,
   lease?: Pick<SweepLease, "hold" | "release">,
 ): { sweep(full?: boolean): Promise<void>; stop(): Promise<void> } {
-  const sweep = singleFlight(run);
-  let sweptOnce = false;
+  // The full sweep counts only once it ran: one held back (kubefn's admission policies not yet
+  // seen) or failed is tried again at the next period, or objects made meanwhile would wait for
+  // the drift period.
+  let fullDone = false;
+  const sweep = singleFlight(async (full: boolean) => {
+    const result = await run(full);
+    if (full && (result as { heldBack?: boolean } | undefined)?.heldBack !== true) fullDone = true;
+  });
   let holding: Promise<boolean> | undefined;
-  const sweepHeld = () => {
-    const full = !sweptOnce;
-    sweptOnce = true;
-    return sweep(full);
-  };
+  const sweepHeld = () => sweep(!fullDone);
   // Without a lease the sweep starts at once (no await before it): the caller's stop sees it.
   const tick = (): Promise<void> => {
     if (!lease) return sweepHeld();

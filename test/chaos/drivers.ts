@@ -35,7 +35,17 @@ export async function startChaosHost(
   standby?: StandbyHost,
 ): Promise<{ host: HostProcess; driver: Driver }> {
   const host = standby ? await standby.start() : await startHost(env);
-  return { host, driver: { passes: () => host.lines.filter((l) => l.msg === "pass").length } };
+  return {
+    host,
+    driver: {
+      passes: () => host.lines.filter((l) => l.msg === "pass").length,
+      linesAbout: (name, limit = 12) =>
+        host.lines
+          .map((l) => JSON.stringify(l))
+          .filter((l) => l.includes(name))
+          .slice(-limit),
+    },
+  };
 }
 
 /** How often a Worker driver's `tick` runs the cron sweep at most; during a teardown, every second. */
@@ -79,6 +89,12 @@ export async function startChaosWorker(opts: {
           return false;
         }
       }).length,
+    linesAbout: (name, limit = 12) =>
+      harness
+        .getLogs()
+        .map((l) => l.message)
+        .filter((m) => m.includes(name))
+        .slice(-limit),
     async tick(opts) {
       if (Date.now() - lastSweep < (opts?.teardown ? WORKER_TEARDOWN_CRON_MS : WORKER_CRON_MS)) return;
       lastSweep = Date.now();

@@ -460,10 +460,15 @@ export async function convergeAll(
       if (problems.join() !== last) log(`${what}: ${problems.length} pending, e.g. ${problems[0]}`);
       last = problems.join();
     }
-    if (Date.now() - started > profile.timeoutMs)
+    if (Date.now() - started > profile.timeoutMs) {
+      // What kubefn last said about the first one left (its passes, follow-ups, errors).
+      const name = /^\w+ (\S+?):/.exec(problems[0] ?? "")?.[1];
+      const said = name ? (driver?.linesAbout?.(name) ?? []) : [];
       throw new Error(
-        `${what}: not converged in ${profile.timeoutMs} ms: ${problems.slice(0, 10).join("; ")}`,
+        `${what}: not converged in ${profile.timeoutMs} ms: ${problems.slice(0, 10).join("; ")}` +
+          (said.length > 0 ? `\nkubefn's last lines about ${name}:\n  ${said.join("\n  ")}` : ""),
       );
+    }
     await new Promise((r) => setTimeout(r, profile.pollMs));
   }
 }

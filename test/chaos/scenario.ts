@@ -39,13 +39,19 @@ export interface Driver {
    * every second during a teardown, where nothing is counted), the Node host needs nothing.
    */
   tick?(opts?: { teardown?: boolean }): Promise<void>;
+  /** kubefn's last log lines naming `name` (a pass, a follow-up, an error), for a failure's message. */
+  linesAbout?(name: string, limit?: number): string[];
 }
 
 /** `driver` for a teardown: its ticks may come quicker (nothing is measured then). */
 export function teardownDriver(driver: Driver | undefined): Driver | undefined {
   const tick = driver?.tick;
   if (!driver || !tick) return driver;
-  return { passes: () => driver.passes(), tick: () => tick.call(driver, { teardown: true }) };
+  return {
+    passes: () => driver.passes(),
+    tick: () => tick.call(driver, { teardown: true }),
+    ...(driver.linesAbout ? { linesAbout: driver.linesAbout.bind(driver) } : {}),
+  };
 }
 
 export interface ChaosProfile {

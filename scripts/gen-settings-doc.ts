@@ -98,7 +98,7 @@ const sharedRows: Row<Exclude<Shared, keyof typeof operatorVariables>>[] = [
   {
     names: ["ADMISSION_RECHECK_SECONDS"],
     meaning:
-      "kubefn reconciles only while its admission policies (infra/rbac) are installed and bound: checked with two list requests at most once per this many seconds per process or isolate (and at each sweep); while they are missing, passes wait this long and ask again, the sweep is held back, and `kubefn_admission_policies_ready` is 0. There is no switch to turn the check off",
+      "kubefn reconciles only while its admission policies (infra/rbac) are installed and bound: checked with two list requests at most once per this many seconds per process or isolate (and at each sweep); while they are missing (or the lists are refused), passes wait this long and ask again, the sweep is held back, and `kubefn_admission_policies_ready` is 0. A check the API server does not answer (5xx, a timeout) keeps the last answer for up to five periods and is made again after 5 s. There is no switch to turn the check off",
   },
   {
     names: ["PROXY_RESYNC_SECONDS"],

@@ -205,14 +205,17 @@ export function createKubefn(settings: KubefnSettings, ports: KubefnPorts, opera
   // Sweeps held back by the gate missed what changed meanwhile without an event reaching a pass
   // (objects created then): the first sweep after it opens sends every object, as a host's first.
   let sweepsMissed = false;
-  /** A pass or job put back unchanged (no attempt spent) for the re-check period; the check logged why. */
+  /**
+   * A pass or job put back unchanged (no attempt spent) until the gate asks again: a re-check
+   * period, or seconds when the API server did not answer the check. The check logged why.
+   */
   const deferred = async (message: Parameters<Queue["send"]>[0][number]): Promise<Verdict> => {
     ctx.metrics.count("kubefn_messages_deferred_total", { reason: "AdmissionPoliciesNotReady" });
     try {
-      await ctx.queue.send([message], admission.recheckSeconds);
+      await ctx.queue.send([message], admission.waitSeconds());
       return { ack: true };
     } catch {
-      return { ack: false, retryAfterSeconds: admission.recheckSeconds };
+      return { ack: false, retryAfterSeconds: admission.waitSeconds() };
     }
   };
   const passes = new PassHistory();
@@ -335,7 +338,8 @@ export function createKubefn(settings: KubefnSettings, ports: KubefnPorts, opera
       if (!ports.apiFailing?.()) {
         if (!(await admission.open())) {
           ctx.metrics.count("kubefn_sweep_held_back_total", {});
-          sweepsMissed = true;
+          // A check the API server did not answer is an outage, as an open circuit is (below).
+          if (!admission.state()?.report.unanswered) sweepsMissed = true;
           return { controllers: {}, tasks: {}, durationMs: 0, heldBack: true };
         }
         if (sweepsMissed) options = { ...options, full: true };

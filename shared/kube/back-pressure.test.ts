@@ -105,6 +105,29 @@ describe("createApiGuard", () => {
     expect(guard.stats().state).toBe("closed");
   });
 
+  it("a trial that never comes back (its invocation was cut off mid-request) is taken as lost after the longest open period", async () => {
+    let t = 0;
+    let calls = 0;
+    const inner: Transport = {
+      request: () => {
+        calls++;
+        if (calls === 1) return Promise.resolve({ status: 503, headers: new Headers(), body: "" });
+        if (calls === 2) return new Promise(() => undefined);
+        return Promise.resolve({ status: 200, headers: new Headers(), body: "{}" });
+      },
+    };
+    const guard = createApiGuard(inner, { failureThreshold: 1, openSeconds: 1, maxOpenSeconds: 30 }, () => t);
+    await get(guard.invocation()).catch(() => undefined);
+    t = 1000;
+    void get(guard.invocation());
+    t = 30_999;
+    await expect(get(guard.invocation())).rejects.toBeInstanceOf(ClientThrottledError);
+    t = 31_000;
+    await get(guard.invocation());
+    expect(calls).toBe(3);
+    expect(guard.stats().state).toBe("closed");
+  });
+
   it("stays open at least as long as the server's Retry-After", async () => {
     let t = 0;
     const guard = createApiGuard(

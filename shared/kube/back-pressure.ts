@@ -93,7 +93,8 @@ export function createApiGuard(
   let failuresInARow = 0;
   let openUntil = 0;
   let openMs = baseOpenMs;
-  let trialInFlight = false;
+  /** When the half-open trial in flight was sent, if one is. */
+  let trialSentAt: number | undefined;
   let isOpen = false;
   const stats = { opened: 0, heldBack: 0, overBudget: 0, retried: 0 };
 
@@ -111,8 +112,11 @@ export function createApiGuard(
   function admit(req: TransportRequest): { trial: boolean } {
     const s = state();
     if (s === "closed") return { trial: false };
-    if (s === "half-open" && !trialInFlight) {
-      trialInFlight = true;
+    // A trial older than the longest open period is lost, not slow: a platform that cut its
+    // invocation off mid-request (Workers, Lambda) never settles it, and one lost trial must not
+    // hold the circuit half-open for the life of the instance.
+    if (s === "half-open" && (trialSentAt === undefined || now() - trialSentAt >= maxOpenMs)) {
+      trialSentAt = now();
       return { trial: true };
     }
     stats.heldBack++;
@@ -129,7 +133,7 @@ export function createApiGuard(
   }
 
   function record(res: TransportResponse | undefined, trial: boolean): void {
-    if (trial) trialInFlight = false;
+    if (trial) trialSentAt = undefined;
     const failed = res === undefined || res.status >= 500 || res.status === 429;
     if (!failed) {
       failuresInARow = 0;

@@ -4,7 +4,7 @@ import { parseAllDocuments } from "yaml";
 import { parseWorkerEnv } from "../../../functions/cloudflare/config.ts";
 import { FakeKube, fakeContext, seedAdmissionPolicies } from "../../../test/support/fake-kube.ts";
 import { ProxyResource, proxyController } from "../../../test/unit/runtime/controllers.ts";
-import { ForbiddenError } from "../../kube/errors.ts";
+import { ForbiddenError, ServerError } from "../../kube/errors.ts";
 import { createRegistry, done } from "../../runtime/index.ts";
 import { createKubefn } from "../kubefn.ts";
 import {
@@ -35,6 +35,13 @@ function gateOver(kube: FakeKube, clock = { t: 0 }) {
   });
   return { gate, recorded };
 }
+
+/** A 503: the API server did not answer the request. */
+const unavailable = () =>
+  new ServerError("injected: the server is currently unable to handle the request", {
+    status: 503,
+    reason: "ServiceUnavailable",
+  });
 
 const lists = (kube: FakeKube) => kube.calls.filter((c) => c.method === "list").length;
 
@@ -141,6 +148,73 @@ describe("the admission gate", () => {
   });
 });
 
+describe("the admission gate when the API server cannot answer", () => {
+  it("keeps the last answer while the check cannot be made, and asks again within seconds, not a period", async () => {
+    const kube = seedAdmissionPolicies(new FakeKube());
+    const clock = { t: 0 };
+    const { gate, recorded } = gateOver(kube, clock);
+    expect(await gate.open()).toBe(true);
+    const before = lists(kube);
+    // The period's check: the API server answers neither list (a blip, the client's circuit open).
+    kube.fail("list", unavailable());
+    kube.fail("list", unavailable());
+    clock.t = 60;
+    expect(await gate.open()).toBe(true);
+    expect(lists(kube) - before).toBe(2);
+    expect(recorded.logs.filter((l) => l.level === "warn").map((l) => l.msg)).toEqual([
+      expect.stringMatching(/^the admission policies could not be checked: keeping the last answer/),
+    ]);
+    clock.t = 64;
+    expect(await gate.open()).toBe(true);
+    expect(lists(kube) - before).toBe(2);
+    clock.t = 65;
+    expect(await gate.open()).toBe(true);
+    expect(lists(kube) - before).toBe(4);
+    expect(gauges.at(-1)).toEqual(["kubefn_admission_policies_ready", 1]);
+  });
+
+  it("is closed while it has no answer to keep, and asks again within seconds", async () => {
+    const kube = seedAdmissionPolicies(new FakeKube());
+    kube.fail("list", unavailable());
+    const clock = { t: 0 };
+    const { gate } = gateOver(kube, clock);
+    expect(await gate.open()).toBe(false);
+    expect(gate.waitSeconds()).toBe(5);
+    clock.t = 5;
+    expect(await gate.open()).toBe(true);
+    expect(gate.waitSeconds()).toBe(60);
+  });
+
+  it("keeps no answer older than five periods: closed", async () => {
+    const kube = seedAdmissionPolicies(new FakeKube());
+    const clock = { t: 0 };
+    const { gate } = gateOver(kube, clock);
+    expect(await gate.open()).toBe(true);
+    for (const t of [60, 120, 180, 240, 300]) {
+      clock.t = t;
+      kube.fail("list", unavailable());
+      expect(await gate.open()).toBe(true);
+    }
+    clock.t = 301;
+    kube.fail("list", unavailable());
+    expect(await gate.open()).toBe(false);
+  });
+
+  it("takes a refusal (403) as an answer: closed at once, whatever it said before", async () => {
+    const kube = seedAdmissionPolicies(new FakeKube());
+    const clock = { t: 0 };
+    const { gate } = gateOver(kube, clock);
+    expect(await gate.open()).toBe(true);
+    kube.fail(
+      "list",
+      new ForbiddenError("validatingadmissionpolicies is forbidden", { status: 403, reason: "Forbidden" }),
+    );
+    clock.t = 60;
+    expect(await gate.open()).toBe(false);
+    expect(gate.waitSeconds()).toBe(60);
+  });
+});
+
 describe("createKubefn behind the gate", () => {
   function kubefnOver(kube: FakeKube, clock = { t: 0 }) {
     let reconciled = 0;
@@ -171,6 +245,15 @@ describe("createKubefn behind the gate", () => {
     return { kubefn, recorded, reconciled: () => reconciled };
   }
   const message = { request: { controller: "proxy", namespace: "ns1", name: "p1" }, attempt: 0 };
+  /** The Proxy `message` names, with `status` if given. */
+  const seedProxy = (kube: FakeKube, status?: Record<string, unknown>) =>
+    kube.seed(ProxyResource, {
+      apiVersion: "crawl.example.com/v1alpha1",
+      kind: "Proxy",
+      metadata: { name: "p1", namespace: "ns1", uid: "uid-p1", generation: 1 },
+      spec: {},
+      ...(status ? { status } : {}),
+    });
 
   it("runs no pass without the policies: puts the message back for the re-check period, unchanged", async () => {
     const kube = new FakeKube(undefined, { admissionPolicies: false });
@@ -187,15 +270,20 @@ describe("createKubefn behind the gate", () => {
     expect((await kubefn.sweep()).heldBack).toBe(true);
   });
 
+  it("puts a pass back for seconds, not the re-check period, when the gate could not ask the API server", async () => {
+    const kube = seedAdmissionPolicies(new FakeKube());
+    kube.fail("list", unavailable());
+    const { kubefn, recorded, reconciled } = kubefnOver(kube);
+    expect(await kubefn.consume([{ body: message }])).toEqual([{ ack: true }]);
+    expect(reconciled()).toBe(0);
+    expect(recorded.sent).toEqual([
+      { messages: [expect.objectContaining({ request: message.request, attempt: 0 })], delaySeconds: 5 },
+    ]);
+  });
+
   it("after held-back sweeps, the first sweep once the policies are back sends every object", async () => {
     const kube = new FakeKube(undefined, { admissionPolicies: false });
-    kube.seed(ProxyResource, {
-      apiVersion: "crawl.example.com/v1alpha1",
-      kind: "Proxy",
-      metadata: { name: "p1", namespace: "ns1", uid: "uid-p1", generation: 1 },
-      spec: {},
-      status: { observedGeneration: 1 },
-    });
+    seedProxy(kube, { observedGeneration: 1 });
     const clock = { t: 0 };
     const { kubefn, recorded } = kubefnOver(kube, clock);
     expect((await kubefn.sweep()).heldBack).toBe(true);
@@ -208,14 +296,21 @@ describe("createKubefn behind the gate", () => {
     expect(recorded.sent).toEqual([]);
   });
 
+  it("holds a sweep back while the check goes unanswered, without making the next one send every object", async () => {
+    const kube = seedAdmissionPolicies(new FakeKube());
+    seedProxy(kube, { observedGeneration: 1 });
+    kube.fail("list", unavailable());
+    const clock = { t: 0 };
+    const { kubefn, recorded } = kubefnOver(kube, clock);
+    expect((await kubefn.sweep()).heldBack).toBe(true);
+    clock.t = 5;
+    expect((await kubefn.sweep()).heldBack).toBeUndefined();
+    expect(recorded.sent).toEqual([]);
+  });
+
   it("(control) with the policies installed the same message runs its pass", async () => {
     const kube = seedAdmissionPolicies(new FakeKube());
-    kube.seed(ProxyResource, {
-      apiVersion: "crawl.example.com/v1alpha1",
-      kind: "Proxy",
-      metadata: { name: "p1", namespace: "ns1", uid: "uid-p1", generation: 1 },
-      spec: {},
-    });
+    seedProxy(kube);
     const { kubefn, reconciled } = kubefnOver(kube);
     await kubefn.consume([{ body: message }]);
     expect(reconciled()).toBe(1);

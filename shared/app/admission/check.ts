@@ -1,4 +1,4 @@
-import type { Kube, KubeObject } from "../../kube/index.ts";
+import { classifyError, type Kube, type KubeObject } from "../../kube/index.ts";
 import {
   REQUIRED_ADMISSION_POLICIES,
   ValidatingAdmissionPolicies,
@@ -20,6 +20,11 @@ export interface AdmissionReport {
   items: AdmissionItem[];
   /** Set when the check itself failed (the lists were refused or unreachable): not ready. */
   error?: string;
+  /**
+   * The API server gave no answer (5xx, 429, a timeout, the client's open circuit): the check says
+   * nothing about the policies. A refusal (403) or a kind not served is an answer.
+   */
+  unanswered?: boolean;
 }
 
 type Binding = KubeObject & { spec?: { policyName?: string; validationActions?: string[] } };
@@ -52,7 +57,12 @@ export async function checkAdmissionPolicies(kube: Pick<Kube, "list">): Promise<
       listAll(kube, ValidatingAdmissionPolicyBindings) as Promise<Binding[]>,
     ]);
   } catch (err) {
-    return { ready: false, items: [], error: err instanceof Error ? err.message : String(err) };
+    return {
+      ready: false,
+      items: [],
+      error: err instanceof Error ? err.message : String(err),
+      ...(classifyError(err).class === "transient" ? { unanswered: true } : {}),
+    };
   }
   const policyNames = new Set(policies.map((p) => p.metadata.name));
   const items: AdmissionItem[] = [];

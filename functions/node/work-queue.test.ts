@@ -177,6 +177,30 @@ describe("coalesce (two messages for one key)", () => {
       msg("a", 1),
     ],
     ["different UIDs: neither", { ...msg("a"), uid: "new" }, { ...msg("a", 1), uid: "old" }, msg("a", 1)],
+    [
+      "a reasoned follow-up after an event: the pass does what the event asked, not the narrower look",
+      { ...msg("a"), trigger: { kind: "audit" } },
+      { ...msg("a"), uid: "u1", trigger: { kind: "follow-up", reason: "waiting" } },
+      { ...msg("a"), trigger: { kind: "audit" } },
+    ],
+    [
+      "a reasoned follow-up after a message of an older sender (no trigger): no reason either",
+      msg("a"),
+      { ...msg("a"), uid: "u1", trigger: { kind: "follow-up", reason: "waiting" } },
+      msg("a"),
+    ],
+    [
+      "an event after a reasoned follow-up: the event's trigger",
+      { ...msg("a"), uid: "u1", trigger: { kind: "follow-up", reason: "waiting" } },
+      { ...msg("a"), trigger: { kind: "relay" } },
+      { ...msg("a"), trigger: { kind: "relay" } },
+    ],
+    [
+      "two follow-ups with the same reason: the later",
+      { ...msg("a"), uid: "u1", trigger: { kind: "follow-up", reason: "waiting" } },
+      { ...msg("a", 1), uid: "u1", trigger: { kind: "follow-up", reason: "waiting" } },
+      { ...msg("a", 1), uid: "u1", trigger: { kind: "follow-up", reason: "waiting" } },
+    ],
   ])("%s", (_, earlier, later, expected) => {
     expect(coalesce(earlier, later)).toEqual(expected);
   });

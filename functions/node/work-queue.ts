@@ -217,6 +217,19 @@ export class WorkQueue implements Queue {
  * it finds, so the snapshot and the listed owned objects go too.
  */
 export function coalesce(earlier: Message, later: Message): Message {
+  const merged = coalesceFields(earlier, later);
+  // A reasoned follow-up asks for a narrower pass (a SubPool's look at its readiness alone): merged
+  // with any other message, the pass does what that one asked.
+  if (narrowed(later) && !(narrowed(earlier) && earlier.trigger!.reason === later.trigger!.reason)) {
+    const { trigger: _trigger, ...rest } = merged;
+    return earlier.trigger ? { ...rest, trigger: earlier.trigger } : rest;
+  }
+  return merged;
+}
+
+const narrowed = (m: Message): boolean => m.trigger?.kind === "follow-up" && !!m.trigger.reason;
+
+function coalesceFields(earlier: Message, later: Message): Message {
   if (earlier.uid !== undefined && earlier.uid === later.uid) return later;
   const { uid: _uid, snapshot: _snapshot, listedAt: _listedAt, listed: _listed, ...rest } = later;
   return later.uid === undefined ? later : rest;

@@ -52,6 +52,13 @@ export interface PassContext extends Context {
    * those lists, so the pass may skip reading it again. Undefined for every other pass.
    */
   drift?: string | undefined;
+  /**
+   * The reason an earlier pass of this object gave its follow-up (`requeueAfter(s, reason)`),
+   * when this pass is that follow-up and nothing else asked for it: a queue that merges a
+   * follow-up with any other message for the key keeps the other's trigger. Undefined for every
+   * other pass, and for a retry.
+   */
+  followUp?: string | undefined;
 }
 
 /**

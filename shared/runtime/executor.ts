@@ -157,6 +157,9 @@ export async function runPass(ctx: Context, registry: Registry, message: Message
     ...ctx,
     // Only the sweep's drift messages carry listed objects, and only drift triggers a reason.
     ...(swept ? { kube: listedReads(ctx.kube, message.listed!), drift: message.trigger?.reason } : {}),
+    ...(message.trigger?.kind === "follow-up" && message.trigger.reason && attempt === 0
+      ? { followUp: message.trigger.reason }
+      : {}),
     request,
     attempt,
     events,
@@ -426,7 +429,17 @@ async function settle(
   try {
     const uid = message.uid === undefined ? {} : { uid: message.uid };
     await ctx.queue.send(
-      [{ request, attempt: next.attempt, ...uid, trigger: { kind: "follow-up" } }],
+      [
+        {
+          request,
+          attempt: next.attempt,
+          ...uid,
+          trigger: {
+            kind: "follow-up",
+            ...(outcome.kind === "requeue" && outcome.reason ? { reason: outcome.reason } : {}),
+          },
+        },
+      ],
       next.delaySeconds,
     );
     summary.followUpSeconds = next.delaySeconds;

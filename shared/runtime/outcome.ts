@@ -20,6 +20,8 @@ export class Outcome {
     readonly afterSeconds?: number,
     /** Set for `error`: what failed, classified once by the executor. */
     readonly error?: unknown,
+    /** Optional for `requeue`: why, carried by the follow-up to the next pass (`PassContext.followUp`). */
+    readonly reason?: string,
   ) {}
 
   /** Nothing more to do until something changes (an event, or the sweep's safety-net pass). */
@@ -35,9 +37,13 @@ export class Outcome {
     return new Outcome("awaitSweep");
   }
 
-  /** Run again after `seconds` (0 = as soon as possible); must be shorter than the resync. */
-  static requeueAfter(seconds: number): Outcome {
-    return new Outcome("requeue", Math.max(0, seconds));
+  /**
+   * Run again after `seconds` (0 = as soon as possible); must be shorter than the resync. A
+   * `reason` (a short stable token) reaches the next pass as `PassContext.followUp`, so that it
+   * may do only what it was sent for (a SubPool waiting to become Ready reads its readiness alone).
+   */
+  static requeueAfter(seconds: number, reason?: string): Outcome {
+    return new Outcome("requeue", Math.max(0, seconds), undefined, reason);
   }
 
   /** The pass failed; the executor classifies `error` once and applies the controller's error policy. */

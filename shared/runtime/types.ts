@@ -28,7 +28,7 @@ export type TriggerKind = "audit" | "relay" | "follow-up" | "drift" | "safety-ne
 
 export interface Trigger {
   kind: TriggerKind;
-  /** Why, for `drift` (a short stable token, safe as a metric label). */
+  /** Why, for `drift` and a reasoned `follow-up` (a short stable token, safe as a metric label). */
   reason?: string;
 }
 

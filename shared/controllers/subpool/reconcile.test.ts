@@ -64,6 +64,21 @@ const markDeleted = () => {
     metadata: { ...current.metadata, deletionTimestamp: "2026-11-30T12:00:00Z", resourceVersion: undefined },
   });
 };
+/** The pool's StatefulSet ready and the proxy gateway's EndpointSlice serving, as the cluster would make them. */
+function seedRunning(): void {
+  const sts = inNs(Resources.StatefulSet, "demo-cpa-manager")!;
+  kube.seed(Resources.StatefulSet, { ...sts, status: { replicas: 1, readyReplicas: 1 } });
+  kube.seed(endpointSliceResource, {
+    apiVersion: "discovery.k8s.io/v1",
+    kind: "EndpointSlice",
+    metadata: {
+      name: "mihomo-abc",
+      namespace: "subrelay-system",
+      labels: { "kubernetes.io/service-name": "mihomo" },
+    },
+    endpoints: [{ addresses: ["10.0.0.9"], conditions: { ready: true } }],
+  });
+}
 async function converge(spec: Record<string, unknown> = {}): Promise<void> {
   kube.seed(subPoolResource, subPoolObject(spec));
   await pass();
@@ -168,21 +183,55 @@ describe("SubPool pass over the fake Kube", () => {
 
   it("reports Ready once the StatefulSet and the proxy gateway are ready", async () => {
     await converge();
-    const sts = inNs(Resources.StatefulSet, "demo-cpa-manager")!;
-    kube.seed(Resources.StatefulSet, { ...sts, status: { replicas: 1, readyReplicas: 1 } });
-    kube.seed(endpointSliceResource, {
-      apiVersion: "discovery.k8s.io/v1",
-      kind: "EndpointSlice",
-      metadata: {
-        name: "mihomo-abc",
-        namespace: "subrelay-system",
-        labels: { "kubernetes.io/service-name": "mihomo" },
-      },
-      endpoints: [{ addresses: ["10.0.0.9"], conditions: { ready: true } }],
-    });
+    seedRunning();
     await pass();
     expect(condition("Ready")).toMatchObject({ status: "True", reason: "Ready" });
     expect(condition("ProxyGatewayReady")).toMatchObject({ status: "True", reason: "EndpointReady" });
+  });
+
+  describe("a waiting look (the follow-up of a pool waiting to become Ready)", () => {
+    const reads = () =>
+      kube.calls
+        .filter((c) => c.method === "get" || c.method === "list")
+        .map((c) => `${c.method} ${c.resource}`);
+    const lookMessage = (): Message => recorded.sent.at(-1)!.messages[0]!;
+
+    it("reads the SubPool, its StatefulSet and the proxy gateway alone, and becomes Ready", async () => {
+      kube.seed(subPoolResource, subPoolObject());
+      await pass();
+      const look = lookMessage();
+      expect(look.trigger).toEqual({ kind: "follow-up", reason: "waiting" });
+      kube.calls.length = 0;
+      const still = await runPass(ctx, registry, look);
+      expect(still).toMatchObject({ result: "requeue", followUpSeconds: 2, wroteStatus: false });
+      expect(reads()).toEqual(["get subpools", "get statefulsets", "list endpointslices"]);
+
+      seedRunning();
+      await runPass(ctx, registry, lookMessage());
+      expect(condition("Ready")).toMatchObject({ status: "True", reason: "Ready" });
+    });
+
+    it("after a spec edit it is a whole pass: the edit is applied, not only looked at", async () => {
+      kube.seed(subPoolResource, subPoolObject());
+      await pass();
+      const look = lookMessage();
+      editSpec({ suspend: true });
+      kube.calls.length = 0;
+      await runPass(ctx, registry, look);
+      expect(reads()).toContain("get namespaces");
+      expect(condition("Suspended")).toMatchObject({ status: "True" });
+    });
+
+    it("a deleted owned object is not recreated by the look; the whole pass its event brings does", async () => {
+      kube.seed(subPoolResource, subPoolObject());
+      await pass();
+      const look = lookMessage();
+      await kube.delete(Resources.NetworkPolicy, { namespace: ns, name: "demo" });
+      await runPass(ctx, registry, look);
+      expect(inNs(Resources.NetworkPolicy, "demo")).toBeUndefined();
+      await runPass(ctx, registry, { ...message, trigger: { kind: "audit" } });
+      expect(inNs(Resources.NetworkPolicy, "demo")).toBeDefined();
+    });
   });
 
   describe("a pass the sweep sent on its fresh lists because only the status differs", () => {

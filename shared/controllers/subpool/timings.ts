@@ -32,6 +32,9 @@ export const defaultSubPoolTimings: SubPoolTimings = {
   resync: 60,
 };
 
+/** The follow-up reason of a waiting look: that pass reads readiness alone (see reconcile.ts). */
+export const waitingLookReason = "waiting";
+
 /** The reasons of an active pool waiting on others' progress (not an error, not a conflict). */
 const waitingReasons: ReadonlySet<string> = new Set([
   "StatefulSetNotReady",
@@ -43,8 +46,9 @@ const waitingReasons: ReadonlySet<string> = new Set([
  * When to look again at an active pool whose Ready is False for `reason` since `since` (pure):
  * `waitingFirst` seconds after it started waiting, then half the time waited — 2, 2, 2, 3, 5, 7,
  * 11, 16, 24, 36, 54 s — and undefined (the sweep) once that reaches the resync or the pool is not
- * waiting. Bounded: a pool that never becomes ready costs 11 passes over under three minutes,
- * then one per drift period.
+ * waiting. Bounded: a pool that never becomes ready costs 11 looks over under three minutes (each
+ * a follow-up with reason {@link waitingLookReason}: three or four reads, see reconcile.ts), then
+ * one drift pass per drift period.
  */
 export function waitingLook(
   timings: SubPoolTimings,

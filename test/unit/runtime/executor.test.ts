@@ -406,6 +406,21 @@ describe("runPass", () => {
     expect(result).toMatchObject({ result: "error", errorClass: "transient" });
   });
 
+  it("a requeue's reason rides its follow-up to the next pass (PassContext.followUp), not to a retry or another pass", async () => {
+    const seen: (string | undefined)[] = [];
+    const { ctx, recorded, registry } = setup(async (pass) => {
+      seen.push(pass.followUp);
+      return requeueAfter(2, "waiting");
+    });
+    await runPass(ctx, registry, proxyMessage());
+    const followUp = recorded.sent[0]!.messages[0]!;
+    expect(followUp).toMatchObject({ attempt: 0, trigger: { kind: "follow-up", reason: "waiting" } });
+    await runPass(ctx, registry, followUp);
+    // A retry carrying the same trigger (attempt 1) is a whole pass again.
+    await runPass(ctx, registry, { ...followUp, attempt: 1 });
+    expect(seen).toEqual([undefined, "waiting", undefined]);
+  });
+
   it("Outcome has no public constructor: only the named constructors build one", () => {
     expect(Outcome.is(done())).toBe(true);
     expect(Outcome.is({ kind: "done" })).toBe(false);

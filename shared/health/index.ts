@@ -47,7 +47,7 @@ export type {
   ProbeResume,
   SubjectOutcome,
 } from "./sweep.ts";
-export { defaultConfirmDelayMs, probeAll, probeDue } from "./sweep.ts";
+export { defaultConfirmDelayMs, probeAll, probeDue, spreadGroupSize } from "./sweep.ts";
 export type {
   Cidr,
   IpAddress,

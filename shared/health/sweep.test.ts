@@ -47,10 +47,10 @@ const healthy = (name: string, latencyMs = 10): HealthState => ({
 });
 
 describe("probeAll", () => {
-  it("spreadMs starts the probes one after another over the spread, not as one burst", async () => {
+  it("spreadMs starts the probes in small groups over the spread, not as one burst", async () => {
     // A burst measures the host (thirty probes queue behind each other for tens of ms, past the
-    // 20 ms band); spread over the second, each probe is alone. Timers never fire early, so the
-    // lower bounds hold on any host.
+    // 20 ms band); spread over the second, a group of a few is measured together, well inside it.
+    // Timers never fire early, so the lower bounds hold on any host.
     const t0 = performance.now();
     const startedAt = new Map<string, number>();
     const prober = fakeProber((t) => {
@@ -63,12 +63,15 @@ describe("probeAll", () => {
       subjectFor: (s) => s,
       prober,
       now: () => now,
-      concurrency: 8,
+      concurrency: 2,
       spreadMs: 400,
     });
     expect(result.stats).toMatchObject({ probed: 4, writes: 0 });
+    // Groups as wide as the slots (2 here, at most spreadGroupSize): a, bb at 0; ccc, dddd at 200.
     const starts = names.map((n) => startedAt.get(`10.0.0.${n.length}`)!);
-    for (const [i, ms] of starts.entries()) expect(ms).toBeGreaterThanOrEqual(i * 100 - 1);
+    for (const [i, ms] of starts.entries()) expect(ms).toBeGreaterThanOrEqual(Math.floor(i / 2) * 200 - 1);
+    expect(starts[1]! - starts[0]!).toBeLessThan(100);
+    expect(starts[3]! - starts[2]!).toBeLessThan(100);
   });
 
   it("skips proxies without an address or instance and those being deleted", async () => {
@@ -688,7 +691,7 @@ describe("a result against the verdict is checked once more", () => {
       subjectFor: (s) => s,
       prober,
       now: () => now,
-      concurrency: 8,
+      concurrency: 2,
       deferConfirmations: true,
       spreadMs: 400,
       resume: names.map(() => ({ result: { ok: true, latencyMs: 300 }, confirmations: [] })),
@@ -698,8 +701,9 @@ describe("a result against the verdict is checked once more", () => {
     expect(prober.calls).toHaveLength(4);
     expect(result.stats).toMatchObject({ probed: 0, confirmations: 4, writes: 0 });
     expect(result.outcomes.map((o) => o.later?.confirmations)).toEqual(names.map(() => [300]));
+    // In groups as wide as the 2 slots: the second group starts 200 ms in.
     const starts = names.map((n) => startedAt.get(`10.0.0.${n.length}`)!);
-    for (const [i, ms] of starts.entries()) expect(ms).toBeGreaterThanOrEqual(i * 100 - 1);
+    for (const [i, ms] of starts.entries()) expect(ms).toBeGreaterThanOrEqual(Math.floor(i / 2) * 200 - 1);
   });
 
   it("deferred, a result against the verdict is rechecked by a later invocation and a blip writes nothing", async () => {

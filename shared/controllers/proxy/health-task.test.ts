@@ -121,7 +121,7 @@ describe("proxy health task", () => {
     [6, 500],
     [32, 1000],
   ])(
-    "a shard's probes start over a spread that shrinks with fewer slots: %i slots, %i ms",
+    "a shard's probes start in groups over a spread that shrinks with fewer slots: %i slots, %i ms",
     async (slots, spreadMs) => {
       vi.useFakeTimers({ now, toFake: ["setTimeout", "clearTimeout", "Date"] });
       try {
@@ -146,9 +146,12 @@ describe("proxy health task", () => {
         await vi.advanceTimersByTimeAsync(2_000);
         await done;
         expect(started).toHaveLength(40);
-        // Evenly: the i-th of 40 starts at i/40 of the spread.
-        expect(Math.min(...started)).toBe(0);
-        expect(Math.max(...started)).toBe(Math.floor((39 * spreadMs) / 40));
+        // In groups of min(8, slots), evenly: the i-th group of g starts at i·g/40 of the spread.
+        const group = Math.min(8, slots);
+        const expected = Array.from({ length: 40 }, (_, i) =>
+          Math.floor((Math.floor(i / group) * group * spreadMs) / 40),
+        );
+        expect(started.sort((a, b) => a - b)).toEqual(expected);
       } finally {
         vi.useRealTimers();
       }
@@ -297,7 +300,12 @@ describe("a late probe shard sheds what its next shard covers", () => {
     const { ctx } = fakeContext(kube, { now });
     let probes = 0;
     const task = proxyHealthTask({
-      prober: { probe: async () => (probes++, { ok: true, latencyMs: 1 }) },
+      prober: {
+        probe: async () => {
+          probes++;
+          return { ok: true, latencyMs: 1 };
+        },
+      },
       concurrency: 6,
       sweepPeriodSeconds: 60,
       confirmDelayMs: 0,

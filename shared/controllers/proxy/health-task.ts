@@ -132,7 +132,7 @@ export function proxyHealthTask(opts: ProxyHealthTaskOptions): SweepTask & {
       namespaceSlots,
       sweepPeriodSeconds: dueFilter ? opts.sweepPeriodSeconds : undefined,
       confirmDelayMs: opts.confirmDelayMs,
-      // A shard's Proxies share one second: spread over it, they are measured one by one, not as a
+      // A shard's Proxies share one second: spread over it in small groups (`spreadGroupSize`), not as a
       // burst as wide as the prober's slots (the confirmation pause is that scale, and 0 in tests).
       // Fewer slots make a smaller burst, so the spread shrinks with them below 12: half a second
       // with Workers' 6, where a local queue runs one batch of 10 shards at a time and 10,000

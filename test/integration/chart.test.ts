@@ -193,6 +193,39 @@ spec:
       image: "ghcr.io/kubefn/kubefn:1.2.3",
       envFrom: [{ configMapRef: { name: "kubefn-settings" } }, { secretRef: { name: "kubefn-settings" } }],
     });
+    // A settings change rolls the host (envFrom is read at container start): the Pod template
+    // carries the settings' digest, which moves with a value and stays with none changed.
+    type Template = { metadata?: { annotations?: Record<string, string> } };
+    const digest = (objects: Manifest[]) =>
+      (deployment(objects)?.spec.template as Template | undefined)?.metadata?.annotations?.[
+        "checksum/settings"
+      ];
+    const before = digest(withSettings);
+    expect(before).toMatch(/^[0-9a-f]{64}$/);
+    expect(
+      digest(await renderCopy("--set", "settings.create=true,host.image.tag=1.2.3,host.replicas=2")),
+    ).toBe(before);
+    expect(
+      digest(await renderCopy("--set", "settings.create=true,settings.values.SUBPOOL_MAX_CPU=8")),
+    ).not.toBe(before);
+    expect(
+      digest(
+        await renderCopy("--set", "settings.create=true,settings.values.AUDIT_TOKEN=0123456789abcdefrotated"),
+      ),
+    ).not.toBe(before);
+    expect(digest(plain)).toBeUndefined();
+    const annotated = deployment(
+      await renderCopy(
+        "--set",
+        "settings.create=true",
+        "--set-json",
+        'host.podAnnotations={"reloader.stakater.com/auto":"true"}',
+      ),
+    )?.spec.template as Template | undefined;
+    expect(annotated?.metadata?.annotations).toEqual({
+      "reloader.stakater.com/auto": "true",
+      "checksum/settings": before,
+    });
     const withOtel = await renderCopy(
       "--set",
       "otel.endpoint=http://otel-collector.observability:4318,otel.headersSecret=kubefn-otlp",

@@ -1,9 +1,12 @@
 import { defineConfig } from "vitest/config";
+import LaneSequencer from "./test/setup/lanes.ts";
 
 export default defineConfig({
   test: {
     // The default report, then the slowest integration files (the suite's time is mostly theirs).
     reporters: ["default", "./test/setup/slowest-files.ts"],
+    // `--shard=i/2` is a lane of npm test (scripts/test.sh): see test/setup/lanes.ts.
+    sequence: { sequencer: LaneSequencer },
     projects: [
       {
         test: {

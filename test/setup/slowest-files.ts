@@ -1,6 +1,6 @@
 /**
  * A reporter that ends the run with the slowest test files of the integration project (which runs
- * one file at a time, so their durations add up to most of `npm test`'s time), and their sum:
+ * one file at a time in each lane, so their durations add up to most of a lane's time), and their sum:
  * the figures docs/performance.md's "npm test" row is kept from, and the first place to look when
  * the suite grows past its 30-minute goal.
  */
@@ -16,6 +16,7 @@ export default class SlowestFiles implements Reporter {
       .sort((a, b) => b.ms - a.ms);
     if (timed.length === 0) return;
     const total = timed.reduce((sum, t) => sum + t.ms, 0);
+    const lane = process.env.KUBEFN_TEST_LANE;
     const lines = timed
       .slice(0, SHOWN)
       .map(
@@ -23,7 +24,7 @@ export default class SlowestFiles implements Reporter {
           `  ${(t.ms / 1000).toFixed(0).padStart(5)} s  ${t.file} (tests ${(t.tests / 1000).toFixed(0)} s; the rest its hooks and loading)`,
       );
     process.stdout.write(
-      `\nslowest integration files (${timed.length} files, ${(total / 1000).toFixed(0)} s in all, one at a time):\n${lines.join("\n")}\n`,
+      `\nslowest integration files${lane ? ` of lane ${lane}` : ""} (${timed.length} files, ${(total / 1000).toFixed(0)} s in all, one at a time):\n${lines.join("\n")}\n`,
     );
   }
 }

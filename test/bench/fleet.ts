@@ -45,10 +45,10 @@ import { createKube, isAlreadyExists, listAll, Resources } from "../../shared/ku
 import { createNodeTransport, loadKubeConfig } from "../../shared/kube/node.ts";
 import type { Kube, KubeObject, Resource } from "../../shared/kube/port.ts";
 import { type HostProcess, startHost } from "../e2e/host.ts";
-import { startForwardProxies, startHttpTarget } from "../support/probe-fixtures.ts";
 import { tempDir } from "../support/temp-dir.ts";
 import type { BenchRow } from "./cluster.ts";
 import { round } from "./cluster.ts";
+import { startFixtures } from "./sweep.ts";
 
 const root = fileURLToPath(new URL("../../", import.meta.url));
 const KUBEFN_USER = "system:serviceaccount:kubefn-system:kubefn";
@@ -691,7 +691,14 @@ export async function benchFleet(opts: FleetOptions = defaultFleet): Promise<Fle
     );
 
     const intakeToken = randomBytes(24).toString("hex");
-    const host = await startHost({ KUBECONFIG: kubefnKubeconfig, KUBEFN_AUDIT_TOKEN: intakeToken });
+    const host = await startHost({
+      KUBECONFIG: kubefnKubeconfig,
+      KUBEFN_AUDIT_TOKEN: intakeToken,
+      // `KUBEFN_BENCH_FLEET_PROFILE=<dir>`: the host writes a V8 CPU profile there when it stops.
+      ...(process.env.KUBEFN_BENCH_FLEET_PROFILE
+        ? { NODE_OPTIONS: `--cpu-prof --cpu-prof-dir=${process.env.KUBEFN_BENCH_FLEET_PROFILE}` }
+        : {}),
+    });
     children.push(host.child);
     cleanups.unshift(() => host.stop());
     tee.intake = { url: `${host.url}/v1/events`, token: intakeToken };
@@ -716,13 +723,11 @@ export async function benchFleet(opts: FleetOptions = defaultFleet): Promise<Fle
 
     // kubefn's Proxies, health-checked through local forward proxies.
     process.stderr.write(`fleet: ${opts.proxies} External Proxies …\n`);
-    const target = await startHttpTarget();
-    // Counters only: thousands of probes a minute would otherwise be kept as strings.
-    const forwardProxies = await startForwardProxies(4, { record: false });
-    cleanups.push(async () => {
-      await forwardProxies.close();
-      await target.close();
-    });
+    // In a process of their own (test/bench/fixtures-server.ts): this one counts the audit
+    // events, and thousands of probes a minute served here would queue behind them.
+    const fixtures = await startFixtures(4);
+    cleanups.push(() => fixtures.stop());
+    const { target: targetPort, proxies: proxyPorts } = fixtures.ports;
     const namespaces = Array.from({ length: Math.max(1, opts.namespaces ?? 1) }, (_, i) =>
       i === 0 ? "bench-fleet" : `bench-fleet-${i}`,
     );
@@ -745,10 +750,10 @@ export async function benchFleet(opts: FleetOptions = defaultFleet): Promise<Fle
         mode: "External",
         endpoint: {
           host: "127.0.0.1",
-          port: forwardProxies.ports[i % forwardProxies.ports.length]!,
+          port: proxyPorts[i % proxyPorts.length]!,
           scheme: "http",
         },
-        healthCheck: { probeURL: `http://127.0.0.1:${target.port}/`, successThreshold: 1 },
+        healthCheck: { probeURL: `http://127.0.0.1:${targetPort}/`, successThreshold: 1 },
       },
     }));
     const readyProxies = async () => {
@@ -806,11 +811,11 @@ export async function benchFleet(opts: FleetOptions = defaultFleet): Promise<Fle
         }
         created += step.length;
         // A minute of probes at the target against the due two a minute each; shed = late shards.
-        const h0 = target.hits;
+        const h0 = await fixtures.hits();
         const shed0 = await counterSum(host, "kubefn_probes_shed_total");
         const t0 = Date.now();
         await sleep(60_000);
-        const probesPerMinute = round(((target.hits - h0) / (Date.now() - t0)) * 60_000, 0);
+        const probesPerMinute = round((((await fixtures.hits()) - h0) / (Date.now() - t0)) * 60_000, 0);
         const shed = (await counterSum(host, "kubefn_probes_shed_total")) - shed0;
         const kept = probesPerMinute >= created * 2 * 0.95 && shed === 0;
         ramp.push({
@@ -889,12 +894,12 @@ export async function benchFleet(opts: FleetOptions = defaultFleet): Promise<Fle
 
     // The steady window: both running, nothing changing.
     process.stderr.write(`fleet: steady window ${opts.steadySeconds} s …\n`);
-    const probesAtProxies = () => target.hits;
+    const probesAtProxies = () => fixtures.hits();
     const s0 = {
       at: Date.now(),
       passes: await counterSum(host, "kubefn_passes_total"),
       triggers: await counterBy(host, "kubefn_pass_triggers_total", ["trigger", "reason"]),
-      probes: probesAtProxies(),
+      probes: await probesAtProxies(),
       host: usageOf(host.child.pid!),
       peer: usageOf(peer.pid!),
     };
@@ -908,7 +913,7 @@ export async function benchFleet(opts: FleetOptions = defaultFleet): Promise<Fle
       at: Date.now(),
       passes: await counterSum(host, "kubefn_passes_total"),
       triggers: await counterBy(host, "kubefn_pass_triggers_total", ["trigger", "reason"]),
-      probes: probesAtProxies(),
+      probes: await probesAtProxies(),
       host: usageOf(host.child.pid!),
       peer: usageOf(peer.pid!),
     };

@@ -40,7 +40,7 @@ import {
   Resources,
 } from "../../shared/kube/index.ts";
 import type { FaultProxy } from "../support/fault-proxy.ts";
-import { chaosFaults, type Driver, teardownDriver } from "./scenario.ts";
+import { chaosFaults, type Driver, lastWords, teardownDriver } from "./scenario.ts";
 
 type WithStatus = KubeObject & {
   status?: { observedGeneration?: number; namespace?: string; conditions?: Condition[] };
@@ -463,10 +463,9 @@ export async function convergeAll(
     if (Date.now() - started > profile.timeoutMs) {
       // What kubefn last said about the first one left (its passes, follow-ups, errors).
       const name = /^\w+ (\S+?):/.exec(problems[0] ?? "")?.[1];
-      const said = name ? (driver?.linesAbout?.(name) ?? []) : [];
       throw new Error(
         `${what}: not converged in ${profile.timeoutMs} ms: ${problems.slice(0, 10).join("; ")}` +
-          (said.length > 0 ? `\nkubefn's last lines about ${name}:\n  ${said.join("\n  ")}` : ""),
+          lastWords(driver, name),
       );
     }
     await new Promise((r) => setTimeout(r, profile.pollMs));

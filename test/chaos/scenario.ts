@@ -43,6 +43,19 @@ export interface Driver {
   linesAbout?(name: string, limit?: number): string[];
 }
 
+/**
+ * What kubefn last said, for a "not converged" failure: its last lines about `name` (the first
+ * object left), then its last lines overall (a stalled sweep or circuit names no object).
+ */
+export function lastWords(driver: Driver | undefined, name: string | undefined): string {
+  const about = name ? (driver?.linesAbout?.(name) ?? []) : [];
+  const recent = driver?.linesAbout?.("", 15) ?? [];
+  return (
+    (about.length > 0 ? `\nkubefn's last lines about ${name}:\n  ${about.join("\n  ")}` : "") +
+    (recent.length > 0 ? `\nkubefn's last lines:\n  ${recent.join("\n  ")}` : "")
+  );
+}
+
 /** `driver` for a teardown: its ticks may come quicker (nothing is measured then). */
 export function teardownDriver(driver: Driver | undefined): Driver | undefined {
   const tick = driver?.tick;
@@ -347,8 +360,10 @@ async function converge(
       last = problems;
     }
     if (Date.now() > deadline) {
+      const first = /^(\S+?):/.exec(problems[0] ?? "")?.[1];
       throw new Error(
-        `${namespace} ${what}: not converged in ${profile.timeoutMs} ms: ${problems.slice(0, 10).join("; ")}`,
+        `${namespace} ${what}: not converged in ${profile.timeoutMs} ms: ${problems.slice(0, 10).join("; ")}` +
+          lastWords(driver, first),
       );
     }
     await new Promise((r) => setTimeout(r, profile.pollMs));

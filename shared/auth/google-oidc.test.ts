@@ -1,4 +1,4 @@
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
 import {
   createTokenSigner,
   type JwksServer,
@@ -131,6 +131,29 @@ describe("keys fetched from a JWKS URL (loopback)", () => {
     for (let i = 0; i < 5; i++)
       await verifyPushToken(await signer.sign(good, { kid: `forged-${i}` }), p, now());
     expect(server.hits() - before).toBe(2);
+  });
+
+  it("a JWKS fetch that never settles (its Worker invocation was cut off) is given up after its timeout, and fetched again", async () => {
+    let t = 1_000;
+    let calls = 0;
+    const signals: (AbortSignal | null | undefined)[] = [];
+    const hanging = (async (url: string, init?: RequestInit) => {
+      calls++;
+      signals.push(init?.signal);
+      if (calls === 1) return new Promise(() => undefined);
+      return fetch(url, init);
+    }) as unknown as typeof fetch;
+    const keys = fetchedKeys({ url: server.url, fetch: hanging, now: () => t });
+    void keys.key("k1");
+    await vi.waitFor(() => expect(calls).toBe(1));
+    t += 14;
+    void keys.key("k1");
+    expect(calls).toBe(1);
+    t += 1;
+    expect(await keys.key("k1")).toBeDefined();
+    expect(calls).toBe(2);
+    // Each fetch carries its own deadline (where the platform keeps the invocation, it fires).
+    expect(signals.every((s) => s instanceof AbortSignal)).toBe(true);
   });
 
   it("an unreachable JWKS is KeysUnavailableError (a retry may help)", async () => {

@@ -1,3 +1,4 @@
+import { sharedInFlight } from "../concurrency/index.ts";
 import { isRecord } from "../guards/index.ts";
 /**
  * Verifies the OpenID Connect tokens Pub/Sub push subscriptions send (`Authorization: Bearer
@@ -65,6 +66,9 @@ export function staticKeys(jwks: { keys: readonly RsaJwk[] }): KeySource {
   };
 }
 
+/** The JWKS request's deadline. */
+const jwksTimeoutMs = 10_000;
+
 /**
  * Keys fetched from `url` and cached for `ttlSeconds` (Google rotates them over days); an unknown
  * `kid` refetches at most once per `minRefreshSeconds`.
@@ -80,12 +84,15 @@ export function fetchedKeys(options: {
   const ttl = options.ttlSeconds ?? 3600;
   const minRefresh = options.minRefreshSeconds ?? 30;
   let cached: { keys: Map<string, CryptoKey>; at: number } | undefined;
-  let inflight: Promise<Map<string, CryptoKey>> | undefined;
-
-  const refresh = (): Promise<Map<string, CryptoKey>> => {
-    inflight ??= (async () => {
+  // Shared by concurrent callers for at most the fetch's deadline and a little more: on Workers a
+  // fetch whose invocation was cut off may never settle (see sharedInFlight).
+  const refresh = sharedInFlight(
+    async (): Promise<Map<string, CryptoKey>> => {
       try {
-        const res = await doFetch(options.url, { headers: { accept: "application/json" } });
+        const res = await doFetch(options.url, {
+          headers: { accept: "application/json" },
+          signal: AbortSignal.timeout(jwksTimeoutMs),
+        });
         if (!res.ok) throw new KeysUnavailableError(`JWKS ${options.url} answered ${res.status}`);
         const body = (await res.json()) as { keys?: unknown };
         if (!Array.isArray(body.keys)) throw new KeysUnavailableError(`JWKS ${options.url} has no keys`);
@@ -95,12 +102,11 @@ export function fetchedKeys(options: {
       } catch (err) {
         if (err instanceof KeysUnavailableError) throw err;
         throw new KeysUnavailableError(`JWKS ${options.url}: ${(err as Error).message}`, { cause: err });
-      } finally {
-        inflight = undefined;
       }
-    })();
-    return inflight;
-  };
+    },
+    jwksTimeoutMs + 5_000,
+    () => options.now() * 1000,
+  );
 
   return {
     async key(kid) {

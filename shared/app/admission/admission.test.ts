@@ -1,14 +1,16 @@
 import { readFileSync } from "node:fs";
-import { describe, expect, it } from "vitest";
+import { describe, expect, it, vi } from "vitest";
 import { parseAllDocuments } from "yaml";
 import { parseWorkerEnv } from "../../../functions/cloudflare/config.ts";
 import { FakeKube, fakeContext, seedAdmissionPolicies } from "../../../test/support/fake-kube.ts";
 import { ProxyResource, proxyController } from "../../../test/unit/runtime/controllers.ts";
 import { ForbiddenError, ServerError } from "../../kube/errors.ts";
+import type { Kube } from "../../kube/index.ts";
 import { createRegistry, done } from "../../runtime/index.ts";
 import { createKubefn } from "../kubefn.ts";
 import {
   admissionProblems,
+  CHECK_GIVEN_UP_SECONDS,
   checkAdmissionPolicies,
   createAdmissionGate,
   REQUIRED_ADMISSION_POLICIES,
@@ -198,6 +200,38 @@ describe("the admission gate when the API server cannot answer", () => {
     clock.t = 301;
     kube.fail("list", unavailable());
     expect(await gate.open()).toBe(false);
+  });
+
+  it("gives up a check that never settles (its Worker invocation was cut off mid-list) and checks again", async () => {
+    const kube = seedAdmissionPolicies(new FakeKube());
+    let hang = true;
+    let listed = 0;
+    // On Workers, a list whose invocation the platform cut off may never settle, and its client
+    // deadline goes with the invocation: the next invocations of the isolate must not wait on it.
+    const cut: Pick<Kube, "list"> = {
+      list: ((...args: Parameters<Kube["list"]>) => {
+        listed++;
+        return hang ? new Promise(() => undefined) : kube.list(...args);
+      }) as Kube["list"],
+    };
+    const clock = { t: 0 };
+    const { ctx } = fakeContext(kube);
+    const gate = createAdmissionGate({
+      kube: cut,
+      clock: { now: () => new Date(Date.UTC(2026, 10, 30) + clock.t * 1000) },
+      log: ctx.log,
+      metrics: ctx.metrics,
+      recheckSeconds: 60,
+    });
+    void gate.open();
+    await vi.waitFor(() => expect(listed).toBe(2));
+    hang = false;
+    clock.t = CHECK_GIVEN_UP_SECONDS - 1;
+    void gate.open();
+    expect(listed).toBe(2);
+    clock.t = CHECK_GIVEN_UP_SECONDS;
+    expect(await gate.open()).toBe(true);
+    expect(listed).toBe(4);
   });
 
   it("takes a refusal (403) as an answer: closed at once, whatever it said before", async () => {

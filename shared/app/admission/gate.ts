@@ -1,4 +1,5 @@
-import type { Kube } from "../../kube/index.ts";
+import { sharedInFlight } from "../../concurrency/index.ts";
+import { defaultRequestTimeoutMs, type Kube } from "../../kube/index.ts";
 import type { Clock, Log, Metrics } from "../../runtime/index.ts";
 import { type AdmissionReport, admissionProblems, checkAdmissionPolicies } from "./check.ts";
 
@@ -34,6 +35,12 @@ export interface AdmissionGateOptions {
 export const UNANSWERED_RECHECK_SECONDS = 5;
 /** An answer is kept through unanswered checks for at most this many re-check periods. */
 export const KEPT_ANSWER_PERIODS = 5;
+/**
+ * A check in flight longer than this is lost, not slow, and the next caller checks again: two
+ * list requests' deadlines and a little more. On Workers a check whose invocation was cut off
+ * mid-list may never settle, and would otherwise hold every later pass of the isolate.
+ */
+export const CHECK_GIVEN_UP_SECONDS = (2 * defaultRequestTimeoutMs) / 1000 + 5;
 
 /**
  * A gate that checks the admission policies ({@link checkAdmissionPolicies}: two list requests) at
@@ -57,7 +64,6 @@ export function createAdmissionGate(opts: AdmissionGateOptions): AdmissionGate {
   /** The last check the API server answered, and the last one it did not (if later). */
   let answered: AdmissionState | undefined;
   let unanswered: AdmissionState | undefined;
-  let running: Promise<void> | undefined;
   const ageSeconds = (s: AdmissionState) => (opts.clock.now().getTime() - s.checkedAt.getTime()) / 1000;
   /** The answer the gate gives now: the last answered check, unless an unanswered one outdated it. */
   const current = (): AdmissionState | undefined => {
@@ -104,16 +110,12 @@ export function createAdmissionGate(opts: AdmissionGateOptions): AdmissionGate {
       opts.log.info("admission policies installed and bound: reconciling again", {});
     }
   };
+  const checkShared = sharedInFlight(check, CHECK_GIVEN_UP_SECONDS * 1000, () => opts.clock.now().getTime());
   return {
     state: current,
     waitSeconds,
     async open() {
-      if (!fresh()) {
-        running ??= check().finally(() => {
-          running = undefined;
-        });
-        await running;
-      }
+      if (!fresh()) await checkShared();
       return current()?.report.ready ?? false;
     },
   };

@@ -8,6 +8,7 @@ export {
   type AdmissionGate,
   type AdmissionGateOptions,
   type AdmissionState,
+  CHECK_GIVEN_UP_SECONDS,
   createAdmissionGate,
 } from "./gate.ts";
 export {

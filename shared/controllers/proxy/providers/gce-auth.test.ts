@@ -1,4 +1,4 @@
-import { describe, expect, it } from "vitest";
+import { describe, expect, it, vi } from "vitest";
 import {
   bytesFromBase64Url,
   bytesFromPem,
@@ -163,6 +163,32 @@ describe("service-account JWT bearer grant", () => {
     });
     expect(await Promise.all([source.token(), source.token(), source.token()])).toEqual(["t1", "t1", "t1"]);
     expect(calls).toBe(1);
+  });
+
+  it("gives up an exchange that never settles (its Worker invocation was cut off) after the request's timeout, and exchanges again", async () => {
+    const { key } = await generateServiceAccount();
+    let calls = 0;
+    // The first exchange's fetch never settles, whatever its signal: on Workers, a request whose
+    // invocation the platform cut off takes its fetch and the timer that would abort it with it.
+    const fakeFetch = (async () => {
+      calls++;
+      if (calls === 1) return new Promise(() => undefined);
+      return Response.json({ access_token: `t${calls}`, expires_in: 3600 });
+    }) as unknown as typeof fetch;
+    let now = Date.parse("2026-11-30T05:00:00Z");
+    const source = createServiceAccountTokenSource({
+      key,
+      fetch: fakeFetch,
+      clock: { now: () => new Date(now) },
+    });
+    void source.token();
+    await vi.waitFor(() => expect(calls).toBe(1));
+    now += 34_999;
+    void source.token();
+    expect(calls).toBe(1);
+    now += 1;
+    expect(await source.token()).toBe("t2");
+    expect(calls).toBe(2);
   });
 
   it.each([

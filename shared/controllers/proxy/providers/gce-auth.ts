@@ -1,4 +1,4 @@
-import { onceUntilFailure } from "../../../concurrency/index.ts";
+import { onceUntilFailure, sharedInFlight } from "../../../concurrency/index.ts";
 import { parseJsonOrUndefined } from "../../../guards/index.ts";
 import type { TokenSource as KubeTokenSource } from "../../../kube/index.ts";
 import type { Clock } from "../../../runtime/index.ts";
@@ -20,6 +20,10 @@ const jwtBearerGrant = "urn:ietf:params:oauth:grant-type:jwt-bearer";
 const assertionLifetimeSeconds = 3600;
 /** A cached token is replaced this long before it expires (half its life, for a token shorter than 2 minutes). */
 const refreshMarginSeconds = 60;
+/** The token request's deadline. */
+const exchangeTimeoutMs = 30_000;
+/** An exchange older than this is lost, not slow (see {@link sharedInFlight}): its deadline and a little more. */
+const exchangeGivenUpMs = exchangeTimeoutMs + 5_000;
 /**
  * The scopes GKE accepts a service account's access token with (those `gke-gcloud-auth-plugin`
  * asks for): GKE reads the account's email and authorizes it by IAM and RBAC.
@@ -48,7 +52,9 @@ export interface ServiceAccountTokenSourceOptions {
  * `crypto.subtle` do.
  *
  * Caveats: the token is cached in the returned object only; a new instance (a cold start) fetches
- * a new token. Concurrent callers share one in-flight exchange.
+ * a new token. Concurrent callers share one in-flight exchange, for at most 35 s: on Workers an
+ * exchange whose invocation was cut off may never settle, and must not hold the isolate's later
+ * callers.
  */
 export function createServiceAccountTokenSource(opts: ServiceAccountTokenSourceOptions): TokenSource {
   // Called unbound: workerd's fetch throws "Illegal invocation" when called as a method of
@@ -58,7 +64,6 @@ export function createServiceAccountTokenSource(opts: ServiceAccountTokenSourceO
   const tokenUri = key.token_uri ?? googleTokenUri;
   const signingKey = onceUntilFailure(() => importPrivateKey(key.private_key));
   let cached: { token: string; renewAtMs: number } | undefined;
-  let inFlight: Promise<string> | undefined;
 
   async function exchange(): Promise<string> {
     const nowSeconds = Math.floor(clock.now().getTime() / 1000);
@@ -78,7 +83,7 @@ export function createServiceAccountTokenSource(opts: ServiceAccountTokenSourceO
         method: "POST",
         headers: { "content-type": "application/x-www-form-urlencoded", accept: "application/json" },
         body: new URLSearchParams({ grant_type: jwtBearerGrant, assertion }).toString(),
-        signal: AbortSignal.timeout(30_000),
+        signal: AbortSignal.timeout(exchangeTimeoutMs),
         // A redirect would re-post the signed assertion elsewhere (a 307/308 keeps the body).
         redirect: "manual",
       });
@@ -108,15 +113,13 @@ export function createServiceAccountTokenSource(opts: ServiceAccountTokenSourceO
     };
     return body.access_token;
   }
+  const exchangeShared = sharedInFlight(exchange, exchangeGivenUpMs, () => clock.now().getTime());
 
   return {
     async token() {
       const fresh = cached && clock.now().getTime() < cached.renewAtMs;
       if (cached && fresh) return cached.token;
-      inFlight ??= exchange().finally(() => {
-        inFlight = undefined;
-      });
-      return inFlight;
+      return exchangeShared();
     },
     invalidate() {
       cached = undefined;

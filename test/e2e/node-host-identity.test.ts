@@ -499,6 +499,43 @@ describe("infra/host/deployment.yaml", () => {
     expect(out.code).toBe(0);
     expect(out.stdout).toContain("deployment.apps/kubefn created (server dry run)");
     expect(out.stdout).toContain("service/kubefn created (server dry run)");
+    expect(out.stdout).toContain("poddisruptionbudget.policy/kubefn created (server dry run)");
+  });
+
+  it("lets a drain take one host at a time without blocking a single replica, and shows why a start failed", () => {
+    type Selector = { matchLabels: Record<string, string> };
+    const pdb = deploymentManifests().find((o) => o.kind === "PodDisruptionBudget") as
+      | (KubeObject & { spec: { maxUnavailable?: number; minAvailable?: number; selector: Selector } })
+      | undefined;
+    const deployment = deploymentManifests().find((o) => o.kind === "Deployment") as unknown as {
+      spec: {
+        replicas: number;
+        strategy?: unknown;
+        selector: Selector;
+        template: { metadata: { labels: Record<string, string> } };
+      };
+    };
+    const matches = (labels: Record<string, string>, selector: Selector) =>
+      Object.entries(selector.matchLabels).every(([k, v]) => labels[k] === v);
+    expect(pdb?.metadata.namespace).toBe("kubefn-system");
+    // maxUnavailable, not minAvailable: with host.replicas 1 a minAvailable of 1 would block every drain.
+    expect(pdb?.spec).toMatchObject({ maxUnavailable: 1 });
+    expect(pdb?.spec.minAvailable).toBeUndefined();
+    expect(deployment.spec.replicas).toBeGreaterThan(1);
+    // A rollout whose new Pods cannot start stops no running one.
+    expect(deployment.spec.strategy).toEqual({
+      type: "RollingUpdate",
+      rollingUpdate: { maxUnavailable: 0, maxSurge: 1 },
+    });
+    // It covers the host's Pods and nothing else of kubefn-system (the relay's are not the host's).
+    expect(pdb?.spec.selector).toEqual(deployment.spec.selector);
+    expect(matches(deployment.spec.template.metadata.labels, pdb!.spec.selector)).toBe(true);
+    expect(matches({ "app.kubernetes.io/name": "kubefn-relay" }, pdb!.spec.selector)).toBe(false);
+    // A bad setting exits 2 naming each variable on stderr (test/e2e/node-host.test.ts): with this
+    // policy the kubelet keeps the end of that output as the termination message.
+    expect((deploymentContainer() as { terminationMessagePolicy?: string }).terminationMessagePolicy).toBe(
+      "FallbackToLogsOnError",
+    );
   });
 
   it("its Pod is admitted where the restricted Pod Security Standard is enforced", async () => {

@@ -51,6 +51,38 @@ const objectsOf = (text: string) =>
     .map((d) => d.toJSON() as Manifest | null)
     .filter((o): o is Manifest => Boolean(o?.kind));
 
+/** Values that place the host (and, with an image of its own, the relay) as a shared cluster asks. */
+const placement = {
+  host: {
+    image: { repository: "registry.example.com/mirror/kubefn", tag: "1.2.3" },
+    nodeSelector: { "node-role.example.com/system": "true" },
+    tolerations: [{ key: "dedicated", operator: "Equal", value: "system", effect: "NoSchedule" }],
+    affinity: {
+      nodeAffinity: {
+        requiredDuringSchedulingIgnoredDuringExecution: {
+          nodeSelectorTerms: [
+            { matchExpressions: [{ key: "kubernetes.io/arch", operator: "In", values: ["amd64"] }] },
+          ],
+        },
+      },
+    },
+    priorityClassName: "system-cluster-critical",
+  },
+  imagePullSecrets: [{ name: "regcred" }],
+};
+/** The Pod spec fields `values` (host or relay) should render. */
+const placementSpec = ({
+  nodeSelector,
+  tolerations,
+  affinity,
+  priorityClassName,
+}: typeof placement.host) => ({
+  nodeSelector,
+  tolerations,
+  affinity,
+  priorityClassName,
+});
+
 beforeAll(async () => {
   helm = await helmBinary();
   kubeVersion = clusterInfo().version.replace(/^v/, "");
@@ -125,6 +157,40 @@ describe("helm template", () => {
     expect(r.stdout).toContain(
       "customresourcedefinition.apiextensions.k8s.io/proxies.crawl.kubefn.dev configured (server dry run)",
     );
+  });
+
+  it("places the host and the relay where a shared cluster asks (node selector, tolerations, affinity, priority, pull secrets, a mirror), accepted by the API server", async () => {
+    const text = await render(
+      "--set-json",
+      `host=${JSON.stringify(placement.host)}`,
+      "--set-json",
+      `relay=${JSON.stringify({ ...placement.host, image: { repository: "registry.example.com/mirror/relay" } })}`,
+      "--set-json",
+      `imagePullSecrets=${JSON.stringify(placement.imagePullSecrets)}`,
+    );
+    type PodTemplate = {
+      spec: { template: { spec: Record<string, unknown> & { containers: { image: string }[] } } };
+    };
+    const deployments = objectsOf(text).filter((o) => o.kind === "Deployment") as (Manifest & PodTemplate)[];
+    expect(deployments.map((d) => d.metadata.name).sort()).toEqual(["kubefn", "kubefn-relay"]);
+    for (const d of deployments) {
+      expect(d.spec.template.spec, d.metadata.name).toMatchObject({
+        ...placementSpec(placement.host),
+        imagePullSecrets: placement.imagePullSecrets,
+      });
+    }
+    expect(deployments.map((d) => d.spec.template.spec.containers[0]?.image).sort()).toEqual([
+      "registry.example.com/mirror/kubefn:1.2.3",
+      `registry.example.com/mirror/relay:${version}`,
+    ]);
+    const r = await kubectl(["apply", "--dry-run=server", "-f", "-"], text);
+    expect(r.code, r.stderr).toBe(0);
+    expect(r.stdout).toMatch(/^deployment\.apps\/kubefn (created|configured) \(server dry run\)$/m);
+    // The check bites: a toleration the API server cannot take is refused.
+    const bad = await render("--set-json", 'host={"tolerations":[{"operator":"Sideways"}]}');
+    const refused = await kubectl(["apply", "--dry-run=server", "-f", "-"], bad);
+    expect(refused.code).not.toBe(0);
+    expect(refused.stderr).toMatch(/toleration|operator/i);
   });
 
   it("is refused by the API server when a value is wrong (the check can fail)", async () => {
@@ -258,6 +324,25 @@ spec:
       { name: "sidecar", image: "docker.io/library/busybox:1.36" },
     ]);
     expect((deployment(plain) as { spec: { replicas?: number } } | undefined)?.spec.replicas).toBeUndefined();
+    // A shared cluster's placement and a registry mirror, as any chart takes them.
+    const placed = deployment(
+      await renderCopy(
+        "--set-json",
+        `host=${JSON.stringify(placement.host)}`,
+        "--set-json",
+        `imagePullSecrets=${JSON.stringify(placement.imagePullSecrets)}`,
+      ),
+    );
+    expect(placed?.spec.template.spec).toMatchObject({
+      ...placementSpec(placement.host),
+      imagePullSecrets: placement.imagePullSecrets,
+    });
+    expect(placed?.spec.template.spec.containers[0]?.image).toBe("registry.example.com/mirror/kubefn:1.2.3");
+    expect(placed?.spec.template.spec.containers[1]?.image).toBe("docker.io/library/busybox:1.36");
+    expect(Object.keys(deployment(plain)?.spec.template.spec ?? {}).sort()).toEqual([
+      "containers",
+      "serviceAccountName",
+    ]);
     expect(deployment(await renderCopy("--set", "host.enabled=false"))).toBeUndefined();
     const text = (await renderCopy("--set", "settings.create=true")).map((o) => JSON.stringify(o)).join("\n");
     const r = await kubectl(["apply", "--dry-run=server", "-f", "-"], text);

@@ -13,6 +13,31 @@
 {{ .Values.relay.image.repository }}:{{ .Values.relay.image.tag | default .Chart.AppVersion }}
 {{- end }}
 
+{{/* A Pod spec's placement fields from values (nodeSelector, tolerations, affinity,
+priorityClassName) and imagePullSecrets, each only when set: as YAML lines, or nothing. */}}
+{{- define "kubefn.placement" -}}
+{{- $p := .placement -}}
+{{- with $p.nodeSelector }}
+nodeSelector:
+  {{- toYaml . | nindent 2 }}
+{{- end }}
+{{- with $p.tolerations }}
+tolerations:
+  {{- toYaml . | nindent 2 }}
+{{- end }}
+{{- with $p.affinity }}
+affinity:
+  {{- toYaml . | nindent 2 }}
+{{- end }}
+{{- with $p.priorityClassName }}
+priorityClassName: {{ . | quote }}
+{{- end }}
+{{- with .pullSecrets }}
+imagePullSecrets:
+  {{- toYaml . | nindent 2 }}
+{{- end }}
+{{- end }}
+
 {{/* kubefn's identities: settings.values.SELF_USERNAMES, comma-separated (shared/app/admission/identities.ts). */}}
 {{- define "kubefn.identities" -}}
 {{- $ids := list -}}

@@ -9,6 +9,9 @@
  * such promise would hold every later caller in the isolate for its whole life (a token never
  * renewed, a gate never opened). `maxAgeMs` is the longest a healthy run can take: its own
  * deadlines, and a little more.
+ *
+ * Caveats: a call that joined a run before it was given up waits on that run still; only later
+ * calls start afresh. A run slower than `maxAgeMs` is not cancelled: two may be in flight.
  */
 export function sharedInFlight<T>(
   run: () => Promise<T>,

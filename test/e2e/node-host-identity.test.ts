@@ -458,6 +458,7 @@ interface Container {
 }
 interface PodSpec {
   serviceAccountName?: string;
+  topologySpreadConstraints?: unknown[];
   automountServiceAccountToken?: boolean;
   securityContext?: Record<string, unknown>;
   containers: Container[];
@@ -502,7 +503,7 @@ describe("infra/host/deployment.yaml", () => {
     expect(out.stdout).toContain("poddisruptionbudget.policy/kubefn created (server dry run)");
   });
 
-  it("lets a drain take one host at a time without blocking a single replica, and shows why a start failed", () => {
+  it("lets a drain take one host at a time without blocking a single replica, spreads them over nodes, and shows why a start failed", () => {
     type Selector = { matchLabels: Record<string, string> };
     const pdb = deploymentManifests().find((o) => o.kind === "PodDisruptionBudget") as
       | (KubeObject & { spec: { maxUnavailable?: number; minAvailable?: number; selector: Selector } })
@@ -522,6 +523,15 @@ describe("infra/host/deployment.yaml", () => {
     expect(pdb?.spec).toMatchObject({ maxUnavailable: 1 });
     expect(pdb?.spec.minAvailable).toBeUndefined();
     expect(deployment.spec.replicas).toBeGreaterThan(1);
+    // The replicas spread over nodes where there are several, without refusing a single node.
+    expect(podSpec().topologySpreadConstraints).toEqual([
+      {
+        maxSkew: 1,
+        topologyKey: "kubernetes.io/hostname",
+        whenUnsatisfiable: "ScheduleAnyway",
+        labelSelector: pdb?.spec.selector,
+      },
+    ]);
     // A rollout whose new Pods cannot start stops no running one.
     expect(deployment.spec.strategy).toEqual({
       type: "RollingUpdate",

@@ -95,6 +95,25 @@ describe("the seal", () => {
     expect(await createStatusSeal("audit-token-0123456789").verify({ ...object, status })).toBe("foreign");
     expect(statusSealFrom({})).toBeUndefined();
   });
+
+  it("with STATUS_SEAL_KEY, a rotated audit token or relay secret leaves every seal valid; derived from them, it does not", async () => {
+    const object = proxy(kubefnsStatus);
+    const before = { statusSealKey: "seal-key-0123456789abcdef", auditToken: "audit-token-0123456789" };
+    const sealed = { ...kubefnsStatus, seal: await statusSealFrom(before)!.seal(object, kubefnsStatus) };
+    const rotated = {
+      ...before,
+      auditToken: "audit-token-rotated-9876543210",
+      relaySecret: "relay-secret-0123456789",
+    };
+    expect(await statusSealFrom(rotated)!.verify({ ...object, status: sealed })).toBe("sealed");
+    const derived = {
+      ...kubefnsStatus,
+      seal: await statusSealFrom({ auditToken: before.auditToken })!.seal(object, kubefnsStatus),
+    };
+    expect(
+      await statusSealFrom({ auditToken: rotated.auditToken })!.verify({ ...object, status: derived }),
+    ).toBe("foreign");
+  });
 });
 
 /** An audit event of a status write to `resource` (`group`/`plural`), with its stored object. */

@@ -12,6 +12,7 @@ import { fileURLToPath } from "node:url";
 import { promisify } from "node:util";
 import { describe, expect, it, onTestFinished } from "vitest";
 import { parse, parseAllDocuments, stringify } from "yaml";
+import { parseNodeHostEnv } from "../../functions/node/config.ts";
 import type { Crd } from "../../scripts/release/crd-compat.ts";
 import {
   installObjects,
@@ -240,10 +241,15 @@ describe("the chart's values", () => {
     settings: { values: Record<string, string> };
   };
 
-  it("list every setting, at its default", () => {
+  // The chart's settings are the in-cluster host's: where its default differs, the host's.
+  const hostDefaults: Record<string, string> = { PASS_CONCURRENCY: "3" };
+
+  it("list every setting, at the in-cluster host's default", () => {
     expect(Object.keys(values.settings.values).sort()).toEqual(Object.keys(settingsVariables).sort());
     for (const [name, value] of Object.entries(values.settings.values))
-      expect(value, name).toBe(defaultOf(name));
+      expect(value, name).toBe(hostDefaults[name] ?? defaultOf(name));
+    const host = parseNodeHostEnv({ KUBERNETES_SERVICE_HOST: "10.0.0.1", KUBEFN_HOST: "0.0.0.0" }).settings;
+    expect(String(host.passConcurrency)).toBe(hostDefaults.PASS_CONCURRENCY);
   });
 });
 

@@ -159,7 +159,9 @@ const readSecret = `kubectl -n ${INTAKE_SECRET.namespace} get secret ${INTAKE_SE
 export function nextSteps(choice: InstallChoice, identities: Identities): string[] {
   const lines = [`kubefn's identities (SELF_USERNAMES, ${identities.from}): ${identities.list.join(", ")}`];
   if (choice.relayIntakeUrl) {
-    lines.push(`the relay posts to ${choice.relayIntakeUrl}, signed with relay-secret of ${readSecret}`);
+    lines.push(
+      `the relay posts to ${choice.relayIntakeUrl}, signed with relay-secret of Secret ${INTAKE_SECRET.namespace}/${INTAKE_SECRET.name} (read it: ${readSecret})`,
+    );
     if (choice.platform === "cloudflare")
       lines.push(`give the Worker the same value: ${readSecret} | npx wrangler secret put RELAY_SECRET`);
     if (choice.platform === "aws")

@@ -222,11 +222,11 @@ export async function release(opts: { out: string; worker?: boolean }): Promise<
   return [...artifacts, "SHA256SUMS"];
 }
 
-/** The objects the chart renders with its default values (at the chart's appVersion). */
-export async function chartObjects(helm: string): Promise<unknown[]> {
+/** The objects the chart renders with its default values and `args` (at the chart's appVersion). */
+export async function chartObjects(helm: string, args: string[] = []): Promise<unknown[]> {
   const { stdout } = await run(
     helm,
-    ["template", "kubefn", join(root, "charts/kubefn"), "--kube-version", "1.30.0"],
+    ["template", "kubefn", join(root, "charts/kubefn"), "--kube-version", "1.30.0", ...args],
     {
       maxBuffer: 1 << 26,
     },
@@ -242,7 +242,8 @@ export async function releaseImages(version: string, helm: string): Promise<Imag
     installObjects(root, version),
     hostObjects(root, version),
     relayObjects(root, version),
-    await chartObjects(helm),
+    // Every process the chart can run: the host and the relay.
+    await chartObjects(helm, ["--set", "host.enabled=true,relay.enabled=true"]),
   ]);
   return imageBuilds(refs, version);
 }

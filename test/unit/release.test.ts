@@ -15,11 +15,13 @@ import { parse, parseAllDocuments, stringify } from "yaml";
 import { parseNodeHostEnv } from "../../functions/node/config.ts";
 import type { Crd } from "../../scripts/release/crd-compat.ts";
 import {
+  hostObjects,
   installObjects,
   kustomizeObjects,
   type Manifest,
   objectKey,
   pinImages,
+  relayObjects,
   toYamlStream,
 } from "../../scripts/release/install-manifest.ts";
 import {
@@ -86,11 +88,14 @@ describe("install.yaml", () => {
     expect(JSON.stringify(objects)).toContain("docker.io/library/busybox:1.36");
   });
 
-  it("has no image left at :latest and every object once", () => {
-    const objects = installObjects(root, version);
+  it("runs no process; with host.yaml and relay.yaml, has no image left at :latest and every object once", () => {
+    const cluster = installObjects(root, version);
+    expect(cluster.filter((o) => o.kind === "Deployment")).toEqual([]);
+    const objects = [...cluster, ...hostObjects(root, version), ...relayObjects(root, version)];
     const text = toYamlStream(objects, "x");
     expect(text).not.toMatch(/image: \S+:latest/);
     expect(text).toContain(`image: ghcr.io/kubefn/relay:${version}`);
+    expect(text).toContain(`image: ghcr.io/kubefn/kubefn:${version}`);
     expect(new Set(objects.map(objectKey)).size).toBe(objects.length);
     expect(parseAllDocuments(text).map((d) => d.toJSON())).toEqual(objects);
   });

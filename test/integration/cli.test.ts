@@ -429,7 +429,7 @@ describe("kubefn doctor", () => {
     const r = await kubefn("doctor", "--intake-timeout", "3");
     expect(r.code).toBe(1);
     expect(r.stdout).toMatch(
-      /\nfail intake did not acknowledge the intake canary ConfigMap kubefn-system\/kubefn-intake-canary-[0-9a-f]{8} within 3 s: nothing delivers the cluster's changes to kubefn — run the relay \(kubefn install; .*\) or point the API server's audit webhook at kubefn's \/v1\/events \(docs\/deploying\/README.md\)/,
+      /\nfail intake did not acknowledge the intake canary ConfigMap kubefn-system\/kubefn-intake-canary-[0-9a-f]{8} within 3 s: nothing delivers the cluster's changes to kubefn — run the relay \(kubefn install --relay .*\) or point the API server's audit webhook at kubefn's \/v1\/events \(docs\/deploying\/README.md\)/,
     );
     expect(r.stdout).toMatch(/\n1 of \d+ checks failed\n$/);
   });

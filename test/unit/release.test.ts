@@ -156,15 +156,21 @@ describe("the release's SAM template", () => {
     expect(template.Parameters.SiteImageRegistry?.Default).toBe(defaultOf("SITE_IMAGE_REGISTRY"));
     expect(template.Parameters.ProxyAllowedImages?.Default).toBe("");
     expect(template.Parameters.PassConcurrency?.Default).toBe("8");
-    expect(template.Parameters.ApiToken).toMatchObject({ NoEcho: true, Default: "" });
-    // The intake's credentials are Secrets Manager ARNs, never a plaintext NoEcho Parameter.
-    for (const plain of ["AuditToken", "RelaySecret"]) expect(template.Parameters).not.toHaveProperty(plain);
+    // Every credential is a Secrets Manager ARN, never a plaintext NoEcho Parameter nor a variable.
+    for (const plain of ["AuditToken", "RelaySecret", "ApiToken", "OidcSigningKey", "StatusSealKey"])
+      expect(template.Parameters).not.toHaveProperty(plain);
+    expect(template.Parameters.ApiTokenSecretArn).toMatchObject({ Default: "" });
     expect(variables).toMatchObject({
       AUDIT_TOKEN_SECRET_ARN: "AuditTokenSecretArn",
       RELAY_SECRET_ARN: "RelaySecretArn",
+      API_TOKEN_SECRET_ARN: "ApiTokenSecretArn",
+      OIDC_SIGNING_KEY_SECRET_ARN: "OidcSigningKeySecretArn",
     });
-    expect(variables).not.toHaveProperty("AUDIT_TOKEN");
-    expect(variables).not.toHaveProperty("RELAY_SECRET");
+    expect(reconcileVariables).toMatchObject({ OIDC_SIGNING_KEY_SECRET_ARN: "OidcSigningKeySecretArn" });
+    for (const plain of ["AUDIT_TOKEN", "RELAY_SECRET", "API_TOKEN", "OIDC_SIGNING_KEY"]) {
+      expect(variables).not.toHaveProperty(plain);
+      expect(reconcileVariables).not.toHaveProperty(plain);
+    }
   });
 
   it("bounds numeric settings as the schema does, so CloudFormation refuses a bad value", () => {

@@ -65,7 +65,8 @@ export function installChoice(o: {
   } catch {
     return { error: `--intake-url ${url} is not a URL` };
   }
-  if (parsed.protocol !== "https:" && !(parsed.protocol === "http:" && parsed.hostname.endsWith(".svc"))) {
+  const inCluster = /\.svc(\.cluster\.local)?$/.test(parsed.hostname);
+  if (parsed.protocol !== "https:" && !(parsed.protocol === "http:" && inCluster)) {
     return {
       error: `--intake-url ${url}: the relay posts over https (plain http only to a Service in the cluster)`,
     };

@@ -224,6 +224,11 @@ describe("install profiles", () => {
       { error: "--platform must be one of node, cloudflare, aws, not gke" },
     ],
     [
+      "plain http to a Service by its full name",
+      { relay: true, intakeUrl: "http://kubefn.kubefn-system.svc.cluster.local:8080/v1/events" },
+      { relayIntakeUrl: "http://kubefn.kubefn-system.svc.cluster.local:8080/v1/events" },
+    ],
+    [
       "plain http out of the cluster",
       { platform: "aws", relay: true, intakeUrl: "http://kubefn.example.com/v1/events" },
       {

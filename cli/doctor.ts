@@ -499,7 +499,7 @@ export async function intakeCheck(
   return {
     ok: false,
     what: `intake did not acknowledge the intake canary ConfigMap ${ns}/${name} within ${opts.timeoutSeconds} s: nothing delivers the cluster's changes to kubefn`,
-    fix: "run the relay (kubefn install; its KUBEFN_INTAKE_URL at kubefn's /v1/events, KUBEFN_RELAY_SECRET equal to kubefn's) or point the API server's audit webhook at kubefn's /v1/events (docs/deploying/README.md); its log and kubefn_intake_rejected_total say why a batch was refused",
+    fix: "run the relay (kubefn install --relay [--intake-url <kubefn's /v1/events>]: it signs with relay-secret of Secret kubefn-system/kubefn-intake, which kubefn's RELAY_SECRET must equal) or point the API server's audit webhook at kubefn's /v1/events (docs/deploying/README.md); its log and kubefn_intake_rejected_total say why a batch was refused",
   };
 }
 

@@ -2,7 +2,13 @@
  * The `kubefn` command (package.json `bin`).
  *
  *   kubefn version                  this kubefn's version, and the CRD versions it serves
- *   kubefn install [--dry-run]      server-side apply install.yaml (dry run: what would change)
+ *   kubefn install [--platform node|cloudflare|aws] [--relay [--intake-url <url>]]
+ *                  [--self-usernames <a,b>] [--dry-run]
+ *                                   server-side apply install.yaml (the cluster side), the
+ *                                   in-cluster host for --platform node, the relay and its Secret
+ *                                   for --relay (dry run: what would change)
+ *   kubefn uninstall [--timeout <s>] kubefn's objects first (while kubefn still runs their
+ *                                   finalizers), then everything an install made
  *   kubefn doctor [--as ns/name] [--intake-timeout <s>]
  *                                   is the current cluster ready for this kubefn? (exit 1 if not)
  *
@@ -14,7 +20,7 @@ import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import { parseArgs } from "node:util";
 import { parseAllDocuments } from "yaml";
-import { installObjects } from "../scripts/release/install-manifest.ts";
+import { profileObjects } from "../scripts/release/install-manifest.ts";
 import { type Cluster, currentCluster, type KubeObject } from "./cluster.ts";
 import {
   accessChecks,
@@ -26,6 +32,15 @@ import {
   policyChecks,
 } from "./doctor.ts";
 import { install, report } from "./install.ts";
+import {
+  ensureRelaySecret,
+  identitiesFor,
+  installChoice,
+  nextSteps,
+  platforms,
+  renderIdentities,
+} from "./profile.ts";
+import { formatUninstall, uninstall, uninstallObjects } from "./uninstall.ts";
 
 const root = join(import.meta.dirname, "..");
 export const version = (JSON.parse(readFileSync(join(root, "package.json"), "utf8")) as { version: string })
@@ -37,15 +52,21 @@ export const KUBEFN_IDENTITY = "kubefn-system/kubefn";
 const usage = `usage: kubefn <command> [options]
 
   version                 print this kubefn's version
-  install [--dry-run]     server-side apply install.yaml to the current cluster
-                          (--dry-run: created/changed/unchanged per object, nothing written)
+  install [--dry-run]     server-side apply install.yaml (CRDs, RBAC, admission policies) to the
+                          current cluster (--dry-run: created/changed/unchanged per object, nothing written)
+          [--platform ${platforms.join("|")}]   node: also the in-cluster host
+          [--relay] [--intake-url url]  also the relay (no audit webhook), posting to url (default
+                          for --platform node: the in-cluster host), and its Secret
+          [--self-usernames a,b]  kubefn's identities (default: SELF_USERNAMES, else the cluster's)
+  uninstall [--timeout s] delete kubefn's Proxies, SubPools and Sites, wait for their finalizers
+                          (default 300 s), then everything an install made; exit 1 naming what hangs
   doctor [--as ns/name]   check kubefn's access, admission policies and CRDs on the current cluster,
          [--intake-timeout s]  and that intake receives the cluster's events (default: wait 30 s)
 
 options: --kubeconfig <file>  --context <name>  --file <install.yaml>`;
 
-function releaseObjects(file: string | undefined): KubeObject[] {
-  if (!file) return installObjects(root, version) as KubeObject[];
+function releaseObjects(file: string | undefined, profile = { host: false }): KubeObject[] {
+  if (!file) return profileObjects(root, version, profile) as KubeObject[];
   return parseAllDocuments(readFileSync(file, "utf8"))
     .map((d) => d.toJSON() as KubeObject | null)
     .filter((o): o is KubeObject => Boolean(o?.kind));
@@ -55,12 +76,18 @@ function releaseObjects(file: string | undefined): KubeObject[] {
 export async function main(
   argv: string[],
   cluster?: (o: { kubeconfig?: string; context?: string }) => Cluster,
+  env: Record<string, string | undefined> = process.env,
 ) {
   const { positionals, values } = parseArgs({
     args: argv,
     allowPositionals: true,
     options: {
       "dry-run": { type: "boolean" },
+      platform: { type: "string" },
+      relay: { type: "boolean" },
+      "intake-url": { type: "string" },
+      "self-usernames": { type: "string" },
+      timeout: { type: "string", default: "300" },
       as: { type: "string", default: KUBEFN_IDENTITY },
       "intake-timeout": { type: "string", default: "30" },
       kubeconfig: { type: "string" },
@@ -93,8 +120,32 @@ export async function main(
     }
     case "install": {
       const dryRun = values["dry-run"] === true;
-      const changes = await install(connect(), releaseObjects(values.file), { dryRun });
-      return { out: report(changes, dryRun), code: 0 };
+      const choice = installChoice({
+        ...(values.platform !== undefined ? { platform: values.platform } : {}),
+        relay: values.relay === true,
+        ...(values["intake-url"] !== undefined ? { intakeUrl: values["intake-url"] } : {}),
+      });
+      if ("error" in choice) return { out: `${choice.error}\n${usage}`, code: 2 };
+      const c = connect();
+      const identities = await identitiesFor(c, values["self-usernames"] ?? env.SELF_USERNAMES);
+      const objects = renderIdentities(
+        releaseObjects(values.file, {
+          host: choice.platform === "node",
+          ...(choice.relayIntakeUrl ? { relay: { intakeUrl: choice.relayIntakeUrl } } : {}),
+        }),
+        identities,
+      );
+      const changes = await install(c, objects, { dryRun });
+      if (choice.relayIntakeUrl) changes.push(await ensureRelaySecret(c, { dryRun }));
+      return { out: [report(changes, dryRun), ...nextSteps(choice, identities)].join("\n"), code: 0 };
+    }
+    case "uninstall": {
+      const timeoutSeconds = Number(values.timeout);
+      if (!Number.isFinite(timeoutSeconds) || timeoutSeconds < 0) {
+        return { out: `--timeout must be a number of seconds\n${usage}`, code: 2 };
+      }
+      const result = await uninstall(connect(), uninstallObjects(root, version), { timeoutSeconds });
+      return { out: formatUninstall(result), code: result.ok ? 0 : 1 };
     }
     case "doctor": {
       const id = parseIdentity(values.as as string);

@@ -2,8 +2,11 @@
  * `npm run release`: every artifact of one kubefn release, named by the version in package.json,
  * into dist/ (gitignored):
  *
- *   dist/install.yaml               what `kubectl apply -k infra/` installs (and infra/host/ when
- *                                   present), kubefn images pinned to ghcr.io/kubefn/<name>:<version>
+ *   dist/install.yaml               what `kubectl apply -k infra/` installs: the cluster side every
+ *                                   platform needs (CRDs, RBAC, admission policies), no process
+ *   dist/host.yaml                  the in-cluster Node host (infra/host/), only where it reconciles
+ *   dist/relay.yaml                 the relay (infra/relay/), only where no audit webhook delivers;
+ *                                   kubefn images pinned to ghcr.io/kubefn/<name>:<version>
  *   dist/crds.yaml                  the CRDs alone, applied first on an upgrade (docs/upgrading.md)
  *   dist/cloudflare/                the Worker bundle (`wrangler deploy --dry-run --outdir`) and a
  *                                   wrangler.toml that deploys it as built
@@ -41,7 +44,14 @@ import {
   imagesList,
   nameOf,
 } from "./release/images.ts";
-import { crdsOf, installObjects, toYamlStream } from "./release/install-manifest.ts";
+import {
+  crdsOf,
+  hostObjects,
+  inClusterIntakeUrl,
+  installObjects,
+  relayObjects,
+  toYamlStream,
+} from "./release/install-manifest.ts";
 import { releaseTemplate } from "./release/sam-template.ts";
 import { zip } from "./release/zip.ts";
 
@@ -128,7 +138,15 @@ export function refuseIncompatibleCrds(current: Crd[], recorded = join(root, "te
 export async function release(opts: { out: string; worker?: boolean }): Promise<string[]> {
   const { version } = JSON.parse(await readFile(join(root, "package.json"), "utf8")) as { version: string };
   const { out } = opts;
-  for (const part of ["install.yaml", "crds.yaml", "cloudflare", "aws", "SHA256SUMS"]) {
+  for (const part of [
+    "install.yaml",
+    "host.yaml",
+    "relay.yaml",
+    "crds.yaml",
+    "cloudflare",
+    "aws",
+    "SHA256SUMS",
+  ]) {
     await rm(join(out, part), { recursive: true, force: true });
   }
   await mkdir(join(out, "aws"), { recursive: true });
@@ -139,8 +157,26 @@ export async function release(opts: { out: string; worker?: boolean }): Promise<
     join(out, "install.yaml"),
     toYamlStream(
       objects,
-      `kubefn ${version}: kubectl apply --server-side -f install.yaml\n` +
-        "CRDs, RBAC, admission policies, the relay (create its Secret first: infra/relay/manifests.yaml).",
+      `kubefn ${version}: kubectl apply --server-side -f install.yaml (or: kubefn install)\n` +
+        "The cluster side every platform needs: CRDs, RBAC, admission policies. No process: add\n" +
+        "host.yaml where the Node host reconciles in the cluster, relay.yaml where no audit webhook delivers.",
+    ),
+  );
+  await writeFile(
+    join(out, "host.yaml"),
+    toYamlStream(
+      hostObjects(root, version),
+      `kubefn ${version}, the in-cluster Node host: kubectl apply --server-side -f host.yaml\n` +
+        "after install.yaml (or: kubefn install --platform node). Not on a cluster a Worker or Lambda reconciles.",
+    ),
+  );
+  await writeFile(
+    join(out, "relay.yaml"),
+    toYamlStream(
+      relayObjects(root, version),
+      `kubefn ${version}, the relay, posting to ${inClusterIntakeUrl}: for a cluster without an\n` +
+        "audit webhook. kubefn install --relay [--intake-url <url>] applies it and makes its Secret; by hand,\n" +
+        "create relay-secret in Secret kubefn-system/kubefn-intake first (infra/relay/manifests.yaml).",
     ),
   );
   await writeFile(
@@ -171,7 +207,8 @@ export async function release(opts: { out: string; worker?: boolean }): Promise<
   const written = (await files(out)).filter((f) => !f.startsWith("worker-src/") && f !== "SHA256SUMS");
   const artifacts = written.filter(
     (f) =>
-      ["install.yaml", "crds.yaml", `kubefn-${version}.tgz`].includes(f) || /^(aws|cloudflare)\//.test(f),
+      ["install.yaml", "host.yaml", "relay.yaml", "crds.yaml", `kubefn-${version}.tgz`].includes(f) ||
+      /^(aws|cloudflare)\//.test(f),
   );
   const sums = await Promise.all(
     artifacts.map(
@@ -185,11 +222,11 @@ export async function release(opts: { out: string; worker?: boolean }): Promise<
   return [...artifacts, "SHA256SUMS"];
 }
 
-/** The objects the chart renders with its default values (at the chart's appVersion). */
-export async function chartObjects(helm: string): Promise<unknown[]> {
+/** The objects the chart renders with its default values and `args` (at the chart's appVersion). */
+export async function chartObjects(helm: string, args: string[] = []): Promise<unknown[]> {
   const { stdout } = await run(
     helm,
-    ["template", "kubefn", join(root, "charts/kubefn"), "--kube-version", "1.30.0"],
+    ["template", "kubefn", join(root, "charts/kubefn"), "--kube-version", "1.30.0", ...args],
     {
       maxBuffer: 1 << 26,
     },
@@ -201,7 +238,13 @@ export async function chartObjects(helm: string): Promise<unknown[]> {
 
 /** Every kubefn image of install.yaml and the chart, and how it is built (throws on one without). */
 export async function releaseImages(version: string, helm: string): Promise<ImageBuild[]> {
-  const refs = imageRefs([installObjects(root, version), await chartObjects(helm)]);
+  const refs = imageRefs([
+    installObjects(root, version),
+    hostObjects(root, version),
+    relayObjects(root, version),
+    // Every process the chart can run: the host and the relay.
+    await chartObjects(helm, ["--set", "host.enabled=true,relay.enabled=true"]),
+  ]);
   return imageBuilds(refs, version);
 }
 

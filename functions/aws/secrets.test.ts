@@ -73,6 +73,26 @@ describe("the Lambda's secrets come from Secrets Manager at cold start (moto's s
     expect(env).not.toHaveProperty("KUBECONFIG_BASE64");
   });
 
+  it("fills API_TOKEN and OIDC_SIGNING_KEY from their secrets: neither sits in the function's configuration", async () => {
+    const apiArn = await createSecret("kubefn/api-token", "api-token-0123456789abcdef");
+    const keyArn = await createSecret(
+      "kubefn/oidc-signing-key",
+      "-----BEGIN PRIVATE KEY-----\nx\n-----END PRIVATE KEY-----\n",
+    );
+    const env = { ...BASE_ENV, API_TOKEN_SECRET_ARN: apiArn, OIDC_SIGNING_KEY_SECRET_ARN: keyArn };
+    const resolved = await resolveSecretEnv(env, { endpoint });
+    expect(resolved.API_TOKEN).toBe("api-token-0123456789abcdef");
+    expect(resolved.OIDC_SIGNING_KEY).toMatch(/^-----BEGIN PRIVATE KEY-----/);
+    expect(
+      parseAwsEnv({
+        ...BASE_ENV,
+        KUBECONFIG_BASE64: Buffer.from(KUBECONFIG).toString("base64"),
+        API_TOKEN: resolved.API_TOKEN,
+      }).apiToken,
+    ).toBe("api-token-0123456789abcdef");
+    expect(env).not.toHaveProperty("API_TOKEN");
+  });
+
   it("a missing secret is a clear error naming the variable and the ARN", async () => {
     const arn = "arn:aws:secretsmanager:us-east-1:123456789012:secret:kubefn/absent-AbCdEf";
     const err = await resolveSecretEnv({ ...BASE_ENV, KUBECONFIG_SECRET_ARN: arn }, { endpoint }).catch(

@@ -11,13 +11,16 @@ export const INTAKE_SECRET_VARIABLES = {
 /**
  * Variables filled from AWS Secrets Manager at cold start: `<ARN variable>` names a secret whose
  * SecretString becomes `<target>`. The template passes only the ARNs, so the kubeconfig, the GCE
- * key, the audit token and the relay secret never sit in the function's configuration.
+ * key, the audit token, the relay secret, the API token and the OIDC signing key never sit in the
+ * function's configuration.
  */
 export const SECRET_VARIABLES = {
   KUBECONFIG_SECRET_ARN: "KUBECONFIG_BASE64",
   GCE_CREDENTIALS_SECRET_ARN: "GCE_CREDENTIALS",
   KUBE_GOOGLE_CREDENTIALS_SECRET_ARN: "KUBE_GOOGLE_CREDENTIALS",
   STATUS_SEAL_KEY_SECRET_ARN: "STATUS_SEAL_KEY",
+  API_TOKEN_SECRET_ARN: "API_TOKEN",
+  OIDC_SIGNING_KEY_SECRET_ARN: "OIDC_SIGNING_KEY",
   ...INTAKE_SECRET_VARIABLES,
 } as const;
 

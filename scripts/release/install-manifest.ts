@@ -1,7 +1,8 @@
 /**
  * The objects of `install.yaml`: what `kubectl apply -k infra/` installs (every resource
- * infra/kustomization.yaml lists, in its order), plus the in-cluster Node host of `infra/host/`
- * when that folder exists, with every kubefn image pinned to the release version.
+ * infra/kustomization.yaml lists, in its order: the cluster side), and apart from it the
+ * in-cluster Node host of `infra/host/` and the relay of `infra/relay/`, with every kubefn image
+ * pinned to the release version.
  *
  * Only the kustomize features infra/ uses are understood (resources, and patches that delete an
  * object); anything else is refused rather than silently ignored, so a kustomization that grows a
@@ -94,19 +95,76 @@ export const crdsOf = (objects: Manifest[]): Manifest[] =>
   objects.filter((o) => o.kind === "CustomResourceDefinition");
 
 /**
- * What install.yaml holds for `version`: infra/'s kustomization, then infra/host/'s when present.
+ * What install.yaml holds for `version`: infra/'s kustomization — the cluster side every platform
+ * needs (CRDs, the Namespace, kubefn's ServiceAccount and RBAC, the admission policies), and no
+ * process: a cluster reconciled by a Worker or a Lambda wants no second reconciler in a Pod. The
+ * in-cluster host ({@link hostObjects}) and the relay ({@link relayObjects}) are chosen apart.
  * @example
  * const objects = installObjects(root, "0.2.0");
  */
 export function installObjects(root: string, version: string): Manifest[] {
   const objects = kustomizeObjects(join(root, "infra"));
-  const host = join(root, "infra/host");
-  if (existsSync(join(host, "kustomization.yaml"))) {
-    const seen = new Set(objects.map(objectKey));
-    objects.push(...kustomizeObjects(host).filter((o) => !seen.has(objectKey(o))));
-  }
   pinImages(objects, version);
   return objects;
+}
+
+/** Where the in-cluster host's intake listens: its Service (infra/host/deployment.yaml). */
+export const inClusterIntakeUrl = "http://kubefn.kubefn-system.svc:8080/v1/events";
+
+/**
+ * The in-cluster Node host of `infra/host/` (Deployment, PodDisruptionBudget, Service), pinned to
+ * `version`; none when this checkout has no infra/host/.
+ */
+export function hostObjects(root: string, version: string): Manifest[] {
+  const host = join(root, "infra/host");
+  if (!existsSync(join(host, "kustomization.yaml"))) return [];
+  const objects = kustomizeObjects(host);
+  pinImages(objects, version);
+  return objects;
+}
+
+type Container = { name: string; env?: Array<{ name: string; value?: string }> };
+
+/**
+ * The relay of `infra/relay/` (without its Namespace, which the cluster side has), pinned to
+ * `version`, posting to `intakeUrl` (default: the in-cluster host's Service). It signs with
+ * `relay-secret` of Secret kubefn-system/kubefn-intake, the key the in-cluster host checks with:
+ * one Secret, which the installer makes (`kubefn install --relay`, the chart).
+ * @throws Error when `intakeUrl` is not an http(s) URL.
+ */
+export function relayObjects(root: string, version: string, intakeUrl = inClusterIntakeUrl): Manifest[] {
+  const url = new URL(intakeUrl);
+  if (url.protocol !== "https:" && url.protocol !== "http:") {
+    throw new Error(`the relay's intake URL must be http(s), not ${intakeUrl}`);
+  }
+  const objects = structuredClone(kustomizeObjects(join(root, "infra/relay")));
+  pinImages(objects, version);
+  for (const o of objects) {
+    if (o.kind !== "Deployment") continue;
+    const containers = (o as unknown as { spec: { template: { spec: { containers: Container[] } } } }).spec
+      .template.spec.containers;
+    for (const c of containers) {
+      for (const e of c.env ?? []) if (e.name === "KUBEFN_INTAKE_URL") e.value = url.href;
+    }
+  }
+  return objects;
+}
+
+/** What one install puts in the cluster beyond the cluster side. */
+export interface InstallProfile {
+  /** The in-cluster Node host (`--platform node`, the chart's host.enabled). */
+  host: boolean;
+  /** The relay and where it posts; absent where an audit webhook or an audit log export delivers. */
+  relay?: { intakeUrl: string };
+}
+
+/** The objects of `profile`, in install order: the cluster side, then the host, then the relay. */
+export function profileObjects(root: string, version: string, profile: InstallProfile): Manifest[] {
+  return [
+    ...installObjects(root, version),
+    ...(profile.host ? hostObjects(root, version) : []),
+    ...(profile.relay ? relayObjects(root, version, profile.relay.intakeUrl) : []),
+  ];
 }
 
 /** A multi-document YAML stream, one object per document, with a header comment. */

@@ -21,6 +21,8 @@ export const settingsFromSecretArns: Record<string, string> = {
   AUDIT_TOKEN: "AUDIT_TOKEN_SECRET_ARN",
   RELAY_SECRET: "RELAY_SECRET_ARN",
   STATUS_SEAL_KEY: "STATUS_SEAL_KEY_SECRET_ARN",
+  API_TOKEN: "API_TOKEN_SECRET_ARN",
+  OIDC_SIGNING_KEY: "OIDC_SIGNING_KEY_SECRET_ARN",
 };
 
 /** Settings whose value is a credential: NoEcho, never shown by the console or DescribeStacks. */

@@ -4,13 +4,21 @@
  * Proxy, and `promtool check metrics` (Prometheus' own linter: HELP and TYPE on every family,
  * counters ending in `_total`, …) accepts the page, which has controller-runtime's reconcile and
  * workqueue families, kubefn's own and the process'. Deleting the Proxy takes its probe series
- * off the page (here by the sweep that no longer lists it: no event reaches this host).
+ * off the page (here by the sweep that no longer lists it: no event reaches this host). And
+ * infra/monitoring/alerts.yaml under `promtool test rules` on series as this host and a relay
+ * really expose them (names and labels scraped here, with the job and instance labels Prometheus
+ * adds): the admission gate's, the host's scrape target, the relay's drops.
  */
 import { execFile } from "node:child_process";
 import { randomBytes } from "node:crypto";
-import { existsSync } from "node:fs";
+import { copyFileSync, existsSync, readFileSync, writeFileSync } from "node:fs";
+import { join } from "node:path";
 import { fileURLToPath } from "node:url";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { afterAll, beforeAll, describe, expect, it, onTestFinished } from "vitest";
+import { parse, stringify } from "yaml";
+import { defaultRelayKinds } from "../../infra/relay/main.ts";
+import { createRelay } from "../../infra/relay/relay.ts";
+import { clientNodeWatchStream } from "../../infra/relay/watch-stream.ts";
 import { proxyResource } from "../../shared/controllers/proxy/api.ts";
 import { createKube, Resources } from "../../shared/kube/index.ts";
 import { createNodeTransport } from "../../shared/kube/node.ts";
@@ -22,6 +30,7 @@ import {
   startHttpTarget,
   type Target,
 } from "../support/probe-fixtures.ts";
+import { tempDir } from "../support/temp-dir.ts";
 import { eventually, functionsKubeconfig, type HostProcess, startHost } from "./host.ts";
 
 const promtool = fileURLToPath(new URL("../../.promtool/bin/promtool", import.meta.url));
@@ -163,5 +172,158 @@ describe("the Node host's /metrics", () => {
       30_000,
     );
     expect(await checkMetrics(await scrape())).toEqual({ code: 0, out: "" });
+  });
+});
+
+/** `name{labels}` of the first sample of `name` on a scraped page, labels parsed. */
+function sampleOf(text: string, name: string): Record<string, string> | undefined {
+  const line = text.split("\n").find((l) => l.startsWith(`${name}{`) || l.startsWith(`${name} `));
+  if (!line) return undefined;
+  const body = /^[^{ ]+\{(.*)\} /.exec(line)?.[1] ?? "";
+  return Object.fromEntries([...body.matchAll(/(\w+)="((?:[^"\\]|\\.)*)"/g)].map((m) => [m[1]!, m[2]!]));
+}
+
+const seriesText = (name: string, labels: Record<string, string>) =>
+  `${name}{${Object.entries(labels)
+    .map(([k, v]) => `${k}="${v}"`)
+    .join(",")}}`;
+
+describe("kubefn's alerts on the series this host and a relay expose", () => {
+  it("KubefnAdmissionPoliciesNotReady, KubefnHostDown, KubefnHostUnscraped and KubefnRelayDropping fire under promtool", async () => {
+    const hostPage = await scrape();
+    const ready = sampleOf(hostPage, "kubefn_admission_policies_ready");
+    expect(ready, "the host exposes kubefn_admission_policies_ready").toBeDefined();
+    expect(series(hostPage, "kubefn_admission_policies_ready")[0]).toMatch(/ 1$/);
+
+    // A relay whose secret intake does not hold: every batch refused, its events dropped.
+    const relay = createRelay({
+      kinds: defaultRelayKinds(),
+      kube: admin,
+      stream: clientNodeWatchStream(kubeConfig(), { timeoutSeconds: 60 }),
+      intakeUrl: `${host.url}/v1/events`,
+      secret: randomBytes(24).toString("hex"),
+      batch: { maxEvents: 50, maxDelayMs: 200 },
+      bufferSize: 1000,
+      backoff: { baseMs: 200, maxMs: 1000 },
+      log: { info() {}, warn() {}, error() {} },
+    });
+    relay.start();
+    onTestFinished(() => relay.stop());
+    await eventually("relay synced", async () => (relay.synced() ? true : undefined));
+    const dropped = `metrics-drop-${randomBytes(3).toString("hex")}`;
+    await admin.create(Resources.Namespace, {
+      apiVersion: "v1",
+      kind: "Namespace",
+      metadata: { name: dropped },
+    });
+    onTestFinished(() => admin.delete(Resources.Namespace, { name: dropped }).then(() => undefined));
+    const relayPage = await eventually("the relay counted a refused batch", async () => {
+      const t = relay.metrics.render();
+      return sampleOf(t, "kubefn_relay_dropped_total")?.reason === "rejected" ? t : undefined;
+    });
+    const drops = sampleOf(relayPage, "kubefn_relay_dropped_total") ?? {};
+
+    // As Prometheus stores them: the target's job (the ServiceMonitor's Service) and instance.
+    const instance = new URL(host.url).host;
+    const hostTarget = { job: "kubefn", instance };
+    const relayTarget = { job: "kubefn-relay", instance: "127.0.0.1:8081" };
+    const dir = tempDir("kubefn-alerts-").path;
+    copyFileSync(
+      fileURLToPath(new URL("../../infra/monitoring/alerts.yaml", import.meta.url)),
+      join(dir, "alerts.yaml"),
+    );
+    const rules = (
+      parse(readFileSync(join(dir, "alerts.yaml"), "utf8")) as {
+        groups: { rules: { alert: string; annotations: Record<string, string> }[] }[];
+      }
+    ).groups.flatMap((g) => g.rules);
+    const annotations = (alert: string, labels: Record<string, string>) =>
+      Object.fromEntries(
+        Object.entries(rules.find((r) => r.alert === alert)?.annotations ?? {}).map(([k, v]) => [
+          k,
+          v.trim().replace(/\{\{ \$labels\.(\w+) \}\}/g, (_, l: string) => labels[l] ?? ""),
+        ]),
+      );
+    const expect_ = (alert: string, labels: Record<string, string>) => ({
+      exp_labels: labels,
+      exp_annotations: annotations(alert, labels),
+    });
+    const tests = {
+      rule_files: ["alerts.yaml"],
+      evaluation_interval: "1m",
+      tests: [
+        {
+          // The host's gate finds the policies gone at minute 10, and the host stops answering at 20.
+          interval: "1m",
+          input_series: [
+            {
+              series: seriesText("kubefn_admission_policies_ready", { ...ready, ...hostTarget }),
+              values: "1x10 0x30",
+            },
+            { series: seriesText("up", hostTarget), values: "1x20 0x20" },
+            {
+              series: seriesText("kubefn_relay_dropped_total", { ...drops, ...relayTarget }),
+              values: "0x15 0+25x25",
+            },
+            { series: seriesText("up", relayTarget), values: "1x40" },
+          ],
+          alert_rule_test: [
+            { eval_time: "12m", alertname: "KubefnAdmissionPoliciesNotReady", exp_alerts: [] },
+            {
+              eval_time: "18m",
+              alertname: "KubefnAdmissionPoliciesNotReady",
+              exp_alerts: [expect_("KubefnAdmissionPoliciesNotReady", { severity: "critical", instance })],
+            },
+            { eval_time: "18m", alertname: "KubefnHostDown", exp_alerts: [] },
+            {
+              eval_time: "30m",
+              alertname: "KubefnHostDown",
+              exp_alerts: [expect_("KubefnHostDown", { severity: "critical", ...hostTarget })],
+            },
+            { eval_time: "30m", alertname: "KubefnHostUnscraped", exp_alerts: [] },
+            { eval_time: "14m", alertname: "KubefnRelayDropping", exp_alerts: [] },
+            {
+              eval_time: "20m",
+              alertname: "KubefnRelayDropping",
+              exp_alerts: [
+                expect_("KubefnRelayDropping", { severity: "warning", reason: drops.reason ?? "" }),
+              ],
+            },
+          ],
+        },
+        {
+          // Nothing scrapes the host.
+          interval: "1m",
+          input_series: [{ series: seriesText("up", relayTarget), values: "1x30" }],
+          alert_rule_test: [
+            {
+              eval_time: "20m",
+              alertname: "KubefnHostUnscraped",
+              exp_alerts: [expect_("KubefnHostUnscraped", { severity: "warning", job: "kubefn" })],
+            },
+          ],
+        },
+      ],
+    };
+    writeFileSync(join(dir, "live.test.yaml"), stringify(tests));
+    const run = (file: string) =>
+      new Promise<{ code: number; out: string }>((resolve) => {
+        execFile(promtool, ["test", "rules", file], { cwd: dir }, (err, stdout, stderr) => {
+          resolve({
+            code: err ? (typeof err.code === "number" ? err.code : -1) : 0,
+            out: `${stdout}${stderr}`,
+          });
+        });
+      });
+    const passed = await run("live.test.yaml");
+    expect(passed.out).toContain("SUCCESS");
+    expect(passed.code).toBe(0);
+    // The check bites: a healthy host's gauge (1 throughout) does not fire it.
+    const healthy = stringify(tests).replace("values: 1x10 0x30", "values: 1x40");
+    expect(healthy).not.toBe(stringify(tests));
+    writeFileSync(join(dir, "healthy.test.yaml"), healthy);
+    const failed = await run("healthy.test.yaml");
+    expect(failed.code).not.toBe(0);
+    expect(failed.out).toMatch(/FAILED[\s\S]*KubefnAdmissionPoliciesNotReady/);
   });
 });

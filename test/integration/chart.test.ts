@@ -1,6 +1,7 @@
 /**
  * The Helm chart (charts/kubefn) with helm built from its Go module (scripts/helm.sh): `helm lint`,
- * its default render against install.yaml (the same objects), and renders with every optional part
+ * its default render against install.yaml (the same objects: no process), the host and the relay
+ * against host.yaml and relay.yaml, values.schema.json refusing bad values, and renders with every optional part
  * on, dry-run applied by the devcluster's API server (`kubectl apply --dry-run=server`), which runs
  * the schemas of every kind and the admission chain without storing anything. ServiceMonitor and
  * PrometheusRule need prometheus-operator's CRDs (vendored in test/fixtures/prometheus-operator):
@@ -16,7 +17,14 @@ import { promisify } from "node:util";
 import { afterAll, beforeAll, describe, expect, it, onTestFinished } from "vitest";
 import { parseAllDocuments } from "yaml";
 import { installCrdsAndRbac } from "../../functions/node/install.ts";
-import { installObjects, type Manifest, objectKey } from "../../scripts/release/install-manifest.ts";
+import {
+  hostObjects,
+  inClusterIntakeUrl,
+  installObjects,
+  type Manifest,
+  objectKey,
+  relayObjects,
+} from "../../scripts/release/install-manifest.ts";
 import { helmBinary } from "../../scripts/release.ts";
 import { createKube } from "../../shared/kube/index.ts";
 import { createNodeTransport, loadKubeConfig } from "../../shared/kube/node.ts";
@@ -129,10 +137,70 @@ describe("helm template", () => {
     for (const [key, o] of expected) expect(rendered.get(key), key).toEqual(o);
   });
 
-  it("is accepted by the API server with its defaults (server-side dry run)", async () => {
-    const r = await kubectl(["apply", "--dry-run=server", "-f", "-"], await render("--include-crds"));
+  it("is accepted by the API server with its defaults (server-side dry run), and runs no process", async () => {
+    const text = await render("--include-crds");
+    expect(objectsOf(text).filter((o) => o.kind === "Deployment")).toEqual([]);
+    const r = await kubectl(["apply", "--dry-run=server", "-f", "-"], text);
     expect(r.code, r.stderr).toBe(0);
-    expect(r.stdout).toContain("deployment.apps/kubefn-relay created (server dry run)");
+    expect(r.stdout).toMatch(
+      /^validatingadmissionpolicy\.admissionregistration\.k8s\.io\/kubefn-writes-only-its-own (unchanged|configured) \(server dry run\)$/m,
+    );
+  });
+
+  it("renders the in-cluster host (host.enabled) and the relay (relay.enabled) as host.yaml and relay.yaml have them, the relay's Secret made", async () => {
+    const keyed = (objects: Manifest[]) => new Map(objects.map((o) => [objectKey(o), o]));
+    const cluster = new Set(installObjects(root, version).map(objectKey));
+    const beyond = (text: string) => objectsOf(text).filter((o) => !cluster.has(objectKey(o)));
+
+    const host = beyond(await render("--set", "host.enabled=true"));
+    expect(keyed(host)).toEqual(keyed(hostObjects(root, version)));
+
+    const both = beyond(await render("--set", "host.enabled=true,relay.enabled=true"));
+    const secret = both.find((o) => o.kind === "Secret") as
+      | (Manifest & { data: Record<string, string> })
+      | undefined;
+    expect(secret?.metadata).toMatchObject({ name: "kubefn-intake", namespace: "kubefn-system" });
+    expect(Buffer.from(secret?.data["relay-secret"] ?? "", "base64").toString()).toMatch(/^[A-Za-z0-9]{64}$/);
+    expect(keyed(both.filter((o) => o.kind !== "Secret"))).toEqual(
+      keyed([...hostObjects(root, version), ...relayObjects(root, version, inClusterIntakeUrl)]),
+    );
+
+    const worker = "https://kubefn.example.workers.dev/v1/events";
+    const relay = beyond(
+      await render("--set", `relay.enabled=true,relay.intakeUrl=${worker},relay.secret.create=false`),
+    );
+    expect(keyed(relay)).toEqual(keyed(relayObjects(root, version, worker)));
+
+    const r = await runHelm([
+      "template",
+      "kubefn",
+      chart,
+      "--kube-version",
+      kubeVersion,
+      "--set",
+      "relay.enabled=true",
+    ]);
+    expect(r.code).not.toBe(0);
+    expect(r.stderr).toContain("relay.enabled needs relay.intakeUrl");
+  });
+
+  it.each([
+    ["a port out of range", ["--set", "relay.port=0"], "at '/relay/port'"],
+    ["a misspelled setting", ["--set", "settings.values.PASS_CONCURENCY=3"], "'PASS_CONCURENCY' not allowed"],
+    [
+      "an intake URL without a scheme",
+      ["--set", "relay.intakeUrl=kubefn.example.com/v1/events"],
+      "at '/relay/intakeUrl'",
+    ],
+    ["a switch given as a string", ["--set-string", "host.enabled=yes"], "at '/host/enabled'"],
+    ["an unknown top-level value", ["--set", "hots.enabled=true"], "'hots' not allowed"],
+  ])("values.schema.json refuses %s, in helm template and helm lint", async (_, args, message) => {
+    const template = await runHelm(["template", "kubefn", chart, "--kube-version", kubeVersion, ...args]);
+    expect(template.code).not.toBe(0);
+    expect(template.stderr).toContain(message);
+    const lint = await runHelm(["lint", "--strict", chart, ...args]);
+    expect(lint.code).not.toBe(0);
+    expect(lint.stdout + lint.stderr).toContain(message);
   });
 
   it("is accepted with every optional part on: templated CRDs, settings, ServiceMonitor, PrometheusRule", async () => {
@@ -140,6 +208,8 @@ describe("helm template", () => {
       "--skip-crds",
       "--set",
       "crds.templated=true,settings.create=true,serviceMonitor.enabled=true,prometheusRule.enabled=true",
+      "--set",
+      "host.enabled=true,relay.enabled=true",
       "--set",
       "settings.values.AUDIT_TOKEN=0123456789abcdefgh,settings.values.SUBPOOL_MAX_CPU=4",
       "--set",
@@ -153,6 +223,8 @@ describe("helm template", () => {
     const r = await kubectl(["apply", "--dry-run=server", "-f", "-"], text);
     expect(r.code, r.stderr).toBe(0);
     expect(r.stdout).toContain("servicemonitor.monitoring.coreos.com/kubefn-relay created (server dry run)");
+    // The host's /metrics is scraped too (its Service kubefn), not only the relay's.
+    expect(r.stdout).toContain("servicemonitor.monitoring.coreos.com/kubefn created (server dry run)");
     expect(r.stdout).toContain("prometheusrule.monitoring.coreos.com/kubefn created (server dry run)");
     expect(r.stdout).toContain(
       "customresourcedefinition.apiextensions.k8s.io/proxies.crawl.kubefn.dev configured (server dry run)",
@@ -161,6 +233,8 @@ describe("helm template", () => {
 
   it("places the host and the relay where a shared cluster asks (node selector, tolerations, affinity, priority, pull secrets, a mirror), accepted by the API server", async () => {
     const text = await render(
+      "--set",
+      "host.enabled=true,relay.enabled=true",
       "--set-json",
       `host=${JSON.stringify(placement.host)}`,
       "--set-json",
@@ -187,16 +261,22 @@ describe("helm template", () => {
     expect(r.code, r.stderr).toBe(0);
     expect(r.stdout).toMatch(/^deployment\.apps\/kubefn (created|configured) \(server dry run\)$/m);
     // The check bites: a toleration the API server cannot take is refused.
-    const bad = await render("--set-json", 'host={"tolerations":[{"operator":"Sideways"}]}');
+    const bad = await render("--set-json", 'host={"enabled":true,"tolerations":[{"operator":"Sideways"}]}');
     const refused = await kubectl(["apply", "--dry-run=server", "-f", "-"], bad);
     expect(refused.code).not.toBe(0);
     expect(refused.stderr).toMatch(/toleration|operator/i);
   });
 
-  it("is refused by the API server when a value is wrong (the check can fail)", async () => {
-    const r = await kubectl(["apply", "--dry-run=server", "-f", "-"], await render("--set", "relay.port=0"));
+  it("is refused by the API server when a value the schema lets through is wrong (the check can fail)", async () => {
+    const text = await render(
+      "--set",
+      "host.enabled=true,relay.enabled=true",
+      "--set-string",
+      "relay.resources.requests.cpu=lots",
+    );
+    const r = await kubectl(["apply", "--dry-run=server", "-f", "-"], text);
     expect(r.code).not.toBe(0);
-    expect(r.stderr).toMatch(/containerPort/);
+    expect(r.stderr).toMatch(/quantities must match/);
   });
 
   it("renders an in-cluster host of files/host/ pinned to the version, with the settings when on, and the OTLP endpoint when set", async () => {
@@ -238,7 +318,16 @@ spec:
     mkdirSync(join(copy, "files/host"));
     writeFileSync(join(copy, "files/host/deployment.yaml"), host);
     const renderCopy = async (...args: string[]) => {
-      const r = await runHelm(["template", "kubefn", copy, "--kube-version", kubeVersion, ...args]);
+      const r = await runHelm([
+        "template",
+        "kubefn",
+        copy,
+        "--kube-version",
+        kubeVersion,
+        "--set",
+        "host.enabled=true",
+        ...args,
+      ]);
       expect(r.code, r.stderr).toBe(0);
       return objectsOf(r.stdout);
     };

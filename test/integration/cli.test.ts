@@ -1,7 +1,8 @@
 /**
  * The `kubefn` command (cli/kubefn.mjs, run as a user runs it, with the devcluster's kubeconfig in
- * KUBECONFIG) against the devcluster: `version`, `install --dry-run` (created/changed/unchanged per
- * object, nothing written) and `doctor` (SubjectAccessReviews, admission policies, CRDs, and
+ * KUBECONFIG) against the devcluster: `version`, `install` by platform (the cluster side alone, the
+ * in-cluster host, the relay with its intake URL and a Secret it makes; SELF_USERNAMES rendered and
+ * kept), `install --dry-run` (created/changed/unchanged per object, nothing written) and `doctor` (SubjectAccessReviews, admission policies, CRDs, and
  * whether intake receives events: a Node host as kubefn's ServiceAccount, fed by the relay
  * in-process, acknowledges doctor's intake canary; with the relay stopped nothing does), each
  * passing on a cluster set up as infra/ has it and failing, with what to do, where it is not.
@@ -20,7 +21,13 @@ import { installCrdsAndRbac } from "../../functions/node/install.ts";
 import { defaultRelayKinds } from "../../infra/relay/main.ts";
 import { createRelay, type Relay } from "../../infra/relay/relay.ts";
 import { clientNodeWatchStream } from "../../infra/relay/watch-stream.ts";
-import { crdsOf, installObjects, toYamlStream } from "../../scripts/release/install-manifest.ts";
+import {
+  crdsOf,
+  inClusterIntakeUrl,
+  installObjects,
+  profileObjects,
+  toYamlStream,
+} from "../../scripts/release/install-manifest.ts";
 import { createKube } from "../../shared/kube/index.ts";
 import { createNodeTransport, loadKubeConfig } from "../../shared/kube/node.ts";
 import type { Log } from "../../shared/runtime/index.ts";
@@ -69,21 +76,48 @@ describe("kubefn version", () => {
 });
 
 describe("kubefn install --dry-run", () => {
-  it("reports CRDs and RBAC unchanged, the relay to be created, and writes nothing", async () => {
+  it("reports the cluster side unchanged on a cluster installed as infra/ has it, and writes nothing", async () => {
     const r = await kubefn("install", "--dry-run");
     expect(r.code, r.stderr).toBe(0);
     const lines = r.stdout.trim().split("\n");
     const objects = installObjects(root, version);
-    expect(lines).toHaveLength(objects.length + 1);
     expect(lines).toContain("unchanged CustomResourceDefinition proxies.crawl.kubefn.dev");
     expect(lines).toContain("unchanged ValidatingAdmissionPolicy kubefn-writes-only-its-own");
-    expect(lines).toContain("created   Deployment kubefn-system/kubefn-relay");
-    const created = lines.filter((l) => l.startsWith("created")).length;
-    expect(lines.at(-1)).toBe(
-      `would be ${created} created, 0 changed, ${objects.length - created} unchanged (dry run: nothing was written)`,
+    expect(lines).toContain(
+      `would be 0 created, 0 changed, ${objects.length} unchanged (dry run: nothing was written)`,
     );
-    const after = await kubectl(["-n", "kubefn-system", "get", "deployment", "kubefn-relay"]);
-    expect(after.stderr).toMatch(/NotFound/);
+    // No process in the cluster side: nothing that would reconcile beside a Worker or a Lambda.
+    expect(lines.filter((l) => / (Deployment|StatefulSet|DaemonSet) /.test(l))).toEqual([]);
+    expect(lines).toContain(
+      "kubefn's identities (SELF_USERNAMES, the cluster's admission policies): system:serviceaccount:kubefn-system:kubefn",
+    );
+  });
+
+  it("with --platform node --relay: the host, the relay and its Secret to be created, nothing written", async () => {
+    const r = await kubefn("install", "--platform", "node", "--relay", "--dry-run");
+    expect(r.code, r.stderr).toBe(0);
+    const lines = r.stdout.trim().split("\n");
+    const profile = profileObjects(root, version, { host: true, relay: { intakeUrl: inClusterIntakeUrl } });
+    expect(lines).toContain("created   Deployment kubefn-system/kubefn");
+    expect(lines).toContain("created   Deployment kubefn-system/kubefn-relay");
+    expect(lines).toContain("created   Secret kubefn-system/kubefn-intake");
+    const created = lines.filter((l) => l.startsWith("created")).length;
+    expect(created).toBe(profile.length - installObjects(root, version).length + 1);
+    expect(lines).toContain(
+      `the relay posts to ${inClusterIntakeUrl}, signed with relay-secret of Secret kubefn-system/kubefn-intake (read it: kubectl -n kubefn-system get secret kubefn-intake -o jsonpath='{.data.relay-secret}' | base64 -d)`,
+    );
+    for (const args of [
+      ["deployment", "kubefn-relay"],
+      ["secret", "kubefn-intake"],
+    ]) {
+      expect((await kubectl(["-n", "kubefn-system", "get", ...args])).stderr).toMatch(/NotFound/);
+    }
+  });
+
+  it("refuses a relay without an intake URL for a Worker, and says what is missing", async () => {
+    const r = await kubefn("install", "--platform", "cloudflare", "--relay");
+    expect(r.code).toBe(2);
+    expect(r.stderr).toMatch(/^--relay needs --intake-url <kubefn's https:\/\/…\/v1\/events>\n/);
   });
 
   it("names the fields a drifted object would get back", async () => {
@@ -105,39 +139,130 @@ describe("kubefn install --dry-run", () => {
 });
 
 describe("kubefn install", () => {
-  it("applies install.yaml, after which a dry run finds nothing to change", async () => {
-    // What install.yaml adds to what the test setup installed: the relay and the in-cluster host.
-    const relay = [
-      ["-n", "kubefn-system", "deployment", "kubefn"],
-      ["-n", "kubefn-system", "service", "kubefn"],
+  it("--platform cloudflare --relay: the relay posts to the Worker, signed with a Secret the installer made; a dry run then finds nothing to change", async () => {
+    // What this adds to what the test setup installed: the relay and its Secret.
+    const made = [
       ["-n", "kubefn-system", "deployment", "kubefn-relay"],
       ["-n", "kubefn-system", "serviceaccount", "kubefn-relay"],
+      ["-n", "kubefn-system", "secret", "kubefn-intake"],
       ["clusterrolebinding", "kubefn-relay"],
       ["clusterrole", "kubefn-relay"],
     ];
     onTestFinished(async () => {
-      for (const args of relay) await kubectl(["delete", "--ignore-not-found", "--wait=false", ...args]);
+      for (const args of made) await kubectl(["delete", "--ignore-not-found", "--wait=false", ...args]);
     });
-    const r = await kubefn("install");
+    const worker = "https://kubefn.example.workers.dev/v1/events";
+    const args = ["install", "--platform", "cloudflare", "--relay", "--intake-url", worker];
+    const r = await kubefn(...args);
     expect(r.code, r.stderr).toBe(0);
     expect(r.stdout).toMatch(/^created {3}Deployment kubefn-system\/kubefn-relay$/m);
-    expect(r.stdout.trim().split("\n").at(-1)).toMatch(/^\d+ created, \d+ changed, \d+ unchanged$/);
+    expect(r.stdout).toMatch(/^created {3}Secret kubefn-system\/kubefn-intake$/m);
+    expect(r.stdout).not.toMatch(/Deployment kubefn-system\/kubefn$/m);
+    expect(r.stdout).toContain("| npx wrangler secret put RELAY_SECRET");
+    const relay = JSON.parse(
+      await ok(["-n", "kubefn-system", "get", "deployment", "kubefn-relay", "-o", "json"]),
+    ) as { spec: { template: { spec: { containers: { image: string; env: { name: string }[] }[] } } } };
+    const container = relay.spec.template.spec.containers[0];
+    expect(container?.image).toBe(`ghcr.io/kubefn/relay:${version}`);
+    expect(container?.env).toContainEqual({ name: "KUBEFN_INTAKE_URL", value: worker });
+    const secret = Buffer.from(
+      await ok([
+        "-n",
+        "kubefn-system",
+        "get",
+        "secret",
+        "kubefn-intake",
+        "-o",
+        "jsonpath={.data.relay-secret}",
+      ]),
+      "base64",
+    ).toString();
+    expect(secret).toMatch(/^[0-9a-f]{64}$/);
+    expect(r.stdout).not.toContain(secret);
+    const again = await kubefn(...args, "--dry-run");
+    expect(again.stdout).toMatch(
+      /^would be 0 created, 0 changed, \d+ unchanged \(dry run: nothing was written\)$/m,
+    );
+    // Installing again keeps the secret the Worker was given.
+    expect((await kubefn(...args)).code).toBe(0);
     expect(
       await ok([
         "-n",
         "kubefn-system",
         "get",
-        "deployment",
-        "kubefn-relay",
+        "secret",
+        "kubefn-intake",
         "-o",
-        "jsonpath={.spec.template.spec.containers[0].image}",
+        "jsonpath={.data.relay-secret}",
       ]),
-    ).toBe(`ghcr.io/kubefn/relay:${version}`);
-    const again = await kubefn("install", "--dry-run");
-    const objects = installObjects(root, version);
-    expect(again.stdout.trim().split("\n").at(-1)).toBe(
-      `would be 0 created, 0 changed, ${objects.length} unchanged (dry run: nothing was written)`,
+    ).toBe(Buffer.from(secret).toString("base64"));
+  });
+
+  it("renders SELF_USERNAMES into every admission policy and the status writers, and a later install keeps them", async () => {
+    onTestFinished(() => installCrdsAndRbac(admin()).then(() => undefined));
+    const oidc = "kubefn-oidc:kubefn";
+    const both = `system:serviceaccount:kubefn-system:kubefn,${oidc}`;
+    const identities = async () => ({
+      policies: (
+        await ok([
+          "get",
+          "validatingadmissionpolicies",
+          "-o",
+          'jsonpath={range .items[*]}{.spec.matchConditions[?(@.name=="kubefn-identity")].expression}{"\\n"}{end}',
+        ])
+      )
+        .split("\n")
+        .filter(Boolean),
+      writers: JSON.parse(
+        await ok([
+          "-n",
+          "kubefn-system",
+          "get",
+          "configmap",
+          "kubefn-status-writers",
+          "-o",
+          "jsonpath={.data}",
+        ]),
+      ) as Record<string, string>,
+    });
+    const given = await kubefn("install", "--self-usernames", both);
+    expect(given.code, given.stderr).toBe(0);
+    expect(given.stdout).toContain(
+      `kubefn's identities (SELF_USERNAMES, SELF_USERNAMES as given): ${both.replace(",", ", ")}`,
     );
+    const expression = `request.userInfo.username in ['system:serviceaccount:kubefn-system:kubefn', '${oidc}']`;
+    const rendered = await identities();
+    expect(rendered.policies.length).toBeGreaterThanOrEqual(4);
+    expect(new Set(rendered.policies)).toEqual(new Set([expression]));
+    // (The test setup's own entry, under a field manager of its own, stays beside them.)
+    expect(rendered.writers).toMatchObject({
+      kubefn: "system:serviceaccount:kubefn-system:kubefn",
+      "kubefn-2": oidc,
+    });
+    // An upgrade's plain `kubefn install` does not undo them (it did: it force-applied the default).
+    const plain = await kubefn("install");
+    expect(plain.code, plain.stderr).toBe(0);
+    expect(plain.stdout).toMatch(/^\d+ created, 0 changed, \d+ unchanged$/m);
+    expect(await identities()).toEqual(rendered);
+    // The environment's SELF_USERNAMES, as every platform reads it, sets them back.
+    const env = await outputOf(
+      spawn(process.execPath, [join(root, "cli/kubefn.mjs"), "install"], {
+        cwd: root,
+        env: {
+          ...process.env,
+          KUBECONFIG: clusterInfo().kubeconfig,
+          SELF_USERNAMES: "system:serviceaccount:kubefn-system:kubefn",
+        },
+        stdio: ["ignore", "pipe", "pipe"],
+      }),
+    );
+    expect(env.code, env.stderr).toBe(0);
+    expect(new Set((await identities()).policies)).toEqual(
+      new Set(["request.userInfo.username in ['system:serviceaccount:kubefn-system:kubefn']"]),
+    );
+    const writers = (await identities()).writers;
+    expect(writers).toMatchObject({ kubefn: "system:serviceaccount:kubefn-system:kubefn" });
+    expect(writers).not.toHaveProperty("kubefn-2");
   });
 });
 
@@ -304,7 +429,7 @@ describe("kubefn doctor", () => {
     const r = await kubefn("doctor", "--intake-timeout", "3");
     expect(r.code).toBe(1);
     expect(r.stdout).toMatch(
-      /\nfail intake did not acknowledge the intake canary ConfigMap kubefn-system\/kubefn-intake-canary-[0-9a-f]{8} within 3 s: nothing delivers the cluster's changes to kubefn — run the relay \(kubefn install; .*\) or point the API server's audit webhook at kubefn's \/v1\/events \(docs\/deploying\/README.md\)/,
+      /\nfail intake did not acknowledge the intake canary ConfigMap kubefn-system\/kubefn-intake-canary-[0-9a-f]{8} within 3 s: nothing delivers the cluster's changes to kubefn — run the relay \(kubefn install --relay .*\) or point the API server's audit webhook at kubefn's \/v1\/events \(docs\/deploying\/README.md\)/,
     );
     expect(r.stdout).toMatch(/\n1 of \d+ checks failed\n$/);
   });

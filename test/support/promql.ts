@@ -49,5 +49,6 @@ export function emittedMetrics(): Set<string> {
   };
   walk(join(root, "shared"));
   walk(join(root, "functions"));
+  walk(join(root, "infra/relay"));
   return names;
 }

@@ -64,12 +64,23 @@ function editedCopy(edit: (rules: string) => string): string {
   return dir;
 }
 
-const emitted = emittedMetrics();
+/** What kubefn's code emits, and `up`, which Prometheus writes for every scrape target. */
+const emitted = new Set([...emittedMetrics(), "up"]);
 
 describe("infra/monitoring/alerts.yaml", () => {
-  it("covers failing passes, stalled sweeps and unhealthy fleets", () => {
+  it("covers failing passes, stalled sweeps, unhealthy fleets, a host or relay down or unscraped, the admission gate and the relay's drops", () => {
     expect(rules.map((r) => r.alert)).toEqual(
-      expect.arrayContaining(["KubefnPassesFailing", "KubefnSweepStalled", "KubefnProxyFleetUnhealthy"]),
+      expect.arrayContaining([
+        "KubefnPassesFailing",
+        "KubefnSweepStalled",
+        "KubefnProxyFleetUnhealthy",
+        "KubefnHostDown",
+        "KubefnHostUnscraped",
+        "KubefnAdmissionPoliciesNotReady",
+        "KubefnRelayDown",
+        "KubefnRelayUnscraped",
+        "KubefnRelayDropping",
+      ]),
     );
   });
 

@@ -1,17 +1,30 @@
 /**
  * The `kubefn` command's pure decisions: what kubefn's identity needs (derived from infra/rbac),
- * what it must not have on top, whether an installed object covers the release's, and what a dry
- * run changed. The cluster side is test/integration/cli.test.ts.
+ * what it must not have on top, whether an installed object covers the release's, what a dry
+ * run changed, and what an install profile (`--platform`, `--relay`) holds and says to do next.
+ * The cluster side is test/integration/cli.test.ts and test/integration/uninstall.test.ts.
  */
 import { fileURLToPath } from "node:url";
 import { describe, expect, it } from "vitest";
 import type { KubeObject } from "../../cli/cluster.ts";
 import { covers, excessVerbs, neededAccess, parseIdentity } from "../../cli/doctor.ts";
 import { changedFields, changeOf, report } from "../../cli/install.ts";
-import { installObjects } from "../../scripts/release/install-manifest.ts";
+import { IN_CLUSTER_INTAKE_URL, installChoice, nextSteps, usernameList } from "../../cli/profile.ts";
+import { uninstallObjects } from "../../cli/uninstall.ts";
+import {
+  inClusterIntakeUrl,
+  installObjects,
+  objectKey,
+  profileObjects,
+} from "../../scripts/release/install-manifest.ts";
 
 const root = fileURLToPath(new URL("../../", import.meta.url));
-const objects = installObjects(root, "0.0.0") as KubeObject[];
+const objects = [
+  ...installObjects(root, "0.0.0"),
+  ...profileObjects(root, "0.0.0", { host: false, relay: { intakeUrl: inClusterIntakeUrl } }).slice(
+    installObjects(root, "0.0.0").length,
+  ),
+] as KubeObject[];
 const kubefn = parseIdentity("kubefn-system/kubefn");
 
 describe("neededAccess (from infra/rbac)", () => {
@@ -105,5 +118,155 @@ describe("a dry run's changes", () => {
         "would be 1 created, 1 changed, 1 unchanged (dry run: nothing was written)",
       ].join("\n"),
     );
+  });
+});
+
+describe("install profiles", () => {
+  const keys = (o: { kind: string; metadata: { name: string; namespace?: string } }[]) => o.map(objectKey);
+  const clusterSide = installObjects(root, "0.0.0");
+  const processes = (profile: Parameters<typeof profileObjects>[2]) =>
+    profileObjects(root, "0.0.0", profile)
+      .filter((o) => o.kind === "Deployment")
+      .map((o) => o.metadata.name);
+
+  it("install.yaml (the cluster side) runs no process: a Worker's or Lambda's cluster gets no second reconciler", () => {
+    expect(
+      clusterSide.filter((o) => ["Deployment", "StatefulSet", "DaemonSet", "Pod"].includes(o.kind)),
+    ).toEqual([]);
+    expect(new Set(clusterSide.map((o) => o.kind))).toEqual(
+      new Set([
+        "CustomResourceDefinition",
+        "Namespace",
+        "ServiceAccount",
+        "ClusterRole",
+        "ClusterRoleBinding",
+        "Role",
+        "RoleBinding",
+        "ConfigMap",
+        "ValidatingAdmissionPolicy",
+        "ValidatingAdmissionPolicyBinding",
+      ]),
+    );
+  });
+
+  it.each<[string, Parameters<typeof profileObjects>[2], string[]]>([
+    ["serverless, an audit webhook", { host: false }, []],
+    [
+      "serverless, the relay",
+      { host: false, relay: { intakeUrl: "https://k.example/v1/events" } },
+      ["kubefn-relay"],
+    ],
+    ["the in-cluster host, an audit webhook", { host: true }, ["kubefn"]],
+    [
+      "the in-cluster host and the relay",
+      { host: true, relay: { intakeUrl: inClusterIntakeUrl } },
+      ["kubefn", "kubefn-relay"],
+    ],
+  ])("%s", (_, profile, deployments) => {
+    expect(processes(profile)).toEqual(deployments);
+    expect(keys(profileObjects(root, "0.0.0", profile)).slice(0, clusterSide.length)).toEqual(
+      keys(clusterSide),
+    );
+  });
+
+  it("the relay posts where it is told, signed with the in-cluster host's relay-secret, never a placeholder", () => {
+    const relay = profileObjects(root, "1.2.3", {
+      host: false,
+      relay: { intakeUrl: "https://k.example/v1/events" },
+    });
+    const text = JSON.stringify(relay);
+    expect(text).not.toContain("example.com/v1/events");
+    const env = (
+      relay.find((o) => o.kind === "Deployment") as unknown as {
+        spec: { template: { spec: { containers: { image: string; env: Record<string, unknown>[] }[] } } };
+      }
+    ).spec.template.spec.containers[0];
+    expect(env?.image).toBe("ghcr.io/kubefn/relay:1.2.3");
+    expect(env?.env).toContainEqual({ name: "KUBEFN_INTAKE_URL", value: "https://k.example/v1/events" });
+    expect(env?.env).toContainEqual({
+      name: "KUBEFN_RELAY_SECRET",
+      valueFrom: { secretKeyRef: { name: "kubefn-intake", key: "relay-secret" } },
+    });
+    // The host reads the same key of the same Secret.
+    expect(JSON.stringify(profileObjects(root, "1.2.3", { host: true }))).toContain(
+      '"name":"KUBEFN_RELAY_SECRET","valueFrom":{"secretKeyRef":{"name":"kubefn-intake","key":"relay-secret"',
+    );
+    expect(inClusterIntakeUrl).toBe(IN_CLUSTER_INTAKE_URL);
+  });
+
+  it.each<[string, Parameters<typeof installChoice>[0], ReturnType<typeof installChoice>]>([
+    ["nothing: the cluster side", {}, {}],
+    ["a Worker, audit webhook", { platform: "cloudflare" }, { platform: "cloudflare" }],
+    ["the host", { platform: "node" }, { platform: "node" }],
+    [
+      "the host and the relay: its Service",
+      { platform: "node", relay: true },
+      { platform: "node", relayIntakeUrl: IN_CLUSTER_INTAKE_URL },
+    ],
+    [
+      "a Worker and the relay",
+      { platform: "cloudflare", relay: true, intakeUrl: "https://kubefn.example.workers.dev/v1/events" },
+      { platform: "cloudflare", relayIntakeUrl: "https://kubefn.example.workers.dev/v1/events" },
+    ],
+    [
+      "a Worker's relay without a URL",
+      { platform: "cloudflare", relay: true },
+      { error: "--relay needs --intake-url <kubefn's https://…/v1/events>" },
+    ],
+    [
+      "a URL without the relay",
+      { platform: "aws", intakeUrl: "https://x/v1/events" },
+      { error: "--intake-url is the relay's: add --relay" },
+    ],
+    [
+      "an unknown platform",
+      { platform: "gke" },
+      { error: "--platform must be one of node, cloudflare, aws, not gke" },
+    ],
+    [
+      "plain http to a Service by its full name",
+      { relay: true, intakeUrl: "http://kubefn.kubefn-system.svc.cluster.local:8080/v1/events" },
+      { relayIntakeUrl: "http://kubefn.kubefn-system.svc.cluster.local:8080/v1/events" },
+    ],
+    [
+      "plain http out of the cluster",
+      { platform: "aws", relay: true, intakeUrl: "http://kubefn.example.com/v1/events" },
+      {
+        error:
+          "--intake-url http://kubefn.example.com/v1/events: the relay posts over https (plain http only to a Service in the cluster)",
+      },
+    ],
+  ])("%s", (_, given, expected) => {
+    expect(installChoice(given)).toEqual(expected);
+  });
+
+  it("says what to do next, the relay's secret never printed", () => {
+    const ids = {
+      list: ["system:serviceaccount:kubefn-system:kubefn", "kubefn-oidc:kubefn"],
+      from: "the cluster's admission policies",
+    };
+    const worker = nextSteps(
+      { platform: "cloudflare", relayIntakeUrl: "https://w.example/v1/events" },
+      ids,
+    ).join("\n");
+    expect(worker).toContain(
+      "kubefn's identities (SELF_USERNAMES, the cluster's admission policies): system:serviceaccount:kubefn-system:kubefn, kubefn-oidc:kubefn",
+    );
+    expect(worker).toContain("| npx wrangler secret put RELAY_SECRET");
+    expect(
+      nextSteps({ platform: "aws", relayIntakeUrl: "https://l.example/v1/events" }, ids).join("\n"),
+    ).toContain("RelaySecretArn");
+    expect(nextSteps({ platform: "node" }, ids).join("\n")).toContain("install with --relay");
+  });
+
+  it("reads SELF_USERNAMES as the settings do", () => {
+    expect(usernameList(" a, b ,,c ")).toEqual(["a", "b", "c"]);
+  });
+
+  it("uninstall knows every object of every profile", () => {
+    const all = keys(uninstallObjects(root, "0.0.0"));
+    for (const profile of [{ host: true, relay: { intakeUrl: inClusterIntakeUrl } }]) {
+      expect(keys(profileObjects(root, "0.0.0", profile)).filter((k) => !all.includes(k))).toEqual([]);
+    }
   });
 });

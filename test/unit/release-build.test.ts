@@ -13,7 +13,7 @@ import { fileURLToPath } from "node:url";
 import { promisify } from "node:util";
 import { afterAll, beforeAll, describe, expect, it, onTestFinished } from "vitest";
 import { parse, parseAllDocuments } from "yaml";
-import { installObjects } from "../../scripts/release/install-manifest.ts";
+import { hostObjects, installObjects, relayObjects } from "../../scripts/release/install-manifest.ts";
 import { release } from "../../scripts/release.ts";
 
 const root = fileURLToPath(new URL("../../", import.meta.url));
@@ -36,6 +36,8 @@ describe("npm run release", () => {
     expect(written).toEqual(
       expect.arrayContaining([
         "install.yaml",
+        "host.yaml",
+        "relay.yaml",
         "crds.yaml",
         `kubefn-${version}.tgz`,
         `aws/kubefn-aws-${version}.zip`,
@@ -61,11 +63,13 @@ describe("npm run release", () => {
     }
   });
 
-  it("ships install.yaml as built from infra/, and crds.yaml with its CRDs", () => {
+  it("ships install.yaml as built from infra/, host.yaml and relay.yaml apart, and crds.yaml with its CRDs", () => {
     const objects = installObjects(root, version);
     const docs = (file: string) =>
       parseAllDocuments(readFileSync(join(out, file), "utf8")).map((d) => d.toJSON());
     expect(docs("install.yaml")).toEqual(objects);
+    expect(docs("host.yaml")).toEqual(hostObjects(root, version));
+    expect(docs("relay.yaml")).toEqual(relayObjects(root, version));
     expect(docs("crds.yaml")).toEqual(objects.filter((o) => o.kind === "CustomResourceDefinition"));
   });
 

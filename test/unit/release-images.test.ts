@@ -1,6 +1,6 @@
 /**
  * The release's images step (`npm run release -- --images`, scripts/release/images.ts): every
- * kubefn image that install.yaml and the rendered chart run has exactly one build entry, whose
+ * kubefn image that host.yaml, relay.yaml and the rendered chart run has exactly one build entry, whose
  * Containerfile exists and whose tag is package.json's version; a dry run prints one build
  * command per image and writes dist/images.txt with the digests open. (Building and pushing need
  * a container runtime, which the tests do not have.)
@@ -21,7 +21,7 @@ import {
   imagesList,
   splitRef,
 } from "../../scripts/release/images.ts";
-import { installObjects } from "../../scripts/release/install-manifest.ts";
+import { hostObjects, relayObjects } from "../../scripts/release/install-manifest.ts";
 import { chartObjects, helmBinary, releaseImages } from "../../scripts/release.ts";
 
 const root = fileURLToPath(new URL("../../", import.meta.url));
@@ -34,9 +34,9 @@ beforeAll(async () => {
 }, 600_000);
 
 describe("the release's images", () => {
-  it("every image of install.yaml and the chart has exactly one build entry, an existing Containerfile and the version", async () => {
-    const inInstall = imageRefs(installObjects(root, version));
-    const inChart = imageRefs(await chartObjects(helm));
+  it("every image of host.yaml, relay.yaml and the chart has exactly one build entry, an existing Containerfile and the version", async () => {
+    const inInstall = imageRefs([hostObjects(root, version), relayObjects(root, version)]);
+    const inChart = imageRefs(await chartObjects(helm, ["--set", "host.enabled=true,relay.enabled=true"]));
     expect(inInstall.length).toBeGreaterThan(0);
     expect(inChart.length).toBeGreaterThan(0);
     const builds = await releaseImages(version, helm);

@@ -12,13 +12,16 @@ import { fileURLToPath } from "node:url";
 import { promisify } from "node:util";
 import { describe, expect, it, onTestFinished } from "vitest";
 import { parse, parseAllDocuments, stringify } from "yaml";
+import { parseNodeHostEnv } from "../../functions/node/config.ts";
 import type { Crd } from "../../scripts/release/crd-compat.ts";
 import {
+  hostObjects,
   installObjects,
   kustomizeObjects,
   type Manifest,
   objectKey,
   pinImages,
+  relayObjects,
   toYamlStream,
 } from "../../scripts/release/install-manifest.ts";
 import {
@@ -85,11 +88,14 @@ describe("install.yaml", () => {
     expect(JSON.stringify(objects)).toContain("docker.io/library/busybox:1.36");
   });
 
-  it("has no image left at :latest and every object once", () => {
-    const objects = installObjects(root, version);
+  it("runs no process; with host.yaml and relay.yaml, has no image left at :latest and every object once", () => {
+    const cluster = installObjects(root, version);
+    expect(cluster.filter((o) => o.kind === "Deployment")).toEqual([]);
+    const objects = [...cluster, ...hostObjects(root, version), ...relayObjects(root, version)];
     const text = toYamlStream(objects, "x");
     expect(text).not.toMatch(/image: \S+:latest/);
     expect(text).toContain(`image: ghcr.io/kubefn/relay:${version}`);
+    expect(text).toContain(`image: ghcr.io/kubefn/kubefn:${version}`);
     expect(new Set(objects.map(objectKey)).size).toBe(objects.length);
     expect(parseAllDocuments(text).map((d) => d.toJSON())).toEqual(objects);
   });
@@ -150,15 +156,21 @@ describe("the release's SAM template", () => {
     expect(template.Parameters.SiteImageRegistry?.Default).toBe(defaultOf("SITE_IMAGE_REGISTRY"));
     expect(template.Parameters.ProxyAllowedImages?.Default).toBe("");
     expect(template.Parameters.PassConcurrency?.Default).toBe("8");
-    expect(template.Parameters.ApiToken).toMatchObject({ NoEcho: true, Default: "" });
-    // The intake's credentials are Secrets Manager ARNs, never a plaintext NoEcho Parameter.
-    for (const plain of ["AuditToken", "RelaySecret"]) expect(template.Parameters).not.toHaveProperty(plain);
+    // Every credential is a Secrets Manager ARN, never a plaintext NoEcho Parameter nor a variable.
+    for (const plain of ["AuditToken", "RelaySecret", "ApiToken", "OidcSigningKey", "StatusSealKey"])
+      expect(template.Parameters).not.toHaveProperty(plain);
+    expect(template.Parameters.ApiTokenSecretArn).toMatchObject({ Default: "" });
     expect(variables).toMatchObject({
       AUDIT_TOKEN_SECRET_ARN: "AuditTokenSecretArn",
       RELAY_SECRET_ARN: "RelaySecretArn",
+      API_TOKEN_SECRET_ARN: "ApiTokenSecretArn",
+      OIDC_SIGNING_KEY_SECRET_ARN: "OidcSigningKeySecretArn",
     });
-    expect(variables).not.toHaveProperty("AUDIT_TOKEN");
-    expect(variables).not.toHaveProperty("RELAY_SECRET");
+    expect(reconcileVariables).toMatchObject({ OIDC_SIGNING_KEY_SECRET_ARN: "OidcSigningKeySecretArn" });
+    for (const plain of ["AUDIT_TOKEN", "RELAY_SECRET", "API_TOKEN", "OIDC_SIGNING_KEY"]) {
+      expect(variables).not.toHaveProperty(plain);
+      expect(reconcileVariables).not.toHaveProperty(plain);
+    }
   });
 
   it("bounds numeric settings as the schema does, so CloudFormation refuses a bad value", () => {
@@ -240,10 +252,15 @@ describe("the chart's values", () => {
     settings: { values: Record<string, string> };
   };
 
-  it("list every setting, at its default", () => {
+  // The chart's settings are the in-cluster host's: where its default differs, the host's.
+  const hostDefaults: Record<string, string> = { PASS_CONCURRENCY: "3" };
+
+  it("list every setting, at the in-cluster host's default", () => {
     expect(Object.keys(values.settings.values).sort()).toEqual(Object.keys(settingsVariables).sort());
     for (const [name, value] of Object.entries(values.settings.values))
-      expect(value, name).toBe(defaultOf(name));
+      expect(value, name).toBe(hostDefaults[name] ?? defaultOf(name));
+    const host = parseNodeHostEnv({ KUBERNETES_SERVICE_HOST: "10.0.0.1", KUBEFN_HOST: "0.0.0.0" }).settings;
+    expect(String(host.passConcurrency)).toBe(hostDefaults.PASS_CONCURRENCY);
   });
 });
 

@@ -194,6 +194,12 @@ export function createKubefn(settings: KubefnSettings, ports: KubefnPorts, opera
       },
     );
   }
+  for (const { controller, problems } of ops.refused ?? []) {
+    ctx.log.error("an operator did not start: its primaries say so on Ready; the other operators run", {
+      controller,
+      problems,
+    });
+  }
   // kubefn's containment: no pass, job or sweep runs while its admission policies are missing.
   const admission = createAdmissionGate({
     kube: ctx.kube,

@@ -18,7 +18,7 @@ import { subPoolController } from "../controllers/subpool/index.ts";
 import type { ProbeAllowList, Prober } from "../health/index.ts";
 import type { Kube, KubeObject } from "../kube/index.ts";
 import type { Context, SweepTask } from "../runtime/index.ts";
-import { createRegistry, type Registry } from "../runtime/index.ts";
+import { createRegistry, type RefusedController, type Registry, startable } from "../runtime/index.ts";
 import type { OperatorSettings } from "./operator-settings.ts";
 
 /** What every platform runs: the registry, the sweep's periodic tasks, and extra HTTP routes. */
@@ -27,6 +27,11 @@ export interface Operators {
   sweepTasks: SweepTask[];
   /** Routes mounted beside the intake (discovery, leases). */
   routes?: (ctx: Context) => Hono;
+  /**
+   * Operators whose definition a setting made invalid: each runs as a stand-in that says so on its
+   * primaries' Ready, and the others run on (see {@link startable}).
+   */
+  refused?: readonly RefusedController[];
 }
 
 export interface OperatorOptions {
@@ -93,26 +98,46 @@ export function createOperators(opts: OperatorOptions): Operators {
     ...(opts.minReportIntervalSeconds ? { minReportIntervalSeconds: opts.minReportIntervalSeconds } : {}),
     ...(opts.probeShardSize ? { fanOut: { shardSize: opts.probeShardSize } } : {}),
   });
+  // Each operator is built and validated alone: a setting that makes one definition invalid stops
+  // that operator only, with a condition on its primaries, never another's start.
+  const refused: RefusedController[] = [];
   const registry = createRegistry([
-    proxyController({
-      providers: (ctx) => providersFor(ctx.kube),
-      shards: { [probeShardTask]: health.handleShard },
-      ...(opts.settings ? { instanceAllowList: opts.settings.proxy.instanceAllowList } : {}),
-      ...(probeAllowList ? { probeAllowList } : {}),
-      ...(opts.proxyResyncSeconds ? { timings: { driftPoll: opts.proxyResyncSeconds } } : {}),
-    }),
-    subPoolController({
-      ...(opts.settings ? { operatorConfig: opts.settings.subPool } : {}),
-      ...(opts.settings?.subPoolRecheckSeconds
-        ? { timings: { activeRequeue: opts.settings.subPoolRecheckSeconds } }
-        : {}),
-    }),
-    siteController({
-      registry: defaultSiteRegistry(opts.siteManifests ? { manifests: opts.siteManifests } : {}),
-      env: opts.settings
-        ? { config: opts.settings.site.config, namespace: opts.settings.site.namespace }
-        : { config: defaultSiteConfig },
-    }),
+    startable(
+      "proxy",
+      () =>
+        proxyController({
+          providers: (ctx) => providersFor(ctx.kube),
+          shards: { [probeShardTask]: health.handleShard },
+          ...(opts.settings ? { instanceAllowList: opts.settings.proxy.instanceAllowList } : {}),
+          ...(probeAllowList ? { probeAllowList } : {}),
+          ...(opts.proxyResyncSeconds ? { timings: { driftPoll: opts.proxyResyncSeconds } } : {}),
+        }),
+      refused,
+    ),
+    startable(
+      "subpool",
+      () =>
+        subPoolController({
+          ...(opts.settings ? { operatorConfig: opts.settings.subPool } : {}),
+          ...(opts.settings?.subPoolRecheckSeconds
+            ? { timings: { activeRequeue: opts.settings.subPoolRecheckSeconds } }
+            : {}),
+        }),
+      refused,
+      // SubPools say so as a bad SUBPOOL_* value does (Decision 1): InvalidOperatorConfig.
+      (problems) => subPoolController({ operatorConfig: { invalid: problems.join("; ") } }),
+    ),
+    startable(
+      "site",
+      () =>
+        siteController({
+          registry: defaultSiteRegistry(opts.siteManifests ? { manifests: opts.siteManifests } : {}),
+          env: opts.settings
+            ? { config: opts.settings.site.config, namespace: opts.settings.site.namespace }
+            : { config: defaultSiteConfig },
+        }),
+      refused,
+    ),
   ]);
   return {
     registry,
@@ -132,6 +157,7 @@ export function createOperators(opts: OperatorOptions): Operators {
       },
     ],
     ...(opts.apiToken ? { routes: crawlerRoutes(opts.apiToken) } : {}),
+    ...(refused.length > 0 ? { refused } : {}),
   };
 }
 

@@ -102,6 +102,7 @@ export {
   statusSealFrom,
   UNSEALED_STATUS_FIELDS,
 } from "./status-seal.ts";
+export { OPERATOR_NOT_STARTED, type RefusedController, startable, stoppedController } from "./stopped.ts";
 export { planSweep, type SweepInput, type SweepPlan, sweepBucket } from "./sweep.ts";
 export {
   createSweepLease,

@@ -24,6 +24,46 @@ function externalProxy(name: string, status: Record<string, unknown> = {}): Kube
 }
 
 describe("proxy health task", () => {
+  it("000 §6: a reconcile request the queue drops leaves the reported markers where they were, so the next probe asks again", async () => {
+    const kube = new FakeKube();
+    const proxy = externalProxy("dropped");
+    Object.assign((proxy.spec as { healthCheck: object }).healthCheck, { successThreshold: 1 });
+    kube.seed(proxyResource, proxy);
+    const { ctx, recorded } = fakeContext(kube, { now });
+    const send = ctx.queue.send;
+    let drop = true;
+    ctx.queue.send = async (messages, delay) => {
+      if (drop) throw new Error("queue unavailable");
+      return send(messages, delay);
+    };
+    const task = proxyHealthTask({
+      prober: { probe: async () => ({ ok: true, latencyMs: 5 }) },
+      concurrency: 4,
+      sweepPeriodSeconds: 60,
+      confirmDelayMs: 0,
+    });
+    const key = { namespace: "crawl", name: "dropped" };
+    const health = () =>
+      JSON.parse(
+        (kube.stored(proxyResource, key)?.status as { health?: string } | undefined)?.health ?? "{}",
+      ) as {
+        verdict?: boolean;
+        reported?: unknown;
+      };
+    await task.handleShard(ctx, [kube.stored(proxyResource, key)!]);
+    // The probe counted (the verdict is reached) but nothing says it was reported.
+    expect(health()).toMatchObject({ verdict: true });
+    expect(health().reported).toBeUndefined();
+    expect(recorded.sent).toEqual([]);
+
+    drop = false;
+    await task.handleShard(ctx, [kube.stored(proxyResource, key)!]);
+    expect(recorded.sent.flatMap((s) => s.messages.map((m) => m.request))).toEqual([
+      { controller: "proxy", namespace: "crawl", name: "dropped" },
+    ]);
+    expect(health().reported).toMatchObject({ healthy: true });
+  });
+
   it("attack: a tenant's hanging probe target holds the shared probe slots no longer than the timeout cap (30 s, and never past its interval)", async () => {
     // Tenant A writes six Proxies (the Worker's PROBE_CONCURRENCY) at a target that never answers,
     // with the largest timeout the old CRD allowed; tenant B's Proxy shares the shard.
@@ -374,7 +414,12 @@ describe("a latency report costs one status patch, no pass", () => {
     const writes = kube.calls.filter((c) => c.method !== "get" && c.method !== "list");
     expect(writes.map((c) => c.method)).toEqual(["patchStatus"]);
     const after = await kube.get(proxyResource, { namespace: "crawl", name: "steady" });
-    expect(after.status).toMatchObject({ latencyMillis: 300, lastHealthCheckTime: "2026-11-30T12:00:00Z" });
+    // 000 §6: the figure is the median of three probes, and status says how many (1 = the seed's).
+    expect(after.status).toMatchObject({
+      latencyMillis: 300,
+      latencySamples: 3,
+      lastHealthCheckTime: "2026-11-30T12:00:00Z",
+    });
     const shared = {
       instancesIn: async () => undefined,
       providers: new Set<string>(),

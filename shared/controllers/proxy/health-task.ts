@@ -186,6 +186,13 @@ export function proxyHealthTask(opts: ProxyHealthTaskOptions): SweepTask & {
       ctx.log.error("health status writes failed", { failed: applied.failed, written: applied.written });
       ctx.metrics.count("kubefn_health_patch_errors_total", {}, applied.failed);
     }
+    if (applied.reconcilesLost > 0) {
+      // Their markers were stored back: the next probe of each reports again (000 §6).
+      ctx.log.warn("health reports not sent: the queue refused their passes; the next probe retries", {
+        lost: applied.reconcilesLost,
+      });
+      ctx.metrics.count("kubefn_health_reports_lost_total", {}, applied.reconcilesLost);
+    }
     let retried: Record<string, number> | undefined;
     if (retryConflicts && applied.conflictKeys.length > 0) {
       // A shard carries the Proxies as listed up to a minute ago; a pass may have written one

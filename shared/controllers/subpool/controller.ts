@@ -64,6 +64,7 @@ export function subPoolController(deps: SubPoolControllerDeps = {}): ControllerD
         [SubPoolConditionType.ProxyGatewayReady]: "positive",
         [SubPoolConditionType.RouteReady]: "positive",
         [SubPoolConditionType.Suspended]: "neutral",
+        [SubPoolConditionType.AboveEnvelope]: "negative",
       },
       // Waiting for the StatefulSet's Pod or the Gateway's acceptance right after a change is
       // progress, not a problem, and a suspend is what the pool's owner asked for; a flip from

@@ -48,7 +48,7 @@ import {
   subPoolOwnedResources,
 } from "./desired.ts";
 import { namespaceOwnership } from "./ownership.ts";
-import { gatewayReadiness, getOrUndefined, routeState } from "./reconcile.ts";
+import { aboveEnvelopeMessage, gatewayReadiness, getOrUndefined, routeState } from "./reconcile.ts";
 import { type ReadinessObservation, readinessConditions, subPoolReadiness } from "./status.ts";
 import { runningRequests, validateSubPool } from "./validate.ts";
 
@@ -197,16 +197,24 @@ export async function subPoolDriftReason(
   const config = shared.config;
   const names = subPoolObjectNames(pool.metadata.name ?? "");
   let validation = validateSubPool(pool, config);
+  let aboveEnvelope: string | undefined;
   if (!validation.ok && validation.reason === Reason.ResourceEnvelopeExceeded) {
     // As the pass does: a pool above a lowered envelope is measured against what it runs.
     const running = listed.get(listOf(Resources.StatefulSet), {
       namespace: names.namespace,
       name: names.statefulSet,
     });
-    if (running && isControlledBy(running, primary))
+    if (running && isControlledBy(running, primary)) {
+      const refusal = validation.message;
       validation = validateSubPool(pool, config, runningRequests(running));
+      if (validation.ok) aboveEnvelope = aboveEnvelopeMessage(refusal);
+    }
   }
   if (!validation.ok) return blockedBy(validation.reason, validation.message) ? undefined : "validation";
+  const above = findCondition(status.conditions as never, Type.AboveEnvelope) as
+    | { status: string; message?: string }
+    | undefined;
+  if ((above?.status === "True" ? above.message : undefined) !== aboveEnvelope) return "envelope";
   const desired = desiredFor(pool, config, validation);
   const nsName = desired.status.namespace;
 

@@ -114,11 +114,18 @@ export {
   type SweepLeaseObject,
   type SweepLeaseOptions,
 } from "./sweep-lease.ts";
-export { type ControllerSweep, runSweep, type SweepOptions, type SweepSummary } from "./sweep-run.ts";
+export {
+  type ControllerSweep,
+  runSweep,
+  type SweepOptions,
+  type SweepSummary,
+  sweepInstant,
+} from "./sweep-run.ts";
 export {
   createSweepMemo,
   runSweepTask,
   type SweepMemo,
+  type SweepRunInfo,
   type SweepTask,
   type SweepTaskRun,
 } from "./sweep-task.ts";

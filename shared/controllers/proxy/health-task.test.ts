@@ -457,3 +457,62 @@ describe("a latency report costs one status patch, no pass", () => {
     expect(await proxyDriftReason(converged(10), shared)).toBeUndefined();
   });
 });
+
+describe("probe cadence at the minute seams (cron jitter, a fake clock)", () => {
+  it("an hour of sweeps whose cron fires 0–2.9 s late and lists for 1.3 s: no probe doubled or skipped, each on its rhythm", async () => {
+    const intervals = [7, 30, 45, 60, 90];
+    const proxies = Array.from({ length: 25 }, (_, i) => {
+      const p = externalProxy(`p${i}`);
+      Object.assign((p.spec as { healthCheck: object }).healthCheck, { intervalSeconds: intervals[i % 5] });
+      return p;
+    });
+    const start = Date.parse("2026-11-30T12:00:00Z");
+    let clock = start;
+    const kube = new FakeKube();
+    const { ctx } = fakeContext(kube);
+    ctx.clock = { now: () => new Date(clock) };
+    /** Each Proxy's probes: when its shard was due, and when its message fires (sent at + delay). */
+    const probes = new Map<string, { due: number; fires: number }[]>();
+    ctx.queue.send = async (messages, delaySeconds = 0) => {
+      for (const m of messages)
+        for (const o of m.shard?.objects ?? []) {
+          const name = (o as KubeObject).metadata.name!;
+          const probe = { due: m.shard?.due ?? Number.NaN, fires: clock + delaySeconds * 1000 };
+          probes.set(name, [...(probes.get(name) ?? []), probe]);
+        }
+    };
+    const task = proxyHealthTask({
+      prober: { probe: async () => ({ ok: true, latencyMs: 1 }) },
+      concurrency: 4,
+      sweepPeriodSeconds: 60,
+      fanOut: { shardSize: 40 },
+    });
+    for (let k = 0; k < 60; k++) {
+      const scheduled = start + k * 60_000;
+      // The invocation starts late by a jitter that moves across whole seconds from run to run.
+      clock = scheduled + ((k * 7919) % 30) * 100;
+      const listing = (async function* () {
+        clock += 1300; // the listing took 1.3 s: shards are sent after it
+        yield proxies;
+      })();
+      await runSweepTask(task, ctx, listing, undefined, { at: new Date(scheduled) });
+    }
+    for (const [i, p] of proxies.entries()) {
+      const interval = intervals[i % 5]!;
+      const seen = (probes.get(p.metadata.name!) ?? []).sort((x, y) => x.due - y.due);
+      const dues = seen.map((x) => x.due / 1000);
+      // Planned on the Proxy's rhythm across every seam: no due time twice, none missing.
+      expect(
+        new Set(dues.slice(1).map((t, j) => t - dues[j]!)),
+        `${p.metadata.name} every ${interval} s`,
+      ).toEqual(new Set([interval]));
+      expect(dues.length).toBeGreaterThanOrEqual(Math.floor(3600 / interval));
+      expect(dues.length).toBeLessThanOrEqual(Math.ceil(3600 / interval));
+      // Each fires at its due time (to the second), or as soon as sent when the sweep ran past it.
+      for (const { due, fires } of seen) {
+        expect(fires - due).toBeGreaterThanOrEqual(-500);
+        expect(fires - due).toBeLessThanOrEqual(2900 + 1300 + 500);
+      }
+    }
+  });
+});

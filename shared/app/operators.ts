@@ -14,7 +14,12 @@ import {
   type ProvidersByName,
 } from "../controllers/proxy/providers/index.ts";
 import { defaultSiteRegistry, siteController } from "../controllers/site/index.ts";
-import { subPoolController } from "../controllers/subpool/index.ts";
+import {
+  defaultOperatorConfig,
+  defaultSubPoolTimings,
+  sharedLookSweepTask,
+  subPoolController,
+} from "../controllers/subpool/index.ts";
 import type { ProbeAllowList, Prober } from "../health/index.ts";
 import type { Kube, KubeObject } from "../kube/index.ts";
 import type { Context, SweepTask } from "../runtime/index.ts";
@@ -145,6 +150,8 @@ export function createOperators(opts: OperatorOptions): Operators {
       health,
       proxyPhaseGaugeTask(),
       leaseSweepTask(),
+      // The seed's 30 s look at the shared Gateway and proxy gateway, for all pools together.
+      ...sharedLook(opts.settings?.subPool ?? defaultOperatorConfig),
       {
         name: "proxy-orphans",
         controller: "proxy",
@@ -159,6 +166,15 @@ export function createOperators(opts: OperatorOptions): Operators {
     ...(opts.apiToken ? { routes: crawlerRoutes(opts.apiToken) } : {}),
     ...(refused.length > 0 ? { refused } : {}),
   };
+}
+
+/**
+ * The seed's 30 s look at what no pool owns, half a drift period after each drift (none while the
+ * SubPool settings are invalid: SubPools are not reconciled then).
+ */
+function sharedLook(config: OperatorSettings["subPool"]): SweepTask[] {
+  if ("invalid" in config) return [];
+  return [sharedLookSweepTask(config, Math.floor(defaultSubPoolTimings.resync / 2))];
 }
 
 /**

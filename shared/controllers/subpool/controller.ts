@@ -6,6 +6,7 @@ import { defaultOperatorConfig, type InvalidOperatorConfig, type OperatorConfig 
 import { subPoolObjectNames, subPoolOwnedResources } from "./desired.ts";
 import { subPoolDrift } from "./drift.ts";
 import { reconcileSubPool } from "./reconcile.ts";
+import { sharedLookHandler, sharedLookTask } from "./shared-look.ts";
 import { subPoolReadiness } from "./status.ts";
 import { defaultSubPoolTimings, type SubPoolTimings } from "./timings.ts";
 
@@ -82,6 +83,9 @@ export function subPoolController(deps: SubPoolControllerDeps = {}): ControllerD
       ...(timings.activeRequeue === undefined ? {} : { activeRequeue: timings.activeRequeue }),
       ...(timings.conflictRetry === undefined ? {} : { conflictRetry: timings.conflictRetry }),
     },
+    ...("invalid" in passDeps.operatorConfig
+      ? {}
+      : { shards: { [sharedLookTask]: sharedLookHandler(passDeps.operatorConfig) } }),
     ownerFromKey: subPoolFromKey,
     readiness: subPoolReadiness,
     reconcile: (ctx, object) => reconcileSubPool(ctx, object, passDeps),

@@ -49,6 +49,7 @@ import {
 } from "./desired.ts";
 import { namespaceOwnership } from "./ownership.ts";
 import { aboveEnvelopeMessage, gatewayReadiness, getOrUndefined, routeState } from "./reconcile.ts";
+import { proxyGatewayOnce } from "./shared-look.ts";
 import { type ReadinessObservation, readinessConditions, subPoolReadiness } from "./status.ts";
 import { runningRequests, validateSubPool } from "./validate.ts";
 
@@ -118,13 +119,10 @@ export function subPoolDrift(config: OperatorConfig): DriftDeclaration {
     lists: subPoolDriftLists,
     async load(ctx, memo) {
       const gateway = config.proxyGateway;
-      const slices = await listAll(ctx.kube, endpointSliceResource, {
-        namespace: gateway.namespace,
-        labelSelector: formatLabelSelector({ "kubernetes.io/service-name": gateway.service }),
-      });
       return {
         config,
-        gateway: gatewayReadiness(slices, gateway),
+        // Memoised for the sweep: the shared look (shared-look.ts) reads the same list.
+        gateway: await proxyGatewayOnce(ctx, memo, gateway),
         gatewayObject: (key) =>
           memo.once(
             `subpool:gateway:${key.namespace}/${key.name}`,

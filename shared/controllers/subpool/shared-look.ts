@@ -12,7 +12,7 @@
  * late, for one job message and 1 + G requests a half period, whatever the number of pools.
  */
 import { formatLabelSelector, type KubeObject, listAll } from "../../kube/index.ts";
-import type { Context, Message, SweepTask } from "../../runtime/index.ts";
+import type { Context, Message, SweepMemo, SweepTask } from "../../runtime/index.ts";
 import { pagesOf } from "../../runtime/index.ts";
 import { ExposureMode, parseSubPool, subPoolResource } from "./api.ts";
 import type { OperatorConfig } from "./config.ts";
@@ -60,21 +60,43 @@ export async function readSharedState(
   ctx: Context,
   config: OperatorConfig,
   gateways: readonly string[],
+  memo?: SweepMemo,
 ): Promise<SharedState> {
-  const { namespace, service } = config.proxyGateway;
-  const slices = await listAll(ctx.kube, endpointSliceResource, {
-    namespace,
-    labelSelector: formatLabelSelector({ "kubernetes.io/service-name": service }),
-  });
-  const state: SharedState = { proxyGateway: gatewayReadiness(slices, config.proxyGateway), gateways: {} };
+  const state: SharedState = {
+    proxyGateway: await proxyGatewayOnce(ctx, memo, config.proxyGateway),
+    gateways: {},
+  };
   for (const key of gateways) {
     const [ns, name] = key.split("/");
     if (!ns || !name) continue;
-    state.gateways[key] = gatewayLiveness(
-      await getOrUndefined(ctx, gatewayResource, { namespace: ns, name }),
-    );
+    // The drift's read of the same Gateway this sweep, when there was one (same memo key).
+    const read = async () => (await getOrUndefined(ctx, gatewayResource, { namespace: ns, name })) ?? null;
+    const gateway = memo ? await memo.once(`subpool:gateway:${key}`, read) : await read();
+    state.gateways[key] = gatewayLiveness(gateway ?? undefined);
   }
   return state;
+}
+
+/**
+ * The shared proxy gateway's readiness from its EndpointSlices: one list, shared through `memo`
+ * by the drift decision and the shared look of one sweep.
+ */
+export function proxyGatewayOnce(
+  ctx: Context,
+  memo: SweepMemo | undefined,
+  gateway: { namespace: string; service: string },
+): Promise<{ ready: boolean; message: string }> {
+  const read = async () =>
+    gatewayReadiness(
+      await listAll(ctx.kube, endpointSliceResource, {
+        namespace: gateway.namespace,
+        labelSelector: formatLabelSelector({ "kubernetes.io/service-name": gateway.service }),
+      }),
+      gateway,
+    );
+  return memo
+    ? memo.once(`subpool:proxy-gateway-slices:${gateway.namespace}/${gateway.service}`, read)
+    : read();
 }
 
 /**
@@ -88,7 +110,7 @@ export function sharedLookSweepTask(config: OperatorConfig, halfPeriodSeconds: n
     name: "subpool-shared-look",
     controller: "subpool",
     withDrift: true,
-    start(ctx, _memo, info) {
+    start(ctx, memo, info) {
       const gateways = new Set<string>();
       let active = 0;
       return {
@@ -103,7 +125,7 @@ export function sharedLookSweepTask(config: OperatorConfig, halfPeriodSeconds: n
         },
         async finish(): Promise<Record<string, number>> {
           if (active === 0) return { looks: 0 };
-          const seen = await readSharedState(ctx, config, [...gateways].sort());
+          const seen = await readSharedState(ctx, config, [...gateways].sort(), memo);
           const due = (info?.at ?? ctx.clock.now()).getTime() + halfPeriodSeconds * 1000;
           const delay = Math.max(0, Math.round((due - ctx.clock.now().getTime()) / 1000));
           const data: LookData = { seen };

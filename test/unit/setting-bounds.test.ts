@@ -12,9 +12,10 @@
  */
 import type { LambdaContext } from "hono/aws-lambda";
 import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
+import { lambdaEnvSchema } from "../../functions/aws/config.ts";
 import { createHandler } from "../../functions/aws/handler.ts";
-import { parseWorkerEnv } from "../../functions/cloudflare/config.ts";
-import { parseNodeHostEnv } from "../../functions/node/config.ts";
+import { parseWorkerEnv, workerEnvSchema } from "../../functions/cloudflare/config.ts";
+import { nodeHostEnvSchema, parseNodeHostEnv } from "../../functions/node/config.ts";
 import { hostApp } from "../../functions/node/server.ts";
 import {
   createKubefn,
@@ -34,6 +35,12 @@ import { testProxy } from "../support/proxies.ts";
 import { subPoolObject } from "../support/subpools.ts";
 
 const ranges = settingRanges(settingsVariables);
+/** Each platform's own schema: the shared settings and its own variables (ports, token renewal). */
+const platformRanges = {
+  node: settingRanges(nodeHostEnvSchema.def.shape),
+  worker: settingRanges(workerEnvSchema.def.shape),
+  lambda: settingRanges(lambdaEnvSchema.def.shape),
+};
 /** A setting without an upper bound is also started far above its lower one. */
 const FAR = 1_000_000;
 /** Reasons a stopped operator writes on its primaries' Ready. */
@@ -48,8 +55,8 @@ const platformFloors: Record<Platform, Record<string, number>> = {
   lambda: { SWEEP_PERIOD_SECONDS: 60 },
 };
 
-const cases = Object.entries(ranges).flatMap(([name, range]) =>
-  platforms.flatMap((platform) => {
+const cases = platforms.flatMap((platform) =>
+  Object.entries(platformRanges[platform]).flatMap(([name, range]) => {
     const floor = platformFloors[platform][name];
     const values = [floor ?? range.min, range.max ?? (range.integer ? FAR : FAR + 0.5)];
     return values.map((value) => ({ platform, name, value }));
@@ -230,6 +237,10 @@ describe("the range table is generated from the schema", () => {
     );
     expect(ranges.SUBPOOL_RECHECK_SECONDS).toEqual({ min: 5, max: 3600, integer: true });
     expect(ranges.SWEEP_PERIOD_SECONDS).toEqual({ min: 1, max: 3600, integer: true });
+    // Each platform's own ranged variables too, and every shared one on each.
+    expect(platformRanges.node.KUBEFN_PORT).toEqual({ min: 0, max: 65535, integer: true });
+    expect(platformRanges.lambda.EKS_TOKEN_RENEW_SECONDS).toEqual({ min: 1, max: 840, integer: true });
+    for (const platform of platforms) expect(platformRanges[platform]).toMatchObject(ranges);
   });
 
   it.each([

@@ -20,7 +20,6 @@ import { subPoolNamespaceName, subPoolResource } from "../../shared/controllers/
 import {
   createFetchTransport,
   createKube,
-  isNotFound,
   type Kube,
   type KubeObject,
   type Resource,
@@ -79,11 +78,6 @@ const readyOf = (o: KubeObject | undefined) =>
   (o?.status as { conditions?: { type: string; reason?: string }[] } | undefined)?.conditions?.find(
     (c) => c.type === "Ready",
   )?.reason;
-const absent = (get: Promise<unknown>) =>
-  get.then(
-    () => undefined,
-    (err: unknown) => (isNotFound(err) ? true : Promise.reject(err)),
-  );
 
 beforeAll(async () => {
   const { httpProxy, adminToken } = clusterInfo();

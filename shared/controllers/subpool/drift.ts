@@ -13,7 +13,6 @@ import {
   isOwnedBy,
   type KubeObject,
   keyOf,
-  listAll,
   mergeLabels,
   type Resource,
   Resources,
@@ -40,7 +39,6 @@ import {
 import type { OperatorConfig } from "./config.ts";
 import {
   desiredFor,
-  endpointSliceResource,
   gatewayResource,
   httpRouteResource,
   type ManagedObject,
@@ -48,7 +46,7 @@ import {
   subPoolOwnedResources,
 } from "./desired.ts";
 import { namespaceOwnership } from "./ownership.ts";
-import { aboveEnvelopeMessage, gatewayReadiness, getOrUndefined, routeState } from "./reconcile.ts";
+import { aboveEnvelopeMessage, getOrUndefined, routeState } from "./reconcile.ts";
 import { proxyGatewayOnce } from "./shared-look.ts";
 import { type ReadinessObservation, readinessConditions, subPoolReadiness } from "./status.ts";
 import { runningRequests, validateSubPool } from "./validate.ts";

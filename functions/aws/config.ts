@@ -56,7 +56,7 @@ const endpointNeeds = (name: "KUBE_SERVER" | "KUBE_CA_DATA") => ({
   path: [name],
 });
 
-const envSchema = platformSchema(
+export const lambdaEnvSchema = platformSchema(
   {
     KUBECONFIG_BASE64: z.optional(z.base64("KUBECONFIG_BASE64 must be base64").check(z.minLength(1))),
     KUBECONFIG: z.optional(z.string().check(z.minLength(1))),
@@ -113,7 +113,12 @@ export class AwsConfigError extends SettingsError {
  * @throws AwsConfigError naming every bad variable.
  */
 export function parseAwsEnv(env: Record<string, string | undefined>): AwsConfig {
-  const { e, settings } = parsePlatformEnv(envSchema, env, "invalid Lambda environment", AwsConfigError);
+  const { e, settings } = parsePlatformEnv(
+    lambdaEnvSchema,
+    env,
+    "invalid Lambda environment",
+    AwsConfigError,
+  );
   return {
     ...settings,
     // The reconcile function does not read the intake's secrets: a key derived from them would

@@ -442,6 +442,35 @@ describe("Scheduled Event → runSweep", () => {
   });
 });
 
+describe("Scheduled Event → the sweep planned from the schedule's time", () => {
+  it("a sweep invoked 2.4 s after its minute plans from the event's `time`, not from the invocation's clock", async () => {
+    const plannedFrom: (Date | undefined)[] = [];
+    const handler = createHandler({
+      env: ENV,
+      endpoint: moto.endpoint,
+      kube: () => kube,
+      operators: () => ({
+        registry: createRegistry([proxyController({ for: ProxyKind })]),
+        sweepTasks: [
+          {
+            name: "planner",
+            controller: "proxy",
+            start: (_ctx, _memo, info) => {
+              plannedFrom.push(info?.at);
+              return { page: async () => {}, finish: async () => ({}) };
+            },
+          },
+        ],
+      }),
+      clock: { now: () => new Date(NOW.getTime() + 2400) },
+      log: silent,
+      metrics: noMetrics,
+    });
+    await handler(fixture("scheduled-event.json"), lambdaContext);
+    expect(plannedFrom).toEqual([new Date("2026-11-30T12:00:00Z")]);
+  });
+});
+
 describe("Scheduled Event at steady state, with the production operators and default settings", () => {
   /** An External Proxy without a health check, as a tenant writes it (its status is the passes'). */
   const external = (i: number) =>

@@ -89,7 +89,8 @@ export function createHandler(options: HandlerOptions) {
         return { forwarded: messages.length };
       }
       case "sweep":
-        return kubefn.sweep();
+        // Planned from the schedule's minute (the event's `time`), not from this invocation's start.
+        return kubefn.sweep(route.scheduledTime ? { scheduledTime: route.scheduledTime } : {});
       default:
         return assertNever(route);
     }
@@ -142,7 +143,7 @@ type Route =
   | { kind: "sqs"; event: SqsEvent }
   | { kind: "logs"; event: { awslogs: { data: string } } }
   | { kind: "reconcile" | "forward"; event: ReconcileEvent }
-  | { kind: "sweep" };
+  | { kind: "sweep"; scheduledTime?: Date };
 
 /**
  * What `role`'s function does with `event`.
@@ -156,7 +157,10 @@ function routeOf(event: unknown, role: HandlerRole): Route {
   if (reconcile && isSqsEvent(event)) return { kind: "sqs", event };
   if (reconcile && isCloudWatchLogsEvent(event)) return { kind: "logs", event };
   if (isReconcileEvent(event)) return { kind: reconcile ? "reconcile" : "forward", event };
-  if (reconcile && isScheduledEvent(event)) return { kind: "sweep" };
+  if (reconcile && isScheduledEvent(event)) {
+    const time = isRecord(event) && typeof event.time === "string" ? new Date(event.time) : undefined;
+    return time && !Number.isNaN(time.getTime()) ? { kind: "sweep", scheduledTime: time } : { kind: "sweep" };
+  }
   const expected = [
     ...(intake ? ["an HTTP"] : []),
     ...(reconcile ? ["an SQS", "a Scheduled Event", "a CloudWatch Logs"] : []),

@@ -36,7 +36,7 @@ export interface WorkerConfig extends KubefnSettings {
   kubeAuth: { token: string } | { google: ServiceAccountKey } | { oidc: OidcIssuerSettings };
 }
 
-const envSchema = platformSchema(
+export const workerEnvSchema = platformSchema(
   {
     KUBE_SERVER: z.url({ protocol: /^https?$/, error: "KUBE_SERVER must be an http(s) URL" }),
     KUBE_TOKEN: z.optional(z.string().check(z.minLength(1))),
@@ -69,7 +69,7 @@ export class WorkerConfigError extends SettingsError {
  */
 export function parseWorkerEnv(env: Record<string, unknown>): WorkerConfig {
   const what = "invalid Worker environment";
-  const { e, settings } = parsePlatformEnv(envSchema, env, what, WorkerConfigError, workerDefaults);
+  const { e, settings } = parsePlatformEnv(workerEnvSchema, env, what, WorkerConfigError, workerDefaults);
   const google = e.KUBE_GOOGLE_CREDENTIALS ? parseServiceAccountKey(e.KUBE_GOOGLE_CREDENTIALS) : undefined;
   return {
     ...settings,

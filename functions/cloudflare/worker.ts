@@ -87,8 +87,10 @@ export default {
     settle(batch.messages, await flushedAfter(exec, metrics, kubefn.consume(deliveries)));
   },
 
-  scheduled(_controller: ScheduledController, env: WorkerEnv, exec: ExecutionContext): void {
+  scheduled(controller: ScheduledController, env: WorkerEnv, exec: ExecutionContext): void {
     const { kubefn, metrics } = partsFor(env);
-    exec.waitUntil(flushedAfter(exec, metrics, kubefn.sweep()));
+    // Planned from the schedule's minute, not from when this invocation started.
+    const sweep = kubefn.sweep({ scheduledTime: new Date(controller.scheduledTime) });
+    exec.waitUntil(flushedAfter(exec, metrics, sweep));
   },
 };

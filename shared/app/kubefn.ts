@@ -120,13 +120,17 @@ export interface Kubefn {
   consume(deliveries: readonly Delivery[], options?: { reads?: SweepMemo }): Promise<Verdict[]>;
   /**
    * One sweep, logged as one `sweep` line. `full` sends every object (a host's first sweep).
+   * `scheduledTime` is when the platform's schedule meant it to run (Workers
+   * `controller.scheduledTime`, the Scheduled Event's `time`): the sweep plans its period, and
+   * counts its probe shards' delays, from it, so a cron that fires late neither doubles nor skips a
+   * probe at the minute's seam.
    *
    * Caveats: a sweep is one invocation: its lists and tasks share `REQUEST_BUDGET`. Where probes
    * run in the sweep (`PROBE_SHARD_SIZE=0`), a fleet whose health changes all at once spends it on
    * probe writes, and the rest are written at the next sweep. While the circuit is open it does nothing
    * (`heldBack`).
    */
-  sweep(options?: { full?: boolean }): Promise<SweepSummary>;
+  sweep(options?: { full?: boolean; scheduledTime?: Date }): Promise<SweepSummary>;
   /**
    * Audit records delivered by other means than HTTP: a CloudWatch Logs subscription's
    * `awslogs.data` (EKS audit logs), mapped exactly as an audit webhook `EventList` and enqueued;
@@ -193,6 +197,12 @@ export function createKubefn(settings: KubefnSettings, ports: KubefnPorts, opera
         issues: settings.operators.subPool.invalid,
       },
     );
+  }
+  for (const { controller, problems } of ops.refused ?? []) {
+    ctx.log.error("an operator did not start: its primaries say so on Ready; the other operators run", {
+      controller,
+      problems,
+    });
   }
   // kubefn's containment: no pass, job or sweep runs while its admission policies are missing.
   const admission = createAdmissionGate({
@@ -358,6 +368,7 @@ export function createKubefn(settings: KubefnSettings, ports: KubefnPorts, opera
           snapshots: true,
           periodSeconds: settings.sweepPeriodSeconds,
           ...(options.full ? { full: true } : {}),
+          ...(options.scheduledTime ? { scheduledAt: options.scheduledTime } : {}),
         });
         sweep.ctx.log.info("sweep", sweepLine(summary));
         sweep.end({ result: "done" });

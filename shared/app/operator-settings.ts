@@ -19,6 +19,7 @@ import { emptyProbeAllowList, type ProbeAllowList, parseProbeAllowList } from ".
 import { dnsLabel } from "../kube/index.ts";
 import * as z from "../zod/index.ts";
 import { commaList } from "./env-values.ts";
+import { operatorSettingRanges } from "./setting-ranges.ts";
 
 /** A GCE resource name (RFC 1035 label), or a partial URL of such names. */
 const gceResourcePath = /^([a-z0-9-]+\/)*[a-z]([-a-z0-9]{0,61}[a-z0-9])?$/;
@@ -185,8 +186,9 @@ export function operatorSettingsFrom(
   let subPoolRecheckSeconds: number | undefined;
   if (e.SUBPOOL_RECHECK_SECONDS !== undefined && e.SUBPOOL_RECHECK_SECONDS !== "") {
     const seconds = Number(e.SUBPOOL_RECHECK_SECONDS);
-    if (Number.isInteger(seconds) && seconds >= 5 && seconds <= 3600) subPoolRecheckSeconds = seconds;
-    else subPoolIssues.push("SUBPOOL_RECHECK_SECONDS: must be whole seconds from 5 to 3600");
+    const { min, max } = operatorSettingRanges.SUBPOOL_RECHECK_SECONDS;
+    if (Number.isInteger(seconds) && seconds >= min && seconds <= max) subPoolRecheckSeconds = seconds;
+    else subPoolIssues.push(`SUBPOOL_RECHECK_SECONDS: must be whole seconds from ${min} to ${max}`);
   }
   // A bad SUBPOOL_* value stops SubPools only: each says so on Ready (InvalidOperatorConfig).
   const parsed = parseOperatorConfig(data);

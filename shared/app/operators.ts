@@ -14,11 +14,16 @@ import {
   type ProvidersByName,
 } from "../controllers/proxy/providers/index.ts";
 import { defaultSiteRegistry, siteController } from "../controllers/site/index.ts";
-import { subPoolController } from "../controllers/subpool/index.ts";
+import {
+  defaultOperatorConfig,
+  defaultSubPoolTimings,
+  sharedLookSweepTask,
+  subPoolController,
+} from "../controllers/subpool/index.ts";
 import type { ProbeAllowList, Prober } from "../health/index.ts";
 import type { Kube, KubeObject } from "../kube/index.ts";
 import type { Context, SweepTask } from "../runtime/index.ts";
-import { createRegistry, type Registry } from "../runtime/index.ts";
+import { createRegistry, type RefusedController, type Registry, startable } from "../runtime/index.ts";
 import type { OperatorSettings } from "./operator-settings.ts";
 
 /** What every platform runs: the registry, the sweep's periodic tasks, and extra HTTP routes. */
@@ -27,6 +32,11 @@ export interface Operators {
   sweepTasks: SweepTask[];
   /** Routes mounted beside the intake (discovery, leases). */
   routes?: (ctx: Context) => Hono;
+  /**
+   * Operators whose definition a setting made invalid: each runs as a stand-in that says so on its
+   * primaries' Ready, and the others run on (see {@link startable}).
+   */
+  refused?: readonly RefusedController[];
 }
 
 export interface OperatorOptions {
@@ -93,26 +103,46 @@ export function createOperators(opts: OperatorOptions): Operators {
     ...(opts.minReportIntervalSeconds ? { minReportIntervalSeconds: opts.minReportIntervalSeconds } : {}),
     ...(opts.probeShardSize ? { fanOut: { shardSize: opts.probeShardSize } } : {}),
   });
+  // Each operator is built and validated alone: a setting that makes one definition invalid stops
+  // that operator only, with a condition on its primaries, never another's start.
+  const refused: RefusedController[] = [];
   const registry = createRegistry([
-    proxyController({
-      providers: (ctx) => providersFor(ctx.kube),
-      shards: { [probeShardTask]: health.handleShard },
-      ...(opts.settings ? { instanceAllowList: opts.settings.proxy.instanceAllowList } : {}),
-      ...(probeAllowList ? { probeAllowList } : {}),
-      ...(opts.proxyResyncSeconds ? { timings: { driftPoll: opts.proxyResyncSeconds } } : {}),
-    }),
-    subPoolController({
-      ...(opts.settings ? { operatorConfig: opts.settings.subPool } : {}),
-      ...(opts.settings?.subPoolRecheckSeconds
-        ? { timings: { activeRequeue: opts.settings.subPoolRecheckSeconds } }
-        : {}),
-    }),
-    siteController({
-      registry: defaultSiteRegistry(opts.siteManifests ? { manifests: opts.siteManifests } : {}),
-      env: opts.settings
-        ? { config: opts.settings.site.config, namespace: opts.settings.site.namespace }
-        : { config: defaultSiteConfig },
-    }),
+    startable(
+      "proxy",
+      () =>
+        proxyController({
+          providers: (ctx) => providersFor(ctx.kube),
+          shards: { [probeShardTask]: health.handleShard },
+          ...(opts.settings ? { instanceAllowList: opts.settings.proxy.instanceAllowList } : {}),
+          ...(probeAllowList ? { probeAllowList } : {}),
+          ...(opts.proxyResyncSeconds ? { timings: { driftPoll: opts.proxyResyncSeconds } } : {}),
+        }),
+      refused,
+    ),
+    startable(
+      "subpool",
+      () =>
+        subPoolController({
+          ...(opts.settings ? { operatorConfig: opts.settings.subPool } : {}),
+          ...(opts.settings?.subPoolRecheckSeconds
+            ? { timings: { activeRequeue: opts.settings.subPoolRecheckSeconds } }
+            : {}),
+        }),
+      refused,
+      // SubPools say so as a bad SUBPOOL_* value does (Decision 1): InvalidOperatorConfig.
+      (problems) => subPoolController({ operatorConfig: { invalid: problems.join("; ") } }),
+    ),
+    startable(
+      "site",
+      () =>
+        siteController({
+          registry: defaultSiteRegistry(opts.siteManifests ? { manifests: opts.siteManifests } : {}),
+          env: opts.settings
+            ? { config: opts.settings.site.config, namespace: opts.settings.site.namespace }
+            : { config: defaultSiteConfig },
+        }),
+      refused,
+    ),
   ]);
   return {
     registry,
@@ -120,6 +150,8 @@ export function createOperators(opts: OperatorOptions): Operators {
       health,
       proxyPhaseGaugeTask(),
       leaseSweepTask(),
+      // The seed's 30 s look at the shared Gateway and proxy gateway, for all pools together.
+      ...sharedLook(opts.settings?.subPool ?? defaultOperatorConfig),
       {
         name: "proxy-orphans",
         controller: "proxy",
@@ -132,7 +164,17 @@ export function createOperators(opts: OperatorOptions): Operators {
       },
     ],
     ...(opts.apiToken ? { routes: crawlerRoutes(opts.apiToken) } : {}),
+    ...(refused.length > 0 ? { refused } : {}),
   };
+}
+
+/**
+ * The seed's 30 s look at what no pool owns, half a drift period after each drift (none while the
+ * SubPool settings are invalid: SubPools are not reconciled then).
+ */
+function sharedLook(config: OperatorSettings["subPool"]): SweepTask[] {
+  if ("invalid" in config) return [];
+  return [sharedLookSweepTask(config, Math.floor(defaultSubPoolTimings.resync / 2))];
 }
 
 /**

@@ -42,6 +42,7 @@ describe("applyHealthSweep", () => {
         object: { metadata: { name: key!.name, resourceVersion: "2" } },
       })),
       reconcilesRequested: 1,
+      reconcilesLost: 0,
     });
     expect(patched.sort()).toEqual(["a", "d"]);
     expect(sent).toEqual([

@@ -57,9 +57,9 @@ describe("recordProbe transitions", () => {
         verdict: true,
         consecOK: 2,
         consecFail: 0,
-        reported: { healthy: true, latencyMs: 10, at: at(60).toISOString() },
+        reported: { healthy: true, latencyMs: 10, at: at(60).toISOString(), samples: 1 },
       },
-      report: { healthy: true, latencyMs: 10, at: at(60).toISOString(), reason: "FirstVerdict" },
+      report: { healthy: true, latencyMs: 10, at: at(60).toISOString(), reason: "FirstVerdict", samples: 1 },
     },
     {
       name: "fail reaching failureThreshold: first verdict unhealthy",
@@ -70,9 +70,15 @@ describe("recordProbe transitions", () => {
         verdict: false,
         consecOK: 0,
         consecFail: 3,
-        reported: { healthy: false, latencyMs: 5000, at: at(120).toISOString() },
+        reported: { healthy: false, latencyMs: 5000, at: at(120).toISOString(), samples: 1 },
       },
-      report: { healthy: false, latencyMs: 5000, at: at(120).toISOString(), reason: "FirstVerdict" },
+      report: {
+        healthy: false,
+        latencyMs: 5000,
+        at: at(120).toISOString(),
+        reason: "FirstVerdict",
+        samples: 1,
+      },
     },
     {
       name: "a failure resets the success count before any verdict",
@@ -97,9 +103,15 @@ describe("recordProbe transitions", () => {
         verdict: false,
         consecOK: 0,
         consecFail: 3,
-        reported: { healthy: false, latencyMs: 5000, at: at(120).toISOString() },
+        reported: { healthy: false, latencyMs: 5000, at: at(120).toISOString(), samples: 1 },
       },
-      report: { healthy: false, latencyMs: 5000, at: at(120).toISOString(), reason: "ThresholdFlip" },
+      report: {
+        healthy: false,
+        latencyMs: 5000,
+        at: at(120).toISOString(),
+        reason: "ThresholdFlip",
+        samples: 1,
+      },
     },
     {
       name: "unhealthy + ok below successThreshold: stays unhealthy",
@@ -117,9 +129,15 @@ describe("recordProbe transitions", () => {
         verdict: true,
         consecOK: 2,
         consecFail: 0,
-        reported: { healthy: true, latencyMs: 30, at: at(120).toISOString() },
+        reported: { healthy: true, latencyMs: 30, at: at(120).toISOString(), samples: 1 },
       },
-      report: { healthy: true, latencyMs: 30, at: at(120).toISOString(), reason: "ThresholdFlip" },
+      report: {
+        healthy: true,
+        latencyMs: 30,
+        at: at(120).toISOString(),
+        reason: "ThresholdFlip",
+        samples: 1,
+      },
     },
     {
       name: "threshold flips are not rate-limited: a flip 30 s after the last report is reported at once",
@@ -130,9 +148,15 @@ describe("recordProbe transitions", () => {
         verdict: false,
         consecOK: 0,
         consecFail: 3,
-        reported: { healthy: false, latencyMs: 5000, at: at(30).toISOString() },
+        reported: { healthy: false, latencyMs: 5000, at: at(30).toISOString(), samples: 1 },
       },
-      report: { healthy: false, latencyMs: 5000, at: at(30).toISOString(), reason: "ThresholdFlip" },
+      report: {
+        healthy: false,
+        latencyMs: 5000,
+        at: at(30).toISOString(),
+        reason: "ThresholdFlip",
+        samples: 1,
+      },
     },
     {
       name: "latency change > max(20ms, 50%) in one probe: not reported yet, confirmations asked",
@@ -146,8 +170,17 @@ describe("recordProbe transitions", () => {
       name: "latency change in three probes: the median is reported",
       prev: healthyReported(0, 100),
       probe: { ...ok(190, 60), confirmations: [151, 170] },
-      state: { ...healthyReported(0), reported: { healthy: true, latencyMs: 170, at: at(60).toISOString() } },
-      report: { healthy: true, latencyMs: 170, at: at(60).toISOString(), reason: "LatencyChange" },
+      state: {
+        ...healthyReported(0),
+        reported: { healthy: true, latencyMs: 170, at: at(60).toISOString(), samples: 3 },
+      },
+      report: {
+        healthy: true,
+        latencyMs: 170,
+        at: at(60).toISOString(),
+        reason: "LatencyChange",
+        samples: 3,
+      },
     },
     {
       name: "a confirmation back inside the band: jitter, nothing reported or stored",
@@ -161,8 +194,17 @@ describe("recordProbe transitions", () => {
       prev: healthyReported(0, 100),
       probe: ok(151, 60),
       cfg: { ...cfg, latencySamples: 1 },
-      state: { ...healthyReported(0), reported: { healthy: true, latencyMs: 151, at: at(60).toISOString() } },
-      report: { healthy: true, latencyMs: 151, at: at(60).toISOString(), reason: "LatencyChange" },
+      state: {
+        ...healthyReported(0),
+        reported: { healthy: true, latencyMs: 151, at: at(60).toISOString(), samples: 1 },
+      },
+      report: {
+        healthy: true,
+        latencyMs: 151,
+        at: at(60).toISOString(),
+        reason: "LatencyChange",
+        samples: 1,
+      },
     },
     {
       name: "latency change of exactly 50%: not reported, no state change",
@@ -182,8 +224,11 @@ describe("recordProbe transitions", () => {
       name: "small latency: 10 → 31 in three probes is a change",
       prev: healthyReported(0, 10),
       probe: { ...ok(31, 60), confirmations: [40, 35] },
-      state: { ...healthyReported(0), reported: { healthy: true, latencyMs: 35, at: at(60).toISOString() } },
-      report: { healthy: true, latencyMs: 35, at: at(60).toISOString(), reason: "LatencyChange" },
+      state: {
+        ...healthyReported(0),
+        reported: { healthy: true, latencyMs: 35, at: at(60).toISOString(), samples: 3 },
+      },
+      report: { healthy: true, latencyMs: 35, at: at(60).toISOString(), reason: "LatencyChange", samples: 3 },
     },
     {
       name: "latency change inside the interval: suppressed, nothing stored",
@@ -209,9 +254,9 @@ describe("recordProbe transitions", () => {
         verdict: true,
         consecOK: 2,
         consecFail: 0,
-        reported: { healthy: true, latencyMs: 13, at: at(0).toISOString() },
+        reported: { healthy: true, latencyMs: 13, at: at(0).toISOString(), samples: 1 },
       },
-      report: { healthy: true, latencyMs: 13, at: at(0).toISOString(), reason: "FirstVerdict" },
+      report: { healthy: true, latencyMs: 13, at: at(0).toISOString(), reason: "FirstVerdict", samples: 1 },
     },
     {
       name: "a flip back inside the interval is not absorbed: the flip back is reported too",
@@ -222,9 +267,15 @@ describe("recordProbe transitions", () => {
         verdict: true,
         consecOK: 2,
         consecFail: 0,
-        reported: { healthy: true, latencyMs: 100, at: at(40).toISOString() },
+        reported: { healthy: true, latencyMs: 100, at: at(40).toISOString(), samples: 1 },
       },
-      report: { healthy: true, latencyMs: 100, at: at(40).toISOString(), reason: "ThresholdFlip" },
+      report: {
+        healthy: true,
+        latencyMs: 100,
+        at: at(40).toISOString(),
+        reason: "ThresholdFlip",
+        samples: 1,
+      },
     },
     {
       name: "report time in the near future (clock skew) still rate-limits latency reports",
@@ -238,8 +289,11 @@ describe("recordProbe transitions", () => {
       name: "an unparseable report time opens no window",
       prev: { ...healthyReported(0), reported: { healthy: true, latencyMs: 100, at: "yesterday" } },
       probe: { ...ok(500, 1), confirmations: [500, 500] },
-      state: { ...healthyReported(0), reported: { healthy: true, latencyMs: 500, at: at(1).toISOString() } },
-      report: { healthy: true, latencyMs: 500, at: at(1).toISOString(), reason: "LatencyChange" },
+      state: {
+        ...healthyReported(0),
+        reported: { healthy: true, latencyMs: 500, at: at(1).toISOString(), samples: 3 },
+      },
+      report: { healthy: true, latencyMs: 500, at: at(1).toISOString(), reason: "LatencyChange", samples: 3 },
     },
     {
       name: "counters above a lowered threshold are clamped",
@@ -348,6 +402,8 @@ describe("instances and seeding", () => {
       latencyMs: 40,
       at: at(600).toISOString(),
       reason: "LatencyChange",
+      // Nothing reported to confirm against: one probe, as the seed reports it.
+      samples: 1,
     });
   });
 

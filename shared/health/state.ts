@@ -59,6 +59,12 @@ export interface ReportedHealth {
   latencyMs?: number;
   /** ISO timestamp of the probe that was reported. */
   at?: string;
+  /**
+   * How many probes `latencyMs` is the median of: 3 for a latency change (the first probe and two
+   * confirmations, {@link defaultLatencySamples}), 1 for a verdict (the seed's one probe). Absent in
+   * markers stored before it was kept, and in seeded ones.
+   */
+  samples?: number;
 }
 
 export interface HealthState {
@@ -103,6 +109,8 @@ export interface HealthReport {
   latencyMs: number;
   at: string;
   reason: ReportReason;
+  /** Probes `latencyMs` is the median of (1: the seed's one probe). */
+  samples: number;
 }
 
 export interface RecordResult {
@@ -182,9 +190,10 @@ export function recordProbe(
       confirm = true;
     } else {
       const at = probe.at.toISOString();
-      const figure = reason === "LatencyChange" ? median(samples) : latencyMs;
-      reported = { healthy: verdict, latencyMs: figure, at };
-      report = { healthy: verdict, latencyMs: figure, at, reason };
+      const counted = reason === "LatencyChange" ? samples : [latencyMs];
+      const figure = median(counted);
+      reported = { healthy: verdict, latencyMs: figure, at, samples: counted.length };
+      report = { healthy: verdict, latencyMs: figure, at, reason, samples: counted.length };
     }
   }
 
@@ -308,6 +317,7 @@ export function makeState(s: HealthState): HealthState {
     const r: ReportedHealth = { healthy: s.reported.healthy };
     if (s.reported.latencyMs !== undefined) r.latencyMs = s.reported.latencyMs;
     if (s.reported.at !== undefined) r.at = s.reported.at;
+    if (s.reported.samples !== undefined) r.samples = s.reported.samples;
     out.reported = r;
   }
   if (s.refused) out.refused = { reason: s.refused.reason, message: s.refused.message };

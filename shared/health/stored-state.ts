@@ -44,6 +44,7 @@ const stateSchema = z.object({
       healthy: z.boolean(),
       latencyMs: z.optional(z.number().check(z.gte(0))),
       at: z.optional(z.iso.datetime({ offset: true })),
+      samples: z.optional(z.int().check(z.gte(1)).check(z.lte(100))),
     }),
   ),
   refused: z.optional(z.object({ reason: refusalReason, message: z.string() })),

@@ -126,7 +126,7 @@ describe("probeAll", () => {
       verdict: true,
       consecOK: 1,
       consecFail: 0,
-      reported: { healthy: true, latencyMs: 12, at: now.toISOString() },
+      reported: { healthy: true, latencyMs: 12, at: now.toISOString(), samples: 1 },
     });
   });
 

@@ -161,8 +161,12 @@ export interface HealthSweepStats {
 }
 
 export interface HealthSweepResult {
-  /** Merge patches of the stored health (`status.health`); none in steady state. */
-  statusPatches: Array<{ key: ObjectKey; patch: Patch }>;
+  /**
+   * Merge patches of the stored health (`status.health`); none in steady state. A patch whose key
+   * is also in `reconcileKeys` carries `unreported`: the state to store instead when the reconcile
+   * request is lost (the reported markers as they were), so the next probe reports again.
+   */
+  statusPatches: Array<{ key: ObjectKey; patch: Patch; unreported?: HealthState }>;
   /**
    * Proxies whose status must change (a report, or a refusal that appeared, changed or cleared).
    * Enqueue a reconcile for each *after* its status.health patch succeeded: the reconciler reads the
@@ -210,7 +214,12 @@ export async function probeAll<P>(opts: ProbeAllOptions<P>): Promise<HealthSweep
     writes: 0,
   };
   outcomes.forEach((o, i) => {
-    if (o.patch) statusPatches.push({ key: o.outcome.key, patch: o.patch });
+    if (o.patch)
+      statusPatches.push({
+        key: o.outcome.key,
+        patch: o.patch,
+        ...(o.reconcile && o.unreported ? { unreported: o.unreported } : {}),
+      });
     if (o.reconcile) reconcileKeys.push(o.outcome.key);
     if (o.outcome.kind === "skipped") stats.skipped++;
     if (o.outcome.kind === "refused") stats.refused++;
@@ -231,6 +240,8 @@ interface Swept {
   outcome: SubjectOutcome;
   patch?: Patch | null;
   reconcile?: boolean;
+  /** With `reconcile`: the new state with the report left undone (see {@link unreportedState}). */
+  unreported?: HealthState;
   suppressed?: boolean;
 }
 
@@ -357,7 +368,23 @@ async function sweepOne<P>(
       latencyOnly ? s.latencyStatus?.(latencyOnly) : undefined,
     ),
     reconcile: (recorded.report !== undefined && !latencyOnly) || hadRefusal,
+    unreported: unreportedState(recorded.state, previous),
     suppressed: recorded.suppressed !== undefined,
+  };
+}
+
+/**
+ * `state` with what it reports undone: the reported markers and the refusal as `previous` had them
+ * (000 §6: "on drop the reported markers do NOT advance → next probe retries"). The counters and
+ * the verdict keep what was probed.
+ */
+export function unreportedState(state: HealthState, previous: HealthState | undefined): HealthState {
+  const { reported: _reported, refused: _refused, ...counters } = state;
+  const same = previous?.instance === state.instance;
+  return {
+    ...counters,
+    ...(same && previous.reported ? { reported: previous.reported } : {}),
+    ...(same && previous.refused ? { refused: previous.refused } : {}),
   };
 }
 
@@ -374,6 +401,7 @@ function refused(
     outcome: { key: s.key, kind: "refused", state },
     patch: healthStatusPatch(s.stored, state, s.resourceVersion),
     reconcile: changed,
+    unreported: unreportedState(state, previous),
   };
 }
 

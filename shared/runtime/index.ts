@@ -102,6 +102,7 @@ export {
   statusSealFrom,
   UNSEALED_STATUS_FIELDS,
 } from "./status-seal.ts";
+export { OPERATOR_NOT_STARTED, type RefusedController, startable, stoppedController } from "./stopped.ts";
 export { planSweep, type SweepInput, type SweepPlan, sweepBucket } from "./sweep.ts";
 export {
   createSweepLease,
@@ -113,11 +114,18 @@ export {
   type SweepLeaseObject,
   type SweepLeaseOptions,
 } from "./sweep-lease.ts";
-export { type ControllerSweep, runSweep, type SweepOptions, type SweepSummary } from "./sweep-run.ts";
+export {
+  type ControllerSweep,
+  runSweep,
+  type SweepOptions,
+  type SweepSummary,
+  sweepInstant,
+} from "./sweep-run.ts";
 export {
   createSweepMemo,
   runSweepTask,
   type SweepMemo,
+  type SweepRunInfo,
   type SweepTask,
   type SweepTaskRun,
 } from "./sweep-task.ts";

@@ -28,6 +28,7 @@ export const UNSEALED_STATUS_FIELDS: ReadonlySet<string> = new Set([
   SEAL_FIELD,
   "health",
   "latencyMillis",
+  "latencySamples",
   "lastHealthCheckTime",
 ]);
 

@@ -12,7 +12,13 @@ import {
   SWEEP_PAGE_SIZE,
 } from "./drift.ts";
 import type { Registry } from "./registry.ts";
-import { createSweepMemo, type SweepMemo, type SweepTask, type SweepTaskRun } from "./sweep-task.ts";
+import {
+  createSweepMemo,
+  type SweepMemo,
+  type SweepRunInfo,
+  type SweepTask,
+  type SweepTaskRun,
+} from "./sweep-task.ts";
 import type { Context, Message, Request, Trigger } from "./types.ts";
 
 export interface SweepOptions {
@@ -28,6 +34,26 @@ export interface SweepOptions {
   safetyNetSeconds?: number;
   /** Page size of every list; default 500. */
   pageSize?: number;
+  /**
+   * When the platform's schedule meant this sweep to run (Workers `controller.scheduledTime`, the
+   * Scheduled Event's `time`): the sweep plans its period from it, not from when the invocation
+   * happened to start, so a cron firing late or early neither doubles nor skips what falls at the
+   * seam (see {@link sweepInstant}).
+   */
+  scheduledAt?: Date;
+}
+
+/**
+ * The instant a sweep plans its period from: the schedule's time when given and within one period
+ * of the clock, else the clock. Sweeps planned from their schedule's times tile the clock exactly
+ * (each plans `[at, at + period)`), whatever the invocations' jitter.
+ *
+ * Caveats: a schedule's time more than a period away (a retried invocation long after) is not
+ * trusted: that sweep plans from the clock, as one without a schedule does.
+ */
+export function sweepInstant(clock: Date, scheduledAt: Date | undefined, periodSeconds: number): Date {
+  if (!scheduledAt || Number.isNaN(scheduledAt.getTime())) return clock;
+  return Math.abs(clock.getTime() - scheduledAt.getTime()) < periodSeconds * 1000 ? scheduledAt : clock;
 }
 
 /** What the sweep did for one controller. */
@@ -77,8 +103,8 @@ export async function runSweep(
   options: SweepOptions,
 ): Promise<SweepSummary> {
   const started = performance.now();
-  const now = ctx.clock.now();
   const periodSeconds = options.periodSeconds ?? 60;
+  const now = sweepInstant(ctx.clock.now(), options.scheduledAt, periodSeconds);
   const pageSize = options.pageSize ?? SWEEP_PAGE_SIZE;
   const summary: SweepSummary = { controllers: {}, tasks: {}, durationMs: 0 };
   const memo = createSweepMemo();
@@ -101,6 +127,7 @@ export async function runSweep(
       def.name,
       memo,
       summary,
+      { at: now },
     );
     try {
       for await (const page of pagesOf(ctx.kube, def.for, { limit: pageSize })) {
@@ -175,6 +202,7 @@ function startTasks(
   controller: string,
   memo: SweepMemo,
   summary: SweepSummary,
+  info: SweepRunInfo,
 ): GuardedRun[] {
   return tasks
     .filter((t) => t.controller === controller)
@@ -188,7 +216,7 @@ function startTasks(
         summary.tasks[task.name] = { error: String(err) };
       };
       try {
-        run = task.start(ctx, memo);
+        run = task.start(ctx, memo, info);
       } catch (err) {
         fail(err);
       }

@@ -26,7 +26,17 @@ export interface SweepTask {
    */
   withDrift?: boolean;
   /** Begins this sweep's run of the task. */
-  start(ctx: Context, memo: SweepMemo): SweepTaskRun;
+  start(ctx: Context, memo: SweepMemo, info?: SweepRunInfo): SweepTaskRun;
+}
+
+/** What a task's run knows of its sweep. */
+export interface SweepRunInfo {
+  /**
+   * The instant the sweep plans its period from: its schedule's time where the platform gives
+   * one (see `sweepInstant`), else the clock at its start. Plan from this, and count delays from
+   * it, so that sweeps tile the clock whatever their invocations' jitter.
+   */
+  at: Date;
 }
 
 /** One sweep's run of a {@link SweepTask}. */
@@ -48,8 +58,9 @@ export async function runSweepTask(
   ctx: Context,
   pages: Iterable<readonly KubeObject[]> | AsyncIterable<readonly KubeObject[]>,
   memo: SweepMemo = createSweepMemo(),
+  info?: SweepRunInfo,
 ): Promise<Record<string, number>> {
-  const run = task.start(ctx, memo);
+  const run = task.start(ctx, memo, info);
   for await (const page of pages) await run.page(page);
   return run.finish();
 }

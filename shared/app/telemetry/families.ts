@@ -143,6 +143,10 @@ export const families: Readonly<Record<string, Family>> = {
     help: "Node-host replicas' looks at the sweep Lease, by result: held (this replica sweeps), standby or error.",
   },
   kubefn_health_patch_errors_total: { type: "counter", help: "Health annotation writes that failed." },
+  kubefn_health_reports_lost_total: {
+    type: "counter",
+    help: "Health reports whose pass the queue refused: their markers were stored back, so the next probe retries.",
+  },
   kubefn_proxy_last_probe_timestamp_seconds: {
     type: "gauge",
     help: "Unix time of the Proxy's last health probe (removed with the Proxy).",

@@ -174,6 +174,7 @@ export const proxyStatusSchema = z.object({
   providerID: z.optional(z.string()),
   ip: z.optional(z.string()),
   latencyMillis: z.optional(z.int().check(z.gte(0))),
+  latencySamples: z.optional(z.int().check(z.gte(1)).check(z.lte(100))),
   lastHealthCheckTime: z.optional(z.iso.datetime({ offset: true })),
   conditions: z.optional(conditionsSchema()),
   health: z.optional(z.string().check(z.maxLength(4096))),

@@ -99,7 +99,9 @@ export const proxyCrd: CrdSpec = {
       "Pending: no instance yet. Provisioning: the instance is starting or not yet probed healthy. Ready: probes pass. Unhealthy: probes fail. Failed: a PermanentError condition, until the spec changes. Deleting: the instance is being deleted.",
     providerID: "The provider's identifier of the current instance.",
     ip: "The instance address (Managed) or spec.endpoint.host (External).",
-    latencyMillis: "Latency of the last status-affecting probe.",
+    latencyMillis: "Latency of the last status-affecting probe: the median of latencySamples probes.",
+    latencySamples:
+      "How many probes latencyMillis is the median of: 1 for a verdict (the seed's one probe), 3 for a confirmed latency change (three probes a second apart, all outside the band).",
     lastHealthCheckTime: "Time of the last status-affecting probe (suppressed probes do not write status).",
     ...conditionsNotes("conditions", withSummary(Object.values(ProxyConditionType))),
     health:

@@ -24,6 +24,46 @@ function externalProxy(name: string, status: Record<string, unknown> = {}): Kube
 }
 
 describe("proxy health task", () => {
+  it("000 §6: a reconcile request the queue drops leaves the reported markers where they were, so the next probe asks again", async () => {
+    const kube = new FakeKube();
+    const proxy = externalProxy("dropped");
+    Object.assign((proxy.spec as { healthCheck: object }).healthCheck, { successThreshold: 1 });
+    kube.seed(proxyResource, proxy);
+    const { ctx, recorded } = fakeContext(kube, { now });
+    const send = ctx.queue.send;
+    let drop = true;
+    ctx.queue.send = async (messages, delay) => {
+      if (drop) throw new Error("queue unavailable");
+      return send(messages, delay);
+    };
+    const task = proxyHealthTask({
+      prober: { probe: async () => ({ ok: true, latencyMs: 5 }) },
+      concurrency: 4,
+      sweepPeriodSeconds: 60,
+      confirmDelayMs: 0,
+    });
+    const key = { namespace: "crawl", name: "dropped" };
+    const health = () =>
+      JSON.parse(
+        (kube.stored(proxyResource, key)?.status as { health?: string } | undefined)?.health ?? "{}",
+      ) as {
+        verdict?: boolean;
+        reported?: unknown;
+      };
+    await task.handleShard(ctx, [kube.stored(proxyResource, key)!]);
+    // The probe counted (the verdict is reached) but nothing says it was reported.
+    expect(health()).toMatchObject({ verdict: true });
+    expect(health().reported).toBeUndefined();
+    expect(recorded.sent).toEqual([]);
+
+    drop = false;
+    await task.handleShard(ctx, [kube.stored(proxyResource, key)!]);
+    expect(recorded.sent.flatMap((s) => s.messages.map((m) => m.request))).toEqual([
+      { controller: "proxy", namespace: "crawl", name: "dropped" },
+    ]);
+    expect(health().reported).toMatchObject({ healthy: true });
+  });
+
   it("attack: a tenant's hanging probe target holds the shared probe slots no longer than the timeout cap (30 s, and never past its interval)", async () => {
     // Tenant A writes six Proxies (the Worker's PROBE_CONCURRENCY) at a target that never answers,
     // with the largest timeout the old CRD allowed; tenant B's Proxy shares the shard.
@@ -374,7 +414,12 @@ describe("a latency report costs one status patch, no pass", () => {
     const writes = kube.calls.filter((c) => c.method !== "get" && c.method !== "list");
     expect(writes.map((c) => c.method)).toEqual(["patchStatus"]);
     const after = await kube.get(proxyResource, { namespace: "crawl", name: "steady" });
-    expect(after.status).toMatchObject({ latencyMillis: 300, lastHealthCheckTime: "2026-11-30T12:00:00Z" });
+    // 000 §6: the figure is the median of three probes, and status says how many (1 = the seed's).
+    expect(after.status).toMatchObject({
+      latencyMillis: 300,
+      latencySamples: 3,
+      lastHealthCheckTime: "2026-11-30T12:00:00Z",
+    });
     const shared = {
       instancesIn: async () => undefined,
       providers: new Set<string>(),
@@ -410,5 +455,64 @@ describe("a latency report costs one status patch, no pass", () => {
     };
     expect(await proxyDriftReason(p, shared)).toBe("health");
     expect(await proxyDriftReason(converged(10), shared)).toBeUndefined();
+  });
+});
+
+describe("probe cadence at the minute seams (cron jitter, a fake clock)", () => {
+  it("an hour of sweeps whose cron fires 0–2.9 s late and lists for 1.3 s: no probe doubled or skipped, each on its rhythm", async () => {
+    const intervals = [7, 30, 45, 60, 90];
+    const proxies = Array.from({ length: 25 }, (_, i) => {
+      const p = externalProxy(`p${i}`);
+      Object.assign((p.spec as { healthCheck: object }).healthCheck, { intervalSeconds: intervals[i % 5] });
+      return p;
+    });
+    const start = Date.parse("2026-11-30T12:00:00Z");
+    let clock = start;
+    const kube = new FakeKube();
+    const { ctx } = fakeContext(kube);
+    ctx.clock = { now: () => new Date(clock) };
+    /** Each Proxy's probes: when its shard was due, and when its message fires (sent at + delay). */
+    const probes = new Map<string, { due: number; fires: number }[]>();
+    ctx.queue.send = async (messages, delaySeconds = 0) => {
+      for (const m of messages)
+        for (const o of m.shard?.objects ?? []) {
+          const name = (o as KubeObject).metadata.name!;
+          const probe = { due: m.shard?.due ?? Number.NaN, fires: clock + delaySeconds * 1000 };
+          probes.set(name, [...(probes.get(name) ?? []), probe]);
+        }
+    };
+    const task = proxyHealthTask({
+      prober: { probe: async () => ({ ok: true, latencyMs: 1 }) },
+      concurrency: 4,
+      sweepPeriodSeconds: 60,
+      fanOut: { shardSize: 40 },
+    });
+    for (let k = 0; k < 60; k++) {
+      const scheduled = start + k * 60_000;
+      // The invocation starts late by a jitter that moves across whole seconds from run to run.
+      clock = scheduled + ((k * 7919) % 30) * 100;
+      const listing = (async function* () {
+        clock += 1300; // the listing took 1.3 s: shards are sent after it
+        yield proxies;
+      })();
+      await runSweepTask(task, ctx, listing, undefined, { at: new Date(scheduled) });
+    }
+    for (const [i, p] of proxies.entries()) {
+      const interval = intervals[i % 5]!;
+      const seen = (probes.get(p.metadata.name!) ?? []).sort((x, y) => x.due - y.due);
+      const dues = seen.map((x) => x.due / 1000);
+      // Planned on the Proxy's rhythm across every seam: no due time twice, none missing.
+      expect(
+        new Set(dues.slice(1).map((t, j) => t - dues[j]!)),
+        `${p.metadata.name} every ${interval} s`,
+      ).toEqual(new Set([interval]));
+      expect(dues.length).toBeGreaterThanOrEqual(Math.floor(3600 / interval));
+      expect(dues.length).toBeLessThanOrEqual(Math.ceil(3600 / interval));
+      // Each fires at its due time (to the second), or as soon as sent when the sweep ran past it.
+      for (const { due, fires } of seen) {
+        expect(fires - due).toBeGreaterThanOrEqual(-500);
+        expect(fires - due).toBeLessThanOrEqual(2900 + 1300 + 500);
+      }
+    }
   });
 });

@@ -186,6 +186,13 @@ export function proxyHealthTask(opts: ProxyHealthTaskOptions): SweepTask & {
       ctx.log.error("health status writes failed", { failed: applied.failed, written: applied.written });
       ctx.metrics.count("kubefn_health_patch_errors_total", {}, applied.failed);
     }
+    if (applied.reconcilesLost > 0) {
+      // Their markers were stored back: the next probe of each reports again (000 §6).
+      ctx.log.warn("health reports not sent: the queue refused their passes; the next probe retries", {
+        lost: applied.reconcilesLost,
+      });
+      ctx.metrics.count("kubefn_health_reports_lost_total", {}, applied.reconcilesLost);
+    }
     let retried: Record<string, number> | undefined;
     if (retryConflicts && applied.conflictKeys.length > 0) {
       // A shard carries the Proxies as listed up to a minute ago; a pass may have written one
@@ -224,7 +231,7 @@ export function proxyHealthTask(opts: ProxyHealthTaskOptions): SweepTask & {
   return {
     name: "proxy-health",
     controller: proxyControllerName,
-    start(ctx) {
+    start(ctx, _memo, info) {
       const series = listedProxySeries(ctx.metrics);
       if (!opts.fanOut) {
         // In process: each page is probed (bounded concurrency) before the next is listed.
@@ -241,10 +248,12 @@ export function proxyHealthTask(opts: ProxyHealthTaskOptions): SweepTask & {
           },
         };
       }
-      const now = ctx.clock.now();
+      // Planned from the sweep's scheduled instant, so sweeps tile the clock whatever the cron's
+      // jitter; each shard's delay is counted from it too, not from when the listing ended.
+      const plannedFrom = info?.at ?? ctx.clock.now();
       const planner = probeShardPlanner({
         subjectFor,
-        now,
+        now: plannedFrom,
         sweepPeriodSeconds: opts.sweepPeriodSeconds,
         shardSize: opts.fanOut.shardSize,
       });
@@ -256,10 +265,11 @@ export function proxyHealthTask(opts: ProxyHealthTaskOptions): SweepTask & {
           // host), a shard still waiting from the last sweep is replaced by this one's, so a
           // host that falls behind holds one sweep of shards, not every sweep's.
           try {
-            const due = now.getTime() + shard.delaySeconds * 1000;
+            const due = plannedFrom.getTime() + shard.delaySeconds * 1000;
+            const delay = Math.max(0, Math.round((due - ctx.clock.now().getTime()) / 1000));
             await ctx.queue.send(
               [shardMessage(`${shard.delaySeconds}-${i}`, shard.objects, undefined, due)],
-              shard.delaySeconds,
+              delay,
             );
             counts.shards++;
             counts.planned += shard.objects.length;

@@ -113,6 +113,7 @@ export function applyHealth(
   if (!healthCheckConfigured) {
     dropCondition(status, ProxyConditionType.Healthy);
     delete status.latencyMillis;
+    delete status.latencySamples;
     delete status.lastHealthCheckTime;
     return;
   }
@@ -138,6 +139,7 @@ export function applyHealth(
         projection.healthy ? "probes through the proxy succeed" : "probes through the proxy fail",
         at,
       );
+      delete status.latencySamples;
       Object.assign(status, reportedLatencyFields(projection));
       return;
     }
@@ -172,15 +174,19 @@ export function applyProbeTimeout(
 }
 
 /**
- * `latencyMillis` and `lastHealthCheckTime` as status shows a report: the reconciler's projection
- * and the sweep's latency-report patch both come from here, so the two never disagree.
+ * `latencyMillis`, `latencySamples` and `lastHealthCheckTime` as status shows a report: the
+ * reconciler's projection and the sweep's latency-report patch both come from here, so the two
+ * never disagree. `latencySamples` is how many probes `latencyMillis` is the median of (1: the
+ * seed's one probe; 3: a confirmed latency change), removed when the report does not say.
  */
 export function reportedLatencyFields(report: {
   latencyMs?: number | undefined;
   at?: string | undefined;
-}): Pick<ProxyStatus, "latencyMillis" | "lastHealthCheckTime"> {
-  const out: Pick<ProxyStatus, "latencyMillis" | "lastHealthCheckTime"> = {};
+  samples?: number | undefined;
+}): Pick<ProxyStatus, "latencyMillis" | "latencySamples" | "lastHealthCheckTime"> {
+  const out: Pick<ProxyStatus, "latencyMillis" | "latencySamples" | "lastHealthCheckTime"> = {};
   if (report.latencyMs !== undefined) out.latencyMillis = Math.max(0, Math.round(report.latencyMs));
+  if (report.latencyMs !== undefined && report.samples !== undefined) out.latencySamples = report.samples;
   if (report.at !== undefined) {
     const at = new Date(report.at);
     if (!Number.isNaN(at.getTime())) out.lastHealthCheckTime = formatKubeTime(at);

@@ -53,6 +53,12 @@ export const SubPoolConditionType = {
   RouteReady: "RouteReady",
   /** spec.suspend is true: workloads scaled to zero, route removed, data kept. */
   Suspended: "Suspended",
+  /**
+   * True while the pool runs above the current resource envelope (SUBPOOL_MAX_CPU/MEMORY lowered
+   * after it was admitted): it keeps running and stays Ready, and growth is refused. Absent
+   * otherwise.
+   */
+  AboveEnvelope: "AboveEnvelope",
 } as const;
 export type SubPoolConditionType = (typeof SubPoolConditionType)[keyof typeof SubPoolConditionType];
 

@@ -6,6 +6,7 @@ import { defaultOperatorConfig, type InvalidOperatorConfig, type OperatorConfig 
 import { subPoolObjectNames, subPoolOwnedResources } from "./desired.ts";
 import { subPoolDrift } from "./drift.ts";
 import { reconcileSubPool } from "./reconcile.ts";
+import { sharedLookHandler, sharedLookTask } from "./shared-look.ts";
 import { subPoolReadiness } from "./status.ts";
 import { defaultSubPoolTimings, type SubPoolTimings } from "./timings.ts";
 
@@ -44,7 +45,7 @@ export interface SubPoolControllerDeps {
  * const registry = createRegistry([proxyController({ providers }), subPoolController()]);
  */
 export function subPoolController(deps: SubPoolControllerDeps = {}): ControllerDefinition {
-  const timings: SubPoolTimings = { ...defaultSubPoolTimings, ...deps.timings };
+  const timings = effectiveTimings({ ...defaultSubPoolTimings, ...deps.timings });
   const passDeps = {
     timings,
     operatorConfig: deps.operatorConfig ?? defaultOperatorConfig,
@@ -64,6 +65,7 @@ export function subPoolController(deps: SubPoolControllerDeps = {}): ControllerD
         [SubPoolConditionType.ProxyGatewayReady]: "positive",
         [SubPoolConditionType.RouteReady]: "positive",
         [SubPoolConditionType.Suspended]: "neutral",
+        [SubPoolConditionType.AboveEnvelope]: "negative",
       },
       // Waiting for the StatefulSet's Pod or the Gateway's acceptance right after a change is
       // progress, not a problem, and a suspend is what the pool's owner asked for; a flip from
@@ -74,16 +76,38 @@ export function subPoolController(deps: SubPoolControllerDeps = {}): ControllerD
         SubPoolReason.Suspended,
       ],
     },
-    resyncSeconds: Math.max(60, timings.resync),
+    resyncSeconds: timings.resync,
     drift: "invalid" in passDeps.operatorConfig ? invalidConfigDrift : subPoolDrift(passDeps.operatorConfig),
     requeueSeconds: {
       deletionPoll: timings.deletionPoll,
       ...(timings.activeRequeue === undefined ? {} : { activeRequeue: timings.activeRequeue }),
       ...(timings.conflictRetry === undefined ? {} : { conflictRetry: timings.conflictRetry }),
     },
+    ...("invalid" in passDeps.operatorConfig
+      ? {}
+      : { shards: { [sharedLookTask]: sharedLookHandler(passDeps.operatorConfig) } }),
     ownerFromKey: subPoolFromKey,
     readiness: subPoolReadiness,
     reconcile: (ctx, object) => reconcileSubPool(ctx, object, passDeps),
+  };
+}
+
+/**
+ * The timings a pass uses: a look (`activeRequeue`, `conflictRetry`) not shorter than the resync
+ * is the sweep's drift pass, which already looks at every pool at least that often, so it is left
+ * unset rather than declared (the registry refuses a requeue it would never send).
+ *
+ * Regression: `SUBPOOL_RECHECK_SECONDS` from 60 up was declared as is, the registry refused the
+ * SubPool definition, and every platform failed to start.
+ */
+export function effectiveTimings(timings: SubPoolTimings): SubPoolTimings {
+  const resync = Math.max(60, timings.resync);
+  const { activeRequeue, conflictRetry, ...rest } = timings;
+  return {
+    ...rest,
+    resync,
+    ...(activeRequeue !== undefined && activeRequeue < resync ? { activeRequeue } : {}),
+    ...(conflictRetry !== undefined && conflictRetry < resync ? { conflictRetry } : {}),
   };
 }
 

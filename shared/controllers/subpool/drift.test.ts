@@ -8,6 +8,7 @@ import { createRegistry } from "../../runtime/registry.ts";
 import { runSweep } from "../../runtime/sweep-run.ts";
 import type { Message } from "../../runtime/types.ts";
 import { subPoolResource } from "./api.ts";
+import { parseOperatorConfig } from "./config.ts";
 import { subPoolController } from "./controller.ts";
 
 const ns = "subpool-demo";
@@ -105,6 +106,23 @@ describe("SubPool drift found by lists", () => {
     // A pass that only changed the world (recreated an object) may need one more look at it.
     await deliver(await sweep());
     expect(await sweep()).toEqual([]);
+  });
+
+  it("a process with a lowered envelope: the drift sends the running pool one pass (reason envelope) that writes AboveEnvelope, then quiet", async () => {
+    const parsed = parseOperatorConfig({ maxCPU: "500m", maxMemory: "512Mi" });
+    if (!parsed.ok) throw new Error(parsed.message);
+    const lowered = createRegistry([
+      subPoolController({ operatorConfig: parsed.config, randomBytes: (n) => new Uint8Array(n).fill(7) }),
+    ]);
+    const sweepWith = async () => {
+      recorded.sent.length = 0;
+      await runSweep(ctx, lowered, [], { shardSize: 100, snapshots: true, safetyNetSeconds: 7 * 86_400 });
+      return recorded.sent.flatMap((s) => s.messages);
+    };
+    const sent = await sweepWith();
+    expect(sent.map((m) => m.trigger)).toEqual([{ kind: "drift", reason: "envelope" }]);
+    for (const m of sent) await runPass(ctx, lowered, m);
+    expect(await sweepWith()).toEqual([]);
   });
 
   it("a foreign Namespace: one pass reports the conflict, then quiet (one GET of it) until it is gone", async () => {

@@ -13,7 +13,6 @@ import {
   isOwnedBy,
   type KubeObject,
   keyOf,
-  listAll,
   mergeLabels,
   type Resource,
   Resources,
@@ -40,7 +39,6 @@ import {
 import type { OperatorConfig } from "./config.ts";
 import {
   desiredFor,
-  endpointSliceResource,
   gatewayResource,
   httpRouteResource,
   type ManagedObject,
@@ -48,7 +46,8 @@ import {
   subPoolOwnedResources,
 } from "./desired.ts";
 import { namespaceOwnership } from "./ownership.ts";
-import { gatewayReadiness, getOrUndefined, routeState } from "./reconcile.ts";
+import { aboveEnvelopeMessage, getOrUndefined, routeState } from "./reconcile.ts";
+import { proxyGatewayOnce } from "./shared-look.ts";
 import { type ReadinessObservation, readinessConditions, subPoolReadiness } from "./status.ts";
 import { runningRequests, validateSubPool } from "./validate.ts";
 
@@ -118,13 +117,10 @@ export function subPoolDrift(config: OperatorConfig): DriftDeclaration {
     lists: subPoolDriftLists,
     async load(ctx, memo) {
       const gateway = config.proxyGateway;
-      const slices = await listAll(ctx.kube, endpointSliceResource, {
-        namespace: gateway.namespace,
-        labelSelector: formatLabelSelector({ "kubernetes.io/service-name": gateway.service }),
-      });
       return {
         config,
-        gateway: gatewayReadiness(slices, gateway),
+        // Memoised for the sweep: the shared look (shared-look.ts) reads the same list.
+        gateway: await proxyGatewayOnce(ctx, memo, gateway),
         gatewayObject: (key) =>
           memo.once(
             `subpool:gateway:${key.namespace}/${key.name}`,
@@ -197,16 +193,24 @@ export async function subPoolDriftReason(
   const config = shared.config;
   const names = subPoolObjectNames(pool.metadata.name ?? "");
   let validation = validateSubPool(pool, config);
+  let aboveEnvelope: string | undefined;
   if (!validation.ok && validation.reason === Reason.ResourceEnvelopeExceeded) {
     // As the pass does: a pool above a lowered envelope is measured against what it runs.
     const running = listed.get(listOf(Resources.StatefulSet), {
       namespace: names.namespace,
       name: names.statefulSet,
     });
-    if (running && isControlledBy(running, primary))
+    if (running && isControlledBy(running, primary)) {
+      const refusal = validation.message;
       validation = validateSubPool(pool, config, runningRequests(running));
+      if (validation.ok) aboveEnvelope = aboveEnvelopeMessage(refusal);
+    }
   }
   if (!validation.ok) return blockedBy(validation.reason, validation.message) ? undefined : "validation";
+  const above = findCondition(status.conditions as never, Type.AboveEnvelope) as
+    | { status: string; message?: string }
+    | undefined;
+  if ((above?.status === "True" ? above.message : undefined) !== aboveEnvelope) return "envelope";
   const desired = desiredFor(pool, config, validation);
   const nsName = desired.status.namespace;
 

@@ -34,6 +34,13 @@ export {
 } from "./desired.ts";
 export { type NamespaceOwnership, namespaceOwnership } from "./ownership.ts";
 export { newCredentials, reconcileSubPool, routeState, type SubPoolPassDeps } from "./reconcile.ts";
+export {
+  readSharedState,
+  type SharedState,
+  sharedLookHandler,
+  sharedLookSweepTask,
+  sharedLookTask,
+} from "./shared-look.ts";
 export { type ReadinessObservation, readinessConditions } from "./status.ts";
 export { defaultSubPoolTimings, type SubPoolTimings } from "./timings.ts";
 export { type ResolvedRoute, type Validation, validateSubPool } from "./validate.ts";

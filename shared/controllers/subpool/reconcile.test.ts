@@ -624,6 +624,35 @@ describe("the operator configuration is immutable for the process", () => {
     expect((inNs(Resources.StatefulSet, "demo-cpa-manager")!.spec as { replicas: number }).replicas).toBe(1);
   });
 
+  it("003: a running pool above a lowered envelope says so on AboveEnvelope (Ready unaffected), with one Event; back under it, the condition goes", async () => {
+    await converge();
+    const readyBefore = condition("Ready");
+    const restarted = lowered("500m", "512Mi");
+    const envelopeEvents = () =>
+      kube.calls.filter(
+        (c) =>
+          c.method === "create" &&
+          c.resource === "events" &&
+          (c.body as { reason?: string }).reason === "ResourceEnvelopeExceeded",
+      );
+    await runPass(ctx, restarted, message);
+    expect(condition("AboveEnvelope")).toMatchObject({
+      status: "True",
+      reason: "ResourceEnvelopeExceeded",
+      message: expect.stringContaining("admitted under an earlier one"),
+    });
+    expect(condition("Ready")).toEqual(readyBefore);
+    expect(envelopeEvents()).toHaveLength(1);
+    expect(envelopeEvents()[0]!.body).toMatchObject({ type: "Warning" });
+    // Every later pass keeps it quietly: the Event is recorded once.
+    await runPass(ctx, restarted, message);
+    expect(envelopeEvents()).toHaveLength(1);
+    // A process with the envelope raised again: the pool is within it, the condition goes.
+    await pass();
+    expect(condition("AboveEnvelope")).toBeUndefined();
+    expect(condition("Ready")).toEqual(readyBefore);
+  });
+
   it("a lowered envelope still refuses growth beyond what the pool runs with", async () => {
     await converge();
     const restarted = lowered("500m", "512Mi");

@@ -115,8 +115,12 @@ async function reconcileActive(
   });
 
   // 1–3: validate before creating anything.
-  const validation = await validateAgainstRunning(ctx, object, pool, config);
+  const { validation, aboveEnvelope } = await validateAgainstRunning(ctx, object, pool, config);
   if (!validation.ok) return block(status, validation.reason, validation.message, "permanent");
+  // Decision 2: a running pool above a lowered envelope runs on, Ready unaffected; it says so on a
+  // condition of its own (an Event once, when it turns True), not only in the log.
+  if (aboveEnvelope) status.set(Type.AboveEnvelope, "True", Reason.ResourceEnvelopeExceeded, aboveEnvelope);
+  else status.remove(Type.AboveEnvelope);
 
   // 4: everything desired, purely.
   const desired = desiredFor(pool, config, validation);
@@ -347,30 +351,32 @@ async function reconcileActive(
 /**
  * Validates the pool; over the envelope, measures it again against what its own StatefulSet
  * already runs with (one GET, only on that path), so a lowered envelope refuses growth and never
- * an unchanged running pool.
+ * an unchanged running pool. `aboveEnvelope` is the AboveEnvelope condition's message when the
+ * pool was admitted only by what it runs.
  */
 async function validateAgainstRunning(
   ctx: PassContext,
   object: KubeObject,
   pool: SubPool,
   config: OperatorConfig,
-): Promise<Validation> {
+): Promise<{ validation: Validation; aboveEnvelope?: string }> {
   const first = validateSubPool(pool, config);
-  if (first.ok || first.reason !== Reason.ResourceEnvelopeExceeded) return first;
+  if (first.ok || first.reason !== Reason.ResourceEnvelopeExceeded) return { validation: first };
   const names = subPoolObjectNames(pool.metadata.name ?? "");
   const statefulSet = await getOrUndefined(ctx, Resources.StatefulSet, {
     namespace: names.namespace,
     name: names.statefulSet,
   });
-  if (!statefulSet || !isControlledBy(statefulSet, object)) return first;
+  if (!statefulSet || !isControlledBy(statefulSet, object)) return { validation: first };
   const second = validateSubPool(pool, config, runningRequests(statefulSet));
-  if (second.ok) {
-    ctx.log.warn("SubPool runs above the current resource envelope, admitted under an earlier one", {
-      name: pool.metadata.name,
-      envelope: config.envelope,
-    });
-  }
-  return second;
+  return second.ok
+    ? { validation: second, aboveEnvelope: aboveEnvelopeMessage(first.message) }
+    : { validation: second };
+}
+
+/** The AboveEnvelope message, from the envelope refusal a new pool of this spec would get. */
+export function aboveEnvelopeMessage(refusal: string): string {
+  return `runs above the current resource envelope, admitted under an earlier one (${refusal}); it keeps running, and growth beyond what it runs is refused`;
 }
 
 /**

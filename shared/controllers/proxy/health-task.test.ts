@@ -257,6 +257,71 @@ describe("proxy health task", () => {
   });
 });
 
+describe("a probe shard carries what a probe needs", () => {
+  it("not the listed object: no annotations, managedFields or cloud-init; probed and written as the listed object would be", async () => {
+    const kube = new FakeKube();
+    const listed = externalProxy("applied", {
+      conditions: [
+        {
+          type: "Ready",
+          status: "True",
+          reason: "Ready",
+          message: "m",
+          lastTransitionTime: now.toISOString(),
+        },
+      ],
+    });
+    Object.assign(listed.metadata, {
+      labels: { team: "a" },
+      annotations: { "kubectl.kubernetes.io/last-applied-configuration": "x".repeat(3_000) },
+      managedFields: [{ manager: "kubectl", operation: "Apply", fieldsV1: { pad: "y".repeat(500) } }],
+    });
+    Object.assign(listed.spec as object, { cloudInit: { inline: "z".repeat(2_000) } });
+    kube.seed(proxyResource, listed);
+    const { ctx, recorded } = fakeContext(kube, { now });
+    const probed: string[] = [];
+    const prober: Prober = {
+      probe: async (t) => {
+        probed.push(`${t.proxy.host}:${t.proxy.port} ${t.url}`);
+        return { ok: true, latencyMs: 5 };
+      },
+    };
+    const task = proxyHealthTask({
+      prober,
+      concurrency: 2,
+      sweepPeriodSeconds: 60,
+      fanOut: { shardSize: 40 },
+    });
+    await runSweepTask(task, ctx, [[listed]]);
+    const carried = recorded.sent[0]!.messages[0]!.shard!.objects[0]!;
+    expect(JSON.stringify(carried).length).toBeLessThan(600);
+    expect(carried.metadata).toEqual({
+      namespace: "crawl",
+      name: "applied",
+      uid: "uid-applied",
+      resourceVersion: "1",
+    });
+    expect(carried.spec).toEqual({
+      mode: "External",
+      endpoint: { host: "203.0.113.7", port: 3128 },
+      healthCheck: { probeURL: "http://example.com/", successThreshold: 2, failureThreshold: 3 },
+    });
+    // A fresh task (another invocation) probes the carried copy and writes its health.
+    const consumer = proxyHealthTask({
+      prober,
+      concurrency: 2,
+      sweepPeriodSeconds: 60,
+      fanOut: { shardSize: 40 },
+    });
+    expect(await consumer.handleShard(ctx, [carried])).toMatchObject({
+      probed: 1,
+      writes: 1,
+      writeConflicts: 0,
+    });
+    expect(probed).toEqual(["203.0.113.7:3128 http://example.com/"]);
+  });
+});
+
 describe("a late probe shard sheds what its next shard covers", () => {
   const proxiesAt = (intervalSeconds: number) =>
     Array.from({ length: 3 }, (_, i) => {

@@ -15,6 +15,8 @@
  *   consuming the batch as the Worker's `queue` handler does, with its Analytics Engine points
  *   counted. Its CPU time is Node's, standing in for workerd's (the worker-probes bench runs the
  *   Worker in workerd against the devcluster).
+ * With `KUBEFN_BENCH_COST_WORKERD=<file>` (a worker-probes run's output), Workers' CPU per probe is
+ * workerd's from that run instead.
  * Each is run five times; the third is measured (steady: the first wrote every verdict; warm), its
  * CPU time the least of the last three.
  *
@@ -276,6 +278,31 @@ function externalProxy(i: number, port: number, target: number): KubeObject {
   };
 }
 
+/**
+ * workerd's CPU ms per probe from a worker-probes bench's JSON line (`KUBEFN_BENCH_COST_WORKERD=<file>`):
+ * the workerd process's CPU in the window over the probes the target saw. An upper bound: that
+ * process also runs miniflare's queue broker and the Worker's cron sweeps and API requests.
+ */
+function workerdCpu(file: string | undefined): { msPerProbe: number; source: string } | undefined {
+  if (!file) return undefined;
+  const line = readFileSync(file, "utf8")
+    .split("\n")
+    .find((l) => l.startsWith('{"bench":"worker-probes"'));
+  if (!line) throw new Error(`${file} holds no worker-probes bench JSON line`);
+  const r = JSON.parse(line) as {
+    proxies: number;
+    probeShardSize: number;
+    probesPerMinute: number;
+    cpuSecondsPerMinute: Record<string, number>;
+  };
+  const key = Object.keys(r.cpuSecondsPerMinute).find((k) => k.includes("workerd"));
+  if (!key || !r.probesPerMinute) throw new Error(`${file}: no workerd CPU or no probes in the window`);
+  return {
+    msPerProbe: (r.cpuSecondsPerMinute[key]! * 1000) / r.probesPerMinute,
+    source: `worker-probes bench: workerd's CPU over ${r.proxies} Proxies in shards of ${r.probeShardSize}, ${r.probesPerMinute} probes a minute`,
+  };
+}
+
 /** Passes per object-hour and extra probes from a fleet bench's JSON line, where given. */
 function fromFleet(file: string | undefined, inputs: Inputs): Inputs {
   if (!file) return inputs;
@@ -362,6 +389,13 @@ export async function benchCost(): Promise<CostResult> {
   } finally {
     await fixtures.stop();
   }
+  // Workers' CPU per probe measured in workerd, when a worker-probes run is given: it replaces
+  // Node's figure for the Worker's invocations.
+  const workerd = workerdCpu(process.env.KUBEFN_BENCH_COST_WORKERD);
+  if (workerd) {
+    for (const [k, m] of Object.entries(measured))
+      if (k.startsWith("workers-")) m.invocation = { ...m.invocation, cpuMs: workerd.msPerProbe * m.probes };
+  }
   const billsAt = (objects: number) => {
     const w = measured[`workers-${objects}`]!;
     const l = measured[`lambda-${objects}`]!;
@@ -395,6 +429,11 @@ export async function benchCost(): Promise<CostResult> {
     `${inputs.sharedCustomMetrics.value} CloudWatch metrics of passes and sweeps (${inputs.sharedCustomMetrics.source})`,
     `${fmt(inputs.sqsIdlePollsPerMonth.value)} idle SQS polls (${inputs.sqsIdlePollsPerMonth.source})`,
   ];
+  assumed.push(
+    workerd
+      ? `Workers CPU ${round(workerd.msPerProbe, 3)} ms a probe (${workerd.source})`
+      : "Workers CPU: Node's, standing in for workerd's (KUBEFN_BENCH_COST_WORKERD=<file> takes a worker-probes run's)",
+  );
   for (const a of assumed) process.stderr.write(`cost: assumed: ${a}\n`);
   for (const [k, m] of Object.entries(measured)) {
     const i = m.invocation;
@@ -436,7 +475,7 @@ export async function benchCost(): Promise<CostResult> {
     {
       name: "cost inputs",
       figure: round(w.invocation.cpuMs / Math.max(1, w.probes), 3),
-      unit: "CPU ms per probe (Workers path, Node)",
+      unit: `CPU ms per probe (Workers, ${workerd ? "workerd" : "Node"})`,
       note: `Lambda: ${round(l.invocation.wallMs, 0)} wall ms and ${round(l.invocation.cpuMs, 0)} CPU ms for ${l.probes} probes at ${memoryMb} MB; ${fmt(volumes.shards)} shards (${fmt(volumes.shardChunks)} billed 64 KB chunks) + ${fmt(volumes.passes)} passes a month; ${l.customMetrics.length} CloudWatch metrics from probing`,
     },
   ];

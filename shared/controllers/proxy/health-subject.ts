@@ -122,9 +122,10 @@ export function proxyHealthSubject(object: KubeObject, options: HealthSubjectOpt
 /**
  * The part of a listed Proxy that {@link proxyHealthSubject} reads, and its status write needs:
  * what a probe shard carries instead of the whole listed object. Dropped: labels, annotations (a
- * `last-applied-configuration` alone is kilobytes), managedFields, ownerReferences, the instance and
- * cloud-init of the spec, and every condition but Healthy. The subject of the view is the
- * subject of the object.
+ * `last-applied-configuration` alone is kilobytes), managedFields, ownerReferences, the UID (the
+ * status write is guarded by the resourceVersion), the instance and cloud-init of the spec, every
+ * condition but Healthy, and Healthy's message. The subject of the view is the subject of the
+ * object.
  *
  * @example
  * const shard = listed.map(proxyProbeView); // then proxyHealthSubject(shard[i]) equals proxyHealthSubject(listed[i])
@@ -144,7 +145,6 @@ export function proxyProbeView(object: KubeObject): KubeObject {
     metadata: pick(metadata as Record<string, unknown>, [
       "namespace",
       "name",
-      "uid",
       "resourceVersion",
       "generation",
       "deletionTimestamp",
@@ -152,10 +152,11 @@ export function proxyProbeView(object: KubeObject): KubeObject {
     spec: pick(spec, ["mode", "provider", "endpoint", "healthCheck"]),
   };
   if (status) {
+    // Healthy's status and reason seed a fresh state; its message is read by no probe.
     const healthy = Array.isArray(status.conditions)
-      ? status.conditions.filter(
-          (c: unknown) => (c as { type?: unknown } | null)?.type === ProxyConditionType.Healthy,
-        )
+      ? status.conditions
+          .filter((c: unknown) => (c as { type?: unknown } | null)?.type === ProxyConditionType.Healthy)
+          .map((c: Record<string, unknown>) => ({ ...c, message: "" }))
       : undefined;
     view.status = {
       ...pick(status, [

@@ -5,6 +5,7 @@ import type { KubeObject } from "../../kube/port.ts";
 import { runSweepTask } from "../../runtime/index.ts";
 import { proxyResource } from "./api.ts";
 import { proxyDriftReason } from "./drift.ts";
+import { proxyHealthSubject } from "./health-subject.ts";
 import { proxyHealthTask } from "./health-task.ts";
 
 const now = new Date("2026-11-30T12:00:00Z");
@@ -260,7 +261,15 @@ describe("proxy health task", () => {
 describe("a probe shard carries what a probe needs", () => {
   it("not the listed object: no annotations, managedFields or cloud-init; probed and written as the listed object would be", async () => {
     const kube = new FakeKube();
+    const healthy = {
+      type: "Healthy",
+      status: "True",
+      reason: "ProbeSucceeded",
+      message: "probe succeeded in 3 ms",
+      lastTransitionTime: now.toISOString(),
+    };
     const listed = externalProxy("applied", {
+      latencyMillis: 3,
       conditions: [
         {
           type: "Ready",
@@ -269,6 +278,7 @@ describe("a probe shard carries what a probe needs", () => {
           message: "m",
           lastTransitionTime: now.toISOString(),
         },
+        healthy,
       ],
     });
     Object.assign(listed.metadata, {
@@ -298,7 +308,6 @@ describe("a probe shard carries what a probe needs", () => {
     expect(carried.metadata).toEqual({
       namespace: "crawl",
       name: "applied",
-      uid: "uid-applied",
       resourceVersion: "1",
     });
     expect(carried.spec).toEqual({
@@ -306,6 +315,9 @@ describe("a probe shard carries what a probe needs", () => {
       endpoint: { host: "203.0.113.7", port: 3128 },
       healthCheck: { probeURL: "http://example.com/", successThreshold: 2, failureThreshold: 3 },
     });
+    expect(carried.status).toEqual({ latencyMillis: 3, conditions: [{ ...healthy, message: "" }] });
+    // What a probe reads of it is what it reads of the listed object.
+    expect(proxyHealthSubject(carried)).toEqual(proxyHealthSubject(listed));
     // A fresh task (another invocation) probes the carried copy and writes its health.
     const consumer = proxyHealthTask({
       prober,

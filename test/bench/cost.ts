@@ -70,8 +70,6 @@ interface Inputs {
   confirmationShare: { value: number; source: string };
   pass: UnitCost & { source: string };
   sweepPer1000: UnitCost & { source: string };
-  /** CloudWatch metrics of passes and sweeps (not measured here): name × dimension sets. */
-  sharedCustomMetrics: { value: number; source: string };
   sqsIdlePollsPerMonth: { value: number; source: string };
 }
 
@@ -253,6 +251,61 @@ export async function measureSecond(
   };
 }
 
+/**
+ * The CloudWatch metrics (name × dimension values) a steady sweep and steady passes write, through
+ * the platform-neutral core with Lambda's EMF metrics: a sweep over `proxies` converged Proxies
+ * (planning their shards into a queue that keeps them) and a drift pass of each of ten.
+ */
+export async function measureSweepAndPassMetrics(proxies: number): Promise<string[]> {
+  const kube = new FakeKube();
+  for (let i = 0; i < proxies; i++) kube.seed(proxyResource, externalProxy(i, 9, 9));
+  const metrics = new Set<string>();
+  const emf = createEmfMetrics({
+    write: (document: string) => {
+      const o = JSON.parse(document) as {
+        _aws: { CloudWatchMetrics: { Dimensions: string[][]; Metrics: { Name: string }[] }[] };
+      } & Record<string, unknown>;
+      for (const directive of o._aws.CloudWatchMetrics)
+        for (const dims of directive.Dimensions)
+          for (const { Name: name } of directive.Metrics)
+            metrics.add(`${name}${dims.map((d) => `|${d}=${o[d]}`).join("")}`);
+    },
+  });
+  const config = parseWorkerEnv({
+    KUBE_SERVER: "https://kube.example.com",
+    KUBE_TOKEN: "unused",
+    PROBE_ALLOWED_CIDRS: LOOPBACK_PROBE_CIDRS,
+  });
+  const kubefn = createKubefn(config, {
+    kube,
+    queue: { send: async () => {} },
+    prober: createNodeProber(),
+    log: createLineLog("json", () => {}),
+    metrics: emf,
+  });
+  const passes = (trigger: Message["trigger"]) =>
+    kubefn.consume(
+      Array.from({ length: 10 }, (_, i) => ({
+        body: {
+          v: ENVELOPE_VERSION,
+          request: { controller: proxyControllerName, namespace: "bench", name: `ext-${i}` },
+          attempt: 0,
+          trigger,
+        },
+      })),
+    );
+  // Converge first (unmeasured): the first passes write status; then the steady ones.
+  await passes({ kind: "start" });
+  await kubefn.sweep();
+  emf.flush();
+  metrics.clear();
+  await kubefn.sweep();
+  emf.flush();
+  await passes({ kind: "drift", reason: "resync" });
+  emf.flush();
+  return [...metrics].sort();
+}
+
 const lambdaContext = {
   functionName: "kubefn",
   functionVersion: "$LATEST",
@@ -396,10 +449,11 @@ export async function benchCost(): Promise<CostResult> {
     for (const [k, m] of Object.entries(measured))
       if (k.startsWith("workers-")) m.invocation = { ...m.invocation, cpuMs: workerd.msPerProbe * m.probes };
   }
+  const steadyMetrics = await measureSweepAndPassMetrics(100);
   const billsAt = (objects: number) => {
     const w = measured[`workers-${objects}`]!;
     const l = measured[`lambda-${objects}`]!;
-    const customMetrics = l.customMetrics.length + inputs.sharedCustomMetrics.value;
+    const customMetrics = new Set([...l.customMetrics, ...steadyMetrics]).size;
     return [
       workersBill(countsFor(objects, inputs, w, 0, memoryMb), prices),
       lambdaBill(countsFor(objects, inputs, l, customMetrics, memoryMb), prices, "sqs"),
@@ -426,7 +480,6 @@ export async function benchCost(): Promise<CostResult> {
     `extra probes ${inputs.confirmationShare.value} (${inputs.confirmationShare.source})`,
     `a pass ${inputs.pass.cpuMs} CPU ms, ${inputs.pass.wallMs} wall ms (${inputs.pass.source})`,
     `a sweep per 1,000 objects ${inputs.sweepPer1000.cpuMs} CPU ms (${inputs.sweepPer1000.source})`,
-    `${inputs.sharedCustomMetrics.value} CloudWatch metrics of passes and sweeps (${inputs.sharedCustomMetrics.source})`,
     `${fmt(inputs.sqsIdlePollsPerMonth.value)} idle SQS polls (${inputs.sqsIdlePollsPerMonth.source})`,
   ];
   assumed.push(
@@ -435,6 +488,9 @@ export async function benchCost(): Promise<CostResult> {
       : "Workers CPU: Node's, standing in for workerd's (KUBEFN_BENCH_COST_WORKERD=<file> takes a worker-probes run's)",
   );
   for (const a of assumed) process.stderr.write(`cost: assumed: ${a}\n`);
+  process.stderr.write(
+    `cost: measured: a steady sweep and steady drift passes write ${steadyMetrics.length} CloudWatch metrics: ${steadyMetrics.join(", ")}\n`,
+  );
   for (const [k, m] of Object.entries(measured)) {
     const i = m.invocation;
     process.stderr.write(
@@ -500,6 +556,7 @@ export async function benchCost(): Promise<CostResult> {
       ]),
     ),
     inputs,
+    steadyMetrics,
     volumes,
     bills: Object.fromEntries(bills.map((b) => [b.platform, round(b.total, 2)])),
     goals: GOALS,

@@ -50,6 +50,7 @@ import { round } from "./cluster.ts";
 import {
   type Bill,
   type FleetCounts,
+  LAMBDA_MB_PER_VCPU,
   lambdaBill,
   monthlyVolumes,
   type Prices,
@@ -532,7 +533,7 @@ export async function benchCost(): Promise<CostResult> {
       name: "cost inputs",
       figure: round(w.invocation.cpuMs / Math.max(1, w.probes), 3),
       unit: `CPU ms per probe (Workers, ${workerd ? "workerd" : "Node"})`,
-      note: `Lambda: ${round(l.invocation.wallMs, 0)} wall ms and ${round(l.invocation.cpuMs, 0)} CPU ms for ${l.probes} probes at ${memoryMb} MB; ${fmt(volumes.shards)} shards (${fmt(volumes.shardChunks)} billed 64 KB chunks) + ${fmt(volumes.passes)} passes a month; ${l.customMetrics.length} CloudWatch metrics from probing`,
+      note: `Lambda: ${round(l.invocation.wallMs, 0)} wall ms and ${round(l.invocation.cpuMs, 0)} CPU ms for ${l.probes} probes (CPU-bound below ${Math.round((l.invocation.cpuMs * LAMBDA_MB_PER_VCPU) / Math.max(1, l.invocation.wallMs))} MB; billed at ${memoryMb} MB); ${fmt(volumes.shards)} shards (${fmt(volumes.shardChunks)} billed 64 KB chunks) + ${fmt(volumes.passes)} passes a month; ${l.customMetrics.length} CloudWatch metrics from probing`,
     },
   ];
   const over = bills.filter((b) => goal(b) !== undefined && b.total > goal(b)!);

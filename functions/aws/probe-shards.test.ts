@@ -86,7 +86,11 @@ function externalProxy(name: string, intervalSeconds: number, padBytes = 0): Kub
     spec: {
       mode: "External",
       endpoint: { host: "127.0.0.1", port: forward.port },
-      healthCheck: { probeURL: `http://127.0.0.1:${target.port}/${name}`, intervalSeconds },
+      // A shard carries the probe URL (not the annotations): padded there, it makes the shard large.
+      healthCheck: {
+        probeURL: `http://127.0.0.1:${target.port}/${name}${padBytes ? `?pad=${"y".repeat(padBytes)}` : ""}`,
+        intervalSeconds,
+      },
     },
   };
 }
@@ -174,7 +178,7 @@ describe("Lambda probe shards on SQS, delayed to the second (moto)", () => {
 
   it("a shard too large for one message is cut into several, every Proxy in exactly one", async () => {
     const kube = new FakeKube();
-    // 40 Proxies of ~9 KB at one phase of the minute: their one shard would be ~360 KB.
+    // 40 Proxies of ~9 KB (in what a probe needs) at one phase of the minute: their one shard would be ~360 KB.
     const phase = (name: string) => probeDelays({ namespace: "crawl", name }, 60, NOW, 60)[0];
     const names = Array.from({ length: 4000 }, (_, i) => `big${i}`)
       .filter((n) => phase(n) === 7)

@@ -7,7 +7,14 @@ import {
 } from "@aws-sdk/client-sqs";
 import type { Kubefn, Verdict } from "../../shared/app/index.ts";
 import { isRecord } from "../../shared/guards/index.ts";
-import { type Clock, fitted, type Log, type Message, type Queue } from "../../shared/runtime/index.ts";
+import {
+  type Clock,
+  cutShard as cutToFit,
+  fitted,
+  type Log,
+  type Message,
+  type Queue,
+} from "../../shared/runtime/index.ts";
 import type { AwsConfig } from "./config.ts";
 
 /** Longest per-message delay SQS accepts (15 min). */
@@ -57,6 +64,7 @@ export class SendMessageBatchError extends Error {
  */
 export function sqsQueue(opts: SqsQueueOptions): Queue {
   return {
+    maxMessageBytes: MAX_SHARD_BYTES,
     async send(messages, delaySeconds) {
       if (messages.length === 0) return;
       const delay = wholeDelay(delaySeconds);
@@ -253,20 +261,7 @@ const epochSeconds = (clock: Clock) => Math.floor(clock.now().getTime() / 1000);
 
 /** A probe shard above {@link MAX_SHARD_BYTES} as several, each within it; any other message as is. */
 export function cutShard(message: Message): Message[] {
-  if (!message.shard || sizeOf(message) <= MAX_SHARD_BYTES) return [message];
-  const { shard, request } = message;
-  const frame = sizeOf({ ...message, shard: { ...shard, objects: [] } }) + 16;
-  const pieces = chunk(
-    shard.objects,
-    Number.POSITIVE_INFINITY,
-    (o) => bytes(JSON.stringify(o)) + 1,
-    MAX_SHARD_BYTES - frame,
-  );
-  return pieces.map((objects, i) => ({
-    ...message,
-    request: { ...request, name: `${request.name}-${i + 1}` },
-    shard: { ...shard, objects },
-  }));
+  return cutToFit(message, MAX_SHARD_BYTES);
 }
 
 /** Splits `items` into runs of at most `maxCount` items and `maxBytes` (an item above it alone). */

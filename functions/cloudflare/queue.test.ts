@@ -1,7 +1,26 @@
 import type { MessageSendRequest, QueueSendBatchOptions } from "@cloudflare/workers-types/index.ts";
 import { describe, expect, it } from "vitest";
 import type { Message } from "../../shared/runtime/types.ts";
-import { clampDelay, MAX_BATCH_MESSAGES, MAX_DELAY_SECONDS, queuesPort, settle } from "./queue.ts";
+import {
+  clampDelay,
+  MAX_BATCH_MESSAGES,
+  MAX_DELAY_SECONDS,
+  MAX_MESSAGE_BYTES,
+  queuesPort,
+  settle,
+} from "./queue.ts";
+
+/** A listed Proxy of about 3.2 KB: its `kubectl apply` annotation holds a copy of the object. */
+const appliedProxy = (i: number) => ({
+  apiVersion: "crawl.kubefn.dev/v1alpha1",
+  kind: "Proxy",
+  metadata: {
+    namespace: "crawl",
+    name: `p${i}`,
+    annotations: { "kubectl.kubernetes.io/last-applied-configuration": "x".repeat(3_200) },
+  },
+  spec: { mode: "External", endpoint: { host: "203.0.113.7", port: 3128 } },
+});
 
 const message = (name: string, snapshotBytes = 0): Message => ({
   request: { controller: "proxy", namespace: "ns", name },
@@ -71,6 +90,28 @@ describe("queuesPort", () => {
     const binding = recordingBinding();
     await queuesPort(binding).send([message("big", 200_000)]);
     expect(binding.calls[0]?.bodies).toEqual([message("big")]);
+  });
+
+  it("regression: a shard of 40 Proxies of 3.2 KB is cut to fit the 128 KB message limit (sendBatch failed)", async () => {
+    const binding = recordingBinding();
+    const objects = Array.from({ length: 40 }, (_, i) => appliedProxy(i));
+    const shard: Message = {
+      request: { controller: "proxy", name: "__shard-probe-7-0" },
+      attempt: 0,
+      trigger: { kind: "shard", reason: "probe" },
+      shard: { task: "probe", objects, due: 1 },
+    };
+    expect(JSON.stringify(shard).length).toBeGreaterThan(128 * 1024);
+    const queue = queuesPort(binding);
+    expect(queue.maxMessageBytes).toBe(MAX_MESSAGE_BYTES);
+    await queue.send([shard], 7);
+    const bodies = binding.calls.flatMap((c) => c.bodies);
+    expect(bodies.length).toBeGreaterThan(1);
+    for (const body of bodies) expect(Buffer.byteLength(JSON.stringify(body))).toBeLessThan(128 * 1024);
+    expect(bodies.flatMap((b) => b.shard?.objects.map((o) => o.metadata.name))).toEqual(
+      objects.map((o) => o.metadata.name),
+    );
+    expect(bodies.every((b) => b.shard?.due === 1)).toBe(true);
   });
 
   it("keeps the UID when it drops a snapshot", async () => {

@@ -5,7 +5,7 @@ import type {
 } from "@cloudflare/workers-types/index.ts";
 import type { Verdict } from "../../shared/app/index.ts";
 import type { Message, Queue } from "../../shared/runtime/index.ts";
-import { fitted } from "../../shared/runtime/index.ts";
+import { fitToQueue, messageBytes } from "../../shared/runtime/index.ts";
 
 /** Longest delay Cloudflare Queues accept (12 h). */
 export const MAX_DELAY_SECONDS = 43_200;
@@ -13,8 +13,11 @@ export const MAX_DELAY_SECONDS = 43_200;
 export const MAX_BATCH_MESSAGES = 100;
 /** Budget per `sendBatch` call (the platform's limit is 256 KB; JSON size is an estimate). */
 export const MAX_BATCH_BYTES = 200_000;
-/** Above this a message's snapshot is dropped (the platform's per-message limit is 128 KB). */
-export const MAX_MESSAGE_BYTES = 100_000;
+/**
+ * The largest message sent (the platform's per-message limit is 128 KB): a probe shard above it
+ * is cut into several, a pass's snapshot above it dropped (`fitToQueue`).
+ */
+export const MAX_MESSAGE_BYTES = 120_000;
 
 /**
  * The runtime's {@link Queue} on a Queues producer binding: `send(messages, delay)` becomes
@@ -22,15 +25,17 @@ export const MAX_MESSAGE_BYTES = 100_000;
  * delayed by `delaySeconds` rounded up and clamped to [0, {@link MAX_DELAY_SECONDS}].
  *
  * Caveats: the clamp never bites in practice — `runPass` sends no follow-up later than the
- * controller's resync. A message too large for the platform loses its snapshot (a pass then
- * GETs the object) rather than failing the batch.
+ * controller's resync. It declares {@link MAX_MESSAGE_BYTES}, which the runtime fits every message
+ * to before sealing it; a message sent here directly is fitted alike (a probe shard cut by its
+ * objects, a pass's snapshot dropped: the pass then GETs the object) rather than failing the batch.
  */
 export function queuesPort(binding: Pick<QueueBinding<Message>, "sendBatch">): Queue {
   return {
+    maxMessageBytes: MAX_MESSAGE_BYTES,
     async send(messages, delaySeconds) {
       const delay = clampDelay(delaySeconds);
       const options = delay > 0 ? { delaySeconds: delay } : undefined;
-      for (const chunk of chunksOf(messages.map((m) => fitted(m, MAX_MESSAGE_BYTES, sizeOf)))) {
+      for (const chunk of chunksOf(fitToQueue(messages, MAX_MESSAGE_BYTES))) {
         await binding.sendBatch(
           chunk.map((body): MessageSendRequest<Message> => ({ body })),
           options,
@@ -61,7 +66,7 @@ function* chunksOf(messages: Message[]): Generator<Message[]> {
   if (chunk.length > 0) yield chunk;
 }
 
-const sizeOf = (message: Message) => JSON.stringify(message).length;
+const sizeOf = (message: Message) => messageBytes(message);
 
 /**
  * Acks or retries each delivered message as `kubefn.consume` judged it; a retry comes after the

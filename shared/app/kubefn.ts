@@ -8,6 +8,7 @@ import {
   backoffSeconds,
   createSweepMemo,
   ENVELOPE_VERSION,
+  fitToQueue,
   INVOCATION_READ_MAX_AGE_SECONDS,
   type JobResult,
   openEnvelope,
@@ -434,16 +435,18 @@ function tracedHop(
   };
 }
 
-/** `queue`, sending each batch sealed: the envelope version and the `traceparent` of `traceOf()`. */
+/** `queue`, sending each batch fitted to its limit and sealed: the envelope version and the `traceparent` of `traceOf()`. */
 function sealingQueue(queue: Context["queue"], traceOf: () => string): Context["queue"] {
   return {
+    // Fitted to the queue's declared limit before sealing: a piece of a cut shard is sealed whole.
     send: (messages, delaySeconds) => {
       const traceparent = traceOf();
       return queue.send(
-        messages.map((m) => sealed(m, traceparent)),
+        fitToQueue(messages, queue.maxMessageBytes).map((m) => sealed(m, traceparent)),
         delaySeconds,
       );
     },
+    ...(queue.maxMessageBytes === undefined ? {} : { maxMessageBytes: queue.maxMessageBytes }),
   };
 }
 

@@ -126,7 +126,8 @@ export const settingsVariables = {
   PROBE_NAMESPACE_CONCURRENCY: z.optional(z.coerce.number().check(z.int()).check(z.gte(1)).check(z.lte(256))),
   PASS_CONCURRENCY: z._default(z.coerce.number().check(z.int()).check(z.gte(1)).check(z.lte(256)), 8),
   // Probes fan out as delayed probe-shard messages of this many Proxies (0: probed in the sweep).
-  PROBE_SHARD_SIZE: z._default(z.coerce.number().check(z.int()).check(z.gte(0)).check(z.lte(200)), 40),
+  // At most 1,000: a shard's probes and writes stay within one invocation's subrequests (10,000 on Workers).
+  PROBE_SHARD_SIZE: z._default(z.coerce.number().check(z.int()).check(z.gte(0)).check(z.lte(1000)), 40),
   // Back-pressure (shared/kube guardedKube): API requests per platform invocation; a circuit per instance.
   REQUEST_BUDGET: z._default(z.coerce.number().check(z.int()).check(z.gte(1)), 1000),
   CIRCUIT_FAILURES: z._default(z.coerce.number().check(z.int()).check(z.gte(1)), 5),

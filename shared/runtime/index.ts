@@ -68,6 +68,7 @@ export {
   isIntakeCanary,
 } from "./intake-canary.ts";
 export { type JobResult, runJob } from "./job.ts";
+export { cutShard, ENVELOPE_HEADROOM_BYTES, fitToQueue, messageBytes } from "./message-fit.ts";
 export { awaitSweep, done, failed, Outcome, type OutcomeKind, requeueAfter } from "./outcome.ts";
 export {
   anyOf,

@@ -114,6 +114,12 @@ export function requestKey(request: Request): string {
 /** Where follow-ups go. Platforms bind it to their queue's delayed delivery. */
 export interface Queue {
   send(messages: Message[], delaySeconds?: number): Promise<void>;
+  /**
+   * The largest message this queue takes, in UTF-8 bytes of its JSON (a platform's limit less its
+   * own margin); the runtime cuts probe shards and drops attached snapshots to fit it
+   * (`fitToQueue`) before it seals a message. Unset: no limit (an in-process queue).
+   */
+  readonly maxMessageBytes?: number;
 }
 
 export interface Clock {

@@ -22,7 +22,7 @@ export interface Prices {
   queues: { includedOperations: number; perMillionOperations: number; operationsPerMessage: number };
   workersAnalyticsEngine: { includedDataPoints: number; perMillionDataPoints: number };
   workersLogs: { includedEvents: number; perMillionEvents: number };
-  lambda: { perMillionRequests: number; perGbSecond: number; memoryGb: number };
+  lambda: { perMillionRequests: number; perGbSecond: number; perGbSecondArm64: number };
   sqs: { perMillionRequests: number; requestsPerMessage: number };
   eventBridge: { perMillionEvents: number };
   eventBridgeScheduler: { includedInvocations: number; perMillionInvocations: number };
@@ -51,15 +51,18 @@ export interface FleetCounts {
   /** Health-checked Proxies among them. */
   proxies: number;
   probeIntervalSeconds: number;
-  shardSize: number;
   /** Extra probes (latency confirmations) per due probe; each shard with one sends a re-shard. */
   confirmationShare: number;
   /** Passes per object-hour at steady state (drift, safety net, follow-ups). */
   passesPerObjectHour: number;
   sweepsPerHour: number;
-  /** Messages handled per consumer invocation (Workers Queues batches, SQS batches). */
-  messagesPerInvocation: number;
-  shard: UnitCost;
+  /**
+   * One second of probing, measured: the Proxies due in a second (`proxies / probeIntervalSeconds`)
+   * in `shards` messages of `shardBytes` each (mean), consumed by one invocation costing `invocation`.
+   */
+  second: { proxies: number; shards: number; shardBytes: number; invocation: UnitCost };
+  /** Passes handled per invocation (a queue batch). */
+  passesPerInvocation: number;
   pass: UnitCost;
   /** One sweep per 1,000 objects listed (it lists every primary each minute). */
   sweepPer1000: UnitCost;
@@ -67,9 +70,16 @@ export interface FleetCounts {
   customMetrics: number;
   /** ReceiveMessage calls of Lambda's SQS pollers with nothing to receive, a month. */
   sqsIdlePollsPerMonth: number;
+  /** Lambda's memory size, MB (its CPU share grows with it: 1,769 MB is one vCPU). */
+  lambdaMemoryMb: number;
 }
 
 export const HOURS_PER_MONTH = 730;
+const SECONDS_PER_MONTH = HOURS_PER_MONTH * 3600;
+/** Queues and SQS bill each 64 KB of a message (a chunk) as one operation or request. */
+export const BILLED_CHUNK_BYTES = 64 * 1024;
+/** The memory size at which a Lambda function has one full vCPU. */
+export const LAMBDA_MB_PER_VCPU = 1769;
 
 export interface Line {
   item: string;
@@ -87,17 +97,31 @@ export interface Bill {
 /** The monthly volumes the fleet causes. */
 export function monthlyVolumes(c: FleetCounts) {
   const interval = Math.max(1, c.probeIntervalSeconds);
-  // Probes fall on every second of the minute (each Proxy on its phase): a second's Proxies are
-  // packed into shards of `shardSize`, the last one partly filled.
+  // Probes fall on every second of the interval (each Proxy on its phase): each second's Proxies
+  // are one batch of shards, consumed by one invocation (scaled when the measured second held
+  // another number of Proxies).
   const perSecond = c.proxies / interval;
-  const shardsPerMinute = c.proxies > 0 ? 60 * Math.ceil(perSecond / Math.max(1, c.shardSize)) : 0;
-  const probesPerMonth = c.proxies * (3600 / interval) * HOURS_PER_MONTH * (1 + c.confirmationShare);
-  const filled = Math.min(c.shardSize, perSecond / Math.max(1, shardsPerMinute / 60));
-  const withConfirmation = 1 - (1 - Math.min(1, c.confirmationShare)) ** filled;
-  const shards = shardsPerMinute * 60 * HOURS_PER_MONTH * (1 + withConfirmation);
+  const scale = c.second.proxies > 0 ? perSecond / c.second.proxies : 0;
+  const probeInvocations = c.proxies > 0 ? SECONDS_PER_MONTH * Math.max(1, scale) : 0;
+  const probesPerMonth = perSecond * SECONDS_PER_MONTH * (1 + c.confirmationShare);
+  const perShard = c.second.shards > 0 ? c.second.proxies / c.second.shards : 0;
+  const withConfirmation = 1 - (1 - Math.min(1, c.confirmationShare)) ** perShard;
+  const shards =
+    SECONDS_PER_MONTH * c.second.shards * Math.max(scale, c.proxies > 0 ? 1 : 0) * (1 + withConfirmation);
+  const shardChunks = shards * Math.max(1, Math.ceil(c.second.shardBytes / BILLED_CHUNK_BYTES));
   const passes = c.objects * c.passesPerObjectHour * HOURS_PER_MONTH;
   const sweeps = c.sweepsPerHour * HOURS_PER_MONTH;
-  return { probesPerMonth, shards, passes, sweeps, messages: shards + passes };
+  return {
+    probesPerMonth,
+    probeInvocations,
+    shards,
+    shardChunks,
+    passes,
+    sweeps,
+    messages: shards + passes,
+    /** Messages as billed: each shard by its 64 KB chunks, each pass one. */
+    messageChunks: shardChunks + passes,
+  };
 }
 
 const over = (used: number, included: number) => Math.max(0, used - included);
@@ -107,7 +131,9 @@ function usage(c: FleetCounts) {
   const v = monthlyVolumes(c);
   const sweepScale = c.objects / 1000;
   const sum = (k: keyof UnitCost) =>
-    v.shards * c.shard[k] + v.passes * c.pass[k] + v.sweeps * sweepScale * c.sweepPer1000[k];
+    v.probeInvocations * c.second.invocation[k] +
+    v.passes * c.pass[k] +
+    v.sweeps * sweepScale * c.sweepPer1000[k];
   return {
     v,
     cpuMs: sum("cpuMs"),
@@ -116,14 +142,14 @@ function usage(c: FleetCounts) {
     logBytes: sum("logBytes"),
     metricPoints: sum("metricPoints"),
     metricBytes: sum("metricBytes"),
-    invocations: v.sweeps + v.messages / Math.max(1, c.messagesPerInvocation),
+    invocations: v.sweeps + v.probeInvocations + v.passes / Math.max(1, c.passesPerInvocation),
   };
 }
 
 /** Workers Paid: requests (cron and queue consumer invocations), CPU, Queues, metrics, logs. */
 export function workersBill(c: FleetCounts, p: Prices): Bill {
   const u = usage(c);
-  const ops = u.v.messages * p.queues.operationsPerMessage;
+  const ops = u.v.messageChunks * p.queues.operationsPerMessage;
   const lines: Line[] = [
     { item: "Workers Paid plan", quantity: 1, unit: "month", dollars: p.workers.baseMonthly },
     {
@@ -139,7 +165,7 @@ export function workersBill(c: FleetCounts, p: Prices): Bill {
       dollars: perMillion(over(u.cpuMs, p.workers.includedCpuMs), p.workers.perMillionCpuMs),
     },
     {
-      item: "Queues operations (write, read, delete)",
+      item: "Queues operations (write, read, delete; per 64 KB)",
       quantity: ops,
       unit: "operations",
       dollars: perMillion(over(ops, p.queues.includedOperations), p.queues.perMillionOperations),
@@ -164,13 +190,33 @@ export function workersBill(c: FleetCounts, p: Prices): Bill {
 }
 
 /**
- * Lambda: invocations, GB-seconds, the carrier of messages, CloudWatch. `carrier`: every message
- * through SQS (today's), or delayed messages as EventBridge Scheduler one-time schedules and
- * undelayed ones as EventBridge events (0.1.0's).
+ * Lambda's billed duration at `memoryMb` for work measured as `wallMs` of wall time and `cpuMs` of
+ * CPU time on a full core: the CPU share is `memoryMb / 1,769`, so CPU-bound work stretches below
+ * a vCPU (wall time = the larger of the measured wall and the CPU at that share).
+ */
+export function lambdaDurationMs(wallMs: number, cpuMs: number, memoryMb: number): number {
+  return Math.max(wallMs, (cpuMs * LAMBDA_MB_PER_VCPU) / Math.min(memoryMb, LAMBDA_MB_PER_VCPU));
+}
+
+/**
+ * Lambda (arm64): invocations, GB-seconds, the carrier of messages, CloudWatch. `carrier`: every
+ * message through SQS (today's), or delayed messages as EventBridge Scheduler one-time schedules
+ * and undelayed ones as EventBridge events (0.1.0's).
  */
 export function lambdaBill(c: FleetCounts, p: Prices, carrier: "scheduler" | "sqs"): Bill {
   const u = usage(c);
-  const gbSeconds = (u.wallMs / 1000) * p.lambda.memoryGb;
+  const sweepScale = c.objects / 1000;
+  const durationMs =
+    u.v.probeInvocations *
+      lambdaDurationMs(c.second.invocation.wallMs, c.second.invocation.cpuMs, c.lambdaMemoryMb) +
+    u.v.passes * lambdaDurationMs(c.pass.wallMs, c.pass.cpuMs, c.lambdaMemoryMb) +
+    u.v.sweeps *
+      lambdaDurationMs(
+        c.sweepPer1000.wallMs * sweepScale,
+        c.sweepPer1000.cpuMs * sweepScale,
+        c.lambdaMemoryMb,
+      );
+  const gbSeconds = (durationMs / 1000) * (c.lambdaMemoryMb / 1024);
   const lines: Line[] = [
     {
       item: "invocations (sweep rule + messages)",
@@ -179,10 +225,10 @@ export function lambdaBill(c: FleetCounts, p: Prices, carrier: "scheduler" | "sq
       dollars: perMillion(u.invocations, p.lambda.perMillionRequests),
     },
     {
-      item: `duration at ${p.lambda.memoryGb * 1024} MB`,
+      item: `duration at ${c.lambdaMemoryMb} MB, arm64`,
       quantity: gbSeconds,
       unit: "GB-s",
-      dollars: gbSeconds * p.lambda.perGbSecond,
+      dollars: gbSeconds * p.lambda.perGbSecondArm64,
     },
   ];
   if (carrier === "scheduler") {
@@ -207,10 +253,17 @@ export function lambdaBill(c: FleetCounts, p: Prices, carrier: "scheduler" | "sq
       },
     );
   } else {
-    const requests = u.v.messages * p.sqs.requestsPerMessage + c.sqsIdlePollsPerMonth;
+    // Sent one SendMessageBatch per shard (the sweep sends each shard at its own delay), received
+    // and deleted a batch at a time, every request billed per 64 KB of its payload.
+    const batches = u.v.probeInvocations + u.v.passes / Math.max(1, c.passesPerInvocation);
+    const requests =
+      u.v.messageChunks + // SendMessage(Batch)
+      Math.max(batches, u.v.messageChunks / 4) + // ReceiveMessage: up to 10 messages, 256 KB
+      batches + // DeleteMessageBatch
+      c.sqsIdlePollsPerMonth;
     lines.push(
       {
-        item: "SQS requests (send, receive, delete; idle polls)",
+        item: "SQS requests (send, receive, delete per 64 KB; idle polls)",
         quantity: requests,
         unit: "requests",
         dollars: perMillion(requests, p.sqs.perMillionRequests),

@@ -1,40 +1,56 @@
 /**
- * `npm run bench -- cost`: the monthly bill per 10,000 objects on Workers and on Lambda (with
- * EventBridge Scheduler or SQS carrying delayed messages), beside an always-on pod, from the
- * prices in `prices-2025.json` and `cost-model.ts`.
+ * `npm run bench -- cost`: the monthly bill per 10,000 objects on Workers and on Lambda (SQS
+ * carrying its messages; 0.1.0's EventBridge Scheduler beside it), beside an always-on pod, from
+ * the prices in `prices-2025.json` and `cost-model.ts`; and per object at 100 and 1,000 objects.
+ * It fails (exit 1) when a bill per 10,000 objects exceeds its goal (`GOALS`).
  *
- * Measured here, at a small size: probe shards of 40 External Proxies (plain-http probe URLs
- * through 4 forward proxies in another process) run through `proxyHealthTask(...).handleShard` as
- * a consumer runs them, steady state, with Lambda's telemetry (JSON log lines and CloudWatch EMF
- * metric lines, counted in lines and bytes; the distinct metric name × dimension sets a Proxy
- * keeps alive) and the host's default 32 probes in flight (a shard spreads its probes over 1 s):
- * per shard, the CPU ms (this process; Workers bill CPU, the Node figure stands in for workerd's),
- * the wall ms (Lambda bills duration), log lines and bytes, metric data points.
+ * Measured here, on each platform's consumer path: one second of the fleet's probing — the
+ * Proxies due in one second (9,000 every 30 s: 300; at 1,000 objects 30; at 100, 3), as the
+ * sweep would send them: shards of the platform's `PROBE_SHARD_SIZE` carrying each Proxy's
+ * probe view, fitted to the queue's declared limit — delivered as one batch:
+ * - Lambda: the production handler (`createHandler`) given one SQS event of those records, with
+ *   its JSON log and EMF metrics counted in lines and bytes, the distinct metric × dimension sets
+ *   it writes, and its wall time (Lambda bills duration) and CPU time;
+ * - Workers: `createKubefn` with the Worker's settings (`parseWorkerEnv`, `PROBE_CONCURRENCY` 6)
+ *   consuming the batch as the Worker's `queue` handler does, with its Analytics Engine points
+ *   counted. Its CPU time is Node's, standing in for workerd's (the worker-probes bench runs the
+ *   Worker in workerd against the devcluster).
+ * With `KUBEFN_BENCH_COST_WORKERD=<file>` (a worker-probes run's output), Workers' CPU per probe is
+ * workerd's from that run instead.
+ * Each is run five times; the third is measured (steady: the first wrote every verdict; warm), its
+ * CPU time the least of the last three.
  *
  * Taken from the benches' results, not measured here: passes per object-hour and the share of
  * extra probes (latency confirmations) from a fleet bench's JSON line when
  * `KUBEFN_BENCH_COST_FLEET=<file>` names a file holding it (`npm run bench -- fleet`'s last line),
  * else the figures in `cost-inputs.json` (each with its source: a bench and commit, or "assumed").
  *
- * Scaled to 10,000 objects in the fleet bench's mix (9,000 External Proxies probed every 30 s,
- * 1,000 SubPools), which the output says.
+ * Scaled to the fleet bench's mix (90 % External Proxies probed every 30 s, the rest SubPools),
+ * which the output says.
  */
 import { readFileSync } from "node:fs";
+import type { LambdaContext } from "hono/aws-lambda";
+import { createHandler } from "../../functions/aws/handler.ts";
+import { MAX_SHARD_BYTES } from "../../functions/aws/queue.ts";
 import { createEmfMetrics } from "../../functions/aws/telemetry.ts";
+import { parseWorkerEnv } from "../../functions/cloudflare/config.ts";
+import { MAX_MESSAGE_BYTES as WORKERS_MAX_MESSAGE_BYTES } from "../../functions/cloudflare/queue.ts";
 import { createAnalyticsMetrics } from "../../functions/cloudflare/telemetry.ts";
-import { createLineLog } from "../../shared/app/index.ts";
+import { createKubefn, createLineLog } from "../../shared/app/index.ts";
 import { proxyResource } from "../../shared/controllers/proxy/api.ts";
-import { proxyHealthTask } from "../../shared/controllers/proxy/health-task.ts";
+import { proxyControllerName } from "../../shared/controllers/proxy/controller.ts";
+import { proxyProbeView } from "../../shared/controllers/proxy/health-subject.ts";
 import { createNodeProber } from "../../shared/health/node-prober.ts";
 import type { KubeObject } from "../../shared/kube/index.ts";
-import type { Context } from "../../shared/runtime/index.ts";
+import { ENVELOPE_VERSION, fitToQueue, type Message, messageBytes } from "../../shared/runtime/index.ts";
 import { FakeKube } from "../support/fake-kube.ts";
-import { loopbackProbeAllowList } from "../support/loopback.ts";
+import { LOOPBACK_PROBE_CIDRS } from "../support/loopback.ts";
 import type { BenchRow } from "./cluster.ts";
 import { round } from "./cluster.ts";
 import {
   type Bill,
   type FleetCounts,
+  LAMBDA_MB_PER_VCPU,
   lambdaBill,
   monthlyVolumes,
   type Prices,
@@ -44,154 +60,264 @@ import {
 } from "./cost-model.ts";
 import { startFixtures } from "./sweep.ts";
 
-const SHARD_SIZE = 40;
 const OBJECTS = 10_000;
 const PROXY_SHARE = 0.9;
+const INTERVAL_SECONDS = 30;
+/** The bills per 10,000 objects a month this bench holds each platform to (issue 32). */
+export const GOALS = { Workers: 10, "Lambda (SQS)": 15 } as const;
 
 interface Inputs {
   passesPerObjectHour: { value: number; source: string };
   confirmationShare: { value: number; source: string };
   pass: UnitCost & { source: string };
   sweepPer1000: UnitCost & { source: string };
-  /** CloudWatch metrics not per Proxy (counters, histograms by outcome). */
-  sharedCustomMetrics: { value: number; source: string };
   sqsIdlePollsPerMonth: { value: number; source: string };
 }
 
-export interface ShardMeasure {
-  shards: number;
-  proxies: number;
-  unit: UnitCost;
-  /** Distinct metric name × dimension values per Proxy. */
-  metricsPerProxy: number;
-  /** Lambda's EMF lines per shard, by metric name, and in all. */
-  pointsByName: Record<string, number>;
-  emfLines: number;
+type Platform = "workers" | "lambda";
+
+/** Each platform's settings as deployed (wrangler.toml, infra/aws/template.yaml). */
+function platformSettings(platform: Platform): { shardSize: number; maxMessageBytes: number } {
+  if (platform === "workers") {
+    const toml = readFileSync(new URL("../../wrangler.toml", import.meta.url), "utf8");
+    const shardSize = Number(/^PROBE_SHARD_SIZE = "(\d+)"/m.exec(toml)?.[1]);
+    if (!shardSize) throw new Error("wrangler.toml sets no PROBE_SHARD_SIZE");
+    return { shardSize, maxMessageBytes: WORKERS_MAX_MESSAGE_BYTES };
+  }
+  const template = readFileSync(new URL("../../infra/aws/template.yaml", import.meta.url), "utf8");
+  const shardSize = Number(/PROBE_SHARD_SIZE: "?(\d+)"?/.exec(template)?.[1] ?? 40);
+  return { shardSize, maxMessageBytes: MAX_SHARD_BYTES };
 }
 
-/** Probe shards through the health task with Lambda's telemetry, counted. */
-export async function measureShards(shardCount = 10): Promise<ShardMeasure> {
-  const fixtures = await startFixtures(4);
-  try {
-    const { target, proxies: ports } = fixtures.ports;
-    const kube = new FakeKube();
-    const n = shardCount * SHARD_SIZE;
-    for (let i = 0; i < n; i++) kube.seed(proxyResource, externalProxy(i, ports[i % ports.length]!, target));
-    const tally = {
-      lines: 0,
-      bytes: 0,
-      points: 0,
-      pointBytes: 0,
-      dimensions: new Set<string>(),
-      byName: new Map<string, number>(),
-    };
-    const write = (line: string) => {
-      tally.lines++;
-      tally.bytes += Buffer.byteLength(line) + 1;
-    };
-    // Lambda's metrics as it writes them: held per invocation, a few EMF documents at its end
-    // (here: one shard an invocation); every distinct metric name and dimension values is a
-    // CloudWatch custom metric.
-    const emf = createEmfMetrics({
-      write: (document: string) => {
-        tally.points++;
-        tally.pointBytes += Buffer.byteLength(document) + 1;
-        const o = JSON.parse(document) as {
-          _aws: { CloudWatchMetrics: { Dimensions: string[][]; Metrics: { Name: string }[] }[] };
-        } & Record<string, unknown>;
-        for (const directive of o._aws.CloudWatchMetrics) {
-          for (const dims of directive.Dimensions) {
-            for (const { Name: name } of directive.Metrics) {
-              tally.dimensions.add(`${name}${dims.map((d) => `|${o[d]}`).join("")}`);
-              tally.byName.set(name, (tally.byName.get(name) ?? 0) + 1);
-            }
-          }
-        }
-      },
-    });
-    // The Worker's metrics as it writes them: held per series, one point each when an
-    // invocation ends (here: one shard an invocation).
-    let workerPoints = 0;
-    const analytics = createAnalyticsMetrics({
-      writeDataPoint: () => {
-        workerPoints++;
-      },
-    } as unknown as Parameters<typeof createAnalyticsMetrics>[0]);
-    const log = createLineLog("json", write);
-    const ctx: Context = {
-      kube,
-      queue: { send: async () => {} },
-      clock: { now: () => new Date() },
-      log,
-      metrics: {
-        count: (n, l, v) => {
-          emf.count(n, l, v);
-          analytics.count(n, l, v);
-        },
-        observe: (n, v, l) => {
-          emf.observe(n, v, l);
-          analytics.observe(n, v, l);
-        },
-        gauge: (n, v, l) => {
-          emf.gauge(n, v, l);
-          analytics.gauge(n, v, l);
-        },
-      },
-      random: Math.random,
-    };
-    const task = proxyHealthTask({
-      prober: createNodeProber(),
-      allowList: loopbackProbeAllowList,
-      concurrency: 32,
-      sweepPeriodSeconds: 60,
-      fanOut: { shardSize: SHARD_SIZE },
-    });
-    // The Proxies as listed now (the measured round: after the first one stored their health).
-    const shardsOf = async () => {
-      const listed = (await kube.list(proxyResource, { namespace: "bench" })).items;
-      const out: KubeObject[][] = [];
-      for (let i = 0; i < listed.length; i += SHARD_SIZE) out.push(listed.slice(i, i + SHARD_SIZE));
-      return out;
-    };
-    // As the consumer runs it: the shard, then its "job" line.
-    const runShard = async (shard: KubeObject[]) => {
-      const t0 = performance.now();
-      const counts = await task.handleShard(ctx, shard);
-      log.info("job", { shard: counts, ms: Math.round(performance.now() - t0) });
-      analytics.flush();
-      emf.flush();
-      return performance.now() - t0;
-    };
-    for (const shard of await shardsOf()) await runShard(shard); // first verdicts: written, unmeasured
-    const shards = await shardsOf();
-    Object.assign(tally, { lines: 0, bytes: 0, points: 0, pointBytes: 0 });
-    workerPoints = 0;
-    tally.dimensions.clear();
-    tally.byName.clear();
-    const c0 = process.cpuUsage();
-    let wallMs = 0;
-    for (const shard of shards) wallMs += await runShard(shard);
-    const cpu = process.cpuUsage(c0);
-    const perProxyDims = [...tally.dimensions].filter((d) => d.includes("|bench|")).length;
-    return {
-      shards: shards.length,
-      proxies: n,
-      unit: {
-        cpuMs: (cpu.user + cpu.system) / 1000 / shards.length,
-        wallMs: wallMs / shards.length,
-        logLines: tally.lines / shards.length,
-        logBytes: tally.bytes / shards.length,
-        metricPoints: workerPoints / shards.length,
-        metricBytes: tally.pointBytes / shards.length,
-      },
-      metricsPerProxy: perProxyDims / n,
-      pointsByName: Object.fromEntries([...tally.byName].map(([k, v]) => [k, v / shards.length])),
-      emfLines: tally.points / shards.length,
-    };
-  } finally {
-    await fixtures.stop();
-  }
+export interface SecondMeasure {
+  platform: Platform;
+  proxies: number;
+  shards: number;
+  /** One invocation (the batch of one second's shards): what it cost. */
+  invocation: UnitCost;
+  /** Each shard message's bytes, as the queue counts them. */
+  shardBytes: number[];
+  /** Distinct CloudWatch metrics (name × dimension values) the invocation wrote (Lambda). */
+  customMetrics: string[];
+  probes: number;
 }
+
+/** One second of probing on `platform`'s consumer path, measured at its second (steady) run. */
+export async function measureSecond(
+  platform: Platform,
+  proxies: number,
+  fixtures: Awaited<ReturnType<typeof startFixtures>>,
+): Promise<SecondMeasure> {
+  const { shardSize, maxMessageBytes } = platformSettings(platform);
+  const { target, proxies: ports } = fixtures.ports;
+  const kube = new FakeKube();
+  for (let i = 0; i < proxies; i++)
+    kube.seed(proxyResource, externalProxy(i, ports[i % ports.length]!, target));
+  const tally = { lines: 0, bytes: 0, emfLines: 0, emfBytes: 0, points: 0, metrics: new Set<string>() };
+  const write = (line: string) => {
+    tally.lines++;
+    tally.bytes += Buffer.byteLength(line) + 1;
+  };
+  const log = createLineLog("json", write);
+  const emf = createEmfMetrics({
+    write: (document: string) => {
+      tally.emfLines++;
+      tally.emfBytes += Buffer.byteLength(document) + 1;
+      const o = JSON.parse(document) as {
+        _aws: { CloudWatchMetrics: { Dimensions: string[][]; Metrics: { Name: string }[] }[] };
+      } & Record<string, unknown>;
+      for (const directive of o._aws.CloudWatchMetrics)
+        for (const dims of directive.Dimensions)
+          for (const { Name: name } of directive.Metrics)
+            tally.metrics.add(`${name}${dims.map((d) => `|${d}=${o[d]}`).join("")}`);
+    },
+  });
+  const analytics = createAnalyticsMetrics({
+    writeDataPoint: () => {
+      tally.points++;
+    },
+  } as unknown as Parameters<typeof createAnalyticsMetrics>[0]);
+  const clock = { now: () => new Date() };
+  // The shards one sweep sends for this second: probe views, in shards of the platform's size,
+  // fitted to its queue's limit, sealed as the runtime seals them.
+  const shardsNow = async (): Promise<Message[]> => {
+    const listed = (await kube.list(proxyResource, { namespace: "bench" })).items;
+    const messages: Message[] = [];
+    for (let i = 0; i < listed.length; i += shardSize) {
+      messages.push({
+        request: { controller: proxyControllerName, name: `__shard-probe-0-${i}` },
+        attempt: 0,
+        trigger: { kind: "shard", reason: "probe" },
+        shard: {
+          task: "probe",
+          objects: listed.slice(i, i + shardSize).map(proxyProbeView),
+          due: Date.now(),
+        },
+      });
+    }
+    return fitToQueue(messages, maxMessageBytes).map((m) => ({ ...m, v: ENVELOPE_VERSION }));
+  };
+  let consume: (messages: Message[]) => Promise<unknown>;
+  if (platform === "lambda") {
+    const handler = createHandler({
+      env: {
+        AWS_REGION: "us-east-1",
+        QUEUE_URL: "http://127.0.0.1:9/123456789012/kubefn",
+        KUBECONFIG_BASE64: Buffer.from("unused: the kube port is given").toString("base64"),
+        PROBE_ALLOWED_CIDRS: LOOPBACK_PROBE_CIDRS,
+        AWS_ACCESS_KEY_ID: "bench",
+        AWS_SECRET_ACCESS_KEY: "bench",
+      },
+      endpoint: "http://127.0.0.1:9",
+      kube: () => kube,
+      clock,
+      log,
+      metrics: emf,
+    });
+    consume = (messages) =>
+      handler(
+        {
+          Records: messages.map((m, i) => ({
+            eventSource: "aws:sqs",
+            messageId: `m${i}`,
+            receiptHandle: `r${i}`,
+            body: JSON.stringify(m),
+            attributes: { ApproximateReceiveCount: "1" },
+          })),
+        },
+        lambdaContext,
+      );
+  } else {
+    const config = parseWorkerEnv({
+      KUBE_SERVER: "https://kube.example.com",
+      KUBE_TOKEN: "unused",
+      PROBE_ALLOWED_CIDRS: LOOPBACK_PROBE_CIDRS,
+      PROBE_SHARD_SIZE: String(shardSize),
+    });
+    const kubefn = createKubefn(config, {
+      kube,
+      queue: { send: async () => {}, maxMessageBytes },
+      prober: createNodeProber(),
+      clock,
+      log,
+      metrics: analytics,
+    });
+    consume = async (messages) => {
+      // As the Worker's `queue` handler: one consume per batch, then its one metrics flush.
+      const verdicts = await kubefn.consume(messages.map((body) => ({ body, attempts: 1 })));
+      analytics.flush();
+      return verdicts;
+    };
+  }
+  // Unmeasured: the first run writes every verdict; the second warms the code up, as a platform's
+  // instance is warm after its first invocations.
+  await consume(await shardsNow());
+  await consume(await shardsNow());
+  const messages = await shardsNow();
+  Object.assign(tally, { lines: 0, bytes: 0, emfLines: 0, emfBytes: 0, points: 0 });
+  tally.metrics.clear();
+  const hitsBefore = await fixtures.hits();
+  const c0 = process.cpuUsage();
+  const t0 = performance.now();
+  await consume(messages);
+  const wallMs = performance.now() - t0;
+  const cpu = process.cpuUsage(c0);
+  const probes = (await fixtures.hits()) - hitsBefore;
+  const counted = { ...tally, metrics: [...tally.metrics].sort() };
+  // The CPU of two more runs alike (their log and metric tallies are not kept): the least of
+  // three, since other processes on a shared machine only ever add to it.
+  let cpuMs = (cpu.user + cpu.system) / 1000;
+  for (let i = 0; i < 2; i++) {
+    const again = await shardsNow();
+    const c1 = process.cpuUsage();
+    await consume(again);
+    const used = process.cpuUsage(c1);
+    cpuMs = Math.min(cpuMs, (used.user + used.system) / 1000);
+  }
+  return {
+    platform,
+    proxies,
+    shards: messages.length,
+    invocation: {
+      cpuMs,
+      wallMs,
+      logLines: counted.lines,
+      logBytes: counted.bytes,
+      metricPoints: platform === "workers" ? counted.points : counted.emfLines,
+      metricBytes: counted.emfBytes,
+    },
+    shardBytes: messages.map(messageBytes),
+    customMetrics: counted.metrics,
+    probes,
+  };
+}
+
+/**
+ * The CloudWatch metrics (name × dimension values) a steady sweep and steady passes write, through
+ * the platform-neutral core with Lambda's EMF metrics: a sweep over `proxies` converged Proxies
+ * (planning their shards into a queue that keeps them) and a drift pass of each of ten.
+ */
+export async function measureSweepAndPassMetrics(proxies: number): Promise<string[]> {
+  const kube = new FakeKube();
+  for (let i = 0; i < proxies; i++) kube.seed(proxyResource, externalProxy(i, 9, 9));
+  const metrics = new Set<string>();
+  const emf = createEmfMetrics({
+    write: (document: string) => {
+      const o = JSON.parse(document) as {
+        _aws: { CloudWatchMetrics: { Dimensions: string[][]; Metrics: { Name: string }[] }[] };
+      } & Record<string, unknown>;
+      for (const directive of o._aws.CloudWatchMetrics)
+        for (const dims of directive.Dimensions)
+          for (const { Name: name } of directive.Metrics)
+            metrics.add(`${name}${dims.map((d) => `|${d}=${o[d]}`).join("")}`);
+    },
+  });
+  const config = parseWorkerEnv({
+    KUBE_SERVER: "https://kube.example.com",
+    KUBE_TOKEN: "unused",
+    PROBE_ALLOWED_CIDRS: LOOPBACK_PROBE_CIDRS,
+  });
+  const kubefn = createKubefn(config, {
+    kube,
+    queue: { send: async () => {} },
+    prober: createNodeProber(),
+    log: createLineLog("json", () => {}),
+    metrics: emf,
+  });
+  const passes = (trigger: Message["trigger"]) =>
+    kubefn.consume(
+      Array.from({ length: 10 }, (_, i) => ({
+        body: {
+          v: ENVELOPE_VERSION,
+          request: { controller: proxyControllerName, namespace: "bench", name: `ext-${i}` },
+          attempt: 0,
+          trigger,
+        },
+      })),
+    );
+  // Converge first (unmeasured): the first passes write status; then the steady ones.
+  await passes({ kind: "start" });
+  await kubefn.sweep();
+  emf.flush();
+  metrics.clear();
+  await kubefn.sweep();
+  emf.flush();
+  await passes({ kind: "drift", reason: "resync" });
+  emf.flush();
+  return [...metrics].sort();
+}
+
+const lambdaContext = {
+  functionName: "kubefn",
+  functionVersion: "$LATEST",
+  invokedFunctionArn: "arn:aws:lambda:us-east-1:111122223333:function:kubefn",
+  memoryLimitInMB: "256",
+  awsRequestId: "cost",
+  logGroupName: "/aws/lambda/kubefn",
+  logStreamName: "cost",
+  callbackWaitsForEmptyEventLoop: true,
+  getRemainingTimeInMillis: () => 60_000,
+} satisfies LambdaContext;
 
 function externalProxy(i: number, port: number, target: number): KubeObject {
   return {
@@ -203,6 +329,31 @@ function externalProxy(i: number, port: number, target: number): KubeObject {
       endpoint: { host: "127.0.0.1", port, scheme: "http" },
       healthCheck: { probeURL: `http://127.0.0.1:${target}/`, successThreshold: 1 },
     },
+  };
+}
+
+/**
+ * workerd's CPU ms per probe from a worker-probes bench's JSON line (`KUBEFN_BENCH_COST_WORKERD=<file>`):
+ * the workerd process's CPU in the window over the probes the target saw. An upper bound: that
+ * process also runs miniflare's queue broker and the Worker's cron sweeps and API requests.
+ */
+function workerdCpu(file: string | undefined): { msPerProbe: number; source: string } | undefined {
+  if (!file) return undefined;
+  const line = readFileSync(file, "utf8")
+    .split("\n")
+    .find((l) => l.startsWith('{"bench":"worker-probes"'));
+  if (!line) throw new Error(`${file} holds no worker-probes bench JSON line`);
+  const r = JSON.parse(line) as {
+    proxies: number;
+    probeShardSize: number;
+    probesPerMinute: number;
+    cpuSecondsPerMinute: Record<string, number>;
+  };
+  const key = Object.keys(r.cpuSecondsPerMinute).find((k) => k.includes("workerd"));
+  if (!key || !r.probesPerMinute) throw new Error(`${file}: no workerd CPU or no probes in the window`);
+  return {
+    msPerProbe: (r.cpuSecondsPerMinute[key]! * 1000) / r.probesPerMinute,
+    source: `worker-probes bench: workerd's CPU over ${r.proxies} Proxies in shards of ${r.probeShardSize}, ${r.probesPerMinute} probes a minute`,
   };
 }
 
@@ -230,6 +381,46 @@ function fromFleet(file: string | undefined, inputs: Inputs): Inputs {
 export interface CostResult {
   rows: BenchRow[];
   json: Record<string, unknown>;
+  /** Set when a bill exceeds its goal: the bench fails with it. */
+  failure?: string;
+}
+
+/** The fleet of `objects` in the fleet bench's mix, with the measured seconds of each platform. */
+function countsFor(
+  objects: number,
+  inputs: Inputs,
+  second: SecondMeasure,
+  customMetrics: number,
+  lambdaMemoryMb: number,
+): FleetCounts {
+  return {
+    objects,
+    proxies: objects * PROXY_SHARE,
+    probeIntervalSeconds: INTERVAL_SECONDS,
+    confirmationShare: inputs.confirmationShare.value,
+    passesPerObjectHour: inputs.passesPerObjectHour.value,
+    sweepsPerHour: 60,
+    second: {
+      proxies: second.proxies,
+      shards: second.shards,
+      shardBytes: second.shardBytes.reduce((a, b) => a + b, 0) / Math.max(1, second.shardBytes.length),
+      invocation: second.invocation,
+    },
+    passesPerInvocation: 10,
+    pass: inputs.pass,
+    sweepPer1000: inputs.sweepPer1000,
+    customMetrics,
+    sqsIdlePollsPerMonth: inputs.sqsIdlePollsPerMonth.value,
+    lambdaMemoryMb,
+  };
+}
+
+/** infra/aws/template.yaml's MemorySize default. */
+function templateMemoryMb(): number {
+  const template = readFileSync(new URL("../../infra/aws/template.yaml", import.meta.url), "utf8");
+  const m = /MemorySize:\n\s+Type: Number\n\s+Default: (\d+)/.exec(template);
+  if (!m) throw new Error("infra/aws/template.yaml has no MemorySize default");
+  return Number(m[1]);
 }
 
 export async function benchCost(): Promise<CostResult> {
@@ -238,80 +429,156 @@ export async function benchCost(): Promise<CostResult> {
     process.env.KUBEFN_BENCH_COST_FLEET,
     JSON.parse(readFileSync(new URL("./cost-inputs.json", import.meta.url), "utf8")) as Inputs,
   );
-  const m = await measureShards();
-  const proxies = OBJECTS * PROXY_SHARE;
-  const counts: FleetCounts = {
-    objects: OBJECTS,
-    proxies,
-    probeIntervalSeconds: 30,
-    shardSize: SHARD_SIZE,
-    confirmationShare: inputs.confirmationShare.value,
-    passesPerObjectHour: inputs.passesPerObjectHour.value,
-    sweepsPerHour: 60,
-    messagesPerInvocation: 1,
-    shard: m.unit,
-    pass: inputs.pass,
-    sweepPer1000: inputs.sweepPer1000,
-    customMetrics: Math.round(proxies * m.metricsPerProxy + inputs.sharedCustomMetrics.value),
-    sqsIdlePollsPerMonth: inputs.sqsIdlePollsPerMonth.value,
+  const memoryMb = templateMemoryMb();
+  const sizes = [100, 1_000, OBJECTS];
+  const fixtures = await startFixtures(4);
+  const measured: Record<string, SecondMeasure> = {};
+  try {
+    for (const objects of sizes) {
+      const perSecond = Math.max(1, Math.round((objects * PROXY_SHARE) / INTERVAL_SECONDS));
+      for (const platform of ["workers", "lambda"] as const) {
+        measured[`${platform}-${objects}`] = await measureSecond(platform, perSecond, fixtures);
+      }
+    }
+  } finally {
+    await fixtures.stop();
+  }
+  // Workers' CPU per probe measured in workerd, when a worker-probes run is given: it replaces
+  // Node's figure for the Worker's invocations.
+  const workerd = workerdCpu(process.env.KUBEFN_BENCH_COST_WORKERD);
+  if (workerd) {
+    for (const [k, m] of Object.entries(measured))
+      if (k.startsWith("workers-")) m.invocation = { ...m.invocation, cpuMs: workerd.msPerProbe * m.probes };
+  }
+  const steadyMetrics = await measureSweepAndPassMetrics(100);
+  const billsAt = (objects: number) => {
+    const w = measured[`workers-${objects}`]!;
+    const l = measured[`lambda-${objects}`]!;
+    const customMetrics = new Set([...l.customMetrics, ...steadyMetrics]).size;
+    return [
+      workersBill(countsFor(objects, inputs, w, 0, memoryMb), prices),
+      lambdaBill(countsFor(objects, inputs, l, customMetrics, memoryMb), prices, "sqs"),
+      lambdaBill(countsFor(objects, inputs, l, customMetrics, memoryMb), prices, "scheduler"),
+    ];
   };
-  const bills = [
-    workersBill(counts, prices),
-    lambdaBill(counts, prices, "scheduler"),
-    lambdaBill(counts, prices, "sqs"),
-  ];
+  const bills = billsAt(OBJECTS);
   const pod = podBill(prices);
-  const volumes = monthlyVolumes(counts);
+  const w = measured[`workers-${OBJECTS}`]!;
+  const l = measured[`lambda-${OBJECTS}`]!;
+  const volumes = monthlyVolumes(countsFor(OBJECTS, inputs, w, 0, memoryMb));
   for (const b of bills) {
     process.stderr.write(`cost: ${b.platform} $${round(b.total, 2)} a month per ${OBJECTS} objects\n`);
-    for (const l of b.lines)
-      process.stderr.write(`cost:   ${l.item}: ${fmt(l.quantity)} ${l.unit} → $${round(l.dollars, 2)}\n`);
+    for (const line of b.lines)
+      process.stderr.write(
+        `cost:   ${line.item}: ${fmt(line.quantity)} ${line.unit} → $${round(line.dollars, 2)}\n`,
+      );
   }
-  const scaled = `scaled from ${m.shards} measured shards (${m.proxies} Proxies) to ${OBJECTS.toLocaleString("en")} objects (${proxies.toLocaleString("en")} Proxies every 30 s + ${(OBJECTS - proxies).toLocaleString("en")} SubPools); prices ${prices.date}`;
+  process.stderr.write(
+    `cost: the pod $${pod.low}–${pod.high} a month, whatever the fleet's size while it fits\n`,
+  );
+  const assumed = [
+    `passes/object-hour ${inputs.passesPerObjectHour.value} (${inputs.passesPerObjectHour.source})`,
+    `extra probes ${inputs.confirmationShare.value} (${inputs.confirmationShare.source})`,
+    `a pass ${inputs.pass.cpuMs} CPU ms, ${inputs.pass.wallMs} wall ms (${inputs.pass.source})`,
+    `a sweep per 1,000 objects ${inputs.sweepPer1000.cpuMs} CPU ms (${inputs.sweepPer1000.source})`,
+    `${fmt(inputs.sqsIdlePollsPerMonth.value)} idle SQS polls (${inputs.sqsIdlePollsPerMonth.source})`,
+  ];
+  assumed.push(
+    workerd
+      ? `Workers CPU ${round(workerd.msPerProbe, 3)} ms a probe (${workerd.source})`
+      : "Workers CPU: Node's, standing in for workerd's (KUBEFN_BENCH_COST_WORKERD=<file> takes a worker-probes run's)",
+  );
+  for (const a of assumed) process.stderr.write(`cost: assumed: ${a}\n`);
+  process.stderr.write(
+    `cost: measured: a steady sweep and steady drift passes write ${steadyMetrics.length} CloudWatch metrics: ${steadyMetrics.join(", ")}\n`,
+  );
+  for (const [k, m] of Object.entries(measured)) {
+    const i = m.invocation;
+    process.stderr.write(
+      `cost: measured ${k}: ${m.proxies} Proxies in ${m.shards} shards of ${Math.round(Math.max(...m.shardBytes))} bytes at most, ${m.probes} probes: ${round(i.cpuMs, 1)} CPU ms (${round(i.cpuMs / Math.max(1, m.probes), 3)} a probe), ${round(i.wallMs, 0)} wall ms, ${i.logLines} log lines, ${i.metricPoints} metric points, ${m.customMetrics.length} CloudWatch metrics\n`,
+    );
+  }
+  const perObject = sizes.map((objects) => {
+    const [wb, lb] = billsAt(objects);
+    return { objects, workers: wb!.total / objects, lambda: lb!.total / objects };
+  });
+  const scaled = `one second of probing measured on each platform's consumer path (${w.proxies} Proxies: Workers ${w.shards} shards, Lambda ${l.shards}), scaled to ${OBJECTS.toLocaleString("en")} objects (${(OBJECTS * PROXY_SHARE).toLocaleString("en")} Proxies every 30 s + ${(OBJECTS * (1 - PROXY_SHARE)).toLocaleString("en")} SubPools); prices ${prices.date}`;
   const top = (b: Bill) =>
     [...b.lines]
       .sort((a, c) => c.dollars - a.dollars)
-      .slice(0, 2)
-      .map((l) => `${l.item.split(" (")[0]} $${round(l.dollars, 0)}`)
+      .slice(0, 3)
+      .map((line) => `${line.item.split(" (")[0]} $${round(line.dollars, 2)}`)
       .join(", ");
+  const goal = (b: Bill) => GOALS[b.platform as keyof typeof GOALS];
   const rows: BenchRow[] = [
     ...bills.map((b) => ({
       name: `cost ${b.platform}`,
       figure: round(b.total, 2),
       unit: "$/month per 10,000 objects",
-      note: `${top(b)}; ${scaled}`,
+      note: `${goal(b) === undefined ? "" : `goal ≤ $${goal(b)}; `}${top(b)}; ${scaled}`,
+    })),
+    ...perObject.map((r) => ({
+      name: `cost per object at ${r.objects.toLocaleString("en")}`,
+      figure: `${round(r.workers * 100, 2)} ¢ / ${round(r.lambda * 100, 2)} ¢`,
+      unit: "Workers / Lambda (SQS) per object-month",
+      note: `the pod: ${round((pod.low / r.objects) * 100, 2)}–${round((pod.high / r.objects) * 100, 2)} ¢ per object`,
     })),
     {
       name: "cost pod",
       figure: `${pod.low}–${pod.high}`,
       unit: "$/month",
-      note: `an always-on controller pod (the Node host), whatever the fleet's size while it fits`,
+      note: "an always-on controller pod (the Node host), whatever the fleet's size while it fits",
     },
     {
       name: "cost inputs",
-      figure: round(m.unit.cpuMs, 1),
-      unit: "CPU ms per shard",
-      note: `shard of ${SHARD_SIZE}: ${round(m.unit.wallMs, 0)} wall ms, ${round(m.unit.logLines, 1)} log lines (${round(m.unit.logBytes, 0)} bytes), ${round(m.unit.metricPoints, 1)} Analytics Engine points (Workers), ${round(m.emfLines, 0)} EMF lines of ${round(m.unit.metricBytes, 0)} bytes (Lambda); ${round(m.metricsPerProxy, 2)} CloudWatch metrics per Proxy; ${fmt(volumes.shards)} shards + ${fmt(volumes.passes)} passes a month; passes/object-hour ${inputs.passesPerObjectHour.value} (${inputs.passesPerObjectHour.source})`,
+      figure: round(w.invocation.cpuMs / Math.max(1, w.probes), 3),
+      unit: `CPU ms per probe (Workers, ${workerd ? "workerd" : "Node"})`,
+      note: `Lambda: ${round(l.invocation.wallMs, 0)} wall ms and ${round(l.invocation.cpuMs, 0)} CPU ms for ${l.probes} probes (CPU-bound below ${Math.round((l.invocation.cpuMs * LAMBDA_MB_PER_VCPU) / Math.max(1, l.invocation.wallMs))} MB; billed at ${memoryMb} MB); ${fmt(volumes.shards)} shards (${fmt(volumes.shardChunks)} billed 64 KB chunks) + ${fmt(volumes.passes)} passes a month; ${l.customMetrics.length} CloudWatch metrics from probing`,
     },
   ];
+  const over = bills.filter((b) => goal(b) !== undefined && b.total > goal(b)!);
   const json = {
     bench: "cost",
     prices: { date: prices.date },
     objects: OBJECTS,
-    proxies,
-    measured: {
-      shards: m.shards,
-      proxies: m.proxies,
-      shardUnit: m.unit,
-      metricsPerProxy: m.metricsPerProxy,
-      pointsByName: m.pointsByName,
-    },
+    proxies: OBJECTS * PROXY_SHARE,
+    lambdaMemoryMb: memoryMb,
+    measured: Object.fromEntries(
+      Object.entries(measured).map(([k, m]) => [
+        k,
+        {
+          proxies: m.proxies,
+          shards: m.shards,
+          shardBytes: m.shardBytes,
+          probes: m.probes,
+          invocation: m.invocation,
+          customMetrics: m.customMetrics,
+        },
+      ]),
+    ),
     inputs,
+    steadyMetrics,
     volumes,
     bills: Object.fromEntries(bills.map((b) => [b.platform, round(b.total, 2)])),
+    goals: GOALS,
+    perObject: perObject.map((r) => ({
+      objects: r.objects,
+      workers: round(r.workers, 5),
+      lambda: round(r.lambda, 5),
+    })),
     pod,
   };
-  return { rows, json };
+  return {
+    rows,
+    json,
+    ...(over.length > 0
+      ? {
+          failure: over
+            .map((b) => `${b.platform} $${round(b.total, 2)} exceeds its goal of $${goal(b)}`)
+            .join("; "),
+        }
+      : {}),
+  };
 }
 
 function fmt(n: number): string {

@@ -118,6 +118,11 @@ const benches: { name: string; run: () => Promise<BenchRow[]>; explicit?: boolea
     run: async () => {
       const r = await benchCost();
       jsonLines.push(JSON.stringify(r.json));
+      if (r.failure) {
+        // Every line of both bills stays printed; the bench fails on the goal it missed.
+        rows.push(...r.rows);
+        throw new Error(r.failure);
+      }
       return r.rows;
     },
   },

@@ -191,6 +191,12 @@ function consumerBatchSize(): number {
   return Number(/\[\[queues\.consumers\]\][^[]*?max_batch_size\s*=\s*(\d+)/.exec(toml)?.[1] ?? Number.NaN);
 }
 
+/** `PROBE_SHARD_SIZE` in wrangler.toml's [vars]: Proxies per probe shard. */
+function probeShardSize(): number {
+  const toml = readFileSync(`${root}wrangler.toml`, "utf8");
+  return Number(/^PROBE_SHARD_SIZE\s*=\s*"(\d+)"/m.exec(toml)?.[1] ?? Number.NaN);
+}
+
 export interface WorkerProbesResult {
   rows: BenchRow[];
   json: Record<string, unknown>;
@@ -454,7 +460,7 @@ export async function benchWorkerProbes(
       proxiesNeverWaiting45Seconds: every45,
       extraProbesUnder5Seconds: extraProbes,
       peakConnectionsAtProxies: proxies.peak,
-      probeShardSize: 40,
+      probeShardSize: probeShardSize(),
       probeConcurrency: 6,
       consumerBatchSize: consumerBatchSize(),
       sweepsInWindow: windowSweeps.length,
@@ -508,7 +514,7 @@ export async function benchWorkerProbes(
         name: `worker-probes ${opts.proxies} connections`,
         figure: proxies.peak,
         unit: "open at once (all invocations)",
-        note: `peak at the 4 forward proxies in the window; shards of 40, 6 probes in flight per isolate`,
+        note: `peak at the 4 forward proxies in the window; shards of ${probeShardSize()}, 6 probes in flight per isolate`,
       },
     ];
     return { rows, json };

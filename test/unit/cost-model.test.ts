@@ -3,6 +3,7 @@ import { describe, expect, it } from "vitest";
 import {
   type FleetCounts,
   lambdaBill,
+  lambdaDurationMs,
   monthlyVolumes,
   type Prices,
   podBill,
@@ -20,33 +21,46 @@ const fleet: FleetCounts = {
   objects: 1000,
   proxies: 600,
   probeIntervalSeconds: 30,
-  shardSize: 40,
   confirmationShare: 0,
   passesPerObjectHour: 0,
   sweepsPerHour: 60,
-  messagesPerInvocation: 1,
-  // 1,000 log bytes + 500 EMF bytes a shard: 3.942 GB of CloudWatch Logs a month.
-  shard: { cpuMs: 10, wallMs: 1000, logLines: 2, logBytes: 1000, metricPoints: 120, metricBytes: 500 },
+  // One second's 20 Proxies in one shard of 10 KB; 1,000 log bytes + 500 EMF bytes an invocation:
+  // 3.942 GB of CloudWatch Logs a month.
+  second: {
+    proxies: 20,
+    shards: 1,
+    shardBytes: 10_000,
+    invocation: { cpuMs: 10, wallMs: 1000, logLines: 2, logBytes: 1000, metricPoints: 120, metricBytes: 500 },
+  },
+  passesPerInvocation: 10,
   pass: zero,
   sweepPer1000: zero,
   customMetrics: 1200,
   sqsIdlePollsPerMonth: 0,
+  lambdaMemoryMb: 512,
 };
+const SECONDS = 730 * 3600;
 
 describe("cost model", () => {
-  it("volumes: a second's Proxies packed into shards, a sweep a minute, 730 hours", () => {
+  it("volumes: one invocation per second of probing, its shards billed per 64 KB, a sweep a minute", () => {
     expect(monthlyVolumes(fleet)).toEqual({
       probesPerMonth: 600 * 120 * 730,
-      shards: 60 * 60 * 730,
+      probeInvocations: SECONDS,
+      shards: SECONDS,
+      shardChunks: SECONDS,
       passes: 0,
       sweeps: 43_800,
-      messages: 2_628_000,
+      messages: SECONDS,
+      messageChunks: SECONDS,
     });
-    // 41 Proxies a second need two shards, the second holding one.
-    expect(monthlyVolumes({ ...fleet, proxies: 41 * 30 }).shards).toBe(2 * 60 * 60 * 730);
+    // Twice the Proxies of the measured second: twice the invocations and shards.
+    expect(monthlyVolumes({ ...fleet, proxies: 1200 }).shards).toBe(2 * SECONDS);
+    // A shard of 100 KB is two 64 KB chunks.
+    const big = { ...fleet, second: { ...fleet.second, shardBytes: 100_000 } };
+    expect(monthlyVolumes(big).shardChunks).toBe(2 * SECONDS);
   });
 
-  it("Workers: the plan, then only what exceeds each allowance", () => {
+  it("Workers: the plan, then only what exceeds each allowance; Queues per 64 KB", () => {
     const b = workersBill(fleet, prices);
     const by = Object.fromEntries(b.lines.map((l) => [l.item.split(" (")[0], l.dollars]));
     // 2.67 M requests and 26.3 M CPU ms are within 10 M and 30 M: nothing beyond the plan.
@@ -59,6 +73,12 @@ describe("cost model", () => {
     expect(by["Workers Paid plan"]).toBe(5);
     expect(by["Workers Logs events"]).toBe(0);
     expect(b.total).toBeCloseTo(84.0936, 6);
+    // Shards of 100 KB: two operations each for write, read and delete.
+    const big = workersBill({ ...fleet, second: { ...fleet.second, shardBytes: 100_000 } }, prices);
+    expect(big.lines.find((l) => l.item.startsWith("Queues"))!.dollars).toBeCloseTo(
+      (6 * SECONDS - 1e6) * 0.4e-6,
+      6,
+    );
   });
 
   it("Workers below every allowance costs the plan alone", () => {
@@ -72,17 +92,27 @@ describe("cost model", () => {
     expect(workersBill(small, prices).total).toBe(5);
   });
 
+  it("Lambda's billed duration: the wall time, or the CPU time at the memory size's share of a vCPU", () => {
+    expect(lambdaDurationMs(1000, 10, 512)).toBe(1000);
+    expect(lambdaDurationMs(100, 100, 256)).toBeCloseTo((100 * 1769) / 256, 9);
+    expect(lambdaDurationMs(100, 100, 3008)).toBe(100);
+  });
+
   it("Lambda with EventBridge Scheduler: delayed shards within the 14 M included", () => {
     const b = lambdaBill(fleet, prices, "scheduler");
-    // 0.53436 invocations + 21.90004 GB-s + 0 schedules + 0.0876 events + 360 metrics + 1.971 logs
-    expect(b.total).toBeCloseTo(384.493004, 5);
+    const gbSeconds = SECONDS * 1 * 0.5;
+    expect(b.lines.find((l) => l.item.startsWith("duration at 512 MB, arm64"))!.dollars).toBeCloseTo(
+      gbSeconds * 0.0000133334,
+      6,
+    );
     expect(b.lines.find((l) => l.item.startsWith("EventBridge Scheduler"))!.dollars).toBe(0);
   });
 
-  it("Lambda with SQS: three requests a message", () => {
+  it("Lambda with SQS: sends per 64 KB, a receive and a delete per batch", () => {
     const b = lambdaBill(fleet, prices, "sqs");
+    // 2.628 M sends + 2.628 M receives + 2.628 M deletes.
     expect(b.lines.find((l) => l.item.startsWith("SQS"))!.dollars).toBeCloseTo(3.1536, 6);
-    expect(b.total).toBeCloseTo(387.602804, 5);
+    expect(b.lines.find((l) => l.item.startsWith("CloudWatch custom"))!.dollars).toBeCloseTo(360, 6);
   });
 
   it("the pod is the table's range", () => {

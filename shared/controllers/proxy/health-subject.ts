@@ -118,3 +118,57 @@ export function proxyHealthSubject(object: KubeObject, options: HealthSubjectOpt
       : {}),
   };
 }
+
+/**
+ * The part of a listed Proxy that {@link proxyHealthSubject} reads, and its status write needs:
+ * what a probe shard carries instead of the whole listed object. Dropped: labels, annotations (a
+ * `last-applied-configuration` alone is kilobytes), managedFields, ownerReferences, the UID (the
+ * status write is guarded by the resourceVersion), the instance and cloud-init of the spec, every
+ * condition but Healthy, and Healthy's message. The subject of the view is the subject of the
+ * object.
+ *
+ * @example
+ * const shard = listed.map(proxyProbeView); // then proxyHealthSubject(shard[i]) equals proxyHealthSubject(listed[i])
+ */
+export function proxyProbeView(object: KubeObject): KubeObject {
+  const { metadata } = object;
+  const spec = (object.spec ?? {}) as Record<string, unknown>;
+  const status = object.status as (Record<string, unknown> & { conditions?: unknown }) | undefined;
+  const pick = (from: Record<string, unknown>, keys: readonly string[]) => {
+    const out: Record<string, unknown> = {};
+    for (const k of keys) if (from[k] !== undefined) out[k] = from[k];
+    return out;
+  };
+  const view: KubeObject = {
+    apiVersion: object.apiVersion,
+    kind: object.kind,
+    metadata: pick(metadata as Record<string, unknown>, [
+      "namespace",
+      "name",
+      "resourceVersion",
+      "generation",
+      "deletionTimestamp",
+    ]) as KubeObject["metadata"],
+    spec: pick(spec, ["mode", "provider", "endpoint", "healthCheck"]),
+  };
+  if (status) {
+    // Healthy's status and reason seed a fresh state; its message is read by no probe.
+    const healthy = Array.isArray(status.conditions)
+      ? status.conditions
+          .filter((c: unknown) => (c as { type?: unknown } | null)?.type === ProxyConditionType.Healthy)
+          .map((c: Record<string, unknown>) => ({ ...c, message: "" }))
+      : undefined;
+    view.status = {
+      ...pick(status, [
+        "observedGeneration",
+        "providerID",
+        "ip",
+        "latencyMillis",
+        "lastHealthCheckTime",
+        "health",
+      ]),
+      ...(healthy && healthy.length > 0 ? { conditions: healthy } : {}),
+    };
+  }
+  return view;
+}

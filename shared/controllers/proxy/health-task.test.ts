@@ -5,6 +5,7 @@ import type { KubeObject } from "../../kube/port.ts";
 import { runSweepTask } from "../../runtime/index.ts";
 import { proxyResource } from "./api.ts";
 import { proxyDriftReason } from "./drift.ts";
+import { proxyHealthSubject } from "./health-subject.ts";
 import { proxyHealthTask } from "./health-task.ts";
 
 const now = new Date("2026-11-30T12:00:00Z");
@@ -294,6 +295,82 @@ describe("proxy health task", () => {
     recorded.sent.length = 0;
     clock = now;
     expect(await runSweepTask(task, ctx, [[minute]])).toMatchObject({ shards: 1, planned: 1 });
+  });
+});
+
+describe("a probe shard carries what a probe needs", () => {
+  it("not the listed object: no annotations, managedFields or cloud-init; probed and written as the listed object would be", async () => {
+    const kube = new FakeKube();
+    const healthy = {
+      type: "Healthy",
+      status: "True",
+      reason: "ProbeSucceeded",
+      message: "probe succeeded in 3 ms",
+      lastTransitionTime: now.toISOString(),
+    };
+    const listed = externalProxy("applied", {
+      latencyMillis: 3,
+      conditions: [
+        {
+          type: "Ready",
+          status: "True",
+          reason: "Ready",
+          message: "m",
+          lastTransitionTime: now.toISOString(),
+        },
+        healthy,
+      ],
+    });
+    Object.assign(listed.metadata, {
+      labels: { team: "a" },
+      annotations: { "kubectl.kubernetes.io/last-applied-configuration": "x".repeat(3_000) },
+      managedFields: [{ manager: "kubectl", operation: "Apply", fieldsV1: { pad: "y".repeat(500) } }],
+    });
+    Object.assign(listed.spec as object, { cloudInit: { inline: "z".repeat(2_000) } });
+    kube.seed(proxyResource, listed);
+    const { ctx, recorded } = fakeContext(kube, { now });
+    const probed: string[] = [];
+    const prober: Prober = {
+      probe: async (t) => {
+        probed.push(`${t.proxy.host}:${t.proxy.port} ${t.url}`);
+        return { ok: true, latencyMs: 5 };
+      },
+    };
+    const task = proxyHealthTask({
+      prober,
+      concurrency: 2,
+      sweepPeriodSeconds: 60,
+      fanOut: { shardSize: 40 },
+    });
+    await runSweepTask(task, ctx, [[listed]]);
+    const carried = recorded.sent[0]!.messages[0]!.shard!.objects[0]!;
+    expect(JSON.stringify(carried).length).toBeLessThan(600);
+    expect(carried.metadata).toEqual({
+      namespace: "crawl",
+      name: "applied",
+      resourceVersion: "1",
+    });
+    expect(carried.spec).toEqual({
+      mode: "External",
+      endpoint: { host: "203.0.113.7", port: 3128 },
+      healthCheck: { probeURL: "http://example.com/", successThreshold: 2, failureThreshold: 3 },
+    });
+    expect(carried.status).toEqual({ latencyMillis: 3, conditions: [{ ...healthy, message: "" }] });
+    // What a probe reads of it is what it reads of the listed object.
+    expect(proxyHealthSubject(carried)).toEqual(proxyHealthSubject(listed));
+    // A fresh task (another invocation) probes the carried copy and writes its health.
+    const consumer = proxyHealthTask({
+      prober,
+      concurrency: 2,
+      sweepPeriodSeconds: 60,
+      fanOut: { shardSize: 40 },
+    });
+    expect(await consumer.handleShard(ctx, [carried])).toMatchObject({
+      probed: 1,
+      writes: 1,
+      writeConflicts: 0,
+    });
+    expect(probed).toEqual(["203.0.113.7:3128 http://example.com/"]);
   });
 });
 

@@ -15,7 +15,7 @@ import type { KubeObject } from "../../kube/index.ts";
 import type { Context, Message, SweepTask } from "../../runtime/index.ts";
 import { proxyResource } from "./api.ts";
 import { proxyControllerName } from "./controller.ts";
-import { proxyHealthSubject } from "./health-subject.ts";
+import { proxyHealthSubject, proxyProbeView } from "./health-subject.ts";
 import { listedProxySeries } from "./probe-series.ts";
 
 export interface ProxyHealthTaskOptions {
@@ -104,6 +104,19 @@ export function proxyHealthTask(opts: ProxyHealthTaskOptions): SweepTask & {
   const subjectOptions = opts.minReportIntervalSeconds
     ? { minReportIntervalSeconds: opts.minReportIntervalSeconds }
     : {};
+  // What a shard carries of a listed Proxy (see `proxyProbeView`): one view per listed object, so
+  // the two shards of a 30 s Proxy on the Node host share it, and its subject is the listed one's.
+  const views = new WeakMap<KubeObject, KubeObject>();
+  const viewOf = (listed: KubeObject): KubeObject => {
+    let view = views.get(listed);
+    if (!view) {
+      view = proxyProbeView(listed);
+      views.set(listed, view);
+      const subject = subjects.get(listed);
+      if (subject) subjects.set(view, subject);
+    }
+    return view;
+  };
   const subjectFor = (listed: KubeObject): HealthSubject => {
     const p = written.get(listed) ?? listed;
     let subject = subjects.get(p);
@@ -268,7 +281,7 @@ export function proxyHealthTask(opts: ProxyHealthTaskOptions): SweepTask & {
             const due = plannedFrom.getTime() + shard.delaySeconds * 1000;
             const delay = Math.max(0, Math.round((due - ctx.clock.now().getTime()) / 1000));
             await ctx.queue.send(
-              [shardMessage(`${shard.delaySeconds}-${i}`, shard.objects, undefined, due)],
+              [shardMessage(`${shard.delaySeconds}-${i}`, shard.objects.map(viewOf), undefined, due)],
               delay,
             );
             counts.shards++;

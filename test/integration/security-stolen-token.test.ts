@@ -906,6 +906,8 @@ describe("attack 6: a SubPool's workload of another shape than the SubPool opera
   it("what buildDesired derives is admitted", async () => {
     for (const kind of ["ResourceQuota", "Service", "StatefulSet"]) {
       const object = of(kind);
+      // As suspended (buildDesired's replicas 0): no Pod, so no volume claim outlives the test.
+      if (kind === "StatefulSet") (object.spec as Record<string, unknown>).replicas = 0;
       const resource = resourceOf[kind] as Resource;
       await kubefn.create(resource, object);
       await deleteNow(resource, { namespace, name: object.metadata.name ?? "" });

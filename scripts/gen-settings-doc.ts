@@ -173,7 +173,7 @@ const operatorRows: Row<keyof typeof operatorVariables>[] = [
     names: ["SUBPOOL_MAX_CPU", "SUBPOOL_MAX_MEMORY"],
     unset: `${tick(defaultOperatorConfig.envelope.cpu)}, ${tick(defaultOperatorConfig.envelope.memory)}`,
     meaning:
-      "envelope of a SubPool's cpa + cpaManager requests; lowering it refuses growth, never a running pool",
+      "envelope of a SubPool's cpa + cpaManager requests; lowering it refuses growth, never a running pool (keep the ConfigMap `kubefn-system/kubefn-subpool-limits` at least this: the API server refuses kubefn's SubPool workloads and quotas above it; a Node host that installs keeps it equal)",
   },
   {
     names: ["SUBPOOL_GATEWAY"],

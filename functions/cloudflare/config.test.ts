@@ -46,7 +46,9 @@ describe("parseWorkerEnv", () => {
       maxBodyBytes: 65536,
       proxyResyncSeconds: 600,
     });
-    expect(parseWorkerEnv({ ...minimal, KUBE_VIA: "relay", RELAY_SECRET: "r".repeat(32) }).kubeVia).toBe("relay");
+    expect(parseWorkerEnv({ ...minimal, KUBE_VIA: "relay", RELAY_SECRET: "r".repeat(32) }).kubeVia).toBe(
+      "relay",
+    );
   });
 
   it.each([

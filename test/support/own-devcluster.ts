@@ -70,25 +70,28 @@ export async function startOwnDevcluster(
     clearTimeout(timer);
   };
   try {
-    const ready = await new Promise<{ kubeconfig: string; server: string; httpProxy: string; profile?: string }>(
-      (resolve, reject) => {
-        let out = "";
-        const timer = setTimeout(() => reject(new Error(`devcluster not ready in 120 s:\n${tail}`)), 120_000);
-        child.stdout?.setEncoding("utf8").on("data", (c: string) => {
-          out += c;
-          const line = out
-            .split("\n")
-            .find((l, i, all) => l.startsWith("devcluster ready ") && i < all.length - 1);
-          if (!line) return;
-          clearTimeout(timer);
-          resolve(JSON.parse(line.slice("devcluster ready ".length)));
-        });
-        child.once("exit", (code) => {
-          clearTimeout(timer);
-          reject(new Error(`devcluster exited (${code}):\n${tail}`));
-        });
-      },
-    );
+    const ready = await new Promise<{
+      kubeconfig: string;
+      server: string;
+      httpProxy: string;
+      profile?: string;
+    }>((resolve, reject) => {
+      let out = "";
+      const timer = setTimeout(() => reject(new Error(`devcluster not ready in 120 s:\n${tail}`)), 120_000);
+      child.stdout?.setEncoding("utf8").on("data", (c: string) => {
+        out += c;
+        const line = out
+          .split("\n")
+          .find((l, i, all) => l.startsWith("devcluster ready ") && i < all.length - 1);
+        if (!line) return;
+        clearTimeout(timer);
+        resolve(JSON.parse(line.slice("devcluster ready ".length)));
+      });
+      child.once("exit", (code) => {
+        clearTimeout(timer);
+        reject(new Error(`devcluster exited (${code}):\n${tail}`));
+      });
+    });
     const kc = parseYaml(readFileSync(ready.kubeconfig, "utf8")) as {
       clusters: Array<{ cluster: { "certificate-authority-data": string } }>;
       users: Array<{ user: { token: string } }>;

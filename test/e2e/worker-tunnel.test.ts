@@ -145,10 +145,8 @@ const provisionedByWorker = (name: string) =>
     async () => {
       const p = await kube.get<Proxy>(proxyResource, { namespace, name });
       const provisioned = p.status?.conditions?.find((c) => c.type === "Provisioned");
-      const byWorker = (p.metadata.managedFields ?? []).some(
-        (f: { manager?: string; subresource?: string }) =>
-          f.manager === "kubefn" && f.subresource === "status",
-      );
+      const fields = (p.metadata.managedFields ?? []) as Array<{ manager?: string; subresource?: string }>;
+      const byWorker = fields.some((f) => f.manager === "kubefn" && f.subresource === "status");
       return provisioned?.status === "True" && byWorker ? p : undefined;
     },
     { timeoutMs: 60_000, intervalMs: 250, what: `${name} Provisioned=True, written by the Worker` },

@@ -3,16 +3,18 @@ import { describe, expect, it } from "vitest";
 import type { Message } from "../../shared/runtime/types.ts";
 import { clampDelay, MAX_BATCH_MESSAGES, MAX_DELAY_SECONDS, queuesPort, settle } from "./queue.ts";
 
-const message = (name: string, snapshotBytes = 0): Message => ({
+const message = (name: string, listedBytes = 0): Message => ({
   request: { controller: "proxy", namespace: "ns", name },
   attempt: 0,
-  ...(snapshotBytes
+  ...(listedBytes
     ? {
-        snapshot: {
-          apiVersion: "v1",
-          kind: "X",
-          metadata: { name, annotations: { pad: "x".repeat(snapshotBytes) } },
-        },
+        listed: [
+          {
+            apiVersion: "v1",
+            kind: "X",
+            metadata: { name, annotations: { pad: "x".repeat(listedBytes) } },
+          },
+        ],
       }
     : {}),
 });
@@ -60,20 +62,20 @@ describe("queuesPort", () => {
     expect(binding.calls.flatMap((c) => c.bodies)).toEqual(all);
   });
 
-  it("splits by size so a batch of snapshots stays under the platform's 256 KB", async () => {
+  it("splits by size so a batch of listed objects stays under the platform's 256 KB", async () => {
     const binding = recordingBinding();
     await queuesPort(binding).send(Array.from({ length: 100 }, (_, i) => message(`p${i}`, 5_000)));
     expect(binding.calls.length).toBeGreaterThan(1);
     for (const call of binding.calls) expect(JSON.stringify(call.bodies).length).toBeLessThan(256_000);
   });
 
-  it("drops the snapshot of a message too large to send, keeping the request", async () => {
+  it("drops the listed objects of a message too large to send, keeping the request", async () => {
     const binding = recordingBinding();
     await queuesPort(binding).send([message("big", 200_000)]);
     expect(binding.calls[0]?.bodies).toEqual([message("big")]);
   });
 
-  it("keeps the UID when it drops a snapshot", async () => {
+  it("keeps the UID when it drops the listed objects", async () => {
     const binding = recordingBinding();
     await queuesPort(binding).send([{ ...message("big", 200_000), uid: "uid-1", listedAt: 5 }]);
     expect(binding.calls[0]?.bodies).toEqual([{ ...message("big"), uid: "uid-1" }]);

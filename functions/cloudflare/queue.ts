@@ -13,7 +13,7 @@ export const MAX_DELAY_SECONDS = 43_200;
 export const MAX_BATCH_MESSAGES = 100;
 /** Budget per `sendBatch` call (the platform's limit is 256 KB; JSON size is an estimate). */
 export const MAX_BATCH_BYTES = 200_000;
-/** Above this a message's snapshot is dropped (the platform's per-message limit is 128 KB). */
+/** Above this a message's listed objects are dropped (the platform's per-message limit is 128 KB). */
 export const MAX_MESSAGE_BYTES = 100_000;
 
 /**
@@ -22,7 +22,7 @@ export const MAX_MESSAGE_BYTES = 100_000;
  * delayed by `delaySeconds` rounded up and clamped to [0, {@link MAX_DELAY_SECONDS}].
  *
  * Caveats: the clamp never bites in practice — `runPass` sends no follow-up later than the
- * controller's resync. A message too large for the platform loses its snapshot (a pass then
+ * controller's resync. A message too large for the platform loses its listed objects (a pass then
  * GETs the object) rather than failing the batch.
  */
 export function queuesPort(binding: Pick<QueueBinding<Message>, "sendBatch">): Queue {

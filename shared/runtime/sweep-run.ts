@@ -18,8 +18,11 @@ import type { Context, Message, Request, Trigger } from "./types.ts";
 export interface SweepOptions {
   /** Messages per queue batch when fanning drift requests out. */
   shardSize: number;
-  /** Attach the listed object to each message, saving each pass a GET. */
-  snapshots: boolean;
+  /**
+   * Attach what the drift lists showed of a primary's derived objects (`Message.listed`), saving
+   * its pass their GETs. The primary itself is never attached: its pass reads it.
+   */
+  attachListed: boolean;
   /** Send every object a pass (trigger `start`): a host's first sweep after start. */
   full?: boolean;
   /** How often the platform runs the sweep, seconds (default 60). */
@@ -129,7 +132,7 @@ export async function runSweep(
             ? { controller: def.name, namespace: object.metadata.namespace, name: object.metadata.name }
             : { controller: def.name, name: object.metadata.name };
           const listed =
-            options.snapshots && why.kind === "drift" && def.drift?.attach
+            options.attachListed && why.kind === "drift" && def.drift?.attach
               ? decide?.attach(object)
               : undefined;
           messages.push({
@@ -137,8 +140,7 @@ export async function runSweep(
             attempt: 0,
             trigger: why,
             ...(object.metadata.uid ? { uid: object.metadata.uid } : {}),
-            ...(options.snapshots ? { snapshot: object, listedAt: now.getTime() } : {}),
-            ...(listed && listed.length > 0 ? { listed } : {}),
+            ...(listed && listed.length > 0 ? { listed, listedAt: now.getTime() } : {}),
           });
           const label = why.reason ? `${why.kind}:${why.reason}` : why.kind;
           stats.reasons[label] = (stats.reasons[label] ?? 0) + 1;

@@ -374,7 +374,7 @@ describe("the sweep", () => {
     const registry = createRegistry([proxyController({ resyncSeconds: 86_400 })]);
     const summary = await runSweep({ ...ctx, seal }, registry, [], {
       shardSize: 100,
-      snapshots: false,
+      attachListed: false,
       safetyNetSeconds: 10 * 365 * 86_400,
     });
     const sent = recorded.sent.flatMap((s) => s.messages);

@@ -84,6 +84,10 @@ export const families: Readonly<Record<string, Family>> = {
     type: "counter",
     help: "Queue messages acknowledged and dropped, by reason: not a kubefn message (invalid), or a job whose objects do not carry kubefn's MAC (unauthenticated).",
   },
+  kubefn_crawler_unsealed_proxies_total: {
+    type: "counter",
+    help: "Proxies the crawler API left out because their status does not carry kubefn's seal, by verdict (unsealed, foreign).",
+  },
   kubefn_message_bodies_stripped_total: {
     type: "counter",
     help: "Queue messages whose listed objects did not carry kubefn's MAC: their pass read the objects itself.",

@@ -12,6 +12,7 @@ import {
   SWEEP_PAGE_SIZE,
 } from "./drift.ts";
 import type { Registry } from "./registry.ts";
+import { isEmptyStatus } from "./status-seal.ts";
 import { createSweepMemo, type SweepMemo, type SweepTask, type SweepTaskRun } from "./sweep-task.ts";
 import type { Context, Message, Request, Trigger } from "./types.ts";
 
@@ -115,6 +116,21 @@ export async function runSweep(
           // at the next drift period. The list is made anyway: no request, only an HMAC.
           const seal = ctx.seal ? await ctx.seal.verify(object) : "sealed";
           if (seal !== "sealed") return { kind: "drift", reason: `${seal}-status` };
+          // A status blanked (kubefn never writes one empty) long after the object's creation
+          // event brought its first pass: reported, and rewritten now.
+          if (ctx.seal && isEmptyStatus(object) && createdBefore(object, now, 2 * periodSeconds)) {
+            ctx.log.warn(
+              "status is empty long after the object was created: blanked by someone; a pass rewrites it",
+              {
+                controller: def.name,
+                namespace: object.metadata.namespace,
+                name: object.metadata.name,
+                resourceVersion: object.metadata.resourceVersion,
+              },
+            );
+            ctx.metrics.count("kubefn_empty_status_total", { controller: def.name });
+            return { kind: "drift", reason: "empty-status" };
+          }
           if (dueThisSlot(object, now, options.safetyNetSeconds ?? DEFAULT_SAFETY_NET_SECONDS, periodSeconds))
             return { kind: "safety-net" };
           if (!def.drift)
@@ -163,6 +179,12 @@ export async function runSweep(
 
   summary.durationMs = Math.round(performance.now() - started);
   return summary;
+}
+
+/** Whether `object` was created more than `seconds` before `now` (false without a creation time). */
+function createdBefore(object: KubeObject, now: Date, seconds: number): boolean {
+  const created = Date.parse(object.metadata.creationTimestamp ?? "");
+  return !Number.isNaN(created) && now.getTime() - created > seconds * 1000;
 }
 
 /** A task's run that catches its own failures: it reports them once and takes no more pages. */

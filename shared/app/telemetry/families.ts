@@ -84,6 +84,10 @@ export const families: Readonly<Record<string, Family>> = {
     type: "counter",
     help: "Queue messages acknowledged and dropped, by reason: not a kubefn message (invalid), or a job whose objects do not carry kubefn's MAC (unauthenticated).",
   },
+  kubefn_empty_status_total: {
+    type: "counter",
+    help: "Primaries the sweep found with an empty status long after their creation (blanked by someone), by controller; each is sent a pass.",
+  },
   kubefn_crawler_unsealed_proxies_total: {
     type: "counter",
     help: "Proxies the crawler API left out because their status does not carry kubefn's seal, by verdict (unsealed, foreign).",

@@ -82,7 +82,8 @@ beforeAll(async () => {
       {
         configPath: "test/e2e/metrics-standin/wrangler.toml",
         vars: { KUBE_SERVER: httpProxy, PROBE_ALLOWED_CIDRS: LOOPBACK_PROBE_CIDRS },
-        secrets: { KUBE_TOKEN: workerToken },
+        // STATUS_SEAL_KEY keys the MAC on the probe shards' objects (without it: no shards).
+        secrets: { KUBE_TOKEN: workerToken, STATUS_SEAL_KEY: crypto.randomUUID() },
       },
     ],
   });

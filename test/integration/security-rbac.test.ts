@@ -67,7 +67,7 @@ const calls: Array<{ resource: string; verbs: string[]; at: Array<[file: string,
     verbs: ["get", "list", "patch"],
     at: [
       ["shared/runtime/executor.ts", "ctx.kube.get(def.for"],
-      ["shared/controllers/proxy/discovery/list-proxies.ts", "listAll(kube, proxyResource"],
+      ["shared/controllers/proxy/discovery/list-proxies.ts", "listAll(reads.kube, proxyResource"],
       ["shared/controllers/proxy/metadata.ts", "patchMetadataGuarded"],
     ],
   },

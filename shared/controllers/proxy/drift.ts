@@ -6,6 +6,7 @@ import { healthStateOf, projectHealth } from "../../health/index.ts";
 import { type Condition, hasFinalizer, type Kube, type KubeObject } from "../../kube/index.ts";
 import {
   type Context,
+  canonicalJson,
   type DriftDeclaration,
   defineDrift,
   latchedAt,
@@ -194,7 +195,8 @@ function healthDrift(
     now: new Date(0),
     generation,
   });
-  return JSON.stringify(projected) === JSON.stringify(status) ? undefined : "health";
+  // Compared whatever the order of keys: the API server returns a status's fields sorted.
+  return canonicalJson(projected) === canonicalJson(status) ? undefined : "health";
 }
 
 /**

@@ -139,8 +139,11 @@ export function applyHealth(
         projection.healthy ? "probes through the proxy succeed" : "probes through the proxy fail",
         at,
       );
-      delete status.latencySamples;
-      Object.assign(status, reportedLatencyFields(projection));
+      // Assigned in place, not deleted and added again: a key moved to the end would make the
+      // drift's comparison with the status the API server returns see a change every sweep.
+      const reported = reportedLatencyFields(projection);
+      if (reported.latencySamples === undefined) delete status.latencySamples;
+      Object.assign(status, reported);
       return;
     }
     default:

@@ -23,12 +23,15 @@ describe("applyHealth", () => {
       phase: "Ready",
     } as ProxyStatus;
     const projected = structuredClone(status);
-    applyHealth(
-      projected,
-      { kind: "Reported", healthy: true, latencyMs: 12, samples: 3, at: "2026-12-03T20:00:00Z" },
-      true,
-      { now: new Date(0), generation: 1 },
-    );
+    // As projectHealth makes it: the stored report spread in, its sample count with it.
+    const report = {
+      kind: "Reported" as const,
+      healthy: true,
+      latencyMs: 12,
+      samples: 3,
+      at: "2026-12-03T20:00:00Z",
+    };
+    applyHealth(projected, report, true, { now: new Date(0), generation: 1 });
     expect(JSON.stringify(projected)).toBe(JSON.stringify(status));
   });
 

@@ -218,15 +218,28 @@ export function createKubefn(settings: KubefnSettings, ports: KubefnPorts, opera
   let sweepsMissed = false;
   /**
    * A pass or job put back unchanged (no attempt spent) until the gate asks again: a re-check
-   * period, or seconds when the API server did not answer the check. The check logged why.
+   * period, or seconds when the API server did not answer the check. The check logged why. One
+   * the queue would not take back is retried by the platform instead (an attempt spent), and says
+   * so: never a silent `ack: false`.
    */
-  const deferred = async (message: Parameters<Queue["send"]>[0][number]): Promise<Verdict> => {
+  const deferred = async (
+    message: Parameters<Queue["send"]>[0][number],
+    attempts: number,
+  ): Promise<Verdict> => {
     ctx.metrics.count("kubefn_messages_deferred_total", { reason: "AdmissionPoliciesNotReady" });
+    const retryAfterSeconds = admission.waitSeconds();
     try {
-      await ctx.queue.send([message], admission.waitSeconds());
+      await ctx.queue.send([message], retryAfterSeconds);
       return { ack: true };
-    } catch {
-      return { ack: false, retryAfterSeconds: admission.waitSeconds() };
+    } catch (err) {
+      ctx.log.warn("a message held back by the admission gate could not be put back on the queue; retried", {
+        request: message.request,
+        attempts,
+        retryAfterSeconds,
+        error: String(err),
+      });
+      ctx.metrics.count("kubefn_messages_retried_total", { reason: "defer-failed" });
+      return { ack: false, retryAfterSeconds };
     }
   };
   const passes = new PassHistory();
@@ -295,7 +308,7 @@ export function createKubefn(settings: KubefnSettings, ports: KubefnPorts, opera
       }
       case "pass":
       case "job": {
-        if (!(await admission.open())) return deferred(envelope.message);
+        if (!(await admission.open())) return deferred(envelope.message, attempts);
         const { message } = envelope;
         const item = hop(invocation, message.traceparent, envelope.kind);
         const itemCtx = item.ctx;
@@ -336,13 +349,36 @@ export function createKubefn(settings: KubefnSettings, ports: KubefnPorts, opera
         return assertNever(envelope);
     }
   };
+  /**
+   * {@link consumeOne}, whose every failure is its own message's: something that throws outside a
+   * pass (the gate's check, a port) retries that message, logged and counted, instead of
+   * rejecting the delivery, which a platform retries whole and silently (Workers: every message
+   * of the batch, `QUEUE kubefn 0/8`, no log line of kubefn's).
+   */
+  const consumeSettled = async (invocation: Context, delivery: Delivery): Promise<Verdict> => {
+    try {
+      return await consumeOne(invocation, delivery);
+    } catch (err) {
+      const attempts = delivery.attempts ?? 1;
+      const retryAfterSeconds = backoffSeconds(attempts - 1, ctx.random);
+      const body = delivery.body as { request?: unknown } | null;
+      ctx.log.error("queue delivery failed before its pass or job ran; redelivering", {
+        ...(typeof body === "object" && body !== null && "request" in body ? { request: body.request } : {}),
+        attempts,
+        retryAfterSeconds,
+        error: String(err),
+      });
+      ctx.metrics.count("kubefn_messages_retried_total", { reason: "crashed" });
+      return { ack: false, retryAfterSeconds };
+    }
+  };
   return {
     controllers: ops.registry.controllers.map((c) => c.name),
     fetch: (request) => app.fetch(request),
     async consume(deliveries, options = {}) {
       const invocation = invocationContext(options.reads);
       return mapWithConcurrency(deliveries, settings.passConcurrency, (delivery) =>
-        consumeOne(invocation, delivery),
+        consumeSettled(invocation, delivery),
       );
     },
     async sweep(options = {}) {

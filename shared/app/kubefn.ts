@@ -58,6 +58,12 @@ export interface KubefnPorts {
    * trace and span ids its log lines carry. Traces live in the log lines only when unset.
    */
   spans?: Spans;
+  /**
+   * Whose the probe slots are (`PROBE_CONCURRENCY`, `PROBE_NAMESPACE_CONCURRENCY`): the instance's
+   * when unset; `"invocation"` where a request must never wait for another's (workerd: a probe
+   * shard waiting for another invocation's slot is cancelled as hung, and the slot is lost).
+   */
+  probeSlots?: "instance" | "invocation";
   /** Wall clock; `new Date()` when unset. */
   clock?: Clock;
   /** Jitter source; `Math.random` when unset. */
@@ -179,6 +185,7 @@ export function createKubefn(settings: KubefnSettings, ports: KubefnPorts, opera
         ? { probeNamespaceConcurrency: settings.probeNamespaceConcurrency }
         : {}),
       ...(settings.probeShardSize ? { probeShardSize: settings.probeShardSize } : {}),
+      ...(ports.probeSlots ? { probeSlotScope: ports.probeSlots } : {}),
       ...(ports.providers ? { providers: ports.providers } : {}),
       ...(settings.proxyResyncSeconds ? { proxyResyncSeconds: settings.proxyResyncSeconds } : {}),
       ...(settings.minReportIntervalSeconds
@@ -356,6 +363,16 @@ export function createKubefn(settings: KubefnSettings, ports: KubefnPorts, opera
    * of the batch, `QUEUE kubefn 0/8`, no log line of kubefn's).
    */
   const consumeSettled = async (invocation: Context, delivery: Delivery): Promise<Verdict> => {
+    if ((delivery.attempts ?? 1) > 1) {
+      // The last delivery was not acked: a retry verdict (logged then), or an invocation that
+      // failed or was cancelled before any verdict (workerd: "hung"), which nothing else reports.
+      const body = delivery.body as { request?: unknown } | null;
+      ctx.log.warn("queue message redelivered: its last delivery was not acked", {
+        ...(typeof body === "object" && body !== null && "request" in body ? { request: body.request } : {}),
+        attempts: delivery.attempts,
+      });
+      ctx.metrics.count("kubefn_messages_redelivered_total", {});
+    }
     try {
       return await consumeOne(invocation, delivery);
     } catch (err) {

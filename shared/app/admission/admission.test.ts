@@ -344,6 +344,11 @@ describe("createKubefn behind the gate", () => {
       name: "kubefn_messages_retried_total",
       labels: { reason: "defer-failed" },
     });
+    // Its next delivery says it was redelivered, as does any whose invocation ended without a verdict.
+    const redelivered = recorded.logs.find((l) => l.msg.includes("redelivered"));
+    expect(redelivered?.level).toBe("warn");
+    expect(redelivered?.fields).toMatchObject({ request: message.request, attempts: 2 });
+    expect(recorded.counts).toContainEqual({ name: "kubefn_messages_redelivered_total", labels: {} });
   });
 
   it("a delivery that throws before its pass runs fails only its own message, logged and counted: the batch still settles", async () => {

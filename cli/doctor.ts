@@ -4,7 +4,8 @@
  *
  * - **access**: through SubjectAccessReviews, what kubefn's identity may do against what it needs —
  *   every rule of the roles infra/rbac binds to it, in the scope it is bound (cluster-wide, or the
- *   namespace of a RoleBinding) — and that it may not do more on those resources;
+ *   namespace of a RoleBinding) — and that it may not do more on those resources, nor read the
+ *   Secrets of its own namespace;
  * - **policies**: the ValidatingAdmissionPolicies and bindings of infra/rbac are installed as this
  *   release has them, all contain the same list of kubefn's identities (`SELF_USERNAMES`), the
  *   identity is among them, the status writers list them all, and ConfigMap
@@ -229,6 +230,25 @@ export const neverNeeded: readonly (Access & { never: string[] })[] = [
   },
 ];
 
+/**
+ * Whether the identity may read the Secrets of its own namespace (kubefn-system): the host's
+ * settings, the status seal key, the OIDC signing key, the intake's tokens — what the seal and
+ * the intake assume its token cannot read. Nothing kubefn does needs it; a cluster-wide binding of
+ * kubefn-tenant (the chart's `clusterWideTenantAccess`, `npm start`'s devcluster) or a RoleBinding
+ * of it in that namespace grants it.
+ */
+export async function ownSecretsCheck(cluster: Cluster, id: Identity): Promise<Check> {
+  const who = `${id.namespace}/${id.name}`;
+  const own: Access = { verbs: [], group: "", resource: "secrets", namespace: id.namespace, role: "none" };
+  return (await allowed(cluster, id, "get", own))
+    ? {
+        ok: false,
+        what: `${who} may get secrets in ${id.namespace}, kubefn's own (its settings, the status seal key, the OIDC signing key, the intake's tokens)`,
+        fix: `bind kubefn-tenant in each tenant namespace (kubectl create rolebinding kubefn-tenant -n <ns> ...), never cluster-wide (clusterWideTenantAccess) nor in ${id.namespace}`,
+      }
+    : { ok: true, what: `${who} may not get secrets in ${id.namespace}, kubefn's own` };
+}
+
 /** The access checks: one line per needed resource and scope, and one per thing never needed. */
 export async function accessChecks(cluster: Cluster, id: Identity, needs: Access[]): Promise<Check[]> {
   const who = `${id.namespace}/${id.name}`;
@@ -270,7 +290,7 @@ export async function accessChecks(cluster: Cluster, id: Identity, needs: Access
       return { ok: true, what };
     }),
   );
-  return [...checks, ...never];
+  return [...checks, ...never, await ownSecretsCheck(cluster, id)];
 }
 
 /**

@@ -68,7 +68,7 @@ const sharedRows: Row<Exclude<Shared, keyof typeof operatorVariables>>[] = [
     unset:
       "derived from `AUDIT_TOKEN`, else `RELAY_SECRET` (not on Lambda, whose reconcile function reads neither); unset with neither (statuses not sealed)",
     meaning:
-      "key of the seal (an HMAC) kubefn puts on every status it writes; a status whose seal does not verify — written with kubefn's token outside kubefn — brings a pass that rewrites it (see [Security](security.md#a-status-kubefn-did-not-write)). A platform secret kubefn's Kubernetes identity cannot read, the same on every instance; changing it, or the secret it is derived from, makes every status foreign once (a pass and a Warning Event each)",
+      "key of the seal (an HMAC) kubefn puts on every status it writes; a status whose seal does not verify — written with kubefn's token outside kubefn — brings a pass that rewrites it (see [Security](security.md#a-status-kubefn-did-not-write)). A platform secret kubefn's Kubernetes identity cannot read, the same on every instance; changing it, or the secret it is derived from, makes every status foreign once (a pass and a Warning Event each). Crawlers are served only sealed statuses. When set, it also keys (under a label of its own) the MAC on the objects kubefn's messages carry over Workers Queues and SQS (the sweep's listed objects, a probe shard's Proxies): without it nothing but keys travels there — passes read what they need and probes run in the sweep, not in probe shards (see [Security](security.md#what-a-message-carries)). A derived key never keys the MAC: whoever holds the audit token or the relay secret could derive it",
   },
   {
     names: ["SELF_USERNAMES"],
@@ -173,7 +173,7 @@ const operatorRows: Row<keyof typeof operatorVariables>[] = [
     names: ["SUBPOOL_MAX_CPU", "SUBPOOL_MAX_MEMORY"],
     unset: `${tick(defaultOperatorConfig.envelope.cpu)}, ${tick(defaultOperatorConfig.envelope.memory)}`,
     meaning:
-      "envelope of a SubPool's cpa + cpaManager requests; lowering it refuses growth, never a running pool",
+      "envelope of a SubPool's cpa + cpaManager requests; lowering it refuses growth, never a running pool (keep the ConfigMap `kubefn-system/kubefn-subpool-limits` at least this: the API server refuses kubefn's SubPool workloads and quotas above it; a Node host that installs keeps it equal)",
   },
   {
     names: ["SUBPOOL_GATEWAY"],

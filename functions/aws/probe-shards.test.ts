@@ -11,7 +11,7 @@ import { afterAll, beforeAll, beforeEach, describe, expect, it, vi } from "vites
 import { proxyResource } from "../../shared/controllers/proxy/api.ts";
 import { probeDelays } from "../../shared/health/index.ts";
 import type { KubeObject } from "../../shared/kube/index.ts";
-import type { Message } from "../../shared/runtime/index.ts";
+import { type Message, messageAuthenticatorFrom } from "../../shared/runtime/index.ts";
 import { FakeKube } from "../../test/support/fake-kube.ts";
 import { LOOPBACK_PROBE_CIDRS } from "../../test/support/loopback.ts";
 import {
@@ -37,6 +37,8 @@ const ENV = {
   KUBECONFIG_BASE64: Buffer.from("unused: the kube port is given").toString("base64"),
   // The forward proxy and the targets are loopback fixtures.
   PROBE_ALLOWED_CIDRS: LOOPBACK_PROBE_CIDRS,
+  // Keys the MAC a shard's objects carry on the queue (shared/runtime/message-mac.ts).
+  STATUS_SEAL_KEY: "probe-shards-seal-key-0123456789abcdef",
 };
 const lambdaContext = {
   functionName: "kubefn",
@@ -200,5 +202,59 @@ describe("Lambda probe shards on SQS, delayed to the second (moto)", () => {
     expect(shardNames(messages).sort()).toEqual([...names].sort());
     const requestNames = messages.map((m) => m.request.name);
     expect(new Set(requestNames).size).toBe(requestNames.length);
+    // Every piece still carries kubefn's MAC over its objects: the reconcile function runs it.
+    const mac = messageAuthenticatorFrom({ statusSealKey: ENV.STATUS_SEAL_KEY })!;
+    for (const m of messages) expect(await mac.verify(m)).toBe(true);
   }, 30_000);
+
+  it.each([
+    ["without a MAC", undefined],
+    ["with a MAC under a key the sender chose", "a-key-the-sender-chose-0123456789"],
+  ])(
+    "a probe shard someone with sqs:SendMessage forged (%s) is acked, counted and probes nothing",
+    async (_, senderKey) => {
+      const kube = new FakeKube();
+      const counted: string[] = [];
+      const handler = createHandler({
+        env: ENV,
+        endpoint: moto.endpoint,
+        kube: () => kube,
+        clock: { now: () => NOW },
+        log: silent,
+        metrics: {
+          ...noMetrics,
+          count: (name, labels) => void counted.push(`${name}${JSON.stringify(labels)}`),
+        },
+      });
+      const forged: Message = {
+        v: 1,
+        request: { controller: "proxy", namespace: "", name: "__shard-probe-0" },
+        attempt: 0,
+        trigger: { kind: "shard", reason: "probe" },
+        shard: { task: "probe", objects: [externalProxy("forged", 30)], due: NOW.getTime() },
+      };
+      const body = senderKey
+        ? await messageAuthenticatorFrom({ statusSealKey: senderKey })!.sign(forged)
+        : forged;
+      const before = forward.requests.length;
+      const out = await handler(
+        {
+          Records: [
+            {
+              eventSource: "aws:sqs",
+              messageId: "forged",
+              receiptHandle: "forged",
+              body: JSON.stringify(body),
+              attributes: { ApproximateReceiveCount: "1" },
+            },
+          ],
+        },
+        lambdaContext,
+      );
+      expect(out).toEqual({ batchItemFailures: [] });
+      expect(probedNames(before)).toEqual([]);
+      expect(counted).toContain('kubefn_messages_dropped_total{"reason":"unauthenticated"}');
+    },
+    30_000,
+  );
 });

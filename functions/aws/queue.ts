@@ -25,7 +25,7 @@ export const MAX_VISIBILITY_SECONDS = 43_200;
 export const MAX_CALL_ENTRIES = 10;
 /** Budget per SendMessageBatch call and per message; the platform's limit is 256 KB for both. */
 export const MAX_CALL_BYTES = 240_000;
-/** Above this a message's snapshot is dropped (the pass then GETs the object). */
+/** Above this a message's listed objects are dropped (the pass then GETs them). */
 export const MAX_MESSAGE_BYTES = 64_000;
 /** Above this a probe shard is cut into several, so that each fits one SQS message. */
 export const MAX_SHARD_BYTES = MAX_CALL_BYTES - 2_000;
@@ -58,7 +58,7 @@ export class SendMessageBatchError extends Error {
  * Probe shards (`Message.shard`) travel whole; one above {@link MAX_SHARD_BYTES} is cut into
  * several by its objects (`request.name` gets `-1`, `-2`, …).
  *
- * Caveats: a message too large for the platform loses its snapshot (the pass then GETs the
+ * Caveats: a message too large for the platform loses its listed objects (the pass then GETs the
  * object). A call with any rejected entry throws {@link SendMessageBatchError} naming the error
  * codes; the accepted entries are not retracted (a duplicate pass is harmless).
  */

@@ -6,10 +6,13 @@ import { afterEach, describe, expect, it, vi } from "vitest";
 import { createKubefn } from "../../shared/app/index.ts";
 import { proxyResource } from "../../shared/controllers/proxy/api.ts";
 import { probeShardTask } from "../../shared/controllers/proxy/health-task.ts";
-import { createRegistry } from "../../shared/runtime/index.ts";
+import { createRegistry, messageAuthenticatorFrom } from "../../shared/runtime/index.ts";
 import { FakeKube, fakeContext } from "../../test/support/fake-kube.ts";
 import { proxyController } from "../../test/unit/runtime/controllers.ts";
 import { parseAwsEnv } from "./config.ts";
+
+const SEAL_KEY = "telemetry-seal-key-0123456789abcdef";
+
 import { createHandler } from "./handler.ts";
 import {
   createEmfMetrics,
@@ -246,6 +249,7 @@ describe("a real probe shard's data points (the Proxy health task, through the s
         // Never called here: the queue is a fake, or nothing is enqueued.
         QUEUE_URL: "http://127.0.0.1:9/123456789012/kubefn-reconcile",
         KUBECONFIG_BASE64: Buffer.from("apiVersion: v1\nkind: Config\n").toString("base64"),
+        STATUS_SEAL_KEY: SEAL_KEY,
       }),
       {
         kube,
@@ -256,11 +260,12 @@ describe("a real probe shard's data points (the Proxy health task, through the s
         clock: ctx.clock,
       },
     );
-    const shard = {
+    // As the sweep sends it: under kubefn's MAC (an unsigned shard would be refused).
+    const shard = await messageAuthenticatorFrom({ statusSealKey: SEAL_KEY })!.sign({
       request: { controller: "proxy", namespace: "", name: "__shard-probe-0" },
       attempt: 0,
       shard: { task: probeShardTask, objects: proxies },
-    };
+    });
     expect(await kubefn.consume([{ body: shard }])).toEqual([{ ack: true }]);
     metrics.flush();
     // The task did pass the names (the Node host's /metrics keeps them per Proxy) …

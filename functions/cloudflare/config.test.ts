@@ -7,6 +7,7 @@ describe("parseWorkerEnv", () => {
   it("fills defaults from the minimal env", () => {
     expect(parseWorkerEnv(minimal)).toEqual({
       kubeServer: "https://kube.example.com",
+      kubeVia: "direct",
       kubeAuth: { token: "t0ken" },
       selfUsernames: ["system:serviceaccount:kubefn-system:kubefn"],
       maxBodyBytes: 4 * 1024 * 1024,
@@ -45,6 +46,9 @@ describe("parseWorkerEnv", () => {
       maxBodyBytes: 65536,
       proxyResyncSeconds: 600,
     });
+    expect(parseWorkerEnv({ ...minimal, KUBE_VIA: "relay", RELAY_SECRET: "r".repeat(32) }).kubeVia).toBe(
+      "relay",
+    );
   });
 
   it.each([
@@ -53,6 +57,8 @@ describe("parseWorkerEnv", () => {
     [{ ...minimal, AUDIT_TOKEN: "short" }, ["AUDIT_TOKEN: AUDIT_TOKEN must be at least 16"]],
     [{ ...minimal, MAX_BODY_BYTES: "lots" }, ["MAX_BODY_BYTES"]],
     [{ ...minimal, SWEEP_PERIOD_SECONDS: "30" }, ["SWEEP_PERIOD_SECONDS"]],
+    [{ ...minimal, KUBE_VIA: "relay" }, ["KUBE_VIA", "RELAY_SECRET"]],
+    [{ ...minimal, KUBE_VIA: "tunnel" }, ["KUBE_VIA"]],
   ])("rejects %j naming %j", (env, named) => {
     let error: unknown;
     try {

@@ -1,4 +1,8 @@
-import type { AnalyticsEngineDataset, Queue as QueueBinding } from "@cloudflare/workers-types/index.ts";
+import type {
+  AnalyticsEngineDataset,
+  DurableObjectNamespace,
+  Queue as QueueBinding,
+} from "@cloudflare/workers-types/index.ts";
 import {
   type KubefnSettings,
   kubeGoogleCredentialsSchema,
@@ -21,13 +25,24 @@ export interface WorkerEnv {
   KUBEFN_QUEUE: QueueBinding<Message>;
   /** Analytics Engine dataset the metrics go to, aggregated per invocation; without it they are dropped. */
   KUBEFN_METRICS?: AnalyticsEngineDataset;
+  /** The Durable Object that holds the relay's tunnel (`KUBE_VIA = "relay"`; functions/cloudflare/tunnel.ts). */
+  KUBEFN_TUNNEL?: DurableObjectNamespace;
   [variable: string]: unknown;
 }
 
 /** The Worker's settings, parsed once per isolate from `env`: where the cluster is, and the rest. */
 export interface WorkerConfig extends KubefnSettings {
-  /** API server base URL; its certificate must be publicly trusted (e.g. a tunnel). */
+  /**
+   * API server base URL; its certificate must be publicly trusted (e.g. a Cloudflare Tunnel's),
+   * unless the requests go through the relay (`kubeVia: "relay"`), which uses its own.
+   */
   kubeServer: string;
+  /**
+   * How API requests leave the Worker: `direct` (fetch to `kubeServer`), or `relay`: down the
+   * WebSocket the in-cluster relay opened to the Worker, signed with `RELAY_SECRET`, sent on by
+   * the relay to its API server over the cluster's TLS (no inbound exposure of the API server).
+   */
+  kubeVia: "direct" | "relay";
   /**
    * How kubefn authenticates: a fixed bearer token (`KUBE_TOKEN`), or a Google service account's
    * access tokens (`KUBE_GOOGLE_CREDENTIALS`, a key JSON; for GKE), renewed as they near expiry,
@@ -41,6 +56,7 @@ export const workerEnvSchema = platformSchema(
     KUBE_SERVER: z.url({ protocol: /^https?$/, error: "KUBE_SERVER must be an http(s) URL" }),
     KUBE_TOKEN: z.optional(z.string().check(z.minLength(1))),
     KUBE_GOOGLE_CREDENTIALS: z.optional(kubeGoogleCredentialsSchema),
+    KUBE_VIA: z._default(z.enum(["direct", "relay"]), "direct"),
   },
   { minuteSchedule: true },
 ).check(
@@ -49,6 +65,12 @@ export const workerEnvSchema = platformSchema(
       "KUBE_TOKEN is required (wrangler secret put KUBE_TOKEN), or KUBE_GOOGLE_CREDENTIALS for a service account's tokens, or OIDC_ISSUER and OIDC_SIGNING_KEY for kubefn's own",
     path: ["KUBE_TOKEN"],
     // Named beside the other bad variables, not only once they are fixed.
+    when: () => true,
+  }),
+  z.refine((e) => e.KUBE_VIA !== "relay" || Boolean(e.RELAY_SECRET), {
+    message:
+      'KUBE_VIA = "relay" needs RELAY_SECRET (wrangler secret put RELAY_SECRET): it signs the tunnelled requests',
+    path: ["KUBE_VIA"],
     when: () => true,
   }),
 );
@@ -74,6 +96,7 @@ export function parseWorkerEnv(env: Record<string, unknown>): WorkerConfig {
   return {
     ...settings,
     kubeServer: e.KUBE_SERVER,
+    kubeVia: e.KUBE_VIA,
     kubeAuth: google
       ? { google }
       : settings.oidcIssuer

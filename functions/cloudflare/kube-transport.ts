@@ -13,16 +13,20 @@ import type { WorkerConfig } from "./config.ts";
  * before they expire, and exchanged again at once after a 401; or with the JWTs kubefn signs as its
  * own OIDC issuer (no API credential at all: only the signing key, a Worker secret).
  *
+ * `apiFetch` carries the API requests alone (the relay's tunnel, `tunnelFetch`); Google's token
+ * endpoint is always reached with `doFetch`.
+ *
  * Caveats: the token is cached per isolate; a new isolate exchanges once more (one request to
- * Google's token endpoint). The API server's certificate must be publicly trusted (GKE's
- * DNS-based endpoint is).
+ * Google's token endpoint). Without the tunnel the API server's certificate must be publicly
+ * trusted (GKE's DNS-based endpoint is).
  */
 export function workerTransport(
   config: Pick<WorkerConfig, "kubeServer" | "kubeAuth" | "kubeTimeoutMs">,
   doFetch: typeof fetch = (input, init) => fetch(input, init),
+  apiFetch: typeof fetch = doFetch,
 ): Transport {
   const auth = config.kubeAuth;
-  const common = { server: config.kubeServer, timeoutMs: config.kubeTimeoutMs, fetch: doFetch };
+  const common = { server: config.kubeServer, timeoutMs: config.kubeTimeoutMs, fetch: apiFetch };
   if ("token" in auth) return createFetchTransport({ ...common, token: auth.token });
   if ("oidc" in auth) {
     return createFetchTransport({

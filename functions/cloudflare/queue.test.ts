@@ -22,16 +22,18 @@ const appliedProxy = (i: number) => ({
   spec: { mode: "External", endpoint: { host: "203.0.113.7", port: 3128 } },
 });
 
-const message = (name: string, snapshotBytes = 0): Message => ({
+const message = (name: string, listedBytes = 0): Message => ({
   request: { controller: "proxy", namespace: "ns", name },
   attempt: 0,
-  ...(snapshotBytes
+  ...(listedBytes
     ? {
-        snapshot: {
-          apiVersion: "v1",
-          kind: "X",
-          metadata: { name, annotations: { pad: "x".repeat(snapshotBytes) } },
-        },
+        listed: [
+          {
+            apiVersion: "v1",
+            kind: "X",
+            metadata: { name, annotations: { pad: "x".repeat(listedBytes) } },
+          },
+        ],
       }
     : {}),
 });
@@ -79,14 +81,14 @@ describe("queuesPort", () => {
     expect(binding.calls.flatMap((c) => c.bodies)).toEqual(all);
   });
 
-  it("splits by size so a batch of snapshots stays under the platform's 256 KB", async () => {
+  it("splits by size so a batch of listed objects stays under the platform's 256 KB", async () => {
     const binding = recordingBinding();
     await queuesPort(binding).send(Array.from({ length: 100 }, (_, i) => message(`p${i}`, 5_000)));
     expect(binding.calls.length).toBeGreaterThan(1);
     for (const call of binding.calls) expect(JSON.stringify(call.bodies).length).toBeLessThan(256_000);
   });
 
-  it("drops the snapshot of a message too large to send, keeping the request", async () => {
+  it("drops the listed objects of a message too large to send, keeping the request", async () => {
     const binding = recordingBinding();
     await queuesPort(binding).send([message("big", 200_000)]);
     expect(binding.calls[0]?.bodies).toEqual([message("big")]);
@@ -114,7 +116,7 @@ describe("queuesPort", () => {
     expect(bodies.every((b) => b.shard?.due === 1)).toBe(true);
   });
 
-  it("keeps the UID when it drops a snapshot", async () => {
+  it("keeps the UID when it drops the listed objects", async () => {
     const binding = recordingBinding();
     await queuesPort(binding).send([{ ...message("big", 200_000), uid: "uid-1", listedAt: 5 }]);
     expect(binding.calls[0]?.bodies).toEqual([{ ...message("big"), uid: "uid-1" }]);

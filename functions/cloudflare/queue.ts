@@ -15,7 +15,7 @@ export const MAX_BATCH_MESSAGES = 100;
 export const MAX_BATCH_BYTES = 200_000;
 /**
  * The largest message sent (the platform's per-message limit is 128 KB): a probe shard above it
- * is cut into several, a pass's snapshot above it dropped (`fitToQueue`).
+ * is cut into several, a pass's listed objects above it dropped (`fitToQueue`).
  */
 export const MAX_MESSAGE_BYTES = 120_000;
 
@@ -27,7 +27,7 @@ export const MAX_MESSAGE_BYTES = 120_000;
  * Caveats: the clamp never bites in practice — `runPass` sends no follow-up later than the
  * controller's resync. It declares {@link MAX_MESSAGE_BYTES}, which the runtime fits every message
  * to before sealing it; a message sent here directly is fitted alike (a probe shard cut by its
- * objects, a pass's snapshot dropped: the pass then GETs the object) rather than failing the batch.
+ * objects, a pass's listed objects dropped: the pass then GETs them) rather than failing the batch.
  */
 export function queuesPort(binding: Pick<QueueBinding<Message>, "sendBatch">): Queue {
   return {

@@ -19,15 +19,21 @@ import type { ExecutionContext, MessageBatch, ScheduledController } from "@cloud
 import { createJsonLog, createKubefn, type Kubefn } from "../../shared/app/index.ts";
 import { createSocketProber } from "../../shared/health/socket-prober.ts";
 import { guardedKube } from "../../shared/kube/index.ts";
+import { TUNNEL_PATH } from "../../shared/tunnel/index.ts";
 import { parseWorkerEnv, WorkerConfigError, type WorkerEnv } from "./config.ts";
 import { workerTransport } from "./kube-transport.ts";
 import { queuesPort, settle } from "./queue.ts";
 import { type AggregatedMetrics, createAnalyticsMetrics } from "./telemetry.ts";
+import { tunnelFetch, tunnelObject } from "./tunnel.ts";
+
+export { KubeTunnel } from "./tunnel.ts";
 
 /** What an isolate builds from `env` once: the seam, and the metrics its invocations flush. */
 interface WorkerParts {
   kubefn: Kubefn;
   metrics: AggregatedMetrics;
+  /** Whether the relay's tunnel carries the API requests (its opening is served then only). */
+  tunnelled: boolean;
 }
 
 // A cache, not state: a fresh isolate (or env) rebuilds the same thing; metrics are flushed by
@@ -38,7 +44,16 @@ function partsFor(env: WorkerEnv): WorkerParts {
   const cached = isolates.get(env);
   if (cached) return cached;
   const config = parseWorkerEnv(env);
-  const { kube, invocationKube, apiFailing } = guardedKube(workerTransport(config), config);
+  if (config.kubeVia === "relay" && !env.KUBEFN_TUNNEL)
+    throw new WorkerConfigError(
+      'invalid Worker environment:\n  KUBE_VIA = "relay" needs the KUBEFN_TUNNEL Durable Object binding (wrangler.toml)',
+    );
+  const apiFetch =
+    config.kubeVia === "relay" && env.KUBEFN_TUNNEL ? tunnelFetch(env.KUBEFN_TUNNEL) : undefined;
+  const { kube, invocationKube, apiFailing } = guardedKube(
+    workerTransport(config, undefined, apiFetch),
+    config,
+  );
   const metrics = createAnalyticsMetrics(env.KUBEFN_METRICS);
   const kubefn = createKubefn(config, {
     kube,
@@ -52,7 +67,7 @@ function partsFor(env: WorkerEnv): WorkerParts {
     log: createJsonLog(config.logLevel),
     metrics,
   });
-  const parts = { kubefn, metrics };
+  const parts = { kubefn, metrics, tunnelled: apiFetch !== undefined };
   isolates.set(env, parts);
   return parts;
 }
@@ -81,6 +96,9 @@ export default {
       console.error(err.message);
       return Response.json({ error: "the Worker is misconfigured; see its logs" }, { status: 500 });
     }
+    // The relay's tunnel (KUBE_VIA = "relay"): its opening is checked by the object that holds it.
+    if (parts.tunnelled && env.KUBEFN_TUNNEL && new URL(request.url).pathname === TUNNEL_PATH)
+      return tunnelObject(env.KUBEFN_TUNNEL).fetch(request);
     return flushedAfter(exec, parts.metrics, parts.kubefn.fetch(request));
   },
 

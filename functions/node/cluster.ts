@@ -1,5 +1,5 @@
 import type { KubeConfig } from "@kubernetes/client-node";
-import { issuerTokenSource } from "../../shared/app/index.ts";
+import { issuerTokenSource, ownNamespace } from "../../shared/app/index.ts";
 import type { TokenSource, Transport } from "../../shared/kube/index.ts";
 import { createKube } from "../../shared/kube/index.ts";
 import { createNodeTransport, inClusterConnection, loadKubeConfig } from "../../shared/kube/node.ts";
@@ -59,8 +59,44 @@ export async function connectCluster(
     log.info("installed", await installCrdsAndRbac(kube, undefined, config.settings.selfUsernames));
     await applyAllowLists(kube, allowListEntriesFor(config.settings.operators));
   }
-  await reportIdentity(transport(), config.settings.selfUsernames, log);
+  const username = await reportIdentity(transport(), config.settings.selfUsernames, log);
+  if (username !== undefined && config.settings.selfUsernames.includes(username)) {
+    await refuseOwnSecretsAccess(transport(), ownNamespace(config.settings.selfUsernames));
+  }
   return connection;
+}
+
+/**
+ * Refuses to start when kubefn's identity may read the Secrets of its own namespace: its settings,
+ * the status seal key, the OIDC signing key — what the seal and intake assume its token cannot
+ * read. A cluster-wide binding of kubefn-tenant (the chart's `clusterWideTenantAccess`) or one in
+ * that namespace grants it; asked of the API server with a SelfSubjectAccessReview (any
+ * authenticated identity may). `kubefn doctor` makes the same check.
+ *
+ * Caveats: not for `npm start`'s embedded devcluster, which binds kubefn-tenant cluster-wide for
+ * its one user: kubefn's settings there are the process's environment, no Secret of the cluster.
+ *
+ * @throws Error naming the grant, when the identity may get Secrets in `namespace`.
+ */
+export async function refuseOwnSecretsAccess(transport: Transport, namespace: string): Promise<void> {
+  const res = await transport.request({
+    method: "POST",
+    path: "/apis/authorization.k8s.io/v1/selfsubjectaccessreviews",
+    contentType: "application/json",
+    body: JSON.stringify({
+      apiVersion: "authorization.k8s.io/v1",
+      kind: "SelfSubjectAccessReview",
+      spec: { resourceAttributes: { verb: "get", resource: "secrets", namespace } },
+    }),
+  });
+  const allowed =
+    (res.status === 200 || res.status === 201) &&
+    (JSON.parse(res.body) as { status?: { allowed?: boolean } }).status?.allowed === true;
+  if (allowed) {
+    throw new Error(
+      `kubefn's identity may get the Secrets of ${namespace}, kubefn's own (its settings, the status seal key, the OIDC signing key): bind kubefn-tenant in each tenant namespace, not cluster-wide (clusterWideTenantAccess) nor in ${namespace}; not starting`,
+    );
+  }
 }
 
 /** The Pod's cluster, as its ServiceAccount, said in one line. */
@@ -86,7 +122,11 @@ export function randomToken(): string {
  * Caveats: a cluster that refuses the review (before v1.28, or without `system:basic-user`) gets
  * a warning, not a refusal to start.
  */
-export async function reportIdentity(transport: Transport, selfUsernames: readonly string[], log: Log) {
+export async function reportIdentity(
+  transport: Transport,
+  selfUsernames: readonly string[],
+  log: Log,
+): Promise<string | undefined> {
   const res = await transport
     .request({
       method: "POST",
@@ -101,7 +141,7 @@ export async function reportIdentity(transport: Transport, selfUsernames: readon
       : undefined;
   if (username === undefined) {
     log.warn("could not tell whom the kubeconfig reconciles as (SelfSubjectReview)", { status: res.status });
-    return;
+    return undefined;
   }
   log.info(`reconciling as ${username}`);
   if (!selfUsernames.includes(username)) {
@@ -110,4 +150,5 @@ export async function reportIdentity(transport: Transport, selfUsernames: readon
       { username, selfUsernames: selfUsernames.join(",") },
     );
   }
+  return username;
 }

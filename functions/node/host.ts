@@ -101,6 +101,8 @@ export async function startNodeHost(config: NodeHostConfig, log: Log): Promise<N
     invocationKube,
     apiFailing,
     queue,
+    // The work queue takes only this process's own sends: its sweep's bodies need no MAC.
+    inProcessQueue: true,
     prober: createNodeProber(),
     log,
     metrics,

@@ -168,7 +168,12 @@ export async function trustAsKubefn(kube: Kube, key: string, username: string): 
 }
 
 /** The installer's allow-lists that the policies of infra/rbac/admission-policy-shapes.yaml read. */
-export type PolicyAllowList = "kubefn-proxy-images" | "kubefn-site-images" | "kubefn-subpool-hostnames";
+export type PolicyAllowList =
+  | "kubefn-proxy-images"
+  | "kubefn-site-images"
+  | "kubefn-subpool-hostnames"
+  | "kubefn-subpool-images"
+  | "kubefn-subpool-limits";
 
 /**
  * Adds one entry, under `key`, to an allow-list ConfigMap in kubefn-system (an image pattern, or
@@ -214,7 +219,9 @@ export interface PolicyAllowEntry {
 /**
  * The allow-list entries that admit what kubefn's settings ask it to run and serve (pure): the
  * proxy images of `PROXY_ALLOWED_IMAGES`, the Site components' images of `SITE_IMAGE_REGISTRY`
- * and `SITE_IMAGE_TAG`, and `*.<SUBPOOL_HOSTNAME_SUFFIX>`. For a host that installs kubefn itself.
+ * and `SITE_IMAGE_TAG`, `*.<SUBPOOL_HOSTNAME_SUFFIX>`, and the SubPool envelope
+ * (`SUBPOOL_MAX_CPU`, `SUBPOOL_MAX_MEMORY`) as the limits of `kubefn-subpools-stay-within-limits`.
+ * For a host that installs kubefn itself.
  *
  * @example
  * allowListEntriesFor(settings.operators).find((e) => e.list === "kubefn-site-images")?.value;
@@ -222,7 +229,8 @@ export interface PolicyAllowEntry {
  */
 export function allowListEntriesFor(operators: KubefnSettings["operators"]): PolicyAllowEntry[] {
   const { imageRegistry, imageTag } = operators.site.config;
-  const suffix = "invalid" in operators.subPool ? undefined : operators.subPool.hostnameSuffix;
+  const subPool = "invalid" in operators.subPool ? undefined : operators.subPool;
+  const suffix = subPool?.hostnameSuffix;
   return [
     ...operators.proxy.instanceAllowList.images.map((value, i) => ({
       list: "kubefn-proxy-images" as const,
@@ -235,6 +243,13 @@ export function allowListEntriesFor(operators: KubefnSettings["operators"]): Pol
       value: `${imageRegistry}/${component}:${imageTag}`,
     })),
     ...(suffix ? [{ list: "kubefn-subpool-hostnames" as const, key: "host", value: `*.${suffix}` }] : []),
+    ...(subPool
+      ? (["cpu", "memory"] as const).map((key) => ({
+          list: "kubefn-subpool-limits" as const,
+          key,
+          value: subPool.envelope[key],
+        }))
+      : []),
   ];
 }
 

@@ -173,7 +173,7 @@ describe("coalesce (two messages for one key)", () => {
     [
       "a stale follow-up after an event: it does not swallow the event",
       msg("a"),
-      { ...msg("a", 1), uid: "old", snapshot, listedAt: 1 },
+      { ...msg("a", 1), uid: "old", listed: [snapshot], listedAt: 1 },
       msg("a", 1),
     ],
     ["different UIDs: neither", { ...msg("a"), uid: "new" }, { ...msg("a", 1), uid: "old" }, msg("a", 1)],

@@ -214,7 +214,7 @@ export class WorkQueue implements Queue {
  * One message for two of a key, the later one's fields winning. A UID stays only when both were
  * decided for it: a message without one (an event) may be for a recreated object, and a stale
  * follow-up must not swallow it. Without a UID the pass reads afresh and acts on whatever object
- * it finds, so the snapshot and the listed owned objects go too.
+ * it finds, so the listed owned objects go too.
  */
 export function coalesce(earlier: Message, later: Message): Message {
   const merged = coalesceFields(earlier, later);
@@ -231,6 +231,6 @@ const narrowed = (m: Message): boolean => m.trigger?.kind === "follow-up" && !!m
 
 function coalesceFields(earlier: Message, later: Message): Message {
   if (earlier.uid !== undefined && earlier.uid === later.uid) return later;
-  const { uid: _uid, snapshot: _snapshot, listedAt: _listedAt, listed: _listed, ...rest } = later;
+  const { uid: _uid, listedAt: _listedAt, listed: _listed, mac: _mac, ...rest } = later;
   return later.uid === undefined ? later : rest;
 }

@@ -22,6 +22,7 @@ type apiserverConfig struct {
 	auditURL    string
 	auditToken  string
 	auditPolicy string
+	profile     profile
 }
 
 // apiserverArgs is the kube-apiserver command line we would give a real kube-apiserver binary.
@@ -48,6 +49,15 @@ func apiserverArgs(c apiserverConfig) ([]string, error) {
 		"--allow-privileged=true",
 		"--profiling=false",
 		"--enable-priority-and-fairness=false",
+	}
+	if c.profile == profileProduction {
+		// ServiceAccount tokens as a kubeadm or managed cluster issues them: at most an hour, and
+		// no silent one-year extension of the tokens a kubelet would project (there is none here,
+		// but a TokenRequest that asks for 3607 s must not be handed a year).
+		args = append(args,
+			"--service-account-max-token-expiration=1h",
+			"--service-account-extend-token-expiration=false",
+		)
 	}
 	if c.auditURL != "" {
 		webhookURL, err := startAuditRelay(c.auditURL, c.auditToken, c.pki)
@@ -76,14 +86,20 @@ current-context: audit
 `, webhookURL, caLine, c.auditToken)), 0o600); err != nil {
 			return nil, err
 		}
+		// Exactly the flags docs/deploying/README.md gives ("The audit webhook").
 		args = append(args,
 			"--audit-policy-file="+c.auditPolicy,
 			"--audit-webhook-config-file="+kc,
 			"--audit-webhook-mode=batch",
-			// Deliver quickly: tests wait for their events, so a batch leaves after at most 1s.
-			"--audit-webhook-batch-max-wait=1s",
-			"--audit-webhook-initial-backoff=1s",
 		)
+		if c.profile == profileFast {
+			// Deliver quickly: tests wait for their events, so a batch leaves after at most 1s
+			// (the API server's default is 30s, and 10s before a failed batch is retried).
+			args = append(args,
+				"--audit-webhook-batch-max-wait=1s",
+				"--audit-webhook-initial-backoff=1s",
+			)
+		}
 	}
 	return args, nil
 }

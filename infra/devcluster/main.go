@@ -47,6 +47,7 @@ type readyInfo struct {
 	HTTPProxy  string `json:"httpProxy"`
 	Version    string `json:"version"`
 	DataDir    string `json:"dataDir"`
+	Profile    string `json:"profile"`
 }
 
 // kubeVersion is the Kubernetes version this binary was built from. The build script stamps it
@@ -108,12 +109,23 @@ func run() error {
 	exitWithParent := fs.Bool("exit-with-parent", false, "stop (as on SIGTERM) when the parent process dies, e.g. a test runner killed hard")
 	proxyImage := fs.String("proxy-image", defaultProxyImage, "Pods running this image repository (any tag) get a real HTTP forward proxy at <podIP>:<port> (\"\" = none)")
 	extraArgs := fs.StringArray("apiserver-arg", nil, "one more kube-apiserver flag, as --name=value (repeatable; e.g. --authentication-token-webhook-config-file=..., --authentication-config=...)")
+	profileFlag := fs.String("profile", os.Getenv("DEVCLUSTER_PROFILE"), "fast (default) or production: the API server alone over TLS, the documented audit webhook flags, ServiceAccount tokens of at most an hour (default $DEVCLUSTER_PROFILE)")
 	verbosity := fs.Int("v", 0, "klog verbosity of the control plane's log (<data-dir>/devcluster.log)")
 	if err := fs.Parse(os.Args[1:]); err != nil {
 		if errors.Is(err, pflag.ErrHelp) {
 			return nil
 		}
 		return err
+	}
+	prof, err := parseProfile(*profileFlag)
+	if err != nil {
+		return err
+	}
+	if prof == profileProduction {
+		if fs.Changed("http-proxy-port") && *proxyPort >= 0 {
+			return fmt.Errorf("--profile production has nothing in front of the API server: --http-proxy-port must be -1")
+		}
+		*proxyPort = -1
 	}
 	start := time.Now()
 	if *exitWithParent {
@@ -218,7 +230,7 @@ func run() error {
 		}
 	}
 	args, err := apiserverArgs(apiserverConfig{dataDir: dataDir, port: *port, etcdURL: etcdURL, pki: p,
-		tokenFile: tokenFile, auditURL: *auditURL, auditToken: *auditToken, auditPolicy: *auditPolicy})
+		tokenFile: tokenFile, auditURL: *auditURL, auditToken: *auditToken, auditPolicy: *auditPolicy, profile: prof})
 	if err != nil {
 		return err
 	}
@@ -369,7 +381,7 @@ func run() error {
 		return failf("server version: %v", err)
 	}
 
-	info := readyInfo{Kubeconfig: *kubeconfigOut, Server: server, HTTPProxy: proxyURL, Version: sv.GitVersion, DataDir: dataDir}
+	info := readyInfo{Kubeconfig: *kubeconfigOut, Server: server, HTTPProxy: proxyURL, Version: sv.GitVersion, DataDir: dataDir, Profile: string(prof)}
 	line, _ := json.Marshal(info)
 	if err := os.WriteFile(filepath.Join(dataDir, "ready.json"), append(line, '\n'), 0o644); err != nil {
 		return err

@@ -14,6 +14,7 @@
  * | `KUBEFN_RELAY_BATCH_INTERVAL_MS` | longest an event waits for its batch | 1000 |
  * | `KUBEFN_RELAY_BUFFER_SIZE` | most pending keys | 10000 |
  * | `KUBEFN_RELAY_PORT` | `/healthz` and `/metrics` | 8080 |
+ * | `KUBEFN_TUNNEL_URL` | the Worker's `wss://…/v1/tunnel`: carry its API requests ([Cloudflare](../../docs/deploying/cloudflare.md)) | off |
  * | `KUBEFN_LOG_FORMAT` | `text` or `json` | json |
  * | `LOG_LEVEL` | least severe level logged: `debug`, `info`, `warn` or `error` | info |
  */
@@ -31,6 +32,7 @@ import {
 import { logLevels } from "../../shared/runtime/index.ts";
 import { type RelayKind, relayKindFromConfig, relayKindSchema, relayKindsOf } from "./kinds.ts";
 import { createRelay } from "./relay.ts";
+import { type ApiForward, apiForward, apiServerOf, startApiTunnel } from "./tunnel.ts";
 import { clientNodeWatchStream, type WatchStream } from "./watch-stream.ts";
 
 const envSchema = z.object({
@@ -57,6 +59,9 @@ const envSchema = z.object({
   KUBEFN_RELAY_BATCH_INTERVAL_MS: z.coerce.number().int().min(0).max(60_000).default(1000),
   KUBEFN_RELAY_BUFFER_SIZE: z.coerce.number().int().min(1).default(10_000),
   KUBEFN_RELAY_PORT: z.coerce.number().int().min(1).max(65_535).default(8080),
+  KUBEFN_TUNNEL_URL: z
+    .url({ protocol: /^wss?$/, error: "KUBEFN_TUNNEL_URL must be a ws(s):// URL" })
+    .optional(),
   KUBEFN_LOG_FORMAT: z.enum(["text", "json"]).default("json"),
   LOG_LEVEL: z.enum(logLevels).default("info"),
 });
@@ -93,10 +98,15 @@ export function defaultRelayKinds(): RelayKind[] {
  * @throws when neither `KUBECONFIG` nor `KUBERNETES_SERVICE_HOST` is set, or the volume has no
  * `namespace` file.
  */
-export function connectRelay(env: RelayEnv): { kube: Kube; stream: WatchStream } {
+export function connectRelay(env: RelayEnv): { kube: Kube; stream: WatchStream; forward: ApiForward } {
   if (env.KUBECONFIG) {
     const kc = loadKubeConfig({ file: env.KUBECONFIG });
-    return { kube: createKube(createNodeTransport(kc)), stream: clientNodeWatchStream(kc) };
+    const { server, ca } = apiServerOf(kc);
+    return {
+      kube: createKube(createNodeTransport(kc)),
+      stream: clientNodeWatchStream(kc),
+      forward: apiForward(server, ca),
+    };
   }
   if (!env.KUBERNETES_SERVICE_HOST)
     throw new Error(
@@ -107,13 +117,18 @@ export function connectRelay(env: RelayEnv): { kube: Kube; stream: WatchStream }
     port: env.KUBERNETES_SERVICE_PORT,
     serviceAccountDir: env.KUBEFN_SERVICE_ACCOUNT_DIR,
   });
-  return { kube: createKube(createNodeTransport(kc, { tokenSource })), stream: clientNodeWatchStream(kc) };
+  const { server, ca } = apiServerOf(kc);
+  return {
+    kube: createKube(createNodeTransport(kc, { tokenSource })),
+    stream: clientNodeWatchStream(kc),
+    forward: apiForward(server, ca),
+  };
 }
 
 async function main(): Promise<void> {
   const env = parseRelayEnv(process.env);
   const log = createLineLog(env.KUBEFN_LOG_FORMAT, undefined, env.LOG_LEVEL);
-  const { kube, stream } = connectRelay(env);
+  const { kube, stream, forward } = connectRelay(env);
   const kinds = env.KUBEFN_RELAY_KINDS?.map(relayKindFromConfig) ?? defaultRelayKinds();
   const relay = createRelay({
     kinds,
@@ -127,6 +142,9 @@ async function main(): Promise<void> {
   });
   const server = serve({ fetch: relay.app.fetch, port: env.KUBEFN_RELAY_PORT });
   relay.start();
+  const tunnel = env.KUBEFN_TUNNEL_URL
+    ? startApiTunnel({ url: env.KUBEFN_TUNNEL_URL, secret: env.KUBEFN_RELAY_SECRET, forward, log })
+    : undefined;
   log.info("relay started", {
     kinds: kinds.map((k) => `${k.resource.resource}.${k.resource.group || "core"}:${k.predicate}`),
     intake: env.KUBEFN_INTAKE_URL,
@@ -134,6 +152,7 @@ async function main(): Promise<void> {
   });
   const shutdown = async (signal: string) => {
     log.info("relay stopping", { signal });
+    tunnel?.stop();
     await relay.stop();
     server.close();
   };

@@ -13,7 +13,7 @@ export {
   sweepLine,
   type Verdict,
 } from "./kubefn.ts";
-export { kubeGoogleCredentialsSchema, parseServiceAccountKey } from "./operator-settings.ts";
+export { kubeGoogleCredentialsSchema, ownNamespace, parseServiceAccountKey } from "./operator-settings.ts";
 export { createOperators, type OperatorOptions, type Operators } from "./operators.ts";
 export {
   describeIssues,

@@ -13,6 +13,7 @@ import {
   type HopEnd,
   type HopKind,
   type Message,
+  messageAuthenticatorFrom,
   requeueAfter,
   type Spans,
   type TraceContext,
@@ -21,6 +22,9 @@ import { createRegistry } from "../runtime/registry.ts";
 import { createKubefn } from "./kubefn.ts";
 
 const parent = "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01";
+const STATUS_SEAL_KEY = "seal-key-0123456789abcdef0123456789";
+/** kubefn's MAC over a message's bodies, as its own sends carry it. */
+const kubefnsMac = messageAuthenticatorFrom({ statusSealKey: STATUS_SEAL_KEY })!;
 const pass: Message = { request: { controller: "proxy", namespace: "ns1", name: "p1" }, attempt: 0 };
 const job: Message = {
   request: { controller: "proxy", namespace: "", name: "__shard-probe-0" },
@@ -59,7 +63,11 @@ function kubefnWith(
       },
     },
   });
-  const settings = parseWorkerEnv({ KUBE_SERVER: "https://kube.example.com", KUBE_TOKEN: "t" });
+  const settings = parseWorkerEnv({
+    KUBE_SERVER: "https://kube.example.com",
+    KUBE_TOKEN: "t",
+    STATUS_SEAL_KEY,
+  });
   const kubefn = createKubefn(
     settings,
     {
@@ -89,7 +97,7 @@ describe("consume", () => {
       reconciled++;
       return done();
     });
-    const [verdict] = await kubefn.consume([{ body: job }]);
+    const [verdict] = await kubefn.consume([{ body: await kubefnsMac.sign(job) }]);
     expect(verdict).toEqual({ ack: true });
     // The admission gate's two lists aside (shared/app/admission).
     const reads = kube.calls.filter((c) => !c.resource.startsWith("validatingadmissionpolic"));
@@ -126,7 +134,10 @@ describe("consume", () => {
 
   it("retries a crashed pass (its log sink threw) with backoff by delivery, and acks the rest", async () => {
     const { kubefn } = kubefnWith(async () => done(), { throwOnPassLine: true });
-    const verdicts = await kubefn.consume([{ body: pass, attempts: 3 }, { body: job }]);
+    const verdicts = await kubefn.consume([
+      { body: pass, attempts: 3 },
+      { body: await kubefnsMac.sign(job) },
+    ]);
     expect(verdicts).toEqual([{ ack: false, retryAfterSeconds: 3 }, { ack: true }]);
   });
 
@@ -153,26 +164,107 @@ describe("consume", () => {
   });
 });
 
-describe("messages the 0.1.0 release left on the queue", () => {
-  it.each([
-    "follow-up-pass.json",
-    "cluster-scoped-audit-pass.json",
-    "drift-pass-with-snapshot.json",
-    "probe-shard-job.json",
-  ])("%s is consumed by this release and acked", async (file) => {
-    const body = JSON.parse(
-      readFileSync(new URL(`../../test/fixtures/messages/0.1.0/${file}`, import.meta.url), "utf8"),
-    ) as Message;
-    const { kubefn, recorded } = kubefnWith(async () => done());
-    const [verdict] = await kubefn.consume([{ body }]);
-    expect(verdict?.ack).toBe(true);
-    expect(verdict && "dropped" in verdict).toBe(false);
-    // A pass line for a pass, a job line for a probe shard; never "not a kubefn message" (this
-    // test's registry has no SubPool controller: that pass fails as UnknownController, read whole).
-    const lines = recorded.logs.map((l) => l.msg);
-    expect(lines.at(-1)).toBe(body.shard ? "job" : "pass");
-    expect(lines).not.toContain("queue message is not a kubefn message; dropped");
+describe("bodies on the queue carry kubefn's MAC (issue 30)", () => {
+  const proxyBody = (host: string) => ({
+    apiVersion: "crawl.example.com/v1alpha1",
+    kind: "Proxy",
+    metadata: { name: "p1", namespace: "ns1", uid: "uid-p1", generation: 1 },
+    spec: { mode: "External", endpoint: { host } },
   });
+
+  it.each([
+    ["without a MAC", async (m: Message) => m],
+    [
+      "with a MAC of another key",
+      async (m: Message) =>
+        messageAuthenticatorFrom({ statusSealKey: "a-key-the-sender-chose-0123" })!.sign(m),
+    ],
+    [
+      "with kubefn's MAC over other objects",
+      async (m: Message) => ({ ...(await kubefnsMac.sign(job)), shard: m.shard }),
+    ],
+  ])("a job %s is refused, counted and acked: its handler never sees the objects", async (_, mac) => {
+    const { kubefn, recorded, jobs } = kubefnWith(async () => done());
+    const forged: Message = { ...job, shard: { task: "probe", objects: [proxyBody("198.51.100.66")] } };
+    expect(await kubefn.consume([{ body: await mac(forged) }])).toEqual([{ ack: true, dropped: true }]);
+    expect(jobs).toEqual([]);
+    expect(recorded.counts).toContainEqual({
+      name: "kubefn_messages_dropped_total",
+      labels: { reason: "unauthenticated" },
+    });
+  });
+
+  it("a pass whose listed objects do not verify runs without them: it reads them itself, counted", async () => {
+    const { kubefn, recorded, kube } = kubefnWith(async () => done());
+    const listed = { apiVersion: "v1", kind: "Secret", metadata: { name: "s", namespace: "ns1" } };
+    const body = {
+      ...pass,
+      trigger: { kind: "drift" as const, reason: "generation" },
+      listed: [listed],
+      listedAt: Date.now(),
+    };
+    const [verdict] = await kubefn.consume([{ body }]);
+    expect(verdict).toMatchObject({ ack: true, pass: { result: "done" } });
+    expect(recorded.counts).toContainEqual({ name: "kubefn_message_bodies_stripped_total", labels: {} });
+    expect(kube.calls.filter((c) => c.method === "get" && c.resource === "proxies")).toHaveLength(1);
+  });
+
+  it("what kubefn sends is signed, and verifies where it is consumed", async () => {
+    const { kubefn, recorded } = kubefnWith(async () => done());
+    // A sweep page is signed on the way out (the fake queue records what was sent).
+    await kubefn.sweep({ full: true });
+    const sent = recorded.sent.flatMap((s) => s.messages);
+    for (const m of sent) expect(await kubefnsMac.verify(m)).toBe(true);
+    // A job's MAC is a set, so that a piece of a shard a platform cut (SQS) still verifies.
+    const objects = [
+      proxyBody("203.0.113.7"),
+      { ...proxyBody("203.0.113.8"), metadata: { name: "p2", namespace: "ns1" } },
+    ];
+    const signedJob = await kubefnsMac.sign({ ...job, shard: { task: "probe", objects } });
+    expect(signedJob.mac).toHaveLength(3);
+    const piece = {
+      ...signedJob,
+      request: { ...signedJob.request, name: "__shard-probe-0-2" },
+      shard: { task: "probe", objects: [objects[1]!] },
+    };
+    expect(await kubefnsMac.verify(piece)).toBe(true);
+    const swapped = { ...piece, shard: { task: "probe", objects: [proxyBody("198.51.100.66")] } };
+    expect(await kubefnsMac.verify(swapped)).toBe(false);
+    const retasked = { ...piece, shard: { task: "other", objects: [objects[1]!] } };
+    expect(await kubefnsMac.verify(retasked)).toBe(false);
+  });
+});
+
+describe("messages the 0.1.0 release left on the queue", () => {
+  it("probe-shard-job.json (no MAC) is acked and dropped as unauthenticated: the next sweep plans its probes again", async () => {
+    const body = JSON.parse(
+      readFileSync(
+        new URL("../../test/fixtures/messages/0.1.0/probe-shard-job.json", import.meta.url),
+        "utf8",
+      ),
+    ) as Message;
+    const { kubefn, jobs } = kubefnWith(async () => done());
+    expect(await kubefn.consume([{ body }])).toEqual([{ ack: true, dropped: true }]);
+    expect(jobs).toEqual([]);
+  });
+
+  it.each(["follow-up-pass.json", "cluster-scoped-audit-pass.json", "drift-pass-with-snapshot.json"])(
+    "%s is consumed by this release and acked (a snapshot is not read: the pass GETs its primary)",
+    async (file) => {
+      const body = JSON.parse(
+        readFileSync(new URL(`../../test/fixtures/messages/0.1.0/${file}`, import.meta.url), "utf8"),
+      ) as Message;
+      const { kubefn, recorded } = kubefnWith(async () => done());
+      const [verdict] = await kubefn.consume([{ body }]);
+      expect(verdict?.ack).toBe(true);
+      expect(verdict && "dropped" in verdict).toBe(false);
+      // A pass line; never "not a kubefn message" (this test's registry has no SubPool
+      // controller: that pass fails as UnknownController, read whole).
+      const lines = recorded.logs.map((l) => l.msg);
+      expect(lines.at(-1)).toBe("pass");
+      expect(lines).not.toContain("queue message is not a kubefn message; dropped");
+    },
+  );
 });
 
 describe("traces", () => {

@@ -5,12 +5,16 @@ import type { Prober } from "../health/index.ts";
 import type { KubeObject } from "../kube/index.ts";
 import type { Clock, Context, HopEnd, HopKind, Kube, Log, Metrics, Queue, Spans } from "../runtime/index.ts";
 import {
+  authenticBodies,
   backoffSeconds,
   createSweepMemo,
   ENVELOPE_VERSION,
   fitToQueue,
+  hasBodies,
   INVOCATION_READ_MAX_AGE_SECONDS,
   type JobResult,
+  type Message,
+  messageAuthenticatorFrom,
   openEnvelope,
   type PassResult,
   runJob,
@@ -19,6 +23,7 @@ import {
   sealed,
   statusSealFrom,
   traceFrom,
+  withoutBodies,
 } from "../runtime/index.ts";
 import { admissionProblems, createAdmissionGate } from "./admission/index.ts";
 import { fleetPage, PassHistory } from "./fleet/index.ts";
@@ -50,6 +55,13 @@ export interface KubefnPorts {
   apiFailing?: () => boolean;
   /** Enqueue now or after a delay: Workers Queues, SQS (Lambda), or the Node host's work queue. */
   queue: Queue;
+  /**
+   * True when `queue` hands its messages to this process's own `consume` and nothing else can
+   * put one there (the Node host's work queue): bodies then travel without a MAC and are not
+   * checked. Unset: the queue is a platform's, and every body on it needs kubefn's MAC
+   * (runtime/message-mac.ts).
+   */
+  inProcessQueue?: boolean;
   prober: Prober;
   log: Log;
   metrics: Metrics;
@@ -175,6 +187,22 @@ export function createKubefn(settings: KubefnSettings, ports: KubefnPorts, opera
   // every change at its drift period, a forged status included.
   const seal = statusSealFrom(settings);
   if (seal) ctx.seal = seal;
+  // Bodies on a platform queue carry kubefn's MAC; without a key none travel there (passes read
+  // what they need) and probes run in the sweep, where no queue carries their objects.
+  const inProcess = ports.inProcessQueue === true;
+  const mac = inProcess ? undefined : messageAuthenticatorFrom(settings);
+  const bodiesTravel = inProcess || mac !== undefined;
+  if (!bodiesTravel && settings.probeShardSize) {
+    ctx.log.warn(
+      "STATUS_SEAL_KEY is not set: probes run in the sweep instead of probe shards (a shard's objects on the queue need kubefn's MAC, keyed from STATUS_SEAL_KEY)",
+      { probeShardSize: settings.probeShardSize },
+    );
+  }
+  /** A message as it goes on the queue: its bodies signed, or left off when they cannot be. */
+  const outgoing = async (message: Message): Promise<Message> => {
+    if (inProcess || !hasBodies(message)) return message;
+    return mac ? mac.sign(message) : withoutBodies(message);
+  };
   const ops =
     operators ??
     createOperators({
@@ -184,7 +212,7 @@ export function createKubefn(settings: KubefnSettings, ports: KubefnPorts, opera
       ...(settings.probeNamespaceConcurrency
         ? { probeNamespaceConcurrency: settings.probeNamespaceConcurrency }
         : {}),
-      ...(settings.probeShardSize ? { probeShardSize: settings.probeShardSize } : {}),
+      ...(settings.probeShardSize && bodiesTravel ? { probeShardSize: settings.probeShardSize } : {}),
       ...(ports.probeSlots ? { probeSlotScope: ports.probeSlots } : {}),
       ...(ports.providers ? { providers: ports.providers } : {}),
       ...(settings.proxyResyncSeconds ? { proxyResyncSeconds: settings.proxyResyncSeconds } : {}),
@@ -251,12 +279,12 @@ export function createKubefn(settings: KubefnSettings, ports: KubefnPorts, opera
   };
   const passes = new PassHistory();
   const hop = (on: Context, parent: string | undefined, kind: HopKind) =>
-    tracedHop(on, parent, kind, ports.spans);
+    tracedHop(on, parent, kind, ports.spans, outgoing);
   // Each intake batch starts a trace of its own, which its passes continue; so does each send of
   // the operators' own routes.
   const intakeCtx: Context = {
     ...ctx,
-    queue: sealingQueue(ctx.queue, () => traceFrom(undefined).traceparent),
+    queue: sealingQueue(ctx.queue, () => traceFrom(undefined).traceparent, outgoing),
   };
   const intakeBatch = (): IntakeBatch => {
     const batch = hop(ctx, undefined, "intake");
@@ -315,8 +343,28 @@ export function createKubefn(settings: KubefnSettings, ports: KubefnPorts, opera
       }
       case "pass":
       case "job": {
-        if (!(await admission.open())) return deferred(envelope.message, attempts);
-        const { message } = envelope;
+        const authenticated = inProcess
+          ? { kind: "authentic" as const, message: envelope.message }
+          : await authenticBodies(envelope.message, mac);
+        if (authenticated.kind === "refused") {
+          ctx.log.error(
+            "job's objects do not carry kubefn's MAC; refused (the next sweep plans its work again)",
+            {
+              request: envelope.message.request,
+              task: envelope.message.shard?.task,
+            },
+          );
+          ctx.metrics.count("kubefn_messages_dropped_total", { reason: "unauthenticated" });
+          return { ack: true, dropped: true };
+        }
+        if (authenticated.kind === "stripped") {
+          ctx.log.warn("queue message's bodies do not carry kubefn's MAC; the pass reads them itself", {
+            request: envelope.message.request,
+          });
+          ctx.metrics.count("kubefn_message_bodies_stripped_total", {});
+        }
+        if (!(await admission.open())) return deferred(authenticated.message, attempts);
+        const message = authenticated.message;
         const item = hop(invocation, message.traceparent, envelope.kind);
         const itemCtx = item.ctx;
         const { controller } = message.request;
@@ -324,7 +372,7 @@ export function createKubefn(settings: KubefnSettings, ports: KubefnPorts, opera
           envelope.kind === "job" ? { controller } : { ...message.request, kind: kinds.get(controller) };
         try {
           if (envelope.kind === "job") {
-            const job = await runJob(itemCtx, ops.registry, envelope.message);
+            const job = await runJob(itemCtx, ops.registry, { ...message, shard: envelope.message.shard });
             (job.result === "error" ? itemCtx.log.error : itemCtx.log.info)("job", jobLine(job));
             item.end({ request, result: job.result, task: job.task });
             return { ack: true };
@@ -419,7 +467,7 @@ export function createKubefn(settings: KubefnSettings, ports: KubefnPorts, opera
       try {
         const summary = await runSweep(sweep.ctx, ops.registry, ops.sweepTasks, {
           shardSize: 100,
-          snapshots: true,
+          attachListed: bodiesTravel,
           periodSeconds: settings.sweepPeriodSeconds,
           ...(options.full ? { full: true } : {}),
           ...(options.scheduledTime ? { scheduledAt: options.scheduledTime } : {}),
@@ -469,6 +517,7 @@ function tracedHop(
   parent: string | undefined,
   kind: HopKind,
   spans: Spans | undefined,
+  outgoing: (message: Message) => Promise<Message>,
 ): { ctx: Context; end: (end: HopEnd) => void } {
   const trace = traceFrom(parent);
   // `span` names this hop (a pass, a job, a sweep, an intake batch): every line it writes has both.
@@ -482,20 +531,29 @@ function tracedHop(
         warn: (msg, f) => ctx.log.warn(msg, with_(f)),
         error: (msg, f) => ctx.log.error(msg, with_(f)),
       },
-      queue: sealingQueue(ctx.queue, () => trace.traceparent),
+      queue: sealingQueue(ctx.queue, () => trace.traceparent, outgoing),
     },
     end: spans ? spans.start(kind, trace) : () => undefined,
   };
 }
 
-/** `queue`, sending each batch fitted to its limit and sealed: the envelope version and the `traceparent` of `traceOf()`. */
-function sealingQueue(queue: Context["queue"], traceOf: () => string): Context["queue"] {
+/**
+ * `queue`, sending each batch fitted to its limit and sealed: the envelope version, the
+ * `traceparent` of `traceOf()`, and each message as `outgoing` makes it (its bodies signed).
+ * Fitted before signing: each piece of a cut shard is signed whole.
+ */
+function sealingQueue(
+  queue: Context["queue"],
+  traceOf: () => string,
+  outgoing: (message: Message) => Promise<Message>,
+): Context["queue"] {
   return {
-    // Fitted to the queue's declared limit before sealing: a piece of a cut shard is sealed whole.
-    send: (messages, delaySeconds) => {
+    send: async (messages, delaySeconds) => {
       const traceparent = traceOf();
       return queue.send(
-        fitToQueue(messages, queue.maxMessageBytes).map((m) => sealed(m, traceparent)),
+        await Promise.all(
+          fitToQueue(messages, queue.maxMessageBytes).map((m) => outgoing(sealed(m, traceparent))),
+        ),
         delaySeconds,
       );
     },

@@ -47,7 +47,7 @@ export interface PassContext extends Context {
   events?: EventRecorder;
   /**
    * The sweep's drift reason (e.g. `status:Ready`) when the pass runs on the sweep's fresh
-   * decision: the message carries the listed objects, listed at most `SNAPSHOT_MAX_AGE_SECONDS`
+   * decision: the message carries the listed objects, listed at most `LISTED_MAX_AGE_SECONDS`
    * ago. What the controller's decision checked before it reached this reason was in place in
    * those lists, so the pass may skip reading it again. Undefined for every other pass.
    */

@@ -1,3 +1,4 @@
+import { hasBodies, type MessageAuthenticator } from "./message-mac.ts";
 import type { Message } from "./types.ts";
 
 /**
@@ -24,7 +25,7 @@ export type Envelope =
   | { kind: "invalid" };
 
 /**
- * Opens a queue body from any platform's queue.
+ * Opens a queue body from any platform's queue. A `snapshot` (a primary's body, which 0.1.0 attached) is dropped: no body stands in for a pass's read of its primary.
  *
  * @example
  * const envelope = openEnvelope(JSON.parse(body));
@@ -36,6 +37,11 @@ export function openEnvelope(body: unknown): Envelope {
   if (v !== undefined) {
     if (typeof v !== "number" || !Number.isInteger(v) || v < 1) return { kind: "invalid" };
     if (v > ENVELOPE_VERSION) return { kind: "newer", version: v };
+  }
+  if (!isMessage(body)) return { kind: "invalid" };
+  if ("snapshot" in body) {
+    const { snapshot: _snapshot, ...rest } = body as Message & { snapshot?: unknown };
+    body = rest;
   }
   if (!isMessage(body)) return { kind: "invalid" };
   if (body.shard !== undefined) {
@@ -74,4 +80,36 @@ export function sealed(message: Message, traceparent: string | undefined): Messa
     v: ENVELOPE_VERSION,
     ...(traceparent && !message.traceparent ? { traceparent } : {}),
   };
+}
+
+/** What {@link authenticBodies} made of a delivered message. */
+export type Authenticated =
+  /** Its bodies verify (or it has none): it runs as sent. */
+  | { kind: "authentic"; message: Message }
+  /** A pass whose bodies do not verify, without them: it reads what it needs itself. */
+  | { kind: "stripped"; message: Message }
+  /** A job whose objects do not verify: not run (the next sweep plans its work again). */
+  | { kind: "refused" };
+
+/**
+ * Decides what a delivered message's bodies (`listed`, a job's `shard`) may do: only what
+ * kubefn vouches for runs with them. `mac` absent means no body may travel (no key is set).
+ *
+ * Caveats: the Node host's in-process queue never leaves the process and does not ask (its
+ * bodies come from its own sweep; intake's messages carry keys only).
+ */
+export async function authenticBodies(
+  message: Message,
+  mac: MessageAuthenticator | undefined,
+): Promise<Authenticated> {
+  if (!hasBodies(message)) return { kind: "authentic", message };
+  if (mac && (await mac.verify(message))) return { kind: "authentic", message };
+  if (message.shard !== undefined) return { kind: "refused" };
+  return { kind: "stripped", message: withoutBodies(message) };
+}
+
+/** `message` without the objects it carries (`listed`, `listedAt`) and their `mac`. */
+export function withoutBodies(message: Message): Message {
+  const { listed: _listed, listedAt: _listedAt, mac: _mac, ...bare } = message;
+  return bare;
 }

@@ -12,7 +12,7 @@ import type { ControllerDefinition, Watch, WatchedChange } from "./controller.ts
 import { type EventBatch, parseEventBatch, relayEventSchema } from "./event-batch.ts";
 import { isIntakeCanary } from "./intake-canary.ts";
 import { groupOf, type Registry } from "./registry.ts";
-import type { StatusSeal } from "./status-seal.ts";
+import { isEmptyStatus, type StatusSeal } from "./status-seal.ts";
 import { type Context, type Request, requestKey } from "./types.ts";
 
 /** Audit verbs that change an object. Reads (get, list, watch) never map. */
@@ -70,21 +70,8 @@ export type MappingCounts = {
   requests: number;
 };
 
-/** The object as the API server stored it, from an audit event, and when (ms since the epoch). */
-export interface MappedSnapshot {
-  object: KubeObject;
-  at: number;
-}
-
 export interface MappingResult {
   source: EventBatch["source"];
-  /**
-   * A primary's stored object from its audit event (`responseObject` of a create, update or patch,
-   * at RequestResponse level), by {@link requestKey}, when the batch changed that primary once and
-   * the event carries a resourceVersion and a time. Attached to the message, it saves the pass its
-   * GET; the pass's writes are guarded by that resourceVersion (executor).
-   */
-  snapshots: ReadonlyMap<string, MappedSnapshot>;
   /** Deduplicated by controller + namespace + name, in first-seen order. */
   requests: Request[];
   counts: MappingCounts;
@@ -105,8 +92,6 @@ interface Change {
   object: KubeObject | undefined;
   /** The audit event's requestObject, for predicates. */
   request?: unknown;
-  /** When the API server stored `object` (audit stageTimestamp), if it is a trusted stored body. */
-  storedAt?: number;
 }
 
 /**
@@ -148,7 +133,6 @@ export async function mapEvents(
     source: batch.source,
     requests: mapper.requests(),
     counts: mapper.counts,
-    snapshots: mapper.snapshots(),
     canaries: [...mapper.canaries],
   };
 }
@@ -172,8 +156,6 @@ class BatchMapper {
   };
   private readonly out = new Map<string, Request>();
   readonly canaries = new Set<string>();
-  /** Per primary key: its one stored body in this batch, or null once it changed more than once. */
-  private readonly stored = new Map<string, MappedSnapshot | null>();
   private readonly jobs = new Map<string, WatchJob>();
   /** Primaries' status writes whose stored status must carry kubefn's seal, by request key. */
   private readonly statusWrites = new Map<string, { request: Request; object: KubeObject }>();
@@ -242,8 +224,6 @@ class BatchMapper {
     const namespace = refNamespace ?? object?.metadata.namespace;
     if (!isStorableKey(namespace, name)) return void this.counts.skipped++;
     const request = hasBody && item.requestObject !== undefined ? { request: item.requestObject } : {};
-    const stored =
-      verb !== "delete" && objectBody(item.responseObject) !== undefined ? storedTime(item) : undefined;
     this.count(
       this.add({
         group,
@@ -253,7 +233,6 @@ class BatchMapper {
         verb: verb as WatchedChange["verb"],
         object,
         ...request,
-        ...(stored === undefined ? {} : { storedAt: stored }),
       }),
     );
   }
@@ -315,7 +294,8 @@ class BatchMapper {
    */
   async checkSeals(seal: StatusSeal): Promise<void> {
     for (const { request, object } of this.statusWrites.values()) {
-      if ((await seal.verify(object)) === "sealed") {
+      // A write that left the status empty is not kubefn's either (it never writes one empty).
+      if (!isEmptyStatus(object) && (await seal.verify(object)) === "sealed") {
         this.counts.dropped++;
         continue;
       }
@@ -374,7 +354,6 @@ class BatchMapper {
         name: change.name,
       };
       if (request.namespace === undefined) delete request.namespace;
-      this.remember(requestKey(request), change);
       if (passes) {
         this.emit(request);
         produced = true;
@@ -431,19 +410,6 @@ class BatchMapper {
     return produced ? true : unresolved ? "unresolved" : false;
   }
 
-  /** Keeps a primary's stored body once; a second change of the same primary voids it. */
-  private remember(key: string, change: Change): void {
-    const usable = change.object?.metadata.resourceVersion && change.storedAt !== undefined;
-    if (this.stored.has(key) || !usable) this.stored.set(key, null);
-    else this.stored.set(key, { object: change.object!, at: change.storedAt! });
-  }
-
-  snapshots(): ReadonlyMap<string, MappedSnapshot> {
-    const out = new Map<string, MappedSnapshot>();
-    for (const [key, snapshot] of this.stored) if (snapshot && this.out.has(key)) out.set(key, snapshot);
-    return out;
-  }
-
   private emit(request: Request): void {
     if (request.namespace === undefined) delete request.namespace;
     // Owner names come from bodies, mapper results from code: neither becomes a request the API
@@ -495,12 +461,6 @@ function isStorableKey(namespace: string | undefined, name: string): boolean {
 }
 
 /** An object body with a name, or undefined for a Status, DeleteOptions, Scale or anything else. */
-/** When the audit event's stage completed (the object was stored by then), or undefined. */
-function storedTime(item: Record<string, unknown>): number | undefined {
-  const t = typeof item.stageTimestamp === "string" ? Date.parse(item.stageTimestamp) : Number.NaN;
-  return Number.isNaN(t) ? undefined : t;
-}
-
 function objectBody(value: unknown): (KubeObject & { metadata: { name: string } }) | undefined {
   if (!isRecord(value) || !isRecord(value.metadata)) return undefined;
   if (typeof value.kind === "string" && NOT_OBJECT_KINDS.has(value.kind)) return undefined;

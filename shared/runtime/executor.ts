@@ -29,10 +29,10 @@ import { type Context, describeTrigger, type Message, type Request, requestKey }
  */
 export const IMMEDIATE_CONFLICT_RETRIES = 3;
 /**
- * A snapshot listed longer ago than this is not trusted to save the GET: a message that waited in
- * a queue (delayed, redelivered) reads the object afresh, so its UID can be checked.
+ * Listed objects older than this do not answer a pass's GETs: a message that waited in a queue
+ * (delayed, redelivered) reads them afresh.
  */
-export const SNAPSHOT_MAX_AGE_SECONDS = 30;
+export const LISTED_MAX_AGE_SECONDS = 30;
 
 /** How a pass ended, for adapters to print and for `kubefn_passes_total{result}`. */
 export type PassResultKind = "done" | "awaitSweep" | "requeue" | "error" | "latched";
@@ -59,7 +59,7 @@ export interface PassResult {
 }
 
 /**
- * One reconcile pass for one message: read the primary (or take `message.snapshot`), run the
+ * One reconcile pass for one message: read the primary from the API server, run the
  * controller on a private copy, apply its error policy and then its summary (`readiness`: Ready,
  * Reconciling, Stalled), patch the status once if it changed (merge patch guarded by the
  * resourceVersion read, with `status.observedGeneration`), and turn the Outcome into at most one
@@ -168,17 +168,16 @@ export async function runPass(ctx: Context, registry: Registry, message: Message
     ? { namespace: request.namespace ?? "", name: request.name }
     : { name: request.name };
 
+  // The primary is always read: no body from a message stands in for it, so the spec every
+  // write (derived objects included, which its resourceVersion does not guard) is made from is
+  // the one the API server stores now, never an older one a queue held back.
   let observed: KubeObject | undefined;
-  if (message.snapshot && matchesKey(message.snapshot, objectKey) && isFresh(message, ctx.clock.now())) {
-    observed = message.snapshot;
-  } else {
-    try {
-      observed = await ctx.kube.get(def.for, objectKey);
-    } catch (err) {
-      if (!isNotFound(err)) {
-        await settle(ctx, def, summary, message, attempt, failed(err));
-        return finish();
-      }
+  try {
+    observed = await ctx.kube.get(def.for, objectKey);
+  } catch (err) {
+    if (!isNotFound(err)) {
+      await settle(ctx, def, summary, message, attempt, failed(err));
+      return finish();
     }
   }
 
@@ -505,12 +504,7 @@ function listedReads(kube: Kube, listed: readonly KubeObject[]): Kube {
   });
 }
 
+/** Whether the message's listed objects were listed within {@link LISTED_MAX_AGE_SECONDS}. */
 function isFresh(message: Message, now: Date): boolean {
-  return (
-    message.listedAt === undefined || now.getTime() - message.listedAt <= SNAPSHOT_MAX_AGE_SECONDS * 1000
-  );
-}
-
-function matchesKey(object: KubeObject, key: ObjectKey): boolean {
-  return object.metadata?.name === key.name && (object.metadata.namespace ?? "") === (key.namespace ?? "");
+  return message.listedAt !== undefined && now.getTime() - message.listedAt <= LISTED_MAX_AGE_SECONDS * 1000;
 }

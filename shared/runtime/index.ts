@@ -16,7 +16,16 @@ export {
   pagesOf,
   SWEEP_PAGE_SIZE,
 } from "./drift.ts";
-export { ENVELOPE_VERSION, type Envelope, isMessage, openEnvelope, sealed } from "./envelope.ts";
+export {
+  type Authenticated,
+  authenticBodies,
+  ENVELOPE_VERSION,
+  type Envelope,
+  isMessage,
+  openEnvelope,
+  sealed,
+  withoutBodies,
+} from "./envelope.ts";
 export {
   applyErrorPolicy,
   type ErrorPolicy,
@@ -52,13 +61,13 @@ export {
   type FollowUp,
   followUpFor,
   IMMEDIATE_CONFLICT_RETRIES,
+  LISTED_MAX_AGE_SECONDS,
   type PassResult,
   type PassResultKind,
   type ReconcileResult,
   reconcileResultOf,
   reconcileResults,
   runPass,
-  SNAPSHOT_MAX_AGE_SECONDS,
 } from "./executor.ts";
 export {
   INTAKE_CANARY_CONTROLLER,
@@ -69,6 +78,12 @@ export {
 } from "./intake-canary.ts";
 export { type JobResult, runJob } from "./job.ts";
 export { cutShard, ENVELOPE_HEADROOM_BYTES, fitToQueue, messageBytes } from "./message-fit.ts";
+export {
+  createMessageAuthenticator,
+  hasBodies,
+  type MessageAuthenticator,
+  messageAuthenticatorFrom,
+} from "./message-mac.ts";
 export { awaitSweep, done, failed, Outcome, type OutcomeKind, requeueAfter } from "./outcome.ts";
 export {
   anyOf,

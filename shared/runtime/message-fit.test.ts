@@ -1,5 +1,6 @@
 import { describe, expect, it } from "vitest";
 import { cutShard, ENVELOPE_HEADROOM_BYTES, fitToQueue, messageBytes } from "./message-fit.ts";
+import { createMessageAuthenticator } from "./message-mac.ts";
 import type { Message } from "./types.ts";
 
 const object = (i: number, pad: number) => ({
@@ -48,9 +49,24 @@ describe("fitToQueue", () => {
     }
   });
 
-  it("drops a pass's snapshot that would not fit, and keeps a small message as it is", () => {
+  it("drops a pass's listed objects that would not fit, and keeps a small message as it is", () => {
     const small: Message = { request: { controller: "proxy", namespace: "ns", name: "a" }, attempt: 0 };
-    const big: Message = { ...small, snapshot: object(1, 100_000), uid: "u" };
+    const big: Message = { ...small, listed: [object(1, 100_000)], listedAt: 1, uid: "u" };
     expect(fitToQueue([small, big], 64_000)).toEqual([small, { ...small, uid: "u" }]);
+  });
+
+  it("regression: pieces fitted, then signed, are not cut again by the platform's queue (a cut breaks their MACs)", async () => {
+    const mac = createMessageAuthenticator("k".repeat(32));
+    const data = Array.from({ length: 300 }, (_, i) => ({ at: i }));
+    // Small objects, many of them: the MAC tags (49 bytes an object) outweigh the headroom.
+    const fittedPieces = fitToQueue([shard(300, 150, data)], 64_000);
+    expect(fittedPieces.length).toBeGreaterThanOrEqual(2);
+    const signed = await Promise.all(fittedPieces.map((p) => mac.sign({ ...p, v: 1 })));
+    const sent = fitToQueue(signed, 64_000);
+    expect(sent).toEqual(signed);
+    for (const piece of sent) {
+      expect(messageBytes(piece)).toBeLessThanOrEqual(64_000);
+      expect(await mac.verify(piece)).toBe(true);
+    }
   });
 });

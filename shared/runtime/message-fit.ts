@@ -7,6 +7,13 @@ import { fitted, type Message } from "./types.ts";
  */
 export const ENVELOPE_HEADROOM_BYTES = 1_024;
 
+/**
+ * Room kept per object of a job for the MAC signed after it is fitted (message-mac.ts: one tag of
+ * 49 bytes an object, as JSON): a piece that is cut to fit must still fit once signed, or the
+ * platform's queue would cut it again and break its MACs.
+ */
+export const MAC_BYTES_PER_OBJECT = 64;
+
 /** UTF-8 bytes of `message` as JSON: how the queues here count a message's size. */
 export const messageBytes = (message: Message): number => utf8Bytes(JSON.stringify(message));
 
@@ -26,7 +33,13 @@ export const messageBytes = (message: Message): number => utf8Bytes(JSON.stringi
 export function fitToQueue(messages: readonly Message[], maxBytes: number | undefined): Message[] {
   if (maxBytes === undefined) return [...messages];
   const budget = Math.max(1, maxBytes - ENVELOPE_HEADROOM_BYTES);
-  return messages.flatMap((m) => cutShard(m, budget)).map((m) => fitted(m, budget, messageBytes));
+  return messages.flatMap((m) =>
+    // Signed by the runtime, which fitted it first (with room for its tags): it stays whole while
+    // within the queue's own limit, since cutting or stripping it now would break its MAC.
+    m.mac !== undefined && messageBytes(m) <= maxBytes
+      ? [m]
+      : cutShard(m, budget).map((piece) => fitted(piece, budget, messageBytes)),
+  );
 }
 
 /**
@@ -36,7 +49,9 @@ export function fitToQueue(messages: readonly Message[], maxBytes: number | unde
  */
 export function cutShard(message: Message, maxBytes: number): Message[] {
   const { shard } = message;
-  if (!shard || messageBytes(message) <= maxBytes) return [message];
+  // A message already signed carries its tags; one not yet signed needs room for them.
+  const macRoom = (objects: number) => (message.mac === undefined ? objects * MAC_BYTES_PER_OBJECT : 0);
+  if (!shard || messageBytes(message) + macRoom(shard.objects.length) <= maxBytes) return [message];
   const data =
     Array.isArray(shard.data) && shard.data.length === shard.objects.length ? shard.data : undefined;
   const perObject = data !== undefined;
@@ -49,7 +64,11 @@ export function cutShard(message: Message, maxBytes: number): Message[] {
   let run: number[] = [];
   let used = 0;
   shard.objects.forEach((object, i) => {
-    const size = utf8Bytes(JSON.stringify(object)) + 1 + (data ? utf8Bytes(JSON.stringify(data[i])) + 1 : 0);
+    const size =
+      utf8Bytes(JSON.stringify(object)) +
+      1 +
+      (data ? utf8Bytes(JSON.stringify(data[i])) + 1 : 0) +
+      macRoom(1);
     if (run.length > 0 && used + size > room) {
       runs.push(run);
       run = [];

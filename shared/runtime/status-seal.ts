@@ -111,6 +111,17 @@ async function derivedKey(secret: string): Promise<string> {
   return toBase64Url(await hmacSha256(secret, "kubefn status seal key v1"));
 }
 
+/**
+ * Whether `object` has no status (absent or `{}`). kubefn never writes one: every pass writes at
+ * least `observedGeneration` and the seal. So an empty status is either an object no pass has
+ * reached yet, or one whose status was blanked — which would take a Ready Proxy out of crawling
+ * without a trace; intake and the sweep tell the two apart and send the blanked one a pass.
+ */
+export function isEmptyStatus(object: KubeObject): boolean {
+  const status = object.status;
+  return !isRecord(status) || Object.keys(status).length === 0;
+}
+
 /** The status fields the seal covers. */
 function sealedPart(status: Record<string, unknown>): Record<string, unknown> {
   const out: Record<string, unknown> = {};

@@ -12,6 +12,7 @@ import {
   SWEEP_PAGE_SIZE,
 } from "./drift.ts";
 import type { Registry } from "./registry.ts";
+import { isEmptyStatus } from "./status-seal.ts";
 import {
   createSweepMemo,
   type SweepMemo,
@@ -24,8 +25,11 @@ import type { Context, Message, Request, Trigger } from "./types.ts";
 export interface SweepOptions {
   /** Messages per queue batch when fanning drift requests out. */
   shardSize: number;
-  /** Attach the listed object to each message, saving each pass a GET. */
-  snapshots: boolean;
+  /**
+   * Attach what the drift lists showed of a primary's derived objects (`Message.listed`), saving
+   * its pass their GETs. The primary itself is never attached: its pass reads it.
+   */
+  attachListed: boolean;
   /** Send every object a pass (trigger `start`): a host's first sweep after start. */
   full?: boolean;
   /** How often the platform runs the sweep, seconds (default 60). */
@@ -139,6 +143,21 @@ export async function runSweep(
           // at the next drift period. The list is made anyway: no request, only an HMAC.
           const seal = ctx.seal ? await ctx.seal.verify(object) : "sealed";
           if (seal !== "sealed") return { kind: "drift", reason: `${seal}-status` };
+          // A status blanked (kubefn never writes one empty) long after the object's creation
+          // event brought its first pass: reported, and rewritten now.
+          if (ctx.seal && isEmptyStatus(object) && createdBefore(object, now, 2 * periodSeconds)) {
+            ctx.log.warn(
+              "status is empty long after the object was created: blanked by someone; a pass rewrites it",
+              {
+                controller: def.name,
+                namespace: object.metadata.namespace,
+                name: object.metadata.name,
+                resourceVersion: object.metadata.resourceVersion,
+              },
+            );
+            ctx.metrics.count("kubefn_empty_status_total", { controller: def.name });
+            return { kind: "drift", reason: "empty-status" };
+          }
           if (dueThisSlot(object, now, options.safetyNetSeconds ?? DEFAULT_SAFETY_NET_SECONDS, periodSeconds))
             return { kind: "safety-net" };
           if (!def.drift)
@@ -156,7 +175,7 @@ export async function runSweep(
             ? { controller: def.name, namespace: object.metadata.namespace, name: object.metadata.name }
             : { controller: def.name, name: object.metadata.name };
           const listed =
-            options.snapshots && why.kind === "drift" && def.drift?.attach
+            options.attachListed && why.kind === "drift" && def.drift?.attach
               ? decide?.attach(object)
               : undefined;
           messages.push({
@@ -164,8 +183,7 @@ export async function runSweep(
             attempt: 0,
             trigger: why,
             ...(object.metadata.uid ? { uid: object.metadata.uid } : {}),
-            ...(options.snapshots ? { snapshot: object, listedAt: now.getTime() } : {}),
-            ...(listed && listed.length > 0 ? { listed } : {}),
+            ...(listed && listed.length > 0 ? { listed, listedAt: now.getTime() } : {}),
           });
           const label = why.reason ? `${why.kind}:${why.reason}` : why.kind;
           stats.reasons[label] = (stats.reasons[label] ?? 0) + 1;
@@ -188,6 +206,12 @@ export async function runSweep(
 
   summary.durationMs = Math.round(performance.now() - started);
   return summary;
+}
+
+/** Whether `object` was created more than `seconds` before `now` (false without a creation time). */
+function createdBefore(object: KubeObject, now: Date, seconds: number): boolean {
+  const created = Date.parse(object.metadata.creationTimestamp ?? "");
+  return !Number.isNaN(created) && now.getTime() - created > seconds * 1000;
 }
 
 /** A task's run that catches its own failures: it reports them once and takes no more pages. */

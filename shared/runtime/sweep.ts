@@ -11,8 +11,6 @@ export interface SweepInput {
   resyncSeconds: number;
   /** Messages per shard (one queue batch each). */
   shardSize: number;
-  /** Attach each listed object as `Message.snapshot`, saving the pass a GET. Default false. */
-  snapshots?: boolean;
   /**
    * How often the sweep runs, in seconds; default 60. Buckets are this long (never shorter than a
    * minute), so a sweep every 2 minutes still reaches every bucket.
@@ -66,11 +64,7 @@ export function planSweep(input: SweepInput): SweepPlan {
       : { controller: input.controller, name: meta.name };
     due.push(request);
     const uid = meta.uid ? { uid: meta.uid } : {};
-    messages.push(
-      input.snapshots
-        ? { request, attempt: 0, snapshot: object, listedAt: input.now.getTime(), ...uid }
-        : { request, attempt: 0, ...uid },
-    );
+    messages.push({ request, attempt: 0, ...uid });
   }
   return { buckets, bucket, due, shards: chunk(messages, Math.max(1, Math.floor(input.shardSize))) };
 }

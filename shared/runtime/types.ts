@@ -70,36 +70,37 @@ export interface Message {
     due?: number;
   };
   /**
-   * The primary as a list returned it seconds ago (the sweep attaches it), to save a GET.
+   * Objects the sweep listed that this pass will read (a SubPool's derived objects, never the
+   * primary: every pass reads its primary from the API server, so no spec it writes from is
+   * older than the one stored): the pass's first GET of each is answered from here.
    *
-   * Caveats: it is a read, not the truth: every write of the pass is guarded by its
-   * `metadata.resourceVersion`, so a stale snapshot costs one Conflict and an immediate requeue.
-   */
-  snapshot?: KubeObject;
-  /**
-   * Other objects the sweep listed that this pass will read (a SubPool's derived objects): the
-   * pass's first GET of each is answered from here instead of the API server.
-   *
-   * Caveats: as with `snapshot`, writes stay guarded by each object's resourceVersion.
+   * Caveats: a read, not the truth: writes stay guarded by each object's resourceVersion. Only
+   * kubefn's own listing: over a platform queue the bodies need a `mac` that verifies, else the
+   * pass reads them itself (envelope.ts).
    */
   listed?: KubeObject[];
+  /**
+   * kubefn's MAC over the bodies when they travel over a platform queue (message-mac.ts): one for
+   * a pass's `listed`, a set for a job (its frame's and each object's).
+   */
+  mac?: string | string[];
   /**
    * The UID of the object this message was decided for (a follow-up carries its pass's object's;
    * the sweep its listed object's). A pass that finds another UID under the name — the object was
    * deleted and recreated since — drops the message: the new object has its own events.
    */
   uid?: string;
-  /** When the sweep listed `snapshot` (ms since the epoch); an old snapshot is read afresh. */
+  /** When the sweep listed `listed` (ms since the epoch); older ones are read afresh. */
   listedAt?: number;
 }
 
 /**
  * `message`, or, when it is larger than `maxBytes` as the queue counts (`sizeOf`), the message
- * without its attached objects (`snapshot`, `listed`): its pass then reads the object itself.
+ * without its attached objects (`listed`): its pass then reads them itself.
  */
 export function fitted(message: Message, maxBytes: number, sizeOf: (message: Message) => number): Message {
-  if ((!message.snapshot && !message.listed) || sizeOf(message) <= maxBytes) return message;
-  const { snapshot: _snapshot, listedAt: _listedAt, listed: _listed, ...bare } = message;
+  if (!message.listed || sizeOf(message) <= maxBytes) return message;
+  const { listedAt: _listedAt, listed: _listed, mac: _mac, ...bare } = message;
   return bare;
 }
 

@@ -60,7 +60,12 @@ class SimQueue implements Queue {
   async send(messages: Message[], delaySeconds = 0): Promise<void> {
     for (const message of messages) {
       const key = requestKey(message.request);
-      const origin: Origin = this.phase === "pass" ? "followUp" : message.snapshot ? "drift" : "health";
+      const origin: Origin =
+        this.phase === "pass"
+          ? "followUp"
+          : message.trigger?.kind === "drift" || message.trigger?.kind === "safety-net"
+            ? "drift"
+            : "health";
       if (this.counting) {
         const c = this.sent.get(key) ?? { drift: 0, health: 0, followUp: 0 };
         c[origin]++;
@@ -167,7 +172,7 @@ export async function benchMessagesPerHour(opts = { external: 20, managed: 3 }):
       for (let m = 0; m < minutes; m++) {
         const minute = clock.now().getTime();
         queue.phase = "sweep";
-        await runSweep(ctx, operators.registry, operators.sweepTasks, { shardSize: 100, snapshots: true });
+        await runSweep(ctx, operators.registry, operators.sweepTasks, { shardSize: 100, attachListed: true });
         queue.phase = "pass";
         for (;;) {
           const next = queue.take(minute + 59_999);

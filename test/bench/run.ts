@@ -11,6 +11,8 @@
  * probed by the Worker in workerd; `KUBEFN_BENCH_PROBES=<n>` for another size) runs only when named.
  * `replicas` (requests and probes per minute with 1 and 2 Node-host replicas, the takeover time
  * after a kill; 200 Proxies, `KUBEFN_BENCH_REPLICAS_PROXIES=<n>` for another size, ~8 min) runs
+ * only when named. `reaction` (kubectl apply → first pass → Ready per intake path, the audit webhook
+ * with the documented flags against the relay, on the production-shaped devcluster; ~2.5 min) runs
  * only when named. `soak` (the Node host in the cluster and out of it, 35 minutes across three
  * expiries of 10-minute tokens; `KUBEFN_BENCH_SOAK_MINUTES`) runs only when named.
  */
@@ -28,6 +30,7 @@ import { benchAuditZod, benchMapping } from "./mapping.ts";
 import { benchMessagesPerHour } from "./messages.ts";
 import { benchMetrics } from "./metrics.ts";
 import { benchProbeCpuRows } from "./probe-cpu.ts";
+import { benchReaction } from "./reaction.ts";
 import { benchApplyToReady } from "./ready-writes.ts";
 import { benchReplicas } from "./replicas.ts";
 import { benchSoak } from "./soak.ts";
@@ -95,6 +98,7 @@ const benches: { name: string; run: () => Promise<BenchRow[]>; explicit?: boolea
   { name: "ready-writes", run: benchApplyToReady },
   { name: "connections", run: benchConnections },
   { name: "chaos", run: benchChaos, explicit: true },
+  { name: "reaction", run: benchReaction, explicit: true },
   {
     name: "replicas",
     run: async () => {

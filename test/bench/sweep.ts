@@ -89,7 +89,7 @@ async function sweepOnce(n: number, ports: { target: number; proxies: number[] }
     const cpu0 = process.cpuUsage();
     const api0 = cpuMsOf(apiPid);
     const t0 = performance.now();
-    const summary = await runSweep(ctx, registry, [task], { shardSize: 100, snapshots: true });
+    const summary = await runSweep(ctx, registry, [task], { shardSize: 100, attachListed: true });
     const ms = performance.now() - t0;
     const cpu = process.cpuUsage(cpu0);
     const apiCpu = cpuMsOf(apiPid) - api0;

@@ -260,6 +260,8 @@ export async function benchWorkerProbes(
             KUBE_TOKEN: workerToken,
             AUDIT_TOKEN: crypto.randomUUID(),
             RELAY_SECRET: crypto.randomUUID(),
+            // Keys the MAC on the probe shards' objects: without it probes run in the cron sweep.
+            STATUS_SEAL_KEY: crypto.randomUUID(),
           },
         },
       ],

@@ -74,7 +74,11 @@ export async function startChaosWorker(opts: {
           KUBE_TIMEOUT_SECONDS: "2",
           PROBE_ALLOWED_CIDRS: LOOPBACK_PROBE_CIDRS,
         },
-        secrets: { KUBE_TOKEN: opts.kubeToken, AUDIT_TOKEN: opts.auditToken },
+        secrets: {
+          KUBE_TOKEN: opts.kubeToken,
+          AUDIT_TOKEN: opts.auditToken,
+          STATUS_SEAL_KEY: crypto.randomUUID(),
+        },
       },
     ],
   });

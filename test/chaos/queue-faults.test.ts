@@ -5,7 +5,7 @@
  *
  * - a message delivered twice in one batch and the batch redelivered: one instance, converged;
  * - a message delivered after its Proxy was deleted and recreated under the same name (new UID),
- *   as a late follow-up and as a late and a fresh sweep snapshot, twice: the recreated Proxy is
+ *   as a late follow-up and as a late and a fresh sweep message, twice: the recreated Proxy is
  *   never touched by them (no finalizer, no status, no instance, no write by kubefn at all); an
  *   event for it (no UID) then converges it with exactly one instance of its own.
  */
@@ -29,7 +29,7 @@ import {
   listAll,
   Resources,
 } from "../../shared/kube/index.ts";
-import { type Message, planSweep, runPass, SNAPSHOT_MAX_AGE_SECONDS } from "../../shared/runtime/index.ts";
+import { LISTED_MAX_AGE_SECONDS, type Message, planSweep, runPass } from "../../shared/runtime/index.ts";
 import type { Context } from "../../shared/runtime/types.ts";
 import { clusterInfo, eventually } from "../setup/cluster.ts";
 import { loopbackProbeAllowList } from "../support/loopback.ts";
@@ -313,12 +313,11 @@ describe.each(platforms)("queue faults: %s", (_, makePlatform) => {
         now,
         resyncSeconds: 60,
         shardSize: 10,
-        snapshots: true,
       }).shards.flat();
       expect(freshSnapshot?.uid).toBe(first.metadata.uid);
       const lateSnapshot: Message = {
         ...freshSnapshot!,
-        listedAt: now.getTime() - (SNAPSHOT_MAX_AGE_SECONDS + 30) * 1000,
+        listedAt: now.getTime() - (LISTED_MAX_AGE_SECONDS + 30) * 1000,
       };
       const lateFollowUp: Message = { request: request(ns, "reborn"), attempt: 1, uid: first.metadata.uid! };
 

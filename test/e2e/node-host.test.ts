@@ -14,7 +14,7 @@ import { KubeConfig } from "@kubernetes/client-node";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { connectCluster } from "../../functions/node/cluster.ts";
 import { parseNodeHostEnv } from "../../functions/node/config.ts";
-import { optInNamespace } from "../../functions/node/install.ts";
+import { bindTenantAccessClusterWide, optInNamespace } from "../../functions/node/install.ts";
 import { signBatch } from "../../shared/auth/index.ts";
 import { proxyResource } from "../../shared/controllers/proxy/api.ts";
 import { ownerTagKey } from "../../shared/controllers/proxy/providers/provider.ts";
@@ -293,6 +293,27 @@ describe("the Node host on the shared devcluster", () => {
     await connect(clusterInfo().kubeconfig);
     expect(lines[0]?.msg).toMatch(/^reconciling as (?!system:serviceaccount:kubefn-system:kubefn$)/);
     expect(lines[1]).toMatchObject({ level: "warn", msg: expect.stringContaining("not in SELF_USERNAMES") });
+  });
+
+  it("refuses to start when kubefn's identity may read kubefn's own Secrets (kubefn-tenant bound cluster-wide)", async () => {
+    const log = { info: () => {}, warn: () => {}, error: () => {} };
+    const connect = () =>
+      connectCluster(parseNodeHostEnv({ KUBECONFIG: sa }), "http://127.0.0.1:1", undefined, log);
+    await bindTenantAccessClusterWide(admin);
+    try {
+      await expect(connect()).rejects.toThrow(
+        /^kubefn's identity may get the Secrets of kubefn-system, kubefn's own .*; not starting$/,
+      );
+    } finally {
+      await admin.delete(Resources.ClusterRoleBinding, { name: "kubefn-tenant" });
+    }
+    // RBAC answers the next review without the binding: the same host starts.
+    await eventually("the host to connect once the binding is gone", () =>
+      connect().then(
+        () => true,
+        () => undefined,
+      ),
+    );
   });
 
   it("converges every object with all events lost, through the sweep alone", async () => {

@@ -24,7 +24,7 @@ import {
   type KubeObject,
   Resources,
 } from "../../shared/kube/index.ts";
-import { ENVELOPE_VERSION, type Message } from "../../shared/runtime/index.ts";
+import { ENVELOPE_VERSION, type Message, messageAuthenticatorFrom } from "../../shared/runtime/index.ts";
 import { clusterInfo, eventually } from "../setup/cluster.ts";
 import { LOOPBACK_PROBE_CIDRS } from "../support/loopback.ts";
 import { removeNamespaces } from "../support/namespaces.ts";
@@ -38,6 +38,8 @@ import {
 const root = new URL("../../", import.meta.url).pathname;
 const namespace = `worker-metrics-${Math.random().toString(36).slice(2, 8)}`;
 const PLATFORM_LIMIT = 250;
+/** The Worker's STATUS_SEAL_KEY: it keys the MAC on the probe shards' objects. */
+const statusSealKey = crypto.randomUUID();
 
 /** A figure of a wrangler config, as `key = value` or `KEY = "value"` on a line of its own. */
 function figure(path: string, key: string): number {
@@ -82,7 +84,8 @@ beforeAll(async () => {
       {
         configPath: "test/e2e/metrics-standin/wrangler.toml",
         vars: { KUBE_SERVER: httpProxy, PROBE_ALLOWED_CIDRS: LOOPBACK_PROBE_CIDRS },
-        secrets: { KUBE_TOKEN: workerToken },
+        // STATUS_SEAL_KEY keys the MAC on the probe shards' objects (without it: no shards).
+        secrets: { KUBE_TOKEN: workerToken, STATUS_SEAL_KEY: statusSealKey },
       },
     ],
   });
@@ -172,15 +175,33 @@ describe("the Worker's metrics on Analytics Engine", () => {
       ...rest,
       metadata,
     }));
-    const shards: Message[] = Array.from({ length: batchSize }, (_, s) => ({
+    const unsigned: Message[] = Array.from({ length: batchSize }, (_, s) => ({
       v: ENVELOPE_VERSION,
       request: { controller: "proxy", name: `__shard-probe-0-${s}` },
       attempt: 0,
       trigger: { kind: "shard", reason: "probe" },
       shard: { task: "probe", objects: listed.slice(s * shardSize, (s + 1) * shardSize), due: Date.now() },
     }));
-    harness.clearLogs();
     const env = await harness.getWorker<WorkerEnv>().getEnv();
+
+    // Attack first (issue 30): the same shards put on the queue by a producer without kubefn's key
+    // are refused in workerd: not one probe, each refusal logged.
+    harness.clearLogs();
+    const before = target.hits;
+    await queuesPort(env.KUBEFN_QUEUE).send(unsigned);
+    const refusals = () =>
+      harness.getLogs().filter((l) => l.message.includes("job's objects do not carry kubefn's MAC")).length;
+    await eventually(async () => (refusals() >= batchSize ? true : undefined), {
+      timeoutMs: 30_000,
+      intervalMs: 200,
+      what: "every unsigned shard refused",
+    });
+    expect(target.hits).toBe(before);
+
+    // The shards as the sweep sends them: under kubefn's MAC.
+    const mac = messageAuthenticatorFrom({ statusSealKey })!;
+    const shards = await Promise.all(unsigned.map((m) => mac.sign(m)));
+    harness.clearLogs();
     await queuesPort(env.KUBEFN_QUEUE).send(shards);
 
     // Done: every shard ran (latency confirmations come as later shards), and what the points

@@ -58,6 +58,7 @@ const namespace = `worker-e2e-${Math.random().toString(36).slice(2, 8)}`;
 const auditToken = crypto.randomUUID();
 const relaySecret = crypto.randomUUID();
 const apiToken = crypto.randomUUID();
+const statusSealKey = crypto.randomUUID();
 
 type Proxy = ProxyObject & KubeObject;
 
@@ -112,6 +113,8 @@ beforeAll(async () => {
           RELAY_SECRET: relaySecret,
           GCE_CREDENTIALS: gce.credentials,
           API_TOKEN: apiToken,
+          // Keys the MAC on the probe shards' objects: without it probes run in the cron sweep.
+          STATUS_SEAL_KEY: statusSealKey,
         },
       },
     ],

@@ -267,6 +267,41 @@ describe("helm template", () => {
     expect(refused.stderr).toMatch(/toleration|operator/i);
   });
 
+  it("refuses tenant access that would let kubefn's token read kubefn's own Secrets", async () => {
+    const listed = await runHelm([
+      "template",
+      "kubefn",
+      chart,
+      "--kube-version",
+      kubeVersion,
+      "--set",
+      "tenantNamespaces={team-a,kubefn-system}",
+    ]);
+    expect(listed.code).not.toBe(0);
+    expect(listed.stderr).toMatch(/tenantNamespaces lists kubefn-system/);
+    const clusterWide = await runHelm([
+      "template",
+      "kubefn",
+      chart,
+      "--kube-version",
+      kubeVersion,
+      "--set",
+      "clusterWideTenantAccess=true,host.enabled=true",
+    ]);
+    expect(clusterWide.code).not.toBe(0);
+    expect(clusterWide.stderr).toMatch(/clusterWideTenantAccess binds kubefn-tenant in kubefn-system too/);
+    // Without the in-cluster host (kubefn on a Worker or Lambda), the explicit choice still renders.
+    const text = await render("--set", "clusterWideTenantAccess=true,host.enabled=false");
+    expect(
+      objectsOf(text).filter((o) => o.kind === "ClusterRoleBinding" && o.metadata.name === "kubefn-tenant"),
+    ).toHaveLength(1);
+    expect(
+      objectsOf(await render("--set", "tenantNamespaces={team-a}")).filter(
+        (o) => o.kind === "RoleBinding" && o.metadata.name === "kubefn-tenant",
+      ),
+    ).toHaveLength(1);
+  });
+
   it("is refused by the API server when a value the schema lets through is wrong (the check can fail)", async () => {
     const text = await render(
       "--set",

@@ -17,7 +17,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { afterAll, beforeAll, describe, expect, it, onTestFinished } from "vitest";
-import { installCrdsAndRbac } from "../../functions/node/install.ts";
+import { bindTenantAccessClusterWide, installCrdsAndRbac } from "../../functions/node/install.ts";
 import { defaultRelayKinds } from "../../infra/relay/main.ts";
 import { createRelay, type Relay } from "../../infra/relay/relay.ts";
 import { clientNodeWatchStream } from "../../infra/relay/watch-stream.ts";
@@ -371,6 +371,17 @@ describe("kubefn doctor", () => {
     expect(r.stdout).toContain(
       "fail kubefn-system/kubefn may also list,watch,patch,deletecollection secrets cluster-wide, more than it needs",
     );
+  });
+
+  it("fails when kubefn's token may read kubefn's own Secrets (kubefn-tenant bound cluster-wide, as clusterWideTenantAccess does)", async () => {
+    await bindTenantAccessClusterWide(admin());
+    onTestFinished(() => kubectl(["delete", "clusterrolebinding", "kubefn-tenant"]).then(() => undefined));
+    const r = await kubefn("doctor");
+    expect(r.code).toBe(1);
+    expect(r.stdout).toContain(
+      "fail kubefn-system/kubefn may get secrets in kubefn-system, kubefn's own (its settings, the status seal key, the OIDC signing key, the intake's tokens)",
+    );
+    expect(r.stdout).toMatch(/\n1 of \d+ checks failed\n$/);
   });
 
   it("checks another identity with --as", async () => {

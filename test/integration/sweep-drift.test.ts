@@ -99,7 +99,7 @@ const ours = (m: Message) => m.request.name.includes(suffix) || m.request.namesp
 async function sweep(): Promise<{ messages: Message[]; summary: SweepSummary }> {
   swept = [];
   collecting = "sweep";
-  const summary = await runSweep(ctx, registry, [], { shardSize: 100, snapshots: true });
+  const summary = await runSweep(ctx, registry, [], { shardSize: 100, attachListed: true });
   collecting = "pass";
   return { messages: swept, summary };
 }
@@ -182,7 +182,7 @@ async function legacyWindow(): Promise<{ requests: number; messages: number }> {
   const before = wire.calls().length;
   swept = [];
   collecting = "sweep";
-  await runSweep(ctx, legacy, [], { shardSize: 100, snapshots: true, safetyNetSeconds: 7 * 86_400 });
+  await runSweep(ctx, legacy, [], { shardSize: 100, attachListed: true, safetyNetSeconds: 7 * 86_400 });
   collecting = "pass";
   const mine = swept.filter((m) => m.request.name.includes(suffix));
   const messages = mine.length;
@@ -210,7 +210,11 @@ async function steadyWindow(n: number): Promise<{
     const before = wire.calls().length;
     swept = [];
     collecting = "sweep";
-    await runSweep(ctx, subPoolOnly, [], { shardSize: 100, snapshots: true, safetyNetSeconds: 7 * 86_400 });
+    await runSweep(ctx, subPoolOnly, [], {
+      shardSize: 100,
+      attachListed: true,
+      safetyNetSeconds: 7 * 86_400,
+    });
     collecting = "pass";
     perSweep.push(wire.calls().length - before);
     last = wire.calls().slice(before);

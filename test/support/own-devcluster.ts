@@ -1,7 +1,9 @@
 /**
  * A devcluster of a test's own, for a file that needs API server flags the shared one does not
- * have (an authentication webhook, an authentication configuration): `--apiserver-arg` per flag.
- * About ten seconds to start; `close()` stops it and removes its data.
+ * have (an authentication webhook, an authentication configuration): `--apiserver-arg` per flag;
+ * or one shaped like production (`profile: "production"`: the API server alone over TLS with a
+ * private CA, no pass-through, the documented audit webhook flags, ServiceAccount tokens of at
+ * most an hour). About ten seconds to start; `close()` stops it and removes its data.
  */
 import { spawn } from "node:child_process";
 import { readFileSync } from "node:fs";
@@ -11,8 +13,13 @@ import { parse as parseYaml } from "yaml";
 export interface OwnDevcluster {
   /** https://127.0.0.1:N */
   server: string;
-  /** http://127.0.0.1:M: plain-HTTP pass-through (Authorization passed on), for fetch transports. */
+  /**
+   * http://127.0.0.1:M: plain-HTTP pass-through (Authorization passed on), for fetch transports;
+   * "" on the production profile, which has none.
+   */
   httpProxy: string;
+  /** "fast" or "production", as the devcluster reports it. */
+  profile: string;
   /** The admin kubeconfig's path. */
   kubeconfig: string;
   /** base64 PEM of the cluster CA, as a kubeconfig's `certificate-authority-data`. */
@@ -21,11 +28,34 @@ export interface OwnDevcluster {
   close(): Promise<void>;
 }
 
+/** How an own devcluster differs from the shared one besides its API server flags. */
+export interface OwnDevclusterOptions {
+  /** `--profile`: "fast" (the default) or "production". */
+  profile?: "fast" | "production";
+  /** The audit webhook: its URL, bearer token and policy file (`--audit-webhook-*`, `--audit-policy`). */
+  auditWebhook?: { url: string; token: string; policy: string };
+}
+
 /** Starts a devcluster whose API server also gets `apiserverArgs` (each `--name=value`). */
-export async function startOwnDevcluster(apiserverArgs: string[]): Promise<OwnDevcluster> {
+export async function startOwnDevcluster(
+  apiserverArgs: string[],
+  options: OwnDevclusterOptions = {},
+): Promise<OwnDevcluster> {
+  const { profile, auditWebhook } = options;
   const child = spawn(
     inject("devclusterBin"),
-    ["--exit-with-parent", ...apiserverArgs.map((a) => `--apiserver-arg=${a}`)],
+    [
+      "--exit-with-parent",
+      ...(profile ? [`--profile=${profile}`] : []),
+      ...(auditWebhook
+        ? [
+            `--audit-webhook-url=${auditWebhook.url}`,
+            `--audit-webhook-token=${auditWebhook.token}`,
+            `--audit-policy=${auditWebhook.policy}`,
+          ]
+        : []),
+      ...apiserverArgs.map((a) => `--apiserver-arg=${a}`),
+    ],
     { stdio: ["ignore", "pipe", "pipe"] },
   );
   const exited = new Promise<void>((resolve) => child.once("exit", () => resolve()));
@@ -40,25 +70,28 @@ export async function startOwnDevcluster(apiserverArgs: string[]): Promise<OwnDe
     clearTimeout(timer);
   };
   try {
-    const ready = await new Promise<{ kubeconfig: string; server: string; httpProxy: string }>(
-      (resolve, reject) => {
-        let out = "";
-        const timer = setTimeout(() => reject(new Error(`devcluster not ready in 120 s:\n${tail}`)), 120_000);
-        child.stdout?.setEncoding("utf8").on("data", (c: string) => {
-          out += c;
-          const line = out
-            .split("\n")
-            .find((l, i, all) => l.startsWith("devcluster ready ") && i < all.length - 1);
-          if (!line) return;
-          clearTimeout(timer);
-          resolve(JSON.parse(line.slice("devcluster ready ".length)));
-        });
-        child.once("exit", (code) => {
-          clearTimeout(timer);
-          reject(new Error(`devcluster exited (${code}):\n${tail}`));
-        });
-      },
-    );
+    const ready = await new Promise<{
+      kubeconfig: string;
+      server: string;
+      httpProxy: string;
+      profile?: string;
+    }>((resolve, reject) => {
+      let out = "";
+      const timer = setTimeout(() => reject(new Error(`devcluster not ready in 120 s:\n${tail}`)), 120_000);
+      child.stdout?.setEncoding("utf8").on("data", (c: string) => {
+        out += c;
+        const line = out
+          .split("\n")
+          .find((l, i, all) => l.startsWith("devcluster ready ") && i < all.length - 1);
+        if (!line) return;
+        clearTimeout(timer);
+        resolve(JSON.parse(line.slice("devcluster ready ".length)));
+      });
+      child.once("exit", (code) => {
+        clearTimeout(timer);
+        reject(new Error(`devcluster exited (${code}):\n${tail}`));
+      });
+    });
     const kc = parseYaml(readFileSync(ready.kubeconfig, "utf8")) as {
       clusters: Array<{ cluster: { "certificate-authority-data": string } }>;
       users: Array<{ user: { token: string } }>;
@@ -66,6 +99,7 @@ export async function startOwnDevcluster(apiserverArgs: string[]): Promise<OwnDe
     return {
       server: ready.server,
       httpProxy: ready.httpProxy,
+      profile: ready.profile ?? "fast",
       kubeconfig: ready.kubeconfig,
       caData: kc.clusters[0]?.cluster["certificate-authority-data"] ?? "",
       adminToken: kc.users[0]?.user.token ?? "",

@@ -23,6 +23,11 @@ export interface DevclusterOptions {
   auditWebhookUrl?: string;
   auditWebhookToken?: string;
   readyTimeoutMs?: number;
+  /**
+   * `production`: the API server alone over TLS, the documented audit webhook flags (30 s batch
+   * wait), ServiceAccount tokens of at most an hour (infra/devcluster/README.md); default `fast`.
+   */
+  profile?: "fast" | "production";
   /** More kube-apiserver flags, each `--name=value` (an authentication webhook, say). */
   apiserverArgs?: readonly string[];
   /** Where the binary's stderr goes (its own logs); default: kept in a bounded tail for errors. */
@@ -49,6 +54,7 @@ export async function startDevcluster(opts: DevclusterOptions = {}): Promise<Dev
     throw new Error(`${devclusterBinary} is missing: run \`npm run build:devcluster\` (needs Go ≥ 1.24)`);
   }
   const args: string[] = [];
+  if (opts.profile) args.push("--profile", opts.profile);
   if (opts.auditWebhookUrl) args.push("--audit-webhook-url", opts.auditWebhookUrl);
   if (opts.auditWebhookToken) args.push("--audit-webhook-token", opts.auditWebhookToken);
   for (const a of opts.apiserverArgs ?? []) args.push(`--apiserver-arg=${a}`);

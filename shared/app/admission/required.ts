@@ -14,6 +14,8 @@ export const REQUIRED_ADMISSION_POLICIES: readonly string[] = [
   "kubefn-primaries-keep-their-owners",
   "kubefn-pods-are-proxy-instances",
   "kubefn-system-runs-site-components",
+  "kubefn-subpools-run-their-shape",
+  "kubefn-subpools-stay-within-limits",
   "kubefn-routes-serve-their-pools-hostname",
   "kubefn-allow-lists-are-the-installers",
 ];

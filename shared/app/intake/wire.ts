@@ -7,7 +7,6 @@ import {
   INTAKE_RECEIVED_REASON,
   mapEvents,
   type Registry,
-  requestKey,
 } from "../../runtime/index.ts";
 import { type BatchSource, MalformedBatchError, type MappedBatch } from "./app.ts";
 
@@ -18,7 +17,8 @@ const envelopeOf: Record<BatchSource, string> = {
 
 /**
  * The intake's `map` over the runtime's event mapping: every request becomes a fresh message
- * (attempt 0), carrying its primary's stored object when the audit event had it, and an envelope
+ * (attempt 0) carrying only its key and trigger — never a body from the batch, which whoever can
+ * write into the channel chose (the pass reads the object itself) — and an envelope
  * the mapping cannot read becomes a 400. Each intake canary the batch created (`kubefn doctor`)
  * is acknowledged with an Event about it, naming the source (see runtime/intake-canary.ts).
  */
@@ -36,25 +36,10 @@ export function mapWithRegistry(
       if (mapped.source !== source) {
         throw new MalformedBatchError(`a ${source} sender must send ${envelopeOf[source]}`);
       }
-      const { requests, counts, snapshots } = mapped;
+      const { requests, counts } = mapped;
       if (mapped.canaries.length > 0) await acknowledgeCanaries(ctx, source, mapped.canaries);
       return {
-        messages: requests.map((request) => {
-          // The stored object from the audit event saves the pass its GET (see MappingResult).
-          const stored = snapshots.get(requestKey(request));
-          return {
-            request,
-            attempt: 0,
-            trigger: { kind: source },
-            ...(stored
-              ? {
-                  snapshot: stored.object,
-                  listedAt: stored.at,
-                  ...(stored.object.metadata.uid ? { uid: stored.object.metadata.uid } : {}),
-                }
-              : {}),
-          };
-        }),
+        messages: requests.map((request) => ({ request, attempt: 0, trigger: { kind: source } })),
         counts,
       };
     } catch (err) {

@@ -82,7 +82,19 @@ export const families: Readonly<Record<string, Family>> = {
   kubefn_jobs_total: { type: "counter", help: "Jobs (probe shards) run, by controller, task and result." },
   kubefn_messages_dropped_total: {
     type: "counter",
-    help: "Queue messages that were not kubefn messages, acknowledged and dropped.",
+    help: "Queue messages acknowledged and dropped, by reason: not a kubefn message (invalid), or a job whose objects do not carry kubefn's MAC (unauthenticated).",
+  },
+  kubefn_empty_status_total: {
+    type: "counter",
+    help: "Primaries the sweep found with an empty status long after their creation (blanked by someone), by controller; each is sent a pass.",
+  },
+  kubefn_crawler_unsealed_proxies_total: {
+    type: "counter",
+    help: "Proxies the crawler API left out because their status does not carry kubefn's seal, by verdict (unsealed, foreign).",
+  },
+  kubefn_message_bodies_stripped_total: {
+    type: "counter",
+    help: "Queue messages whose listed objects did not carry kubefn's MAC: their pass read the objects itself.",
   },
   kubefn_messages_retried_total: {
     type: "counter",

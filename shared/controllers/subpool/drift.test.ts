@@ -21,7 +21,7 @@ let recorded: ReturnType<typeof fakeContext>["recorded"];
 /** One sweep (drift due: resync 60, the fake clock's minute); the messages it sent. */
 async function sweep(): Promise<Message[]> {
   recorded.sent.length = 0;
-  await runSweep(ctx, registry, [], { shardSize: 100, snapshots: true, safetyNetSeconds: 7 * 86_400 });
+  await runSweep(ctx, registry, [], { shardSize: 100, attachListed: true, safetyNetSeconds: 7 * 86_400 });
   return recorded.sent.flatMap((s) => s.messages);
 }
 
@@ -116,7 +116,7 @@ describe("SubPool drift found by lists", () => {
     ]);
     const sweepWith = async () => {
       recorded.sent.length = 0;
-      await runSweep(ctx, lowered, [], { shardSize: 100, snapshots: true, safetyNetSeconds: 7 * 86_400 });
+      await runSweep(ctx, lowered, [], { shardSize: 100, attachListed: true, safetyNetSeconds: 7 * 86_400 });
       return recorded.sent.flatMap((s) => s.messages);
     };
     const sent = await sweepWith();

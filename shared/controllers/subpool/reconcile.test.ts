@@ -241,7 +241,7 @@ describe("SubPool pass over the fake Kube", () => {
       const listed = ownedKinds
         .filter(([res]) => res !== Resources.Secret)
         .map(([res, name]) => inNs(res, name)!);
-      return { ...message, trigger: { kind: "drift", reason }, snapshot: pool(), listedAt, listed };
+      return { ...message, trigger: { kind: "drift", reason }, listedAt, listed };
     };
     const reads = () =>
       kube.calls
@@ -258,8 +258,9 @@ describe("SubPool pass over the fake Kube", () => {
       await becomeReady();
       const result = await runPass(ctx, registry, driftMessage("status:Ready"));
       expect(result).toMatchObject({ result: "requeue", followUpSeconds: 2, wroteStatus: true });
-      // The proxy gateway's EndpointSlices: no pool owns them, so no list of the pool's shows them.
-      expect(reads()).toEqual(["list endpointslices"]);
+      // The pool itself, read from the API server (no body stands in for it), and the proxy
+      // gateway's EndpointSlices: no pool owns them, so no list of the pool's shows them.
+      expect(reads()).toEqual(["get subpools", "list endpointslices"]);
       const writes = kube.calls.filter((c) => !["get", "list"].includes(c.method) && c.resource !== "events");
       expect(writes.map((c) => `${c.method} ${c.resource}`)).toEqual(["patchStatus subpools"]);
       expect(condition("Ready")).toMatchObject({ status: "False", reason: "ProxyGatewayNotReady" });
@@ -267,7 +268,7 @@ describe("SubPool pass over the fake Kube", () => {
 
     it.each([
       ["another drift reason (a derived object changed)", "changed:ConfigMap", 1],
-      ["lists older than a snapshot is trusted", "status:Ready", 60],
+      ["lists older than they are trusted", "status:Ready", 60],
     ])("reads everything again for %s", async (_, reason, listedAgoSeconds) => {
       await becomeReady();
       await runPass(ctx, registry, driftMessage(reason, listedAgoSeconds));

@@ -49,7 +49,7 @@ const condition = (name: string, type: string) =>
 /** One sweep with the task; the job it sent and the passes. */
 async function sweep(): Promise<{ job?: Message; delay?: number; passes: Message[] }> {
   recorded.sent.length = 0;
-  await runSweep(ctx, registry, [task], { shardSize: 100, snapshots: false });
+  await runSweep(ctx, registry, [task], { shardSize: 100, attachListed: false });
   const sent = recorded.sent.flatMap((s) => s.messages.map((m) => ({ m, delay: s.delaySeconds })));
   const job = sent.find((s) => s.m.shard?.task === sharedLookTask);
   return {

@@ -220,6 +220,19 @@ describe("intake: a primary's status write", () => {
     },
   );
 
+  it.each(cases)(
+    "a status write that blanks a %s's status (kubefn never writes an empty one) sends it a pass",
+    async (_, group, plural, object, request) => {
+      const blanked = { ...object, status: {} };
+      const mapped = await mapEvents(ctx, registry, eventList(statusWrite(group, plural, blanked)), {
+        selfUsernames: [SELF],
+        seal,
+      });
+      expect(mapped.requests).toEqual([request]);
+      expect(mapped.counts).toMatchObject({ events: 1, mapped: 1, dropped: 0 });
+    },
+  );
+
   it("judges the last write of a batch, and drops what it cannot judge (Metadata level) or without a seal key", async () => {
     const forged = { ...proxy(kubefnsStatus), status: { ip: "203.0.113.66" } };
     const kubefns = await sealed(proxy(kubefnsStatus));
@@ -374,12 +387,51 @@ describe("the sweep", () => {
     const registry = createRegistry([proxyController({ resyncSeconds: 86_400 })]);
     const summary = await runSweep({ ...ctx, seal }, registry, [], {
       shardSize: 100,
-      snapshots: false,
+      attachListed: false,
       safetyNetSeconds: 10 * 365 * 86_400,
     });
     const sent = recorded.sent.flatMap((s) => s.messages);
     expect(sent.map((m) => m.request.name)).toEqual(["p2"]);
     expect(sent[0]?.trigger).toEqual({ kind: "drift", reason: "foreign-status" });
     expect(summary.controllers.proxy?.reasons).toEqual({ "drift:foreign-status": 1 });
+  });
+
+  it("a status blanked long after the object was created is reported and sent a pass; a new object's is not", async () => {
+    const now = new Date("2026-11-30T12:00:30Z");
+    const blanked = {
+      ...proxy(),
+      metadata: {
+        ...proxy().metadata,
+        name: "blanked",
+        uid: "uid-blanked",
+        creationTimestamp: "2026-11-30T11:00:00Z",
+      },
+      status: {},
+    };
+    const fresh = {
+      ...proxy(),
+      metadata: {
+        ...proxy().metadata,
+        name: "fresh",
+        uid: "uid-fresh",
+        creationTimestamp: "2026-11-30T12:00:20Z",
+      },
+    };
+    const { ctx, recorded } = fakeContext(listing([blanked, fresh]), { now });
+    const registry = createRegistry([proxyController({ resyncSeconds: 86_400 })]);
+    await runSweep({ ...ctx, seal }, registry, [], {
+      shardSize: 100,
+      attachListed: false,
+      safetyNetSeconds: 10 * 365 * 86_400,
+    });
+    const sent = recorded.sent.flatMap((s) => s.messages);
+    expect(sent.map((m) => [m.request.name, m.trigger])).toEqual([
+      ["blanked", { kind: "drift", reason: "empty-status" }],
+    ]);
+    expect(recorded.counts).toContainEqual({
+      name: "kubefn_empty_status_total",
+      labels: { controller: "proxy" },
+    });
+    expect(recorded.logs.some((l) => l.level === "warn" && l.msg.startsWith("status is empty"))).toBe(true);
   });
 });

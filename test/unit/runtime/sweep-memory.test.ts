@@ -141,7 +141,7 @@ async function sweepFleet(extraTasks: SweepTask[] = []) {
   });
   const summary = await runSweep(ctx, ops.registry, [...ops.sweepTasks, ...extraTasks], {
     shardSize: 100,
-    snapshots: true,
+    attachListed: true,
     pageSize: PAGE,
   });
   return { stats, summary, messages };

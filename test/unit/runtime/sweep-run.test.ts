@@ -48,7 +48,7 @@ describe("runSweep", () => {
     ]);
     const summary = await runSweep(ctx, registry, [], {
       shardSize: 100,
-      snapshots: false,
+      attachListed: false,
       pageSize: 10,
       safetyNetSeconds: 7 * 86_400,
     });
@@ -101,7 +101,7 @@ describe("runSweep", () => {
     ]);
     await runSweep(ctx, registry, [], {
       shardSize: 100,
-      snapshots: false,
+      attachListed: false,
       pageSize: 10,
       safetyNetSeconds: 7 * 86_400,
     });
@@ -144,7 +144,7 @@ describe("runSweep", () => {
     const registry = createRegistry([subPoolController({ resyncSeconds: 60 })]);
     await runSweep(ctx, registry, [], {
       shardSize: 2,
-      snapshots: false,
+      attachListed: false,
       safetyNetSeconds: 7 * 86_400,
       ...extra,
     });
@@ -170,7 +170,7 @@ describe("runSweep", () => {
         }),
       }),
     ]);
-    await runSweep(ctx, throwing, [], { shardSize: 10, snapshots: false, safetyNetSeconds: 7 * 86_400 });
+    await runSweep(ctx, throwing, [], { shardSize: 10, attachListed: false, safetyNetSeconds: 7 * 86_400 });
     expect(recorded.sent.flatMap((s) => s.messages).map((m) => m.trigger)).toEqual([
       { kind: "drift", reason: "decide-error" },
     ]);
@@ -187,7 +187,11 @@ describe("runSweep", () => {
         }),
       }),
     ]);
-    await runSweep(ctx, failingLoad, [], { shardSize: 10, snapshots: false, safetyNetSeconds: 7 * 86_400 });
+    await runSweep(ctx, failingLoad, [], {
+      shardSize: 10,
+      attachListed: false,
+      safetyNetSeconds: 7 * 86_400,
+    });
     expect(recorded.sent).toEqual([]);
     expect(recorded.counts).toContainEqual({
       name: "kubefn_sweep_errors_total",
@@ -206,7 +210,7 @@ describe("runSweep", () => {
     let withDrift = 0;
     for (let minute = 0; minute < 10; minute++) {
       const { ctx } = fakeContext(kube, { now: new Date(now.getTime() + minute * 60_000) });
-      const summary = await runSweep(ctx, registry, [], { shardSize: 10, snapshots: false });
+      const summary = await runSweep(ctx, registry, [], { shardSize: 10, attachListed: false });
       if (summary.controllers.proxy?.drift) withDrift++;
     }
     expect(withDrift).toBe(2);
@@ -233,12 +237,12 @@ describe("runSweep", () => {
     const tasks = [task("every", false), task("drift", true)];
     for (let minute = 0; minute < 10; minute++) {
       const { ctx } = fakeContext(kube, { now: new Date(now.getTime() + minute * 60_000) });
-      await runSweep(ctx, registry, tasks, { shardSize: 10, snapshots: false });
+      await runSweep(ctx, registry, tasks, { shardSize: 10, attachListed: false });
     }
     expect(started.filter((n) => n === "every")).toHaveLength(10);
     expect(started.filter((n) => n === "drift")).toHaveLength(2);
     const { ctx } = fakeContext(kube, { now: new Date(now.getTime() + 60_000) });
-    await runSweep(ctx, registry, tasks, { shardSize: 10, snapshots: false, full: true });
+    await runSweep(ctx, registry, tasks, { shardSize: 10, attachListed: false, full: true });
     expect(started.filter((n) => n === "drift")).toHaveLength(3);
   });
 
@@ -267,7 +271,7 @@ describe("runSweep", () => {
         finish: async () => ({ seen: (await memo.once("instances", instances)).length }),
       }),
     };
-    const summary = await runSweep(ctx, registry, [task], { shardSize: 10, snapshots: false });
+    const summary = await runSweep(ctx, registry, [task], { shardSize: 10, attachListed: false });
     expect(summary.tasks.collector).toEqual({ seen: 1 });
     expect(reads).toBe(1);
   });

@@ -119,7 +119,7 @@ describe("planSweep", () => {
     expect([b! - a!, c! - b!]).toEqual([10, 10]);
   });
 
-  it("chunks due requests into shards and attaches snapshots on request", () => {
+  it("chunks due requests into shards of keys, never the listed bodies", () => {
     const list = objects(uids(1000));
     const now = new Date("2026-11-30T12:00:00Z");
     const plan = planSweep({
@@ -128,20 +128,11 @@ describe("planSweep", () => {
       now,
       resyncSeconds: 60,
       shardSize: 300,
-      snapshots: true,
     });
     expect(plan.buckets).toBe(1);
     expect(plan.due).toHaveLength(1000);
     expect(plan.shards.map((s) => s.length)).toEqual([300, 300, 300, 100]);
-    expect(plan.shards[0]![0]).toEqual({
-      request: plan.due[0],
-      attempt: 0,
-      snapshot: list[0],
-      uid: list[0]!.metadata.uid,
-      listedAt: now.getTime(),
-    });
-    const bare = planSweep({ controller: "subpool", objects: list, now, resyncSeconds: 60, shardSize: 300 });
-    expect(bare.shards[0]![0]).toEqual({ request: plan.due[0], attempt: 0, uid: list[0]!.metadata.uid });
+    expect(plan.shards[0]![0]).toEqual({ request: plan.due[0], attempt: 0, uid: list[0]!.metadata.uid });
   });
 
   it("builds cluster-scoped requests without a namespace", () => {

@@ -10,7 +10,13 @@ export {
   parseCrawlerCredentials,
   tokensEqual,
 } from "./bearer-auth.ts";
-export { listProxies, listProxiesInScope, parseProxies } from "./list-proxies.ts";
+export {
+  type CrawlerReads,
+  listProxies,
+  listProxiesInScope,
+  parseProxies,
+  servedStatus,
+} from "./list-proxies.ts";
 export {
   defaultListingSeconds,
   freshProxyListing,

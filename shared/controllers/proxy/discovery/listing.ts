@@ -9,8 +9,8 @@ export interface ProxyListing {
 }
 
 /** A fresh read per request: one list per request (per namespace of a scoped credential). */
-export function freshProxyListing(ctx: Pick<Context, "kube" | "log">): ProxyListing {
-  return { inScope: (namespace, scope) => listProxiesInScope(ctx.kube, ctx.log, namespace, scope) };
+export function freshProxyListing(ctx: Pick<Context, "kube" | "log" | "metrics" | "seal">): ProxyListing {
+  return { inScope: (namespace, scope) => listProxiesInScope(ctx, namespace, scope) };
 }
 
 /** How long one read serves the crawler API, by default. */
@@ -34,14 +34,14 @@ export const defaultListingSeconds = 5;
  * app.route("/", leaseRoutes(ctx, { apiToken, listing }));
  */
 export function sharedProxyListing(
-  ctx: Pick<Context, "kube" | "log" | "clock">,
+  ctx: Pick<Context, "kube" | "log" | "clock" | "metrics" | "seal">,
   ttlSeconds = defaultListingSeconds,
 ): ProxyListing {
   let last: { startedAt: number; proxies: Promise<ProxyObject[]> } | undefined;
   const all = (): Promise<ProxyObject[]> => {
     const t = ctx.clock.now().getTime();
     if (last && t - last.startedAt < ttlSeconds * 1000 && t >= last.startedAt) return last.proxies;
-    const current = { startedAt: t, proxies: listProxies(ctx.kube, ctx.log) };
+    const current = { startedAt: t, proxies: listProxies(ctx) };
     last = current;
     current.proxies.catch(() => {
       if (last === current) last = undefined;

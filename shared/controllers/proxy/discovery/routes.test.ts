@@ -2,7 +2,8 @@ import { Hono } from "hono";
 import { describe, expect, it } from "vitest";
 import { FakeKube, fakeContext } from "../../../../test/support/fake-kube.ts";
 import { proxyResource, testProxy } from "../../../../test/support/proxies.ts";
-import { NetworkError } from "../../../kube/index.ts";
+import { type KubeObject, NetworkError } from "../../../kube/index.ts";
+import { createStatusSeal } from "../../../runtime/index.ts";
 import { leaseRoutes } from "../leases/routes.ts";
 import { namespaceToken, tokensEqual } from "./bearer-auth.ts";
 import { discoveryRoutes } from "./routes.ts";
@@ -279,5 +280,73 @@ describe("per-namespace crawler credentials, the default for a plain API token",
     expect((await get(app, "/v1/proxies", await namespaceToken(`${secret}x`, "team-b"))).status).toBe(401);
     const tokenB = await namespaceToken(secret, "team-b");
     expect((await get(app, "/v1/proxies", tokenB)).body.items?.map((i) => i.name)).toEqual(["bait"]);
+  });
+});
+
+describe("issue 30: only a status kubefn sealed is handed to crawlers", () => {
+  /**
+   * Three Ready Proxies: one whose status kubefn sealed, one whose sealed status a stolen kubefn
+   * token then rewrote (the thief's address, no key to seal it), and one never sealed.
+   */
+  async function sealedWorld() {
+    const seal = createStatusSeal("seal-key-0123456789abcdef0123456789");
+    const kube = new FakeKube();
+    const sealed = async (proxy: KubeObject) => {
+      const status = proxy.status as Record<string, unknown>;
+      status.seal = await seal.seal(proxy, status);
+      return proxy;
+    };
+    kube.seed(proxyResource, await sealed(testProxy({ name: "kubefns", ip: "10.0.0.1" })));
+    const forged = await sealed(testProxy({ name: "forged", ip: "10.0.0.2" }));
+    (forged.status as Record<string, unknown>).ip = "198.51.100.66";
+    kube.seed(proxyResource, forged);
+    kube.seed(proxyResource, testProxy({ name: "unsealed", ip: "198.51.100.67" }));
+    const { ctx, recorded } = fakeContext(kube);
+    const app = new Hono()
+      .route("/", discoveryRoutes({ ...ctx, seal }, { apiToken }))
+      .route("/", leaseRoutes({ ...ctx, seal }, { apiToken }));
+    return { app, kube, recorded, seal, ctx };
+  }
+
+  it("GET /v1/proxies leaves out a forged and an unsealed status, logged and counted", async () => {
+    const { app, recorded } = await sealedWorld();
+    const res = await app.request("/v1/proxies", { headers: auth });
+    const body = (await res.json()) as { items: { name: string; ip: string }[] };
+    expect(body.items.map((i) => `${i.name} ${i.ip}`)).toEqual(["kubefns 10.0.0.1"]);
+    expect(recorded.counts).toEqual(
+      expect.arrayContaining([
+        { name: "kubefn_crawler_unsealed_proxies_total", labels: { verdict: "foreign" } },
+        { name: "kubefn_crawler_unsealed_proxies_total", labels: { verdict: "unsealed" } },
+      ]),
+    );
+  });
+
+  it("a lease is never taken on a forged status, and one whose Proxy's status is forged later ends at renewal", async () => {
+    const { app, kube, seal } = await sealedWorld();
+    const take = async () =>
+      app.request("/v1/leases", {
+        method: "POST",
+        headers: { ...auth, "content-type": "application/json" },
+        body: JSON.stringify({ holder: "w1", ttlSeconds: 60 }),
+      });
+    const first = await take();
+    expect(first.status).toBe(201);
+    const lease = ((await first.json()) as { lease: { id: string; proxy: { name: string; ip: string } } })
+      .lease;
+    expect(lease.proxy).toMatchObject({ name: "kubefns", ip: "10.0.0.1" });
+    // Every other Ready proxy's status is forged or unsealed: none to lease.
+    expect((await take()).status).toBe(409);
+
+    // The thief rewrites the leased proxy's address with kubefn's token: the renewal ends the lease.
+    const stored = await kube.get(proxyResource, { namespace: "crawl", name: "kubefns" });
+    (stored.status as Record<string, unknown>).ip = "198.51.100.68";
+    expect(await seal.verify(stored)).toBe("foreign");
+    kube.seed(proxyResource, stored);
+    const renew = await app.request(`/v1/leases/crawl/${lease.id.split("/").at(-1)}`, {
+      method: "PUT",
+      headers: { ...auth, "content-type": "application/json" },
+      body: JSON.stringify({ holder: "w1" }),
+    });
+    expect(renew.status).toBe(410);
   });
 });

@@ -17,6 +17,7 @@ import {
   proxyEndpoint,
   type ReadyProxy,
   selectReady,
+  servedStatus,
 } from "../discovery/index.ts";
 import {
   canTakeOver,
@@ -207,14 +208,17 @@ async function getLease(ctx: Context, key: LeaseKey): Promise<ProxyLease | undef
   }
 }
 
-/** The Proxy a lease points at, read now; undefined when gone or unreadable. */
+/**
+ * The Proxy a lease points at, read now; undefined when gone, unreadable, or its status does not
+ * carry kubefn's seal (see `servedStatus`: a forged address is never handed to a crawler).
+ */
 export async function getLeasedProxy(ctx: Context, lease: ProxyLease): Promise<ProxyObject | undefined> {
   const ref = proxyRefOf(lease);
   if (!ref) return undefined;
   try {
-    const parsed = parseProxy(
-      await ctx.kube.get(proxyResource, { namespace: lease.metadata.namespace, name: ref.name }),
-    );
+    const object = await ctx.kube.get(proxyResource, { namespace: lease.metadata.namespace, name: ref.name });
+    if (!(await servedStatus(ctx, object))) return undefined;
+    const parsed = parseProxy(object);
     return parsed.success ? parsed.data : undefined;
   } catch (err) {
     if (isNotFound(err)) return undefined;

@@ -126,6 +126,31 @@ describe("buildPod", () => {
         });
       },
     },
+    {
+      // The API server refuses them on kubefn's Pods (kubefn-pods-are-proxy-instances).
+      name: "labels of kubefn's and the Kubernetes domains are dropped, app.kubernetes.io kept",
+      req: {
+        ...baseReq,
+        instance: {
+          labels: {
+            "crawl.kubefn.dev/role": "x",
+            "statefulset.kubernetes.io/pod-name": "db-0",
+            "kubernetes.io/hostname": "node-1",
+            "k8s.io/x": "y",
+            "app.kubernetes.io/name": "proxy",
+            "example.com/team": "a",
+          },
+        },
+      },
+      check: (pod) => {
+        expect(pod.metadata.labels).toEqual({
+          "app.kubernetes.io/name": "proxy",
+          "example.com/team": "a",
+          "crawl.kubefn.dev/proxy-uid": uid,
+          "crawl.kubefn.dev/managed-by": "kubefn",
+        });
+      },
+    },
   ])("$name", ({ req, check }) => check(buildPod(req)));
 
   it("is pure", () => {

@@ -240,7 +240,10 @@ export function cloudInitSecretName(podName: string): string {
  * reconciler replaces it, as it would a VM.
  */
 export function buildPod(req: CreateRequest, defaultImage: string = defaultPodImage): Pod {
-  const labels = { ...sanitiseLabels(req.instance.labels ?? {}), ...req.tags };
+  const tenant = Object.entries(sanitiseLabels(req.instance.labels ?? {})).filter(
+    ([key]) => !platformLabelKey(key),
+  );
+  const labels = { ...Object.fromEntries(tenant), ...req.tags };
   const withCloudInit = req.cloudInit !== undefined;
   return {
     apiVersion: "v1",
@@ -399,6 +402,23 @@ export function sanitiseLabelKey(key: string): string {
     .slice(0, subdomainMax)
     .replace(/[.-]+$/, "");
   return prefix === "" ? name : `${prefix}/${name}`;
+}
+
+/**
+ * A label key the platform acts on: kubefn's own domain (its tags are put on by the provider) and
+ * the Kubernetes domains (`kubernetes.io`, `k8s.io` and their subdomains, but the recommended
+ * `app.kubernetes.io`). A tenant's `spec.instance.labels` never set one on an instance Pod, and the
+ * API server refuses them on kubefn's Pods (`kubefn-pods-are-proxy-instances`). Pure.
+ */
+export function platformLabelKey(key: string): boolean {
+  const slash = key.indexOf("/");
+  if (slash < 0) return false;
+  const prefix = key.slice(0, slash);
+  if (prefix === "app.kubernetes.io") return false;
+  return (
+    prefix === "crawl.kubefn.dev" ||
+    ["kubernetes.io", "k8s.io"].some((domain) => prefix === domain || prefix.endsWith(`.${domain}`))
+  );
 }
 
 /** Sanitises keys and values; keys that sanitise to nothing are dropped. */

@@ -1,0 +1,15 @@
+export {
+  admitTunnelRequest,
+  isApiPath,
+  requestSigningText,
+  signTunnelOpening,
+  signTunnelRequest,
+  TUNNEL_HEADERS,
+  TUNNEL_PATH,
+  TUNNEL_SKEW_SECONDS,
+  type TunnelFrame,
+  type TunnelRequest,
+  type TunnelResponse,
+  type TunnelVerdict,
+  verifyTunnelOpening,
+} from "./protocol.ts";

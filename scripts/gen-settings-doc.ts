@@ -126,7 +126,7 @@ const sharedRows: Row<Exclude<Shared, keyof typeof operatorVariables>>[] = [
     names: ["PROBE_NAMESPACE_CONCURRENCY"],
     unset: "half of `PROBE_CONCURRENCY`, rounded up (16; 3 on Workers)",
     meaning:
-      "probes in flight per namespace, per instance across its sweeps and shards: one tenant's hanging targets hold at most this many probe slots, so other namespaces' Proxies keep their cadence; a fleet in one namespace probes at most this many at once (set it to `PROBE_CONCURRENCY` for a single-tenant cluster)",
+      "probes in flight per namespace, per instance across its sweeps and shards (on Workers, per queue invocation): one tenant's hanging targets hold at most this many probe slots, so other namespaces' Proxies keep their cadence; a fleet in one namespace probes at most this many at once (set it to `PROBE_CONCURRENCY` for a single-tenant cluster)",
   },
   {
     names: ["PUBSUB_AUDIENCE", "PUBSUB_SERVICE_ACCOUNT"],

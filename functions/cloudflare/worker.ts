@@ -61,6 +61,9 @@ function partsFor(env: WorkerEnv): WorkerParts {
     apiFailing,
     queue: queuesPort(env.KUBEFN_QUEUE),
     prober: createSocketProber({ connect }),
+    // An invocation's 6 connections are its own; a slot shared across invocations would make one
+    // wait for another's promise, which workerd cancels as hung (and the slot is lost).
+    probeSlots: "invocation",
     log: createJsonLog(config.logLevel),
     metrics,
   });

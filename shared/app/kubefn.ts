@@ -70,6 +70,12 @@ export interface KubefnPorts {
    * trace and span ids its log lines carry. Traces live in the log lines only when unset.
    */
   spans?: Spans;
+  /**
+   * Whose the probe slots are (`PROBE_CONCURRENCY`, `PROBE_NAMESPACE_CONCURRENCY`): the instance's
+   * when unset; `"invocation"` where a request must never wait for another's (workerd: a probe
+   * shard waiting for another invocation's slot is cancelled as hung, and the slot is lost).
+   */
+  probeSlots?: "instance" | "invocation";
   /** Wall clock; `new Date()` when unset. */
   clock?: Clock;
   /** Jitter source; `Math.random` when unset. */
@@ -207,6 +213,7 @@ export function createKubefn(settings: KubefnSettings, ports: KubefnPorts, opera
         ? { probeNamespaceConcurrency: settings.probeNamespaceConcurrency }
         : {}),
       ...(settings.probeShardSize && bodiesTravel ? { probeShardSize: settings.probeShardSize } : {}),
+      ...(ports.probeSlots ? { probeSlotScope: ports.probeSlots } : {}),
       ...(ports.providers ? { providers: ports.providers } : {}),
       ...(settings.proxyResyncSeconds ? { proxyResyncSeconds: settings.proxyResyncSeconds } : {}),
       ...(settings.minReportIntervalSeconds
@@ -246,15 +253,28 @@ export function createKubefn(settings: KubefnSettings, ports: KubefnPorts, opera
   let sweepsMissed = false;
   /**
    * A pass or job put back unchanged (no attempt spent) until the gate asks again: a re-check
-   * period, or seconds when the API server did not answer the check. The check logged why.
+   * period, or seconds when the API server did not answer the check. The check logged why. One
+   * the queue would not take back is retried by the platform instead (an attempt spent), and says
+   * so: never a silent `ack: false`.
    */
-  const deferred = async (message: Parameters<Queue["send"]>[0][number]): Promise<Verdict> => {
+  const deferred = async (
+    message: Parameters<Queue["send"]>[0][number],
+    attempts: number,
+  ): Promise<Verdict> => {
     ctx.metrics.count("kubefn_messages_deferred_total", { reason: "AdmissionPoliciesNotReady" });
+    const retryAfterSeconds = admission.waitSeconds();
     try {
-      await ctx.queue.send([message], admission.waitSeconds());
+      await ctx.queue.send([message], retryAfterSeconds);
       return { ack: true };
-    } catch {
-      return { ack: false, retryAfterSeconds: admission.waitSeconds() };
+    } catch (err) {
+      ctx.log.warn("a message held back by the admission gate could not be put back on the queue; retried", {
+        request: message.request,
+        attempts,
+        retryAfterSeconds,
+        error: String(err),
+      });
+      ctx.metrics.count("kubefn_messages_retried_total", { reason: "defer-failed" });
+      return { ack: false, retryAfterSeconds };
     }
   };
   const passes = new PassHistory();
@@ -343,7 +363,7 @@ export function createKubefn(settings: KubefnSettings, ports: KubefnPorts, opera
           });
           ctx.metrics.count("kubefn_message_bodies_stripped_total", {});
         }
-        if (!(await admission.open())) return deferred(authenticated.message);
+        if (!(await admission.open())) return deferred(authenticated.message, attempts);
         const message = authenticated.message;
         const item = hop(invocation, message.traceparent, envelope.kind);
         const itemCtx = item.ctx;
@@ -384,13 +404,46 @@ export function createKubefn(settings: KubefnSettings, ports: KubefnPorts, opera
         return assertNever(envelope);
     }
   };
+  /**
+   * {@link consumeOne}, whose every failure is its own message's: something that throws outside a
+   * pass (the gate's check, a port) retries that message, logged and counted, instead of
+   * rejecting the delivery, which a platform retries whole and silently (Workers: every message
+   * of the batch, `QUEUE kubefn 0/8`, no log line of kubefn's).
+   */
+  const consumeSettled = async (invocation: Context, delivery: Delivery): Promise<Verdict> => {
+    if ((delivery.attempts ?? 1) > 1) {
+      // The last delivery was not acked: a retry verdict (logged then), or an invocation that
+      // failed or was cancelled before any verdict (workerd: "hung"), which nothing else reports.
+      const body = delivery.body as { request?: unknown } | null;
+      ctx.log.warn("queue message redelivered: its last delivery was not acked", {
+        ...(typeof body === "object" && body !== null && "request" in body ? { request: body.request } : {}),
+        attempts: delivery.attempts,
+      });
+      ctx.metrics.count("kubefn_messages_redelivered_total", {});
+    }
+    try {
+      return await consumeOne(invocation, delivery);
+    } catch (err) {
+      const attempts = delivery.attempts ?? 1;
+      const retryAfterSeconds = backoffSeconds(attempts - 1, ctx.random);
+      const body = delivery.body as { request?: unknown } | null;
+      ctx.log.error("queue delivery failed before its pass or job ran; redelivering", {
+        ...(typeof body === "object" && body !== null && "request" in body ? { request: body.request } : {}),
+        attempts,
+        retryAfterSeconds,
+        error: String(err),
+      });
+      ctx.metrics.count("kubefn_messages_retried_total", { reason: "crashed" });
+      return { ack: false, retryAfterSeconds };
+    }
+  };
   return {
     controllers: ops.registry.controllers.map((c) => c.name),
     fetch: (request) => app.fetch(request),
     async consume(deliveries, options = {}) {
       const invocation = invocationContext(options.reads);
       return mapWithConcurrency(deliveries, settings.passConcurrency, (delivery) =>
-        consumeOne(invocation, delivery),
+        consumeSettled(invocation, delivery),
       );
     },
     async sweep(options = {}) {

@@ -46,6 +46,8 @@ export interface OperatorOptions {
   probeConcurrency?: number;
   /** Probes in flight per namespace (per instance); half of `probeConcurrency` when unset. */
   probeNamespaceConcurrency?: number;
+  /** Whose the probe slots are: the instance's (default) or each invocation's (`proxyHealthTask`'s `slotScope`). */
+  probeSlotScope?: "instance" | "invocation";
   /** Fan health probes out through the queue in shards of this many Proxies (unset: probe in the sweep). */
   probeShardSize?: number;
   /** Providers beyond the built-in Kubernetes pod provider (e.g. "gce"). */
@@ -102,6 +104,7 @@ export function createOperators(opts: OperatorOptions): Operators {
     sweepPeriodSeconds: opts.sweepPeriodSeconds,
     ...(opts.minReportIntervalSeconds ? { minReportIntervalSeconds: opts.minReportIntervalSeconds } : {}),
     ...(opts.probeShardSize ? { fanOut: { shardSize: opts.probeShardSize } } : {}),
+    ...(opts.probeSlotScope ? { slotScope: opts.probeSlotScope } : {}),
   });
   // Each operator is built and validated alone: a setting that makes one definition invalid stops
   // that operator only, with a condition on its primaries, never another's start.

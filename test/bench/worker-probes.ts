@@ -28,8 +28,8 @@
  *
  * Caveats: wrangler's local runtime is one workerd process on this machine, shared with the API
  * server, etcd, the fixtures and the bench; its queue consumer and isolate are not Cloudflare's
- * (there, invocations run on many machines). The 6-connection bound holds per isolate here
- * (`boundedProber`), which is what one invocation gets on Cloudflare.
+ * (there, invocations run on many machines). The 6-connection bound holds per invocation
+ * (`boundedProber`, the Worker's `probeSlots: "invocation"`), as on Cloudflare.
  */
 
 import { readdirSync, readFileSync, writeFileSync } from "node:fs";

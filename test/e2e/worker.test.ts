@@ -23,11 +23,13 @@
 
 import { createServer } from "node:http";
 import type { AddressInfo } from "node:net";
+import type { Queue } from "@cloudflare/workers-types/index.ts";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createTestHarness, type TestHarness } from "wrangler";
 import { installCrdsAndRbac, optInNamespace, serviceAccountToken } from "../../functions/node/install.ts";
 import { signBatch } from "../../shared/app/intake/index.ts";
 import { type Proxy as ProxyObject, proxyResource } from "../../shared/controllers/proxy/api.ts";
+import { proxyProbeView } from "../../shared/controllers/proxy/health-subject.ts";
 import { ownerTagKey } from "../../shared/controllers/proxy/providers/provider.ts";
 import { subPoolNamespaceName, subPoolResource } from "../../shared/controllers/subpool/api.ts";
 import {
@@ -677,6 +679,88 @@ describe("kubefn on Cloudflare Workers (workerd, real API server)", () => {
     } finally {
       server.closeAllConnections();
       await new Promise((r) => server.close(r));
+    }
+  }, 120_000);
+
+  it("two queue invocations at once each probe with their own slots: the second is not cancelled as hung waiting for the first's, and nothing is lost", async () => {
+    // A target that answers after 3 s, and records which Proxy each probe was for (`/<name>`).
+    const seen: string[] = [];
+    const server = createServer((req, res) => {
+      seen.push((req.url ?? "").slice(1));
+      setTimeout(() => res.writeHead(200).end("ok\n"), req.url?.startsWith("/hold-") ? 3000 : 0);
+    });
+    await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+    const port = (server.address() as AddressInfo).port;
+    const hold = Array.from({ length: 6 }, (_, i) => `hold-${i}`);
+    const wait = Array.from({ length: 8 }, (_, i) => `wait-${i}`);
+    try {
+      // Converged by events (no cron run here, so no probe shard but the ones sent below).
+      for (const name of [...hold, ...wait]) {
+        const created = await kube.create<Proxy>(
+          proxyResource,
+          externalProxy(name, {
+            endpoint: { host: "127.0.0.1", port: forwardProxy.port, scheme: "http" },
+            healthCheck: {
+              probeURL: `http://127.0.0.1:${port}/${name}`,
+              expectedStatus: 200,
+              intervalSeconds: 30,
+              timeoutSeconds: 5,
+              successThreshold: 1,
+              failureThreshold: 3,
+            },
+          }),
+        );
+        expect((await relay(created)).status).toBe(202);
+      }
+      const views = await Promise.all(
+        [...hold, ...wait].map(async (name) => proxyProbeView(await provisioned(name))),
+      );
+      const shard = (id: string, objects: KubeObject[]) => ({
+        body: {
+          v: 1,
+          request: { controller: "proxy", name: `__shard-probe-e2e-${id}` },
+          attempt: 0,
+          trigger: { kind: "shard", reason: "probe" },
+          shard: { task: "probe", objects },
+        },
+      });
+      const env = await harness.getWorker<{ KUBEFN_QUEUE: Queue }>().getEnv();
+      const mark = workerLogs().length;
+      // One shard whose 6 probes hold the Worker's 6 slots for 3 s (a batch of one, after the
+      // batch timeout); while it runs, 8 more fill a batch that miniflare delivers at once, a
+      // second invocation of the same isolate.
+      await env.KUBEFN_QUEUE.sendBatch([shard("hold", views.slice(0, hold.length))]);
+      await eventually(
+        async () => (seen.filter((n) => n.startsWith("hold-")).length >= 6 ? true : undefined),
+        {
+          timeoutMs: 10_000,
+          intervalMs: 50,
+          what: "the holding shard's six probes in flight",
+        },
+      );
+      await env.KUBEFN_QUEUE.sendBatch(views.slice(hold.length).map((v, i) => shard(`wait-${i}`, [v])));
+      await eventually(async () => (wait.every((n) => seen.includes(n)) ? true : undefined), {
+        timeoutMs: 30_000,
+        intervalMs: 200,
+        what: `a probe of each of ${wait.join(", ")} (probed: ${[...new Set(seen)].join(", ")})`,
+      });
+      const jobs = () =>
+        workerLogs()
+          .slice(mark)
+          .filter((l) => l.msg === "job" && String(l.key).includes("__shard-probe-e2e-"));
+      await eventually(async () => (jobs().length >= 9 ? true : undefined), {
+        timeoutMs: 15_000,
+        what: "a job line for each of the 9 shards",
+      });
+      expect(jobs().every((l) => l.result === "done")).toBe(true);
+    } finally {
+      server.closeAllConnections();
+      await new Promise((r) => server.close(r));
+      await Promise.all(
+        [...hold, ...wait].map((name) =>
+          kube.delete(proxyResource, { namespace, name }).catch(() => undefined),
+        ),
+      );
     }
   }, 120_000);
 });

@@ -6,6 +6,7 @@ import { FakeKube, fakeContext, seedAdmissionPolicies } from "../../../test/supp
 import { ProxyResource, proxyController } from "../../../test/unit/runtime/controllers.ts";
 import { ForbiddenError, ServerError } from "../../kube/errors.ts";
 import type { Kube } from "../../kube/index.ts";
+import type { Metrics, Queue } from "../../runtime/index.ts";
 import { createRegistry, done } from "../../runtime/index.ts";
 import { createKubefn } from "../kubefn.ts";
 import {
@@ -250,7 +251,11 @@ describe("the admission gate when the API server cannot answer", () => {
 });
 
 describe("createKubefn behind the gate", () => {
-  function kubefnOver(kube: FakeKube, clock = { t: 0 }) {
+  function kubefnOver(
+    kube: FakeKube,
+    clock = { t: 0 },
+    ports: { queue?: Queue; metrics?: Partial<Metrics> } = {},
+  ) {
     let reconciled = 0;
     const { ctx, recorded } = fakeContext(kube);
     const settings = parseWorkerEnv({ KUBE_SERVER: "https://kube.example.com", KUBE_TOKEN: "t" });
@@ -258,10 +263,10 @@ describe("createKubefn behind the gate", () => {
       settings,
       {
         kube,
-        queue: ctx.queue,
+        queue: ports.queue ?? ctx.queue,
         prober: { probe: async () => ({ ok: true }) } as never,
         log: ctx.log,
-        metrics: ctx.metrics,
+        metrics: { ...ctx.metrics, ...ports.metrics },
         clock: { now: () => new Date(Date.UTC(2026, 10, 30) + clock.t * 1000) },
       },
       {
@@ -313,6 +318,71 @@ describe("createKubefn behind the gate", () => {
     expect(recorded.sent).toEqual([
       { messages: [expect.objectContaining({ request: message.request, attempt: 0 })], delaySeconds: 5 },
     ]);
+  });
+
+  it("a pass it could not put back is retried, and says so: logged at warn with why, and counted", async () => {
+    const kube = new FakeKube(undefined, { admissionPolicies: false });
+    const refusing: Queue = {
+      send: async () => {
+        throw new Error("injected: the queue refused the batch");
+      },
+    };
+    const { kubefn, recorded, reconciled } = kubefnOver(kube, { t: 0 }, { queue: refusing });
+    expect(await kubefn.consume([{ body: message, attempts: 2 }])).toEqual([
+      { ack: false, retryAfterSeconds: 60 },
+    ]);
+    expect(reconciled()).toBe(0);
+    const line = recorded.logs.find((l) => l.msg.includes("could not be put back"));
+    expect(line?.level).toBe("warn");
+    expect(line?.fields).toMatchObject({
+      request: message.request,
+      attempts: 2,
+      retryAfterSeconds: 60,
+      error: "Error: injected: the queue refused the batch",
+    });
+    expect(recorded.counts).toContainEqual({
+      name: "kubefn_messages_retried_total",
+      labels: { reason: "defer-failed" },
+    });
+    // Its next delivery says it was redelivered, as does any whose invocation ended without a verdict.
+    const redelivered = recorded.logs.find((l) => l.msg.includes("redelivered"));
+    expect(redelivered?.level).toBe("warn");
+    expect(redelivered?.fields).toMatchObject({ request: message.request, attempts: 2 });
+    expect(recorded.counts).toContainEqual({ name: "kubefn_messages_redelivered_total", labels: {} });
+  });
+
+  it("a delivery that throws before its pass runs fails only its own message, logged and counted: the batch still settles", async () => {
+    const kube = seedAdmissionPolicies(new FakeKube());
+    seedProxy(kube);
+    // The gate's check sets a gauge: a metrics port that throws there breaks the check itself.
+    let broken = true;
+    const { kubefn, recorded } = kubefnOver(
+      kube,
+      { t: 0 },
+      {
+        metrics: {
+          gauge: () => {
+            if (broken) throw new Error("injected: the metrics port threw");
+          },
+        },
+      },
+    );
+    const verdicts = await kubefn.consume([{ body: message }, { body: { not: "a kubefn message" } }]);
+    expect(verdicts[0]).toMatchObject({ ack: false });
+    expect(verdicts[1]).toEqual({ ack: true, dropped: true });
+    const line = recorded.logs.find((l) => l.msg.includes("delivery failed"));
+    expect(line?.level).toBe("error");
+    expect(line?.fields).toMatchObject({
+      request: message.request,
+      error: "Error: injected: the metrics port threw",
+    });
+    expect(recorded.counts).toContainEqual({
+      name: "kubefn_messages_retried_total",
+      labels: { reason: "crashed" },
+    });
+    broken = false;
+    // (control) once the port works the same message runs its pass.
+    expect(await kubefn.consume([{ body: message }])).toMatchObject([{ ack: true }]);
   });
 
   it("after held-back sweeps, the first sweep once the policies are back sends every object", async () => {

@@ -98,7 +98,11 @@ export const families: Readonly<Record<string, Family>> = {
   },
   kubefn_messages_retried_total: {
     type: "counter",
-    help: "Queue messages left for redelivery: a crashed pass, or a newer release's message.",
+    help: "Queue messages left for redelivery, by reason: crashed (a pass, or its delivery before it ran), newer-release, defer-failed (held back by the admission gate, not put back).",
+  },
+  kubefn_messages_redelivered_total: {
+    type: "counter",
+    help: "Queue messages delivered again because their last delivery was not acked: a retry verdict, or an invocation that failed or was cancelled before giving one.",
   },
   kubefn_probes_shed_total: {
     type: "counter",

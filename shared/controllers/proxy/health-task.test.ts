@@ -2,7 +2,7 @@ import { describe, expect, it, vi } from "vitest";
 import { FakeKube, fakeContext } from "../../../test/support/fake-kube.ts";
 import { encodeHealthState, type Prober } from "../../health/index.ts";
 import type { KubeObject } from "../../kube/port.ts";
-import { runSweepTask } from "../../runtime/index.ts";
+import { createSweepMemo, runSweepTask } from "../../runtime/index.ts";
 import { proxyResource } from "./api.ts";
 import { proxyDriftReason } from "./drift.ts";
 import { proxyHealthSubject } from "./health-subject.ts";
@@ -152,6 +152,56 @@ describe("proxy health task", () => {
         const waited = victimProbedAt! - now.getTime();
         if (namespaceConcurrency === undefined) expect(waited).toBeLessThan(1_000);
         else expect(waited).toBeGreaterThanOrEqual(5_000);
+      } finally {
+        vi.useRealTimers();
+      }
+    },
+  );
+
+  it.each([
+    ["instance", true],
+    ["invocation", false],
+  ] as const)(
+    "probe slots of scope %s: a shard of a second invocation waits for the first's slots: %s (workerd cancels such a wait as hung)",
+    async (slotScope, waits) => {
+      vi.useFakeTimers({ now, toFake: ["setTimeout", "clearTimeout", "Date"] });
+      try {
+        const kube = new FakeKube();
+        // One namespace, as the bench's fleet: its 3 slots (half of the Worker's 6) held by the
+        // first invocation's probes, which answer only after 4 s.
+        const first = Array.from({ length: 6 }, (_, i) => externalProxy(`first-${i}`));
+        const second = externalProxy("second");
+        for (const p of [...first, second]) kube.seed(proxyResource, p);
+        let secondProbedAt: number | undefined;
+        const prober: Prober = {
+          probe: (t) => {
+            if (t.url.endsWith("/second")) {
+              secondProbedAt = Date.now();
+              return Promise.resolve({ ok: true, latencyMs: 1 });
+            }
+            return new Promise((resolve) => setTimeout(() => resolve({ ok: true, latencyMs: 4000 }), 4000));
+          },
+        };
+        (second.spec as { healthCheck: { probeURL: string } }).healthCheck.probeURL =
+          "http://example.com/second";
+        const task = proxyHealthTask({
+          prober,
+          concurrency: 6,
+          sweepPeriodSeconds: 60,
+          confirmDelayMs: 0,
+          slotScope,
+        });
+        // Two queue invocations of one isolate: each has its own reads (`consume` makes them).
+        const invocation = () => ({ ...fakeContext(kube, { now }).ctx, memo: createSweepMemo() });
+        const a = task.handleShard(invocation(), first);
+        await vi.advanceTimersByTimeAsync(10);
+        const b = task.handleShard(invocation(), [second]);
+        await vi.advanceTimersByTimeAsync(20_000);
+        await Promise.all([a, b]);
+        expect(secondProbedAt).toBeDefined();
+        const waited = secondProbedAt! - now.getTime();
+        if (waits) expect(waited).toBeGreaterThanOrEqual(4_000);
+        else expect(waited).toBeLessThan(1_000);
       } finally {
         vi.useRealTimers();
       }

@@ -44,6 +44,16 @@ export interface ProxyHealthTaskOptions {
   fanOut?: { shardSize: number };
   /** Pause before each latency confirmation probe; default 1 s (`probeAll`). Tests use 0. */
   confirmDelayMs?: number;
+  /**
+   * Whose the probe slots (`concurrency`, `namespaceConcurrency`) are: the instance's, shared by
+   * every shard it runs (the default), or each invocation's (`"invocation"`: the Worker), told
+   * apart by the invocation's reads (`ctx.memo`, one per `consume`). workerd cancels a request
+   * that waits for a promise another request settles (`"hung and would never generate a
+   * response"`): a shard waiting for a slot another invocation holds is cancelled, its whole batch
+   * retried, and the slot then handed to it is lost, until every probe of the isolate waits
+   * forever. Cloudflare's 6 connections are each invocation's anyway.
+   */
+  slotScope?: "instance" | "invocation";
 }
 
 /** A namespace's share of the probe slots when none is set: half, rounded up. */
@@ -88,10 +98,24 @@ export function proxyHealthTask(opts: ProxyHealthTaskOptions): SweepTask & {
     job?: { due?: number },
   ): Promise<Record<string, number>>;
 } {
-  const prober = boundedProber(opts.prober, opts.concurrency);
-  const namespaceSlots = keyedSemaphore(
-    opts.namespaceConcurrency ?? defaultNamespaceConcurrency(opts.concurrency),
-  );
+  const slotsOf = () => ({
+    prober: boundedProber(opts.prober, opts.concurrency),
+    namespaceSlots: keyedSemaphore(
+      opts.namespaceConcurrency ?? defaultNamespaceConcurrency(opts.concurrency),
+    ),
+  });
+  const instanceSlots = slotsOf();
+  const invocationSlots = new WeakMap<object, ReturnType<typeof slotsOf>>();
+  /** The slots `ctx`'s probes take (see {@link ProxyHealthTaskOptions.slotScope}). */
+  const slotsFor = (ctx: Context) => {
+    if (opts.slotScope !== "invocation" || !ctx.memo) return instanceSlots;
+    let slots = invocationSlots.get(ctx.memo);
+    if (!slots) {
+      slots = slotsOf();
+      invocationSlots.set(ctx.memo, slots);
+    }
+    return slots;
+  };
   // One subject per listed object: the sweep's planner and each shard it sends (two a sweep at a
   // 30 s interval on the Node host, whose queue holds the listed objects themselves) read the
   // same object, so the Proxy schema's parse is paid once a sweep, not at every probe.
@@ -135,6 +159,7 @@ export function proxyHealthTask(opts: ProxyHealthTaskOptions): SweepTask & {
     resume?: ProbeResume[],
   ): Promise<Record<string, number>> => {
     const started = performance.now();
+    const { prober, namespaceSlots } = slotsFor(ctx);
     const result = await probeAll({
       proxies,
       subjectFor,

@@ -267,13 +267,13 @@ describe("the event source: an SQS batch → kubefn.consume → batchItemFailure
     });
     try {
       const kube = new FakeKube();
-      const warnings: Record<string, unknown>[] = [];
+      const warnings: (Record<string, unknown> & { msg: string })[] = [];
       const handler = createHandler({
         env: { AWS_REGION: REGION, KUBECONFIG_BASE64, ...redrive.env },
         endpoint: moto.endpoint,
         kube: () => kube,
         clock: { now: () => NOW },
-        log: { ...silent, warn: (_msg, fields) => warnings.push(fields ?? {}) },
+        log: { ...silent, warn: (msg, fields) => warnings.push({ ...fields, msg }) },
         metrics: noMetrics,
       });
       const newer = { ...message("p1"), v: ENVELOPE_VERSION + 1 };
@@ -288,7 +288,11 @@ describe("the event source: an SQS batch → kubefn.consume → batchItemFailure
       }
       expect(failed.every((f) => f.length === 1)).toBe(true);
       // (Beside the start's warning that, without STATUS_SEAL_KEY, probes run in the sweep.)
-      expect(warnings.filter((w) => "attempts" in w).map((w) => w.attempts)).toEqual([1, 2, 3]);
+      // (And beside each redelivery's own warning, from the second delivery on.)
+      expect(warnings.filter((w) => w.msg.includes("newer release")).map((w) => w.attempts)).toEqual([
+        1, 2, 3,
+      ]);
+      expect(warnings.filter((w) => w.msg.includes("redelivered")).map((w) => w.attempts)).toEqual([2, 3]);
       // The next receive finds it at maxReceiveCount and moves it to the dead-letter queue.
       for (let i = 0; i < 8; i++) {
         await redrive.poll(async () => {

@@ -41,6 +41,7 @@ import {
   type KubeObject,
   Resources,
 } from "../../shared/kube/index.ts";
+import { type Message, messageAuthenticatorFrom } from "../../shared/runtime/index.ts";
 import { clusterInfo, eventually, waitForAuditEvent } from "../setup/cluster.ts";
 import { type FaultProxy, type SeenRequest, startFaultProxy } from "../support/fault-proxy.ts";
 import { LOOPBACK_PROBE_CIDRS } from "../support/loopback.ts";
@@ -715,21 +716,24 @@ describe("kubefn on Cloudflare Workers (workerd, real API server)", () => {
       const views = await Promise.all(
         [...hold, ...wait].map(async (name) => proxyProbeView(await provisioned(name))),
       );
-      const shard = (id: string, objects: KubeObject[]) => ({
-        body: {
+      // Signed as the sweep signs its shards (an unsigned job is refused: issue 30).
+      const mac = messageAuthenticatorFrom({ statusSealKey })!;
+      const shard = async (id: string, objects: KubeObject[]) => {
+        const message: Message = {
           v: 1,
           request: { controller: "proxy", name: `__shard-probe-e2e-${id}` },
           attempt: 0,
           trigger: { kind: "shard", reason: "probe" },
           shard: { task: "probe", objects },
-        },
-      });
+        };
+        return { body: await mac.sign(message) };
+      };
       const env = await harness.getWorker<{ KUBEFN_QUEUE: Queue }>().getEnv();
       const mark = workerLogs().length;
       // One shard whose 6 probes hold the Worker's 6 slots for 3 s (a batch of one, after the
       // batch timeout); while it runs, 8 more fill a batch that miniflare delivers at once, a
       // second invocation of the same isolate.
-      await env.KUBEFN_QUEUE.sendBatch([shard("hold", views.slice(0, hold.length))]);
+      await env.KUBEFN_QUEUE.sendBatch([await shard("hold", views.slice(0, hold.length))]);
       await eventually(
         async () => (seen.filter((n) => n.startsWith("hold-")).length >= 6 ? true : undefined),
         {
@@ -738,7 +742,9 @@ describe("kubefn on Cloudflare Workers (workerd, real API server)", () => {
           what: "the holding shard's six probes in flight",
         },
       );
-      await env.KUBEFN_QUEUE.sendBatch(views.slice(hold.length).map((v, i) => shard(`wait-${i}`, [v])));
+      await env.KUBEFN_QUEUE.sendBatch(
+        await Promise.all(views.slice(hold.length).map((v, i) => shard(`wait-${i}`, [v]))),
+      );
       await eventually(async () => (wait.every((n) => seen.includes(n)) ? true : undefined), {
         timeoutMs: 30_000,
         intervalMs: 200,

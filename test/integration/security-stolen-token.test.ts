@@ -46,7 +46,7 @@ import {
   serverSideApply,
 } from "../../shared/kube/index.ts";
 import { adminKube, kubefnKube } from "../security/tenants.ts";
-import { deleteNow as deleteAndWait } from "../support/namespaces.ts";
+import { deleteNow as deleteAndWait, waitForDefaultServiceAccount } from "../support/namespaces.ts";
 
 const suffix = Date.now().toString(36);
 const victims = `stolen-${suffix}`;
@@ -96,6 +96,7 @@ beforeAll(async () => {
   });
   // kubefn's own shapes (attack 2's admitted Pods) are written where the namespace opted in.
   await optInNamespace(admin, victims);
+  await waitForDefaultServiceAccount(admin, victims);
   await admin.create(Resources.Namespace, {
     apiVersion: "v1",
     kind: "Namespace",

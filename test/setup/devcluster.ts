@@ -28,6 +28,7 @@ import { parse as parseYaml } from "yaml";
 import { allowForKubefn, trustAsKubefn } from "../../functions/node/install.ts";
 import { createKube } from "../../shared/kube/index.ts";
 import { createNodeTransport, loadKubeConfig } from "../../shared/kube/node.ts";
+import { waitForDefaultServiceAccount } from "../support/namespaces.ts";
 import { tempRootEnv } from "../support/temp-dir.ts";
 
 declare module "vitest" {
@@ -188,6 +189,9 @@ export default async function setup(project: TestProject): Promise<() => Promise
     await allowForKubefn(admin, "kubefn-proxy-images", "devcluster-tests", "registry.example/*");
     await allowForKubefn(admin, "kubefn-site-images", "devcluster-tests", "ghcr.io/unbounded/*");
     await allowForKubefn(admin, "kubefn-subpool-hostnames", "devcluster-tests", "*.pools.example.test");
+    // The API server refuses every Pod of a namespace without its ServiceAccount: wait until the
+    // controller that makes them runs (slow right after start on a loaded machine).
+    await waitForDefaultServiceAccount(admin, "default");
   } catch (err) {
     child.kill("SIGTERM");
     collector.server.close();

@@ -101,3 +101,24 @@ export async function deleteNow(
     await new Promise((r) => setTimeout(r, 100));
   }
 }
+
+/**
+ * Waits until the namespace's `default` ServiceAccount exists: the API server refuses every Pod
+ * in a namespace whose ServiceAccount is missing (403, from its ServiceAccount admission plugin),
+ * so a test that expects a Pod admitted — or refused by a policy, not for that — waits first. The
+ * controller that makes it is slow on a loaded machine right after the control plane starts.
+ *
+ * @example
+ * await waitForDefaultServiceAccount(admin, ns);
+ */
+export async function waitForDefaultServiceAccount(kube: Kube, namespace: string): Promise<void> {
+  for (;;) {
+    try {
+      await kube.get(Resources.ServiceAccount, { namespace, name: "default" });
+      return;
+    } catch (err) {
+      if (!isNotFound(err)) throw err;
+    }
+    await new Promise((r) => setTimeout(r, 100));
+  }
+}

@@ -1,5 +1,6 @@
 import type { KubeObject } from "../kube/index.ts";
 import type { ControllerDefinition } from "./controller.ts";
+import { finalizerDrift } from "./finalize.ts";
 import {
   combineListed,
   DEFAULT_SAFETY_NET_SECONDS,
@@ -164,7 +165,7 @@ export async function runSweep(
             return dueThisSlot(object, now, def.resyncSeconds, periodSeconds)
               ? { kind: "drift", reason: "resync" }
               : undefined;
-          const reason = await decide?.decide(object);
+          const reason = finalizerDrift(def, object) ?? (await decide?.decide(object));
           return reason === undefined ? undefined : { kind: "drift", reason };
         };
         const messages: Message[] = [];

@@ -221,7 +221,14 @@ export async function runPass(ctx: Context, registry: Registry, message: Message
   const step = await runController(passCtx, def, copy);
   let outcome = step.outcome;
   if (step.final) {
-    await settle(ctx, def, summary, { ...message, uid: observed.metadata.uid ?? message.uid }, attempt, outcome);
+    await settle(
+      ctx,
+      def,
+      summary,
+      { ...message, uid: observed.metadata.uid ?? message.uid },
+      attempt,
+      outcome,
+    );
     return finish();
   }
   applyErrorPolicy(def.errorPolicy, copy, outcome, ctx.clock.now());

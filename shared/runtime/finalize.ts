@@ -21,7 +21,10 @@ import { done, failed, Outcome, type OutcomeMetadata } from "./outcome.ts";
 export type FinalizerStep = "reconcile" | "add" | "cleanup" | "release" | "skip";
 
 /** The step {@link runController} takes for `object` (pure). */
-export function finalizerStep(declaration: FinalizerDeclaration | undefined, object: KubeObject): FinalizerStep {
+export function finalizerStep(
+  declaration: FinalizerDeclaration | undefined,
+  object: KubeObject,
+): FinalizerStep {
   if (!declaration) return "reconcile";
   const held = hasFinalizer(object.metadata.finalizers, declaration.name);
   if (object.metadata.deletionTimestamp) return held ? "cleanup" : "skip";
@@ -86,7 +89,8 @@ export async function runController(
     case "cleanup":
     case "release": {
       const cleanup = await guard(() => declaration!.cleanup(ctx, object));
-      if (cleanup.kind !== "done") return { outcome: await withMetadataWritten(ctx, def, object, cleanup), final: false };
+      if (cleanup.kind !== "done")
+        return { outcome: await withMetadataWritten(ctx, def, object, cleanup), final: false };
       try {
         const { finalizers } = removeFinalizer(object.metadata.finalizers, declaration!.name);
         await patchPrimaryMetadata(ctx.kube, def.for, object, { ...cleanup.metadata, finalizers });
@@ -155,7 +159,8 @@ export async function patchPrimaryMetadata(
   change: MetadataChange,
 ): Promise<void> {
   const metadata: Record<string, unknown> = { ...change };
-  if (object.metadata.resourceVersion !== undefined) metadata.resourceVersion = object.metadata.resourceVersion;
+  if (object.metadata.resourceVersion !== undefined)
+    metadata.resourceVersion = object.metadata.resourceVersion;
   const updated = await kube.patch(res, keyOf(object), { type: "merge", body: { metadata } });
   object.metadata.resourceVersion = updated.metadata.resourceVersion;
   for (const field of ["finalizers", "annotations", "labels"] as const) {

@@ -91,7 +91,15 @@ export {
   type MessageAuthenticator,
   messageAuthenticatorFrom,
 } from "./message-mac.ts";
-export { awaitSweep, done, failed, Outcome, type OutcomeKind, type OutcomeMetadata, requeueAfter } from "./outcome.ts";
+export {
+  awaitSweep,
+  done,
+  failed,
+  Outcome,
+  type OutcomeKind,
+  type OutcomeMetadata,
+  requeueAfter,
+} from "./outcome.ts";
 export {
   anyOf,
   type ChangePredicate,

@@ -49,7 +49,9 @@ export class Outcome {
   withMetadata(change: OutcomeMetadata): Outcome {
     const metadata: OutcomeMetadata = {
       ...this.metadata,
-      ...(change.annotations ? { annotations: { ...this.metadata?.annotations, ...change.annotations } } : {}),
+      ...(change.annotations
+        ? { annotations: { ...this.metadata?.annotations, ...change.annotations } }
+        : {}),
       ...(change.labels ? { labels: { ...this.metadata?.labels, ...change.labels } } : {}),
     };
     return new Outcome(this.kind, this.afterSeconds, this.error, this.reason, metadata);

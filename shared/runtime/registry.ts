@@ -174,8 +174,11 @@ export function createRegistry(definitions: readonly ControllerDefinition[]): Re
       const name = def.finalizer.name;
       const [domain, path, ...rest] = typeof name === "string" ? name.split("/") : [];
       if (!domain || !path || rest.length > 0 || !dnsSubdomain.test(domain))
-        problems.push(`${label}: finalizer name must be domain-qualified (example.com/name), got ${JSON.stringify(name)}`);
-      if (typeof def.finalizer.cleanup !== "function") problems.push(`${label}: finalizer cleanup must be a function`);
+        problems.push(
+          `${label}: finalizer name must be domain-qualified (example.com/name), got ${JSON.stringify(name)}`,
+        );
+      if (typeof def.finalizer.cleanup !== "function")
+        problems.push(`${label}: finalizer cleanup must be a function`);
     }
   });
 

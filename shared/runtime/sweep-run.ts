@@ -1,6 +1,5 @@
 import type { KubeObject } from "../kube/index.ts";
 import type { ControllerDefinition } from "./controller.ts";
-import { finalizerDrift } from "./finalize.ts";
 import {
   combineListed,
   DEFAULT_SAFETY_NET_SECONDS,
@@ -12,6 +11,7 @@ import {
   pagesOf,
   SWEEP_PAGE_SIZE,
 } from "./drift.ts";
+import { finalizerDrift } from "./finalize.ts";
 import type { Registry } from "./registry.ts";
 import { isEmptyStatus } from "./status-seal.ts";
 import {

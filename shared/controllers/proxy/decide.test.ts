@@ -102,11 +102,7 @@ describe("decideDeletion", () => {
       "deleteInstances",
     ],
     ["no providerID → list by owner tag", { providerID: undefined }, "listTagged"],
-    [
-      "no providerID, nothing tagged → the finalizer may go",
-      { providerID: undefined, tagged: [] },
-      "gone",
-    ],
+    ["no providerID, nothing tagged → the finalizer may go", { providerID: undefined, tagged: [] }, "gone"],
     [
       "no providerID, a tagged orphan → delete it",
       { providerID: undefined, tagged: [inst("Provisioning")] },

@@ -8,7 +8,6 @@ import { isNotFound, type Kube, Resources } from "../../kube/index.ts";
 import { done, failed, type Outcome, requeueAfter } from "../../runtime/index.ts";
 import { ProxyReason } from "./api.ts";
 import type { InstanceLookup } from "./managed.ts";
-import { stillCurrent } from "./still-current.ts";
 import type { ProxyPass } from "./pass.ts";
 import {
   type Instance,
@@ -19,6 +18,7 @@ import {
   type ProvidersByName,
 } from "./providers/index.ts";
 import { setProvisioned, stampAt } from "./status.ts";
+import { stillCurrent } from "./still-current.ts";
 
 /** What a deletion pass knows so far. */
 export interface DeletionObservation {

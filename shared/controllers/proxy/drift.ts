@@ -3,7 +3,7 @@
  * distinct cloud-init Secret read once, and a pure comparison per Proxy.
  */
 import { healthStateOf, projectHealth } from "../../health/index.ts";
-import { type Condition, type Kube, type KubeObject } from "../../kube/index.ts";
+import type { Condition, Kube, KubeObject } from "../../kube/index.ts";
 import {
   type Context,
   canonicalJson,

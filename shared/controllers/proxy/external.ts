@@ -60,7 +60,8 @@ function externalStatus(pass: ProxyPass, release: Release): Outcome {
   dropCondition(status, ProxyConditionType.PermanentError);
   dropCondition(status, ProxyConditionType.QuotaExceeded);
   if (release.kind === "outcome") return release.outcome;
-  const next = (outcome: Outcome) => (release.kind === "clean" ? outcome.withMetadata(dropSpecHash) : outcome);
+  const next = (outcome: Outcome) =>
+    release.kind === "clean" ? outcome.withMetadata(dropSpecHash) : outcome;
   if (!endpoint) {
     // The schema requires an endpoint in External mode; an object that escaped it waits for a fix.
     setProvisioned(status, false, ProxyReason.ExternalEndpoint, "spec.endpoint is not set", at);

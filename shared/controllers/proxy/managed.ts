@@ -17,7 +17,6 @@ import {
   resolveCloudInit,
   specHashPrefix,
 } from "./cloud-init.ts";
-import { stillCurrent } from "./still-current.ts";
 import type { ProxyPass } from "./pass.ts";
 import {
   type Instance,
@@ -28,6 +27,7 @@ import {
   type Provider,
 } from "./providers/index.ts";
 import { applyHealth, setProvisioned, stampAt } from "./status.ts";
+import { stillCurrent } from "./still-current.ts";
 
 /** The result of looking the current instance up. */
 export type InstanceLookup = { found: true; instance: Instance } | { found: false };

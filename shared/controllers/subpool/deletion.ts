@@ -60,7 +60,11 @@ export function namespaceBlockers(namespace: KubeObject): string {
  * The finalizer's cleanup (a SubPool with a deletionTimestamp): `done()` once the Namespace is gone
  * or was never ours, and the runtime removes the finalizer.
  */
-export function cleanupSubPool(ctx: PassContext, object: KubeObject, timings: SubPoolTimings): Promise<Outcome> {
+export function cleanupSubPool(
+  ctx: PassContext,
+  object: KubeObject,
+  timings: SubPoolTimings,
+): Promise<Outcome> {
   return reconcileDeletion(ctx, object, statusWriter(object, ctx.clock.now()), timings);
 }
 

@@ -7,6 +7,7 @@ import { runPass } from "./executor.ts";
 import { finalizerDrift, finalizerStep } from "./finalize.ts";
 import { done, type Outcome, requeueAfter } from "./outcome.ts";
 import { createRegistry, RegistryError } from "./registry.ts";
+import { stoppedController } from "./stopped.ts";
 import type { Message } from "./types.ts";
 
 const Widget: Resource = {
@@ -65,7 +66,7 @@ function world(object: KubeObject, opts: { cleanupAnswers?: Outcome[] } = {}) {
   };
   const registry = createRegistry([def]);
   const pass = () => runPass(ctx, registry, message);
-  return { kube, def, recorded, seen, pass, stored: () => kube.stored(Widget, key) };
+  return { kube, ctx, def, recorded, seen, pass, stored: () => kube.stored(Widget, key) };
 }
 
 describe("the runtime's finalizer", () => {
@@ -146,6 +147,16 @@ describe("the runtime's finalizer", () => {
       { call: "cleanup", stored: [foreign, own] },
       { call: "reconcile", stored: [foreign] },
     ]);
+  });
+
+  it("a stopped operator (refused at start) leaves the finalizer of an object being deleted as it is", async () => {
+    const w = world(widget({ finalizers: [own] }));
+    await w.kube.delete(Widget, key);
+    const registry = createRegistry([stoppedController(w.def, ["a bad setting"])]);
+    const result = await runPass(w.ctx, registry, message);
+    expect(result).toMatchObject({ result: "error", errorClass: "permanent" });
+    expect(w.seen).toEqual([]);
+    expect(w.stored()?.metadata.finalizers).toEqual([own]);
   });
 
   it("as-is: an object that neither holds nor releases is reconciled with its finalizers untouched", async () => {

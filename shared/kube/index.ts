@@ -70,7 +70,6 @@ export {
 } from "./events.ts";
 export { createFetchTransport, type FetchTransportOptions } from "./fetch-transport.ts";
 export { addFinalizer, hasFinalizer, removeFinalizer } from "./finalizers.ts";
-export { type MetadataChange, patchMetadataGuarded } from "./guarded-metadata.ts";
 export { type CreateKubeOptions, createKube } from "./kube.ts";
 export {
   type LabelRequirements,

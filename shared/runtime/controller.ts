@@ -75,14 +75,62 @@ export interface ConditionEventPolicy {
 }
 
 /**
+ * What a live object (no deletionTimestamp) wants of the controller's finalizer: `hold` — carry it
+ * (the runtime adds it before the pass's reconcile); `release` — no longer carry it (when held,
+ * the runtime runs `cleanup` as on deletion and removes it once cleanup is done); `as-is` —
+ * neither (an invalid object: nothing is added, and a finalizer it holds stays).
+ */
+export type FinalizerWish = "hold" | "release" | "as-is";
+
+/**
+ * The controller's finalizer, owned by the runtime (kube-rs's `finalizer()`, Metacontroller's
+ * finalize hook): the controller declares it, and each pass (see `runPass`) keeps it as declared.
+ *
+ * | object | the pass |
+ * | --- | --- |
+ * | live, `want` hold, finalizer missing | adds it (merge patch guarded by the resourceVersion read), then reconciles |
+ * | live, `want` release, finalizer held | `cleanup`; once done removes the finalizer, then reconciles |
+ * | live, otherwise | reconciles |
+ * | deleting, finalizer held | `cleanup` instead of `reconcile`; once done removes the finalizer |
+ * | deleting, finalizer not held | nothing (not ours to finish; no status write) |
+ *
+ * Only this one name is ever added or removed: foreign finalizers and ownerReferences are left as
+ * they are, and every write is guarded by the resourceVersion (a Conflict requeues at once, as any
+ * conflict does). The sweep sends a pass (drift reason `finalizer`) to a live object whose
+ * finalizer is not as it wants, unless its error latch holds it.
+ *
+ * Caveats: the finalizer is never added to an object being deleted. A controller that was refused
+ * at start (shared/runtime/stopped.ts) declares none, so deleting objects keep theirs until it
+ * starts again.
+ */
+export interface FinalizerDeclaration<T extends KubeObject = KubeObject> {
+  /** The finalizer's name, domain-qualified (e.g. the seed's `subrelay.example.com/finalizer`). */
+  name: string;
+  /**
+   * What a live object wants (see {@link FinalizerWish}); pure, from the object as read. Default:
+   * `hold` for every object.
+   */
+  want?(object: KubeObject): FinalizerWish;
+  /**
+   * Releases what the object held (kube-rs's `Event::Cleanup`), on a private copy of the object
+   * whose status it may change (progress, a blocked deletion's reason). Return `done()` once
+   * nothing is left, and the runtime removes the finalizer (with the outcome's metadata, see
+   * `Outcome.withMetadata`, in the same patch); `requeueAfter(s)` or `awaitSweep()` while work is
+   * under way; `failed(err)` when it failed (the error policy and backoff apply, the finalizer
+   * stays). Must be idempotent, like `reconcile`.
+   */
+  cleanup(ctx: PassContext, object: T): Promise<Outcome>;
+}
+
+/**
  * One operator, as kubefn runs it.
  *
  * `reconcile` must be idempotent: two passes for one key may run at once on serverless
  * platforms. It receives a private copy of the object and may change `status` in place; the
  * executor writes the status once, only if it changed, guarded by the resourceVersion read, and
  * sets `status.observedGeneration` to `metadata.generation` (see `observedGeneration`).
- * Metadata and spec writes (finalizers, annotations) the controller makes itself through
- * `ctx.kube`.
+ * The controller's finalizer is the runtime's (see `finalizer`); annotations and labels of the
+ * primary come with the Outcome (`Outcome.withMetadata`), written by the runtime.
  *
  * Errors: return `failed(err)` (or throw); the executor classifies with shared/kube's
  * `classifyError`, retries per class (transient: backoff; conflict: now; quota: 60 s;
@@ -91,9 +139,9 @@ export interface ConditionEventPolicy {
  *
  * Caveats: `reconcileAbsent` runs when the primary object does not exist (deleted, or a
  * synthetic key such as the Site singleton request `__singletons`); without it an absent object
- * is `done`. When the controller writes the primary itself (e.g. adds a finalizer with
- * `kube.update`), it should copy the returned `metadata.resourceVersion` onto its object, or the
- * executor's guarded status write meets a Conflict and requeues at once (harmless, one more pass).
+ * is `done`. When the controller writes the primary itself through `ctx.kube`, it should copy the
+ * returned `metadata.resourceVersion` onto its object, or the executor's guarded status write
+ * meets a Conflict and requeues at once (harmless, one more pass).
  */
 export interface ControllerDefinition<T extends KubeObject = KubeObject> {
   name: string;
@@ -199,6 +247,11 @@ export interface ControllerDefinition<T extends KubeObject = KubeObject> {
    * the generation changes. Keep it pure and cheap: it runs on every pass.
    */
   readiness?(object: KubeObject, outcome?: Outcome): Readiness | undefined;
+  /**
+   * The finalizer the runtime keeps for this controller (see {@link FinalizerDeclaration}): when
+   * declared, `reconcile` never sees an object being deleted — `cleanup` does.
+   */
+  finalizer?: FinalizerDeclaration<T>;
   reconcile(ctx: PassContext, object: T): Promise<Outcome>;
   reconcileAbsent?(ctx: PassContext): Promise<Outcome>;
 }

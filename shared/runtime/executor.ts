@@ -16,7 +16,8 @@ import { backoffSeconds } from "./backoff.ts";
 import { conditionEvents } from "./condition-events.ts";
 import type { ControllerDefinition, PassContext } from "./controller.ts";
 import { applyErrorPolicy, type ErrorPolicy, isLatched, QUOTA_RETRY_SECONDS } from "./error-policy.ts";
-import { done, failed, Outcome } from "./outcome.ts";
+import { guard, runController } from "./finalize.ts";
+import { done, failed, type Outcome } from "./outcome.ts";
 import { applyReadiness } from "./readiness.ts";
 import { groupOf, type Registry } from "./registry.ts";
 import { SEAL_FIELD } from "./status-seal.ts";
@@ -63,7 +64,10 @@ export interface PassResult {
  * controller on a private copy, apply its error policy and then its summary (`readiness`: Ready,
  * Reconciling, Stalled), patch the status once if it changed (merge patch guarded by the
  * resourceVersion read, with `status.observedGeneration`), and turn the Outcome into at most one
- * follow-up through `ctx.queue`.
+ * follow-up through `ctx.queue`. The controller's finalizer (`ControllerDefinition.finalizer`) is
+ * the runtime's: added before reconcile, `cleanup` instead of reconcile on deletion, removed once
+ * cleanup is done; the metadata an Outcome carries is written before the status
+ * (shared/runtime/finalize.ts).
  *
  * | outcome | follow-up |
  * | --- | --- |
@@ -212,7 +216,21 @@ export async function runPass(ctx: Context, registry: Registry, message: Message
   if (foreign) reportForeignStatus(ctx, def.name, key, observed);
 
   const copy = structuredClone(observed);
-  let outcome = await guard(() => def.reconcile(passCtx, copy));
+  // The controller's finalizer is kept here (added before reconcile, cleanup on deletion, removed
+  // once cleanup is done) with the metadata its Outcome carries; see shared/runtime/finalize.ts.
+  const step = await runController(passCtx, def, copy);
+  let outcome = step.outcome;
+  if (step.final) {
+    await settle(
+      ctx,
+      def,
+      summary,
+      { ...message, uid: observed.metadata.uid ?? message.uid },
+      attempt,
+      outcome,
+    );
+    return finish();
+  }
   applyErrorPolicy(def.errorPolicy, copy, outcome, ctx.clock.now());
   const readiness = def.readiness?.(copy, outcome);
   if (readiness) applyReadiness(copy, readiness, ctx.clock.now());
@@ -229,8 +247,8 @@ export async function runPass(ctx: Context, registry: Registry, message: Message
     try {
       await ctx.kube.patchStatus(def.for, objectKey, {
         type: "merge",
-        // The controller's own metadata writes (finalizer, annotations) move the resourceVersion;
-        // it copies the new one onto its object, so guard with that, else the observed one.
+        // The pass's own metadata writes (finalizer, annotations) moved the resourceVersion onto
+        // the copy: guard with that, else the observed one.
         body: {
           metadata: { resourceVersion: copy.metadata.resourceVersion ?? observed.metadata.resourceVersion },
           status: patch,
@@ -471,15 +489,6 @@ function fail(
     error: errorMessage(error),
   });
   ctx.metrics.count("kubefn_pass_errors_total", { controller, class: cls.class });
-}
-
-async function guard(run: () => Promise<Outcome>): Promise<Outcome> {
-  try {
-    const outcome = await run();
-    return Outcome.is(outcome) ? outcome : failed(new TypeError("a reconcile must return an Outcome"));
-  } catch (err) {
-    return failed(err);
-  }
 }
 
 /**

@@ -1,5 +1,12 @@
 export { type BackoffPolicy, backoffSeconds, DEFAULT_BACKOFF } from "./backoff.ts";
-export type { ControllerDefinition, PassContext, Watch, WatchedChange } from "./controller.ts";
+export type {
+  ControllerDefinition,
+  FinalizerDeclaration,
+  FinalizerWish,
+  PassContext,
+  Watch,
+  WatchedChange,
+} from "./controller.ts";
 export {
   combineListed,
   DEFAULT_SAFETY_NET_SECONDS,
@@ -84,7 +91,15 @@ export {
   type MessageAuthenticator,
   messageAuthenticatorFrom,
 } from "./message-mac.ts";
-export { awaitSweep, done, failed, Outcome, type OutcomeKind, requeueAfter } from "./outcome.ts";
+export {
+  awaitSweep,
+  done,
+  failed,
+  Outcome,
+  type OutcomeKind,
+  type OutcomeMetadata,
+  requeueAfter,
+} from "./outcome.ts";
 export {
   anyOf,
   type ChangePredicate,

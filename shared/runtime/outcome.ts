@@ -2,6 +2,16 @@
 export type OutcomeKind = "done" | "awaitSweep" | "requeue" | "error";
 
 /**
+ * Annotations and labels a pass wants on its primary (`null` removes one), written by the runtime
+ * with its Outcome (see {@link Outcome.withMetadata}). Finalizers are not among them: the runtime
+ * owns the controller's finalizer (`ControllerDefinition.finalizer`).
+ */
+export interface OutcomeMetadata {
+  annotations?: Readonly<Record<string, string | null>>;
+  labels?: Readonly<Record<string, string | null>>;
+}
+
+/**
  * What happens after a pass (kube-rs's `Action`, plus the failure): opaque, built only with the
  * named constructors — {@link done}, {@link awaitSweep}, {@link requeueAfter}, {@link failed} —
  * and turned by the executor into at most one follow-up message.
@@ -22,7 +32,30 @@ export class Outcome {
     readonly error?: unknown,
     /** Optional for `requeue`: why, carried by the follow-up to the next pass (`PassContext.followUp`). */
     readonly reason?: string,
+    /** Annotations and labels to write on the primary (see {@link withMetadata}). */
+    readonly metadata?: OutcomeMetadata,
   ) {}
+
+  /**
+   * This outcome, with annotations and labels the pass wants on its primary (e.g. the spec hash of
+   * what it just created). The runtime writes them in one merge patch guarded by the
+   * resourceVersion the pass read (after its own finalizer write), before the status write, and
+   * copies the new resourceVersion onto the object; a refused write (Conflict) becomes the pass's
+   * outcome, so the next pass recomputes. Calls merge, the later value winning per key.
+   *
+   * Caveats: written only when the pass went through the runtime (`runPass`); a test calling
+   * `reconcile` directly sees them on the outcome, not on the object.
+   */
+  withMetadata(change: OutcomeMetadata): Outcome {
+    const metadata: OutcomeMetadata = {
+      ...this.metadata,
+      ...(change.annotations
+        ? { annotations: { ...this.metadata?.annotations, ...change.annotations } }
+        : {}),
+      ...(change.labels ? { labels: { ...this.metadata?.labels, ...change.labels } } : {}),
+    };
+    return new Outcome(this.kind, this.afterSeconds, this.error, this.reason, metadata);
+  }
 
   /** Nothing more to do until something changes (an event, or the sweep's safety-net pass). */
   static done(): Outcome {

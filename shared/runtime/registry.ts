@@ -67,7 +67,7 @@ export function isKind(object: KubeObject, resource: Resource): boolean {
  * types unique within each controller (every kind carries its own `Ready`), every Resource complete and well-formed, no kind claimed
  * as `for` by two controllers, a resync between 60 s and a week, every declared requeue delay
  * shorter than the resync (one as late is never sent), the error policy's latch and quota
- * conditions among the controller's own condition types.
+ * conditions among the controller's own condition types, a finalizer's name domain-qualified.
  *
  * @throws RegistryError listing every problem, so one start-up shows them all.
  * @example
@@ -170,6 +170,16 @@ export function createRegistry(definitions: readonly ControllerDefinition[]): Re
       }
     }
     if (typeof def.reconcile !== "function") problems.push(`${label}: reconcile must be a function`);
+    if (def.finalizer) {
+      const name = def.finalizer.name;
+      const [domain, path, ...rest] = typeof name === "string" ? name.split("/") : [];
+      if (!domain || !path || rest.length > 0 || !dnsSubdomain.test(domain))
+        problems.push(
+          `${label}: finalizer name must be domain-qualified (example.com/name), got ${JSON.stringify(name)}`,
+        );
+      if (typeof def.finalizer.cleanup !== "function")
+        problems.push(`${label}: finalizer cleanup must be a function`);
+    }
   });
 
   if (problems.length > 0) throw new RegistryError(problems);

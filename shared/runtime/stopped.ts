@@ -56,8 +56,10 @@ export function startable(
  * pass writes `Ready=False/OperatorNotStarted` (stalled) naming the problems and changes nothing
  * else, and the drift sends a pass only to a primary that does not say so yet.
  *
- * Caveats: a primary being deleted keeps its finalizer until the operator starts again: nothing
- * it created is released while kubefn cannot reconcile it.
+ * Caveats: a primary being deleted keeps its finalizer until the operator starts again: the
+ * stand-in declares no finalizer (`ControllerDefinition.finalizer`), so the runtime neither adds
+ * nor cleans up nor removes one, and nothing the operator created is released while kubefn cannot
+ * reconcile it.
  */
 export function stoppedController(
   def: ControllerDefinition,

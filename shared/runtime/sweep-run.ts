@@ -11,6 +11,7 @@ import {
   pagesOf,
   SWEEP_PAGE_SIZE,
 } from "./drift.ts";
+import { finalizerDrift } from "./finalize.ts";
 import type { Registry } from "./registry.ts";
 import { isEmptyStatus } from "./status-seal.ts";
 import {
@@ -164,7 +165,7 @@ export async function runSweep(
             return dueThisSlot(object, now, def.resyncSeconds, periodSeconds)
               ? { kind: "drift", reason: "resync" }
               : undefined;
-          const reason = await decide?.decide(object);
+          const reason = finalizerDrift(def, object) ?? (await decide?.decide(object));
           return reason === undefined ? undefined : { kind: "drift", reason };
         };
         const messages: Message[] = [];

@@ -68,7 +68,7 @@ const calls: Array<{ resource: string; verbs: string[]; at: Array<[file: string,
     at: [
       ["shared/runtime/executor.ts", "ctx.kube.get(def.for"],
       ["shared/controllers/proxy/discovery/list-proxies.ts", "listAll(reads.kube, proxyResource"],
-      ["shared/controllers/proxy/metadata.ts", "patchMetadataGuarded"],
+      ["shared/runtime/finalize.ts", "kube.patch(res, keyOf(object)"],
     ],
   },
   {
@@ -133,7 +133,7 @@ const calls: Array<{ resource: string; verbs: string[]; at: Array<[file: string,
     at: [
       ["shared/runtime/executor.ts", "ctx.kube.get(def.for"],
       ["shared/runtime/drift.ts", "const page = await kube.list(resource"],
-      ["shared/controllers/subpool/metadata.ts", "patchMetadataGuarded"],
+      ["shared/runtime/finalize.ts", "kube.patch(res, keyOf(object)"],
     ],
   },
   {

@@ -6,7 +6,8 @@
  */
 
 import { conditionsSchema, type KindSpec, objectSchemaFor, resourceFor } from "../../crd/index.ts";
-import type { Resource } from "../../kube/index.ts";
+import type { KubeObject, Resource } from "../../kube/index.ts";
+import type { FinalizerDeclaration } from "../../runtime/index.ts";
 import * as z from "../../zod/index.ts";
 
 export const proxyGroup = "crawl.kubefn.dev";
@@ -209,3 +210,18 @@ export type Proxy = z.infer<typeof proxySchema>;
 export function parseProxy(obj: unknown): z.core.util.SafeParseResult<Proxy> {
   return proxySchema.safeParse(obj);
 }
+
+/**
+ * The Proxy's finalizer as the runtime keeps it (seed §3, §4): a Managed Proxy holds it from its
+ * first pass, before anything is created; an External one lets it go once what Managed mode made
+ * is gone; an object that fails the schema creates nothing and keeps it as it is. The controller
+ * adds the cleanup (controller.ts).
+ */
+export const proxyFinalizing: Pick<FinalizerDeclaration, "name" | "want"> = {
+  name: proxyFinalizer,
+  want(object: KubeObject) {
+    const parsed = parseProxy(object);
+    if (!parsed.success) return "as-is";
+    return parsed.data.spec.mode === ProxyMode.External ? "release" : "hold";
+  },
+};

@@ -1,11 +1,11 @@
 import type { ProbeAllowList } from "../../health/index.ts";
 import { type ControllerDefinition, done } from "../../runtime/index.ts";
 import { defaultInstanceAllowList, type InstanceAllowList } from "./allow-list.ts";
-import { ProxyConditionType, ProxyReason, proxyResource } from "./api.ts";
+import { ProxyConditionType, ProxyReason, proxyFinalizing, proxyResource } from "./api.ts";
 import { proxyDrift } from "./drift.ts";
 import { proxyErrorPolicy } from "./failure.ts";
 import { forgetProxySeries } from "./probe-series.ts";
-import { type ProvidersSource, reconcileProxy } from "./reconcile.ts";
+import { cleanupProxy, type ProvidersSource, type ProxyPassDeps, reconcileProxy } from "./reconcile.ts";
 import { proxiesForSecret } from "./secret-watch.ts";
 import { proxyReadiness } from "./status.ts";
 import { defaultProxyTimings, type ProxyTimings } from "./timings.ts";
@@ -29,7 +29,8 @@ export interface ProxyControllerDeps {
 
 /**
  * The proxy operator as a kubefn controller: Managed proxies provisioned through a provider,
- * replaced when their spec or cloud-init changes, deleted behind a finalizer; External proxies
+ * replaced when their spec or cloud-init changes, deleted behind the finalizer the runtime keeps
+ * (`proxyFinalizing`: held by Managed proxies, cleanup deletes the instance); External proxies
  * taken as they are; health projected from the sweep's stored `status.health`.
  *
  * Watches Secrets (a rotated cloud-init Secret re-enqueues every Proxy naming it). Does not own
@@ -48,6 +49,12 @@ export interface ProxyControllerDeps {
 export function proxyController(deps: ProxyControllerDeps): ControllerDefinition {
   const timings: ProxyTimings = { ...defaultProxyTimings, ...deps.timings };
   const resyncSeconds = Math.max(60, timings.driftPoll);
+  const pass: ProxyPassDeps = {
+    providers: deps.providers,
+    timings,
+    allowList: deps.instanceAllowList ?? defaultInstanceAllowList,
+    ...(deps.probeAllowList ? { probeAllowList: deps.probeAllowList } : {}),
+  };
   return {
     name: proxyControllerName,
     for: proxyResource,
@@ -75,13 +82,8 @@ export function proxyController(deps: ProxyControllerDeps): ControllerDefinition
     readiness: proxyReadiness,
     drift: proxyDrift(deps.providers),
     ...(deps.shards ? { shards: deps.shards } : {}),
-    reconcile: (ctx, object) =>
-      reconcileProxy(ctx, object, {
-        providers: deps.providers,
-        timings,
-        allowList: deps.instanceAllowList ?? defaultInstanceAllowList,
-        ...(deps.probeAllowList ? { probeAllowList: deps.probeAllowList } : {}),
-      }),
+    finalizer: { ...proxyFinalizing, cleanup: (ctx, object) => cleanupProxy(ctx, object, pass) },
+    reconcile: (ctx, object) => reconcileProxy(ctx, object, pass),
     // Gone (its finalizer removed, then deleted): its probe series go with it.
     reconcileAbsent: async (ctx) => {
       forgetProxySeries(ctx.metrics, ctx.request);

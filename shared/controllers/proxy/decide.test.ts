@@ -18,7 +18,6 @@ const inst = (state: Instance["state"], ip?: string): Instance => ({
 });
 const H = "v2:aaaa";
 const base: ManagedObservation = {
-  hasFinalizer: true,
   providerKnown: true,
   providerID: "fake://ns/px-1",
   storedHash: H,
@@ -27,7 +26,6 @@ const base: ManagedObservation = {
 
 describe("decideManaged", () => {
   it.each<[string, Partial<ManagedObservation>, string, Record<string, unknown>?]>([
-    ["no finalizer comes first", { hasFinalizer: false, providerKnown: false }, "addFinalizer"],
     ["unknown provider", { providerKnown: false }, "unknownProvider"],
     ["cloud-init not resolved yet", { desiredHash: undefined }, "resolve"],
     ["no providerID → create", { providerID: undefined }, "create"],
@@ -86,14 +84,13 @@ describe("decideManaged", () => {
 });
 
 describe("decideDeletion", () => {
-  const del: DeletionObservation = { hasFinalizer: true, providerKnown: true, providerID: "fake://ns/px-1" };
+  const del: DeletionObservation = { providerKnown: true, providerID: "fake://ns/px-1" };
   it.each<[string, Partial<DeletionObservation>, string]>([
-    ["no finalizer → done", { hasFinalizer: false }, "done"],
-    ["unknown provider → drop the finalizer", { providerKnown: false }, "removeFinalizer"],
+    ["unknown provider → nothing to reach: the finalizer may go", { providerKnown: false }, "gone"],
     ["providerID → look up", {}, "lookup"],
     // A providerID naming nothing of this Proxy's (gone, or forged) must not hide a tagged instance.
     ["providerID names nothing of ours → list by owner tag", { lookup: { found: false } }, "listTagged"],
-    ["…and nothing tagged → drop the finalizer", { lookup: { found: false }, tagged: [] }, "removeFinalizer"],
+    ["…and nothing tagged → the finalizer may go", { lookup: { found: false }, tagged: [] }, "gone"],
     [
       "…and a tagged instance → delete it",
       { lookup: { found: false }, tagged: [inst("Running")] },
@@ -105,11 +102,7 @@ describe("decideDeletion", () => {
       "deleteInstances",
     ],
     ["no providerID → list by owner tag", { providerID: undefined }, "listTagged"],
-    [
-      "no providerID, nothing tagged → drop the finalizer",
-      { providerID: undefined, tagged: [] },
-      "removeFinalizer",
-    ],
+    ["no providerID, nothing tagged → the finalizer may go", { providerID: undefined, tagged: [] }, "gone"],
     [
       "no providerID, a tagged orphan → delete it",
       { providerID: undefined, tagged: [inst("Provisioning")] },

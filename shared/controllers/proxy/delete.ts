@@ -1,13 +1,13 @@
 /**
- * Deletion (seed §4): keep the finalizer until the provider says the instance is gone.
+ * Deletion (seed §4), the cleanup of the Proxy's finalizer: the runtime keeps the finalizer until
+ * this says the instance is gone.
  */
 
 import { assertNever } from "../../guards/index.ts";
-import { hasFinalizer, isNotFound, type Kube, Resources, removeFinalizer } from "../../kube/index.ts";
+import { isNotFound, type Kube, Resources } from "../../kube/index.ts";
 import { done, failed, type Outcome, requeueAfter } from "../../runtime/index.ts";
-import { ProxyReason, proxyFinalizer } from "./api.ts";
+import { ProxyReason } from "./api.ts";
 import type { InstanceLookup } from "./managed.ts";
-import { patchMetadata, stillCurrent } from "./metadata.ts";
 import type { ProxyPass } from "./pass.ts";
 import {
   type Instance,
@@ -18,10 +18,10 @@ import {
   type ProvidersByName,
 } from "./providers/index.ts";
 import { setProvisioned, stampAt } from "./status.ts";
+import { stillCurrent } from "./still-current.ts";
 
 /** What a deletion pass knows so far. */
 export interface DeletionObservation {
-  hasFinalizer: boolean;
   providerKnown: boolean;
   providerID?: string | undefined;
   /** provider.get(providerID); undefined until looked up. */
@@ -31,8 +31,8 @@ export interface DeletionObservation {
 }
 
 export type DeletionAction =
-  | { kind: "done" }
-  | { kind: "removeFinalizer" }
+  /** Nothing of this Proxy's is left: the finalizer may go. */
+  | { kind: "gone" }
   | { kind: "lookup"; id: string }
   | { kind: "listTagged" }
   /** Delete these (already Terminating ones are only polled) and poll until they are gone. */
@@ -50,24 +50,22 @@ export type DeletionAction =
  * goes at once.
  */
 export function decideDeletion(o: DeletionObservation): DeletionAction {
-  if (!o.hasFinalizer) return { kind: "done" };
-  if (!o.providerKnown) return { kind: "removeFinalizer" };
+  if (!o.providerKnown) return { kind: "gone" };
   if (o.providerID && !o.lookup) return { kind: "lookup", id: o.providerID };
   if (o.lookup?.found) return { kind: "deleteInstances", instances: [o.lookup.instance] };
   if (!o.tagged) return { kind: "listTagged" };
-  if (o.tagged.length === 0) return { kind: "removeFinalizer" };
+  if (o.tagged.length === 0) return { kind: "gone" };
   return { kind: "deleteInstances", instances: o.tagged };
 }
 
 /**
  * One deletion pass: look the instance up, delete it and poll every `deletionPoll` seconds until
- * the provider reports it gone, then remove the finalizer (a guarded patch) and finish.
+ * the provider reports it gone, then `done()`: the runtime removes the finalizer.
  */
 export async function reconcileDelete(pass: ProxyPass): Promise<Outcome> {
   const { ctx, object, proxy, status } = pass;
   const provider = providerNamed(pass.providers, proxy.spec.provider);
   const step = await deleteInstances(pass, provider, {
-    hasFinalizer: hasFinalizer(object.metadata.finalizers, proxyFinalizer),
     providerKnown: provider !== undefined,
     providerID: status.providerID,
   });
@@ -77,10 +75,6 @@ export async function reconcileDelete(pass: ProxyPass): Promise<Outcome> {
     setProvisioned(status, false, ProxyReason.Deleting, message, stampAt(ctx.clock.now(), object));
     return requeueAfter(pass.timings.deletionPoll);
   }
-  if (step.kind === "gone") {
-    const { finalizers } = removeFinalizer(object.metadata.finalizers, proxyFinalizer);
-    await patchMetadata(ctx.kube, object, { finalizers });
-  }
   return done();
 }
 
@@ -89,9 +83,8 @@ export function providerNamed(providers: ProvidersByName, name: string | undefin
   return name !== undefined && Object.hasOwn(providers, name) ? providers[name] : undefined;
 }
 
-/** Where {@link deleteInstances} stopped: nothing held, every instance gone, or still waiting. */
+/** Where {@link deleteInstances} stopped: every instance gone, or still waiting. */
 export type InstanceDeletionStep =
-  | { kind: "nothing" }
   | { kind: "gone" }
   /** Deletion started (or was already under way) for these providerIDs: poll again. */
   | { kind: "deleting"; ids: string[] }
@@ -101,8 +94,7 @@ export type InstanceDeletionStep =
 /**
  * Drives {@link decideDeletion} through the provider: looks the instance up (or lists it by the
  * owner tag) and starts deleting what is still there (`deleting`: poll again after
- * `deletionPoll`). Returns `gone` once the provider reports nothing left, so the caller lets go of the
- * finalizer. A provider failure ends the step as `failed(err)`; the error policy writes what it means.
+ * `deletionPoll`). Returns `gone` once the provider reports nothing left, so the finalizer may go. A provider failure ends the step as `failed(err)`; the error policy writes what it means.
  */
 export async function deleteInstances(
   pass: ProxyPass,
@@ -115,9 +107,7 @@ export async function deleteInstances(
   for (;;) {
     const action = decideDeletion(observation);
     switch (action.kind) {
-      case "done":
-        return { kind: "nothing" };
-      case "removeFinalizer":
+      case "gone":
         return { kind: "gone" };
       case "lookup":
         try {

@@ -3,7 +3,7 @@
  * distinct cloud-init Secret read once, and a pure comparison per Proxy.
  */
 import { healthStateOf, projectHealth } from "../../health/index.ts";
-import { type Condition, hasFinalizer, type Kube, type KubeObject } from "../../kube/index.ts";
+import type { Condition, Kube, KubeObject } from "../../kube/index.ts";
 import {
   type Context,
   canonicalJson,
@@ -20,7 +20,6 @@ import {
   ProxyReason,
   type ProxyStatus,
   parseProxy,
-  proxyFinalizer,
   proxySpecHashAnnotation,
 } from "./api.ts";
 import { isCloudInitError, proxySpecHash, type ResolvedCloudInit, resolveCloudInit } from "./cloud-init.ts";
@@ -102,9 +101,9 @@ export function proxyDrift(providers: ProvidersSource): DriftDeclaration {
 
 /**
  * Why this Proxy needs a pass, or undefined when its pass would change nothing: deletion, a new
- * generation, a missing finalizer, a retry that waits on time (quota, cloud-init), an instance
- * gone or changed, a spec hash moved (spec or cloud-init Secret), an address or health verdict the
- * status does not show yet.
+ * generation, a retry that waits on time (quota, cloud-init), an instance gone or changed, a spec
+ * hash moved (spec or cloud-init Secret), an address or health verdict the status does not show
+ * yet. A finalizer not as the Proxy wants it is the runtime's reason (`finalizer`), asked first.
  *
  * Caveats: a Proxy the schema rejects is left to its next spec edit (its pass cannot fix it); a
  * latched Proxy (PermanentError at this generation) is quiet.
@@ -138,7 +137,6 @@ export async function proxyDriftReason(
     );
   }
 
-  if (!hasFinalizer(primary.metadata.finalizers, proxyFinalizer)) return "finalizer";
   const providerName = proxy.spec.provider ?? "";
   if (!shared.providers.has(providerName)) return "provider";
   if (conditionOf(status, ProxyConditionType.QuotaExceeded)?.status === "True") return "quota-retry";

@@ -1,15 +1,14 @@
 /**
  * External mode (seed §4): someone else runs the proxy. The address comes from the spec; no
- * instance is kept and no finalizer is held.
+ * instance is kept and no finalizer is held (`proxyFinalizing` wants it released).
  */
 import { assertNever } from "../../guards/index.ts";
 import { checkProbeTarget, healthStateOf, projectHealth } from "../../health/index.ts";
-import { hasFinalizer, ReconcileError, removeFinalizer } from "../../kube/index.ts";
-import { done, failed, type Outcome, requeueAfter } from "../../runtime/index.ts";
-import { ProxyConditionType, ProxyReason, proxyFinalizer, proxySpecHashAnnotation } from "./api.ts";
+import { ReconcileError } from "../../kube/index.ts";
+import { done, failed, type Outcome, type OutcomeMetadata, requeueAfter } from "../../runtime/index.ts";
+import { ProxyConditionType, ProxyReason, proxySpecHashAnnotation } from "./api.ts";
 import { deleteInstances, providerNamed } from "./delete.ts";
 import { healthInstanceOf } from "./health-subject.ts";
-import { type MetadataChange, patchMetadata } from "./metadata.ts";
 import type { ProxyPass } from "./pass.ts";
 import { applyHealth, dropCondition, setProvisioned, stampAt } from "./status.ts";
 
@@ -18,9 +17,10 @@ import { applyHealth, dropCondition, setProvisioned, stampAt } from "./status.ts
  *
  * A Proxy switched from Managed to External lets go of what Managed mode held first (seed:
  * External never has a finalizer or a provider): its instance is deleted through the provider
- * that made it and polled every `deletionPoll` seconds until gone, then the providerID, the
- * spec-hash annotation and the finalizer are dropped. Meanwhile the endpoint is already used and
- * Provisioned's message names the instance being deleted.
+ * that made it and polled every `deletionPoll` seconds until gone, then the providerID and the
+ * spec-hash annotation are dropped — and the finalizer, which the runtime releases through
+ * {@link releaseExternal}. Meanwhile the endpoint is already used and Provisioned's message names
+ * the instance being deleted.
  *
  * An endpoint on loopback, a private range, a link-local or metadata address (a tenant asking
  * kubefn to probe its internal network; see shared/health/target.ts) that `PROBE_ALLOWED_CIDRS`
@@ -36,23 +36,42 @@ import { applyHealth, dropCondition, setProvisioned, stampAt } from "./status.ts
  * does not count External Proxies as owners.
  */
 export async function reconcileExternal(pass: ProxyPass): Promise<Outcome> {
+  return externalStatus(pass, await releaseManaged(pass, false));
+}
+
+/**
+ * The cleanup of the finalizer a Proxy switched to External still holds: what Managed mode made
+ * is deleted, also when no providerID or spec hash names it (an instance carrying the owner tag);
+ * `done()` once nothing is left, dropping the spec hash with the finalizer. Meanwhile the status
+ * is External's.
+ */
+export async function releaseExternal(pass: ProxyPass): Promise<Outcome> {
+  const release = await releaseManaged(pass, true);
+  return release.kind === "clean" ? done().withMetadata(dropSpecHash) : externalStatus(pass, release);
+}
+
+/** What Managed mode left no longer names an instance: the spec hash goes (with the outcome). */
+const dropSpecHash: OutcomeMetadata = { annotations: { [proxySpecHashAnnotation]: null } };
+
+function externalStatus(pass: ProxyPass, release: Release): Outcome {
   const { ctx, proxy, status } = pass;
   const at = stampAt(ctx.clock.now(), pass.object);
   const endpoint = proxy.spec.endpoint;
   dropCondition(status, ProxyConditionType.PermanentError);
   dropCondition(status, ProxyConditionType.QuotaExceeded);
-  const release = await releaseManaged(pass);
   if (release.kind === "outcome") return release.outcome;
+  const next = (outcome: Outcome) =>
+    release.kind === "clean" ? outcome.withMetadata(dropSpecHash) : outcome;
   if (!endpoint) {
     // The schema requires an endpoint in External mode; an object that escaped it waits for a fix.
     setProvisioned(status, false, ProxyReason.ExternalEndpoint, "spec.endpoint is not set", at);
-    return release.kind === "deleting" ? requeueAfter(pass.timings.deletionPoll) : done();
+    return next(release.kind === "deleting" ? requeueAfter(pass.timings.deletionPoll) : done());
   }
   const verdict = checkProbeTarget(endpoint.host, { allow: pass.probeAllowList });
   if (!verdict.allowed) {
     delete status.ip;
     const message = `spec.endpoint.host: ${verdict.message}`;
-    return failed(ReconcileError.permanent(ProxyReason.EndpointNotAllowed, message));
+    return next(failed(ReconcileError.permanent(ProxyReason.EndpointNotAllowed, message)));
   }
   status.ip = endpoint.host;
   const releasing =
@@ -66,7 +85,7 @@ export async function reconcileExternal(pass: ProxyPass): Promise<Outcome> {
   );
   const projection = projectHealth(healthStateOf(status), healthInstanceOf(proxy));
   applyHealth(status, projection, proxy.spec.healthCheck !== undefined, at);
-  return release.kind === "deleting" ? requeueAfter(pass.timings.deletionPoll) : done();
+  return next(release.kind === "deleting" ? requeueAfter(pass.timings.deletionPoll) : done());
 }
 
 type Release =
@@ -74,19 +93,20 @@ type Release =
   | { kind: "deleting"; ids: string[] }
   | { kind: "outcome"; outcome: Outcome };
 
-/** Deletes what Managed mode left behind, then drops the providerID, spec hash and finalizer. */
-async function releaseManaged(pass: ProxyPass): Promise<Release> {
-  const { ctx, object, proxy, status } = pass;
-  const finalizer = hasFinalizer(object.metadata.finalizers, proxyFinalizer);
+/**
+ * Deletes what Managed mode left behind, then drops the providerID. `held`: the finalizer is still
+ * held, so an instance is looked for by its owner tag even when nothing else names one.
+ */
+async function releaseManaged(pass: ProxyPass, held: boolean): Promise<Release> {
+  const { object, proxy, status } = pass;
   const hashed = object.metadata.annotations?.[proxySpecHashAnnotation] !== undefined;
-  if (!finalizer && !hashed && !status.providerID) return { kind: "clean" };
+  if (!held && !hashed && !status.providerID) return { kind: "clean" };
   // The instance's own providerID names the provider that made it (spec.provider may have been
   // edited in the same change); without one, spec.provider is the one to ask by owner tag.
   const provider =
     providerNamed(pass.providers, schemeOf(status.providerID)) ??
     providerNamed(pass.providers, proxy.spec.provider);
   const step = await deleteInstances(pass, provider, {
-    hasFinalizer: true,
     providerKnown: provider !== undefined,
     providerID: status.providerID,
   });
@@ -94,16 +114,9 @@ async function releaseManaged(pass: ProxyPass): Promise<Release> {
     case "outcome":
     case "deleting":
       return step;
-    case "nothing":
-    case "gone": {
-      const change: MetadataChange = {};
-      if (finalizer)
-        change.finalizers = removeFinalizer(object.metadata.finalizers, proxyFinalizer).finalizers;
-      if (hashed) change.annotations = { [proxySpecHashAnnotation]: null };
-      if (finalizer || hashed) await patchMetadata(ctx.kube, object, change);
+    case "gone":
       delete status.providerID;
       return { kind: "clean" };
-    }
     default:
       return assertNever(step);
   }

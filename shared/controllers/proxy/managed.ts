@@ -6,10 +6,10 @@
 
 import { assertNever } from "../../guards/index.ts";
 import { healthStateOf, projectHealth } from "../../health/index.ts";
-import { hasFinalizer, ReconcileError } from "../../kube/index.ts";
-import { awaitSweep, failed, type Outcome, requeueAfter } from "../../runtime/index.ts";
+import { ReconcileError } from "../../kube/index.ts";
+import { awaitSweep, failed, type Outcome, type OutcomeMetadata, requeueAfter } from "../../runtime/index.ts";
 import { instanceRefusal } from "./allow-list.ts";
-import { ProxyReason, proxyFinalizer, proxySpecHashAnnotation } from "./api.ts";
+import { ProxyReason, proxySpecHashAnnotation } from "./api.ts";
 import {
   isCloudInitError,
   proxySpecHash,
@@ -17,7 +17,6 @@ import {
   resolveCloudInit,
   specHashPrefix,
 } from "./cloud-init.ts";
-import { patchMetadata, stillCurrent } from "./metadata.ts";
 import type { ProxyPass } from "./pass.ts";
 import {
   type Instance,
@@ -28,13 +27,13 @@ import {
   type Provider,
 } from "./providers/index.ts";
 import { applyHealth, setProvisioned, stampAt } from "./status.ts";
+import { stillCurrent } from "./still-current.ts";
 
 /** The result of looking the current instance up. */
 export type InstanceLookup = { found: true; instance: Instance } | { found: false };
 
 /** What a Managed pass knows so far. Later fields are filled in as the pass observes more. */
 export interface ManagedObservation {
-  hasFinalizer: boolean;
   providerKnown: boolean;
   /** status.providerID. */
   providerID?: string | undefined;
@@ -50,7 +49,6 @@ export interface ManagedObservation {
 
 /** The next step of a Managed pass. `resolve` and `lookup` ask for an observation, not an action. */
 export type ManagedAction =
-  | { kind: "addFinalizer" }
   | { kind: "unknownProvider" }
   | { kind: "resolve" }
   /** The instance the spec asks for is not allowed: create nothing, delete nothing. */
@@ -70,13 +68,12 @@ export type ManagedAction =
 /**
  * Decides the next step of a Managed pass (seed §3). Pure.
  *
- * Order: finalizer first; then the provider; then cloud-init (needed for the
- * hash); then no instance → create; a missing or foreign hash → adopt (write it, no create);
+ * Order: the provider first (the runtime added the finalizer before the pass); then cloud-init
+ * (needed for the hash); then no instance → create; a missing or foreign hash → adopt (write it, no create);
  * otherwise look the instance up and act on its state, replacing it when the hash differs. A
  * create or replace for a shape the allow-list refuses is `refuse` (a running instance stays).
  */
 export function decideManaged(o: ManagedObservation): ManagedAction {
-  if (!o.hasFinalizer) return { kind: "addFinalizer" };
   if (!o.providerKnown) return { kind: "unknownProvider" };
   if (o.desiredHash === undefined) return { kind: "resolve" };
   if (!o.providerID) return o.refused ? { kind: "refuse" } : { kind: "create" };
@@ -109,11 +106,10 @@ export function decideManaged(o: ManagedObservation): ManagedAction {
  *
  * | action | writes | outcome |
  * | --- | --- | --- |
- * | addFinalizer | finalizer (guarded patch) | requeueNow |
  * | unknownProvider | nothing (the error policy latches it) | failed(permanent) |
  * | refuse | nothing (latched: ImageNotAllowed, MachineTypeNotAllowed, ZoneNotAllowed) | failed(permanent) |
- * | create | provider.create (name from UID); providerID; spec-hash annotation if it differs | provisioningPoll |
- * | adopt | spec-hash annotation | requeueNow |
+ * | create | provider.create (name from UID); providerID; spec-hash annotation (with the outcome) | provisioningPoll |
+ * | adopt | spec-hash annotation (with the outcome) | requeueNow |
  * | forget | providerID and IP cleared | requeueNow |
  * | replace | provider.delete; Provisioned=False/Replacing | deletionPoll |
  * | poll | Provisioned=False/Provisioning | provisioningPoll |
@@ -123,8 +119,9 @@ export function decideManaged(o: ManagedObservation): ManagedAction {
  * Provider errors are returned as `failed(err)`; the controller's error policy (failure.ts) writes
  * what they mean (QuotaExceeded, the PermanentError latch) and the executor skips latched passes.
  *
- * Caveats: the finalizer pass requeues instead of returning done: the intake drops the
- * functions' own writes, so no event would bring the next pass before the sweep.
+ * The spec-hash annotation travels with the outcome (`withMetadata`): the runtime writes it before
+ * the status, so a pass killed between the two leaves the hash without the providerID, and the
+ * next pass's create finds the instance by its deterministic name.
  */
 export async function reconcileManaged(pass: ProxyPass): Promise<Outcome> {
   const { ctx, object, proxy, status, timings } = pass;
@@ -134,7 +131,6 @@ export async function reconcileManaged(pass: ProxyPass): Promise<Outcome> {
     ? pass.providers[providerName]
     : undefined;
   const observation: ManagedObservation = {
-    hasFinalizer: hasFinalizer(object.metadata.finalizers, proxyFinalizer),
     providerKnown: provider !== undefined,
     providerID: status.providerID,
     storedHash: object.metadata.annotations?.[proxySpecHashAnnotation],
@@ -163,11 +159,6 @@ export async function reconcileManaged(pass: ProxyPass): Promise<Outcome> {
   for (;;) {
     const action = decideManaged(observation);
     switch (action.kind) {
-      case "addFinalizer": {
-        const finalizers = [...(object.metadata.finalizers ?? []), proxyFinalizer];
-        await patchMetadata(ctx.kube, object, { finalizers });
-        return requeueAfter(timings.requeueNow);
-      }
       case "unknownProvider": {
         const known = Object.keys(pass.providers).sort().join(", ") || "none";
         const message = `no provider named "${providerName}" (known: ${known})`;
@@ -211,18 +202,10 @@ export async function reconcileManaged(pass: ProxyPass): Promise<Outcome> {
         status.providerID = instance.id;
         delete status.ip;
         setProvisioned(status, false, ProxyReason.Provisioning, `instance ${instance.id} created`, at);
-        if (observation.storedHash !== observation.desiredHash) {
-          await patchMetadata(ctx.kube, object, {
-            annotations: { [proxySpecHashAnnotation]: observation.desiredHash! },
-          });
-        }
-        return requeueAfter(timings.provisioningPoll);
+        return requeueAfter(timings.provisioningPoll).withMetadata(specHashOf(observation.desiredHash!));
       }
       case "adopt":
-        await patchMetadata(ctx.kube, object, {
-          annotations: { [proxySpecHashAnnotation]: observation.desiredHash! },
-        });
-        return requeueAfter(timings.requeueNow);
+        return requeueAfter(timings.requeueNow).withMetadata(specHashOf(observation.desiredHash!));
       case "lookup":
         try {
           observation.lookup = { found: true, instance: await provider!.get(action.id, ownerUID) };
@@ -295,4 +278,9 @@ export async function reconcileManaged(pass: ProxyPass): Promise<Outcome> {
         return assertNever(action);
     }
   }
+}
+
+/** The spec-hash annotation an Outcome carries (`withMetadata`). */
+function specHashOf(hash: string): OutcomeMetadata {
+  return { annotations: { [proxySpecHashAnnotation]: hash } };
 }

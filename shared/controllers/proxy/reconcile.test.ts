@@ -8,6 +8,7 @@ import type { KubeObject } from "../../kube/port.ts";
 import { Resources } from "../../kube/resources.ts";
 import type { PassContext } from "../../runtime/controller.ts";
 import { runPass } from "../../runtime/executor.ts";
+import { runController } from "../../runtime/finalize.ts";
 import type { Outcome } from "../../runtime/outcome.ts";
 import { createRegistry } from "../../runtime/registry.ts";
 import type { Message } from "../../runtime/types.ts";
@@ -173,11 +174,14 @@ function world(
   const registry = createRegistry([def]);
   const { ctx, recorded } = fakeContext(kube, { now });
   const stored = () => kube.stored(proxyResource, key)!;
-  /** Runs the controller's reconcile on a copy, as the executor would, without the status write. */
+  /**
+   * Runs the controller on a copy as the executor would (the runtime's finalizer, cleanup on
+   * deletion, the outcome's metadata written), without the status write.
+   */
   async function reconcile(): Promise<{ outcome: Outcome; object: KubeObject }> {
     const object = structuredClone(stored());
     const passCtx: PassContext = { ...ctx, request, attempt: 0 };
-    const outcome = await def.reconcile(passCtx, object);
+    const { outcome } = await runController(passCtx, def, object);
     return { outcome, object };
   }
   /** runPass until no immediate follow-up is left (at most `max` passes); delayed polls end it. */
@@ -195,9 +199,10 @@ function world(
 
 const conditionsOf = (o: KubeObject) =>
   Object.fromEntries(
-    ((o.status as { conditions?: { type: string; status: string; reason: string }[] }).conditions ?? []).map(
-      (c) => [c.type, `${c.status}/${c.reason}`],
-    ),
+    (
+      (o.status as { conditions?: { type: string; status: string; reason: string }[] } | undefined)
+        ?.conditions ?? []
+    ).map((c) => [c.type, `${c.status}/${c.reason}`]),
   );
 /** As a pass at this generation left it: only what the drift decides on differs. */
 const stamped = (o: KubeObject): KubeObject => ({
@@ -212,13 +217,19 @@ const outcomeOf = (o: Outcome) =>
       : o.kind;
 
 describe("proxy reconcile: one pass per branch", () => {
-  it("adds the finalizer first and requeues at once, calling no provider", async () => {
+  it("has the runtime add the finalizer before any provider call, then creates in the same pass", async () => {
     const w = world({ finalizer: false });
+    const create = w.provider.create.bind(w.provider);
+    const heldAtCreate: unknown[] = [];
+    w.provider.create = async (req) => {
+      heldAtCreate.push(w.stored().metadata.finalizers);
+      return create(req);
+    };
     const { outcome, object } = await w.reconcile();
-    expect(outcomeOf(outcome)).toBe("requeue 0");
-    expect(w.stored().metadata.finalizers).toEqual([proxyFinalizer]);
+    expect(outcomeOf(outcome)).toBe("requeue 5");
+    expect(heldAtCreate).toEqual([[proxyFinalizer]]);
     expect(object.metadata.resourceVersion).toBe(w.stored().metadata.resourceVersion);
-    expect(w.provider.calls).toEqual([]);
+    expect(w.provider.methods()).toEqual(["create"]);
   });
 
   it("creates the instance named from the UID, records it and its spec hash, and polls", async () => {
@@ -451,6 +462,8 @@ describe("proxy reconcile: one pass per branch", () => {
     const result = await runPass(w.ctx, w.registry, message);
     expect(result).toMatchObject({ result: "error", errorClass: "permanent" });
     expect(conditionsOf(w.stored())).not.toHaveProperty("PermanentError");
+    // The finalizer write was refused: nothing is created without it.
+    expect(w.provider.calls).toEqual([]);
   });
 
   it("a missing cloud-init Secret is a condition and a transient retry, not a crash", async () => {

@@ -13,8 +13,9 @@ import {
   quantitySchema,
   resourceFor,
 } from "../../crd/index.ts";
-import type { Resource } from "../../kube/index.ts";
+import type { KubeObject, Resource } from "../../kube/index.ts";
 import { dnsLabel, dnsSubdomain } from "../../kube/index.ts";
+import type { FinalizerDeclaration } from "../../runtime/index.ts";
 import * as z from "../../zod/index.ts";
 
 export const subPoolGroup = "subrelay.example.com";
@@ -178,3 +179,14 @@ export type SubPool = z.infer<typeof subPoolSchema>;
 export function parseSubPool(obj: unknown): z.core.util.SafeParseResult<SubPool> {
   return subPoolSchema.safeParse(obj);
 }
+
+/**
+ * The SubPool's finalizer as the runtime keeps it (seed: 正常活动对象先加入 finalizer): a valid
+ * SubPool holds it before anything is created; one that fails the schema creates nothing and keeps
+ * it as it is. The controller adds the cleanup, which deletes the derived Namespace first
+ * (deletion.ts).
+ */
+export const subPoolFinalizing: Pick<FinalizerDeclaration, "name" | "want"> = {
+  name: subPoolFinalizer,
+  want: (object: KubeObject) => (parseSubPool(object).success ? "hold" : "as-is"),
+};

@@ -1,8 +1,15 @@
 import type { ObjectKey, Resource } from "../../kube/index.ts";
 import type { ControllerDefinition, DriftDeclaration } from "../../runtime/index.ts";
 import { generationChanged } from "../../runtime/index.ts";
-import { SubPoolConditionType, SubPoolReason, subPoolNamespacePrefix, subPoolResource } from "./api.ts";
+import {
+  SubPoolConditionType,
+  SubPoolReason,
+  subPoolFinalizing,
+  subPoolNamespacePrefix,
+  subPoolResource,
+} from "./api.ts";
 import { defaultOperatorConfig, type InvalidOperatorConfig, type OperatorConfig } from "./config.ts";
+import { cleanupSubPool } from "./deletion.ts";
 import { subPoolObjectNames, subPoolOwnedResources } from "./desired.ts";
 import { subPoolDrift } from "./drift.ts";
 import { reconcileSubPool } from "./reconcile.ts";
@@ -28,8 +35,8 @@ export interface SubPoolControllerDeps {
 /**
  * The SubPool operator as a kubefn controller: a cluster-scoped SubPool derives the Namespace
  * `subpool-<name>` and the objects inside it, validated before anything is created, never
- * adopting what someone else owns, suspended by scaling to zero, and deleted behind a finalizer
- * that waits for the Namespace.
+ * adopting what someone else owns, suspended by scaling to zero, and deleted behind the finalizer
+ * the runtime keeps (`subPoolFinalizing`), whose cleanup waits for the Namespace.
  *
  * Owns the derived kinds (events map back through the controller reference, or through the
  * `subpool-<name>` namespace when an audit event carries no body). The operator configuration is
@@ -88,6 +95,12 @@ export function subPoolController(deps: SubPoolControllerDeps = {}): ControllerD
       : { shards: { [sharedLookTask]: sharedLookHandler(passDeps.operatorConfig) } }),
     ownerFromKey: subPoolFromKey,
     readiness: subPoolReadiness,
+    finalizer: {
+      ...subPoolFinalizing,
+      // Seed step 1: nothing is written, the finalizer included, while the configuration is invalid.
+      ...("invalid" in passDeps.operatorConfig ? { want: () => "as-is" as const } : {}),
+      cleanup: (ctx, object) => cleanupSubPool(ctx, object, timings),
+    },
     reconcile: (ctx, object) => reconcileSubPool(ctx, object, passDeps),
   };
 }

@@ -261,13 +261,12 @@ describe("decideDeletion", () => {
     metadata: { name: "subpool-demo", ...(terminating ? { deletionTimestamp: "2026-11-30T12:00:00Z" } : {}) },
   });
   it.each([
-    ["no finalizer of ours", false, undefined, false, { kind: "nothing" }],
-    ["Namespace gone", true, undefined, false, { kind: "removeFinalizer", namespaceKept: false }],
-    ["Namespace ours", true, ns(false), true, { kind: "deleteNamespace" }],
-    ["Namespace ours and terminating", true, ns(true), true, { kind: "waitForNamespace" }],
-    ["Namespace not ours: kept", true, ns(false), false, { kind: "removeFinalizer", namespaceKept: true }],
-  ] as const)("%s → %j", (_, hasFinalizer, namespace, namespaceIsOurs, expected) => {
-    expect(decideDeletion({ hasFinalizer, namespace, namespaceIsOurs })).toEqual(expected);
+    ["Namespace gone", undefined, false, { kind: "removeFinalizer", namespaceKept: false }],
+    ["Namespace ours", ns(false), true, { kind: "deleteNamespace" }],
+    ["Namespace ours and terminating", ns(true), true, { kind: "waitForNamespace" }],
+    ["Namespace not ours: kept", ns(false), false, { kind: "removeFinalizer", namespaceKept: true }],
+  ] as const)("%s → %j", (_, namespace, namespaceIsOurs, expected) => {
+    expect(decideDeletion({ namespace, namespaceIsOurs })).toEqual(expected);
   });
 
   it("explains a stuck Namespace from its conditions", () => {

@@ -1,26 +1,18 @@
 /**
- * The finalizer path: the derived Namespace goes first, then the finalizer, then the SubPool.
+ * The cleanup of the SubPool's finalizer: the derived Namespace goes first, then the runtime
+ * removes the finalizer, then the API server the SubPool.
  */
 
 import { assertNever } from "../../guards/index.ts";
 import type { KubeObject } from "../../kube/index.ts";
-import {
-  ForbiddenError,
-  hasFinalizer,
-  isControlledBy,
-  isNotFound,
-  Resources,
-  removeFinalizer,
-} from "../../kube/index.ts";
+import { ForbiddenError, isControlledBy, isNotFound, Resources } from "../../kube/index.ts";
 import type { PassContext } from "../../runtime/index.ts";
 import { done, failed, type Outcome, requeueAfter } from "../../runtime/index.ts";
-import { SubPoolReason, subPoolFinalizer, subPoolNamespaceName } from "./api.ts";
-import { patchFinalizers } from "./metadata.ts";
-import type { SubPoolStatusWriter } from "./status.ts";
+import { SubPoolReason, subPoolNamespaceName } from "./api.ts";
+import { type SubPoolStatusWriter, statusWriter } from "./status.ts";
 import type { SubPoolTimings } from "./timings.ts";
 
 export interface DeletionObservation {
-  hasFinalizer: boolean;
   /** The derived Namespace as read, or undefined when it does not exist. */
   namespace: KubeObject | undefined;
   /** Whether that Namespace is controlled by the SubPool being deleted (by UID). */
@@ -28,9 +20,7 @@ export interface DeletionObservation {
 }
 
 export type DeletionAction =
-  /** Not ours to finish: no finalizer of ours is left. */
-  | { kind: "nothing" }
-  /** The Namespace is gone, or was never ours (then it is kept). */
+  /** The Namespace is gone, or was never ours (then it is kept): the finalizer may go. */
   | { kind: "removeFinalizer"; namespaceKept: boolean }
   | { kind: "deleteNamespace" }
   /** Our Namespace is terminating: wait and report why. */
@@ -42,7 +32,6 @@ export type DeletionAction =
  * it and remove the finalizer.
  */
 export function decideDeletion(obs: DeletionObservation): DeletionAction {
-  if (!obs.hasFinalizer) return { kind: "nothing" };
   if (!obs.namespace) return { kind: "removeFinalizer", namespaceKept: false };
   if (!obs.namespaceIsOurs) return { kind: "removeFinalizer", namespaceKept: true };
   return obs.namespace.metadata.deletionTimestamp
@@ -67,6 +56,18 @@ export function namespaceBlockers(namespace: KubeObject): string {
     : `waiting for Namespace ${name} to be deleted (phase ${status?.phase ?? "unknown"})`;
 }
 
+/**
+ * The finalizer's cleanup (a SubPool with a deletionTimestamp): `done()` once the Namespace is gone
+ * or was never ours, and the runtime removes the finalizer.
+ */
+export function cleanupSubPool(
+  ctx: PassContext,
+  object: KubeObject,
+  timings: SubPoolTimings,
+): Promise<Outcome> {
+  return reconcileDeletion(ctx, object, statusWriter(object, ctx.clock.now()), timings);
+}
+
 /** Runs the deletion path for a SubPool with a deletionTimestamp. */
 export async function reconcileDeletion(
   ctx: PassContext,
@@ -83,13 +84,10 @@ export async function reconcileDeletion(
     if (!isNotFound(err)) throw err;
   }
   const action = decideDeletion({
-    hasFinalizer: hasFinalizer(object.metadata.finalizers, subPoolFinalizer),
     namespace,
     namespaceIsOurs: namespace !== undefined && isControlledBy(namespace, object),
   });
   switch (action.kind) {
-    case "nothing":
-      return done();
     case "removeFinalizer":
       if (action.namespaceKept) {
         ctx.log.info("SubPool deleted; its Namespace name is held by another owner and is kept", {
@@ -97,11 +95,6 @@ export async function reconcileDeletion(
           namespace: nsName,
         });
       }
-      await patchFinalizers(
-        ctx.kube,
-        object,
-        removeFinalizer(object.metadata.finalizers, subPoolFinalizer).finalizers,
-      );
       return done();
     case "deleteNamespace": {
       try {

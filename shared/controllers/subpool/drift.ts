@@ -8,7 +8,6 @@ import {
   controllerRefTo,
   findCondition,
   formatLabelSelector,
-  hasFinalizer,
   isControlledBy,
   isOwnedBy,
   type KubeObject,
@@ -30,7 +29,6 @@ import {
   parseSubPool,
   SubPoolReason as Reason,
   type SubPoolStatus,
-  subPoolFinalizer,
   subPoolManagedLabel,
   subPoolManagedValue,
   subPoolPoolLabel,
@@ -163,9 +161,10 @@ export function subPoolListedObjects(primary: KubeObject, listed: Listed): KubeO
 
 /**
  * Why this SubPool needs a pass, or undefined when its pass would write nothing and learn nothing
- * (pure). Follows the pass's own order: deletion, schema, generation, finalizer, configuration and
+ * (pure). Follows the pass's own order: deletion, schema, generation, configuration and
  * validation, Namespace, legacy LimitRange, each owned object, HTTPRoute, then the conditions the
- * listed objects imply against the ones in status.
+ * listed objects imply against the ones in status. A finalizer not as the SubPool wants it is the
+ * runtime's reason (`finalizer`), asked first.
  *
  * Caveats: a blocked pool (a conflict, an invalid spec) is quiet while its Ready condition already
  * says so; a credential conflict is re-checked every period (Secrets cannot be listed).
@@ -188,7 +187,6 @@ export async function subPoolDriftReason(
   if (status.observedGeneration !== primary.metadata.generation) return "generation";
   // A full pass, not an in-place one (`status:*`): the summary may be stale on a blocked pool.
   if (readinessDiffers(primary, subPoolReadiness(primary))) return "summary";
-  if (!hasFinalizer(primary.metadata.finalizers, subPoolFinalizer)) return "finalizer";
   const pool = parsed.data;
   const config = shared.config;
   const names = subPoolObjectNames(pool.metadata.name ?? "");

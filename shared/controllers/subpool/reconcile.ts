@@ -1,12 +1,11 @@
 /**
- * One pass over one SubPool: the deletion path, or the finalizer and then the active path in the
- * seed's fixed order (config → Gateway config → spec and envelope → desired objects → Namespace →
+ * One pass over one live SubPool (the runtime added the finalizer; deletion is its cleanup,
+ * deletion.ts): the active path in the seed's fixed order (config → Gateway config → spec and envelope → desired objects → Namespace →
  * credential Secret → legacy LimitRange → the other objects → HTTPRoute → status).
  */
 
 import type { Condition, KubeObject, ObjectKey, Resource } from "../../kube/index.ts";
 import {
-  addFinalizer,
   controllerRefTo,
   ensureObject,
   ForbiddenError,
@@ -28,12 +27,10 @@ import {
   SubPoolReason as Reason,
   type SubPool,
   type SubPoolReason,
-  subPoolFinalizer,
   subPoolPoolLabel,
   SubPoolConditionType as Type,
 } from "./api.ts";
 import type { InvalidOperatorConfig, OperatorConfig } from "./config.ts";
-import { reconcileDeletion } from "./deletion.ts";
 import {
   desiredFor,
   endpointSliceResource,
@@ -42,7 +39,6 @@ import {
   type ManagedObject,
   subPoolObjectNames,
 } from "./desired.ts";
-import { patchFinalizers } from "./metadata.ts";
 import { describeController, namespaceConflictMessage, namespaceOwnership } from "./ownership.ts";
 import {
   type ReadinessObservation,
@@ -76,7 +72,6 @@ export async function reconcileSubPool(
   deps: SubPoolPassDeps,
 ): Promise<Outcome> {
   const status = statusWriter(object, ctx.clock.now());
-  if (object.metadata.deletionTimestamp) return reconcileDeletion(ctx, object, status, deps.timings);
 
   if ("invalid" in deps.operatorConfig) {
     // Seed step 1: the operator configuration is read and validated before anything else.
@@ -91,8 +86,6 @@ export async function reconcileSubPool(
   if (!parsed.success) {
     return block(status, Reason.InvalidSpec, z.prettifyError(parsed.error).replace(/\n/g, "; "), "permanent");
   }
-  const finalizers = addFinalizer(object.metadata.finalizers, subPoolFinalizer);
-  if (finalizers.changed) await patchFinalizers(ctx.kube, object, finalizers.finalizers);
   return reconcileActive(ctx, object, parsed.data, status, deps, deps.operatorConfig);
 }
 

@@ -1,13 +1,6 @@
 import type { Kube, KubeObject } from "../../kube/index.ts";
-import { isNotFound, type MetadataChange, patchMetadataGuarded } from "../../kube/index.ts";
+import { isNotFound } from "../../kube/index.ts";
 import { proxyResource } from "./api.ts";
-
-export type { MetadataChange };
-
-/** A Proxy's finalizers and annotations, written guarded by its resourceVersion (see {@link patchMetadataGuarded}). */
-export function patchMetadata(kube: Kube, object: KubeObject, change: MetadataChange): Promise<void> {
-  return patchMetadataGuarded(kube, proxyResource, object, change);
-}
 
 /**
  * Re-reads the Proxy before a provider side effect (create, delete): true when the stored Proxy is

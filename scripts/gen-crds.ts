@@ -8,7 +8,7 @@
 import { mkdir, readdir, readFile, rm, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
-import { controllerCrds } from "../shared/controllers/crds.ts";
+import { controllerCrds } from "../shared/controllers/index.ts";
 import { operatorManifests } from "../shared/controllers/site/components/index.ts";
 import type { CustomResourceDefinition } from "../shared/crd/index.ts";
 import { crdFor, structuralViolations } from "../shared/crd/index.ts";
@@ -20,7 +20,7 @@ const crdDir = fileURLToPath(new URL("../infra/crds/", import.meta.url));
 /** The files infra/crds should hold, by file name. Throws when a CRD is not structural. */
 export function expectedCrdFiles(): Map<string, string> {
   const files = new Map<string, string>();
-  for (const spec of controllerCrds) {
+  for (const spec of controllerCrds()) {
     const crd = crdFor(spec);
     for (const version of crd.spec.versions) {
       const problems = structuralViolations(version.schema.openAPIV3Schema);

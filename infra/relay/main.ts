@@ -82,7 +82,7 @@ export function parseRelayEnv(env: Record<string, string | undefined>): RelayEnv
 export function defaultRelayKinds(): RelayKind[] {
   // Secrets are left out: the relay's identity may not list Secrets (infra/relay/manifests.yaml).
   // A rotated cloud-init or credential Secret is picked up by the drift pass instead.
-  return relayKindsOf(controllerKinds.flatMap((c) => c.kinds)).filter(
+  return relayKindsOf(controllerKinds().flatMap((c) => c.kinds)).filter(
     (k) => !(k.resource.group === "" && k.resource.resource === "secrets"),
   );
 }

@@ -2,7 +2,9 @@ import { readFile } from "node:fs/promises";
 import { describe, expect, it } from "vitest";
 import { parse } from "yaml";
 import { expectedCrdFiles } from "../../scripts/gen-crds.ts";
-import { controllerCrds } from "../controllers/crds.ts";
+import { controllerCrds as crdsOf } from "../controllers/index.ts";
+
+const controllerCrds = crdsOf();
 import { parseProxy } from "../controllers/proxy/api.ts";
 import { parseSite, siteComponentEnabled } from "../controllers/site/api.ts";
 import { parseSubPool } from "../controllers/subpool/api.ts";

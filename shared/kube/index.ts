@@ -116,3 +116,4 @@ export { milliValue, quantityPattern, sameQuantity } from "./quantity.ts";
 export { Resources, v1Resource } from "./resources.ts";
 export { canonicalJson, fnv1a32, specHash } from "./spec-hash.ts";
 export type { TokenSource } from "./token-source.ts";
+export { ownNamespace } from "./service-account.ts";

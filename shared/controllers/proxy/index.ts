@@ -38,3 +38,11 @@ export { type ProvidersSource, reconcileProxy } from "./reconcile.ts";
 export { proxiesForSecret } from "./secret-watch.ts";
 export { applyHealth, computePhase } from "./status.ts";
 export { defaultProxyTimings, type ProxyTimings } from "./timings.ts";
+export { proxyOperator } from "./operator.ts";
+export {
+  defaultGceNetworkTags,
+  type GceSettings,
+  type ProxySettings,
+  parseServiceAccountKey,
+  proxyVariables,
+} from "./settings.ts";

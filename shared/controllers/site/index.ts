@@ -63,3 +63,5 @@ export {
   type WatchEnv,
   type WatchMap,
 } from "./watches.ts";
+export { siteOperator } from "./operator.ts";
+export { defaultSiteConfig, type SiteSettings, siteVariables } from "./settings.ts";

@@ -44,3 +44,5 @@ export {
 export { type ReadinessObservation, readinessConditions } from "./status.ts";
 export { defaultSubPoolTimings, type SubPoolTimings } from "./timings.ts";
 export { type ResolvedRoute, type Validation, validateSubPool } from "./validate.ts";
+export { subPoolOperator } from "./operator.ts";
+export { type SubPoolSettings, subPoolRecheckRange, subPoolVariables } from "./settings.ts";

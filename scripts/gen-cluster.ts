@@ -285,7 +285,8 @@ export async function clusterFiles(
   for (const file of inlineFiles) files.set(file, withInlineLists(await read(file), list));
   const script = await read(argocdHealthScriptPath);
   files.set("infra/argocd/argocd-cm.yaml", argocdConfigMap(list, script));
-  for (const crd of primaries(list)) files.set(`infra/argocd/health/${crd.group}/${crd.kind}/health.lua`, script);
+  for (const crd of primaries(list))
+    files.set(`infra/argocd/health/${crd.group}/${crd.kind}/health.lua`, script);
   return files;
 }
 
@@ -319,7 +320,9 @@ async function main(argv: string[]): Promise<number> {
     else await rm(join(root, path));
   }
   if (drift.length > 0) {
-    console.error(`the cluster manifests are out of date; run \`npm run gen:cluster\`:\n  ${drift.join("\n  ")}`);
+    console.error(
+      `the cluster manifests are out of date; run \`npm run gen:cluster\`:\n  ${drift.join("\n  ")}`,
+    );
     return 1;
   }
   return 0;

@@ -160,11 +160,15 @@ describe.each(platforms)("operator settings on %s", (_, parse) => {
   });
 
   it("SUBPOOL_RECHECK_SECONDS: the seed's 30 s look at active pools when set; a bad value stops only SubPools", () => {
-    const on = parse({ SUBPOOL_RECHECK_SECONDS: "30" }) as { operators: { subpool: { recheckSeconds?: number } } };
+    const on = parse({ SUBPOOL_RECHECK_SECONDS: "30" }) as {
+      operators: { subpool: { recheckSeconds?: number } };
+    };
     expect(on.operators.subpool.recheckSeconds).toBe(30);
     const off = parse({}) as { operators: { subpool: { recheckSeconds?: number } } };
     expect(off.operators.subpool.recheckSeconds).toBeUndefined();
-    const bad = parse({ SUBPOOL_RECHECK_SECONDS: "1" }) as { operators: { subpool: { config: { invalid?: string } } } };
+    const bad = parse({ SUBPOOL_RECHECK_SECONDS: "1" }) as {
+      operators: { subpool: { config: { invalid?: string } } };
+    };
     expect(bad.operators.subpool.config.invalid).toMatch(
       /SUBPOOL_RECHECK_SECONDS: must be whole seconds from 5 to 3600/,
     );

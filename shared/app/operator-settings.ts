@@ -8,8 +8,8 @@
 
 import {
   type AnyOperator,
-  operators,
   type Operators,
+  operators,
   parseServiceAccountKey,
   type SettingsByName,
   type VariablesOf,
@@ -85,5 +85,5 @@ export const kubeGoogleCredentialsSchema = zod
     ),
   );
 
-export { parseServiceAccountKey };
 export { ownNamespace } from "../kube/index.ts";
+export { parseServiceAccountKey };

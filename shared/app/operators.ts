@@ -1,9 +1,9 @@
 import { Hono } from "hono/tiny";
 import {
   type AnyOperator,
+  operators as kubefnOperators,
   type OperatorOptions,
   type OperatorParts,
-  operators as kubefnOperators,
 } from "../controllers/index.ts";
 import type { Context, SweepTask } from "../runtime/index.ts";
 import { createRegistry, type RefusedController, type Registry, startable } from "../runtime/index.ts";

@@ -182,9 +182,11 @@ export interface Operator<
 export type AnyOperator = Operator<string, any, any>;
 
 /** Declares an operator with its types inferred (an identity function). */
-export function defineOperator<const Name extends string, Vars extends Record<string, z.ZodMiniType>, Settings>(
-  operator: Operator<Name, Vars, Settings>,
-): Operator<Name, Vars, Settings> {
+export function defineOperator<
+  const Name extends string,
+  Vars extends Record<string, z.ZodMiniType>,
+  Settings,
+>(operator: Operator<Name, Vars, Settings>): Operator<Name, Vars, Settings> {
   return operator;
 }
 
@@ -197,8 +199,10 @@ type UnionToIntersection<U> = (U extends unknown ? (u: U) => void : never) exten
 
 /** The variables every operator of `L` adds to the settings schema, as one object type. */
 export type VariablesOf<L extends readonly AnyOperator[]> = UnionToIntersection<
-  { [I in keyof L]: // biome-ignore lint/suspicious/noExplicitAny: any settings
-  L[I] extends Operator<string, infer V, any> ? V : never }[number]
+  {
+    [I in keyof L]: // biome-ignore lint/suspicious/noExplicitAny: any settings
+    L[I] extends Operator<string, infer V, any> ? V : never;
+  }[number]
 >;
 
 /** The settings of every operator of `L`, by name. */

@@ -5,6 +5,7 @@ import { expectedCrdFiles } from "../../scripts/gen-crds.ts";
 import { controllerCrds as crdsOf } from "../controllers/index.ts";
 
 const controllerCrds = crdsOf();
+
 import { parseProxy } from "../controllers/proxy/api.ts";
 import { parseSite, siteComponentEnabled } from "../controllers/site/api.ts";
 import { parseSubPool } from "../controllers/subpool/api.ts";

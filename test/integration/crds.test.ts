@@ -8,6 +8,7 @@ import { installCrdsAndRbac } from "../../functions/node/install.ts";
 import { controllerCrds as crdsOf } from "../../shared/controllers/index.ts";
 
 const controllerCrds = crdsOf();
+
 import { proxyResource } from "../../shared/controllers/proxy/api.ts";
 import { siteResource } from "../../shared/controllers/site/api.ts";
 import { subPoolResource } from "../../shared/controllers/subpool/api.ts";

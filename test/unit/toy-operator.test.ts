@@ -7,15 +7,15 @@
  */
 import { describe, expect, it } from "vitest";
 import { parseAllDocuments } from "yaml";
-import { defaultRelayKinds } from "../../infra/relay/main.ts";
 import { relayKindsOfOperators } from "../../infra/relay/kinds.ts";
+import { defaultRelayKinds } from "../../infra/relay/main.ts";
 import { clusterFiles } from "../../scripts/gen-cluster.ts";
 import { settingsOf, variablesOf } from "../../shared/app/operator-settings.ts";
 import { createOperators } from "../../shared/app/operators.ts";
 import { controllerKinds, operators } from "../../shared/controllers/index.ts";
 import { toyOperator } from "../fixtures/toy-operator/operator.ts";
 
-const withToy = [...operators, toyOperator];
+const withToy = [...operators, toyOperator] as const;
 const prober = { probe: async () => ({ ok: false, latencyMs: 0 }) };
 
 type Doc = {
@@ -38,11 +38,9 @@ describe("a toy fourth operator, one line in the list", () => {
     const { registry, refused } = createOperators({ prober, sweepPeriodSeconds: 60 }, withToy);
     expect(registry.controllers.map((c) => c.name)).toEqual(["proxy", "subpool", "site", "toy"]);
     expect(refused).toBeUndefined();
-    expect(createOperators({ prober, sweepPeriodSeconds: 60 }).registry.controllers.map((c) => c.name)).toEqual([
-      "proxy",
-      "subpool",
-      "site",
-    ]);
+    expect(
+      createOperators({ prober, sweepPeriodSeconds: 60 }).registry.controllers.map((c) => c.name),
+    ).toEqual(["proxy", "subpool", "site"]);
   });
 
   it("has its settings in the schema, parsed by its own declaration", () => {
@@ -67,7 +65,9 @@ describe("a toy fourth operator, one line in the list", () => {
       { apiGroups: ["toys.kubefn.test"], resources: ["toys"], verbs: ["get", "list"] },
       { apiGroups: ["toys.kubefn.test"], resources: ["toys/status"], verbs: ["patch"] },
     ]);
-    expect(rbac.find((d) => d.kind === "ClusterRoleBinding" && d.roleRef?.name === "kubefn-toy")).toBeDefined();
+    expect(
+      rbac.find((d) => d.kind === "ClusterRoleBinding" && d.roleRef?.name === "kubefn-toy"),
+    ).toBeDefined();
     // The rest of the file is as committed: the toy's roles are added, nothing else changes.
     const committed = docs((await clusterFiles(operators)).get("infra/rbac/kubefn.yaml")!);
     expect(rbac.filter((d) => !d.metadata?.name?.includes("toy"))).toEqual(committed);
@@ -83,13 +83,15 @@ describe("a toy fourth operator, one line in the list", () => {
     // rule for Toys, then its group's Metadata rule.
     expect(rulesFor("toys/status")[0]?.level).toBe("RequestResponse");
     expect(rulesFor("toys")[0]?.level).toBe("RequestResponse");
-    expect(policy.rules.some((r) => r.resources?.some((g) => g.group === "toys.kubefn.test" && !g.resources))).toBe(
-      true,
-    );
+    expect(
+      policy.rules.some((r) => r.resources?.some((g) => g.group === "toys.kubefn.test" && !g.resources)),
+    ).toBe(true);
 
     for (const path of ["infra/relay/manifests.yaml", "charts/kubefn/templates/relay.yaml"]) {
       const text = files.get(path)!;
-      expect(text, path).toMatch(/- apiGroups: \["toys\.kubefn\.test"\]\n {4}resources: \["toys"\]\n {4}verbs: \["get", "list", "watch"\]/);
+      expect(text, path).toMatch(
+        /- apiGroups: \["toys\.kubefn\.test"\]\n {4}resources: \["toys"\]\n {4}verbs: \["get", "list", "watch"\]/,
+      );
     }
     const relay = docs(files.get("infra/relay/manifests.yaml")!).find(
       (d) => d.kind === "ClusterRole" && d.metadata?.name === "kubefn-relay",
@@ -103,9 +105,11 @@ describe("a toy fourth operator, one line in the list", () => {
     const statusGuard = docs(files.get("infra/rbac/admission-policy.yaml")!).flatMap(
       (d) => d.spec?.matchConstraints?.resourceRules ?? [],
     );
-    expect(statusGuard.some((r) => r.apiGroups.includes("toys.kubefn.test") && r.resources.includes("toys/status"))).toBe(
-      true,
-    );
+    expect(
+      statusGuard.some(
+        (r) => r.apiGroups.includes("toys.kubefn.test") && r.resources.includes("toys/status"),
+      ),
+    ).toBe(true);
 
     const argocd = docs(files.get("infra/argocd/argocd-cm.yaml")!)[0];
     expect(Object.keys(argocd?.data ?? {})).toContain("resource.customizations.health.toys.kubefn.test_Toy");

@@ -34,11 +34,9 @@ export {
   type ManagedObservation,
   reconcileManaged,
 } from "./managed.ts";
+export { proxyOperator } from "./operator.ts";
 export { type ProvidersSource, reconcileProxy } from "./reconcile.ts";
 export { proxiesForSecret } from "./secret-watch.ts";
-export { applyHealth, computePhase } from "./status.ts";
-export { defaultProxyTimings, type ProxyTimings } from "./timings.ts";
-export { proxyOperator } from "./operator.ts";
 export {
   defaultGceNetworkTags,
   type GceSettings,
@@ -46,3 +44,5 @@ export {
   parseServiceAccountKey,
   proxyVariables,
 } from "./settings.ts";
+export { applyHealth, computePhase } from "./status.ts";
+export { defaultProxyTimings, type ProxyTimings } from "./timings.ts";

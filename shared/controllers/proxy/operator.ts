@@ -1,5 +1,6 @@
 import { Hono } from "hono/tiny";
 import type { Kube } from "../../kube/index.ts";
+import { Resources } from "../../kube/index.ts";
 import type { Context } from "../../runtime/index.ts";
 import { defineOperator } from "../operator.ts";
 import { proxyResource } from "./api.ts";
@@ -16,7 +17,6 @@ import {
   type ProvidersByName,
 } from "./providers/index.ts";
 import { type GceSettings, proxySettings } from "./settings.ts";
-import { Resources } from "../../kube/index.ts";
 
 /**
  * The proxy operator (seed 000): Proxies, Managed (a provider's instance) or External; the health
@@ -197,7 +197,10 @@ function crawlerRoutes(apiToken: string): (ctx: Context) => Hono {
   };
 }
 
-function gceProvider(settings: GceSettings | undefined, fetchImpl: typeof fetch | undefined): Provider | undefined {
+function gceProvider(
+  settings: GceSettings | undefined,
+  fetchImpl: typeof fetch | undefined,
+): Provider | undefined {
   if (!settings) return undefined;
   return createGceProvider({
     project: settings.project,

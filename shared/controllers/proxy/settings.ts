@@ -116,7 +116,9 @@ export const proxySettings: OperatorSettingsDeclaration<typeof proxyVariables, P
       } else {
         key = parseServiceAccountKey(e.GCE_CREDENTIALS);
         if (!key)
-          issues.push("  GCE_CREDENTIALS: not a service-account key (JSON with client_email and private_key)");
+          issues.push(
+            "  GCE_CREDENTIALS: not a service-account key (JSON with client_email and private_key)",
+          );
       }
       if (e.GCE_PROJECT && e.GCE_ZONES?.length && key && e.GCE_NETWORK) {
         gce = {

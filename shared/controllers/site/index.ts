@@ -53,6 +53,8 @@ export {
   siteNodeAffinity,
   siteOwnerReference,
 } from "./manifests.ts";
+export { siteOperator } from "./operator.ts";
+export { defaultSiteConfig, type SiteSettings, siteVariables } from "./settings.ts";
 export {
   type ComponentConfig,
   createWatchEnv,
@@ -63,5 +65,3 @@ export {
   type WatchEnv,
   type WatchMap,
 } from "./watches.ts";
-export { siteOperator } from "./operator.ts";
-export { defaultSiteConfig, type SiteSettings, siteVariables } from "./settings.ts";

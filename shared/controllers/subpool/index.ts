@@ -32,8 +32,10 @@ export {
   subPoolObjectNames,
   subPoolOwnedResources,
 } from "./desired.ts";
+export { subPoolOperator } from "./operator.ts";
 export { type NamespaceOwnership, namespaceOwnership } from "./ownership.ts";
 export { newCredentials, reconcileSubPool, routeState, type SubPoolPassDeps } from "./reconcile.ts";
+export { type SubPoolSettings, subPoolRecheckRange, subPoolVariables } from "./settings.ts";
 export {
   readSharedState,
   type SharedState,
@@ -44,5 +46,3 @@ export {
 export { type ReadinessObservation, readinessConditions } from "./status.ts";
 export { defaultSubPoolTimings, type SubPoolTimings } from "./timings.ts";
 export { type ResolvedRoute, type Validation, validateSubPool } from "./validate.ts";
-export { subPoolOperator } from "./operator.ts";
-export { type SubPoolSettings, subPoolRecheckRange, subPoolVariables } from "./settings.ts";

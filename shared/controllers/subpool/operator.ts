@@ -109,7 +109,8 @@ it attaches to (its status is read).`,
       {
         kind: "ClusterRole",
         name: "kubefn-subpool-credentials",
-        comment: "The SubPool's credential Secret, in its own Namespace only: bound there by kubefn (see above).",
+        comment:
+          "The SubPool's credential Secret, in its own Namespace only: bound there by kubefn (see above).",
         rules: [{ apiGroups: [""], resources: ["secrets"], verbs: ["get", "create", "update"] }],
         bound: false,
       },

@@ -241,13 +241,13 @@ const inlineLists: Record<string, (list: readonly AnyOperator[]) => string> = {
 
 const inlineFiles = ["infra/rbac/admission-policy.yaml", "infra/rbac/admission-policy-shapes.yaml"];
 
-function escape(s: string): string {
+function escapeRegExp(s: string): string {
   return s.replace(/[.*+?^${}()|[\]\\]/g, "\\$&");
 }
 
 /** `text` with the region's block rendered for `list`. Throws when the markers are missing. */
 export function withRegion(text: string, region: Region, list: readonly AnyOperator[]): string {
-  const name = escape(region.name);
+  const name = escapeRegExp(region.name);
   const pattern = new RegExp(
     `(^[ \\t]*# BEGIN generated ${name}:[^\\n]*\\n)[\\s\\S]*?(^[ \\t]*# END generated ${name}\\n)`,
     "m",
@@ -261,7 +261,7 @@ export function withRegion(text: string, region: Region, list: readonly AnyOpera
 export function withInlineLists(text: string, list: readonly AnyOperator[]): string {
   return text.replace(
     /^([ \t]*# generated: ([a-z ]+?)\n[ \t]*(?:- )?[A-Za-z]+: )[^\n]*$/gm,
-    (whole, head: string, what: string) => {
+    (_whole, head: string, what: string) => {
       const render = inlineLists[what];
       if (!render) throw new Error(`unknown generated list "${what}"`);
       return `${head}${render(list)}`;

@@ -19,7 +19,7 @@
 import { mkdir, readdir, readFile, rm, writeFile } from "node:fs/promises";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
-import { relayKindsOfOperators } from "../infra/relay/kinds.ts";
+import { relayKindsOfOperators } from "../infra/relay/index.ts";
 import {
   type AnyOperator,
   type AuditRule,

@@ -16,7 +16,7 @@ import {
   installObjects,
   objectKey,
   profileObjects,
-} from "../../scripts/release/install-manifest.ts";
+} from "../../install/index.ts";
 
 const root = fileURLToPath(new URL("../../", import.meta.url));
 const objects = [

@@ -21,7 +21,7 @@ import {
   imagesList,
   splitRef,
 } from "../../scripts/release/images.ts";
-import { hostObjects, relayObjects } from "../../scripts/release/install-manifest.ts";
+import { hostObjects, relayObjects } from "../../install/index.ts";
 import { chartObjects, helmBinary, releaseImages } from "../../scripts/release.ts";
 
 const root = fileURLToPath(new URL("../../", import.meta.url));

@@ -23,7 +23,7 @@ import {
   pinImages,
   relayObjects,
   toYamlStream,
-} from "../../scripts/release/install-manifest.ts";
+} from "../../install/index.ts";
 import {
   defaultOf,
   parameterName,

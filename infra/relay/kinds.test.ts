@@ -60,7 +60,7 @@ describe("relayKindsFor", () => {
     expect(defaultRelayKinds()[0]!.resource).toEqual(proxyResource);
   });
 
-  // The relay learns its kinds from the static list (shared/controllers/kinds.ts) instead of
+  // The relay learns its kinds from each operator's declared kinds (shared/controllers operators) instead of
   // building the operators; this holds the list equal to what the operators declare.
   it("the static list is exactly what the registry every platform runs declares, per controller", () => {
     const { registry } = createOperators({

@@ -4,6 +4,8 @@
  * the in-cluster host and the relay, with kubefn's images pinned. Node-only (it reads infra/);
  * cli/ and scripts/ both use it, neither imports the other.
  */
+
+export { operatorCrds } from "./crds.ts";
 export {
   crdsOf,
   hostObjects,

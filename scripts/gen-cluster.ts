@@ -20,6 +20,7 @@ import { mkdir, readdir, readFile, rm, writeFile } from "node:fs/promises";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { relayKindsOfOperators } from "../infra/relay/index.ts";
+import { operatorCrds } from "../install/index.ts";
 import {
   type AnyOperator,
   type AuditRule,
@@ -28,6 +29,7 @@ import {
   type RbacRole,
   type RbacRule,
 } from "../shared/controllers/index.ts";
+import type { CrdSpec } from "../shared/crd/index.ts";
 
 const root = fileURLToPath(new URL("../", import.meta.url));
 
@@ -125,11 +127,8 @@ export function auditObjectRules(list: readonly AnyOperator[]): string {
     .join("\n");
 }
 
-const primaries = (list: readonly AnyOperator[]) => list.flatMap((o) => o.crds);
-
 /** The audit rules for the primaries: their status writes, each operator's own, their API groups. */
-export function auditPrimaryRules(list: readonly AnyOperator[]): string {
-  const crds = primaries(list);
+export function auditPrimaryRules(list: readonly AnyOperator[], crds: readonly CrdSpec[]): string {
   const status: AuditRule = {
     comment: `Status writes of the primaries: the stored object, so intake can check kubefn's seal on the
 status (a status written with kubefn's token outside kubefn brings a pass at once). Statuses
@@ -174,20 +173,19 @@ export function relayRules(list: readonly AnyOperator[]): string {
 }
 
 /** The API groups of kubefn's primaries, as an admission policy's rule names them. */
-export function primaryGroups(list: readonly AnyOperator[]): string {
-  return flow([...new Set(primaries(list).map((c) => c.group))]);
+export function primaryGroups(crds: readonly CrdSpec[]): string {
+  return flow([...new Set(crds.map((c) => c.group))]);
 }
 
 /** Every primary's resource, then every primary's status subresource. */
-export function primaryResources(list: readonly AnyOperator[], which: "both" | "status"): string {
-  const crds = primaries(list);
+export function primaryResources(crds: readonly CrdSpec[], which: "both" | "status"): string {
   const status = crds.map((c) => `${c.plural}/status`);
   return flow(which === "status" ? status : [...crds.map((c) => c.plural), ...status]);
 }
 
 /** argocd-cm.yaml: every primary kind's health check, each the canonical script verbatim. */
-export function argocdConfigMap(list: readonly AnyOperator[], script: string): string {
-  const entries = primaries(list).map(
+export function argocdConfigMap(crds: readonly CrdSpec[], script: string): string {
+  const entries = crds.map(
     (c) =>
       `  resource.customizations.health.${c.group}_${c.kind}: |\n${script
         .split("\n")
@@ -213,7 +211,7 @@ ${entries.join("")}`;
 interface Region {
   file: string;
   name: string;
-  render: (list: readonly AnyOperator[]) => string;
+  render: (list: readonly AnyOperator[], crds: readonly CrdSpec[]) => string;
 }
 
 /**
@@ -233,10 +231,10 @@ const regions: Region[] = [
  * The admission policies' lists of primaries (the policies themselves stay hand-written): the
  * line after a `# generated: <what>` comment gets `<key>: <list>`.
  */
-const inlineLists: Record<string, (list: readonly AnyOperator[]) => string> = {
+const inlineLists: Record<string, (crds: readonly CrdSpec[]) => string> = {
   "primary groups": primaryGroups,
-  "primary resources": (list) => primaryResources(list, "both"),
-  "primary status": (list) => primaryResources(list, "status"),
+  "primary resources": (crds) => primaryResources(crds, "both"),
+  "primary status": (crds) => primaryResources(crds, "status"),
 };
 
 const inlineFiles = ["infra/rbac/admission-policy.yaml", "infra/rbac/admission-policy-shapes.yaml"];
@@ -246,25 +244,30 @@ function escapeRegExp(s: string): string {
 }
 
 /** `text` with the region's block rendered for `list`. Throws when the markers are missing. */
-export function withRegion(text: string, region: Region, list: readonly AnyOperator[]): string {
+export function withRegion(
+  text: string,
+  region: Region,
+  list: readonly AnyOperator[],
+  crds: readonly CrdSpec[],
+): string {
   const name = escapeRegExp(region.name);
   const pattern = new RegExp(
     `(^[ \\t]*# BEGIN generated ${name}:[^\\n]*\\n)[\\s\\S]*?(^[ \\t]*# END generated ${name}\\n)`,
     "m",
   );
   if (!pattern.test(text)) throw new Error(`${region.file}: no "# BEGIN generated ${region.name}" block`);
-  const body = region.render(list);
+  const body = region.render(list, crds);
   return text.replace(pattern, (_, begin: string, end: string) => `${begin}${body}${end}`);
 }
 
 /** `text` with every `# generated: <what>` line's following list rendered for `list`. */
-export function withInlineLists(text: string, list: readonly AnyOperator[]): string {
+export function withInlineLists(text: string, crds: readonly CrdSpec[]): string {
   return text.replace(
     /^([ \t]*# generated: ([a-z ]+?)\n[ \t]*(?:- )?[A-Za-z]+: )[^\n]*$/gm,
     (_whole, head: string, what: string) => {
       const render = inlineLists[what];
       if (!render) throw new Error(`unknown generated list "${what}"`);
-      return `${head}${render(list)}`;
+      return `${head}${render(crds)}`;
     },
   );
 }
@@ -277,16 +280,16 @@ export async function clusterFiles(
   list: readonly AnyOperator[],
   read: (path: string) => Promise<string> = (path) => readFile(join(root, path), "utf8"),
 ): Promise<Map<string, string>> {
+  const crds = await operatorCrds(list);
   const files = new Map<string, string>();
   for (const region of regions) {
     const text = files.get(region.file) ?? (await read(region.file));
-    files.set(region.file, withRegion(text, region, list));
+    files.set(region.file, withRegion(text, region, list, crds));
   }
-  for (const file of inlineFiles) files.set(file, withInlineLists(await read(file), list));
+  for (const file of inlineFiles) files.set(file, withInlineLists(await read(file), crds));
   const script = await read(argocdHealthScriptPath);
-  files.set("infra/argocd/argocd-cm.yaml", argocdConfigMap(list, script));
-  for (const crd of primaries(list))
-    files.set(`infra/argocd/health/${crd.group}/${crd.kind}/health.lua`, script);
+  files.set("infra/argocd/argocd-cm.yaml", argocdConfigMap(crds, script));
+  for (const crd of crds) files.set(`infra/argocd/health/${crd.group}/${crd.kind}/health.lua`, script);
   return files;
 }
 

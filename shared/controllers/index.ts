@@ -1,4 +1,3 @@
-import type { CrdSpec } from "../crd/index.ts";
 import type { Resource } from "../kube/index.ts";
 import type { AnyOperator } from "./operator.ts";
 import { proxyOperator } from "./proxy/index.ts";
@@ -8,6 +7,7 @@ import { subPoolOperator } from "./subpool/index.ts";
 export {
   type AnyOperator,
   type AuditRule,
+  type CrdModule,
   defineOperator,
   type Operator,
   type OperatorCluster,
@@ -46,9 +46,4 @@ export function controllerKinds(
   list: readonly AnyOperator[] = operators,
 ): { controller: string; kinds: readonly Resource[] }[] {
   return list.map((o) => ({ controller: o.name, kinds: o.kinds }));
-}
-
-/** Every CRD the operators serve (`npm run gen:crds` writes one file each to infra/crds). */
-export function controllerCrds(list: readonly AnyOperator[] = operators): CrdSpec[] {
-  return list.flatMap((o) => o.crds);
 }

@@ -1,5 +1,4 @@
 import type { Hono } from "hono/tiny";
-import type { CrdSpec } from "../crd/index.ts";
 import type { ProbeAllowList, Prober } from "../health/index.ts";
 import type { Kube, KubeObject, Resource } from "../kube/index.ts";
 import type { Context, ControllerDefinition, SweepTask } from "../runtime/index.ts";
@@ -151,7 +150,7 @@ export interface OperatorCluster {
  * export const widgetOperator = defineOperator({
  *   name: "widget",
  *   kinds: [widgetResource],
- *   crds: [widgetCrd],
+ *   crds: { module: "shared/controllers/widget/crd.ts", exports: ["widgetCrd"] },
  *   build: () => ({ controller: () => widgetController() }),
  *   cluster: { roles: [widgetRole] },
  * });
@@ -169,12 +168,23 @@ export interface Operator<
    * list-watches these without building the operator.
    */
   kinds: readonly Resource[];
-  /** The CRDs of the kinds it serves (`npm run gen:crds`). */
-  crds: readonly CrdSpec[];
+  /**
+   * Where the CRDs of the kinds it serves are declared (`npm run gen:crds`, the installers): a
+   * module by its path from the repository root and the names of its `CrdSpec` exports. Named, not
+   * imported: the CRD notes (descriptions, CEL rules) stay out of the runtime and the Worker bundle;
+   * install/ loads them (`operatorCrds`).
+   */
+  crds: CrdModule;
   settings?: OperatorSettingsDeclaration<Vars, Settings>;
   /** Builds what it runs; `settings` undefined: its defaults. */
   build(settings: Settings | undefined, options: OperatorOptions): OperatorParts;
   cluster: OperatorCluster;
+}
+
+/** A module of `CrdSpec`s: its path from the repository root and the exports to read, in order. */
+export interface CrdModule {
+  module: string;
+  exports: readonly string[];
 }
 
 /** Any operator, whatever its settings. */

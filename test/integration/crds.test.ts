@@ -5,9 +5,9 @@
 import { ApiException, ApiextensionsV1Api, CustomObjectsApi, KubeConfig } from "@kubernetes/client-node";
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
 import { installCrdsAndRbac } from "../../functions/node/install.ts";
-import { controllerCrds as crdsOf } from "../../shared/controllers/index.ts";
+import { operatorCrds } from "../../install/index.ts";
 
-const controllerCrds = crdsOf();
+const controllerCrds = await operatorCrds();
 
 import { proxyResource } from "../../shared/controllers/proxy/api.ts";
 import { siteResource } from "../../shared/controllers/site/api.ts";

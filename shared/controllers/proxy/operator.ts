@@ -5,7 +5,6 @@ import type { Context } from "../../runtime/index.ts";
 import { defineOperator } from "../operator.ts";
 import { proxyResource } from "./api.ts";
 import { proxyController, proxyControllerName } from "./controller.ts";
-import { proxyCrd } from "./crd.ts";
 import { discoveryRoutes, proxyPhaseGaugeTask, sharedProxyListing } from "./discovery/index.ts";
 import { probeShardTask, proxyHealthTask } from "./health-task.ts";
 import { leaseRoutes, leaseSweepTask } from "./leases/index.ts";
@@ -25,7 +24,7 @@ import { type GceSettings, proxySettings } from "./settings.ts";
 export const proxyOperator = defineOperator({
   name: proxyControllerName,
   kinds: [proxyResource, Resources.Secret],
-  crds: [proxyCrd],
+  crds: { module: "shared/controllers/proxy/crd.ts", exports: ["proxyCrd"] },
   settings: proxySettings,
   build(settings, opts) {
     // Built once: its token source caches the access token across passes.

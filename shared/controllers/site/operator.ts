@@ -3,14 +3,13 @@ import { defineOperator } from "../operator.ts";
 import { siteResource } from "./api.ts";
 import { defaultSiteRegistry } from "./components/index.ts";
 import { siteController, siteControllerName } from "./controller.ts";
-import { siteCrd } from "./crd.ts";
 import { defaultSiteConfig, siteSettings } from "./settings.ts";
 
 /** The Site operator (seed 004): a registry of cluster-wide and per-Site components. */
 export const siteOperator = defineOperator({
   name: siteControllerName,
   kinds: [siteResource, Resources.ConfigMap, Resources.Deployment],
-  crds: [siteCrd],
+  crds: { module: "shared/controllers/site/crd.ts", exports: ["siteCrd"] },
   settings: siteSettings,
   build(settings, opts) {
     return {

@@ -3,7 +3,6 @@ import { defineOperator } from "../operator.ts";
 import { subPoolResource } from "./api.ts";
 import { defaultOperatorConfig, type InvalidOperatorConfig, type OperatorConfig } from "./config.ts";
 import { subPoolController, subPoolControllerName } from "./controller.ts";
-import { subPoolCrd } from "./crd.ts";
 import { subPoolOwnedResources } from "./desired.ts";
 import { subPoolSettings } from "./settings.ts";
 import { sharedLookSweepTask } from "./shared-look.ts";
@@ -16,7 +15,7 @@ import { defaultSubPoolTimings } from "./timings.ts";
 export const subPoolOperator = defineOperator({
   name: subPoolControllerName,
   kinds: [subPoolResource, ...subPoolOwnedResources],
-  crds: [subPoolCrd],
+  crds: { module: "shared/controllers/subpool/crd.ts", exports: ["subPoolCrd"] },
   settings: subPoolSettings,
   build(settings) {
     return {

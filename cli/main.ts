@@ -20,7 +20,7 @@ import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import { parseArgs } from "node:util";
 import { parseAllDocuments } from "yaml";
-import { profileObjects } from "../scripts/release/install-manifest.ts";
+import { profileObjects } from "../install/index.ts";
 import { type Cluster, currentCluster, type KubeObject } from "./cluster.ts";
 import {
   accessChecks,

@@ -15,7 +15,7 @@
  * kubefn started again can finish — and the result names each object and its finalizers. A
  * finalizer removed by hand abandons what kubefn made for that object (an instance, a Namespace).
  */
-import { hostObjects, installObjects, relayObjects } from "../scripts/release/install-manifest.ts";
+import { hostObjects, installObjects, relayObjects } from "../install/index.ts";
 import { ApiError, type Cluster, type KubeObject } from "./cluster.ts";
 
 /** Everything any install of this release makes (cluster side, host, relay), in install order. */

@@ -16,11 +16,10 @@ import { fileURLToPath } from "node:url";
 // The settings schema: the shared variables, the operators' and the Node host's own.
 import { nodeHostEnvSchema } from "../functions/node/config.ts";
 import { operatorVariables } from "../shared/app/operator-settings.ts";
-import { operatorSettingRanges } from "../shared/app/setting-ranges.ts";
 import { settingsVariables } from "../shared/app/settings.ts";
 import { defaultInstanceAllowList, minReportIntervalSeconds } from "../shared/controllers/proxy/index.ts";
 import { defaultOrphanGraceSeconds } from "../shared/controllers/proxy/orphans/index.ts";
-import { defaultOperatorConfig } from "../shared/controllers/subpool/index.ts";
+import { defaultOperatorConfig, subPoolRecheckRange } from "../shared/controllers/subpool/index.ts";
 
 export const settingsDocPath = fileURLToPath(new URL("../docs/settings.md", import.meta.url));
 
@@ -196,7 +195,7 @@ const operatorRows: Row<keyof typeof operatorVariables>[] = [
   {
     names: ["SUBPOOL_RECHECK_SECONDS"],
     unset: "unset: the shared Gateway and proxy gateway are looked at every 30 s for all pools together",
-    meaning: `a look at every active SubPool this often (${operatorSettingRanges.SUBPOOL_RECHECK_SECONDS.min}–${operatorSettingRanges.SUBPOOL_RECHECK_SECONDS.max}; a pass per pool per period, beside the shared look; from the drift period up, the drift pass already looks that often and the setting changes nothing; a bad value stops SubPools only)`,
+    meaning: `a look at every active SubPool this often (${subPoolRecheckRange.min}–${subPoolRecheckRange.max}; a pass per pool per period, beside the shared look; from the drift period up, the drift pass already looks that often and the setting changes nothing; a bad value stops SubPools only)`,
   },
   {
     names: ["SITE_IMAGE_REGISTRY", "SITE_IMAGE_TAG"],

@@ -32,18 +32,6 @@ import { mkdir, readdir, readFile, rm, stat, writeFile } from "node:fs/promises"
 import { join, relative } from "node:path";
 import { parseArgs, promisify } from "node:util";
 import { parseAllDocuments } from "yaml";
-import { type Crd, crdIncompatibilities } from "./release/crd-compat.ts";
-import {
-  buildCommands,
-  type ContainerTool,
-  commandLine,
-  digestFromMetadata,
-  type ImageBuild,
-  imageBuilds,
-  imageRefs,
-  imagesList,
-  nameOf,
-} from "./release/images.ts";
 import {
   crdsOf,
   hostObjects,
@@ -51,9 +39,22 @@ import {
   installObjects,
   relayObjects,
   toYamlStream,
-} from "./release/install-manifest.ts";
-import { releaseTemplate } from "./release/sam-template.ts";
-import { zip } from "./release/zip.ts";
+} from "../install/index.ts";
+import {
+  buildCommands,
+  type ContainerTool,
+  type Crd,
+  commandLine,
+  crdIncompatibilities,
+  digestFromMetadata,
+  type ImageBuild,
+  imageBuilds,
+  imageRefs,
+  imagesList,
+  nameOf,
+  releaseTemplate,
+  zip,
+} from "./release/index.ts";
 
 const run = promisify(execFile);
 const root = join(import.meta.dirname, "..");

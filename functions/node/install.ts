@@ -229,7 +229,7 @@ export interface PolicyAllowEntry {
  */
 export function allowListEntriesFor(operators: KubefnSettings["operators"]): PolicyAllowEntry[] {
   const { imageRegistry, imageTag } = operators.site.config;
-  const subPool = "invalid" in operators.subPool ? undefined : operators.subPool;
+  const subPool = "invalid" in operators.subpool.config ? undefined : operators.subpool.config;
   const suffix = subPool?.hostnameSuffix;
   return [
     ...operators.proxy.instanceAllowList.images.map((value, i) => ({

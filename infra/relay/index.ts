@@ -1,6 +1,13 @@
 export { Batcher, type BatchRules, flushDelay } from "./batcher.ts";
 export { CoalescingBuffer, coalesce, eventKey } from "./buffer.ts";
-export { type PredicateKind, predicateFor, type RelayKind, relayKindSchema, relayKindsFor } from "./kinds.ts";
+export {
+  type PredicateKind,
+  predicateFor,
+  type RelayKind,
+  relayKindSchema,
+  relayKindsFor,
+  relayKindsOfOperators,
+} from "./kinds.ts";
 export * from "./predicates.ts";
 export { createRelay, type Relay, type RelayOptions } from "./relay.ts";
 export {

@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
 import { createOperators } from "../../shared/app/operators.ts";
-import { controllerKinds } from "../../shared/controllers/kinds.ts";
+import { controllerKinds } from "../../shared/controllers/index.ts";
 import { proxyController, proxyResource } from "../../shared/controllers/proxy/index.ts";
 import { Resources } from "../../shared/kube/index.ts";
 import type { Resource } from "../../shared/kube/port.ts";
@@ -60,7 +60,7 @@ describe("relayKindsFor", () => {
     expect(defaultRelayKinds()[0]!.resource).toEqual(proxyResource);
   });
 
-  // The relay learns its kinds from the static list (shared/controllers/kinds.ts) instead of
+  // The relay learns its kinds from each operator's declared kinds (shared/controllers operators) instead of
   // building the operators; this holds the list equal to what the operators declare.
   it("the static list is exactly what the registry every platform runs declares, per controller", () => {
     const { registry } = createOperators({
@@ -73,7 +73,7 @@ describe("relayKindsFor", () => {
         ...new Set([c.for, ...(c.owns ?? []), ...(c.watches ?? []).map((w) => w.resource)].map(resourceKey)),
       ].sort(),
     }));
-    const listed = controllerKinds.map((c) => ({
+    const listed = controllerKinds().map((c) => ({
       controller: c.controller,
       kinds: [...new Set(c.kinds.map(resourceKey))].sort(),
     }));

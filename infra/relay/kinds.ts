@@ -55,6 +55,18 @@ export function relayKindsOf(resources: readonly Resource[]): RelayKind[] {
   return [...kinds.values()];
 }
 
+/**
+ * The kinds the relay watches for the operators' declared kinds (`controllerKinds`), without
+ * building them. Secrets are left out: the relay's identity may not list Secrets (its ClusterRole,
+ * generated from the same list by `npm run gen:cluster`). A rotated cloud-init or credential
+ * Secret is picked up by the drift pass instead.
+ */
+export function relayKindsOfOperators(operators: readonly { kinds: readonly Resource[] }[]): RelayKind[] {
+  return relayKindsOf(operators.flatMap((c) => c.kinds)).filter(
+    (k) => !(k.resource.group === "" && k.resource.resource === "secrets"),
+  );
+}
+
 /** A {@link RelayKind} as configuration gives it (`KUBEFN_RELAY_KINDS`, JSON). */
 export const relayKindSchema = z.object({
   group: z.string(),

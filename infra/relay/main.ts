@@ -30,7 +30,7 @@ import {
   loadKubeConfig,
 } from "../../shared/kube/node.ts";
 import { logLevels } from "../../shared/runtime/index.ts";
-import { type RelayKind, relayKindFromConfig, relayKindSchema, relayKindsOf } from "./kinds.ts";
+import { type RelayKind, relayKindFromConfig, relayKindSchema, relayKindsOfOperators } from "./kinds.ts";
 import { createRelay } from "./relay.ts";
 import { type ApiForward, apiForward, apiServerOf, startApiTunnel } from "./tunnel.ts";
 import { clientNodeWatchStream, type WatchStream } from "./watch-stream.ts";
@@ -80,11 +80,7 @@ export function parseRelayEnv(env: Record<string, string | undefined>): RelayEnv
  * reconciles, so it builds no operators to learn them.
  */
 export function defaultRelayKinds(): RelayKind[] {
-  // Secrets are left out: the relay's identity may not list Secrets (infra/relay/manifests.yaml).
-  // A rotated cloud-init or credential Secret is picked up by the drift pass instead.
-  return relayKindsOf(controllerKinds.flatMap((c) => c.kinds)).filter(
-    (k) => !(k.resource.group === "" && k.resource.resource === "secrets"),
-  );
+  return relayKindsOfOperators(controllerKinds());
 }
 
 /**

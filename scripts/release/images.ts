@@ -6,7 +6,7 @@
  * and writes dist/images.txt with the digests still open; `--push` runs them with `--push` and
  * fills each digest from the build's metadata (buildx) or the pushed manifest (podman).
  */
-import { kubefnImageRepository } from "./install-manifest.ts";
+import { kubefnImageRepository } from "../../install/index.ts";
 
 /**
  * How each kubefn image repository is built: its Containerfile, with the repository root as the

@@ -35,6 +35,7 @@ import {
   intakeCloudWatchLogs,
   mapWithRegistry,
 } from "./intake/index.ts";
+import { stoppedBySettings } from "./operator-settings.ts";
 import { createOperators, type Operators } from "./operators.ts";
 import type { KubefnSettings } from "./settings.ts";
 import { runSweep, type SweepSummary } from "./sweep.ts";
@@ -226,12 +227,10 @@ export function createKubefn(settings: KubefnSettings, ports: KubefnPorts, opera
       settings: settings.operators,
       ...(ports.siteManifests ? { siteManifests: ports.siteManifests } : {}),
     });
-  if ("invalid" in settings.operators.subPool) {
+  for (const { operator, problem } of stoppedBySettings(settings.operators)) {
     ctx.log.error(
-      "the SubPool operator's settings are invalid: SubPools are not reconciled, and each says so on Ready (InvalidOperatorConfig); the other operators run",
-      {
-        issues: settings.operators.subPool.invalid,
-      },
+      "an operator's settings are invalid: its primaries are not reconciled, and each says so on Ready; the other operators run",
+      { controller: operator, issues: problem },
     );
   }
   for (const { controller, problems } of ops.refused ?? []) {

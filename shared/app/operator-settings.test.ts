@@ -44,10 +44,12 @@ const platforms: [string, (env: Record<string, string>) => { operators: unknown 
 describe.each(platforms)("operator settings on %s", (_, parse) => {
   it("image registry, tag, API endpoint, SubPool configuration and GCE come from the same names", () => {
     expect(parse(operatorEnv).operators).toEqual({
-      subPool: {
-        envelope: { cpu: "4", memory: "4Gi" },
-        gateway: { namespace: "gateways", name: "public" },
-        proxyGateway: { namespace: "subrelay-system", service: "mihomo" },
+      subpool: {
+        config: {
+          envelope: { cpu: "4", memory: "4Gi" },
+          gateway: { namespace: "gateways", name: "public" },
+          proxyGateway: { namespace: "subrelay-system", service: "mihomo" },
+        },
       },
       site: {
         namespace: "kubefn-system",
@@ -57,15 +59,15 @@ describe.each(platforms)("operator settings on %s", (_, parse) => {
           apiServerEndpoint: "https://10.0.0.1:6443",
         },
       },
-      gce: {
-        project: "crawl-prod",
-        zones: ["europe-west1-b", "europe-west1-c"],
-        // Only the fields the token source uses are kept.
-        serviceAccountKey: (({ type: _, ...rest }) => rest)(JSON.parse(key)),
-        network: "crawl-proxies",
-        networkTags: ["kubefn-proxy"],
-      },
       proxy: {
+        gce: {
+          project: "crawl-prod",
+          zones: ["europe-west1-b", "europe-west1-c"],
+          // Only the fields the token source uses are kept.
+          serviceAccountKey: (({ type: _, ...rest }) => rest)(JSON.parse(key)),
+          network: "crawl-proxies",
+          networkTags: ["kubefn-proxy"],
+        },
         instanceAllowList: {
           images: [
             "ghcr.io/kubefn/forward-proxy:*",
@@ -106,7 +108,8 @@ describe.each(platforms)("operator settings on %s", (_, parse) => {
   });
 
   it("without GCE_* there is no gce provider; a partial GCE configuration is refused by name", () => {
-    expect(parse({}).operators).not.toHaveProperty("gce");
+    expect(parse({}).operators).toHaveProperty("proxy");
+    expect((parse({}).operators as { proxy: object }).proxy).not.toHaveProperty("gce");
     expect(() => parse({ GCE_PROJECT: "crawl-prod" })).toThrow(/GCE_ZONES[\s\S]*GCE_CREDENTIALS/);
   });
 
@@ -116,9 +119,9 @@ describe.each(platforms)("operator settings on %s", (_, parse) => {
       /GCE_NETWORK: required with GCE_PROJECT[\s\S]*write `default`/,
     );
     const written = parse({ ...operatorEnv, GCE_NETWORK: "default" }).operators as {
-      gce: { network: string };
+      proxy: { gce: { network: string } };
     };
-    expect(written.gce.network).toBe("default");
+    expect(written.proxy.gce.network).toBe("default");
   });
 
   it("the subnetwork and the network tags the firewall rules target come from GCE_SUBNETWORK and GCE_NETWORK_TAGS", () => {
@@ -127,8 +130,8 @@ describe.each(platforms)("operator settings on %s", (_, parse) => {
       GCE_NETWORK: "projects/net-host/global/networks/crawl",
       GCE_SUBNETWORK: "proxies",
       GCE_NETWORK_TAGS: "crawl-proxy, no-internal-egress",
-    }).operators as { gce: Record<string, unknown> };
-    expect(got.gce).toMatchObject({
+    }).operators as { proxy: { gce: Record<string, unknown> } };
+    expect(got.proxy.gce).toMatchObject({
       network: "projects/net-host/global/networks/crawl",
       subnetwork: "proxies",
       networkTags: ["crawl-proxy", "no-internal-egress"],
@@ -149,20 +152,24 @@ describe.each(platforms)("operator settings on %s", (_, parse) => {
 
   it("a bad SubPool setting stops only SubPools: the rest of the settings parse, and the SubPool operator's config says why", () => {
     const settings = parse({ SUBPOOL_MAX_CPU: "plenty", SUBPOOL_GATEWAY: "no-slash" }) as {
-      operators: { subPool: { invalid?: string }; site: unknown };
+      operators: { subpool: { config: { invalid?: string } }; site: unknown };
     };
-    expect(settings.operators.subPool.invalid).toMatch(/SUBPOOL_GATEWAY: must be namespace\/name/);
-    expect(settings.operators.subPool.invalid).toMatch(/SUBPOOL_\*: operator configuration/);
+    expect(settings.operators.subpool.config.invalid).toMatch(/SUBPOOL_GATEWAY: must be namespace\/name/);
+    expect(settings.operators.subpool.config.invalid).toMatch(/SUBPOOL_\*: operator configuration/);
     expect(settings.operators.site).toBeDefined();
   });
 
   it("SUBPOOL_RECHECK_SECONDS: the seed's 30 s look at active pools when set; a bad value stops only SubPools", () => {
-    const on = parse({ SUBPOOL_RECHECK_SECONDS: "30" }) as { operators: { subPoolRecheckSeconds?: number } };
-    expect(on.operators.subPoolRecheckSeconds).toBe(30);
-    const off = parse({}) as { operators: { subPoolRecheckSeconds?: number } };
-    expect(off.operators.subPoolRecheckSeconds).toBeUndefined();
-    const bad = parse({ SUBPOOL_RECHECK_SECONDS: "1" }) as { operators: { subPool: { invalid?: string } } };
-    expect(bad.operators.subPool.invalid).toMatch(
+    const on = parse({ SUBPOOL_RECHECK_SECONDS: "30" }) as {
+      operators: { subpool: { recheckSeconds?: number } };
+    };
+    expect(on.operators.subpool.recheckSeconds).toBe(30);
+    const off = parse({}) as { operators: { subpool: { recheckSeconds?: number } } };
+    expect(off.operators.subpool.recheckSeconds).toBeUndefined();
+    const bad = parse({ SUBPOOL_RECHECK_SECONDS: "1" }) as {
+      operators: { subpool: { config: { invalid?: string } } };
+    };
+    expect(bad.operators.subpool.config.invalid).toMatch(
       /SUBPOOL_RECHECK_SECONDS: must be whole seconds from 5 to 3600/,
     );
   });

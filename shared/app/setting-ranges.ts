@@ -5,6 +5,7 @@
  * (test/unit/setting-bounds.test.ts) starts every platform with each setting at each bound, so a
  * new ranged setting is exercised without anyone listing it.
  */
+import { operators } from "../controllers/index.ts";
 import type * as z from "../zod/index.ts";
 
 /** A numeric setting's range; `max` undefined when the schema sets none. */
@@ -16,12 +17,13 @@ export interface SettingRange {
 }
 
 /**
- * Ranges of operator settings parsed by hand (`operatorSettingsFrom`), not by zod: a value out of
- * range stops only that setting's operator, with a condition, never the process.
+ * Ranges of operator settings parsed by hand (each operator's settings `ranges`), not by zod: a
+ * value out of range stops only that setting's operator, with a condition, never the process.
  */
-export const operatorSettingRanges = {
-  SUBPOOL_RECHECK_SECONDS: { min: 5, max: 3600, integer: true },
-} as const satisfies Record<string, SettingRange>;
+export const operatorSettingRanges: Readonly<Record<string, SettingRange>> = Object.assign(
+  {},
+  ...operators.map((o) => o.settings?.ranges ?? {}),
+);
 
 type CheckDef = { check?: string; value?: number; inclusive?: boolean; format?: string };
 type SchemaInternals = {

@@ -134,7 +134,7 @@ export const settingsVariables = {
   CIRCUIT_OPEN_SECONDS: z._default(z.coerce.number().check(z.int()).check(z.gte(1)).check(z.lte(600)), 5),
   KUBE_TIMEOUT_SECONDS: z._default(z.coerce.number().check(z.gte(0.1)).check(z.lte(300)), 30),
   LOG_LEVEL: z._default(z.enum(logLevels), "info"),
-  // SUBPOOL_*, SITE_*, GCE_*: the operators' own settings (see operator-settings.ts).
+  // The operators' own settings, each operator's variables (see operator-settings.ts).
   ...operatorVariables,
 };
 
@@ -214,7 +214,7 @@ export interface KubefnSettings {
   kubeTimeoutMs: number;
   /** The least severe level logged (`debug`, `info`, `warn`, `error`); the adapters build their log with it. */
   logLevel: LogLevel;
-  /** SubPool's operator configuration, the Site components' config and namespace, GCE. */
+  /** Each operator's own settings, by operator name. */
   operators: OperatorSettings;
 }
 

@@ -113,5 +113,6 @@ export {
 export type * from "./port.ts";
 export { milliValue, quantityPattern, sameQuantity } from "./quantity.ts";
 export { Resources, v1Resource } from "./resources.ts";
+export { ownNamespace } from "./service-account.ts";
 export { canonicalJson, fnv1a32, specHash } from "./spec-hash.ts";
 export type { TokenSource } from "./token-source.ts";

@@ -40,3 +40,14 @@ export const iso = {
 export const coerce = {
   number: (params?: Parameters<typeof z.coerce.number>[0]) => _coercedNumber(z.ZodMiniNumber, params),
 };
+
+/** A comma-separated list (a setting's value), trimmed, empties dropped. */
+export const commaList = z.pipe(
+  z.string(),
+  z.transform((s: string) =>
+    s
+      .split(",")
+      .map((x) => x.trim())
+      .filter(Boolean),
+  ),
+);

@@ -24,7 +24,7 @@ import {
   type Manifest,
   objectKey,
   relayObjects,
-} from "../../scripts/release/install-manifest.ts";
+} from "../../install/index.ts";
 import { helmBinary } from "../../scripts/release.ts";
 import { createKube } from "../../shared/kube/index.ts";
 import { createNodeTransport, loadKubeConfig } from "../../shared/kube/node.ts";

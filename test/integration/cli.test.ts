@@ -27,7 +27,7 @@ import {
   installObjects,
   profileObjects,
   toYamlStream,
-} from "../../scripts/release/install-manifest.ts";
+} from "../../install/index.ts";
 import { createKube } from "../../shared/kube/index.ts";
 import { createNodeTransport, loadKubeConfig } from "../../shared/kube/node.ts";
 import type { Log } from "../../shared/runtime/index.ts";

@@ -5,7 +5,10 @@
 import { ApiException, ApiextensionsV1Api, CustomObjectsApi, KubeConfig } from "@kubernetes/client-node";
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
 import { installCrdsAndRbac } from "../../functions/node/install.ts";
-import { controllerCrds } from "../../shared/controllers/crds.ts";
+import { operatorCrds } from "../../install/index.ts";
+
+const controllerCrds = await operatorCrds();
+
 import { proxyResource } from "../../shared/controllers/proxy/api.ts";
 import { siteResource } from "../../shared/controllers/site/api.ts";
 import { subPoolResource } from "../../shared/controllers/subpool/api.ts";

@@ -8,7 +8,9 @@ import { readFileSync } from "node:fs";
 import { fileURLToPath } from "node:url";
 import { describe, expect, it } from "vitest";
 import { parse } from "yaml";
-import { controllerCrds } from "../../shared/controllers/crds.ts";
+import { operatorCrds } from "../../install/index.ts";
+
+const controllerCrds = await operatorCrds();
 
 const argocd = (path: string) => fileURLToPath(new URL(`../../infra/argocd/${path}`, import.meta.url));
 const kinds = controllerCrds.map((crd) => ({ group: crd.group, kind: crd.kind }));

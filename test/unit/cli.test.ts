@@ -11,12 +11,7 @@ import { covers, excessVerbs, neededAccess, parseIdentity } from "../../cli/doct
 import { changedFields, changeOf, report } from "../../cli/install.ts";
 import { IN_CLUSTER_INTAKE_URL, installChoice, nextSteps, usernameList } from "../../cli/profile.ts";
 import { uninstallObjects } from "../../cli/uninstall.ts";
-import {
-  inClusterIntakeUrl,
-  installObjects,
-  objectKey,
-  profileObjects,
-} from "../../scripts/release/install-manifest.ts";
+import { inClusterIntakeUrl, installObjects, objectKey, profileObjects } from "../../install/index.ts";
 
 const root = fileURLToPath(new URL("../../", import.meta.url));
 const objects = [

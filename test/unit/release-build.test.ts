@@ -13,7 +13,7 @@ import { fileURLToPath } from "node:url";
 import { promisify } from "node:util";
 import { afterAll, beforeAll, describe, expect, it, onTestFinished } from "vitest";
 import { parse, parseAllDocuments } from "yaml";
-import { hostObjects, installObjects, relayObjects } from "../../scripts/release/install-manifest.ts";
+import { hostObjects, installObjects, relayObjects } from "../../install/index.ts";
 import { release } from "../../scripts/release.ts";
 
 const root = fileURLToPath(new URL("../../", import.meta.url));

@@ -12,6 +12,7 @@ import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { promisify } from "node:util";
 import { beforeAll, describe, expect, it, onTestFinished } from "vitest";
+import { hostObjects, relayObjects } from "../../install/index.ts";
 import {
   buildCommands,
   digestFromMetadata,
@@ -21,7 +22,6 @@ import {
   imagesList,
   splitRef,
 } from "../../scripts/release/images.ts";
-import { hostObjects, relayObjects } from "../../scripts/release/install-manifest.ts";
 import { chartObjects, helmBinary, releaseImages } from "../../scripts/release.ts";
 
 const root = fileURLToPath(new URL("../../", import.meta.url));

@@ -13,7 +13,6 @@ import { promisify } from "node:util";
 import { describe, expect, it, onTestFinished } from "vitest";
 import { parse, parseAllDocuments, stringify } from "yaml";
 import { parseNodeHostEnv } from "../../functions/node/config.ts";
-import type { Crd } from "../../scripts/release/crd-compat.ts";
 import {
   hostObjects,
   installObjects,
@@ -23,7 +22,8 @@ import {
   pinImages,
   relayObjects,
   toYamlStream,
-} from "../../scripts/release/install-manifest.ts";
+} from "../../install/index.ts";
+import type { Crd } from "../../scripts/release/crd-compat.ts";
 import {
   defaultOf,
   parameterName,

@@ -280,7 +280,10 @@ describe("no setting can fail another operator's start", () => {
     ],
     [
       "a SubPool recheck the registry refuses (-1 s) stops SubPools only, as a bad SUBPOOL_* value does",
-      (s) => ({ ...s, operators: { ...s.operators, subPoolRecheckSeconds: -1 } }),
+      (s) => ({
+        ...s,
+        operators: { ...s.operators, subpool: { ...s.operators.subpool, recheckSeconds: -1 } },
+      }),
       "subpool",
       "InvalidOperatorConfig",
     ],

@@ -34,7 +34,15 @@ export {
   type ManagedObservation,
   reconcileManaged,
 } from "./managed.ts";
+export { proxyOperator } from "./operator.ts";
 export { type ProvidersSource, reconcileProxy } from "./reconcile.ts";
 export { proxiesForSecret } from "./secret-watch.ts";
+export {
+  defaultGceNetworkTags,
+  type GceSettings,
+  type ProxySettings,
+  parseServiceAccountKey,
+  proxyVariables,
+} from "./settings.ts";
 export { applyHealth, computePhase } from "./status.ts";
 export { defaultProxyTimings, type ProxyTimings } from "./timings.ts";

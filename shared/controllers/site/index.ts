@@ -53,6 +53,8 @@ export {
   siteNodeAffinity,
   siteOwnerReference,
 } from "./manifests.ts";
+export { siteOperator } from "./operator.ts";
+export { defaultSiteConfig, type SiteSettings, siteVariables } from "./settings.ts";
 export {
   type ComponentConfig,
   createWatchEnv,

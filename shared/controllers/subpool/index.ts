@@ -32,8 +32,10 @@ export {
   subPoolObjectNames,
   subPoolOwnedResources,
 } from "./desired.ts";
+export { subPoolOperator } from "./operator.ts";
 export { type NamespaceOwnership, namespaceOwnership } from "./ownership.ts";
 export { newCredentials, reconcileSubPool, routeState, type SubPoolPassDeps } from "./reconcile.ts";
+export { type SubPoolSettings, subPoolRecheckRange, subPoolVariables } from "./settings.ts";
 export {
   readSharedState,
   type SharedState,

@@ -178,4 +178,4 @@ export function toYamlStream(objects: Manifest[], header: string): string {
 }
 
 /** The directory of this repository, from a module inside it. */
-export const repositoryRoot = (): string => join(dirname(new URL(import.meta.url).pathname), "../..");
+export const repositoryRoot = (): string => join(dirname(new URL(import.meta.url).pathname), "..");

@@ -1,0 +1,77 @@
+import { Resources } from "../../kube/index.ts";
+import { defineOperator } from "../operator.ts";
+import { siteResource } from "./api.ts";
+import { defaultSiteRegistry } from "./components/index.ts";
+import { siteController, siteControllerName } from "./controller.ts";
+import { defaultSiteConfig, siteSettings } from "./settings.ts";
+
+/** The Site operator (seed 004): a registry of cluster-wide and per-Site components. */
+export const siteOperator = defineOperator({
+  name: siteControllerName,
+  kinds: [siteResource, Resources.ConfigMap, Resources.Deployment],
+  crds: { module: "shared/controllers/site/crd.ts", exports: ["siteCrd"] },
+  settings: siteSettings,
+  build(settings, opts) {
+    return {
+      controller: () =>
+        siteController({
+          registry: defaultSiteRegistry(opts.siteManifests ? { manifests: opts.siteManifests } : {}),
+          env: settings
+            ? { config: settings.config, namespace: settings.namespace }
+            : { config: defaultSiteConfig },
+        }),
+    };
+  },
+  cluster: {
+    roles: [
+      {
+        kind: "ClusterRole",
+        name: "kubefn-site",
+        comment: `Site operator (seed 004): Sites are cluster-scoped; their components live in the operator
+namespace only, so those grants are a Role there.`,
+        rules: [
+          { apiGroups: ["unbounded-cloud.io"], resources: ["sites"], verbs: ["get", "list"] },
+          { apiGroups: ["unbounded-cloud.io"], resources: ["sites/status"], verbs: ["patch"] },
+        ],
+        bound: true,
+      },
+      {
+        kind: "Role",
+        name: "kubefn-site",
+        namespace: "kubefn-system",
+        comment: `Components are server-side applied (read first, then an apply patch) and removed with a
+UID-guarded delete.`,
+        rules: [
+          {
+            comment: `A server-side apply that creates the object needs create as well as patch. list: the sweep's
+Site drift lists (ConfigMaps, and Deployments with the Site label, once per drift period).`,
+            apiGroups: [""],
+            resources: ["configmaps"],
+            verbs: ["get", "list", "create", "patch", "delete"],
+          },
+          {
+            apiGroups: [""],
+            resources: ["serviceaccounts"],
+            verbs: ["get", "create", "patch", "delete"],
+          },
+          {
+            apiGroups: ["apps"],
+            resources: ["deployments"],
+            verbs: ["get", "list", "create", "patch", "delete"],
+          },
+        ],
+        bound: true,
+      },
+    ],
+    audit: [
+      {
+        comment: `Site components' workloads in the operator namespace, whose ownerReferences the intake follows
+back to their Site: the request and the stored object, there only. Nowhere else is a
+Deployment's or StatefulSet's body (env, args: often credentials) sent off the API server.`,
+        level: "RequestResponse",
+        namespaces: ["kubefn-system"],
+        resources: [{ group: "apps", resources: ["deployments"] }],
+      },
+    ],
+  },
+});

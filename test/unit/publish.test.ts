@@ -191,3 +191,21 @@ describe("a tag's dry run", () => {
     );
   }, 120_000);
 });
+
+describe(".github/workflows/release.yml", () => {
+  it("runs on a tag, with the OIDC identity cosign signs with, and its steps are the repository's scripts", async () => {
+    const wf = parseYaml(await readFile(join(root, ".github/workflows/release.yml"), "utf8")) as {
+      on: { push: { tags: string[] } };
+      permissions: Record<string, string>;
+      jobs: { release: { steps: Array<{ run?: string }> } };
+    };
+    expect(wf.on.push.tags).toEqual(["v*"]);
+    expect(wf.permissions).toMatchObject({ "id-token": "write", packages: "write" });
+    const runs = wf.jobs.release.steps.map((s) => s.run ?? "").join("\n");
+    expect(runs).toContain("npm run release");
+    expect(runs).toContain("node --import tsx scripts/release/publish.ts --out dist");
+    for (const script of runs.match(/scripts\/[\w/.-]+\.(ts|sh)/g) ?? []) {
+      await expect(readFile(join(root, script), "utf8"), script).resolves.toBeTruthy();
+    }
+  });
+});

@@ -8,6 +8,7 @@
  *               (`ghcr.io/kubefn/<name>:<version>@sha256:…`), the chart repackaged, SHA256SUMS again
  *   3. sbom     an SPDX JSON SBOM of each pushed image (syft), into dist/sbom/
  *   4. chart    the chart pushed to an OCI registry (`helm push … oci://ghcr.io/kubefn/charts`)
+ *      npm      the CLI's package (scripts/release/cli-package.ts) published, with provenance
  *   5. sign     cosign, keyless (the workflow's OIDC identity): each image by digest, its SBOM as
  *               an attestation, the chart by digest, and SHA256SUMS as a Sigstore bundle
  *
@@ -16,7 +17,7 @@
  * `--dry-run` (what runs outside CI, with no registry and no network) prints every command the
  * steps would run, in order, runs none of them, and does locally what needs no registry: with
  * `--digests <file>` (images.txt's format) the pin step really rewrites dist/'s files and
- * repackages the chart, so what would be published can be read. Without `--dry-run` it runs the
+ * repackages the chart, and the CLI's package is packed, so what would be published can be read. Without `--dry-run` it runs the
  * commands; pushing needs registry credentials, signing an OIDC token (GitHub Actions' own).
  */
 import { execFile } from "node:child_process";
@@ -26,6 +27,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { parseArgs, promisify } from "node:util";
 import { parseDocument } from "yaml";
+import { cliPackage } from "./cli-package.ts";
 import { commandLine, type ImageBuild, nameOf, UNPUSHED } from "./images.ts";
 
 const run = promisify(execFile);
@@ -135,6 +137,18 @@ export function publishPlan(opts: {
       ],
     })),
     { step: "chart", argv: ["helm", "push", chart, CHART_REGISTRY] },
+    // The CLI (scripts/release/cli-package.ts), with npm's provenance statement of this workflow.
+    {
+      step: "npm",
+      argv: [
+        "npm",
+        "publish",
+        join(out, "npm", `kubefn-${version}.tgz`),
+        "--provenance",
+        "--access",
+        "public",
+      ],
+    },
     ...builds.flatMap((b) => [
       { step: "sign", argv: ["cosign", "sign", "--yes", byDigest(b)] },
       {
@@ -272,6 +286,8 @@ if (import.meta.filename === process.argv[1]) {
       "# [pin] no digests (a dry run without --digests): host.yaml, relay.yaml and the chart stay unpinned",
     );
   }
+  const cli = await cliPackage(out);
+  console.log(`[npm] ${cli}: the CLI's package, packed`);
   for (const { step, argv: planned } of publishPlan({ builds, digests, version, out })) {
     if (step === "sbom" && !dryRun) await mkdir(join(out, "sbom"), { recursive: true });
     const argv = planned.map((a) => (chartDigest ? a.replace("<digest helm push printed>", chartDigest) : a));

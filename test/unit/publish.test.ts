@@ -138,7 +138,11 @@ describe("a tag's dry run", () => {
     );
     const lines = stdout.trim().split("\n");
     const planned = lines.filter((l) => l.startsWith("# would run ")).map((l) => /\[(\w+)\]/.exec(l)?.[1]);
-    expect([...new Set(planned)]).toEqual(["images", "sbom", "chart", "sign"]);
+    expect([...new Set(planned)]).toEqual(["images", "sbom", "chart", "npm", "sign"]);
+    expect(stdout).toContain(
+      `npm publish ${join(out, "npm", `kubefn-${version}.tgz`)} --provenance --access public`,
+    );
+    await expect(readFile(join(out, "npm", `kubefn-${version}.tgz`))).resolves.toBeTruthy();
     expect(stdout).toContain("docker buildx build --platform linux/amd64,linux/arm64");
     expect(stdout).toContain(`syft scan registry:ghcr.io/kubefn/relay@${relayDigest} -o spdx-json=`);
     expect(stdout).toContain(`helm push ${join(out, `kubefn-${version}.tgz`)} oci://ghcr.io/kubefn/charts`);

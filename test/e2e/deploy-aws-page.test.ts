@@ -441,6 +441,8 @@ describe("docs/deploying/aws.md from dist/, literally", () => {
           await readyCondition("get", "site", "lab"),
         ];
         if (got.every((s) => s === "True")) return got;
+        // Not yet: look again in a second (each look is three kubectl processes).
+        await new Promise((r) => setTimeout(r, 1000));
         throw new Error(`${got.join(",")}\n${failures.slice(-3).join("\n")}`);
       },
       150_000,

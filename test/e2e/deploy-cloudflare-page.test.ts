@@ -381,6 +381,8 @@ describe("docs/deploying/cloudflare.md from dist/, literally, against a private 
           await readyCondition("get", "site", "lab"),
         ];
         if (got.every((s) => s === "True")) return got;
+        // Not yet: look again in a second (each look is three kubectl processes).
+        await new Promise((r) => setTimeout(r, 1000));
         const conditions = await kubectl(
           "get",
           "proxies,subpools,sites",
@@ -394,7 +396,7 @@ describe("docs/deploying/cloudflare.md from dist/, literally, against a private 
           .slice(-5);
         throw new Error(`${got.join(",")}\n${conditions}\n${warnings.join("\n")}`);
       },
-      120_000,
+      150_000,
     );
     expect(forwardProxy.requests.length).toBeGreaterThan(0);
     // Written by the Worker, as kubefn's ServiceAccount: nothing else reconciles on this cluster.
@@ -403,7 +405,7 @@ describe("docs/deploying/cloudflare.md from dist/, literally, against a private 
     ) as Array<{ manager?: string; subresource?: string }>;
     expect(fields.some((f) => f.manager === "kubefn" && f.subresource === "status")).toBe(true);
     expect(sweepFailures).toEqual([]);
-  }, 150_000);
+  }, 180_000);
 
   it("kubefn uninstall, while the Worker runs, leaves nothing of kubefn; then wrangler delete", async () => {
     const m = /`(kubefn uninstall)` while the Worker still runs, then\s+`wrangler delete`/.exec(page);

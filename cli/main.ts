@@ -63,7 +63,7 @@ const usage = `usage: kubefn <command> [options]
   doctor [--as ns/name]   check kubefn's access, admission policies and CRDs on the current cluster,
          [--intake-timeout s]  and that intake receives the cluster's events (default: wait 30 s)
 
-options: --kubeconfig <file>  --context <name>  --file <install.yaml>`;
+options: --kubeconfig <file>  --context <name>  --file <install.yaml>  --version`;
 
 function releaseObjects(file: string | undefined, profile = { host: false }): KubeObject[] {
   if (!file) return profileObjects(root, version, profile) as KubeObject[];
@@ -94,9 +94,11 @@ export async function main(
       context: { type: "string" },
       file: { type: "string" },
       help: { type: "boolean", short: "h" },
+      version: { type: "boolean" },
     },
   });
-  const [command, ...rest] = positionals;
+  // `kubefn --version` is `kubefn version`.
+  const [command, ...rest] = values.version ? ["version", ...positionals] : positionals;
   if (values.help || !command) return { out: usage, code: command || values.help ? 0 : 2 };
   if (rest.length > 0) return { out: `unexpected argument ${rest[0]}\n${usage}`, code: 2 };
   const connect = () =>

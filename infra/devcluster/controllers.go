@@ -19,6 +19,7 @@ var controllers = []string{
 	// The garbage collector (ownerReferences cascade, foreground and background) runs too, but
 	// outside the controller manager: see gc.go.
 	"serviceaccount-controller",                // the "default" ServiceAccount in each namespace (Pods need it)
+	"serviceaccount-token-controller",          // a kubernetes.io/service-account-token Secret gets its token
 	"root-ca-certificate-publisher-controller", // kube-root-ca.crt in each namespace, as in any cluster
 	"clusterrole-aggregation-controller",       // admin/edit/view ClusterRoles get their aggregated rules
 	// Workloads: a Deployment rolls out ReplicaSets, which create Pods; StatefulSets create Pods and
@@ -38,7 +39,7 @@ var controllers = []string{
 	"persistentvolume-protection-controller",
 }
 
-func newControllerManagerOptions(kubeconfig, caFile string) (*kcmoptions.KubeControllerManagerOptions, error) {
+func newControllerManagerOptions(kubeconfig, caFile, saKeyFile string) (*kcmoptions.KubeControllerManagerOptions, error) {
 	s, err := kcmoptions.NewKubeControllerManagerOptions()
 	if err != nil {
 		return nil, err
@@ -53,6 +54,8 @@ func newControllerManagerOptions(kubeconfig, caFile string) (*kcmoptions.KubeCon
 		"--leader-elect=false",
 		"--secure-port=0", // no serving port: nothing scrapes it
 		"--root-ca-file=" + caFile,
+		// The token controller signs long-lived ServiceAccount token Secrets with the API server's key.
+		"--service-account-private-key-file=" + saKeyFile,
 		"--use-service-account-credentials=false",
 		"--concurrent-gc-syncs=5",
 		"--concurrent-namespace-syncs=5",

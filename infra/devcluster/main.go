@@ -240,7 +240,7 @@ func run() error {
 	if err != nil {
 		return err
 	}
-	kcmOpts, err := newControllerManagerOptions(kcmKubeconfig, p.CAFile)
+	kcmOpts, err := newControllerManagerOptions(kcmKubeconfig, p.CAFile, p.SAKeyFile)
 	if err != nil {
 		return err
 	}

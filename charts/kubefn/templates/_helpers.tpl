@@ -10,7 +10,7 @@
 
 {{/* The relay's image, pinned to the chart's appVersion unless a tag is given. */}}
 {{- define "kubefn.relayImage" -}}
-{{ .Values.relay.image.repository }}:{{ .Values.relay.image.tag | default .Chart.AppVersion }}
+{{ .Values.relay.image.repository }}:{{ .Values.relay.image.tag | default .Chart.AppVersion }}{{ with .Values.relay.image.digest }}@{{ . }}{{ end }}
 {{- end }}
 
 {{/* A Pod spec's placement fields from values (nodeSelector, tolerations, affinity,

@@ -1,0 +1,475 @@
+/**
+ * docs/deploying/aws.md walked literally from the release's artifacts (`npm run release` into
+ * dist/), on a devcluster shaped like production (`--profile production`: the API server alone
+ * over TLS with a private CA, its audit webhook with exactly the documented flags, so a batch waits
+ * up to 30 s; ServiceAccount tokens of at most an hour; the token controller filling a
+ * `kubernetes.io/service-account-token` Secret as any cluster's does).
+ *
+ * The page's commands run with `bash`, in order, in a directory laid out as the release (the
+ * checkout's folders linked, dist/ built by scripts/release.ts) with `kubectl`, `kubefn` and `aws`
+ * on the PATH; a command that fails fails the test. What targets the AWS account is substituted by
+ * what it would deploy, with the same parameters:
+ *
+ * - `aws secretsmanager create-secret …` (steps 2 and "Secrets"): test/support/aws-cli.mjs makes
+ *   the secret in moto's Secrets Manager (AWS_ENDPOINT_URL, as the AWS CLI honours it);
+ * - steps 3 and 4 ("From a release, steps 3 and 4 are one": `sam deploy --template-file
+ *   dist/aws/template.yaml --stack-name kubefn … --parameter-overrides …`): the stack's two
+ *   functions are dist/aws/kubefn-aws-<v>.zip unpacked, each a process (test/support/
+ *   lambda-runtime.mjs) with the handler and the environment dist/aws/template.yaml gives it for
+ *   step 4's Parameters (test/support/sam-environment.ts evaluates the template), the AWS SDK
+ *   pointed at moto's server; the ReconcileQueue and its dead-letter queue made in moto as the
+ *   template makes them (test/support/moto.ts); the event source mapping a poller taking batches
+ *   of 10 as Lambda's does (ReportBatchItemFailures); the Function URL a loopback HTTP server
+ *   turning each request into the Function URL's event (payload 2.0) for the intake; the sweep
+ *   rule (every minute) an invocation with EventBridge's Scheduled Event every few seconds;
+ * - the API server's audit webhook points at that Function URL (its address fixed when the
+ *   cluster starts) with the audit token the page's secret holds;
+ * - `sam delete`: the processes stopped, moto's server with them.
+ *
+ * Beyond the page: ProbeAllowedCidrs for the loopback probe fixtures, the examples' Proxy
+ * pointed at them. Then the examples' Proxy, SubPool and Site become Ready, reconciled by the
+ * functions, and `kubefn uninstall` (while the stack runs, as the page says) leaves nothing.
+ */
+import { type ChildProcess, execFileSync, spawn } from "node:child_process";
+import { chmodSync, mkdirSync, readFileSync, symlinkSync, writeFileSync } from "node:fs";
+import { createServer, type Server } from "node:http";
+import { join } from "node:path";
+import { fileURLToPath } from "node:url";
+import { GetSecretValueCommand, SecretsManagerClient } from "@aws-sdk/client-secrets-manager";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { parse as parseYaml } from "yaml";
+import { release } from "../../scripts/release.ts";
+import { clusterInfo } from "../setup/cluster.ts";
+import { type ChildOutput, outputOf } from "../support/child-output.ts";
+import { LOOPBACK_PROBE_CIDRS } from "../support/loopback.ts";
+import { fencedBlocks } from "../support/markdown.ts";
+import {
+  createKubefnAws,
+  type KubefnAws,
+  type Moto,
+  REGION,
+  startMoto,
+  TEST_CREDENTIALS,
+} from "../support/moto.ts";
+import { freePort } from "../support/oidc-issuer.ts";
+import { type OwnDevcluster, startOwnDevcluster } from "../support/own-devcluster.ts";
+import {
+  type ForwardProxy,
+  startForwardProxy,
+  startHttpTarget,
+  type Target,
+} from "../support/probe-fixtures.ts";
+import { functionEnvironment } from "../support/sam-environment.ts";
+import { type TempDir, tempDir } from "../support/temp-dir.ts";
+import { eventually } from "./host.ts";
+
+const root = fileURLToPath(new URL("../../", import.meta.url));
+const page = readFileSync(`${root}docs/deploying/aws.md`, "utf8");
+const auditToken = `audit-${crypto.randomUUID()}`;
+const scheduledEvent = JSON.parse(
+  readFileSync(`${root}test/fixtures/aws/scheduled-event.json`, "utf8"),
+) as unknown;
+
+let cluster: OwnDevcluster;
+let moto: Moto;
+let aws: KubefnAws | undefined;
+let work: TempDir;
+let functionUrlPort: number;
+let functionUrl: Server | undefined;
+let running = false;
+let poller: Promise<void> | undefined;
+let sweeping: ReturnType<typeof setInterval> | undefined;
+const failures: string[] = [];
+const functions: Record<string, { child: ChildProcess; port: number; log: string }> = {};
+let target: Target;
+let forwardProxy: ForwardProxy;
+const secretArns: Record<string, string> = {};
+
+function shellEnv(): NodeJS.ProcessEnv {
+  return {
+    ...process.env,
+    ...TEST_CREDENTIALS,
+    AWS_REGION: REGION,
+    AWS_ENDPOINT_URL: moto.endpoint,
+    PATH: `${join(work.path, ".bin")}:${process.env.PATH}`,
+    KUBECONFIG: cluster.kubeconfig,
+    KUBERNETES_SERVICE_HOST: "",
+  };
+}
+
+/** Runs the page's commands with bash in the release directory; a failure fails the test. */
+async function sh(command: string): Promise<ChildOutput> {
+  const r = await outputOf(
+    spawn("bash", ["-euo", "pipefail", "-c", command], { cwd: work.path, env: shellEnv() }),
+    "",
+  );
+  if (r.code !== 0)
+    throw new Error(`the page's command failed (${r.code}):\n${command}\n${r.stdout}${r.stderr}`);
+  return r;
+}
+
+async function kubectl(...args: string[]): Promise<string> {
+  const r = await outputOf(
+    spawn(clusterInfo().devclusterBin, ["kubectl", "--kubeconfig", cluster.kubeconfig, ...args]),
+    "",
+  );
+  if (r.code !== 0) throw new Error(`kubectl ${args.join(" ")}: ${r.stderr}`);
+  return r.stdout;
+}
+
+const readyCondition = (...args: string[]) =>
+  kubectl(...args, "-o", 'jsonpath={.status.conditions[?(@.type=="Ready")].status}');
+
+/** The page's Deploy block: steps 1 to 4. */
+const deployBlock = (): string => {
+  const block = fencedBlocks(page, "sh").find((b) => b.includes("# 1. In the cluster"));
+  if (!block) throw new Error("docs/deploying/aws.md has no Deploy block");
+  return block;
+};
+
+/** The text of step `n` of the Deploy block (from its `# n.` comment to the next step's). */
+function step(n: number): string {
+  const block = deployBlock();
+  const from = block.indexOf(`# ${n}. `);
+  const to = block.indexOf(`# ${n + 1}. `);
+  if (from < 0) throw new Error(`the Deploy block has no step ${n}`);
+  return block.slice(from, to < 0 ? undefined : to);
+}
+
+/** Invokes one of the stack's functions with `event`; a thrown invocation throws here. */
+async function invoke(name: string, event: unknown): Promise<unknown> {
+  const fn = functions[name];
+  if (!fn) throw new Error(`no function ${name}`);
+  const res = await fetch(`http://127.0.0.1:${fn.port}/`, { method: "POST", body: JSON.stringify(event) });
+  const answer = (await res.json()) as { result?: unknown; error?: string };
+  if (answer.error) throw new Error(`${name}: ${answer.error}`);
+  return answer.result;
+}
+
+/** One function of the stack: the zip's handler in a process with the template's environment. */
+async function startFunction(name: string, codeDir: string, handler: string, env: Record<string, string>) {
+  const child = spawn(process.execPath, [`${root}test/support/lambda-runtime.mjs`, codeDir, handler], {
+    stdio: ["ignore", "pipe", "pipe"],
+    env: {
+      PATH: process.env.PATH,
+      ...TEST_CREDENTIALS,
+      AWS_REGION: REGION,
+      AWS_ENDPOINT_URL: moto.endpoint,
+      AWS_LAMBDA_FUNCTION_NAME: name,
+      ...env,
+    },
+  });
+  const fn = { child, port: 0, log: "" };
+  functions[name] = fn;
+  const append = (c: string) => {
+    fn.log = (fn.log + c).slice(-200_000);
+  };
+  child.stdout?.setEncoding("utf8").on("data", append);
+  child.stderr?.setEncoding("utf8").on("data", append);
+  fn.port = await eventually(
+    `${name} listening`,
+    async () => {
+      if (child.exitCode !== null) throw new Error(`${name} exited (${child.exitCode}):\n${fn.log}`);
+      const m = /\{"listening":(\d+)\}/.exec(fn.log);
+      return m ? Number(m[1]) : undefined;
+    },
+    30_000,
+  );
+}
+
+/** The Function URL: each request as its payload 2.0 event, to the intake. */
+function startFunctionUrl(port: number): Promise<Server> {
+  const server = createServer((req, res) => {
+    const chunks: Buffer[] = [];
+    req.on("data", (c: Buffer) => chunks.push(c));
+    req.on("end", () => {
+      const url = new URL(req.url ?? "/", "http://localhost");
+      const headers = Object.fromEntries(
+        Object.entries(req.headers).map(([k, v]) => [k, Array.isArray(v) ? v.join(",") : String(v)]),
+      );
+      const event = {
+        version: "2.0",
+        routeKey: "$default",
+        rawPath: url.pathname,
+        rawQueryString: url.search.slice(1),
+        headers,
+        ...(url.search ? { queryStringParameters: Object.fromEntries(url.searchParams) } : {}),
+        requestContext: {
+          accountId: "anonymous",
+          domainName: req.headers.host,
+          http: { method: req.method, path: url.pathname, protocol: "HTTP/1.1", sourceIp: "127.0.0.1" },
+          requestId: crypto.randomUUID(),
+          routeKey: "$default",
+          stage: "$default",
+          timeEpoch: Date.now(),
+        },
+        body: Buffer.concat(chunks).toString("base64"),
+        isBase64Encoded: true,
+      };
+      invoke("kubefn", event)
+        .then((r) => {
+          const out = r as {
+            statusCode: number;
+            headers?: Record<string, string>;
+            body?: string;
+            isBase64Encoded?: boolean;
+          };
+          res.writeHead(out.statusCode, out.headers ?? {});
+          res.end(out.body ? Buffer.from(out.body, out.isBase64Encoded ? "base64" : "utf8") : undefined);
+        })
+        .catch((err: unknown) => {
+          failures.push(String(err));
+          res.writeHead(502).end();
+        });
+    });
+  });
+  return new Promise((resolve) => server.listen(port, "127.0.0.1", () => resolve(server)));
+}
+
+async function stopStack(): Promise<void> {
+  running = false;
+  if (sweeping) clearInterval(sweeping);
+  sweeping = undefined;
+  await poller;
+  await new Promise<void>((resolve) => (functionUrl ? functionUrl.close(() => resolve()) : resolve()));
+  functionUrl = undefined;
+  for (const fn of Object.values(functions)) {
+    if (fn.child.exitCode === null && fn.child.signalCode === null) {
+      const exited = new Promise((resolve) => fn.child.once("exit", resolve));
+      fn.child.kill("SIGTERM");
+      const timer = setTimeout(() => fn.child.kill("SIGKILL"), 10_000);
+      await exited;
+      clearTimeout(timer);
+    }
+  }
+  aws?.close();
+  aws = undefined;
+}
+
+async function kubefnLeft(): Promise<string[]> {
+  const names = await kubectl(
+    "get",
+    "crd,namespace,clusterrole,clusterrolebinding,validatingadmissionpolicy,validatingadmissionpolicybinding",
+    "-o",
+    "name",
+  );
+  const crds = ["crawl.kubefn.dev", "subrelay.example.com", "unbounded-cloud.io"];
+  return names
+    .split("\n")
+    .filter(
+      (n) =>
+        /\/(kubefn|subpool-)/.test(n) ||
+        crds.some((c) => n.startsWith("customresourcedefinition") && n.endsWith(c)),
+    );
+}
+
+beforeAll(async () => {
+  functionUrlPort = await freePort();
+  cluster = await startOwnDevcluster([], {
+    profile: "production",
+    auditWebhook: {
+      url: `http://127.0.0.1:${functionUrlPort}/v1/events`,
+      token: auditToken,
+      policy: `${root}infra/audit/policy.yaml`,
+    },
+  });
+  moto = await startMoto();
+  [target, forwardProxy] = await Promise.all([startHttpTarget(), startForwardProxy()]);
+  work = tempDir("kubefn-aws-page-");
+  for (const entry of [
+    "package.json",
+    "node_modules",
+    "scripts",
+    "functions",
+    "shared",
+    "infra",
+    "examples",
+    "cli",
+  ]) {
+    symlinkSync(join(root, entry), join(work.path, entry));
+  }
+  await release({ out: join(work.path, "dist"), worker: false });
+  mkdirSync(join(work.path, ".bin"));
+  for (const [name, line] of [
+    ["kubectl", `exec '${clusterInfo().devclusterBin}' kubectl "$@"`],
+    ["kubefn", `exec '${process.execPath}' '${join(work.path, "cli/kubefn.mjs")}' "$@"`],
+    ["aws", `exec '${process.execPath}' '${root}test/support/aws-cli.mjs' "$@"`],
+  ] as const) {
+    writeFileSync(join(work.path, ".bin", name), `#!/bin/sh\n${line}\n`);
+    chmodSync(join(work.path, ".bin", name), 0o755);
+  }
+}, 180_000);
+
+afterAll(async () => {
+  await stopStack();
+  await target?.close();
+  await forwardProxy?.close();
+  await moto?.close();
+  await cluster?.close();
+  work?.remove();
+}, 120_000);
+
+describe("docs/deploying/aws.md from dist/, literally", () => {
+  it("1. kubefn install --platform aws: the cluster side, no in-cluster host", async () => {
+    const line = step(1)
+      .split("\n")
+      .find((l) => l.startsWith("kubefn install"));
+    expect(line).toMatch(/^kubefn install --platform aws\s+#/);
+    const out = await sh(line!);
+    expect(out.stdout).toContain("created   ValidatingAdmissionPolicy kubefn-writes-only-its-own");
+    expect(await kubectl("-n", "kubefn-system", "get", "deployments", "-o", "name")).toBe("");
+  });
+
+  it("2. a kubeconfig with a token that does not expire, in Secrets Manager", async () => {
+    const out = await sh(step(2));
+    const created = JSON.parse(out.stdout.slice(out.stdout.indexOf("{"))) as { ARN: string; Name: string };
+    expect(created.Name).toBe("kubefn/kubeconfig");
+    secretArns.KubeconfigSecretArn = created.ARN;
+    const sm = new SecretsManagerClient({
+      region: REGION,
+      endpoint: moto.endpoint,
+      credentials: {
+        accessKeyId: TEST_CREDENTIALS.AWS_ACCESS_KEY_ID,
+        secretAccessKey: TEST_CREDENTIALS.AWS_SECRET_ACCESS_KEY,
+      },
+    });
+    const stored = await sm.send(new GetSecretValueCommand({ SecretId: created.ARN }));
+    sm.destroy();
+    const kc = parseYaml(Buffer.from(stored.SecretString ?? "", "base64").toString("utf8")) as {
+      clusters: Array<{ cluster: { server: string; "certificate-authority-data"?: string } }>;
+      users: Array<{ user: { token: string } }>;
+    };
+    expect(kc.clusters[0]?.cluster.server).toBe(cluster.server);
+    expect(kc.clusters[0]?.cluster["certificate-authority-data"]).toBeTruthy();
+    const claims = JSON.parse(
+      Buffer.from(kc.users[0]!.user.token.split(".")[1]!, "base64url").toString("utf8"),
+    ) as { sub: string; exp?: number };
+    expect(claims.sub).toBe("system:serviceaccount:kubefn-system:kubefn");
+    // The token controller's: no expiry.
+    expect(claims.exp).toBeUndefined();
+  }, 90_000);
+
+  it("the audit token as a Secrets Manager secret, as the page says", async () => {
+    const m =
+      /`(aws secretsmanager\s+create-secret --name kubefn\/audit-token --secret-string) <≥16 chars>`/.exec(
+        page,
+      );
+    expect(m, "the page names the command").not.toBeNull();
+    const out = await sh(`${m![1]!.replace(/\s+/g, " ")} ${auditToken}`);
+    secretArns.AuditTokenSecretArn = (JSON.parse(out.stdout) as { ARN: string }).ARN;
+  });
+
+  it("3. and 4. from a release: the stack of dist/aws/template.yaml and its zip", async () => {
+    const fromRelease =
+      /`sam deploy --template-file (dist\/aws\/template\.yaml) --stack-name (\w+) --capabilities\s+CAPABILITY_IAM --parameter-overrides …`/.exec(
+        page,
+      );
+    expect(fromRelease, "the page's command from a release").not.toBeNull();
+    const [, templateFile, stackName] = fromRelease as unknown as [string, string, string];
+    // Step 4's parameters: the kubeconfig's and the audit token's secrets (no relay here, no
+    // alarm topic).
+    const named = [...step(4).matchAll(/(\w+)=<[^>]*>/g)].map((m) => m[1]);
+    expect(named).toEqual(["KubeconfigSecretArn", "AuditTokenSecretArn", "RelaySecretArn", "AlarmTopicArn"]);
+    const overrides = {
+      KubeconfigSecretArn: secretArns.KubeconfigSecretArn!,
+      AuditTokenSecretArn: secretArns.AuditTokenSecretArn!,
+      ProbeAllowedCidrs: LOOPBACK_PROBE_CIDRS,
+    };
+    const templateText = readFileSync(join(work.path, templateFile), "utf8");
+    const template = parseYaml(templateText, { logLevel: "silent" }) as {
+      Resources: Record<string, { Properties: { CodeUri: string; Handler: string } }>;
+    };
+    aws = await createKubefnAws(moto.endpoint);
+    const code = join(work.path, "lambda");
+    const zipFile = join(work.path, "dist/aws", template.Resources.Kubefn!.Properties.CodeUri);
+    execFileSync("python3", ["-m", "zipfile", "-e", zipFile, code]);
+    for (const [id, name] of [
+      ["Kubefn", stackName],
+      ["KubefnReconcile", `${stackName}-reconcile`],
+    ] as const) {
+      const props = template.Resources[id]!.Properties;
+      expect(props.CodeUri).toBe(template.Resources.Kubefn!.Properties.CodeUri);
+      const env = functionEnvironment(templateText, id, {
+        stackName,
+        overrides,
+        resources: { ReconcileQueue: aws.queueUrl },
+      });
+      await startFunction(name, code, props.Handler, env);
+    }
+    functionUrl = await startFunctionUrl(functionUrlPort);
+    running = true;
+    poller = (async () => {
+      while (running) {
+        try {
+          await aws?.poll((event) => invoke(`${stackName}-reconcile`, event) as Promise<unknown>, 1);
+        } catch (err) {
+          if (running) failures.push(String(err));
+          await new Promise((r) => setTimeout(r, 500));
+        }
+      }
+    })();
+    sweeping = setInterval(() => {
+      invoke(`${stackName}-reconcile`, {
+        ...(scheduledEvent as object),
+        time: new Date().toISOString(),
+      }).catch((err: unknown) => failures.push(String(err)));
+    }, 5000);
+    expect((await fetch(`http://127.0.0.1:${functionUrlPort}/healthz`)).status).toBe(200);
+  }, 90_000);
+
+  it("the allow-list the page names admits the Site's components", async () => {
+    const block = fencedBlocks(page, "sh").find((b) => b.includes("kubefn-site-images"));
+    expect(block).toBeDefined();
+    await sh(block!);
+  });
+
+  it("the examples' Proxy, SubPool and Site become Ready, reconciled by the stack's functions", async () => {
+    const proxyYaml = readFileSync(`${root}examples/proxy-external.yaml`, "utf8")
+      .replaceAll("127.0.0.1:8081", `127.0.0.1:${target.port}`)
+      .replace(/port: 3128/, `port: ${forwardProxy.port}`);
+    writeFileSync(join(work.path, "proxy.yaml"), proxyYaml);
+    await sh("kubectl apply -f proxy.yaml");
+    await sh("kubectl apply -f examples/subpool-platform.yaml");
+    await sh("kubectl apply -f examples/subpool-internal.yaml");
+    await sh("kubectl apply -f examples/site.yaml");
+    await eventually(
+      "Proxy, SubPool and Site Ready",
+      async () => {
+        const got = [
+          await readyCondition("get", "proxy", "local", "-n", "default"),
+          await readyCondition("get", "subpool", "demo-pool"),
+          await readyCondition("get", "site", "lab"),
+        ];
+        if (got.every((s) => s === "True")) return got;
+        // Not yet: look again in a second (each look is three kubectl processes).
+        await new Promise((r) => setTimeout(r, 1000));
+        throw new Error(`${got.join(",")}\n${failures.slice(-3).join("\n")}`);
+      },
+      150_000,
+    );
+    expect(forwardProxy.requests.length).toBeGreaterThan(0);
+    const reconcileLog = functions["kubefn-reconcile"]?.log ?? "";
+    expect(reconcileLog).toMatch(/"msg":"pass".*"key":"proxy\/default\/local"/);
+    expect(reconcileLog).toMatch(/"msg":"pass".*"key":"site\/\/lab"/);
+    // The audit webhook's batches reached the intake through the Function URL.
+    expect(functions.kubefn?.log ?? "").toMatch(/"msg":"intake batch"/);
+    expect(failures).toEqual([]);
+  }, 180_000);
+
+  it("kubefn uninstall, while the stack runs, leaves nothing of kubefn; then sam delete", async () => {
+    const m = /`(kubefn uninstall)` while the stack still runs/.exec(page);
+    expect(m, "the page says how to remove kubefn").not.toBeNull();
+    const out = await sh(m![1]!);
+    const lines = out.stdout.trim().split("\n");
+    expect(lines).toEqual(
+      expect.arrayContaining([
+        "deleted   Proxy default/local",
+        "deleted   Site lab",
+        "deleted   SubPool demo-pool",
+      ]),
+    );
+    expect(lines.at(-1)).toMatch(/^nothing of kubefn is left: \d+ objects removed$/);
+    expect(await kubefnLeft()).toEqual([]);
+    await stopStack();
+  }, 180_000);
+});

@@ -235,6 +235,35 @@ describe("bodies on the queue carry kubefn's MAC (issue 30)", () => {
   });
 });
 
+describe("a seal key derived from a channel's secret (issue 30, Low)", () => {
+  const start = (env: Record<string, string>) => {
+    const { ctx, recorded } = fakeContext(new FakeKube());
+    createKubefn(
+      parseWorkerEnv({ KUBE_SERVER: "https://kube.example.com", KUBE_TOKEN: "t", ...env }),
+      { kube: ctx.kube, queue: ctx.queue, prober: {} as never, log: ctx.log, metrics: ctx.metrics },
+      { registry: createRegistry([proxyController({ reconcile: async () => done() })]), sweepTasks: [] },
+    );
+    return recorded.logs.filter((l) => l.level === "warn" && l.msg.includes("seal"));
+  };
+
+  it.each([
+    ["RELAY_SECRET", { RELAY_SECRET: "relay-secret-0123456789abcdef" }],
+    ["AUDIT_TOKEN", { AUDIT_TOKEN: "audit-token-0123456789abcdef" }],
+  ])(
+    "without STATUS_SEAL_KEY the seal's key comes from %s, which a channel writer holds: said at start",
+    (name, env) => {
+      const warnings = start(env);
+      expect(warnings).toHaveLength(1);
+      expect(warnings[0]?.msg).toContain(`the status seal's key is derived from ${name}`);
+      expect(warnings[0]?.msg).toContain("set STATUS_SEAL_KEY");
+    },
+  );
+
+  it("with STATUS_SEAL_KEY nothing is said", () => {
+    expect(start({ RELAY_SECRET: "relay-secret-0123456789abcdef", STATUS_SEAL_KEY })).toEqual([]);
+  });
+});
+
 describe("messages the 0.1.0 release left on the queue", () => {
   it("probe-shard-job.json (no MAC) is acked and dropped as unauthenticated: the next sweep plans its probes again", async () => {
     const body = JSON.parse(

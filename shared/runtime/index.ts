@@ -112,6 +112,7 @@ export {
 export {
   canonicalJson,
   createStatusSeal,
+  derivedSealKeySource,
   SEAL_FIELD,
   type SealVerdict,
   type StatusSeal,

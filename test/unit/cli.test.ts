@@ -9,7 +9,13 @@ import { describe, expect, it } from "vitest";
 import type { KubeObject } from "../../cli/cluster.ts";
 import { covers, excessVerbs, neededAccess, parseIdentity } from "../../cli/doctor.ts";
 import { changedFields, changeOf, report } from "../../cli/install.ts";
-import { IN_CLUSTER_INTAKE_URL, installChoice, nextSteps, usernameList } from "../../cli/profile.ts";
+import {
+  IN_CLUSTER_INTAKE_URL,
+  installChoice,
+  intakeSecretKeys,
+  nextSteps,
+  usernameList,
+} from "../../cli/profile.ts";
 import { uninstallObjects } from "../../cli/uninstall.ts";
 import {
   inClusterIntakeUrl,
@@ -257,6 +263,24 @@ describe("install profiles", () => {
       nextSteps({ platform: "aws", relayIntakeUrl: "https://l.example/v1/events" }, ids).join("\n"),
     ).toContain("RelaySecretArn");
     expect(nextSteps({ platform: "node" }, ids).join("\n")).toContain("install with --relay");
+    expect(nextSteps({ platform: "cloudflare" }, ids).join("\n")).toContain(
+      "openssl rand -hex 32 | npx wrangler secret put STATUS_SEAL_KEY",
+    );
+  });
+
+  it("makes the in-cluster host's status seal key, so that it is never derived from a channel's secret (issue 30, Low)", () => {
+    expect(intakeSecretKeys({ platform: "node" })).toEqual(["status-seal-key"]);
+    expect(
+      intakeSecretKeys({
+        platform: "node",
+        relayIntakeUrl: "http://kubefn.kubefn-system.svc:8080/v1/events",
+      }),
+    ).toEqual(["relay-secret", "status-seal-key"]);
+    // A Worker's or Lambda's key lives on that platform, not in the cluster.
+    expect(
+      intakeSecretKeys({ platform: "cloudflare", relayIntakeUrl: "https://w.example/v1/events" }),
+    ).toEqual(["relay-secret"]);
+    expect(intakeSecretKeys({})).toEqual([]);
   });
 
   it("reads SELF_USERNAMES as the settings do", () => {

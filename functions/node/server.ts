@@ -33,24 +33,41 @@ export function renderHostMetrics(
 }
 
 /**
+ * How long one request may take to arrive, headers and body together, before the server answers
+ * 408 and closes its connection: intake's own body deadline (30 s) counts from the checked
+ * headers, this from the connection's first byte, so a sender that dribbles its headers (a
+ * slow-loris) is cut off too. Node's default is 300 s, checked every 30 s.
+ */
+export const defaultRequestTimeoutMs = 30_000;
+
+/**
  * Serves `fetch` on host:port (0: any free port), over HTTPS when `tls` names a certificate and
- * key (read once, at start), and resolves once it listens.
+ * key (read once, at start), and resolves once it listens. Each request must arrive whole within
+ * `requestTimeoutMs` ({@link defaultRequestTimeoutMs}).
  */
 export async function listen(
   fetch: (request: Request) => Response | Promise<Response>,
   port: number,
   hostname: string,
   tls?: { certFile: string; keyFile: string },
+  opts: { requestTimeoutMs?: number } = {},
 ): Promise<{ url: string; close(): Promise<void> }> {
+  const requestTimeout = opts.requestTimeoutMs ?? defaultRequestTimeoutMs;
+  const deadlines = {
+    requestTimeout,
+    headersTimeout: requestTimeout,
+    // How often Node looks for connections past their deadline: a tenth of it, at most a second.
+    connectionsCheckingInterval: Math.min(1000, Math.ceil(requestTimeout / 10)),
+  };
   const server = tls
     ? serve({
         fetch,
         port,
         hostname,
         createServer: createHttpsServer,
-        serverOptions: { cert: readFileSync(tls.certFile), key: readFileSync(tls.keyFile) },
+        serverOptions: { ...deadlines, cert: readFileSync(tls.certFile), key: readFileSync(tls.keyFile) },
       })
-    : serve({ fetch, port, hostname });
+    : serve({ fetch, port, hostname, serverOptions: deadlines });
   await new Promise<void>((resolve, reject) => {
     server.once("listening", () => resolve());
     server.once("error", reject);

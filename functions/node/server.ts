@@ -90,15 +90,30 @@ export interface HostParts {
  * issuer's documents) is served from the start, before the host has connected to its cluster:
  * the API server must fetch the keys before it accepts the host's first token.
  */
-export function hostApp(metrics: PrometheusMetrics, parts: () => HostParts | undefined, early?: Hono): Hono {
+export function hostApp(
+  metrics: PrometheusMetrics,
+  parts: () => HostParts | undefined,
+  early?: Hono,
+  opts: { metrics: boolean } = { metrics: true },
+): Hono {
   const http = new Hono();
   if (early) http.route("/", early);
-  http.get("/metrics", (c, next) => {
+  if (opts.metrics) http.route("/", metricsApp(metrics, parts));
+  http.all("*", (c) => parts()?.kubefn.fetch(c.req.raw) ?? c.json({ error: "starting" }, 503));
+  return http;
+}
+
+/**
+ * `/metrics` alone, for a listener of its own (`KUBEFN_METRICS_PORT`): a port a NetworkPolicy
+ * can admit the scraper to and nobody else, apart from intake's and the crawler API's.
+ */
+export function metricsApp(metrics: PrometheusMetrics, parts: () => HostParts | undefined): Hono {
+  const http = new Hono();
+  http.get("/metrics", (c) => {
     const p = parts();
-    if (!p) return next();
+    if (!p) return c.json({ error: "starting" }, 503);
     const body = renderHostMetrics(metrics, p.queue, p.guard.stats());
     return c.text(body, 200, { "content-type": "text/plain; version=0.0.4; charset=utf-8" });
   });
-  http.all("*", (c) => parts()?.kubefn.fetch(c.req.raw) ?? c.json({ error: "starting" }, 503));
   return http;
 }

@@ -203,6 +203,7 @@ describe("kubefn install", () => {
       ["-n", "kubefn-system", "deployment", "kubefn"],
       ["-n", "kubefn-system", "service", "kubefn"],
       ["-n", "kubefn-system", "poddisruptionbudget", "kubefn"],
+      ["-n", "kubefn-system", "networkpolicy", "kubefn"],
       ["-n", "kubefn-system", "secret", "kubefn-intake"],
     ];
     onTestFinished(async () => {

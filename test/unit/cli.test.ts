@@ -155,6 +155,35 @@ describe("install profiles", () => {
     );
   });
 
+  it("the host profile ships a NetworkPolicy: intake's port open, /metrics on a port of its own for the scraper's namespace alone (issue 30, Low)", () => {
+    const host = profileObjects(root, "0.0.0", { host: true });
+    const policy = host.find((o) => o.kind === "NetworkPolicy") as
+      | { metadata: { name: string; namespace: string }; spec: Record<string, unknown> }
+      | undefined;
+    expect(policy?.metadata).toMatchObject({ name: "kubefn", namespace: "kubefn-system" });
+    expect(policy?.spec).toEqual({
+      podSelector: { matchLabels: { "app.kubernetes.io/name": "kubefn" } },
+      policyTypes: ["Ingress"],
+      ingress: [
+        { ports: [{ protocol: "TCP", port: 8080 }] },
+        {
+          from: [{ namespaceSelector: { matchLabels: { "metrics.kubefn.dev/scraper": "true" } } }],
+          ports: [{ protocol: "TCP", port: 9090 }],
+        },
+      ],
+    });
+    const deployment = host.find(
+      (o) => o.kind === "Deployment" && o.metadata.name === "kubefn",
+    ) as unknown as {
+      spec: { template: { spec: { containers: { env: { name: string; value?: string }[] }[] } } };
+    };
+    const env = deployment.spec.template.spec.containers[0]?.env ?? [];
+    expect(env).toContainEqual({ name: "KUBEFN_METRICS_PORT", value: "9090" });
+    expect(env.map((e) => e.name)).not.toContain("KUBEFN_METRICS_PER_PROXY");
+    // The cluster side alone (a Worker's or Lambda's cluster) has no host to guard.
+    expect(clusterSide.filter((o) => o.kind === "NetworkPolicy")).toEqual([]);
+  });
+
   it.each<[string, Parameters<typeof profileObjects>[2], string[]]>([
     ["serverless, an audit webhook", { host: false }, []],
     [

@@ -33,9 +33,10 @@ import {
 } from "./doctor.ts";
 import { install, report } from "./install.ts";
 import {
-  ensureRelaySecret,
+  ensureIntakeSecret,
   identitiesFor,
   installChoice,
+  intakeSecretKeys,
   nextSteps,
   platforms,
   renderIdentities,
@@ -138,7 +139,8 @@ export async function main(
         identities,
       );
       const changes = await install(c, objects, { dryRun });
-      if (choice.relayIntakeUrl) changes.push(await ensureRelaySecret(c, { dryRun }));
+      const keys = intakeSecretKeys(choice);
+      if (keys.length > 0) changes.push(await ensureIntakeSecret(c, keys, { dryRun }));
       return { out: [report(changes, dryRun), ...nextSteps(choice, identities)].join("\n"), code: 0 };
     }
     case "uninstall": {

@@ -115,20 +115,42 @@ export const renderIdentities = <T extends KubeObject>(objects: T[], identities:
 
 type Secret = KubeObject & { data?: Record<string, string> };
 
+/** The key of Secret kubefn-system/kubefn-intake the in-cluster host keys the status seal with. */
+export const STATUS_SEAL_KEY_KEY = "status-seal-key";
+
 /**
- * Makes the relay's HMAC secret: key `relay-secret` of Secret kubefn-system/kubefn-intake, 32
- * random bytes in hex, unless it is there (a value someone set, or an earlier install's, is kept:
- * the intake it matches keeps working). Its value is never printed.
+ * The keys of Secret kubefn-system/kubefn-intake an install makes (pure): the relay's HMAC secret
+ * with the relay, and the status seal's key with the in-cluster host — without it the host would
+ * derive the seal's key from the relay secret or the audit token, which channel writers hold.
  */
-export async function ensureRelaySecret(cluster: Cluster, opts: { dryRun: boolean }): Promise<Change> {
+export function intakeSecretKeys(choice: InstallChoice): string[] {
+  return [
+    ...(choice.relayIntakeUrl ? [RELAY_SECRET_KEY] : []),
+    ...(choice.platform === "node" ? [STATUS_SEAL_KEY_KEY] : []),
+  ];
+}
+
+/**
+ * Makes each of `keys` in Secret kubefn-system/kubefn-intake, 32 random bytes in hex, unless it is
+ * there (a value someone set, or an earlier install's, is kept: the intake it matches and the
+ * seals it made keep working). No value is ever printed.
+ */
+export async function ensureIntakeSecret(
+  cluster: Cluster,
+  keys: string[],
+  opts: { dryRun: boolean },
+): Promise<Change> {
   const object = `Secret ${INTAKE_SECRET.namespace}/${INTAKE_SECRET.name}`;
   const current = await cluster.get<Secret>({
     apiVersion: "v1",
     kind: "Secret",
     metadata: { ...INTAKE_SECRET },
   });
-  if (current?.data?.[RELAY_SECRET_KEY]) return { object, action: "unchanged", fields: [] };
-  const value = Buffer.from(randomBytes(32).toString("hex")).toString("base64");
+  const missing = keys.filter((k) => !current?.data?.[k]);
+  if (missing.length === 0) return { object, action: "unchanged", fields: [] };
+  const data = Object.fromEntries(
+    missing.map((k) => [k, Buffer.from(randomBytes(32).toString("hex")).toString("base64")]),
+  );
   const query = opts.dryRun ? "?dryRun=All" : "";
   const base = `/api/v1/namespaces/${INTAKE_SECRET.namespace}/secrets`;
   if (current) {
@@ -136,11 +158,11 @@ export async function ensureRelaySecret(cluster: Cluster, opts: { dryRun: boolea
       await cluster.call(
         "PATCH",
         `${base}/${INTAKE_SECRET.name}${query}`,
-        { data: { [RELAY_SECRET_KEY]: value } },
+        { data },
         "application/merge-patch+json",
       );
     }
-    return { object, action: "changed", fields: [`.data.${RELAY_SECRET_KEY}`] };
+    return { object, action: "changed", fields: missing.map((k) => `.data.${k}`) };
   }
   if (!opts.dryRun) {
     await cluster.call("POST", base, {
@@ -148,7 +170,7 @@ export async function ensureRelaySecret(cluster: Cluster, opts: { dryRun: boolea
       kind: "Secret",
       metadata: { ...INTAKE_SECRET, labels: { "app.kubernetes.io/part-of": "kubefn" } },
       type: "Opaque",
-      data: { [RELAY_SECRET_KEY]: value },
+      data,
     });
   }
   return { object, action: "created", fields: [] };
@@ -174,6 +196,18 @@ export function nextSteps(choice: InstallChoice, identities: Identities): string
       "no relay: point the API server's audit webhook at kubefn's /v1/events, or use the provider's audit log export (docs/deploying/README.md); on a managed cluster without either, install with --relay",
     );
   }
+  if (choice.platform === "node")
+    lines.push(
+      `the host seals statuses with ${STATUS_SEAL_KEY_KEY} of Secret ${INTAKE_SECRET.namespace}/${INTAKE_SECRET.name} (made if absent, never printed)`,
+    );
+  if (choice.platform === "cloudflare")
+    lines.push(
+      "give the Worker a status seal key of its own (a key no channel writer holds): openssl rand -hex 32 | npx wrangler secret put STATUS_SEAL_KEY",
+    );
+  if (choice.platform === "aws")
+    lines.push(
+      "the Lambda template makes the status seal key in Secrets Manager when StatusSealKeySecretArn is empty",
+    );
   if (choice.platform === undefined)
     lines.push(
       "no in-cluster host: kubefn reconciles from a Worker, Lambda or a host outside (--platform node runs it here)",

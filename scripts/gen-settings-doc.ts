@@ -279,7 +279,19 @@ const nodeRows: Row<NodeOwn>[] = [
   },
   {
     names: ["KUBEFN_HOST", "KUBEFN_PORT"],
-    meaning: "HTTP listener (intake, `/metrics`, `/healthz`, crawler API, the fleet page at `/`)",
+    meaning:
+      "HTTP listener (intake, `/metrics` unless `KUBEFN_METRICS_PORT`, `/healthz`, crawler API, the fleet page at `/`)",
+  },
+  {
+    names: ["KUBEFN_METRICS_PORT"],
+    unset: "unset (`/metrics` on `KUBEFN_PORT`); 9090 in `infra/host/` and the chart",
+    meaning:
+      "serve `/metrics` alone on this port (same host), for a NetworkPolicy to admit only the scraper there ([Monitoring](monitoring.md))",
+  },
+  {
+    names: ["KUBEFN_METRICS_PER_PROXY"],
+    meaning:
+      "`true`: a series per Proxy on `/metrics` (`kubefn_proxy_probe_success`, the per-Proxy `kubefn_proxy_last_probe_timestamp_seconds`); `false`: none, the series bounded by kubefn's code",
   },
   {
     names: ["KUBEFN_TLS_CERT_FILE", "KUBEFN_TLS_KEY_FILE"],

@@ -85,7 +85,7 @@ const withIntrinsics = parse(
   },
 ) as {
   Conditions: Record<string, unknown>;
-  Resources: Record<Fn, { Properties: { Policies: unknown[] } }>;
+  Resources: Record<Fn, { Properties: { Policies: unknown[] } }> & Record<string, unknown>;
 };
 /** A function's Secrets Manager statements as CloudFormation resolves them for `parameters`. */
 const secretStatementsFor = (fn: Fn, parameters: Record<string, string>): Statement[] =>
@@ -114,7 +114,10 @@ function evaluate(node: unknown, parameters: Record<string, string>): unknown {
     case "Fn::And":
       return args.every((a) => evaluate(a, parameters));
     case "Ref":
-      return arg === "AWS::NoValue" ? NO_VALUE : (parameters[arg as string] ?? "");
+      if (arg === "AWS::NoValue") return NO_VALUE;
+      // A resource of the stack's own: its ARN once made.
+      if ((arg as string) in withIntrinsics.Resources) return `made:${arg as string}`;
+      return parameters[arg as string] ?? "";
     case "Fn::If":
       return evaluate(
         evaluate(withIntrinsics.Conditions[args[0] as string], parameters) ? args[1] : args[2],
@@ -312,31 +315,49 @@ describe("each function reads only the secrets the template's Parameters name, a
     RelaySecretArn: arn("relay"),
   };
 
+  // Without StatusSealKeySecretArn the stack makes the seal's key (issue 30, Low): both read it.
+  const sealKey = "made:StatusSealKey";
   it.each([
-    ["Kubefn", { KubeconfigSecretArn: arn("kubeconfig") }, [arn("kubeconfig")]],
+    ["Kubefn", { KubeconfigSecretArn: arn("kubeconfig") }, [arn("kubeconfig"), sealKey]],
     [
       "Kubefn",
       { KubeconfigSecretArn: arn("kubeconfig"), AuditTokenSecretArn: arn("audit") },
-      [arn("kubeconfig"), arn("audit")],
+      [arn("kubeconfig"), arn("audit"), sealKey],
     ],
-    ["Kubefn", all, [arn("kubeconfig"), arn("audit"), arn("relay")]],
+    ["Kubefn", all, [arn("kubeconfig"), arn("audit"), arn("relay"), sealKey]],
     [
       "Kubefn",
       { EksClusterName: "prod", EksTokenAuth: "true", AuditTokenSecretArn: arn("audit") },
-      [arn("audit")],
+      [arn("audit"), sealKey],
     ],
-    ["Kubefn", { KubeGoogleCredentialsSecretArn: arn("kube-google") }, [arn("kube-google")]],
-    ["KubefnReconcile", { KubeconfigSecretArn: arn("kubeconfig") }, [arn("kubeconfig")]],
-    ["KubefnReconcile", all, [arn("kubeconfig"), arn("gce")]],
-    ["KubefnReconcile", { KubeGoogleCredentialsSecretArn: arn("kube-google") }, [arn("kube-google")]],
+    ["Kubefn", { KubeGoogleCredentialsSecretArn: arn("kube-google") }, [arn("kube-google"), sealKey]],
+    [
+      "Kubefn",
+      { KubeconfigSecretArn: arn("kubeconfig"), StatusSealKeySecretArn: arn("seal") },
+      [arn("kubeconfig"), arn("seal")],
+    ],
+    ["KubefnReconcile", { KubeconfigSecretArn: arn("kubeconfig") }, [arn("kubeconfig"), sealKey]],
+    ["KubefnReconcile", all, [arn("kubeconfig"), arn("gce"), sealKey]],
+    [
+      "KubefnReconcile",
+      { KubeGoogleCredentialsSecretArn: arn("kube-google") },
+      [arn("kube-google"), sealKey],
+    ],
+    [
+      "KubefnReconcile",
+      { KubeconfigSecretArn: arn("kubeconfig"), StatusSealKeySecretArn: arn("seal") },
+      [arn("kubeconfig"), arn("seal")],
+    ],
   ] as const)("%s: GetSecretValue on exactly the ARNs given: %j", (fn, parameters, expected) => {
     expect(secretStatementsFor(fn, parameters)).toEqual([
       { Effect: "Allow", Action: "secretsmanager:GetSecretValue", Resource: expected },
     ]);
   });
 
-  it.each(FUNCTIONS)("%s: no Secrets Manager statement at all when no secret is named (EKS tokens)", (fn) => {
-    expect(secretStatementsFor(fn, { EksClusterName: "prod", EksTokenAuth: "true" })).toEqual([]);
+  it.each(FUNCTIONS)("%s: with no secret named (EKS tokens), only the seal key the stack made", (fn) => {
+    expect(secretStatementsFor(fn, { EksClusterName: "prod", EksTokenAuth: "true" })).toEqual([
+      { Effect: "Allow", Action: "secretsmanager:GetSecretValue", Resource: [sealKey] },
+    ]);
   });
 
   it("moto lets the function's keys read a secret and nothing else of Secrets Manager", async () => {

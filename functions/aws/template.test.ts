@@ -162,6 +162,23 @@ describe("infra/aws/template.yaml: credentials come from Secrets Manager at cold
       expect(variablesOf("KubefnReconcile")).not.toHaveProperty(v);
   });
 
+  it("without StatusSealKeySecretArn the stack makes a seal key of its own: on Lambda it is never missing (issue 30, Low)", () => {
+    expect(template.Parameters.StatusSealKeySecretArn?.Default).toBe("");
+    expect(template.Conditions.MakesStatusSealKey).toEqual(["StatusSealKeySecretArn", ""]);
+    expect(template.Resources.StatusSealKey).toMatchObject({
+      Type: "AWS::SecretsManager::Secret",
+      Condition: "MakesStatusSealKey",
+      Properties: { GenerateSecretString: { PasswordLength: 64, ExcludePunctuation: true } },
+    });
+    const sealKeyArn = ["MakesStatusSealKey", "StatusSealKey", "StatusSealKeySecretArn"];
+    for (const fn of ["Kubefn", "KubefnReconcile"]) {
+      expect(variablesOf(fn).STATUS_SEAL_KEY_SECRET_ARN).toEqual(sealKeyArn);
+      expect(JSON.stringify(template.Resources[fn]?.Properties.Policies)).toContain(
+        JSON.stringify(sealKeyArn),
+      );
+    }
+  });
+
   it("no credential is a Parameter: no NoEcho Parameter is left", () => {
     const noEcho = Object.entries(template.Parameters).filter(([, p]) => (p as { NoEcho?: boolean }).NoEcho);
     expect(noEcho).toEqual([]);

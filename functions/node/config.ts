@@ -20,6 +20,13 @@ export interface NodeHostConfig {
   inCluster?: { host: string; port: number; serviceAccountDir: string };
   host: string;
   port: number;
+  /**
+   * Serve `/metrics` on this port alone (same host), not beside intake and the crawler API: the
+   * host profile's NetworkPolicy admits only the scraper there. Unset: on `port`.
+   */
+  metricsPort?: number;
+  /** Keep a series per Proxy on `/metrics` (its probe gauges); off: bounded by kubefn's code. */
+  metricsPerProxy: boolean;
   /** Serve HTTPS with this certificate chain and key (PEM files): an OIDC issuer must be https. */
   tls?: { certFile: string; keyFile: string };
   /**
@@ -59,6 +66,8 @@ export const nodeHostEnvSchema = z.object({
   KUBEFN_SERVICE_ACCOUNT_DIR: z._default(z.string().check(z.minLength(1)), defaultServiceAccountDir),
   KUBEFN_HOST: z._default(z.string(), "127.0.0.1"),
   KUBEFN_PORT: z._default(z.coerce.number().check(z.int()).check(z.gte(0)).check(z.lte(65535)), 8080),
+  KUBEFN_METRICS_PORT: z.optional(z.coerce.number().check(z.int()).check(z.gte(0)).check(z.lte(65535))),
+  KUBEFN_METRICS_PER_PROXY: z._default(z.enum(["true", "false"]), "false"),
   KUBEFN_TLS_CERT_FILE: z.optional(z.string().check(z.minLength(1))),
   KUBEFN_TLS_KEY_FILE: z.optional(z.string().check(z.minLength(1))),
   KUBEFN_INSTALL: z._default(z.enum(["true", "false"]), "false"),
@@ -127,6 +136,8 @@ export function parseNodeHostEnv(env: Record<string, string | undefined>): NodeH
     ...(inCluster ? { inCluster } : {}),
     host: e.KUBEFN_HOST,
     port: e.KUBEFN_PORT,
+    ...(e.KUBEFN_METRICS_PORT !== undefined ? { metricsPort: e.KUBEFN_METRICS_PORT } : {}),
+    metricsPerProxy: e.KUBEFN_METRICS_PER_PROXY === "true",
     ...(e.KUBEFN_TLS_CERT_FILE && e.KUBEFN_TLS_KEY_FILE
       ? { tls: { certFile: e.KUBEFN_TLS_CERT_FILE, keyFile: e.KUBEFN_TLS_KEY_FILE } }
       : {}),

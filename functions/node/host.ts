@@ -14,7 +14,8 @@ import {
 import { connectCluster, randomToken } from "./cluster.ts";
 import type { NodeHostConfig } from "./config.ts";
 import type { Devcluster } from "./dev/index.ts";
-import { type HostParts, hostApp, listen } from "./server.ts";
+import { withoutObjectSeries } from "./object-series.ts";
+import { type HostParts, hostApp, listen, metricsApp } from "./server.ts";
 import { startSpanExport } from "./span-export.ts";
 import { startSweeper } from "./sweeper.ts";
 import { WorkQueue } from "./work-queue.ts";
@@ -26,6 +27,8 @@ const MAX_DELIVERIES = 4;
 
 export interface NodeHost {
   url: string;
+  /** Where `/metrics` is served when it has a listener of its own (`KUBEFN_METRICS_PORT`). */
+  metricsUrl?: string;
   queue: WorkQueue;
   metrics: PrometheusMetrics;
   devcluster?: Devcluster;
@@ -50,12 +53,20 @@ export async function startNodeHost(config: NodeHostConfig, log: Log): Promise<N
   if (!config.kubeconfig && !config.inCluster) settings.auditToken ??= randomToken();
   let parts: HostParts | undefined;
   const issuer = settings.oidcIssuer ? issuerRoutes(settings.oidcIssuer) : undefined;
-  const { url, close } = await listen(
-    hostApp(metrics, () => parts, issuer).fetch,
+  const separateMetrics = config.metricsPort !== undefined;
+  const { url, close: closeMain } = await listen(
+    hostApp(metrics, () => parts, issuer, { metrics: !separateMetrics }).fetch,
     config.port,
     config.host,
     config.tls,
   );
+  const metricsListener =
+    config.metricsPort !== undefined
+      ? await listen(metricsApp(metrics, () => parts).fetch, config.metricsPort, config.host)
+      : undefined;
+  const close = async () => {
+    await Promise.all([closeMain(), metricsListener?.close()]);
+  };
   const { kc, tokenSource, namespace, devcluster } = await connectCluster(
     config,
     url,
@@ -105,7 +116,7 @@ export async function startNodeHost(config: NodeHostConfig, log: Log): Promise<N
     inProcessQueue: true,
     prober: createNodeProber(),
     log,
-    metrics,
+    metrics: config.metricsPerProxy ? metrics : withoutObjectSeries(metrics),
     ...(spanExport ? { spans: spanExport.spans } : {}),
     // Read once at start, like every other setting.
     ...(config.siteManifestsDir ? { siteManifests: readManifestDirectory(config.siteManifestsDir) } : {}),
@@ -134,6 +145,7 @@ export async function startNodeHost(config: NodeHostConfig, log: Log): Promise<N
   const sweeper = startSweeper((full) => kubefn.sweep({ full }), settings.sweepPeriodSeconds, log, lease);
   return {
     url,
+    ...(metricsListener ? { metricsUrl: metricsListener.url } : {}),
     queue,
     metrics,
     ...(devcluster ? { devcluster } : {}),

@@ -33,24 +33,41 @@ export function renderHostMetrics(
 }
 
 /**
+ * How long one request may take to arrive, headers and body together, before the server answers
+ * 408 and closes its connection: intake's own body deadline (30 s) counts from the checked
+ * headers, this from the connection's first byte, so a sender that dribbles its headers (a
+ * slow-loris) is cut off too. Node's default is 300 s, checked every 30 s.
+ */
+export const defaultRequestTimeoutMs = 30_000;
+
+/**
  * Serves `fetch` on host:port (0: any free port), over HTTPS when `tls` names a certificate and
- * key (read once, at start), and resolves once it listens.
+ * key (read once, at start), and resolves once it listens. Each request must arrive whole within
+ * `requestTimeoutMs` ({@link defaultRequestTimeoutMs}).
  */
 export async function listen(
   fetch: (request: Request) => Response | Promise<Response>,
   port: number,
   hostname: string,
   tls?: { certFile: string; keyFile: string },
+  opts: { requestTimeoutMs?: number } = {},
 ): Promise<{ url: string; close(): Promise<void> }> {
+  const requestTimeout = opts.requestTimeoutMs ?? defaultRequestTimeoutMs;
+  const deadlines = {
+    requestTimeout,
+    headersTimeout: requestTimeout,
+    // How often Node looks for connections past their deadline: a tenth of it, at most a second.
+    connectionsCheckingInterval: Math.min(1000, Math.ceil(requestTimeout / 10)),
+  };
   const server = tls
     ? serve({
         fetch,
         port,
         hostname,
         createServer: createHttpsServer,
-        serverOptions: { cert: readFileSync(tls.certFile), key: readFileSync(tls.keyFile) },
+        serverOptions: { ...deadlines, cert: readFileSync(tls.certFile), key: readFileSync(tls.keyFile) },
       })
-    : serve({ fetch, port, hostname });
+    : serve({ fetch, port, hostname, serverOptions: deadlines });
   await new Promise<void>((resolve, reject) => {
     server.once("listening", () => resolve());
     server.once("error", reject);
@@ -73,15 +90,30 @@ export interface HostParts {
  * issuer's documents) is served from the start, before the host has connected to its cluster:
  * the API server must fetch the keys before it accepts the host's first token.
  */
-export function hostApp(metrics: PrometheusMetrics, parts: () => HostParts | undefined, early?: Hono): Hono {
+export function hostApp(
+  metrics: PrometheusMetrics,
+  parts: () => HostParts | undefined,
+  early?: Hono,
+  opts: { metrics: boolean } = { metrics: true },
+): Hono {
   const http = new Hono();
   if (early) http.route("/", early);
-  http.get("/metrics", (c, next) => {
+  if (opts.metrics) http.route("/", metricsApp(metrics, parts));
+  http.all("*", (c) => parts()?.kubefn.fetch(c.req.raw) ?? c.json({ error: "starting" }, 503));
+  return http;
+}
+
+/**
+ * `/metrics` alone, for a listener of its own (`KUBEFN_METRICS_PORT`): a port a NetworkPolicy
+ * can admit the scraper to and nobody else, apart from intake's and the crawler API's.
+ */
+export function metricsApp(metrics: PrometheusMetrics, parts: () => HostParts | undefined): Hono {
+  const http = new Hono();
+  http.get("/metrics", (c) => {
     const p = parts();
-    if (!p) return next();
+    if (!p) return c.json({ error: "starting" }, 503);
     const body = renderHostMetrics(metrics, p.queue, p.guard.stats());
     return c.text(body, 200, { "content-type": "text/plain; version=0.0.4; charset=utf-8" });
   });
-  http.all("*", (c) => parts()?.kubefn.fetch(c.req.raw) ?? c.json({ error: "starting" }, 503));
   return http;
 }

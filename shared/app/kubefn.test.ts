@@ -14,6 +14,7 @@ import {
   type HopKind,
   type Message,
   messageAuthenticatorFrom,
+  type PassContext,
   requeueAfter,
   type Spans,
   type TraceContext,
@@ -33,7 +34,7 @@ const job: Message = {
 };
 
 function kubefnWith(
-  reconcile: () => Promise<ReturnType<typeof done>>,
+  reconcile: (ctx: PassContext) => Promise<ReturnType<typeof done>>,
   opts: { throwOnPassLine?: boolean } = {},
 ) {
   const kube = new FakeKube();
@@ -232,6 +233,68 @@ describe("bodies on the queue carry kubefn's MAC (issue 30)", () => {
     expect(await kubefnsMac.verify(swapped)).toBe(false);
     const retasked = { ...piece, shard: { task: "other", objects: [objects[1]!] } };
     expect(await kubefnsMac.verify(retasked)).toBe(false);
+  });
+});
+
+describe("a trigger reason on the queue steers no pass unless kubefn sent it (issue 30, Low)", () => {
+  const told = () => {
+    const seen: { followUp: string | undefined; drift: string | undefined }[] = [];
+    const { kubefn, recorded } = kubefnWith(async (ctx) => {
+      seen.push({ followUp: ctx.followUp, drift: ctx.drift });
+      return done();
+    });
+    return { kubefn, recorded, seen };
+  };
+
+  it.each([
+    ["follow-up", "waiting"],
+    ["drift", "status:Ready"],
+    ["audit", "waiting"],
+  ] as const)(
+    "a key-only message whose trigger says %s:%s, without kubefn's MAC: its pass is not told the reason",
+    async (kind, reason) => {
+      const { kubefn, seen } = told();
+      const forged: Message = { ...pass, trigger: { kind, reason } };
+      expect(await kubefn.consume([{ body: forged }])).toMatchObject([{ ack: true }]);
+      expect(seen).toEqual([{ followUp: undefined, drift: undefined }]);
+    },
+  );
+
+  it("kubefn's own follow-up, with its MAC, is told its reason", async () => {
+    const { kubefn, seen } = told();
+    const own = await kubefnsMac.sign({ ...pass, trigger: { kind: "follow-up", reason: "waiting" } });
+    expect(own.mac).toBeDefined();
+    expect(await kubefn.consume([{ body: own }])).toMatchObject([{ ack: true }]);
+    expect(seen).toEqual([{ followUp: "waiting", drift: undefined }]);
+  });
+});
+
+describe("a seal key derived from a channel's secret (issue 30, Low)", () => {
+  const start = (env: Record<string, string>) => {
+    const { ctx, recorded } = fakeContext(new FakeKube());
+    createKubefn(
+      parseWorkerEnv({ KUBE_SERVER: "https://kube.example.com", KUBE_TOKEN: "t", ...env }),
+      { kube: ctx.kube, queue: ctx.queue, prober: {} as never, log: ctx.log, metrics: ctx.metrics },
+      { registry: createRegistry([proxyController({ reconcile: async () => done() })]), sweepTasks: [] },
+    );
+    return recorded.logs.filter((l) => l.level === "warn" && l.msg.includes("seal"));
+  };
+
+  it.each([
+    ["RELAY_SECRET", { RELAY_SECRET: "relay-secret-0123456789abcdef" }],
+    ["AUDIT_TOKEN", { AUDIT_TOKEN: "audit-token-0123456789abcdef" }],
+  ])(
+    "without STATUS_SEAL_KEY the seal's key comes from %s, which a channel writer holds: said at start",
+    (name, env) => {
+      const warnings = start(env);
+      expect(warnings).toHaveLength(1);
+      expect(warnings[0]?.msg).toContain(`the status seal's key is derived from ${name}`);
+      expect(warnings[0]?.msg).toContain("set STATUS_SEAL_KEY");
+    },
+  );
+
+  it("with STATUS_SEAL_KEY nothing is said", () => {
+    expect(start({ RELAY_SECRET: "relay-secret-0123456789abcdef", STATUS_SEAL_KEY })).toEqual([]);
   });
 });
 

@@ -8,6 +8,7 @@ import {
   authenticBodies,
   backoffSeconds,
   createSweepMemo,
+  derivedSealKeySource,
   ENVELOPE_VERSION,
   fitToQueue,
   hasBodies,
@@ -188,6 +189,12 @@ export function createKubefn(settings: KubefnSettings, ports: KubefnPorts, opera
   // every change at its drift period, a forged status included.
   const seal = statusSealFrom(settings);
   if (seal) ctx.seal = seal;
+  const derivedFrom = derivedSealKeySource(settings);
+  if (derivedFrom) {
+    ctx.log.warn(
+      `the status seal's key is derived from ${derivedFrom}, which whoever writes into that intake channel also holds (with a stolen kubefn token they could seal a status of their own): set STATUS_SEAL_KEY (kubefn install, the chart and the Lambda template make one)`,
+    );
+  }
   // Bodies on a platform queue carry kubefn's MAC; without a key none travel there (passes read
   // what they need) and probes run in the sweep, where no queue carries their objects.
   const inProcess = ports.inProcessQueue === true;

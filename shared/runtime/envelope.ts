@@ -108,8 +108,14 @@ export async function authenticBodies(
   return { kind: "stripped", message: withoutBodies(message) };
 }
 
-/** `message` without the objects it carries (`listed`, `listedAt`) and their `mac`. */
+/**
+ * `message` without the objects it carries (`listed`, `listedAt`), a follow-up's reason (its
+ * trigger keeps its kind, for the pass's labels) and their `mac`.
+ */
 export function withoutBodies(message: Message): Message {
   const { listed: _listed, listedAt: _listedAt, mac: _mac, ...bare } = message;
+  if (bare.trigger?.kind === "follow-up" && bare.trigger.reason !== undefined) {
+    return { ...bare, trigger: { kind: "follow-up" } };
+  }
   return bare;
 }

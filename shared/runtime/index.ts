@@ -127,6 +127,7 @@ export {
 export {
   canonicalJson,
   createStatusSeal,
+  derivedSealKeySource,
   SEAL_FIELD,
   type SealVerdict,
   type StatusSeal,

@@ -3,8 +3,8 @@
  * else put on a platform queue (whoever holds `sqs:SendMessage`, a Queues producer binding) never
  * stands in for what kubefn listed.
  *
- * A message's bodies are the sweep's `listed` objects of a pass (with `listedAt`) and a job's
- * `shard`. A pass's `mac` is `v1.` + base64url(HMAC-SHA256(key, request, uid, trigger, listedAt,
+ * A message's bodies are the sweep's `listed` objects of a pass (with `listedAt`), a job's
+ * `shard`, and a follow-up's reason (its `trigger`). A pass's `mac` is `v1.` + base64url(HMAC-SHA256(key, request, uid, trigger, listedAt,
  * listed)). A job's is a set: one MAC of its frame (controller, task, data, due) and one per object
  * (the frame and that object), so that a platform that cuts a large shard into several (SQS's
  * 256 KB) keeps every piece verifiable without the key: a piece verifies when its frame's and each
@@ -39,9 +39,17 @@ export interface MessageAuthenticator {
 const encoder = new TextEncoder();
 const VERSION = "v1.";
 
-/** Whether `message` carries objects someone must vouch for: listed objects, or a job's shard. */
+/**
+ * Whether `message` carries what someone must vouch for: listed objects, a job's shard, or a
+ * follow-up's reason — which steers its pass (a SubPool's waiting look reads 3 requests' worth
+ * and trusts the rest), so a reason someone else put on the queue must not reach the pass.
+ */
 export function hasBodies(message: Message): boolean {
-  return message.shard !== undefined || (message.listed !== undefined && message.listed.length > 0);
+  return (
+    message.shard !== undefined ||
+    (message.listed !== undefined && message.listed.length > 0) ||
+    (message.trigger?.kind === "follow-up" && message.trigger.reason !== undefined)
+  );
 }
 
 /**

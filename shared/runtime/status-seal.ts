@@ -106,6 +106,18 @@ export function statusSealFrom(settings: {
   return base === undefined ? undefined : createStatusSeal(derivedKey(base));
 }
 
+/**
+ * The channel secret an unset `statusSealKey` would be derived from (`AUDIT_TOKEN`, else
+ * `RELAY_SECRET`), or undefined when the key is set or none is derived. Whoever holds that secret
+ * writes into an intake channel (the API server's webhook config, the relay's Pod): with a stolen
+ * kubefn token as well, they could seal a status of their own. The runtime says so at start.
+ */
+export function derivedSealKeySource(settings: Parameters<typeof statusSealFrom>[0]): string | undefined {
+  if (settings.statusSealKey || settings.deriveStatusSealKey === false) return undefined;
+  if (settings.auditToken !== undefined) return "AUDIT_TOKEN";
+  return settings.relaySecret !== undefined ? "RELAY_SECRET" : undefined;
+}
+
 /** A key of its own from another secret, so that a seal reveals nothing of that secret. */
 async function derivedKey(secret: string): Promise<string> {
   return toBase64Url(await hmacSha256(secret, "kubefn status seal key v1"));

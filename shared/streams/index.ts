@@ -1,13 +1,16 @@
 /**
  * A request's body as text, read as a stream and abandoned as soon as it exceeds `maxBytes` (a
  * declared Content-Length over the cap is refused without reading at all) or is still arriving
- * after `timeoutMs`. A request without a body reads as "".
+ * after `timeoutMs`. A request without a body reads as "". `admit`, when given, is asked for each
+ * chunk's bytes as they arrive (a budget shared by the bodies being read): a chunk it refuses
+ * abandons the body as `Busy`.
  */
 export async function readBodyCapped(
   req: Request,
   maxBytes: number,
   timeoutMs: number,
-): Promise<{ ok: true; text: string } | { ok: false; reason: "TooLarge" | "BodyTimeout" }> {
+  admit?: (bytes: number) => boolean,
+): Promise<{ ok: true; text: string } | { ok: false; reason: "TooLarge" | "BodyTimeout" | "Busy" }> {
   const declared = Number(req.headers.get("content-length") ?? "");
   if (Number.isFinite(declared) && declared > maxBytes) {
     await req.body?.cancel().catch(() => {});
@@ -15,11 +18,26 @@ export async function readBodyCapped(
   }
   if (!req.body) return { ok: true, text: "" };
   const deadline = AbortSignal.timeout(timeoutMs);
+  let refused = false;
+  const stream = admit
+    ? req.body.pipeThrough(
+        new TransformStream<Uint8Array, Uint8Array>({
+          transform(chunk, controller) {
+            if (admit(chunk.byteLength)) controller.enqueue(chunk);
+            else {
+              refused = true;
+              controller.error(new Error("body budget spent"));
+            }
+          },
+        }),
+      )
+    : req.body;
   try {
-    const text = await readTextCapped(req.body, maxBytes, deadline);
+    const text = await readTextCapped(stream, maxBytes, deadline);
     return text === undefined ? { ok: false, reason: "TooLarge" } : { ok: true, text };
   } catch (err) {
     if (deadline.aborted) return { ok: false, reason: "BodyTimeout" };
+    if (refused) return { ok: false, reason: "Busy" };
     throw err;
   }
 }

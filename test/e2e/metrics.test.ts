@@ -77,6 +77,8 @@ beforeAll(async () => {
   host = await startHost({
     KUBECONFIG: kubeconfig,
     KUBEFN_SWEEP_SECONDS: "2",
+    // The per-Proxy probe series are opt-in (bounded cardinality by default).
+    KUBEFN_METRICS_PER_PROXY: "true",
   });
 }, 180_000);
 

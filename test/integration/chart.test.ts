@@ -153,7 +153,16 @@ describe("helm template", () => {
     const beyond = (text: string) => objectsOf(text).filter((o) => !cluster.has(objectKey(o)));
 
     const host = beyond(await render("--set", "host.enabled=true"));
-    expect(keyed(host)).toEqual(keyed(hostObjects(root, version)));
+    expect(keyed(host.filter((o) => o.kind !== "Secret"))).toEqual(keyed(hostObjects(root, version)));
+    // The host's status seal key is made, never derived from a channel's secret (issue 30, Low).
+    const hostSecret = host.find((o) => o.kind === "Secret") as
+      | (Manifest & { data: Record<string, string> })
+      | undefined;
+    expect(hostSecret?.metadata).toMatchObject({ name: "kubefn-intake", namespace: "kubefn-system" });
+    expect(Object.keys(hostSecret?.data ?? {})).toEqual(["status-seal-key"]);
+    expect(Buffer.from(hostSecret?.data["status-seal-key"] ?? "", "base64").toString()).toMatch(
+      /^[A-Za-z0-9]{64}$/,
+    );
 
     const both = beyond(await render("--set", "host.enabled=true,relay.enabled=true"));
     const secret = both.find((o) => o.kind === "Secret") as
@@ -161,6 +170,7 @@ describe("helm template", () => {
       | undefined;
     expect(secret?.metadata).toMatchObject({ name: "kubefn-intake", namespace: "kubefn-system" });
     expect(Buffer.from(secret?.data["relay-secret"] ?? "", "base64").toString()).toMatch(/^[A-Za-z0-9]{64}$/);
+    expect(Object.keys(secret?.data ?? {})).toEqual(["relay-secret", "status-seal-key"]);
     expect(keyed(both.filter((o) => o.kind !== "Secret"))).toEqual(
       keyed([...hostObjects(root, version), ...relayObjects(root, version, inClusterIntakeUrl)]),
     );

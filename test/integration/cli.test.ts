@@ -198,6 +198,59 @@ describe("kubefn install", () => {
     ).toBe(Buffer.from(secret).toString("base64"));
   });
 
+  it("--platform node: the host's status seal key is made in kubefn-intake, not derived from a channel's secret, and kept by a later install (issue 30, Low)", async () => {
+    const made = [
+      ["-n", "kubefn-system", "deployment", "kubefn"],
+      ["-n", "kubefn-system", "service", "kubefn"],
+      ["-n", "kubefn-system", "poddisruptionbudget", "kubefn"],
+      ["-n", "kubefn-system", "networkpolicy", "kubefn"],
+      ["-n", "kubefn-system", "secret", "kubefn-intake"],
+    ];
+    onTestFinished(async () => {
+      for (const args of made) await kubectl(["delete", "--ignore-not-found", "--wait=false", ...args]);
+    });
+    const sealKey = async () =>
+      Buffer.from(
+        await ok([
+          "-n",
+          "kubefn-system",
+          "get",
+          "secret",
+          "kubefn-intake",
+          "-o",
+          "jsonpath={.data.status-seal-key}",
+        ]),
+        "base64",
+      ).toString();
+    const r = await kubefn("install", "--platform", "node");
+    expect(r.code, r.stderr).toBe(0);
+    expect(r.stdout).toMatch(/^created {3}Secret kubefn-system\/kubefn-intake$/m);
+    const key = await sealKey();
+    expect(key).toMatch(/^[0-9a-f]{64}$/);
+    expect(r.stdout).not.toContain(key);
+    // The host reads it as its STATUS_SEAL_KEY.
+    const host = JSON.parse(
+      await ok(["-n", "kubefn-system", "get", "deployment", "kubefn", "-o", "json"]),
+    ) as {
+      spec: { template: { spec: { containers: { env?: unknown[] }[] } } };
+    };
+    expect(host.spec.template.spec.containers[0]?.env).toContainEqual({
+      name: "KUBEFN_STATUS_SEAL_KEY",
+      valueFrom: { secretKeyRef: { name: "kubefn-intake", key: "status-seal-key", optional: true } },
+    });
+    // A relay added later gets its own secret beside it; the seal key stays.
+    const again = await kubefn("install", "--platform", "node", "--relay");
+    expect(again.code, again.stderr).toBe(0);
+    made.push(
+      ["-n", "kubefn-system", "deployment", "kubefn-relay"],
+      ["-n", "kubefn-system", "serviceaccount", "kubefn-relay"],
+      ["clusterrolebinding", "kubefn-relay"],
+      ["clusterrole", "kubefn-relay"],
+    );
+    expect(again.stdout).toMatch(/^changed {3}Secret kubefn-system\/kubefn-intake: \.data\.relay-secret$/m);
+    expect(await sealKey()).toBe(key);
+  });
+
   it("renders SELF_USERNAMES into every admission policy and the status writers, and a later install keeps them", async () => {
     onTestFinished(() => installCrdsAndRbac(admin()).then(() => undefined));
     const oidc = "kubefn-oidc:kubefn";

@@ -25,6 +25,7 @@ import { createNodeTransport, loadKubeConfig } from "../../shared/kube/node.ts";
 import { eventually } from "../setup/cluster.ts";
 import { LOOPBACK_PROBE_CIDRS } from "../support/loopback.ts";
 import {
+  documentedClaimRules,
   freePort,
   getJson,
   installForIssuer,
@@ -190,6 +191,26 @@ describe("kubefn as its own OIDC issuer", () => {
       now: () => Date.now() / 1000,
     }).token();
     expect(await whoIs(adminKubeconfig, forged)).toBe(401);
+
+    // Whoever steals the signing key (issue 30, Low): under the documented claim rules a token for
+    // another subject under kubefn's prefix, or one living a day, is refused.
+    expect(documentedClaimRules().map((r) => r.expression)).toEqual([
+      "claims.sub == 'kubefn'",
+      "claims.exp - claims.nbf <= 900",
+    ]);
+    const stolen = await importSigningKeys(signingKey);
+    const minted = (subject: string, validitySeconds: number) =>
+      issuedTokenSource({
+        issuer,
+        audience: "kubefn",
+        subject,
+        validitySeconds,
+        keys: stolen,
+        now: () => Date.now() / 1000,
+      }).token();
+    expect(await whoIs(adminKubeconfig, await minted("kubefn", TOKEN_SECONDS))).toBe(username);
+    expect(await whoIs(adminKubeconfig, await minted("cluster-admin", TOKEN_SECONDS))).toBe(401);
+    expect(await whoIs(adminKubeconfig, await minted("kubefn", 86_400))).toBe(401);
   }, 90_000);
 
   it("converges a Proxy, authenticating only by its own JWTs", async () => {

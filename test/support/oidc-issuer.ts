@@ -4,11 +4,11 @@
  * configuration that trusts the issuer, and kubefn's roles bound to the username its `sub` maps to.
  */
 import { execFileSync } from "node:child_process";
-import { writeFileSync } from "node:fs";
+import { readFileSync, writeFileSync } from "node:fs";
 import { Agent, request } from "node:https";
 import { createServer } from "node:net";
 import { join } from "node:path";
-import { stringify as toYaml } from "yaml";
+import { parse as parseYaml, stringify as toYaml } from "yaml";
 import { installCrdsAndRbac, manifestsIn, optInNamespace } from "../../functions/node/install.ts";
 import { DEFAULT_IDENTITY } from "../../shared/app/admission/index.ts";
 import type { SigningJwk } from "../../shared/auth/index.ts";
@@ -73,9 +73,27 @@ export async function privateJwk(kid: string): Promise<SigningJwk> {
 }
 
 /**
+ * The claim validation rules of the authentication configuration docs/deploying/oidc-issuer.md
+ * documents (its `AuthenticationConfiguration` block, read as YAML), so that the tests run the
+ * API server with exactly what users are told to write.
+ */
+export function documentedClaimRules(): Array<{ expression: string; message: string }> {
+  const doc = readFileSync(new URL("../../docs/deploying/oidc-issuer.md", import.meta.url), "utf8");
+  const block = /```yaml\n(\s*apiVersion: apiserver\.config\.k8s\.io\/v1[\s\S]*?)```/.exec(doc)?.[1];
+  if (!block) throw new Error("docs/deploying/oidc-issuer.md: no AuthenticationConfiguration block");
+  const lines = block.split("\n");
+  const indent = /^\s*/.exec(lines[0] ?? "")?.[0].length ?? 0;
+  const config = parseYaml(lines.map((l) => l.slice(indent)).join("\n")) as {
+    jwt: Array<{ claimValidationRules?: Array<{ expression: string; message: string }> }>;
+  };
+  return config.jwt[0]?.claimValidationRules ?? [];
+}
+
+/**
  * Writes the API server's structured authentication configuration (`--authentication-config`)
  * to `dir`: one JWT authenticator for `issuer` (discovery and JWKS fetched over TLS, trusting
- * `caPem`), audience `kubefn`, `sub` mapped to `kubefn-oidc:<sub>`. Returns the file's path.
+ * `caPem`), audience `kubefn`, the documented claim rules ({@link documentedClaimRules}), `sub`
+ * mapped to `kubefn-oidc:<sub>`. Returns the file's path.
  */
 export function writeAuthenticationConfig(dir: string, issuer: string, caPem: string): string {
   const path = join(dir, "authentication.yaml");
@@ -87,6 +105,7 @@ export function writeAuthenticationConfig(dir: string, issuer: string, caPem: st
       jwt: [
         {
           issuer: { url: issuer, audiences: ["kubefn"], certificateAuthority: caPem },
+          claimValidationRules: documentedClaimRules(),
           claimMappings: { username: { claim: "sub", prefix: "kubefn-oidc:" } },
         },
       ],

@@ -9,7 +9,13 @@ import { describe, expect, it } from "vitest";
 import type { KubeObject } from "../../cli/cluster.ts";
 import { covers, excessVerbs, neededAccess, parseIdentity } from "../../cli/doctor.ts";
 import { changedFields, changeOf, report } from "../../cli/install.ts";
-import { IN_CLUSTER_INTAKE_URL, installChoice, nextSteps, usernameList } from "../../cli/profile.ts";
+import {
+  IN_CLUSTER_INTAKE_URL,
+  installChoice,
+  intakeSecretKeys,
+  nextSteps,
+  usernameList,
+} from "../../cli/profile.ts";
 import { uninstallObjects } from "../../cli/uninstall.ts";
 import { inClusterIntakeUrl, installObjects, objectKey, profileObjects } from "../../install/index.ts";
 
@@ -144,6 +150,35 @@ describe("install profiles", () => {
     );
   });
 
+  it("the host profile ships a NetworkPolicy: intake's port open, /metrics on a port of its own for the scraper's namespace alone (issue 30, Low)", () => {
+    const host = profileObjects(root, "0.0.0", { host: true });
+    const policy = host.find((o) => o.kind === "NetworkPolicy") as
+      | { metadata: { name: string; namespace: string }; spec: Record<string, unknown> }
+      | undefined;
+    expect(policy?.metadata).toMatchObject({ name: "kubefn", namespace: "kubefn-system" });
+    expect(policy?.spec).toEqual({
+      podSelector: { matchLabels: { "app.kubernetes.io/name": "kubefn" } },
+      policyTypes: ["Ingress"],
+      ingress: [
+        { ports: [{ protocol: "TCP", port: 8080 }] },
+        {
+          from: [{ namespaceSelector: { matchLabels: { "metrics.kubefn.dev/scraper": "true" } } }],
+          ports: [{ protocol: "TCP", port: 9090 }],
+        },
+      ],
+    });
+    const deployment = host.find(
+      (o) => o.kind === "Deployment" && o.metadata.name === "kubefn",
+    ) as unknown as {
+      spec: { template: { spec: { containers: { env: { name: string; value?: string }[] }[] } } };
+    };
+    const env = deployment.spec.template.spec.containers[0]?.env ?? [];
+    expect(env).toContainEqual({ name: "KUBEFN_METRICS_PORT", value: "9090" });
+    expect(env.map((e) => e.name)).not.toContain("KUBEFN_METRICS_PER_PROXY");
+    // The cluster side alone (a Worker's or Lambda's cluster) has no host to guard.
+    expect(clusterSide.filter((o) => o.kind === "NetworkPolicy")).toEqual([]);
+  });
+
   it.each<[string, Parameters<typeof profileObjects>[2], string[]]>([
     ["serverless, an audit webhook", { host: false }, []],
     [
@@ -252,6 +287,24 @@ describe("install profiles", () => {
       nextSteps({ platform: "aws", relayIntakeUrl: "https://l.example/v1/events" }, ids).join("\n"),
     ).toContain("RelaySecretArn");
     expect(nextSteps({ platform: "node" }, ids).join("\n")).toContain("install with --relay");
+    expect(nextSteps({ platform: "cloudflare" }, ids).join("\n")).toContain(
+      "openssl rand -hex 32 | npx wrangler secret put STATUS_SEAL_KEY",
+    );
+  });
+
+  it("makes the in-cluster host's status seal key, so that it is never derived from a channel's secret (issue 30, Low)", () => {
+    expect(intakeSecretKeys({ platform: "node" })).toEqual(["status-seal-key"]);
+    expect(
+      intakeSecretKeys({
+        platform: "node",
+        relayIntakeUrl: "http://kubefn.kubefn-system.svc:8080/v1/events",
+      }),
+    ).toEqual(["relay-secret", "status-seal-key"]);
+    // A Worker's or Lambda's key lives on that platform, not in the cluster.
+    expect(
+      intakeSecretKeys({ platform: "cloudflare", relayIntakeUrl: "https://w.example/v1/events" }),
+    ).toEqual(["relay-secret"]);
+    expect(intakeSecretKeys({})).toEqual([]);
   });
 
   it("reads SELF_USERNAMES as the settings do", () => {

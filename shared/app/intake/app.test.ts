@@ -578,25 +578,46 @@ describe("bodies sent slowly, by anyone who can write well-formed signature head
     expect(enqueued).toHaveLength(1);
   });
 
-  it("Pub/Sub deliveries count against the same concurrency bound: a held one makes the next wait (503)", async () => {
-    const { app } = bounded({ bodyTimeoutMs: 2000 });
-    const slow = stalledBody();
-    const held = send(app, "/v1/events/pubsub", slow.stream, forgedHeaders);
+  it("forged relay headers and bodies a byte at a time hold no slot: the relay's batch is served meanwhile (issue 30, Low)", async () => {
+    // One slot; a body still arriving on each entry, with headers anyone can write.
+    const { app, enqueued } = bounded({ bodyTimeoutMs: 2000 });
+    const slow = [stalledBody(), stalledBody()];
+    const held = [
+      send(app, "/v1/events", slow[0]!.stream, forgedHeaders),
+      send(app, "/v1/events/pubsub", slow[1]!.stream, {
+        ...forgedHeaders,
+        "x-kubefn-timestamp": String(nowSeconds - 1),
+      }),
+    ];
     await new Promise((r) => setTimeout(r, 20));
-    const second = await send(app, "/v1/events/pubsub", "{}", {
-      ...forgedHeaders,
-      "x-kubefn-timestamp": String(nowSeconds - 1),
-    });
-    expect(second.status).toBe(503);
-    expect(second.headers.get("retry-after")).toBe("1");
-    const events = await send(
+    const real = await send(
       app,
       "/v1/events",
       relayBody,
       await signBatch(RELAY_SECRET, relayBody, nowSeconds),
     );
-    expect(events.status).toBe(503);
+    expect(real.status).toBe(202);
+    expect(enqueued).toHaveLength(1);
+    for (const h of held) expect((await h).status).toBe(408);
+    expect(slow.map((b) => b.cancelled())).toEqual([true, true]);
+  });
+
+  it("bodies that have sent the whole byte budget and hold it make the next wait (503), until they are cut off", async () => {
+    // One slot of 1 MiB: a body that sent all but a byte of it, then stalls.
+    const { app } = bounded({ bodyTimeoutMs: 300 });
+    const almostAll = new ReadableStream<Uint8Array>({
+      start(controller) {
+        controller.enqueue(new Uint8Array((1 << 20) - 1));
+      },
+    });
+    const held = send(app, "/v1/events", almostAll, forgedHeaders);
+    await new Promise((r) => setTimeout(r, 20));
+    const signed = await signBatch(RELAY_SECRET, relayBody, nowSeconds);
+    const during = await send(app, "/v1/events/pubsub", relayBody, signed);
+    expect(during.status).toBe(503);
+    expect(during.headers.get("retry-after")).toBe("1");
     expect((await held).status).toBe(408);
+    expect((await send(app, "/v1/events", relayBody, signed)).status).toBe(202);
   });
 });
 

@@ -62,19 +62,43 @@ export function createIntakeApp(opts: IntakeOptions): Hono {
   const maxConcurrent = opts.maxConcurrentBatches ?? defaultMaxConcurrentBatches;
   const credentials = opts.credentials ?? (() => opts);
   let inFlight = 0;
+  const bodyBudget = maxConcurrent * opts.maxBodyBytes;
+  let bodyBytes = 0;
+  const busy = (c: Context) => {
+    opts.metrics.count("kubefn_intake_rejected_total", { reason: "Busy" });
+    c.header("Retry-After", "1");
+    return c.json({ error: "intake is busy; retry", reason: "Busy" }, 503);
+  };
   const slots: BatchSlots = {
+    check(c) {
+      return inFlight < maxConcurrent ? undefined : busy(c);
+    },
     admit(c) {
       if (inFlight < maxConcurrent) {
         inFlight++;
         return undefined;
       }
-      opts.metrics.count("kubefn_intake_rejected_total", { reason: "Busy" });
-      c.header("Retry-After", "1");
-      return c.json({ error: "intake is busy; retry", reason: "Busy" }, 503);
+      return busy(c);
     },
     release() {
       inFlight--;
     },
+    body() {
+      let held = 0;
+      return {
+        admit(bytes) {
+          if (bodyBytes + bytes > bodyBudget) return false;
+          bodyBytes += bytes;
+          held += bytes;
+          return true;
+        },
+        release() {
+          bodyBytes -= held;
+          held = 0;
+        },
+      };
+    },
+    busy,
   };
 
   app.get("/healthz", (c) => c.json({ ok: true }));
@@ -92,19 +116,26 @@ export function createIntakeApp(opts: IntakeOptions): Hono {
       }
     }
 
-    const busy = slots.admit(c);
-    if (busy) return busy;
+    const full = slots.check(c);
+    if (full) return full;
+    const bytes = slots.body();
+    let admitted = false;
     try {
       const read = await readBodyCapped(
         c.req.raw,
         opts.maxBodyBytes,
         opts.bodyTimeoutMs ?? defaultBodyTimeoutMs,
+        bytes.admit,
       );
       if (!read.ok && read.reason === "BodyTimeout") return reject(c, 408, read.reason, bodyTimeoutMessage);
+      if (!read.ok && read.reason === "Busy") return slots.busy(c);
       if (!read.ok) {
         opts.metrics.count("kubefn_intake_rejected_total", { reason: "TooLarge" });
         return c.json({ error: `batch larger than ${opts.maxBodyBytes} bytes`, reason: "TooLarge" }, 413);
       }
+      const taken = slots.admit(c);
+      if (taken) return taken;
+      admitted = true;
       const body = read.text;
       const refused = await signed?.verify(body);
       if (refused) return refuse(c, refused);
@@ -125,7 +156,8 @@ export function createIntakeApp(opts: IntakeOptions): Hono {
       return await enqueued(c, source, mapped, signed);
     } finally {
       signed?.settled();
-      slots.release();
+      bytes.release();
+      if (admitted) slots.release();
     }
   });
 

@@ -71,16 +71,17 @@ export interface IntakeOptions {
   /** Signatures seen within the window; default one in memory per app (see shared/auth/replay.ts). */
   replayGuard?: ReplayGuard;
   /**
-   * Batches processed at once by this instance (`/v1/events` and `/v1/events/pubsub` together);
-   * more get 503 with Retry-After before their body is read. Default
+   * Batches processed at once by this instance (`/v1/events` and `/v1/events/pubsub` together),
+   * once their bodies have arrived; more get 503 with Retry-After. Bodies being read share a
+   * budget of this many times `maxBodyBytes` ({@link BatchSlots}). Default
    * {@link defaultMaxConcurrentBatches}.
    */
   maxConcurrentBatches?: number;
   /**
-   * How long a body may take to arrive once a request is admitted; a slower one is answered 408
-   * and its slot freed. Default {@link defaultBodyTimeoutMs}. Relay signature headers can be
-   * well-formed without the secret, so without this deadline anyone could hold every slot by
-   * sending bodies a byte at a time.
+   * How long a body may take to arrive once its headers are checked; a slower one is answered 408
+   * and its bytes freed. Default {@link defaultBodyTimeoutMs}. Relay signature headers can be
+   * well-formed without the secret, so without this deadline anyone could hold the body budget
+   * by sending bodies a byte at a time.
    */
   bodyTimeoutMs?: number;
   clock: Clock;
@@ -111,11 +112,24 @@ export const defaultBodyTimeoutMs = 30_000;
 /** The 408 answer's message. */
 export const bodyTimeoutMessage = "the body did not arrive within the body deadline";
 
-/** The batches in flight on one intake instance, shared by its routes. */
+/**
+ * The batches in flight on one intake instance, shared by its routes. A slot is taken once a
+ * batch's body has arrived, for its verification, mapping and enqueueing: a body still arriving
+ * holds no slot, only the bytes it has sent so far, from a budget of `maxConcurrentBatches` ×
+ * `maxBodyBytes` shared by every body being read. So whoever sends well-formed headers without
+ * the secret and then a body a byte at a time holds a few bytes, not a slot: to keep others out
+ * they must keep the whole budget arrived and unfinished.
+ */
 export interface BatchSlots {
+  /** Answers 503 with Retry-After when every slot is taken (before a body is read), and takes none. */
+  check(c: Context): Response | undefined;
   /** Takes a slot, or answers 503 with Retry-After (and takes none). */
   admit(c: Context): Response | undefined;
   release(): void;
+  /** One body's share of the byte budget: `admit` per chunk, `release` once the request ends. */
+  body(): { admit(bytes: number): boolean; release(): void };
+  /** The 503 answer (Retry-After) for a body the budget refused. */
+  busy(c: Context): Response;
 }
 
 /** How intake authenticates Pub/Sub push deliveries. */

@@ -71,23 +71,44 @@ export function pubsubHandler(
       const refused = await checkToken(c);
       if (refused) return refused;
     }
-    const busy = slots.admit(c);
-    if (busy) return busy;
+    const full = slots.check(c);
+    if (full) return full;
+    const bytes = slots.body();
     try {
-      return await afterHeaders(c, signed);
+      return await afterHeaders(c, signed, bytes.admit);
     } finally {
       signed?.settled();
-      slots.release();
+      bytes.release();
     }
   };
 
-  async function afterHeaders(c: Context, signed: SignedRelayRequest | undefined): Promise<Response> {
+  async function afterHeaders(
+    c: Context,
+    signed: SignedRelayRequest | undefined,
+    admitBytes: (bytes: number) => boolean,
+  ): Promise<Response> {
     const read = await readBodyCapped(
       c.req.raw,
       opts.maxBodyBytes,
       opts.bodyTimeoutMs ?? defaultBodyTimeoutMs,
+      admitBytes,
     );
     if (!read.ok && read.reason === "BodyTimeout") return reject(c, 408, read.reason, bodyTimeoutMessage);
+    if (!read.ok && read.reason === "Busy") return slots.busy(c);
+    const full = slots.admit(c);
+    if (full) return full;
+    try {
+      return await afterBody(c, signed, read);
+    } finally {
+      slots.release();
+    }
+  }
+
+  async function afterBody(
+    c: Context,
+    signed: SignedRelayRequest | undefined,
+    read: Awaited<ReturnType<typeof readBodyCapped>>,
+  ): Promise<Response> {
     if (!read.ok) {
       // A token-authenticated delivery that is too large would come again byte for byte: ack it.
       // A signed one cannot be verified without its whole body: refuse it.

@@ -240,6 +240,9 @@ export async function runPass(ctx: Context, registry: Registry, message: Message
       for (const event of conditionEvents(def, conditionsOf(observed), conditionsOf(copy))) {
         await events.record(copy, event);
       }
+      if (ctx.stateChanges && def.stateChanges) {
+        await ctx.stateChanges.publish(def.stateChanges(observed, copy, ctx.clock.now()));
+      }
       if (foreign) {
         await events.record(copy, {
           type: "Warning",

@@ -7,6 +7,7 @@ import { proxyErrorPolicy } from "./failure.ts";
 import { forgetProxySeries } from "./probe-series.ts";
 import { type ProvidersSource, reconcileProxy } from "./reconcile.ts";
 import { proxiesForSecret } from "./secret-watch.ts";
+import { proxyStateChanges } from "./state-changes.ts";
 import { proxyReadiness } from "./status.ts";
 import { defaultProxyTimings, type ProxyTimings } from "./timings.ts";
 
@@ -73,6 +74,7 @@ export function proxyController(deps: ProxyControllerDeps): ControllerDefinition
     },
     errorPolicy: proxyErrorPolicy(timings.quotaRetry),
     readiness: proxyReadiness,
+    stateChanges: proxyStateChanges,
     drift: proxyDrift(deps.providers),
     ...(deps.shards ? { shards: deps.shards } : {}),
     reconcile: (ctx, object) =>

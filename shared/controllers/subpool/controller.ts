@@ -7,6 +7,7 @@ import { subPoolObjectNames, subPoolOwnedResources } from "./desired.ts";
 import { subPoolDrift } from "./drift.ts";
 import { reconcileSubPool } from "./reconcile.ts";
 import { sharedLookHandler, sharedLookTask } from "./shared-look.ts";
+import { subPoolStateChanges } from "./state-changes.ts";
 import { subPoolReadiness } from "./status.ts";
 import { defaultSubPoolTimings, type SubPoolTimings } from "./timings.ts";
 
@@ -88,6 +89,7 @@ export function subPoolController(deps: SubPoolControllerDeps = {}): ControllerD
       : { shards: { [sharedLookTask]: sharedLookHandler(passDeps.operatorConfig) } }),
     ownerFromKey: subPoolFromKey,
     readiness: subPoolReadiness,
+    stateChanges: subPoolStateChanges,
     reconcile: (ctx, object) => reconcileSubPool(ctx, object, passDeps),
   };
 }

@@ -25,11 +25,7 @@ import {
 } from "@aws-sdk/client-sqs";
 import type { LambdaContext } from "hono/aws-lambda";
 import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
-import { admissionGateClosed } from "../../shared/app/state-changes.ts";
 import { proxyStateChanges } from "../../shared/controllers/proxy/state-changes.ts";
-import { siteStateChanges } from "../../shared/controllers/site/state-changes.ts";
-import { subPoolStateChanges } from "../../shared/controllers/subpool/state-changes.ts";
-import type { Condition, KubeObject } from "../../shared/kube/index.ts";
 import { createRegistry, done, type StateChange, StateChangeType } from "../../shared/runtime/index.ts";
 import { FakeKube } from "../../test/support/fake-kube.ts";
 import {
@@ -40,12 +36,12 @@ import {
   startMoto,
   TEST_CREDENTIALS,
 } from "../../test/support/moto.ts";
+import { condition, everyChange, NOW } from "../../test/support/state-changes.ts";
 import { ProxyResource, proxyController } from "../../test/unit/runtime/controllers.ts";
 import { createHandler } from "./handler.ts";
 import type { SqsEvent } from "./queue.ts";
 import { eventBridgeStateChanges, MAX_PUT_EVENTS_ENTRIES } from "./state-changes.ts";
 
-const NOW = new Date("2026-12-03T12:00:00Z");
 const BUS = "kubefn-changes";
 const KUBECONFIG_BASE64 = Buffer.from("unused: the kube port is given").toString("base64");
 const lambdaContext = {
@@ -147,67 +143,6 @@ afterAll(async () => {
   await moto.close();
   vi.unstubAllEnvs();
 });
-
-const condition = (type: string, status: Condition["status"], reason: string): Condition => ({
-  type,
-  status,
-  reason,
-  message: `${type} is ${status}`,
-  lastTransitionTime: NOW.toISOString(),
-});
-const object = (
-  kind: string,
-  conditions: Condition[],
-  extra: Record<string, unknown> = {},
-  namespace: string | undefined = "ns1",
-): KubeObject => ({
-  apiVersion: "example.kubefn.dev/v1",
-  kind,
-  metadata: {
-    name: `${kind.toLowerCase()}-1`,
-    ...(namespace ? { namespace } : {}),
-    uid: `uid-${kind}`,
-    generation: 2,
-  },
-  status: { conditions, ...extra },
-});
-
-/** One of each listed change, as the controllers' own functions find them. */
-function everyChange(): StateChange[] {
-  return [
-    ...proxyStateChanges(
-      object("Proxy", [condition("Ready", "Unknown", "Provisioning")]),
-      object("Proxy", [condition("Ready", "True", "Ready")]),
-      NOW,
-    ),
-    ...proxyStateChanges(
-      object("Proxy", [condition("Healthy", "True", "ProbeSucceeded")]),
-      object("Proxy", [condition("Healthy", "False", "ProbeFailed")]),
-      NOW,
-    ),
-    ...proxyStateChanges(
-      object("Proxy", [condition("Provisioned", "True", "Running")], { providerID: "i-0old" }),
-      object("Proxy", [condition("Provisioned", "False", "Replacing")], { providerID: "i-0old" }),
-      NOW,
-    ),
-    ...subPoolStateChanges(
-      object("SubPool", [condition("Ready", "False", "StatefulSetNotReady")], {}, undefined),
-      object("SubPool", [condition("Ready", "True", "Ready")], {}, undefined),
-      NOW,
-    ),
-    ...subPoolStateChanges(
-      object("SubPool", [condition("Ready", "Unknown", "Pending")], {}, undefined),
-      object("SubPool", [condition("Ready", "False", "NamespaceConflict")], {}, undefined),
-      NOW,
-    ),
-    ...siteStateChanges(["IngressReady"])(
-      object("Site", [condition("IngressReady", "True", "Ready")]),
-      object("Site", [condition("IngressReady", "False", "DeploymentFailed")]),
-      NOW,
-    ),
-    admissionGateClosed(["ValidatingAdmissionPolicy kubefn-writes is missing"], NOW),
-  ];
-}
 
 describe("EventBridge: kubefn's state changes through a rule", () => {
   it("each listed change arrives on the rule's queue with source kubefn, its detail-type and a versioned detail", async () => {

@@ -16,6 +16,7 @@ import type { NodeHostConfig } from "./config.ts";
 import type { Devcluster } from "./dev/index.ts";
 import { type HostParts, hostApp, listen } from "./server.ts";
 import { startSpanExport } from "./span-export.ts";
+import { cloudEventsStateChanges } from "./state-changes.ts";
 import { startSweeper } from "./sweeper.ts";
 import { WorkQueue } from "./work-queue.ts";
 
@@ -107,6 +108,7 @@ export async function startNodeHost(config: NodeHostConfig, log: Log): Promise<N
     log,
     metrics,
     ...(spanExport ? { spans: spanExport.spans } : {}),
+    ...(config.stateChanges ? { stateChanges: cloudEventsStateChanges(config.stateChanges) } : {}),
     // Read once at start, like every other setting.
     ...(config.siteManifestsDir ? { siteManifests: readManifestDirectory(config.siteManifestsDir) } : {}),
   });

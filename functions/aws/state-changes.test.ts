@@ -189,10 +189,10 @@ describe("EventBridge: kubefn's state changes through a rule", () => {
   });
 });
 
-describe("the Lambda handler publishes what its passes change, on EVENT_BUS_NAME", () => {
+describe("the Lambda handler publishes what its passes change, on STATE_CHANGES_BUS", () => {
   const handlerWith = (kube: FakeKube) =>
     createHandler({
-      env: { AWS_REGION: REGION, KUBECONFIG_BASE64, EVENT_BUS_NAME: BUS, ...aws.env },
+      env: { AWS_REGION: REGION, KUBECONFIG_BASE64, STATE_CHANGES_BUS: BUS, ...aws.env },
       endpoint: moto.endpoint,
       kube: () => kube,
       operators: () => ({

@@ -1,5 +1,5 @@
 /**
- * kubefn's state changes on an EventBridge bus the user names (`EVENT_BUS_NAME`), for their
+ * kubefn's state changes on an EventBridge bus the user names (`STATE_CHANGES_BUS`), for their
  * rules to route to SNS, Slack, Step Functions or another account, with archive and replay.
  *
  * Every event: `source` `kubefn`, `detail-type` one of `StateChangeType` (`Proxy Unhealthy`, …),
@@ -52,15 +52,15 @@ export function eventBridgeStateChanges(opts: {
   };
 }
 
-/** The sink for `EVENT_BUS_NAME`, or none when it is unset. */
+/** The sink for `STATE_CHANGES_BUS`, or none when it is unset. */
 export function stateChangesFor(
-  config: { region: string; eventBusName?: string },
+  config: { region: string; stateChangesBus?: string },
   opts: { endpoint?: string | undefined },
 ): StateChangeSink | undefined {
-  if (!config.eventBusName) return undefined;
+  if (!config.stateChangesBus) return undefined;
   const client = new EventBridgeClient({
     region: config.region,
     ...(opts.endpoint ? { endpoint: opts.endpoint } : {}),
   });
-  return eventBridgeStateChanges({ client, busName: config.eventBusName });
+  return eventBridgeStateChanges({ client, busName: config.stateChangesBus });
 }

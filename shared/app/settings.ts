@@ -182,7 +182,7 @@ export interface KubefnSettings {
   admissionRecheckSeconds: number;
   /**
    * State changes (a Proxy became Unhealthy, …) one invocation publishes at most; the rest are
-   * dropped and counted. Only where the platform has a sink (EVENT_BUS_NAME, the STATE_CHANGES
+   * dropped and counted. Only where the platform has a sink (STATE_CHANGES_BUS, the STATE_CHANGES
    * queue binding, STATE_CHANGES_URL).
    */
   stateChangesPerInvocation: number;

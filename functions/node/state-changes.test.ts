@@ -163,4 +163,70 @@ describe("the Node host's passes publish what they change", () => {
     expect(warnings).toContain("state changes could not be published");
     expect(counted["kubefn_state_changes_dropped_total{failed}"]).toBe(1);
   });
+
+  it("a status forged to look otherwise is rewritten without a change published (a tenant cannot page through kubefn)", async () => {
+    const settings = parseNodeHostEnv({
+      KUBECONFIG: "unused: the kube port is given",
+      STATUS_SEAL_KEY: "seal-key-of-kubefn-0123456789",
+    }).settings;
+    const kube = new FakeKube(() => NOW);
+    kube.seed(ProxyResource, {
+      apiVersion: "example.kubefn.dev/v1",
+      kind: "Proxy",
+      metadata: { name: "p1", namespace: "ns1", uid: "uid-p1", generation: 1 },
+      spec: { healthy: true },
+    });
+    const kubefn = createKubefn(
+      settings,
+      {
+        kube,
+        queue: { async send() {} },
+        inProcessQueue: true,
+        prober: { probe: async () => ({ ok: true, latencyMs: 1 }) } as never,
+        clock: { now: () => NOW },
+        log: { info() {}, warn() {}, error() {} },
+        metrics: { count() {}, observe() {}, gauge() {} },
+        stateChanges: cloudEventsStateChanges({ url, mode: "structured" }),
+      },
+      {
+        registry: createRegistry([
+          proxyController({
+            // The verdict from the spec: the test flips it as probes would.
+            async reconcile(_ctx, proxy) {
+              const up = (proxy.spec as { healthy: boolean }).healthy;
+              const status = (proxy.status ?? {}) as Record<string, unknown>;
+              status.conditions = [
+                up
+                  ? condition("Healthy", "True", "ProbeSucceeded")
+                  : condition("Healthy", "False", "ProbeFailed"),
+              ];
+              proxy.status = status;
+              return done();
+            },
+            stateChanges: proxyStateChanges,
+          }),
+        ]),
+        sweepTasks: [],
+      },
+    );
+    const stored = () => structuredClone(kube.stored(ProxyResource, { namespace: "ns1", name: "p1" })!);
+    await kubefn.consume([{ body: message }]); // Healthy=True, sealed: a first appearance, no news
+    const setSpec = (healthy: boolean) => {
+      const p = stored();
+      kube.seed(ProxyResource, { ...p, spec: { healthy } });
+    };
+    setSpec(false);
+    await kubefn.consume([{ body: message }]);
+    expect(received.map((r) => r.body.type)).toEqual(["dev.kubefn.proxy.unhealthy"]);
+
+    // The tenant writes Healthy=True over kubefn's sealed False: the pass rewrites it to False.
+    const p = stored();
+    kube.seed(ProxyResource, {
+      ...p,
+      status: { ...(p.status as object), conditions: [condition("Healthy", "True", "ProbeSucceeded")] },
+    });
+    const [verdict] = await kubefn.consume([{ body: message }]);
+    expect(verdict).toMatchObject({ ack: true, pass: { wroteStatus: true } });
+    expect(received).toHaveLength(1);
+  });
 });

@@ -101,6 +101,11 @@ const sharedRows: Row<Exclude<Shared, keyof typeof operatorVariables>>[] = [
       "kubefn reconciles only while its admission policies (infra/rbac) are installed and bound: checked with two list requests at most once per this many seconds per process or isolate (and at each sweep); while they are missing (or the lists are refused), passes wait this long and ask again, the sweep is held back, and `kubefn_admission_policies_ready` is 0. A check the API server does not answer (5xx, a timeout) keeps the last answer for up to five periods and is made again after 5 s. There is no switch to turn the check off",
   },
   {
+    names: ["STATE_CHANGES_PER_INVOCATION"],
+    meaning:
+      'state changes (a Proxy Ready or Unhealthy, an instance replaced, a SubPool Ready or refused, a Site component\'s condition, the admission gate closed) one invocation publishes at most; the rest are dropped and counted (`kubefn_state_changes_dropped_total{reason="bound"}`). Only where a sink is named: `STATE_CHANGES_BUS` (Lambda), the `STATE_CHANGES` queue binding (Workers), `STATE_CHANGES_URL` (Node host); see [State changes](monitoring.md#state-changes)',
+  },
+  {
     names: ["PROXY_RESYNC_SECONDS"],
     unset: "`300`",
     meaning: "drift period of Proxies: how often the sweep lists their provider instances and decides",
@@ -311,6 +316,17 @@ const nodeRows: Row<NodeOwn>[] = [
     names: ["SITE_MANIFESTS_DIR"],
     unset: "unset (embedded bundle)",
     meaning: "Site component manifests read from this directory at start (a Worker has no filesystem)",
+  },
+  {
+    names: ["STATE_CHANGES_URL"],
+    unset: "unset (no state changes are sent)",
+    meaning:
+      "a CloudEvents receiver (a Knative broker, Argo Events' webhook) that kubefn's state changes are POSTed to, one CloudEvent each ([State changes](monitoring.md#state-changes))",
+  },
+  {
+    names: ["STATE_CHANGES_MODE"],
+    meaning:
+      "`structured` (the event as `application/cloudevents+json`) or `binary` (`ce-*` headers, the detail as the body)",
   },
   {
     names: ["OTEL_EXPORTER_OTLP_ENDPOINT", "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT"],

@@ -19,6 +19,7 @@ describe("parseAwsEnv", () => {
       sweepPeriodSeconds: 60,
       requestBudget: 1000,
       admissionRecheckSeconds: 60,
+      stateChangesPerInvocation: 100,
       circuit: { failureThreshold: 5, openSeconds: 5 },
       kubeTimeoutMs: 30_000,
       logLevel: "info",
@@ -48,8 +49,12 @@ describe("parseAwsEnv", () => {
       SELF_USERNAMES: "system:serviceaccount:kubefn-system:kubefn, arn:aws:iam::111122223333:role/kubefn",
       PASS_CONCURRENCY: "4",
       PROXY_RESYNC_SECONDS: "900",
+      STATE_CHANGES_BUS: "kubefn-changes",
+      STATE_CHANGES_PER_INVOCATION: "20",
     });
     expect(config).toMatchObject({
+      stateChangesBus: "kubefn-changes",
+      stateChangesPerInvocation: 20,
       auditToken: "a".repeat(32),
       relaySecret: "r".repeat(32),
       selfUsernames: ["system:serviceaccount:kubefn-system:kubefn", "arn:aws:iam::111122223333:role/kubefn"],
@@ -71,6 +76,9 @@ describe("parseAwsEnv", () => {
     expect(bad).toThrow(/QUEUE_URL: QUEUE_URL must be an SQS queue URL/);
     expect(() => parseAwsEnv({ ...base, QUEUE_URL: undefined })).toThrow(/QUEUE_URL: QUEUE_URL is required/);
     expect(bad).toThrow(/AUDIT_TOKEN: AUDIT_TOKEN must be at least 16 characters/);
+    expect(() => parseAwsEnv({ ...base, STATE_CHANGES_BUS: "a bus" })).toThrow(
+      /STATE_CHANGES_BUS must be an EventBridge bus name or ARN/,
+    );
   });
 
   it("requires a kubeconfig, an EKS cluster or a Google service account", () => {

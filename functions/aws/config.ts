@@ -21,6 +21,8 @@ export interface AwsConfig extends KubefnSettings {
   region: string;
   /** The reconcile queue: follow-ups and fan-out are sent there, and the function consumes it. */
   queueUrl: string;
+  /** `STATE_CHANGES_BUS`: the bus (name or ARN) kubefn's state changes go to; none are sent when unset. */
+  stateChangesBus?: string;
 }
 
 /** An EKS cluster reached as the function's IAM role (an access entry maps the role to kubefn's username). */
@@ -77,6 +79,16 @@ export const lambdaEnvSchema = platformSchema(
     QUEUE_URL: z
       .string({ error: "QUEUE_URL is required (the reconcile queue's URL)" })
       .check(z.regex(/^https?:\/\/[^/]+\/./, "QUEUE_URL must be an SQS queue URL")),
+    STATE_CHANGES_BUS: z.optional(
+      z
+        .string()
+        .check(
+          z.regex(
+            /^(arn:aws[\w-]*:events:[\w-]+:\d{12}:event-bus\/)?[\w.\-/]{1,256}$/,
+            "STATE_CHANGES_BUS must be an EventBridge bus name or ARN",
+          ),
+        ),
+    ),
   },
   { minuteSchedule: true },
 )
@@ -146,5 +158,6 @@ export function parseAwsEnv(env: Record<string, string | undefined>): AwsConfig 
           : { file: e.KUBECONFIG as string },
     region: e.AWS_REGION,
     queueUrl: e.QUEUE_URL,
+    ...(e.STATE_CHANGES_BUS ? { stateChangesBus: e.STATE_CHANGES_BUS } : {}),
   };
 }

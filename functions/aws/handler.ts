@@ -41,6 +41,7 @@ import {
   sqsQueueOptionsFor,
 } from "./queue.ts";
 import { resolveSecretEnv, rotatingIntakeCredentials } from "./secrets.ts";
+import { stateChangesFor } from "./state-changes.ts";
 import { createEmfMetrics } from "./telemetry.ts";
 
 /**
@@ -114,6 +115,7 @@ async function build(options: HandlerOptions) {
     now: () => clock.now().getTime(),
     log,
   });
+  const stateChanges = stateChangesFor(config, { endpoint: options.endpoint });
   const kubefn = createKubefn(
     config,
     {
@@ -124,6 +126,7 @@ async function build(options: HandlerOptions) {
       log,
       metrics: options.metrics ?? createEmfMetrics(),
       intakeCredentials: credentials.current,
+      ...(stateChanges ? { stateChanges } : {}),
     },
     options.operators?.(config),
   );

@@ -121,10 +121,27 @@ describe("infra/aws/template.yaml: the reconcile queue", () => {
     expect(template.Resources.DeadLetterQueue?.Type).toBe("AWS::SQS::Queue");
   });
 
-  it("keeps what the previous release's schedules in flight need: the schedule group and the role Scheduler assumes", () => {
-    expect(template.Resources.ScheduleGroup?.Type).toBe("AWS::Scheduler::ScheduleGroup");
-    expect(template.Resources.SchedulerRole?.Type).toBe("AWS::IAM::Role");
-    expect(fn.Events.Reconcile?.Type).toBe("EventBridgeRule");
+  it("keeps 0.1.0's bus, its rule, the schedule group and the role Scheduler assumes only on an upgrade that asks (PreviousReleaseCarriers keep): a fresh stack has none", () => {
+    expect(template.Parameters.PreviousReleaseCarriers).toMatchObject({
+      Default: "retire",
+      AllowedValues: ["retire", "keep"],
+    });
+    expect(template.Conditions.KeepsPreviousCarriers).toEqual(["PreviousReleaseCarriers", "keep"]);
+    for (const [name, type] of [
+      ["Bus", "AWS::Events::EventBus"],
+      ["PreviousReleaseRule", "AWS::Events::Rule"],
+      ["PreviousReleaseRulePermission", "AWS::Lambda::Permission"],
+      ["ScheduleGroup", "AWS::Scheduler::ScheduleGroup"],
+      ["SchedulerRole", "AWS::IAM::Role"],
+    ])
+      expect(template.Resources[name as string]).toMatchObject({
+        Type: type,
+        Condition: "KeepsPreviousCarriers",
+      });
+    expect(template.Resources.PreviousReleaseRule?.Properties).toMatchObject({
+      EventPattern: { source: ["kubefn"], "detail-type": ["kubefn.reconcile"] },
+    });
+    expect(fn.Events).not.toHaveProperty("Reconcile");
   });
 });
 
@@ -217,18 +234,16 @@ describe("infra/aws/template.yaml: a flood on the public Function URL cannot sta
     expect(intake.FunctionUrlConfig).toEqual({ AuthType: "NONE" });
     expect(intake.Events).toBeUndefined();
     expect(reconcile.FunctionUrlConfig).toBeUndefined();
-    expect(Object.values(reconcile.Events ?? {}).map((e) => e.Type)).toEqual([
-      "SQS",
-      "EventBridgeRule",
-      "Schedule",
-    ]);
+    expect(Object.values(reconcile.Events ?? {}).map((e) => e.Type)).toEqual(["SQS", "Schedule"]);
     const urlPermission = template.Resources.KubefnUrlInvokePermission?.Properties;
     expect(urlPermission).toMatchObject({ FunctionName: "Kubefn", InvokedViaFunctionUrl: true });
-    // Nothing else may invoke the reconcile function from outside but CloudWatch Logs.
+    // Nothing else may invoke the reconcile function from outside but CloudWatch Logs (and, on a
+    // stack upgraded from 0.1.0 for one deploy, 0.1.0's rule).
     const permissions = Object.values(template.Resources).filter((r) => r.Type === "AWS::Lambda::Permission");
     expect(
       permissions.filter((p) => JSON.stringify(p.Properties.FunctionName).includes("KubefnReconcile")),
     ).toEqual([
+      expect.objectContaining({ Properties: expect.objectContaining({ Principal: "events.amazonaws.com" }) }),
       expect.objectContaining({ Properties: expect.objectContaining({ Principal: "logs.amazonaws.com" }) }),
     ]);
   });

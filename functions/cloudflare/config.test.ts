@@ -15,6 +15,7 @@ describe("parseWorkerEnv", () => {
       sweepPeriodSeconds: 60,
       requestBudget: 1000,
       admissionRecheckSeconds: 60,
+      stateChangesPerInvocation: 100,
       circuit: { failureThreshold: 5, openSeconds: 5 },
       kubeTimeoutMs: 30_000,
       logLevel: "info",

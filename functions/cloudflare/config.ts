@@ -15,6 +15,7 @@ import {
 import type { ServiceAccountKey } from "../../shared/controllers/proxy/providers/index.ts";
 import type { Message } from "../../shared/runtime/index.ts";
 import * as z from "../../shared/zod/index.ts";
+import type { StateChangeMessage } from "./state-changes.ts";
 
 /**
  * The Worker's `env`: the bindings from wrangler.toml, `[vars]` and the secrets
@@ -27,6 +28,8 @@ export interface WorkerEnv {
   KUBEFN_METRICS?: AnalyticsEngineDataset;
   /** The Durable Object that holds the relay's tunnel (`KUBE_VIA = "relay"`; functions/cloudflare/tunnel.ts). */
   KUBEFN_TUNNEL?: DurableObjectNamespace;
+  /** Producer binding of the user's queue for kubefn's state changes (./state-changes.ts); none are sent without it. */
+  STATE_CHANGES?: QueueBinding<StateChangeMessage>;
   [variable: string]: unknown;
 }
 

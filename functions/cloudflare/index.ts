@@ -8,6 +8,7 @@ export {
   queuesPort,
   settle,
 } from "./queue.ts";
+export { queueStateChanges, type StateChangeMessage, stateChangeMessage } from "./state-changes.ts";
 export {
   type AggregatedMetrics,
   createAnalyticsMetrics,

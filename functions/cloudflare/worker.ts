@@ -23,6 +23,7 @@ import { TUNNEL_PATH } from "../../shared/tunnel/index.ts";
 import { parseWorkerEnv, WorkerConfigError, type WorkerEnv } from "./config.ts";
 import { workerTransport } from "./kube-transport.ts";
 import { queuesPort, settle } from "./queue.ts";
+import { queueStateChanges } from "./state-changes.ts";
 import { type AggregatedMetrics, createAnalyticsMetrics } from "./telemetry.ts";
 import { tunnelFetch, tunnelObject } from "./tunnel.ts";
 
@@ -66,6 +67,7 @@ function partsFor(env: WorkerEnv): WorkerParts {
     probeSlots: "invocation",
     log: createJsonLog(config.logLevel),
     metrics,
+    ...(env.STATE_CHANGES ? { stateChanges: queueStateChanges(env.STATE_CHANGES) } : {}),
   });
   const parts = { kubefn, metrics, tunnelled: apiFetch !== undefined };
   isolates.set(env, parts);

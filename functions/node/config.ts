@@ -47,6 +47,8 @@ export interface NodeHostConfig {
    * `KUBEFN_SWEEP_LEASE` names one. No namespace: the Pod's, or `kubefn-system`.
    */
   sweepLease?: { namespace?: string; name: string };
+  /** POST kubefn's state changes as CloudEvents here (`STATE_CHANGES_URL`, `STATE_CHANGES_MODE`). */
+  stateChanges?: { url: string; mode: "structured" | "binary" };
   settings: KubefnSettings;
 }
 
@@ -81,6 +83,11 @@ export const nodeHostEnvSchema = z.object({
   KUBEFN_SWEEP_LEASE: z.optional(
     z.string().check(z.regex(/^(off|([a-z0-9]([-a-z0-9]*[a-z0-9])?\/)?[a-z0-9]([-.a-z0-9]*[a-z0-9])?)$/)),
   ),
+  /** A CloudEvents receiver for kubefn's state changes: none are sent when unset. */
+  STATE_CHANGES_URL: z.optional(
+    z.url({ protocol: /^https?$/, error: "STATE_CHANGES_URL must be an http(s) URL" }),
+  ),
+  STATE_CHANGES_MODE: z._default(z.enum(["structured", "binary"]), "structured"),
   ...settingsVariables,
 });
 
@@ -146,6 +153,9 @@ export function parseNodeHostEnv(env: Record<string, string | undefined>): NodeH
     ...(e.SITE_MANIFESTS_DIR ? { siteManifestsDir: e.SITE_MANIFESTS_DIR } : {}),
     exportSpans: spanExportWanted(env),
     ...sweepLeaseOf(e.KUBEFN_SWEEP_LEASE ?? (inCluster ? DEFAULT_SWEEP_LEASE : "off")),
+    ...(e.STATE_CHANGES_URL
+      ? { stateChanges: { url: e.STATE_CHANGES_URL, mode: e.STATE_CHANGES_MODE } }
+      : {}),
     settings: settingsFrom(e),
   };
 }

@@ -17,6 +17,7 @@ import type { Devcluster } from "./dev/index.ts";
 import { withoutObjectSeries } from "./object-series.ts";
 import { type HostParts, hostApp, listen, metricsApp } from "./server.ts";
 import { startSpanExport } from "./span-export.ts";
+import { cloudEventsStateChanges } from "./state-changes.ts";
 import { startSweeper } from "./sweeper.ts";
 import { WorkQueue } from "./work-queue.ts";
 
@@ -118,6 +119,7 @@ export async function startNodeHost(config: NodeHostConfig, log: Log): Promise<N
     log,
     metrics: config.metricsPerProxy ? metrics : withoutObjectSeries(metrics),
     ...(spanExport ? { spans: spanExport.spans } : {}),
+    ...(config.stateChanges ? { stateChanges: cloudEventsStateChanges(config.stateChanges) } : {}),
     // Read once at start, like every other setting.
     ...(config.siteManifestsDir ? { siteManifests: readManifestDirectory(config.siteManifestsDir) } : {}),
   });

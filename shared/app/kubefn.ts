@@ -3,7 +3,18 @@ import type { ProvidersByName } from "../controllers/proxy/providers/index.ts";
 import { assertNever, describeShape } from "../guards/index.ts";
 import type { Prober } from "../health/index.ts";
 import type { KubeObject } from "../kube/index.ts";
-import type { Clock, Context, HopEnd, HopKind, Kube, Log, Metrics, Queue, Spans } from "../runtime/index.ts";
+import type {
+  Clock,
+  Context,
+  HopEnd,
+  HopKind,
+  Kube,
+  Log,
+  Metrics,
+  Queue,
+  Spans,
+  StateChangeSink,
+} from "../runtime/index.ts";
 import {
   authenticBodies,
   backoffSeconds,
@@ -39,6 +50,7 @@ import {
 import { stoppedBySettings } from "./operator-settings.ts";
 import { createOperators, type Operators } from "./operators.ts";
 import type { KubefnSettings } from "./settings.ts";
+import { admissionGateClosed, invocationStateChanges } from "./state-changes.ts";
 import { runSweep, type SweepSummary } from "./sweep.ts";
 
 /** What a platform binds: the outside world, as the core's ports. */
@@ -94,6 +106,11 @@ export interface KubefnPorts {
    * it (Lambda, from Secrets Manager); the settings' `auditToken` and `relaySecret` when unset.
    */
   intakeCredentials?: () => IntakeCredentials;
+  /**
+   * Where state changes users route go (shared/runtime/state-changes.ts): an EventBridge bus
+   * (Lambda), a bound Queue (Workers), a CloudEvents sink (Node host). None are published when unset.
+   */
+  stateChanges?: StateChangeSink;
 }
 
 /** One item of a platform's delivery: a queue body and how often the queue has delivered it. */
@@ -253,6 +270,10 @@ export function createKubefn(settings: KubefnSettings, ports: KubefnPorts, opera
     log: ctx.log,
     metrics: ctx.metrics,
     recheckSeconds: settings.admissionRecheckSeconds,
+    onClosed: (problems) =>
+      invocationStateChanges(ports.stateChanges, 1, ctx)?.publish([
+        admissionGateClosed(problems, ctx.clock.now()),
+      ]),
   });
   // Sweeps held back by the gate missed what changed meanwhile without an event reaching a pass
   // (objects created then): the first sweep after it opens sends every object, as a host's first.
@@ -325,6 +346,7 @@ export function createKubefn(settings: KubefnSettings, ports: KubefnPorts, opera
     ...ctx,
     ...(ports.invocationKube ? { kube: ports.invocationKube() } : {}),
     memo: reads ?? createSweepMemo(INVOCATION_READ_MAX_AGE_SECONDS * 1000),
+    stateChanges: invocationStateChanges(ports.stateChanges, settings.stateChangesPerInvocation, ctx),
   });
   const consumeOne = async (invocation: Context, delivery: Delivery): Promise<Verdict> => {
     const attempts = delivery.attempts ?? 1;

@@ -1,5 +1,5 @@
 import { type RsaJwk, signingJwksFrom } from "../auth/index.ts";
-import { type LogLevel, logLevels } from "../runtime/index.ts";
+import { DEFAULT_STATE_CHANGES_PER_INVOCATION, type LogLevel, logLevels } from "../runtime/index.ts";
 import * as z from "../zod/index.ts";
 import { DEFAULT_IDENTITY } from "./admission/index.ts";
 import { commaList } from "./env-values.ts";
@@ -118,6 +118,10 @@ export const settingsVariables = {
     z.coerce.number().check(z.int()).check(z.gte(1)).check(z.lte(3600)),
     60,
   ),
+  STATE_CHANGES_PER_INVOCATION: z._default(
+    z.coerce.number().check(z.int()).check(z.gte(0)).check(z.lte(10000)),
+    DEFAULT_STATE_CHANGES_PER_INVOCATION,
+  ),
   PROXY_RESYNC_SECONDS: z.optional(z.coerce.number().check(z.int()).check(z.gte(60)).check(z.lte(86400))),
   MIN_REPORT_SECONDS: z.optional(z.coerce.number().check(z.int()).check(z.gte(1)).check(z.lte(3600))),
   ORPHAN_GRACE_SECONDS: z.optional(z.coerce.number().check(z.int()).check(z.gte(0))),
@@ -176,6 +180,12 @@ export interface KubefnSettings {
    * jobs and sweeps wait while the last check found them missing, and ask again after this long.
    */
   admissionRecheckSeconds: number;
+  /**
+   * State changes (a Proxy became Unhealthy, …) one invocation publishes at most; the rest are
+   * dropped and counted. Only where the platform has a sink (STATE_CHANGES_BUS, the STATE_CHANGES
+   * queue binding, STATE_CHANGES_URL).
+   */
+  stateChangesPerInvocation: number;
   /** Drift poll (resync) of Proxies; the controller's default when unset. */
   proxyResyncSeconds?: number;
   /** Least time between two status-affecting health reports of one Proxy. */
@@ -255,6 +265,7 @@ export function settingsFrom(e: SettingsVariables): KubefnSettings {
       : {}),
     sweepPeriodSeconds: e.SWEEP_PERIOD_SECONDS,
     admissionRecheckSeconds: e.ADMISSION_RECHECK_SECONDS,
+    stateChangesPerInvocation: e.STATE_CHANGES_PER_INVOCATION,
     ...(e.PROXY_RESYNC_SECONDS ? { proxyResyncSeconds: e.PROXY_RESYNC_SECONDS } : {}),
     ...(e.MIN_REPORT_SECONDS ? { minReportIntervalSeconds: e.MIN_REPORT_SECONDS } : {}),
     ...(e.ORPHAN_GRACE_SECONDS === undefined ? {} : { orphanGraceSeconds: e.ORPHAN_GRACE_SECONDS }),

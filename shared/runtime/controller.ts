@@ -3,6 +3,7 @@ import type { DriftDeclaration } from "./drift.ts";
 import type { ErrorPolicy } from "./error-policy.ts";
 import type { Outcome } from "./outcome.ts";
 import type { Readiness } from "./readiness.ts";
+import type { StateChangesOf } from "./state-changes.ts";
 import type { Context, Request } from "./types.ts";
 
 /**
@@ -209,6 +210,12 @@ export interface ControllerDefinition<T extends KubeObject = KubeObject> {
    * series on one Event.
    */
   conditionEvents?: ConditionEventPolicy;
+  /**
+   * The state changes users route (state-changes.ts) between the status a pass read and the one
+   * it wrote: published through `ctx.stateChanges` after a successful status write, never
+   * otherwise. Pure.
+   */
+  stateChanges?: StateChangesOf;
   /**
    * Whether the executor maintains `status.observedGeneration`. Default true. Turn it off for a
    * status schema without that field: the API server would prune it and every pass would write.

@@ -258,6 +258,11 @@ export async function runPass(ctx: Context, registry: Registry, message: Message
       for (const event of conditionEvents(def, conditionsOf(observed), conditionsOf(copy))) {
         await events.record(copy, event);
       }
+      // A change is news only from a status kubefn wrote: one forged to look otherwise (a
+      // tenant's Healthy=True over kubefn's False) would otherwise page again when rewritten.
+      if (ctx.stateChanges && def.stateChanges && verdict === "sealed") {
+        await ctx.stateChanges.publish(def.stateChanges(observed, copy, ctx.clock.now()));
+      }
       if (foreign) {
         await events.record(copy, {
           type: "Warning",

@@ -125,6 +125,24 @@ export {
   resourceKey,
 } from "./registry.ts";
 export {
+  boundedStateChanges,
+  changedCondition,
+  changeObject,
+  cloudEventOf,
+  cloudEventType,
+  conditionChange,
+  DEFAULT_STATE_CHANGES_PER_INVOCATION,
+  STATE_CHANGE_SOURCE,
+  STATE_CHANGE_VERSION,
+  type StateChange,
+  type StateChangeCondition,
+  type StateChangeDetail,
+  type StateChangeObject,
+  type StateChangeSink,
+  type StateChangesOf,
+  StateChangeType,
+} from "./state-changes.ts";
+export {
   canonicalJson,
   createStatusSeal,
   derivedSealKeySource,

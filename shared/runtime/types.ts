@@ -1,5 +1,6 @@
 import type { Kube, KubeObject, Resource } from "../kube/index.ts";
 import type { SweepMemo } from "./memo.ts";
+import type { StateChangeSink } from "./state-changes.ts";
 import type { StatusSeal } from "./status-seal.ts";
 
 /**
@@ -179,6 +180,11 @@ export interface Context {
    * pass. Absent: statuses are neither sealed nor checked.
    */
   seal?: StatusSeal;
+  /**
+   * Where state changes go (state-changes.ts): the platform's sink, bounded per invocation.
+   * Absent: none are published.
+   */
+  stateChanges?: StateChangeSink;
 }
 
 /** How long one read serves the later passes of the same invocation (see {@link Context.memo}). */

@@ -302,3 +302,32 @@ export function podBill(p: Prices): { low: number; high: number } {
 function bill(platform: string, lines: Line[]): Bill {
   return { platform, lines, total: lines.reduce((a, l) => a + l.dollars, 0) };
 }
+
+/** The state changes a fleet publishes a month (shared/runtime/state-changes.ts). */
+export interface StateChangeCounts {
+  /** Published per steady pass (measured: none, since a steady pass writes nothing). */
+  perSteadyPass: number;
+  /** Passes a month at steady state. */
+  passesPerMonth: number;
+  /** Proxies whose health flips, and how often each does a month (an incident: Unhealthy, then Ready). */
+  flippingProxies: number;
+  flipsPerProxyMonth: number;
+}
+
+/**
+ * What the state changes cost a month on each sink: EventBridge bills each custom event
+ * (PutEvents entry, up to 64 KB) once; Workers Queues bill each message's operations (write,
+ * read, delete); the Node host's CloudEvents POSTs cost nothing billed. Delivery by a rule to
+ * its target is not billed by EventBridge (the target's own service may bill).
+ */
+export function stateChangesBill(
+  c: StateChangeCounts,
+  p: Prices,
+): { events: number; eventBridge: number; queues: number } {
+  const events = c.perSteadyPass * c.passesPerMonth + c.flippingProxies * c.flipsPerProxyMonth * 2;
+  return {
+    events,
+    eventBridge: (events / 1e6) * p.eventBridge.perMillionEvents,
+    queues: ((events * p.queues.operationsPerMessage) / 1e6) * p.queues.perMillionOperations,
+  };
+}

@@ -55,6 +55,7 @@ import {
   monthlyVolumes,
   type Prices,
   podBill,
+  stateChangesBill,
   type UnitCost,
   workersBill,
 } from "./cost-model.ts";
@@ -257,8 +258,13 @@ export async function measureSecond(
  * the platform-neutral core with Lambda's EMF metrics: a sweep over `proxies` converged Proxies
  * (planning their shards into a queue that keeps them) and a drift pass of each of ten.
  */
-export async function measureSweepAndPassMetrics(proxies: number): Promise<string[]> {
+export async function measureSweepAndPassMetrics(
+  proxies: number,
+): Promise<{ metrics: string[]; changes: { converging: number; steady: number; steadyPasses: number } }> {
   const kube = new FakeKube();
+  /** The state changes published, by phase: the port as a platform binds it, counting. */
+  const changes = { converging: 0, steady: 0, steadyPasses: 10 };
+  let phase: "converging" | "steady" = "converging";
   for (let i = 0; i < proxies; i++) kube.seed(proxyResource, externalProxy(i, 9, 9));
   const metrics = new Set<string>();
   const emf = createEmfMetrics({
@@ -283,6 +289,11 @@ export async function measureSweepAndPassMetrics(proxies: number): Promise<strin
     prober: createNodeProber(),
     log: createLineLog("json", () => {}),
     metrics: emf,
+    stateChanges: {
+      async publish(published) {
+        changes[phase] += published.length;
+      },
+    },
   });
   const passes = (trigger: Message["trigger"]) =>
     kubefn.consume(
@@ -300,11 +311,12 @@ export async function measureSweepAndPassMetrics(proxies: number): Promise<strin
   await kubefn.sweep();
   emf.flush();
   metrics.clear();
+  phase = "steady";
   await kubefn.sweep();
   emf.flush();
   await passes({ kind: "drift", reason: "resync" });
   emf.flush();
-  return [...metrics].sort();
+  return { metrics: [...metrics].sort(), changes };
 }
 
 const lambdaContext = {
@@ -450,7 +462,7 @@ export async function benchCost(): Promise<CostResult> {
     for (const [k, m] of Object.entries(measured))
       if (k.startsWith("workers-")) m.invocation = { ...m.invocation, cpuMs: workerd.msPerProbe * m.probes };
   }
-  const steadyMetrics = await measureSweepAndPassMetrics(100);
+  const { metrics: steadyMetrics, changes: measuredChanges } = await measureSweepAndPassMetrics(100);
   const billsAt = (objects: number) => {
     const w = measured[`workers-${objects}`]!;
     const l = measured[`lambda-${objects}`]!;
@@ -475,6 +487,20 @@ export async function benchCost(): Promise<CostResult> {
   }
   process.stderr.write(
     `cost: the pod $${pod.low}–${pod.high} a month, whatever the fleet's size while it fits\n`,
+  );
+  // State changes: none at steady state (measured), so the bill is the changes themselves; priced
+  // for a fleet where every Proxy has one health incident a day (Unhealthy, then Ready again).
+  const changeBill = stateChangesBill(
+    {
+      perSteadyPass: measuredChanges.steady / measuredChanges.steadyPasses,
+      passesPerMonth: volumes.passes,
+      flippingProxies: OBJECTS * PROXY_SHARE,
+      flipsPerProxyMonth: 30,
+    },
+    prices,
+  );
+  process.stderr.write(
+    `cost: state changes: measured ${measuredChanges.converging} published converging 10 Proxies, ${measuredChanges.steady} by a steady sweep and ${measuredChanges.steadyPasses} steady passes; with one incident a day for each of ${fmt(OBJECTS * PROXY_SHARE)} Proxies, ${fmt(changeBill.events)} events a month: EventBridge $${round(changeBill.eventBridge, 2)}, Workers Queues $${round(changeBill.queues, 2)}, CloudEvents $0\n`,
   );
   const assumed = [
     `passes/object-hour ${inputs.passesPerObjectHour.value} (${inputs.passesPerObjectHour.source})`,
@@ -524,6 +550,12 @@ export async function benchCost(): Promise<CostResult> {
       note: `the pod: ${round((pod.low / r.objects) * 100, 2)}–${round((pod.high / r.objects) * 100, 2)} ¢ per object`,
     })),
     {
+      name: "cost state changes",
+      figure: `${round(changeBill.eventBridge, 2)} / ${round(changeBill.queues, 2)}`,
+      unit: "$/month EventBridge / Workers Queues per 10,000 objects",
+      note: `${measuredChanges.steady} published at steady state (measured); ${fmt(changeBill.events)} events a month if each of the ${fmt(OBJECTS * PROXY_SHARE)} Proxies has one health incident a day (Unhealthy, then Ready)`,
+    },
+    {
       name: "cost pod",
       figure: `${pod.low}–${pod.high}`,
       unit: "$/month",
@@ -558,6 +590,7 @@ export async function benchCost(): Promise<CostResult> {
     ),
     inputs,
     steadyMetrics,
+    stateChanges: { measured: measuredChanges, ...changeBill },
     volumes,
     bills: Object.fromEntries(bills.map((b) => [b.platform, round(b.total, 2)])),
     goals: GOALS,

@@ -7,6 +7,7 @@ import {
   monthlyVolumes,
   type Prices,
   podBill,
+  stateChangesBill,
   type UnitCost,
   workersBill,
 } from "../bench/cost-model.ts";
@@ -122,5 +123,20 @@ describe("cost model", () => {
   it("the price table is dated and sourced", () => {
     expect(prices.date).toBe("2025");
     expect(prices.source.length).toBeGreaterThan(20);
+  });
+
+  it("state changes: nothing at steady state; an incident (Unhealthy, then Ready) is two events, billed per event on EventBridge and per operation on Queues", () => {
+    const steady = stateChangesBill(
+      { perSteadyPass: 0, passesPerMonth: 1e6, flippingProxies: 0, flipsPerProxyMonth: 30 },
+      prices,
+    );
+    expect(steady).toEqual({ events: 0, eventBridge: 0, queues: 0 });
+    const b = stateChangesBill(
+      { perSteadyPass: 0, passesPerMonth: 1e6, flippingProxies: 9000, flipsPerProxyMonth: 30 },
+      prices,
+    );
+    expect(b.events).toBe(540_000);
+    expect(b.eventBridge).toBeCloseTo(0.54, 6);
+    expect(b.queues).toBeCloseTo(0.648, 6);
   });
 });

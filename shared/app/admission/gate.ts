@@ -29,6 +29,11 @@ export interface AdmissionGateOptions {
   metrics: Metrics;
   /** A check is reused for this long (ADMISSION_RECHECK_SECONDS). */
   recheckSeconds: number;
+  /**
+   * Told when an answered check finds the gate closed and the answer before was open, or there
+   * was none (a process's or isolate's first check): once per closing, never per waiting pass.
+   */
+  onClosed?: (problems: string[]) => void | Promise<void>;
 }
 
 /** How soon a check the API server did not answer is made again. */
@@ -106,6 +111,7 @@ export function createAdmissionGate(opts: AdmissionGateOptions): AdmissionGate {
         "not reconciling: kubefn's admission policies are not installed and bound (its writes would not be contained); apply infra/rbac (kubefn install)",
         { missing: admissionProblems(report).join("; "), recheckSeconds: opts.recheckSeconds },
       );
+      if (!before || before.report.ready) await opts.onClosed?.(admissionProblems(report));
     } else if (before && !before.report.ready) {
       opts.log.info("admission policies installed and bound: reconciling again", {});
     }

@@ -7,6 +7,7 @@ import { proxyErrorPolicy } from "./failure.ts";
 import { forgetProxySeries } from "./probe-series.ts";
 import { cleanupProxy, type ProvidersSource, type ProxyPassDeps, reconcileProxy } from "./reconcile.ts";
 import { proxiesForSecret } from "./secret-watch.ts";
+import { proxyStateChanges } from "./state-changes.ts";
 import { proxyReadiness } from "./status.ts";
 import { defaultProxyTimings, type ProxyTimings } from "./timings.ts";
 
@@ -80,6 +81,7 @@ export function proxyController(deps: ProxyControllerDeps): ControllerDefinition
     },
     errorPolicy: proxyErrorPolicy(timings.quotaRetry),
     readiness: proxyReadiness,
+    stateChanges: proxyStateChanges,
     drift: proxyDrift(deps.providers),
     ...(deps.shards ? { shards: deps.shards } : {}),
     finalizer: { ...proxyFinalizing, cleanup: (ctx, object) => cleanupProxy(ctx, object, pass) },

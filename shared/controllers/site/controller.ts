@@ -33,6 +33,7 @@ import {
 import { siteDrift } from "./drift.ts";
 import { createEnv, defaultEnvSettings, type Env } from "./env.ts";
 import { siteReadiness } from "./readiness.ts";
+import { siteStateChanges } from "./state-changes.ts";
 import { type ComponentConfig, createWatchEnv, type EnvSettings, mergeWatches } from "./watches.ts";
 
 export const siteControllerName = "site";
@@ -239,6 +240,7 @@ export function siteController(options: SiteControllerOptions): ControllerDefini
       [...registry.cluster, ...registry.site].flatMap((c) => c.watches?.(watchEnv) ?? []),
     ),
     conditionTypes: order,
+    stateChanges: siteStateChanges(order),
     conditionEvents: {
       conditions: Object.fromEntries(order.map((type) => [type, "positive" as const])),
       // A Deployment rolling out is expected, not a warning; one past its deadline is.

@@ -14,6 +14,7 @@ import { subPoolObjectNames, subPoolOwnedResources } from "./desired.ts";
 import { subPoolDrift } from "./drift.ts";
 import { reconcileSubPool } from "./reconcile.ts";
 import { sharedLookHandler, sharedLookTask } from "./shared-look.ts";
+import { subPoolStateChanges } from "./state-changes.ts";
 import { subPoolReadiness } from "./status.ts";
 import { defaultSubPoolTimings, type SubPoolTimings } from "./timings.ts";
 
@@ -101,6 +102,7 @@ export function subPoolController(deps: SubPoolControllerDeps = {}): ControllerD
       ...("invalid" in passDeps.operatorConfig ? { want: () => "as-is" as const } : {}),
       cleanup: (ctx, object) => cleanupSubPool(ctx, object, timings),
     },
+    stateChanges: subPoolStateChanges,
     reconcile: (ctx, object) => reconcileSubPool(ctx, object, passDeps),
   };
 }

@@ -6,7 +6,7 @@ import {
 } from "../../shared/controllers/proxy/providers/index.ts";
 import type { GuardedKube, TokenSource } from "../../shared/kube/index.ts";
 import { guardedNodeKube, loadKubeConfig } from "../../shared/kube/node.ts";
-import type { Clock } from "../../shared/runtime/index.ts";
+import type { Clock } from "../../shared/app/index.ts";
 import type { AwsConfig } from "./config.ts";
 import { eksTokenSource, lambdaRoleCredentials } from "./eks-token.ts";
 

@@ -22,7 +22,7 @@ import { onceUntilFailure } from "../../shared/concurrency/index.ts";
 import { assertNever, describeShape, isRecord } from "../../shared/guards/index.ts";
 import { createNodeProber } from "../../shared/health/node-prober.ts";
 import type { Kube } from "../../shared/kube/index.ts";
-import type { Clock, Log, Metrics } from "../../shared/runtime/index.ts";
+import type { Clock, Log, Metrics } from "../../shared/app/index.ts";
 import { clusterKube } from "./cluster.ts";
 import { type AwsConfig, parseAwsEnv } from "./config.ts";
 import {

@@ -115,7 +115,7 @@ export function createOperators(opts: OperatorOptions): Operators {
       () =>
         proxyController({
           providers: (ctx) => providersFor(ctx.kube),
-          shards: { [probeShardTask]: health.handleShard },
+          jobs: { [probeShardTask]: health.handleShard },
           ...(opts.settings ? { instanceAllowList: opts.settings.proxy.instanceAllowList } : {}),
           ...(probeAllowList ? { probeAllowList } : {}),
           ...(opts.proxyResyncSeconds ? { timings: { driftPoll: opts.proxyResyncSeconds } } : {}),

@@ -77,7 +77,16 @@ export {
   isIntakeCanary,
 } from "./intake-canary.ts";
 export { type JobResult, runJob } from "./job.ts";
-export { cutShard, ENVELOPE_HEADROOM_BYTES, fitToQueue, messageBytes } from "./message-fit.ts";
+export { coalesce } from "./coalesce.ts";
+export {
+  batchesOf,
+  cutJob,
+  ENVELOPE_HEADROOM_BYTES,
+  fitToQueue,
+  messageBytes,
+  platformQueue,
+  type QueueLimits,
+} from "./message-fit.ts";
 export {
   createMessageAuthenticator,
   hasBodies,
@@ -149,11 +158,14 @@ export { type HopEnd, type HopKind, type Spans, type TraceContext, traceFrom } f
 export type {
   Clock,
   Context,
+  Job,
+  JobMessage,
   Kube,
   KubeObject,
   Log,
   LogLevel,
   Message,
+  PassMessage,
   Metrics,
   Queue,
   Request,
@@ -163,7 +175,10 @@ export {
   describeTrigger,
   fitted,
   INVOCATION_READ_MAX_AGE_SECONDS,
+  jobKey,
   logLevels,
+  messageController,
+  messageKey,
   requestKey,
   type Trigger,
   type TriggerKind,

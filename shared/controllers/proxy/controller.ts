@@ -24,7 +24,7 @@ export interface ProxyControllerDeps {
    */
   probeAllowList?: ProbeAllowList;
   /** Handlers of the sweep's fanned-out work (the probe shards of `proxyHealthTask`). */
-  shards?: ControllerDefinition["shards"];
+  jobs?: ControllerDefinition["jobs"];
 }
 
 /**
@@ -74,7 +74,7 @@ export function proxyController(deps: ProxyControllerDeps): ControllerDefinition
     errorPolicy: proxyErrorPolicy(timings.quotaRetry),
     readiness: proxyReadiness,
     drift: proxyDrift(deps.providers),
-    ...(deps.shards ? { shards: deps.shards } : {}),
+    ...(deps.jobs ? { jobs: deps.jobs } : {}),
     reconcile: (ctx, object) =>
       reconcileProxy(ctx, object, {
         providers: deps.providers,

@@ -85,7 +85,7 @@ export function subPoolController(deps: SubPoolControllerDeps = {}): ControllerD
     },
     ...("invalid" in passDeps.operatorConfig
       ? {}
-      : { shards: { [sharedLookTask]: sharedLookHandler(passDeps.operatorConfig) } }),
+      : { jobs: { [sharedLookTask]: sharedLookHandler(passDeps.operatorConfig) } }),
     ownerFromKey: subPoolFromKey,
     readiness: subPoolReadiness,
     reconcile: (ctx, object) => reconcileSubPool(ctx, object, passDeps),

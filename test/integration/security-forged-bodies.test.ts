@@ -222,7 +222,7 @@ beforeAll(async () => {
         subPoolController(),
         proxyController({
           providers: () => ({}),
-          shards: {
+          jobs: {
             probe: async (_ctx, objects) => {
               jobObjects.push(...objects);
               return { probed: objects.length };
@@ -448,11 +448,9 @@ describe("a forged queue message decides no write (as Workers and Lambda deliver
     const verdicts = await kubefn.consume([
       {
         body: {
-          v: 1,
-          request: { controller: "proxy", namespace: ns, name: "__shard-0" },
-          attempt: 0,
-          trigger: { kind: "shard" },
-          shard: { task: "probe", objects: [proxy], due: Date.now() },
+          kind: "job",
+          v: 2,
+          job: { controller: "proxy", task: "probe", slot: "0", objects: [proxy], due: Date.now() },
         },
       },
     ]);

@@ -1,9 +1,8 @@
 import type { ProvidersByName } from "../controllers/proxy/providers/index.ts";
 import type { Prober } from "../health/index.ts";
 import type { KubeObject } from "../kube/index.ts";
-import type { Clock, Kube, Log, Metrics, PassResult, Queue, Spans } from "../runtime/index.ts";
+import type { Clock, Kube, Log, Metrics, PassResult, Queue, Spans, SweepSummary } from "../runtime/index.ts";
 import type { CloudWatchLogsResult, IntakeCredentials } from "./intake/index.ts";
-import type { SweepSummary } from "./sweep.ts";
 
 /** What a platform binds: the outside world, as the core's ports. */
 export interface KubefnPorts {

@@ -234,7 +234,13 @@ describe("Lambda probe shards on SQS, delayed to the second (moto)", () => {
       const forged: JobMessage = {
         kind: "job",
         v: ENVELOPE_VERSION,
-        job: { controller: "proxy", task: "probe", slot: "0", objects: [externalProxy("forged", 30)], due: NOW.getTime() },
+        job: {
+          controller: "proxy",
+          task: "probe",
+          slot: "0",
+          objects: [externalProxy("forged", 30)],
+          due: NOW.getTime(),
+        },
       };
       const body = senderKey
         ? await messageAuthenticatorFrom({ statusSealKey: senderKey })!.sign(forged)

@@ -12,6 +12,7 @@ import { createRegistry, ENVELOPE_VERSION, requeueAfter } from "../../shared/run
 import type { JobMessage, Message, PassMessage } from "../../shared/runtime/types.ts";
 
 const nameOf = (m: Message) => (m.kind === "job" ? m.job.slot : m.request.name);
+
 import { FakeKube } from "../../test/support/fake-kube.ts";
 import {
   createKubefnAws,
@@ -247,7 +248,9 @@ describe("the event source: an SQS batch → kubefn.consume → batchItemFailure
     const before = Date.now();
     const got = await pollUntil(handler);
     const after = Date.now();
-    const byName = new Map(got.event.Records.map((r) => [(JSON.parse(r.body) as PassMessage).request.name, r]));
+    const byName = new Map(
+      got.event.Records.map((r) => [(JSON.parse(r.body) as PassMessage).request.name, r]),
+    );
     expect(got.event.Records).toHaveLength(3);
     expect(got.failed).toEqual([byName.get("p2")?.messageId]);
     // backoffSeconds(attempt 1) is 1–2 s: visible again then, not after the queue's 360 s.

@@ -109,7 +109,9 @@ describe("queuesPort", () => {
     expect(bodies.length).toBeGreaterThan(1);
     for (const body of bodies) expect(Buffer.byteLength(JSON.stringify(body))).toBeLessThan(128 * 1024);
     const jobs = bodies.map((b) => b as JobMessage);
-    expect(jobs.flatMap((b) => b.job.objects.map((o) => o.metadata.name))).toEqual(objects.map((o) => o.metadata.name));
+    expect(jobs.flatMap((b) => b.job.objects.map((o) => o.metadata.name))).toEqual(
+      objects.map((o) => o.metadata.name),
+    );
     expect(jobs.every((b) => b.kind === "job" && b.job.due === 1)).toBe(true);
   });
 

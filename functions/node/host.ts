@@ -70,8 +70,7 @@ export async function startNodeHost(config: NodeHostConfig, log: Log): Promise<N
     concurrency: settings.passConcurrency,
     async handle(message, batch) {
       const attempts = (deliveries.get(message) ?? 0) + 1;
-      const [verdict] =
-        (await parts?.kubefn.consume([{ body: message, attempts }], { batch })) ?? [];
+      const [verdict] = (await parts?.kubefn.consume([{ body: message, attempts }], { batch })) ?? [];
       if (!verdict || verdict.ack) return;
       if (attempts >= MAX_DELIVERIES) {
         log.error("message dropped after its last delivery; the sweep revisits the object", {

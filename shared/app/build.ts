@@ -120,7 +120,9 @@ function operatorsOf(settings: KubefnSettings, ports: KubefnPorts, bodiesTravel:
     ...(ports.probeSlots ? { probeSlotScope: ports.probeSlots } : {}),
     ...(ports.providers ? { providers: ports.providers } : {}),
     ...(settings.proxyResyncSeconds ? { proxyResyncSeconds: settings.proxyResyncSeconds } : {}),
-    ...(settings.minReportIntervalSeconds ? { minReportIntervalSeconds: settings.minReportIntervalSeconds } : {}),
+    ...(settings.minReportIntervalSeconds
+      ? { minReportIntervalSeconds: settings.minReportIntervalSeconds }
+      : {}),
     ...(settings.orphanGraceSeconds === undefined ? {} : { orphanGraceSeconds: settings.orphanGraceSeconds }),
     ...(settings.apiToken ? { apiToken: settings.apiToken } : {}),
     settings: settings.operators,

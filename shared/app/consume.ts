@@ -100,9 +100,12 @@ async function consumeOne(core: Core, invocation: Context, delivery: Delivery): 
         ? { kind: "authentic" as const, message: envelope.message }
         : await authenticBodies(envelope.message, core.mac);
       if (authenticated.kind === "refused") {
-        ctx.log.error("job's objects do not carry kubefn's MAC; refused (the next sweep plans its work again)", {
-          ...whatOf(envelope.message),
-        });
+        ctx.log.error(
+          "job's objects do not carry kubefn's MAC; refused (the next sweep plans its work again)",
+          {
+            ...whatOf(envelope.message),
+          },
+        );
         ctx.metrics.count("kubefn_messages_dropped_total", { reason: "unauthenticated" });
         return { ack: true, dropped: true };
       }
@@ -176,7 +179,12 @@ function crashed(
   end: () => void,
 ): Verdict {
   const retryAfterSeconds = backoffSeconds(attempts - 1, core.ctx.random);
-  itemCtx.log.error("pass crashed; redelivering", { ...what, attempts, retryAfterSeconds, error: String(err) });
+  itemCtx.log.error("pass crashed; redelivering", {
+    ...what,
+    attempts,
+    retryAfterSeconds,
+    error: String(err),
+  });
   core.ctx.metrics.count("kubefn_messages_retried_total", { reason: "crashed" });
   end();
   return { ack: false, retryAfterSeconds };

@@ -229,7 +229,9 @@ describe("bodies on the queue carry kubefn's MAC (issue 30)", () => {
     ];
     const signedJob = await kubefnsMac.sign(withObjects(job, objects));
     expect(signedJob.mac).toHaveLength(3);
-    const piece = withObjects({ ...(signedJob as JobMessage), job: { ...job.job, slot: "0-2" } }, [objects[1]!]);
+    const piece = withObjects({ ...(signedJob as JobMessage), job: { ...job.job, slot: "0-2" } }, [
+      objects[1]!,
+    ]);
     expect(await kubefnsMac.verify(piece)).toBe(true);
     const swapped = withObjects(piece, [proxyBody("198.51.100.66")]);
     expect(await kubefnsMac.verify(swapped)).toBe(false);
@@ -242,7 +244,10 @@ describe("messages the previous release left on the queue (envelope version 1)",
   it("its signed probe shard (a `__shard-…` request with a shard) runs as the job it is", async () => {
     const objects = [proxyBody("203.0.113.7")];
     // Version 1's MACs covered the job's frame and objects, never the request's name.
-    const { mac } = await kubefnsMac.sign({ ...withObjects(job, objects), job: { ...job.job, objects, due: 7 } });
+    const { mac } = await kubefnsMac.sign({
+      ...withObjects(job, objects),
+      job: { ...job.job, objects, due: 7 },
+    });
     const body = {
       v: 1,
       request: { controller: "proxy", namespace: "", name: "__shard-probe-30-0" },

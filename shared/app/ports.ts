@@ -128,4 +128,3 @@ export interface Kubefn {
   /** The registered controllers' names, e.g. to start their metric series (the Node host). */
   readonly controllers: readonly string[];
 }
-

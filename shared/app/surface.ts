@@ -3,7 +3,12 @@ import { admissionProblems } from "./admission/index.ts";
 import type { Core } from "./build.ts";
 import { fleetPage } from "./fleet/index.ts";
 import { createFunctionsApp } from "./http.ts";
-import { type CloudWatchLogsResult, type IntakeBatch, intakeCloudWatchLogs, mapWithRegistry } from "./intake/index.ts";
+import {
+  type CloudWatchLogsResult,
+  type IntakeBatch,
+  intakeCloudWatchLogs,
+  mapWithRegistry,
+} from "./intake/index.ts";
 import type { Kubefn } from "./ports.ts";
 import { sealingQueue } from "./trace.ts";
 
@@ -23,7 +28,8 @@ export function createFetch(core: Core): Kubefn["fetch"] {
     return {
       log: batch.ctx.log,
       enqueue: (messages) => batch.ctx.queue.send(messages),
-      end: ({ source, enqueued, failed }) => batch.end({ result: failed ? "error" : "done", source, enqueued }),
+      end: ({ source, enqueued, failed }) =>
+        batch.end({ result: failed ? "error" : "done", source, enqueued }),
     };
   };
   const app = createFunctionsApp(

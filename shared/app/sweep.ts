@@ -1,4 +1,4 @@
-import { type SweepSummary, runSweep } from "../runtime/index.ts";
+import { runSweep, type SweepSummary } from "../runtime/index.ts";
 import type { Core } from "./build.ts";
 import type { Kubefn } from "./ports.ts";
 
@@ -60,7 +60,10 @@ export function createSweep(core: Core): Kubefn["sweep"] {
  * One short line per sweep: objects listed and due per controller, and the tasks' non-zero counts
  * (but those of `quiet` tasks, see `SweepTask.quiet`).
  */
-export function sweepLine(summary: SweepSummary, quiet: ReadonlySet<string> = new Set()): Record<string, unknown> {
+export function sweepLine(
+  summary: SweepSummary,
+  quiet: ReadonlySet<string> = new Set(),
+): Record<string, unknown> {
   const fields: Record<string, unknown> = {};
   for (const [name, c] of Object.entries(summary.controllers)) {
     const why = Object.entries(c.reasons).map(([reason, n]) => `${reason}=${n}`);

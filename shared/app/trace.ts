@@ -61,7 +61,9 @@ export function sealingQueue(
       const traceparent = traceOf();
       return queue.send(
         await Promise.all(
-          fitToQueue(messages, queue.maxMessageBytes, queue.maxPassBytes).map((m) => outgoing(sealed(m, traceparent))),
+          fitToQueue(messages, queue.maxMessageBytes, queue.maxPassBytes).map((m) =>
+            outgoing(sealed(m, traceparent)),
+          ),
         ),
         delaySeconds,
       );

@@ -64,7 +64,12 @@ describe("openEnvelope", () => {
       request: { controller: "proxy", namespace: "", name: "__shard-probe-30-0" },
       attempt: 0,
       trigger: { kind: "shard", reason: "probe" },
-      shard: { task: "probe", objects: [{ apiVersion: "v1", kind: "X", metadata: { name: "p" } }], data: [1], due: 5 },
+      shard: {
+        task: "probe",
+        objects: [{ apiVersion: "v1", kind: "X", metadata: { name: "p" } }],
+        data: [1],
+        due: 5,
+      },
       mac: ["v1.a", "v1.b"],
     });
     expect(envelope).toEqual({
@@ -114,7 +119,8 @@ describe("openEnvelope", () => {
       const envelope = openEnvelope(body);
       expect(envelope.kind).toBe(file.endsWith("-job.json") ? "job" : "pass");
       expect(isMessage(body)).toBe(true);
-      if (envelope.kind === "job") expect(envelope.message.job).toMatchObject({ task: "probe", slot: "probe-30-0" });
+      if (envelope.kind === "job")
+        expect(envelope.message.job).toMatchObject({ task: "probe", slot: "probe-30-0" });
     },
   );
 });

@@ -58,7 +58,11 @@ export function openEnvelope(body: unknown): Envelope {
 /** The previous releases' message: a pass, or a job as a pass-shaped message with `shard`. */
 function openVersion1(body: object): Envelope {
   if (!isMessage(body) || body.kind !== undefined) return { kind: "invalid" };
-  const { snapshot: _snapshot, shard, ...rest } = body as PassMessage & {
+  const {
+    snapshot: _snapshot,
+    shard,
+    ...rest
+  } = body as PassMessage & {
     snapshot?: unknown;
     shard?: unknown;
   };

@@ -1,4 +1,5 @@
 export { type BackoffPolicy, backoffSeconds, DEFAULT_BACKOFF } from "./backoff.ts";
+export { coalesce } from "./coalesce.ts";
 export type { ControllerDefinition, PassContext, Watch, WatchedChange } from "./controller.ts";
 export {
   combineListed,
@@ -77,7 +78,6 @@ export {
   isIntakeCanary,
 } from "./intake-canary.ts";
 export { type JobResult, runJob } from "./job.ts";
-export { coalesce } from "./coalesce.ts";
 export {
   batchesOf,
   cutJob,
@@ -165,8 +165,8 @@ export type {
   Log,
   LogLevel,
   Message,
-  PassMessage,
   Metrics,
+  PassMessage,
   Queue,
   Request,
   Resource,

@@ -24,11 +24,7 @@ export interface JobResult {
  * @example
  * const result = await runJob(ctx, registry, message); // message.kind === "job"
  */
-export async function runJob(
-  ctx: Context,
-  registry: Registry,
-  message: JobMessage,
-): Promise<JobResult> {
+export async function runJob(ctx: Context, registry: Registry, message: JobMessage): Promise<JobResult> {
   const started = performance.now();
   const { controller, task, objects, data, due } = message.job;
   const result: JobResult = {

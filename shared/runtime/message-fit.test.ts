@@ -1,5 +1,12 @@
 import { describe, expect, it } from "vitest";
-import { batchesOf, cutJob, ENVELOPE_HEADROOM_BYTES, fitToQueue, messageBytes, platformQueue } from "./message-fit.ts";
+import {
+  batchesOf,
+  cutJob,
+  ENVELOPE_HEADROOM_BYTES,
+  fitToQueue,
+  messageBytes,
+  platformQueue,
+} from "./message-fit.ts";
 import { createMessageAuthenticator } from "./message-mac.ts";
 import type { JobMessage, Message, PassMessage } from "./types.ts";
 
@@ -80,12 +87,19 @@ describe("platformQueue", () => {
   });
   const recording = (limits: Parameters<typeof platformQueue>[0]) => {
     const calls: { batch: Message[]; delaySeconds: number | undefined }[] = [];
-    const queue = platformQueue(limits, async (batch, delaySeconds) => void calls.push({ batch, delaySeconds }));
+    const queue = platformQueue(
+      limits,
+      async (batch, delaySeconds) => void calls.push({ batch, delaySeconds }),
+    );
     return { queue, calls };
   };
 
   it("hands the platform batches within its counts and bytes, in order, with the delay as given", async () => {
-    const { queue, calls } = recording({ maxMessageBytes: 64_000, maxBatchMessages: 10, maxBatchBytes: 1_000_000 });
+    const { queue, calls } = recording({
+      maxMessageBytes: 64_000,
+      maxBatchMessages: 10,
+      maxBatchBytes: 1_000_000,
+    });
     const all = Array.from({ length: 25 }, (_, i) => pass(`p${i}`));
     await queue.send(all, 7.5);
     expect(calls.map((c) => c.batch.length)).toEqual([10, 10, 5]);
@@ -102,7 +116,8 @@ describe("platformQueue", () => {
     });
     await queue.send([shard(60, 1_600), pass("listed", 15_000)]);
     const sent = calls.flatMap((c) => c.batch);
-    for (const c of calls) expect(c.batch.reduce((n, m) => n + messageBytes(m), 0)).toBeLessThanOrEqual(200_000);
+    for (const c of calls)
+      expect(c.batch.reduce((n, m) => n + messageBytes(m), 0)).toBeLessThanOrEqual(200_000);
     expect(sent.filter((m) => m.kind === "job").length).toBeGreaterThanOrEqual(2);
     expect(sent.find((m) => m.kind !== "job")).toEqual(pass("listed"));
   });

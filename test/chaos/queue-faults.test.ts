@@ -29,7 +29,13 @@ import {
   listAll,
   Resources,
 } from "../../shared/kube/index.ts";
-import { LISTED_MAX_AGE_SECONDS, type Message, type PassMessage, planSweep, runPass } from "../../shared/runtime/index.ts";
+import {
+  LISTED_MAX_AGE_SECONDS,
+  type Message,
+  type PassMessage,
+  planSweep,
+  runPass,
+} from "../../shared/runtime/index.ts";
 import type { Context } from "../../shared/runtime/types.ts";
 import { clusterInfo, eventually } from "../setup/cluster.ts";
 import { loopbackProbeAllowList } from "../support/loopback.ts";
@@ -319,7 +325,11 @@ describe.each(platforms)("queue faults: %s", (_, makePlatform) => {
         ...freshSnapshot!,
         listedAt: now.getTime() - (LISTED_MAX_AGE_SECONDS + 30) * 1000,
       };
-      const lateFollowUp: PassMessage = { request: request(ns, "reborn"), attempt: 1, uid: first.metadata.uid! };
+      const lateFollowUp: PassMessage = {
+        request: request(ns, "reborn"),
+        attempt: 1,
+        uid: first.metadata.uid!,
+      };
 
       await admin.delete(proxyResource, { namespace: ns, name: "reborn" });
       const reborn = await admin.create<Proxy>(proxyResource, managed(ns, "reborn", "#cloud-config v2"));

@@ -99,7 +99,10 @@ describe("concurrent passes for one key", () => {
         await sleep(200);
       }
     }
-    const message: PassMessage = { request: { controller: "proxy", namespace: ns, name: "burst" }, attempt: 0 };
+    const message: PassMessage = {
+      request: { controller: "proxy", namespace: ns, name: "burst" },
+      attempt: 0,
+    };
 
     const started = performance.now();
     const results: PassResult[] = await Promise.all(

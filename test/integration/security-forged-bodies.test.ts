@@ -316,7 +316,9 @@ describe("a forged body on each intake channel decides no write", () => {
       expect(res.status, await res.clone().text()).toBe(202);
     });
     // The messages carry keys, never the bodies.
-    expect(enqueued.map((m) => (m.kind === "job" ? m.job.slot : m.request.name)).sort()).toEqual([pool, proxyName].sort());
+    expect(enqueued.map((m) => (m.kind === "job" ? m.job.slot : m.request.name)).sort()).toEqual(
+      [pool, proxyName].sort(),
+    );
     for (const m of enqueued)
       expect(Object.keys(m).filter((k) => k === "snapshot" || k === "listed")).toEqual([]);
 

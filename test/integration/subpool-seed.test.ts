@@ -28,7 +28,10 @@ type Pool = KubeObject & {
 let kube: Kube;
 let registry: Registry;
 let ctx: Context;
-const message = (pool: string): PassMessage => ({ request: { controller: "subpool", name: pool }, attempt: 0 });
+const message = (pool: string): PassMessage => ({
+  request: { controller: "subpool", name: pool },
+  attempt: 0,
+});
 const condition = (p: Pool, type: string) => p.status?.conditions?.find((c) => c.type === type);
 
 beforeAll(async () => {

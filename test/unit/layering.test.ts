@@ -179,8 +179,16 @@ describe("the seam", () => {
   const platformFiles = productionFiles("functions");
 
   it.each([
-    ["functions/node/x.ts", "shared/runtime/index.ts", "a platform imports the runtime (take it from shared/app)"],
-    ["functions/aws/x.ts", "shared/runtime/types.ts", "a platform imports the runtime (take it from shared/app)"],
+    [
+      "functions/node/x.ts",
+      "shared/runtime/index.ts",
+      "a platform imports the runtime (take it from shared/app)",
+    ],
+    [
+      "functions/aws/x.ts",
+      "shared/runtime/types.ts",
+      "a platform imports the runtime (take it from shared/app)",
+    ],
     ["functions/cloudflare/x.ts", "shared/app/index.ts", undefined],
     ["functions/aws/x.ts", "shared/kube/index.ts", undefined],
     ["shared/app/x.ts", "shared/runtime/index.ts", undefined],
@@ -201,7 +209,10 @@ describe("the seam", () => {
 
   it.each([
     ["export function f() {\n  return 1;\n}\n", 3],
-    ["const x = 1;\nexport async function f(a: number) {\n  if (a) {\n    return a;\n  }\n}\nfunction g() {}\n", 5],
+    [
+      "const x = 1;\nexport async function f(a: number) {\n  if (a) {\n    return a;\n  }\n}\nfunction g() {}\n",
+      5,
+    ],
   ])("counts the lines of a function: %j", (source, expected) => {
     expect(functionLines(source, "f")).toBe(expected);
   });

@@ -604,7 +604,10 @@ describe("probe cadence at the minute seams (cron jitter, a fake clock)", () => 
       for (const m of messages)
         for (const o of m.kind === "job" ? m.job.objects : []) {
           const name = (o as KubeObject).metadata.name!;
-          const probe = { due: (m.kind === "job" && m.job.due) || Number.NaN, fires: clock + delaySeconds * 1000 };
+          const probe = {
+            due: (m.kind === "job" && m.job.due) || Number.NaN,
+            fires: clock + delaySeconds * 1000,
+          };
           probes.set(name, [...(probes.get(name) ?? []), probe]);
         }
     };

@@ -28,6 +28,8 @@ describe("openEnvelope", () => {
     ["a version-1 job without a version (0.1.0)", { ...version1Job, v: undefined }, "job"],
     ["a version-1 pass", { ...pass, v: 1 }, "pass"],
     ["a job of this version without its job", { kind: "job", v: ENVELOPE_VERSION }, "invalid"],
+    ["a job in this version's shape without a version", { ...job, v: undefined }, "job"],
+    ["a pass that says it is one", { ...pass, kind: "pass", v: ENVELOPE_VERSION }, "pass"],
     [
       "a job of this version whose objects are not a list",
       { ...job, job: { ...job.job, objects: "x" } },

@@ -46,18 +46,19 @@ export function openEnvelope(body: unknown): Envelope {
     if (typeof v !== "number" || !Number.isInteger(v) || v < 1) return { kind: "invalid" };
     if (v > ENVELOPE_VERSION) return { kind: "newer", version: v };
   }
-  if (v === undefined || v === 1) return openVersion1(body);
+  // No release before version 2 wrote a `kind`: a job that says it is one is read as one.
   if ((body as { kind?: unknown }).kind === "job") {
     const message = body as JobMessage;
     return isJob(message.job) ? { kind: "job", message } : { kind: "invalid" };
   }
-  if (!isMessage(body) || body.kind !== undefined) return { kind: "invalid" };
+  if (v === undefined || v === 1) return openVersion1(body);
+  if (!isMessage(body) || (body.kind !== undefined && body.kind !== "pass")) return { kind: "invalid" };
   return { kind: "pass", message: body };
 }
 
 /** The previous releases' message: a pass, or a job as a pass-shaped message with `shard`. */
 function openVersion1(body: object): Envelope {
-  if (!isMessage(body) || body.kind !== undefined) return { kind: "invalid" };
+  if (!isMessage(body) || (body.kind !== undefined && body.kind !== "pass")) return { kind: "invalid" };
   const {
     snapshot: _snapshot,
     shard,

@@ -285,8 +285,8 @@ function deepMerge(target: unknown, patch: unknown): unknown {
 }
 
 export interface Recorded {
-  /** Each send: its passes (`messages`) and its jobs, apart. */
-  sent: { messages: PassMessage[]; jobs: JobMessage[]; delaySeconds: number | undefined }[];
+  /** Each send: its passes (`messages`) and, apart, its jobs (`jobs`, only on a send that had any). */
+  sent: { messages: PassMessage[]; jobs?: JobMessage[]; delaySeconds: number | undefined }[];
   logs: { level: string; msg: string; fields?: Record<string, unknown> }[];
   counts: { name: string; labels?: Record<string, string> }[];
 }
@@ -311,9 +311,10 @@ export function fakeContext(
     kube,
     queue: {
       send: async (messages, delaySeconds) => {
+        const jobs = messages.filter((m): m is JobMessage => m.kind === "job");
         recorded.sent.push({
-          messages: messages.filter((m): m is PassMessage => m.kind !== "job"),
-          jobs: messages.filter((m): m is JobMessage => m.kind === "job"),
+          messages: passesOf(messages),
+          ...(jobs.length > 0 ? { jobs } : {}),
           delaySeconds,
         });
       },

@@ -50,7 +50,7 @@ const condition = (name: string, type: string) =>
 async function sweep(): Promise<{ job?: JobMessage; delay?: number; passes: PassMessage[] }> {
   recorded.sent.length = 0;
   await runSweep(ctx, registry, [task], { shardSize: 100, attachListed: false });
-  const jobs = recorded.sent.flatMap((s) => s.jobs.map((m) => ({ m, delay: s.delaySeconds })));
+  const jobs = recorded.sent.flatMap((s) => (s.jobs ?? []).map((m) => ({ m, delay: s.delaySeconds })));
   const job = jobs.find((s) => s.m.job.task === sharedLookTask);
   return {
     ...(job ? { job: job.m, delay: job.delay } : {}),

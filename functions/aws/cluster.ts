@@ -1,4 +1,5 @@
 import { KubeConfig } from "@kubernetes/client-node";
+import type { Clock } from "../../shared/app/index.ts";
 import {
   createServiceAccountTokenSource,
   gkeScopes,
@@ -6,7 +7,6 @@ import {
 } from "../../shared/controllers/proxy/providers/index.ts";
 import type { GuardedKube, TokenSource } from "../../shared/kube/index.ts";
 import { guardedNodeKube, loadKubeConfig } from "../../shared/kube/node.ts";
-import type { Clock } from "../../shared/runtime/index.ts";
 import type { AwsConfig } from "./config.ts";
 import { eksTokenSource, lambdaRoleCredentials } from "./eks-token.ts";
 

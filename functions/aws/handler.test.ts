@@ -13,7 +13,7 @@ import {
   requeueAfter,
   statusSealFrom,
 } from "../../shared/runtime/index.ts";
-import type { Resource } from "../../shared/runtime/types.ts";
+import { messageKey, type Resource } from "../../shared/runtime/types.ts";
 import { FakeKube } from "../../test/support/fake-kube.ts";
 import {
   createKubefnAws,
@@ -439,7 +439,7 @@ describe("Scheduled Event → runSweep", () => {
       "proxies",
     ]);
     expect(summary.controllers.proxy?.listed).toBe(2);
-    expect((await aws.deliveredMessages()).map((m) => m.request.name)).toHaveLength(
+    expect((await aws.deliveredMessages()).map((m) => messageKey(m))).toHaveLength(
       summary.controllers.proxy?.due ?? -1,
     );
   });

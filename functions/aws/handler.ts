@@ -15,14 +15,13 @@
  */
 import { handle, type LambdaContext, type LambdaEvent } from "hono/aws-lambda";
 import { Hono } from "hono/tiny";
-import type { Operators } from "../../shared/app/index.ts";
+import type { Clock, Log, Metrics, Operators } from "../../shared/app/index.ts";
 import { createJsonLog, createKubefn } from "../../shared/app/index.ts";
 import { isCloudWatchLogsEvent } from "../../shared/audit-export/index.ts";
 import { onceUntilFailure } from "../../shared/concurrency/index.ts";
 import { assertNever, describeShape, isRecord } from "../../shared/guards/index.ts";
 import { createNodeProber } from "../../shared/health/node-prober.ts";
 import type { Kube } from "../../shared/kube/index.ts";
-import type { Clock, Log, Metrics } from "../../shared/runtime/index.ts";
 import { clusterKube } from "./cluster.ts";
 import { type AwsConfig, parseAwsEnv } from "./config.ts";
 import {

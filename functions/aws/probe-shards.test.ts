@@ -11,7 +11,12 @@ import { afterAll, beforeAll, beforeEach, describe, expect, it, vi } from "vites
 import { proxyResource } from "../../shared/controllers/proxy/api.ts";
 import { probeDelays } from "../../shared/health/index.ts";
 import type { KubeObject } from "../../shared/kube/index.ts";
-import { type Message, messageAuthenticatorFrom } from "../../shared/runtime/index.ts";
+import {
+  ENVELOPE_VERSION,
+  type JobMessage,
+  type Message,
+  messageAuthenticatorFrom,
+} from "../../shared/runtime/index.ts";
 import { FakeKube } from "../../test/support/fake-kube.ts";
 import { LOOPBACK_PROBE_CIDRS } from "../../test/support/loopback.ts";
 import {
@@ -109,7 +114,7 @@ function handlerOver(kube: FakeKube, env: Record<string, string> = ENV, clock = 
 }
 
 const shardNames = (messages: Message[]) =>
-  messages.flatMap((m) => (m.shard?.objects ?? []).map((o) => o.metadata.name as string));
+  messages.flatMap((m) => (m.kind === "job" ? m.job.objects : []).map((o) => o.metadata.name as string));
 const probedNames = (since: number) =>
   forward.requests.slice(since).map((url) => new URL(url).pathname.slice(1));
 const tally = (names: string[]) => {
@@ -137,10 +142,10 @@ describe("Lambda probe shards on SQS, delayed to the second (moto)", () => {
         const sent = [...(await aws.held()).values()].filter((m) => !earlier.has(m.id));
         for (const m of sent) {
           const message = JSON.parse(m.body) as Message;
-          if (!message.shard) continue; // a new Proxy's drift pass
+          if (message.kind !== "job") continue; // a new Proxy's drift pass
           const due = now.getTime() + m.delaySeconds * 1000;
           // The job is due when SQS delivers it: no minute's rounding.
-          expect(message.shard.due).toBe(due);
+          expect(message.job.due).toBe(due);
           shards.push({ message, due });
           for (const name of shardNames([message])) dueTimes.get(name)?.push(due);
         }
@@ -191,16 +196,16 @@ describe("Lambda probe shards on SQS, delayed to the second (moto)", () => {
     const earlier = new Set((await aws.held()).keys());
     await handler(sweepEvent, lambdaContext);
     const sent = [...(await aws.held()).values()].filter((m) => !earlier.has(m.id));
-    const shards = sent.filter((m) => (JSON.parse(m.body) as Message).shard);
+    const shards = sent.filter((m) => (JSON.parse(m.body) as Message).kind === "job");
     expect(shards.length).toBeGreaterThanOrEqual(2);
     // Each within kubefn's budget per message, under the platform's 256 KB, all delayed 7 s.
     for (const m of shards) {
       expect(Buffer.byteLength(m.body)).toBeLessThan(MAX_CALL_BYTES);
       expect(m.delaySeconds).toBe(7);
     }
-    const messages = shards.map((m) => JSON.parse(m.body) as Message);
+    const messages = shards.map((m) => JSON.parse(m.body) as JobMessage);
     expect(shardNames(messages).sort()).toEqual([...names].sort());
-    const requestNames = messages.map((m) => m.request.name);
+    const requestNames = messages.map((m) => m.job.slot);
     expect(new Set(requestNames).size).toBe(requestNames.length);
     // Every piece still carries kubefn's MAC over its objects: the reconcile function runs it.
     const mac = messageAuthenticatorFrom({ statusSealKey: ENV.STATUS_SEAL_KEY })!;
@@ -226,12 +231,16 @@ describe("Lambda probe shards on SQS, delayed to the second (moto)", () => {
           count: (name, labels) => void counted.push(`${name}${JSON.stringify(labels)}`),
         },
       });
-      const forged: Message = {
-        v: 1,
-        request: { controller: "proxy", namespace: "", name: "__shard-probe-0" },
-        attempt: 0,
-        trigger: { kind: "shard", reason: "probe" },
-        shard: { task: "probe", objects: [externalProxy("forged", 30)], due: NOW.getTime() },
+      const forged: JobMessage = {
+        kind: "job",
+        v: ENVELOPE_VERSION,
+        job: {
+          controller: "proxy",
+          task: "probe",
+          slot: "0",
+          objects: [externalProxy("forged", 30)],
+          due: NOW.getTime(),
+        },
       };
       const body = senderKey
         ? await messageAuthenticatorFrom({ statusSealKey: senderKey })!.sign(forged)

@@ -9,7 +9,10 @@ import type { LambdaContext } from "hono/aws-lambda";
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it, vi } from "vitest";
 import type { ControllerDefinition } from "../../shared/runtime/controller.ts";
 import { createRegistry, ENVELOPE_VERSION, requeueAfter } from "../../shared/runtime/index.ts";
-import type { Message } from "../../shared/runtime/types.ts";
+import type { JobMessage, Message, PassMessage } from "../../shared/runtime/types.ts";
+
+const nameOf = (m: Message) => (m.kind === "job" ? m.job.slot : m.request.name);
+
 import { FakeKube } from "../../test/support/fake-kube.ts";
 import {
   createKubefnAws,
@@ -138,7 +141,7 @@ describe("sends: SendMessageBatch on the reconcile queue", () => {
     expect(calls.map((c) => c.Entries?.length)).toEqual([10, 10, 3]);
     expect(calls.flatMap((c) => c.Entries ?? []).every((e) => e.DelaySeconds === 0)).toBe(true);
     const received = await aws.deliveredMessages();
-    expect(received.map((m) => m.request.name).sort()).toEqual(messages.map((m) => m.request.name).sort());
+    expect(received.map(nameOf).sort()).toEqual(messages.map(nameOf).sort());
   });
 
   it("a 1 s and a 30 s follow-up are held by SQS for exactly those seconds (DelaySeconds), the 1 s one then arrives", async () => {
@@ -147,13 +150,13 @@ describe("sends: SendMessageBatch on the reconcile queue", () => {
     expect(calls.map((c) => c.Entries?.map((e) => e.DelaySeconds))).toEqual([[1], [30]]);
     const held = [...(await aws.held()).values()];
     const delayOf = (name: string) =>
-      held.find((m) => (JSON.parse(m.body) as Message).request.name === name)?.delaySeconds;
+      held.find((m) => (JSON.parse(m.body) as PassMessage).request.name === name)?.delaySeconds;
     expect(delayOf("soon")).toBe(1);
     expect(delayOf("later")).toBe(30);
     // Neither is visible at once; the 1 s one is within a few seconds, the 30 s one is not.
     expect(await aws.deliveredMessages()).toEqual([]);
     const got = await pollUntil(async () => ({ batchItemFailures: [] }));
-    expect(got.event.Records.map((r) => (JSON.parse(r.body) as Message).request.name)).toEqual(["soon"]);
+    expect(got.event.Records.map((r) => (JSON.parse(r.body) as PassMessage).request.name)).toEqual(["soon"]);
     expect(await aws.deliveredMessages()).toEqual([]);
   });
 
@@ -173,21 +176,19 @@ describe("sends: SendMessageBatch on the reconcile queue", () => {
       kind: "Proxy",
       metadata: { name: `s${i}`, namespace: "ns1", annotations: { pad: "y".repeat(20_000) } },
     }));
-    const shard: Message = {
-      request: { controller: "proxy", namespace: "", name: "__shard-probe-30-0" },
-      attempt: 0,
-      trigger: { kind: "shard", reason: "probe" },
-      shard: { task: "probe", objects },
+    const shard: JobMessage = {
+      kind: "job",
+      job: { controller: "proxy", task: "probe", slot: "30-0", objects },
     };
     await queue().send([message("big", 0, 100_000), shard]);
     const bodies = calls.flatMap((c) => c.Entries ?? []).map((e) => e.MessageBody ?? "");
     for (const body of bodies) expect(Buffer.byteLength(body)).toBeLessThan(MAX_CALL_BYTES);
     const received = await aws.deliveredMessages();
-    expect(received.find((m) => m.request.name === "big")).toEqual(message("big"));
-    const pieces = received.filter((m) => m.shard);
+    expect(received.find((m) => nameOf(m) === "big")).toEqual(message("big"));
+    const pieces = received.filter((m): m is JobMessage => m.kind === "job");
     expect(pieces.length).toBeGreaterThanOrEqual(3);
     for (const p of pieces) expect(Buffer.byteLength(JSON.stringify(p))).toBeLessThanOrEqual(MAX_SHARD_BYTES);
-    expect(pieces.flatMap((p) => p.shard?.objects.map((o) => o.metadata.name)).sort()).toEqual(
+    expect(pieces.flatMap((p) => p.job.objects.map((o) => o.metadata.name)).sort()).toEqual(
       objects.map((o) => o.metadata.name).sort(),
     );
   });
@@ -247,7 +248,9 @@ describe("the event source: an SQS batch → kubefn.consume → batchItemFailure
     const before = Date.now();
     const got = await pollUntil(handler);
     const after = Date.now();
-    const byName = new Map(got.event.Records.map((r) => [(JSON.parse(r.body) as Message).request.name, r]));
+    const byName = new Map(
+      got.event.Records.map((r) => [(JSON.parse(r.body) as PassMessage).request.name, r]),
+    );
     expect(got.event.Records).toHaveLength(3);
     expect(got.failed).toEqual([byName.get("p2")?.messageId]);
     // backoffSeconds(attempt 1) is 1–2 s: visible again then, not after the queue's 360 s.
@@ -331,7 +334,7 @@ describe("the event source: an SQS batch → kubefn.consume → batchItemFailure
     expect(out).toEqual({ batchItemFailures: [] });
     expect(reconciled).toEqual(["p2"]);
     const sent = [...(await aws.held()).values()].filter((m) => !earlier.has(m.id));
-    const summary = sent.map((m) => [(JSON.parse(m.body) as Message).request.name, m.delaySeconds]);
+    const summary = sent.map((m) => [(JSON.parse(m.body) as PassMessage).request.name, m.delaySeconds]);
     // p1 once more with what remains of its delay (and its due time); p2's pass asked for a follow-up now.
     expect(summary.sort()).toEqual([
       ["p1", 100],

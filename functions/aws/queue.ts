@@ -5,16 +5,16 @@ import {
   type SendMessageBatchRequestEntry,
   SQSClient,
 } from "@aws-sdk/client-sqs";
-import type { Kubefn, Verdict } from "../../shared/app/index.ts";
-import { isRecord } from "../../shared/guards/index.ts";
 import {
+  batchesOf,
   type Clock,
-  cutShard as cutToFit,
-  fitted,
+  type Kubefn,
   type Log,
-  type Message,
+  platformQueue,
   type Queue,
-} from "../../shared/runtime/index.ts";
+  type Verdict,
+} from "../../shared/app/index.ts";
+import { isRecord } from "../../shared/guards/index.ts";
 import type { AwsConfig } from "./config.ts";
 
 /** Longest per-message delay SQS accepts (15 min). */
@@ -25,9 +25,9 @@ export const MAX_VISIBILITY_SECONDS = 43_200;
 export const MAX_CALL_ENTRIES = 10;
 /** Budget per SendMessageBatch call and per message; the platform's limit is 256 KB for both. */
 export const MAX_CALL_BYTES = 240_000;
-/** Above this a message's listed objects are dropped (the pass then GETs them). */
+/** Above this a pass's listed objects are dropped (the pass then GETs them): SQS bills each 64 KB. */
 export const MAX_MESSAGE_BYTES = 64_000;
-/** Above this a probe shard is cut into several, so that each fits one SQS message. */
+/** Above this a job is cut into several, so that each fits one SQS message. */
 export const MAX_SHARD_BYTES = MAX_CALL_BYTES - 2_000;
 /**
  * Message attribute of a message delayed beyond {@link MAX_DELAY_SECONDS}: its due time (epoch
@@ -55,26 +55,30 @@ export class SendMessageBatchError extends Error {
  * the {@link DUE_ATTRIBUTE} attribute, and {@link consumeSqsEvent} sends it on with what remains
  * until it is due (no Scheduler, no second carrier).
  *
- * Probe shards (`Message.shard`) travel whole; one above {@link MAX_SHARD_BYTES} is cut into
- * several by its objects (`request.name` gets `-1`, `-2`, …).
+ * The core fits each message (a job above {@link MAX_SHARD_BYTES} cut by its objects, a pass's
+ * listed objects above {@link MAX_MESSAGE_BYTES} dropped: the pass then GETs them) and batches
+ * them by {@link MAX_CALL_ENTRIES} and {@link MAX_CALL_BYTES}.
  *
- * Caveats: a message too large for the platform loses its listed objects (the pass then GETs the
- * object). A call with any rejected entry throws {@link SendMessageBatchError} naming the error
+ * Caveats: a call with any rejected entry throws {@link SendMessageBatchError} naming the error
  * codes; the accepted entries are not retracted (a duplicate pass is harmless).
  */
 export function sqsQueue(opts: SqsQueueOptions): Queue {
-  return {
+  const limits = {
     maxMessageBytes: MAX_SHARD_BYTES,
-    async send(messages, delaySeconds) {
-      if (messages.length === 0) return;
-      const delay = wholeDelay(delaySeconds);
-      const due = delay > MAX_DELAY_SECONDS ? epochSeconds(opts.clock) + delay : undefined;
-      const bodies = messages
-        .flatMap(cutShard)
-        .map((m) => JSON.stringify(fitted(m, MAX_MESSAGE_BYTES, sizeOf)));
-      await sendBodies(opts, bodies, delay, due);
-    },
+    maxPassBytes: MAX_MESSAGE_BYTES,
+    maxBatchMessages: MAX_CALL_ENTRIES,
+    maxBatchBytes: MAX_CALL_BYTES,
   };
+  return platformQueue(limits, (batch, delaySeconds) => {
+    const delay = wholeDelay(delaySeconds);
+    const due = delay > MAX_DELAY_SECONDS ? epochSeconds(opts.clock) + delay : undefined;
+    return sendBodies(
+      opts,
+      batch.map((m) => JSON.stringify(m)),
+      delay,
+      due,
+    );
+  });
 }
 
 /**
@@ -99,7 +103,7 @@ async function sendBodies(
 ): Promise<void> {
   const attributes: Record<string, MessageAttributeValue> | undefined =
     due === undefined ? undefined : { [DUE_ATTRIBUTE]: { DataType: "Number", StringValue: String(due) } };
-  for (const call of chunk(bodies, MAX_CALL_ENTRIES, bytes)) {
+  for (const call of batchesOf(bodies, MAX_CALL_ENTRIES, MAX_CALL_BYTES, bytes)) {
     const entries = call.map(
       (body, i): SendMessageBatchRequestEntry => ({
         Id: String(i),
@@ -209,7 +213,7 @@ async function changeVisibility(
   opts: SqsQueueOptions & { log: Log },
   retried: readonly { record: SqsRecord; verdict: Extract<Verdict, { ack: false }> }[],
 ): Promise<void> {
-  for (const call of chunk(retried, MAX_CALL_ENTRIES, () => 0)) {
+  for (const call of batchesOf(retried, MAX_CALL_ENTRIES, MAX_CALL_BYTES, () => 0)) {
     try {
       const out = await opts.sqs.send(
         new ChangeMessageVisibilityBatchCommand({
@@ -259,37 +263,7 @@ function wholeDelay(delaySeconds: number | undefined): number {
 
 const epochSeconds = (clock: Clock) => Math.floor(clock.now().getTime() / 1000);
 
-/** A probe shard above {@link MAX_SHARD_BYTES} as several, each within it; any other message as is. */
-export function cutShard(message: Message): Message[] {
-  return cutToFit(message, MAX_SHARD_BYTES);
-}
-
-/** Splits `items` into runs of at most `maxCount` items and `maxBytes` (an item above it alone). */
-function chunk<T>(
-  items: readonly T[],
-  maxCount: number,
-  size: (item: T) => number,
-  maxBytes = MAX_CALL_BYTES,
-): T[][] {
-  const out: T[][] = [];
-  let current: T[] = [];
-  let total = 0;
-  for (const item of items) {
-    const s = size(item);
-    if (current.length > 0 && (current.length === maxCount || total + s > maxBytes)) {
-      out.push(current);
-      current = [];
-      total = 0;
-    }
-    current.push(item);
-    total += s;
-  }
-  if (current.length > 0) out.push(current);
-  return out;
-}
-
 const bytes = (s: string) => Buffer.byteLength(s, "utf8");
-const sizeOf = (message: Message) => bytes(JSON.stringify(message));
 
 /** The options of {@link sqsQueue} and {@link consumeSqsEvent}, the SDK client built from the Lambda's settings. */
 export function sqsQueueOptionsFor(

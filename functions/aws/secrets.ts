@@ -1,6 +1,6 @@
 import { GetSecretValueCommand, SecretsManagerClient } from "@aws-sdk/client-secrets-manager";
+import type { Log } from "../../shared/app/index.ts";
 import { type IntakeCredentials, settingsVariables } from "../../shared/app/index.ts";
-import type { Log } from "../../shared/runtime/index.ts";
 
 /** The intake's credentials from Secrets Manager: re-read after a refusal (see {@link rotatingIntakeCredentials}). */
 export const INTAKE_SECRET_VARIABLES = {

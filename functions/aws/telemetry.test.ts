@@ -262,9 +262,8 @@ describe("a real probe shard's data points (the Proxy health task, through the s
     );
     // As the sweep sends it: under kubefn's MAC (an unsigned shard would be refused).
     const shard = await messageAuthenticatorFrom({ statusSealKey: SEAL_KEY })!.sign({
-      request: { controller: "proxy", namespace: "", name: "__shard-probe-0" },
-      attempt: 0,
-      shard: { task: probeShardTask, objects: proxies },
+      kind: "job",
+      job: { controller: "proxy", task: probeShardTask, slot: "0", objects: proxies },
     });
     expect(await kubefn.consume([{ body: shard }])).toEqual([{ ack: true }]);
     metrics.flush();

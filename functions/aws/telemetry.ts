@@ -1,4 +1,4 @@
-import type { Metrics } from "../../shared/runtime/index.ts";
+import type { Metrics } from "../../shared/app/index.ts";
 
 /** The CloudWatch namespace of kubefn's metrics on Lambda (the template's alarms read it). */
 export const EMF_NAMESPACE = "kubefn";

@@ -6,6 +6,7 @@ import type {
 import {
   type KubefnSettings,
   kubeGoogleCredentialsSchema,
+  type Message,
   type OidcIssuerSettings,
   parsePlatformEnv,
   parseServiceAccountKey,
@@ -13,7 +14,6 @@ import {
   SettingsError,
 } from "../../shared/app/index.ts";
 import type { ServiceAccountKey } from "../../shared/controllers/proxy/providers/index.ts";
-import type { Message } from "../../shared/runtime/index.ts";
 import * as z from "../../shared/zod/index.ts";
 import type { StateChangeMessage } from "./state-changes.ts";
 

@@ -1,6 +1,6 @@
 import type { MessageSendRequest, QueueSendBatchOptions } from "@cloudflare/workers-types/index.ts";
 import { describe, expect, it } from "vitest";
-import type { Message } from "../../shared/runtime/types.ts";
+import type { JobMessage, Message, PassMessage } from "../../shared/runtime/types.ts";
 import {
   clampDelay,
   MAX_BATCH_MESSAGES,
@@ -22,7 +22,7 @@ const appliedProxy = (i: number) => ({
   spec: { mode: "External", endpoint: { host: "203.0.113.7", port: 3128 } },
 });
 
-const message = (name: string, listedBytes = 0): Message => ({
+const message = (name: string, listedBytes = 0): PassMessage => ({
   request: { controller: "proxy", namespace: "ns", name },
   attempt: 0,
   ...(listedBytes
@@ -97,11 +97,9 @@ describe("queuesPort", () => {
   it("regression: a shard of 40 Proxies of 3.2 KB is cut to fit the 128 KB message limit (sendBatch failed)", async () => {
     const binding = recordingBinding();
     const objects = Array.from({ length: 40 }, (_, i) => appliedProxy(i));
-    const shard: Message = {
-      request: { controller: "proxy", name: "__shard-probe-7-0" },
-      attempt: 0,
-      trigger: { kind: "shard", reason: "probe" },
-      shard: { task: "probe", objects, due: 1 },
+    const shard: JobMessage = {
+      kind: "job",
+      job: { controller: "proxy", task: "probe", slot: "7-0", objects, due: 1 },
     };
     expect(JSON.stringify(shard).length).toBeGreaterThan(128 * 1024);
     const queue = queuesPort(binding);
@@ -110,10 +108,11 @@ describe("queuesPort", () => {
     const bodies = binding.calls.flatMap((c) => c.bodies);
     expect(bodies.length).toBeGreaterThan(1);
     for (const body of bodies) expect(Buffer.byteLength(JSON.stringify(body))).toBeLessThan(128 * 1024);
-    expect(bodies.flatMap((b) => b.shard?.objects.map((o) => o.metadata.name))).toEqual(
+    const jobs = bodies.map((b) => b as JobMessage);
+    expect(jobs.flatMap((b) => b.job.objects.map((o) => o.metadata.name))).toEqual(
       objects.map((o) => o.metadata.name),
     );
-    expect(bodies.every((b) => b.shard?.due === 1)).toBe(true);
+    expect(jobs.every((b) => b.kind === "job" && b.job.due === 1)).toBe(true);
   });
 
   it("keeps the UID when it drops the listed objects", async () => {

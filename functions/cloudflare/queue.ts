@@ -3,9 +3,7 @@ import type {
   MessageSendRequest,
   Queue as QueueBinding,
 } from "@cloudflare/workers-types/index.ts";
-import type { Verdict } from "../../shared/app/index.ts";
-import type { Message, Queue } from "../../shared/runtime/index.ts";
-import { fitToQueue, messageBytes } from "../../shared/runtime/index.ts";
+import { type Message, platformQueue, type Queue, type Verdict } from "../../shared/app/index.ts";
 
 /** Longest delay Cloudflare Queues accept (12 h). */
 export const MAX_DELAY_SECONDS = 43_200;
@@ -14,59 +12,39 @@ export const MAX_BATCH_MESSAGES = 100;
 /** Budget per `sendBatch` call (the platform's limit is 256 KB; JSON size is an estimate). */
 export const MAX_BATCH_BYTES = 200_000;
 /**
- * The largest message sent (the platform's per-message limit is 128 KB): a probe shard above it
- * is cut into several, a pass's listed objects above it dropped (`fitToQueue`).
+ * The largest message sent (the platform's per-message limit is 128 KB): the core cuts a job above
+ * it into several and drops a pass's listed objects above it.
  */
 export const MAX_MESSAGE_BYTES = 120_000;
 
 /**
- * The runtime's {@link Queue} on a Queues producer binding: `send(messages, delay)` becomes
- * `sendBatch` calls of at most {@link MAX_BATCH_MESSAGES} messages and {@link MAX_BATCH_BYTES},
- * delayed by `delaySeconds` rounded up and clamped to [0, {@link MAX_DELAY_SECONDS}].
+ * The runtime's {@link Queue} on a Queues producer binding: the core fits the messages to
+ * {@link MAX_MESSAGE_BYTES} and batches them ({@link MAX_BATCH_MESSAGES}, {@link MAX_BATCH_BYTES});
+ * each batch is one `sendBatch`, delayed by `delaySeconds` rounded up and clamped to
+ * [0, {@link MAX_DELAY_SECONDS}].
  *
  * Caveats: the clamp never bites in practice — `runPass` sends no follow-up later than the
- * controller's resync. It declares {@link MAX_MESSAGE_BYTES}, which the runtime fits every message
- * to before sealing it; a message sent here directly is fitted alike (a probe shard cut by its
- * objects, a pass's listed objects dropped: the pass then GETs them) rather than failing the batch.
+ * controller's resync.
  */
 export function queuesPort(binding: Pick<QueueBinding<Message>, "sendBatch">): Queue {
-  return {
+  const limits = {
     maxMessageBytes: MAX_MESSAGE_BYTES,
-    async send(messages, delaySeconds) {
-      const delay = clampDelay(delaySeconds);
-      const options = delay > 0 ? { delaySeconds: delay } : undefined;
-      for (const chunk of chunksOf(fitToQueue(messages, MAX_MESSAGE_BYTES))) {
-        await binding.sendBatch(
-          chunk.map((body): MessageSendRequest<Message> => ({ body })),
-          options,
-        );
-      }
-    },
+    maxBatchMessages: MAX_BATCH_MESSAGES,
+    maxBatchBytes: MAX_BATCH_BYTES,
   };
+  return platformQueue(limits, (batch, delaySeconds) => {
+    const delay = clampDelay(delaySeconds);
+    return binding.sendBatch(
+      batch.map((body): MessageSendRequest<Message> => ({ body })),
+      delay > 0 ? { delaySeconds: delay } : undefined,
+    );
+  });
 }
 
 export function clampDelay(delaySeconds: number | undefined): number {
   if (delaySeconds === undefined || !Number.isFinite(delaySeconds) || delaySeconds <= 0) return 0;
   return Math.min(MAX_DELAY_SECONDS, Math.ceil(delaySeconds));
 }
-
-function* chunksOf(messages: Message[]): Generator<Message[]> {
-  let chunk: Message[] = [];
-  let bytes = 0;
-  for (const message of messages) {
-    const size = sizeOf(message);
-    if (chunk.length > 0 && (chunk.length === MAX_BATCH_MESSAGES || bytes + size > MAX_BATCH_BYTES)) {
-      yield chunk;
-      chunk = [];
-      bytes = 0;
-    }
-    chunk.push(message);
-    bytes += size;
-  }
-  if (chunk.length > 0) yield chunk;
-}
-
-const sizeOf = (message: Message) => messageBytes(message);
 
 /**
  * Acks or retries each delivered message as `kubefn.consume` judged it; a retry comes after the

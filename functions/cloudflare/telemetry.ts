@@ -1,6 +1,6 @@
 import type { AnalyticsEngineDataPoint, AnalyticsEngineDataset } from "@cloudflare/workers-types/index.ts";
+import type { Metrics } from "../../shared/app/index.ts";
 import { objectLabels } from "../../shared/app/index.ts";
-import type { Metrics } from "../../shared/runtime/index.ts";
 
 /** Data points Workers Analytics Engine accepts from one invocation; one more throws. */
 export const MAX_POINTS_PER_INVOCATION = 250;

@@ -1,9 +1,9 @@
 import type { KubeConfig } from "@kubernetes/client-node";
+import type { Log } from "../../shared/app/index.ts";
 import { issuerTokenSource, ownNamespace } from "../../shared/app/index.ts";
 import type { TokenSource, Transport } from "../../shared/kube/index.ts";
 import { createKube } from "../../shared/kube/index.ts";
 import { createNodeTransport, inClusterConnection, loadKubeConfig } from "../../shared/kube/node.ts";
-import type { Log } from "../../shared/runtime/index.ts";
 import type { NodeHostConfig } from "./config.ts";
 import { type Devcluster, startDevclusterAsKubefn } from "./dev/index.ts";
 import { allowListEntriesFor, applyAllowLists, installCrdsAndRbac } from "./install.ts";

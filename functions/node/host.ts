@@ -1,16 +1,16 @@
 import { hostname } from "node:os";
-import { createKubefn, issuerRoutes, PrometheusMetrics } from "../../shared/app/index.ts";
+import {
+  createKubefn,
+  createSweepLease,
+  issuerRoutes,
+  type Log,
+  messageKey,
+  PrometheusMetrics,
+  reconcileResults,
+} from "../../shared/app/index.ts";
 import { createNodeProber } from "../../shared/health/node-prober.ts";
 import { guardedNodeKube } from "../../shared/kube/node.ts";
 import { readManifestDirectory } from "../../shared/kube/node-manifests.ts";
-import {
-  createSweepLease,
-  createSweepMemo,
-  INVOCATION_READ_MAX_AGE_SECONDS,
-  type Log,
-  reconcileResults,
-  type SweepMemo,
-} from "../../shared/runtime/index.ts";
 import { connectCluster, randomToken } from "./cluster.ts";
 import type { NodeHostConfig } from "./config.ts";
 import type { Devcluster } from "./dev/index.ts";
@@ -75,25 +75,18 @@ export async function startNodeHost(config: NodeHostConfig, log: Log): Promise<N
     log,
   );
   // Each pass is an invocation of its own (its own request budget); the passes of one queue send
-  // (an intake batch, a sweep shard) share reads, as a platform's queue batch does.
-  const batchReads = new WeakMap<object, SweepMemo>();
-  const readsOf = (batch: object) => {
-    const memo = batchReads.get(batch) ?? createSweepMemo(INVOCATION_READ_MAX_AGE_SECONDS * 1000);
-    batchReads.set(batch, memo);
-    return memo;
-  };
+  // (an intake batch, a sweep shard) share reads, as a platform's queue batch does (`batch`).
   // A retried message is sent again as the same object: its deliveries are counted by identity.
   const deliveries = new WeakMap<object, number>();
   const queue: WorkQueue = new WorkQueue({
     concurrency: settings.passConcurrency,
     async handle(message, batch) {
       const attempts = (deliveries.get(message) ?? 0) + 1;
-      const [verdict] =
-        (await parts?.kubefn.consume([{ body: message, attempts }], { reads: readsOf(batch) })) ?? [];
+      const [verdict] = (await parts?.kubefn.consume([{ body: message, attempts }], { batch })) ?? [];
       if (!verdict || verdict.ack) return;
       if (attempts >= MAX_DELIVERIES) {
         log.error("message dropped after its last delivery; the sweep revisits the object", {
-          request: message.request,
+          key: messageKey(message),
           attempts,
         });
         return;
@@ -101,7 +94,7 @@ export async function startNodeHost(config: NodeHostConfig, log: Log): Promise<N
       deliveries.set(message, attempts);
       await queue.send([message], verdict.retryAfterSeconds);
     },
-    onError: (err, message) => log.error("pass crashed", { request: message.request, error: String(err) }),
+    onError: (err, message) => log.error("pass crashed", { key: messageKey(message), error: String(err) }),
     metrics,
   });
   const { kube, invocationKube, apiFailing, guard } = guardedNodeKube(kc, settings, tokenSource);

@@ -1,5 +1,5 @@
 import { readFileSync } from "node:fs";
-import type { HopEnd, HopKind, Spans, TraceContext } from "../../shared/runtime/index.ts";
+import type { HopEnd, HopKind, Spans, TraceContext } from "../../shared/app/index.ts";
 
 /** A span exporter the host started: its sink for the seam, and how to flush it at exit. */
 export interface SpanExport {

@@ -1,5 +1,5 @@
+import type { Log, SweepLease } from "../../shared/app/index.ts";
 import { singleFlight } from "../../shared/concurrency/index.ts";
-import type { Log, SweepLease } from "../../shared/runtime/index.ts";
 
 /**
  * The Node host's cron: one full sweep (every object once) at once, in the background so that

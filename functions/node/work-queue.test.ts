@@ -1,9 +1,12 @@
 import { describe, expect, it } from "vitest";
 import { PrometheusMetrics } from "../../shared/app/telemetry/index.ts";
-import type { Message } from "../../shared/runtime/types.ts";
-import { coalesce, WorkQueue } from "./work-queue.ts";
+import type { JobMessage, Message, PassMessage } from "../../shared/runtime/types.ts";
+import { WorkQueue } from "./work-queue.ts";
 
-const msg = (name: string, attempt = 0): Message => ({
+const nameOf = (m: Message) => (m.kind === "job" ? m.job.slot : m.request.name);
+const attemptOf = (m: Message) => (m.kind === "job" ? -1 : m.attempt);
+
+const msg = (name: string, attempt = 0): PassMessage => ({
   request: { controller: "c", namespace: "ns", name },
   attempt,
 });
@@ -21,7 +24,7 @@ describe("WorkQueue", () => {
     const batches = new Map<string, object>();
     const q = new WorkQueue({
       concurrency: 2,
-      handle: async (m, batch) => void batches.set(m.request.name, batch),
+      handle: async (m, batch) => void batches.set(nameOf(m), batch),
     });
     await q.send([msg("a"), msg("b"), msg("c")]);
     await q.send([msg("d")]);
@@ -51,7 +54,7 @@ describe("WorkQueue", () => {
     g.open();
     await q.idle();
     expect(maxRunning).toBe(1);
-    expect(seen.map((m) => m.attempt)).toEqual([0, 3]);
+    expect(seen.map(attemptOf)).toEqual([0, 3]);
   });
 
   it("runs different keys side by side up to the concurrency limit", async () => {
@@ -78,27 +81,26 @@ describe("WorkQueue", () => {
     const passes = gate();
     const shards = gate();
     const started: string[] = [];
-    const shard = (i: number): Message => ({
-      request: { controller: "proxy", name: `__shard-probe-0-${i}` },
-      attempt: 0,
-      shard: { task: "probe", objects: [] },
+    const shard = (i: number): JobMessage => ({
+      kind: "job",
+      job: { controller: "proxy", task: "probe", slot: `0-${i}`, objects: [] },
     });
     const q = new WorkQueue({
       concurrency: 2,
       shardConcurrency: 3,
       handle: async (m) => {
-        started.push(m.request.name);
-        await (m.shard ? shards.opened : passes.opened);
+        started.push(nameOf(m));
+        await (m.kind === "job" ? shards.opened : passes.opened);
       },
     });
     await q.send([msg("a"), msg("b"), msg("c")]);
     await q.send([0, 1, 2, 3, 4].map(shard));
     // Two passes run (their limit), and three shards beside them (theirs), though the passes came first.
-    expect(started.sort()).toEqual(["__shard-probe-0-0", "__shard-probe-0-1", "__shard-probe-0-2", "a", "b"]);
+    expect(started.sort()).toEqual(["0-0", "0-1", "0-2", "a", "b"]);
     expect(q.stats()).toEqual({ ready: 3, running: 5, delayed: 0 });
     shards.open();
     await new Promise((r) => setTimeout(r, 0));
-    expect(started).toContain("__shard-probe-0-4");
+    expect(started).toContain("0-4");
     expect(started).not.toContain("c");
     passes.open();
     await q.idle();
@@ -111,7 +113,7 @@ describe("WorkQueue", () => {
     const q = new WorkQueue({
       concurrency: 1,
       handle: async (m) => {
-        ran.push(m.attempt);
+        ran.push(attemptOf(m));
       },
       setTimer: (fn, ms) => {
         const t = { fn, ms, cleared: false };
@@ -155,54 +157,33 @@ describe("WorkQueue", () => {
   });
 });
 
-describe("coalesce (two messages for one key)", () => {
-  const snapshot = { apiVersion: "v1", kind: "X", metadata: { name: "a", uid: "old" } };
-  it.each<[string, Message, Message, Message]>([
-    [
-      "same UID: the later wins",
-      { ...msg("a"), uid: "u1" },
-      { ...msg("a", 2), uid: "u1" },
-      { ...msg("a", 2), uid: "u1" },
-    ],
-    [
-      "an event after a follow-up: no UID (the event may be for a recreated object)",
-      { ...msg("a", 1), uid: "old" },
-      msg("a"),
-      msg("a"),
-    ],
-    [
-      "a stale follow-up after an event: it does not swallow the event",
-      msg("a"),
-      { ...msg("a", 1), uid: "old", listed: [snapshot], listedAt: 1 },
-      msg("a", 1),
-    ],
-    ["different UIDs: neither", { ...msg("a"), uid: "new" }, { ...msg("a", 1), uid: "old" }, msg("a", 1)],
-    [
-      "a reasoned follow-up after an event: the pass does what the event asked, not the narrower look",
-      { ...msg("a"), trigger: { kind: "audit" } },
-      { ...msg("a"), uid: "u1", trigger: { kind: "follow-up", reason: "waiting" } },
-      { ...msg("a"), trigger: { kind: "audit" } },
-    ],
-    [
-      "a reasoned follow-up after a message of an older sender (no trigger): no reason either",
-      msg("a"),
-      { ...msg("a"), uid: "u1", trigger: { kind: "follow-up", reason: "waiting" } },
-      msg("a"),
-    ],
-    [
-      "an event after a reasoned follow-up: the event's trigger",
-      { ...msg("a"), uid: "u1", trigger: { kind: "follow-up", reason: "waiting" } },
-      { ...msg("a"), trigger: { kind: "relay" } },
-      { ...msg("a"), trigger: { kind: "relay" } },
-    ],
-    [
-      "two follow-ups with the same reason: the later",
-      { ...msg("a"), uid: "u1", trigger: { kind: "follow-up", reason: "waiting" } },
-      { ...msg("a", 1), uid: "u1", trigger: { kind: "follow-up", reason: "waiting" } },
-      { ...msg("a", 1), uid: "u1", trigger: { kind: "follow-up", reason: "waiting" } },
-    ],
-  ])("%s", (_, earlier, later, expected) => {
-    expect(coalesce(earlier, later)).toEqual(expected);
+describe("WorkQueue: one message a key (coalesce)", () => {
+  it("the same slot's job of the next sweep replaces the waiting one; another slot's runs beside it", async () => {
+    const g = gate();
+    const seen: Message[] = [];
+    const job = (slot: string, due: number): JobMessage => ({
+      kind: "job",
+      job: { controller: "proxy", task: "probe", slot, objects: [], due },
+    });
+    const q = new WorkQueue({
+      concurrency: 1,
+      shardConcurrency: 1,
+      handle: async (m) => {
+        seen.push(m);
+        await g.opened;
+      },
+    });
+    await q.send([job("blocker", 0)]);
+    await q.send([job("30-0", 1)]);
+    await q.send([job("30-0", 2), job("45-0", 2)]);
+    expect(q.stats()).toEqual({ ready: 2, running: 1, delayed: 0 });
+    g.open();
+    await q.idle();
+    expect(seen.map((m) => (m.kind === "job" ? `${m.job.slot}@${m.job.due}` : "pass"))).toEqual([
+      "blocker@0",
+      "30-0@2",
+      "45-0@2",
+    ]);
   });
 
   it("a delayed stale follow-up and a later event for the recreated object: the pass runs without a UID", async () => {
@@ -237,7 +218,7 @@ describe("WorkQueue metrics (client-go's workqueue families, name = the controll
       metrics,
       now: () => now,
       handle: async (m) => {
-        if (m.request.name === "a") await g.opened;
+        if (nameOf(m) === "a") await g.opened;
         now += 250;
       },
     });

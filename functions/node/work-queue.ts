@@ -1,4 +1,11 @@
-import { type Message, type Metrics, type Queue, requestKey } from "../../shared/runtime/index.ts";
+import {
+  coalesce,
+  type Message,
+  type Metrics,
+  messageController,
+  messageKey,
+  type Queue,
+} from "../../shared/app/index.ts";
 
 export interface WorkQueueOptions {
   /** Passes running at once, across keys. */
@@ -101,7 +108,7 @@ export class WorkQueue implements Queue {
     const depth = new Map<string, number>([...this.#names].map((name) => [name, 0]));
     for (const lane of [this.#ready, this.#readyShards, this.#dirty])
       for (const { message } of lane.values())
-        depth.set(message.request.controller, (depth.get(message.request.controller) ?? 0) + 1);
+        depth.set(messageController(message), (depth.get(messageController(message)) ?? 0) + 1);
     return depth;
   }
 
@@ -124,7 +131,7 @@ export class WorkQueue implements Queue {
 
   #delay({ message, batch }: Entry, ms: number): void {
     if (this.#closed) return;
-    const key = requestKey(message.request);
+    const key = messageKey(message);
     const dueAt = Date.now() + ms;
     const existing = this.#delayed.get(key);
     if (existing && existing.dueAt <= dueAt) {
@@ -147,7 +154,7 @@ export class WorkQueue implements Queue {
 
   #enqueue(entry: Entry): void {
     if (this.#closed) return;
-    const key = requestKey(entry.message.request);
+    const key = messageKey(entry.message);
     const waiting = this.#running.has(key) ? this.#dirty : this.#laneOf(entry);
     const earlier = waiting.get(key);
     // A message that joins one already waiting keeps that one's place, batch and time (client-go
@@ -155,14 +162,14 @@ export class WorkQueue implements Queue {
     if (earlier) waiting.set(key, { ...earlier, message: coalesce(earlier.message, entry.message) });
     else {
       waiting.set(key, { message: entry.message, batch: entry.batch, readyAt: this.#opts.now() });
-      this.#names.add(entry.message.request.controller);
-      this.#opts.metrics?.count("workqueue_adds_total", { name: entry.message.request.controller });
+      this.#names.add(messageController(entry.message));
+      this.#opts.metrics?.count("workqueue_adds_total", { name: messageController(entry.message) });
     }
     if (waiting !== this.#dirty) this.#pump();
   }
 
   #laneOf(entry: Entry): Map<string, Entry> {
-    return entry.message.shard ? this.#readyShards : this.#ready;
+    return entry.message.kind === "job" ? this.#readyShards : this.#ready;
   }
 
   #pump(): void {
@@ -188,7 +195,7 @@ export class WorkQueue implements Queue {
   async #run(key: string, { message, batch, readyAt }: Entry): Promise<void> {
     const metrics = this.#opts.metrics;
     const started = metrics ? this.#opts.now() : 0;
-    const name = metrics ? { name: message.request.controller } : undefined;
+    const name = metrics ? { name: messageController(message) } : undefined;
     if (metrics && readyAt !== undefined)
       metrics.observe("workqueue_queue_duration_seconds", (started - readyAt) / 1000, name);
     try {
@@ -199,7 +206,7 @@ export class WorkQueue implements Queue {
       if (metrics)
         metrics.observe("workqueue_work_duration_seconds", (this.#opts.now() - started) / 1000, name);
       this.#running.delete(key);
-      if (message.shard) this.#runningShards--;
+      if (message.kind === "job") this.#runningShards--;
       const again = this.#dirty.get(key);
       if (again) {
         this.#dirty.delete(key);
@@ -208,29 +215,4 @@ export class WorkQueue implements Queue {
       this.#pump();
     }
   }
-}
-
-/**
- * One message for two of a key, the later one's fields winning. A UID stays only when both were
- * decided for it: a message without one (an event) may be for a recreated object, and a stale
- * follow-up must not swallow it. Without a UID the pass reads afresh and acts on whatever object
- * it finds, so the listed owned objects go too.
- */
-export function coalesce(earlier: Message, later: Message): Message {
-  const merged = coalesceFields(earlier, later);
-  // A reasoned follow-up asks for a narrower pass (a SubPool's look at its readiness alone): merged
-  // with any other message, the pass does what that one asked.
-  if (narrowed(later) && !(narrowed(earlier) && earlier.trigger!.reason === later.trigger!.reason)) {
-    const { trigger: _trigger, ...rest } = merged;
-    return earlier.trigger ? { ...rest, trigger: earlier.trigger } : rest;
-  }
-  return merged;
-}
-
-const narrowed = (m: Message): boolean => m.trigger?.kind === "follow-up" && !!m.trigger.reason;
-
-function coalesceFields(earlier: Message, later: Message): Message {
-  if (earlier.uid !== undefined && earlier.uid === later.uid) return later;
-  const { uid: _uid, listedAt: _listedAt, listed: _listed, mac: _mac, ...rest } = later;
-  return later.uid === undefined ? later : rest;
 }

@@ -1,3 +1,29 @@
+/**
+ * What a platform uses of the core beside `createKubefn`: the port types it binds, how a platform
+ * queue is built from its SDK's batch send (fitting, cutting and batching are the core's), how the
+ * Node host keeps one message a key, its sweep Lease, and the span types of its exporter.
+ */
+export {
+  batchesOf,
+  type Clock,
+  coalesce,
+  createSweepLease,
+  type HopEnd,
+  type HopKind,
+  type Log,
+  type Message,
+  type Metrics,
+  messageBytes,
+  messageController,
+  messageKey,
+  platformQueue,
+  type Queue,
+  type QueueLimits,
+  reconcileResults,
+  type Spans,
+  type SweepLease,
+  type TraceContext,
+} from "../runtime/index.ts";
 export { commaList } from "./env-values.ts";
 export { createFunctionsApp, type HttpSettings } from "./http.ts";
 export type { IntakeCredentials } from "./intake/index.ts";

@@ -12,9 +12,12 @@ import {
   ENVELOPE_VERSION,
   type HopEnd,
   type HopKind,
+  type JobMessage,
+  type KubeObject,
   type Message,
   messageAuthenticatorFrom,
   type PassContext,
+  type PassMessage,
   requeueAfter,
   type Spans,
   type TraceContext,
@@ -26,12 +29,23 @@ const parent = "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01";
 const STATUS_SEAL_KEY = "seal-key-0123456789abcdef0123456789";
 /** kubefn's MAC over a message's bodies, as its own sends carry it. */
 const kubefnsMac = messageAuthenticatorFrom({ statusSealKey: STATUS_SEAL_KEY })!;
-const pass: Message = { request: { controller: "proxy", namespace: "ns1", name: "p1" }, attempt: 0 };
-const job: Message = {
-  request: { controller: "proxy", namespace: "", name: "__shard-probe-0" },
-  attempt: 0,
-  shard: { task: "probe", objects: [] },
+const pass: PassMessage = { request: { controller: "proxy", namespace: "ns1", name: "p1" }, attempt: 0 };
+const job: JobMessage = {
+  kind: "job",
+  v: ENVELOPE_VERSION,
+  job: { controller: "proxy", task: "probe", slot: "0", objects: [] },
 };
+const withObjects = (m: JobMessage, objects: KubeObject[], task = "probe"): JobMessage => ({
+  ...m,
+  job: { ...m.job, task, objects },
+});
+
+const proxyBody = (host: string) => ({
+  apiVersion: "crawl.example.com/v1alpha1",
+  kind: "Proxy",
+  metadata: { name: "p1", namespace: "ns1", uid: "uid-p1", generation: 1 },
+  spec: { mode: "External", endpoint: { host } },
+});
 
 function kubefnWith(
   reconcile: (ctx: PassContext) => Promise<ReturnType<typeof done>>,
@@ -57,7 +71,7 @@ function kubefnWith(
   const jobs: unknown[] = [];
   const controller = proxyController({
     reconcile,
-    shards: {
+    jobs: {
       probe: async (_ctx, objects) => {
         jobs.push(objects);
         return { probed: objects.length };
@@ -166,27 +180,20 @@ describe("consume", () => {
 });
 
 describe("bodies on the queue carry kubefn's MAC (issue 30)", () => {
-  const proxyBody = (host: string) => ({
-    apiVersion: "crawl.example.com/v1alpha1",
-    kind: "Proxy",
-    metadata: { name: "p1", namespace: "ns1", uid: "uid-p1", generation: 1 },
-    spec: { mode: "External", endpoint: { host } },
-  });
-
   it.each([
-    ["without a MAC", async (m: Message) => m],
+    ["without a MAC", async (m: JobMessage) => m],
     [
       "with a MAC of another key",
-      async (m: Message) =>
+      async (m: JobMessage) =>
         messageAuthenticatorFrom({ statusSealKey: "a-key-the-sender-chose-0123" })!.sign(m),
     ],
     [
       "with kubefn's MAC over other objects",
-      async (m: Message) => ({ ...(await kubefnsMac.sign(job)), shard: m.shard }),
+      async (m: JobMessage) => ({ ...(await kubefnsMac.sign(job)), job: m.job }),
     ],
   ])("a job %s is refused, counted and acked: its handler never sees the objects", async (_, mac) => {
     const { kubefn, recorded, jobs } = kubefnWith(async () => done());
-    const forged: Message = { ...job, shard: { task: "probe", objects: [proxyBody("198.51.100.66")] } };
+    const forged = withObjects(job, [proxyBody("198.51.100.66")]);
     expect(await kubefn.consume([{ body: await mac(forged) }])).toEqual([{ ack: true, dropped: true }]);
     expect(jobs).toEqual([]);
     expect(recorded.counts).toContainEqual({
@@ -221,17 +228,15 @@ describe("bodies on the queue carry kubefn's MAC (issue 30)", () => {
       proxyBody("203.0.113.7"),
       { ...proxyBody("203.0.113.8"), metadata: { name: "p2", namespace: "ns1" } },
     ];
-    const signedJob = await kubefnsMac.sign({ ...job, shard: { task: "probe", objects } });
+    const signedJob = await kubefnsMac.sign(withObjects(job, objects));
     expect(signedJob.mac).toHaveLength(3);
-    const piece = {
-      ...signedJob,
-      request: { ...signedJob.request, name: "__shard-probe-0-2" },
-      shard: { task: "probe", objects: [objects[1]!] },
-    };
+    const piece = withObjects({ ...(signedJob as JobMessage), job: { ...job.job, slot: "0-2" } }, [
+      objects[1]!,
+    ]);
     expect(await kubefnsMac.verify(piece)).toBe(true);
-    const swapped = { ...piece, shard: { task: "probe", objects: [proxyBody("198.51.100.66")] } };
+    const swapped = withObjects(piece, [proxyBody("198.51.100.66")]);
     expect(await kubefnsMac.verify(swapped)).toBe(false);
-    const retasked = { ...piece, shard: { task: "other", objects: [objects[1]!] } };
+    const retasked = withObjects(piece, [objects[1]!], "other");
     expect(await kubefnsMac.verify(retasked)).toBe(false);
   });
 });
@@ -295,6 +300,45 @@ describe("a seal key derived from a channel's secret (issue 30, Low)", () => {
 
   it("with STATUS_SEAL_KEY nothing is said", () => {
     expect(start({ RELAY_SECRET: "relay-secret-0123456789abcdef", STATUS_SEAL_KEY })).toEqual([]);
+  });
+});
+
+describe("messages the previous release left on the queue (envelope version 1)", () => {
+  it("its signed probe shard (a `__shard-…` request with a shard) runs as the job it is", async () => {
+    const objects = [proxyBody("203.0.113.7")];
+    // Version 1's MACs covered the job's frame and objects, never the request's name.
+    const { mac } = await kubefnsMac.sign({
+      ...withObjects(job, objects),
+      job: { ...job.job, objects, due: 7 },
+    });
+    const body = {
+      v: 1,
+      request: { controller: "proxy", namespace: "", name: "__shard-probe-30-0" },
+      attempt: 0,
+      trigger: { kind: "shard", reason: "probe" },
+      shard: { task: "probe", objects, due: 7 },
+      mac,
+    };
+    const { kubefn, recorded, jobs } = kubefnWith(async () => done());
+    expect(await kubefn.consume([{ body }])).toEqual([{ ack: true }]);
+    expect(jobs).toEqual([objects]);
+    expect(recorded.logs.find((l) => l.msg === "job")?.fields).toMatchObject({
+      key: "job:proxy/probe/probe-30-0",
+      task: "probe",
+      result: "done",
+    });
+    // The same with an object swapped in: refused, as a forged job of this version is.
+    const forged = { ...body, shard: { ...body.shard, objects: [proxyBody("198.51.100.66")] } };
+    const again = kubefnWith(async () => done());
+    expect(await again.kubefn.consume([{ body: forged }])).toEqual([{ ack: true, dropped: true }]);
+    expect(again.jobs).toEqual([]);
+  });
+
+  it("its pass (version 1, unchanged) runs as a pass", async () => {
+    const { kubefn, recorded } = kubefnWith(async () => done());
+    const [verdict] = await kubefn.consume([{ body: { ...pass, v: 1, trigger: { kind: "audit" } } }]);
+    expect(verdict).toMatchObject({ ack: true, pass: { result: "done" } });
+    expect(recorded.logs.at(-1)?.msg).toBe("pass");
   });
 });
 

@@ -161,14 +161,14 @@ export interface ControllerDefinition<T extends KubeObject = KubeObject> {
    */
   resyncSeconds: number;
   /**
-   * Handlers of the sweep's fanned-out work, by task name (e.g. `probe`): a message carrying
-   * `shard: { task, objects, data }` runs `shards[task](ctx, objects, data)` instead of a pass, and returns
-   * counts for the log line.
+   * Handlers of the sweep's fanned-out work, by task name (e.g. `probe`): a job (`JobMessage`,
+   * `job: { controller, task, objects, data, due }`) runs `jobs[task](ctx, objects, data, { due })`
+   * instead of a pass, and returns counts for the log line.
    *
-   * Caveats: a shard that fails is logged and counted, never retried: the next sweep plans the
+   * Caveats: a job that fails is logged and counted, never retried: the next sweep plans the
    * work again.
    */
-  shards?: Record<
+  jobs?: Record<
     string,
     (
       ctx: Context,

@@ -21,7 +21,7 @@ import { done, failed, type Outcome } from "./outcome.ts";
 import { applyReadiness } from "./readiness.ts";
 import { groupOf, type Registry } from "./registry.ts";
 import { SEAL_FIELD } from "./status-seal.ts";
-import { type Context, describeTrigger, type Message, type Request, requestKey } from "./types.ts";
+import { type Context, describeTrigger, type PassMessage, type Request, requestKey } from "./types.ts";
 
 /**
  * Conflicts requeue at once (delay 0) this many times in a row; after that they back off like
@@ -98,7 +98,7 @@ export interface PassResult {
  * const result = await runPass(ctx, registry, { request: { controller: "proxy", namespace: "ns", name: "p1" }, attempt: 0 });
  * log.info("pass", result);
  */
-export async function runPass(ctx: Context, registry: Registry, message: Message): Promise<PassResult> {
+export async function runPass(ctx: Context, registry: Registry, message: PassMessage): Promise<PassResult> {
   const started = performance.now();
   const { request } = message;
   const key = requestKey(request);
@@ -431,7 +431,7 @@ async function settle(
   ctx: Context,
   def: ControllerDefinition,
   summary: PassResult,
-  message: Pick<Message, "request" | "uid">,
+  message: Pick<PassMessage, "request" | "uid">,
   attempt: number,
   outcome: Outcome,
 ): Promise<void> {
@@ -519,6 +519,6 @@ function listedReads(kube: Kube, listed: readonly KubeObject[]): Kube {
 }
 
 /** Whether the message's listed objects were listed within {@link LISTED_MAX_AGE_SECONDS}. */
-function isFresh(message: Message, now: Date): boolean {
+function isFresh(message: PassMessage, now: Date): boolean {
   return message.listedAt !== undefined && now.getTime() - message.listedAt <= LISTED_MAX_AGE_SECONDS * 1000;
 }

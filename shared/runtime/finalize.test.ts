@@ -8,7 +8,7 @@ import { finalizerDrift, finalizerStep } from "./finalize.ts";
 import { done, type Outcome, requeueAfter } from "./outcome.ts";
 import { createRegistry, RegistryError } from "./registry.ts";
 import { stoppedController } from "./stopped.ts";
-import type { Message } from "./types.ts";
+import type { PassMessage } from "./types.ts";
 
 const Widget: Resource = {
   group: "toy.example.com",
@@ -20,7 +20,7 @@ const Widget: Resource = {
 const own = "toy.example.com/finalizer";
 const foreign = "tenant.example.com/hold";
 const key = { namespace: "ns1", name: "w1" };
-const message: Message = { request: { controller: "widget", ...key }, attempt: 0 };
+const message: PassMessage = { request: { controller: "widget", ...key }, attempt: 0 };
 
 function widget(
   metadata: Partial<KubeObject["metadata"]> = {},

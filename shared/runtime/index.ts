@@ -1,4 +1,5 @@
 export { type BackoffPolicy, backoffSeconds, DEFAULT_BACKOFF } from "./backoff.ts";
+export { coalesce } from "./coalesce.ts";
 export type {
   ControllerDefinition,
   FinalizerDeclaration,
@@ -84,7 +85,15 @@ export {
   isIntakeCanary,
 } from "./intake-canary.ts";
 export { type JobResult, runJob } from "./job.ts";
-export { cutShard, ENVELOPE_HEADROOM_BYTES, fitToQueue, messageBytes } from "./message-fit.ts";
+export {
+  batchesOf,
+  cutJob,
+  ENVELOPE_HEADROOM_BYTES,
+  fitToQueue,
+  messageBytes,
+  platformQueue,
+  type QueueLimits,
+} from "./message-fit.ts";
 export {
   createMessageAuthenticator,
   hasBodies,
@@ -183,12 +192,15 @@ export { type HopEnd, type HopKind, type Spans, type TraceContext, traceFrom } f
 export type {
   Clock,
   Context,
+  Job,
+  JobMessage,
   Kube,
   KubeObject,
   Log,
   LogLevel,
   Message,
   Metrics,
+  PassMessage,
   Queue,
   Request,
   Resource,
@@ -197,7 +209,10 @@ export {
   describeTrigger,
   fitted,
   INVOCATION_READ_MAX_AGE_SECONDS,
+  jobKey,
   logLevels,
+  messageController,
+  messageKey,
   requestKey,
   type Trigger,
   type TriggerKind,

@@ -1,10 +1,10 @@
 import { errorMessage } from "../guards/index.ts";
 import type { Registry } from "./registry.ts";
-import { type Context, type Message, requestKey } from "./types.ts";
+import { type Context, type JobMessage, jobKey } from "./types.ts";
 
-/** What one job (a shard of the sweep's fanned-out work) did, for its log line. */
+/** What one job (a piece of the sweep's fanned-out work) did, for its log line. */
 export interface JobResult {
-  /** `controller/namespace/__shard-…`: the job's own name, never an object's. */
+  /** The job's own key (`jobKey`: `job:controller/task/slot`), never an object's. */
   key: string;
   controller: string;
   task: string;
@@ -15,25 +15,20 @@ export interface JobResult {
 }
 
 /**
- * Runs one job: the controller's `shards[task]` handler over the objects the sweep listed. Jobs
+ * Runs one job: the controller's `jobs[task]` handler over the objects the sweep listed. Jobs
  * are not passes: no primary is read, no status written, no follow-up sent.
  *
  * Never throws for a failed job: the failure is logged and counted (`kubefn_shard_errors_total`),
  * never retried: the next sweep plans the work again.
  *
  * @example
- * const result = await runJob(ctx, registry, message); // message.shard is set
+ * const result = await runJob(ctx, registry, message); // message.kind === "job"
  */
-export async function runJob(
-  ctx: Context,
-  registry: Registry,
-  message: Message & { shard: NonNullable<Message["shard"]> },
-): Promise<JobResult> {
+export async function runJob(ctx: Context, registry: Registry, message: JobMessage): Promise<JobResult> {
   const started = performance.now();
-  const { task, objects, data, due } = message.shard;
-  const controller = message.request.controller;
+  const { controller, task, objects, data, due } = message.job;
   const result: JobResult = {
-    key: requestKey(message.request),
+    key: jobKey(message.job),
     controller,
     task,
     result: "done",
@@ -41,7 +36,7 @@ export async function runJob(
     durationMs: 0,
   };
   try {
-    const handler = registry.controller(controller)?.shards?.[task];
+    const handler = registry.controller(controller)?.jobs?.[task];
     if (!handler) throw new Error(`controller "${controller}" has no job handler "${task}"`);
     result.counts = await handler(ctx, objects, data, due === undefined ? {} : { due });
   } catch (err) {

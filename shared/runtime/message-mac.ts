@@ -4,9 +4,9 @@
  * stands in for what kubefn listed.
  *
  * A message's bodies are the sweep's `listed` objects of a pass (with `listedAt`), a job's
- * `shard`, and a follow-up's reason (its `trigger`). A pass's `mac` is `v1.` + base64url(HMAC-SHA256(key, request, uid, trigger, listedAt,
+ * objects, and a follow-up's reason (its `trigger`). A pass's `mac` is `v1.` + base64url(HMAC-SHA256(key, request, uid, trigger, listedAt,
  * listed)). A job's is a set: one MAC of its frame (controller, task, data, due) and one per object
- * (the frame and that object), so that a platform that cuts a large shard into several (SQS's
+ * (the frame and that object), so that a job cut into several to fit a queue (SQS's
  * 256 KB) keeps every piece verifiable without the key: a piece verifies when its frame's and each
  * of its objects' MACs are in the set. All over canonical JSON (keys sorted), so that a queue's
  * re-encoding keeps them valid. The
@@ -26,7 +26,7 @@
 
 import { hmacSha256 } from "../auth/index.ts";
 import { canonicalJson } from "./status-seal.ts";
-import type { Message } from "./types.ts";
+import type { Job, Message, PassMessage } from "./types.ts";
 
 /** Signs and verifies the bodies of queued messages with one key (see the module comment). */
 export interface MessageAuthenticator {
@@ -40,13 +40,13 @@ const encoder = new TextEncoder();
 const VERSION = "v1.";
 
 /**
- * Whether `message` carries what someone must vouch for: listed objects, a job's shard, or a
+ * Whether `message` carries what someone must vouch for: a job, a pass's listed objects, or a
  * follow-up's reason — which steers its pass (a SubPool's waiting look reads 3 requests' worth
  * and trusts the rest), so a reason someone else put on the queue must not reach the pass.
  */
 export function hasBodies(message: Message): boolean {
   return (
-    message.shard !== undefined ||
+    message.kind === "job" ||
     (message.listed !== undefined && message.listed.length > 0) ||
     (message.trigger?.kind === "follow-up" && message.trigger.reason !== undefined)
   );
@@ -78,7 +78,7 @@ export function createMessageAuthenticator(key: string | Promise<string>): Messa
         ),
       ),
     );
-  const passMac = (m: Message) =>
+  const passMac = (m: PassMessage) =>
     mac("kubefn-message-mac", {
       request: m.request,
       uid: m.uid,
@@ -86,35 +86,37 @@ export function createMessageAuthenticator(key: string | Promise<string>): Messa
       listedAt: m.listedAt,
       listed: m.listed,
     });
-  const frameOf = (m: Message & { shard: NonNullable<Message["shard"]> }) => ({
-    controller: m.request.controller,
-    task: m.shard.task,
-    data: m.shard.data,
-    due: m.shard.due,
+  // The frame never covers the job's slot (version 1's request name): a version-1 job read as a
+  // job verifies as it was signed.
+  const frameOf = (job: Job) => ({
+    controller: job.controller,
+    task: job.task,
+    data: job.data,
+    due: job.due,
   });
-  const jobMacs = async (m: Message & { shard: NonNullable<Message["shard"]> }) => {
-    const frame = frameOf(m);
+  const jobMacs = async (job: Job) => {
+    const frame = frameOf(job);
     return {
       frame: await mac("kubefn-job-mac", { frame, object: null }),
-      objects: await Promise.all(m.shard.objects.map((object) => mac("kubefn-job-mac", { frame, object }))),
+      objects: await Promise.all(job.objects.map((object) => mac("kubefn-job-mac", { frame, object }))),
     };
   };
   return {
     async sign(message) {
       if (!hasBodies(message)) return message;
-      if (message.shard) {
-        const { frame, objects } = await jobMacs({ ...message, shard: message.shard });
+      if (message.kind === "job") {
+        const { frame, objects } = await jobMacs(message.job);
         return { ...message, mac: [frame, ...objects] };
       }
       return { ...message, mac: await passMac(message) };
     },
     async verify(message) {
       if (!hasBodies(message)) return true;
-      const carried = message.mac;
-      if (message.shard) {
+      const carried: unknown = message.mac;
+      if (message.kind === "job") {
         if (!Array.isArray(carried) || !carried.every((m) => typeof m === "string")) return false;
         const set = new Set(carried);
-        const { frame, objects } = await jobMacs({ ...message, shard: message.shard });
+        const { frame, objects } = await jobMacs(message.job);
         return set.has(frame) && objects.every((m) => set.has(m));
       }
       return typeof carried === "string" && constantTimeEqual(carried, await passMac(message));

@@ -1,6 +1,6 @@
 import type { Condition, KubeObject } from "../kube/index.ts";
 import { conditionsOf } from "../kube/index.ts";
-import type { Log, Metrics } from "./types.ts";
+import type { Log, Metrics } from "./observe.ts";
 
 /**
  * State changes users route: kubefn's own "an instance stopped, a task failed" — a Proxy became

@@ -21,7 +21,7 @@ import {
   type SweepTask,
   type SweepTaskRun,
 } from "./sweep-task.ts";
-import type { Context, Message, Request, Trigger } from "./types.ts";
+import type { Context, PassMessage, Request, Trigger } from "./types.ts";
 
 export interface SweepOptions {
   /** Messages per queue batch when fanning drift requests out. */
@@ -168,7 +168,7 @@ export async function runSweep(
           const reason = finalizerDrift(def, object) ?? (await decide?.decide(object));
           return reason === undefined ? undefined : { kind: "drift", reason };
         };
-        const messages: Message[] = [];
+        const messages: PassMessage[] = [];
         for (const object of page) {
           const why = await trigger(object);
           if (!why || !object.metadata.name) continue;
@@ -328,7 +328,7 @@ async function decisionFor(
 async function send(
   ctx: Context,
   controller: string,
-  messages: Message[],
+  messages: PassMessage[],
   shardSize: number,
   stats: ControllerSweep,
 ): Promise<void> {

@@ -25,6 +25,11 @@ export interface SweepTask {
    * it then shares the drift's lists instead of making its own every sweep.
    */
   withDrift?: boolean;
+  /**
+   * Keep its counts out of the sweep's log line (a gauge whose counts the metric already says);
+   * they stay in the sweep's summary.
+   */
+  quiet?: boolean;
   /** Begins this sweep's run of the task. */
   start(ctx: Context, memo: SweepMemo, info?: SweepRunInfo): SweepTaskRun;
 }

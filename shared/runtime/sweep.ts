@@ -1,6 +1,6 @@
 import type { KubeObject } from "../kube/index.ts";
 import { fnv1a32 } from "../kube/index.ts";
-import type { Message, Request } from "./types.ts";
+import type { PassMessage, Request } from "./types.ts";
 
 export interface SweepInput {
   /** The controller whose primaries these are. */
@@ -26,7 +26,7 @@ export interface SweepPlan {
   /** Drift requests due this minute, in list order. */
   due: Request[];
   /** `due` as messages, chunked into shards of at most `shardSize` for fan-out. */
-  shards: Message[][];
+  shards: PassMessage[][];
 }
 
 /**
@@ -54,7 +54,7 @@ export function planSweep(input: SweepInput): SweepPlan {
   const buckets = Math.max(1, Math.ceil(input.resyncSeconds / slotSeconds));
   const bucket = Math.floor(input.now.getTime() / (slotSeconds * 1000)) % buckets;
   const due: Request[] = [];
-  const messages: Message[] = [];
+  const messages: PassMessage[] = [];
   for (const object of input.objects) {
     const meta = object.metadata;
     if (!meta?.name) continue;

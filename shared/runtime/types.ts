@@ -1,5 +1,6 @@
 import type { Kube, KubeObject, Resource } from "../kube/index.ts";
 import type { SweepMemo } from "./memo.ts";
+import type { Clock, Log, Metrics } from "./observe.ts";
 import type { StateChangeSink } from "./state-changes.ts";
 import type { StatusSeal } from "./status-seal.ts";
 
@@ -22,10 +23,11 @@ export interface Request {
  * - `drift`: the sweep's list showed the object needs a pass; `reason` says why (e.g.
  *   `missing:ConfigMap`, `generation`, `instance-gone`);
  * - `safety-net`: the sweep's long-interval revisit, whatever the lists say;
- * - `start`: a host's first sweep after start, which sends every object once;
- * - `shard`: not a pass but a piece of the sweep's fanned-out work (`Message.shard`, e.g. probes).
+ * - `start`: a host's first sweep after start, which sends every object once.
+ *
+ * A job ({@link JobMessage}) has no trigger: its task says what it is.
  */
-export type TriggerKind = "audit" | "relay" | "follow-up" | "drift" | "safety-net" | "start" | "shard";
+export type TriggerKind = "audit" | "relay" | "follow-up" | "drift" | "safety-net" | "start";
 
 export interface Trigger {
   kind: TriggerKind;
@@ -40,10 +42,24 @@ export function describeTrigger(trigger: Trigger | undefined): string {
 }
 
 /**
- * What a message on the queue carries: the key, plus the attempt count for stateless backoff.
- * A message with `shard` is a job, any other a pass (see `openEnvelope` in envelope.ts).
+ * What a message on the queue carries: a {@link PassMessage} (one reconcile pass for one key) or
+ * a {@link JobMessage} (a piece of the sweep's fanned-out work, e.g. probes), told apart by
+ * `kind`. Read from a queue body by `openEnvelope` (envelope.ts), which also reads the previous
+ * releases' shapes.
+ *
+ * @example
+ * switch (message.kind) {
+ *   case "job": return runJob(ctx, registry, message);
+ *   case "pass": case undefined: return runPass(ctx, registry, message);
+ *   default: return assertNever(message);
+ * }
  */
-export interface Message {
+export type Message = PassMessage | JobMessage;
+
+/** One reconcile pass for one key, plus the attempt count for stateless backoff. */
+export interface PassMessage {
+  /** `"pass"`, or absent: every pass before this envelope version, and most senders, omit it. */
+  kind?: "pass";
   /** The envelope's version (`ENVELOPE_VERSION`); absent in messages of releases up to 0.1.0. */
   v?: number;
   /** W3C `traceparent` of the chain this message belongs to (see trace.ts). */
@@ -54,23 +70,6 @@ export interface Message {
   /** Why this pass runs; absent in messages from older senders ("unknown"). */
   trigger?: Trigger;
   /**
-   * Set on a job — a shard of the sweep's fanned-out work — instead of a pass: the controller's
-   * `shards[task]` handler runs over `objects` (as the sweep listed them). `request.name` is a
-   * `__shard-…` name unique within its sweep (the same slot's shard of the next sweep shares
-   * it, and replaces it where a queue keys by name), never an object's. `data` is the handler's
-   * own (e.g. probes taken).
-   */
-  shard?: {
-    task: string;
-    objects: KubeObject[];
-    data?: unknown;
-    /**
-     * When the sweep meant the job to run (ms since the epoch); absent in 0.1.0's messages. A job
-     * delivered late may shed work whose next turn is nearer (see the probe handler).
-     */
-    due?: number;
-  };
-  /**
    * Objects the sweep listed that this pass will read (a SubPool's derived objects, never the
    * primary: every pass reads its primary from the API server, so no spec it writes from is
    * older than the one stored): the pass's first GET of each is answered from here.
@@ -80,11 +79,8 @@ export interface Message {
    * pass reads them itself (envelope.ts).
    */
   listed?: KubeObject[];
-  /**
-   * kubefn's MAC over the bodies when they travel over a platform queue (message-mac.ts): one for
-   * a pass's `listed`, a set for a job (its frame's and each object's).
-   */
-  mac?: string | string[];
+  /** kubefn's MAC over `listed` when it travels over a platform queue (message-mac.ts). */
+  mac?: string;
   /**
    * The UID of the object this message was decided for (a follow-up carries its pass's object's;
    * the sweep its listed object's). A pass that finds another UID under the name — the object was
@@ -96,11 +92,49 @@ export interface Message {
 }
 
 /**
+ * A job: a piece of the sweep's fanned-out work, run by its controller's `jobs[task]` handler
+ * over `objects` (as the sweep listed them), never by the pass executor. No primary is read, no
+ * status written, no follow-up sent, and it is never retried: the next sweep plans it again.
+ */
+export interface JobMessage {
+  kind: "job";
+  /** The envelope's version (`ENVELOPE_VERSION`). */
+  v?: number;
+  /** W3C `traceparent` of the chain this message belongs to (see trace.ts). */
+  traceparent?: string;
+  job: Job;
+  /** kubefn's MACs over the job's frame and each of its objects (message-mac.ts). */
+  mac?: string[];
+}
+
+/** What a job does, and over which objects. */
+export interface Job {
+  /** The registered controller whose `jobs[task]` handler runs it. */
+  controller: string;
+  task: string;
+  /**
+   * Its place among its sweep's jobs of `task` (e.g. `30-0`: the probe shard of second 30, the
+   * first of it). The same slot's job of the next sweep shares it, and replaces it where a queue
+   * keys by {@link messageKey}; a job cut to fit a queue is `<slot>-1`, `<slot>-2`, ….
+   */
+  slot: string;
+  objects: KubeObject[];
+  /** The handler's own (e.g. probes taken). */
+  data?: unknown;
+  /**
+   * When the sweep meant the job to run (ms since the epoch); absent in 0.1.0's messages. A job
+   * delivered late may shed work whose next turn is nearer (see the probe handler).
+   */
+  due?: number;
+}
+
+/**
  * `message`, or, when it is larger than `maxBytes` as the queue counts (`sizeOf`), the message
- * without its attached objects (`listed`): its pass then reads them itself.
+ * without its attached objects (`listed`): its pass then reads them itself. A job is returned as
+ * it is (it is cut to fit instead: message-fit.ts).
  */
 export function fitted(message: Message, maxBytes: number, sizeOf: (message: Message) => number): Message {
-  if (!message.listed || sizeOf(message) <= maxBytes) return message;
+  if (message.kind === "job" || !message.listed || sizeOf(message) <= maxBytes) return message;
   const { listedAt: _listedAt, listed: _listed, mac: _mac, ...bare } = message;
   return bare;
 }
@@ -113,49 +147,38 @@ export function requestKey(request: Request): string {
   return `${request.controller}/${request.namespace ?? ""}/${request.name}`;
 }
 
+/**
+ * The dedup key of a job, `controller/task/slot` prefixed `job:` (no registered controller's
+ * name has a colon, so it never equals a pass's {@link requestKey}).
+ */
+export function jobKey(job: Pick<Job, "controller" | "task" | "slot">): string {
+  return `job:${job.controller}/${job.task}/${job.slot}`;
+}
+
+/** The key of a message's work: a pass's {@link requestKey}, a job's {@link jobKey}. */
+export function messageKey(message: Message): string {
+  return message.kind === "job" ? jobKey(message.job) : requestKey(message.request);
+}
+
+/** The controller a message is for. */
+export function messageController(message: Message): string {
+  return message.kind === "job" ? message.job.controller : message.request.controller;
+}
+
 /** Where follow-ups go. Platforms bind it to their queue's delayed delivery. */
 export interface Queue {
   send(messages: Message[], delaySeconds?: number): Promise<void>;
   /**
    * The largest message this queue takes, in UTF-8 bytes of its JSON (a platform's limit less its
-   * own margin); the runtime cuts probe shards and drops attached snapshots to fit it
+   * own margin); the runtime cuts jobs and drops attached snapshots to fit it
    * (`fitToQueue`) before it seals a message. Unset: no limit (an in-process queue).
    */
   readonly maxMessageBytes?: number;
-}
-
-export interface Clock {
-  now(): Date;
-}
-
-/** The levels a log writes at, least severe first (`LOG_LEVEL` keeps its own and those after it). */
-export const logLevels = ["debug", "info", "warn", "error"] as const;
-export type LogLevel = (typeof logLevels)[number];
-
-export interface Log {
-  /** Detail for chasing a problem; written only at `LOG_LEVEL=debug`, absent from loggers without it. */
-  debug?(msg: string, fields?: Record<string, unknown>): void;
-  info(msg: string, fields?: Record<string, unknown>): void;
-  warn(msg: string, fields?: Record<string, unknown>): void;
-  error(msg: string, fields?: Record<string, unknown>): void;
-}
-
-export interface Metrics {
-  count(name: string, labels?: Record<string, string>, value?: number): void;
-  observe(name: string, value: number, labels?: Record<string, string>): void;
-  gauge(name: string, value: number, labels?: Record<string, string>): void;
   /**
-   * Removes series of `name` held in memory: the one with exactly `which` labels, or every one
-   * `which` picks. Series that name an object (a Proxy's probe gauges) go with the object.
-   *
-   * Caveats: only a registry that keeps series (the Node host's `/metrics`) has it; data points
-   * already written elsewhere (Analytics Engine, CloudWatch) are not taken back, so those platforms
-   * omit it.
+   * The largest pass that keeps its listed objects (SQS bills each 64 KB of a message);
+   * `maxMessageBytes` when unset.
    */
-  forget?(
-    name: string,
-    which: Record<string, string> | ((labels: Readonly<Record<string, string>>) => boolean),
-  ): void;
+  readonly maxPassBytes?: number;
 }
 
 /** Everything a pass may use from the world. Built by the platform adapter, never module state. */
@@ -190,4 +213,5 @@ export interface Context {
 /** How long one read serves the later passes of the same invocation (see {@link Context.memo}). */
 export const INVOCATION_READ_MAX_AGE_SECONDS = 30;
 
+export { type Clock, type Log, type LogLevel, logLevels, type Metrics } from "./observe.ts";
 export type { Kube, KubeObject, Resource };

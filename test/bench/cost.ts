@@ -42,7 +42,13 @@ import { proxyControllerName } from "../../shared/controllers/proxy/controller.t
 import { proxyProbeView } from "../../shared/controllers/proxy/health-subject.ts";
 import { createNodeProber } from "../../shared/health/node-prober.ts";
 import type { KubeObject } from "../../shared/kube/index.ts";
-import { ENVELOPE_VERSION, fitToQueue, type Message, messageBytes } from "../../shared/runtime/index.ts";
+import {
+  ENVELOPE_VERSION,
+  fitToQueue,
+  type Message,
+  messageBytes,
+  type PassMessage,
+} from "../../shared/runtime/index.ts";
 import { FakeKube } from "../support/fake-kube.ts";
 import { LOOPBACK_PROBE_CIDRS } from "../support/loopback.ts";
 import type { BenchRow } from "./cluster.ts";
@@ -146,11 +152,11 @@ export async function measureSecond(
     const messages: Message[] = [];
     for (let i = 0; i < listed.length; i += shardSize) {
       messages.push({
-        request: { controller: proxyControllerName, name: `__shard-probe-0-${i}` },
-        attempt: 0,
-        trigger: { kind: "shard", reason: "probe" },
-        shard: {
+        kind: "job",
+        job: {
+          controller: proxyControllerName,
           task: "probe",
+          slot: `0-${i}`,
           objects: listed.slice(i, i + shardSize).map(proxyProbeView),
           due: Date.now(),
         },
@@ -295,7 +301,7 @@ export async function measureSweepAndPassMetrics(
       },
     },
   });
-  const passes = (trigger: Message["trigger"]) =>
+  const passes = (trigger: PassMessage["trigger"]) =>
     kubefn.consume(
       Array.from({ length: 10 }, (_, i) => ({
         body: {

@@ -18,6 +18,7 @@ import { createNodeProber } from "../../shared/health/node-prober.ts";
 import type { KubeObject } from "../../shared/kube/port.ts";
 import {
   type Message,
+  type PassMessage,
   type PassResult,
   type Queue,
   requestKey,
@@ -41,7 +42,7 @@ type Origin = "drift" | "health" | "followUp";
 
 interface Pending {
   dueAt: number;
-  message: Message;
+  message: PassMessage;
 }
 
 /** The simulated queue: delivers at due times of the fake clock; optionally coalesces per key. */
@@ -58,7 +59,7 @@ class SimQueue implements Queue {
   constructor(private readonly now: () => number) {}
 
   async send(messages: Message[], delaySeconds = 0): Promise<void> {
-    for (const message of messages) {
+    for (const message of messages as PassMessage[]) {
       const key = requestKey(message.request);
       const origin: Origin =
         this.phase === "pass"

@@ -116,6 +116,7 @@ export async function benchApplyToReady(): Promise<BenchRow[]> {
       const due = queue.sent.filter((s) => s.at + Math.min(1000, s.delaySeconds * 1000) <= Date.now());
       for (const s of due) queue.sent.splice(queue.sent.indexOf(s), 1);
       for (const s of due) {
+        if (s.message.kind === "job") continue;
         await runPass(ctx, registry, s.message);
         passes++;
       }

@@ -176,11 +176,15 @@ describe("the Worker's metrics on Analytics Engine", () => {
       metadata,
     }));
     const unsigned: Message[] = Array.from({ length: batchSize }, (_, s) => ({
+      kind: "job",
       v: ENVELOPE_VERSION,
-      request: { controller: "proxy", name: `__shard-probe-0-${s}` },
-      attempt: 0,
-      trigger: { kind: "shard", reason: "probe" },
-      shard: { task: "probe", objects: listed.slice(s * shardSize, (s + 1) * shardSize), due: Date.now() },
+      job: {
+        controller: "proxy",
+        task: "probe",
+        slot: `0-${s}`,
+        objects: listed.slice(s * shardSize, (s + 1) * shardSize),
+        due: Date.now(),
+      },
     }));
     const env = await harness.getWorker<WorkerEnv>().getEnv();
 

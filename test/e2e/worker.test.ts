@@ -41,7 +41,7 @@ import {
   type KubeObject,
   Resources,
 } from "../../shared/kube/index.ts";
-import { type Message, messageAuthenticatorFrom } from "../../shared/runtime/index.ts";
+import { ENVELOPE_VERSION, type Message, messageAuthenticatorFrom } from "../../shared/runtime/index.ts";
 import { clusterInfo, eventually, waitForAuditEvent } from "../setup/cluster.ts";
 import { type FaultProxy, type SeenRequest, startFaultProxy } from "../support/fault-proxy.ts";
 import { LOOPBACK_PROBE_CIDRS } from "../support/loopback.ts";
@@ -720,11 +720,9 @@ describe("kubefn on Cloudflare Workers (workerd, real API server)", () => {
       const mac = messageAuthenticatorFrom({ statusSealKey })!;
       const shard = async (id: string, objects: KubeObject[]) => {
         const message: Message = {
-          v: 1,
-          request: { controller: "proxy", name: `__shard-probe-e2e-${id}` },
-          attempt: 0,
-          trigger: { kind: "shard", reason: "probe" },
-          shard: { task: "probe", objects },
+          kind: "job",
+          v: ENVELOPE_VERSION,
+          job: { controller: "proxy", task: "probe", slot: `e2e-${id}`, objects },
         };
         return { body: await mac.sign(message) };
       };
@@ -753,7 +751,7 @@ describe("kubefn on Cloudflare Workers (workerd, real API server)", () => {
       const jobs = () =>
         workerLogs()
           .slice(mark)
-          .filter((l) => l.msg === "job" && String(l.key).includes("__shard-probe-e2e-"));
+          .filter((l) => l.msg === "job" && String(l.key).includes("job:proxy/probe/e2e-"));
       await eventually(async () => (jobs().length >= 9 ? true : undefined), {
         timeoutMs: 15_000,
         what: "a job line for each of the 9 shards",

@@ -27,7 +27,7 @@ import {
 import { createNodeTransport, loadKubeConfig } from "../../shared/kube/node.ts";
 import { runPass } from "../../shared/runtime/executor.ts";
 import { createRegistry, type Registry } from "../../shared/runtime/registry.ts";
-import type { Context, Message } from "../../shared/runtime/types.ts";
+import type { Context, PassMessage } from "../../shared/runtime/types.ts";
 
 declare module "vitest" {
   // biome-ignore lint/suspicious/noExportsInTest: augments vitest's ProvidedContext (test/setup provides it).
@@ -51,7 +51,7 @@ let kube: Kube;
 let registry: Registry;
 let ctx: Context;
 
-const message = (name: string): Message => ({
+const message = (name: string): PassMessage => ({
   request: { controller: "proxy", namespace, name },
   attempt: 0,
 });

@@ -28,7 +28,7 @@ import {
 } from "../../shared/kube/index.ts";
 import { createNodeTransport } from "../../shared/kube/node.ts";
 import { type PassResult, runPass } from "../../shared/runtime/executor.ts";
-import type { Context, Message } from "../../shared/runtime/types.ts";
+import type { Context, PassMessage } from "../../shared/runtime/types.ts";
 import { kubeConfig } from "../setup/cluster.ts";
 import { removeNamespaces } from "../support/namespaces.ts";
 
@@ -65,14 +65,14 @@ describe("concurrent passes for one key", () => {
     const drift = defaultProxyTimings.driftPoll;
 
     // The recording queue: every follow-up with its due time.
-    const pending: Array<{ message: Message; due: number; delaySeconds: number }> = [];
-    const driftPolls: Message[] = [];
+    const pending: Array<{ message: PassMessage; due: number; delaySeconds: number }> = [];
+    const driftPolls: PassMessage[] = [];
     const errors: string[] = [];
     const ctx: Context = {
       kube,
       queue: {
         async send(messages, delaySeconds = 0) {
-          for (const message of messages) {
+          for (const message of messages as PassMessage[]) {
             if (delaySeconds >= drift) driftPolls.push(message);
             else pending.push({ message, due: Date.now() + delaySeconds * 1000, delaySeconds });
           }
@@ -99,7 +99,10 @@ describe("concurrent passes for one key", () => {
         await sleep(200);
       }
     }
-    const message: Message = { request: { controller: "proxy", namespace: ns, name: "burst" }, attempt: 0 };
+    const message: PassMessage = {
+      request: { controller: "proxy", namespace: ns, name: "burst" },
+      attempt: 0,
+    };
 
     const started = performance.now();
     const results: PassResult[] = await Promise.all(

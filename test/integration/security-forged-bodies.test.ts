@@ -222,7 +222,7 @@ beforeAll(async () => {
         subPoolController(),
         proxyController({
           providers: () => ({}),
-          shards: {
+          jobs: {
             probe: async (_ctx, objects) => {
               jobObjects.push(...objects);
               return { probed: objects.length };
@@ -316,7 +316,9 @@ describe("a forged body on each intake channel decides no write", () => {
       expect(res.status, await res.clone().text()).toBe(202);
     });
     // The messages carry keys, never the bodies.
-    expect(enqueued.map((m) => m.request.name).sort()).toEqual([pool, proxyName].sort());
+    expect(enqueued.map((m) => (m.kind === "job" ? m.job.slot : m.request.name)).sort()).toEqual(
+      [pool, proxyName].sort(),
+    );
     for (const m of enqueued)
       expect(Object.keys(m).filter((k) => k === "snapshot" || k === "listed")).toEqual([]);
 
@@ -448,11 +450,9 @@ describe("a forged queue message decides no write (as Workers and Lambda deliver
     const verdicts = await kubefn.consume([
       {
         body: {
-          v: 1,
-          request: { controller: "proxy", namespace: ns, name: "__shard-0" },
-          attempt: 0,
-          trigger: { kind: "shard" },
-          shard: { task: "probe", objects: [proxy], due: Date.now() },
+          kind: "job",
+          v: 2,
+          job: { controller: "proxy", task: "probe", slot: "0", objects: [proxy], due: Date.now() },
         },
       },
     ]);

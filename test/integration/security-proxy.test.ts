@@ -42,7 +42,7 @@ import {
 } from "../../shared/kube/index.ts";
 import { runPass } from "../../shared/runtime/executor.ts";
 import { createRegistry, type Registry } from "../../shared/runtime/registry.ts";
-import type { Context, Message } from "../../shared/runtime/types.ts";
+import type { Context, PassMessage } from "../../shared/runtime/types.ts";
 import { adminKube, kubefnKube, tenant } from "../security/tenants.ts";
 import { eventually } from "../setup/cluster.ts";
 import { removeNamespaces } from "../support/namespaces.ts";
@@ -69,7 +69,7 @@ type ProxyKube = ProxyObject & KubeObject;
 const getProxy = (name: string) => admin.get<ProxyKube>(proxyResource, { namespace: tenantNs, name });
 const podsOwnedBy = async (uid: string) =>
   (await admin.list(Resources.Pod, { labelSelector: `${ownerTagKey}=${uid}` })).items;
-const message = (name: string, snapshot?: KubeObject): Message => ({
+const message = (name: string, snapshot?: KubeObject): PassMessage => ({
   request: { controller: "proxy", namespace: tenantNs, name },
   attempt: 0,
   ...(snapshot ? { snapshot } : {}),

@@ -28,7 +28,7 @@ import {
 } from "../../shared/kube/index.ts";
 import { createNodeTransport, loadKubeConfig } from "../../shared/kube/node.ts";
 import { createRegistry } from "../../shared/runtime/registry.ts";
-import type { Message } from "../../shared/runtime/types.ts";
+import type { PassMessage } from "../../shared/runtime/types.ts";
 import { eventually } from "../setup/cluster.ts";
 
 const suffix = Math.random().toString(36).slice(2, 6);
@@ -39,10 +39,10 @@ const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 let admin: Kube;
 let wire: CountingTransport;
 let kubefn: Kubefn;
-let queued: Message[] = [];
+let queued: PassMessage[] = [];
 const errors: string[] = [];
 const names = Array.from({ length: POOLS }, (_, i) => `cv${suffix}-${i}`);
-const ours = (m: Message) => names.includes(m.request.name);
+const ours = (m: PassMessage) => names.includes(m.request.name);
 
 function spec(): Record<string, unknown> {
   return {
@@ -97,7 +97,7 @@ function createEvent(pool: KubeObject, i: number): Record<string, unknown> {
 }
 
 /** Runs `messages` as one queue batch; returns what went on the wire, Events apart. */
-async function batch(messages: Message[]): Promise<{ calls: RecordedCall[]; events: number }> {
+async function batch(messages: PassMessage[]): Promise<{ calls: RecordedCall[]; events: number }> {
   wire.reset();
   await kubefn.consume(messages.map((body) => ({ body })));
   const all = wire.calls();
@@ -135,7 +135,7 @@ beforeAll(async () => {
     settings,
     {
       kube: createKube(wire, { fieldManager: "kubefn" }),
-      queue: { send: async (messages) => void queued.push(...messages) },
+      queue: { send: async (messages) => void queued.push(...(messages as PassMessage[])) },
       prober: { probe: async () => ({ ok: true }) } as never,
       log: {
         info: () => {},
@@ -241,7 +241,7 @@ describe("converging SubPools, counted on the wire", () => {
       { timeoutMs: 150_000, intervalMs: 500, what: "every pool's StatefulSet ready" },
     );
     // No event reports a StatefulSet's readiness (a status write): the sweep's lists find it.
-    let messages: Message[] = [];
+    let messages: PassMessage[] = [];
     await eventually(
       async () => {
         queued = [];

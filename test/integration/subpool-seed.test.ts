@@ -15,7 +15,7 @@ import { createNodeTransport } from "../../shared/kube/node.ts";
 import { mapEvents } from "../../shared/runtime/event-mapping.ts";
 import { runPass } from "../../shared/runtime/executor.ts";
 import { createRegistry, type Registry } from "../../shared/runtime/registry.ts";
-import type { Context, Message } from "../../shared/runtime/types.ts";
+import type { Context, PassMessage } from "../../shared/runtime/types.ts";
 import { type AuditEvent, auditEventsSince, eventually, kubeConfig, kubectl } from "../setup/cluster.ts";
 
 const example = new URL("../../examples/subpool-internal.yaml", import.meta.url);
@@ -28,7 +28,10 @@ type Pool = KubeObject & {
 let kube: Kube;
 let registry: Registry;
 let ctx: Context;
-const message = (pool: string): Message => ({ request: { controller: "subpool", name: pool }, attempt: 0 });
+const message = (pool: string): PassMessage => ({
+  request: { controller: "subpool", name: pool },
+  attempt: 0,
+});
 const condition = (p: Pool, type: string) => p.status?.conditions?.find((c) => c.type === type);
 
 beforeAll(async () => {

@@ -28,7 +28,7 @@ import {
 import { createNodeTransport, loadKubeConfig } from "../../shared/kube/node.ts";
 import { runPass } from "../../shared/runtime/executor.ts";
 import { createRegistry, type Registry } from "../../shared/runtime/registry.ts";
-import type { Context, Message } from "../../shared/runtime/types.ts";
+import type { Context, PassMessage } from "../../shared/runtime/types.ts";
 import { eventually } from "../setup/cluster.ts";
 
 const suffix = Math.random().toString(36).slice(2, 7);
@@ -40,7 +40,7 @@ let registry: Registry;
 let ctx: Context;
 
 type SubPoolObject = SubPool & KubeObject;
-const message = (name: string): Message => ({ request: { controller: "subpool", name }, attempt: 0 });
+const message = (name: string): PassMessage => ({ request: { controller: "subpool", name }, attempt: 0 });
 const pass = (name: string) => runPass(ctx, registry, message(name));
 const getPool = (name: string) => kube.get<SubPoolObject>(subPoolResource, { name });
 const maybe = async <T>(read: Promise<T>): Promise<T | undefined> => {

@@ -39,7 +39,7 @@ import { createNodeTransport, loadKubeConfig } from "../../shared/kube/node.ts";
 import { runPass } from "../../shared/runtime/executor.ts";
 import { createRegistry, type Registry } from "../../shared/runtime/registry.ts";
 import { runSweep, type SweepSummary } from "../../shared/runtime/sweep-run.ts";
-import type { Context, Message } from "../../shared/runtime/types.ts";
+import type { Context, PassMessage } from "../../shared/runtime/types.ts";
 import { removeNamespaces } from "../support/namespaces.ts";
 
 const suffix = Math.random().toString(36).slice(2, 6);
@@ -52,8 +52,8 @@ let registry: Registry;
 let subPoolOnly: Registry;
 const errors: string[] = [];
 /** Follow-ups the passes sent (delivered by `drain`); the sweep's messages go to `swept`. */
-let followUps: { message: Message; at: number }[] = [];
-let swept: Message[] = [];
+let followUps: { message: PassMessage; at: number }[] = [];
+let swept: PassMessage[] = [];
 let collecting: "sweep" | "pass" = "sweep";
 const proxyNs = `drift-${suffix}`;
 /** A tenant namespace that has not opted in to kubefn (no RoleBinding of kubefn-tenant). */
@@ -93,10 +93,10 @@ async function createPool(name: string): Promise<void> {
 }
 
 /** This file's objects: other test files share the cluster, and their objects are theirs. */
-const ours = (m: Message) => m.request.name.includes(suffix) || m.request.namespace === proxyNs;
+const ours = (m: PassMessage) => m.request.name.includes(suffix) || m.request.namespace === proxyNs;
 
 /** One sweep as the platform runs it: drift due (resync 60, period 60), no tasks. */
-async function sweep(): Promise<{ messages: Message[]; summary: SweepSummary }> {
+async function sweep(): Promise<{ messages: PassMessage[]; summary: SweepSummary }> {
   swept = [];
   collecting = "sweep";
   const summary = await runSweep(ctx, registry, [], { shardSize: 100, attachListed: true });
@@ -105,7 +105,7 @@ async function sweep(): Promise<{ messages: Message[]; summary: SweepSummary }> 
 }
 
 /** Runs `messages` and every follow-up they cause (delays capped at 1 s), as a queue would. */
-async function drain(messages: Message[]): Promise<void> {
+async function drain(messages: PassMessage[]): Promise<void> {
   for (const m of messages.filter(ours)) await runPass(ctx, registry, m);
   for (let rounds = 0; followUps.length > 0 && rounds < 200; rounds++) {
     const next = followUps.shift()!;
@@ -159,7 +159,7 @@ async function settled(what: string, names: string[], timeoutMs = 180_000): Prom
 }
 
 /** Sweeps until one names `name` (within a few seconds: the watch cache trails by milliseconds). */
-async function driftFor(name: string): Promise<Message> {
+async function driftFor(name: string): Promise<PassMessage> {
   for (let i = 0; i < 30; i++) {
     const { messages } = await sweep();
     const hit = messages.find((m) => m.request.name === name);
@@ -259,9 +259,9 @@ beforeAll(async () => {
     kube,
     queue: {
       send: async (messages, delaySeconds) => {
-        if (collecting === "sweep") swept.push(...messages);
+        if (collecting === "sweep") swept.push(...(messages as PassMessage[]));
         else
-          for (const message of messages)
+          for (const message of messages as PassMessage[])
             followUps.push({ message, at: Date.now() + (delaySeconds ?? 0) * 1000 });
       },
     },

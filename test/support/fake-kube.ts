@@ -36,7 +36,7 @@ import type {
   Patch,
   Resource,
 } from "../../shared/kube/port.ts";
-import type { Context, Log, Message, Metrics } from "../../shared/runtime/types.ts";
+import type { Context, JobMessage, Log, Message, Metrics, PassMessage } from "../../shared/runtime/types.ts";
 
 type Method = keyof Kube;
 
@@ -285,7 +285,8 @@ function deepMerge(target: unknown, patch: unknown): unknown {
 }
 
 export interface Recorded {
-  sent: { messages: Message[]; delaySeconds: number | undefined }[];
+  /** Each send: its passes (`messages`) and, apart, its jobs (`jobs`, only on a send that had any). */
+  sent: { messages: PassMessage[]; jobs?: JobMessage[]; delaySeconds: number | undefined }[];
   logs: { level: string; msg: string; fields?: Record<string, unknown> }[];
   counts: { name: string; labels?: Record<string, string> }[];
 }
@@ -310,7 +311,12 @@ export function fakeContext(
     kube,
     queue: {
       send: async (messages, delaySeconds) => {
-        recorded.sent.push({ messages, delaySeconds });
+        const jobs = messages.filter((m): m is JobMessage => m.kind === "job");
+        recorded.sent.push({
+          messages: passesOf(messages),
+          ...(jobs.length > 0 ? { jobs } : {}),
+          delaySeconds,
+        });
       },
     },
     clock: { now: () => opts.now ?? new Date("2026-11-30T12:00:00Z") },
@@ -340,4 +346,9 @@ export function seedAdmissionPolicies(kube: FakeKube): FakeKube {
     } as never);
   }
   return kube;
+}
+
+/** The passes among `messages` (a test's queue that keeps passes only). */
+export function passesOf(messages: readonly Message[]): PassMessage[] {
+  return messages.filter((m): m is PassMessage => m.kind !== "job");
 }

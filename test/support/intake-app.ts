@@ -4,7 +4,7 @@
  */
 import { createIntakeApp, mapWithRegistry } from "../../shared/app/intake/index.ts";
 import { createRegistry } from "../../shared/runtime/index.ts";
-import type { Message } from "../../shared/runtime/types.ts";
+import type { PassMessage } from "../../shared/runtime/types.ts";
 import { proxyController, siteController, subPoolController } from "../unit/runtime/controllers.ts";
 import { FakeKube, fakeContext } from "./fake-kube.ts";
 
@@ -14,7 +14,7 @@ export const RELAY_SECRET = "relay-secret-0123456789abcdef";
 export function intakeUnderTest(now: Date, { maxBodyBytes = 64 * 1024, kube = new FakeKube() } = {}) {
   const registry = createRegistry([proxyController(), subPoolController(), siteController()]);
   const { ctx, recorded } = fakeContext(kube, { now });
-  const enqueued: Message[] = [];
+  const enqueued: PassMessage[] = [];
   const app = createIntakeApp({
     auditToken: AUDIT_TOKEN,
     relaySecret: RELAY_SECRET,

@@ -9,7 +9,10 @@
  *   tools (`cli/`, `scripts/`) and the installer library they share (`install/`) are imported by
  *   no production code, `cli/` never imports `scripts/` (nor `scripts/` `cli/`), and `install/`
  *   neither;
- * - no production module imports itself through a circle of others.
+ * - no production module imports itself through a circle of others;
+ * - the seam translates only: a platform (a module under `functions/`) imports nothing from
+ *   `shared/runtime/` (what it needs comes through `shared/app`), and `createKubefn` stays a short
+ *   composition of the app's parts (at most {@link CREATE_KUBEFN_MAX_LINES} lines).
  */
 import { readdirSync, readFileSync } from "node:fs";
 import { dirname, join, normalize, relative } from "node:path";
@@ -182,5 +185,74 @@ describe("import direction", () => {
   it("has no circles", () => {
     const graph = new Map(files.map((file) => [file, importsOf(file)]));
     expect(circles(graph).map((c) => c.join(" → "))).toEqual([]);
+  });
+});
+
+/** The most lines `createKubefn` may have: it composes the app's parts, and does nothing itself. */
+const CREATE_KUBEFN_MAX_LINES = 100;
+
+/** Why `file` may not import `target` across the seam; undefined when it may. */
+function pastTheSeam(file: string, target: string): string | undefined {
+  if (file.startsWith("functions/") && target.startsWith("shared/runtime/")) {
+    return "a platform imports the runtime (take it from shared/app)";
+  }
+  return undefined;
+}
+
+/** Lines of the top-level function `name` in `source`, from its declaration to its closing brace. */
+function functionLines(source: string, name: string): number {
+  const lines = source.split("\n");
+  const start = lines.findIndex((l) => new RegExp(`^export (async )?function ${name}\\b`).test(l));
+  if (start < 0) throw new Error(`no top-level function ${name}`);
+  const end = lines.findIndex((l, i) => i > start && l === "}");
+  if (end < 0) throw new Error(`function ${name} does not close at the top level`);
+  return end - start + 1;
+}
+
+describe("the seam", () => {
+  const platformFiles = productionFiles("functions");
+
+  it.each([
+    [
+      "functions/node/x.ts",
+      "shared/runtime/index.ts",
+      "a platform imports the runtime (take it from shared/app)",
+    ],
+    [
+      "functions/aws/x.ts",
+      "shared/runtime/types.ts",
+      "a platform imports the runtime (take it from shared/app)",
+    ],
+    ["functions/cloudflare/x.ts", "shared/app/index.ts", undefined],
+    ["functions/aws/x.ts", "shared/kube/index.ts", undefined],
+    ["shared/app/x.ts", "shared/runtime/index.ts", undefined],
+  ])("%s → %s: %s", (file, target, expected) => {
+    expect(pastTheSeam(file, target)).toBe(expected);
+  });
+
+  it("platforms import nothing from shared/runtime", () => {
+    expect(platformFiles.length).toBeGreaterThan(20);
+    const found = platformFiles.flatMap((file) =>
+      importsOf(file).flatMap((target) => {
+        const why = pastTheSeam(file, target);
+        return why ? [`${file} → ${target}: ${why}`] : [];
+      }),
+    );
+    expect(found).toEqual([]);
+  });
+
+  it.each([
+    ["export function f() {\n  return 1;\n}\n", 3],
+    [
+      "const x = 1;\nexport async function f(a: number) {\n  if (a) {\n    return a;\n  }\n}\nfunction g() {}\n",
+      5,
+    ],
+  ])("counts the lines of a function: %j", (source, expected) => {
+    expect(functionLines(source, "f")).toBe(expected);
+  });
+
+  it(`createKubefn is at most ${CREATE_KUBEFN_MAX_LINES} lines`, () => {
+    const source = readFileSync(join(root, "shared/app/kubefn.ts"), "utf8");
+    expect(functionLines(source, "createKubefn")).toBeLessThanOrEqual(CREATE_KUBEFN_MAX_LINES);
   });
 });

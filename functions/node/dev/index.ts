@@ -1,7 +1,7 @@
 import type { KubeConfig } from "@kubernetes/client-node";
+import type { Log } from "../../../shared/app/index.ts";
 import { createKube } from "../../../shared/kube/index.ts";
 import { createNodeTransport, loadKubeConfig } from "../../../shared/kube/node.ts";
-import type { Log } from "../../../shared/runtime/index.ts";
 import {
   applyAllowLists,
   asServiceAccount,

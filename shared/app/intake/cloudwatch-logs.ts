@@ -1,10 +1,10 @@
 import { auditItemsOf, CloudWatchLogsDecodeError, decodeCloudWatchLogs } from "../../audit-export/index.ts";
-import type { Log, Message, Metrics, Request } from "../../runtime/index.ts";
+import type { Log, Metrics, PassMessage, Request } from "../../runtime/index.ts";
 import type { BatchSource, MappedBatch } from "./app.ts";
 
 export interface CloudWatchLogsIntake {
   map(source: BatchSource, batch: unknown): Promise<MappedBatch>;
-  enqueue(messages: Message[]): Promise<void>;
+  enqueue(messages: PassMessage[]): Promise<void>;
   log: Log;
   metrics: Metrics;
   /** Cap on the decompressed delivery. */

@@ -9,7 +9,7 @@ import type {
   relaySignedRequest,
   SignedRelayRequest,
 } from "../../auth/index.ts";
-import type { Clock, Log, Message, Metrics } from "../../runtime/index.ts";
+import type { Clock, Log, Metrics, PassMessage } from "../../runtime/index.ts";
 
 /** The refusals intake answers with. */
 export type IntakeStatus = 400 | 401 | 403 | 408 | 409 | 413 | 503;
@@ -35,7 +35,7 @@ export type BatchSource = "audit" | "relay";
 
 /** What the runtime's event mapping made of one batch. */
 export interface MappedBatch {
-  messages: Message[];
+  messages: PassMessage[];
   /** Events dropped on purpose (status writes, own writes, reads, failures) or skipped as malformed. */
   counts: Record<string, number>;
 }
@@ -88,7 +88,7 @@ export interface IntakeOptions {
   log: Log;
   metrics: Metrics;
   map(source: BatchSource, batch: unknown): Promise<MappedBatch>;
-  enqueue(messages: Message[]): Promise<void>;
+  enqueue(messages: PassMessage[]): Promise<void>;
   /**
    * One batch's own log and queue, opened as its messages are enqueued (kubefn: a trace of its
    * own, which the messages carry and the `intake batch` line names), and told once how it ended.
@@ -100,7 +100,7 @@ export interface IntakeOptions {
 /** The log and queue of one intake batch; `end` is called once, after its answer is decided. */
 export interface IntakeBatch {
   log: Log;
-  enqueue(messages: Message[]): Promise<void>;
+  enqueue(messages: PassMessage[]): Promise<void>;
   end(outcome: { source: string; enqueued: number; failed: boolean }): void;
 }
 

@@ -10,7 +10,7 @@ import { FakeKube, fakeContext } from "../../../test/support/fake-kube.ts";
 import { pushBodyOf } from "../../audit-export/index.ts";
 import { type KeySource, KeysUnavailableError, signBatch, staticKeys } from "../../auth/index.ts";
 import { proxyResource } from "../../controllers/proxy/api.ts";
-import type { Message } from "../../runtime/types.ts";
+import type { PassMessage } from "../../runtime/types.ts";
 import { createOperators } from "../operators.ts";
 import { createIntakeApp } from "./app.ts";
 import { mapWithRegistry } from "./wire.ts";
@@ -40,7 +40,7 @@ function setup(opts: { keys?: KeySource; maxBodyBytes?: number; failEnqueue?: bo
     spec: { mode: "Managed", provider: "kubernetes", cloudInit: { secretRef: { name: "ci" } } },
   });
   const { ctx, recorded } = fakeContext(kube, { now: new Date() });
-  const enqueued: Message[] = [];
+  const enqueued: PassMessage[] = [];
   const app = createIntakeApp({
     relaySecret: RELAY_SECRET,
     pubsub: { token: { audience: AUD, serviceAccountEmail: SA, keys: opts.keys ?? staticKeys(signer.jwks) } },

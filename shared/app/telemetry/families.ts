@@ -104,6 +104,14 @@ export const families: Readonly<Record<string, Family>> = {
     type: "counter",
     help: "Queue messages delivered again because their last delivery was not acked: a retry verdict, or an invocation that failed or was cancelled before giving one.",
   },
+  kubefn_state_changes_total: {
+    type: "counter",
+    help: "State changes delivered to the platform's sink (EventBridge, a bound Queue, a CloudEvents URL), by type.",
+  },
+  kubefn_state_changes_dropped_total: {
+    type: "counter",
+    help: "State changes not delivered, by reason: bound (over STATE_CHANGES_PER_INVOCATION), failed (the sink refused).",
+  },
   kubefn_probes_shed_total: {
     type: "counter",
     help: "Proxies a late probe shard left to their next shard, nearer than this one was due.",

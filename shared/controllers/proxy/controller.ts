@@ -25,7 +25,7 @@ export interface ProxyControllerDeps {
    */
   probeAllowList?: ProbeAllowList;
   /** Handlers of the sweep's fanned-out work (the probe shards of `proxyHealthTask`). */
-  shards?: ControllerDefinition["shards"];
+  jobs?: ControllerDefinition["jobs"];
 }
 
 /**
@@ -83,7 +83,7 @@ export function proxyController(deps: ProxyControllerDeps): ControllerDefinition
     readiness: proxyReadiness,
     stateChanges: proxyStateChanges,
     drift: proxyDrift(deps.providers),
-    ...(deps.shards ? { shards: deps.shards } : {}),
+    ...(deps.jobs ? { jobs: deps.jobs } : {}),
     finalizer: { ...proxyFinalizing, cleanup: (ctx, object) => cleanupProxy(ctx, object, pass) },
     reconcile: (ctx, object) => reconcileProxy(ctx, object, pass),
     // Gone (its finalizer removed, then deleted): its probe series go with it.

@@ -332,7 +332,7 @@ describe("proxy health task", () => {
     const counts: Record<string, number>[] = [];
     for (const sent of shards) {
       clock = new Date(now.getTime() + (sent.delaySeconds ?? 0) * 1000);
-      counts.push(await task.handleShard(ctx, sent.messages[0]!.shard!.objects));
+      counts.push(await task.handleShard(ctx, sent.jobs![0]!.job.objects));
     }
     expect(probedAt.map((t) => (t - now.getTime()) / 1000)).toEqual(delays);
     expect(counts.map((c) => [c.probed, c.writes, c.writeConflicts, c.retried])).toEqual([
@@ -393,7 +393,7 @@ describe("a probe shard carries what a probe needs", () => {
       fanOut: { shardSize: 40 },
     });
     await runSweepTask(task, ctx, [[listed]]);
-    const carried = recorded.sent[0]!.messages[0]!.shard!.objects[0]!;
+    const carried = recorded.sent[0]!.jobs![0]!.job.objects[0]!;
     expect(JSON.stringify(carried).length).toBeLessThan(600);
     expect(carried.metadata).toEqual({
       namespace: "crawl",
@@ -602,9 +602,12 @@ describe("probe cadence at the minute seams (cron jitter, a fake clock)", () => 
     const probes = new Map<string, { due: number; fires: number }[]>();
     ctx.queue.send = async (messages, delaySeconds = 0) => {
       for (const m of messages)
-        for (const o of m.shard?.objects ?? []) {
+        for (const o of m.kind === "job" ? m.job.objects : []) {
           const name = (o as KubeObject).metadata.name!;
-          const probe = { due: m.shard?.due ?? Number.NaN, fires: clock + delaySeconds * 1000 };
+          const probe = {
+            due: (m.kind === "job" && m.job.due) || Number.NaN,
+            fires: clock + delaySeconds * 1000,
+          };
           probes.set(name, [...(probes.get(name) ?? []), probe]);
         }
     };

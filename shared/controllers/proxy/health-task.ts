@@ -12,7 +12,7 @@ import {
   probeShardPlanner,
 } from "../../health/index.ts";
 import type { KubeObject } from "../../kube/index.ts";
-import type { Context, Message, SweepTask } from "../../runtime/index.ts";
+import type { Context, JobMessage, SweepTask } from "../../runtime/index.ts";
 import { proxyResource } from "./api.ts";
 import { proxyControllerName } from "./controller.ts";
 import { proxyHealthSubject, proxyProbeView } from "./health-subject.ts";
@@ -359,9 +359,14 @@ export function proxyHealthTask(opts: ProxyHealthTaskOptions): SweepTask & {
 
 const keyOf = (namespace: string, name: string) => `${namespace}/${name}`;
 
-const shardMessage = (id: string, objects: KubeObject[], data?: ProbeResume[], due?: number): Message => ({
-  request: { controller: proxyControllerName, name: `__shard-${probeShardTask}-${id}` },
-  attempt: 0,
-  trigger: { kind: "shard", reason: probeShardTask },
-  shard: { task: probeShardTask, objects, ...(data ? { data } : {}), ...(due === undefined ? {} : { due }) },
+const shardMessage = (id: string, objects: KubeObject[], data?: ProbeResume[], due?: number): JobMessage => ({
+  kind: "job",
+  job: {
+    controller: proxyControllerName,
+    task: probeShardTask,
+    slot: id,
+    objects,
+    ...(data ? { data } : {}),
+    ...(due === undefined ? {} : { due }),
+  },
 });

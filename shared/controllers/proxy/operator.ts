@@ -49,7 +49,7 @@ export const proxyOperator = defineOperator({
       controller: () =>
         proxyController({
           providers: (ctx) => providersFor(ctx.kube),
-          shards: { [probeShardTask]: health.handleShard },
+          jobs: { [probeShardTask]: health.handleShard },
           ...(settings ? { instanceAllowList: settings.instanceAllowList } : {}),
           ...(probeAllowList ? { probeAllowList } : {}),
           ...(opts.proxyResyncSeconds ? { timings: { driftPoll: opts.proxyResyncSeconds } } : {}),

@@ -11,7 +11,7 @@ import { runPass } from "../../runtime/executor.ts";
 import { runController } from "../../runtime/finalize.ts";
 import type { Outcome } from "../../runtime/outcome.ts";
 import { createRegistry } from "../../runtime/registry.ts";
-import type { Message } from "../../runtime/types.ts";
+import type { PassMessage } from "../../runtime/types.ts";
 import { proxyFinalizer, proxyResource, proxySpecHashAnnotation } from "./api.ts";
 import { proxySpecHash } from "./cloud-init.ts";
 import { proxyController } from "./controller.ts";
@@ -102,7 +102,7 @@ const instanceName = nameFromUID(uid);
 const instanceId = `fake://ns1/${instanceName}`;
 const key = { namespace: "ns1", name: "p1" };
 const request = { controller: "proxy", ...key };
-const message: Message = { request, attempt: 0 };
+const message: PassMessage = { request, attempt: 0 };
 const now = new Date("2026-11-30T12:00:00Z");
 
 interface ProxyInit {

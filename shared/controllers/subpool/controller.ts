@@ -93,7 +93,7 @@ export function subPoolController(deps: SubPoolControllerDeps = {}): ControllerD
     },
     ...("invalid" in passDeps.operatorConfig
       ? {}
-      : { shards: { [sharedLookTask]: sharedLookHandler(passDeps.operatorConfig) } }),
+      : { jobs: { [sharedLookTask]: sharedLookHandler(passDeps.operatorConfig) } }),
     ownerFromKey: subPoolFromKey,
     readiness: subPoolReadiness,
     finalizer: {

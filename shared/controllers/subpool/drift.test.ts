@@ -6,7 +6,7 @@ import { Resources } from "../../kube/resources.ts";
 import { runPass } from "../../runtime/executor.ts";
 import { createRegistry } from "../../runtime/registry.ts";
 import { runSweep } from "../../runtime/sweep-run.ts";
-import type { Message } from "../../runtime/types.ts";
+import type { PassMessage } from "../../runtime/types.ts";
 import { subPoolResource } from "./api.ts";
 import { parseOperatorConfig } from "./config.ts";
 import { subPoolController } from "./controller.ts";
@@ -19,14 +19,14 @@ let ctx: ReturnType<typeof fakeContext>["ctx"];
 let recorded: ReturnType<typeof fakeContext>["recorded"];
 
 /** One sweep (drift due: resync 60, the fake clock's minute); the messages it sent. */
-async function sweep(): Promise<Message[]> {
+async function sweep(): Promise<PassMessage[]> {
   recorded.sent.length = 0;
   await runSweep(ctx, registry, [], { shardSize: 100, attachListed: true, safetyNetSeconds: 7 * 86_400 });
   return recorded.sent.flatMap((s) => s.messages);
 }
 
 /** Runs the passes the sweep asked for, as the queue would. */
-async function deliver(messages: Message[]): Promise<void> {
+async function deliver(messages: PassMessage[]): Promise<void> {
   for (const m of messages) await runPass(ctx, registry, m);
 }
 
@@ -153,7 +153,7 @@ describe("SubPool drift found by lists", () => {
       "ServiceAccount",
       "StatefulSet",
     ]);
-    const getsOf = async (m: Message) => {
+    const getsOf = async (m: PassMessage) => {
       kube.calls.length = 0;
       await runPass(ctx, registry, m);
       return kube.calls.filter((c) => c.method === "get").map((c) => c.resource);

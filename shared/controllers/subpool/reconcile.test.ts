@@ -8,14 +8,14 @@ import { Resources } from "../../kube/resources.ts";
 import { runPass } from "../../runtime/executor.ts";
 import { createRegistry } from "../../runtime/registry.ts";
 import { createSweepMemo } from "../../runtime/sweep-task.ts";
-import type { Message } from "../../runtime/types.ts";
+import type { PassMessage } from "../../runtime/types.ts";
 import { subPoolFinalizer, subPoolManagedLabel, subPoolPoolLabel, subPoolResource } from "./api.ts";
 import { parseOperatorConfig } from "./config.ts";
 import { subPoolController } from "./controller.ts";
 import { endpointSliceResource, httpRouteResource } from "./desired.ts";
 
 const ns = "subpool-demo";
-const message: Message = { request: { controller: "subpool", name: "demo" }, attempt: 0 };
+const message: PassMessage = { request: { controller: "subpool", name: "demo" }, attempt: 0 };
 const registry = createRegistry([subPoolController({ randomBytes: (n) => new Uint8Array(n).fill(7) })]);
 const ownedKinds: [Resource, string][] = [
   [Resources.Secret, "demo-credentials"],
@@ -194,7 +194,7 @@ describe("SubPool pass over the fake Kube", () => {
       kube.calls
         .filter((c) => c.method === "get" || c.method === "list")
         .map((c) => `${c.method} ${c.resource}`);
-    const lookMessage = (): Message => recorded.sent.at(-1)!.messages[0]!;
+    const lookMessage = (): PassMessage => recorded.sent.at(-1)!.messages[0]!;
 
     it("reads the SubPool, its StatefulSet and the proxy gateway alone, and becomes Ready", async () => {
       kube.seed(subPoolResource, subPoolObject());
@@ -236,7 +236,7 @@ describe("SubPool pass over the fake Kube", () => {
 
   describe("a pass the sweep sent on its fresh lists because only the status differs", () => {
     /** The drift message the sweep sends once the StatefulSet is ready: its lists attached. */
-    const driftMessage = (reason: string, listedAgoSeconds = 1): Message => {
+    const driftMessage = (reason: string, listedAgoSeconds = 1): PassMessage => {
       const listedAt = ctx.clock.now().getTime() - listedAgoSeconds * 1000;
       const listed = ownedKinds
         .filter(([res]) => res !== Resources.Secret)

@@ -11,7 +11,7 @@ import { Resources } from "../../kube/resources.ts";
 import { runPass } from "../../runtime/executor.ts";
 import { createRegistry } from "../../runtime/registry.ts";
 import { runSweep } from "../../runtime/sweep-run.ts";
-import type { Message } from "../../runtime/types.ts";
+import type { JobMessage, PassMessage } from "../../runtime/types.ts";
 import { subPoolResource } from "./api.ts";
 import { defaultOperatorConfig } from "./config.ts";
 import { subPoolController } from "./controller.ts";
@@ -47,22 +47,22 @@ const condition = (name: string, type: string) =>
   )?.conditions?.find((c) => c.type === type);
 
 /** One sweep with the task; the job it sent and the passes. */
-async function sweep(): Promise<{ job?: Message; delay?: number; passes: Message[] }> {
+async function sweep(): Promise<{ job?: JobMessage; delay?: number; passes: PassMessage[] }> {
   recorded.sent.length = 0;
   await runSweep(ctx, registry, [task], { shardSize: 100, attachListed: false });
-  const sent = recorded.sent.flatMap((s) => s.messages.map((m) => ({ m, delay: s.delaySeconds })));
-  const job = sent.find((s) => s.m.shard?.task === sharedLookTask);
+  const jobs = recorded.sent.flatMap((s) => (s.jobs ?? []).map((m) => ({ m, delay: s.delaySeconds })));
+  const job = jobs.find((s) => s.m.job.task === sharedLookTask);
   return {
     ...(job ? { job: job.m, delay: job.delay } : {}),
-    passes: sent.filter((s) => !s.m.shard).map((s) => s.m),
+    passes: recorded.sent.flatMap((s) => s.messages),
   };
 }
 
 /** Runs the job as the queue would deliver it: the controller's job handler. */
-async function look(job: Message): Promise<Message[]> {
+async function look(job: JobMessage): Promise<PassMessage[]> {
   recorded.sent.length = 0;
-  const handler = registry.controller("subpool")!.shards![sharedLookTask]!;
-  await handler(ctx, job.shard!.objects, job.shard!.data);
+  const handler = registry.controller("subpool")!.jobs![sharedLookTask]!;
+  await handler(ctx, job.job.objects, job.job.data);
   return recorded.sent.flatMap((s) => s.messages);
 }
 

@@ -12,7 +12,7 @@
  * late, for one job message and 1 + G requests a half period, whatever the number of pools.
  */
 import { formatLabelSelector, type KubeObject, listAll } from "../../kube/index.ts";
-import type { Context, Message, SweepMemo, SweepTask } from "../../runtime/index.ts";
+import type { Context, JobMessage, Message, SweepMemo, SweepTask } from "../../runtime/index.ts";
 import { pagesOf } from "../../runtime/index.ts";
 import { ExposureMode, parseSubPool, subPoolResource } from "./api.ts";
 import type { OperatorConfig } from "./config.ts";
@@ -129,11 +129,9 @@ export function sharedLookSweepTask(config: OperatorConfig, halfPeriodSeconds: n
           const due = (info?.at ?? ctx.clock.now()).getTime() + halfPeriodSeconds * 1000;
           const delay = Math.max(0, Math.round((due - ctx.clock.now().getTime()) / 1000));
           const data: LookData = { seen };
-          const message: Message = {
-            request: { controller: "subpool", name: `__shard-${sharedLookTask}` },
-            attempt: 0,
-            trigger: { kind: "shard", reason: sharedLookTask },
-            shard: { task: sharedLookTask, objects: [], data, due },
+          const message: JobMessage = {
+            kind: "job",
+            job: { controller: "subpool", task: sharedLookTask, slot: "0", objects: [], data, due },
           };
           await ctx.queue.send([message], delay);
           return { looks: 1, gateways: gateways.size };

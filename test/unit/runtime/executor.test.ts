@@ -6,7 +6,7 @@ import { QUOTA_RETRY_SECONDS } from "../../../shared/runtime/error-policy.ts";
 import { IMMEDIATE_CONFLICT_RETRIES, runPass } from "../../../shared/runtime/executor.ts";
 import { awaitSweep, done, failed, Outcome, requeueAfter } from "../../../shared/runtime/outcome.ts";
 import { createRegistry } from "../../../shared/runtime/registry.ts";
-import type { KubeObject, Message } from "../../../shared/runtime/types.ts";
+import type { KubeObject, PassMessage } from "../../../shared/runtime/types.ts";
 import { FakeKube, fakeContext } from "../../support/fake-kube.ts";
 import {
   ProxyResource,
@@ -24,7 +24,7 @@ const proxy = (status?: Record<string, unknown>, generation = 1): KubeObject => 
   spec: { mode: "External" },
   ...(status ? { status } : {}),
 });
-const proxyMessage = (attempt = 0): Message => ({
+const proxyMessage = (attempt = 0): PassMessage => ({
   request: { controller: "proxy", namespace: "ns1", name: "p1" },
   attempt,
 });
@@ -118,7 +118,7 @@ describe("runPass", () => {
       ...proxyMessage(),
       snapshot: forged,
       listedAt: ctx.clock.now().getTime(),
-    } as Message);
+    } as PassMessage);
     expect(kube.calls.filter((c) => c.method === "get")).toHaveLength(1);
     expect(seen?.spec).toEqual({ mode: "External" });
   });
@@ -436,7 +436,7 @@ describe("the permanent-error latch (executor-kept)", () => {
     spec: {},
     ...(status ? { status } : {}),
   });
-  const message: Message = { request: { controller: "subpool", name: "demo" }, attempt: 0 };
+  const message: PassMessage = { request: { controller: "subpool", name: "demo" }, attempt: 0 };
 
   it("latches on a permanent error and skips the controller until the generation changes", async () => {
     const kube = new FakeKube();

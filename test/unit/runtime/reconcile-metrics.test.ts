@@ -76,12 +76,11 @@ describe("the executor counts controller-runtime's reconcile families", () => {
     const { ctx } = fakeContext(kube);
     const metrics = new PrometheusMetrics();
     const registry = createRegistry([
-      proxyController({ resyncSeconds: 300, shards: { probe: async () => ({ probed: 1 }) } }),
+      proxyController({ resyncSeconds: 300, jobs: { probe: async () => ({ probed: 1 }) } }),
     ]);
     await runJob({ ...ctx, metrics }, registry, {
-      request: { controller: "proxy", name: "__shard-probe-0" },
-      attempt: 0,
-      shard: { task: "probe", objects: [] },
+      kind: "job",
+      job: { controller: "proxy", task: "probe", slot: "0", objects: [] },
     });
     expect(metrics.value("kubefn_jobs_total", { controller: "proxy", task: "probe", result: "done" })).toBe(
       1,

@@ -29,6 +29,7 @@ export function proxyPhaseGaugeTask(): SweepTask {
   return {
     name: "proxy-phase-gauge",
     controller: proxyControllerName,
+    quiet: true,
     start(ctx) {
       const counts = countByPhase([]);
       return {

@@ -7,7 +7,7 @@
  * is not an ARN). The schema is in docs/monitoring.md.
  */
 import { EventBridgeClient, PutEventsCommand, type PutEventsRequestEntry } from "@aws-sdk/client-eventbridge";
-import { STATE_CHANGE_SOURCE, type StateChange, type StateChangeSink } from "../../shared/runtime/index.ts";
+import { STATE_CHANGE_SOURCE, type StateChange, type StateChangeSink } from "../../shared/app/index.ts";
 
 /** PutEvents takes at most 10 entries per call. */
 export const MAX_PUT_EVENTS_ENTRIES = 10;

@@ -4,7 +4,7 @@
  * `time`, the versioned `detail` — for the user's own consumer Worker to route.
  */
 import type { MessageSendRequest, Queue as QueueBinding } from "@cloudflare/workers-types/index.ts";
-import { STATE_CHANGE_SOURCE, type StateChange, type StateChangeSink } from "../../shared/runtime/index.ts";
+import { STATE_CHANGE_SOURCE, type StateChange, type StateChangeSink } from "../../shared/app/index.ts";
 import { MAX_BATCH_MESSAGES } from "./queue.ts";
 
 /** The body of a state change's message. */

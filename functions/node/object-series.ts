@@ -1,4 +1,4 @@
-import type { Metrics } from "../../shared/runtime/index.ts";
+import type { Metrics } from "../../shared/app/index.ts";
 
 /** The per-object gauge kept, without its object, as the latest value of any object. */
 const LATEST_OF_ANY = new Set(["kubefn_proxy_last_probe_timestamp_seconds"]);

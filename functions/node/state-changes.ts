@@ -5,7 +5,7 @@
  * binary mode (`ce-*` headers, the detail as the JSON body), `STATE_CHANGES_MODE`.
  */
 import { randomUUID } from "node:crypto";
-import { cloudEventOf, type StateChange, type StateChangeSink } from "../../shared/runtime/index.ts";
+import { cloudEventOf, type StateChange, type StateChangeSink } from "../../shared/app/index.ts";
 
 export type CloudEventsMode = "structured" | "binary";
 

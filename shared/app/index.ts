@@ -6,6 +6,7 @@
 export {
   batchesOf,
   type Clock,
+  cloudEventOf,
   coalesce,
   createSweepLease,
   type HopEnd,
@@ -21,6 +22,9 @@ export {
   type QueueLimits,
   reconcileResults,
   type Spans,
+  STATE_CHANGE_SOURCE,
+  type StateChange,
+  type StateChangeSink,
   type SweepLease,
   type TraceContext,
 } from "../runtime/index.ts";

@@ -189,7 +189,9 @@ describe("a toy fourth operator on the devcluster", () => {
       }),
     );
     expect(res.status, await res.clone().text()).toBeLessThan(300);
-    const mine = queued.filter((m) => m.kind !== "job" && m.request.controller === "toy" && m.request.name === name);
+    const mine = queued.filter(
+      (m) => m.kind !== "job" && m.request.controller === "toy" && m.request.name === name,
+    );
     expect(mine).toHaveLength(1);
 
     await kubefn.consume(mine.map((body) => ({ body })));

@@ -7,9 +7,8 @@
 import { SendMessageCommand, SQSClient } from "@aws-sdk/client-sqs";
 import type { LambdaContext } from "hono/aws-lambda";
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it, vi } from "vitest";
-import type { ControllerDefinition } from "../../shared/runtime/controller.ts";
+import type { ControllerDefinition, JobMessage, Message, PassMessage } from "../../shared/runtime/index.ts";
 import { createRegistry, ENVELOPE_VERSION, requeueAfter } from "../../shared/runtime/index.ts";
-import type { JobMessage, Message, PassMessage } from "../../shared/runtime/types.ts";
 
 const nameOf = (m: Message) => (m.kind === "job" ? m.job.slot : m.request.name);
 

@@ -7,13 +7,14 @@ import { describe, expect, it } from "vitest";
 import { parseWorkerEnv } from "../../functions/cloudflare/config.ts";
 import { FakeKube, fakeContext } from "../../test/support/fake-kube.ts";
 import { ProxyResource, proxyController } from "../../test/unit/runtime/controllers.ts";
+import type { KubeObject } from "../runtime/core/index.ts";
 import {
+  createRegistry,
   done,
   ENVELOPE_VERSION,
   type HopEnd,
   type HopKind,
   type JobMessage,
-  type KubeObject,
   type Message,
   messageAuthenticatorFrom,
   type PassContext,
@@ -22,7 +23,6 @@ import {
   type Spans,
   type TraceContext,
 } from "../runtime/index.ts";
-import { createRegistry } from "../runtime/registry.ts";
 import { createKubefn } from "./kubefn.ts";
 
 const parent = "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01";

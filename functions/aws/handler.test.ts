@@ -6,8 +6,8 @@ import { proxyResource } from "../../shared/controllers/proxy/api.ts";
 import { Resources } from "../../shared/kube/index.ts";
 import type { KubeObject } from "../../shared/kube/port.ts";
 import type { Resource } from "../../shared/runtime/core/index.ts";
-import type { ControllerDefinition } from "../../shared/runtime/index.ts";
 import {
+  type ControllerDefinition,
   createRegistry,
   done,
   ENVELOPE_VERSION,

@@ -1,6 +1,5 @@
 import type { Resource } from "../../shared/runtime/core/index.ts";
-import type { Context } from "../../shared/runtime/index.ts";
-import { createRegistry, done, mapEvents } from "../../shared/runtime/index.ts";
+import { type Context, createRegistry, done, mapEvents } from "../../shared/runtime/index.ts";
 import { auditEventSchema } from "../../shared/runtime/intake/index.ts";
 
 const SELF = "system:serviceaccount:kubefn-system:kubefn";

@@ -29,8 +29,7 @@ import {
   listAll,
   Resources,
 } from "../../shared/kube/index.ts";
-import type { Context } from "../../shared/runtime/index.ts";
-import { type Message, type PassMessage, runPass } from "../../shared/runtime/index.ts";
+import { type Context, type Message, type PassMessage, runPass } from "../../shared/runtime/index.ts";
 import { LISTED_MAX_AGE_SECONDS } from "../../shared/runtime/pass/index.ts";
 import { planSweep } from "../../shared/runtime/sweep/index.ts";
 import { clusterInfo, eventually } from "../setup/cluster.ts";

@@ -42,8 +42,14 @@ import {
   Resources,
 } from "../../shared/kube/index.ts";
 import { createNodeTransport } from "../../shared/kube/node.ts";
-import type { Context, Request } from "../../shared/runtime/index.ts";
-import { createRegistry, type PassResult, type Registry, runPass } from "../../shared/runtime/index.ts";
+import {
+  type Context,
+  createRegistry,
+  type PassResult,
+  type Registry,
+  type Request,
+  runPass,
+} from "../../shared/runtime/index.ts";
 import { eventually, kubeConfig, kubectl } from "../setup/cluster.ts";
 import { outputOf } from "../support/child-output.ts";
 import { loopbackProbeAllowList } from "../support/loopback.ts";

@@ -42,8 +42,7 @@ import {
 } from "../../shared/kube/index.ts";
 import { createNodeTransport, loadKubeConfig } from "../../shared/kube/node.ts";
 import { createStatusSeal } from "../../shared/runtime/core/index.ts";
-import type { Message } from "../../shared/runtime/index.ts";
-import { createRegistry } from "../../shared/runtime/index.ts";
+import { createRegistry, type Message } from "../../shared/runtime/index.ts";
 import { createTokenSigner, type TokenSigner } from "../fixtures/google-tokens.ts";
 
 const suffix = Math.random().toString(36).slice(2, 6);

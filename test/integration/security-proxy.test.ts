@@ -40,8 +40,13 @@ import {
   type KubeObject,
   Resources,
 } from "../../shared/kube/index.ts";
-import type { Context, PassMessage } from "../../shared/runtime/index.ts";
-import { createRegistry, type Registry, runPass } from "../../shared/runtime/index.ts";
+import {
+  type Context,
+  createRegistry,
+  type PassMessage,
+  type Registry,
+  runPass,
+} from "../../shared/runtime/index.ts";
 import { adminKube, kubefnKube, tenant } from "../security/tenants.ts";
 import { eventually } from "../setup/cluster.ts";
 import { removeNamespaces } from "../support/namespaces.ts";

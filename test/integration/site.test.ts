@@ -22,8 +22,13 @@ import {
   Resources,
 } from "../../shared/kube/index.ts";
 import { createNodeTransport } from "../../shared/kube/node.ts";
-import type { Context } from "../../shared/runtime/index.ts";
-import { createRegistry, mapEvents, type Registry, runPass } from "../../shared/runtime/index.ts";
+import {
+  type Context,
+  createRegistry,
+  mapEvents,
+  type Registry,
+  runPass,
+} from "../../shared/runtime/index.ts";
 import { type AuditEvent, auditEventsSince, eventually, kubeConfig, kubectl } from "../setup/cluster.ts";
 
 const ns = "kubefn-system";

@@ -36,9 +36,10 @@ import {
   Resources,
 } from "../../shared/kube/index.ts";
 import { createNodeTransport, loadKubeConfig } from "../../shared/kube/node.ts";
-import type { Context, PassMessage } from "../../shared/runtime/index.ts";
 import {
+  type Context,
   createRegistry,
+  type PassMessage,
   type Registry,
   runPass,
   runSweep,

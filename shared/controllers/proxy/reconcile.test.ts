@@ -6,8 +6,13 @@ import { parseProbeAllowList } from "../../health/target.ts";
 import { classifyError, ReconcileError } from "../../kube/classify.ts";
 import type { KubeObject } from "../../kube/port.ts";
 import { Resources } from "../../kube/resources.ts";
-import type { Outcome, PassContext, PassMessage } from "../../runtime/index.ts";
-import { createRegistry, runPass } from "../../runtime/index.ts";
+import {
+  createRegistry,
+  type Outcome,
+  type PassContext,
+  type PassMessage,
+  runPass,
+} from "../../runtime/index.ts";
 import { runController } from "../../runtime/pass/index.ts";
 import { proxyFinalizer, proxyResource, proxySpecHashAnnotation } from "./api.ts";
 import { proxySpecHash } from "./cloud-init.ts";

@@ -9,8 +9,13 @@ import {
   type OwnerReference,
 } from "../../kube/index.ts";
 import { type Context, isEmptyStatus, type Request, requestKey, type StatusSeal } from "../core/index.ts";
-import type { ControllerDefinition, Watch, WatchedChange } from "../definition/index.ts";
-import { groupOf, type Registry } from "../definition/index.ts";
+import {
+  type ControllerDefinition,
+  groupOf,
+  type Registry,
+  type Watch,
+  type WatchedChange,
+} from "../definition/index.ts";
 import { type EventBatch, parseEventBatch, relayEventSchema } from "./event-batch.ts";
 import { isIntakeCanary } from "./intake-canary.ts";
 

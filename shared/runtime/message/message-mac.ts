@@ -25,8 +25,7 @@
  */
 
 import { hmacSha256 } from "../../auth/index.ts";
-import type { Job, Message, PassMessage } from "../core/index.ts";
-import { canonicalJson } from "../core/index.ts";
+import { canonicalJson, type Job, type Message, type PassMessage } from "../core/index.ts";
 
 /** Signs and verifies the bodies of queued messages with one key (see the module comment). */
 export interface MessageAuthenticator {

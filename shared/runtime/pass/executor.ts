@@ -20,16 +20,17 @@ import {
   requestKey,
   SEAL_FIELD,
 } from "../core/index.ts";
-import type { ControllerDefinition, PassContext } from "../definition/index.ts";
 import {
   applyErrorPolicy,
   applyReadiness,
+  type ControllerDefinition,
   done,
   type ErrorPolicy,
   failed,
   groupOf,
   isLatched,
   type Outcome,
+  type PassContext,
   QUOTA_RETRY_SECONDS,
   type Registry,
 } from "../definition/index.ts";

@@ -3,8 +3,15 @@ import { FakeKube, fakeContext } from "../../../test/support/fake-kube.ts";
 import { ConflictError } from "../../kube/errors.ts";
 import type { KubeObject, Resource } from "../../kube/port.ts";
 import type { PassMessage } from "../core/index.ts";
-import type { ControllerDefinition, FinalizerWish } from "../definition/index.ts";
-import { createRegistry, done, type Outcome, RegistryError, requeueAfter } from "../definition/index.ts";
+import {
+  type ControllerDefinition,
+  createRegistry,
+  done,
+  type FinalizerWish,
+  type Outcome,
+  RegistryError,
+  requeueAfter,
+} from "../definition/index.ts";
 import { runPass } from "./executor.ts";
 import { finalizerDrift, finalizerStep } from "./finalize.ts";
 import { stoppedController } from "./stopped.ts";

@@ -8,8 +8,16 @@ import {
   type Resource,
   removeFinalizer,
 } from "../../kube/index.ts";
-import type { ControllerDefinition, FinalizerDeclaration, PassContext } from "../definition/index.ts";
-import { done, failed, isLatched, Outcome, type OutcomeMetadata } from "../definition/index.ts";
+import {
+  type ControllerDefinition,
+  done,
+  type FinalizerDeclaration,
+  failed,
+  isLatched,
+  Outcome,
+  type OutcomeMetadata,
+  type PassContext,
+} from "../definition/index.ts";
 
 /**
  * What the runtime does with a controller's finalizer on one pass (pure; the table on

@@ -1,7 +1,8 @@
 import { ReconcileError } from "../../kube/index.ts";
-import type { ControllerDefinition, DriftDeclaration } from "../definition/index.ts";
 import {
+  type ControllerDefinition,
   createRegistry,
+  type DriftDeclaration,
   failed,
   MAX_RESYNC_SECONDS,
   MIN_RESYNC_SECONDS,

@@ -1,8 +1,15 @@
 import type { KubeObject } from "../../kube/index.ts";
-import type { Context, PassMessage, Request, Trigger } from "../core/index.ts";
-import { createSweepMemo, isEmptyStatus, type SweepMemo } from "../core/index.ts";
-import type { ControllerDefinition, Registry } from "../definition/index.ts";
 import {
+  type Context,
+  createSweepMemo,
+  isEmptyStatus,
+  type PassMessage,
+  type Request,
+  type SweepMemo,
+  type Trigger,
+} from "../core/index.ts";
+import {
+  type ControllerDefinition,
   combineListed,
   DEFAULT_SAFETY_NET_SECONDS,
   driftDue,
@@ -11,6 +18,7 @@ import {
   listForDrift,
   listForPage,
   pagesOf,
+  type Registry,
   SWEEP_PAGE_SIZE,
 } from "../definition/index.ts";
 import { finalizerDrift } from "../pass/index.ts";

@@ -1,6 +1,5 @@
 import type { KubeObject } from "../../kube/index.ts";
-import type { Context } from "../core/index.ts";
-import { createSweepMemo, type SweepMemo } from "../core/index.ts";
+import { type Context, createSweepMemo, type SweepMemo } from "../core/index.ts";
 
 export { createSweepMemo, type SweepMemo } from "../core/index.ts";
 

@@ -3,13 +3,14 @@ import { ReconcileError } from "../../../shared/kube/classify.ts";
 import { ConflictError, ServerError, TooManyRequestsError } from "../../../shared/kube/errors.ts";
 import type { KubeObject } from "../../../shared/runtime/core/index.ts";
 import { QUOTA_RETRY_SECONDS } from "../../../shared/runtime/definition/index.ts";
-import type { ControllerDefinition, PassMessage } from "../../../shared/runtime/index.ts";
 import {
   awaitSweep,
+  type ControllerDefinition,
   createRegistry,
   done,
   failed,
   Outcome,
+  type PassMessage,
   requeueAfter,
   runPass,
 } from "../../../shared/runtime/index.ts";

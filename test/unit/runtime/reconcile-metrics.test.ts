@@ -6,9 +6,9 @@
 import { describe, expect, it } from "vitest";
 import { PrometheusMetrics } from "../../../shared/app/telemetry/index.ts";
 import { ServerError } from "../../../shared/kube/errors.ts";
-import type { ControllerDefinition } from "../../../shared/runtime/index.ts";
 import {
   awaitSweep,
+  type ControllerDefinition,
   createRegistry,
   done,
   failed,

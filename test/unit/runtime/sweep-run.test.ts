@@ -1,8 +1,7 @@
 import { describe, expect, it } from "vitest";
 import type { Kube, KubeObject, ListOptions, ListPage } from "../../../shared/kube/port.ts";
 import { dueThisSlot } from "../../../shared/runtime/definition/index.ts";
-import type { SweepTask } from "../../../shared/runtime/index.ts";
-import { createRegistry, defineDrift, runSweep } from "../../../shared/runtime/index.ts";
+import { createRegistry, defineDrift, runSweep, type SweepTask } from "../../../shared/runtime/index.ts";
 import { fakeContext } from "../../support/fake-kube.ts";
 import { proxyController, SubPoolResource, subPoolController } from "./controllers.ts";
 

@@ -10,13 +10,21 @@ const job: JobMessage = {
   v: ENVELOPE_VERSION,
   job: { controller: "proxy", task: "probe", slot: "0", objects: [] },
 };
-/** A job as version 1 (the previous release, and 0.1.0 without `v`) wrote it: a pass with a shard. */
-const version1Job = {
-  v: 1,
-  request: { controller: "proxy", namespace: "", name: "__shard-probe-30-0" },
-  attempt: 0,
-  trigger: { kind: "shard", reason: "probe" },
-  shard: { task: "probe", objects: [], due: 1_700_000_000_000 },
+/**
+ * A job as version 1 (the previous release, and 0.1.0 without `v`) wrote it: a pass with a shard.
+ * The fixture is shared with the app's consume test (`shared/app/kubefn.test.ts`).
+ */
+const version1Job = JSON.parse(
+  readFileSync(
+    new URL("../../../test/fixtures/messages/envelope-v1/probe-shard-job.json", import.meta.url),
+    "utf8",
+  ),
+) as {
+  v: number;
+  request: { controller: string; namespace: string; name: string };
+  attempt: number;
+  trigger: { kind: string; reason: string };
+  shard: { task: string; objects: unknown[]; due: number };
 };
 
 describe("openEnvelope", () => {
@@ -60,12 +68,10 @@ describe("openEnvelope", () => {
   });
 
   it("reads the previous release's job (a `__shard-…` request with a shard) as the job it is", () => {
+    expect(version1Job.request.name).toBe("__shard-probe-30-0");
     const envelope = openEnvelope({
-      v: 1,
+      ...version1Job,
       traceparent: "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01",
-      request: { controller: "proxy", namespace: "", name: "__shard-probe-30-0" },
-      attempt: 0,
-      trigger: { kind: "shard", reason: "probe" },
       shard: {
         task: "probe",
         objects: [{ apiVersion: "v1", kind: "X", metadata: { name: "p" } }],

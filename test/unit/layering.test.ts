@@ -223,7 +223,7 @@ describe("the seam", () => {
     ],
     [
       "functions/aws/x.ts",
-      "shared/runtime/types.ts",
+      "shared/runtime/core/types.ts",
       "a platform imports the runtime (take it from shared/app)",
     ],
     ["functions/cloudflare/x.ts", "shared/app/index.ts", undefined],

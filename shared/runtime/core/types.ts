@@ -198,7 +198,7 @@ export interface Context {
    */
   memo?: SweepMemo;
   /**
-   * kubefn's seal on the statuses it writes (runtime/status-seal.ts): passes seal what they write
+   * kubefn's seal on the statuses it writes (runtime/core/status-seal.ts): passes seal what they write
    * and rewrite a status whose seal does not verify; intake and the sweep send such a primary a
    * pass. Absent: statuses are neither sealed nor checked.
    */

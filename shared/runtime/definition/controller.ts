@@ -100,7 +100,7 @@ export type FinalizerWish = "hold" | "release" | "as-is";
  * finalizer is not as it wants, unless its error latch holds it.
  *
  * Caveats: the finalizer is never added to an object being deleted. A controller that was refused
- * at start (shared/runtime/stopped.ts) declares none, so deleting objects keep theirs until it
+ * at start (shared/runtime/pass/stopped.ts) declares none, so deleting objects keep theirs until it
  * starts again.
  */
 export interface FinalizerDeclaration<T extends KubeObject = KubeObject> {
@@ -229,7 +229,7 @@ export interface ControllerDefinition<T extends KubeObject = KubeObject> {
   ownerFromKey?(resource: Resource, key: ObjectKey): ObjectKey | undefined;
   /**
    * Which changes of the primary kind (`for`) cause a pass, judged by intake from the event alone
-   * (see shared/runtime/predicates.ts, e.g. `generationChanged`). Default: every change. Owned
+   * (see shared/runtime/definition/predicates.ts, e.g. `generationChanged`). Default: every change. Owned
    * and watched kinds are not filtered by it.
    *
    * Caveats: a dropped change is not lost work only because the sweep revisits every object;

@@ -82,7 +82,7 @@ export interface PassResult {
  * follow-up through `ctx.queue`. The controller's finalizer (`ControllerDefinition.finalizer`) is
  * the runtime's: added before reconcile, `cleanup` instead of reconcile on deletion, removed once
  * cleanup is done; the metadata an Outcome carries is written before the status
- * (shared/runtime/finalize.ts).
+ * (shared/runtime/pass/finalize.ts).
  *
  * | outcome | follow-up |
  * | --- | --- |
@@ -232,7 +232,7 @@ export async function runPass(ctx: Context, registry: Registry, message: PassMes
 
   const copy = structuredClone(observed);
   // The controller's finalizer is kept here (added before reconcile, cleanup on deletion, removed
-  // once cleanup is done) with the metadata its Outcome carries; see shared/runtime/finalize.ts.
+  // once cleanup is done) with the metadata its Outcome carries; see shared/runtime/pass/finalize.ts.
   const step = await runController(passCtx, def, copy);
   let outcome = step.outcome;
   if (step.final) {

@@ -1,5 +1,5 @@
 /**
- * The status seal (shared/runtime/status-seal.ts) and where it is checked: intake's mapping of a
+ * The status seal (shared/runtime/core/status-seal.ts) and where it is checked: intake's mapping of a
  * primary's status write, the pass (rewrite, Warning Event, log line) and the sweep. Issue 20: a
  * status written with kubefn's own token outside kubefn must bring a pass, for Proxies, SubPools
  * and Sites, while kubefn's own status writes bring none.

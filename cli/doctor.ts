@@ -14,7 +14,7 @@
  *   release's controllers read and write;
  * - **intake**: something delivers the cluster's changes to kubefn's intake (the relay, the audit
  *   webhook, an audit log export): doctor creates an intake canary (a ConfigMap in kubefn-system,
- *   see shared/runtime/intake-canary.ts), waits a bounded time for intake's `IntakeReceived`
+ *   see shared/runtime/intake/intake-canary.ts), waits a bounded time for intake's `IntakeReceived`
  *   Event about it, and deletes it.
  *
  * Caveats: the user needs create on authorization.k8s.io subjectaccessreviews (cluster admins have

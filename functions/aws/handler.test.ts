@@ -5,15 +5,16 @@ import type { SweepSummary } from "../../shared/app/sweep.ts";
 import { proxyResource } from "../../shared/controllers/proxy/api.ts";
 import { Resources } from "../../shared/kube/index.ts";
 import type { KubeObject } from "../../shared/kube/port.ts";
-import type { ControllerDefinition } from "../../shared/runtime/controller.ts";
+import type { Resource } from "../../shared/runtime/core/index.ts";
 import {
+  type ControllerDefinition,
   createRegistry,
   done,
   ENVELOPE_VERSION,
+  messageKey,
   requeueAfter,
   statusSealFrom,
 } from "../../shared/runtime/index.ts";
-import { messageKey, type Resource } from "../../shared/runtime/types.ts";
 import { FakeKube } from "../../test/support/fake-kube.ts";
 import {
   createKubefnAws,

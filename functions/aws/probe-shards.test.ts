@@ -42,7 +42,7 @@ const ENV = {
   KUBECONFIG_BASE64: Buffer.from("unused: the kube port is given").toString("base64"),
   // The forward proxy and the targets are loopback fixtures.
   PROBE_ALLOWED_CIDRS: LOOPBACK_PROBE_CIDRS,
-  // Keys the MAC a shard's objects carry on the queue (shared/runtime/message-mac.ts).
+  // Keys the MAC a shard's objects carry on the queue (shared/runtime/message/message-mac.ts).
   STATUS_SEAL_KEY: "probe-shards-seal-key-0123456789abcdef",
 };
 const lambdaContext = {

@@ -7,9 +7,15 @@
 import { SendMessageCommand, SQSClient } from "@aws-sdk/client-sqs";
 import type { LambdaContext } from "hono/aws-lambda";
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it, vi } from "vitest";
-import type { ControllerDefinition } from "../../shared/runtime/controller.ts";
-import { createRegistry, ENVELOPE_VERSION, requeueAfter } from "../../shared/runtime/index.ts";
-import type { JobMessage, Message, PassMessage } from "../../shared/runtime/types.ts";
+import {
+  type ControllerDefinition,
+  createRegistry,
+  ENVELOPE_VERSION,
+  type JobMessage,
+  type Message,
+  type PassMessage,
+  requeueAfter,
+} from "../../shared/runtime/index.ts";
 
 const nameOf = (m: Message) => (m.kind === "job" ? m.job.slot : m.request.name);
 

@@ -1,6 +1,6 @@
 import type { MessageSendRequest, QueueSendBatchOptions } from "@cloudflare/workers-types/index.ts";
 import { describe, expect, it } from "vitest";
-import type { JobMessage, Message, PassMessage } from "../../shared/runtime/types.ts";
+import type { JobMessage, Message, PassMessage } from "../../shared/runtime/index.ts";
 import {
   clampDelay,
   MAX_BATCH_MESSAGES,

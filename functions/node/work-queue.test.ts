@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
 import { PrometheusMetrics } from "../../shared/app/telemetry/index.ts";
-import type { JobMessage, Message, PassMessage } from "../../shared/runtime/types.ts";
+import type { JobMessage, Message, PassMessage } from "../../shared/runtime/index.ts";
 import { WorkQueue } from "./work-queue.ts";
 
 const nameOf = (m: Message) => (m.kind === "job" ? m.job.slot : m.request.name);

@@ -1,5 +1,5 @@
 import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
-import type { RelayEvent } from "../../shared/runtime/event-batch.ts";
+import type { RelayEvent } from "../../shared/runtime/index.ts";
 import { Batcher, type BatchRules, flushDelay } from "./batcher.ts";
 import { CoalescingBuffer } from "./buffer.ts";
 

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import type { RelayEvent } from "../../shared/runtime/event-batch.ts";
+import type { RelayEvent } from "../../shared/runtime/index.ts";
 import { CoalescingBuffer, coalesce, eventKey } from "./buffer.ts";
 
 const cm = { group: "", version: "v1", resource: "configmaps" };

@@ -4,9 +4,7 @@ import { controllerKinds } from "../../shared/controllers/index.ts";
 import { proxyController, proxyResource } from "../../shared/controllers/proxy/index.ts";
 import { Resources } from "../../shared/kube/index.ts";
 import type { Resource } from "../../shared/kube/port.ts";
-import type { ControllerDefinition } from "../../shared/runtime/controller.ts";
-import { done } from "../../shared/runtime/outcome.ts";
-import { createRegistry, resourceKey } from "../../shared/runtime/registry.ts";
+import { type ControllerDefinition, createRegistry, done, resourceKey } from "../../shared/runtime/index.ts";
 import { relayKindsFor } from "./kinds.ts";
 import { defaultRelayKinds } from "./main.ts";
 

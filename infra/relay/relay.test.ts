@@ -3,8 +3,8 @@ import type { AddressInfo } from "node:net";
 import { afterEach, describe, expect, it } from "vitest";
 import { Resources } from "../../shared/kube/index.ts";
 import type { Kube, KubeObject } from "../../shared/kube/port.ts";
-import { relayBatchSchema } from "../../shared/runtime/event-batch.ts";
-import type { Log } from "../../shared/runtime/types.ts";
+import type { Log } from "../../shared/runtime/index.ts";
+import { relayBatchSchema } from "../../shared/runtime/intake/index.ts";
 import { createRelay } from "./relay.ts";
 import type { RawWatchEvent, WatchStream } from "./watch-stream.ts";
 

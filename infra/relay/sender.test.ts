@@ -3,8 +3,8 @@ import type { AddressInfo } from "node:net";
 import { afterEach, describe, expect, it } from "vitest";
 import { PrometheusMetrics } from "../../shared/app/telemetry/index.ts";
 import { SIGNATURE_HEADER, TIMESTAMP_HEADER, verifyBatch } from "../../shared/auth/index.ts";
-import { type RelayEvent, relayBatchSchema } from "../../shared/runtime/event-batch.ts";
-import type { Log } from "../../shared/runtime/types.ts";
+import type { Log, RelayEvent } from "../../shared/runtime/index.ts";
+import { relayBatchSchema } from "../../shared/runtime/intake/index.ts";
 import { backoffDelay, createSender, retryAfterMs, verdictFor } from "./sender.ts";
 
 const secret = "relay-test-secret-0123456789";

@@ -7,13 +7,14 @@ import { describe, expect, it } from "vitest";
 import { parseWorkerEnv } from "../../functions/cloudflare/config.ts";
 import { FakeKube, fakeContext } from "../../test/support/fake-kube.ts";
 import { ProxyResource, proxyController } from "../../test/unit/runtime/controllers.ts";
+import type { KubeObject } from "../runtime/core/index.ts";
 import {
+  createRegistry,
   done,
   ENVELOPE_VERSION,
   type HopEnd,
   type HopKind,
   type JobMessage,
-  type KubeObject,
   type Message,
   messageAuthenticatorFrom,
   type PassContext,
@@ -22,7 +23,6 @@ import {
   type Spans,
   type TraceContext,
 } from "../runtime/index.ts";
-import { createRegistry } from "../runtime/registry.ts";
 import { createKubefn } from "./kubefn.ts";
 
 const parent = "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01";
@@ -304,21 +304,21 @@ describe("a seal key derived from a channel's secret (issue 30, Low)", () => {
 });
 
 describe("messages the previous release left on the queue (envelope version 1)", () => {
-  it("its signed probe shard (a `__shard-…` request with a shard) runs as the job it is", async () => {
+  it("its signed probe shard (a pass-shaped request with a shard) runs as the job it is", async () => {
     const objects = [proxyBody("203.0.113.7")];
     // Version 1's MACs covered the job's frame and objects, never the request's name.
     const { mac } = await kubefnsMac.sign({
       ...withObjects(job, objects),
       job: { ...job.job, objects, due: 7 },
     });
-    const body = {
-      v: 1,
-      request: { controller: "proxy", namespace: "", name: "__shard-probe-30-0" },
-      attempt: 0,
-      trigger: { kind: "shard", reason: "probe" },
-      shard: { task: "probe", objects, due: 7 },
-      mac,
-    };
+    // The message as version 1 wrote it (the envelope's reader test reads the same fixture).
+    const version1Job = JSON.parse(
+      readFileSync(
+        new URL("../../test/fixtures/messages/envelope-v1/probe-shard-job.json", import.meta.url),
+        "utf8",
+      ),
+    ) as { shard: { task: string } };
+    const body = { ...version1Job, shard: { ...version1Job.shard, objects, due: 7 }, mac };
     const { kubefn, recorded, jobs } = kubefnWith(async () => done());
     expect(await kubefn.consume([{ body }])).toEqual([{ ack: true }]);
     expect(jobs).toEqual([objects]);

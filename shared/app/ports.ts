@@ -34,7 +34,7 @@ export interface KubefnPorts {
    * True when `queue` hands its messages to this process's own `consume` and nothing else can
    * put one there (the Node host's work queue): bodies then travel without a MAC and are not
    * checked. Unset: the queue is a platform's, and every body on it needs kubefn's MAC
-   * (runtime/message-mac.ts).
+   * (runtime/message/message-mac.ts).
    */
   inProcessQueue?: boolean;
   prober: Prober;
@@ -68,7 +68,7 @@ export interface KubefnPorts {
    */
   intakeCredentials?: () => IntakeCredentials;
   /**
-   * Where state changes users route go (shared/runtime/state-changes.ts): an EventBridge bus
+   * Where state changes users route go (shared/runtime/core/state-changes.ts): an EventBridge bus
    * (Lambda), a bound Queue (Workers), a CloudEvents sink (Node host). None are published when unset.
    */
   stateChanges?: StateChangeSink;

@@ -155,7 +155,7 @@ export interface KubefnSettings {
   /** Who may see the fleet page (`FLEET_PAGE`: `token` by default, `open` on the Node host). */
   fleetPage: FleetPageAccess;
   /**
-   * Key of the seal kubefn puts on every status it writes (runtime/status-seal.ts); derived from
+   * Key of the seal kubefn puts on every status it writes (runtime/core/status-seal.ts); derived from
    * the audit token or the relay secret when unset. A platform secret kubefn's token cannot read.
    */
   statusSealKey?: string;

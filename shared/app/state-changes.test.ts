@@ -3,7 +3,7 @@ import { proxyStateChanges } from "../controllers/proxy/state-changes.ts";
 import { siteStateChanges } from "../controllers/site/state-changes.ts";
 import { subPoolStateChanges } from "../controllers/subpool/state-changes.ts";
 import type { Condition, KubeObject } from "../kube/index.ts";
-import { boundedStateChanges, type StateChange, type StateChangeSink } from "../runtime/state-changes.ts";
+import { boundedStateChanges, type StateChange, type StateChangeSink } from "../runtime/index.ts";
 
 const AT = new Date("2026-12-03T12:00:00Z");
 const c = (type: string, status: Condition["status"], reason: string): Condition => ({

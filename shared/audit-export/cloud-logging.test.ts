@@ -3,7 +3,7 @@ import { describe, expect, it } from "vitest";
 import { FakeKube, fakeContext } from "../../test/support/fake-kube.ts";
 import { createOperators } from "../app/operators.ts";
 import { proxyResource } from "../controllers/proxy/api.ts";
-import { mapEvents } from "../runtime/event-mapping.ts";
+import { mapEvents } from "../runtime/index.ts";
 import {
   auditEventFromLogEntry,
   logEntryFromAuditEvent,

@@ -1,7 +1,7 @@
 import { describe, expect, it } from "vitest";
 import { ConflictError } from "../kube/errors.ts";
 import type { Kube, ObjectKey, Patch, Resource } from "../kube/port.ts";
-import type { Message } from "../runtime/types.ts";
+import type { Message } from "../runtime/index.ts";
 import { applyHealthSweep } from "./apply.ts";
 
 const resource: Resource = {

@@ -12,7 +12,7 @@ import { mapWithConcurrency } from "../../shared/concurrency/index.ts";
 import { type CountingTransport, countingTransport, createKube, Resources } from "../../shared/kube/index.ts";
 import { createNodeTransport, loadKubeConfig } from "../../shared/kube/node.ts";
 import type { Kube, KubeObject, Resource, Transport } from "../../shared/kube/port.ts";
-import type { Clock, Context, Message, Queue } from "../../shared/runtime/types.ts";
+import type { Clock, Context, Message, Queue } from "../../shared/runtime/index.ts";
 
 export interface BenchCluster {
   devcluster: Devcluster;

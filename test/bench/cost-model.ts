@@ -303,7 +303,7 @@ function bill(platform: string, lines: Line[]): Bill {
   return { platform, lines, total: lines.reduce((a, l) => a + l.dollars, 0) };
 }
 
-/** The state changes a fleet publishes a month (shared/runtime/state-changes.ts). */
+/** The state changes a fleet publishes a month (shared/runtime/core/state-changes.ts). */
 export interface StateChangeCounts {
   /** Published per steady pass (measured: none, since a steady pass writes nothing). */
   perSteadyPass: number;

@@ -1,8 +1,6 @@
-import { auditEventSchema } from "../../shared/runtime/event-batch.ts";
-import { mapEvents } from "../../shared/runtime/event-mapping.ts";
-import { done } from "../../shared/runtime/outcome.ts";
-import { createRegistry } from "../../shared/runtime/registry.ts";
-import type { Context, Resource } from "../../shared/runtime/types.ts";
+import type { Resource } from "../../shared/runtime/core/index.ts";
+import { type Context, createRegistry, done, mapEvents } from "../../shared/runtime/index.ts";
+import { auditEventSchema } from "../../shared/runtime/intake/index.ts";
 
 const SELF = "system:serviceaccount:kubefn-system:kubefn";
 const core = (resource: string, kind: string, namespaced = true): Resource => ({

@@ -22,7 +22,8 @@ import { createNodeProber } from "../../shared/health/node-prober.ts";
 import { countingTransport, listAll } from "../../shared/kube/index.ts";
 import { createNodeTransport } from "../../shared/kube/node.ts";
 import type { KubeObject, Transport, TransportRequest } from "../../shared/kube/port.ts";
-import { runPass, runSweepTask } from "../../shared/runtime/index.ts";
+import { runPass } from "../../shared/runtime/index.ts";
+import { runSweepTask } from "../../shared/runtime/sweep/index.ts";
 import { loopbackProbeAllowList } from "../support/loopback.ts";
 import { type ForwardProxy, startForwardProxy, startHttpTarget } from "../support/probe-fixtures.ts";
 import {

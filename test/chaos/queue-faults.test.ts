@@ -29,14 +29,9 @@ import {
   listAll,
   Resources,
 } from "../../shared/kube/index.ts";
-import {
-  LISTED_MAX_AGE_SECONDS,
-  type Message,
-  type PassMessage,
-  planSweep,
-  runPass,
-} from "../../shared/runtime/index.ts";
-import type { Context } from "../../shared/runtime/types.ts";
+import { type Context, type Message, type PassMessage, runPass } from "../../shared/runtime/index.ts";
+import { LISTED_MAX_AGE_SECONDS } from "../../shared/runtime/pass/index.ts";
+import { planSweep } from "../../shared/runtime/sweep/index.ts";
 import { clusterInfo, eventually } from "../setup/cluster.ts";
 import { loopbackProbeAllowList } from "../support/loopback.ts";
 import { createKubefnAws, type KubefnAws, type Moto, startMoto, TEST_CREDENTIALS } from "../support/moto.ts";

@@ -29,7 +29,7 @@ import {
   type KubeObject,
   Resources,
 } from "../../shared/kube/index.ts";
-import type { Request } from "../../shared/runtime/types.ts";
+import type { Request } from "../../shared/runtime/index.ts";
 import { matchesFilterPattern } from "../fixtures/cloudwatch-filter.ts";
 import {
   createTokenSigner,

@@ -22,7 +22,7 @@ import { siteResource } from "../../shared/controllers/site/api.ts";
 import { createKube, findCondition, isNotFound, listAll, Resources } from "../../shared/kube/index.ts";
 import { createNodeTransport } from "../../shared/kube/node.ts";
 import type { Kube, KubeObject } from "../../shared/kube/port.ts";
-import { sweepBucket } from "../../shared/runtime/index.ts";
+import { sweepBucket } from "../../shared/runtime/sweep/index.ts";
 import { clusterInfo } from "../setup/cluster.ts";
 import { type ChildOutput, outputOf } from "../support/child-output.ts";
 import { removeNamespaces } from "../support/namespaces.ts";

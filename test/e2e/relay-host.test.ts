@@ -17,7 +17,7 @@ import { proxyResource } from "../../shared/controllers/proxy/api.ts";
 import { createKube, findCondition, isNotFound, Resources } from "../../shared/kube/index.ts";
 import { createNodeTransport } from "../../shared/kube/node.ts";
 import type { Kube, KubeObject } from "../../shared/kube/port.ts";
-import type { Log } from "../../shared/runtime/types.ts";
+import type { Log } from "../../shared/runtime/index.ts";
 import { clusterInfo, eventually, kubeConfig, kubectl } from "../setup/cluster.ts";
 import { loopbackProbeAllowList } from "../support/loopback.ts";
 import { functionsKubeconfig, type HostProcess, startHost } from "./host.ts";

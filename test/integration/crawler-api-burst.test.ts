@@ -13,7 +13,7 @@ import { defaultListingSeconds, namespaceToken } from "../../shared/controllers/
 import { countingTransport } from "../../shared/kube/counting-transport.ts";
 import { createKube, type Kube, type KubeObject, Resources } from "../../shared/kube/index.ts";
 import { createNodeTransport, loadKubeConfig } from "../../shared/kube/node.ts";
-import type { Context } from "../../shared/runtime/types.ts";
+import type { Context } from "../../shared/runtime/index.ts";
 
 const suffix = Date.now().toString(36);
 const namespaces = [`burst-a-${suffix}`, `burst-b-${suffix}`] as const;

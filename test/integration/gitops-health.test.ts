@@ -42,9 +42,14 @@ import {
   Resources,
 } from "../../shared/kube/index.ts";
 import { createNodeTransport } from "../../shared/kube/node.ts";
-import { type PassResult, runPass } from "../../shared/runtime/executor.ts";
-import { createRegistry, type Registry } from "../../shared/runtime/registry.ts";
-import type { Context, Request } from "../../shared/runtime/types.ts";
+import {
+  type Context,
+  createRegistry,
+  type PassResult,
+  type Registry,
+  type Request,
+  runPass,
+} from "../../shared/runtime/index.ts";
 import { eventually, kubeConfig, kubectl } from "../setup/cluster.ts";
 import { outputOf } from "../support/child-output.ts";
 import { loopbackProbeAllowList } from "../support/loopback.ts";

@@ -29,8 +29,8 @@ import {
   Resources,
 } from "../../shared/kube/index.ts";
 import { createNodeTransport, loadKubeConfig } from "../../shared/kube/node.ts";
-import { runSweepTask } from "../../shared/runtime/index.ts";
-import type { Context } from "../../shared/runtime/types.ts";
+import type { Context } from "../../shared/runtime/index.ts";
+import { runSweepTask } from "../../shared/runtime/sweep/index.ts";
 
 const namespace = `proxy-leases-${Date.now().toString(36)}`;
 const crawlerToken = "integration-token";

@@ -25,9 +25,13 @@ import {
   Resources,
 } from "../../shared/kube/index.ts";
 import { createNodeTransport, loadKubeConfig } from "../../shared/kube/node.ts";
-import { runPass } from "../../shared/runtime/executor.ts";
-import { createRegistry, type Registry } from "../../shared/runtime/registry.ts";
-import type { Context, PassMessage } from "../../shared/runtime/types.ts";
+import {
+  type Context,
+  createRegistry,
+  type PassMessage,
+  type Registry,
+  runPass,
+} from "../../shared/runtime/index.ts";
 
 declare module "vitest" {
   // biome-ignore lint/suspicious/noExportsInTest: augments vitest's ProvidedContext (test/setup provides it).

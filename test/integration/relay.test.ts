@@ -29,8 +29,8 @@ import { SIGNATURE_HEADER, TIMESTAMP_HEADER, verifyBatch } from "../../shared/au
 import { proxyResource } from "../../shared/controllers/proxy/api.ts";
 import { createKube, type Kube, Resources } from "../../shared/kube/index.ts";
 import { createNodeTransport } from "../../shared/kube/node.ts";
-import { type RelayEvent, relayBatchSchema } from "../../shared/runtime/event-batch.ts";
-import type { Log } from "../../shared/runtime/types.ts";
+import type { Log, RelayEvent } from "../../shared/runtime/index.ts";
+import { relayBatchSchema } from "../../shared/runtime/intake/index.ts";
 import { eventually, kubeConfig, kubectl } from "../setup/cluster.ts";
 
 const secret = "relay-integration-secret-0123456789";

@@ -27,8 +27,7 @@ import {
   Resources,
 } from "../../shared/kube/index.ts";
 import { createNodeTransport } from "../../shared/kube/node.ts";
-import { type PassResult, runPass } from "../../shared/runtime/executor.ts";
-import type { Context, PassMessage } from "../../shared/runtime/types.ts";
+import { type Context, type PassMessage, type PassResult, runPass } from "../../shared/runtime/index.ts";
 import { kubeConfig } from "../setup/cluster.ts";
 import { removeNamespaces } from "../support/namespaces.ts";
 

@@ -41,9 +41,8 @@ import {
   Resources,
 } from "../../shared/kube/index.ts";
 import { createNodeTransport, loadKubeConfig } from "../../shared/kube/node.ts";
-import { createRegistry } from "../../shared/runtime/registry.ts";
-import { createStatusSeal } from "../../shared/runtime/status-seal.ts";
-import type { Message } from "../../shared/runtime/types.ts";
+import { createStatusSeal } from "../../shared/runtime/core/index.ts";
+import { createRegistry, type Message } from "../../shared/runtime/index.ts";
 import { createTokenSigner, type TokenSigner } from "../fixtures/google-tokens.ts";
 
 const suffix = Math.random().toString(36).slice(2, 6);

@@ -40,9 +40,13 @@ import {
   type KubeObject,
   Resources,
 } from "../../shared/kube/index.ts";
-import { runPass } from "../../shared/runtime/executor.ts";
-import { createRegistry, type Registry } from "../../shared/runtime/registry.ts";
-import type { Context, PassMessage } from "../../shared/runtime/types.ts";
+import {
+  type Context,
+  createRegistry,
+  type PassMessage,
+  type Registry,
+  runPass,
+} from "../../shared/runtime/index.ts";
 import { adminKube, kubefnKube, tenant } from "../security/tenants.ts";
 import { eventually } from "../setup/cluster.ts";
 import { removeNamespaces } from "../support/namespaces.ts";

@@ -22,10 +22,13 @@ import {
   Resources,
 } from "../../shared/kube/index.ts";
 import { createNodeTransport } from "../../shared/kube/node.ts";
-import { mapEvents } from "../../shared/runtime/event-mapping.ts";
-import { runPass } from "../../shared/runtime/executor.ts";
-import { createRegistry, type Registry } from "../../shared/runtime/registry.ts";
-import type { Context } from "../../shared/runtime/types.ts";
+import {
+  type Context,
+  createRegistry,
+  mapEvents,
+  type Registry,
+  runPass,
+} from "../../shared/runtime/index.ts";
 import { type AuditEvent, auditEventsSince, eventually, kubeConfig, kubectl } from "../setup/cluster.ts";
 
 const ns = "kubefn-system";

@@ -27,8 +27,7 @@ import {
   Resources,
 } from "../../shared/kube/index.ts";
 import { createNodeTransport, loadKubeConfig } from "../../shared/kube/node.ts";
-import { createRegistry } from "../../shared/runtime/registry.ts";
-import type { PassMessage } from "../../shared/runtime/types.ts";
+import { createRegistry, type PassMessage } from "../../shared/runtime/index.ts";
 import { eventually } from "../setup/cluster.ts";
 
 const suffix = Math.random().toString(36).slice(2, 6);

@@ -12,10 +12,14 @@ import { parseOperatorConfig } from "../../shared/controllers/subpool/config.ts"
 import { subPoolController } from "../../shared/controllers/subpool/controller.ts";
 import { createKube, type Kube, type KubeObject, Resources } from "../../shared/kube/index.ts";
 import { createNodeTransport } from "../../shared/kube/node.ts";
-import { mapEvents } from "../../shared/runtime/event-mapping.ts";
-import { runPass } from "../../shared/runtime/executor.ts";
-import { createRegistry, type Registry } from "../../shared/runtime/registry.ts";
-import type { Context, PassMessage } from "../../shared/runtime/types.ts";
+import {
+  type Context,
+  createRegistry,
+  mapEvents,
+  type PassMessage,
+  type Registry,
+  runPass,
+} from "../../shared/runtime/index.ts";
 import { type AuditEvent, auditEventsSince, eventually, kubeConfig, kubectl } from "../setup/cluster.ts";
 
 const example = new URL("../../examples/subpool-internal.yaml", import.meta.url);

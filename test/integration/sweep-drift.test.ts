@@ -36,10 +36,15 @@ import {
   Resources,
 } from "../../shared/kube/index.ts";
 import { createNodeTransport, loadKubeConfig } from "../../shared/kube/node.ts";
-import { runPass } from "../../shared/runtime/executor.ts";
-import { createRegistry, type Registry } from "../../shared/runtime/registry.ts";
-import { runSweep, type SweepSummary } from "../../shared/runtime/sweep-run.ts";
-import type { Context, PassMessage } from "../../shared/runtime/types.ts";
+import {
+  type Context,
+  createRegistry,
+  type PassMessage,
+  type Registry,
+  runPass,
+  runSweep,
+  type SweepSummary,
+} from "../../shared/runtime/index.ts";
 import { removeNamespaces } from "../support/namespaces.ts";
 
 const suffix = Math.random().toString(36).slice(2, 6);

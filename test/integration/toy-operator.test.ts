@@ -26,7 +26,7 @@ import {
   serverSideApply,
 } from "../../shared/kube/index.ts";
 import { createNodeTransport, loadKubeConfig } from "../../shared/kube/node.ts";
-import type { Message } from "../../shared/runtime/types.ts";
+import type { Message } from "../../shared/runtime/index.ts";
 import { toyCrd, toyOperator, toyResource } from "../fixtures/toy-operator/operator.ts";
 import { eventually } from "../setup/cluster.ts";
 

@@ -36,7 +36,7 @@ import type {
   Patch,
   Resource,
 } from "../../shared/kube/port.ts";
-import type { Context, JobMessage, Log, Message, Metrics, PassMessage } from "../../shared/runtime/types.ts";
+import type { Context, JobMessage, Log, Message, Metrics, PassMessage } from "../../shared/runtime/index.ts";
 
 type Method = keyof Kube;
 

@@ -3,8 +3,7 @@
  * registry, kubefn's own identity, an audit token and a relay secret, and the messages it enqueued.
  */
 import { createIntakeApp, mapWithRegistry } from "../../shared/app/intake/index.ts";
-import { createRegistry } from "../../shared/runtime/index.ts";
-import type { PassMessage } from "../../shared/runtime/types.ts";
+import { createRegistry, type PassMessage } from "../../shared/runtime/index.ts";
 import { proxyController, siteController, subPoolController } from "../unit/runtime/controllers.ts";
 import { FakeKube, fakeContext } from "./fake-kube.ts";
 

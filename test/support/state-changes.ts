@@ -1,5 +1,5 @@
 /**
- * One of each state change users route (shared/runtime/state-changes.ts), as the controllers' own
+ * One of each state change users route (shared/runtime/core/state-changes.ts), as the controllers' own
  * functions find them between two statuses: the platform tests publish these to their sinks.
  */
 import { admissionGateClosed } from "../../shared/app/state-changes.ts";

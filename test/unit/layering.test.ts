@@ -12,7 +12,10 @@
  * - no production module imports itself through a circle of others;
  * - the seam translates only: a platform (a module under `functions/`) imports nothing from
  *   `shared/runtime/` (what it needs comes through `shared/app`), and `createKubefn` stays a short
- *   composition of the app's parts (at most {@link CREATE_KUBEFN_MAX_LINES} lines).
+ *   composition of the app's parts (at most {@link CREATE_KUBEFN_MAX_LINES} lines);
+ * - the runtime keeps its rooms: no module sits at `shared/runtime/`'s top but its index.ts, and
+ *   code outside the runtime imports its top index only (a test may take a runtime-internal name
+ *   from a room's index.ts, never a room's file).
  */
 import { readdirSync, readFileSync } from "node:fs";
 import { dirname, join, normalize, relative } from "node:path";
@@ -220,7 +223,7 @@ describe("the seam", () => {
     ],
     [
       "functions/aws/x.ts",
-      "shared/runtime/types.ts",
+      "shared/runtime/core/types.ts",
       "a platform imports the runtime (take it from shared/app)",
     ],
     ["functions/cloudflare/x.ts", "shared/app/index.ts", undefined],
@@ -254,5 +257,71 @@ describe("the seam", () => {
   it(`createKubefn is at most ${CREATE_KUBEFN_MAX_LINES} lines`, () => {
     const source = readFileSync(join(root, "shared/app/kubefn.ts"), "utf8");
     expect(functionLines(source, "createKubefn")).toBeLessThanOrEqual(CREATE_KUBEFN_MAX_LINES);
+  });
+});
+
+/** Why `file` (outside `shared/runtime/`) may not import `target`; undefined when it may. */
+function pastTheTopIndex(file: string, target: string): string | undefined {
+  if (file.startsWith("shared/runtime/") || !target.startsWith("shared/runtime/")) return undefined;
+  if (target === "shared/runtime/index.ts") return undefined;
+  const test = file.endsWith(".test.ts") || !layeredFolders.some((folder) => file.startsWith(`${folder}/`));
+  if (test && /^shared\/runtime\/[^/]+\/index\.ts$/.test(target)) return undefined;
+  return test
+    ? "a test imports a runtime room's file (take it from shared/runtime/index.ts or the room's index.ts)"
+    : "imports past the runtime's top index (take it from shared/runtime/index.ts)";
+}
+
+/** Every .ts file, production or test, in the folders code lives in. */
+function allSources(): string[] {
+  return [...layeredFolders, "test"].flatMap((dir) =>
+    readdirSync(join(root, dir), { recursive: true, withFileTypes: true })
+      .filter((e) => e.isFile() && e.name.endsWith(".ts") && !e.name.endsWith(".d.ts"))
+      .map((e) => relative(root, join(e.parentPath, e.name)))
+      .filter((file) => !/(^|\/)(node_modules|dist|\.wrangler)\//.test(file)),
+  );
+}
+
+describe("the runtime's rooms", () => {
+  it("has no module at shared/runtime's top but its index.ts", () => {
+    const top = readdirSync(join(root, "shared/runtime"), { withFileTypes: true })
+      .filter((e) => e.isFile() && e.name.endsWith(".ts"))
+      .map((e) => e.name);
+    expect(top).toEqual(["index.ts"]);
+  });
+
+  it.each([
+    ["shared/app/x.ts", "shared/runtime/index.ts", undefined],
+    [
+      "shared/app/x.ts",
+      "shared/runtime/pass/index.ts",
+      "imports past the runtime's top index (take it from shared/runtime/index.ts)",
+    ],
+    [
+      "shared/controllers/proxy/x.ts",
+      "shared/runtime/pass/executor.ts",
+      "imports past the runtime's top index (take it from shared/runtime/index.ts)",
+    ],
+    ["shared/app/x.test.ts", "shared/runtime/pass/index.ts", undefined],
+    ["test/support/x.ts", "shared/runtime/core/index.ts", undefined],
+    [
+      "test/unit/x.test.ts",
+      "shared/runtime/pass/executor.ts",
+      "a test imports a runtime room's file (take it from shared/runtime/index.ts or the room's index.ts)",
+    ],
+    ["shared/runtime/pass/executor.ts", "shared/runtime/definition/controller.ts", undefined],
+  ])("%s → %s: %s", (file, target, expected) => {
+    expect(pastTheTopIndex(file, target)).toBe(expected);
+  });
+
+  it("is entered through its top index (tests: or a room's index)", () => {
+    const files = allSources();
+    expect(files.length).toBeGreaterThan(300);
+    const found = files.flatMap((file) =>
+      importsOf(file).flatMap((target) => {
+        const why = pastTheTopIndex(file, target);
+        return why ? [`${file} → ${target}: ${why}`] : [];
+      }),
+    );
+    expect(found).toEqual([]);
   });
 });

@@ -4,8 +4,7 @@ import { FakeKube, fakeContext } from "../../../test/support/fake-kube.ts";
 import { AUDIT_TOKEN, intakeUnderTest, postEvents, RELAY_SECRET } from "../../../test/support/intake-app.ts";
 import { proxyController } from "../../../test/unit/runtime/controllers.ts";
 import { signBatch } from "../../auth/index.ts";
-import { createRegistry } from "../../runtime/index.ts";
-import type { Message } from "../../runtime/types.ts";
+import { createRegistry, type Message } from "../../runtime/index.ts";
 import { createIntakeApp } from "./app.ts";
 import { mapWithRegistry } from "./wire.ts";
 

@@ -1,5 +1,5 @@
 /**
- * The intake canary (runtime/intake-canary.ts): `kubefn doctor` creates ConfigMap
+ * The intake canary (runtime/intake/intake-canary.ts): `kubefn doctor` creates ConfigMap
  * kubefn-system/kubefn-intake-canary-<nonce>, and intake answers its creation, from either source,
  * with an IntakeReceived Event naming the source; nothing else about it is acknowledged.
  */

@@ -10,7 +10,7 @@ import { FakeKube, fakeContext } from "../../../test/support/fake-kube.ts";
 import { pushBodyOf } from "../../audit-export/index.ts";
 import { type KeySource, KeysUnavailableError, signBatch, staticKeys } from "../../auth/index.ts";
 import { proxyResource } from "../../controllers/proxy/api.ts";
-import type { PassMessage } from "../../runtime/types.ts";
+import type { PassMessage } from "../../runtime/index.ts";
 import { createOperators } from "../operators.ts";
 import { createIntakeApp } from "./app.ts";
 import { mapWithRegistry } from "./wire.ts";

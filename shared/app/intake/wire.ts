@@ -20,7 +20,7 @@ const envelopeOf: Record<BatchSource, string> = {
  * (attempt 0) carrying only its key and trigger — never a body from the batch, which whoever can
  * write into the channel chose (the pass reads the object itself) — and an envelope
  * the mapping cannot read becomes a 400. Each intake canary the batch created (`kubefn doctor`)
- * is acknowledged with an Event about it, naming the source (see runtime/intake-canary.ts).
+ * is acknowledged with an Event about it, naming the source (see runtime/intake/intake-canary.ts).
  */
 export function mapWithRegistry(
   ctx: Pick<Context, "kube" | "log" | "metrics" | "clock" | "seal">,

@@ -179,7 +179,7 @@ export const proxyStatusSchema = z.object({
   lastHealthCheckTime: z.optional(z.iso.datetime({ offset: true })),
   conditions: z.optional(conditionsSchema()),
   health: z.optional(z.string().check(z.maxLength(4096))),
-  /** kubefn's seal over this status (runtime/status-seal.ts): a status without it is not kubefn's. */
+  /** kubefn's seal over this status (runtime/core/status-seal.ts): a status without it is not kubefn's. */
   seal: z.optional(z.string().check(z.maxLength(64))),
 });
 export type ProxyStatus = z.infer<typeof proxyStatusSchema>;

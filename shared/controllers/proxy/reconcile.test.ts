@@ -6,12 +6,14 @@ import { parseProbeAllowList } from "../../health/target.ts";
 import { classifyError, ReconcileError } from "../../kube/classify.ts";
 import type { KubeObject } from "../../kube/port.ts";
 import { Resources } from "../../kube/resources.ts";
-import type { PassContext } from "../../runtime/controller.ts";
-import { runPass } from "../../runtime/executor.ts";
-import { runController } from "../../runtime/finalize.ts";
-import type { Outcome } from "../../runtime/outcome.ts";
-import { createRegistry } from "../../runtime/registry.ts";
-import type { PassMessage } from "../../runtime/types.ts";
+import {
+  createRegistry,
+  type Outcome,
+  type PassContext,
+  type PassMessage,
+  runPass,
+} from "../../runtime/index.ts";
+import { runController } from "../../runtime/pass/index.ts";
 import { proxyFinalizer, proxyResource, proxySpecHashAnnotation } from "./api.ts";
 import { proxySpecHash } from "./cloud-init.ts";
 import { proxyController } from "./controller.ts";

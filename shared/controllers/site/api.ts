@@ -80,7 +80,7 @@ export type SiteSpec = z.infer<typeof siteSpecSchema>;
 export const siteStatusSchema = z.object({
   observedGeneration: z.optional(z.int().check(z.gte(0))),
   conditions: z.optional(conditionsSchema()),
-  /** kubefn's seal over this status (runtime/status-seal.ts): a status without it is not kubefn's. */
+  /** kubefn's seal over this status (runtime/core/status-seal.ts): a status without it is not kubefn's. */
   seal: z.optional(z.string().check(z.maxLength(64))),
 });
 export type SiteStatus = z.infer<typeof siteStatusSchema>;

@@ -5,9 +5,7 @@ import type { Condition } from "../../kube/conditions.ts";
 import { NotFoundError, ServerError } from "../../kube/errors.ts";
 import type { KubeObject } from "../../kube/port.ts";
 import { Resources } from "../../kube/resources.ts";
-import { runPass } from "../../runtime/executor.ts";
-import { createRegistry } from "../../runtime/registry.ts";
-import type { Context } from "../../runtime/types.ts";
+import { type Context, createRegistry, runPass } from "../../runtime/index.ts";
 import { siteResource } from "./api.ts";
 import {
   type ClusterComponent,

@@ -4,8 +4,7 @@
  */
 import { describe, expect, it } from "vitest";
 import { FakeKube, fakeContext } from "../../../test/support/fake-kube.ts";
-import { mapEvents } from "../../runtime/event-mapping.ts";
-import { createRegistry } from "../../runtime/registry.ts";
+import { createRegistry, mapEvents } from "../../runtime/index.ts";
 import { siteResource } from "./api.ts";
 import { defaultSiteRegistry } from "./components/index.ts";
 import { siteController } from "./controller.ts";

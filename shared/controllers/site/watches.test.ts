@@ -1,7 +1,8 @@
 import { describe, expect, it } from "vitest";
 import { FakeKube, fakeContext } from "../../../test/support/fake-kube.ts";
 import { Resources } from "../../kube/resources.ts";
-import type { Watch, WatchedChange } from "../../runtime/controller.ts";
+import type { WatchedChange } from "../../runtime/definition/index.ts";
+import type { Watch } from "../../runtime/index.ts";
 import { siteResource } from "./api.ts";
 import { createWatchEnv, mergeWatches, siteFromConfigName } from "./watches.ts";
 

@@ -149,7 +149,7 @@ export const subPoolStatusSchema = z.object({
   cpaService: z.optional(z.string()),
   hostname: z.optional(z.string()),
   conditions: z.optional(conditionsSchema()),
-  /** kubefn's seal over this status (runtime/status-seal.ts): a status without it is not kubefn's. */
+  /** kubefn's seal over this status (runtime/core/status-seal.ts): a status without it is not kubefn's. */
   seal: z.optional(z.string().check(z.maxLength(64))),
 });
 export type SubPoolStatus = z.infer<typeof subPoolStatusSchema>;

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { createRegistry } from "../../runtime/registry.ts";
+import { createRegistry } from "../../runtime/index.ts";
 import { proxyController } from "../proxy/controller.ts";
 import { subPoolController } from "./controller.ts";
 

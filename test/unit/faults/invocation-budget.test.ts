@@ -8,10 +8,7 @@ import { parseWorkerEnv } from "../../../functions/cloudflare/config.ts";
 import { REQUIRED_ADMISSION_POLICIES } from "../../../shared/app/admission/index.ts";
 import { createKubefn } from "../../../shared/app/kubefn.ts";
 import { guardedKube, type Transport, type TransportRequest } from "../../../shared/kube/index.ts";
-import { done } from "../../../shared/runtime/outcome.ts";
-import { createRegistry } from "../../../shared/runtime/registry.ts";
-import type { SweepTask } from "../../../shared/runtime/sweep-task.ts";
-import type { Message } from "../../../shared/runtime/types.ts";
+import { createRegistry, done, type Message, type SweepTask } from "../../../shared/runtime/index.ts";
 import { fakeContext } from "../../support/fake-kube.ts";
 import { ProxyResource, proxyController } from "../runtime/controllers.ts";
 

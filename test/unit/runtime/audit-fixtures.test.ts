@@ -14,7 +14,7 @@ import { readFileSync } from "node:fs";
 import { describe, expect, it } from "vitest";
 import { createOperators } from "../../../shared/app/operators.ts";
 import { proxyResource } from "../../../shared/controllers/proxy/api.ts";
-import { mapEvents } from "../../../shared/runtime/event-mapping.ts";
+import { mapEvents } from "../../../shared/runtime/index.ts";
 import { FakeKube, fakeContext } from "../../support/fake-kube.ts";
 
 const SELF = "system:serviceaccount:kubefn-system:kubefn";

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { backoffSeconds } from "../../../shared/runtime/backoff.ts";
+import { backoffSeconds } from "../../../shared/runtime/index.ts";
 
 const fixed = (r: number) => () => r;
 

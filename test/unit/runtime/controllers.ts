@@ -1,7 +1,6 @@
 import { Resources } from "../../../shared/kube/resources.ts";
-import type { ControllerDefinition } from "../../../shared/runtime/controller.ts";
-import { done } from "../../../shared/runtime/outcome.ts";
-import type { Resource } from "../../../shared/runtime/types.ts";
+import type { Resource } from "../../../shared/runtime/core/index.ts";
+import { type ControllerDefinition, done } from "../../../shared/runtime/index.ts";
 
 /** Test doubles of the three seeds' controllers: their kinds and wiring, not their logic. */
 export const ProxyResource: Resource = {

@@ -1,10 +1,9 @@
 import { readFileSync } from "node:fs";
 import { describe, expect, it } from "vitest";
 import { Resources } from "../../../shared/kube/resources.ts";
-import { EventBatchError, relayBatchSchema } from "../../../shared/runtime/event-batch.ts";
-import { mapEvents } from "../../../shared/runtime/event-mapping.ts";
-import { createRegistry } from "../../../shared/runtime/registry.ts";
-import type { Resource } from "../../../shared/runtime/types.ts";
+import type { Resource } from "../../../shared/runtime/core/index.ts";
+import { createRegistry, EventBatchError, mapEvents } from "../../../shared/runtime/index.ts";
+import { relayBatchSchema } from "../../../shared/runtime/intake/index.ts";
 import { FakeKube, fakeContext } from "../../support/fake-kube.ts";
 import {
   ProxyResource,

@@ -1,12 +1,20 @@
 import { describe, expect, it } from "vitest";
 import { ReconcileError } from "../../../shared/kube/classify.ts";
 import { ConflictError, ServerError, TooManyRequestsError } from "../../../shared/kube/errors.ts";
-import type { ControllerDefinition } from "../../../shared/runtime/controller.ts";
-import { QUOTA_RETRY_SECONDS } from "../../../shared/runtime/error-policy.ts";
-import { IMMEDIATE_CONFLICT_RETRIES, runPass } from "../../../shared/runtime/executor.ts";
-import { awaitSweep, done, failed, Outcome, requeueAfter } from "../../../shared/runtime/outcome.ts";
-import { createRegistry } from "../../../shared/runtime/registry.ts";
-import type { KubeObject, PassMessage } from "../../../shared/runtime/types.ts";
+import type { KubeObject } from "../../../shared/runtime/core/index.ts";
+import { QUOTA_RETRY_SECONDS } from "../../../shared/runtime/definition/index.ts";
+import {
+  awaitSweep,
+  type ControllerDefinition,
+  createRegistry,
+  done,
+  failed,
+  Outcome,
+  type PassMessage,
+  requeueAfter,
+  runPass,
+} from "../../../shared/runtime/index.ts";
+import { IMMEDIATE_CONFLICT_RETRIES } from "../../../shared/runtime/pass/index.ts";
 import { FakeKube, fakeContext } from "../../support/fake-kube.ts";
 import {
   ProxyResource,

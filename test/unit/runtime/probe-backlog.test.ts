@@ -11,7 +11,7 @@ import { WorkQueue } from "../../../functions/node/work-queue.ts";
 import { proxyHealthTask } from "../../../shared/controllers/proxy/health-task.ts";
 import type { Prober } from "../../../shared/health/index.ts";
 import type { KubeObject } from "../../../shared/kube/index.ts";
-import { runSweepTask } from "../../../shared/runtime/index.ts";
+import { runSweepTask } from "../../../shared/runtime/sweep/index.ts";
 import { FakeKube, fakeContext } from "../../support/fake-kube.ts";
 
 const start = new Date("2026-11-30T12:00:00Z");

@@ -6,11 +6,19 @@
 import { describe, expect, it } from "vitest";
 import { PrometheusMetrics } from "../../../shared/app/telemetry/index.ts";
 import { ServerError } from "../../../shared/kube/errors.ts";
-import type { ControllerDefinition } from "../../../shared/runtime/controller.ts";
-import { type PassResult, reconcileResultOf, runPass } from "../../../shared/runtime/executor.ts";
-import { runJob } from "../../../shared/runtime/job.ts";
-import { awaitSweep, done, failed, type Outcome, requeueAfter } from "../../../shared/runtime/outcome.ts";
-import { createRegistry } from "../../../shared/runtime/registry.ts";
+import {
+  awaitSweep,
+  type ControllerDefinition,
+  createRegistry,
+  done,
+  failed,
+  type Outcome,
+  type PassResult,
+  requeueAfter,
+  runJob,
+  runPass,
+} from "../../../shared/runtime/index.ts";
+import { reconcileResultOf } from "../../../shared/runtime/pass/index.ts";
 import { FakeKube, fakeContext } from "../../support/fake-kube.ts";
 import { ProxyResource, proxyController } from "./controllers.ts";
 

@@ -2,8 +2,9 @@ import { describe, expect, it } from "vitest";
 import { proxyController as realProxyController } from "../../../shared/controllers/proxy/controller.ts";
 import { subPoolController as realSubPoolController } from "../../../shared/controllers/subpool/controller.ts";
 import { Resources } from "../../../shared/kube/resources.ts";
-import { createRegistry, RegistryError } from "../../../shared/runtime/registry.ts";
-import type { Resource } from "../../../shared/runtime/types.ts";
+import type { Resource } from "../../../shared/runtime/core/index.ts";
+import { RegistryError } from "../../../shared/runtime/definition/index.ts";
+import { createRegistry } from "../../../shared/runtime/index.ts";
 import { proxyController, siteController, subPoolController } from "./controllers.ts";
 
 function problemsOf(run: () => unknown): readonly string[] {

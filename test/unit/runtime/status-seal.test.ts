@@ -1,5 +1,5 @@
 /**
- * The status seal (shared/runtime/status-seal.ts) and where it is checked: intake's mapping of a
+ * The status seal (shared/runtime/core/status-seal.ts) and where it is checked: intake's mapping of a
  * primary's status write, the pass (rewrite, Warning Event, log line) and the sweep. Issue 20: a
  * status written with kubefn's own token outside kubefn must bring a pass, for Proxies, SubPools
  * and Sites, while kubefn's own status writes bring none.
@@ -7,12 +7,17 @@
 import { describe, expect, it } from "vitest";
 import type { Kube, KubeObject, ListOptions, ListPage } from "../../../shared/kube/port.ts";
 import { Resources } from "../../../shared/kube/resources.ts";
-import { mapEvents } from "../../../shared/runtime/event-mapping.ts";
-import { FOREIGN_STATUS_REASON, runPass } from "../../../shared/runtime/executor.ts";
-import { done } from "../../../shared/runtime/outcome.ts";
-import { createRegistry } from "../../../shared/runtime/registry.ts";
-import { canonicalJson, createStatusSeal, statusSealFrom } from "../../../shared/runtime/status-seal.ts";
-import { runSweep } from "../../../shared/runtime/sweep-run.ts";
+import { createStatusSeal } from "../../../shared/runtime/core/index.ts";
+import {
+  canonicalJson,
+  createRegistry,
+  done,
+  mapEvents,
+  runPass,
+  runSweep,
+  statusSealFrom,
+} from "../../../shared/runtime/index.ts";
+import { FOREIGN_STATUS_REASON } from "../../../shared/runtime/pass/index.ts";
 import { FakeKube, fakeContext } from "../../support/fake-kube.ts";
 import {
   ProxyResource,

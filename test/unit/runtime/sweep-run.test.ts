@@ -1,9 +1,7 @@
 import { describe, expect, it } from "vitest";
 import type { Kube, KubeObject, ListOptions, ListPage } from "../../../shared/kube/port.ts";
-import { defineDrift, dueThisSlot } from "../../../shared/runtime/drift.ts";
-import { createRegistry } from "../../../shared/runtime/registry.ts";
-import { runSweep } from "../../../shared/runtime/sweep-run.ts";
-import type { SweepTask } from "../../../shared/runtime/sweep-task.ts";
+import { dueThisSlot } from "../../../shared/runtime/definition/index.ts";
+import { createRegistry, defineDrift, runSweep, type SweepTask } from "../../../shared/runtime/index.ts";
 import { fakeContext } from "../../support/fake-kube.ts";
 import { proxyController, SubPoolResource, subPoolController } from "./controllers.ts";
 

@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
-import { planSweep, sweepBucket } from "../../../shared/runtime/sweep.ts";
-import type { KubeObject } from "../../../shared/runtime/types.ts";
+import type { KubeObject } from "../../../shared/runtime/core/index.ts";
+import { planSweep, sweepBucket } from "../../../shared/runtime/sweep/index.ts";
 
 /** Deterministic v4-shaped UIDs (mulberry32), so the property test is reproducible. */
 function uids(count: number, seed = 42): string[] {

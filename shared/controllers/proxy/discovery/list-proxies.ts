@@ -23,7 +23,7 @@ export async function listProxies(reads: CrawlerReads, namespace?: string): Prom
 }
 
 /**
- * Whether a Proxy's status may be handed to crawlers: kubefn sealed it (runtime/status-seal.ts).
+ * Whether a Proxy's status may be handed to crawlers: kubefn sealed it (runtime/core/status-seal.ts).
  * A status written with a stolen kubefn token (an `ip` of the thief's choosing and `phase: Ready`)
  * or never sealed is not served — until a pass rewrites it (intake and the sweep send that pass);
  * it is logged and counted (`kubefn_crawler_unsealed_proxies_total`). Without a seal (no key:

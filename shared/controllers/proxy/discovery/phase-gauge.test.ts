@@ -1,7 +1,7 @@
 import { describe, expect, it } from "vitest";
 import { FakeKube, fakeContext } from "../../../../test/support/fake-kube.ts";
 import { testProxy } from "../../../../test/support/proxies.ts";
-import { runSweepTask } from "../../../runtime/index.ts";
+import { runSweepTask } from "../../../runtime/sweep/index.ts";
 import { countByPhase, proxyPhaseGaugeTask } from "./phase-gauge.ts";
 
 const zero = { Pending: 0, Provisioning: 0, Ready: 0, Unhealthy: 0, Deleting: 0, Failed: 0, Unknown: 0 };

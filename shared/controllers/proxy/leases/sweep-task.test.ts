@@ -2,7 +2,7 @@ import { describe, expect, it } from "vitest";
 import { FakeKube, fakeContext } from "../../../../test/support/fake-kube.ts";
 import { proxyResource, type TestProxy, testProxy } from "../../../../test/support/proxies.ts";
 import { formatMicroTime, type KubeObject, Resources } from "../../../kube/index.ts";
-import { runSweepTask } from "../../../runtime/index.ts";
+import { runSweepTask } from "../../../runtime/sweep/index.ts";
 import { newLease, type ProxyLease } from "./lease.ts";
 import { leaseSweepTask } from "./sweep-task.ts";
 

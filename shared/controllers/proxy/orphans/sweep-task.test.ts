@@ -2,7 +2,7 @@ import { describe, expect, it } from "vitest";
 import { FakeKube, fakeContext } from "../../../../test/support/fake-kube.ts";
 import { proxyResource, testProxy } from "../../../../test/support/proxies.ts";
 import type { KubeObject } from "../../../kube/index.ts";
-import { runSweepTask } from "../../../runtime/index.ts";
+import { runSweepTask } from "../../../runtime/sweep/index.ts";
 import {
   type Instance,
   NamespaceNotOptedInError,

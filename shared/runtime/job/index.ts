@@ -1,0 +1,1 @@
+export { type JobResult, runJob } from "./job.ts";

@@ -10,10 +10,10 @@ import {
   type AnyOperator,
   type Operators,
   operators,
-  parseServiceAccountKey,
   type SettingsByName,
   type VariablesOf,
 } from "../controllers/index.ts";
+import { parseServiceAccountKey } from "../credentials/index.ts";
 import type * as z from "../zod/index.ts";
 import * as zod from "../zod/index.ts";
 
@@ -86,4 +86,3 @@ export const kubeGoogleCredentialsSchema = zod
   );
 
 export { ownNamespace } from "../kube/index.ts";
-export { parseServiceAccountKey };

@@ -22,9 +22,6 @@ export {
   type VariablesOf,
 } from "./operator.ts";
 
-// A Google service-account key: the GCE provider's credential, and the platforms' for GKE.
-export { parseServiceAccountKey } from "./proxy/index.ts";
-export type { ServiceAccountKey } from "./proxy/providers/index.ts";
 
 /**
  * The operators kubefn runs, each one module (`<name>/operator.ts`): the proxy operator (seed

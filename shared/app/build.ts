@@ -133,7 +133,6 @@ function operatorsOf(settings: KubefnSettings, ports: KubefnPorts, bodiesTravel:
     ...(settings.probeShardSize && bodiesTravel ? { probeShardSize: settings.probeShardSize } : {}),
     ...(ports.probeSlots ? { probeSlotScope: ports.probeSlots } : {}),
     ...(ports.providers ? { providers: ports.providers } : {}),
-    ...(settings.proxyResyncSeconds ? { proxyResyncSeconds: settings.proxyResyncSeconds } : {}),
     ...(settings.minReportIntervalSeconds
       ? { minReportIntervalSeconds: settings.minReportIntervalSeconds }
       : {}),

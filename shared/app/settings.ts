@@ -122,7 +122,6 @@ export const settingsVariables = {
     z.coerce.number().check(z.int()).check(z.gte(0)).check(z.lte(10000)),
     DEFAULT_STATE_CHANGES_PER_INVOCATION,
   ),
-  PROXY_RESYNC_SECONDS: z.optional(z.coerce.number().check(z.int()).check(z.gte(60)).check(z.lte(86400))),
   MIN_REPORT_SECONDS: z.optional(z.coerce.number().check(z.int()).check(z.gte(1)).check(z.lte(3600))),
   ORPHAN_GRACE_SECONDS: z.optional(z.coerce.number().check(z.int()).check(z.gte(0))),
   PROBE_CONCURRENCY: z._default(z.coerce.number().check(z.int()).check(z.gte(1)).check(z.lte(256)), 32),
@@ -186,8 +185,6 @@ export interface KubefnSettings {
    * queue binding, STATE_CHANGES_URL).
    */
   stateChangesPerInvocation: number;
-  /** Drift poll (resync) of Proxies; the controller's default when unset. */
-  proxyResyncSeconds?: number;
   /** Least time between two status-affecting health reports of one Proxy. */
   minReportIntervalSeconds?: number;
   /** How old an untracked provider instance must be before the orphan collector deletes it. */
@@ -266,7 +263,6 @@ export function settingsFrom(e: SettingsVariables): KubefnSettings {
     sweepPeriodSeconds: e.SWEEP_PERIOD_SECONDS,
     admissionRecheckSeconds: e.ADMISSION_RECHECK_SECONDS,
     stateChangesPerInvocation: e.STATE_CHANGES_PER_INVOCATION,
-    ...(e.PROXY_RESYNC_SECONDS ? { proxyResyncSeconds: e.PROXY_RESYNC_SECONDS } : {}),
     ...(e.MIN_REPORT_SECONDS ? { minReportIntervalSeconds: e.MIN_REPORT_SECONDS } : {}),
     ...(e.ORPHAN_GRACE_SECONDS === undefined ? {} : { orphanGraceSeconds: e.ORPHAN_GRACE_SECONDS }),
     probeConcurrency: e.PROBE_CONCURRENCY,

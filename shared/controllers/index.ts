@@ -22,7 +22,6 @@ export {
   type VariablesOf,
 } from "./operator.ts";
 
-
 /**
  * The operators kubefn runs, each one module (`<name>/operator.ts`): the proxy operator (seed
  * 000), SubPool (seed 003) and the Site component registry (seed 004). Everything that lists

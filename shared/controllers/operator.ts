@@ -23,8 +23,6 @@ export interface OperatorOptions {
   probeShardSize?: number;
   /** Providers beyond the built-in Kubernetes pod provider (e.g. "gce"). */
   providers?: (kube: Kube) => ProvidersByName;
-  /** Drift poll (resync) of Proxies, seconds. */
-  proxyResyncSeconds?: number;
   /** Least time between two status-affecting health reports of one Proxy. */
   minReportIntervalSeconds?: number;
   /** Bearer token for the crawler API (`/v1/proxies`, `/v1/leases`); the API is off without it. */

@@ -52,7 +52,7 @@ export const proxyOperator = defineOperator({
           jobs: { [probeShardTask]: health.handleShard },
           ...(settings ? { instanceAllowList: settings.instanceAllowList } : {}),
           ...(probeAllowList ? { probeAllowList } : {}),
-          ...(opts.proxyResyncSeconds ? { timings: { driftPoll: opts.proxyResyncSeconds } } : {}),
+          ...(settings?.resyncSeconds ? { timings: { driftPoll: settings.resyncSeconds } } : {}),
         }),
       sweepTasks: [
         health,

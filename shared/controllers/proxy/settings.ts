@@ -42,6 +42,8 @@ export const proxyVariables = {
    * when named alone (/32).
    */
   PROBE_ALLOWED_CIDRS: z.optional(z.commaList),
+  /** Drift poll (resync) of Proxies, seconds; the controller's default when unset. */
+  PROXY_RESYNC_SECONDS: z.optional(z.coerce.number().check(z.int()).check(z.gte(60)).check(z.lte(86400))),
   /** Compute API base URL; tests point it at a local server. */
   GCE_COMPUTE_URL: z.optional(z.url({ protocol: /^https?$/ })),
 };
@@ -66,6 +68,8 @@ export interface ProxySettings {
   instanceAllowList: InstanceAllowList;
   probeAllowList: ProbeAllowList;
   gce?: GceSettings;
+  /** PROXY_RESYNC_SECONDS: the drift poll of Proxies; the controller's default when unset. */
+  resyncSeconds?: number;
 }
 
 /** The network tag of proxy VMs when GCE_NETWORK_TAGS is unset. */
@@ -126,6 +130,7 @@ export const proxySettings: OperatorSettingsDeclaration<typeof proxyVariables, P
         },
         probeAllowList: probeAllow.allowList ?? emptyProbeAllowList,
         ...(gce ? { gce } : {}),
+        ...(e.PROXY_RESYNC_SECONDS ? { resyncSeconds: e.PROXY_RESYNC_SECONDS } : {}),
       },
     };
   },

@@ -9,6 +9,8 @@ export {
   type AuditRule,
   type CrdModule,
   defineOperator,
+  type MetricFamilies,
+  type MetricFamily,
   type Operator,
   type OperatorCluster,
   type OperatorOptions,

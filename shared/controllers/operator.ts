@@ -88,6 +88,27 @@ export interface OperatorSettingsDeclaration<Vars extends Record<string, z.ZodMi
   invalid?(settings: Settings): string | undefined;
 }
 
+/** A metric family an operator emits: `# HELP` / `# TYPE`, and a histogram's buckets. */
+export interface MetricFamily {
+  type: "counter" | "gauge" | "histogram";
+  help: string;
+  /** Upper bounds in seconds (a histogram only); kubefn's latency buckets when unset. */
+  buckets?: readonly number[];
+  /**
+   * The labels that name one object (its `namespace` and `name`, …): the Node host keeps such
+   * series and forgets them with their object; a platform billing per series strips them.
+   */
+  objectLabels?: readonly string[];
+  /**
+   * A gauge with {@link objectLabels} kept, where series per object are not, as one series: the
+   * latest value of any object (e.g. the last probe's time, which a staleness alert reads).
+   */
+  latestOfAny?: boolean;
+}
+
+/** Metric families by name. */
+export type MetricFamilies = Readonly<Record<string, MetricFamily>>;
+
 /** One rule of an RBAC role, as infra/rbac writes it (flow lists, a comment above). */
 export interface RbacRule {
   comment?: string;
@@ -174,6 +195,8 @@ export interface Operator<
    */
   crds: CrdModule;
   settings?: OperatorSettingsDeclaration<Vars, Settings>;
+  /** The metric families it emits beside the runtime's (a unit test holds them to what the code emits). */
+  metricFamilies?: MetricFamilies;
   /** Builds what it runs; `settings` undefined: its defaults. */
   build(settings: Settings | undefined, options: OperatorOptions): OperatorParts;
   cluster: OperatorCluster;

@@ -8,6 +8,7 @@ import { proxyController, proxyControllerName } from "./controller.ts";
 import { discoveryRoutes, proxyPhaseGaugeTask, sharedProxyListing } from "./discovery/index.ts";
 import { probeShardTask, proxyHealthTask } from "./health-task.ts";
 import { leaseRoutes, leaseSweepTask } from "./leases/index.ts";
+import { proxyMetricFamilies } from "./metrics.ts";
 import { orphanSweepTask } from "./orphans/index.ts";
 import {
   createGceProvider,
@@ -26,6 +27,7 @@ export const proxyOperator = defineOperator({
   kinds: [proxyResource, Resources.Secret],
   crds: { module: "shared/controllers/proxy/crd.ts", exports: ["proxyCrd"] },
   settings: proxySettings,
+  metricFamilies: proxyMetricFamilies,
   build(settings, opts) {
     // Built once: its token source caches the access token across passes.
     const gce = gceProvider(settings?.gce, opts.fetch);

@@ -11,6 +11,13 @@ export const siteOperator = defineOperator({
   kinds: [siteResource, Resources.ConfigMap, Resources.Deployment],
   crds: { module: "shared/controllers/site/crd.ts", exports: ["siteCrd"] },
   settings: siteSettings,
+  metricFamilies: {
+    kubefn_site_invalid_total: {
+      type: "counter",
+      help: "Sites found failing the schema, by Site.",
+      objectLabels: ["site"],
+    },
+  },
   build(settings, opts) {
     return {
       controller: () =>

@@ -157,6 +157,12 @@ export interface OperatorCluster {
   audit?: readonly AuditRule[];
   /** Audit rules for its primaries, between the status rule and the groups' Metadata rule. */
   primaryAudit?: readonly AuditRule[];
+  /**
+   * The ValidatingAdmissionPolicies (infra/rbac/admission-policy*.yaml) that contain its writes,
+   * each bound by a binding of the same name: kubefn reconciles only while every operator's and
+   * its own are installed and bound (the admission gate, `kubefn doctor`).
+   */
+  admissionPolicies?: readonly string[];
 }
 
 /**

@@ -75,6 +75,7 @@ export const proxyOperator = defineOperator({
     };
   },
   cluster: {
+    admissionPolicies: ["kubefn-pods-are-proxy-instances"],
     roles: [
       {
         kind: "ClusterRole",

@@ -30,6 +30,7 @@ export const siteOperator = defineOperator({
     };
   },
   cluster: {
+    admissionPolicies: ["kubefn-system-runs-site-components"],
     roles: [
       {
         kind: "ClusterRole",

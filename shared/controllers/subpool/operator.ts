@@ -31,6 +31,11 @@ export const subPoolOperator = defineOperator({
     };
   },
   cluster: {
+    admissionPolicies: [
+      "kubefn-subpools-run-their-shape",
+      "kubefn-subpools-stay-within-limits",
+      "kubefn-routes-serve-their-pools-hostname",
+    ],
     roles: [
       {
         kind: "ClusterRole",

@@ -4,6 +4,7 @@
  * Node host keeps one message a key, its sweep Lease, and the span types of its exporter.
  */
 
+export type { AllowListEntry } from "../controllers/index.ts";
 export {
   createServiceAccountTokenSource,
   gkeScopes,
@@ -51,7 +52,12 @@ export {
   sweepLine,
   type Verdict,
 } from "./kubefn.ts";
-export { kubeGoogleCredentialsSchema, ownNamespace } from "./operator-settings.ts";
+export {
+  allowListEntriesFor,
+  allowListNames,
+  kubeGoogleCredentialsSchema,
+  ownNamespace,
+} from "./operator-settings.ts";
 export { createOperators, type OperatorOptions, type Operators } from "./operators.ts";
 export {
   describeIssues,

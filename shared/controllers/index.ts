@@ -5,6 +5,7 @@ import { siteOperator } from "./site/index.ts";
 import { subPoolOperator } from "./subpool/index.ts";
 
 export {
+  type AllowListEntry,
   type AnyOperator,
   type AuditRule,
   type CrdModule,
@@ -12,6 +13,7 @@ export {
   type MetricFamilies,
   type MetricFamily,
   type Operator,
+  type OperatorAllowLists,
   type OperatorCluster,
   type OperatorOptions,
   type OperatorParts,

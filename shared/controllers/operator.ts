@@ -109,6 +109,25 @@ export interface MetricFamily {
 /** Metric families by name. */
 export type MetricFamilies = Readonly<Record<string, MetricFamily>>;
 
+/** One entry of an installer's allow-list: a key of a ConfigMap in kubefn-system an admission policy reads. */
+export interface AllowListEntry {
+  list: string;
+  key: string;
+  value: string;
+}
+
+/**
+ * The installer's allow-lists its admission policies read (infra/rbac/admission-policy-shapes.yaml),
+ * and the entries that admit what its settings ask it to run and serve: a host that installs
+ * kubefn itself applies them.
+ */
+export interface OperatorAllowLists<Settings> {
+  /** The ConfigMaps (in kubefn-system) by name. */
+  names: readonly string[];
+  /** The entries `settings` need (pure); each `list` one of {@link names}. */
+  entries(settings: Settings): AllowListEntry[];
+}
+
 /** One rule of an RBAC role, as infra/rbac writes it (flow lists, a comment above). */
 export interface RbacRule {
   comment?: string;
@@ -203,6 +222,8 @@ export interface Operator<
   settings?: OperatorSettingsDeclaration<Vars, Settings>;
   /** The metric families it emits beside the runtime's (a unit test holds them to what the code emits). */
   metricFamilies?: MetricFamilies;
+  /** Its installer's allow-lists. */
+  allowLists?: OperatorAllowLists<Settings>;
   /** Builds what it runs; `settings` undefined: its defaults. */
   build(settings: Settings | undefined, options: OperatorOptions): OperatorParts;
   cluster: OperatorCluster;

@@ -28,6 +28,16 @@ export const proxyOperator = defineOperator({
   crds: { module: "shared/controllers/proxy/crd.ts", exports: ["proxyCrd"] },
   settings: proxySettings,
   metricFamilies: proxyMetricFamilies,
+  allowLists: {
+    names: ["kubefn-proxy-images"],
+    // The images of PROXY_ALLOWED_IMAGES.
+    entries: (settings) =>
+      settings.instanceAllowList.images.map((value, i) => ({
+        list: "kubefn-proxy-images",
+        key: `host-${i}`,
+        value,
+      })),
+  },
   build(settings, opts) {
     // Built once: its token source caches the access token across passes.
     const gce = gceProvider(settings?.gce, opts.fetch);

@@ -18,6 +18,16 @@ export const siteOperator = defineOperator({
       objectLabels: ["site"],
     },
   },
+  allowLists: {
+    names: ["kubefn-site-images"],
+    // The components' images of SITE_IMAGE_REGISTRY and SITE_IMAGE_TAG.
+    entries: ({ config: { imageRegistry, imageTag } }) =>
+      ["machina", "metalman"].map((component) => ({
+        list: "kubefn-site-images",
+        key: `host-${component}`,
+        value: `${imageRegistry}/${component}:${imageTag}`,
+      })),
+  },
   build(settings, opts) {
     return {
       controller: () =>

@@ -25,8 +25,8 @@ export interface NodeHostConfig {
    * host profile's NetworkPolicy admits only the scraper there. Unset: on `port`.
    */
   metricsPort?: number;
-  /** Keep a series per Proxy on `/metrics` (its probe gauges); off: bounded by kubefn's code. */
-  metricsPerProxy: boolean;
+  /** Keep a series per object on `/metrics` (its gauges); off: bounded by kubefn's code. */
+  metricsPerObject: boolean;
   /** Serve HTTPS with this certificate chain and key (PEM files): an OIDC issuer must be https. */
   tls?: { certFile: string; keyFile: string };
   /**
@@ -144,7 +144,7 @@ export function parseNodeHostEnv(env: Record<string, string | undefined>): NodeH
     host: e.KUBEFN_HOST,
     port: e.KUBEFN_PORT,
     ...(e.KUBEFN_METRICS_PORT !== undefined ? { metricsPort: e.KUBEFN_METRICS_PORT } : {}),
-    metricsPerProxy: e.KUBEFN_METRICS_PER_PROXY === "true",
+    metricsPerObject: e.KUBEFN_METRICS_PER_PROXY === "true",
     ...(e.KUBEFN_TLS_CERT_FILE && e.KUBEFN_TLS_KEY_FILE
       ? { tls: { certFile: e.KUBEFN_TLS_CERT_FILE, keyFile: e.KUBEFN_TLS_KEY_FILE } }
       : {}),

@@ -137,8 +137,8 @@ export async function bindTenantAccessClusterWide(kube: Kube): Promise<void> {
 }
 
 /**
- * Lets `username` write what kubefn reads back as its own record (the status of Proxies, SubPools
- * and Sites, a Proxy's spec-hash annotation): adds it, under `key`, to the ConfigMap
+ * Lets `username` write what kubefn reads back as its own record (the status of every
+ * operator's primaries, their spec-hash annotations): adds it, under `key`, to the ConfigMap
  * kubefn-system/kubefn-status-writers that the admission policy `kubefn-state-is-kubefns` reads.
  * For a kubefn run under another identity than its ServiceAccount (a development cluster's admin).
  * Idempotent; applied with a field manager of its own, so the installer's re-applies keep it.

@@ -180,12 +180,12 @@ export interface KubefnSettings {
    */
   admissionRecheckSeconds: number;
   /**
-   * State changes (a Proxy became Unhealthy, …) one invocation publishes at most; the rest are
+   * State changes (a primary became Ready or Unhealthy, …) one invocation publishes at most; the rest are
    * dropped and counted. Only where the platform has a sink (STATE_CHANGES_BUS, the STATE_CHANGES
    * queue binding, STATE_CHANGES_URL).
    */
   stateChangesPerInvocation: number;
-  /** Least time between two status-affecting health reports of one Proxy. */
+  /** Least time between two status-affecting health reports of one probed object. */
   minReportIntervalSeconds?: number;
   /** How old an untracked provider instance must be before the orphan collector deletes it. */
   orphanGraceSeconds?: number;

@@ -119,7 +119,7 @@ export function parseNodeHostEnv(env: Record<string, string | undefined>): NodeH
     FLEET_PAGE: isLoopbackHost(env.KUBEFN_HOST ?? "127.0.0.1") ? "open" : "token",
     // The embedded devcluster is for trying things: sweep (and so probe) every 10 s there.
     SWEEP_PERIOD_SECONDS: env.KUBECONFIG || env.KUBERNETES_SERVICE_HOST ? "60" : "10",
-    // The embedded devcluster is a laptop: its Proxies and probe targets are on loopback. A real
+    // The embedded devcluster is a laptop: its probe targets are on loopback. A real
     // cluster (KUBECONFIG, or a Pod's KUBERNETES_SERVICE_HOST) admits no internal destination
     // unless PROBE_ALLOWED_CIDRS says so.
     ...(env.KUBECONFIG || env.KUBERNETES_SERVICE_HOST ? {} : { PROBE_ALLOWED_CIDRS: "127.0.0.0/8,::1/128" }),

@@ -1,7 +1,7 @@
 /**
  * Prints the crawler token of a namespace under the API secret (`API_TOKEN`, read from the
  * environment): the credential a tenant's crawler presents to see and lease that namespace's
- * proxies only (see `namespaceToken` in shared/controllers/proxy/discovery/bearer-auth.ts).
+ * proxies only (see `namespaceToken` in shared/auth/api-credentials.ts).
  *
  *   API_TOKEN=… node --import tsx scripts/crawler-token.ts team-a
  */

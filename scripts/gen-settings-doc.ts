@@ -106,11 +106,6 @@ const sharedRows: Row<Exclude<Shared, keyof typeof operatorVariables>>[] = [
       'state changes (a Proxy Ready or Unhealthy, an instance replaced, a SubPool Ready or refused, a Site component\'s condition, the admission gate closed) one invocation publishes at most; the rest are dropped and counted (`kubefn_state_changes_dropped_total{reason="bound"}`). Only where a sink is named: `STATE_CHANGES_BUS` (Lambda), the `STATE_CHANGES` queue binding (Workers), `STATE_CHANGES_URL` (Node host); see [State changes](monitoring.md#state-changes)',
   },
   {
-    names: ["PROXY_RESYNC_SECONDS"],
-    unset: "`300`",
-    meaning: "drift period of Proxies: how often the sweep lists their provider instances and decides",
-  },
-  {
     names: ["MIN_REPORT_SECONDS"],
     unset: tick(minReportIntervalSeconds),
     meaning:
@@ -251,6 +246,11 @@ const operatorRows: Row<keyof typeof operatorVariables>[] = [
     unset: "unset (none; `127.0.0.0/8,::1/128` on the embedded devcluster of `npm start`)",
     meaning:
       "comma-separated CIDRs a tenant's External `spec.endpoint.host` and probe URLs may name although they are loopback, private (10/8, 172.16/12, 192.168/16, 100.64/10, fc00::/7) or link-local; a metadata address (169.254.169.254, 168.63.129.16, fd00:ec2::254) only when named alone; a Managed instance's own address is always probed",
+  },
+  {
+    names: ["PROXY_RESYNC_SECONDS"],
+    unset: "`300`",
+    meaning: "drift period of Proxies: how often the sweep lists their provider instances and decides",
   },
   {
     names: ["PROXY_ALLOWED_IMAGES"],

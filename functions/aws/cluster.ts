@@ -1,10 +1,10 @@
 import { KubeConfig } from "@kubernetes/client-node";
-import type { Clock } from "../../shared/app/index.ts";
 import {
+  type Clock,
   createServiceAccountTokenSource,
   gkeScopes,
   kubeTokenSourceFrom,
-} from "../../shared/controllers/proxy/providers/index.ts";
+} from "../../shared/app/index.ts";
 import type { GuardedKube, TokenSource } from "../../shared/kube/index.ts";
 import { guardedNodeKube, loadKubeConfig } from "../../shared/kube/node.ts";
 import type { AwsConfig } from "./config.ts";

@@ -59,7 +59,7 @@ describe("parseAwsEnv", () => {
       relaySecret: "r".repeat(32),
       selfUsernames: ["system:serviceaccount:kubefn-system:kubefn", "arn:aws:iam::111122223333:role/kubefn"],
       passConcurrency: 4,
-      proxyResyncSeconds: 900,
+      operators: { proxy: { resyncSeconds: 900 } },
     });
   });
 

@@ -4,9 +4,9 @@ import {
   parsePlatformEnv,
   parseServiceAccountKey,
   platformSchema,
+  type ServiceAccountKey,
   SettingsError,
 } from "../../shared/app/index.ts";
-import type { ServiceAccountKey } from "../../shared/controllers/proxy/providers/index.ts";
 import * as z from "../../shared/zod/index.ts";
 
 /** The Lambda's settings (infra/aws/template.yaml): where the cluster and the queue are, and the shared ones. */

@@ -2,7 +2,7 @@
  * kubefn's state changes on an EventBridge bus the user names (`STATE_CHANGES_BUS`), for their
  * rules to route to SNS, Slack, Step Functions or another account, with archive and replay.
  *
- * Every event: `source` `kubefn`, `detail-type` one of `StateChangeType` (`Proxy Unhealthy`, …),
+ * Every event: `source` `kubefn`, `detail-type` one of `StateChangeType` (`<Kind> Unhealthy`, …),
  * `detail` the versioned `StateChangeDetail` (`detail.version` "1"), `resources` empty (an object
  * is not an ARN). The schema is in docs/monitoring.md.
  */

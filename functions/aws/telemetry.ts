@@ -6,9 +6,9 @@ export const EMF_NAMESPACE = "kubefn";
 /**
  * Labels whose values come from a small set fixed by the code or the registry (controllers,
  * results, triggers, error classes, …): the only labels that become CloudWatch dimensions. Every
- * other label — a Proxy's `name` and `namespace`, a Site's name — is dropped from the dimensions,
+ * other label — an object's `name` and `namespace` — is dropped from the dimensions,
  * because CloudWatch bills each distinct dimension-value combination as its own metric
- * (10,000 Proxies would be 20,000 metrics). Per-object detail belongs in the log lines.
+ * (10,000 objects would be 20,000 metrics). Per-object detail belongs in the log lines.
  */
 export const EMF_DIMENSIONS: ReadonlySet<string> = new Set([
   "controller",

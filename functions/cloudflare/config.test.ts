@@ -45,7 +45,7 @@ describe("parseWorkerEnv", () => {
       relaySecret: "r".repeat(32),
       selfUsernames: ["system:serviceaccount:x:y", "alice"],
       maxBodyBytes: 65536,
-      proxyResyncSeconds: 600,
+      operators: { proxy: { resyncSeconds: 600 } },
     });
     expect(parseWorkerEnv({ ...minimal, KUBE_VIA: "relay", RELAY_SECRET: "r".repeat(32) }).kubeVia).toBe(
       "relay",

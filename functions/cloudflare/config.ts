@@ -11,9 +11,9 @@ import {
   parsePlatformEnv,
   parseServiceAccountKey,
   platformSchema,
+  type ServiceAccountKey,
   SettingsError,
 } from "../../shared/app/index.ts";
-import type { ServiceAccountKey } from "../../shared/controllers/proxy/providers/index.ts";
 import * as z from "../../shared/zod/index.ts";
 import type { StateChangeMessage } from "./state-changes.ts";
 

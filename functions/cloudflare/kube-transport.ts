@@ -1,9 +1,9 @@
-import { issuerTokenSource } from "../../shared/app/index.ts";
 import {
   createServiceAccountTokenSource,
   gkeScopes,
+  issuerTokenSource,
   kubeTokenSourceFrom,
-} from "../../shared/controllers/proxy/providers/index.ts";
+} from "../../shared/app/index.ts";
 import { createFetchTransport, type Transport } from "../../shared/kube/index.ts";
 import type { WorkerConfig } from "./config.ts";
 

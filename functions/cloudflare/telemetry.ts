@@ -56,7 +56,7 @@ interface Series {
  * - double1: a counter's sum, a gauge's last value, a histogram's sum of observations;
  * - double2: updates (a histogram's count); double3, double4: the least and greatest value given.
  *
- * Labels that name an object ({@link objectLabels}: a Proxy's name, a Site's) are stripped, and a
+ * Labels that name an object ({@link objectLabels}: an object's name and namespace) are stripped, and a
  * gauge that carried them is not kept: a point per object per invocation is what the platform
  * bills and limits, and per-object detail is in the logs.
  *

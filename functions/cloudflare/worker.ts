@@ -10,7 +10,7 @@
  * one data point per series it touched when its work is done (see {@link createAnalyticsMetrics}).
  *
  * Caveats: each invocation has a subrequest budget (50 on the free plan, 10,000 paid) and at most
- * 6 open connections; a sweep that lists and probes many Proxies spends it (the probe
+ * 6 open connections; a sweep that lists and probes many objects spends it (the probe
  * concurrency defaults to 6).
  */
 

@@ -25,8 +25,8 @@ export interface NodeHostConfig {
    * host profile's NetworkPolicy admits only the scraper there. Unset: on `port`.
    */
   metricsPort?: number;
-  /** Keep a series per Proxy on `/metrics` (its probe gauges); off: bounded by kubefn's code. */
-  metricsPerProxy: boolean;
+  /** Keep a series per object on `/metrics` (its gauges); off: bounded by kubefn's code. */
+  metricsPerObject: boolean;
   /** Serve HTTPS with this certificate chain and key (PEM files): an OIDC issuer must be https. */
   tls?: { certFile: string; keyFile: string };
   /**
@@ -119,7 +119,7 @@ export function parseNodeHostEnv(env: Record<string, string | undefined>): NodeH
     FLEET_PAGE: isLoopbackHost(env.KUBEFN_HOST ?? "127.0.0.1") ? "open" : "token",
     // The embedded devcluster is for trying things: sweep (and so probe) every 10 s there.
     SWEEP_PERIOD_SECONDS: env.KUBECONFIG || env.KUBERNETES_SERVICE_HOST ? "60" : "10",
-    // The embedded devcluster is a laptop: its Proxies and probe targets are on loopback. A real
+    // The embedded devcluster is a laptop: its probe targets are on loopback. A real
     // cluster (KUBECONFIG, or a Pod's KUBERNETES_SERVICE_HOST) admits no internal destination
     // unless PROBE_ALLOWED_CIDRS says so.
     ...(env.KUBECONFIG || env.KUBERNETES_SERVICE_HOST ? {} : { PROBE_ALLOWED_CIDRS: "127.0.0.0/8,::1/128" }),
@@ -144,7 +144,7 @@ export function parseNodeHostEnv(env: Record<string, string | undefined>): NodeH
     host: e.KUBEFN_HOST,
     port: e.KUBEFN_PORT,
     ...(e.KUBEFN_METRICS_PORT !== undefined ? { metricsPort: e.KUBEFN_METRICS_PORT } : {}),
-    metricsPerProxy: e.KUBEFN_METRICS_PER_PROXY === "true",
+    metricsPerObject: e.KUBEFN_METRICS_PER_PROXY === "true",
     ...(e.KUBEFN_TLS_CERT_FILE && e.KUBEFN_TLS_KEY_FILE
       ? { tls: { certFile: e.KUBEFN_TLS_CERT_FILE, keyFile: e.KUBEFN_TLS_KEY_FILE } }
       : {}),

@@ -110,11 +110,13 @@ export async function startNodeHost(config: NodeHostConfig, log: Log): Promise<N
     inProcessQueue: true,
     prober: createNodeProber(),
     log,
-    metrics: config.metricsPerProxy ? metrics : withoutObjectSeries(metrics),
+    metrics: config.metricsPerObject ? metrics : withoutObjectSeries(metrics),
     ...(spanExport ? { spans: spanExport.spans } : {}),
     ...(config.stateChanges ? { stateChanges: cloudEventsStateChanges(config.stateChanges) } : {}),
     // Read once at start, like every other setting.
-    ...(config.siteManifestsDir ? { siteManifests: readManifestDirectory(config.siteManifestsDir) } : {}),
+    ...(config.siteManifestsDir
+      ? { operatorOptions: { siteManifests: readManifestDirectory(config.siteManifestsDir) } }
+      : {}),
   });
   // Each controller's reconcile series from 0, as controller-runtime starts them: a counter that
   // first appears at 1 loses that first increase to rate().

@@ -11,7 +11,6 @@ export {
   asServiceAccount,
   installCrdsAndRbac,
   manifestsIn,
-  type PolicyAllowList,
   serviceAccountToken,
   trustAsKubefn,
 } from "./install.ts";

@@ -1,6 +1,7 @@
 import { describe, expect, it } from "vitest";
+import type { Kube } from "../../shared/kube/index.ts";
 import { parseNodeHostEnv } from "./config.ts";
-import { allowListEntriesFor } from "./install.ts";
+import { allowForKubefn, allowListEntriesFor } from "./install.ts";
 
 const entries = (env: Record<string, string>) =>
   allowListEntriesFor(parseNodeHostEnv(env).settings.operators).map((e) => `${e.list} ${e.key}=${e.value}`);
@@ -14,10 +15,10 @@ describe("the allow-lists a host that installs kubefn writes from its settings",
         "kubefn-proxy-images host-0=ghcr.io/kubefn/forward-proxy:*",
         "kubefn-proxy-images host-1=ghcr.io/kubefn/forward-proxy@*",
         "kubefn-proxy-images host-2=projects/debian-cloud/*",
-        "kubefn-site-images host-machina=ghcr.io/unbounded-cloud/machina:latest",
-        "kubefn-site-images host-metalman=ghcr.io/unbounded-cloud/metalman:latest",
         "kubefn-subpool-limits cpu=2",
         "kubefn-subpool-limits memory=4Gi",
+        "kubefn-site-images host-machina=ghcr.io/unbounded-cloud/machina:latest",
+        "kubefn-site-images host-metalman=ghcr.io/unbounded-cloud/metalman:latest",
       ],
     ],
     [
@@ -31,14 +32,31 @@ describe("the allow-lists a host that installs kubefn writes from its settings",
       },
       [
         "kubefn-proxy-images host-0=registry.example/proxy:*",
-        "kubefn-site-images host-machina=registry.example/unbounded/machina:v1.2",
-        "kubefn-site-images host-metalman=registry.example/unbounded/metalman:v1.2",
         "kubefn-subpool-hostnames host=*.pools.example.test",
         "kubefn-subpool-limits cpu=8",
         "kubefn-subpool-limits memory=4Gi",
+        "kubefn-site-images host-machina=registry.example/unbounded/machina:v1.2",
+        "kubefn-site-images host-metalman=registry.example/unbounded/metalman:v1.2",
       ],
     ],
   ])("%s", (_, env, expected) => {
     expect(entries(env)).toEqual(expected);
+  });
+
+  it("adds to no ConfigMap an operator does not declare as its allow-list", async () => {
+    const writes: unknown[] = [];
+    const kube = new Proxy(
+      {},
+      {
+        get:
+          () =>
+          (...args: unknown[]) =>
+            writes.push(args),
+      },
+    ) as Kube;
+    await expect(allowForKubefn(kube, "kubefn-status-writers", "k", "v")).rejects.toThrow(
+      /no operator's allow-list/,
+    );
+    expect(writes).toEqual([]);
   });
 });

@@ -3,7 +3,7 @@ import { fileURLToPath } from "node:url";
 import { KubeConfig } from "@kubernetes/client-node";
 import { parseAllDocuments } from "yaml";
 import { DEFAULT_IDENTITY, withIdentities } from "../../shared/app/admission/index.ts";
-import type { KubefnSettings } from "../../shared/app/index.ts";
+import { type AllowListEntry, allowListEntriesFor, allowListNames } from "../../shared/app/index.ts";
 import type { Kube, KubeObject, Resource, Transport } from "../../shared/kube/index.ts";
 import { errorFromResponse, isNotFound, Resources, serverSideApply } from "../../shared/kube/index.ts";
 
@@ -137,8 +137,8 @@ export async function bindTenantAccessClusterWide(kube: Kube): Promise<void> {
 }
 
 /**
- * Lets `username` write what kubefn reads back as its own record (the status of Proxies, SubPools
- * and Sites, a Proxy's spec-hash annotation): adds it, under `key`, to the ConfigMap
+ * Lets `username` write what kubefn reads back as its own record (the status of every
+ * operator's primaries, their spec-hash annotations): adds it, under `key`, to the ConfigMap
  * kubefn-system/kubefn-status-writers that the admission policy `kubefn-state-is-kubefns` reads.
  * For a kubefn run under another identity than its ServiceAccount (a development cluster's admin).
  * Idempotent; applied with a field manager of its own, so the installer's re-applies keep it.
@@ -167,28 +167,17 @@ export async function trustAsKubefn(kube: Kube, key: string, username: string): 
   );
 }
 
-/** The installer's allow-lists that the policies of infra/rbac/admission-policy-shapes.yaml read. */
-export type PolicyAllowList =
-  | "kubefn-proxy-images"
-  | "kubefn-site-images"
-  | "kubefn-subpool-hostnames"
-  | "kubefn-subpool-images"
-  | "kubefn-subpool-limits";
-
 /**
  * Adds one entry, under `key`, to an allow-list ConfigMap in kubefn-system (an image pattern, or
- * a hostname claim): what an installer does with `kubectl patch`. Idempotent; applied with a field
+ * a hostname claim): what an installer does with `kubectl patch`. `list` is one an operator
+ * declares (its `allowLists.names`). Idempotent; applied with a field
  * manager of its own, so the installer's re-applies keep it.
  *
  * @example
- * await allowForKubefn(admin, "kubefn-proxy-images", "team-registry", "registry.example/proxy:*");
+ * await allowForKubefn(admin, "kubefn-widget-images", "team-registry", "registry.example/widget:*");
  */
-export async function allowForKubefn(
-  kube: Kube,
-  list: PolicyAllowList,
-  key: string,
-  value: string,
-): Promise<void> {
+export async function allowForKubefn(kube: Kube, list: string, key: string, value: string): Promise<void> {
+  if (!allowListNames().includes(list)) throw new TypeError(`${list} is no operator's allow-list`);
   const manager = `kubefn-allow-${key}`;
   await serverSideApply(
     kube,
@@ -210,48 +199,9 @@ export async function allowForKubefn(
 }
 
 /** One entry of an installer's allow-list. */
-export interface PolicyAllowEntry {
-  list: PolicyAllowList;
-  key: string;
-  value: string;
-}
+export type PolicyAllowEntry = AllowListEntry;
 
-/**
- * The allow-list entries that admit what kubefn's settings ask it to run and serve (pure): the
- * proxy images of `PROXY_ALLOWED_IMAGES`, the Site components' images of `SITE_IMAGE_REGISTRY`
- * and `SITE_IMAGE_TAG`, `*.<SUBPOOL_HOSTNAME_SUFFIX>`, and the SubPool envelope
- * (`SUBPOOL_MAX_CPU`, `SUBPOOL_MAX_MEMORY`) as the limits of `kubefn-subpools-stay-within-limits`.
- * For a host that installs kubefn itself.
- *
- * @example
- * allowListEntriesFor(settings.operators).find((e) => e.list === "kubefn-site-images")?.value;
- * // "ghcr.io/unbounded-cloud/machina:latest"
- */
-export function allowListEntriesFor(operators: KubefnSettings["operators"]): PolicyAllowEntry[] {
-  const { imageRegistry, imageTag } = operators.site.config;
-  const subPool = "invalid" in operators.subpool.config ? undefined : operators.subpool.config;
-  const suffix = subPool?.hostnameSuffix;
-  return [
-    ...operators.proxy.instanceAllowList.images.map((value, i) => ({
-      list: "kubefn-proxy-images" as const,
-      key: `host-${i}`,
-      value,
-    })),
-    ...["machina", "metalman"].map((component) => ({
-      list: "kubefn-site-images" as const,
-      key: `host-${component}`,
-      value: `${imageRegistry}/${component}:${imageTag}`,
-    })),
-    ...(suffix ? [{ list: "kubefn-subpool-hostnames" as const, key: "host", value: `*.${suffix}` }] : []),
-    ...(subPool
-      ? (["cpu", "memory"] as const).map((key) => ({
-          list: "kubefn-subpool-limits" as const,
-          key,
-          value: subPool.envelope[key],
-        }))
-      : []),
-  ];
-}
+export { allowListEntriesFor };
 
 /**
  * Applies `entries` to the allow-lists, each list's under one field manager
@@ -259,7 +209,7 @@ export function allowListEntriesFor(operators: KubefnSettings["operators"]): Pol
  * entries stay. Lists without an entry are left alone.
  */
 export async function applyAllowLists(kube: Kube, entries: readonly PolicyAllowEntry[]): Promise<void> {
-  const lists = new Map<PolicyAllowList, Record<string, string>>();
+  const lists = new Map<string, Record<string, string>>();
   for (const e of entries) lists.set(e.list, { ...lists.get(e.list), [e.key]: e.value });
   for (const [name, data] of lists) {
     await serverSideApply(

@@ -107,7 +107,7 @@ describe("the Node host's /metrics (issue 30, Low)", () => {
   }
 
   it("a tenant's 10,000 Proxies add no series by default: as many as one Proxy's", () => {
-    expect(parseNodeHostEnv({}).metricsPerProxy).toBe(false);
+    expect(parseNodeHostEnv({}).metricsPerObject).toBe(false);
     const one = new PrometheusMetrics();
     probe(one, 1, false);
     const many = new PrometheusMetrics();
@@ -121,7 +121,7 @@ describe("the Node host's /metrics (issue 30, Low)", () => {
   });
 
   it("KUBEFN_METRICS_PER_PROXY=true keeps a series per Proxy", () => {
-    expect(parseNodeHostEnv({ KUBEFN_METRICS_PER_PROXY: "true" }).metricsPerProxy).toBe(true);
+    expect(parseNodeHostEnv({ KUBEFN_METRICS_PER_PROXY: "true" }).metricsPerObject).toBe(true);
     const metrics = new PrometheusMetrics();
     probe(metrics, 100, true);
     expect(seriesOf(metrics.render())).toHaveLength(200);

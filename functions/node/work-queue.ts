@@ -13,7 +13,7 @@ export interface WorkQueueOptions {
   /**
    * Probe shards running at once, beside the passes (default 16). A shard spreads its probes
    * over a second and the prober bounds the connections of all of them together; sharing the
-   * passes' few slots would cap a host at a few shards a second (9,000 Proxies at 30 s need
+   * passes' few slots would cap a host at a few shards a second (9,000 probed objects at 30 s need
    * about 8 at once) and keep the passes waiting behind them.
    */
   shardConcurrency?: number;

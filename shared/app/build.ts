@@ -124,6 +124,7 @@ export function buildCore(settings: KubefnSettings, ports: KubefnPorts, operator
 /** The operators `settings` and `ports` describe. */
 function operatorsOf(settings: KubefnSettings, ports: KubefnPorts, bodiesTravel: boolean): Operators {
   return createOperators({
+    ...ports.operatorOptions,
     prober: ports.prober,
     sweepPeriodSeconds: settings.sweepPeriodSeconds,
     probeConcurrency: settings.probeConcurrency,
@@ -132,15 +133,12 @@ function operatorsOf(settings: KubefnSettings, ports: KubefnPorts, bodiesTravel:
       : {}),
     ...(settings.probeShardSize && bodiesTravel ? { probeShardSize: settings.probeShardSize } : {}),
     ...(ports.probeSlots ? { probeSlotScope: ports.probeSlots } : {}),
-    ...(ports.providers ? { providers: ports.providers } : {}),
-    ...(settings.proxyResyncSeconds ? { proxyResyncSeconds: settings.proxyResyncSeconds } : {}),
     ...(settings.minReportIntervalSeconds
       ? { minReportIntervalSeconds: settings.minReportIntervalSeconds }
       : {}),
     ...(settings.orphanGraceSeconds === undefined ? {} : { orphanGraceSeconds: settings.orphanGraceSeconds }),
     ...(settings.apiToken ? { apiToken: settings.apiToken } : {}),
     settings: settings.operators,
-    ...(ports.siteManifests ? { siteManifests: ports.siteManifests } : {}),
   });
 }
 

@@ -3,6 +3,15 @@
  * queue is built from its SDK's batch send (fitting, cutting and batching are the core's), how the
  * Node host keeps one message a key, its sweep Lease, and the span types of its exporter.
  */
+
+export type { AllowListEntry } from "../controllers/index.ts";
+export {
+  createServiceAccountTokenSource,
+  gkeScopes,
+  kubeTokenSourceFrom,
+  parseServiceAccountKey,
+  type ServiceAccountKey,
+} from "../credentials/index.ts";
 export {
   batchesOf,
   type Clock,
@@ -43,7 +52,12 @@ export {
   sweepLine,
   type Verdict,
 } from "./kubefn.ts";
-export { kubeGoogleCredentialsSchema, ownNamespace, parseServiceAccountKey } from "./operator-settings.ts";
+export {
+  allowListEntriesFor,
+  allowListNames,
+  kubeGoogleCredentialsSchema,
+  ownNamespace,
+} from "./operator-settings.ts";
 export { createOperators, type OperatorOptions, type Operators } from "./operators.ts";
 export {
   describeIssues,

@@ -7,13 +7,14 @@
  */
 
 import {
+  type AllowListEntry,
   type AnyOperator,
   type Operators,
   operators,
-  parseServiceAccountKey,
   type SettingsByName,
   type VariablesOf,
 } from "../controllers/index.ts";
+import { parseServiceAccountKey } from "../credentials/index.ts";
 import type * as z from "../zod/index.ts";
 import * as zod from "../zod/index.ts";
 
@@ -75,6 +76,26 @@ export function stoppedBySettings(
   });
 }
 
+/**
+ * The allow-list entries that admit what kubefn's settings ask its operators to run and serve
+ * (pure): each operator's `allowLists.entries` of its settings, in list order. For a host that
+ * installs kubefn itself.
+ */
+export function allowListEntriesFor(
+  settings: Readonly<Record<string, unknown>>,
+  list: readonly AnyOperator[] = operators,
+): AllowListEntry[] {
+  return list.flatMap((o) => {
+    const own = settings[o.name];
+    return own === undefined || !o.allowLists ? [] : o.allowLists.entries(own);
+  });
+}
+
+/** Every operator's allow-list names (the ConfigMaps in kubefn-system their policies read). */
+export function allowListNames(list: readonly AnyOperator[] = operators): readonly string[] {
+  return list.flatMap((o) => o.allowLists?.names ?? []);
+}
+
 /** `KUBE_GOOGLE_CREDENTIALS` on Workers and Lambda: a service-account key whose tokens authenticate to GKE. */
 export const kubeGoogleCredentialsSchema = zod
   .string()
@@ -86,4 +107,3 @@ export const kubeGoogleCredentialsSchema = zod
   );
 
 export { ownNamespace } from "../kube/index.ts";
-export { parseServiceAccountKey };

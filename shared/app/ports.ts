@@ -1,6 +1,5 @@
-import type { ProvidersByName } from "../controllers/proxy/providers/index.ts";
+import type { OperatorOptions } from "../controllers/index.ts";
 import type { Prober } from "../health/index.ts";
-import type { KubeObject } from "../kube/index.ts";
 import type {
   Clock,
   Kube,
@@ -13,6 +12,11 @@ import type {
   SweepSummary,
 } from "../runtime/index.ts";
 import type { CloudWatchLogsResult, IntakeCredentials } from "./intake/index.ts";
+
+/** The operator options a platform may add (see {@link KubefnPorts.operatorOptions}). */
+export type PlatformOperatorOptions = Partial<
+  Omit<OperatorOptions, "settings" | "prober" | "sweepPeriodSeconds">
+>;
 
 /** What a platform binds: the outside world, as the core's ports. */
 export interface KubefnPorts {
@@ -55,13 +59,11 @@ export interface KubefnPorts {
   clock?: Clock;
   /** Jitter source; `Math.random` when unset. */
   random?: () => number;
-  /** Instance providers beyond the built-in Kubernetes pod provider and the settings' gce. */
-  providers?: (kube: Kube) => ProvidersByName;
   /**
-   * Site component manifests from the platform's filesystem (the Node host's
-   * `SITE_MANIFESTS_DIR`); the embedded bundle when unset — a Worker has no filesystem.
+   * What this platform adds to the options every operator is built with (e.g. manifests read from
+   * its filesystem, which a Worker has not): passed through as they are; each operator reads its own.
    */
-  siteManifests?: readonly KubeObject[];
+  operatorOptions?: PlatformOperatorOptions;
   /**
    * The intake's credentials, read per request: a platform that re-reads rotated secrets binds
    * it (Lambda, from Secrets Manager); the settings' `auditToken` and `relaySecret` when unset.
@@ -95,15 +97,15 @@ export type Ingest = { source: "cloudwatch-logs"; data: string };
 /** The four calls every platform maps its events onto. */
 export interface Kubefn {
   /**
-   * The HTTP surface: intake (`POST /v1/events`, `GET /healthz`), the crawler API, and the fleet
+   * The HTTP surface: intake (`POST /v1/events`, `GET /healthz`), the operators' routes, and the fleet
    * page (`GET /`, behind the API token when one is set).
    */
   fetch(request: Request): Response | Promise<Response>;
   /**
    * One platform delivery (a Workers queue batch, a Lambda SQS batch, one of the Node
    * host's queue sends): each item is a pass or a job, run `PASS_CONCURRENCY` at a time; they
-   * share one request budget (`REQUEST_BUDGET`) and, for up to 30 s, reads of shared state (the
-   * proxy gateway's EndpointSlices). Calls with the same `batch` object share those reads (the
+   * share one request budget (`REQUEST_BUDGET`) and, for up to 30 s, reads of shared state (an
+   * operator's look at a shared gateway). Calls with the same `batch` object share those reads (the
    * Node host's queue sends, each a delivery of its own).
    * Returns one verdict per item, in order. Each pass is logged as one `pass` line, each job as
    * one `job` line, with the trace id of the chain it belongs to.

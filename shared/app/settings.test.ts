@@ -50,13 +50,12 @@ const expected = {
   maxBodyBytes: 65536,
   replayWindowSeconds: 120,
   sweepPeriodSeconds: 120,
-  proxyResyncSeconds: 600,
   minReportIntervalSeconds: 30,
   orphanGraceSeconds: 0,
   probeConcurrency: 12,
   passConcurrency: 3,
   logLevel: "warn",
-  operators: { proxy: { probeAllowList: { text: ["10.20.0.0/16", "::1/128"] } } },
+  operators: { proxy: { probeAllowList: { text: ["10.20.0.0/16", "::1/128"] }, resyncSeconds: 600 } },
 };
 
 describe("one settings schema, the same names on every platform", () => {
@@ -81,7 +80,7 @@ describe("one settings schema, the same names on every platform", () => {
   it("the sweep's defaults are the same on every platform: steady state costs the same everywhere", () => {
     const sweepDefaults = (s: ReturnType<typeof platforms.node>) => ({
       sweepPeriodSeconds: s.sweepPeriodSeconds,
-      proxyResyncSeconds: s.proxyResyncSeconds,
+      proxyResyncSeconds: s.operators.proxy?.resyncSeconds,
       probeShardSize: s.probeShardSize,
       requestBudget: s.requestBudget,
     });

@@ -122,14 +122,13 @@ export const settingsVariables = {
     z.coerce.number().check(z.int()).check(z.gte(0)).check(z.lte(10000)),
     DEFAULT_STATE_CHANGES_PER_INVOCATION,
   ),
-  PROXY_RESYNC_SECONDS: z.optional(z.coerce.number().check(z.int()).check(z.gte(60)).check(z.lte(86400))),
   MIN_REPORT_SECONDS: z.optional(z.coerce.number().check(z.int()).check(z.gte(1)).check(z.lte(3600))),
   ORPHAN_GRACE_SECONDS: z.optional(z.coerce.number().check(z.int()).check(z.gte(0))),
   PROBE_CONCURRENCY: z._default(z.coerce.number().check(z.int()).check(z.gte(1)).check(z.lte(256)), 32),
   // Probes in flight per namespace (per instance); unset: half of PROBE_CONCURRENCY.
   PROBE_NAMESPACE_CONCURRENCY: z.optional(z.coerce.number().check(z.int()).check(z.gte(1)).check(z.lte(256))),
   PASS_CONCURRENCY: z._default(z.coerce.number().check(z.int()).check(z.gte(1)).check(z.lte(256)), 8),
-  // Probes fan out as delayed probe-shard messages of this many Proxies (0: probed in the sweep).
+  // Probes fan out as delayed probe-shard messages of this many objects (0: probed in the sweep).
   // At most 1,000: a shard's probes and writes stay within one invocation's subrequests (10,000 on Workers).
   PROBE_SHARD_SIZE: z._default(z.coerce.number().check(z.int()).check(z.gte(0)).check(z.lte(1000)), 40),
   // Back-pressure (shared/kube guardedKube): API requests per platform invocation; a circuit per instance.
@@ -150,7 +149,7 @@ export interface KubefnSettings {
   auditToken?: string;
   /** HMAC secret shared with the relay; relay batches are refused without it. */
   relaySecret?: string;
-  /** Bearer token of the crawler API (/v1/proxies, /v1/leases); off when unset. */
+  /** Bearer token of the operators' HTTP APIs (the crawler API); off when unset. */
   apiToken?: string;
   /** Who may see the fleet page (`FLEET_PAGE`: `token` by default, `open` on the Node host). */
   fleetPage: FleetPageAccess;
@@ -181,14 +180,12 @@ export interface KubefnSettings {
    */
   admissionRecheckSeconds: number;
   /**
-   * State changes (a Proxy became Unhealthy, …) one invocation publishes at most; the rest are
+   * State changes (a primary became Ready or Unhealthy, …) one invocation publishes at most; the rest are
    * dropped and counted. Only where the platform has a sink (STATE_CHANGES_BUS, the STATE_CHANGES
    * queue binding, STATE_CHANGES_URL).
    */
   stateChangesPerInvocation: number;
-  /** Drift poll (resync) of Proxies; the controller's default when unset. */
-  proxyResyncSeconds?: number;
-  /** Least time between two status-affecting health reports of one Proxy. */
+  /** Least time between two status-affecting health reports of one probed object. */
   minReportIntervalSeconds?: number;
   /** How old an untracked provider instance must be before the orphan collector deletes it. */
   orphanGraceSeconds?: number;
@@ -202,7 +199,7 @@ export interface KubefnSettings {
   /** Passes run at once for one delivery (a Lambda event, the Node host's queue). */
   passConcurrency: number;
   /**
-   * Fan health probes out through the queue, this many Proxies per probe-shard message; unset or
+   * Fan health probes out through the queue, this many objects per probe-shard message; unset or
    * 0, the sweep probes in process, once per sweep (an interval below the sweep period is then
    * rounded up to it). Default 40 on every platform. On Workers a queue batch of up to 10
    * messages (wrangler.toml) runs in one invocation, each probe costing a connection and at most
@@ -266,7 +263,6 @@ export function settingsFrom(e: SettingsVariables): KubefnSettings {
     sweepPeriodSeconds: e.SWEEP_PERIOD_SECONDS,
     admissionRecheckSeconds: e.ADMISSION_RECHECK_SECONDS,
     stateChangesPerInvocation: e.STATE_CHANGES_PER_INVOCATION,
-    ...(e.PROXY_RESYNC_SECONDS ? { proxyResyncSeconds: e.PROXY_RESYNC_SECONDS } : {}),
     ...(e.MIN_REPORT_SECONDS ? { minReportIntervalSeconds: e.MIN_REPORT_SECONDS } : {}),
     ...(e.ORPHAN_GRACE_SECONDS === undefined ? {} : { orphanGraceSeconds: e.ORPHAN_GRACE_SECONDS }),
     probeConcurrency: e.PROBE_CONCURRENCY,

@@ -1,4 +1,14 @@
 export {
+  bearerAuth,
+  boundHolder,
+  type CrawlerCredential,
+  crawlerOf,
+  credentialOf,
+  mayUseNamespace,
+  namespaceToken,
+  parseCrawlerCredentials,
+} from "./api-credentials.ts";
+export {
   fetchedKeys,
   GOOGLE_ISSUERS,
   GOOGLE_JWKS_URL,

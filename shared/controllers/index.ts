@@ -5,11 +5,15 @@ import { siteOperator } from "./site/index.ts";
 import { subPoolOperator } from "./subpool/index.ts";
 
 export {
+  type AllowListEntry,
   type AnyOperator,
   type AuditRule,
   type CrdModule,
   defineOperator,
+  type MetricFamilies,
+  type MetricFamily,
   type Operator,
+  type OperatorAllowLists,
   type OperatorCluster,
   type OperatorOptions,
   type OperatorParts,
@@ -21,10 +25,6 @@ export {
   type SettingsOf,
   type VariablesOf,
 } from "./operator.ts";
-
-// A Google service-account key: the GCE provider's credential, and the platforms' for GKE.
-export { parseServiceAccountKey } from "./proxy/index.ts";
-export type { ServiceAccountKey } from "./proxy/providers/index.ts";
 
 /**
  * The operators kubefn runs, each one module (`<name>/operator.ts`): the proxy operator (seed

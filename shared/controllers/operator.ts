@@ -23,8 +23,6 @@ export interface OperatorOptions {
   probeShardSize?: number;
   /** Providers beyond the built-in Kubernetes pod provider (e.g. "gce"). */
   providers?: (kube: Kube) => ProvidersByName;
-  /** Drift poll (resync) of Proxies, seconds. */
-  proxyResyncSeconds?: number;
   /** Least time between two status-affecting health reports of one Proxy. */
   minReportIntervalSeconds?: number;
   /** Bearer token for the crawler API (`/v1/proxies`, `/v1/leases`); the API is off without it. */
@@ -90,6 +88,46 @@ export interface OperatorSettingsDeclaration<Vars extends Record<string, z.ZodMi
   invalid?(settings: Settings): string | undefined;
 }
 
+/** A metric family an operator emits: `# HELP` / `# TYPE`, and a histogram's buckets. */
+export interface MetricFamily {
+  type: "counter" | "gauge" | "histogram";
+  help: string;
+  /** Upper bounds in seconds (a histogram only); kubefn's latency buckets when unset. */
+  buckets?: readonly number[];
+  /**
+   * The labels that name one object (its `namespace` and `name`, …): the Node host keeps such
+   * series and forgets them with their object; a platform billing per series strips them.
+   */
+  objectLabels?: readonly string[];
+  /**
+   * A gauge with {@link objectLabels} kept, where series per object are not, as one series: the
+   * latest value of any object (e.g. the last probe's time, which a staleness alert reads).
+   */
+  latestOfAny?: boolean;
+}
+
+/** Metric families by name. */
+export type MetricFamilies = Readonly<Record<string, MetricFamily>>;
+
+/** One entry of an installer's allow-list: a key of a ConfigMap in kubefn-system an admission policy reads. */
+export interface AllowListEntry {
+  list: string;
+  key: string;
+  value: string;
+}
+
+/**
+ * The installer's allow-lists its admission policies read (infra/rbac/admission-policy-shapes.yaml),
+ * and the entries that admit what its settings ask it to run and serve: a host that installs
+ * kubefn itself applies them.
+ */
+export interface OperatorAllowLists<Settings> {
+  /** The ConfigMaps (in kubefn-system) by name. */
+  names: readonly string[];
+  /** The entries `settings` need (pure); each `list` one of {@link names}. */
+  entries(settings: Settings): AllowListEntry[];
+}
+
 /** One rule of an RBAC role, as infra/rbac writes it (flow lists, a comment above). */
 export interface RbacRule {
   comment?: string;
@@ -138,6 +176,12 @@ export interface OperatorCluster {
   audit?: readonly AuditRule[];
   /** Audit rules for its primaries, between the status rule and the groups' Metadata rule. */
   primaryAudit?: readonly AuditRule[];
+  /**
+   * The ValidatingAdmissionPolicies (infra/rbac/admission-policy*.yaml) that contain its writes,
+   * each bound by a binding of the same name: kubefn reconciles only while every operator's and
+   * its own are installed and bound (the admission gate, `kubefn doctor`).
+   */
+  admissionPolicies?: readonly string[];
 }
 
 /**
@@ -176,6 +220,10 @@ export interface Operator<
    */
   crds: CrdModule;
   settings?: OperatorSettingsDeclaration<Vars, Settings>;
+  /** The metric families it emits beside the runtime's (a unit test holds them to what the code emits). */
+  metricFamilies?: MetricFamilies;
+  /** Its installer's allow-lists. */
+  allowLists?: OperatorAllowLists<Settings>;
   /** Builds what it runs; `settings` undefined: its defaults. */
   build(settings: Settings | undefined, options: OperatorOptions): OperatorParts;
   cluster: OperatorCluster;

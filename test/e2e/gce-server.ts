@@ -7,7 +7,7 @@
  */
 import { createServer, type IncomingMessage } from "node:http";
 import type { AddressInfo } from "node:net";
-import { bytesFromBase64Url, pemFromBytes } from "../../shared/controllers/proxy/providers/gce-auth.ts";
+import { bytesFromBase64Url, pemFromBytes } from "../../shared/credentials/google.ts";
 
 export interface GceServer {
   url: string;

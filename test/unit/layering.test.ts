@@ -15,12 +15,16 @@
  *   composition of the app's parts (at most {@link CREATE_KUBEFN_MAX_LINES} lines);
  * - the runtime keeps its rooms: no module sits at `shared/runtime/`'s top but its index.ts, and
  *   code outside the runtime imports its top index only (a test may take a runtime-internal name
- *   from a room's index.ts, never a room's file).
+ *   from a room's index.ts, never a room's file);
+ * - nothing in the app or the platforms knows which operators exist: no operator's name, nor its
+ *   primary kind's, appears in a production module of `shared/app/` or `functions/` (each
+ *   operator declares what it needs; the app loops over `operators`).
  */
 import { readdirSync, readFileSync } from "node:fs";
 import { dirname, join, normalize, relative } from "node:path";
 import { fileURLToPath } from "node:url";
 import { describe, expect, it } from "vitest";
+import { operators } from "../../shared/controllers/index.ts";
 
 const root = fileURLToPath(new URL("../../", import.meta.url));
 
@@ -324,4 +328,103 @@ describe("the runtime's rooms", () => {
     );
     expect(found).toEqual([]);
   });
+});
+
+/**
+ * The words that name an operator: each operator's name, its primary kind and that kind's plural
+ * (its `kinds[0]`; the kinds it owns or watches — Secrets, Deployments — are Kubernetes', not its).
+ */
+function operatorWords(list = operators): string[] {
+  const words = list.flatMap((o) => [o.name, o.kinds[0]!.kind, o.kinds[0]!.resource]);
+  return [...new Set(words.map((w) => w.toLowerCase()))];
+}
+
+const isLetter = (ch: string | undefined) => ch !== undefined && /[A-Za-z]/.test(ch);
+const isLower = (ch: string | undefined) => ch !== undefined && /[a-z]/.test(ch);
+const isUpper = (ch: string | undefined) => ch !== undefined && /[A-Z]/.test(ch);
+
+/**
+ * The operator words of `source` as written, each where it stands as a word or a part of an
+ * identifier (`kubefn-proxy-images`, `metricsPerProxy`, `SITE_MANIFESTS_DIR`, `SubPool`), not
+ * inside another word (`website`, `situation`).
+ */
+function operatorWordsIn(source: string, words: readonly string[]): string[] {
+  const found: string[] = [];
+  const lower = source.toLowerCase();
+  for (const word of words) {
+    for (let at = lower.indexOf(word); at >= 0; at = lower.indexOf(word, at + 1)) {
+      const before = source[at - 1];
+      const first = source[at]!;
+      const after = source[at + word.length];
+      const starts = !isLetter(before) || (isLower(before) && isUpper(first));
+      const ends = !isLower(after);
+      if (starts && ends) {
+        const tokenStart = source.slice(0, at).search(/[A-Za-z0-9_-]*$/);
+        const tokenEnd = at + source.slice(at).search(/[^A-Za-z0-9_-]|$/);
+        found.push(source.slice(tokenStart, tokenEnd));
+      }
+    }
+  }
+  return found;
+}
+
+/**
+ * Identifiers that name an operator where they may, with the reason. The list only shrinks.
+ */
+const operatorWordsAllowed: Readonly<Record<string, { words: readonly string[]; why: string }>> = {
+  "functions/node/dev/devcluster.ts": {
+    words: ["httpProxy"],
+    why: "an HTTP proxy in front of the devcluster's API server (the tests' fault proxy), not the operator",
+  },
+  "functions/node/config.ts": {
+    words: ["KUBEFN_METRICS_PER_PROXY", "SITE_MANIFESTS_DIR", "siteManifestsDir", "Site"],
+    why: "Node-host settings whose names users already set; an operator does not yet declare host settings",
+  },
+  "functions/node/host.ts": {
+    words: ["siteManifestsDir", "siteManifests"],
+    why: "the Node host reads SITE_MANIFESTS_DIR from its filesystem into the Site operator's option",
+  },
+};
+
+describe("no operator's name in the app or the platforms", () => {
+  const words = operatorWords();
+
+  it("takes the words from the operators list", () => {
+    expect(words).toEqual(
+      expect.arrayContaining(["proxy", "proxies", "subpool", "subpools", "site", "sites"]),
+    );
+  });
+
+  it.each<[string, string[]]>([
+    ['allowForKubefn(admin, "kubefn-proxy-images", k, v)', ["kubefn-proxy-images"]],
+    ["config.metricsPerProxy", ["metricsPerProxy"]],
+    ["import { subPoolResource } from", ["subPoolResource"]],
+    ["e.SITE_MANIFESTS_DIR", ["SITE_MANIFESTS_DIR"]],
+    ["// a Proxy's name, a Site's", ["Proxy", "Site"]],
+    ["the Proxies of a SubPool", ["SubPool", "Proxies"]],
+    ["a website, its situation, an approxy-mate", []],
+  ])("finds the operator words of %j", (source, expected) => {
+    expect(operatorWordsIn(source, words).sort()).toEqual(expected.sort());
+  });
+
+  it("no production module of shared/app or functions/ names an operator", () => {
+    const files = [...productionFiles("shared/app"), ...productionFiles("functions")];
+    expect(files.length).toBeGreaterThan(40);
+    const found = files.flatMap((file) => {
+      const allowed = new Set(operatorWordsAllowed[file]?.words ?? []);
+      const named = operatorWordsIn(readFileSync(join(root, file), "utf8"), words).filter(
+        (w) => !allowed.has(w),
+      );
+      return named.length > 0 ? [`${file}: ${[...new Set(named)].join(", ")}`] : [];
+    });
+    expect(found).toEqual([]);
+  });
+
+  it.each(Object.entries(operatorWordsAllowed))(
+    "%s still needs each word it is allowed",
+    (file, { words: allowed }) => {
+      const named = new Set(operatorWordsIn(readFileSync(join(root, file), "utf8"), words));
+      expect(allowed.filter((w) => !named.has(w))).toEqual([]);
+    },
+  );
 });

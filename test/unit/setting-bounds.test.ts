@@ -274,7 +274,10 @@ describe("no setting can fail another operator's start", () => {
   it.each<[string, (s: KubefnSettings) => KubefnSettings, string, string]>([
     [
       "a Proxy resync the registry refuses (over a week) stops Proxies only",
-      (s) => ({ ...s, proxyResyncSeconds: 10_000_000 }),
+      (s) => ({
+        ...s,
+        operators: { ...s.operators, proxy: { ...s.operators.proxy, resyncSeconds: 10_000_000 } },
+      }),
       "proxy",
       "OperatorNotStarted",
     ],

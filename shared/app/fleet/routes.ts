@@ -1,7 +1,6 @@
 import type { MiddlewareHandler } from "hono";
 import { Hono } from "hono/tiny";
-import { bearerToken } from "../../auth/index.ts";
-import { credentialOf, parseCrawlerCredentials } from "../../controllers/proxy/discovery/index.ts";
+import { bearerToken, credentialOf, parseCrawlerCredentials } from "../../auth/index.ts";
 import { assertNever } from "../../guards/index.ts";
 import type { Context } from "../../runtime/index.ts";
 import type { FleetPageAccess } from "../settings.ts";

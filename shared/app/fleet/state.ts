@@ -5,7 +5,7 @@ export type Tone = "good" | "bad" | "busy" | "unknown";
 
 /** One object's state as the fleet page shows it, read from its status alone. */
 export interface ObjectState {
-  /** `status.phase` when the kind has one (Proxy), else Ready / NotReady / Unknown from conditions. */
+  /** `status.phase` when the kind has one, else Ready / NotReady / Unknown from conditions. */
   state: string;
   tone: Tone;
   /** The reason of the condition that explains the state (the Ready condition, or the latest change). */
@@ -23,14 +23,14 @@ interface Condition {
   lastTransitionTime?: string;
 }
 
-// The phases of the primaries kubefn runs (a Proxy's; SubPools and Sites have none).
+// The phases of the primaries kubefn runs, for the kinds that have one.
 const goodPhases = new Set(["Ready"]);
 const badPhases = new Set(["Failed", "Unhealthy"]);
 
 /**
- * The state of any primary, whatever its kind: `status.phase` when it has one (a Proxy's Pending,
- * Provisioning, Ready, Unhealthy, Deleting, Failed), else its `Ready` condition (SubPool), else all
- * of its conditions (a Site has one `<Component>Ready` per component: Ready when every one is True).
+ * The state of any primary, whatever its kind: `status.phase` when it has one (Pending,
+ * Provisioning, Ready, Unhealthy, Deleting, Failed), else its `Ready` condition, else all of its
+ * conditions (a kind with one `<Component>Ready` per component: Ready when every one is True).
  *
  * Caveats: status is written by kubefn, but what it quotes may come from the tenant (a provider name
  * echoed in a message): callers must treat every string here as untrusted text.
@@ -45,7 +45,7 @@ export function stateOf(object: KubeObject): ObjectState {
   if (phase !== undefined || object.metadata.deletionTimestamp) {
     const state = object.metadata.deletionTimestamp ? "Deleting" : (phase as string);
     const tone: Tone = goodPhases.has(state) ? "good" : badPhases.has(state) ? "bad" : "busy";
-    // A reason naming another condition (a Proxy's Provisioned=False/PermanentError) defers to it.
+    // A reason naming another condition (Provisioned=False/PermanentError) defers to it.
     const c = ready ?? latest(conditions);
     return { state, tone, ...explained(conditions.find((x) => x.type === c?.reason) ?? c), ...at };
   }
@@ -81,7 +81,7 @@ function explained(c: Condition | undefined): Pick<ObjectState, "reason" | "mess
 
 function latest(conditions: readonly Condition[]): Condition | undefined {
   // Transition times are whole seconds: of two that moved in one second, the one listed later
-  // (conditions are appended as they first appear: a Proxy's Healthy after its Provisioned) wins.
+  // (conditions are appended as they first appear: Healthy after Provisioned) wins.
   let found: Condition | undefined;
   for (const c of conditions) {
     if (!found || (c.lastTransitionTime ?? "") >= (found.lastTransitionTime ?? "")) found = c;

@@ -1,10 +1,10 @@
-/** What a metric family is, for `# HELP` / `# TYPE` and a histogram's buckets. */
-export interface Family {
-  type: "counter" | "gauge" | "histogram";
-  help: string;
-  /** Upper bounds in seconds (a histogram only); default {@link LATENCY_BUCKETS}. */
-  buckets?: readonly number[];
-}
+import { type AnyOperator, type MetricFamily, operators } from "../../controllers/index.ts";
+
+/**
+ * What a metric family is, for `# HELP` / `# TYPE` and a histogram's buckets (default
+ * {@link LATENCY_BUCKETS}), and the labels that name one object.
+ */
+export type Family = MetricFamily;
 
 /** kubefn's own latency histograms (probes, passes). */
 export const LATENCY_BUCKETS = [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10] as const;
@@ -19,24 +19,12 @@ export const RECONCILE_TIME_BUCKETS = [
 export const WORKQUEUE_BUCKETS = [1e-8, 1e-7, 1e-6, 1e-5, 1e-4, 1e-3, 0.01, 0.1, 1, 10, 100, 1000] as const;
 
 /**
- * The labels that name one object, by family: the Node host keeps such series (and forgets them
- * with their object); a platform that bills per series or per data point (Workers Analytics
- * Engine) strips them, and drops a gauge that had them (a fleet-wide "last value" means nothing).
- * Every other label of every family takes a bounded set of values (controllers, results, classes).
- */
-export const objectLabels: Readonly<Record<string, readonly string[]>> = {
-  kubefn_proxy_last_probe_timestamp_seconds: ["namespace", "name"],
-  kubefn_proxy_probe_success: ["namespace", "name"],
-  kubefn_site_invalid_total: ["site"],
-};
-
-/**
- * Every family kubefn emits, on every platform, by name. The Node host's `/metrics` renders each
- * with its HELP and TYPE; a unit test checks this table against the names the code emits.
+ * The families of the runtime, the app and the platforms (every operator's are its own,
+ * `metricFamilies` of its declaration).
  * The `controller_runtime_*` and `workqueue_*` families have controller-runtime's names, labels and
  * buckets, so dashboards made for controller-runtime operators chart kubefn too.
  */
-export const families: Readonly<Record<string, Family>> = {
+const runtimeFamilies: Readonly<Record<string, Family>> = {
   // controller-runtime's reconcile families, counted by the pass executor on every platform.
   controller_runtime_reconcile_total: {
     type: "counter",
@@ -88,10 +76,6 @@ export const families: Readonly<Record<string, Family>> = {
     type: "counter",
     help: "Primaries the sweep found with an empty status long after their creation (blanked by someone), by controller; each is sent a pass.",
   },
-  kubefn_crawler_unsealed_proxies_total: {
-    type: "counter",
-    help: "Proxies the crawler API left out because their status does not carry kubefn's seal, by verdict (unsealed, foreign).",
-  },
   kubefn_message_bodies_stripped_total: {
     type: "counter",
     help: "Queue messages whose listed objects did not carry kubefn's MAC: their pass read the objects itself.",
@@ -111,10 +95,6 @@ export const families: Readonly<Record<string, Family>> = {
   kubefn_state_changes_dropped_total: {
     type: "counter",
     help: "State changes not delivered, by reason: bound (over STATE_CHANGES_PER_INVOCATION), failed (the sink refused).",
-  },
-  kubefn_probes_shed_total: {
-    type: "counter",
-    help: "Proxies a late probe shard left to their next shard, nearer than this one was due.",
   },
   kubefn_event_errors_total: { type: "counter", help: "Kubernetes Events that could not be recorded." },
   kubefn_stale_messages_total: {
@@ -154,44 +134,10 @@ export const families: Readonly<Record<string, Family>> = {
     type: "gauge",
     help: "Unix time of the last sweep that listed every object of the controller.",
   },
-  // Proxies and their health.
-  kubefn_proxies: { type: "gauge", help: "Proxies by status.phase, as the last sweep listed them." },
-  kubefn_probes_total: { type: "counter", help: "Health probes run." },
-  kubefn_probe_duration_seconds: {
-    type: "histogram",
-    help: "Duration of a health probe, by whether it succeeded.",
-  },
-  kubefn_probe_shards_total: { type: "counter", help: "Probe shards the sweep sent." },
   kubefn_sweep_lease_total: {
     type: "counter",
     help: "Node-host replicas' looks at the sweep Lease, by result: held (this replica sweeps), standby or error.",
   },
-  kubefn_health_patch_errors_total: { type: "counter", help: "Health annotation writes that failed." },
-  kubefn_health_reports_lost_total: {
-    type: "counter",
-    help: "Health reports whose pass the queue refused: their markers were stored back, so the next probe retries.",
-  },
-  kubefn_proxy_last_probe_timestamp_seconds: {
-    type: "gauge",
-    help: "Unix time of the Proxy's last health probe (removed with the Proxy).",
-  },
-  kubefn_proxy_probe_success: {
-    type: "gauge",
-    help: "Whether the Proxy's last health probe succeeded (1) or not (0) (removed with the Proxy).",
-  },
-  kubefn_orphans_collected_total: { type: "counter", help: "Provider instances no Proxy owns, deleted." },
-  kubefn_orphan_sweep_errors_total: {
-    type: "counter",
-    help: "Orphan collection failures, by provider and stage.",
-  },
-  kubefn_leases_held: { type: "gauge", help: "Proxy leases held, as the last sweep counted them." },
-  kubefn_leases_deleted_total: { type: "counter", help: "Proxy leases deleted, by reason." },
-  kubefn_lease_acquisitions_total: {
-    type: "counter",
-    help: "Lease acquisitions, by result (acquired, none).",
-  },
-  kubefn_lease_renewals_total: { type: "counter", help: "Lease renewals, by result." },
-  kubefn_site_invalid_total: { type: "counter", help: "Sites found failing the schema, by Site." },
   // Intake.
   kubefn_intake_batches_total: { type: "counter", help: "Event batches accepted, by source." },
   kubefn_intake_requests_total: {
@@ -236,3 +182,28 @@ export const families: Readonly<Record<string, Family>> = {
   nodejs_heap_size_used_bytes: { type: "gauge", help: "Process heap size used from Node.js in bytes." },
   nodejs_external_memory_bytes: { type: "gauge", help: "Node.js external memory size in bytes." },
 };
+
+/** The runtime's families and every operator's of `list`, by name. */
+export function familiesOf(list: readonly AnyOperator[]): Readonly<Record<string, Family>> {
+  return Object.assign({}, runtimeFamilies, ...list.map((o) => o.metricFamilies ?? {}));
+}
+
+/**
+ * Every family kubefn emits, on every platform, by name: the runtime's and each operator's. The
+ * Node host's `/metrics` renders each with its HELP and TYPE; a unit test checks this table
+ * against the names the code emits.
+ */
+export const families = familiesOf(operators);
+
+/**
+ * The labels that name one object, by family (each family's `objectLabels`): the Node host keeps
+ * such series (and forgets them with their object); a platform that bills per series or per data
+ * point (Workers Analytics Engine) strips them, and drops a gauge that had them (a fleet-wide
+ * "last value" means nothing). Every other label of every family takes a bounded set of values
+ * (controllers, results, classes).
+ */
+export const objectLabels: Readonly<Record<string, readonly string[]>> = Object.fromEntries(
+  Object.entries(families).flatMap(([name, family]) =>
+    family.objectLabels ? [[name, family.objectLabels]] : [],
+  ),
+);

@@ -51,7 +51,7 @@ const sample = (v: number) =>
  *
  * @example
  * const metrics = new PrometheusMetrics();
- * metrics.count("kubefn_passes_total", { controller: "proxy", result: "done" });
+ * metrics.count("kubefn_passes_total", { controller: "widget", result: "done" });
  * const body = metrics.render();
  */
 export class PrometheusMetrics implements Metrics {

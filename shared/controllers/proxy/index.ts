@@ -41,7 +41,6 @@ export {
   defaultGceNetworkTags,
   type GceSettings,
   type ProxySettings,
-  parseServiceAccountKey,
   proxyVariables,
 } from "./settings.ts";
 export { applyHealth, computePhase } from "./status.ts";

@@ -8,6 +8,7 @@ import { proxyController, proxyControllerName } from "./controller.ts";
 import { discoveryRoutes, proxyPhaseGaugeTask, sharedProxyListing } from "./discovery/index.ts";
 import { probeShardTask, proxyHealthTask } from "./health-task.ts";
 import { leaseRoutes, leaseSweepTask } from "./leases/index.ts";
+import { proxyMetricFamilies } from "./metrics.ts";
 import { orphanSweepTask } from "./orphans/index.ts";
 import {
   createGceProvider,
@@ -26,6 +27,17 @@ export const proxyOperator = defineOperator({
   kinds: [proxyResource, Resources.Secret],
   crds: { module: "shared/controllers/proxy/crd.ts", exports: ["proxyCrd"] },
   settings: proxySettings,
+  metricFamilies: proxyMetricFamilies,
+  allowLists: {
+    names: ["kubefn-proxy-images"],
+    // The images of PROXY_ALLOWED_IMAGES.
+    entries: (settings) =>
+      settings.instanceAllowList.images.map((value, i) => ({
+        list: "kubefn-proxy-images",
+        key: `host-${i}`,
+        value,
+      })),
+  },
   build(settings, opts) {
     // Built once: its token source caches the access token across passes.
     const gce = gceProvider(settings?.gce, opts.fetch);
@@ -52,7 +64,7 @@ export const proxyOperator = defineOperator({
           jobs: { [probeShardTask]: health.handleShard },
           ...(settings ? { instanceAllowList: settings.instanceAllowList } : {}),
           ...(probeAllowList ? { probeAllowList } : {}),
-          ...(opts.proxyResyncSeconds ? { timings: { driftPoll: opts.proxyResyncSeconds } } : {}),
+          ...(settings?.resyncSeconds ? { timings: { driftPoll: settings.resyncSeconds } } : {}),
         }),
       sweepTasks: [
         health,
@@ -73,6 +85,7 @@ export const proxyOperator = defineOperator({
     };
   },
   cluster: {
+    admissionPolicies: ["kubefn-pods-are-proxy-instances"],
     roles: [
       {
         kind: "ClusterRole",

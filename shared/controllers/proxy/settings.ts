@@ -2,11 +2,12 @@
  * The proxy operator's settings: the GCE provider (`GCE_*`), what Managed Proxies may run
  * (`PROXY_ALLOWED_*`) and where probes may go (`PROBE_ALLOWED_CIDRS`). Parsed once, at start.
  */
+
+import { parseServiceAccountKey, type ServiceAccountKey } from "../../credentials/index.ts";
 import { emptyProbeAllowList, type ProbeAllowList, parseProbeAllowList } from "../../health/index.ts";
 import * as z from "../../zod/index.ts";
 import type { OperatorSettingsDeclaration } from "../operator.ts";
 import { defaultInstanceAllowList, type InstanceAllowList } from "./allow-list.ts";
-import type { ServiceAccountKey } from "./providers/index.ts";
 
 /** A GCE resource name (RFC 1035 label), or a partial URL of such names. */
 const gceResourcePath = /^([a-z0-9-]+\/)*[a-z]([-a-z0-9]{0,61}[a-z0-9])?$/;
@@ -41,6 +42,8 @@ export const proxyVariables = {
    * when named alone (/32).
    */
   PROBE_ALLOWED_CIDRS: z.optional(z.commaList),
+  /** Drift poll (resync) of Proxies, seconds; the controller's default when unset. */
+  PROXY_RESYNC_SECONDS: z.optional(z.coerce.number().check(z.int()).check(z.gte(60)).check(z.lte(86400))),
   /** Compute API base URL; tests point it at a local server. */
   GCE_COMPUTE_URL: z.optional(z.url({ protocol: /^https?$/ })),
 };
@@ -65,32 +68,12 @@ export interface ProxySettings {
   instanceAllowList: InstanceAllowList;
   probeAllowList: ProbeAllowList;
   gce?: GceSettings;
+  /** PROXY_RESYNC_SECONDS: the drift poll of Proxies; the controller's default when unset. */
+  resyncSeconds?: number;
 }
 
 /** The network tag of proxy VMs when GCE_NETWORK_TAGS is unset. */
 export const defaultGceNetworkTags = ["kubefn-proxy"];
-
-const serviceAccountKeySchema = z.object({
-  client_email: z.string().check(z.minLength(1)),
-  private_key: z.string().check(z.includes("PRIVATE KEY")),
-  private_key_id: z.optional(z.string()),
-  token_uri: z.optional(z.url()),
-});
-
-/**
- * A Google service-account key file's JSON (`client_email`, `private_key`, ...), or undefined when
- * `text` is not one. For `GCE_CREDENTIALS` and the platforms' `KUBE_GOOGLE_CREDENTIALS`.
- */
-export function parseServiceAccountKey(text: string): ServiceAccountKey | undefined {
-  let json: unknown;
-  try {
-    json = JSON.parse(text);
-  } catch {
-    return undefined;
-  }
-  const parsed = serviceAccountKeySchema.safeParse(json);
-  return parsed.success ? parsed.data : undefined;
-}
 
 export const proxySettings: OperatorSettingsDeclaration<typeof proxyVariables, ProxySettings> = {
   variables: proxyVariables,
@@ -147,6 +130,7 @@ export const proxySettings: OperatorSettingsDeclaration<typeof proxyVariables, P
         },
         probeAllowList: probeAllow.allowList ?? emptyProbeAllowList,
         ...(gce ? { gce } : {}),
+        ...(e.PROXY_RESYNC_SECONDS ? { resyncSeconds: e.PROXY_RESYNC_SECONDS } : {}),
       },
     };
   },

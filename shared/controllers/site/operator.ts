@@ -11,6 +11,23 @@ export const siteOperator = defineOperator({
   kinds: [siteResource, Resources.ConfigMap, Resources.Deployment],
   crds: { module: "shared/controllers/site/crd.ts", exports: ["siteCrd"] },
   settings: siteSettings,
+  metricFamilies: {
+    kubefn_site_invalid_total: {
+      type: "counter",
+      help: "Sites found failing the schema, by Site.",
+      objectLabels: ["site"],
+    },
+  },
+  allowLists: {
+    names: ["kubefn-site-images"],
+    // The components' images of SITE_IMAGE_REGISTRY and SITE_IMAGE_TAG.
+    entries: ({ config: { imageRegistry, imageTag } }) =>
+      ["machina", "metalman"].map((component) => ({
+        list: "kubefn-site-images",
+        key: `host-${component}`,
+        value: `${imageRegistry}/${component}:${imageTag}`,
+      })),
+  },
   build(settings, opts) {
     return {
       controller: () =>
@@ -23,6 +40,7 @@ export const siteOperator = defineOperator({
     };
   },
   cluster: {
+    admissionPolicies: ["kubefn-system-runs-site-components"],
     roles: [
       {
         kind: "ClusterRole",

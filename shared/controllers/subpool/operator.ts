@@ -17,6 +17,24 @@ export const subPoolOperator = defineOperator({
   kinds: [subPoolResource, ...subPoolOwnedResources],
   crds: { module: "shared/controllers/subpool/crd.ts", exports: ["subPoolCrd"] },
   settings: subPoolSettings,
+  allowLists: {
+    names: ["kubefn-subpool-hostnames", "kubefn-subpool-images", "kubefn-subpool-limits"],
+    // `*.<SUBPOOL_HOSTNAME_SUFFIX>`, and the envelope (SUBPOOL_MAX_CPU, SUBPOOL_MAX_MEMORY) as the
+    // limits of kubefn-subpools-stay-within-limits.
+    entries({ config }) {
+      if ("invalid" in config) return [];
+      return [
+        ...(config.hostnameSuffix
+          ? [{ list: "kubefn-subpool-hostnames", key: "host", value: `*.${config.hostnameSuffix}` }]
+          : []),
+        ...(["cpu", "memory"] as const).map((key) => ({
+          list: "kubefn-subpool-limits",
+          key,
+          value: config.envelope[key],
+        })),
+      ];
+    },
+  },
   build(settings) {
     return {
       controller: () =>
@@ -31,6 +49,11 @@ export const subPoolOperator = defineOperator({
     };
   },
   cluster: {
+    admissionPolicies: [
+      "kubefn-subpools-run-their-shape",
+      "kubefn-subpools-stay-within-limits",
+      "kubefn-routes-serve-their-pools-hostname",
+    ],
     roles: [
       {
         kind: "ClusterRole",

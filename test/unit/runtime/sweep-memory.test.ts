@@ -8,6 +8,7 @@
 import { setFlagsFromString } from "node:v8";
 import { runInNewContext } from "node:vm";
 import { describe, expect, it } from "vitest";
+import { operatorSettingsFrom } from "../../../shared/app/operator-settings.ts";
 import { createOperators } from "../../../shared/app/operators.ts";
 import { proxyResource } from "../../../shared/controllers/proxy/api.ts";
 import { subPoolResource } from "../../../shared/controllers/subpool/api.ts";
@@ -123,6 +124,16 @@ function trackingKube(counts: { proxies: number; pools: number }) {
   return { kube, stats };
 }
 
+/** The operators' default settings, with Proxies resynced every `seconds` (PROXY_RESYNC_SECONDS). */
+function settingsWithResync(seconds: number) {
+  const parsed = operatorSettingsFrom(
+    { PROXY_RESYNC_SECONDS: seconds } as Parameters<typeof operatorSettingsFrom>[0],
+    [],
+  );
+  if (!parsed.ok) throw new Error(parsed.issues.join("\n"));
+  return parsed.settings;
+}
+
 async function sweepFleet(extraTasks: SweepTask[] = []) {
   const { kube, stats } = trackingKube({ proxies: 4000, pools: 1000 });
   const { ctx } = fakeContext(kube, { now });
@@ -137,7 +148,7 @@ async function sweepFleet(extraTasks: SweepTask[] = []) {
     prober: { probe: async () => ({ ok: true, latencyMs: 1 }) },
     sweepPeriodSeconds: 60,
     probeShardSize: 2,
-    proxyResyncSeconds: 60,
+    settings: settingsWithResync(60),
   });
   const summary = await runSweep(ctx, ops.registry, [...ops.sweepTasks, ...extraTasks], {
     shardSize: 100,

@@ -1,4 +1,3 @@
-export { apiErrorHandler } from "./api-errors.ts";
 export {
   bearerAuth,
   boundHolder,
@@ -9,7 +8,8 @@ export {
   namespaceToken,
   parseCrawlerCredentials,
   tokensEqual,
-} from "./bearer-auth.ts";
+} from "../../../auth/index.ts";
+export { apiErrorHandler } from "./api-errors.ts";
 export {
   type CrawlerReads,
   listProxies,

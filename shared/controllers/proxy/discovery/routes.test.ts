@@ -2,10 +2,10 @@ import { Hono } from "hono";
 import { describe, expect, it } from "vitest";
 import { FakeKube, fakeContext } from "../../../../test/support/fake-kube.ts";
 import { proxyResource, testProxy } from "../../../../test/support/proxies.ts";
+import { namespaceToken, tokensEqual } from "../../../auth/index.ts";
 import { type KubeObject, NetworkError } from "../../../kube/index.ts";
 import { createStatusSeal } from "../../../runtime/core/index.ts";
 import { leaseRoutes } from "../leases/routes.ts";
-import { namespaceToken, tokensEqual } from "./bearer-auth.ts";
 import { discoveryRoutes } from "./routes.ts";
 
 // A cluster-wide crawler is an explicit choice: a JSON credential with namespaces "*".

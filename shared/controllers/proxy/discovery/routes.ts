@@ -1,9 +1,9 @@
 import type { Context as HonoContext } from "hono";
 import { Hono } from "hono/tiny";
+import { bearerAuth, crawlerOf, mayUseNamespace } from "../../../auth/index.ts";
 import { isNamespaceName, parseLabelSelector } from "../../../kube/index.ts";
 import type { Context } from "../../../runtime/index.ts";
 import { apiErrorHandler } from "./api-errors.ts";
-import { bearerAuth, crawlerOf, mayUseNamespace } from "./bearer-auth.ts";
 import { freshProxyListing, type ProxyListing } from "./listing.ts";
 import { selectReady } from "./ready.ts";
 

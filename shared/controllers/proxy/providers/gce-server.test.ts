@@ -1,8 +1,8 @@
 import { createServer, type IncomingMessage, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
+import { bytesFromBase64Url, pemFromBytes, type ServiceAccountKey } from "../../../credentials/google.ts";
 import { createGceProvider } from "./gce.ts";
-import { bytesFromBase64Url, pemFromBytes, type ServiceAccountKey } from "./gce-auth.ts";
 import {
   type CreateRequest,
   nameFromUID,

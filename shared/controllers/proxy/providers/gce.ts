@@ -1,7 +1,11 @@
+import {
+  createServiceAccountTokenSource,
+  type ServiceAccountKey,
+  type TokenSource,
+} from "../../../credentials/index.ts";
 import { parseJsonOrUndefined } from "../../../guards/index.ts";
 import { parseRetryAfter } from "../../../kube/index.ts";
 import type { Clock } from "../../../runtime/index.ts";
-import { createServiceAccountTokenSource, type ServiceAccountKey, type TokenSource } from "./gce-auth.ts";
 import {
   adoptExisting,
   type CreateRequest,
@@ -257,7 +261,12 @@ export function createGceProvider(opts: GceProviderOptions): Provider {
 function tokenSourceFrom(opts: GceProviderOptions, doFetch: typeof fetch, clock: Clock): TokenSource {
   if (opts.tokenSource) return opts.tokenSource;
   if (opts.serviceAccountKey) {
-    return createServiceAccountTokenSource({ key: opts.serviceAccountKey, fetch: doFetch, clock });
+    return createServiceAccountTokenSource({
+      key: opts.serviceAccountKey,
+      fetch: doFetch,
+      clock,
+      failure: (errorClass, reason, message, o) => new ProviderError(errorClass, reason, message, o),
+    });
   }
   throw new TypeError("createGceProvider: serviceAccountKey or tokenSource is required");
 }

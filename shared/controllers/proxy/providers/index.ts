@@ -3,13 +3,6 @@ export {
   type GceProviderOptions,
   gceErrorFrom,
 } from "./gce.ts";
-export {
-  createServiceAccountTokenSource,
-  gkeScopes,
-  kubeTokenSourceFrom,
-  type ServiceAccountKey,
-  type TokenSource,
-} from "./gce-auth.ts";
 export { buildPod, createKubernetesProvider, type KubernetesProviderOptions } from "./kubernetes.ts";
 export {
   type CreateRequest,

@@ -1,8 +1,13 @@
+/**
+ * The API credentials (the `API_TOKEN` setting): one secret from which each namespace's token is
+ * derived, or a list of named credentials scoped to namespaces. An operator's HTTP API (the
+ * crawler API) and the fleet page take them alike.
+ */
 import type { Context as HonoContext, MiddlewareHandler } from "hono";
-import { bearerToken, hmacSha256, tokensEqual } from "../../../auth/index.ts";
-import * as z from "../../../zod/index.ts";
-
-export { tokensEqual };
+import * as z from "../zod/index.ts";
+import { hmacSha256 } from "./hmac.ts";
+import { bearerToken } from "./relay-signature.ts";
+import { tokensEqual } from "./tokens.ts";
 
 /**
  * One crawler's credential: its name (which prefixes every lease holder it asserts, so one crawler

@@ -1,8 +1,13 @@
-import { onceUntilFailure, sharedInFlight } from "../../../concurrency/index.ts";
-import { parseJsonOrUndefined } from "../../../guards/index.ts";
-import type { TokenSource as KubeTokenSource } from "../../../kube/index.ts";
-import type { Clock } from "../../../runtime/index.ts";
-import { ProviderError } from "./provider.ts";
+/**
+ * Google service-account credentials: the key file kubefn reads (`KUBE_GOOGLE_CREDENTIALS` of the
+ * platforms, and any operator's own), and the OAuth 2.0 tokens it exchanges for them — for GKE's
+ * API server, or for a Google API an operator calls.
+ */
+import { onceUntilFailure, sharedInFlight } from "../concurrency/index.ts";
+import { parseJsonOrUndefined } from "../guards/index.ts";
+import { type TokenSource as KubeTokenSource, ReconcileError } from "../kube/index.ts";
+import type { Clock } from "../runtime/index.ts";
+import * as z from "../zod/index.ts";
 
 /** The fields kubefn reads from a Google service-account key file (JSON). */
 export interface ServiceAccountKey {
@@ -12,6 +17,28 @@ export interface ServiceAccountKey {
   private_key_id?: string;
   /** Defaults to {@link googleTokenUri}. */
   token_uri?: string;
+}
+
+const serviceAccountKeySchema = z.object({
+  client_email: z.string().check(z.minLength(1)),
+  private_key: z.string().check(z.includes("PRIVATE KEY")),
+  private_key_id: z.optional(z.string()),
+  token_uri: z.optional(z.url()),
+});
+
+/**
+ * A Google service-account key file's JSON (`client_email`, `private_key`, ...), or undefined when
+ * `text` is not one. For the platforms' `KUBE_GOOGLE_CREDENTIALS` and an operator's own keys.
+ */
+export function parseServiceAccountKey(text: string): ServiceAccountKey | undefined {
+  let json: unknown;
+  try {
+    json = JSON.parse(text);
+  } catch {
+    return undefined;
+  }
+  const parsed = serviceAccountKeySchema.safeParse(json);
+  return parsed.success ? parsed.data : undefined;
 }
 
 export const googleTokenUri = "https://oauth2.googleapis.com/token";
@@ -39,12 +66,25 @@ export interface TokenSource {
   invalidate(): void;
 }
 
+/** How a failed exchange is thrown: a {@link ReconcileError} unless the caller has its own class. */
+export type TokenFailure = (
+  errorClass: "permanent" | "transient",
+  reason: string,
+  message: string,
+  opts: { cause?: unknown },
+) => Error;
+
 export interface ServiceAccountTokenSourceOptions {
   key: ServiceAccountKey;
   fetch: typeof fetch;
   clock: Clock;
   scope?: string;
+  /** Builds the error of a failed exchange or a bad key (default: a {@link ReconcileError}). */
+  failure?: TokenFailure;
 }
+
+const reconcileFailure: TokenFailure = (errorClass, reason, message, opts) =>
+  new ReconcileError(errorClass, reason, message, opts);
 
 /**
  * The OAuth 2.0 JWT bearer grant (RFC 7523) for a service account: an RS256 assertion signed with
@@ -62,7 +102,8 @@ export function createServiceAccountTokenSource(opts: ServiceAccountTokenSourceO
   const { key, clock, fetch: fetchToken } = opts;
   const scope = opts.scope ?? computeScope;
   const tokenUri = key.token_uri ?? googleTokenUri;
-  const signingKey = onceUntilFailure(() => importPrivateKey(key.private_key));
+  const failure = opts.failure ?? reconcileFailure;
+  const signingKey = onceUntilFailure(() => importPrivateKey(key.private_key, failure));
   let cached: { token: string; renewAtMs: number } | undefined;
 
   async function exchange(): Promise<string> {
@@ -88,9 +129,7 @@ export function createServiceAccountTokenSource(opts: ServiceAccountTokenSourceO
         redirect: "manual",
       });
     } catch (err) {
-      throw new ProviderError("transient", "TokenUnavailable", `token request to ${tokenUri} failed`, {
-        cause: err,
-      });
+      throw failure("transient", "TokenUnavailable", `token request to ${tokenUri} failed`, { cause: err });
     }
     const text = await res.text();
     const body = parseJsonOrUndefined(text) as
@@ -101,9 +140,9 @@ export function createServiceAccountTokenSource(opts: ServiceAccountTokenSourceO
       const message = `token request for ${key.client_email} refused: ${detail}`;
       // 400/401 are invalid_grant, invalid_client, ...: bad or revoked credentials.
       if (res.status === 400 || res.status === 401 || res.status === 403) {
-        throw new ProviderError("permanent", "AuthenticationFailed", message);
+        throw failure("permanent", "AuthenticationFailed", message, {});
       }
-      throw new ProviderError("transient", "TokenUnavailable", message);
+      throw failure("transient", "TokenUnavailable", message, {});
     }
     const expiresIn = typeof body.expires_in === "number" ? body.expires_in : assertionLifetimeSeconds;
     const marginSeconds = Math.min(refreshMarginSeconds, expiresIn / 2);
@@ -160,7 +199,7 @@ export async function signJwt(key: CryptoKey, jwt: Jwt): Promise<string> {
 }
 
 /** Imports a PKCS#8 PEM private key for RS256 signing. */
-export async function importPrivateKey(pem: string): Promise<CryptoKey> {
+export async function importPrivateKey(pem: string, failure = reconcileFailure): Promise<CryptoKey> {
   try {
     return await crypto.subtle.importKey(
       "pkcs8",
@@ -170,14 +209,9 @@ export async function importPrivateKey(pem: string): Promise<CryptoKey> {
       ["sign"],
     );
   } catch (err) {
-    throw new ProviderError(
-      "permanent",
-      "InvalidCredentials",
-      "service account private_key is not a PKCS#8 RSA key",
-      {
-        cause: err,
-      },
-    );
+    throw failure("permanent", "InvalidCredentials", "service account private_key is not a PKCS#8 RSA key", {
+      cause: err,
+    });
   }
 }
 

@@ -1,4 +1,5 @@
 import { describe, expect, it, vi } from "vitest";
+import { ReconcileError } from "../kube/index.ts";
 import {
   bytesFromBase64Url,
   bytesFromPem,
@@ -7,8 +8,7 @@ import {
   kubeTokenSourceFrom,
   pemFromBytes,
   type ServiceAccountKey,
-} from "./gce-auth.ts";
-import { ProviderError } from "./provider.ts";
+} from "./google.ts";
 
 async function generateServiceAccount(): Promise<{ key: ServiceAccountKey; publicKey: CryptoKey }> {
   const pair = await crypto.subtle.generateKey(
@@ -218,7 +218,7 @@ describe("service-account JWT bearer grant", () => {
       clock: fixedClock("2026-11-30T05:00:00Z"),
     });
     const err = await source.token().catch((e: unknown) => e);
-    expect(err).toBeInstanceOf(ProviderError);
+    expect(err).toBeInstanceOf(ReconcileError);
     expect(err).toMatchObject({ errorClass: "permanent", reason: "InvalidCredentials" });
   });
 

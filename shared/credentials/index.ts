@@ -1,0 +1,10 @@
+export {
+  createServiceAccountTokenSource,
+  gkeScopes,
+  kubeTokenSourceFrom,
+  parseServiceAccountKey,
+  type ServiceAccountKey,
+  type ServiceAccountTokenSourceOptions,
+  type TokenFailure,
+  type TokenSource,
+} from "./google.ts";

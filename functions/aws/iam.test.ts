@@ -354,6 +354,48 @@ describe("each function reads only the secrets the template's Parameters name, a
     ]);
   });
 
+  // The public function's credential is its own (issue 30, Low): given IntakeKubeconfigSecretArn,
+  // its role may not read the reconcile function's kubeconfig (kubefn's write identity), and the
+  // reconcile function's role may not read the intake's.
+  const own = { KubeconfigSecretArn: arn("kubeconfig"), IntakeKubeconfigSecretArn: arn("intake-kubeconfig") };
+  const ownGoogle = {
+    KubeGoogleCredentialsSecretArn: arn("kube-google"),
+    IntakeKubeGoogleCredentialsSecretArn: arn("intake-kube-google"),
+  };
+  it.each([
+    ["Kubefn", own, [arn("intake-kubeconfig"), sealKey]],
+    [
+      "Kubefn",
+      { ...own, AuditTokenSecretArn: arn("audit") },
+      [arn("intake-kubeconfig"), arn("audit"), sealKey],
+    ],
+    ["Kubefn", ownGoogle, [arn("intake-kube-google"), sealKey]],
+    ["KubefnReconcile", own, [arn("kubeconfig"), sealKey]],
+    ["KubefnReconcile", ownGoogle, [arn("kube-google"), sealKey]],
+  ] as const)(
+    "%s with the intake's own credential: GetSecretValue on exactly %j → %j",
+    (fn, parameters, expected) => {
+      expect(secretStatementsFor(fn, parameters)).toEqual([
+        { Effect: "Allow", Action: "secretsmanager:GetSecretValue", Resource: expected },
+      ]);
+    },
+  );
+
+  it("the intake's role cannot read kubefn's kubeconfig once it has its own, and its environment names only its own", () => {
+    const read = secretStatementsFor("Kubefn", own).flatMap((s) => s.Resource as string[]);
+    expect(read).not.toContain(arn("kubeconfig"));
+    const environmentOf = (fn: Fn) =>
+      evaluate((withIntrinsics.Resources[fn].Properties as { Environment?: unknown }).Environment, own) as {
+        Variables: Record<string, string>;
+      };
+    const env = environmentOf("Kubefn");
+    expect(env.Variables.KUBECONFIG_SECRET_ARN).toBe(arn("intake-kubeconfig"));
+    expect(JSON.stringify(env)).not.toContain(arn("kubeconfig"));
+    const reconcileEnv = environmentOf("KubefnReconcile");
+    expect(reconcileEnv.Variables.KUBECONFIG_SECRET_ARN).toBe(arn("kubeconfig"));
+    expect(JSON.stringify(secretStatementsFor("KubefnReconcile", own))).not.toContain("intake-kubeconfig");
+  });
+
   it.each(FUNCTIONS)("%s: with no secret named (EKS tokens), only the seal key the stack made", (fn) => {
     expect(secretStatementsFor(fn, { EksClusterName: "prod", EksTokenAuth: "true" })).toEqual([
       { Effect: "Allow", Action: "secretsmanager:GetSecretValue", Resource: [sealKey] },

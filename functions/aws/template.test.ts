@@ -154,8 +154,17 @@ describe("infra/aws/template.yaml: credentials come from Secrets Manager at cold
     "%s's environment holds only the secrets' ARNs, never their values",
     (fn) => {
       const vars = variablesOf(fn);
-      expect(vars.KUBECONFIG_SECRET_ARN).toBe("KubeconfigSecretArn");
-      expect(vars.KUBE_GOOGLE_CREDENTIALS_SECRET_ARN).toBe("KubeGoogleCredentialsSecretArn");
+      // The intake's: its own credential when given (issue 30, Low), else kubefn's.
+      expect(vars.KUBECONFIG_SECRET_ARN).toEqual(
+        fn === "Kubefn"
+          ? ["HasIntakeKubeconfig", "IntakeKubeconfigSecretArn", "KubeconfigSecretArn"]
+          : "KubeconfigSecretArn",
+      );
+      expect(vars.KUBE_GOOGLE_CREDENTIALS_SECRET_ARN).toEqual(
+        fn === "Kubefn"
+          ? ["HasIntakeKubeGoogle", "IntakeKubeGoogleCredentialsSecretArn", "KubeGoogleCredentialsSecretArn"]
+          : "KubeGoogleCredentialsSecretArn",
+      );
       for (const value of [
         "KUBECONFIG_BASE64",
         "GCE_CREDENTIALS",
@@ -194,6 +203,19 @@ describe("infra/aws/template.yaml: credentials come from Secrets Manager at cold
         JSON.stringify(sealKeyArn),
       );
     }
+  });
+
+  it("the intake's own cluster credential is the intake's alone: the reconcile function is never told it (issue 30, Low)", () => {
+    for (const p of ["IntakeKubeconfigSecretArn", "IntakeKubeGoogleCredentialsSecretArn"])
+      expect(template.Parameters[p]?.Default).toBe("");
+    const reconcile = JSON.stringify(template.Resources.KubefnReconcile?.Properties);
+    expect(reconcile).not.toContain("IntakeKubeconfigSecretArn");
+    expect(reconcile).not.toContain("IntakeKubeGoogleCredentialsSecretArn");
+    // Each role is an output, for the EKS access entries (kubefn-eks:kubefn-intake, kubefn-eks:kubefn).
+    expect((template as unknown as { Outputs: Record<string, { Value: unknown }> }).Outputs).toMatchObject({
+      IntakeRoleArn: { Value: "KubefnRole.Arn" },
+      ReconcileRoleArn: { Value: "KubefnReconcileRole.Arn" },
+    });
   });
 
   it("no credential is a Parameter: no NoEcho Parameter is left", () => {

@@ -31,11 +31,16 @@
  * functions, and `kubefn uninstall` (while the stack runs, as the page says) leaves nothing.
  */
 import { type ChildProcess, execFileSync, spawn } from "node:child_process";
+import { randomBytes } from "node:crypto";
 import { chmodSync, mkdirSync, readFileSync, symlinkSync, writeFileSync } from "node:fs";
 import { createServer, type Server } from "node:http";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
-import { GetSecretValueCommand, SecretsManagerClient } from "@aws-sdk/client-secrets-manager";
+import {
+  CreateSecretCommand,
+  GetSecretValueCommand,
+  SecretsManagerClient,
+} from "@aws-sdk/client-secrets-manager";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { parse as parseYaml } from "yaml";
 import { release } from "../../scripts/release.ts";
@@ -359,6 +364,33 @@ describe("docs/deploying/aws.md from dist/, literally", () => {
     secretArns.AuditTokenSecretArn = (JSON.parse(out.stdout) as { ARN: string }).ARN;
   });
 
+  it("the intake's own identity: a kubeconfig for kubefn-intake, in a secret of its own", async () => {
+    const block = fencedBlocks(page, "sh").find((b) => b.includes("kubefn-intake-lambda-token"));
+    expect(block, "the page's block for the intake's identity").toBeDefined();
+    const out = await sh(block!);
+    const created = JSON.parse(out.stdout.slice(out.stdout.indexOf("{"))) as { ARN: string; Name: string };
+    expect(created.Name).toBe("kubefn/intake-kubeconfig");
+    secretArns.IntakeKubeconfigSecretArn = created.ARN;
+    expect(block).toMatch(/add IntakeKubeconfigSecretArn=<[^>]*> to step 4's --parameter-overrides/);
+    const sm = new SecretsManagerClient({
+      region: REGION,
+      endpoint: moto.endpoint,
+      credentials: {
+        accessKeyId: TEST_CREDENTIALS.AWS_ACCESS_KEY_ID,
+        secretAccessKey: TEST_CREDENTIALS.AWS_SECRET_ACCESS_KEY,
+      },
+    });
+    const stored = await sm.send(new GetSecretValueCommand({ SecretId: created.ARN }));
+    sm.destroy();
+    const kc = parseYaml(Buffer.from(stored.SecretString ?? "", "base64").toString("utf8")) as {
+      users: Array<{ user: { token: string } }>;
+    };
+    const claims = JSON.parse(
+      Buffer.from(kc.users[0]!.user.token.split(".")[1]!, "base64url").toString("utf8"),
+    ) as { sub: string };
+    expect(claims.sub).toBe("system:serviceaccount:kubefn-system:kubefn-intake");
+  }, 90_000);
+
   it("3. and 4. from a release: the stack of dist/aws/template.yaml and its zip", async () => {
     const fromRelease =
       /`sam deploy --template-file (dist\/aws\/template\.yaml) --stack-name (\w+) --capabilities\s+CAPABILITY_IAM --parameter-overrides …`/.exec(
@@ -373,6 +405,8 @@ describe("docs/deploying/aws.md from dist/, literally", () => {
     const overrides = {
       KubeconfigSecretArn: secretArns.KubeconfigSecretArn!,
       AuditTokenSecretArn: secretArns.AuditTokenSecretArn!,
+      // The page's section on the intake's own identity adds it to step 4.
+      IntakeKubeconfigSecretArn: secretArns.IntakeKubeconfigSecretArn!,
       ProbeAllowedCidrs: LOOPBACK_PROBE_CIDRS,
     };
     const templateText = readFileSync(join(work.path, templateFile), "utf8");
@@ -380,6 +414,22 @@ describe("docs/deploying/aws.md from dist/, literally", () => {
       Resources: Record<string, { Properties: { CodeUri: string; Handler: string } }>;
     };
     aws = await createKubefnAws(moto.endpoint);
+    // The status seal's key the stack makes (StatusSealKey, StatusSealKeySecretArn left empty).
+    const sm = new SecretsManagerClient({
+      region: REGION,
+      endpoint: moto.endpoint,
+      credentials: {
+        accessKeyId: TEST_CREDENTIALS.AWS_ACCESS_KEY_ID,
+        secretAccessKey: TEST_CREDENTIALS.AWS_SECRET_ACCESS_KEY,
+      },
+    });
+    const sealKey = await sm.send(
+      new CreateSecretCommand({
+        Name: `${stackName}/status-seal-key`,
+        SecretString: randomBytes(32).toString("hex"),
+      }),
+    );
+    sm.destroy();
     const code = join(work.path, "lambda");
     const zipFile = join(work.path, "dist/aws", template.Resources.Kubefn!.Properties.CodeUri);
     execFileSync("python3", ["-m", "zipfile", "-e", zipFile, code]);
@@ -392,8 +442,12 @@ describe("docs/deploying/aws.md from dist/, literally", () => {
       const env = functionEnvironment(templateText, id, {
         stackName,
         overrides,
-        resources: { ReconcileQueue: aws.queueUrl },
+        resources: { ReconcileQueue: aws.queueUrl, StatusSealKey: sealKey.ARN! },
       });
+      // Each function is told only its own cluster credential.
+      expect(env.KUBECONFIG_SECRET_ARN).toBe(
+        id === "Kubefn" ? secretArns.IntakeKubeconfigSecretArn : secretArns.KubeconfigSecretArn,
+      );
       await startFunction(name, code, props.Handler, env);
     }
     functionUrl = await startFunctionUrl(functionUrlPort);
@@ -453,6 +507,8 @@ describe("docs/deploying/aws.md from dist/, literally", () => {
     expect(reconcileLog).toMatch(/"msg":"pass".*"key":"site\/\/lab"/);
     // The audit webhook's batches reached the intake through the Function URL.
     expect(functions.kubefn?.log ?? "").toMatch(/"msg":"intake batch"/);
+    // ... and it mapped them as kubefn-intake, refused nothing it needed.
+    expect(functions.kubefn?.log ?? "").not.toMatch(/forbidden|"level":"error"/i);
     expect(failures).toEqual([]);
   }, 180_000);
 

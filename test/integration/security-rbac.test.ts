@@ -7,8 +7,9 @@
 import { readFileSync } from "node:fs";
 import { fileURLToPath } from "node:url";
 import { afterAll, beforeAll, describe, expect, it, onTestFinished } from "vitest";
-import { optInNamespace } from "../../functions/node/install.ts";
+import { asServiceAccount, optInNamespace, serviceAccountToken } from "../../functions/node/install.ts";
 import { proxyResource } from "../../shared/controllers/proxy/api.ts";
+import { newLease } from "../../shared/controllers/proxy/leases/lease.ts";
 import { buildPod } from "../../shared/controllers/proxy/providers/kubernetes.ts";
 import { nameFromUID, ownerTags } from "../../shared/controllers/proxy/providers/provider.ts";
 import {
@@ -857,5 +858,186 @@ describe("the relay's identity", () => {
     expect(own.filter((g) => g.verbs.some((v) => !["get", "list", "watch"].includes(v)))).toEqual([]);
     expect(own.map((g) => g.resource).filter((r) => !watched.has(r))).toEqual([]);
     expect(own.some((g) => g.resource === "secrets")).toBe(false);
+  });
+});
+
+/**
+ * The intake's own identity (AWS Lambda's public function): whoever takes the public function
+ * holds this token, not kubefn's. It may do what the HTTP surface calls (read Proxies, SubPools
+ * and Sites; keep the crawlers' proxy-* Leases; acknowledge the doctor's canary with an Event) and
+ * nothing else: no Pod, no Secret, no status, no Proxy, no other Lease (issue 30, Low).
+ */
+describe("the kubefn-intake token used outside kubefn", () => {
+  const intakeUser = "system:serviceaccount:kubefn-system:kubefn-intake";
+  let intake: Kube;
+
+  beforeAll(async () => {
+    const token = await serviceAccountToken(
+      createNodeTransport(kubeConfig()),
+      "kubefn-system",
+      "kubefn-intake",
+    );
+    intake = createKube(createNodeTransport(asServiceAccount(kubeConfig(), token)), {
+      fieldManager: "kubefn-intake",
+    });
+    await admin.create(proxyResource, {
+      apiVersion: "crawl.kubefn.dev/v1alpha1",
+      kind: "Proxy",
+      metadata: { name: "intake-victim", namespace: victims },
+      spec: { mode: "External", endpoint: { host: "proxy.tenant.example", port: 3128 } },
+    });
+    await admin.create(Resources.Lease, {
+      apiVersion: "coordination.k8s.io/v1",
+      kind: "Lease",
+      metadata: { name: "intake-leader-election", namespace: victims },
+      spec: { holderIdentity: "controller-0", leaseDurationSeconds: 15 },
+    });
+  });
+
+  /** The write fails with 403 (RBAC at once; the admission policy a moment after it is made). */
+  const refused = (write: () => Promise<unknown>): Promise<string> =>
+    eventually(
+      async () => {
+        try {
+          await write();
+          return undefined;
+        } catch (err) {
+          if (err instanceof ForbiddenError) return (err as Error).message;
+          throw err;
+        }
+      },
+      { timeoutMs: 15_000, intervalMs: 250, what: "a 403 from the API server" },
+    );
+
+  it("prints its permissions: reads of the primaries, Leases and Event creation, nothing else", async () => {
+    const { table, grants } = await canIList(intakeUser);
+    console.log(`kubectl auth can-i --list --as=${intakeUser}\n${table}`);
+    const own = grants
+      .filter((g) => !grantedToEveryone(g))
+      .map((g) => `${g.resource} ${[...g.verbs].sort().join(",")}`)
+      .sort();
+    expect(own).toEqual([
+      "events.events.k8s.io create",
+      "leases.coordination.k8s.io create,delete,get,update",
+      "proxies.crawl.kubefn.dev get,list",
+      "sites.unbounded-cloud.io list",
+      "subpools.subrelay.example.com list",
+    ]);
+  });
+
+  it("cannot write a Pod, a Secret, a Proxy or a Proxy's status", async () => {
+    await expect(
+      intake.create(Resources.Pod, {
+        apiVersion: "v1",
+        kind: "Pod",
+        metadata: { name: "px-00000000000000000000", namespace: victims },
+        spec: { containers: [{ name: "app", image: "registry.example/miner:1" }] },
+      }),
+    ).rejects.toBeInstanceOf(ForbiddenError);
+    await expect(
+      intake.create(Resources.Secret, {
+        apiVersion: "v1",
+        kind: "Secret",
+        metadata: { name: "px-00000000000000000000-cloud-init", namespace: victims },
+        type: "Opaque",
+        stringData: { x: "y" },
+      } as KubeObject),
+    ).rejects.toBeInstanceOf(ForbiddenError);
+    await expect(
+      intake.get(Resources.Secret, { namespace: victims, name: "anything" }),
+    ).rejects.toBeInstanceOf(ForbiddenError);
+    const key = { namespace: victims, name: "intake-victim" };
+    await expect(
+      intake.patchStatus(proxyResource, key, {
+        type: "merge",
+        body: { status: { ip: "203.0.113.66", phase: "Ready" } },
+      }),
+    ).rejects.toBeInstanceOf(ForbiddenError);
+    await expect(
+      intake.patch(proxyResource, key, {
+        type: "merge",
+        body: { spec: { endpoint: { host: "attacker.example", port: 8080 } } },
+      }),
+    ).rejects.toBeInstanceOf(ForbiddenError);
+    await expect(
+      intake.create(proxyResource, {
+        apiVersion: "crawl.kubefn.dev/v1alpha1",
+        kind: "Proxy",
+        metadata: { name: "forged", namespace: victims },
+        spec: { mode: "External", endpoint: { host: "attacker.example", port: 8080 } },
+      }),
+    ).rejects.toBeInstanceOf(ForbiddenError);
+    const after = await admin.get<KubeObject & { spec?: { endpoint?: { host?: string } }; status?: unknown }>(
+      proxyResource,
+      key,
+    );
+    expect(after.spec?.endpoint?.host).toBe("proxy.tenant.example");
+    expect(after.status).toBeUndefined();
+  });
+
+  it("cannot take a Lease that is not a crawler's (e.g. leader election), though RBAC lets it update Leases", async () => {
+    const live = await admin.get<KubeObject & { spec: Record<string, unknown> }>(Resources.Lease, {
+      namespace: victims,
+      name: "intake-leader-election",
+    });
+    const message = await refused(() =>
+      intake.update(Resources.Lease, { ...live, spec: { ...live.spec, holderIdentity: "attacker" } }),
+    );
+    expect(message).toMatch(/kubefn's intake\) writes only labelled proxy-\* Leases/);
+    await expect(
+      refused(() =>
+        intake.create(Resources.Lease, {
+          apiVersion: "coordination.k8s.io/v1",
+          kind: "Lease",
+          metadata: { name: "proxy-unlabelled", namespace: victims },
+          spec: { holderIdentity: "attacker" },
+        }),
+      ),
+    ).resolves.toMatch(/proxy-unlabelled/);
+  });
+
+  it("keeps a crawler's Lease and acknowledges a canary, as the crawler API and intake do", async () => {
+    const proxy = await admin.get<KubeObject>(proxyResource, { namespace: victims, name: "intake-victim" });
+    const lease = newLease(
+      { namespace: victims, name: "intake-victim", uid: proxy.metadata.uid ?? "" },
+      "crawler-1",
+      30,
+      new Date(),
+    );
+    const made = await eventually(
+      () =>
+        intake.create(Resources.Lease, lease as KubeObject).catch((err) => {
+          if (err instanceof ForbiddenError) return undefined;
+          throw err;
+        }),
+      { timeoutMs: 15_000, intervalMs: 250, what: "the intake's Lease admitted" },
+    );
+    expect(made.metadata.name).toBe("proxy-intake-victim");
+    await intake.delete(Resources.Lease, { namespace: victims, name: "proxy-intake-victim" });
+    const errors: unknown[] = [];
+    await createEventRecorder(intake, {
+      controller: "kubefn.dev/intake",
+      now: () => new Date(),
+      onError: (err) => errors.push(err),
+    }).record(
+      {
+        apiVersion: "v1",
+        kind: "ConfigMap",
+        metadata: { namespace: victims, name: "kubefn-intake-canary-x" },
+      },
+      { type: "Normal", reason: "IntakeReceived", action: "Receive", note: "received" },
+    );
+    expect(errors.map(String)).toEqual([]);
+    // An Event as one of the operators is refused.
+    const forged: unknown[] = [];
+    await createEventRecorder(intake, {
+      controller: "kubefn.dev/proxy",
+      now: () => new Date(),
+      onError: (err) => forged.push(err),
+    }).record(
+      { apiVersion: "v1", kind: "ConfigMap", metadata: { namespace: victims, name: "anything" } },
+      { type: "Warning", reason: "Forged", action: "Forge", note: "forged" },
+    );
+    expect(forged.map((e) => e instanceof ForbiddenError)).toEqual([true]);
   });
 });

@@ -291,6 +291,11 @@ const nodeRows: Row<NodeOwn>[] = [
   { names: ["KUBEFN_INSTALL"], meaning: "apply `infra/crds` and `infra/rbac` to `KUBECONFIG`'s cluster" },
   { names: ["KUBEFN_LOG_FORMAT"], meaning: "`text` or `json`" },
   {
+    names: ["KUBEFN_KUBE_HTTP"],
+    meaning:
+      "how requests reach the API server (undici): `h2` offers HTTP/2 and multiplexes concurrent requests on one connection, as client-go does (HTTP/1.1 where the server does not take it); `http1` never offers HTTP/2 (client-go's `DISABLE_HTTP2`); `node-https` the node:https keep-alive agent of 0.x ([Performance](performance.md#kube-transport))",
+  },
+  {
     names: ["KUBEFN_SWEEP_LEASE"],
     unset: "`kubefn-sweep` in a Pod, else `off`",
     meaning:

@@ -343,3 +343,17 @@ function kubeConfigWithCa(url: string, caPem: string): KubeConfig {
   });
   return kc;
 }
+
+describe.each(["h2", "http1"] as const)("createNodeTransport (%s) maxConnections", (http) => {
+  it("opens no more connections than maxConnections; the other requests wait for one", async () => {
+    const url = await serve(() => ({ status: 200, body: "{}", delayMs: 20 }));
+    let connections = 0;
+    server!.on("connection", () => connections++);
+    const transport = createNodeTransport(kubeConfigFor(url), { http, maxConnections: 2 });
+    const answers = await Promise.all(
+      Array.from({ length: 12 }, () => transport.request({ method: "GET", path: "/api" })),
+    );
+    expect(answers.map((a) => a.status)).toEqual(Array(12).fill(200));
+    expect(connections).toBe(2);
+  });
+});

@@ -65,7 +65,7 @@ export const nodeHostEnvSchema = z.object({
   KUBEFN_TLS_KEY_FILE: z.optional(z.string().check(z.minLength(1))),
   KUBEFN_INSTALL: z._default(z.enum(["true", "false"]), "false"),
   KUBEFN_LOG_FORMAT: z._default(z.enum(["text", "json"]), "text"),
-  KUBEFN_KUBE_HTTP: z._default(z.enum(["h2", "http1", "node-https"]), "h2"),
+  KUBEFN_KUBE_HTTP: z._default(z.enum(["http1", "h2"]), "http1"),
   /** Node only (a Worker has no filesystem): Site component manifests from this directory. */
   SITE_MANIFESTS_DIR: z.optional(z.string().check(z.minLength(1))),
   /** Read by the OpenTelemetry SDK; set, the host exports spans (see span-export.ts). */

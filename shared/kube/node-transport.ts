@@ -3,7 +3,6 @@ import { KubeConfig } from "@kubernetes/client-node";
 import { errors, Pool } from "undici";
 import { type CircuitPolicy, type GuardedKube, guardedKube } from "./back-pressure.ts";
 import { requestDeadline } from "./deadline.ts";
-import { nodeHttpsConnection } from "./node-https-transport.ts";
 import type { Transport, TransportRequest, TransportResponse } from "./port.ts";
 import type { TokenSource } from "./token-source.ts";
 
@@ -22,11 +21,12 @@ export interface NodeTransportOptions {
    */
   tokenSource?: TokenSource;
   /**
-   * How requests reach the server: "h2" (default) offers HTTP/2 in the TLS handshake (ALPN) and
-   * multiplexes concurrent requests as streams of one connection, as client-go does; a server that
-   * does not take it (or plain HTTP) gets HTTP/1.1 keep-alive connections. "http1" never offers
-   * HTTP/2 (client-go's `DISABLE_HTTP2`). "node-https" is the node:https keep-alive agent the
-   * transport had before undici, kept for the fleet bench's comparison.
+   * How requests reach the server: "http1" (default) HTTP/1.1 keep-alive connections, one per
+   * concurrent request, never pipelined; "h2" offers HTTP/2 in the TLS handshake (ALPN) and
+   * multiplexes concurrent requests as streams of one connection, as client-go does (a server
+   * that does not take it, or plain HTTP, gets HTTP/1.1). On the fleet bench HTTP/1.1 spent less
+   * CPU per pass and answered faster; HTTP/2 held 1 connection where HTTP/1.1 held ~40
+   * (docs/performance.md, "kube transport").
    */
   http?: NodeTransportHttp;
   /**
@@ -36,10 +36,10 @@ export interface NodeTransportOptions {
   maxConnections?: number;
 }
 
-export type NodeTransportHttp = "h2" | "http1" | "node-https";
+export type NodeTransportHttp = "http1" | "h2";
 
 /** TLS material for one server, as client-node's `applyToHTTPSOptions` reads it from the kubeconfig. */
-export interface TlsMaterial {
+interface TlsMaterial {
   ca?: https.RequestOptions["ca"];
   cert?: https.RequestOptions["cert"];
   key?: https.RequestOptions["key"];
@@ -50,7 +50,7 @@ export interface TlsMaterial {
 }
 
 /** One request as a {@link Connection} sends it: credentials applied, headers final. */
-export interface Exchange {
+interface Exchange {
   url: URL;
   method: TransportRequest["method"];
   headers: Record<string, string>;
@@ -60,15 +60,14 @@ export interface Exchange {
 }
 
 /** Carries exchanges to the server: a connection pool, whatever the protocol. */
-export interface Connection {
+interface Connection {
   send(exchange: Exchange): Promise<TransportResponse>;
-  close(): Promise<void>;
 }
 
 /**
  * A {@link Transport} authenticated by a kubeconfig: bearer tokens, client certificates, exec
  * plugins and OIDC through `@kubernetes/client-node`, TLS with the cluster's CA, over undici's
- * connection pool (HTTP/2 where the server offers it). Node-only: keep it out of the Workers bundle.
+ * connection pool (HTTP/1.1, or HTTP/2 when asked). Node-only: keep it out of the Workers bundle.
  *
  * Credentials are applied per request (`kc.applyToHTTPSOptions`), so expiring exec/OIDC tokens are
  * refreshed (client-node re-runs an exec plugin once its `expirationTimestamp` has passed). A 401
@@ -77,9 +76,9 @@ export interface Connection {
  * renew; the request is sent once more with what they give.
  *
  * Connections are kept alive and reused (client-node's own agent is built with Node's default
- * `keepAlive: false`, which pays a TCP and TLS handshake on every request). With HTTP/2 (the
- * default) concurrent requests are streams of one connection, as client-go sends them; HTTP/1.1
- * opens one connection per concurrent request and never pipelines. A pool is kept per server and
+ * `keepAlive: false`, which pays a TCP and TLS handshake on every request). HTTP/1.1 (the default)
+ * opens one connection per concurrent request and never pipelines; with HTTP/2 concurrent
+ * requests are streams of one connection, as client-go sends them. A pool is kept per server and
  * TLS material (CA, client certificate, key, server name): a rotated client certificate gets a new
  * pool, and the old one closes once its requests are answered.
  *
@@ -87,21 +86,19 @@ export interface Connection {
  * `insecure-skip-tls-verify`; use `createFetchTransport` for a plain-HTTP endpoint. A request that
  * finds its reused connection closed by the server (before any response) is sent once more on a
  * new one. A kubeconfig's `proxy-url` is not followed (nor was it by the node:https agent before).
+ * undici's pool hands a connection back a tick after its response ends, so a request sent at once
+ * after another may open a second connection.
  *
  * @example
  * const kube = createKube(createNodeTransport(loadKubeConfig({ file: process.env.KUBECONFIG })));
  */
 export function createNodeTransport(initial: KubeConfig, options: NodeTransportOptions = {}): Transport {
   const idleTimeoutMs = options.idleTimeoutMs ?? 30_000;
-  const mode = options.http ?? "h2";
-  const connection =
-    mode === "node-https"
-      ? nodeHttpsConnection(idleTimeoutMs)
-      : undiciConnection({
-          http2: mode === "h2",
-          idleTimeoutMs,
-          ...(options.maxConnections !== undefined ? { maxConnections: options.maxConnections } : {}),
-        });
+  const connection = undiciConnection({
+    http2: options.http === "h2",
+    idleTimeoutMs,
+    ...(options.maxConnections !== undefined ? { maxConnections: options.maxConnections } : {}),
+  });
   let kc = initial;
 
   /** Sends `req` with the credentials `from` applies now, `token` (when given) as the bearer. */
@@ -250,10 +247,6 @@ function undiciConnection(opts: {
         if (!isStaleConnection(err)) throw err;
         return sendOnce(x);
       });
-    },
-    async close() {
-      await Promise.all([...pools.values()].map(({ pool }) => pool.close()));
-      pools.clear();
     },
   };
 }

@@ -1177,11 +1177,11 @@ export async function benchFleet(opts: FleetOptions = defaultFleet): Promise<Fle
 }
 
 /**
- * `KUBEFN_BENCH_FLEET_TRANSPORTS=node-https,http1,h2`: the transports to compare, in run order
+ * `KUBEFN_BENCH_FLEET_TRANSPORTS=http1,h2`: the transports to compare, in run order
  * (empty: the ordinary fleet bench).
  */
 export function fleetTransportsFromEnv(env: NodeJS.ProcessEnv = process.env): NodeTransportHttp[] {
-  const known: NodeTransportHttp[] = ["h2", "http1", "node-https"];
+  const known: NodeTransportHttp[] = ["http1", "h2"];
   const names = (env.KUBEFN_BENCH_FLEET_TRANSPORTS ?? "").split(",").filter((n) => n !== "");
   for (const n of names) {
     if (!known.includes(n as NodeTransportHttp))

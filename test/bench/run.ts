@@ -7,7 +7,7 @@
  * SubPools and Sites on the Node host, the outage, the Worker's runs; 35+ min on 2 cores) runs only
  * when named.
  * `fleet` starts its own devcluster (audit webhook on) and ends the output with one JSON line;
- * `KUBEFN_BENCH_FLEET_LARGE=1` runs it with 10,000 primaries; `KUBEFN_BENCH_FLEET_TRANSPORTS=node-https,http1,h2`
+ * `KUBEFN_BENCH_FLEET_LARGE=1` runs it with 10,000 primaries; `KUBEFN_BENCH_FLEET_TRANSPORTS=http1,h2`
  * runs it once per host transport to the API server, without the peer, and prints their figures side by side. `worker-probes` (10,000 Proxies
  * probed by the Worker in workerd; `KUBEFN_BENCH_PROBES=<n>` for another size) runs only when named.
  * `replicas` (requests and probes per minute with 1 and 2 Node-host replicas, the takeover time

@@ -307,6 +307,11 @@ const nodeRows: Row<NodeOwn>[] = [
   { names: ["KUBEFN_INSTALL"], meaning: "apply `infra/crds` and `infra/rbac` to `KUBECONFIG`'s cluster" },
   { names: ["KUBEFN_LOG_FORMAT"], meaning: "`text` or `json`" },
   {
+    names: ["KUBEFN_KUBE_HTTP"],
+    meaning:
+      "how the host's requests reach the API server (undici): `http1` HTTP/1.1 keep-alive connections, one per concurrent request (on the fleet bench the least CPU per pass); `h2` offers HTTP/2 and multiplexes concurrent requests on one connection, as client-go does (1 connection to the API server instead of ~40 while a fleet converges; HTTP/1.1 where the server does not take it) ([Performance](performance.md#kube-transport))",
+  },
+  {
     names: ["KUBEFN_SWEEP_LEASE"],
     unset: "`kubefn-sweep` in a Pod, else `off`",
     meaning:

@@ -53,7 +53,8 @@ export async function connectCluster(
     });
   }
   const { kc, tokenSource } = connection;
-  const transport = () => createNodeTransport(kc, tokenSource ? { tokenSource } : {});
+  const transport = () =>
+    createNodeTransport(kc, { http: config.kubeHttp, ...(tokenSource ? { tokenSource } : {}) });
   if (config.install) {
     const kube = createKube(transport());
     log.info("installed", await installCrdsAndRbac(kube, undefined, config.settings.selfUsernames));

@@ -5,7 +5,7 @@ import {
   settingsFrom,
   settingsVariables,
 } from "../../shared/app/index.ts";
-import { defaultServiceAccountDir } from "../../shared/kube/node.ts";
+import { defaultServiceAccountDir, type NodeTransportHttp } from "../../shared/kube/node.ts";
 import * as z from "../../shared/zod/index.ts";
 import { spanExportWanted } from "./span-export.ts";
 
@@ -49,6 +49,8 @@ export interface NodeHostConfig {
   sweepLease?: { namespace?: string; name: string };
   /** POST kubefn's state changes as CloudEvents here (`STATE_CHANGES_URL`, `STATE_CHANGES_MODE`). */
   stateChanges?: { url: string; mode: "structured" | "binary" };
+  /** How the host's requests reach the API server (see `NodeTransportOptions.http`). */
+  kubeHttp: NodeTransportHttp;
   settings: KubefnSettings;
 }
 
@@ -74,6 +76,7 @@ export const nodeHostEnvSchema = z.object({
   KUBEFN_TLS_KEY_FILE: z.optional(z.string().check(z.minLength(1))),
   KUBEFN_INSTALL: z._default(z.enum(["true", "false"]), "false"),
   KUBEFN_LOG_FORMAT: z._default(z.enum(["text", "json"]), "text"),
+  KUBEFN_KUBE_HTTP: z._default(z.enum(["http1", "h2"]), "http1"),
   /** Node only (a Worker has no filesystem): Site component manifests from this directory. */
   SITE_MANIFESTS_DIR: z.optional(z.string().check(z.minLength(1))),
   /** Read by the OpenTelemetry SDK; set, the host exports spans (see span-export.ts). */
@@ -150,6 +153,7 @@ export function parseNodeHostEnv(env: Record<string, string | undefined>): NodeH
       : {}),
     install: e.KUBEFN_INSTALL === "true",
     logFormat: e.KUBEFN_LOG_FORMAT,
+    kubeHttp: e.KUBEFN_KUBE_HTTP,
     ...(e.SITE_MANIFESTS_DIR ? { siteManifestsDir: e.SITE_MANIFESTS_DIR } : {}),
     exportSpans: spanExportWanted(env),
     ...sweepLeaseOf(e.KUBEFN_SWEEP_LEASE ?? (inCluster ? DEFAULT_SWEEP_LEASE : "off")),

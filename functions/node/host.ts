@@ -97,7 +97,12 @@ export async function startNodeHost(config: NodeHostConfig, log: Log): Promise<N
     onError: (err, message) => log.error("pass crashed", { key: messageKey(message), error: String(err) }),
     metrics,
   });
-  const { kube, invocationKube, apiFailing, guard } = guardedNodeKube(kc, settings, tokenSource);
+  const { kube, invocationKube, apiFailing, guard } = guardedNodeKube(
+    kc,
+    settings,
+    tokenSource,
+    config.kubeHttp,
+  );
   // Loaded only when asked for: a host without an OTLP endpoint never imports the SDK.
   const spanExport = config.exportSpans ? await startSpanExport() : undefined;
   if (spanExport) log.info("exporting spans over OTLP", {});

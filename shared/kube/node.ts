@@ -10,5 +10,6 @@ export {
   guardedNodeKube,
   type LoadKubeConfigOptions,
   loadKubeConfig,
+  type NodeTransportHttp,
   type NodeTransportOptions,
 } from "./node-transport.ts";

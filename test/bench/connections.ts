@@ -1,7 +1,7 @@
 /**
- * Connections per sequential request on the devcluster: the Node transport (its own keep-alive
- * agent) against the agent client-node builds for the same kubeconfig (`keepAlive: false`, what
- * the transport used before). New TLS connections are counted as the client sockets that
+ * Connections per sequential request on the devcluster: the Node transport (its undici keep-alive
+ * pool) against the agent client-node builds for the same kubeconfig (`keepAlive: false`, what
+ * the transport used before its own keep-alive agent). New TLS connections are counted as the client sockets that
  * complete a handshake (`secureConnect`), by wrapping `TLSSocket#emit` for the measurement only.
  */
 import * as https from "node:https";

@@ -42,13 +42,14 @@ import { mapWithConcurrency } from "../../shared/concurrency/index.ts";
 import { proxyResource } from "../../shared/controllers/proxy/api.ts";
 import { subPoolResource } from "../../shared/controllers/subpool/api.ts";
 import { createKube, isAlreadyExists, listAll, Resources } from "../../shared/kube/index.ts";
-import { createNodeTransport, loadKubeConfig } from "../../shared/kube/node.ts";
+import { createNodeTransport, loadKubeConfig, type NodeTransportHttp } from "../../shared/kube/node.ts";
 import type { Kube, KubeObject, Resource } from "../../shared/kube/port.ts";
 import { type HostProcess, startHost } from "../e2e/host.ts";
 import { tempDir } from "../support/temp-dir.ts";
 import type { BenchRow } from "./cluster.ts";
 import { round } from "./cluster.ts";
 import { startFixtures } from "./sweep.ts";
+import { type TransportFigures, transportProbe } from "./transport-probe.ts";
 
 const root = fileURLToPath(new URL("../../", import.meta.url));
 const KUBEFN_USER = "system:serviceaccount:kubefn-system:kubefn";
@@ -82,6 +83,13 @@ export interface FleetOptions {
    * short by it (or by a lost rhythm) ends the bench there, without the peer and the steady window.
    */
   capSeconds?: number;
+  /**
+   * The host's transport to the API server (`KUBEFN_KUBE_HTTP`); set, the bench also measures it:
+   * connections to the API server, request times, CPU per pass and per sweep.
+   */
+  transport?: NodeTransportHttp;
+  /** Run the controller-runtime peer (default true); a transport comparison leaves it out. */
+  peer?: boolean;
 }
 
 // The steady window is one drift period of every controller (Proxy and Site: 300 s).
@@ -645,6 +653,8 @@ function rampOnly(
 export interface FleetResult {
   rows: BenchRow[];
   json: Record<string, unknown>;
+  /** With `transport`: what the host's transport cost. */
+  transport?: TransportFigures;
 }
 
 export async function benchFleet(opts: FleetOptions = defaultFleet): Promise<FleetResult> {
@@ -667,7 +677,7 @@ export async function benchFleet(opts: FleetOptions = defaultFleet): Promise<Fle
   };
   process.once("exit", killChildren);
   try {
-    const peerBinary = buildPeer();
+    const peerBinary = opts.peer !== false ? buildPeer() : "";
     const tee = new AuditTee();
     const webhook = await tee.start();
     cleanups.unshift(() => tee.stop());
@@ -691,21 +701,40 @@ export async function benchFleet(opts: FleetOptions = defaultFleet): Promise<Fle
     );
 
     const intakeToken = randomBytes(24).toString("hex");
+    const timingFile = join(dir, "kube-timing.txt");
+    const nodeOptions = [
+      // `KUBEFN_BENCH_FLEET_PROFILE=<dir>`: the host writes a V8 CPU profile there when it stops.
+      ...(process.env.KUBEFN_BENCH_FLEET_PROFILE
+        ? [`--cpu-prof --cpu-prof-dir=${process.env.KUBEFN_BENCH_FLEET_PROFILE}`]
+        : []),
+      ...(opts.transport ? [`--import ${join(root, "test/bench/kube-timing.mjs")}`] : []),
+    ];
     const host = await startHost({
       KUBECONFIG: kubefnKubeconfig,
       KUBEFN_AUDIT_TOKEN: intakeToken,
-      // `KUBEFN_BENCH_FLEET_PROFILE=<dir>`: the host writes a V8 CPU profile there when it stops.
-      ...(process.env.KUBEFN_BENCH_FLEET_PROFILE
-        ? { NODE_OPTIONS: `--cpu-prof --cpu-prof-dir=${process.env.KUBEFN_BENCH_FLEET_PROFILE}` }
-        : {}),
+      ...(opts.transport ? { KUBEFN_KUBE_HTTP: opts.transport, KUBEFN_BENCH_TIMING_FILE: timingFile } : {}),
+      ...(nodeOptions.length > 0 ? { NODE_OPTIONS: nodeOptions.join(" ") } : {}),
     });
     children.push(host.child);
     cleanups.unshift(() => host.stop());
+    const probe = opts.transport
+      ? transportProbe(
+          host.child.pid!,
+          new URL(loadKubeConfig({ file: cluster.kubeconfig }).getCurrentCluster()!.server),
+          timingFile,
+        )
+      : undefined;
+    if (probe) cleanups.unshift(async () => probe.stop());
     tee.intake = { url: `${host.url}/v1/events`, token: intakeToken };
 
     // kubefn's SubPools, created just after a sweep's passes drained, so that the window holds
     // the passes the creates caused and no drift pass of the next sweep.
     await afterSweep(host);
+    const convergeFrom = {
+      at: Date.now(),
+      cpu: usageOf(host.child.pid!).cpuSeconds,
+      passes: await counterSum(host, "kubefn_passes_total"),
+    };
     process.stderr.write(`fleet: ${opts.subPools} kubefn SubPools …\n`);
     const kfPools = Array.from({ length: opts.subPools }, (_, i) =>
       subPool(subPoolResource.group, `kf-${i}`),
@@ -840,9 +869,17 @@ export async function benchFleet(opts: FleetOptions = defaultFleet): Promise<Fle
       proxyConverge = last;
     }
 
+    const convergeTo = {
+      at: Date.now(),
+      cpu: usageOf(host.child.pid!).cpuSeconds,
+      passes: await counterSum(host, "kubefn_passes_total"),
+    };
+
     // The peer and its SubPools.
-    process.stderr.write(`fleet: controller-runtime peer, ${opts.subPools} SubPools …\n`);
-    const peer = spawn(peerBinary, [], {
+    const withPeer = opts.peer !== false;
+    if (withPeer) process.stderr.write(`fleet: controller-runtime peer, ${opts.subPools} SubPools …\n`);
+    // Without the peer, an idle stand-in keeps the window's code one shape (its figures are not shown).
+    const peer = spawn(withPeer ? peerBinary : "sleep", withPeer ? [] : ["infinity"], {
       env: { ...process.env, KUBECONFIG: peerKubeconfig, PEER_LEASE_NAMESPACE: PEER_NAMESPACE },
       stdio: ["ignore", "pipe", "pipe"],
     });
@@ -857,21 +894,32 @@ export async function benchFleet(opts: FleetOptions = defaultFleet): Promise<Fle
       peerErr = (peerErr + c).slice(-20_000);
     });
     void peerExited.then(() => process.stderr.write(`fleet: the peer exited:\n${peerErr.slice(-2000)}\n`));
-    // Elected, its informers synced and its workers started: from here on it only reacts.
-    await waitFor("the peer's workers", 120_000, async () =>
-      peerErr.includes("Starting workers") ? true : undefined,
-    );
-    await sleep(2000);
-    const crPools = Array.from({ length: opts.subPools }, (_, i) => subPool(PEER_GROUP, `cr-${i}`));
-    const peerPoolConverge = await converge(
-      tee,
-      PEER_USER,
-      admin,
-      peerSubPoolResource,
-      crPools,
-      () => countPools(admin, peerSubPoolResource, "cr-"),
-      Math.max(600_000, opts.subPools * 900),
-    );
+    let peerPoolConverge: Converge = {
+      seconds: Number.NaN,
+      requests: 0,
+      perObject: Number.NaN,
+      byVerb: {},
+      byVerbResourcePerObject: {},
+      notFound: 0,
+      notFoundByResource: {},
+    };
+    if (withPeer) {
+      // Elected, its informers synced and its workers started: from here on it only reacts.
+      await waitFor("the peer's workers", 120_000, async () =>
+        peerErr.includes("Starting workers") ? true : undefined,
+      );
+      await sleep(2000);
+      const crPools = Array.from({ length: opts.subPools }, (_, i) => subPool(PEER_GROUP, `cr-${i}`));
+      peerPoolConverge = await converge(
+        tee,
+        PEER_USER,
+        admin,
+        peerSubPoolResource,
+        crPools,
+        () => countPools(admin, peerSubPoolResource, "cr-"),
+        Math.max(600_000, opts.subPools * 900),
+      );
+    }
 
     // Health settles: the first verdicts were measured while the fleet converged (a busy host),
     // and the latency reports that correct them come once the 60 s report interval has passed.
@@ -881,7 +929,9 @@ export async function benchFleet(opts: FleetOptions = defaultFleet): Promise<Fle
     const settleFrom = Date.now();
     const healthWrites = (from: number, to: number) =>
       tee.between(KUBEFN_USER, from, to).filter((c) => c.verb === "patch" && c.resource === "proxies/status");
-    const settled = await waitFor("a minute without a health write", 300_000, async () => {
+    // A transport comparison waits at most 2 minutes (its runs are back to back; each says so).
+    const settleMs = opts.transport ? 120_000 : 300_000;
+    const settled = await waitFor("a minute without a health write", settleMs, async () => {
       const now = Date.now();
       return now - settleFrom >= 60_000 && healthWrites(now - 60_000, now).length === 0 ? true : undefined;
     }).catch(() => false);
@@ -895,6 +945,7 @@ export async function benchFleet(opts: FleetOptions = defaultFleet): Promise<Fle
     // The steady window: both running, nothing changing.
     process.stderr.write(`fleet: steady window ${opts.steadySeconds} s …\n`);
     const probesAtProxies = () => fixtures.hits();
+    const sweepLinesFrom = host.lines.length;
     const s0 = {
       at: Date.now(),
       passes: await counterSum(host, "kubefn_passes_total"),
@@ -917,7 +968,27 @@ export async function benchFleet(opts: FleetOptions = defaultFleet): Promise<Fle
       host: usageOf(host.child.pid!),
       peer: usageOf(peer.pid!),
     };
+    const sweepsInWindow = host.lines
+      .slice(sweepLinesFrom)
+      .filter((l) => l.msg === "sweep" && Date.parse(l.time) >= s0.at && Date.parse(l.time) < s1.at).length;
     await sleep(2500);
+    const transportFigures: TransportFigures | undefined = probe
+      ? probe.figures(opts.transport!, {
+          converge: {
+            from: convergeFrom.at,
+            to: convergeTo.at,
+            cpuSeconds: convergeTo.cpu - convergeFrom.cpu,
+            passes: convergeTo.passes - convergeFrom.passes,
+          },
+          steady: {
+            from: s0.at,
+            to: s1.at,
+            cpuSeconds: s1.host.cpuSeconds - s0.host.cpuSeconds,
+            passes: s1.passes - s0.passes,
+            sweeps: sweepsInWindow,
+          },
+        })
+      : undefined;
     const minutes = (s1.at - s0.at) / 60_000;
     const perHour = (n: number) => round((n / minutes) * 60, 0);
     const steady = (user: string) => {
@@ -1030,6 +1101,7 @@ export async function benchFleet(opts: FleetOptions = defaultFleet): Promise<Fle
         maxRssMiB: ratio(maxRss.host, maxRss.peer),
       },
       auditForwardErrors: tee.forwardErrors,
+      ...(transportFigures ? { transport: transportFigures } : {}),
     };
     const verbs = (v: Record<string, number>) =>
       Object.entries(v)
@@ -1091,7 +1163,7 @@ export async function benchFleet(opts: FleetOptions = defaultFleet): Promise<Fle
         note: `kubefn ÷ peer ${json.ratio.maxRssMiB}; host ${rssMiBPer1000Proxies ?? "n/a"} MiB per 1,000 Proxies (${fleetProxies} Proxies)`,
       },
     ];
-    return { rows, json };
+    return { rows, json, ...(transportFigures ? { transport: transportFigures } : {}) };
   } finally {
     for (const cleanup of cleanups) {
       try {
@@ -1102,4 +1174,90 @@ export async function benchFleet(opts: FleetOptions = defaultFleet): Promise<Fle
     }
     process.removeListener("exit", killChildren);
   }
+}
+
+/**
+ * `KUBEFN_BENCH_FLEET_TRANSPORTS=http1,h2`: the transports to compare, in run order
+ * (empty: the ordinary fleet bench).
+ */
+export function fleetTransportsFromEnv(env: NodeJS.ProcessEnv = process.env): NodeTransportHttp[] {
+  const known: NodeTransportHttp[] = ["http1", "h2"];
+  const names = (env.KUBEFN_BENCH_FLEET_TRANSPORTS ?? "").split(",").filter((n) => n !== "");
+  for (const n of names) {
+    if (!known.includes(n as NodeTransportHttp))
+      throw new Error(`unknown transport ${n}; known: ${known.join(", ")}`);
+  }
+  return names as NodeTransportHttp[];
+}
+
+/**
+ * The fleet bench once per transport, back to back, each on a devcluster of its own and without the
+ * peer; the figures side by side, in the order given (one row per figure, `a / b / c`).
+ */
+export async function benchFleetTransports(
+  opts: FleetOptions,
+  transports: NodeTransportHttp[],
+): Promise<{ rows: BenchRow[]; json: Record<string, unknown> }> {
+  const results: (TransportFigures | string)[] = [];
+  for (const transport of transports) {
+    process.stderr.write(`fleet: transport ${transport} …\n`);
+    try {
+      const r = await benchFleet({ ...opts, transport, peer: false });
+      results.push(r.transport ?? "no figures");
+    } catch (err) {
+      results.push(`FAILED: ${String(err).slice(0, 200)}`);
+    }
+  }
+  const each = (f: (t: TransportFigures) => unknown) =>
+    results.map((r) => (typeof r === "string" ? "failed" : String(f(r) ?? "n/a"))).join(" / ");
+  const order = transports.join(" / ");
+  const rows: BenchRow[] = [
+    {
+      name: "fleet transports converge",
+      figure: each((t) => t.converge.seconds),
+      unit: `s (${order})`,
+      note: `${opts.subPools} SubPools then ${opts.proxies} External Proxies converged; requests ${each((t) => t.converge.requests)}`,
+    },
+    {
+      name: "fleet transports converge p99",
+      figure: each((t) => t.converge.p99Ms),
+      unit: `ms a request (${order})`,
+      note: `p50 ${each((t) => t.converge.p50Ms)} ms; creation to the response's last byte, in the host`,
+    },
+    {
+      name: "fleet transports converge connections",
+      figure: each((t) => t.converge.maxConnections),
+      unit: `most open at once (${order})`,
+      note: `different connections used ${each((t) => t.converge.connectionsUsed)}`,
+    },
+    {
+      name: "fleet transports converge CPU/pass",
+      figure: each((t) => t.converge.cpuMsPerPass),
+      unit: `host CPU ms per pass (${order})`,
+      note: `host CPU ${each((t) => t.converge.cpuSeconds)} s over ${each((t) => t.converge.passes)} passes (probes of the Proxies converging included)`,
+    },
+    {
+      name: "fleet transports steady CPU/sweep",
+      figure: each((t) => t.steady.cpuMsPerSweep),
+      unit: `host CPU ms per sweep (${order})`,
+      note: `${each((t) => t.steady.sweeps)} sweeps in ${each((t) => t.steady.seconds)} s; CPU ms per pass ${each((t) => t.steady.cpuMsPerPass)} (${each((t) => t.steady.passes)} passes, probe shards included)`,
+    },
+    {
+      name: "fleet transports steady p99",
+      figure: each((t) => t.steady.p99Ms),
+      unit: `ms a request (${order})`,
+      note: `p50 ${each((t) => t.steady.p50Ms)} ms, ${each((t) => t.steady.requests)} requests`,
+    },
+    {
+      name: "fleet transports steady connections",
+      figure: each((t) => t.steady.maxConnections),
+      unit: `most open at once (${order})`,
+      note: `different connections used ${each((t) => t.steady.connectionsUsed)}`,
+    },
+  ];
+  for (const [i, r] of results.entries()) {
+    if (typeof r === "string")
+      rows.push({ name: `fleet transport ${transports[i]}`, figure: "FAILED", unit: "", note: r });
+  }
+  return { rows, json: { bench: "fleet-transports", options: opts, transports, results } };
 }

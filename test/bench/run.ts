@@ -7,7 +7,8 @@
  * SubPools and Sites on the Node host, the outage, the Worker's runs; 35+ min on 2 cores) runs only
  * when named.
  * `fleet` starts its own devcluster (audit webhook on) and ends the output with one JSON line;
- * `KUBEFN_BENCH_FLEET_LARGE=1` runs it with 10,000 primaries. `worker-probes` (10,000 Proxies
+ * `KUBEFN_BENCH_FLEET_LARGE=1` runs it with 10,000 primaries; `KUBEFN_BENCH_FLEET_TRANSPORTS=http1,h2`
+ * runs it once per host transport to the API server, without the peer, and prints their figures side by side. `worker-probes` (10,000 Proxies
  * probed by the Worker in workerd; `KUBEFN_BENCH_PROBES=<n>` for another size) runs only when named.
  * `replicas` (requests and probes per minute with 1 and 2 Node-host replicas, the takeover time
  * after a kill; 200 Proxies, `KUBEFN_BENCH_REPLICAS_PROXIES=<n>` for another size, ~8 min) runs
@@ -23,7 +24,7 @@ import { stopBenchCluster } from "./cluster.ts";
 import { benchConnections } from "./connections.ts";
 import { benchCost } from "./cost.ts";
 import { benchEmf } from "./emf.ts";
-import { benchFleet, fleetFromEnv } from "./fleet.ts";
+import { benchFleet, benchFleetTransports, fleetFromEnv, fleetTransportsFromEnv } from "./fleet.ts";
 import { benchProbes } from "./health.ts";
 import { benchIntake } from "./intake.ts";
 import { benchAuditZod, benchMapping } from "./mapping.ts";
@@ -142,7 +143,11 @@ const benches: { name: string; run: () => Promise<BenchRow[]>; explicit?: boolea
   {
     name: "fleet",
     run: async () => {
-      const r = await benchFleet(fleetFromEnv());
+      const transports = fleetTransportsFromEnv();
+      const r =
+        transports.length > 0
+          ? await benchFleetTransports(fleetFromEnv(), transports)
+          : await benchFleet(fleetFromEnv());
       jsonLines.push(JSON.stringify(r.json));
       return r.rows;
     },

@@ -668,7 +668,8 @@ describe("infra/host/deployment.yaml", () => {
     expect(parseYaml(readFileSync(`${root}infra/host/kustomization.yaml`, "utf8"))).toEqual({
       apiVersion: "kustomize.config.k8s.io/v1beta1",
       kind: "Kustomization",
-      resources: ["deployment.yaml"],
+      // The host's NetworkPolicy comes with it: /metrics reachable only from a scraper's namespace.
+      resources: ["deployment.yaml", "network-policy.yaml"],
     });
   });
 });

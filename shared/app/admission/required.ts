@@ -9,6 +9,7 @@ const KUBEFN_ADMISSION_POLICIES = [
   "kubefn-state-is-kubefns",
   "kubefn-primaries-keep-their-owners",
   "kubefn-allow-lists-are-the-installers",
+  "kubefn-intake-writes",
 ] as const;
 
 /** kubefn's own admission policies and those each operator of `list` declares, in list order. */

@@ -64,6 +64,13 @@ describe("a Proxy's probe series", () => {
     ]);
   });
 
+  it("a sweep keeps a probe series that names no Proxy (where a host keeps only the latest of any)", async () => {
+    const { ctx, metrics, task, proxies } = await probed(["a"]);
+    metrics.gauge("kubefn_proxy_last_probe_timestamp_seconds", 1_796_000_000);
+    await runSweepTask(task, ctx, [[proxies[0]!]]);
+    expect(metrics.render()).toMatch(/^kubefn_proxy_last_probe_timestamp_seconds \d/m);
+  });
+
   it("the same with probes fanned out as shards: the sweep that plans them drops the unlisted", async () => {
     const { ctx, metrics, proxies } = await probed(["a", "b"]);
     const fanned = proxyHealthTask({

@@ -33,8 +33,9 @@ export function listedProxySeries(metrics: Metrics): {
     },
     finish() {
       if (!listed) return;
+      // A series naming no Proxy (a host's latest of any) is no Proxy's to drop.
       for (const name of proxyProbeSeries)
-        metrics.forget?.(name, (l) => !listed.has(keyOf(l.namespace ?? "", l.name ?? "")));
+        metrics.forget?.(name, (l) => l.name !== undefined && !listed.has(keyOf(l.namespace ?? "", l.name)));
     },
   };
 }

@@ -15,6 +15,7 @@ import { readFile, writeFile } from "node:fs/promises";
 import { fileURLToPath } from "node:url";
 // The settings schema: the shared variables, the operators' and the Node host's own.
 import { nodeHostEnvSchema } from "../functions/node/config.ts";
+import { manifestDirectoriesOf } from "../shared/app/index.ts";
 import { operatorVariables } from "../shared/app/operator-settings.ts";
 import { settingsVariables } from "../shared/app/settings.ts";
 import { defaultInstanceAllowList, minReportIntervalSeconds } from "../shared/controllers/proxy/index.ts";
@@ -265,7 +266,7 @@ const operatorRows: Row<keyof typeof operatorVariables>[] = [
   },
 ];
 
-const nodeRows: Row<NodeOwn>[] = [
+const nodeOwnRows: Row<NodeOwn>[] = [
   {
     names: ["KUBECONFIG"],
     unset: "unset → the Pod's cluster in a Pod, else the embedded devcluster",
@@ -294,9 +295,9 @@ const nodeRows: Row<NodeOwn>[] = [
       "serve `/metrics` alone on this port (same host), for a NetworkPolicy to admit only the scraper there ([Monitoring](monitoring.md))",
   },
   {
-    names: ["KUBEFN_METRICS_PER_PROXY"],
+    names: ["KUBEFN_METRICS_PER_OBJECT"],
     meaning:
-      "`true`: a series per Proxy on `/metrics` (`kubefn_proxy_probe_success`, the per-Proxy `kubefn_proxy_last_probe_timestamp_seconds`); `false`: none, the series bounded by kubefn's code",
+      "`true`: a series per object on `/metrics` (an operator's gauges of each primary: the Proxies' `kubefn_proxy_probe_success` and `kubefn_proxy_last_probe_timestamp_seconds`); `false`: none, the series bounded by kubefn's code (a gauge declared latest-of-any stays as one series)",
   },
   {
     names: ["KUBEFN_TLS_CERT_FILE", "KUBEFN_TLS_KEY_FILE"],
@@ -318,11 +319,6 @@ const nodeRows: Row<NodeOwn>[] = [
       "the Lease the host's replicas share the sweep through (one holder sweeps and probes a period): `off`, a name (in the Pod's namespace, else `kubefn-system`) or `namespace/name` ([Replicas](deploying/node.md#replicas))",
   },
   {
-    names: ["SITE_MANIFESTS_DIR"],
-    unset: "unset (embedded bundle)",
-    meaning: "Site component manifests read from this directory at start (a Worker has no filesystem)",
-  },
-  {
     names: ["STATE_CHANGES_URL"],
     unset: "unset (no state changes are sent)",
     meaning:
@@ -339,6 +335,16 @@ const nodeRows: Row<NodeOwn>[] = [
     meaning:
       "an OTLP/HTTP collector (`http://collector:4318`; the traces one names the full URL, `…/v1/traces`): the host exports a span per intake batch, pass, job and sweep, with the trace and span ids of its log lines ([Traces](monitoring.md#traces)); the SDK also reads `OTEL_EXPORTER_OTLP_HEADERS`, `OTEL_SERVICE_NAME` (default `kubefn`), `OTEL_RESOURCE_ATTRIBUTES`; `OTEL_SDK_DISABLED=true` turns export off",
   },
+];
+
+/** The Node host's rows: its own, then each operator's directories of manifests. */
+const nodeRows: Row<string>[] = [
+  ...nodeOwnRows,
+  ...manifestDirectoriesOf().map((d) => ({
+    names: [d.variable],
+    unset: "unset (the manifests embedded in the code)",
+    meaning: d.meaning,
+  })),
 ];
 
 /** The schema's default of one variable, in the environment's string form; undefined when it has none. */

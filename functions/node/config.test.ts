@@ -2,6 +2,15 @@ import { describe, expect, it } from "vitest";
 import { parseNodeHostEnv } from "./config.ts";
 
 describe("Node host settings", () => {
+  it("reads each directory of manifests an operator declares, by its variable", () => {
+    expect(parseNodeHostEnv({}).manifestDirectories).toEqual([]);
+    expect(parseNodeHostEnv({ SITE_MANIFESTS_DIR: "/etc/kubefn/site" }).manifestDirectories).toEqual([
+      { option: "siteManifests", dir: "/etc/kubefn/site" },
+    ]);
+    // Empty, it is unset, as every setting is.
+    expect(parseNodeHostEnv({ SITE_MANIFESTS_DIR: "" }).manifestDirectories).toEqual([]);
+  });
+
   it("serves the fleet page open on loopback (the default listener), behind API_TOKEN on any other address", () => {
     expect(parseNodeHostEnv({}).settings.fleetPage).toBe("open");
     expect(parseNodeHostEnv({ KUBEFN_HOST: "::1" }).settings.fleetPage).toBe("open");

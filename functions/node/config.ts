@@ -1,5 +1,7 @@
 import {
   type KubefnSettings,
+  type ManifestOption,
+  manifestDirectoriesOf,
   parseEnvironment,
   SettingsError,
   settingsFrom,
@@ -37,8 +39,8 @@ export interface NodeHostConfig {
   /** Apply infra/crds and infra/rbac at start (always with the embedded devcluster). */
   install: boolean;
   logFormat: "text" | "json";
-  /** Site component manifests are read from here at start instead of the embedded bundle. */
-  siteManifestsDir?: string;
+  /** Directories of manifests the operators declared and the environment named, read at start. */
+  manifestDirectories: { option: ManifestOption; dir: string }[];
   /** Export a span per hop over OTLP (an endpoint is set); the SDK reads its own variables. */
   exportSpans: boolean;
   /**
@@ -71,14 +73,16 @@ export const nodeHostEnvSchema = z.object({
   KUBEFN_HOST: z._default(z.string(), "127.0.0.1"),
   KUBEFN_PORT: z._default(z.coerce.number().check(z.int()).check(z.gte(0)).check(z.lte(65535)), 8080),
   KUBEFN_METRICS_PORT: z.optional(z.coerce.number().check(z.int()).check(z.gte(0)).check(z.lte(65535))),
-  KUBEFN_METRICS_PER_PROXY: z._default(z.enum(["true", "false"]), "false"),
+  KUBEFN_METRICS_PER_OBJECT: z._default(z.enum(["true", "false"]), "false"),
   KUBEFN_TLS_CERT_FILE: z.optional(z.string().check(z.minLength(1))),
   KUBEFN_TLS_KEY_FILE: z.optional(z.string().check(z.minLength(1))),
   KUBEFN_INSTALL: z._default(z.enum(["true", "false"]), "false"),
   KUBEFN_LOG_FORMAT: z._default(z.enum(["text", "json"]), "text"),
   KUBEFN_KUBE_HTTP: z._default(z.enum(["http1", "h2"]), "http1"),
-  /** Node only (a Worker has no filesystem): Site component manifests from this directory. */
-  SITE_MANIFESTS_DIR: z.optional(z.string().check(z.minLength(1))),
+  /** Node only (a Worker has no filesystem): the operators' directories of manifests. */
+  ...Object.fromEntries(
+    manifestDirectoriesOf().map((d) => [d.variable, z.optional(z.string().check(z.minLength(1)))]),
+  ),
   /** Read by the OpenTelemetry SDK; set, the host exports spans (see span-export.ts). */
   OTEL_EXPORTER_OTLP_ENDPOINT: z.optional(z.string().check(z.minLength(1))),
   OTEL_EXPORTER_OTLP_TRACES_ENDPOINT: z.optional(z.string().check(z.minLength(1))),
@@ -147,14 +151,17 @@ export function parseNodeHostEnv(env: Record<string, string | undefined>): NodeH
     host: e.KUBEFN_HOST,
     port: e.KUBEFN_PORT,
     ...(e.KUBEFN_METRICS_PORT !== undefined ? { metricsPort: e.KUBEFN_METRICS_PORT } : {}),
-    metricsPerObject: e.KUBEFN_METRICS_PER_PROXY === "true",
+    metricsPerObject: e.KUBEFN_METRICS_PER_OBJECT === "true",
     ...(e.KUBEFN_TLS_CERT_FILE && e.KUBEFN_TLS_KEY_FILE
       ? { tls: { certFile: e.KUBEFN_TLS_CERT_FILE, keyFile: e.KUBEFN_TLS_KEY_FILE } }
       : {}),
     install: e.KUBEFN_INSTALL === "true",
     logFormat: e.KUBEFN_LOG_FORMAT,
     kubeHttp: e.KUBEFN_KUBE_HTTP,
-    ...(e.SITE_MANIFESTS_DIR ? { siteManifestsDir: e.SITE_MANIFESTS_DIR } : {}),
+    manifestDirectories: manifestDirectoriesOf().flatMap(({ variable, option }) => {
+      const dir = (e as Record<string, unknown>)[variable];
+      return typeof dir === "string" ? [{ option, dir }] : [];
+    }),
     exportSpans: spanExportWanted(env),
     ...sweepLeaseOf(e.KUBEFN_SWEEP_LEASE ?? (inCluster ? DEFAULT_SWEEP_LEASE : "off")),
     ...(e.STATE_CHANGES_URL

@@ -119,9 +119,9 @@ export async function startNodeHost(config: NodeHostConfig, log: Log): Promise<N
     ...(spanExport ? { spans: spanExport.spans } : {}),
     ...(config.stateChanges ? { stateChanges: cloudEventsStateChanges(config.stateChanges) } : {}),
     // Read once at start, like every other setting.
-    ...(config.siteManifestsDir
-      ? { operatorOptions: { siteManifests: readManifestDirectory(config.siteManifestsDir) } }
-      : {}),
+    operatorOptions: Object.fromEntries(
+      config.manifestDirectories.map(({ option, dir }) => [option, readManifestDirectory(dir)]),
+    ),
   });
   // Each controller's reconcile series from 0, as controller-runtime starts them: a counter that
   // first appears at 1 loses that first increase to rate().

@@ -120,8 +120,8 @@ describe("the Node host's /metrics (issue 30, Low)", () => {
     for (const name of proxyProbeSeries) expect(many.render()).not.toContain(`${name}{`);
   });
 
-  it("KUBEFN_METRICS_PER_PROXY=true keeps a series per Proxy", () => {
-    expect(parseNodeHostEnv({ KUBEFN_METRICS_PER_PROXY: "true" }).metricsPerObject).toBe(true);
+  it("KUBEFN_METRICS_PER_OBJECT=true keeps a series per Proxy", () => {
+    expect(parseNodeHostEnv({ KUBEFN_METRICS_PER_OBJECT: "true" }).metricsPerObject).toBe(true);
     const metrics = new PrometheusMetrics();
     probe(metrics, 100, true);
     expect(seriesOf(metrics.render())).toHaveLength(200);

@@ -58,7 +58,14 @@ export {
   kubeGoogleCredentialsSchema,
   ownNamespace,
 } from "./operator-settings.ts";
-export { createOperators, type OperatorOptions, type Operators } from "./operators.ts";
+export {
+  createOperators,
+  type ManifestDirectory,
+  type ManifestOption,
+  manifestDirectoriesOf,
+  type OperatorOptions,
+  type Operators,
+} from "./operators.ts";
 export {
   describeIssues,
   type KubefnSettings,

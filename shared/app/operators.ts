@@ -2,13 +2,21 @@ import { Hono } from "hono/tiny";
 import {
   type AnyOperator,
   operators as kubefnOperators,
+  type ManifestDirectory,
   type OperatorOptions,
   type OperatorParts,
 } from "../controllers/index.ts";
 import type { Context, SweepTask } from "../runtime/index.ts";
 import { createRegistry, type RefusedController, type Registry, startable } from "../runtime/index.ts";
 
-export type { OperatorOptions } from "../controllers/index.ts";
+export type { ManifestDirectory, ManifestOption, OperatorOptions } from "../controllers/index.ts";
+
+/** The directories of manifests the operators of `list` may be given (Node host only). */
+export function manifestDirectoriesOf(
+  list: readonly AnyOperator[] = kubefnOperators,
+): readonly ManifestDirectory[] {
+  return list.flatMap((o) => o.manifestDirectories ?? []);
+}
 
 /** What every platform runs: the registry, the sweep's periodic tasks, and extra HTTP routes. */
 export interface Operators {

@@ -10,6 +10,8 @@ export {
   type AuditRule,
   type CrdModule,
   defineOperator,
+  type ManifestDirectory,
+  type ManifestOption,
   type MetricFamilies,
   type MetricFamily,
   type Operator,

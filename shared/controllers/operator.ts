@@ -224,9 +224,29 @@ export interface Operator<
   metricFamilies?: MetricFamilies;
   /** Its installer's allow-lists. */
   allowLists?: OperatorAllowLists<Settings>;
+  /**
+   * Directories of manifests the Node host may be given at start (a Worker has no filesystem):
+   * the variable naming one and the option its objects are built with.
+   */
+  manifestDirectories?: readonly ManifestDirectory[];
   /** Builds what it runs; `settings` undefined: its defaults. */
   build(settings: Settings | undefined, options: OperatorOptions): OperatorParts;
   cluster: OperatorCluster;
+}
+
+/** The options an operator takes as objects read from manifests. */
+export type ManifestOption = {
+  [K in keyof OperatorOptions]-?: NonNullable<OperatorOptions[K]> extends readonly KubeObject[] ? K : never;
+}[keyof OperatorOptions];
+
+/** A directory of manifests an operator may be given (see {@link Operator.manifestDirectories}). */
+export interface ManifestDirectory {
+  /** The Node host's variable naming the directory. */
+  variable: string;
+  /** The option the directory's objects are passed as. */
+  option: ManifestOption;
+  /** What the objects are, for the settings page. */
+  meaning: string;
 }
 
 /** A module of `CrdSpec`s: its path from the repository root and the exports to read, in order. */

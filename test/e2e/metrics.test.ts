@@ -78,7 +78,7 @@ beforeAll(async () => {
     KUBECONFIG: kubeconfig,
     KUBEFN_SWEEP_SECONDS: "2",
     // The per-Proxy probe series are opt-in (bounded cardinality by default).
-    KUBEFN_METRICS_PER_PROXY: "true",
+    KUBEFN_METRICS_PER_OBJECT: "true",
   });
 }, 180_000);
 

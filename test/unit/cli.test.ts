@@ -174,7 +174,7 @@ describe("install profiles", () => {
     };
     const env = deployment.spec.template.spec.containers[0]?.env ?? [];
     expect(env).toContainEqual({ name: "KUBEFN_METRICS_PORT", value: "9090" });
-    expect(env.map((e) => e.name)).not.toContain("KUBEFN_METRICS_PER_PROXY");
+    expect(env.map((e) => e.name)).not.toContain("KUBEFN_METRICS_PER_OBJECT");
     // The cluster side alone (a Worker's or Lambda's cluster) has no host to guard.
     expect(clusterSide.filter((o) => o.kind === "NetworkPolicy")).toEqual([]);
   });

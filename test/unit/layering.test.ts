@@ -376,14 +376,6 @@ const operatorWordsAllowed: Readonly<Record<string, { words: readonly string[]; 
     words: ["httpProxy"],
     why: "an HTTP proxy in front of the devcluster's API server (the tests' fault proxy), not the operator",
   },
-  "functions/node/config.ts": {
-    words: ["KUBEFN_METRICS_PER_PROXY", "SITE_MANIFESTS_DIR", "siteManifestsDir", "Site"],
-    why: "Node-host settings whose names users already set; an operator does not yet declare host settings",
-  },
-  "functions/node/host.ts": {
-    words: ["siteManifestsDir", "siteManifests"],
-    why: "the Node host reads SITE_MANIFESTS_DIR from its filesystem into the Site operator's option",
-  },
 };
 
 describe("no operator's name in the app or the platforms", () => {

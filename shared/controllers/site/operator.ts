@@ -28,6 +28,13 @@ export const siteOperator = defineOperator({
         value: `${imageRegistry}/${component}:${imageTag}`,
       })),
   },
+  manifestDirectories: [
+    {
+      variable: "SITE_MANIFESTS_DIR",
+      option: "siteManifests",
+      meaning: "Site component manifests read from this directory at start (a Worker has no filesystem)",
+    },
+  ],
   build(settings, opts) {
     return {
       controller: () =>

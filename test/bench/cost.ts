@@ -46,6 +46,7 @@ import {
   ENVELOPE_VERSION,
   fitToQueue,
   type Message,
+  messageAuthenticatorFrom,
   messageBytes,
   type PassMessage,
 } from "../../shared/runtime/index.ts";
@@ -82,6 +83,13 @@ interface Inputs {
 }
 
 type Platform = "workers" | "lambda";
+
+/**
+ * The platforms' `STATUS_SEAL_KEY`: a shard on a platform queue carries kubefn's MAC keyed from it,
+ * and a consumer refuses one without (the bench seals its shards as the sweep does).
+ */
+const SEAL_KEY = "cost-bench-seal-key-0123456789abcdef";
+const shardMac = messageAuthenticatorFrom({ statusSealKey: SEAL_KEY })!;
 
 /** Each platform's settings as deployed (wrangler.toml, infra/aws/template.yaml). */
 function platformSettings(platform: Platform): { shardSize: number; maxMessageBytes: number } {
@@ -162,7 +170,9 @@ export async function measureSecond(
         },
       });
     }
-    return fitToQueue(messages, maxMessageBytes).map((m) => ({ ...m, v: ENVELOPE_VERSION }));
+    return Promise.all(
+      fitToQueue(messages, maxMessageBytes).map((m) => shardMac.sign({ ...m, v: ENVELOPE_VERSION })),
+    );
   };
   let consume: (messages: Message[]) => Promise<unknown>;
   if (platform === "lambda") {
@@ -174,6 +184,7 @@ export async function measureSecond(
         PROBE_ALLOWED_CIDRS: LOOPBACK_PROBE_CIDRS,
         AWS_ACCESS_KEY_ID: "bench",
         AWS_SECRET_ACCESS_KEY: "bench",
+        STATUS_SEAL_KEY: SEAL_KEY,
       },
       endpoint: "http://127.0.0.1:9",
       kube: () => kube,
@@ -200,6 +211,7 @@ export async function measureSecond(
       KUBE_TOKEN: "unused",
       PROBE_ALLOWED_CIDRS: LOOPBACK_PROBE_CIDRS,
       PROBE_SHARD_SIZE: String(shardSize),
+      STATUS_SEAL_KEY: SEAL_KEY,
     });
     const kubefn = createKubefn(config, {
       kube,
@@ -230,6 +242,12 @@ export async function measureSecond(
   const wallMs = performance.now() - t0;
   const cpu = process.cpuUsage(c0);
   const probes = (await fixtures.hits()) - hitsBefore;
+  // A second whose shards were refused or shed probes nothing and costs almost nothing: a bill
+  // from it would be a bill for no work.
+  if (probes < proxies)
+    throw new Error(
+      `${platform}: ${probes} probes in the measured second for ${proxies} Proxies due (refused or shed shards: see the log lines)`,
+    );
   const counted = { ...tally, metrics: [...tally.metrics].sort() };
   // The CPU of two more runs alike (their log and metric tallies are not kept): the least of
   // three, since other processes on a shared machine only ever add to it.

@@ -439,7 +439,7 @@ function countsFor(
     second: {
       proxies: second.proxies,
       shards: second.shards,
-      shardBytes: second.shardBytes.reduce((a, b) => a + b, 0) / Math.max(1, second.shardBytes.length),
+      shardBytes: second.shardBytes,
       invocation: second.invocation,
     },
     passesPerInvocation: 10,

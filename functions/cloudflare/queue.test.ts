@@ -126,10 +126,15 @@ describe("queuesPort", () => {
         endpoint: { host: "203.0.113.7", port: 3128, scheme: "http" },
         healthCheck: { probeURL: "http://198.51.100.9/healthz", successThreshold: 1 },
       },
-      status: { health: JSON.stringify({ instance: "203.0.113.7:3128", verdict: true, consecOK: 9 }).padEnd(200) },
+      status: {
+        health: JSON.stringify({ instance: "203.0.113.7:3128", verdict: true, consecOK: 9 }).padEnd(200),
+      },
     });
     const objects = Array.from({ length: 300 }, (_, i) => view(i));
-    const second: JobMessage = { kind: "job", job: { controller: "proxy", task: "probe", slot: "3-0", objects, due: 1 } };
+    const second: JobMessage = {
+      kind: "job",
+      job: { controller: "proxy", task: "probe", slot: "3-0", objects, due: 1 },
+    };
     await queuesPort(binding).send([second], 3);
     const bodies = binding.calls.flatMap((c) => c.bodies);
     // 300 views of ~510 bytes with room for their MACs: 3 × 64 KB, where 120-view shards of

@@ -52,8 +52,8 @@ import {
   type PassMessage,
 } from "../../shared/runtime/index.ts";
 import { FakeKube } from "../support/fake-kube.ts";
-import { startMoto, TEST_CREDENTIALS } from "../support/moto.ts";
 import { LOOPBACK_PROBE_CIDRS } from "../support/loopback.ts";
+import { startMoto, TEST_CREDENTIALS } from "../support/moto.ts";
 import type { BenchRow } from "./cluster.ts";
 import { round } from "./cluster.ts";
 import {
@@ -153,7 +153,15 @@ export async function measureSecond(
   const kube = new FakeKube();
   for (let i = 0; i < proxies; i++)
     kube.seed(proxyResource, externalProxy(i, ports[i % ports.length]!, target));
-  const tally = { lines: 0, bytes: 0, emfLines: 0, emfBytes: 0, points: 0, lost: 0, metrics: new Set<string>() };
+  const tally = {
+    lines: 0,
+    bytes: 0,
+    emfLines: 0,
+    emfBytes: 0,
+    points: 0,
+    lost: 0,
+    metrics: new Set<string>(),
+  };
   const write = (line: string) => {
     tally.lines++;
     tally.bytes += Buffer.byteLength(line) + 1;
@@ -272,7 +280,9 @@ export async function measureSecond(
   // A second whose shards were refused or shed probes nothing and costs almost nothing: a bill
   // from it would be a bill for no work.
   if (tally.lost > 0)
-    throw new Error(`${platform}: ${tally.lost} health reports lost in the measured second (the queue refused them)`);
+    throw new Error(
+      `${platform}: ${tally.lost} shard(s) lost health reports in the measured second (the queue refused them)`,
+    );
   if (probes < proxies)
     throw new Error(
       `${platform}: ${probes} probes in the measured second for ${proxies} Proxies due (refused or shed shards: see the log lines)`,

@@ -115,6 +115,38 @@ describe("queuesPort", () => {
     expect(jobs.every((b) => b.kind === "job" && b.job.due === 1)).toBe(true);
   });
 
+  it("a second's 300 probe views (one job) go as three messages under the 64 KB Queues bill as one operation each, not 120-view shards of two", async () => {
+    const binding = recordingBinding();
+    const view = (i: number) => ({
+      apiVersion: "crawl.kubefn.dev/v1alpha1",
+      kind: "Proxy",
+      metadata: { namespace: "crawl", name: `p${i}`, resourceVersion: String(1000 + i) },
+      spec: {
+        mode: "External",
+        endpoint: { host: "203.0.113.7", port: 3128, scheme: "http" },
+        healthCheck: { probeURL: "http://198.51.100.9/healthz", successThreshold: 1 },
+      },
+      status: {
+        health: JSON.stringify({ instance: "203.0.113.7:3128", verdict: true, consecOK: 9 }).padEnd(200),
+      },
+    });
+    const objects = Array.from({ length: 300 }, (_, i) => view(i));
+    const second: JobMessage = {
+      kind: "job",
+      job: { controller: "proxy", task: "probe", slot: "3-0", objects, due: 1 },
+    };
+    await queuesPort(binding).send([second], 3);
+    const bodies = binding.calls.flatMap((c) => c.bodies);
+    // 300 views of ~510 bytes with room for their MACs: 3 × 64 KB, where 120-view shards of
+    // 65.8 KB signed (and a third of 60) were billed as 5.
+    expect(bodies).toHaveLength(3);
+    // Each with its MACs (64 bytes an object) still under 64 KB.
+    for (const body of bodies) {
+      const n = (body as JobMessage).job.objects.length;
+      expect(Buffer.byteLength(JSON.stringify(body)) + 64 * (n + 1)).toBeLessThan(64 * 1024);
+    }
+  });
+
   it("keeps the UID when it drops the listed objects", async () => {
     const binding = recordingBinding();
     await queuesPort(binding).send([{ ...message("big", 200_000), uid: "uid-1", listedAt: 5 }]);

@@ -12,10 +12,12 @@ export const MAX_BATCH_MESSAGES = 100;
 /** Budget per `sendBatch` call (the platform's limit is 256 KB; JSON size is an estimate). */
 export const MAX_BATCH_BYTES = 200_000;
 /**
- * The largest message sent (the platform's per-message limit is 128 KB): the core cuts a job above
- * it into several and drops a pass's listed objects above it.
+ * The largest message sent: the 64 KB that Queues bill as one operation of each write, read and
+ * delete (the platform's per-message limit is 128 KB, billed as two). The core cuts a job above it
+ * into several — a second's probe views go as full 64 KB messages, whatever `PROBE_SHARD_SIZE` —
+ * and drops a pass's listed objects above it (the pass then reads them), as on SQS.
  */
-export const MAX_MESSAGE_BYTES = 120_000;
+export const MAX_MESSAGE_BYTES = 64_000;
 
 /**
  * The runtime's {@link Queue} on a Queues producer binding: the core fits the messages to

@@ -58,9 +58,10 @@ export interface FleetCounts {
   sweepsPerHour: number;
   /**
    * One second of probing, measured: the Proxies due in a second (`proxies / probeIntervalSeconds`)
-   * in `shards` messages of `shardBytes` each (mean), consumed by one invocation costing `invocation`.
+   * in `shards` messages of `shardBytes` (each shard's bytes), consumed by one invocation costing
+   * `invocation`.
    */
-  second: { proxies: number; shards: number; shardBytes: number; invocation: UnitCost };
+  second: { proxies: number; shards: number; shardBytes: readonly number[]; invocation: UnitCost };
   /** Passes handled per invocation (a queue batch). */
   passesPerInvocation: number;
   pass: UnitCost;
@@ -108,7 +109,13 @@ export function monthlyVolumes(c: FleetCounts) {
   const withConfirmation = 1 - (1 - Math.min(1, c.confirmationShare)) ** perShard;
   const shards =
     SECONDS_PER_MONTH * c.second.shards * Math.max(scale, c.proxies > 0 ? 1 : 0) * (1 + withConfirmation);
-  const shardChunks = shards * Math.max(1, Math.ceil(c.second.shardBytes / BILLED_CHUNK_BYTES));
+  // Each shard is billed by its own 64 KB chunks: a shard of 65.8 KB is two, whatever the mean.
+  const chunksPerShard =
+    c.second.shardBytes.length > 0
+      ? c.second.shardBytes.reduce((n, bytes) => n + Math.max(1, Math.ceil(bytes / BILLED_CHUNK_BYTES)), 0) /
+        c.second.shardBytes.length
+      : 1;
+  const shardChunks = shards * chunksPerShard;
   const passes = c.objects * c.passesPerObjectHour * HOURS_PER_MONTH;
   const sweeps = c.sweepsPerHour * HOURS_PER_MONTH;
   return {

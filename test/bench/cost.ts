@@ -29,6 +29,7 @@
  * which the output says.
  */
 import { readFileSync } from "node:fs";
+import { CreateQueueCommand, SQSClient } from "@aws-sdk/client-sqs";
 import type { LambdaContext } from "hono/aws-lambda";
 import { createHandler } from "../../functions/aws/handler.ts";
 import { MAX_SHARD_BYTES } from "../../functions/aws/queue.ts";
@@ -46,11 +47,13 @@ import {
   ENVELOPE_VERSION,
   fitToQueue,
   type Message,
+  messageAuthenticatorFrom,
   messageBytes,
   type PassMessage,
 } from "../../shared/runtime/index.ts";
 import { FakeKube } from "../support/fake-kube.ts";
 import { LOOPBACK_PROBE_CIDRS } from "../support/loopback.ts";
+import { startMoto, TEST_CREDENTIALS } from "../support/moto.ts";
 import type { BenchRow } from "./cluster.ts";
 import { round } from "./cluster.ts";
 import {
@@ -83,6 +86,13 @@ interface Inputs {
 
 type Platform = "workers" | "lambda";
 
+/**
+ * The platforms' `STATUS_SEAL_KEY`: a shard on a platform queue carries kubefn's MAC keyed from it,
+ * and a consumer refuses one without (the bench seals its shards as the sweep does).
+ */
+const SEAL_KEY = "cost-bench-seal-key-0123456789abcdef";
+const shardMac = messageAuthenticatorFrom({ statusSealKey: SEAL_KEY })!;
+
 /** Each platform's settings as deployed (wrangler.toml, infra/aws/template.yaml). */
 function platformSettings(platform: Platform): { shardSize: number; maxMessageBytes: number } {
   if (platform === "workers") {
@@ -109,21 +119,53 @@ export interface SecondMeasure {
   probes: number;
 }
 
-/** One second of probing on `platform`'s consumer path, measured at its second (steady) run. */
+/** Where Lambda's handler sends what a shard passes on (its health reports): moto's SQS. */
+export interface LambdaQueue {
+  endpoint: string;
+  queueUrl: string;
+}
+
+/** A queue in moto's SQS for the Lambda handler's sends. */
+export async function lambdaQueueAt(endpoint: string): Promise<LambdaQueue> {
+  const sqs = new SQSClient({
+    region: "us-east-1",
+    endpoint,
+    credentials: { accessKeyId: "bench", secretAccessKey: "bench" },
+  });
+  const queue = await sqs.send(new CreateQueueCommand({ QueueName: "kubefn-cost" }));
+  sqs.destroy();
+  return { endpoint, queueUrl: queue.QueueUrl as string };
+}
+
+/**
+ * One second of probing on `platform`'s consumer path, measured at its third (steady) run.
+ * Lambda's handler sends to `lambdaQueue` (moto's SQS): a queue that refuses its health reports
+ * keeps every Proxy unconverged, and every second then writes every status again.
+ */
 export async function measureSecond(
   platform: Platform,
   proxies: number,
   fixtures: Awaited<ReturnType<typeof startFixtures>>,
+  lambdaQueue?: LambdaQueue,
 ): Promise<SecondMeasure> {
   const { shardSize, maxMessageBytes } = platformSettings(platform);
   const { target, proxies: ports } = fixtures.ports;
   const kube = new FakeKube();
   for (let i = 0; i < proxies; i++)
     kube.seed(proxyResource, externalProxy(i, ports[i % ports.length]!, target));
-  const tally = { lines: 0, bytes: 0, emfLines: 0, emfBytes: 0, points: 0, metrics: new Set<string>() };
+  const tally = {
+    lines: 0,
+    bytes: 0,
+    emfLines: 0,
+    emfBytes: 0,
+    points: 0,
+    lost: 0,
+    metrics: new Set<string>(),
+  };
   const write = (line: string) => {
     tally.lines++;
     tally.bytes += Buffer.byteLength(line) + 1;
+    if (line.includes('"msg":"health reports not sent')) tally.lost++;
   };
   const log = createLineLog("json", write);
   const emf = createEmfMetrics({
@@ -162,20 +204,24 @@ export async function measureSecond(
         },
       });
     }
-    return fitToQueue(messages, maxMessageBytes).map((m) => ({ ...m, v: ENVELOPE_VERSION }));
+    return Promise.all(
+      fitToQueue(messages, maxMessageBytes).map((m) => shardMac.sign({ ...m, v: ENVELOPE_VERSION })),
+    );
   };
   let consume: (messages: Message[]) => Promise<unknown>;
   if (platform === "lambda") {
+    if (!lambdaQueue) throw new Error("Lambda's second needs a queue (lambdaQueueAt)");
     const handler = createHandler({
       env: {
         AWS_REGION: "us-east-1",
-        QUEUE_URL: "http://127.0.0.1:9/123456789012/kubefn",
+        QUEUE_URL: lambdaQueue.queueUrl,
         KUBECONFIG_BASE64: Buffer.from("unused: the kube port is given").toString("base64"),
         PROBE_ALLOWED_CIDRS: LOOPBACK_PROBE_CIDRS,
         AWS_ACCESS_KEY_ID: "bench",
         AWS_SECRET_ACCESS_KEY: "bench",
+        STATUS_SEAL_KEY: SEAL_KEY,
       },
-      endpoint: "http://127.0.0.1:9",
+      endpoint: lambdaQueue.endpoint,
       kube: () => kube,
       clock,
       log,
@@ -200,6 +246,7 @@ export async function measureSecond(
       KUBE_TOKEN: "unused",
       PROBE_ALLOWED_CIDRS: LOOPBACK_PROBE_CIDRS,
       PROBE_SHARD_SIZE: String(shardSize),
+      STATUS_SEAL_KEY: SEAL_KEY,
     });
     const kubefn = createKubefn(config, {
       kube,
@@ -221,7 +268,7 @@ export async function measureSecond(
   await consume(await shardsNow());
   await consume(await shardsNow());
   const messages = await shardsNow();
-  Object.assign(tally, { lines: 0, bytes: 0, emfLines: 0, emfBytes: 0, points: 0 });
+  Object.assign(tally, { lines: 0, bytes: 0, emfLines: 0, emfBytes: 0, points: 0, lost: 0 });
   tally.metrics.clear();
   const hitsBefore = await fixtures.hits();
   const c0 = process.cpuUsage();
@@ -230,6 +277,16 @@ export async function measureSecond(
   const wallMs = performance.now() - t0;
   const cpu = process.cpuUsage(c0);
   const probes = (await fixtures.hits()) - hitsBefore;
+  // A second whose shards were refused or shed probes nothing and costs almost nothing: a bill
+  // from it would be a bill for no work.
+  if (tally.lost > 0)
+    throw new Error(
+      `${platform}: ${tally.lost} shard(s) lost health reports in the measured second (the queue refused them)`,
+    );
+  if (probes < proxies)
+    throw new Error(
+      `${platform}: ${probes} probes in the measured second for ${proxies} Proxies due (refused or shed shards: see the log lines)`,
+    );
   const counted = { ...tally, metrics: [...tally.metrics].sort() };
   // The CPU of two more runs alike (their log and metric tallies are not kept): the least of
   // three, since other processes on a shared machine only ever add to it.
@@ -421,7 +478,7 @@ function countsFor(
     second: {
       proxies: second.proxies,
       shards: second.shards,
-      shardBytes: second.shardBytes.reduce((a, b) => a + b, 0) / Math.max(1, second.shardBytes.length),
+      shardBytes: second.shardBytes,
       invocation: second.invocation,
     },
     passesPerInvocation: 10,
@@ -450,16 +507,25 @@ export async function benchCost(): Promise<CostResult> {
   const memoryMb = templateMemoryMb();
   const sizes = [100, 1_000, OBJECTS];
   const fixtures = await startFixtures(4);
+  const moto = await startMoto();
+  // The SDK's default chain reads its credentials from the process's environment (as on Lambda).
+  const saved = Object.keys(TEST_CREDENTIALS).map((k) => [k, process.env[k]] as const);
+  Object.assign(process.env, TEST_CREDENTIALS);
   const measured: Record<string, SecondMeasure> = {};
   try {
+    const lambdaQueue = await lambdaQueueAt(moto.endpoint);
     for (const objects of sizes) {
       const perSecond = Math.max(1, Math.round((objects * PROXY_SHARE) / INTERVAL_SECONDS));
       for (const platform of ["workers", "lambda"] as const) {
-        measured[`${platform}-${objects}`] = await measureSecond(platform, perSecond, fixtures);
+        measured[`${platform}-${objects}`] = await measureSecond(platform, perSecond, fixtures, lambdaQueue);
       }
     }
   } finally {
-    await fixtures.stop();
+    for (const [k, v] of saved) {
+      if (v === undefined) delete process.env[k];
+      else process.env[k] = v;
+    }
+    await Promise.all([fixtures.stop(), moto.close()]);
   }
   // Workers' CPU per probe measured in workerd, when a worker-probes run is given: it replaces
   // Node's figure for the Worker's invocations.

@@ -1,19 +1,20 @@
 /**
- * The Worker's metrics in workerd: a queue batch of 10 full probe shards (the consumer's
- * `max_batch_size` × `PROBE_SHARD_SIZE`, both read from wrangler.toml) writes far fewer Analytics
+ * The Worker's metrics in workerd: a queue batch of full probe messages (the consumer's
+ * `max_batch_size`, read from wrangler.toml, × the Proxies one 64 KB message carries, at most
+ * `PROBE_SHARD_SIZE`) writes far fewer Analytics
  * Engine data points than the platform's 250 per invocation, and what they count adds up to the
  * probes the target saw. The local Analytics Engine binding discards what it is given, so the
  * Worker runs wrapped in a counting stand-in (test/e2e/metrics-standin/worker.ts) that, like the
  * platform, refuses a 251st point, and logs each invocation's points. An intake request (fetch)
  * writes its figures too, once answered.
  *
- * The 400 External Proxies exist in the devcluster (their health counters are written as in
+ * The External Proxies (a few hundred) exist in the devcluster (their health counters are written as in
  * production); their probes go through a loopback forward proxy to a loopback target.
  */
 import { readFileSync } from "node:fs";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createTestHarness, type TestHarness } from "wrangler";
-import { queuesPort, type WorkerEnv } from "../../functions/cloudflare/index.ts";
+import { MAX_MESSAGE_BYTES, queuesPort, type WorkerEnv } from "../../functions/cloudflare/index.ts";
 import { installCrdsAndRbac, serviceAccountToken } from "../../functions/node/install.ts";
 import { mapWithConcurrency } from "../../shared/concurrency/index.ts";
 import { type Proxy as ProxyObject, proxyResource } from "../../shared/controllers/proxy/api.ts";
@@ -24,7 +25,12 @@ import {
   type KubeObject,
   Resources,
 } from "../../shared/kube/index.ts";
-import { ENVELOPE_VERSION, type Message, messageAuthenticatorFrom } from "../../shared/runtime/index.ts";
+import {
+  ENVELOPE_VERSION,
+  type Message,
+  messageAuthenticatorFrom,
+  messageBytes,
+} from "../../shared/runtime/index.ts";
 import { clusterInfo, eventually } from "../setup/cluster.ts";
 import { LOOPBACK_PROBE_CIDRS } from "../support/loopback.ts";
 import { removeNamespaces } from "../support/namespaces.ts";
@@ -144,37 +150,47 @@ describe("the Worker's metrics on Analytics Engine", () => {
     ]);
   });
 
-  it(`a queue batch of ${batchSize} full probe shards writes at most ${PLATFORM_LIMIT} points, and they count every probe`, async () => {
-    const count = batchSize * shardSize;
-    const proxies = await mapWithConcurrency(
-      Array.from({ length: count }, (_, i) => `m-${i}`),
-      16,
-      (name) =>
-        kube.create<ProxyObject & KubeObject>(proxyResource, {
-          apiVersion: "crawl.kubefn.dev/v1alpha1",
-          kind: "Proxy",
-          metadata: { name, namespace },
-          spec: {
-            mode: "External",
-            endpoint: { host: "127.0.0.1", port: forwardProxy.port, scheme: "http" },
-            healthCheck: {
-              probeURL: `http://127.0.0.1:${target.port}/`,
-              expectedStatus: 200,
-              intervalSeconds: 30,
-              timeoutSeconds: 5,
-              // No verdict flips at the first probe: the batch's writes are its health counters.
-              successThreshold: 3,
-              failureThreshold: 3,
-            },
+  it(`a queue batch of ${batchSize} full probe messages writes at most ${PLATFORM_LIMIT} points, and they count every probe`, async () => {
+    const create = (name: string) =>
+      kube.create<ProxyObject & KubeObject>(proxyResource, {
+        apiVersion: "crawl.kubefn.dev/v1alpha1",
+        kind: "Proxy",
+        metadata: { name, namespace },
+        spec: {
+          mode: "External",
+          endpoint: { host: "127.0.0.1", port: forwardProxy.port, scheme: "http" },
+          healthCheck: {
+            probeURL: `http://127.0.0.1:${target.port}/`,
+            expectedStatus: 200,
+            intervalSeconds: 30,
+            timeoutSeconds: 5,
+            // No verdict flips at the first probe: the batch's writes are its health counters.
+            successThreshold: 3,
+            failureThreshold: 3,
           },
-        } as ProxyObject & KubeObject),
-    );
-    // The shards as the sweep sends them: the Proxies as a list returns them (no managedFields),
-    // due now, through the Worker's own producer port (batches of at most 200 KB).
-    const listed = proxies.map(({ metadata: { managedFields: _, ...metadata }, ...rest }) => ({
+        },
+      } as ProxyObject & KubeObject);
+    // The Proxies as a list returns them (no managedFields).
+    const asListed = ({
+      metadata: { managedFields: _, ...metadata },
+      ...rest
+    }: ProxyObject & KubeObject) => ({
       ...rest,
       metadata,
-    }));
+    });
+    // A full message: as many of these Proxies as one message the Worker sends carries with their
+    // MACs (the queue cuts a shard at MAX_MESSAGE_BYTES, 64 KB), at most a shard.
+    const first = await create("m-0");
+    const perObject = Buffer.byteLength(JSON.stringify(asListed(first))) + 64 + 16;
+    const perMessage = Math.min(shardSize, Math.floor((MAX_MESSAGE_BYTES - 2_048) / perObject));
+    const count = batchSize * perMessage;
+    const rest = await mapWithConcurrency(
+      Array.from({ length: count - 1 }, (_, i) => `m-${i + 1}`),
+      16,
+      create,
+    );
+    // The shards as the sweep sends them, due now, through the Worker's own producer port.
+    const listed = [first, ...rest].map(asListed);
     const unsigned: Message[] = Array.from({ length: batchSize }, (_, s) => ({
       kind: "job",
       v: ENVELOPE_VERSION,
@@ -182,7 +198,7 @@ describe("the Worker's metrics on Analytics Engine", () => {
         controller: "proxy",
         task: "probe",
         slot: `0-${s}`,
-        objects: listed.slice(s * shardSize, (s + 1) * shardSize),
+        objects: listed.slice(s * perMessage, (s + 1) * perMessage),
         due: Date.now(),
       },
     }));
@@ -205,6 +221,8 @@ describe("the Worker's metrics on Analytics Engine", () => {
     // The shards as the sweep sends them: under kubefn's MAC.
     const mac = messageAuthenticatorFrom({ statusSealKey })!;
     const shards = await Promise.all(unsigned.map((m) => mac.sign(m)));
+    // Each travels whole: the batch is `batchSize` messages.
+    for (const shard of shards) expect(messageBytes(shard)).toBeLessThanOrEqual(MAX_MESSAGE_BYTES);
     harness.clearLogs();
     await queuesPort(env.KUBEFN_QUEUE).send(shards);
 

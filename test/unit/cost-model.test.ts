@@ -30,7 +30,7 @@ const fleet: FleetCounts = {
   second: {
     proxies: 20,
     shards: 1,
-    shardBytes: 10_000,
+    shardBytes: [10_000],
     invocation: { cpuMs: 10, wallMs: 1000, logLines: 2, logBytes: 1000, metricPoints: 120, metricBytes: 500 },
   },
   passesPerInvocation: 10,
@@ -57,8 +57,12 @@ describe("cost model", () => {
     // Twice the Proxies of the measured second: twice the invocations and shards.
     expect(monthlyVolumes({ ...fleet, proxies: 1200 }).shards).toBe(2 * SECONDS);
     // A shard of 100 KB is two 64 KB chunks.
-    const big = { ...fleet, second: { ...fleet.second, shardBytes: 100_000 } };
+    const big = { ...fleet, second: { ...fleet.second, shardBytes: [100_000] } };
     expect(monthlyVolumes(big).shardChunks).toBe(2 * SECONDS);
+    // Each shard is billed by its own chunks: shards of 65.8 KB and 33 KB are three chunks a
+    // second, not the two their mean (49.4 KB, one chunk each) would make.
+    const uneven = { ...fleet, second: { ...fleet.second, shards: 2, shardBytes: [65_800, 33_000] } };
+    expect(monthlyVolumes(uneven).shardChunks).toBe(3 * SECONDS);
   });
 
   it("Workers: the plan, then only what exceeds each allowance; Queues per 64 KB", () => {
@@ -75,7 +79,7 @@ describe("cost model", () => {
     expect(by["Workers Logs events"]).toBe(0);
     expect(b.total).toBeCloseTo(84.0936, 6);
     // Shards of 100 KB: two operations each for write, read and delete.
-    const big = workersBill({ ...fleet, second: { ...fleet.second, shardBytes: 100_000 } }, prices);
+    const big = workersBill({ ...fleet, second: { ...fleet.second, shardBytes: [100_000] } }, prices);
     expect(big.lines.find((l) => l.item.startsWith("Queues"))!.dollars).toBeCloseTo(
       (6 * SECONDS - 1e6) * 0.4e-6,
       6,

@@ -53,6 +53,7 @@ import {
   imagesList,
   nameOf,
   releaseTemplate,
+  UNREFERENCED_IMAGES,
   zip,
 } from "./release/index.ts";
 
@@ -237,7 +238,10 @@ export async function chartObjects(helm: string, args: string[] = []): Promise<u
     .filter(Boolean);
 }
 
-/** Every kubefn image of install.yaml and the chart, and how it is built (throws on one without). */
+/**
+ * Every kubefn image of install.yaml and the chart, and those no manifest names (the forward
+ * proxy), and how each is built (throws on one without).
+ */
 export async function releaseImages(version: string, helm: string): Promise<ImageBuild[]> {
   const refs = imageRefs([
     installObjects(root, version),
@@ -246,7 +250,7 @@ export async function releaseImages(version: string, helm: string): Promise<Imag
     // Every process the chart can run: the host and the relay.
     await chartObjects(helm, ["--set", "host.enabled=true,relay.enabled=true"]),
   ]);
-  return imageBuilds(refs, version);
+  return imageBuilds([...refs, ...UNREFERENCED_IMAGES.map((r) => `${r}:${version}`)], version);
 }
 
 /**

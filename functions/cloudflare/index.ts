@@ -1,6 +1,7 @@
 export { parseWorkerEnv, type WorkerConfig, WorkerConfigError, type WorkerEnv } from "./config.ts";
 export {
   clampDelay,
+  DEAD_LETTER_QUEUE,
   MAX_BATCH_BYTES,
   MAX_BATCH_MESSAGES,
   MAX_DELAY_SECONDS,

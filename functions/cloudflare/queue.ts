@@ -5,6 +5,12 @@ import type {
 } from "@cloudflare/workers-types/index.ts";
 import { type Message, platformQueue, type Queue, type Verdict } from "../../shared/app/index.ts";
 
+/**
+ * The dead-letter queue wrangler.toml gives the `kubefn` consumer: the Worker consumes it too,
+ * and tells its batches apart by this name (`MessageBatch.queue`).
+ */
+export const DEAD_LETTER_QUEUE = "kubefn-dlq";
+
 /** Longest delay Cloudflare Queues accept (12 h). */
 export const MAX_DELAY_SECONDS = 43_200;
 /** Messages per `sendBatch` call. */

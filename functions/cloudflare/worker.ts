@@ -6,6 +6,10 @@
  * A bad `env` fails loudly, naming every bad variable: `fetch` answers 500 and logs the list;
  * `queue` and `scheduled` throw it (batches are retried, then dead-lettered).
  *
+ * Batches from the dead-letter queue ({@link DEAD_LETTER_QUEUE}, wrangler.toml's second consumer)
+ * are recorded, not run: `kubefn.deadLetters` (a log line, a metric point, a Warning Event on
+ * the object a pass names).
+ *
  * Metrics go to the `KUBEFN_METRICS` Analytics Engine dataset, aggregated: each invocation writes
  * one data point per series it touched when its work is done (see {@link createAnalyticsMetrics}).
  *
@@ -22,7 +26,7 @@ import { guardedKube } from "../../shared/kube/index.ts";
 import { TUNNEL_PATH } from "../../shared/tunnel/index.ts";
 import { parseWorkerEnv, WorkerConfigError, type WorkerEnv } from "./config.ts";
 import { workerTransport } from "./kube-transport.ts";
-import { queuesPort, settle } from "./queue.ts";
+import { DEAD_LETTER_QUEUE, queuesPort, settle } from "./queue.ts";
 import { queueStateChanges } from "./state-changes.ts";
 import { type AggregatedMetrics, createAnalyticsMetrics } from "./telemetry.ts";
 import { tunnelFetch, tunnelObject } from "./tunnel.ts";
@@ -107,7 +111,9 @@ export default {
   async queue(batch: MessageBatch<unknown>, env: WorkerEnv, exec: ExecutionContext): Promise<void> {
     const { kubefn, metrics } = partsFor(env);
     const deliveries = batch.messages.map((m) => ({ body: m.body, attempts: m.attempts }));
-    settle(batch.messages, await flushedAfter(exec, metrics, kubefn.consume(deliveries)));
+    const work =
+      batch.queue === DEAD_LETTER_QUEUE ? kubefn.deadLetters(deliveries) : kubefn.consume(deliveries);
+    settle(batch.messages, await flushedAfter(exec, metrics, work));
   },
 
   scheduled(controller: ScheduledController, env: WorkerEnv, exec: ExecutionContext): void {

@@ -16,7 +16,14 @@ import { kubefnImageRepository } from "../../install/index.ts";
 export const IMAGE_BUILDS: Readonly<Record<string, string>> = {
   [`${kubefnImageRepository}kubefn`]: "infra/host/Containerfile",
   [`${kubefnImageRepository}relay`]: "infra/relay/Dockerfile",
+  [`${kubefnImageRepository}forward-proxy`]: "infra/forward-proxy/Containerfile",
 };
+
+/**
+ * kubefn images no manifest names but the release ships: the forward proxy a Managed Proxy on the
+ * kubernetes provider runs when its spec names no image (examples/proxy-managed.yaml).
+ */
+export const UNREFERENCED_IMAGES: readonly string[] = [`${kubefnImageRepository}forward-proxy`];
 
 /** One image of the release and how it is built. */
 export interface ImageBuild {

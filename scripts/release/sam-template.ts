@@ -4,8 +4,9 @@
  * operators' own), generated from the one settings schema so a new setting cannot be missed.
  *
  * A Parameter the base template already declares (with its hand-written description and
- * validation) is kept; the others are generated: `AUDIT_TOKEN` → `AuditToken`, default the
- * schema's default in its environment form, NoEcho for tokens and secrets. An empty value means
+ * validation) is kept; the others are generated: `AUDIT_TOKEN` → `AuditToken`, default the base
+ * template's own value where it sets one (`PROBE_SHARD_SIZE: "400"`), else the schema's default in
+ * its environment form, NoEcho for tokens and secrets. An empty value means
  * unset (the function's environment parser treats "" as absent), so a generated Parameter left at
  * its default changes nothing.
  *
@@ -130,6 +131,9 @@ export function releaseTemplate(base: string, opts: { codeUri: string; version: 
   const parameters = doc.get("Parameters") as YAMLMap;
   if (!isMap(parameters)) throw new Error("base template: no Parameters");
   const secretArnsSet = new Set<string>();
+  /** The base template's own Parameters, and the literal value it gives a generated one's variable. */
+  const baseParameters = new Set(parameters.items.map((p) => String((p.key as Scalar).value)));
+  const literals = new Map<string, string>();
   for (const fn of releaseFunctions) {
     const variables = doc.getIn(["Resources", fn, "Properties", "Environment", "Variables"]) as YAMLMap;
     if (!isMap(variables)) throw new Error(`base template: ${fn} has no variables`);
@@ -141,8 +145,18 @@ export function releaseTemplate(base: string, opts: { codeUri: string; version: 
       }
       if (fn === "Kubefn" && intakeOmits.test(variable)) continue;
       const name = parameterName(variable);
+      const literal = isLiteral(variables, variable) ? String(variables.get(variable)) : undefined;
       if (!parameters.has(name)) parameters.set(name, doc.createNode(generatedParameter(variable)));
-      if (!variables.has(variable) || isLiteral(variables, variable)) {
+      if (literal !== undefined && !baseParameters.has(name)) {
+        // The base template's own value (PROBE_SHARD_SIZE "400" for the reconcile function) stays
+        // the default: deployed at its defaults, the release runs as infra/aws does.
+        const earlier = literals.get(name);
+        if (earlier !== undefined && earlier !== literal)
+          throw new Error(`base template: ${variable} is ${earlier} in one function, ${literal} in another`);
+        literals.set(name, literal);
+        (parameters.get(name) as YAMLMap).set("Default", literal);
+      }
+      if (!variables.has(variable) || literal !== undefined) {
         variables.set(variable, tagged("!Ref", name, doc));
       }
     }

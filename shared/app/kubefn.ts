@@ -1,5 +1,6 @@
 import { buildCore } from "./build.ts";
 import { createConsume } from "./consume.ts";
+import { createDeadLetters } from "./dead-letters.ts";
 import type { Operators } from "./operators.ts";
 import type { Kubefn, KubefnPorts } from "./ports.ts";
 import type { KubefnSettings } from "./settings.ts";
@@ -12,7 +13,7 @@ export { sweepLine } from "./sweep.ts";
 
 /**
  * The one seam between kubefn and a platform, as Hono's `app.fetch` is: settings and ports in,
- * `{ fetch, consume, sweep, ingest }` out. An adapter parses its environment into
+ * `{ fetch, consume, sweep, ingest, deadLetters }` out. An adapter parses its environment into
  * {@link KubefnSettings}, binds its ports, and maps its event shapes onto the four calls.
  *
  * @example
@@ -29,5 +30,6 @@ export function createKubefn(settings: KubefnSettings, ports: KubefnPorts, opera
     consume: createConsume(core),
     sweep: createSweep(core),
     ingest: createIngest(core),
+    deadLetters: createDeadLetters(core),
   };
 }

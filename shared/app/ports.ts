@@ -94,7 +94,7 @@ export type Verdict =
 /** Audit records a platform receives by other means than HTTP (a CloudWatch Logs subscription). */
 export type Ingest = { source: "cloudwatch-logs"; data: string };
 
-/** The four calls every platform maps its events onto. */
+/** The calls every platform maps its events onto (each platform those it has events for). */
 export interface Kubefn {
   /**
    * The HTTP surface: intake (`POST /v1/events`, `GET /healthz`), the operators' routes, and the fleet
@@ -142,6 +142,15 @@ export interface Kubefn {
    * is counted and answered without work.
    */
   ingest(delivery: Ingest): Promise<CloudWatchLogsResult>;
+  /**
+   * Messages the platform's queue gave up on (Workers: the consumer of `kubefn-dlq`), each
+   * recorded once: an error line, `kubefn_dead_letters_total{controller,kind}`, and for a pass
+   * whose key names an object a Warning Event `DeadLettered` on the object read from the API
+   * server. Returns one verdict per item, in order; nothing in a body but a validated key is used.
+   *
+   * Caveats: an item is retried only when its object could not be read (not when it is gone).
+   */
+  deadLetters(deliveries: readonly Delivery[]): Promise<Verdict[]>;
   /** The registered controllers' names, e.g. to start their metric series (the Node host). */
   readonly controllers: readonly string[];
 }

@@ -33,6 +33,16 @@ interface Template {
   Resources: Record<string, { Properties?: { Environment?: { Variables?: Record<string, Value> } } }>;
 }
 
+/** The options of a stack's evaluation: its name, its parameter overrides, the resources a test made. */
+export interface StackOptions {
+  stackName: string;
+  overrides: Record<string, string>;
+  /** `!Ref` of a resource the test made (its physical id or URL). */
+  resources: Record<string, string>;
+  /** `!GetAtt Resource.Attribute` of a resource the test made, keyed `Resource.Attribute`. */
+  attributes?: Record<string, string>;
+}
+
 /**
  * The environment of `functionId` in `templateText` deployed as stack `stackName` with
  * `overrides`; `resources` gives `!Ref` of a resource the test made (its physical id or URL).
@@ -40,8 +50,34 @@ interface Template {
 export function functionEnvironment(
   templateText: string,
   functionId: string,
-  opts: { stackName: string; overrides: Record<string, string>; resources: Record<string, string> },
+  opts: StackOptions,
 ): Record<string, string> {
+  const { t, evaluate } = evaluator(templateText, opts);
+  const variables = t.Resources[functionId]?.Properties?.Environment?.Variables;
+  if (!variables) throw new Error(`${functionId} has no Environment.Variables`);
+  const env = evaluate(variables) as Record<string, Value>;
+  return Object.fromEntries(Object.entries(env).map(([k, v]) => [k, String(v)]));
+}
+
+/**
+ * The `Properties` of `resourceId` as CloudFormation hands them to the resource's service, with
+ * `!GetAtt` of what `opts.attributes` gives; and whether its `Condition` holds.
+ */
+export function resourceProperties(
+  templateText: string,
+  resourceId: string,
+  opts: StackOptions,
+): { created: boolean; properties: Record<string, unknown> } {
+  const { t, evaluate, condition } = evaluator(templateText, opts);
+  const resource = t.Resources[resourceId] as { Condition?: string; Properties?: Value } | undefined;
+  if (!resource) throw new Error(`the template has no resource ${resourceId}`);
+  return {
+    created: resource.Condition === undefined || condition(resource.Condition),
+    properties: evaluate(resource.Properties ?? {}) as Record<string, unknown>,
+  };
+}
+
+function evaluator(templateText: string, opts: StackOptions) {
   const t = plain(parseDocument(templateText, { logLevel: "silent" }).contents) as Template;
   for (const name of Object.keys(opts.overrides)) {
     if (!t.Parameters[name]) throw new Error(`the template has no Parameter ${name}`);
@@ -91,14 +127,17 @@ export function functionEnvironment(
         return String(evaluate(args[0])) === String(evaluate(args[1]));
       case "Join":
         return (evaluate(args[1]) as Value[]).map(String).join(String(args[0]));
+      case "GetAtt": {
+        const at = Array.isArray(arg) ? arg.join(".") : String(arg);
+        const v = opts.attributes?.[at];
+        if (v === undefined) throw new Error(`!GetAtt ${at}: not an attribute the test stands in for`);
+        return v;
+      }
       case "Sub":
         return String(arg).replace(/\$\{([^}]+)\}/g, (_, name: string) => String(ref(name)));
       default:
         throw new Error(`${key}: not evaluated here`);
     }
   };
-  const variables = t.Resources[functionId]?.Properties?.Environment?.Variables;
-  if (!variables) throw new Error(`${functionId} has no Environment.Variables`);
-  const env = evaluate(variables) as Record<string, Value>;
-  return Object.fromEntries(Object.entries(env).map(([k, v]) => [k, String(v)]));
+  return { t, evaluate, condition };
 }

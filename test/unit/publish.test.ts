@@ -25,9 +25,11 @@ const root = join(import.meta.dirname, "../..");
 const { version } = JSON.parse(await readFile(join(root, "package.json"), "utf8")) as { version: string };
 const kubefnDigest = `sha256:${"a".repeat(64)}`;
 const relayDigest = `sha256:${"b".repeat(64)}`;
+const forwardProxyDigest = `sha256:${"c".repeat(64)}`;
 const digestsFile = `# kubefn ${version} images
 ghcr.io/kubefn/kubefn:${version}  infra/host/Containerfile  ${kubefnDigest}
 ghcr.io/kubefn/relay:${version}  infra/relay/Dockerfile  ${relayDigest}
+ghcr.io/kubefn/forward-proxy:${version}  infra/forward-proxy/Containerfile  ${forwardProxyDigest}
 `;
 const digests = readDigests(digestsFile);
 
@@ -36,6 +38,7 @@ describe("the digests file", () => {
     expect([...digests]).toEqual([
       [`ghcr.io/kubefn/kubefn:${version}`, kubefnDigest],
       [`ghcr.io/kubefn/relay:${version}`, relayDigest],
+      [`ghcr.io/kubefn/forward-proxy:${version}`, forwardProxyDigest],
     ]);
   });
 
@@ -147,6 +150,12 @@ describe("a tag's dry run", () => {
     expect(stdout).toContain(`syft scan registry:ghcr.io/kubefn/relay@${relayDigest} -o spdx-json=`);
     expect(stdout).toContain(`helm push ${join(out, `kubefn-${version}.tgz`)} oci://ghcr.io/kubefn/charts`);
     expect(stdout).toContain(`cosign sign --yes ghcr.io/kubefn/kubefn@${kubefnDigest}`);
+    // The forward proxy the Managed example runs: built for both platforms, its SBOM, signed by digest.
+    expect(stdout).toContain(
+      `docker buildx build --platform linux/amd64,linux/arm64 --file infra/forward-proxy/Containerfile --tag ghcr.io/kubefn/forward-proxy:${version}`,
+    );
+    expect(stdout).toContain(`syft scan registry:ghcr.io/kubefn/forward-proxy@${forwardProxyDigest}`);
+    expect(stdout).toContain(`cosign sign --yes ghcr.io/kubefn/forward-proxy@${forwardProxyDigest}`);
     expect(stdout).toContain(`cosign sign-blob --yes --bundle ${join(out, "SHA256SUMS.sigstore.json")}`);
     expect(lines.at(-1)).toMatch(/^# dry run: nothing pushed or signed/);
 

@@ -23,6 +23,7 @@ import {
   splitRef,
 } from "../../scripts/release/images.ts";
 import { chartObjects, helmBinary, releaseImages } from "../../scripts/release.ts";
+import { defaultPodImage } from "../../shared/controllers/proxy/providers/kubernetes.ts";
 
 const root = fileURLToPath(new URL("../../", import.meta.url));
 const run = promisify(execFile);
@@ -50,7 +51,12 @@ describe("the release's images", () => {
     expect(builds.map((b) => b.ref)).toEqual([
       `ghcr.io/kubefn/kubefn:${version}`,
       `ghcr.io/kubefn/relay:${version}`,
+      // The Managed example's forward proxy: the default image of the kubernetes provider's Pods.
+      `ghcr.io/kubefn/forward-proxy:${version}`,
     ]);
+    expect(`${defaultPodImage.slice(0, defaultPodImage.lastIndexOf(":"))}`).toBe(
+      "ghcr.io/kubefn/forward-proxy",
+    );
   });
 
   it("every Containerfile of the table exists", () => {
@@ -58,7 +64,7 @@ describe("the release's images", () => {
   });
 
   it.each([
-    ["an image without a Containerfile", "ghcr.io/kubefn/forward-proxy:0.1.0", "has no Containerfile"],
+    ["an image without a Containerfile", "ghcr.io/kubefn/crawler:0.1.0", "has no Containerfile"],
     ["an image of another version", "ghcr.io/kubefn/relay:0.0.9", "is not tagged with the release version"],
     ["an image by digest", "ghcr.io/kubefn/relay@sha256:abc", "is not tagged with the release version"],
   ])("refuses %s", (_, ref, message) => {
@@ -112,11 +118,13 @@ describe("the release's images", () => {
     expect(stdout.split("\n").filter((l) => l.startsWith("docker "))).toEqual([
       `docker buildx build --file infra/host/Containerfile --tag ghcr.io/kubefn/kubefn:${version} .`,
       `docker buildx build --file infra/relay/Dockerfile --tag ghcr.io/kubefn/relay:${version} .`,
+      `docker buildx build --file infra/forward-proxy/Containerfile --tag ghcr.io/kubefn/forward-proxy:${version} .`,
     ]);
     expect(stdout).toMatch(/^# dry run: /m);
     expect(readFileSync(join(out, "images.txt"), "utf8").trim().split("\n").slice(1)).toEqual([
       `ghcr.io/kubefn/kubefn:${version}  infra/host/Containerfile  (not pushed)`,
       `ghcr.io/kubefn/relay:${version}  infra/relay/Dockerfile  (not pushed)`,
+      `ghcr.io/kubefn/forward-proxy:${version}  infra/forward-proxy/Containerfile  (not pushed)`,
     ]);
   }, 120_000);
 });

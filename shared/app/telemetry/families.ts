@@ -72,6 +72,10 @@ const runtimeFamilies: Readonly<Record<string, Family>> = {
     type: "counter",
     help: "Queue messages acknowledged and dropped, by reason: not a kubefn message (invalid), or a job whose objects do not carry kubefn's MAC (unauthenticated).",
   },
+  kubefn_dead_letters_total: {
+    type: "counter",
+    help: "Messages the platform gave up on and kubefn read from its dead-letter queue (Workers' kubefn-dlq), by controller (unknown when the message names none registered) and kind (pass, job, newer, invalid).",
+  },
   kubefn_empty_status_total: {
     type: "counter",
     help: "Primaries the sweep found with an empty status long after their creation (blanked by someone), by controller; each is sent a pass.",

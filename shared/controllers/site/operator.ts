@@ -85,10 +85,12 @@ Site drift lists (ConfigMaps, and Deployments with the Site label, once per drif
       {
         comment: `Site components' workloads in the operator namespace, whose ownerReferences the intake follows
 back to their Site: the request and the stored object, there only. Nowhere else is a
-Deployment's or StatefulSet's body (env, args: often credentials) sent off the API server.`,
+Deployment's or StatefulSet's body (env, args: often credentials) sent off the API server. Their
+status writes (a rollout becoming available, or losing it) bring a pass of their Site
+(readinessFrom); the stored object is the same body as above.`,
         level: "RequestResponse",
         namespaces: ["kubefn-system"],
-        resources: [{ group: "apps", resources: ["deployments"] }],
+        resources: [{ group: "apps", resources: ["deployments", "deployments/status"] }],
       },
     ],
   },

@@ -140,11 +140,17 @@ it attaches to (its status is read).`,
     audit: [
       {
         comment: `What a SubPool derives lives in Namespace subpool-<name> (or is that Namespace): the intake
-maps it to its SubPool from the key alone (subPoolFromKey), so no body is needed.`,
+maps it to its SubPool from the key alone (subPoolFromKey), so no body is needed. The
+StatefulSet's status writes (its ready replicas, written by the StatefulSet controller) are a
+look at the pool's readiness (readinessFrom): their key is all intake needs, and no Pod spec or
+env leaves the API server with them.`,
         level: "Metadata",
         resources: [
           { group: "", resources: ["services", "serviceaccounts", "resourcequotas", "namespaces"] },
-          { group: "apps", resources: ["statefulsets", "statefulsets/scale", "deployments"] },
+          {
+            group: "apps",
+            resources: ["statefulsets", "statefulsets/status", "statefulsets/scale", "deployments"],
+          },
           { group: "networking.k8s.io", resources: ["networkpolicies"] },
           { group: "policy", resources: ["poddisruptionbudgets"] },
         ],

@@ -9,6 +9,7 @@ import { defaultSiteConfig, siteSettings } from "./settings.ts";
 export const siteOperator = defineOperator({
   name: siteControllerName,
   kinds: [siteResource, Resources.ConfigMap, Resources.Deployment],
+  readinessFrom: [Resources.Deployment],
   crds: { module: "shared/controllers/site/crd.ts", exports: ["siteCrd"] },
   settings: siteSettings,
   metricFamilies: {

@@ -1,3 +1,4 @@
+import { Resources } from "../../kube/index.ts";
 import type { SweepTask } from "../../runtime/index.ts";
 import { defineOperator } from "../operator.ts";
 import { subPoolResource } from "./api.ts";
@@ -15,6 +16,7 @@ import { defaultSubPoolTimings } from "./timings.ts";
 export const subPoolOperator = defineOperator({
   name: subPoolControllerName,
   kinds: [subPoolResource, ...subPoolOwnedResources],
+  readinessFrom: [Resources.StatefulSet],
   crds: { module: "shared/controllers/subpool/crd.ts", exports: ["subPoolCrd"] },
   settings: subPoolSettings,
   allowLists: {

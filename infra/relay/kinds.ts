@@ -88,9 +88,7 @@ export function relayKindsOfOperators(
   return relayKindsOf(
     operators.flatMap((c) => c.kinds),
     operators.flatMap((c) => c.readinessFrom ?? []),
-  ).filter(
-    (k) => !(k.resource.group === "" && k.resource.resource === "secrets"),
-  );
+  ).filter((k) => !(k.resource.group === "" && k.resource.resource === "secrets"));
 }
 
 /** A {@link RelayKind} as configuration gives it (`KUBEFN_RELAY_KINDS`, JSON). */

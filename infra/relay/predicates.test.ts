@@ -124,10 +124,19 @@ describe("readinessChanges (owned kinds a controller takes readiness from; issue
     apiVersion: "apps/v1",
     kind: "StatefulSet",
     metadata: { name: "pool-cpa-manager", namespace: "subpool-pool", uid: "u1", generation },
-    spec: { replicas: 1, template: { spec: { containers: [{ name: "c", env: [{ name: "K", value: "v" }] }] } } },
+    spec: {
+      replicas: 1,
+      template: { spec: { containers: [{ name: "c", env: [{ name: "K", value: "v" }] }] } },
+    },
     status,
   });
-  const ready = { observedGeneration: 1, replicas: 1, readyReplicas: 1, availableReplicas: 1, updatedReplicas: 1 };
+  const ready = {
+    observedGeneration: 1,
+    replicas: 1,
+    readyReplicas: 1,
+    availableReplicas: 1,
+    updatedReplicas: 1,
+  };
   const edge = (before: KubeObject, after: KubeObject): Edge => ({
     type: "update",
     old: seenOf(before, false, true),
@@ -145,8 +154,16 @@ describe("readinessChanges (owned kinds a controller takes readiness from; issue
     ],
     [
       "a status write that moves only a timestamp or a revision hash",
-      sts({ ...ready, currentRevision: "a", conditions: [{ type: "Available", status: "True", lastUpdateTime: "t1" }] }),
-      sts({ ...ready, currentRevision: "b", conditions: [{ type: "Available", status: "True", lastUpdateTime: "t2" }] }),
+      sts({
+        ...ready,
+        currentRevision: "a",
+        conditions: [{ type: "Available", status: "True", lastUpdateTime: "t1" }],
+      }),
+      sts({
+        ...ready,
+        currentRevision: "b",
+        conditions: [{ type: "Available", status: "True", lastUpdateTime: "t2" }],
+      }),
       false,
     ],
     ["a spec change", sts(ready, 1), sts(ready, 2), true],

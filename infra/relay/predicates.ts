@@ -78,7 +78,10 @@ export function readinessOf(object: KubeObject): string {
   const conditions = Array.isArray(status.conditions)
     ? (status.conditions as { type?: unknown; status?: unknown; reason?: unknown }[])
         .filter((c) => typeof c?.type === "string")
-        .map((c) => `${String(c.type)}=${String(c.status)}${c.type === "Progressing" ? `/${String(c.reason)}` : ""}`)
+        .map(
+          (c) =>
+            `${String(c.type)}=${String(c.status)}${c.type === "Progressing" ? `/${String(c.reason)}` : ""}`,
+        )
         .sort()
     : [];
   return `${counts.join("/")}|${conditions.join(",")}`;

@@ -243,7 +243,8 @@ describe("bodies on the queue carry kubefn's MAC (issue 30)", () => {
 
 describe("a trigger reason on the queue steers no pass unless kubefn sent it (issue 30, Low)", () => {
   const told = () => {
-    const seen: { followUp: string | undefined; drift: string | undefined; event?: string | undefined }[] = [];
+    const seen: { followUp: string | undefined; drift: string | undefined; event?: string | undefined }[] =
+      [];
     const { kubefn, recorded } = kubefnWith(async (ctx) => {
       seen.push({ followUp: ctx.followUp, drift: ctx.drift, ...(ctx.event ? { event: ctx.event } : {}) });
       return done();

@@ -20,7 +20,9 @@ export function registryResources(registry: Registry): string[] {
  * (`readinessFrom`: a SubPool's StatefulSet, a Site component's Deployment), sorted.
  */
 export function readinessResources(registry: Registry): string[] {
-  return [...new Set(registry.controllers.flatMap((c) => (c.readinessFrom ?? []).map((r) => r.resource)))].sort();
+  return [
+    ...new Set(registry.controllers.flatMap((c) => (c.readinessFrom ?? []).map((r) => r.resource))),
+  ].sort();
 }
 
 /**

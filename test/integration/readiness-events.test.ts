@@ -48,7 +48,11 @@ async function setPodReady(namespace: string, name: string, ready: boolean): Pro
       ? { ...c, status: ready ? "True" : "False", lastTransitionTime: now }
       : c,
   );
-  await admin.patchStatus(Resources.Pod, { namespace, name }, { type: "merge", body: { status: { conditions } } });
+  await admin.patchStatus(
+    Resources.Pod,
+    { namespace, name },
+    { type: "merge", body: { status: { conditions } } },
+  );
 }
 
 /** The passes the host logged for `controller/name`, by trigger. */
@@ -59,7 +63,11 @@ beforeAll(async () => {
   admin = adminKube();
   const { kubeconfig, auditCollector } = clusterInfo();
   // The shared proxy gateway this host reads: one ready endpoint, so a pool can be Ready.
-  await admin.create(Resources.Namespace, { apiVersion: "v1", kind: "Namespace", metadata: { name: gatewayNs } });
+  await admin.create(Resources.Namespace, {
+    apiVersion: "v1",
+    kind: "Namespace",
+    metadata: { name: gatewayNs },
+  });
   await admin.create(endpointSliceResource, {
     apiVersion: "discovery.k8s.io/v1",
     kind: "EndpointSlice",
@@ -115,7 +123,10 @@ describe("readiness of owned objects arrives as an event (issue 33)", () => {
           spec: {
             exposure: { mode: "Internal" },
             storage: { size: "1Gi" },
-            cpa: { image: "ghcr.io/subrelay/cpa:1.4.0", resources: { requests: { cpu: "100m", memory: "64Mi" } } },
+            cpa: {
+              image: "ghcr.io/subrelay/cpa:1.4.0",
+              resources: { requests: { cpu: "100m", memory: "64Mi" } },
+            },
             cpaManager: {
               image: "ghcr.io/subrelay/cpa-manager:1.4.0",
               resources: { requests: { cpu: "100m", memory: "64Mi" } },

@@ -269,7 +269,12 @@ describe("converging SubPools, counted on the wire", () => {
       new Request("http://kubefn.test/v1/events", {
         method: "POST",
         headers: { authorization: `Bearer ${auditToken}`, "content-type": "application/json" },
-        body: JSON.stringify({ kind: "EventList", apiVersion: "audit.k8s.io/v1", metadata: {}, items: statusWrites }),
+        body: JSON.stringify({
+          kind: "EventList",
+          apiVersion: "audit.k8s.io/v1",
+          metadata: {},
+          items: statusWrites,
+        }),
       }),
     );
     expect(res.status, await res.clone().text()).toBeLessThan(300);

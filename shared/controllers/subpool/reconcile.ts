@@ -19,7 +19,14 @@ import {
   upsertOwnerReference,
 } from "../../kube/index.ts";
 import type { PassContext } from "../../runtime/index.ts";
-import { awaitSweep, done, failed, type Outcome, ownedStatusReason, requeueAfter } from "../../runtime/index.ts";
+import {
+  awaitSweep,
+  done,
+  failed,
+  type Outcome,
+  ownedStatusReason,
+  requeueAfter,
+} from "../../runtime/index.ts";
 import * as z from "../../zod/index.ts";
 import {
   ExposureMode,

@@ -187,7 +187,12 @@ describe("readiness of owned objects arrives as an event (issue 33)", () => {
 
   it("the registry refuses readiness from a kind the controller does not own", () => {
     expect(() =>
-      createRegistry([{ ...subPoolController(), readinessFrom: [{ ...registry.controllers[0]!.for, kind: "Job", resource: "jobs", group: "batch" }] }]),
+      createRegistry([
+        {
+          ...subPoolController(),
+          readinessFrom: [{ ...registry.controllers[0]!.for, kind: "Job", resource: "jobs", group: "batch" }],
+        },
+      ]),
     ).toThrow(/takes readiness from Job: it must be listed in owns/);
   });
 });

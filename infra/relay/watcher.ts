@@ -2,7 +2,7 @@ import type { Kube, KubeObject } from "../../shared/kube/index.ts";
 import { listPages } from "../../shared/kube/index.ts";
 import type { Log, Metrics, RelayEvent } from "../../shared/runtime/index.ts";
 import { predicateFor, type RelayKind } from "./kinds.ts";
-import { type Edge, type Predicate, type Seen, seenOf } from "./predicates.ts";
+import { type Edge, type Predicate, type Seen, seenOf, specChanges } from "./predicates.ts";
 import { backoffDelay } from "./sender.ts";
 import type { RawWatchEvent, WatchStream } from "./watch-stream.ts";
 
@@ -282,6 +282,7 @@ export class KindWatcher {
       type: eventType,
       resource: { group, version, resource: plural },
       object: relayObject(object, this.opts.kind),
+      ...(this.#readiness && !specChanges(edge) ? { readinessOnly: true as const } : {}),
     });
   }
 }

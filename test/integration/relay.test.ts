@@ -291,6 +291,8 @@ describe("relay against the devcluster", () => {
       { timeoutMs: 15_000, what: "the MODIFIED event of web's lost ready replica" },
     );
     expect(lost.object.metadata.generation).toBe(1);
+    // Marked as readiness alone: intake makes it a look at the owner's readiness, not a whole pass.
+    expect(lost.readinessOnly).toBe(true);
   });
 
   it("drops a ConfigMap label-only change, forwards a data change", async () => {

@@ -271,6 +271,10 @@ class BatchMapper {
     const namespace = meta.namespace === "" ? undefined : meta.namespace;
     if (!isStorableKey(namespace, meta.name)) return void this.counts.skipped++;
     const kubeObject = { apiVersion: "", kind: "", ...object } as KubeObject;
+    if (parsed.data.readinessOnly && type === "MODIFIED") {
+      const ref = { apiGroup: res.group, resource: res.resource, namespace: meta.namespace, name: meta.name };
+      if (this.readinessWrite(ref, { responseObject: kubeObject })) return;
+    }
     this.count(
       this.add({
         group: res.group,

@@ -185,6 +185,51 @@ describe("readiness of owned objects arrives as an event (issue 33)", () => {
     expect(result.counts.dropped).toBe(2);
   });
 
+  describe("the relay: an event it marks readinessOnly (its readiness predicate saw the status alone change)", () => {
+    const poolOwner = {
+      apiVersion: "subrelay.example.com/v1alpha1",
+      kind: "SubPool",
+      name: "alpha",
+      uid: "uid-alpha",
+      controller: true,
+    };
+    const relayed = (extra: Record<string, unknown>, ownerReferences: unknown[] = [poolOwner]) => ({
+      type: "MODIFIED",
+      resource: { group: "apps", version: "v1", resource: "statefulsets" },
+      object: {
+        apiVersion: "apps/v1",
+        kind: "StatefulSet",
+        metadata: { name: "alpha-cpa-manager", namespace: "subpool-alpha", generation: 1, ownerReferences },
+      },
+      ...extra,
+    });
+    const relayMapped = async (...events: unknown[]) => {
+      const { ctx } = fakeContext(new FakeKube());
+      const result = await mapEvents(ctx, registry, {
+        kind: "RelayBatch",
+        apiVersion: "kubefn.dev/v1",
+        events,
+      });
+      return result.requests.map((r) => ({ ...r, reason: result.reasons.get(requestKey(r)) }));
+    };
+
+    it("maps to its owner as a look", async () => {
+      expect(await relayMapped(relayed({ readinessOnly: true }))).toEqual([
+        { controller: "subpool", name: "alpha", reason: ownedStatusReason },
+      ]);
+    });
+
+    it("unmarked (a spec change), it is a whole pass", async () => {
+      expect(await relayMapped(relayed({}))).toEqual([
+        { controller: "subpool", name: "alpha", reason: undefined },
+      ]);
+    });
+
+    it("whose body names no primary as its controller, it maps to nothing", async () => {
+      expect(await relayMapped(relayed({ readinessOnly: true }, []))).toEqual([]);
+    });
+  });
+
   it("the registry refuses readiness from a kind the controller does not own", () => {
     expect(() =>
       createRegistry([

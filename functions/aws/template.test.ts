@@ -93,6 +93,19 @@ describe("the committed filter pattern, read as CloudWatch Logs reads it", () =>
       }),
     ).toBe(true);
   });
+
+  it("issue 33: the status writes of a StatefulSet and a Deployment (their readiness) pass; other status writes do not", () => {
+    const base = audit("proxy-create");
+    const status = (resource: string) => ({
+      ...base,
+      verb: "update",
+      objectRef: { resource, subresource: "status" },
+    });
+    expect(matchesFilterPattern(pattern, status("statefulsets"))).toBe(true);
+    expect(matchesFilterPattern(pattern, status("deployments"))).toBe(true);
+    expect(matchesFilterPattern(pattern, status("poddisruptionbudgets"))).toBe(false);
+    expect(matchesFilterPattern(pattern, status("pods"))).toBe(false);
+  });
 });
 
 describe("infra/aws/template.yaml: the reconcile queue", () => {

@@ -63,6 +63,22 @@ describe("coalesce", () => {
     expect(merged.object.metadata.uid).toBe(uid);
   });
 
+  it.each<[string, boolean, boolean, boolean]>([
+    ["readiness then readiness → readiness alone (a look)", true, true, true],
+    ["readiness then a spec change → a whole pass", true, false, false],
+    ["a spec change then readiness → a whole pass", false, true, false],
+  ])("issue 33: %s", (_name, first, second, readinessOnly) => {
+    const mark = (e: RelayEvent, on: boolean): RelayEvent => (on ? { ...e, readinessOnly: true } : e);
+    const merged = coalesce(mark(ev("MODIFIED", "a"), first), mark(ev("MODIFIED", "a"), second));
+    expect(merged.readinessOnly === true).toBe(readinessOnly);
+  });
+
+  it("issue 33: a created object's readiness change is still its creation (a whole pass)", () => {
+    const merged = coalesce(ev("ADDED", "a"), { ...ev("MODIFIED", "a"), readinessOnly: true });
+    expect(merged.type).toBe("ADDED");
+    expect(merged.readinessOnly).toBeUndefined();
+  });
+
   it("keeps the later body", () => {
     expect(coalesce(ev("ADDED", "a"), ev("MODIFIED", "a", "u1", { v: 2 })).object.v).toBe(2);
   });

@@ -17,8 +17,16 @@ export function coalesce(earlier: RelayEvent, later: RelayEvent): RelayEvent {
     const sameObject = earlier.object.metadata.uid === later.object.metadata.uid;
     return sameObject ? earlier : later;
   }
-  if (earlier.type === "ADDED" && later.type === "MODIFIED") return { ...later, type: "ADDED" };
-  return later;
+  if (earlier.type === "ADDED" && later.type === "MODIFIED")
+    return withoutReadinessOnly({ ...later, type: "ADDED" });
+  // Readiness alone only when both were (a spec change in either asks for a whole pass).
+  return earlier.readinessOnly ? later : withoutReadinessOnly(later);
+}
+
+function withoutReadinessOnly(event: RelayEvent): RelayEvent {
+  if (!event.readinessOnly) return event;
+  const { readinessOnly: _readinessOnly, ...rest } = event;
+  return rest;
 }
 
 /**

@@ -52,7 +52,15 @@ describe("relayKindsFor", () => {
     expect(kinds[0]).toBe("proxies:spec");
     expect(kinds.filter((k) => k.startsWith("secrets:"))).toEqual([]);
     expect(kinds).toEqual(
-      expect.arrayContaining(["subpools:spec", "sites:spec", "configmaps:payload", "deployments:spec"]),
+      expect.arrayContaining([
+        "subpools:spec",
+        "sites:spec",
+        "configmaps:payload",
+        // Issue 33: a SubPool's StatefulSet's and a Site component's Deployment's readiness.
+        "statefulsets:readiness",
+        "deployments:readiness",
+        "namespaces:spec",
+      ]),
     );
     expect(new Set(kinds.map((k) => k.split(":")[0])).size).toBe(kinds.length);
     expect(defaultRelayKinds()[0]!.resource).toEqual(proxyResource);
@@ -76,6 +84,10 @@ describe("relayKindsFor", () => {
       kinds: [...new Set(c.kinds.map(resourceKey))].sort(),
     }));
     expect(listed).toEqual(declared);
+    // The kinds each reports the readiness of, as its controller takes it (readinessFrom).
+    expect(controllerKinds().map((c) => (c.readinessFrom ?? []).map(resourceKey).sort())).toEqual(
+      registry.controllers.map((c) => (c.readinessFrom ?? []).map(resourceKey).sort()),
+    );
     // Less Secrets: the relay's identity may not list them (infra/relay/manifests.yaml).
     expect(defaultRelayKinds()).toEqual(
       relayKindsFor(registry).filter((k) => !(k.resource.group === "" && k.resource.resource === "secrets")),
@@ -91,6 +103,18 @@ describe("relayKindsFor", () => {
         }),
       ]),
     ).toEqual(["widgets:spec", "namespaces:spec", "configmaps:payload", "gadgets:spec"]);
+  });
+
+  it("an owned kind a controller takes readiness from is watched by readiness; a payload kind stays payload", () => {
+    expect(
+      kindsOf([
+        controller("a", widgets, {
+          owns: [Resources.StatefulSet, Resources.Namespace],
+          readinessFrom: [Resources.StatefulSet],
+        }),
+        controller("b", gadgets, { owns: [Resources.StatefulSet] }),
+      ]),
+    ).toEqual(["widgets:spec", "statefulsets:readiness", "namespaces:spec", "gadgets:spec"]);
   });
 
   // Regression: with SubPool owning Secrets, "spec won" and a rotated cloud-init Secret (no

@@ -1,15 +1,17 @@
 import * as z from "zod";
+import { assertNever } from "../../shared/guards/index.ts";
 import type { Resource } from "../../shared/kube/index.ts";
 import { Resources } from "../../shared/kube/index.ts";
 import { type Registry, resourceKey } from "../../shared/runtime/index.ts";
-import { type Predicate, payloadChanges, specChanges } from "./predicates.ts";
+import { type Predicate, payloadChanges, readinessChanges, specChanges } from "./predicates.ts";
 
 /**
  * Which edges of a kind the relay forwards: `spec` (create, delete, generation change, deletion
- * start) for primary and owned kinds; `payload` (create, delete, data change) for configuration
- * objects a controller watches.
+ * start) for primary and owned kinds; `readiness` (`spec`, and a change of what the status says
+ * of readiness) for owned kinds a controller takes readiness from (`readinessFrom`); `payload`
+ * (create, delete, data change) for configuration objects a controller watches.
  */
-export type PredicateKind = "spec" | "payload";
+export type PredicateKind = "spec" | "readiness" | "payload";
 
 /** One kind the relay list-watches. */
 export interface RelayKind {
@@ -19,7 +21,16 @@ export interface RelayKind {
 
 /** The predicate behind a {@link PredicateKind}. */
 export function predicateFor(kind: PredicateKind): Predicate {
-  return kind === "spec" ? specChanges : payloadChanges;
+  switch (kind) {
+    case "spec":
+      return specChanges;
+    case "readiness":
+      return readinessChanges;
+    case "payload":
+      return payloadChanges;
+    default:
+      return assertNever(kind);
+  }
 }
 
 /** Kinds whose meaning is their `data`: a watch on them forwards payload changes. */
@@ -42,15 +53,25 @@ export function relayKindsFor(registry: Registry): RelayKind[] {
       ...(c.owns ?? []),
       ...(c.watches ?? []).map((w) => w.resource),
     ]),
+    registry.controllers.flatMap((c) => c.readinessFrom ?? []),
   );
 }
 
-/** {@link relayKindsFor} over a plain list of kinds (e.g. the static `controllerKinds`), in order, once each. */
-export function relayKindsOf(resources: readonly Resource[]): RelayKind[] {
+/**
+ * {@link relayKindsFor} over a plain list of kinds (e.g. the static `controllerKinds`), in order,
+ * once each; `readiness`: the kinds some controller takes readiness from.
+ */
+export function relayKindsOf(
+  resources: readonly Resource[],
+  readiness: readonly Resource[] = [],
+): RelayKind[] {
+  const ready = new Set(readiness.map(resourceKey));
   const kinds = new Map<string, RelayKind>();
   for (const resource of resources) {
     const key = resourceKey(resource);
-    if (!kinds.has(key)) kinds.set(key, { resource, predicate: PAYLOAD_KINDS.has(key) ? "payload" : "spec" });
+    if (kinds.has(key)) continue;
+    const predicate = PAYLOAD_KINDS.has(key) ? "payload" : ready.has(key) ? "readiness" : "spec";
+    kinds.set(key, { resource, predicate });
   }
   return [...kinds.values()];
 }
@@ -61,10 +82,13 @@ export function relayKindsOf(resources: readonly Resource[]): RelayKind[] {
  * generated from the same list by `npm run gen:cluster`). A rotated cloud-init or credential
  * Secret is picked up by the drift pass instead.
  */
-export function relayKindsOfOperators(operators: readonly { kinds: readonly Resource[] }[]): RelayKind[] {
-  return relayKindsOf(operators.flatMap((c) => c.kinds)).filter(
-    (k) => !(k.resource.group === "" && k.resource.resource === "secrets"),
-  );
+export function relayKindsOfOperators(
+  operators: readonly { kinds: readonly Resource[]; readinessFrom?: readonly Resource[] }[],
+): RelayKind[] {
+  return relayKindsOf(
+    operators.flatMap((c) => c.kinds),
+    operators.flatMap((c) => c.readinessFrom ?? []),
+  ).filter((k) => !(k.resource.group === "" && k.resource.resource === "secrets"));
 }
 
 /** A {@link RelayKind} as configuration gives it (`KUBEFN_RELAY_KINDS`, JSON). */
@@ -74,7 +98,7 @@ export const relayKindSchema = z.object({
   resource: z.string().min(1),
   kind: z.string().min(1),
   namespaced: z.boolean(),
-  predicate: z.enum(["spec", "payload"]),
+  predicate: z.enum(["spec", "readiness", "payload"]),
 });
 
 export function relayKindFromConfig(entry: z.infer<typeof relayKindSchema>): RelayKind {

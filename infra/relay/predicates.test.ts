@@ -11,6 +11,8 @@ import {
   or,
   payloadChanged,
   payloadChanges,
+  readinessChanges,
+  readinessOf,
   replaced,
   type Seen,
   seenOf,
@@ -114,5 +116,66 @@ describe("seenOf", () => {
     expect(seen).toEqual({ uid: "u", deleting: true, payloadHash: expect.stringMatching(/^[0-9a-f]{32}$/) });
     expect(JSON.stringify(seen)).not.toContain("aHVudGVyMg");
     expect(seenOf(secret, false).payloadHash).toBeUndefined();
+  });
+});
+
+describe("readinessChanges (owned kinds a controller takes readiness from; issue 33)", () => {
+  const sts = (status: Record<string, unknown>, generation = 1): KubeObject => ({
+    apiVersion: "apps/v1",
+    kind: "StatefulSet",
+    metadata: { name: "pool-cpa-manager", namespace: "subpool-pool", uid: "u1", generation },
+    spec: {
+      replicas: 1,
+      template: { spec: { containers: [{ name: "c", env: [{ name: "K", value: "v" }] }] } },
+    },
+    status,
+  });
+  const ready = {
+    observedGeneration: 1,
+    replicas: 1,
+    readyReplicas: 1,
+    availableReplicas: 1,
+    updatedReplicas: 1,
+  };
+  const edge = (before: KubeObject, after: KubeObject): Edge => ({
+    type: "update",
+    old: seenOf(before, false, true),
+    seen: seenOf(after, false, true),
+  });
+
+  it.each<[string, KubeObject, KubeObject, boolean]>([
+    ["its ready replica lost", sts(ready), sts({ ...ready, readyReplicas: 0, availableReplicas: 0 }), true],
+    ["its ready replica back", sts({ ...ready, readyReplicas: 0 }), sts(ready), true],
+    [
+      "a condition flips (Available)",
+      sts({ ...ready, conditions: [{ type: "Available", status: "True" }] }),
+      sts({ ...ready, conditions: [{ type: "Available", status: "False" }] }),
+      true,
+    ],
+    [
+      "a status write that moves only a timestamp or a revision hash",
+      sts({
+        ...ready,
+        currentRevision: "a",
+        conditions: [{ type: "Available", status: "True", lastUpdateTime: "t1" }],
+      }),
+      sts({
+        ...ready,
+        currentRevision: "b",
+        conditions: [{ type: "Available", status: "True", lastUpdateTime: "t2" }],
+      }),
+      false,
+    ],
+    ["a spec change", sts(ready, 1), sts(ready, 2), true],
+  ])("%s → %s", (_name, before, after, expected) => {
+    expect(readinessChanges(edge(before, after))).toBe(expected);
+  });
+
+  it("keeps a few dozen bytes of the status, never the spec", () => {
+    const seen = seenOf(sts(ready), false, true);
+    expect(seen.readiness).toBe(readinessOf(sts(ready)));
+    expect(JSON.stringify(seen)).not.toContain("env");
+    expect(JSON.stringify(seen).length).toBeLessThan(120);
+    expect(seenOf(sts(ready), false).readiness).toBeUndefined();
   });
 });

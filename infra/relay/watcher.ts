@@ -2,7 +2,7 @@ import type { Kube, KubeObject } from "../../shared/kube/index.ts";
 import { listPages } from "../../shared/kube/index.ts";
 import type { Log, Metrics, RelayEvent } from "../../shared/runtime/index.ts";
 import { predicateFor, type RelayKind } from "./kinds.ts";
-import { type Edge, type Predicate, type Seen, seenOf } from "./predicates.ts";
+import { type Edge, type Predicate, type Seen, seenOf, specChanges } from "./predicates.ts";
 import { backoffDelay } from "./sender.ts";
 import type { RawWatchEvent, WatchStream } from "./watch-stream.ts";
 
@@ -92,6 +92,7 @@ export class KindWatcher {
   readonly #known = new Map<string, Known>();
   readonly #predicate: Predicate;
   readonly #payload: boolean;
+  readonly #readiness: boolean;
   #resourceVersion: string | undefined;
   #listed = false;
   #failingSince: number | undefined;
@@ -99,6 +100,7 @@ export class KindWatcher {
   constructor(private readonly opts: KindWatcherOptions) {
     this.#predicate = predicateFor(opts.kind.predicate);
     this.#payload = opts.kind.predicate === "payload";
+    this.#readiness = opts.kind.predicate === "readiness";
   }
 
   get resource(): string {
@@ -250,7 +252,7 @@ export class KindWatcher {
   }
 
   #remember(object: KubeObject): Seen {
-    const seen = seenOf(object, this.#payload);
+    const seen = seenOf(object, this.#payload, this.#readiness);
     this.#known.set(keyFor(object), {
       seen,
       namespace: object.metadata.namespace,
@@ -265,7 +267,7 @@ export class KindWatcher {
     let edge: Edge;
     if (type === "DELETED") {
       this.#known.delete(key);
-      edge = { type: "delete", seen: seenOf(object, this.#payload) };
+      edge = { type: "delete", seen: seenOf(object, this.#payload, this.#readiness) };
     } else {
       const seen = this.#remember(object);
       edge = old ? { type: "update", old: old.seen, seen } : { type: "create", seen };
@@ -280,6 +282,7 @@ export class KindWatcher {
       type: eventType,
       resource: { group, version, resource: plural },
       object: relayObject(object, this.opts.kind),
+      ...(this.#readiness && !specChanges(edge) ? { readinessOnly: true as const } : {}),
     });
   }
 }

@@ -243,9 +243,10 @@ describe("bodies on the queue carry kubefn's MAC (issue 30)", () => {
 
 describe("a trigger reason on the queue steers no pass unless kubefn sent it (issue 30, Low)", () => {
   const told = () => {
-    const seen: { followUp: string | undefined; drift: string | undefined }[] = [];
+    const seen: { followUp: string | undefined; drift: string | undefined; event?: string | undefined }[] =
+      [];
     const { kubefn, recorded } = kubefnWith(async (ctx) => {
-      seen.push({ followUp: ctx.followUp, drift: ctx.drift });
+      seen.push({ followUp: ctx.followUp, drift: ctx.drift, ...(ctx.event ? { event: ctx.event } : {}) });
       return done();
     });
     return { kubefn, recorded, seen };
@@ -255,6 +256,8 @@ describe("a trigger reason on the queue steers no pass unless kubefn sent it (is
     ["follow-up", "waiting"],
     ["drift", "status:Ready"],
     ["audit", "waiting"],
+    ["audit", "owned-status"],
+    ["relay", "owned-status"],
   ] as const)(
     "a key-only message whose trigger says %s:%s, without kubefn's MAC: its pass is not told the reason",
     async (kind, reason) => {
@@ -271,6 +274,14 @@ describe("a trigger reason on the queue steers no pass unless kubefn sent it (is
     expect(own.mac).toBeDefined();
     expect(await kubefn.consume([{ body: own }])).toMatchObject([{ ack: true }]);
     expect(seen).toEqual([{ followUp: "waiting", drift: undefined }]);
+  });
+
+  it("kubefn's intake message for an owned object's status write, with its MAC, is told its reason", async () => {
+    const { kubefn, seen } = told();
+    const own = await kubefnsMac.sign({ ...pass, trigger: { kind: "audit", reason: "owned-status" } });
+    expect(own.mac).toBeDefined();
+    expect(await kubefn.consume([{ body: own }])).toMatchObject([{ ack: true }]);
+    expect(seen).toEqual([{ followUp: undefined, drift: undefined, event: "owned-status" }]);
   });
 });
 

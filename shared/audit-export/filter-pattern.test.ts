@@ -38,6 +38,11 @@ describe("export filters derived from the registry", () => {
     ["io.k8s.apps.v1.statefulsets.scale.patch", true],
     ["com.example.subrelay.v1alpha1.subpools.deletecollection", true],
     ["dev.kubefn.crawl.v1alpha1.proxies.status.patch", false],
+    // Issue 33: the readiness of a SubPool's StatefulSet and of a Site component's Deployment.
+    ["io.k8s.apps.v1.statefulsets.status.update", true],
+    ["io.k8s.apps.v1.deployments.status.update", true],
+    ["io.k8s.core.v1.services.status.update", false],
+    ["io.k8s.policy.v1.poddisruptionbudgets.status.update", false],
     ["io.k8s.core.v1.pods.create", false],
     ["io.k8s.core.v1.namespaces.finalize.update", false],
     ["io.k8s.core.v1.secrets.get", false],

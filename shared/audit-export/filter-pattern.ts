@@ -16,11 +16,22 @@ export function registryResources(registry: Registry): string[] {
 }
 
 /**
+ * The plural resources whose status writes some controller takes readiness from
+ * (`readinessFrom`: a SubPool's StatefulSet, a Site component's Deployment), sorted.
+ */
+export function readinessResources(registry: Registry): string[] {
+  return [
+    ...new Set(registry.controllers.flatMap((c) => (c.readinessFrom ?? []).map((r) => r.resource))),
+  ].sort();
+}
+
+/**
  * The CloudWatch Logs subscription filter pattern for an EKS cluster's log group that passes only
  * what the audit mapping can use: audit events (JSON) at stage ResponseComplete, with a write
  * verb, on a resource some controller needs, and not on a subresource other than the mapped ones
- * (so the status writes of every controller in the cluster never invoke the function). The
- * mapping still applies every rule; the filter only saves invocations.
+ * (so the status writes of every controller in the cluster never invoke the function) — but for
+ * the status writes of the kinds a controller takes readiness from. The mapping still applies
+ * every rule; the filter only saves invocations.
  *
  * Caveats: resources are matched by plural name only (the pattern would outgrow its 1024
  * characters with groups), so `secrets` passes for any group; the mapping drops the rest.
@@ -32,11 +43,16 @@ export function registryResources(registry: Registry): string[] {
 export function eksAuditFilterPattern(registry: Registry): string {
   const any = (field: string, values: Iterable<string>) =>
     `(${[...values].map((v) => `${field} = "${v}"`).join(" || ")})`;
+  const readiness = readinessResources(registry);
+  const statusWrites =
+    readiness.length === 0
+      ? ""
+      : ` || ($.objectRef.subresource = "status" && ${any("$.objectRef.resource", readiness)})`;
   const clauses = [
     `($.stage = "ResponseComplete")`,
     any("$.verb", WRITE_VERBS),
     any("$.objectRef.resource", registryResources(registry)),
-    `($.objectRef.subresource NOT EXISTS || ${any("$.objectRef.subresource", MAPPED_SUBRESOURCES).slice(1, -1)})`,
+    `($.objectRef.subresource NOT EXISTS || ${any("$.objectRef.subresource", MAPPED_SUBRESOURCES).slice(1, -1)}${statusWrites})`,
   ];
   return `{ ${clauses.join(" && ")} }`;
 }
@@ -44,8 +60,9 @@ export function eksAuditFilterPattern(registry: Registry): string {
 /**
  * The Cloud Logging filter for a Log Router sink that routes a GKE cluster's audit entries to
  * Pub/Sub: Admin Activity entries of service `k8s.io` from that cluster whose `methodName` is a
- * write on a resource the registry needs (optionally through a mapped subresource), and nothing
- * else — status writes, other resources and other services stay out of the topic.
+ * write on a resource the registry needs (optionally through a mapped subresource), or a status
+ * write of a kind a controller takes readiness from, and nothing else — other status writes,
+ * other resources and other services stay out of the topic.
  *
  * @example
  * gkeAuditLogFilter(registry, { project: "p", cluster: "prod" })
@@ -54,11 +71,13 @@ export function gkeAuditLogFilter(registry: Registry, where: { project: string; 
   const resources = registryResources(registry).join("|");
   const subresources = [...MAPPED_SUBRESOURCES].join("|");
   const verbs = [...WRITE_VERBS].join("|");
+  const readiness = readinessResources(registry);
+  const statusWrites = readiness.length === 0 ? "" : `|(${readiness.join("|")})\\.status`;
   return [
     `logName="projects/${where.project}/logs/cloudaudit.googleapis.com%2Factivity"`,
     `resource.type="k8s_cluster"`,
     `resource.labels.cluster_name="${where.cluster}"`,
     `protoPayload.serviceName="k8s.io"`,
-    `protoPayload.methodName=~"\\.(${resources})(\\.(${subresources}))?\\.(${verbs})$"`,
+    `protoPayload.methodName=~"\\.((${resources})(\\.(${subresources}))?${statusWrites})\\.(${verbs})$"`,
   ].join(" AND ");
 }

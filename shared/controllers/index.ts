@@ -46,6 +46,10 @@ export type Operators = typeof operators;
  */
 export function controllerKinds(
   list: readonly AnyOperator[] = operators,
-): { controller: string; kinds: readonly Resource[] }[] {
-  return list.map((o) => ({ controller: o.name, kinds: o.kinds }));
+): { controller: string; kinds: readonly Resource[]; readinessFrom?: readonly Resource[] }[] {
+  return list.map((o) => ({
+    controller: o.name,
+    kinds: o.kinds,
+    ...(o.readinessFrom ? { readinessFrom: o.readinessFrom } : {}),
+  }));
 }

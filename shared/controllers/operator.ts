@@ -213,6 +213,11 @@ export interface Operator<
    */
   kinds: readonly Resource[];
   /**
+   * The owned kinds whose readiness its controller reports — its `readinessFrom` (a unit test
+   * holds them equal): the relay forwards their status writes that change readiness.
+   */
+  readinessFrom?: readonly Resource[];
+  /**
    * Where the CRDs of the kinds it serves are declared (`npm run gen:crds`, the installers): a
    * module by its path from the repository root and the names of its `CrdSpec` exports. Named, not
    * imported: the CRD notes (descriptions, CEL rules) stay out of the runtime and the Worker bundle;

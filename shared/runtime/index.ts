@@ -56,6 +56,7 @@ export {
   latchedAt,
   Outcome,
   type OutcomeMetadata,
+  ownedStatusReason,
   type PassContext,
   pagesOf,
   payloadChanged,

@@ -5,7 +5,8 @@
  * What this proves on the real API server: list + watch with bookmarks from the list's
  * resourceVersion; ADDED for new ConfigMaps, Secrets and Proxies (Secrets as metadata only); no
  * event for a Proxy status-only write or a ConfigMap label-only change; MODIFIED for a Proxy spec
- * change (generation) and a ConfigMap data change; delivery after intake answered 503 for a minute,
+ * change (generation) and a ConfigMap data change; MODIFIED for a StatefulSet's status write that
+ * loses its ready replica (the readiness predicate, issue 33); delivery after intake answered 503 for a minute,
  * with the changes made meanwhile coalesced; and, after 410 Gone, a relist from the real server
  * whose diff emits exactly what changed during the gap (new, data-changed, deleted; not the
  * label-only change), then a real re-watch from the relist's resourceVersion.
@@ -27,7 +28,7 @@ import { KindWatcher } from "../../infra/relay/watcher.ts";
 import { PrometheusMetrics } from "../../shared/app/telemetry/index.ts";
 import { SIGNATURE_HEADER, TIMESTAMP_HEADER, verifyBatch } from "../../shared/auth/index.ts";
 import { proxyResource } from "../../shared/controllers/proxy/api.ts";
-import { createKube, type Kube, Resources } from "../../shared/kube/index.ts";
+import { createKube, type Kube, type KubeObject, Resources } from "../../shared/kube/index.ts";
 import { createNodeTransport } from "../../shared/kube/node.ts";
 import type { Log, RelayEvent } from "../../shared/runtime/index.ts";
 import { relayBatchSchema } from "../../shared/runtime/intake/index.ts";
@@ -138,6 +139,7 @@ beforeAll(async () => {
       { resource: proxyResource, predicate: "spec" },
       { resource: Resources.ConfigMap, predicate: "payload" },
       { resource: Resources.Secret, predicate: "payload" },
+      { resource: Resources.StatefulSet, predicate: "readiness" },
     ],
     kube,
     stream: clientNodeWatchStream(kc, { timeoutSeconds: 60 }),
@@ -168,6 +170,7 @@ describe("relay against the devcluster", () => {
       `${proxyResource.resource}.${proxyResource.group}`,
       "configmaps",
       "secrets",
+      "statefulsets.apps",
     ]);
     const metrics = await relay.app.request("/metrics");
     expect(metrics.status).toBe(200);
@@ -230,6 +233,66 @@ describe("relay against the devcluster", () => {
     );
     const modified = await waitFor(from2, "proxies", "px-a", "MODIFIED");
     expect(modified.object.metadata.generation).toBe(2);
+  });
+
+  it("issue 33: forwards a StatefulSet's readiness as it changes (status writes at the same generation)", async () => {
+    await kube.create(Resources.StatefulSet, {
+      apiVersion: "apps/v1",
+      kind: "StatefulSet",
+      metadata: { name: "web", namespace: ns },
+      spec: {
+        replicas: 1,
+        serviceName: "web",
+        selector: { matchLabels: { app: "web" } },
+        template: {
+          metadata: { labels: { app: "web" } },
+          spec: { containers: [{ name: "c", image: "registry.example/web:1" }] },
+        },
+      },
+    });
+    await waitFor(0, "statefulsets", "web", "ADDED");
+    const ready = (want: number) =>
+      eventually(
+        async () => {
+          const sts = await kube.get<{ status?: { readyReplicas?: number } } & KubeObject>(
+            Resources.StatefulSet,
+            { namespace: ns, name: "web" },
+          );
+          return (sts.status?.readyReplicas ?? 0) === want ? sts : undefined;
+        },
+        { timeoutMs: 60_000, what: `web with ${want} ready replicas` },
+      );
+    await ready(1);
+
+    // The kubelet reports its Pod not ready: the StatefulSet loses its ready replica, by a status
+    // write at generation 1 (a spec predicate drops it).
+    const pod = await kube.get<KubeObject & { status?: { conditions?: { type: string; status: string }[] } }>(
+      Resources.Pod,
+      { namespace: ns, name: "web-0" },
+    );
+    const conditions = (pod.status?.conditions ?? []).map((c) =>
+      c.type === "Ready" || c.type === "ContainersReady" ? { ...c, status: "False" } : c,
+    );
+    await kube.patchStatus(
+      Resources.Pod,
+      { namespace: ns, name: "web-0" },
+      { type: "merge", body: { status: { conditions } } },
+    );
+    const notReady = await ready(0);
+    const lost = await eventually(
+      async () =>
+        delivered(0).find(
+          (e) =>
+            e.resource.resource === "statefulsets" &&
+            e.object.metadata.name === "web" &&
+            e.type === "MODIFIED" &&
+            Number(e.object.metadata.resourceVersion) >= Number(notReady.metadata.resourceVersion),
+        ),
+      { timeoutMs: 15_000, what: "the MODIFIED event of web's lost ready replica" },
+    );
+    expect(lost.object.metadata.generation).toBe(1);
+    // Marked as readiness alone: intake makes it a look at the owner's readiness, not a whole pass.
+    expect(lost.readinessOnly).toBe(true);
   });
 
   it("drops a ConfigMap label-only change, forwards a data change", async () => {

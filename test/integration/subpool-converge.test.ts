@@ -28,7 +28,7 @@ import {
 } from "../../shared/kube/index.ts";
 import { createNodeTransport, loadKubeConfig } from "../../shared/kube/node.ts";
 import { createRegistry, type PassMessage } from "../../shared/runtime/index.ts";
-import { eventually } from "../setup/cluster.ts";
+import { auditEventsSince, eventually } from "../setup/cluster.ts";
 
 const suffix = Math.random().toString(36).slice(2, 6);
 const POOLS = 5;
@@ -41,6 +41,12 @@ let kubefn: Kubefn;
 let queued: PassMessage[] = [];
 const errors: string[] = [];
 const names = Array.from({ length: POOLS }, (_, i) => `cv${suffix}-${i}`);
+/** Pools whose StatefulSet's readiness reaches kubefn as its status writes' audit events (issue 33). */
+const EVENT_POOLS = 3;
+/** The rest: their events are lost, and the sweep's lists find their readiness. */
+const swept = names.slice(EVENT_POOLS);
+/** The audit collector's sequence number before the pools were created. */
+let auditSince = 0;
 const ours = (m: PassMessage) => names.includes(m.request.name);
 
 function spec(): Record<string, unknown> {
@@ -167,6 +173,7 @@ afterAll(async () => {
 
 describe("converging SubPools, counted on the wire", () => {
   it("a batch of new pools costs each its read, its 9 creates, its RoleBinding, the finalizer and the status", async () => {
+    auditSince = (await auditEventsSince(0)).next;
     const pools = [];
     for (const name of names) pools.push(await createPool(name));
     const res = await kubefn.fetch(
@@ -225,7 +232,7 @@ describe("converging SubPools, counted on the wire", () => {
     }
   }, 120_000);
 
-  it("the pass that reports a StatefulSet become ready costs one status patch", async () => {
+  it("issue 33: the StatefulSets' status writes, as the API server audits them, bring one look a pool that reports it ready", async () => {
     await eventually(
       async () => {
         for (const name of names) {
@@ -239,7 +246,66 @@ describe("converging SubPools, counted on the wire", () => {
       },
       { timeoutMs: 150_000, intervalMs: 500, what: "every pool's StatefulSet ready" },
     );
-    // No event reports a StatefulSet's readiness (a status write): the sweep's lists find it.
+    // The real audit events of the StatefulSet controller's status writes (Metadata level: the
+    // key alone), every one of them since the pools were created, in one intake batch.
+    const eventNamespaces = new Set(names.slice(0, EVENT_POOLS).map(subPoolNamespaceName));
+    const statusWrites = await eventually(
+      async () => {
+        const { events } = await auditEventsSince(auditSince);
+        const writes = events.filter(
+          (e) =>
+            e.objectRef?.resource === "statefulsets" &&
+            e.objectRef.subresource === "status" &&
+            eventNamespaces.has(e.objectRef.namespace ?? ""),
+        );
+        const seen = new Set(writes.map((e) => e.objectRef?.namespace));
+        return seen.size === EVENT_POOLS ? writes : undefined;
+      },
+      { timeoutMs: 30_000, intervalMs: 500, what: "the StatefulSets' status writes audited" },
+    );
+    expect(statusWrites.every((e) => e.level === "Metadata")).toBe(true);
+    queued = [];
+    const res = await kubefn.fetch(
+      new Request("http://kubefn.test/v1/events", {
+        method: "POST",
+        headers: { authorization: `Bearer ${auditToken}`, "content-type": "application/json" },
+        body: JSON.stringify({
+          kind: "EventList",
+          apiVersion: "audit.k8s.io/v1",
+          metadata: {},
+          items: statusWrites,
+        }),
+      }),
+    );
+    expect(res.status, await res.clone().text()).toBeLessThan(300);
+    const looks = queued.filter(ours);
+    queued = [];
+    expect(looks.map((m) => m.request.name).sort()).toEqual(names.slice(0, EVENT_POOLS).sort());
+    expect(looks.every((m) => m.trigger?.kind === "audit" && m.trigger.reason === "owned-status")).toBe(true);
+    const { calls, events } = await batch(looks);
+    const verbs = byVerb(calls);
+    console.log(
+      `subpool-converge: ${EVENT_POOLS} StatefulSets ready, ${statusWrites.length} status writes audited, one batch of looks: ${calls.length} requests ` +
+        `(${(calls.length / EVENT_POOLS).toFixed(2)} per SubPool), ${events} Events; ${JSON.stringify(verbs)}`,
+    );
+    expect(errors).toEqual([]);
+    // Each look reads its pool and its StatefulSet (no body from the event stands in for either);
+    // one read of the proxy gateway serves the batch; one status patch reports the pool ready.
+    expect(verbs["GET subpools"]).toBe(EVENT_POOLS);
+    expect(verbs["GET statefulsets"]).toBe(EVENT_POOLS);
+    expect(verbs["PATCH subpools/status"]).toBe(EVENT_POOLS);
+    expect(calls.length).toBeLessThanOrEqual(3 * EVENT_POOLS + 1);
+    for (const name of names.slice(0, EVENT_POOLS)) {
+      const pool = await admin.get(subPoolResource, { name });
+      const ready = (
+        (pool.status as { conditions?: { type: string; reason: string }[] }).conditions ?? []
+      ).find((c) => c.type === "Ready");
+      expect(ready?.reason).toBe("ProxyGatewayNotReady");
+    }
+  }, 240_000);
+
+  it("the pass that reports a StatefulSet become ready costs one status patch", async () => {
+    // Where the events are lost, the sweep's lists find the StatefulSets' readiness.
     let messages: PassMessage[] = [];
     await eventually(
       async () => {
@@ -247,30 +313,31 @@ describe("converging SubPools, counted on the wire", () => {
         await kubefn.sweep();
         messages = queued.filter(ours);
         queued = [];
-        return messages.length === POOLS ? true : undefined;
+        return messages.length === swept.length ? true : undefined;
       },
       { timeoutMs: 30_000, intervalMs: 300, what: "a drift message for every pool" },
     );
+    expect(messages.map((m) => m.request.name).sort()).toEqual([...swept].sort());
     expect(messages.map((m) => m.trigger)).toEqual(
-      names.map(() => ({ kind: "drift", reason: "status:Ready" })),
+      swept.map(() => ({ kind: "drift", reason: "status:Ready" })),
     );
 
     const { calls, events } = await batch(messages);
     const verbs = byVerb(calls);
     console.log(
-      `subpool-converge: ${POOLS} StatefulSets ready, one batch of drift passes: ${calls.length} requests ` +
-        `(${(calls.length / POOLS).toFixed(2)} per SubPool), ${events} Events; ${JSON.stringify(verbs)}`,
+      `subpool-converge: ${swept.length} StatefulSets ready, one batch of drift passes: ${calls.length} requests ` +
+        `(${(calls.length / swept.length).toFixed(2)} per SubPool), ${events} Events; ${JSON.stringify(verbs)}`,
     );
     expect(errors).toEqual([]);
-    expect(verbs["PATCH subpools/status"]).toBe(POOLS);
+    expect(verbs["PATCH subpools/status"]).toBe(swept.length);
     // Each pass reads its pool; its derived objects come from the sweep's lists, under kubefn's MAC.
-    expect(verbs["GET subpools"]).toBe(POOLS);
+    expect(verbs["GET subpools"]).toBe(swept.length);
     expect(messages.every((m) => m.listed !== undefined && typeof m.mac === "string")).toBe(true);
     expect(
       calls.filter((c) => c.method === "GET"),
       JSON.stringify(verbs),
-    ).toHaveLength(POOLS + 1);
-    expect(calls.length).toBeLessThanOrEqual(2 * POOLS + 1);
+    ).toHaveLength(swept.length + 1);
+    expect(calls.length).toBeLessThanOrEqual(2 * swept.length + 1);
     for (const name of names) {
       const pool = await admin.get(subPoolResource, { name });
       const ready = (

@@ -7,6 +7,7 @@ import {
   INTAKE_RECEIVED_REASON,
   mapEvents,
   type Registry,
+  requestKey,
 } from "../../runtime/index.ts";
 import { type BatchSource, MalformedBatchError, type MappedBatch } from "./app.ts";
 
@@ -36,10 +37,13 @@ export function mapWithRegistry(
       if (mapped.source !== source) {
         throw new MalformedBatchError(`a ${source} sender must send ${envelopeOf[source]}`);
       }
-      const { requests, counts } = mapped;
+      const { requests, reasons, counts } = mapped;
       if (mapped.canaries.length > 0) await acknowledgeCanaries(ctx, source, mapped.canaries);
       return {
-        messages: requests.map((request) => ({ request, attempt: 0, trigger: { kind: source } })),
+        messages: requests.map((request) => {
+          const reason = reasons.get(requestKey(request));
+          return { request, attempt: 0, trigger: { kind: source, ...(reason ? { reason } : {}) } };
+        }),
         counts,
       };
     } catch (err) {

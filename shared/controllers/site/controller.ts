@@ -232,6 +232,12 @@ export function siteController(options: SiteControllerOptions): ControllerDefini
     name: siteControllerName,
     for: siteResource,
     owns: options.owns ?? [Resources.ConfigMap, Resources.Deployment],
+    // A component's Deployment becoming available (or losing it) is a status write: it brings a
+    // pass of its Site (by its controller reference, or metalman-<site>), so MachinaReady and
+    // MetalmanReady follow the rollout without waiting for the re-checks' backoff.
+    ...((options.owns ?? [Resources.Deployment]).some((r) => r.kind === "Deployment")
+      ? { readinessFrom: [Resources.Deployment] }
+      : {}),
     // The seed's OwnedWorkloadPredicate (and ManagedConfigPredicate for owned configs): status
     // churn of an owned Deployment, label churn of an owned ConfigMap re-run nothing.
     ownedPredicate: (resource, change) =>

@@ -9,6 +9,7 @@ import { defaultSiteConfig, siteSettings } from "./settings.ts";
 export const siteOperator = defineOperator({
   name: siteControllerName,
   kinds: [siteResource, Resources.ConfigMap, Resources.Deployment],
+  readinessFrom: [Resources.Deployment],
   crds: { module: "shared/controllers/site/crd.ts", exports: ["siteCrd"] },
   settings: siteSettings,
   metricFamilies: {
@@ -92,10 +93,12 @@ Site drift lists (ConfigMaps, and Deployments with the Site label, once per drif
       {
         comment: `Site components' workloads in the operator namespace, whose ownerReferences the intake follows
 back to their Site: the request and the stored object, there only. Nowhere else is a
-Deployment's or StatefulSet's body (env, args: often credentials) sent off the API server.`,
+Deployment's or StatefulSet's body (env, args: often credentials) sent off the API server. Their
+status writes (a rollout becoming available, or losing it) bring a pass of their Site
+(readinessFrom); the stored object is the same body as above.`,
         level: "RequestResponse",
         namespaces: ["kubefn-system"],
-        resources: [{ group: "apps", resources: ["deployments"] }],
+        resources: [{ group: "apps", resources: ["deployments", "deployments/status"] }],
       },
     ],
   },

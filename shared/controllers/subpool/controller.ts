@@ -1,4 +1,4 @@
-import type { ObjectKey, Resource } from "../../kube/index.ts";
+import { type ObjectKey, type Resource, Resources } from "../../kube/index.ts";
 import type { ControllerDefinition, DriftDeclaration } from "../../runtime/index.ts";
 import { generationChanged } from "../../runtime/index.ts";
 import {
@@ -64,6 +64,9 @@ export function subPoolController(deps: SubPoolControllerDeps = {}): ControllerD
     name: subPoolControllerName,
     for: subPoolResource,
     owns: subPoolOwnedResources,
+    // The seed's Owns(StatefulSet) with no predicate: its status writes (ready replicas) bring a
+    // look at the pool's readiness (reconcile.ts), mapped by the namespace subpool-<name>.
+    readinessFrom: [Resources.StatefulSet],
     // The seed's predicate: create, delete, generation change; status- and label-only writes never.
     predicate: generationChanged,
     conditionTypes: Object.values(SubPoolConditionType),

@@ -1,3 +1,4 @@
+import { Resources } from "../../kube/index.ts";
 import type { SweepTask } from "../../runtime/index.ts";
 import { defineOperator } from "../operator.ts";
 import { subPoolResource } from "./api.ts";
@@ -15,6 +16,7 @@ import { defaultSubPoolTimings } from "./timings.ts";
 export const subPoolOperator = defineOperator({
   name: subPoolControllerName,
   kinds: [subPoolResource, ...subPoolOwnedResources],
+  readinessFrom: [Resources.StatefulSet],
   crds: { module: "shared/controllers/subpool/crd.ts", exports: ["subPoolCrd"] },
   settings: subPoolSettings,
   allowLists: {
@@ -140,11 +142,17 @@ it attaches to (its status is read).`,
     audit: [
       {
         comment: `What a SubPool derives lives in Namespace subpool-<name> (or is that Namespace): the intake
-maps it to its SubPool from the key alone (subPoolFromKey), so no body is needed.`,
+maps it to its SubPool from the key alone (subPoolFromKey), so no body is needed. The
+StatefulSet's status writes (its ready replicas, written by the StatefulSet controller) are a
+look at the pool's readiness (readinessFrom): their key is all intake needs, and no Pod spec or
+env leaves the API server with them.`,
         level: "Metadata",
         resources: [
           { group: "", resources: ["services", "serviceaccounts", "resourcequotas", "namespaces"] },
-          { group: "apps", resources: ["statefulsets", "statefulsets/scale", "deployments"] },
+          {
+            group: "apps",
+            resources: ["statefulsets", "statefulsets/status", "statefulsets/scale", "deployments"],
+          },
           { group: "networking.k8s.io", resources: ["networkpolicies"] },
           { group: "policy", resources: ["poddisruptionbudgets"] },
         ],

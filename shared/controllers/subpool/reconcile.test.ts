@@ -89,7 +89,7 @@ describe("SubPool pass over the fake Kube", () => {
     const result = await pass();
 
     // Waiting for its StatefulSet's Pod (no event brings that): looked at again within seconds.
-    expect(result).toMatchObject({ result: "requeue", followUpSeconds: 2, wroteStatus: true });
+    expect(result).toMatchObject({ result: "requeue", followUpSeconds: 15, wroteStatus: true });
     expect(kube.calls.find((c) => c.method !== "get")).toMatchObject({
       method: "patch",
       resource: "subpools",
@@ -166,7 +166,7 @@ describe("SubPool pass over the fake Kube", () => {
         return typeof value === "function" ? value.bind(target) : value;
       },
     });
-    expect(await pass()).toMatchObject({ result: "requeue", followUpSeconds: 2, wroteStatus: true });
+    expect(await pass()).toMatchObject({ result: "requeue", followUpSeconds: 15, wroteStatus: true });
     expect(peak).toBe(ownedKinds.length);
     for (const [res, name] of ownedKinds) expect(inNs(res, name)).toBeDefined();
   });
@@ -174,7 +174,7 @@ describe("SubPool pass over the fake Kube", () => {
   it("a second pass over a converged pool makes zero writes", async () => {
     await converge();
     const result = await pass();
-    expect(result).toMatchObject({ result: "requeue", followUpSeconds: 2, wroteStatus: false });
+    expect(result).toMatchObject({ result: "requeue", followUpSeconds: 15, wroteStatus: false });
     expect(kube.writes()).toBe(0);
   });
 
@@ -200,12 +200,29 @@ describe("SubPool pass over the fake Kube", () => {
       expect(look.trigger).toEqual({ kind: "follow-up", reason: "waiting" });
       kube.calls.length = 0;
       const still = await runPass(ctx, registry, look);
-      expect(still).toMatchObject({ result: "requeue", followUpSeconds: 2, wroteStatus: false });
+      expect(still).toMatchObject({ result: "requeue", followUpSeconds: 15, wroteStatus: false });
       expect(reads()).toEqual(["get subpools", "get statefulsets", "list endpointslices"]);
 
       seedRunning();
       await runPass(ctx, registry, lookMessage());
       expect(condition("Ready")).toMatchObject({ status: "True", reason: "Ready" });
+    });
+
+    it("issue 33: the pass intake sends for the StatefulSet's status write is a look too, and a Ready pool losing its replica turns False", async () => {
+      kube.seed(subPoolResource, subPoolObject());
+      await pass();
+      seedRunning();
+      await runPass(ctx, registry, lookMessage());
+      expect(condition("Ready")).toMatchObject({ status: "True", reason: "Ready" });
+      const sts = inNs(Resources.StatefulSet, "demo-cpa-manager")!;
+      kube.seed(Resources.StatefulSet, { ...sts, status: { replicas: 1, readyReplicas: 0 } });
+      kube.calls.length = 0;
+      const event: PassMessage = { ...message, trigger: { kind: "audit", reason: "owned-status" } };
+      const result = await runPass(ctx, registry, event);
+      expect(reads()).toEqual(["get subpools", "get statefulsets", "list endpointslices"]);
+      expect(condition("Ready")).toMatchObject({ status: "False", reason: "StatefulSetNotReady" });
+      // Waiting again: the fallback look, in case no event reports the replica back.
+      expect(result).toMatchObject({ result: "requeue", followUpSeconds: 15, wroteStatus: true });
     });
 
     it("after a spec edit it is a whole pass: the edit is applied, not only looked at", async () => {
@@ -225,6 +242,8 @@ describe("SubPool pass over the fake Kube", () => {
       const look = lookMessage();
       await kube.delete(Resources.NetworkPolicy, { namespace: ns, name: "demo" });
       await runPass(ctx, registry, look);
+      expect(inNs(Resources.NetworkPolicy, "demo")).toBeUndefined();
+      await runPass(ctx, registry, { ...message, trigger: { kind: "audit", reason: "owned-status" } });
       expect(inNs(Resources.NetworkPolicy, "demo")).toBeUndefined();
       await runPass(ctx, registry, { ...message, trigger: { kind: "audit" } });
       expect(inNs(Resources.NetworkPolicy, "demo")).toBeDefined();
@@ -254,7 +273,7 @@ describe("SubPool pass over the fake Kube", () => {
     it("reads nothing its lists showed in place (Namespace, Secret, LimitRange, HTTPRoute) and patches the status", async () => {
       await becomeReady();
       const result = await runPass(ctx, registry, driftMessage("status:Ready"));
-      expect(result).toMatchObject({ result: "requeue", followUpSeconds: 2, wroteStatus: true });
+      expect(result).toMatchObject({ result: "requeue", followUpSeconds: 15, wroteStatus: true });
       // The pool itself, read from the API server (no body stands in for it), and the proxy
       // gateway's EndpointSlices: no pool owns them, so no list of the pool's shows them.
       expect(reads()).toEqual(["get subpools", "list endpointslices"]);
@@ -485,7 +504,7 @@ describe("SubPool pass over the fake Kube", () => {
       }),
     );
     const result = await pass();
-    expect(result).toMatchObject({ result: "requeue", followUpSeconds: 2 });
+    expect(result).toMatchObject({ result: "requeue", followUpSeconds: 15 });
     expect(condition("RouteReady")).toMatchObject({ status: "False", reason: "GatewayAPIMissing" });
     expect(inNs(Resources.StatefulSet, "demo-cpa-manager")).toBeDefined();
   });

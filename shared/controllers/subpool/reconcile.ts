@@ -19,7 +19,14 @@ import {
   upsertOwnerReference,
 } from "../../kube/index.ts";
 import type { PassContext } from "../../runtime/index.ts";
-import { awaitSweep, done, failed, type Outcome, requeueAfter } from "../../runtime/index.ts";
+import {
+  awaitSweep,
+  done,
+  failed,
+  type Outcome,
+  ownedStatusReason,
+  requeueAfter,
+} from "../../runtime/index.ts";
 import * as z from "../../zod/index.ts";
 import {
   ExposureMode,
@@ -125,12 +132,14 @@ async function reconcileActive(
   // shows — a deleted Secret is found by its event or the safety net, as by the drift lists.
   const inPlace = ctx.drift?.startsWith("status:") === true;
   // A waiting look (the follow-up of a pass that found the pool active but not Ready, spec
-  // unchanged since) is sent for readiness alone: it reads the StatefulSet, the route and the proxy
-  // gateway — 3 or 4 requests instead of 15 — and trusts the rest to their events and the drift
-  // lists, like a status-only drift pass. A deleted owned object's event is a whole pass of its own
+  // unchanged since), and a pass intake sent for status writes of the pool's StatefulSet alone
+  // (`readinessFrom`), are for readiness alone: they read the StatefulSet, the route and the proxy
+  // gateway — 3 or 4 requests instead of 15 — and trust the rest to their events and the drift
+  // lists, like a status-only drift pass. The event's reason is only a hint of what to read: every
+  // figure the pass writes it reads from the API server. A deleted owned object's event is a whole pass of its own
   // (the Node host's queue merges it with a waiting look into the event's pass).
   const look =
-    ctx.followUp === waitingLookReason &&
+    (ctx.followUp === waitingLookReason || ctx.event === ownedStatusReason) &&
     reportedNamespace(object) &&
     (object.status as { observedGeneration?: number } | undefined)?.observedGeneration ===
       object.metadata.generation;

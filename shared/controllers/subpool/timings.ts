@@ -9,9 +9,10 @@ export interface SubPoolTimings {
   deletionPoll: number;
   /**
    * While an active pool waits to become Ready (its StatefulSet's Pod, the proxy gateway, its
-   * route): the first look after this many seconds, then after half the time it has waited, until
-   * that reaches the resync and the sweep takes over. Status changes of what it waits for are no
-   * events (intake drops them), so without it readiness would wait for the sweep's drift pass.
+   * route): the first look after this many seconds, then after as long as it has waited, until
+   * that reaches the resync and the sweep takes over. The fallback only: its StatefulSet's status
+   * writes bring a look as they happen (intake, `readinessFrom`), so this catches what an event
+   * path lost or does not carry (the proxy gateway, a route's acceptance).
    */
   waitingFirst?: number;
   /** After a conflict (foreign Namespace, Secret or object): someone may remove it. */
@@ -28,7 +29,7 @@ export interface SubPoolTimings {
  */
 export const defaultSubPoolTimings: SubPoolTimings = {
   deletionPoll: 5,
-  waitingFirst: 2,
+  waitingFirst: 15,
   resync: 60,
 };
 
@@ -44,11 +45,15 @@ const waitingReasons: ReadonlySet<string> = new Set([
 
 /**
  * When to look again at an active pool whose Ready is False for `reason` since `since` (pure):
- * `waitingFirst` seconds after it started waiting, then half the time waited — 2, 2, 2, 3, 5, 7,
- * 11, 16, 24, 36, 54 s — and undefined (the sweep) once that reaches the resync or the pool is not
- * waiting. Bounded: a pool that never becomes ready costs 11 looks over under three minutes (each
- * a follow-up with reason {@link waitingLookReason}: three or four reads, see reconcile.ts), then
- * one drift pass per drift period.
+ * `waitingFirst` seconds after it started waiting, then as long as it has waited — 15, 15, 30 s —
+ * and undefined (the sweep) once that reaches the resync or the pool is not waiting. Bounded: a
+ * pool that never becomes ready costs 3 looks over a minute (each a follow-up with reason
+ * {@link waitingLookReason}: three or four reads, see reconcile.ts), then one drift pass per drift
+ * period. A fallback: the StatefulSet's status writes bring their looks as they happen.
+ *
+ * Regression (issue 33): it looked after 2 s, then half the time waited (11 looks over three
+ * minutes), because no event carried the StatefulSet's readiness; the fleet bench counted 2.2 of
+ * them per pool while converging.
  */
 export function waitingLook(
   timings: SubPoolTimings,
@@ -57,6 +62,6 @@ export function waitingLook(
 ): number | undefined {
   if (timings.waitingFirst === undefined || ready.status === "True" || !waitingReasons.has(ready.reason))
     return undefined;
-  const after = Math.max(timings.waitingFirst, Math.ceil(waitedSeconds / 2));
+  const after = Math.max(timings.waitingFirst, Math.ceil(waitedSeconds));
   return after < timings.resync ? after : undefined;
 }

@@ -35,6 +35,12 @@ export interface Watch {
   map(ctx: Pick<Context, "kube" | "log">, change: WatchedChange): Promise<Request[]> | Request[];
 }
 
+/**
+ * The trigger reason of a pass intake sent only for status writes of owned objects (see
+ * `ControllerDefinition.readinessFrom`): their readiness may have changed, nothing else did.
+ */
+export const ownedStatusReason = "owned-status";
+
 /** Context of one pass: the world, plus the message's attempt count. */
 export interface PassContext extends Context {
   request: Request;
@@ -59,6 +65,13 @@ export interface PassContext extends Context {
    * other pass, and for a retry.
    */
   followUp?: string | undefined;
+  /**
+   * The reason intake gave this event-triggered pass, when it gave one: {@link ownedStatusReason}
+   * when nothing but status writes of owned objects brought it (a queue that merges it with any
+   * other message for the key keeps the other's trigger). A hint for what to read, never a fact:
+   * whoever writes into a channel chooses it. Undefined for every other pass, and for a retry.
+   */
+  event?: string | undefined;
 }
 
 /**
@@ -148,6 +161,20 @@ export interface ControllerDefinition<T extends KubeObject = KubeObject> {
   for: Resource;
   /** Kinds whose controller ownerReference points at a `for` object. */
   owns?: Resource[];
+  /**
+   * Owned kinds whose readiness the primary reports (controller-runtime's `Owns()` with no
+   * predicate, for status alone): a write of such an object's `status` subresource — a
+   * StatefulSet's ready replicas, a Deployment's availability — maps to its owner as every owned
+   * change does (the controlling ownerReference of the body the event carries, else
+   * {@link ownerFromKey}), with trigger reason {@link ownedStatusReason}. Each must be in `owns`.
+   * Status writes of every other owned kind are dropped.
+   *
+   * Caveats: the event only names a key (a message is not a fact): the pass reads the primary and
+   * what it reports from the API server, and a forged event costs at most that read. The
+   * `ownedPredicate` is not asked: a status write changes no generation. An audit event carries no
+   * earlier status, so every status write maps, not only a flip (a batch deduplicates them).
+   */
+  readinessFrom?: Resource[];
   watches?: Watch[];
   /**
    * Condition types this controller publishes, each once. Types are per kind: two controllers may

@@ -121,6 +121,12 @@ export function createRegistry(definitions: readonly ControllerDefinition[]): Re
       pushTo(owners, key, def);
     }
 
+    for (const ready of def.readinessFrom ?? []) {
+      const key = ready ? resourceKey(ready) : "?";
+      if (!ownedSeen.has(key))
+        problems.push(`${label} takes readiness from ${ready?.kind ?? "?"}: it must be listed in owns`);
+    }
+
     const watchedSeen = new Set<string>();
     for (const watch of def.watches ?? []) {
       const where = `${label} watches ${watch?.resource?.kind ?? "?"}`;

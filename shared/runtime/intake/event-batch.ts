@@ -83,6 +83,11 @@ export const relayEventSchema = z.object({
     kind: z.optional(z.string()),
     metadata: objectMetaSchema,
   }),
+  /**
+   * The relay saw only what the object's status says of readiness change (the `readiness`
+   * predicate; issue 33): intake maps it as an owned object's status write. A hint, never a fact.
+   */
+  readinessOnly: z.optional(z.literal(true)),
 });
 export type RelayEvent = z.infer<typeof relayEventSchema>;
 

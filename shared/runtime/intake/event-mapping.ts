@@ -12,6 +12,7 @@ import { type Context, isEmptyStatus, type Request, requestKey, type StatusSeal 
 import {
   type ControllerDefinition,
   groupOf,
+  ownedStatusReason,
   type Registry,
   type Watch,
   type WatchedChange,
@@ -64,7 +65,10 @@ export type MappingCounts = {
   dropped: number;
   /** Kinds no controller cares about, or events that mapped to nothing (e.g. a foreign owner). */
   ignored: number;
-  /** Owned kinds without a body (Metadata level) and no `ownerFromKey`: left to the sweep. */
+  /**
+   * Owned kinds without a body (Metadata level) whose `ownerFromKey` names no owner (or is not
+   * declared): left to the sweep.
+   */
   unresolved: number;
   /** Events that produced at least one request or mapper call. */
   mapped: number;
@@ -78,6 +82,12 @@ export interface MappingResult {
   source: EventBatch["source"];
   /** Deduplicated by controller + namespace + name, in first-seen order. */
   requests: Request[];
+  /**
+   * The reason of each request (by `requestKey`) that only status writes of owned objects
+   * brought ({@link ownedStatusReason}; see `ControllerDefinition.readinessFrom`). A request any
+   * other change brought has none: its pass is a whole one.
+   */
+  reasons: ReadonlyMap<string, string>;
   counts: MappingCounts;
   /**
    * Names of intake canaries (see intake-canary.ts) the batch created, in kubefn-system, once
@@ -105,7 +115,9 @@ interface Change {
  * mapper. Audit events count only at stage ResponseComplete, with a 2xx code and a write verb,
  * not on a subresource (see {@link MAPPED_SUBRESOURCES}) and not by `selfUsernames` — except a
  * primary's status write whose stored status does not carry kubefn's seal (`options.seal`), which
- * maps to that primary whoever the writer claims to be.
+ * maps to that primary whoever the writer claims to be, and a status write of an owned kind a
+ * controller takes readiness from (`readinessFrom`), which maps to its owner with the reason
+ * {@link ownedStatusReason}.
  *
  * Caveats: an owned object whose body the event does not carry (audit Metadata level, a delete
  * answered with a Status) maps through the owning controller's `ownerFromKey`, or to nothing
@@ -136,6 +148,7 @@ export async function mapEvents(
   return {
     source: batch.source,
     requests: mapper.requests(),
+    reasons: mapper.reasons,
     counts: mapper.counts,
     canaries: [...mapper.canaries],
   };
@@ -159,6 +172,8 @@ class BatchMapper {
     requests: 0,
   };
   private readonly out = new Map<string, Request>();
+  /** Requests only owned objects' status writes brought, by key: see `MappingResult.reasons`. */
+  readonly reasons = new Map<string, string>();
   readonly canaries = new Set<string>();
   private readonly jobs = new Map<string, WatchJob>();
   /** Primaries' status writes whose stored status must carry kubefn's seal, by request key. */
@@ -184,11 +199,13 @@ class BatchMapper {
     if (code < 200 || code > 299) return void this.counts.dropped++;
     const subresource = ref.subresource;
     if (subresource === "status" && this.sealing && this.statusWrite(ref, item.responseObject)) return;
+    const user = isRecord(item.user) ? item.user.username : undefined;
+    const self = typeof user === "string" && this.self.has(user);
+    if (subresource === "status" && !self && this.readinessWrite(ref, item)) return;
     if (typeof subresource === "string" && subresource !== "" && !MAPPED_SUBRESOURCES.has(subresource)) {
       return void this.counts.dropped++;
     }
-    const user = isRecord(item.user) ? item.user.username : undefined;
-    if (typeof user === "string" && this.self.has(user)) return void this.counts.dropped++;
+    if (self) return void this.counts.dropped++;
 
     const group = typeof ref.apiGroup === "string" ? ref.apiGroup : "";
     const resource = ref.resource;
@@ -254,6 +271,10 @@ class BatchMapper {
     const namespace = meta.namespace === "" ? undefined : meta.namespace;
     if (!isStorableKey(namespace, meta.name)) return void this.counts.skipped++;
     const kubeObject = { apiVersion: "", kind: "", ...object } as KubeObject;
+    if (parsed.data.readinessOnly && type === "MODIFIED") {
+      const ref = { apiGroup: res.group, resource: res.resource, namespace: meta.namespace, name: meta.name };
+      if (this.readinessWrite(ref, { responseObject: kubeObject })) return;
+    }
     this.count(
       this.add({
         group: res.group,
@@ -289,6 +310,66 @@ class BatchMapper {
     const key = requestKey(request);
     if (this.statusWrites.has(key)) this.counts.dropped++;
     this.statusWrites.set(key, { request, object });
+    return true;
+  }
+
+  /**
+   * Maps a status write of an owned kind some controller takes readiness from (`readinessFrom`) to
+   * its owner, with reason {@link ownedStatusReason}: through the controlling ownerReference of
+   * the stored object when the event carries it, else the owner's `ownerFromKey` (audit Metadata
+   * level names the object only). False when no controller takes readiness from the kind.
+   *
+   * Caveats: the body is the writer's word. It only chooses which owner's key is named, among the
+   * owners that declared the kind; the pass reads the rest, and an owner that does not exist is
+   * one read.
+   */
+  private readinessWrite(ref: Record<string, unknown>, item: Record<string, unknown>): boolean {
+    const group = typeof ref.apiGroup === "string" ? ref.apiGroup : "";
+    if (typeof ref.resource !== "string") return false;
+    const resource = ref.resource;
+    const owners = this.registry
+      .ownersOf(group, resource)
+      .filter((def) => def.readinessFrom?.some((r) => r.group === group && r.resource === resource));
+    if (owners.length === 0) return false;
+    const object = objectBody(item.responseObject) ?? objectBody(item.requestObject);
+    const name = typeof ref.name === "string" && ref.name !== "" ? ref.name : object?.metadata.name;
+    const namespace =
+      typeof ref.namespace === "string" && ref.namespace !== "" ? ref.namespace : object?.metadata.namespace;
+    if (name === undefined || !isStorableKey(namespace, name)) {
+      this.counts.skipped++;
+      return true;
+    }
+    const key: ObjectKey = namespace === undefined ? { name } : { namespace, name };
+    let mapped = false;
+    const owner = object ? controllerRef(object) : undefined;
+    const def = owner ? this.registry.primaryForKind(groupOf(owner.apiVersion), owner.kind) : undefined;
+    if (owner && def && owners.includes(def)) {
+      mapped = this.emit(
+        { controller: def.name, namespace: def.for.namespaced ? namespace : undefined, name: owner.name },
+        ownedStatusReason,
+      );
+    } else if (!object) {
+      for (const def of owners) {
+        const owned = def.owns!.find((o) => o.group === group && o.resource === resource)!;
+        const ownerKey = def.ownerFromKey?.(owned, key);
+        if (!ownerKey) continue;
+        mapped =
+          this.emit(
+            {
+              controller: def.name,
+              namespace: def.for.namespaced ? ownerKey.namespace : undefined,
+              name: ownerKey.name,
+            },
+            ownedStatusReason,
+          ) || mapped;
+      }
+      if (!mapped) {
+        this.counts.unresolved++;
+        return true;
+      }
+    }
+    if (mapped) this.counts.mapped++;
+    else this.counts.ignored++;
     return true;
   }
 
@@ -414,13 +495,24 @@ class BatchMapper {
     return produced ? true : unresolved ? "unresolved" : false;
   }
 
-  private emit(request: Request): void {
+  /**
+   * Adds a request once per key; with `reason`, as {@link MappingResult.reasons} has it, unless
+   * another change of the batch already asked for a whole pass of the key (or does later). True
+   * when the request is one the API server could answer.
+   */
+  private emit(request: Request, reason?: string): boolean {
     if (request.namespace === undefined) delete request.namespace;
     // Owner names come from bodies, mapper results from code: neither becomes a request the API
     // server could never answer.
-    if (!isStorableKey(request.namespace, request.name)) return;
+    if (!isStorableKey(request.namespace, request.name)) return false;
     const key = requestKey(request);
-    if (!this.out.has(key)) this.out.set(key, request);
+    if (!this.out.has(key)) {
+      this.out.set(key, request);
+      if (reason !== undefined) this.reasons.set(key, reason);
+    } else if (reason === undefined) {
+      this.reasons.delete(key);
+    }
+    return true;
   }
 
   async runWatches(ctx: Pick<Context, "kube" | "log" | "metrics">, concurrency: number): Promise<void> {

@@ -11,8 +11,8 @@ import type { Message, PassMessage } from "../core/index.ts";
 export function coalesce(earlier: Message, later: Message): Message {
   if (earlier.kind === "job" || later.kind === "job") return later;
   const merged = coalesceFields(earlier, later);
-  // A reasoned follow-up asks for a narrower pass (a SubPool's look at its readiness alone): merged
-  // with any other message, the pass does what that one asked.
+  // A reasoned follow-up or event asks for a narrower pass (a SubPool's look at its readiness
+  // alone): merged with any other message, the pass does what that one asked.
   if (narrowed(later) && !(narrowed(earlier) && earlier.trigger!.reason === later.trigger!.reason)) {
     const { trigger: _trigger, ...rest } = merged;
     return earlier.trigger ? { ...rest, trigger: earlier.trigger } : rest;
@@ -20,7 +20,9 @@ export function coalesce(earlier: Message, later: Message): Message {
   return merged;
 }
 
-const narrowed = (m: PassMessage): boolean => m.trigger?.kind === "follow-up" && !!m.trigger.reason;
+const narrowed = (m: PassMessage): boolean =>
+  (m.trigger?.kind === "follow-up" || m.trigger?.kind === "audit" || m.trigger?.kind === "relay") &&
+  !!m.trigger.reason;
 
 function coalesceFields(earlier: PassMessage, later: PassMessage): PassMessage {
   if (earlier.uid !== undefined && earlier.uid === later.uid) return later;

@@ -1,5 +1,5 @@
 import type { Job, JobMessage, Message, PassMessage } from "../core/index.ts";
-import { hasBodies, type MessageAuthenticator } from "./message-mac.ts";
+import { hasBodies, hasSteeringReason, type MessageAuthenticator } from "./message-mac.ts";
 
 /**
  * The version of the queued message's envelope this release writes and reads.
@@ -159,13 +159,11 @@ export async function authenticBodies(
 }
 
 /**
- * A pass without the objects it carries (`listed`, `listedAt`), a follow-up's reason (its trigger
- * keeps its kind, for the pass's labels) and their `mac`.
+ * A pass without the objects it carries (`listed`, `listedAt`), a follow-up's or an intake
+ * event's reason (its trigger keeps its kind, for the pass's labels) and their `mac`.
  */
 export function withoutBodies(message: PassMessage): PassMessage {
   const { listed: _listed, listedAt: _listedAt, mac: _mac, ...bare } = message;
-  if (bare.trigger?.kind === "follow-up" && bare.trigger.reason !== undefined) {
-    return { ...bare, trigger: { kind: "follow-up" } };
-  }
+  if (hasSteeringReason(bare)) return { ...bare, trigger: { kind: bare.trigger!.kind } };
   return bare;
 }

@@ -39,16 +39,24 @@ const encoder = new TextEncoder();
 const VERSION = "v1.";
 
 /**
- * Whether `message` carries what someone must vouch for: a job, a pass's listed objects, or a
- * follow-up's reason — which steers its pass (a SubPool's waiting look reads 3 requests' worth
- * and trusts the rest), so a reason someone else put on the queue must not reach the pass.
+ * Whether `message` carries what someone must vouch for: a job, a pass's listed objects, or the
+ * reason of a follow-up or of an intake event — which steers its pass (a SubPool's waiting look,
+ * or its look for a StatefulSet's status write, reads 3 requests' worth and trusts the rest), so a
+ * reason someone else put on the queue must not reach the pass.
  */
 export function hasBodies(message: Message): boolean {
   return (
     message.kind === "job" ||
     (message.listed !== undefined && message.listed.length > 0) ||
-    (message.trigger?.kind === "follow-up" && message.trigger.reason !== undefined)
+    hasSteeringReason(message)
   );
+}
+
+/** A follow-up's or an intake event's reason (a drift reason travels with `listed`, under its MAC). */
+export function hasSteeringReason(message: Message): boolean {
+  if (message.kind === "job" || message.trigger?.reason === undefined) return false;
+  const { kind } = message.trigger;
+  return kind === "follow-up" || kind === "audit" || kind === "relay";
 }
 
 /**

@@ -179,6 +179,11 @@ export async function runPass(ctx: Context, registry: Registry, message: PassMes
     ...(message.trigger?.kind === "follow-up" && message.trigger.reason && attempt === 0
       ? { followUp: message.trigger.reason }
       : {}),
+    ...((message.trigger?.kind === "audit" || message.trigger?.kind === "relay") &&
+    message.trigger.reason &&
+    attempt === 0
+      ? { event: message.trigger.reason }
+      : {}),
     request,
     attempt,
     events,

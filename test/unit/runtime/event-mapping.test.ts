@@ -344,7 +344,9 @@ describe("mapEvents: audit EventList", () => {
     };
     const result = await mapEvents(ctx, registry, eventList(created));
     expect(result.requests).toEqual([{ controller: "subpool", name: "demo" }]);
-    expect(Object.keys(result).sort()).toEqual(["canaries", "counts", "requests", "source"]);
+    // Reasons are intake's own words (which kind of change it saw), keyed by request, never a body.
+    expect(Object.keys(result).sort()).toEqual(["canaries", "counts", "reasons", "requests", "source"]);
+    expect([...result.reasons]).toEqual([]);
   });
 
   it.each([

@@ -8,6 +8,7 @@ import { subPoolResource } from "./api.ts";
 import { parseOperatorConfig } from "./config.ts";
 import { subPoolController } from "./controller.ts";
 import { endpointSliceResource } from "./desired.ts";
+import { longestWaitingLook, waitingLookDue } from "./drift.ts";
 
 const ns = "subpool-demo";
 const registry = createRegistry([subPoolController({ randomBytes: (n) => new Uint8Array(n).fill(7) })]);
@@ -172,5 +173,52 @@ describe("SubPool drift found by lists", () => {
     expect(kube.calls.filter((c) => c.method === "get").map((c) => c.resource)).toEqual(["namespaces"]);
     await kube.delete(Resources.Namespace, { name: ns });
     expect((await sweep()).map((m) => m.trigger?.reason)).toEqual(["missing:Namespace"]);
+  });
+});
+
+describe("the sweep's look at a pool waiting on its own StatefulSet (its readiness is a status write)", () => {
+  it.each(["u-1", "u-2", "0b1c"])(
+    "pool %s: none in the pass's own three minutes of looks, then one per half its wait, never an hour apart",
+    (uid) => {
+      const since = Date.parse("2026-12-04T00:00:30Z");
+      const ready = { lastTransitionTime: new Date(since).toISOString() };
+      const pool = { metadata: { uid, name: "p" } } as KubeObject;
+      const looks: number[] = [];
+      for (let minute = 0; minute < 24 * 60; minute++) {
+        if (waitingLookDue(pool, ready, new Date(since + minute * 60_000))) looks.push(minute);
+      }
+      const gaps = looks.slice(1).map((at, i) => at - looks[i]!);
+      expect(looks[0]).toBe(3);
+      // Late by at most about half the time waited, and by an hour at most.
+      looks.slice(1).forEach((at, i) => {
+        expect(gaps[i]).toBeLessThanOrEqual(Math.max(2, Math.ceil(at / 2) + 1));
+      });
+      expect(Math.max(...gaps)).toBeLessThanOrEqual(longestWaitingLook / 60);
+      // About nine in the first hour, then one an hour: 33 in a day, not 1,440.
+      expect(looks.filter((at) => at < 60).length).toBeLessThanOrEqual(10);
+      expect(looks.length).toBeLessThanOrEqual(34);
+    },
+  );
+
+  it("a converged pool that has waited long on its StatefulSet gets a look from the sweep, and the look finds it ready", async () => {
+    await edit(Resources.StatefulSet, "demo-cpa-manager", (o) => {
+      o.status = { readyReplicas: 1 };
+    });
+    // Minute by minute past the pass's own looks, as the sweep runs, until the pool's slot comes.
+    const start = ctx.clock.now().getTime();
+    const sent: PassMessage[] = [];
+    for (let minute = 1; minute <= 10 && sent.length === 0; minute++) {
+      const at = new Date(start + minute * 60_000);
+      ctx = { ...ctx, clock: { now: () => at } };
+      sent.push(...(await sweep()));
+    }
+    expect(sent.map((m) => m.trigger)).toEqual([{ kind: "drift", reason: "waiting:StatefulSet" }]);
+    await deliver(sent);
+    const ready = (
+      kube.stored(subPoolResource, { name: "demo" })?.status as {
+        conditions: { type: string; reason: string }[];
+      }
+    ).conditions.find((c) => c.type === "Ready");
+    expect(ready?.reason).toBe("ProxyGatewayNotReady");
   });
 });

@@ -16,6 +16,7 @@ import {
   type DriftDeclaration,
   type DriftList,
   defineDrift,
+  dueThisSlot,
   type Listed,
   readinessDiffers,
 } from "../../runtime/index.ts";
@@ -93,7 +94,7 @@ export function subPoolDrift(config: OperatorConfig): DriftDeclaration {
           ),
       };
     },
-    decide: ({ primary, listed, shared }) => subPoolDriftReason(primary, listed, shared),
+    decide: ({ primary, listed, shared, now }) => subPoolDriftReason(primary, listed, shared, now),
   });
 }
 
@@ -115,6 +116,7 @@ export async function subPoolDriftReason(
   primary: KubeObject,
   listed: Listed,
   shared: SubPoolDriftShared,
+  now: Date,
 ): Promise<string | undefined> {
   if (primary.metadata.deletionTimestamp) return "deleting";
   const status = (primary.status ?? {}) as SubPoolStatus & { observedGeneration?: number };
@@ -200,7 +202,37 @@ export async function subPoolDriftReason(
   }
   if (status.namespace !== nsName || status.cpaService !== desired.status.cpaService) return "status:fields";
   if ((status.hostname ?? undefined) !== desired.status.hostname) return "status:fields";
+  if (!suspended && ready?.reason === Reason.StatefulSetNotReady && waitingLookDue(primary, ready, now))
+    return "waiting:StatefulSet";
   return undefined;
+}
+
+/** The longest a pool waiting on its StatefulSet goes unlooked at by the sweep, seconds. */
+export const longestWaitingLook = 3600;
+
+/**
+ * Whether the sweep looks again at a pool whose Ready has waited on its own StatefulSet since
+ * `ready.lastTransitionTime` (pure): its readiness is a status write, which reaches intake as an
+ * event only where the intake path carries status writes, and the pass's own waiting looks end
+ * after about three minutes (timings.ts). From then on, once per half the time waited — a window
+ * of 1, 2, 4, … minutes, capped at {@link longestWaitingLook}, each pool in its slot of the window
+ * by UID — so a pool becoming ready late is seen at most about half its wait late, and one that
+ * never does costs a pass an hour, not one a minute.
+ *
+ * Caveats: windows are counted in minute slots (the sweep's default period); a sweep every 10 s
+ * (`npm start`) sees a slot several times, and the Node host's queue merges the repeats.
+ */
+export function waitingLookDue(
+  primary: KubeObject,
+  ready: { lastTransitionTime?: string },
+  now: Date,
+): boolean {
+  const since = Date.parse(ready.lastTransitionTime ?? "");
+  if (!Number.isFinite(since)) return false;
+  const waited = (now.getTime() - since) / 1000;
+  if (waited < 180) return false;
+  const window = Math.min(longestWaitingLook, 60 * 2 ** Math.floor(Math.log2(waited / 120)));
+  return dueThisSlot(primary, now, window, 60);
 }
 
 /**

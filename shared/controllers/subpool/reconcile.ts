@@ -337,6 +337,10 @@ async function validateAgainstRunning(
   const first = validateSubPool(pool, config);
   if (first.ok || first.reason !== Reason.ResourceEnvelopeExceeded) return { validation: first };
   const names = subPoolObjectNames(pool.metadata.name ?? "");
+  // Only a Namespace of this pool's can hold its running StatefulSet, and only there may kubefn
+  // bind itself the right to read it: a pool that never ran costs one GET more, and no write.
+  const namespace = await getOrUndefined(ctx, Resources.Namespace, { name: names.namespace });
+  if (!namespace || !isControlledBy(namespace, object)) return { validation: first };
   const kube = grantedKube(ctx.kube, names.namespace, poolLabels(pool.metadata.name ?? ""));
   const statefulSet = await getOrUndefined({ kube }, Resources.StatefulSet, {
     namespace: names.namespace,

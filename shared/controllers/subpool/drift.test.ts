@@ -212,7 +212,7 @@ describe("the sweep's look at a pool waiting on its own StatefulSet (its readine
       ctx = { ...ctx, clock: { now: () => at } };
       sent.push(...(await sweep()));
     }
-    expect(sent.map((m) => m.trigger)).toEqual([{ kind: "drift", reason: "waiting:StatefulSet" }]);
+    expect(sent.map((m) => m.trigger)).toEqual([{ kind: "drift", reason: "waiting:StatefulSetNotReady" }]);
     await deliver(sent);
     const ready = (
       kube.stored(subPoolResource, { name: "demo" })?.status as {

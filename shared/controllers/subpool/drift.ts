@@ -202,17 +202,23 @@ export async function subPoolDriftReason(
   }
   if (status.namespace !== nsName || status.cpaService !== desired.status.cpaService) return "status:fields";
   if ((status.hostname ?? undefined) !== desired.status.hostname) return "status:fields";
-  if (!suspended && ready?.reason === Reason.StatefulSetNotReady && waitingLookDue(primary, ready, now))
-    return "waiting:StatefulSet";
+  if (!suspended && ready && waitsOnItsOwn.has(ready.reason) && waitingLookDue(primary, ready, now))
+    return `waiting:${ready.reason}`;
   return undefined;
 }
+
+/**
+ * Ready's reasons while an active pool waits on a status write of its own objects (its
+ * StatefulSet's ready replicas, its route's acceptance), which no list shows the sweep.
+ */
+const waitsOnItsOwn: ReadonlySet<string> = new Set([Reason.StatefulSetNotReady, Reason.RouteNotReady]);
 
 /** The longest a pool waiting on its StatefulSet goes unlooked at by the sweep, seconds. */
 export const longestWaitingLook = 3600;
 
 /**
- * Whether the sweep looks again at a pool whose Ready has waited on its own StatefulSet since
- * `ready.lastTransitionTime` (pure): its readiness is a status write, which reaches intake as an
+ * Whether the sweep looks again at a pool whose Ready has waited on its own StatefulSet (or route)
+ * since `ready.lastTransitionTime` (pure): their readiness is a status write, which reaches intake as an
  * event only where the intake path carries status writes, and the pass's own waiting looks end
  * after about three minutes (timings.ts). From then on, once per half the time waited — a window
  * of 1, 2, 4, … minutes, capped at {@link longestWaitingLook}, each pool in its slot of the window

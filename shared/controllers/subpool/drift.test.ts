@@ -119,7 +119,7 @@ describe("SubPool drift found by lists", () => {
       await deliver([{ request: { controller: "subpool", name: "demo" }, attempt: 0 }]);
       expect(kube.stored(Resources.ConfigMap, { namespace: ns, name: "demo-config" })).toBeDefined();
       const image = (
-        kube.stored(Resources.StatefulSet, { namespace: ns, name: "demo-cpa-manager" })?.spec as {
+        kube.stored(Resources.StatefulSet, { namespace: ns, name: "demo-cpa-manager" })!.spec as {
           template: { spec: { containers: { image: string }[] } };
         }
       ).template.spec.containers[0]?.image;
@@ -135,7 +135,7 @@ describe("SubPool drift found by lists", () => {
     expect(await sweep()).toEqual([]);
     await deliver([{ request: { controller: "subpool", name: "demo" }, attempt: 0 }]);
     const ready = (
-      kube.stored(subPoolResource, { name: "demo" })?.status as {
+      kube.stored(subPoolResource, { name: "demo" })!.status as {
         conditions: { type: string; reason: string; message: string }[];
       }
     ).conditions.find((c) => c.type === "Ready");
@@ -215,7 +215,7 @@ describe("the sweep's look at a pool waiting on its own StatefulSet (its readine
     expect(sent.map((m) => m.trigger)).toEqual([{ kind: "drift", reason: "waiting:StatefulSetNotReady" }]);
     await deliver(sent);
     const ready = (
-      kube.stored(subPoolResource, { name: "demo" })?.status as {
+      kube.stored(subPoolResource, { name: "demo" })!.status as {
         conditions: { type: string; reason: string }[];
       }
     ).conditions.find((c) => c.type === "Ready");

@@ -195,14 +195,14 @@ describe("converging SubPools, counted on the wire", () => {
 
     const batched = await batch(messages);
     const { events } = batched;
-    // A Secret create the authorizer refuses until it has taken kubefn's new RoleBinding for the
+    // A create in the Namespace the authorizer refuses until it has taken kubefn's new RoleBinding for the
     // pool's Namespace in is tried again within the pass: counted apart.
     const refused = batched.calls.filter((c) => c.method === "POST" && c.status === 403).length;
     const calls = batched.calls.filter((c) => !(c.method === "POST" && c.status === 403));
     const verbs = byVerb(calls);
     console.log(
       `subpool-converge: ${POOLS} new SubPools in one batch (event-triggered passes): ${calls.length} requests (${(calls.length / POOLS).toFixed(2)} per SubPool), ` +
-        `${events} Events, ${refused} Secret creates retried while RBAC took the RoleBinding in; ${JSON.stringify(verbs)}`,
+        `${events} Events, ${refused} creates retried while RBAC took the RoleBinding in; ${JSON.stringify(verbs)}`,
     );
     expect(errors).toEqual([]);
     // 9 objects and kubefn's RoleBinding for the Namespace's Secrets.

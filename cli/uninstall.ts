@@ -84,7 +84,7 @@ async function customObjects(cluster: Cluster, crds: Crd[]): Promise<Listed[]> {
   return found;
 }
 
-/** Tenant namespaces' RoleBindings of kubefn's ClusterRoles (`kubefn-tenant`, the SubPool credentials'). */
+/** Tenant namespaces' RoleBindings of kubefn's ClusterRoles (`kubefn-tenant`, `kubefn-subpool-objects`). */
 async function tenantBindings(cluster: Cluster, roles: Set<string>): Promise<KubeObject[]> {
   const list = await cluster.call<{ items: Array<KubeObject & { roleRef: { kind: string; name: string } }> }>(
     "GET",

@@ -47,6 +47,7 @@ export {
   type DriftList,
   defineDrift,
   done,
+  dueThisSlot,
   type ErrorPolicy,
   type FinalizerDeclaration,
   failed,

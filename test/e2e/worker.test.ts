@@ -396,7 +396,7 @@ describe("kubefn on Cloudflare Workers (workerd, real API server)", () => {
       await quietRun();
     };
     // Beside them in both windows: a Managed Proxy, whose Pod is in the provider list the drift
-    // reads, and a SubPool, whose owned objects are listed per page of SubPools.
+    // reads, and a SubPool, whose Namespace is listed (metadata only) per page of SubPools.
     const pool = `steady-${namespace}`;
     await kube.create<Proxy>(proxyResource, {
       ...externalProxy("steady-managed"),

@@ -12,6 +12,8 @@ import { proxyResource } from "../../shared/controllers/proxy/api.ts";
 import { newLease } from "../../shared/controllers/proxy/leases/lease.ts";
 import { buildPod } from "../../shared/controllers/proxy/providers/kubernetes.ts";
 import { nameFromUID, ownerTags } from "../../shared/controllers/proxy/providers/provider.ts";
+import { poolLabels } from "../../shared/controllers/subpool/desired.ts";
+import { grantSubPoolObjects, subPoolObjectsRole } from "../../shared/controllers/subpool/grant.ts";
 import {
   createEventRecorder,
   createKube,
@@ -93,14 +95,12 @@ const calls: Array<{ resource: string; verbs: string[]; at: Array<[file: string,
   {
     resource: "rolebindings.rbac.authorization.k8s.io",
     verbs: ["create"],
-    at: [["shared/controllers/subpool/reconcile.ts", "ctx.kube.create(Resources.RoleBinding"]],
+    at: [["shared/controllers/subpool/grant.ts", "kube.create(Resources.RoleBinding"]],
   },
   {
     resource: "clusterroles.rbac.authorization.k8s.io",
     verbs: ["bind"],
-    at: [
-      ["shared/controllers/subpool/reconcile.ts", 'subPoolCredentialsRole = "kubefn-subpool-credentials"'],
-    ],
+    at: [["shared/controllers/subpool/grant.ts", 'subPoolObjectsRole = "kubefn-subpool-objects"']],
   },
   {
     resource: "pods",
@@ -142,15 +142,27 @@ const calls: Array<{ resource: string; verbs: string[]; at: Array<[file: string,
     verbs: ["patch"],
     at: [["shared/runtime/pass/executor.ts", "ctx.kube.patchStatus(def.for"]],
   },
-  ...["namespaces", "configmaps", "serviceaccounts", "services", "resourcequotas"].map((resource) => ({
-    resource,
-    verbs: ["get", "list", "create", "update", ...(resource === "namespaces" ? ["delete"] : [])],
+  {
+    resource: "namespaces",
+    verbs: ["get", "list", "create", "update", "delete"],
     at: [
-      ["shared/runtime/definition/drift.ts", "const page = await kube.list(resource"],
+      // The sweep's one SubPool drift list: the pools' Namespaces, metadata-only.
+      ["shared/controllers/subpool/drift.ts", "resource: Resources.Namespace, metadataOnly: true"],
       ["shared/kube/ensure.ts", "kube.get<T>(res, key)"],
       ["shared/kube/ensure.ts", "kube.create<T>("],
       ["shared/kube/ensure.ts", "kube.update<T>(res, next"],
       ["shared/controllers/subpool/deletion.ts", "ctx.kube.delete("],
+    ],
+  },
+  // What a SubPool derives, only in a Namespace kubefn made and bound kubefn-subpool-objects in:
+  // read by name, created or updated (ensureObject), never listed.
+  ...["configmaps", "serviceaccounts", "services", "resourcequotas"].map((resource) => ({
+    resource,
+    verbs: ["get", "create", "update"],
+    at: [
+      ["shared/kube/ensure.ts", "kube.get<T>(res, key)"],
+      ["shared/kube/ensure.ts", "kube.create<T>("],
+      ["shared/kube/ensure.ts", "kube.update<T>(res, next"],
     ] as Array<[string, string]>,
   })),
   {
@@ -158,15 +170,14 @@ const calls: Array<{ resource: string; verbs: string[]; at: Array<[file: string,
     verbs: ["list", "delete"],
     at: [
       ["shared/controllers/subpool/reconcile.ts", "listAll(kube, Resources.LimitRange"],
-      ["shared/controllers/subpool/reconcile.ts", "deleteIfPresent(ctx, Resources.LimitRange"],
+      ["shared/controllers/subpool/reconcile.ts", "deleteIfPresent(kube, Resources.LimitRange"],
     ],
   },
   ...["statefulsets.apps", "networkpolicies.networking.k8s.io", "poddisruptionbudgets.policy"].map(
     (resource) => ({
       resource,
-      verbs: ["get", "list", "create", "update"],
+      verbs: ["get", "create", "update"],
       at: [
-        ["shared/runtime/definition/drift.ts", "const page = await kube.list(resource"],
         ["shared/kube/ensure.ts", "kube.get<T>(res, key)"],
         ["shared/kube/ensure.ts", "kube.create<T>("],
         ["shared/kube/ensure.ts", "kube.update<T>(res, next"],
@@ -175,11 +186,10 @@ const calls: Array<{ resource: string; verbs: string[]; at: Array<[file: string,
   ),
   {
     resource: "httproutes.gateway.networking.k8s.io",
-    verbs: ["get", "list", "create", "update", "delete"],
+    verbs: ["get", "create", "update", "delete"],
     at: [
-      ["shared/runtime/definition/drift.ts", "const page = await kube.list(resource"],
       ["shared/controllers/subpool/reconcile.ts", "ensureObject(\n        kube,\n        httpRouteResource"],
-      ["shared/controllers/subpool/reconcile.ts", "deleteIfPresent(ctx, httpRouteResource"],
+      ["shared/controllers/subpool/reconcile.ts", "deleteIfPresent(kube, httpRouteResource"],
     ],
   },
   {
@@ -222,6 +232,20 @@ const calls: Array<{ resource: string; verbs: string[]; at: Array<[file: string,
   })),
 ];
 
+/** The kinds a SubPool derives inside its Namespace (kubefn-subpool-objects), as can-i names them. */
+const subPoolKinds = [
+  "secrets",
+  "configmaps",
+  "serviceaccounts",
+  "services",
+  "resourcequotas",
+  "limitranges",
+  "statefulsets.apps",
+  "networkpolicies.networking.k8s.io",
+  "poddisruptionbudgets.policy",
+  "httproutes.gateway.networking.k8s.io",
+];
+
 /**
  * What every authenticated user may do (system:basic-user, system:discovery, and reading the
  * cluster's public trust bundles): not kubefn's grants.
@@ -237,6 +261,18 @@ function grantedToEveryone(g: Grant): boolean {
 
 let admin: Kube;
 let kubefn: Kube;
+
+/** Waits until kubefn's binding of kubefn-subpool-objects in `namespace` is in force (RBAC caches). */
+async function inForce(kube: Kube, namespace: string): Promise<void> {
+  await eventually(
+    async () =>
+      kube.get(Resources.ConfigMap, { namespace, name: "absent" }).then(
+        () => true,
+        (err: unknown) => (err instanceof ForbiddenError ? undefined : true),
+      ),
+    { timeoutMs: 15_000, intervalMs: 100, what: `kubefn's grant in ${namespace} in force` },
+  );
+}
 
 beforeAll(async () => {
   admin = createKube(createNodeTransport(kubeConfig()));
@@ -278,7 +314,7 @@ describe("the kubefn identity's effective permissions", () => {
     }
     expect(extra, "granted verbs no code calls").toEqual([]);
     // Never: list/watch Secrets, any "*", escalate/bind/impersonate, but bind on exactly the
-    // ClusterRole of a SubPool's Secrets (the admission policy pins where and to whom).
+    // ClusterRole of what a SubPool derives (the admission policy pins where and to whom).
     const flat = [...clusterWide.grants, ...inOwnNamespace.grants].flatMap((g) =>
       g.verbs.map(
         (v) => `${v} ${g.resource}${g.resourceNames.length ? ` [${g.resourceNames.join(" ")}]` : ""}`,
@@ -290,11 +326,19 @@ describe("the kubefn identity's effective permissions", () => {
       flat.filter(
         (s) =>
           /^(list|watch) secrets$|\*|^(escalate|bind|impersonate) /.test(s) &&
-          s !== "bind clusterroles.rbac.authorization.k8s.io [kubefn-subpool-credentials]",
+          s !== "bind clusterroles.rbac.authorization.k8s.io [kubefn-subpool-objects]",
       ),
     ).toEqual([]);
     // A tenant namespace's Secrets and Pods only where it opted in: nothing of them cluster-wide.
     expect(clusterWide.grants.filter((g) => ["secrets", "pods"].includes(g.resource))).toEqual([]);
+    // What a SubPool derives: nothing of it cluster-wide, nor in a tenant's namespace (issue 30,
+    // Medium 5); only in a SubPool's Namespace, through the binding kubefn makes there.
+    expect(clusterWide.grants.filter((g) => subPoolKinds.includes(g.resource))).toEqual([]);
+    const inTenant = await canIList(kubefnUser, victims);
+    // (Its Secrets by name are the Proxy operator's, the tenant having opted in: kubefn-tenant.)
+    expect(
+      inTenant.grants.filter((g) => g.resource !== "secrets" && subPoolKinds.includes(g.resource)),
+    ).toEqual([]);
     // The Site's components are granted only in the operator namespace.
     expect(clusterWide.grants.some((g) => g.resource === "deployments.apps")).toBe(false);
     expect(inOwnNamespace.grants.some((g) => g.resource === "deployments.apps")).toBe(true);
@@ -397,12 +441,15 @@ describe("the kubefn token used outside kubefn", () => {
     );
   }
 
-  it("cannot change a ConfigMap it did not make (e.g. aws-auth), though RBAC lets it update ConfigMaps", async () => {
-    const live = await kubefn.get(Resources.ConfigMap, { namespace: victims, name: "aws-auth" });
+  it("cannot read or change a ConfigMap outside a SubPool's Namespace (e.g. aws-auth): RBAC grants it none", async () => {
+    await expect(
+      kubefn.get(Resources.ConfigMap, { namespace: victims, name: "aws-auth" }),
+    ).rejects.toBeInstanceOf(ForbiddenError);
+    const live = await admin.get(Resources.ConfigMap, { namespace: victims, name: "aws-auth" });
     const message = await refused(() =>
       kubefn.update(Resources.ConfigMap, { ...live, data: { mapRoles: "- rolearn: attacker" } }),
     );
-    expect(message).toMatch(/only objects it made/);
+    expect(message).toMatch(/cannot update resource "configmaps"/);
     // Nor take it over by adding kubefn's label in the same update.
     await refused(() =>
       kubefn.update(Resources.ConfigMap, {
@@ -421,14 +468,14 @@ describe("the kubefn token used outside kubefn", () => {
     // The label check alone admits a new object: kubefn "made" it. Outside its own namespaces
     // kubefn makes only proxy instances, their cloud-init Secrets and proxy Leases.
     const labels = { "crawl.kubefn.dev/managed-by": "kubefn" };
-    const message = await refused(() =>
+    await refused(() =>
       kubefn.create(Resources.ConfigMap, {
         ...configMap("aws-auth", "kube-system", labels),
         data: { mapRoles: "- rolearn: arn:aws:iam::111122223333:role/attacker\n  groups: [system:masters]" },
       }),
     );
-    expect(message).toMatch(/proxy instances/);
-    await refused(() =>
+    // A kind RBAC grants it where a tenant opted in: the policy refuses it there.
+    const message = await refused(() =>
       kubefn.create(Resources.Secret, {
         apiVersion: "v1",
         kind: "Secret",
@@ -436,6 +483,7 @@ describe("the kubefn token used outside kubefn", () => {
         type: "Opaque",
       }),
     );
+    expect(message).toMatch(/proxy instances/);
     await expect(
       admin.get(Resources.ConfigMap, { namespace: "kube-system", name: "aws-auth" }),
     ).rejects.toThrow(/not found/i);
@@ -651,8 +699,8 @@ describe("the kubefn token used outside kubefn", () => {
     const message = await refused(() =>
       kubefn.create(Resources.StatefulSet, statefulSet("miner", victims, { serviceAccountName: "admin" })),
     );
-    // Refused as outside a SubPool's Namespace, or (whichever policy answers first) as no SubPool's shape.
-    expect(message).toMatch(/subpool-\*|a SubPool/);
+    // Refused by RBAC: kubefn holds the SubPool kinds only in a SubPool's Namespace.
+    expect(message).toMatch(/cannot create resource "statefulsets"/);
     await refused(() =>
       kubefn.create(Resources.NetworkPolicy, {
         apiVersion: "networking.k8s.io/v1",
@@ -677,6 +725,10 @@ describe("the kubefn token used outside kubefn", () => {
       metadata: { name: pool, labels: { ...labels, "subrelay.example.com/pool": victims } },
     });
     try {
+      // kubefn's own grant there, in force before the shapes are tried: the refusals below are the
+      // policy's, not RBAC's.
+      await grantSubPoolObjects(kubefn, pool, poolLabels(victims));
+      await inForce(kubefn, pool);
       await refused(() =>
         kubefn.create(
           Resources.StatefulSet,
@@ -769,6 +821,155 @@ describe("the kubefn token used outside kubefn", () => {
         metadata: { name: "miner", namespace: victims, labels: { "unbounded-cloud.io/site": "x" } },
         spec: {},
       }),
+    ).rejects.toBeInstanceOf(ForbiddenError);
+  });
+});
+
+/**
+ * Issue 30, Medium 5: the kinds a SubPool derives (ConfigMaps, StatefulSets, Services,
+ * ServiceAccounts, NetworkPolicies, …) are kubefn's only inside a SubPool's Namespace, through the
+ * RoleBinding of kubefn-subpool-objects kubefn makes there — never cluster-wide, so a stolen token
+ * neither lists them across the cluster nor reads them in a tenant's namespace, and it cannot make
+ * that binding anywhere but in a Namespace carrying kubefn's pool labels.
+ */
+describe("the kubefn token and the kinds a SubPool derives", () => {
+  const id = `grant-${Date.now().toString(36)}`;
+  const own = `subpool-${id}`;
+  const squat = `subpool-squat-${id}`;
+  const derived = [
+    Resources.ConfigMap,
+    Resources.StatefulSet,
+    Resources.Service,
+    Resources.ServiceAccount,
+    Resources.NetworkPolicy,
+    Resources.Secret,
+    Resources.ResourceQuota,
+    Resources.PodDisruptionBudget,
+  ];
+  /** The call's 403, or a failure of the test when the API server let it through. */
+  const refusal = async (call: () => Promise<unknown>): Promise<string> =>
+    eventually(
+      async () => {
+        try {
+          await call();
+          return undefined;
+        } catch (err) {
+          if (err instanceof ForbiddenError) return (err as Error).message;
+          throw err;
+        }
+      },
+      { timeoutMs: 15_000, intervalMs: 250, what: "a 403 from the API server" },
+    );
+
+  afterAll(async () => {
+    if (admin) await removeNamespaces(admin, [own, squat], { dropFinalizers: true });
+  }, 180_000);
+
+  it("cannot list ConfigMaps, StatefulSets, Services, ServiceAccounts or NetworkPolicies cluster-wide, nor read them in a tenant's namespace", async () => {
+    await admin.create(Resources.ConfigMap, {
+      apiVersion: "v1",
+      kind: "ConfigMap",
+      metadata: { name: "tenant-settings", namespace: victims },
+      data: { dsn: "postgres://tenant:hunter2@db" },
+    });
+    for (const res of derived) {
+      await expect(kubefn.list(res), `list ${res.resource} cluster-wide`).rejects.toBeInstanceOf(
+        ForbiddenError,
+      );
+      await expect(
+        kubefn.list(res, { namespace: victims }),
+        `list ${res.resource} in ${victims}`,
+      ).rejects.toBeInstanceOf(ForbiddenError);
+      await expect(
+        kubefn.list(res, { namespace: "kube-system" }),
+        `list ${res.resource} in kube-system`,
+      ).rejects.toBeInstanceOf(ForbiddenError);
+    }
+    // Metadata-only lists are refused alike: RBAC does not tell them apart.
+    await expect(kubefn.list(Resources.ConfigMap, { metadataOnly: true })).rejects.toBeInstanceOf(
+      ForbiddenError,
+    );
+    await expect(
+      kubefn.get(Resources.ConfigMap, { namespace: victims, name: "tenant-settings" }),
+    ).rejects.toBeInstanceOf(ForbiddenError);
+    await expect(
+      kubefn.get(Resources.ConfigMap, {
+        namespace: "kube-system",
+        name: "extension-apiserver-authentication",
+      }),
+    ).rejects.toBeInstanceOf(ForbiddenError);
+    // Namespaces are the one kind it lists cluster-wide: metadata-only, as the sweep asks.
+    const namespaces = await kubefn.list(Resources.Namespace, { metadataOnly: true, limit: 1 });
+    // (The API server answers a PartialObjectMetadataList: names, labels, owners, no spec or status.)
+    expect(namespaces.items[0]?.metadata.name).toBeTruthy();
+    expect(namespaces.items[0]?.status).toBeUndefined();
+  });
+
+  it("cannot bind itself kubefn-subpool-objects in a namespace it did not label, nor label one to make it a SubPool's", async () => {
+    await admin.create(Resources.Namespace, {
+      apiVersion: "v1",
+      kind: "Namespace",
+      metadata: { name: squat },
+    });
+    for (const namespace of [victims, "kube-system", "default", "kubefn-system", squat]) {
+      const message = await refusal(() => grantSubPoolObjects(kubefn, namespace, poolLabels(id)));
+      expect(message, namespace).toMatch(/subpool-\*/);
+    }
+    // The name alone is not enough, and kubefn cannot add its labels to a Namespace it did not make.
+    const stored = await admin.get(Resources.Namespace, { name: squat });
+    await refusal(() =>
+      kubefn.update(Resources.Namespace, {
+        ...stored,
+        metadata: { ...stored.metadata, labels: { ...stored.metadata.labels, ...poolLabels("squat") } },
+      }),
+    );
+    await refusal(() => grantSubPoolObjects(kubefn, squat, poolLabels("squat")));
+    // Nor bind any other role there, to itself or to another subject.
+    await refusal(() =>
+      kubefn.create(Resources.RoleBinding, {
+        apiVersion: "rbac.authorization.k8s.io/v1",
+        kind: "RoleBinding",
+        metadata: { name: "admin", namespace: victims, labels: poolLabels(id) },
+        roleRef: { apiGroup: "rbac.authorization.k8s.io", kind: "ClusterRole", name: "admin" },
+        subjects: [{ kind: "ServiceAccount", name: "kubefn", namespace: "kubefn-system" }],
+      }),
+    );
+    for (const namespace of [victims, squat, "kube-system"]) {
+      const bindings = await admin.list(Resources.RoleBinding, { namespace });
+      expect(bindings.items.map((b) => b.metadata.name)).not.toContain(subPoolObjectsRole);
+    }
+  });
+
+  it("binds it in a Namespace it made, and there alone reads and writes what the pool derives (still no list)", async () => {
+    await kubefn.create(Resources.Namespace, {
+      apiVersion: "v1",
+      kind: "Namespace",
+      metadata: { name: own, labels: poolLabels(id) },
+    });
+    await expect(kubefn.get(Resources.ConfigMap, { namespace: own, name: "absent" })).rejects.toBeInstanceOf(
+      ForbiddenError,
+    );
+    await grantSubPoolObjects(kubefn, own, poolLabels(id));
+    await inForce(kubefn, own);
+    const inPool = await canIList(kubefnUser, own);
+    console.log(`kubectl auth can-i --list --as=${kubefnUser} -n ${own}\n${inPool.table}`);
+    for (const kind of [
+      "configmaps",
+      "statefulsets.apps",
+      "services",
+      "serviceaccounts",
+      "networkpolicies.networking.k8s.io",
+    ]) {
+      expect(inPool.grants.find((g) => g.resource === kind)?.verbs.sort(), kind).toEqual([
+        "create",
+        "get",
+        "update",
+      ]);
+    }
+    await expect(kubefn.list(Resources.ConfigMap, { namespace: own })).rejects.toBeInstanceOf(ForbiddenError);
+    // Its grant there does not reach the next Namespace.
+    await expect(
+      kubefn.get(Resources.ConfigMap, { namespace: victims, name: "tenant-settings" }),
     ).rejects.toBeInstanceOf(ForbiddenError);
   });
 });

@@ -35,6 +35,7 @@ import { setPodSpecImages } from "../../shared/controllers/site/manifests.ts";
 import { subPoolFinalizer, subPoolResource } from "../../shared/controllers/subpool/api.ts";
 import { defaultOperatorConfig } from "../../shared/controllers/subpool/config.ts";
 import { buildDesired, httpRouteResource, poolLabels } from "../../shared/controllers/subpool/desired.ts";
+import { grantSubPoolObjects } from "../../shared/controllers/subpool/grant.ts";
 import {
   ConflictError,
   ForbiddenError,
@@ -55,6 +56,23 @@ const closed = `closed-${suffix}`;
 const pool = `stolen-${suffix}`;
 const otherPool = `other-${suffix}`;
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+/**
+ * kubefn binds itself kubefn-subpool-objects in the SubPool Namespace `namespace` (as its pass does),
+ * and the binding is in force: RBAC no longer refuses a read there.
+ */
+async function grantedInPool(namespace: string, id: string): Promise<void> {
+  await grantSubPoolObjects(kubefn, namespace, poolLabels(id));
+  for (let i = 0; i < 150; i++) {
+    const refused = await kubefn.get(Resources.ConfigMap, { namespace, name: "absent" }).then(
+      () => false,
+      (err: unknown) => err instanceof ForbiddenError,
+    );
+    if (!refused) return;
+    await sleep(100);
+  }
+  throw new Error(`kubefn's grant in ${namespace} not in force after 15 s`);
+}
 
 let admin: Kube;
 let kubefn: Kube;
@@ -600,6 +618,9 @@ describe("attack 4: an HTTPRoute serving a hostname that is not its SubPool's", 
           metadata: { name: `subpool-${id}`, labels: poolLabels(id) },
         })
         .catch(() => {});
+      // kubefn's grant there, as its pass makes it with the Namespace: what follows is refused by
+      // the policy, not for want of RBAC.
+      await grantedInPool(`subpool-${id}`, id);
     }
   });
 
@@ -726,8 +747,8 @@ describe("attack 5: reading a namespace that never opted in", () => {
     await expect(kubefn.list(Resources.Secret)).rejects.toBeInstanceOf(ForbiddenError);
   });
 
-  it("cannot opt the namespace in itself, with the tenant role or the SubPool credentials role", async () => {
-    for (const role of ["kubefn-tenant", "kubefn-subpool-credentials"]) {
+  it("cannot opt the namespace in itself, with the tenant role or the SubPool objects role", async () => {
+    for (const role of ["kubefn-tenant", "kubefn-subpool-objects"]) {
       await refused(
         `bind ${role} in ${closed}`,
         () => kubefn.create(Resources.RoleBinding, binding(role)),
@@ -802,6 +823,7 @@ describe("attack 6: a SubPool's workload of another shape than the SubPool opera
       kind: "Namespace",
       metadata: { name: namespace, labels: poolLabels(id) },
     });
+    await grantedInPool(namespace, id);
   });
   afterAll(async () => {
     await admin?.delete(Resources.Namespace, { name: namespace }).catch(() => {});
@@ -923,20 +945,20 @@ describe("attack 6: a SubPool's workload of another shape than the SubPool opera
       metadata: { name: squat },
     });
     const message = await refused(
-      "a RoleBinding of the credentials role in another's subpool-* Namespace",
+      "a RoleBinding of the SubPool objects role in another's subpool-* Namespace",
       () =>
         kubefn.create(Resources.RoleBinding, {
           apiVersion: "rbac.authorization.k8s.io/v1",
           kind: "RoleBinding",
-          metadata: { name: "kubefn-subpool-credentials", namespace: squat, labels: poolLabels("squat") },
+          metadata: { name: "kubefn-subpool-objects", namespace: squat, labels: poolLabels("squat") },
           roleRef: {
             apiGroup: "rbac.authorization.k8s.io",
             kind: "ClusterRole",
-            name: "kubefn-subpool-credentials",
+            name: "kubefn-subpool-objects",
           },
           subjects: [{ kind: "ServiceAccount", name: "kubefn", namespace: "kubefn-system" }],
         }),
-      () => deleteNow(Resources.RoleBinding, { namespace: squat, name: "kubefn-subpool-credentials" }),
+      () => deleteNow(Resources.RoleBinding, { namespace: squat, name: "kubefn-subpool-objects" }),
     );
     expect(message).toMatch(/subpool-\*/);
     const statefulSet = of("StatefulSet");

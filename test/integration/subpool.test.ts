@@ -147,10 +147,10 @@ describe("SubPool controller on the devcluster", () => {
     // happen (issue 33); its own look is the fallback, 15 s on.
     expect(result).toMatchObject({ result: "requeue", followUpSeconds: 15, wroteStatus: true });
     // Create first, never a GET that 404s before a create: the first pass costs the pool's
-    // objects' creates (9), kubefn's RoleBinding for the Namespace's Secrets (1), the finalizer
+    // objects' creates (9), kubefn's RoleBinding of kubefn-subpool-objects there (1), the finalizer
     // and the status (2), and 2 reads (the pool, the proxy gateway's EndpointSlices) — 14 in all,
     // against the controller-runtime peer's 11 (its reads come from its informer cache). Reading
-    // before each create cost 26. A Secret create the authorizer refuses until it has taken the
+    // before each create cost 26. A create in the Namespace the authorizer refuses until it has taken the
     // new RoleBinding in (403) is tried again within the pass, and counted apart.
     // Events are counted apart: the one this pass records says why the pool is not Ready (no
     // proxy gateway runs in this cluster; a StatefulSet still starting is progress, no Event).

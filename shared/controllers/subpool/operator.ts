@@ -5,6 +5,7 @@ import { subPoolResource } from "./api.ts";
 import { defaultOperatorConfig, type InvalidOperatorConfig, type OperatorConfig } from "./config.ts";
 import { subPoolController, subPoolControllerName } from "./controller.ts";
 import { subPoolOwnedResources } from "./desired.ts";
+import { subPoolObjectsRole } from "./grant.ts";
 import { subPoolSettings } from "./settings.ts";
 import { sharedLookSweepTask } from "./shared-look.ts";
 import { defaultSubPoolTimings } from "./timings.ts";
@@ -61,31 +62,27 @@ export const subPoolOperator = defineOperator({
         kind: "ClusterRole",
         name: "kubefn-subpool",
         comment: `SubPool operator (seed 003): a cluster-scoped primary deriving Namespace subpool-<name> and the
-objects in it. The Namespaces are made at run time, so these grants are cluster-wide; the
-admission policy allows writes only to Namespaces named subpool-* and to objects carrying the
-operator's managed-by label.`,
+objects in it. Cluster-wide it holds only the SubPools, their Namespaces and the right to grant
+itself kubefn-subpool-objects inside each one it made: no get, list or watch of ConfigMaps,
+Secrets, Services, ServiceAccounts, StatefulSets or NetworkPolicies anywhere else. The admission
+policy allows writes only to Namespaces named subpool-* and to objects carrying the operator's
+managed-by label.`,
         rules: [
           { apiGroups: ["subrelay.example.com"], resources: ["subpools"], verbs: ["get", "list", "patch"] },
           { apiGroups: ["subrelay.example.com"], resources: ["subpools/status"], verbs: ["patch"] },
           {
-            comment: `ensureObject: get, then create or update (owned fields only). Namespaces are deleted by the
-finalizer pass. list: the sweep's drift lists (one label-selected list per kind per drift
-period, instead of a GET per object per pass); Namespaces metadata-only. Secrets are never
-listed.`,
+            comment: `get, create or update: step 5 of a pass; delete: the finalizer pass. list: the sweep's drift
+list of the pools' Namespaces, metadata-only (PartialObjectMetadata), by the pool label.`,
             apiGroups: [""],
             resources: ["namespaces"],
             verbs: ["get", "list", "create", "update", "delete"],
           },
           {
-            apiGroups: [""],
-            resources: ["configmaps", "serviceaccounts", "services", "resourcequotas"],
-            verbs: ["get", "list", "create", "update"],
-          },
-          {
-            comment: `Its credential Secret: kubefn holds no Secret grant cluster-wide; each SubPool's Namespace
-gets a RoleBinding of kubefn-subpool-credentials to kubefn itself, which kubefn makes with the
-Namespace (bind on that one ClusterRole; the admission policy admits no other RoleBinding,
-namespace or subject).`,
+            comment: `What a SubPool derives inside its Namespace is kubefn-subpool-objects' (below), bound to
+kubefn itself by a RoleBinding kubefn makes in each SubPool's Namespace with the Namespace:
+create RoleBindings, and bind on that one ClusterRole (a subject may bind a role it does not
+hold only with bind on it). The admission policy admits no other RoleBinding, role, subject or
+Namespace than a subpool-* Namespace carrying kubefn's pool labels.`,
             apiGroups: ["rbac.authorization.k8s.io"],
             resources: ["rolebindings"],
             verbs: ["create"],
@@ -94,48 +91,59 @@ namespace or subject).`,
             apiGroups: ["rbac.authorization.k8s.io"],
             resources: ["clusterroles"],
             verbs: ["bind"],
-            resourceNames: ["kubefn-subpool-credentials"],
+            resourceNames: [subPoolObjectsRole],
           },
+          {
+            comment: `The Gateway a Gateway-mode pool's route attaches to (its status is read), and the shared
+proxy gateway's endpoints (ProxyGatewayReady): state no pool owns, read only.`,
+            apiGroups: ["gateway.networking.k8s.io"],
+            resources: ["gateways"],
+            verbs: ["get"],
+          },
+          { apiGroups: ["discovery.k8s.io"], resources: ["endpointslices"], verbs: ["list"] },
+        ],
+        bound: true,
+      },
+      {
+        kind: "ClusterRole",
+        name: subPoolObjectsRole,
+        comment: `What a SubPool derives inside its Namespace, bound only there, by kubefn (see above): no
+ClusterRoleBinding of it is installed. ensureObject reads by name, then creates or updates (owned
+fields only); nothing is listed but legacy LimitRanges (by the pool label, then deleted) — the
+sweep lists no kind of these, their changes reach the pool as events (intake maps a key in
+subpool-<name> to its pool).`,
+        rules: [
+          {
+            comment: "The credential Secret: read by name, generated when missing, never listed.",
+            apiGroups: [""],
+            resources: ["secrets"],
+            verbs: ["get", "create", "update"],
+          },
+          {
+            apiGroups: [""],
+            resources: ["configmaps", "serviceaccounts", "services", "resourcequotas"],
+            verbs: ["get", "create", "update"],
+          },
+          { apiGroups: ["apps"], resources: ["statefulsets"], verbs: ["get", "create", "update"] },
+          {
+            apiGroups: ["networking.k8s.io"],
+            resources: ["networkpolicies"],
+            verbs: ["get", "create", "update"],
+          },
+          { apiGroups: ["policy"], resources: ["poddisruptionbudgets"], verbs: ["get", "create", "update"] },
           {
             comment: "LimitRanges of earlier operator versions are listed by the pool label and deleted.",
             apiGroups: [""],
             resources: ["limitranges"],
             verbs: ["list", "delete"],
           },
-          { apiGroups: ["apps"], resources: ["statefulsets"], verbs: ["get", "list", "create", "update"] },
           {
-            apiGroups: ["networking.k8s.io"],
-            resources: ["networkpolicies"],
-            verbs: ["get", "list", "create", "update"],
-          },
-          {
-            apiGroups: ["policy"],
-            resources: ["poddisruptionbudgets"],
-            verbs: ["get", "list", "create", "update"],
-          },
-          {
-            comment: `The route in Gateway mode (deleted when suspended or switched to Internal), and the Gateway
-it attaches to (its status is read).`,
+            comment: "The route in Gateway mode (deleted when suspended or switched to Internal).",
             apiGroups: ["gateway.networking.k8s.io"],
             resources: ["httproutes"],
-            verbs: ["get", "list", "create", "update", "delete"],
-          },
-          { apiGroups: ["gateway.networking.k8s.io"], resources: ["gateways"], verbs: ["get"] },
-          {
-            comment: "The shared proxy gateway's endpoints (ProxyGatewayReady), read only.",
-            apiGroups: ["discovery.k8s.io"],
-            resources: ["endpointslices"],
-            verbs: ["list"],
+            verbs: ["get", "create", "update", "delete"],
           },
         ],
-        bound: true,
-      },
-      {
-        kind: "ClusterRole",
-        name: "kubefn-subpool-credentials",
-        comment:
-          "The SubPool's credential Secret, in its own Namespace only: bound there by kubefn (see above).",
-        rules: [{ apiGroups: [""], resources: ["secrets"], verbs: ["get", "create", "update"] }],
         bound: false,
       },
     ],

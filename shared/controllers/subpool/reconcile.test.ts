@@ -112,9 +112,9 @@ describe("SubPool pass over the fake Kube", () => {
         },
       ]);
     }
-    // kubefn's grant on the Namespace's Secrets comes with the Namespace (it holds none cluster-wide).
-    expect(inNs(Resources.RoleBinding, "kubefn-subpool-credentials")).toMatchObject({
-      roleRef: { kind: "ClusterRole", name: "kubefn-subpool-credentials" },
+    // kubefn's grant on what the pool derives comes with the Namespace (it holds none cluster-wide).
+    expect(inNs(Resources.RoleBinding, "kubefn-subpool-objects")).toMatchObject({
+      roleRef: { kind: "ClusterRole", name: "kubefn-subpool-objects" },
       subjects: [{ kind: "ServiceAccount", name: "kubefn", namespace: "kubefn-system" }],
     });
     expect(creates().map((c) => c.resource)).toEqual([

@@ -4,11 +4,10 @@
  * credential Secret → legacy LimitRange → the other objects → HTTPRoute → status).
  */
 
-import type { Condition, KubeObject, ObjectKey, Resource } from "../../kube/index.ts";
+import type { Condition, Kube, KubeObject, ObjectKey, Resource } from "../../kube/index.ts";
 import {
   controllerRefTo,
   ensureObject,
-  ForbiddenError,
   formatLabelSelector,
   isAlreadyExists,
   isControlledBy,
@@ -44,8 +43,10 @@ import {
   gatewayResource,
   httpRouteResource,
   type ManagedObject,
+  poolLabels,
   subPoolObjectNames,
 } from "./desired.ts";
+import { grantedKube, grantSubPoolObjects } from "./grant.ts";
 import { describeController, namespaceConflictMessage, namespaceOwnership } from "./ownership.ts";
 import {
   type ReadinessObservation,
@@ -104,7 +105,6 @@ async function reconcileActive(
   deps: SubPoolPassDeps,
   config: OperatorConfig,
 ): Promise<Outcome> {
-  const { kube } = ctx;
   const { timings } = deps;
   let createFirst = false;
   const ensureOpts = (m: ManagedObject) => ({
@@ -162,7 +162,7 @@ async function reconcileActive(
       );
     }
     if (ownership === "absent") {
-      const created = await ensureObject(kube, Resources.Namespace, desired.namespace, {
+      const created = await ensureObject(ctx.kube, Resources.Namespace, desired.namespace, {
         owner: object,
         fieldManager: deps.fieldManager,
       });
@@ -186,41 +186,21 @@ async function reconcileActive(
   status.status.namespace = nsName;
   createFirst = createdNamespace;
 
-  // 6: the credential Secret: generated only when missing, never overwritten. kubefn may touch
-  // Secrets of this Namespace only through a RoleBinding it makes with the Namespace (it holds no
-  // Secret grant cluster-wide); one refused Secret call (a Namespace of an earlier version, a
-  // binding deleted, or one not in force yet) makes it again and retries.
-  const grantCredentials = () =>
-    ensureCredentialsAccess(ctx, nsName, desired.credentials.metadata.labels ?? {});
-  if (createdNamespace) await grantCredentials();
-  const ensureSecret = async () => {
-    let granted = createdNamespace;
-    for (let attempt = 1; ; attempt++) {
-      try {
-        return await ensureObject(
-          kube,
-          Resources.Secret,
-          { ...desired.credentials, data: newCredentials(deps.randomBytes) },
-          { owner: object, fieldManager: deps.fieldManager, createFirst },
-        );
-      } catch (err) {
-        if (!(err instanceof ForbiddenError) || !/\bcannot [a-z]+ resource\b/.test(err.message)) throw err;
-        if (!granted) await grantCredentials();
-        granted = true;
-        // The API server's authorizer takes a new RoleBinding in within moments: wait that long
-        // here rather than a backoff's second; past that, the executor's backoff retries.
-        if (attempt >= credentialsGrantAttempts) {
-          throw new ReconcileError(
-            "transient",
-            "CredentialsAccessPending",
-            `Secrets of ${nsName}: RoleBinding ${subPoolCredentialsRole} made, not in force yet`,
-            { cause: err },
-          );
-        }
-        await new Promise((resolve) => setTimeout(resolve, 50 * attempt));
-      }
-    }
-  };
+  // 6: the credential Secret: generated only when missing, never overwritten. From here on every
+  // call inside the Namespace goes through `kube`, whose rights there come from the RoleBinding of
+  // kubefn-subpool-objects kubefn makes with the Namespace (it holds none of these kinds
+  // cluster-wide); a call RBAC refuses (a Namespace of an earlier version, a binding deleted, or
+  // one not in force yet) makes it again and retries (grant.ts).
+  const labels = poolLabels(pool.metadata.name ?? "");
+  if (createdNamespace) await grantSubPoolObjects(ctx.kube, nsName, labels);
+  const kube = grantedKube(ctx.kube, nsName, labels, createdNamespace);
+  const ensureSecret = () =>
+    ensureObject(
+      kube,
+      Resources.Secret,
+      { ...desired.credentials, data: newCredentials(deps.randomBytes) },
+      { owner: object, fieldManager: deps.fieldManager, createFirst },
+    );
   const ensureManaged = (managed: ManagedObject) =>
     ensureObject(kube, managed.resource, managed.object, ensureOpts(managed));
   // In a Namespace this pass created nothing else can be yet: the Secret and every derived object
@@ -252,7 +232,7 @@ async function reconcileActive(
           labelSelector: formatLabelSelector({ [subPoolPoolLabel]: pool.metadata.name ?? "" }),
         });
   for (const legacy of limitRanges.filter((lr) => isControlledBy(lr, object))) {
-    await deleteIfPresent(ctx, Resources.LimitRange, legacy);
+    await deleteIfPresent(kube, Resources.LimitRange, legacy);
   }
 
   // 8: the rest, syncing only owned fields.
@@ -305,11 +285,12 @@ async function reconcileActive(
       };
     }
   } else if (!createdNamespace && !trusted) {
-    const existing = await getOrUndefined(ctx, httpRouteResource, {
+    const existing = await getOrUndefined({ kube }, httpRouteResource, {
       namespace: nsName,
       name: subPoolObjectNames(pool.metadata.name ?? "").httpRoute,
     });
-    if (existing && isControlledBy(existing, object)) await deleteIfPresent(ctx, httpRouteResource, existing);
+    if (existing && isControlledBy(existing, object))
+      await deleteIfPresent(kube, httpRouteResource, existing);
     route = gatewayMode ? { state: "suspended" } : undefined;
   } else {
     route = gatewayMode ? { state: "suspended" } : undefined;
@@ -365,7 +346,12 @@ async function validateAgainstRunning(
   const first = validateSubPool(pool, config);
   if (first.ok || first.reason !== Reason.ResourceEnvelopeExceeded) return { validation: first };
   const names = subPoolObjectNames(pool.metadata.name ?? "");
-  const statefulSet = await getOrUndefined(ctx, Resources.StatefulSet, {
+  // Only a Namespace of this pool's can hold its running StatefulSet, and only there may kubefn
+  // bind itself the right to read it: a pool that never ran costs one GET more, and no write.
+  const namespace = await getOrUndefined(ctx, Resources.Namespace, { name: names.namespace });
+  if (!namespace || !isControlledBy(namespace, object)) return { validation: first };
+  const kube = grantedKube(ctx.kube, names.namespace, poolLabels(pool.metadata.name ?? ""));
+  const statefulSet = await getOrUndefined({ kube }, Resources.StatefulSet, {
     namespace: names.namespace,
     name: names.statefulSet,
   });
@@ -526,39 +512,6 @@ async function createNamespace(
   }
 }
 
-/** Tries of a Secret call RBAC refuses after the grant (50 ms more between each: 1.75 s in all). */
-const credentialsGrantAttempts = 8;
-
-/** The ClusterRole kubefn binds to itself in each SubPool's Namespace: the Secrets there. */
-export const subPoolCredentialsRole = "kubefn-subpool-credentials";
-
-/**
- * Binds {@link subPoolCredentialsRole} to kubefn's own identity in the SubPool's Namespace (create
- * first; one that exists is kept). A Secret call refused after it was made means it is not in
- * force yet: that pass retries with backoff (RBAC's refusal is transient here, not the pool's fault).
- *
- * Caveats: the subject is the ServiceAccount kubefn-system/kubefn, the identity the admission
- * policy kubefn-writes-only-its-own admits as the only subject of the only RoleBinding kubefn
- * writes; kubefn running as another identity needs that RoleBinding made for it.
- */
-async function ensureCredentialsAccess(
-  ctx: PassContext,
-  namespace: string,
-  labels: Record<string, string>,
-): Promise<void> {
-  try {
-    await ctx.kube.create(Resources.RoleBinding, {
-      apiVersion: "rbac.authorization.k8s.io/v1",
-      kind: "RoleBinding",
-      metadata: { name: subPoolCredentialsRole, namespace, labels },
-      roleRef: { apiGroup: "rbac.authorization.k8s.io", kind: "ClusterRole", name: subPoolCredentialsRole },
-      subjects: [{ kind: "ServiceAccount", name: "kubefn", namespace: "kubefn-system" }],
-    });
-  } catch (err) {
-    if (!isAlreadyExists(err)) throw err;
-  }
-}
-
 /** The object at `key`, or undefined when there is none. */
 export async function getOrUndefined(
   ctx: Pick<PassContext, "kube">,
@@ -574,10 +527,10 @@ export async function getOrUndefined(
 }
 
 /** Deletes `observed`, guarded by its UID (never a same-named successor); absent is fine. */
-async function deleteIfPresent(ctx: PassContext, res: Resource, observed: KubeObject): Promise<void> {
+async function deleteIfPresent(kube: Kube, res: Resource, observed: KubeObject): Promise<void> {
   const { name = "", namespace, uid } = observed.metadata;
   try {
-    await ctx.kube.delete(
+    await kube.delete(
       res,
       { name, ...(namespace ? { namespace } : {}) },
       uid ? { preconditions: { uid } } : {},

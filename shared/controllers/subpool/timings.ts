@@ -48,8 +48,9 @@ const waitingReasons: ReadonlySet<string> = new Set([
  * `waitingFirst` seconds after it started waiting, then as long as it has waited — 15, 15, 30 s —
  * and undefined (the sweep) once that reaches the resync or the pool is not waiting. Bounded: a
  * pool that never becomes ready costs 3 looks over a minute (each a follow-up with reason
- * {@link waitingLookReason}: three or four reads, see reconcile.ts), then one drift pass per drift
- * period. A fallback: the StatefulSet's status writes bring their looks as they happen.
+ * {@link waitingLookReason}: three or four reads, see reconcile.ts), then the sweep's looks, ever
+ * rarer (drift.ts `waitingLookDue`). A fallback: the StatefulSet's status writes bring their looks
+ * as they happen.
  *
  * Regression (issue 33): it looked after 2 s, then half the time waited (11 looks over three
  * minutes), because no event carried the StatefulSet's readiness; the fleet bench counted 2.2 of

@@ -1,0 +1,88 @@
+import { describe, expect, it } from "vitest";
+import { FakeKube } from "../../../test/support/fake-kube.ts";
+import { ForbiddenError, NotFoundError, ReconcileError, Resources } from "../../kube/index.ts";
+import { grantedKube, subPoolObjectsRole } from "./grant.ts";
+
+const ns = "subpool-demo";
+const labels = { "app.kubernetes.io/managed-by": "subpool-operator", "subrelay.example.com/pool": "demo" };
+
+/** RBAC's refusal as the API server words it. */
+const rbacRefusal = (verb: string, resource: string) =>
+  new ForbiddenError(
+    `${resource} "x" is forbidden: User "system:serviceaccount:kubefn-system:kubefn" cannot ${verb} resource "${resource}" in API group "" in the namespace "${ns}"`,
+    { status: 403, reason: "Forbidden" },
+  );
+/** An admission policy's refusal: no verb and resource named. */
+const policyRefusal = () =>
+  new ForbiddenError(
+    "configmaps \"x\" is forbidden: ValidatingAdmissionPolicy 'kubefn-writes-only-its-own' denied request",
+    { status: 403, reason: "Forbidden" },
+  );
+
+const seedConfigMap = (kube: FakeKube) =>
+  kube.seed(Resources.ConfigMap, {
+    apiVersion: "v1",
+    kind: "ConfigMap",
+    metadata: { name: "x", namespace: ns },
+  });
+const bindings = (kube: FakeKube) =>
+  kube.calls.filter((c) => c.method === "create" && c.resource === "rolebindings");
+
+describe("grantedKube: kubefn's calls inside a SubPool's Namespace", () => {
+  it("a call RBAC refuses makes the RoleBinding once and is tried again", async () => {
+    const kube = new FakeKube();
+    seedConfigMap(kube);
+    kube.fail("get", rbacRefusal("get", "configmaps"));
+    kube.fail("get", rbacRefusal("get", "configmaps"));
+    const granted = grantedKube(kube, ns, labels);
+    expect((await granted.get(Resources.ConfigMap, { namespace: ns, name: "x" })).metadata.name).toBe("x");
+    expect(bindings(kube)).toHaveLength(1);
+    expect(kube.stored(Resources.RoleBinding, { namespace: ns, name: subPoolObjectsRole })).toMatchObject({
+      metadata: { labels },
+      roleRef: { kind: "ClusterRole", name: subPoolObjectsRole },
+      subjects: [{ kind: "ServiceAccount", name: "kubefn", namespace: "kubefn-system" }],
+    });
+    // A second refusal in the same pass waits for the binding instead of making it again.
+    kube.fail("get", rbacRefusal("get", "configmaps"));
+    await granted.get(Resources.ConfigMap, { namespace: ns, name: "x" });
+    expect(bindings(kube)).toHaveLength(1);
+  });
+
+  it("an admission policy's refusal, or a call outside the Namespace, is not retried and makes no binding", async () => {
+    const kube = new FakeKube();
+    seedConfigMap(kube);
+    kube.fail("get", policyRefusal());
+    const granted = grantedKube(kube, ns, labels);
+    await expect(granted.get(Resources.ConfigMap, { namespace: ns, name: "x" })).rejects.toBeInstanceOf(
+      ForbiddenError,
+    );
+    kube.fail("get", rbacRefusal("get", "configmaps"));
+    await expect(granted.get(Resources.ConfigMap, { namespace: "tenant", name: "x" })).rejects.toBeInstanceOf(
+      ForbiddenError,
+    );
+    expect(bindings(kube)).toEqual([]);
+  });
+
+  it("a binding not in force after the retries is a transient error the executor backs off from", async () => {
+    const kube = new FakeKube();
+    for (let i = 0; i < 8; i++) kube.fail("get", rbacRefusal("get", "configmaps"));
+    const granted = grantedKube(kube, ns, labels, true);
+    const err = await granted.get(Resources.ConfigMap, { namespace: ns, name: "x" }).catch((e: unknown) => e);
+    expect(err).toBeInstanceOf(ReconcileError);
+    expect(err).toMatchObject({ errorClass: "transient", reason: "SubPoolAccessPending" });
+    expect(bindings(kube)).toEqual([]);
+  });
+
+  it("where the Namespace does not exist, the call throws the binding's NotFound", async () => {
+    const kube = new FakeKube();
+    kube.fail("get", rbacRefusal("get", "statefulsets"));
+    kube.fail(
+      "create",
+      new NotFoundError(`namespaces "${ns}" not found`, { status: 404, reason: "NotFound" }),
+    );
+    const granted = grantedKube(kube, ns, labels);
+    await expect(
+      granted.get(Resources.StatefulSet, { namespace: ns, name: "demo-cpa-manager" }),
+    ).rejects.toBeInstanceOf(NotFoundError);
+  });
+});

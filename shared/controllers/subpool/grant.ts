@@ -1,0 +1,102 @@
+/**
+ * kubefn's rights inside a SubPool's Namespace: none cluster-wide on what a pool derives there
+ * (ConfigMaps, Secrets, Services, ServiceAccounts, StatefulSets, NetworkPolicies, …), only the
+ * ClusterRole {@link subPoolObjectsRole}, which kubefn binds to itself in each Namespace it made.
+ * A stolen kubefn token therefore reads none of these kinds in a tenant's namespace, and lists
+ * none of them across the cluster; the admission policy kubefn-writes-only-its-own admits the
+ * binding only in a `subpool-*` Namespace carrying kubefn's pool labels.
+ */
+import type { Kube } from "../../kube/index.ts";
+import { ForbiddenError, isAlreadyExists, ReconcileError, Resources } from "../../kube/index.ts";
+
+/** The ClusterRole kubefn binds to itself in each SubPool's Namespace: what the pool derives there. */
+export const subPoolObjectsRole = "kubefn-subpool-objects";
+
+/** Tries of a call RBAC refuses after the grant (50 ms more between each: 1.75 s in all). */
+const grantAttempts = 8;
+
+/** Whether `err` is RBAC's refusal (not an admission policy's, which names no verb and resource). */
+function refusedByRbac(err: unknown): boolean {
+  return err instanceof ForbiddenError && /\bcannot [a-z]+ resource\b/.test(err.message);
+}
+
+/**
+ * Binds {@link subPoolObjectsRole} to kubefn's own identity in `namespace` (create first; one
+ * that exists is kept). `labels` are the pool's (the admission policy admits only a labelled one).
+ *
+ * Caveats: the subject is the ServiceAccount kubefn-system/kubefn, the identity the admission
+ * policy kubefn-writes-only-its-own admits as the only subject of the only RoleBinding kubefn
+ * writes; kubefn running as another identity needs that RoleBinding made for it.
+ */
+export async function grantSubPoolObjects(
+  kube: Kube,
+  namespace: string,
+  labels: Record<string, string>,
+): Promise<void> {
+  try {
+    await kube.create(Resources.RoleBinding, {
+      apiVersion: "rbac.authorization.k8s.io/v1",
+      kind: "RoleBinding",
+      metadata: { name: subPoolObjectsRole, namespace, labels },
+      roleRef: { apiGroup: "rbac.authorization.k8s.io", kind: "ClusterRole", name: subPoolObjectsRole },
+      subjects: [{ kind: "ServiceAccount", name: "kubefn", namespace: "kubefn-system" }],
+    });
+  } catch (err) {
+    if (!isAlreadyExists(err)) throw err;
+  }
+}
+
+/**
+ * `kube` for one pass's calls inside a SubPool's Namespace: a call RBAC refuses there (a Namespace
+ * of an earlier version, the binding deleted, or one not in force yet) makes the binding — once a
+ * pass — and is tried again, waiting up to 1.75 s for the authorizer to take it in; past that, a
+ * transient error (`SubPoolAccessPending`), which the executor's backoff retries. Calls outside
+ * `namespace` go through unchanged. `granted` says the pass made the binding already.
+ *
+ * Caveats: where the Namespace does not exist, the binding's NotFound is what the call throws
+ * (a read of an object in it finds nothing either).
+ */
+export function grantedKube(
+  kube: Kube,
+  namespace: string,
+  labels: Record<string, string>,
+  granted = false,
+): Kube {
+  let grant: Promise<void> | undefined = granted ? Promise.resolve() : undefined;
+  const inside = (ns: string | undefined) => ns === namespace;
+  const retried = async <T>(ns: string | undefined, call: () => Promise<T>): Promise<T> => {
+    if (!inside(ns)) return call();
+    for (let attempt = 1; ; attempt++) {
+      try {
+        return await call();
+      } catch (err) {
+        if (!refusedByRbac(err)) throw err;
+        const first = grant === undefined;
+        grant ??= grantSubPoolObjects(kube, namespace, labels);
+        await grant;
+        if (first) continue;
+        if (attempt >= grantAttempts) {
+          throw new ReconcileError(
+            "transient",
+            "SubPoolAccessPending",
+            `${namespace}: RoleBinding ${subPoolObjectsRole} made, not in force yet`,
+            { cause: err },
+          );
+        }
+        await new Promise((resolve) => setTimeout(resolve, 50 * attempt));
+      }
+    }
+  };
+  return {
+    get: (res, key) => retried(key.namespace, () => kube.get(res, key)),
+    list: (res, opts) => retried(opts?.namespace, () => kube.list(res, opts)),
+    create: (res, obj, opts) => retried(obj.metadata.namespace, () => kube.create(res, obj, opts)),
+    update: (res, obj, opts) => retried(obj.metadata.namespace, () => kube.update(res, obj, opts)),
+    patch: (res, key, patch, opts) => retried(key.namespace, () => kube.patch(res, key, patch, opts)),
+    delete: (res, key, opts) => retried(key.namespace, () => kube.delete(res, key, opts)),
+    updateStatus: (res, obj, opts) =>
+      retried(obj.metadata.namespace, () => kube.updateStatus(res, obj, opts)),
+    patchStatus: (res, key, patch, opts) =>
+      retried(key.namespace, () => kube.patchStatus(res, key, patch, opts)),
+  };
+}

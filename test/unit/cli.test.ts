@@ -60,11 +60,32 @@ describe("neededAccess (from infra/rbac)", () => {
     expect(find("clusterroles")?.verbs).toEqual(["bind"]);
   });
 
+  it("grants nothing of a pool's kinds cluster-wide: ConfigMaps only in kubefn-system (the Site's Role)", () => {
+    for (const resource of ["configmaps", "statefulsets", "services", "serviceaccounts", "networkpolicies"])
+      expect(find(resource), resource).toBeUndefined();
+  });
+
   it("counts cluster-wide grants in a namespace's expectations, not the other way round", () => {
-    const namespaced = find("configmaps", "kubefn-system") ?? expect.unreachable();
-    const clusterWide = find("configmaps") ?? expect.unreachable();
-    expect(excessVerbs(namespaced, needs)).toEqual(["watch", "deletecollection"]);
-    expect(excessVerbs(clusterWide, needs)).toEqual(["watch", "patch", "delete", "deletecollection"]);
+    const grants: Parameters<typeof excessVerbs>[1] = [
+      { group: "", resource: "configmaps", verbs: ["get", "list"], role: "ClusterRole a" },
+      { group: "", resource: "configmaps", namespace: "kubefn-system", verbs: ["create"], role: "Role b" },
+    ];
+    const [clusterWide, namespaced] = grants as [(typeof grants)[0], (typeof grants)[0]];
+    expect(excessVerbs(namespaced, grants)).toEqual([
+      "watch",
+      "update",
+      "patch",
+      "delete",
+      "deletecollection",
+    ]);
+    expect(excessVerbs(clusterWide, grants)).toEqual([
+      "watch",
+      "create",
+      "update",
+      "patch",
+      "delete",
+      "deletecollection",
+    ]);
   });
 
   it("refuses an identity that is not namespace/name", () => {

@@ -6,7 +6,11 @@
 
 export type { AllowListEntry } from "../controllers/index.ts";
 export {
+  type ClusterDeclaration,
+  type Credential,
+  type CredentialKind,
   createServiceAccountTokenSource,
+  DEFAULT_CLUSTER,
   gkeScopes,
   kubeTokenSourceFrom,
   parseServiceAccountKey,
@@ -60,6 +64,7 @@ export {
 } from "./operator-settings.ts";
 export { createOperators, type OperatorOptions, type Operators } from "./operators.ts";
 export {
+  clustersUsableBy,
   describeIssues,
   type KubefnSettings,
   type OidcIssuerSettings,

@@ -3,10 +3,10 @@
  * credential, and the intake credentials its events arrive with. Parsed once, at start, by zod;
  * no entry is today's single cluster from today's settings, named {@link DEFAULT_CLUSTER}.
  */
+import { DEFAULT_CLUSTER } from "../runtime/index.ts";
 import * as z from "../zod/index.ts";
 
-/** The name of the one cluster a deployment without `KUBEFN_CLUSTERS` reconciles. */
-export const DEFAULT_CLUSTER = "default";
+export { DEFAULT_CLUSTER };
 
 /** The clusters one deployment may declare: every series carries one, so the list is bounded. */
 export const MAX_CLUSTERS = 100;

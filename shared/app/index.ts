@@ -41,6 +41,7 @@ export {
   type SweepLease,
   type TraceContext,
 } from "../runtime/index.ts";
+export { clusterLog, clusterMetrics, type FleetMember, fleetFetch } from "./clusters.ts";
 export { commaList } from "./env-values.ts";
 export { createFunctionsApp, type HttpSettings } from "./http.ts";
 export type { IntakeCredentials } from "./intake/index.ts";

@@ -34,6 +34,9 @@ export interface FleetCluster {
   stop(): Promise<void>;
 }
 
+/** What every cluster's kubefn of one host shares. */
+export type SharedPorts = Pick<KubefnPorts, "operatorOptions" | "spans" | "stateChanges">;
+
 /** The Node host's fleet: its clusters and the one HTTP surface in front of them. */
 export interface Fleet {
   clusters: FleetCluster[];
@@ -55,14 +58,14 @@ export async function startFleet(
   clusters: readonly ClusterDeclaration[],
   metrics: PrometheusMetrics,
   log: Log,
-  /** What the host adds to every operator's options (read once, at start), for each cluster alike. */
-  operatorOptions?: KubefnPorts["operatorOptions"],
+  /** The ports every cluster's kubefn shares: operator options read at start, spans, state changes. */
+  shared: SharedPorts = {},
 ): Promise<Fleet> {
   const started: FleetCluster[] = [];
   const members: FleetMember[] = [];
   try {
     for (const declared of clusters) {
-      const { member, cluster } = await startCluster(config, declared, metrics, log, operatorOptions);
+      const { member, cluster } = await startCluster(config, declared, metrics, log, shared);
       started.push(cluster);
       members.push(member);
     }
@@ -78,7 +81,7 @@ async function startCluster(
   declared: ClusterDeclaration,
   hostMetrics: PrometheusMetrics,
   hostLog: Log,
-  operatorOptions: KubefnPorts["operatorOptions"] | undefined,
+  shared: SharedPorts,
 ): Promise<{ member: FleetMember; cluster: FleetCluster }> {
   const cluster = declared.name;
   const log = clusterLog(hostLog, cluster);
@@ -129,7 +132,7 @@ async function startCluster(
     prober: createNodeProber(),
     log,
     metrics,
-    ...(operatorOptions ? { operatorOptions } : {}),
+    ...shared,
   });
   consume = kubefn.consume;
   for (const controller of kubefn.controllers) {

@@ -76,9 +76,18 @@ export async function startNodeHost(config: NodeHostConfig, log: Log): Promise<N
   const operatorOptions = config.siteManifestsDir
     ? { siteManifests: readManifestDirectory(config.siteManifestsDir) }
     : undefined;
+  // Loaded only when asked for: a host without an OTLP endpoint never imports the SDK.
+  const spanExport = config.exportSpans ? await startSpanExport() : undefined;
+  if (spanExport) log.info("exporting spans over OTLP", {});
   if (settings.clusters) {
-    const fleet = await startFleet(config, settings.clusters, metrics, log, operatorOptions).catch(
+    const shared = {
+      ...(operatorOptions ? { operatorOptions } : {}),
+      ...(spanExport ? { spans: spanExport.spans } : {}),
+      ...(config.stateChanges ? { stateChanges: cloudEventsStateChanges(config.stateChanges) } : {}),
+    };
+    const fleet = await startFleet(config, settings.clusters, metrics, log, shared).catch(
       async (err: unknown) => {
+        await spanExport?.shutdown();
         await close();
         throw err;
       },
@@ -106,6 +115,7 @@ export async function startNodeHost(config: NodeHostConfig, log: Log): Promise<N
       },
       async stop() {
         await Promise.all(fleet.clusters.map((c) => c.stop()));
+        await spanExport?.shutdown();
         await close();
       },
     };
@@ -146,9 +156,6 @@ export async function startNodeHost(config: NodeHostConfig, log: Log): Promise<N
     tokenSource,
     config.kubeHttp,
   );
-  // Loaded only when asked for: a host without an OTLP endpoint never imports the SDK.
-  const spanExport = config.exportSpans ? await startSpanExport() : undefined;
-  if (spanExport) log.info("exporting spans over OTLP", {});
   const kubefn = createKubefn(settings, {
     kube,
     invocationKube,

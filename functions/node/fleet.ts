@@ -48,7 +48,8 @@ export interface Fleet {
  * circuit, request budget, admission gate, work queue and sweep, so that one cluster whose API
  * server is down or whose credential is revoked holds back nothing of the others; their log lines
  * and series carry `cluster`. Clusters connect one after another at start; one that cannot be
- * reached at start stops the host (a clear error), as the one cluster of today's settings does.
+ * reached then is said (a warning) and left to its own circuit, holding back none of the others —
+ * unless `KUBEFN_INSTALL` asks to install there, which fails the start.
  *
  * Caveats: the list is read once, at start: adding a cluster takes a restart here (Cluster API
  * discovery, which would not, is not built yet).

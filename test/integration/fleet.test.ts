@@ -1,6 +1,7 @@
 /**
  * One Node host, three clusters (issue 35): three devclusters of this file's own, declared in
- * `KUBEFN_CLUSTERS`, each reached as its own kubefn ServiceAccount. A Proxy, a SubPool and a Site
+ * `KUBEFN_CLUSTERS`, each reached as its own kubefn ServiceAccount (two by a kubeconfig, one by
+ * a bare token with its server and CA). A Proxy, a SubPool and a Site
  * in each reach Ready from the one host; then one cluster's API server is stopped and the other
  * two keep converging, each with its own circuit, queue and sweep.
  */
@@ -119,7 +120,16 @@ beforeAll(async () => {
         "",
       );
       if (applied.code !== 0) throw new Error(applied.stderr);
-      return { name, credential: { kind: "kubeconfig", file } };
+      if (name !== "west") return { name, credential: { kind: "kubeconfig", file } };
+      // West by a bare token, its server and its CA: the kubeconfig's, taken apart.
+      const kc = loadKubeConfig({ file });
+      const server = kc.getCurrentCluster();
+      return {
+        name,
+        server: server?.server,
+        ca: Buffer.from(server?.caData ?? "", "base64").toString(),
+        credential: { kind: "token", token: kc.getCurrentUser()?.token },
+      };
     }),
   );
   const config = parseNodeHostEnv({

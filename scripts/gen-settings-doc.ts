@@ -76,6 +76,12 @@ const sharedRows: Row<Exclude<Shared, keyof typeof operatorVariables>>[] = [
       "kubefn's identities, however it authenticates (its ServiceAccount, an EKS role, a Google account, its own OIDC issuer's subject): writes by these are dropped at intake, and the installer (`kubefn install`, the chart's `settings.values.SELF_USERNAMES`) renders the same list into every admission policy's `kubefn-identity` condition and the ConfigMap `kubefn-system/kubefn-status-writers`; `kubefn doctor` checks they agree",
   },
   {
+    names: ["KUBEFN_CLUSTERS"],
+    unset: "unset (one cluster, `default`, from the platform's own settings)",
+    meaning:
+      "the clusters one deployment reconciles (Node host only, for now; Workers and Lambda refuse it at start): a JSON list, or on the Node host a file holding one, of `{name, server, ca, credential, auditToken, relaySecret}` — `name` a DNS label (the `cluster` of its messages, log lines and metric series; at most 100 clusters), `credential` one of `token`, `kubeconfig`, `in-cluster`, `oidc-issuer` (`google` and `eks` are declared kinds the Node host refuses), and each cluster's own intake credentials, by which intake knows a batch's cluster (then `AUDIT_TOKEN` and `RELAY_SECRET` stay unset). See [Deploying: many clusters](deploying/clusters.md)",
+  },
+  {
     names: ["OIDC_ISSUER", "OIDC_SIGNING_KEY"],
     unset: "unset (kubefn is no OIDC issuer; it authenticates as its platform gives it)",
     meaning:

@@ -127,6 +127,7 @@ describe("CloudWatch Logs subscription → the Lambda handler", () => {
     expect(await aws.deliveredMessages()).toEqual([
       {
         v: ENVELOPE_VERSION,
+        cluster: "default",
         traceparent: expect.stringMatching(/^00-[0-9a-f]{32}-[0-9a-f]{16}-01$/),
         request: viaWebhook[0],
         attempt: 0,

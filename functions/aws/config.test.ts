@@ -93,3 +93,16 @@ describe("parseAwsEnv", () => {
     expect(parseAwsEnv({ ...base, PROBE_SHARD_SIZE: "0" }).probeShardSize).toBeUndefined();
   });
 });
+
+describe("declared clusters on Lambda", () => {
+  it("refuses KUBEFN_CLUSTERS at start: Lambda reconciles only the cluster of its own settings (for now)", () => {
+    const eks = {
+      name: "prod",
+      server: "https://x.eks.amazonaws.com",
+      credential: { kind: "eks", clusterName: "p", region: "eu-west-1" },
+    };
+    expect(() => parseAwsEnv({ ...base, KUBEFN_CLUSTERS: JSON.stringify([eks]) })).toThrow(
+      /KUBEFN_CLUSTERS: prod: credential kind eks cannot be used on this platform/,
+    );
+  });
+});

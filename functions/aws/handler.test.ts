@@ -391,6 +391,7 @@ describe("the previous release's kubefn.reconcile events (bus and one-time sched
     expect(await aws.deliveredMessages()).toEqual([
       {
         v: ENVELOPE_VERSION,
+        cluster: "default",
         traceparent: expect.stringMatching(/^00-[0-9a-f]{32}-[0-9a-f]{16}-01$/),
         request: { controller: "proxy", namespace: "ns1", name: "p2" },
         attempt: 0,

@@ -71,3 +71,12 @@ describe("parseWorkerEnv", () => {
     for (const name of named) expect((error as Error).message).toContain(name);
   });
 });
+
+describe("declared clusters on the Worker", () => {
+  it("refuses KUBEFN_CLUSTERS at start: a Worker reconciles only the cluster of its own settings (for now)", () => {
+    const east = { name: "east", server: "https://east.example", credential: { kind: "token", token: "t" } };
+    expect(() => parseWorkerEnv({ ...minimal, KUBEFN_CLUSTERS: JSON.stringify([east]) })).toThrow(
+      /KUBEFN_CLUSTERS: east: credential kind token cannot be used on this platform \(it reconciles only the cluster of its own settings\)/,
+    );
+  });
+});

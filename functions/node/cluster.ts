@@ -1,6 +1,7 @@
 import type { KubeConfig } from "@kubernetes/client-node";
-import type { Log } from "../../shared/app/index.ts";
+import type { ClusterDeclaration, Log } from "../../shared/app/index.ts";
 import { issuerTokenSource, ownNamespace } from "../../shared/app/index.ts";
+import { assertNever } from "../../shared/guards/index.ts";
 import type { TokenSource, Transport } from "../../shared/kube/index.ts";
 import { createKube } from "../../shared/kube/index.ts";
 import { createNodeTransport, inClusterConnection, loadKubeConfig } from "../../shared/kube/node.ts";
@@ -52,6 +53,98 @@ export async function connectCluster(
       subject: config.settings.oidcIssuer.subject,
     });
   }
+  return prepared(connection, config, log);
+}
+
+/**
+ * A declared cluster's connection (`KUBEFN_CLUSTERS`), its CRDs, RBAC and allow-lists installed if
+ * asked, as {@link connectCluster} does for the one cluster of today's settings.
+ *
+ * @throws Error for a credential kind the Node host cannot use (refused at parse already).
+ */
+export async function connectDeclaredCluster(
+  declared: ClusterDeclaration,
+  config: NodeHostConfig,
+  log: Log,
+): Promise<ClusterConnection> {
+  const { credential } = declared;
+  const endpoint = (token?: string) =>
+    loadKubeConfig({ yaml: kubeconfigOf(declared.name, declared.server ?? "", declared.ca, token) });
+  let connection: ClusterConnection;
+  switch (credential.kind) {
+    case "token":
+      connection = { kc: endpoint(credential.token) };
+      break;
+    case "kubeconfig":
+      connection = {
+        kc: loadKubeConfig({
+          file: credential.file,
+          ...(credential.context ? { context: credential.context } : {}),
+        }),
+      };
+      break;
+    case "in-cluster":
+      if (!config.inCluster)
+        throw new Error(`cluster ${declared.name}: in-cluster, but this host runs in no Pod`);
+      connection = podConnection(config.inCluster, log);
+      break;
+    case "oidc-issuer": {
+      const oidc = config.settings.oidcIssuer;
+      if (!oidc)
+        throw new Error(`cluster ${declared.name}: oidc-issuer needs OIDC_ISSUER and OIDC_SIGNING_KEY`);
+      // Its own audience: a token minted for one cluster is refused by the next.
+      connection = {
+        kc: endpoint(),
+        tokenSource: issuerTokenSource(
+          { ...oidc, audience: credential.audience },
+          () => Date.now() / 1000,
+          config.renewTokens ?? true,
+        ),
+      };
+      break;
+    }
+    case "google":
+    case "eks":
+      throw new Error(
+        `cluster ${declared.name}: credential kind ${credential.kind} is not used by the Node host`,
+      );
+    default:
+      return assertNever(credential);
+  }
+  return prepared(connection, config, log);
+}
+
+/** A kubeconfig of one cluster and, when given, a bearer token. */
+function kubeconfigOf(
+  name: string,
+  server: string,
+  ca: string | undefined,
+  token: string | undefined,
+): string {
+  return JSON.stringify({
+    apiVersion: "v1",
+    kind: "Config",
+    clusters: [
+      {
+        name,
+        cluster: {
+          server,
+          ...(ca ? { "certificate-authority-data": Buffer.from(ca).toString("base64") } : {}),
+        },
+      },
+    ],
+    users: [{ name, user: token ? { token } : {} }],
+    contexts: [{ name, context: { cluster: name, user: name } }],
+    "current-context": name,
+  });
+}
+
+/** `connection` with kubefn installed if asked, its identity said, and its own Secrets refused. */
+async function prepared(
+  connection: ClusterConnection,
+  config: NodeHostConfig,
+  log: Log,
+): Promise<ClusterConnection> {
   const { kc, tokenSource } = connection;
   const transport = () =>
     createNodeTransport(kc, { http: config.kubeHttp, ...(tokenSource ? { tokenSource } : {}) });

@@ -1,3 +1,6 @@
+import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
 import { describe, expect, it } from "vitest";
 import { parseNodeHostEnv } from "./config.ts";
 
@@ -67,5 +70,57 @@ describe("Node host settings", () => {
       name: "sweep",
     });
     expect(() => parseNodeHostEnv({ KUBEFN_SWEEP_LEASE: "Not A Name" })).toThrow(/KUBEFN_SWEEP_LEASE/);
+  });
+});
+
+describe("Node host clusters (KUBEFN_CLUSTERS)", () => {
+  const east = {
+    name: "east",
+    server: "https://east.example:6443",
+    credential: { kind: "token", token: "t" },
+  };
+
+  it("is one cluster of today's settings when unset", () => {
+    expect(parseNodeHostEnv({}).settings.clusters).toBeUndefined();
+  });
+
+  it("reads a JSON list, or the file the variable names", () => {
+    expect(parseNodeHostEnv({ KUBEFN_CLUSTERS: JSON.stringify([east]) }).settings.clusters).toEqual([east]);
+    const dir = mkdtempSync(join(tmpdir(), "kubefn-clusters-"));
+    try {
+      writeFileSync(join(dir, "clusters.json"), JSON.stringify([east]));
+      expect(parseNodeHostEnv({ KUBEFN_CLUSTERS: join(dir, "clusters.json") }).settings.clusters).toEqual([
+        east,
+      ]);
+      expect(() => parseNodeHostEnv({ KUBEFN_CLUSTERS: join(dir, "missing.json") })).toThrow(/cannot read/);
+    } finally {
+      rmSync(dir, { recursive: true });
+    }
+  });
+
+  it("refuses at start a credential kind it cannot use, naming the cluster", () => {
+    const eks = {
+      name: "prod",
+      server: "https://x.eks.amazonaws.com",
+      credential: { kind: "eks", clusterName: "p", region: "eu-west-1" },
+    };
+    expect(() => parseNodeHostEnv({ KUBEFN_CLUSTERS: JSON.stringify([east, eks]) })).toThrow(
+      /KUBEFN_CLUSTERS: prod: credential kind eks cannot be used on this platform/,
+    );
+  });
+
+  it("refuses kubefn's OIDC tokens without kubefn's OIDC issuer", () => {
+    const edge = {
+      name: "edge",
+      server: "https://edge.example",
+      credential: { kind: "oidc-issuer", audience: "edge" },
+    };
+    expect(() => parseNodeHostEnv({ KUBEFN_CLUSTERS: JSON.stringify([edge]) })).toThrow(/OIDC_ISSUER/);
+  });
+
+  it("refuses the one-cluster intake credentials beside declared clusters", () => {
+    expect(() =>
+      parseNodeHostEnv({ KUBEFN_CLUSTERS: JSON.stringify([east]), AUDIT_TOKEN: "a".repeat(16) }),
+    ).toThrow(/each cluster's auditToken and relaySecret are its own/);
   });
 });

@@ -1,4 +1,7 @@
+import { readFileSync } from "node:fs";
 import {
+  type CredentialKind,
+  clustersUsableBy,
   type KubefnSettings,
   type ManifestOption,
   manifestDirectoriesOf,
@@ -98,6 +101,28 @@ export const nodeHostEnvSchema = z.object({
   ...settingsVariables,
 });
 
+/** The credentials the Node host's declared clusters may use (`KUBEFN_CLUSTERS`). */
+export const nodeCredentialKinds: readonly CredentialKind[] = [
+  "token",
+  "kubeconfig",
+  "in-cluster",
+  "oidc-issuer",
+];
+
+/** {@link nodeHostEnvSchema} with the refusals that span variables. */
+const nodeHostEnv = nodeHostEnvSchema.check(
+  clustersUsableBy(nodeCredentialKinds),
+  z.refine(
+    (e) =>
+      !e.KUBEFN_CLUSTERS?.some((c) => c.credential.kind === "oidc-issuer") ||
+      Boolean(e.OIDC_ISSUER && e.OIDC_SIGNING_KEY),
+    {
+      message: "a cluster of credential kind oidc-issuer needs OIDC_ISSUER and OIDC_SIGNING_KEY",
+      path: ["KUBEFN_CLUSTERS"],
+    },
+  ),
+);
+
 /** Earlier names of two settings, still read. */
 const aliases: Record<string, string> = {
   KUBEFN_SWEEP_SECONDS: "SWEEP_PERIOD_SECONDS",
@@ -112,7 +137,10 @@ const aliases: Record<string, string> = {
  * @throws SettingsError listing every bad variable.
  */
 export function parseNodeHostEnv(env: Record<string, string | undefined>): NodeHostConfig {
-  const named: Record<string, string | undefined> = { ...env };
+  const named: Record<string, string | undefined> = {
+    ...env,
+    KUBEFN_CLUSTERS: clustersText(env.KUBEFN_CLUSTERS),
+  };
   for (const [name, value] of Object.entries(env)) {
     if (value === undefined || value === "") continue;
     const shared = aliases[name] ?? name.replace(/^KUBEFN_/, "");
@@ -131,7 +159,7 @@ export function parseNodeHostEnv(env: Record<string, string | undefined>): NodeH
     // unless PROBE_ALLOWED_CIDRS says so.
     ...(env.KUBECONFIG || env.KUBERNETES_SERVICE_HOST ? {} : { PROBE_ALLOWED_CIDRS: "127.0.0.0/8,::1/128" }),
   };
-  const e = parseEnvironment(nodeHostEnvSchema, named, "invalid environment", defaults);
+  const e = parseEnvironment(nodeHostEnv, named, "invalid environment", defaults);
   if (Boolean(e.KUBEFN_TLS_CERT_FILE) !== Boolean(e.KUBEFN_TLS_KEY_FILE)) {
     throw new SettingsError(
       "invalid environment:\n  KUBEFN_TLS_CERT_FILE and KUBEFN_TLS_KEY_FILE go together",
@@ -169,6 +197,22 @@ export function parseNodeHostEnv(env: Record<string, string | undefined>): NodeH
       : {}),
     settings: settingsFrom(e),
   };
+}
+
+/**
+ * `KUBEFN_CLUSTERS` as JSON: the variable itself when it holds a list, else the file it names.
+ *
+ * @throws SettingsError when the file cannot be read.
+ */
+function clustersText(value: string | undefined): string | undefined {
+  if (!value || value.trimStart().startsWith("[")) return value;
+  try {
+    return readFileSync(value, "utf8");
+  } catch (err) {
+    throw new SettingsError(
+      `invalid environment:\n  KUBEFN_CLUSTERS: cannot read ${value}: ${(err as Error).message}`,
+    );
+  }
 }
 
 /** Whether a listen address is this machine's loopback only. */

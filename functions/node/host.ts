@@ -3,6 +3,7 @@ import {
   createKubefn,
   createSweepLease,
   issuerRoutes,
+  type Kubefn,
   type Log,
   messageKey,
   PrometheusMetrics,
@@ -14,6 +15,7 @@ import { readManifestDirectory } from "../../shared/kube/node-manifests.ts";
 import { connectCluster, randomToken } from "./cluster.ts";
 import type { NodeHostConfig } from "./config.ts";
 import type { Devcluster } from "./dev/index.ts";
+import { type FleetCluster, startFleet } from "./fleet.ts";
 import { withoutObjectSeries } from "./object-series.ts";
 import { type HostParts, hostApp, listen, metricsApp } from "./server.ts";
 import { startSpanExport } from "./span-export.ts";
@@ -33,6 +35,8 @@ export interface NodeHost {
   queue: WorkQueue;
   metrics: PrometheusMetrics;
   devcluster?: Devcluster;
+  /** The declared clusters (`KUBEFN_CLUSTERS`), by name: each one's queue and sweep. */
+  clusters?: Record<string, FleetCluster>;
   /** Runs one sweep now (the timer runs it every sweep period). */
   sweep(full?: boolean): Promise<void>;
   stop(): Promise<void>;
@@ -68,6 +72,54 @@ export async function startNodeHost(config: NodeHostConfig, log: Log): Promise<N
   const close = async () => {
     await Promise.all([closeMain(), metricsListener?.close()]);
   };
+  // Read once at start, like every other setting.
+  const operatorOptions = Object.fromEntries(
+    config.manifestDirectories.map(({ option, dir }) => [option, readManifestDirectory(dir)]),
+  );
+  // Loaded only when asked for: a host without an OTLP endpoint never imports the SDK.
+  const spanExport = config.exportSpans ? await startSpanExport() : undefined;
+  if (spanExport) log.info("exporting spans over OTLP", {});
+  if (settings.clusters) {
+    const shared = {
+      operatorOptions,
+      ...(spanExport ? { spans: spanExport.spans } : {}),
+      ...(config.stateChanges ? { stateChanges: cloudEventsStateChanges(config.stateChanges) } : {}),
+    };
+    const fleet = await startFleet(config, settings.clusters, metrics, log, shared).catch(
+      async (err: unknown) => {
+        await spanExport?.shutdown();
+        await close();
+        throw err;
+      },
+    );
+    const [first] = fleet.clusters as [FleetCluster, ...FleetCluster[]];
+    parts = {
+      kubefn: { fetch: fleet.fetch },
+      queue: first.queue,
+      guard: first.guard,
+      clusters: fleet.clusters,
+    };
+    log.info("listening", {
+      url,
+      intake: `${url}/v1/events`,
+      clusters: settings.clusters.map((c) => c.name).join(","),
+    });
+    return {
+      url,
+      ...(metricsListener ? { metricsUrl: metricsListener.url } : {}),
+      queue: first.queue,
+      metrics,
+      clusters: Object.fromEntries(fleet.clusters.map((c) => [c.cluster, c])),
+      sweep: async (full) => {
+        await Promise.all(fleet.clusters.map((c) => c.sweep(full)));
+      },
+      async stop() {
+        await Promise.all(fleet.clusters.map((c) => c.stop()));
+        await spanExport?.shutdown();
+        await close();
+      },
+    };
+  }
   const { kc, tokenSource, namespace, devcluster } = await connectCluster(
     config,
     url,
@@ -78,11 +130,12 @@ export async function startNodeHost(config: NodeHostConfig, log: Log): Promise<N
   // (an intake batch, a sweep shard) share reads, as a platform's queue batch does (`batch`).
   // A retried message is sent again as the same object: its deliveries are counted by identity.
   const deliveries = new WeakMap<object, number>();
+  let consume: Kubefn["consume"] | undefined;
   const queue: WorkQueue = new WorkQueue({
     concurrency: settings.passConcurrency,
     async handle(message, batch) {
       const attempts = (deliveries.get(message) ?? 0) + 1;
-      const [verdict] = (await parts?.kubefn.consume([{ body: message, attempts }], { batch })) ?? [];
+      const [verdict] = (await consume?.([{ body: message, attempts }], { batch })) ?? [];
       if (!verdict || verdict.ack) return;
       if (attempts >= MAX_DELIVERIES) {
         log.error("message dropped after its last delivery; the sweep revisits the object", {
@@ -103,9 +156,6 @@ export async function startNodeHost(config: NodeHostConfig, log: Log): Promise<N
     tokenSource,
     config.kubeHttp,
   );
-  // Loaded only when asked for: a host without an OTLP endpoint never imports the SDK.
-  const spanExport = config.exportSpans ? await startSpanExport() : undefined;
-  if (spanExport) log.info("exporting spans over OTLP", {});
   const kubefn = createKubefn(settings, {
     kube,
     invocationKube,
@@ -118,10 +168,7 @@ export async function startNodeHost(config: NodeHostConfig, log: Log): Promise<N
     metrics: config.metricsPerObject ? metrics : withoutObjectSeries(metrics),
     ...(spanExport ? { spans: spanExport.spans } : {}),
     ...(config.stateChanges ? { stateChanges: cloudEventsStateChanges(config.stateChanges) } : {}),
-    // Read once at start, like every other setting.
-    operatorOptions: Object.fromEntries(
-      config.manifestDirectories.map(({ option, dir }) => [option, readManifestDirectory(dir)]),
-    ),
+    operatorOptions,
   });
   // Each controller's reconcile series from 0, as controller-runtime starts them: a counter that
   // first appears at 1 loses that first increase to rate().
@@ -130,6 +177,7 @@ export async function startNodeHost(config: NodeHostConfig, log: Log): Promise<N
       metrics.count("controller_runtime_reconcile_total", { controller, result }, 0);
     metrics.count("controller_runtime_reconcile_errors_total", { controller }, 0);
   }
+  consume = kubefn.consume;
   parts = { kubefn, queue, guard };
   log.info("listening", { url, intake: `${url}/v1/events`, metrics: `${url}/metrics` });
   // Replicas: one holder of the sweep Lease sweeps (and so probes) each period; see sweep-lease.ts.

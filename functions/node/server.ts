@@ -18,18 +18,28 @@ export function renderHostMetrics(
   queue: Pick<WorkQueue, "stats" | "depthByName">,
   guard: ApiGuardStats,
 ): string {
-  const stats = queue.stats();
-  metrics.gauge("kubefn_queue_ready", stats.ready);
-  metrics.gauge("kubefn_queue_running", stats.running);
-  metrics.gauge("kubefn_queue_delayed", stats.delayed);
-  for (const [name, n] of queue.depthByName()) metrics.gauge("workqueue_depth", n, { name });
-  metrics.gauge("kubefn_api_circuit_open", guard.state === "closed" ? 0 : 1);
-  metrics.setTotal("kubefn_api_circuit_opened_total", guard.opened);
-  metrics.setTotal("kubefn_api_requests_held_back_total", guard.heldBack);
-  metrics.setTotal("kubefn_api_requests_over_budget_total", guard.overBudget);
-  metrics.setTotal("kubefn_api_requests_retried_total", guard.retried);
+  recordQueueAndGuard(metrics, queue, guard, {});
   recordProcessMetrics(metrics);
   return metrics.render();
+}
+
+/** One queue's and one API guard's series, with `labels` (a declared cluster's `cluster`). */
+function recordQueueAndGuard(
+  metrics: PrometheusMetrics,
+  queue: Pick<WorkQueue, "stats" | "depthByName">,
+  guard: ApiGuardStats,
+  labels: Record<string, string>,
+): void {
+  const stats = queue.stats();
+  metrics.gauge("kubefn_queue_ready", stats.ready, labels);
+  metrics.gauge("kubefn_queue_running", stats.running, labels);
+  metrics.gauge("kubefn_queue_delayed", stats.delayed, labels);
+  for (const [name, n] of queue.depthByName()) metrics.gauge("workqueue_depth", n, { name, ...labels });
+  metrics.gauge("kubefn_api_circuit_open", guard.state === "closed" ? 0 : 1, labels);
+  metrics.setTotal("kubefn_api_circuit_opened_total", guard.opened, labels);
+  metrics.setTotal("kubefn_api_requests_held_back_total", guard.heldBack, labels);
+  metrics.setTotal("kubefn_api_requests_over_budget_total", guard.overBudget, labels);
+  metrics.setTotal("kubefn_api_requests_retried_total", guard.retried, labels);
 }
 
 /**
@@ -80,9 +90,11 @@ export async function listen(
 
 /** What the host's routes serve from once it is wired; until then `/metrics` and intake answer 503. */
 export interface HostParts {
-  kubefn: Kubefn;
+  kubefn: Pick<Kubefn, "fetch">;
   queue: WorkQueue;
   guard: ApiGuard;
+  /** Declared clusters (`KUBEFN_CLUSTERS`): each one's queue and guard, by its name; `queue` and `guard` are the first's. */
+  clusters?: readonly { cluster: string; queue: WorkQueue; guard: ApiGuard }[];
 }
 
 /**
@@ -112,7 +124,13 @@ export function metricsApp(metrics: PrometheusMetrics, parts: () => HostParts | 
   http.get("/metrics", (c) => {
     const p = parts();
     if (!p) return c.json({ error: "starting" }, 503);
-    const body = renderHostMetrics(metrics, p.queue, p.guard.stats());
+    let body: string;
+    if (p.clusters) {
+      for (const c of p.clusters)
+        recordQueueAndGuard(metrics, c.queue, c.guard.stats(), { cluster: c.cluster });
+      recordProcessMetrics(metrics);
+      body = metrics.render();
+    } else body = renderHostMetrics(metrics, p.queue, p.guard.stats());
     return c.text(body, 200, { "content-type": "text/plain; version=0.0.4; charset=utf-8" });
   });
   return http;

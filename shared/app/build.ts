@@ -1,6 +1,7 @@
 import {
   type Context,
   createSweepMemo,
+  DEFAULT_CLUSTER,
   derivedSealKeySource,
   type HopKind,
   hasBodies,
@@ -28,6 +29,8 @@ import { type Hop, tracedHop } from "./trace.ts";
 export interface Core {
   settings: KubefnSettings;
   ports: KubefnPorts;
+  /** The cluster this kubefn reconciles: its messages name it, and it runs no other's. */
+  cluster: string;
   /** The context every invocation starts from (the ports, the status seal). */
   ctx: Context;
   ops: Operators;
@@ -83,7 +86,10 @@ export function buildCore(settings: KubefnSettings, ports: KubefnPorts, operator
       { probeShardSize: settings.probeShardSize },
     );
   }
-  const outgoing = async (message: Message): Promise<Message> => {
+  const cluster = ports.cluster ?? DEFAULT_CLUSTER;
+  // Every message names its cluster (one deployment may reconcile many), under its MAC.
+  const outgoing = async (sent: Message): Promise<Message> => {
+    const message = sent.cluster === undefined ? { ...sent, cluster } : sent;
     if (inProcess || !hasBodies(message)) return message;
     if (mac) return mac.sign(message);
     return message.kind === "job" ? message : withoutBodies(message);
@@ -93,6 +99,7 @@ export function buildCore(settings: KubefnSettings, ports: KubefnPorts, operator
   return {
     settings,
     ports,
+    cluster,
     ctx,
     ops,
     admission: createAdmissionGate({

@@ -4,6 +4,7 @@ import {
   authenticBodies,
   backoffSeconds,
   type Context,
+  clusterOf,
   createSweepMemo,
   ENVELOPE_VERSION,
   INVOCATION_READ_MAX_AGE_SECONDS,
@@ -96,6 +97,17 @@ async function consumeOne(core: Core, invocation: Context, delivery: Delivery): 
     }
     case "pass":
     case "job": {
+      if (clusterOf(envelope.message) !== core.cluster) {
+        // A key names an object of one cluster: run against another's API server it would act
+        // on a namesake. The platform routes each message to its cluster's kubefn.
+        ctx.log.error("queue message is another cluster's; dropped", {
+          ...whatOf(envelope.message),
+          cluster: clusterOf(envelope.message),
+          reconciles: core.cluster,
+        });
+        ctx.metrics.count("kubefn_messages_dropped_total", { reason: "other-cluster" });
+        return { ack: true, dropped: true };
+      }
       const authenticated = core.inProcess
         ? { kind: "authentic" as const, message: envelope.message }
         : await authenticBodies(envelope.message, core.mac);

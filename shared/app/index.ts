@@ -6,7 +6,11 @@
 
 export type { AllowListEntry } from "../controllers/index.ts";
 export {
+  type ClusterDeclaration,
+  type Credential,
+  type CredentialKind,
   createServiceAccountTokenSource,
+  DEFAULT_CLUSTER,
   gkeScopes,
   kubeTokenSourceFrom,
   parseServiceAccountKey,
@@ -37,6 +41,7 @@ export {
   type SweepLease,
   type TraceContext,
 } from "../runtime/index.ts";
+export { clusterLog, clusterMetrics, type FleetMember, fleetFetch } from "./clusters.ts";
 export { commaList } from "./env-values.ts";
 export { createFunctionsApp, type HttpSettings } from "./http.ts";
 export type { IntakeCredentials } from "./intake/index.ts";
@@ -67,6 +72,7 @@ export {
   type Operators,
 } from "./operators.ts";
 export {
+  clustersUsableBy,
   describeIssues,
   type KubefnSettings,
   type OidcIssuerSettings,

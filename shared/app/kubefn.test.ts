@@ -49,7 +49,7 @@ const proxyBody = (host: string) => ({
 
 function kubefnWith(
   reconcile: (ctx: PassContext) => Promise<ReturnType<typeof done>>,
-  opts: { throwOnPassLine?: boolean } = {},
+  opts: { throwOnPassLine?: boolean; cluster?: string } = {},
 ) {
   const kube = new FakeKube();
   kube.seed(ProxyResource, {
@@ -86,6 +86,7 @@ function kubefnWith(
   const kubefn = createKubefn(
     settings,
     {
+      ...(opts.cluster ? { cluster: opts.cluster } : {}),
       kube,
       queue: ctx.queue,
       prober: { probe: async () => ({ ok: true }) } as never,
@@ -350,6 +351,80 @@ describe("messages the previous release left on the queue (envelope version 1)",
     const [verdict] = await kubefn.consume([{ body: { ...pass, v: 1, trigger: { kind: "audit" } } }]);
     expect(verdict).toMatchObject({ ack: true, pass: { result: "done" } });
     expect(recorded.logs.at(-1)?.msg).toBe("pass");
+  });
+});
+
+describe("messages the previous release left on the queue (envelope version 2): the default cluster's", () => {
+  const fixture = (file: string) =>
+    JSON.parse(
+      readFileSync(new URL(`../../test/fixtures/messages/envelope-v2/${file}`, import.meta.url), "utf8"),
+    ) as Message;
+
+  it("its signed probe shard runs (its MACs, which named no cluster, still verify)", async () => {
+    const { kubefn, jobs } = kubefnWith(async () => done());
+    expect(await kubefn.consume([{ body: fixture("probe-shard-job.json") }])).toEqual([{ ack: true }]);
+    expect(jobs).toHaveLength(1);
+  });
+
+  it("its reasoned follow-up runs with its reason (not stripped)", async () => {
+    const { kubefn, recorded } = kubefnWith(async () => done());
+    const [verdict] = await kubefn.consume([{ body: fixture("follow-up-pass.json") }]);
+    expect(verdict).toMatchObject({ ack: true, pass: { key: "proxy/ns1/p1", trigger: "follow-up:waiting" } });
+    expect(recorded.logs.map((l) => l.msg)).not.toContain(
+      "queue message's bodies do not carry kubefn's MAC; the pass reads them itself",
+    );
+  });
+
+  it("is not run by a declared cluster's kubefn: it is the default cluster's", async () => {
+    const { kubefn, jobs, recorded } = kubefnWith(async () => done(), { cluster: "east" });
+    expect(await kubefn.consume([{ body: fixture("probe-shard-job.json") }])).toEqual([
+      { ack: true, dropped: true },
+    ]);
+    expect(jobs).toEqual([]);
+    expect(recorded.logs.at(-1)).toMatchObject({ msg: "queue message is another cluster's; dropped" });
+  });
+});
+
+describe("a message names its cluster (envelope version 3)", () => {
+  it("every message a kubefn sends names its cluster", async () => {
+    const { kubefn, recorded } = kubefnWith(async () => requeueAfter(30), { cluster: "east" });
+    await kubefn.consume([{ body: { ...pass, v: ENVELOPE_VERSION, cluster: "east" } }]);
+    const sent = recorded.sent.flatMap((s) => s.messages);
+    expect(sent.map((m) => [m.cluster, m.v])).toEqual([["east", ENVELOPE_VERSION]]);
+  });
+
+  it("another cluster's message is dropped, never run against this cluster's API server", async () => {
+    let reconciled = 0;
+    const { kubefn, recorded } = kubefnWith(
+      async () => {
+        reconciled++;
+        return done();
+      },
+      { cluster: "east" },
+    );
+    const [verdict] = await kubefn.consume([{ body: { ...pass, v: ENVELOPE_VERSION, cluster: "west" } }]);
+    expect(verdict).toEqual({ ack: true, dropped: true });
+    expect(reconciled).toBe(0);
+    expect(recorded.counts).toContainEqual({
+      name: "kubefn_messages_dropped_total",
+      labels: { reason: "other-cluster" },
+    });
+    const [own] = await kubefn.consume([{ body: { ...pass, v: ENVELOPE_VERSION, cluster: "east" } }]);
+    expect(own).toMatchObject({ ack: true, pass: { result: "done" } });
+    expect(reconciled).toBe(1);
+  });
+
+  it("a job signed for one cluster, relabelled for another, is refused there (the MAC covers the cluster)", async () => {
+    const objects = [proxyBody("203.0.113.7")];
+    const east = await kubefnsMac.sign({ ...withObjects(job, objects), cluster: "east" });
+    const west = kubefnWith(async () => done(), { cluster: "west" });
+    expect(await west.kubefn.consume([{ body: { ...east, cluster: "west" } }])).toEqual([
+      { ack: true, dropped: true },
+    ]);
+    expect(west.jobs).toEqual([]);
+    const inEast = kubefnWith(async () => done(), { cluster: "east" });
+    expect(await inEast.kubefn.consume([{ body: east }])).toEqual([{ ack: true }]);
+    expect(inEast.jobs).toEqual([objects]);
   });
 });
 

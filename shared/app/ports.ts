@@ -20,6 +20,12 @@ export type PlatformOperatorOptions = Partial<
 
 /** What a platform binds: the outside world, as the core's ports. */
 export interface KubefnPorts {
+  /**
+   * The cluster `kube` reaches (a declared cluster's name, `KUBEFN_CLUSTERS`): every message this
+   * kubefn sends names it, and a delivered message naming another is dropped, never run against
+   * `kube`. `default` when unset.
+   */
+  cluster?: string;
   kube: Kube;
   /**
    * A Kube for one platform invocation ({@link Kubefn.invocation}: a queue batch, a Lambda event,

@@ -1,4 +1,10 @@
 import { type RsaJwk, signingJwksFrom } from "../auth/index.ts";
+import {
+  type ClusterDeclaration,
+  type CredentialKind,
+  clustersVariable,
+  unusableCredentials,
+} from "../credentials/index.ts";
 import { DEFAULT_STATE_CHANGES_PER_INVOCATION, type LogLevel, logLevels } from "../runtime/index.ts";
 import * as z from "../zod/index.ts";
 import { DEFAULT_IDENTITY } from "./admission/index.ts";
@@ -49,6 +55,8 @@ export const secretVariable = (name: string) =>
  * beside its own variables (where the cluster and the queue are).
  */
 export const settingsVariables = {
+  /** The clusters one deployment reconciles (shared/credentials/clusters.ts); unset: one, `default`. */
+  KUBEFN_CLUSTERS: clustersVariable,
   AUDIT_TOKEN: secretVariable("AUDIT_TOKEN"),
   RELAY_SECRET: secretVariable("RELAY_SECRET"),
   API_TOKEN: secretVariable("API_TOKEN"),
@@ -223,14 +231,25 @@ export interface KubefnSettings {
   logLevel: LogLevel;
   /** Each operator's own settings, by operator name. */
   operators: OperatorSettings;
+  /**
+   * The declared clusters (`KUBEFN_CLUSTERS`), each with its own intake credentials; unset: the one
+   * cluster of the platform's own settings, named `default`.
+   */
+  clusters?: ClusterDeclaration[];
 }
 
 /** The typed settings of a parsed environment. */
 export function settingsFrom(e: SettingsVariables): KubefnSettings {
   const operators = operatorSettingsFrom(e, e.SELF_USERNAMES);
   if (!operators.ok) throw new SettingsError(`invalid operator settings:\n${operators.issues.join("\n")}`);
+  if (e.KUBEFN_CLUSTERS && (e.AUDIT_TOKEN || e.RELAY_SECRET)) {
+    throw new SettingsError(
+      "invalid environment:\n  KUBEFN_CLUSTERS: with declared clusters, each cluster's auditToken and relaySecret are its own; unset AUDIT_TOKEN and RELAY_SECRET",
+    );
+  }
   return {
     operators: operators.settings,
+    ...(e.KUBEFN_CLUSTERS ? { clusters: e.KUBEFN_CLUSTERS } : {}),
     ...(e.AUDIT_TOKEN ? { auditToken: e.AUDIT_TOKEN } : {}),
     ...(e.RELAY_SECRET ? { relaySecret: e.RELAY_SECRET } : {}),
     ...(e.API_TOKEN ? { apiToken: e.API_TOKEN } : {}),
@@ -331,6 +350,11 @@ export function describeIssues(error: z.core.$ZodError): string {
 export interface PlatformCapabilities {
   /** Its schedule fires at most once a minute (Workers cron, EventBridge): the sweep period is at least 60 s. */
   minuteSchedule?: boolean;
+  /**
+   * The credential kinds its declared clusters (`KUBEFN_CLUSTERS`) may use; none when unset: it
+   * reconciles only the cluster of its own settings, and refuses a declared list.
+   */
+  credentialKinds?: readonly CredentialKind[];
 }
 
 /**
@@ -345,5 +369,18 @@ export function platformSchema<S extends z.core.$ZodLooseShape>(own: S, can: Pla
       message: "SWEEP_PERIOD_SECONDS must be at least 60 (the schedule runs every minute)",
       path: ["SWEEP_PERIOD_SECONDS"],
     }),
+    clustersUsableBy(can.credentialKinds ?? []),
   );
+}
+
+/**
+ * Refuses, at start, a declared cluster whose credential kind the platform cannot use, naming it
+ * under `KUBEFN_CLUSTERS`: a platform's schema adds it with `.check`.
+ */
+export function clustersUsableBy(kinds: readonly CredentialKind[]) {
+  return z.superRefine((e: unknown, ctx) => {
+    for (const message of unusableCredentials((e as SettingsVariables).KUBEFN_CLUSTERS ?? [], kinds)) {
+      ctx.issues.push({ code: "custom", message, path: ["KUBEFN_CLUSTERS"], input: e });
+    }
+  });
 }

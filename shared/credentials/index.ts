@@ -1,4 +1,15 @@
 export {
+  type ClusterDeclaration,
+  type Credential,
+  type CredentialKind,
+  clustersSchema,
+  clustersVariable,
+  credentialKinds,
+  DEFAULT_CLUSTER,
+  MAX_CLUSTERS,
+  unusableCredentials,
+} from "./clusters.ts";
+export {
   createServiceAccountTokenSource,
   gkeScopes,
   kubeTokenSourceFrom,

@@ -70,7 +70,7 @@ const runtimeFamilies: Readonly<Record<string, Family>> = {
   kubefn_jobs_total: { type: "counter", help: "Jobs (probe shards) run, by controller, task and result." },
   kubefn_messages_dropped_total: {
     type: "counter",
-    help: "Queue messages acknowledged and dropped, by reason: not a kubefn message (invalid), or a job whose objects do not carry kubefn's MAC (unauthenticated).",
+    help: "Queue messages acknowledged and dropped, by reason: not a kubefn message (invalid), a job whose objects do not carry kubefn's MAC (unauthenticated), or another cluster's message (other-cluster).",
   },
   kubefn_dead_letters_total: {
     type: "counter",

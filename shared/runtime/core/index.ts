@@ -26,6 +26,8 @@ export {
 export { type HopEnd, type HopKind, type Spans, type TraceContext, traceFrom } from "./trace.ts";
 export {
   type Context,
+  clusterOf,
+  DEFAULT_CLUSTER,
   describeTrigger,
   fitted,
   INVOCATION_READ_MAX_AGE_SECONDS,

@@ -56,12 +56,20 @@ export function describeTrigger(trigger: Trigger | undefined): string {
  */
 export type Message = PassMessage | JobMessage;
 
+/**
+ * The name of the one cluster a deployment without declared clusters reconciles, and the cluster
+ * of every message an envelope before version 3 carried.
+ */
+export const DEFAULT_CLUSTER = "default";
+
 /** One reconcile pass for one key, plus the attempt count for stateless backoff. */
 export interface PassMessage {
   /** `"pass"`, or absent: every pass before this envelope version, and most senders, omit it. */
   kind?: "pass";
   /** The envelope's version (`ENVELOPE_VERSION`); absent in messages of releases up to 0.1.0. */
   v?: number;
+  /** The cluster whose object this is ({@link clusterOf}); absent before version 3: the default. */
+  cluster?: string;
   /** W3C `traceparent` of the chain this message belongs to (see trace.ts). */
   traceparent?: string;
   request: Request;
@@ -100,6 +108,8 @@ export interface JobMessage {
   kind: "job";
   /** The envelope's version (`ENVELOPE_VERSION`). */
   v?: number;
+  /** The cluster whose objects these are ({@link clusterOf}); absent before version 3: the default. */
+  cluster?: string;
   /** W3C `traceparent` of the chain this message belongs to (see trace.ts). */
   traceparent?: string;
   job: Job;
@@ -155,9 +165,20 @@ export function jobKey(job: Pick<Job, "controller" | "task" | "slot">): string {
   return `job:${job.controller}/${job.task}/${job.slot}`;
 }
 
-/** The key of a message's work: a pass's {@link requestKey}, a job's {@link jobKey}. */
+/**
+ * The key of a message's work: a pass's {@link requestKey}, a job's {@link jobKey}, and `@` and its
+ * cluster when that is not the default (no Kubernetes name, controller or slot has an `@`), so
+ * that one object's name in two clusters is two keys on a queue both share.
+ */
 export function messageKey(message: Message): string {
-  return message.kind === "job" ? jobKey(message.job) : requestKey(message.request);
+  const key = message.kind === "job" ? jobKey(message.job) : requestKey(message.request);
+  const cluster = clusterOf(message);
+  return cluster === DEFAULT_CLUSTER ? key : `${key}@${cluster}`;
+}
+
+/** The cluster a message is for: its `cluster`, or the default's (every envelope before version 3). */
+export function clusterOf(message: Pick<Message, "cluster">): string {
+  return message.cluster ?? DEFAULT_CLUSTER;
 }
 
 /** The controller a message is for. */

@@ -1,6 +1,6 @@
 import { readdirSync, readFileSync } from "node:fs";
 import { describe, expect, it } from "vitest";
-import { type JobMessage, jobKey, type PassMessage } from "../core/index.ts";
+import { clusterOf, type JobMessage, jobKey, messageKey, type PassMessage } from "../core/index.ts";
 import { ENVELOPE_VERSION, isMessage, openEnvelope, sealed } from "./envelope.ts";
 import { createMessageAuthenticator } from "./message-mac.ts";
 
@@ -61,6 +61,16 @@ describe("openEnvelope", () => {
       { request: { controller: "proxy", name: "a", namespace: 3 }, attempt: 0 },
       "invalid",
     ],
+    ["a pass of this release naming its cluster", { ...pass, v: ENVELOPE_VERSION, cluster: "east" }, "pass"],
+    ["a job of this release naming its cluster", { ...job, cluster: "east" }, "job"],
+    [
+      "a version-2 pass naming a cluster (no release wrote one)",
+      { ...pass, v: 2, cluster: "east" },
+      "invalid",
+    ],
+    ["a version-2 job naming a cluster", { ...job, v: 2, cluster: "east" }, "invalid"],
+    ["a version-1 pass naming a cluster", { ...pass, v: 1, cluster: "east" }, "invalid"],
+    ["a cluster that is not a string", { ...pass, v: ENVELOPE_VERSION, cluster: 3 }, "invalid"],
     ["a string", "proxy/ns/a", "invalid"],
     ["null", null, "invalid"],
   ])("%s is a %s", (_what, body, kind) => {
@@ -139,5 +149,36 @@ describe("sealed", () => {
     const own = { ...pass, traceparent: "00-11111111111111111111111111111111-2222222222222222-01" };
     expect(sealed(own, tp).traceparent).toBe(own.traceparent);
     expect(sealed(pass, undefined)).toEqual({ ...pass, v: ENVELOPE_VERSION });
+  });
+});
+
+describe("a message's cluster (envelope version 3)", () => {
+  it("is the default cluster's when it names none: every message of versions 1 and 2", () => {
+    expect(clusterOf(pass)).toBe("default");
+    expect(clusterOf({ ...pass, cluster: "east" })).toBe("east");
+  });
+
+  it("keys one object's name in two clusters apart, and the default's as before", () => {
+    expect(messageKey(pass)).toBe("proxy/ns/a");
+    expect(messageKey({ ...pass, cluster: "default" })).toBe("proxy/ns/a");
+    expect(messageKey({ ...pass, cluster: "east" })).toBe("proxy/ns/a@east");
+    expect(messageKey({ ...job, cluster: "east" })).toBe("job:proxy/probe/0@east");
+    expect(messageKey({ ...pass, cluster: "east" })).not.toBe(messageKey({ ...pass, cluster: "west" }));
+  });
+
+  it("is under the MAC: a body signed for one cluster never verifies for another", async () => {
+    const mac = createMessageAuthenticator("k".repeat(32));
+    const objects = [{ apiVersion: "v1", kind: "X", metadata: { name: "p" } }];
+    const east = await mac.sign({ ...job, cluster: "east", job: { ...job.job, objects } });
+    expect(await mac.verify(east)).toBe(true);
+    expect(await mac.verify({ ...east, cluster: "west" })).toBe(false);
+    expect(await mac.verify({ ...east, cluster: undefined })).toBe(false);
+    const follow = await mac.sign({
+      ...pass,
+      cluster: "east",
+      trigger: { kind: "follow-up", reason: "waiting" },
+    });
+    expect(await mac.verify(follow)).toBe(true);
+    expect(await mac.verify({ ...follow, cluster: "west" })).toBe(false);
   });
 });

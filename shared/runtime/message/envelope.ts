@@ -6,15 +6,17 @@ import { hasBodies, hasSteeringReason, type MessageAuthenticator } from "./messa
  *
  * - 1 (releases up to 0.1.0 wrote no version, the same shape): a job travelled as a pass-shaped
  *   message with a `shard` and a request named `__shard-…`;
- * - 2: a message is a {@link PassMessage} or a {@link JobMessage} (`kind: "job"`, its `job`).
+ * - 2: a message is a {@link PassMessage} or a {@link JobMessage} (`kind: "job"`, its `job`);
+ * - 3: a message names its `cluster` (one deployment reconciles many); its MAC covers it.
  *
- * This release reads both; a version-1 job is read as the job it is ({@link openEnvelope}).
+ * This release reads all three; a version-1 job is read as the job it is, and a message of
+ * version 1 or 2 as the default cluster's ({@link openEnvelope}).
  *
  * Caveats: raise it only when a message of the new shape would be misread by the release before;
  * that release then leaves it on the queue (retried with backoff, then the dead-letter queue)
  * instead of half-understanding it.
  */
-export const ENVELOPE_VERSION = 2;
+export const ENVELOPE_VERSION = 3;
 
 /**
  * What a delivered queue body is. A message is either a **pass** (one reconcile pass for one key)
@@ -49,15 +51,22 @@ export function openEnvelope(body: unknown): Envelope {
   // No release before version 2 wrote a `kind`: a job that says it is one is read as one.
   if ((body as { kind?: unknown }).kind === "job") {
     const message = body as JobMessage;
+    const { cluster } = message as { cluster?: unknown };
+    if (cluster !== undefined && (v === undefined || v < 3 || typeof cluster !== "string"))
+      return { kind: "invalid" };
     return isJob(message.job) ? { kind: "job", message } : { kind: "invalid" };
   }
   if (v === undefined || v === 1) return openVersion1(body);
+  const { cluster } = body as { cluster?: unknown };
+  // Before version 3 no message named a cluster: one that does is read as no release wrote it.
+  if (cluster !== undefined && (v < 3 || typeof cluster !== "string")) return { kind: "invalid" };
   if (!isMessage(body) || (body.kind !== undefined && body.kind !== "pass")) return { kind: "invalid" };
   return { kind: "pass", message: body };
 }
 
 /** The previous releases' message: a pass, or a job as a pass-shaped message with `shard`. */
 function openVersion1(body: object): Envelope {
+  if ((body as { cluster?: unknown }).cluster !== undefined) return { kind: "invalid" };
   if (!isMessage(body) || (body.kind !== undefined && body.kind !== "pass")) return { kind: "invalid" };
   const {
     snapshot: _snapshot,
@@ -123,7 +132,10 @@ export function isMessage(body: unknown): body is PassMessage {
   );
 }
 
-/** `message` as this release sends it: its envelope version and the trace it belongs to. */
+/**
+ * `message` as this release sends it: its envelope version and the trace it belongs to (its
+ * cluster is the sending kubefn's, stamped as it goes out: `Core.outgoing`).
+ */
 export function sealed<M extends Message>(message: M, traceparent: string | undefined): M {
   return {
     ...message,

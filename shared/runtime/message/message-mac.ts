@@ -4,8 +4,9 @@
  * stands in for what kubefn listed.
  *
  * A message's bodies are the sweep's `listed` objects of a pass (with `listedAt`), a job's
- * objects, and a follow-up's reason (its `trigger`). A pass's `mac` is `v1.` + base64url(HMAC-SHA256(key, request, uid, trigger, listedAt,
- * listed)). A job's is a set: one MAC of its frame (controller, task, data, due) and one per object
+ * objects, and a follow-up's reason (its `trigger`). A pass's `mac` is `v1.` + base64url(HMAC-SHA256(key, cluster, request, uid, trigger, listedAt,
+ * listed)); the cluster is absent (not covered) only in messages of envelopes before version 3,
+ * which are the default cluster's, so a body signed for one cluster never verifies for another. A job's is a set: one MAC of its frame (cluster, controller, task, data, due) and one per object
  * (the frame and that object), so that a job cut into several to fit a queue (SQS's
  * 256 KB) keeps every piece verifiable without the key: a piece verifies when its frame's and each
  * of its objects' MACs are in the set. All over canonical JSON (keys sorted), so that a queue's
@@ -87,6 +88,7 @@ export function createMessageAuthenticator(key: string | Promise<string>): Messa
     );
   const passMac = (m: PassMessage) =>
     mac("kubefn-message-mac", {
+      cluster: m.cluster,
       request: m.request,
       uid: m.uid,
       trigger: m.trigger,
@@ -95,14 +97,15 @@ export function createMessageAuthenticator(key: string | Promise<string>): Messa
     });
   // The frame never covers the job's slot (version 1's request name): a version-1 job read as a
   // job verifies as it was signed.
-  const frameOf = (job: Job) => ({
+  const frameOf = (cluster: string | undefined, job: Job) => ({
+    cluster,
     controller: job.controller,
     task: job.task,
     data: job.data,
     due: job.due,
   });
-  const jobMacs = async (job: Job) => {
-    const frame = frameOf(job);
+  const jobMacs = async (cluster: string | undefined, job: Job) => {
+    const frame = frameOf(cluster, job);
     return {
       frame: await mac("kubefn-job-mac", { frame, object: null }),
       objects: await Promise.all(job.objects.map((object) => mac("kubefn-job-mac", { frame, object }))),
@@ -112,7 +115,7 @@ export function createMessageAuthenticator(key: string | Promise<string>): Messa
     async sign(message) {
       if (!hasBodies(message)) return message;
       if (message.kind === "job") {
-        const { frame, objects } = await jobMacs(message.job);
+        const { frame, objects } = await jobMacs(message.cluster, message.job);
         return { ...message, mac: [frame, ...objects] };
       }
       return { ...message, mac: await passMac(message) };
@@ -123,7 +126,7 @@ export function createMessageAuthenticator(key: string | Promise<string>): Messa
       if (message.kind === "job") {
         if (!Array.isArray(carried) || !carried.every((m) => typeof m === "string")) return false;
         const set = new Set(carried);
-        const { frame, objects } = await jobMacs(message.job);
+        const { frame, objects } = await jobMacs(message.cluster, message.job);
         return set.has(frame) && objects.every((m) => set.has(m));
       }
       return typeof carried === "string" && constantTimeEqual(carried, await passMac(message));

@@ -125,6 +125,8 @@ describe("a gce Proxy through the Node host", () => {
 
   it("deleting it waits for the VM to be gone before the finalizer goes", async () => {
     const since = (await auditEventsSince()).next;
+    // The VM takes its time to stop (until released below), whatever the machine's speed.
+    gce.holdStopping = true;
     await admin.delete(proxyResource, { namespace: ns, name: "vm" });
     // The API server's audit webhook points at the run's collector; hand the host the real
     // delete event, as the webhook would, instead of waiting for the drift resync.
@@ -136,6 +138,13 @@ describe("a gce Proxy through the Node host", () => {
       return held.metadata.deletionTimestamp ? held : undefined;
     });
     expect(stopping.metadata.finalizers).toContain("crawl.kubefn.dev/finalizer");
+    // Still held after kubefn has looked again (its follow-ups read the VM while it stops).
+    const reads = gce.calls.filter((c) => c.startsWith("GET")).length;
+    await eventually("kubefn reading the stopping VM again", async () =>
+      gce.calls.filter((c) => c.startsWith("GET")).length > reads ? true : undefined,
+    );
+    expect((await get("vm")).metadata.finalizers).toContain("crawl.kubefn.dev/finalizer");
+    gce.holdStopping = false;
     await eventually("the Proxy gone", async () => {
       try {
         await get("vm");

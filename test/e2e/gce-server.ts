@@ -21,6 +21,11 @@ export interface GceServer {
   inserted: Record<string, unknown>[];
   /** Requests refused for bad credentials (should stay empty). */
   authFailures: string[];
+  /**
+   * While true, a stopping instance stays STOPPING at every read (else it is gone at the next):
+   * a test sees what kubefn does while a VM takes its time to stop, however fast kubefn reads.
+   */
+  holdStopping: boolean;
   close(): Promise<void>;
 }
 
@@ -104,6 +109,8 @@ export async function startGceServer(
     ],
   });
 
+  // Read by the handler (holdStopping), assigned once the server listens.
+  let api: GceServer;
   const server = createServer((req, res) => {
     void (async () => {
       const u = new URL(req.url ?? "/", "http://localhost");
@@ -174,7 +181,7 @@ export async function startGceServer(
         const shown = view(instance);
         // The next read sees progress: a booting VM comes up, a stopping one is gone.
         if (instance.status === "PROVISIONING") instance.status = "RUNNING";
-        else if (instance.status === "STOPPING") instances.delete(name);
+        else if (instance.status === "STOPPING" && !api.holdStopping) instances.delete(name);
         return send(200, shown);
       }
       if (req.method === "DELETE") {
@@ -186,7 +193,7 @@ export async function startGceServer(
   });
   await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
   url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
-  return {
+  api = {
     url,
     credentials: JSON.stringify({
       type: "service_account",
@@ -199,6 +206,8 @@ export async function startGceServer(
     calls,
     inserted,
     authFailures,
+    holdStopping: false,
     close: () => new Promise<void>((resolve) => server.close(() => resolve())),
   };
+  return api;
 }

@@ -539,6 +539,8 @@ describe("kubefn on Cloudflare Workers (workerd, real API server)", () => {
     expect(ready.status?.providerID).toMatch(/^gce:\/\/kubefn-worker-e2e\/us-central1-a\/px-/);
     expect([...gce.instances.values()].map((i) => i.status)).toEqual(["RUNNING"]);
 
+    // The VM takes its time to stop (until released below), whatever the machine's speed.
+    gce.holdStopping = true;
     await kube.delete(proxyResource, { namespace, name: "px-gce" });
     expect((await relay(await getProxy("px-gce"), "MODIFIED")).status).toBe(202);
     let heldWhileStopping = false;
@@ -551,6 +553,7 @@ describe("kubefn on Cloudflare Workers (workerd, real API server)", () => {
             p.metadata.finalizers?.length
           ) {
             heldWhileStopping = true;
+            gce.holdStopping = false;
           }
           return undefined;
         } catch (err) {

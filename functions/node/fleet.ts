@@ -1,29 +1,19 @@
-import { hostname } from "node:os";
 import type { KubefnPorts } from "../../shared/app/index.ts";
 import {
   type ClusterDeclaration,
   clusterLog,
   clusterMetrics,
-  createKubefn,
-  createSweepLease,
   type FleetMember,
   fleetFetch,
   type Log,
-  messageKey,
   type PrometheusMetrics,
-  reconcileResults,
 } from "../../shared/app/index.ts";
-import { createNodeProber } from "../../shared/health/node-prober.ts";
 import type { ApiGuard } from "../../shared/kube/index.ts";
-import { guardedNodeKube } from "../../shared/kube/node.ts";
-import { connectDeclaredCluster, randomToken } from "./cluster.ts";
+import { connectDeclaredCluster } from "./cluster.ts";
 import type { NodeHostConfig } from "./config.ts";
 import { withoutObjectSeries } from "./object-series.ts";
-import { startSweeper } from "./sweeper.ts";
-import { WorkQueue } from "./work-queue.ts";
-
-/** Deliveries of one message before the Node host drops it, as a queue's `max_retries` + 1. */
-const MAX_DELIVERIES = 4;
+import { startReconciler } from "./reconciler.ts";
+import type { WorkQueue } from "./work-queue.ts";
 
 /** One declared cluster on the Node host: everything of its own. */
 export interface FleetCluster {
@@ -95,76 +85,20 @@ async function startCluster(
     ...(declared.relaySecret ? { relaySecret: declared.relaySecret } : {}),
   };
   const settings = { ...config.settings, ...credentials };
-  const { kc, tokenSource, namespace } = await connectDeclaredCluster(declared, config, log);
-  const { kube, invocationKube, apiFailing, guard } = guardedNodeKube(
-    kc,
+  const connection = await connectDeclaredCluster(declared, config, log);
+  const reconciler = startReconciler({
+    config,
     settings,
-    tokenSource,
-    config.kubeHttp,
-  );
-  const deliveries = new WeakMap<object, number>();
-  let consume: ReturnType<typeof createKubefn>["consume"] | undefined;
-  const queue: WorkQueue = new WorkQueue({
-    concurrency: settings.passConcurrency,
-    async handle(message, batch) {
-      const attempts = (deliveries.get(message) ?? 0) + 1;
-      const [verdict] = (await consume?.([{ body: message, attempts }], { batch })) ?? [];
-      if (!verdict || verdict.ack) return;
-      if (attempts >= MAX_DELIVERIES) {
-        log.error("message dropped after its last delivery; the sweep revisits the object", {
-          key: messageKey(message),
-          attempts,
-        });
-        return;
-      }
-      deliveries.set(message, attempts);
-      await queue.send([message], verdict.retryAfterSeconds);
-    },
-    onError: (err, message) => log.error("pass crashed", { key: messageKey(message), error: String(err) }),
-    metrics: clusterMetrics(hostMetrics, cluster),
-  });
-  const kubefn = createKubefn(settings, {
-    cluster,
-    kube,
-    invocationKube,
-    apiFailing,
-    queue,
-    inProcessQueue: true,
-    prober: createNodeProber(),
+    connection,
     log,
     metrics,
-    ...shared,
+    queueMetrics: clusterMetrics(hostMetrics, cluster),
+    ports: { cluster, ...shared },
   });
-  consume = kubefn.consume;
-  for (const controller of kubefn.controllers) {
-    for (const result of reconcileResults)
-      metrics.count("controller_runtime_reconcile_total", { controller, result }, 0);
-    metrics.count("controller_runtime_reconcile_errors_total", { controller }, 0);
-  }
-  const lease = config.sweepLease
-    ? createSweepLease({
-        kube,
-        namespace: config.sweepLease.namespace ?? namespace ?? "kubefn-system",
-        name: config.sweepLease.name,
-        holder: `${hostname()}-${randomToken().slice(0, 8)}`,
-        durationSeconds: 2 * settings.sweepPeriodSeconds,
-        log,
-        metrics,
-      })
-    : undefined;
-  const sweeper = startSweeper((full) => kubefn.sweep({ full }), settings.sweepPeriodSeconds, log, lease);
-  log.info("reconciling cluster", { server: kc.getCurrentCluster()?.server });
+  log.info("reconciling cluster", { server: connection.kc.getCurrentCluster()?.server });
+  const { kubefn, queue, guard, sweep, stop } = reconciler;
   return {
     member: { cluster, kubefn, credentials },
-    cluster: {
-      cluster,
-      queue,
-      guard,
-      sweep: sweeper.sweep,
-      async stop() {
-        await sweeper.stop();
-        await queue.close();
-      },
-    },
+    cluster: { cluster, queue, guard, sweep, stop },
   };
 }

@@ -1,32 +1,17 @@
-import { hostname } from "node:os";
-import {
-  createKubefn,
-  createSweepLease,
-  issuerRoutes,
-  type Kubefn,
-  type Log,
-  messageKey,
-  PrometheusMetrics,
-  reconcileResults,
-} from "../../shared/app/index.ts";
-import { createNodeProber } from "../../shared/health/node-prober.ts";
-import { guardedNodeKube } from "../../shared/kube/node.ts";
+import { issuerRoutes, type Log, PrometheusMetrics } from "../../shared/app/index.ts";
 import { readManifestDirectory } from "../../shared/kube/node-manifests.ts";
 import { connectCluster, randomToken } from "./cluster.ts";
 import type { NodeHostConfig } from "./config.ts";
 import type { Devcluster } from "./dev/index.ts";
 import { type FleetCluster, startFleet } from "./fleet.ts";
 import { withoutObjectSeries } from "./object-series.ts";
+import { startReconciler } from "./reconciler.ts";
 import { type HostParts, hostApp, listen, metricsApp } from "./server.ts";
 import { startSpanExport } from "./span-export.ts";
 import { cloudEventsStateChanges } from "./state-changes.ts";
-import { startSweeper } from "./sweeper.ts";
-import { WorkQueue } from "./work-queue.ts";
+import type { WorkQueue } from "./work-queue.ts";
 
 export type { NodeHostConfig };
-
-/** Deliveries of one message before the Node host drops it, as a queue's `max_retries` + 1. */
-const MAX_DELIVERIES = 4;
 
 export interface NodeHost {
   url: string;
@@ -126,83 +111,36 @@ export async function startNodeHost(config: NodeHostConfig, log: Log): Promise<N
     settings.auditToken,
     log,
   );
-  // Each pass is an invocation of its own (its own request budget); the passes of one queue send
-  // (an intake batch, a sweep shard) share reads, as a platform's queue batch does (`batch`).
-  // A retried message is sent again as the same object: its deliveries are counted by identity.
-  const deliveries = new WeakMap<object, number>();
-  let consume: Kubefn["consume"] | undefined;
-  const queue: WorkQueue = new WorkQueue({
-    concurrency: settings.passConcurrency,
-    async handle(message, batch) {
-      const attempts = (deliveries.get(message) ?? 0) + 1;
-      const [verdict] = (await consume?.([{ body: message, attempts }], { batch })) ?? [];
-      if (!verdict || verdict.ack) return;
-      if (attempts >= MAX_DELIVERIES) {
-        log.error("message dropped after its last delivery; the sweep revisits the object", {
-          key: messageKey(message),
-          attempts,
-        });
-        return;
-      }
-      deliveries.set(message, attempts);
-      await queue.send([message], verdict.retryAfterSeconds);
-    },
-    onError: (err, message) => log.error("pass crashed", { key: messageKey(message), error: String(err) }),
-    metrics,
-  });
-  const { kube, invocationKube, apiFailing, guard } = guardedNodeKube(
-    kc,
-    settings,
-    tokenSource,
-    config.kubeHttp,
-  );
-  const kubefn = createKubefn(settings, {
-    kube,
-    invocationKube,
-    apiFailing,
+  const {
+    kubefn,
     queue,
-    // The work queue takes only this process's own sends: its sweep's bodies need no MAC.
-    inProcessQueue: true,
-    prober: createNodeProber(),
+    guard,
+    sweep,
+    stop: stopReconciler,
+  } = startReconciler({
+    config,
+    settings,
+    connection: { kc, ...(tokenSource ? { tokenSource } : {}), ...(namespace ? { namespace } : {}) },
     log,
     metrics: config.metricsPerObject ? metrics : withoutObjectSeries(metrics),
-    ...(spanExport ? { spans: spanExport.spans } : {}),
-    ...(config.stateChanges ? { stateChanges: cloudEventsStateChanges(config.stateChanges) } : {}),
-    operatorOptions,
+    queueMetrics: metrics,
+    ports: {
+      ...(spanExport ? { spans: spanExport.spans } : {}),
+      ...(config.stateChanges ? { stateChanges: cloudEventsStateChanges(config.stateChanges) } : {}),
+      operatorOptions,
+    },
   });
-  // Each controller's reconcile series from 0, as controller-runtime starts them: a counter that
-  // first appears at 1 loses that first increase to rate().
-  for (const controller of kubefn.controllers) {
-    for (const result of reconcileResults)
-      metrics.count("controller_runtime_reconcile_total", { controller, result }, 0);
-    metrics.count("controller_runtime_reconcile_errors_total", { controller }, 0);
-  }
-  consume = kubefn.consume;
   parts = { kubefn, queue, guard };
   log.info("listening", { url, intake: `${url}/v1/events`, metrics: `${url}/metrics` });
-  // Replicas: one holder of the sweep Lease sweeps (and so probes) each period; see sweep-lease.ts.
-  const lease = config.sweepLease
-    ? createSweepLease({
-        kube,
-        namespace: config.sweepLease.namespace ?? namespace ?? "kubefn-system",
-        name: config.sweepLease.name,
-        holder: `${hostname()}-${randomToken().slice(0, 8)}`,
-        durationSeconds: 2 * settings.sweepPeriodSeconds,
-        log,
-        metrics,
-      })
-    : undefined;
-  const sweeper = startSweeper((full) => kubefn.sweep({ full }), settings.sweepPeriodSeconds, log, lease);
   return {
     url,
     ...(metricsListener ? { metricsUrl: metricsListener.url } : {}),
     queue,
     metrics,
     ...(devcluster ? { devcluster } : {}),
-    sweep: sweeper.sweep,
+    sweep,
     async stop() {
-      await sweeper.stop();
-      await queue.close();
+      await stopReconciler();
       // After the last pass: its span is sent before the process exits.
       await spanExport?.shutdown();
       await close();

@@ -77,6 +77,19 @@ unlinkd_program ${unpacked}/usr/lib/squid/unlinkd
     child.stderr?.on("data", seen);
     child.once("exit", (code) => reject(new Error(`squid exited (${code}):\n${output}`)));
   });
+  // squid logs "Accepting" as it opens the port: under load a first connection can still be
+  // refused a moment later. Ready once a connection is taken.
+  for (let tries = 0; ; tries++) {
+    const taken = await new Promise<boolean>((resolve) => {
+      const socket = net.connect(port, "127.0.0.1");
+      socket.once("connect", () => resolve(true));
+      socket.once("error", () => resolve(false));
+    }).then((ok) => ok);
+    if (taken) break;
+    if (tries >= 100)
+      throw new Error(`squid logged that it accepts connections, but refuses them:\n${output}`);
+    await new Promise((r) => setTimeout(r, 100));
+  }
 }, 120_000);
 
 afterAll(async () => {

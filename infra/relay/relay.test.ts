@@ -72,7 +72,10 @@ describe("createRelay", () => {
     relay.start();
     await expect.poll(() => batches.flat().length, { timeout: 10_000 }).toBe(3);
     expect(batches).toEqual([["a"], ["b"], ["c"]]);
-    expect(relay.metrics.value("kubefn_relay_delivered_events_total")).toBe(3);
+    // The server has the last batch before the relay has its answer: counted once it has.
+    await expect
+      .poll(() => relay.metrics.value("kubefn_relay_delivered_events_total"), { timeout: 10_000 })
+      .toBe(3);
     await relay.stop();
   });
 

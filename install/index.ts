@@ -12,6 +12,7 @@ export {
   type InstallProfile,
   inClusterIntakeUrl,
   installObjects,
+  isImageField,
   kubefnImageRepository,
   kustomizeObjects,
   type Manifest,

@@ -70,6 +70,15 @@ export function kustomizeObjects(dir: string): Manifest[] {
   return kept;
 }
 
+/**
+ * Whether `o[key]` names a kubefn image: an `image:` field, or the value of a container's
+ * environment variable that names one (PROXY_POD_IMAGE, the forward proxy's image).
+ */
+export function isImageField(o: Record<string, unknown>, key: string, value: unknown): value is string {
+  if (typeof value !== "string" || !value.startsWith(kubefnImageRepository)) return false;
+  return key === "image" || (key === "value" && typeof o.name === "string");
+}
+
 /** Replaces the tag of every kubefn image (`ghcr.io/kubefn/<name>:<tag>`) in place with `version`. */
 export function pinImages(objects: Manifest[], version: string): string[] {
   const pinned: string[] = [];
@@ -78,7 +87,7 @@ export function pinImages(objects: Manifest[], version: string): string[] {
     else if (node && typeof node === "object") {
       const o = node as Record<string, unknown>;
       for (const [key, value] of Object.entries(o)) {
-        if (key === "image" && typeof value === "string" && value.startsWith(kubefnImageRepository)) {
+        if (isImageField(o, key, value)) {
           const repository = value.replace(/[@:][^/]*$/, "");
           o[key] = `${repository}:${version}`;
           pinned.push(o[key] as string);

@@ -266,6 +266,12 @@ const operatorRows: Row<keyof typeof operatorVariables>[] = [
       "comma-separated images a Managed Proxy may name in `spec.instance.image` (a trailing `*` matches by prefix, `*` alone anything); naming none (the provider's default) is always allowed; the pod provider's Pods are admitted only with images the ConfigMap `kubefn-system/kubefn-proxy-images` lists (same syntax)",
   },
   {
+    names: ["PROXY_POD_IMAGE"],
+    unset: "`ghcr.io/kubefn/forward-proxy:<this release>`",
+    meaning:
+      "the image of a pod-provider instance whose Proxy names none; the release's host.yaml, chart, Worker settings and Lambda template set it pinned by digest. Listed in `kubefn-proxy-images` by an installing host; elsewhere list it there yourself when it is not kubefn's",
+  },
+  {
     names: ["PROXY_ALLOWED_MACHINE_TYPES"],
     unset: defaultInstanceAllowList.machineTypes.map(tick).join(", "),
     meaning: "the same for `spec.instance.machineType`; a Proxy may name only a zone of `GCE_ZONES`",

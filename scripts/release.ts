@@ -53,7 +53,6 @@ import {
   imagesList,
   nameOf,
   releaseTemplate,
-  UNREFERENCED_IMAGES,
   zip,
 } from "./release/index.ts";
 
@@ -250,7 +249,7 @@ export async function releaseImages(version: string, helm: string): Promise<Imag
     // Every process the chart can run: the host and the relay.
     await chartObjects(helm, ["--set", "host.enabled=true,relay.enabled=true"]),
   ]);
-  return imageBuilds([...refs, ...UNREFERENCED_IMAGES.map((r) => `${r}:${version}`)], version);
+  return imageBuilds(refs, version);
 }
 
 /**

@@ -39,6 +39,21 @@ describe("the allow-lists a host that installs kubefn writes from its settings",
         "kubefn-site-images host-metalman=registry.example/unbounded/metalman:v1.2",
       ],
     ],
+    [
+      "PROXY_POD_IMAGE: the image the pod provider runs is admitted too",
+      {
+        PROXY_ALLOWED_IMAGES: "registry.example/proxy:*",
+        PROXY_POD_IMAGE: "mirror.example/forward-proxy:1.0",
+      },
+      [
+        "kubefn-proxy-images host-0=registry.example/proxy:*",
+        "kubefn-proxy-images pod-image=mirror.example/forward-proxy:1.0",
+        "kubefn-subpool-limits cpu=2",
+        "kubefn-subpool-limits memory=4Gi",
+        "kubefn-site-images host-machina=ghcr.io/unbounded-cloud/machina:latest",
+        "kubefn-site-images host-metalman=ghcr.io/unbounded-cloud/metalman:latest",
+      ],
+    ],
   ])("%s", (_, env, expected) => {
     expect(entries(env)).toEqual(expected);
   });

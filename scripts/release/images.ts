@@ -6,7 +6,7 @@
  * and writes dist/images.txt with the digests still open; `--push` runs them with `--push` and
  * fills each digest from the build's metadata (buildx) or the pushed manifest (podman).
  */
-import { kubefnImageRepository } from "../../install/index.ts";
+import { isImageField, kubefnImageRepository } from "../../install/index.ts";
 
 /**
  * How each kubefn image repository is built: its Containerfile, with the repository root as the
@@ -19,12 +19,6 @@ export const IMAGE_BUILDS: Readonly<Record<string, string>> = {
   [`${kubefnImageRepository}forward-proxy`]: "infra/forward-proxy/Containerfile",
 };
 
-/**
- * kubefn images no manifest names but the release ships: the forward proxy a Managed Proxy on the
- * kubernetes provider runs when its spec names no image (examples/proxy-managed.yaml).
- */
-export const UNREFERENCED_IMAGES: readonly string[] = [`${kubefnImageRepository}forward-proxy`];
-
 /** One image of the release and how it is built. */
 export interface ImageBuild {
   /** `ghcr.io/kubefn/<name>:<version>`. */
@@ -36,14 +30,17 @@ export interface ImageBuild {
 
 export type ContainerTool = "docker" | "podman";
 
-/** Every kubefn image reference (`image:` fields under ghcr.io/kubefn/) in `objects`, sorted, once each. */
+/**
+ * Every kubefn image reference in `objects` (`image:` fields, and environment variables naming one:
+ * PROXY_POD_IMAGE), sorted, once each.
+ */
 export function imageRefs(objects: unknown): string[] {
   const refs = new Set<string>();
   const visit = (node: unknown): void => {
     if (Array.isArray(node)) node.forEach(visit);
     else if (node && typeof node === "object") {
       for (const [key, value] of Object.entries(node)) {
-        if (key === "image" && typeof value === "string" && value.startsWith(kubefnImageRepository)) {
+        if (isImageField(node as Record<string, unknown>, key, value)) {
           refs.add(value);
         } else visit(value);
       }

@@ -22,6 +22,7 @@
  */
 import { execFile } from "node:child_process";
 import { createHash } from "node:crypto";
+import { existsSync } from "node:fs";
 import { mkdir, mkdtemp, readdir, readFile, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -54,14 +55,15 @@ export function readDigests(imagesTxt: string): Map<string, string> {
 }
 
 /**
- * `text` (a YAML stream) with every `image: <ref>` of `digests` pinned as `<ref>@<digest>`.
+ * `text` (a YAML stream) with every `image: <ref>` of `digests`, and every environment variable's
+ * `value: <ref>` (PROXY_POD_IMAGE), pinned as `<ref>@<digest>`.
  *
  * @throws when a kubefn image (`ghcr.io/kubefn/…`) in `text` has no digest: a release never ships
  * one by tag alone.
  */
 export function pinManifest(text: string, digests: ReadonlyMap<string, string>): string {
   return text.replace(
-    /^(\s*(?:- )?image:\s*)(["']?)(ghcr\.io\/kubefn\/[^\s"'@]+)\2\s*$/gm,
+    /^(\s*(?:- )?(?:image|value):\s*)(["']?)(ghcr\.io\/kubefn\/[^\s"'@]+)\2\s*$/gm,
     (_, lead, q, ref) => {
       const digest = digests.get(ref);
       if (!digest) throw new Error(`${ref} has no digest to pin`);
@@ -91,7 +93,39 @@ export function pinChartValues(
       throw new Error(`the chart's values have no ${key}.image.digest`);
     doc.setIn([key, "image", "digest"], digest);
   }
+  if (!doc.hasIn(["settings", "values", "PROXY_POD_IMAGE"]))
+    throw new Error("the chart's values have no settings.values.PROXY_POD_IMAGE");
+  doc.setIn(["settings", "values", "PROXY_POD_IMAGE"], forwardProxyPinned(digests, version));
   return doc.toString();
+}
+
+/** `ghcr.io/kubefn/forward-proxy:<version>@<digest>`: PROXY_POD_IMAGE as the release pins it. */
+export function forwardProxyPinned(digests: ReadonlyMap<string, string>, version: string): string {
+  const ref = `ghcr.io/kubefn/forward-proxy:${version}`;
+  const digest = digests.get(ref);
+  if (!digest) throw new Error(`${ref} has no digest to pin PROXY_POD_IMAGE to`);
+  return `${ref}@${digest}`;
+}
+
+/** The SAM template with the ProxyPodImage Parameter's default pinned (its comments kept). */
+export function pinTemplate(template: string, digests: ReadonlyMap<string, string>, version: string): string {
+  const doc = parseDocument(template);
+  if (!doc.hasIn(["Parameters", "ProxyPodImage"])) throw new Error("the SAM template has no ProxyPodImage");
+  doc.setIn(["Parameters", "ProxyPodImage", "Default"], forwardProxyPinned(digests, version));
+  return doc.toString();
+}
+
+/** The Worker's wrangler.toml with PROXY_POD_IMAGE pinned in its [vars]. */
+export function pinWorkerConfig(
+  config: string,
+  digests: ReadonlyMap<string, string>,
+  version: string,
+): string {
+  if (!/^\[vars\]$/m.test(config)) throw new Error("wrangler.toml has no [vars]");
+  const line = `PROXY_POD_IMAGE = "${forwardProxyPinned(digests, version)}"`;
+  return /^PROXY_POD_IMAGE = .*$/m.test(config)
+    ? config.replace(/^PROXY_POD_IMAGE = .*$/m, line)
+    : config.replace(/^\[vars\]$/m, `[vars]\n${line}`);
 }
 
 /** The build of every image, for both platforms, pushed, its digest written to the metadata file. */
@@ -181,7 +215,9 @@ export function publishPlan(opts: {
   ];
 }
 
-/** Pins dist/'s host.yaml, relay.yaml and the chart to `digests`, repackaging the chart; SHA256SUMS again. */
+/**
+ * Pins dist/'s host.yaml, relay.yaml, the chart, and PROXY_POD_IMAGE of the SAM template and the
+ * Worker's wrangler.toml to `digests`, repackaging the chart; SHA256SUMS again. */
 export async function pinRelease(opts: {
   out: string;
   version: string;
@@ -194,6 +230,16 @@ export async function pinRelease(opts: {
     const path = join(out, f);
     await writeFile(path, pinManifest(await readFile(path, "utf8"), digests));
     written.push(f);
+  }
+  const template = join(out, "aws/template.yaml");
+  if (existsSync(template)) {
+    await writeFile(template, pinTemplate(await readFile(template, "utf8"), digests, version));
+    written.push("aws/template.yaml");
+  }
+  const wrangler = join(out, "cloudflare/wrangler.toml");
+  if (existsSync(wrangler)) {
+    await writeFile(wrangler, pinWorkerConfig(await readFile(wrangler, "utf8"), digests, version));
+    written.push("cloudflare/wrangler.toml");
   }
   const tgz = join(out, `kubefn-${version}.tgz`);
   const work = await mkdtemp(join(tmpdir(), "kubefn-chart-"));

@@ -97,6 +97,16 @@ describe.each(platforms)("operator settings on %s", (_, parse) => {
     });
   });
 
+  it("PROXY_POD_IMAGE: the pod provider's image when a Proxy names none, an image reference or refused", () => {
+    const pinned = `ghcr.io/kubefn/forward-proxy:0.2.0@sha256:${"a".repeat(64)}`;
+    const set = parse({ PROXY_POD_IMAGE: pinned }).operators as { proxy: { podImage?: string } };
+    expect(set.proxy.podImage).toBe(pinned);
+    expect((parse({}).operators as { proxy: { podImage?: string } }).proxy.podImage).toBeUndefined();
+    expect(() => parse({ PROXY_POD_IMAGE: "forward proxy:latest" })).toThrow(
+      /PROXY_POD_IMAGE must be an image reference/,
+    );
+  });
+
   it("the Site namespace follows the operator's own (its ServiceAccount's) unless set", () => {
     const selfVar = _ === "Node host" ? "KUBEFN_SELF_USERNAMES" : "SELF_USERNAMES";
     const own = parse({ [selfVar]: "system:serviceaccount:platform-ops:kubefn" }).operators as {

@@ -104,6 +104,7 @@ export {
   apiVersionOf,
   dnsLabel,
   dnsSubdomain,
+  imageReference,
   isNamespaceName,
   isObjectName,
   keyOf,

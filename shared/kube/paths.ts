@@ -67,6 +67,12 @@ export function isObjectName(name: string): boolean {
 
 /** A DNS-1123 label: namespace names, most other names within a namespace. */
 export const dnsLabel = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/;
+
+const imagePathComponent = "[a-z0-9]+(?:(?:[._]|__|-+)[a-z0-9]+)*";
+/** A container image reference: `[registry[:port]/]path[:tag][@sha256:<digest>]`. */
+export const imageReference = new RegExp(
+  `^(?:[a-zA-Z0-9](?:[a-zA-Z0-9.-]*[a-zA-Z0-9])?(?::[0-9]+)?/)?${imagePathComponent}(?:/${imagePathComponent})*(?::[A-Za-z0-9_][A-Za-z0-9_.-]{0,127})?(?:@sha256:[a-f0-9]{64})?$`,
+);
 /** A DNS-1123 subdomain: object names of most kinds, API groups, label key prefixes, hostnames. */
 export const dnsSubdomain = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$/;
 

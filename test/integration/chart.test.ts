@@ -324,6 +324,37 @@ describe("helm template", () => {
     expect(r.stderr).toMatch(/quantities must match/);
   });
 
+  it("sets the host's PROXY_POD_IMAGE from settings.values (the released chart's, pinned), else the appVersion's forward proxy", async () => {
+    const env = async (...args: string[]) => {
+      const r = await runHelm([
+        "template",
+        "kubefn",
+        chart,
+        "--kube-version",
+        kubeVersion,
+        "--set",
+        "host.enabled=true",
+        ...args,
+      ]);
+      expect(r.code, r.stderr).toBe(0);
+      const host = objectsOf(r.stdout).find((o) => o.kind === "Deployment" && o.metadata.name === "kubefn") as
+        | (Manifest & {
+            spec: {
+              template: { spec: { containers: Array<{ env?: Array<{ name: string; value?: string }> }> } };
+            };
+          })
+        | undefined;
+      return host?.spec.template.spec.containers[0]?.env?.filter((e) => e.name === "PROXY_POD_IMAGE");
+    };
+    expect(await env()).toEqual([
+      { name: "PROXY_POD_IMAGE", value: `ghcr.io/kubefn/forward-proxy:${version}` },
+    ]);
+    const pinned = `ghcr.io/kubefn/forward-proxy:${version}@sha256:${"b".repeat(64)}`;
+    expect(await env("--set", `settings.values.PROXY_POD_IMAGE=${pinned}`)).toEqual([
+      { name: "PROXY_POD_IMAGE", value: pinned },
+    ]);
+  });
+
   it("renders an in-cluster host of files/host/ pinned to the version, with the settings when on, and the OTLP endpoint when set", async () => {
     const dir = mkdtempSync(join(tmpdir(), "kubefn-chart-"));
     onTestFinished(() => rmSync(dir, { recursive: true, force: true }));

@@ -15,6 +15,7 @@ import {
   multiArchBuilds,
   pinChartValues,
   pinManifest,
+  pinWorkerConfig,
   publishPlan,
   readDigests,
 } from "../../scripts/release/publish.ts";
@@ -55,6 +56,11 @@ describe("pinning", () => {
     ["image: ghcr.io/kubefn/relay:V", `image: ghcr.io/kubefn/relay:V@${relayDigest}`],
     ['  - image: "ghcr.io/kubefn/kubefn:V"', `  - image: "ghcr.io/kubefn/kubefn:V@${kubefnDigest}"`],
     ["image: ghcr.io/unbounded-cloud/machina:latest", "image: ghcr.io/unbounded-cloud/machina:latest"],
+    // PROXY_POD_IMAGE in host.yaml's environment.
+    [
+      "              value: ghcr.io/kubefn/forward-proxy:V",
+      `              value: ghcr.io/kubefn/forward-proxy:V@${forwardProxyDigest}`,
+    ],
   ])("%s", (line, pinned) => {
     expect(pinManifest(line.replace("V", version), digests)).toBe(pinned.replace("V", version));
   });
@@ -72,7 +78,19 @@ describe("pinning", () => {
     };
     expect(v.host.image.digest).toBe(kubefnDigest);
     expect(v.relay.image.digest).toBe(relayDigest);
+    expect(
+      (v as unknown as { settings: { values: Record<string, string> } }).settings.values.PROXY_POD_IMAGE,
+    ).toBe(`ghcr.io/kubefn/forward-proxy:${version}@${forwardProxyDigest}`);
     expect(pinned).toContain("# The in-cluster watch relay");
+  });
+
+  it("sets PROXY_POD_IMAGE in the Worker's [vars], once", () => {
+    const pinnedRef = `ghcr.io/kubefn/forward-proxy:${version}@${forwardProxyDigest}`;
+    const config = 'name = "kubefn"\n\n[vars]\nKUBE_SERVER = "https://kube.example.com"\n';
+    const once = pinWorkerConfig(config, digests, version);
+    expect(once).toContain(`[vars]\nPROXY_POD_IMAGE = "${pinnedRef}"\nKUBE_SERVER`);
+    expect(pinWorkerConfig(once, digests, version)).toBe(once);
+    expect(() => pinWorkerConfig('name = "kubefn"\n', digests, version)).toThrow(/no \[vars\]/);
   });
 
   it("builds every image for amd64 and arm64, pushed, its digest recorded", () => {
@@ -166,6 +184,14 @@ describe("a tag's dry run", () => {
     expect(await readFile(join(out, "host.yaml"), "utf8")).toContain(
       `image: ghcr.io/kubefn/kubefn:${version}@${kubefnDigest}`,
     );
+    // The forward proxy the pod provider runs when a Proxy names none: pinned on every platform.
+    const forwardProxy = `ghcr.io/kubefn/forward-proxy:${version}@${forwardProxyDigest}`;
+    expect(await readFile(join(out, "host.yaml"), "utf8")).toContain(`value: ${forwardProxy}`);
+    // CloudFormation's short tags (!Ref, …) are read as the plain values they tag.
+    const template = parseYaml(await readFile(join(out, "aws/template.yaml"), "utf8"), {
+      logLevel: "error",
+    }) as { Parameters: Record<string, { Default?: string }> };
+    expect(template.Parameters.ProxyPodImage?.Default).toBe(forwardProxy);
     const rendered = await run(
       await helmBinary(),
       [

@@ -49,10 +49,11 @@ describe("the release's images", () => {
       expect(splitRef(ref).tag, ref).toBe(version);
     }
     expect(builds.map((b) => b.ref)).toEqual([
+      // The Managed example's forward proxy: host.yaml's PROXY_POD_IMAGE, the default image of
+      // the kubernetes provider's Pods.
+      `ghcr.io/kubefn/forward-proxy:${version}`,
       `ghcr.io/kubefn/kubefn:${version}`,
       `ghcr.io/kubefn/relay:${version}`,
-      // The Managed example's forward proxy: the default image of the kubernetes provider's Pods.
-      `ghcr.io/kubefn/forward-proxy:${version}`,
     ]);
     expect(`${defaultPodImage.slice(0, defaultPodImage.lastIndexOf(":"))}`).toBe(
       "ghcr.io/kubefn/forward-proxy",
@@ -116,15 +117,15 @@ describe("the release's images", () => {
       { cwd: root },
     );
     expect(stdout.split("\n").filter((l) => l.startsWith("docker "))).toEqual([
+      `docker buildx build --file infra/forward-proxy/Containerfile --tag ghcr.io/kubefn/forward-proxy:${version} .`,
       `docker buildx build --file infra/host/Containerfile --tag ghcr.io/kubefn/kubefn:${version} .`,
       `docker buildx build --file infra/relay/Dockerfile --tag ghcr.io/kubefn/relay:${version} .`,
-      `docker buildx build --file infra/forward-proxy/Containerfile --tag ghcr.io/kubefn/forward-proxy:${version} .`,
     ]);
     expect(stdout).toMatch(/^# dry run: /m);
     expect(readFileSync(join(out, "images.txt"), "utf8").trim().split("\n").slice(1)).toEqual([
+      `ghcr.io/kubefn/forward-proxy:${version}  infra/forward-proxy/Containerfile  (not pushed)`,
       `ghcr.io/kubefn/kubefn:${version}  infra/host/Containerfile  (not pushed)`,
       `ghcr.io/kubefn/relay:${version}  infra/relay/Dockerfile  (not pushed)`,
-      `ghcr.io/kubefn/forward-proxy:${version}  infra/forward-proxy/Containerfile  (not pushed)`,
     ]);
   }, 120_000);
 });

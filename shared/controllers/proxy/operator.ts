@@ -30,19 +30,26 @@ export const proxyOperator = defineOperator({
   metricFamilies: proxyMetricFamilies,
   allowLists: {
     names: ["kubefn-proxy-images"],
-    // The images of PROXY_ALLOWED_IMAGES.
-    entries: (settings) =>
-      settings.instanceAllowList.images.map((value, i) => ({
+    // The images of PROXY_ALLOWED_IMAGES, and PROXY_POD_IMAGE, which the pod provider runs.
+    entries: (settings) => [
+      ...settings.instanceAllowList.images.map((value, i) => ({
         list: "kubefn-proxy-images",
         key: `host-${i}`,
         value,
       })),
+      ...(settings.podImage
+        ? [{ list: "kubefn-proxy-images", key: "pod-image", value: settings.podImage }]
+        : []),
+    ],
   },
   build(settings, opts) {
     // Built once: its token source caches the access token across passes.
     const gce = gceProvider(settings?.gce, opts.fetch);
     const providersFor = (kube: Kube): ProvidersByName => ({
-      kubernetes: createKubernetesProvider({ kube }),
+      kubernetes: createKubernetesProvider({
+        kube,
+        ...(settings?.podImage ? { defaultImage: settings.podImage } : {}),
+      }),
       ...(gce ? { gce } : {}),
       ...opts.providers?.(kube),
     });

@@ -5,6 +5,7 @@
 
 import { parseServiceAccountKey, type ServiceAccountKey } from "../../credentials/index.ts";
 import { emptyProbeAllowList, type ProbeAllowList, parseProbeAllowList } from "../../health/index.ts";
+import { imageReference } from "../../kube/index.ts";
 import * as z from "../../zod/index.ts";
 import type { OperatorSettingsDeclaration } from "../operator.ts";
 import { defaultInstanceAllowList, type InstanceAllowList } from "./allow-list.ts";
@@ -34,6 +35,13 @@ export const proxyVariables = {
   GCE_NETWORK_TAGS: z.optional(z.commaList),
   /** Images a Managed Proxy may name (comma-separated; a trailing `*` matches by prefix, `*` alone any). */
   PROXY_ALLOWED_IMAGES: z.optional(z.commaList),
+  /**
+   * The image of a pod-provider instance whose Proxy names none; this release's forward proxy by
+   * default. The release's manifests set it pinned by digest.
+   */
+  PROXY_POD_IMAGE: z.optional(
+    z.string().check(z.regex(imageReference, "PROXY_POD_IMAGE must be an image reference")),
+  ),
   /** Machine types a Managed Proxy may name, as PROXY_ALLOWED_IMAGES. */
   PROXY_ALLOWED_MACHINE_TYPES: z.optional(z.commaList),
   /**
@@ -70,6 +78,8 @@ export interface ProxySettings {
   gce?: GceSettings;
   /** PROXY_RESYNC_SECONDS: the drift poll of Proxies; the controller's default when unset. */
   resyncSeconds?: number;
+  /** PROXY_POD_IMAGE: the pod provider's image when a Proxy names none. */
+  podImage?: string;
 }
 
 /** The network tag of proxy VMs when GCE_NETWORK_TAGS is unset. */
@@ -131,6 +141,7 @@ export const proxySettings: OperatorSettingsDeclaration<typeof proxyVariables, P
         probeAllowList: probeAllow.allowList ?? emptyProbeAllowList,
         ...(gce ? { gce } : {}),
         ...(e.PROXY_RESYNC_SECONDS ? { resyncSeconds: e.PROXY_RESYNC_SECONDS } : {}),
+        ...(e.PROXY_POD_IMAGE ? { podImage: e.PROXY_POD_IMAGE } : {}),
       },
     };
   },

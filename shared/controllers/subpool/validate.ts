@@ -4,7 +4,7 @@
  * creates nothing.
  */
 
-import { dnsLabel, milliValue } from "../../kube/index.ts";
+import { dnsLabel, imageReference, milliValue } from "../../kube/index.ts";
 import {
   ExposureMode,
   SubPoolReason as Reason,
@@ -58,12 +58,6 @@ export type Validation =
       aboveEnvelope?: { cpu: string; memory: string };
     }
   | { ok: false; reason: SubPoolReason; message: string };
-
-const pathComponent = "[a-z0-9]+(?:(?:[._]|__|-+)[a-z0-9]+)*";
-/** A container image reference: [registry[:port]/]path[:tag][@digest]. */
-const imageReference = new RegExp(
-  `^(?:[a-zA-Z0-9](?:[a-zA-Z0-9.-]*[a-zA-Z0-9])?(?::[0-9]+)?/)?${pathComponent}(?:/${pathComponent})*(?::[A-Za-z0-9_][A-Za-z0-9_.-]{0,127})?(?:@sha256:[a-f0-9]{64})?$`,
-);
 
 /**
  * Validates a SubPool against the operator configuration, in the seed's order: Gateway

@@ -1,4 +1,5 @@
 import { describe, expect, it } from "vitest";
+import packageJson from "../../../../package.json" with { type: "json" };
 import {
   AlreadyExistsError,
   ForbiddenError,
@@ -36,6 +37,13 @@ const baseReq: CreateRequest = {
   instance: {},
   tags: ownerTags(uid),
 };
+
+describe("the default image", () => {
+  it("is this release's forward proxy by tag, never :latest", () => {
+    const version = (packageJson as { version: string }).version;
+    expect(defaultPodImage).toBe(`ghcr.io/kubefn/forward-proxy:${version}`);
+  });
+});
 
 describe("buildPod", () => {
   it.each<{ name: string; req: CreateRequest; check: (pod: Pod) => void }>([

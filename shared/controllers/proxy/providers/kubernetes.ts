@@ -1,6 +1,7 @@
 import { errorMessage } from "../../../guards/index.ts";
 import type { Kube, KubeObject, ObjectMeta, Resource } from "../../../kube/index.ts";
 import { classifyError, isAlreadyExists, isConflict, isNotFound, Resources } from "../../../kube/index.ts";
+import { releaseImage } from "../../../release.ts";
 import {
   adoptExisting,
   type CreateRequest,
@@ -25,8 +26,11 @@ export const secretResource: Resource = Resources.Secret;
 export const cloudInitMountPath = "/var/lib/cloud/seed/nocloud";
 const cloudInitKey = "user-data";
 
-/** The image when the Proxy names none: a plain forward proxy listening on 3128. */
-export const defaultPodImage = "ghcr.io/kubefn/forward-proxy:latest";
+/**
+ * The image when the Proxy names none and PROXY_POD_IMAGE is unset: this release's forward proxy
+ * (infra/forward-proxy), listening on 3128. By tag; the release's manifests pin it by digest.
+ */
+export const defaultPodImage = releaseImage("forward-proxy");
 export const proxyPort = 3128;
 const providerIdPrefix = "kubernetes://";
 
@@ -54,7 +58,7 @@ export interface Pod extends KubeObject {
 
 export interface KubernetesProviderOptions {
   kube: Kube;
-  /** Overrides {@link defaultPodImage}. */
+  /** Overrides {@link defaultPodImage} (PROXY_POD_IMAGE). */
   defaultImage?: string;
 }
 

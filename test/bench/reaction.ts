@@ -401,7 +401,7 @@ async function measure(path: IntakePath): Promise<Sample[]> {
       };
       out.push(sample);
       console.error(
-        `  ${path}: ${name}${sample.deliveredMs !== undefined ? ` delivered ${sample.deliveredMs} ms,` : ""} first pass ${sample.firstPassMs} ms${sample.readyMs !== undefined ? `, Ready ${sample.readyMs} ms` : ""}`,
+        `  ${path}: ${name}${sample.deliveredMs !== undefined ? ` delivered ${sample.deliveredMs} ms,` : ""} first ${reactor.kind === "proxy" ? "pass" : "Reconcile"} ${sample.firstPassMs} ms${sample.readyMs !== undefined ? `, Ready ${sample.readyMs} ms` : ""}`,
       );
     }
     return out;
@@ -645,8 +645,12 @@ export async function benchReaction(): Promise<BenchRow[]> {
   const rows: BenchRow[] = [];
   for (const path of pathsFromEnv()) {
     const got = await measure(path);
-    const note = (xs: number[]) =>
-      `median of ${xs.length}; ${xs.map((x) => (Number.isNaN(x) ? "not Ready" : (x / 1000).toFixed(1))).join(", ")} s`;
+    // Whole seconds and above in s, the bridges' handoffs in ms.
+    const note = (xs: number[]) => {
+      const ms = xs.every((x) => Number.isNaN(x) || x < 1000);
+      const shown = xs.map((x) => (Number.isNaN(x) ? "not Ready" : ms ? String(x) : (x / 1000).toFixed(1)));
+      return `median of ${xs.length}; ${shown.join(", ")} ${ms ? "ms" : "s"}`;
+    };
     const row = (what: string, xs: number[]): BenchRow => ({
       name: `reaction ${path}: ${what}`,
       figure: Math.round(median(xs.filter((x) => !Number.isNaN(x)))),

@@ -53,9 +53,9 @@ import { type TransportFigures, transportProbe } from "./transport-probe.ts";
 
 const root = fileURLToPath(new URL("../../", import.meta.url));
 const KUBEFN_USER = "system:serviceaccount:kubefn-system:kubefn";
-const PEER_NAMESPACE = "kubefn-bench-peer";
+export const PEER_NAMESPACE = "kubefn-bench-peer";
 const PEER_USER = `system:serviceaccount:${PEER_NAMESPACE}:peer`;
-const PEER_GROUP = "peer.bench.kubefn.dev";
+export const PEER_GROUP = "peer.bench.kubefn.dev";
 const READ_VERBS = new Set(["get", "list", "watch"]);
 
 const peerSubPoolResource: Resource = { ...subPoolResource, group: PEER_GROUP };
@@ -310,7 +310,7 @@ async function startAuditedDevcluster(
 }
 
 /** `go build` of the peer into a cache directory; Go's build cache makes a rebuild take seconds. */
-function buildPeer(): string {
+export function buildPeer(): string {
   const out = join(root, "node_modules", ".cache", "kubefn-bench", "peer");
   mkdirSync(join(out, ".."), { recursive: true });
   const env = { ...process.env, PATH: `${process.env.PATH ?? ""}:/usr/local/go/bin` };
@@ -323,7 +323,7 @@ function buildPeer(): string {
 }
 
 /** The peer's CRD (kubefn's SubPool schema under the peer's group), SA and the rights it needs. */
-async function installPeer(admin: Kube): Promise<void> {
+export async function installPeer(admin: Kube): Promise<void> {
   const crd = parseYaml(
     readFileSync(join(root, "infra/crds/subpools.subrelay.example.com.yaml"), "utf8"),
   ) as KubeObject & {

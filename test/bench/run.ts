@@ -12,9 +12,9 @@
  * probed by the Worker in workerd; `KUBEFN_BENCH_PROBES=<n>` for another size) runs only when named.
  * `replicas` (requests and probes per minute with 1 and 2 Node-host replicas, the takeover time
  * after a kill; 200 Proxies, `KUBEFN_BENCH_REPLICAS_PROXIES=<n>` for another size, ~8 min) runs
- * only when named. `reaction` (kubectl apply → first pass → Ready per intake path, the audit webhook
- * with the documented flags against the relay, on the production-shaped devcluster; ~2.5 min) runs
- * only when named. `soak` (the Node host in the cluster and out of it, 35 minutes across three
+ * only when named. `reaction` (kubectl apply → first pass → Ready per intake path — the audit webhook
+ * with the documented flags, the relay, EKS's and GKE's audit log exports — beside a controller-runtime
+ * peer's watch, on the production-shaped devcluster; ~10 min) runs only when named. `soak` (the Node host in the cluster and out of it, 35 minutes across three
  * expiries of 10-minute tokens; `KUBEFN_BENCH_SOAK_MINUTES`) runs only when named.
  */
 import { benchBundle } from "./bundle.ts";

@@ -19,9 +19,11 @@ export {
 export {
   batchesOf,
   type Clock,
+  carriedBodies,
   cloudEventOf,
   coalesce,
   createSweepLease,
+  expandedBody,
   type HopEnd,
   type HopKind,
   type Log,

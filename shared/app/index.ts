@@ -18,6 +18,7 @@ export {
 } from "../credentials/index.ts";
 export {
   batchesOf,
+  bodyBytes,
   type Clock,
   carriedBodies,
   cloudEventOf,

@@ -36,8 +36,8 @@ import { MAX_SHARD_BYTES } from "../../functions/aws/queue.ts";
 import { createEmfMetrics } from "../../functions/aws/telemetry.ts";
 import { parseWorkerEnv } from "../../functions/cloudflare/config.ts";
 import {
-  MAX_SHARD_BYTES as WORKERS_MAX_SHARD_BYTES,
   MAX_MESSAGE_BYTES as WORKERS_MAX_MESSAGE_BYTES,
+  MAX_SHARD_BYTES as WORKERS_MAX_SHARD_BYTES,
 } from "../../functions/cloudflare/queue.ts";
 import { createAnalyticsMetrics } from "../../functions/cloudflare/telemetry.ts";
 import { createKubefn, createLineLog } from "../../shared/app/index.ts";
@@ -57,8 +57,6 @@ import {
   type PassMessage,
 } from "../../shared/runtime/index.ts";
 
-/** A message as a platform queue carries it: itself, or gzipped (`carriedBodies`). */
-type CarriedBody = Awaited<ReturnType<typeof carriedBodies>>[number];
 import { FakeKube } from "../support/fake-kube.ts";
 import { LOOPBACK_PROBE_CIDRS } from "../support/loopback.ts";
 import { startMoto, TEST_CREDENTIALS } from "../support/moto.ts";
@@ -77,6 +75,9 @@ import {
   workersBill,
 } from "./cost-model.ts";
 import { startFixtures } from "./sweep.ts";
+
+/** A message as a platform queue carries it: itself, or gzipped (`carriedBodies`). */
+type CarriedBody = Awaited<ReturnType<typeof carriedBodies>>[number];
 
 const OBJECTS = 10_000;
 const PROXY_SHARE = 0.9;

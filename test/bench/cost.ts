@@ -7,7 +7,9 @@
  * Measured here, on each platform's consumer path: one second of the fleet's probing — the
  * Proxies due in one second (9,000 every 30 s: 300; at 1,000 objects 30; at 100, 3), as the
  * sweep would send them: shards of the platform's `PROBE_SHARD_SIZE` carrying each Proxy's
- * probe view, fitted to the queue's declared limit — delivered as one batch:
+ * probe view, fitted to the queue's declared limit, carried as the platform's queue port sends
+ * them (gzipped where smaller: `carriedBodies`) — delivered as one batch and expanded as its
+ * consumer expands them:
  * - Lambda: the production handler (`createHandler`) given one SQS event of those records, with
  *   its JSON log and EMF metrics counted in lines and bytes, the distinct metric × dimension sets
  *   it writes, and its wall time (Lambda bills duration) and CPU time;

@@ -74,8 +74,9 @@ interface Series {
  * (histograms among them as EMF value arrays, from which CloudWatch derives percentiles;
  * observations to four decimals, 0.1 ms of a duration in seconds). The others are properties of
  * the invocation's first EMF document, one root member per family: its value, or an object by
- * labels (`"kubefn_proxies": {"phase=Ready": 9000}`); a histogram as `{count, sum, min, max}` —
- * a probe invocation's hundreds of latencies are then one short member, not most of its log bytes.
+ * labels (`"kubefn_intake_rejected_total": {"reason=Unauthenticated": 1}`); a histogram as
+ * `{count, sum, min, max}` — a probe invocation's hundreds of latencies are then one short member,
+ * not most of its log bytes.
  *
  * `write` defaults to `process.stdout.write`, one document per line: Lambda's JSON log format
  * wraps `console.log` lines in its own JSON object, where CloudWatch would no longer find the

@@ -32,7 +32,7 @@ export const MAX_BATCH_BYTES = 200_000;
 export const MAX_MESSAGE_BYTES = 64_000;
 /**
  * The most JSON one job may have before the core cuts it by its objects: probe views travel
- * gzipped (about a seventh of their JSON), so a second's 300 Proxies of 10,000 objects (about
+ * gzipped (about a seventh of their JSON), so a second's 300 probe views at 10,000 objects (about
  * 230 KB signed) are one message under {@link MAX_MESSAGE_BYTES}; a job whose gzip is still above
  * it is cut further (`carriedBodies`).
  */

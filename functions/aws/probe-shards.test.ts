@@ -13,6 +13,7 @@ import { probeDelays } from "../../shared/health/index.ts";
 import type { KubeObject } from "../../shared/kube/index.ts";
 import {
   ENVELOPE_VERSION,
+  expandedBody,
   type JobMessage,
   type Message,
   messageAuthenticatorFrom,
@@ -113,6 +114,8 @@ function handlerOver(kube: FakeKube, env: Record<string, string> = ENV, clock = 
   });
 }
 
+/** A message as the queue holds it, expanded where the queue gzipped it (as the consumer does). */
+const bodyOf = async (m: { body: string }) => (await expandedBody(JSON.parse(m.body))) as Message;
 const shardNames = (messages: Message[]) =>
   messages.flatMap((m) => (m.kind === "job" ? m.job.objects : []).map((o) => o.metadata.name as string));
 const probedNames = (since: number) =>
@@ -141,7 +144,7 @@ describe("Lambda probe shards on SQS, delayed to the second (moto)", () => {
         await handler(sweepEvent, lambdaContext);
         const sent = [...(await aws.held()).values()].filter((m) => !earlier.has(m.id));
         for (const m of sent) {
-          const message = JSON.parse(m.body) as Message;
+          const message = await bodyOf(m);
           if (message.kind !== "job") continue; // a new Proxy's drift pass
           const due = now.getTime() + m.delaySeconds * 1000;
           // The job is due when SQS delivers it: no minute's rounding.
@@ -196,14 +199,15 @@ describe("Lambda probe shards on SQS, delayed to the second (moto)", () => {
     const earlier = new Set((await aws.held()).keys());
     await handler(sweepEvent, lambdaContext);
     const sent = [...(await aws.held()).values()].filter((m) => !earlier.has(m.id));
-    const shards = sent.filter((m) => (JSON.parse(m.body) as Message).kind === "job");
+    const bodies = await Promise.all(sent.map(bodyOf));
+    const shards = sent.filter((_, i) => bodies[i]?.kind === "job");
     expect(shards.length).toBeGreaterThanOrEqual(2);
     // Each within kubefn's budget per message, under the platform's 256 KB, all delayed 7 s.
     for (const m of shards) {
       expect(Buffer.byteLength(m.body)).toBeLessThan(MAX_CALL_BYTES);
       expect(m.delaySeconds).toBe(7);
     }
-    const messages = shards.map((m) => JSON.parse(m.body) as JobMessage);
+    const messages = (await Promise.all(shards.map(bodyOf))) as JobMessage[];
     expect(shardNames(messages).sort()).toEqual([...names].sort());
     const requestNames = messages.map((m) => m.job.slot);
     expect(new Set(requestNames).size).toBe(requestNames.length);

@@ -31,6 +31,7 @@ import {
 import { ProxyResource, proxyController } from "../../test/unit/runtime/controllers.ts";
 import { createHandler, type HandlerOptions } from "./handler.ts";
 import {
+  consumeSqsEvent,
   DUE_ATTRIBUTE,
   MAX_CALL_BYTES,
   MAX_SHARD_BYTES,
@@ -197,6 +198,44 @@ describe("sends: SendMessageBatch on the reconcile queue", () => {
     expect(pieces.flatMap((p) => p.job.objects.map((o) => o.metadata.name)).sort()).toEqual(
       objects.map((o) => o.metadata.name).sort(),
     );
+  });
+
+  it("a second's 300 probe views go gzipped as one SQS message under the 64 KB billed as one request, and the consumer gets the shard back", async () => {
+    const objects = Array.from({ length: 300 }, (_, i) => ({
+      apiVersion: "crawl.kubefn.dev/v1alpha1",
+      kind: "Proxy",
+      metadata: { namespace: `tenant-${i % 37}`, name: `proxy-${i}`, resourceVersion: String(100_000 + i) },
+      spec: {
+        mode: "External",
+        endpoint: { host: `10.${i % 200}.${(i * 7) % 250}.${(i * 13) % 250}`, port: 3128, scheme: "http" },
+        healthCheck: { probeURL: `https://target-${i % 11}.example.com/health`, intervalSeconds: 30 },
+      },
+      status: { health: { consecutiveSuccesses: 12 + i, seal: `v1.${crypto.randomUUID()}` } },
+    }));
+    const shard: JobMessage = {
+      kind: "job",
+      job: { controller: "proxy", task: "probe", slot: "7-0", objects },
+    };
+    expect(Buffer.byteLength(JSON.stringify(shard))).toBeGreaterThan(65_536);
+    await queue().send([shard], 1);
+    const bodies = calls.flatMap((c) => c.Entries ?? []).map((e) => e.MessageBody ?? "");
+    expect(bodies).toHaveLength(1);
+    expect(Buffer.byteLength(bodies[0]!)).toBeLessThan(65_536);
+    const got: unknown[] = [];
+    const delivered = await pollUntil(async (event) =>
+      consumeSqsEvent(
+        event,
+        {
+          consume: async (deliveries) => {
+            got.push(...deliveries.map((d) => d.body));
+            return deliveries.map(() => ({ ack: true }));
+          },
+        },
+        { sqs, queueUrl: aws.queueUrl, clock: { now: () => NOW }, log: silent },
+      ),
+    );
+    expect(delivered.event.Records).toHaveLength(1);
+    expect(got).toEqual([shard]);
   });
 
   it("sends nothing for no messages, and throws when the queue refuses the call", async () => {

@@ -19,6 +19,7 @@ import {
   EMF_DIMENSIONS,
   EMF_MAX_METRICS,
   EMF_MAX_VALUES,
+  EMF_METRICS,
   EMF_NAMESPACE,
 } from "./telemetry.ts";
 
@@ -34,7 +35,8 @@ interface EmfDocument {
   [member: string]: unknown;
 }
 
-function captured() {
+/** EMF metrics whose lines are kept; every family a CloudWatch metric unless `defines` says. */
+function captured(defines: (name: string) => boolean = () => true) {
   const documents: EmfDocument[] = [];
   const lines: string[] = [];
   const metrics = createEmfMetrics({
@@ -43,6 +45,7 @@ function captured() {
       documents.push(JSON.parse(line));
     },
     now: () => 1_796_040_000_000,
+    defines,
   });
   return { metrics, documents, lines };
 }
@@ -149,6 +152,43 @@ describe("createEmfMetrics", () => {
     expect(values.flat()).toEqual(Array.from({ length: 250 }, (_, i) => i));
   });
 
+  it("by default only EMF_METRICS are CloudWatch metrics: a probe invocation's other families are properties of its one line", () => {
+    const documents: EmfDocument[] = [];
+    const lines: string[] = [];
+    const metrics = createEmfMetrics({
+      write: (line) => {
+        lines.push(line);
+        documents.push(JSON.parse(line));
+      },
+    });
+    // A second's probing at 10,000 objects: 300 probes, a few failing; the sweep's gauges by phase.
+    for (let i = 0; i < 300; i++)
+      metrics.observe("kubefn_probe_duration_seconds", (10 + (i % 50)) / 1000, { ok: String(i % 100 !== 0) });
+    metrics.count("kubefn_probes_total", {}, 300);
+    metrics.count("kubefn_jobs_total", { controller: "proxy", task: "probe", result: "done" });
+    for (const phase of ["Ready", "Pending", "Unhealthy"]) metrics.gauge("kubefn_proxies", 3000, { phase });
+    metrics.gauge("kubefn_proxy_last_probe_timestamp_seconds", 1_796_040_000);
+    metrics.count("controller_runtime_reconcile_errors_total", { controller: "proxy" });
+    metrics.flush();
+    expect(lines).toHaveLength(1);
+    expect(
+      flattened(documents)
+        .map((p) => p.name)
+        .sort(),
+    ).toEqual(["controller_runtime_reconcile_errors_total", "kubefn_probes_total"]);
+    const [document] = documents;
+    expect(document).toMatchObject({
+      kubefn_probe_duration_seconds: {
+        "ok=true": { count: 297, min: 0.01, max: 0.059 },
+        "ok=false": { count: 3, min: 0.01, max: 0.01 },
+      },
+      kubefn_proxies: { "phase=Ready": 3000, "phase=Pending": 3000, "phase=Unhealthy": 3000 },
+      kubefn_proxy_last_probe_timestamp_seconds: 1_796_040_000,
+    });
+    // The 300 latencies are four numbers, not 300: the line stays short.
+    expect(Buffer.byteLength(lines[0]!)).toBeLessThan(1_000);
+  });
+
   it("writes to standard output, never through console.log (which Lambda's JSON log format wraps)", () => {
     const write = vi.spyOn(process.stdout, "write").mockImplementation(() => true);
     const log = vi.spyOn(console, "log");
@@ -194,7 +234,9 @@ describe("the Lambda handler flushes its metrics at the end of every invocation"
     const answer = (await handler(unauthenticated, context)) as { statusCode: number };
     expect(answer.statusCode).toBe(401);
     const emf = write.mock.calls.map(([c]) => JSON.parse(String(c)) as EmfDocument);
-    expect(emf).toMatchObject([{ kubefn_intake_rejected_total: 1, reason: "Unauthenticated" }]);
+    // Not a CloudWatch metric (not in EMF_METRICS): a property of the invocation's one line.
+    expect(emf).toMatchObject([{ kubefn_intake_rejected_total: { "reason=Unauthenticated": 1 } }]);
+    expect(emf[0]?._aws.CloudWatchMetrics).toEqual([]);
   });
 
   it("after a failed invocation too", async () => {
@@ -233,7 +275,7 @@ describe("a real probe shard's data points (the Proxy health task, through the s
       },
     }));
     for (const p of proxies) kube.seed(proxyResource, p);
-    const { metrics, lines } = captured();
+    const { metrics, lines } = captured((name) => EMF_METRICS.has(name));
     const labelled: Record<string, string>[] = [];
     const spying = {
       ...metrics,
@@ -270,10 +312,14 @@ describe("a real probe shard's data points (the Proxy health task, through the s
     // The task did pass the names (the Node host's /metrics keeps them per Proxy) …
     expect(labelled.map((l) => l.name)).toEqual(expect.arrayContaining(names));
     // … and EMF wrote the shard's counts and latencies without them.
-    const points = flattened(lines.map((l) => JSON.parse(l) as EmfDocument));
-    expect(points.map((p) => p.name)).toEqual(
-      expect.arrayContaining(["kubefn_probe_duration_seconds", "kubefn_probes_total", "kubefn_jobs_total"]),
-    );
+    // One line for the invocation: its one CloudWatch metric, the rest as properties.
+    expect(lines).toHaveLength(1);
+    const document = JSON.parse(lines[0]!) as EmfDocument;
+    expect(flattened([document]).map((p) => [p.name, p.value])).toEqual([["kubefn_probes_total", 5]]);
+    expect(document).toMatchObject({
+      kubefn_probe_duration_seconds: { "ok=true": { count: 5, sum: 0.06, min: 0.012, max: 0.012 } },
+      kubefn_jobs_total: { "controller=proxy,result=done,task=probe": 1 },
+    });
     expect(lines.join("\n")).not.toMatch(/tenant-proxy|tenant-ns/);
   });
 });

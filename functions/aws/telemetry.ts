@@ -26,6 +26,20 @@ export const EMF_DIMENSIONS: ReadonlySet<string> = new Set([
   "list",
 ]);
 
+/**
+ * The families written as CloudWatch metrics (each name × dimension values one custom metric,
+ * billed $0.30 a month): the template's alarm (`PassesFailingAlarm` reads
+ * `controller_runtime_reconcile_errors_total`), the pass rate by result, and that probing and
+ * sweeps go on. Every other family is written in the same EMF line as a property without a metric
+ * definition — CloudWatch Logs Insights reads it; no custom metric is billed for it.
+ */
+export const EMF_METRICS: ReadonlySet<string> = new Set([
+  "controller_runtime_reconcile_total",
+  "controller_runtime_reconcile_errors_total",
+  "kubefn_probes_total",
+  "kubefn_sweep_errors_total",
+]);
+
 /** The Embedded Metric Format's limits: metrics in one directive, values in one array. */
 export const EMF_MAX_METRICS = 100;
 export const EMF_MAX_VALUES = 100;
@@ -50,12 +64,19 @@ interface Series {
 
 /**
  * Metrics for Lambda as CloudWatch Embedded Metric Format, aggregated per invocation: counters
- * summed, gauges' last value, histograms as EMF value arrays (CloudWatch derives count, sum,
- * min, max and percentiles from them; observations to four decimals, 0.1 ms of a duration in seconds). Dimensions are the {@link EMF_DIMENSIONS} among a data
- * point's labels; a counter or histogram is summed over the others; a gauge that carries any other
- * label is per object and not written at all (its log line has it). An empty label value is
- * written `none`. The Lambda handler calls
- * {@link EmfMetrics.flush} at the end of every invocation, also when it failed.
+ * summed, gauges' last value. Dimensions are the {@link EMF_DIMENSIONS} among a data point's
+ * labels; a counter or histogram is summed over the others; a gauge that carries any other label
+ * is per object and not written at all (its log line has it). An empty label value is written
+ * `none`. The Lambda handler calls {@link EmfMetrics.flush} at the end of every invocation, also
+ * when it failed.
+ *
+ * Only the families `defines` admits ({@link EMF_METRICS} by default) are CloudWatch metrics
+ * (histograms among them as EMF value arrays, from which CloudWatch derives percentiles;
+ * observations to four decimals, 0.1 ms of a duration in seconds). The others are properties of
+ * the invocation's first EMF document, one root member per family: its value, or an object by
+ * labels (`"kubefn_intake_rejected_total": {"reason=Unauthenticated": 1}`); a histogram as
+ * `{count, sum, min, max}` — a probe invocation's hundreds of latencies are then one short member,
+ * not most of its log bytes.
  *
  * `write` defaults to `process.stdout.write`, one document per line: Lambda's JSON log format
  * wraps `console.log` lines in its own JSON object, where CloudWatch would no longer find the
@@ -69,8 +90,14 @@ interface Series {
  * invocation that never reaches its `finally` (a timeout, a crash of the runtime) are lost.
  */
 export function createEmfMetrics(
-  options: { write?: (document: string) => void; now?: () => number } = {},
+  options: {
+    write?: (document: string) => void;
+    now?: () => number;
+    /** Whether a family is written as a CloudWatch metric; default: it is in {@link EMF_METRICS}. */
+    defines?: (name: string) => boolean;
+  } = {},
 ): EmfMetrics {
+  const defines = options.defines ?? ((name: string) => EMF_METRICS.has(name));
   const write = options.write ?? ((document: string) => void process.stdout.write(`${document}\n`));
   const now = options.now ?? Date.now;
   let series = new Map<string, Series>();
@@ -113,7 +140,15 @@ export function createEmfMetrics(
       const held = series;
       series = new Map();
       let bytes = 0;
-      for (const document of emfDocuments([...held.values()], now())) {
+      const defined: Series[] = [];
+      const properties: Series[] = [];
+      for (const s of held.values()) (defines(s.name) ? defined : properties).push(s);
+      const documents = emfDocuments(defined, now());
+      if (properties.length > 0) {
+        if (documents.length === 0) documents.push({ _aws: { Timestamp: now(), CloudWatchMetrics: [] } });
+        Object.assign(documents[0]!, propertiesOf(properties));
+      }
+      for (const document of documents) {
         const line = JSON.stringify(document);
         bytes += Buffer.byteLength(line) + 1;
         write(line);
@@ -121,6 +156,45 @@ export function createEmfMetrics(
       return bytes;
     },
   };
+}
+
+/**
+ * The families not defined as metrics, as EMF properties: one root member per family, its value
+ * or an object keyed by its labels (`key=value` sorted, joined by `,`); a histogram summarised.
+ */
+function propertiesOf(series: readonly Series[]): Record<string, unknown> {
+  const byFamily = new Map<string, Series[]>();
+  for (const s of series) byFamily.set(s.name, [...(byFamily.get(s.name) ?? []), s]);
+  const out: Record<string, unknown> = {};
+  for (const [name, family] of byFamily) {
+    const written = (s: Series) => (Array.isArray(s.value) ? summary(s.value) : s.value);
+    const only = family[0]!;
+    if (family.length === 1 && Object.keys(only.dimensions).length === 0) {
+      out[name] = written(only);
+      continue;
+    }
+    out[name] = Object.fromEntries(
+      family.map((s) => [
+        Object.entries(s.dimensions)
+          .map(([k, v]) => `${k}=${v}`)
+          .join(","),
+        written(s),
+      ]),
+    );
+  }
+  return out;
+}
+
+function summary(values: readonly number[]) {
+  let sum = 0;
+  let min = Number.POSITIVE_INFINITY;
+  let max = Number.NEGATIVE_INFINITY;
+  for (const v of values) {
+    sum += v;
+    min = Math.min(min, v);
+    max = Math.max(max, v);
+  }
+  return { count: values.length, sum: Math.round(sum * 10_000) / 10_000, min, max };
 }
 
 /** A document being packed: shared root members, one directive per dimension set. */

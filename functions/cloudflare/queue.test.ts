@@ -1,11 +1,12 @@
 import type { MessageSendRequest, QueueSendBatchOptions } from "@cloudflare/workers-types/index.ts";
 import { describe, expect, it } from "vitest";
-import type { JobMessage, Message, PassMessage } from "../../shared/runtime/index.ts";
+import { expandedBody, type JobMessage, type Message, type PassMessage } from "../../shared/runtime/index.ts";
 import {
   clampDelay,
   MAX_BATCH_MESSAGES,
   MAX_DELAY_SECONDS,
   MAX_MESSAGE_BYTES,
+  MAX_SHARD_BYTES,
   queuesPort,
   settle,
 } from "./queue.ts";
@@ -94,7 +95,7 @@ describe("queuesPort", () => {
     expect(binding.calls[0]?.bodies).toEqual([message("big")]);
   });
 
-  it("regression: a shard of 40 Proxies of 3.2 KB is cut to fit the 128 KB message limit (sendBatch failed)", async () => {
+  it("regression: a shard of 40 Proxies of 3.2 KB fits the 128 KB message limit (sendBatch failed)", async () => {
     const binding = recordingBinding();
     const objects = Array.from({ length: 40 }, (_, i) => appliedProxy(i));
     const shard: JobMessage = {
@@ -103,19 +104,19 @@ describe("queuesPort", () => {
     };
     expect(JSON.stringify(shard).length).toBeGreaterThan(128 * 1024);
     const queue = queuesPort(binding);
-    expect(queue.maxMessageBytes).toBe(MAX_MESSAGE_BYTES);
+    expect(queue.maxMessageBytes).toBe(MAX_SHARD_BYTES);
     await queue.send([shard], 7);
     const bodies = binding.calls.flatMap((c) => c.bodies);
-    expect(bodies.length).toBeGreaterThan(1);
-    for (const body of bodies) expect(Buffer.byteLength(JSON.stringify(body))).toBeLessThan(128 * 1024);
-    const jobs = bodies.map((b) => b as JobMessage);
+    for (const body of bodies)
+      expect(Buffer.byteLength(JSON.stringify(body))).toBeLessThan(MAX_MESSAGE_BYTES);
+    const jobs = (await Promise.all(bodies.map(expandedBody))) as JobMessage[];
     expect(jobs.flatMap((b) => b.job.objects.map((o) => o.metadata.name))).toEqual(
       objects.map((o) => o.metadata.name),
     );
     expect(jobs.every((b) => b.kind === "job" && b.job.due === 1)).toBe(true);
   });
 
-  it("a second's 300 probe views (one job) go as three messages under the 64 KB Queues bill as one operation each, not 120-view shards of two", async () => {
+  it("a second's 300 probe views (one job) go as one gzipped message under the 64 KB Queues bill as one operation, not three of 64 KB", async () => {
     const binding = recordingBinding();
     const view = (i: number) => ({
       apiVersion: "crawl.kubefn.dev/v1alpha1",
@@ -137,14 +138,11 @@ describe("queuesPort", () => {
     };
     await queuesPort(binding).send([second], 3);
     const bodies = binding.calls.flatMap((c) => c.bodies);
-    // 300 views of ~510 bytes with room for their MACs: 3 × 64 KB, where 120-view shards of
-    // 65.8 KB signed (and a third of 60) were billed as 5.
-    expect(bodies).toHaveLength(3);
-    // Each with its MACs (64 bytes an object) still under 64 KB.
-    for (const body of bodies) {
-      const n = (body as JobMessage).job.objects.length;
-      expect(Buffer.byteLength(JSON.stringify(body)) + 64 * (n + 1)).toBeLessThan(64 * 1024);
-    }
+    // 300 views of ~510 bytes (153 KB, three 64 KB messages as they are): one, gzipped.
+    expect(JSON.stringify(second).length).toBeGreaterThan(2 * MAX_MESSAGE_BYTES);
+    expect(bodies).toHaveLength(1);
+    expect(Buffer.byteLength(JSON.stringify(bodies[0]))).toBeLessThan(MAX_MESSAGE_BYTES);
+    expect(await expandedBody(bodies[0])).toEqual(second);
   });
 
   it("keeps the UID when it drops the listed objects", async () => {

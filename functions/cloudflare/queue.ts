@@ -3,7 +3,14 @@ import type {
   MessageSendRequest,
   Queue as QueueBinding,
 } from "@cloudflare/workers-types/index.ts";
-import { type Message, platformQueue, type Queue, type Verdict } from "../../shared/app/index.ts";
+import {
+  batchesOf,
+  bodyBytes,
+  carriedBodies,
+  platformQueue,
+  type Queue,
+  type Verdict,
+} from "../../shared/app/index.ts";
 
 /**
  * The dead-letter queue wrangler.toml gives the `kubefn` consumer: the Worker consumes it too,
@@ -19,33 +26,43 @@ export const MAX_BATCH_MESSAGES = 100;
 export const MAX_BATCH_BYTES = 200_000;
 /**
  * The largest message sent: the 64 KB that Queues bill as one operation of each write, read and
- * delete (the platform's per-message limit is 128 KB, billed as two). The core cuts a job above it
- * into several — a second's probe views go as full 64 KB messages, whatever `PROBE_SHARD_SIZE` —
- * and drops a pass's listed objects above it (the pass then reads them), as on SQS.
+ * delete (the platform's per-message limit is 128 KB, billed as two). A pass's listed objects
+ * above it are dropped (the pass then reads them), as on SQS.
  */
 export const MAX_MESSAGE_BYTES = 64_000;
-
 /**
- * The runtime's {@link Queue} on a Queues producer binding: the core fits the messages to
- * {@link MAX_MESSAGE_BYTES} and batches them ({@link MAX_BATCH_MESSAGES}, {@link MAX_BATCH_BYTES});
- * each batch is one `sendBatch`, delayed by `delaySeconds` rounded up and clamped to
- * [0, {@link MAX_DELAY_SECONDS}].
+ * The most JSON one job may have before the core cuts it by its objects: probe views travel
+ * gzipped (about a seventh of their JSON), so a second's 300 probe views at 10,000 objects (about
+ * 230 KB signed) are one message under {@link MAX_MESSAGE_BYTES}; a job whose gzip is still above
+ * it is cut further (`carriedBodies`).
+ */
+export const MAX_SHARD_BYTES = 240_000;
+/**
+ * The runtime's {@link Queue} on a Queues producer binding: the core fits the messages (a job to
+ * {@link MAX_SHARD_BYTES}, a pass to {@link MAX_MESSAGE_BYTES}) and batches them; each body above
+ * 8 KB is sent gzipped where that is smaller (`{"gzip": …}`; the Worker's `queue` handler expands
+ * it), within {@link MAX_MESSAGE_BYTES}; each batch is one `sendBatch` of at most
+ * {@link MAX_BATCH_MESSAGES} and {@link MAX_BATCH_BYTES}, delayed by `delaySeconds` rounded up and
+ * clamped to [0, {@link MAX_DELAY_SECONDS}].
  *
  * Caveats: the clamp never bites in practice — `runPass` sends no follow-up later than the
  * controller's resync.
  */
-export function queuesPort(binding: Pick<QueueBinding<Message>, "sendBatch">): Queue {
+export function queuesPort(binding: Pick<QueueBinding<unknown>, "sendBatch">): Queue {
   const limits = {
-    maxMessageBytes: MAX_MESSAGE_BYTES,
+    maxMessageBytes: MAX_SHARD_BYTES,
+    maxPassBytes: MAX_MESSAGE_BYTES,
     maxBatchMessages: MAX_BATCH_MESSAGES,
     maxBatchBytes: MAX_BATCH_BYTES,
   };
-  return platformQueue(limits, (batch, delaySeconds) => {
+  return platformQueue(limits, async (batch, delaySeconds) => {
     const delay = clampDelay(delaySeconds);
-    return binding.sendBatch(
-      batch.map((body): MessageSendRequest<Message> => ({ body })),
-      delay > 0 ? { delaySeconds: delay } : undefined,
-    );
+    const bodies = (await Promise.all(batch.map((m) => carriedBodies(m, MAX_MESSAGE_BYTES)))).flat();
+    for (const call of batchesOf(bodies, MAX_BATCH_MESSAGES, MAX_BATCH_BYTES, bodyBytes))
+      await binding.sendBatch(
+        call.map((body): MessageSendRequest<unknown> => ({ body })),
+        delay > 0 ? { delaySeconds: delay } : undefined,
+      );
   });
 }
 

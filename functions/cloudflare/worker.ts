@@ -20,7 +20,7 @@
 
 import { connect } from "cloudflare:sockets";
 import type { ExecutionContext, MessageBatch, ScheduledController } from "@cloudflare/workers-types/index.ts";
-import { createJsonLog, createKubefn, type Kubefn } from "../../shared/app/index.ts";
+import { createJsonLog, createKubefn, expandedBody, type Kubefn } from "../../shared/app/index.ts";
 import { createSocketProber } from "../../shared/health/socket-prober.ts";
 import { guardedKube } from "../../shared/kube/index.ts";
 import { TUNNEL_PATH } from "../../shared/tunnel/index.ts";
@@ -110,7 +110,10 @@ export default {
 
   async queue(batch: MessageBatch<unknown>, env: WorkerEnv, exec: ExecutionContext): Promise<void> {
     const { kubefn, metrics } = partsFor(env);
-    const deliveries = batch.messages.map((m) => ({ body: m.body, attempts: m.attempts }));
+    // A body the queue port gzipped (a probe shard) is expanded before the core opens it.
+    const deliveries = await Promise.all(
+      batch.messages.map(async (m) => ({ body: await expandedBody(m.body), attempts: m.attempts })),
+    );
     const work =
       batch.queue === DEAD_LETTER_QUEUE ? kubefn.deadLetters(deliveries) : kubefn.consume(deliveries);
     settle(batch.messages, await flushedAfter(exec, metrics, work));

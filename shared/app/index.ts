@@ -18,10 +18,13 @@ export {
 } from "../credentials/index.ts";
 export {
   batchesOf,
+  bodyBytes,
   type Clock,
+  carriedBodies,
   cloudEventOf,
   coalesce,
   createSweepLease,
+  expandedBody,
   type HopEnd,
   type HopKind,
   type Log,

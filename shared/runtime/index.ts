@@ -88,8 +88,11 @@ export { type JobResult, runJob } from "./job/index.ts";
 export {
   authenticBodies,
   batchesOf,
+  bodyBytes,
+  carriedBodies,
   coalesce,
   ENVELOPE_VERSION,
+  expandedBody,
   fitToQueue,
   hasBodies,
   type MessageAuthenticator,

@@ -261,11 +261,12 @@ export function lambdaBill(c: FleetCounts, p: Prices, carrier: "scheduler" | "sq
     );
   } else {
     // Sent one SendMessageBatch per shard (the sweep sends each shard at its own delay), received
-    // and deleted a batch at a time, every request billed per 64 KB of its payload.
+    // and deleted a batch at a time, every request billed per 64 KB of its payload: a receive of
+    // 164 KB is three requests, like its send.
     const batches = u.v.probeInvocations + u.v.passes / Math.max(1, c.passesPerInvocation);
     const requests =
       u.v.messageChunks + // SendMessage(Batch)
-      Math.max(batches, u.v.messageChunks / 4) + // ReceiveMessage: up to 10 messages, 256 KB
+      Math.max(batches, u.v.messageChunks) + // ReceiveMessage: up to 10 messages, per 64 KB
       batches + // DeleteMessageBatch
       c.sqsIdlePollsPerMonth;
     lines.push(

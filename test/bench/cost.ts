@@ -7,7 +7,9 @@
  * Measured here, on each platform's consumer path: one second of the fleet's probing — the
  * Proxies due in one second (9,000 every 30 s: 300; at 1,000 objects 30; at 100, 3), as the
  * sweep would send them: shards of the platform's `PROBE_SHARD_SIZE` carrying each Proxy's
- * probe view, fitted to the queue's declared limit — delivered as one batch:
+ * probe view, fitted to the queue's declared limit, carried as the platform's queue port sends
+ * them (gzipped where smaller: `carriedBodies`) — delivered as one batch and expanded as its
+ * consumer expands them:
  * - Lambda: the production handler (`createHandler`) given one SQS event of those records, with
  *   its JSON log and EMF metrics counted in lines and bytes, the distinct metric × dimension sets
  *   it writes, and its wall time (Lambda bills duration) and CPU time;
@@ -35,7 +37,10 @@ import { createHandler } from "../../functions/aws/handler.ts";
 import { MAX_SHARD_BYTES } from "../../functions/aws/queue.ts";
 import { createEmfMetrics } from "../../functions/aws/telemetry.ts";
 import { parseWorkerEnv } from "../../functions/cloudflare/config.ts";
-import { MAX_MESSAGE_BYTES as WORKERS_MAX_MESSAGE_BYTES } from "../../functions/cloudflare/queue.ts";
+import {
+  MAX_MESSAGE_BYTES as WORKERS_MAX_MESSAGE_BYTES,
+  MAX_SHARD_BYTES as WORKERS_MAX_SHARD_BYTES,
+} from "../../functions/cloudflare/queue.ts";
 import { createAnalyticsMetrics } from "../../functions/cloudflare/telemetry.ts";
 import { createKubefn, createLineLog } from "../../shared/app/index.ts";
 import { proxyResource } from "../../shared/controllers/proxy/api.ts";
@@ -44,13 +49,16 @@ import { proxyProbeView } from "../../shared/controllers/proxy/health-subject.ts
 import { createNodeProber } from "../../shared/health/node-prober.ts";
 import type { KubeObject } from "../../shared/kube/index.ts";
 import {
+  bodyBytes,
+  carriedBodies,
   ENVELOPE_VERSION,
+  expandedBody,
   fitToQueue,
   type Message,
   messageAuthenticatorFrom,
-  messageBytes,
   type PassMessage,
 } from "../../shared/runtime/index.ts";
+
 import { FakeKube } from "../support/fake-kube.ts";
 import { LOOPBACK_PROBE_CIDRS } from "../support/loopback.ts";
 import { startMoto, TEST_CREDENTIALS } from "../support/moto.ts";
@@ -69,6 +77,9 @@ import {
   workersBill,
 } from "./cost-model.ts";
 import { startFixtures } from "./sweep.ts";
+
+/** A message as a platform queue carries it: itself, or gzipped (`carriedBodies`). */
+type CarriedBody = Awaited<ReturnType<typeof carriedBodies>>[number];
 
 const OBJECTS = 10_000;
 const PROXY_SHARE = 0.9;
@@ -93,17 +104,29 @@ type Platform = "workers" | "lambda";
 const SEAL_KEY = "cost-bench-seal-key-0123456789abcdef";
 const shardMac = messageAuthenticatorFrom({ statusSealKey: SEAL_KEY })!;
 
-/** Each platform's settings as deployed (wrangler.toml, infra/aws/template.yaml). */
-function platformSettings(platform: Platform): { shardSize: number; maxMessageBytes: number } {
+/**
+ * Each platform's settings as deployed (wrangler.toml, infra/aws/template.yaml): the shard size,
+ * the JSON the core cuts a job at, and the most a body may take on the queue once its port has
+ * gzipped it (`carriedBodies`, as `queuesPort` and `sqsQueue` do).
+ */
+function platformSettings(platform: Platform): {
+  shardSize: number;
+  maxMessageBytes: number;
+  maxCarriedBytes: number;
+} {
   if (platform === "workers") {
     const toml = readFileSync(new URL("../../wrangler.toml", import.meta.url), "utf8");
     const shardSize = Number(/^PROBE_SHARD_SIZE = "(\d+)"/m.exec(toml)?.[1]);
     if (!shardSize) throw new Error("wrangler.toml sets no PROBE_SHARD_SIZE");
-    return { shardSize, maxMessageBytes: WORKERS_MAX_MESSAGE_BYTES };
+    return {
+      shardSize,
+      maxMessageBytes: WORKERS_MAX_SHARD_BYTES,
+      maxCarriedBytes: WORKERS_MAX_MESSAGE_BYTES,
+    };
   }
   const template = readFileSync(new URL("../../infra/aws/template.yaml", import.meta.url), "utf8");
   const shardSize = Number(/PROBE_SHARD_SIZE: "?(\d+)"?/.exec(template)?.[1] ?? 40);
-  return { shardSize, maxMessageBytes: MAX_SHARD_BYTES };
+  return { shardSize, maxMessageBytes: MAX_SHARD_BYTES, maxCarriedBytes: MAX_SHARD_BYTES };
 }
 
 export interface SecondMeasure {
@@ -148,7 +171,7 @@ export async function measureSecond(
   fixtures: Awaited<ReturnType<typeof startFixtures>>,
   lambdaQueue?: LambdaQueue,
 ): Promise<SecondMeasure> {
-  const { shardSize, maxMessageBytes } = platformSettings(platform);
+  const { shardSize, maxMessageBytes, maxCarriedBytes } = platformSettings(platform);
   const { target, proxies: ports } = fixtures.ports;
   const kube = new FakeKube();
   for (let i = 0; i < proxies; i++)
@@ -188,8 +211,9 @@ export async function measureSecond(
   } as unknown as Parameters<typeof createAnalyticsMetrics>[0]);
   const clock = { now: () => new Date() };
   // The shards one sweep sends for this second: probe views, in shards of the platform's size,
-  // fitted to its queue's limit, sealed as the runtime seals them.
-  const shardsNow = async (): Promise<Message[]> => {
+  // fitted to its queue's limit, sealed as the runtime seals them, and carried as the platform's
+  // port sends them (gzipped where that is smaller).
+  const shardsNow = async (): Promise<CarriedBody[]> => {
     const listed = (await kube.list(proxyResource, { namespace: "bench" })).items;
     const messages: Message[] = [];
     for (let i = 0; i < listed.length; i += shardSize) {
@@ -204,11 +228,12 @@ export async function measureSecond(
         },
       });
     }
-    return Promise.all(
+    const signed = await Promise.all(
       fitToQueue(messages, maxMessageBytes).map((m) => shardMac.sign({ ...m, v: ENVELOPE_VERSION })),
     );
+    return (await Promise.all(signed.map((m) => carriedBodies(m, maxCarriedBytes)))).flat();
   };
-  let consume: (messages: Message[]) => Promise<unknown>;
+  let consume: (messages: CarriedBody[]) => Promise<unknown>;
   if (platform === "lambda") {
     if (!lambdaQueue) throw new Error("Lambda's second needs a queue (lambdaQueueAt)");
     const handler = createHandler({
@@ -257,8 +282,10 @@ export async function measureSecond(
       metrics: analytics,
     });
     consume = async (messages) => {
-      // As the Worker's `queue` handler: one consume per batch, then its one metrics flush.
-      const verdicts = await kubefn.consume(messages.map((body) => ({ body, attempts: 1 })));
+      // As the Worker's `queue` handler: bodies expanded, one consume per batch, one metrics flush.
+      const verdicts = await kubefn.consume(
+        await Promise.all(messages.map(async (body) => ({ body: await expandedBody(body), attempts: 1 }))),
+      );
       analytics.flush();
       return verdicts;
     };
@@ -310,7 +337,7 @@ export async function measureSecond(
       metricPoints: platform === "workers" ? counted.points : counted.emfLines,
       metricBytes: counted.emfBytes,
     },
-    shardBytes: messages.map(messageBytes),
+    shardBytes: messages.map(bodyBytes),
     customMetrics: counted.metrics,
     probes,
   };

@@ -17,7 +17,7 @@ import {
 } from "@aws-sdk/client-sqs";
 import { parse } from "yaml";
 import type { SqsEvent, SqsRecord } from "../../functions/aws/queue.ts";
-import type { Message } from "../../shared/runtime/index.ts";
+import { expandedBody, type Message } from "../../shared/runtime/index.ts";
 
 /** Static credentials for the SDK's default chain (its env provider); moto accepts any. */
 export const TEST_CREDENTIALS = {
@@ -170,9 +170,12 @@ export async function createKubefnAws(
      * with each; a retry's visibility change then finds no message, which it logs).
      */
     delivered: () => drain(queueUrl),
-    /** The message bodies of {@link delivered}, parsed. */
+    /** The message bodies of {@link delivered}, parsed (and expanded where the queue gzipped them). */
     async deliveredMessages(): Promise<Message[]> {
-      return (await drain(queueUrl)).flatMap((e) => e.Records.map((r) => JSON.parse(r.body) as Message));
+      const bodies = (await drain(queueUrl)).flatMap((e) =>
+        e.Records.map((r) => JSON.parse(r.body) as unknown),
+      );
+      return (await Promise.all(bodies.map(expandedBody))) as Message[];
     },
     /**
      * Every message sent since the last call (on any of moto's queues), delayed or not, oldest
@@ -184,7 +187,7 @@ export async function createKubefnAws(
         .filter((m) => !taken.has(m.id))
         .sort((a, b) => a.sentAt - b.sentAt);
       for (const m of fresh) taken.add(m.id);
-      return fresh.map((m) => JSON.parse(m.body) as Message);
+      return (await Promise.all(fresh.map((m) => expandedBody(JSON.parse(m.body))))) as Message[];
     },
     /** The dead-letter queue's messages, taken off it. */
     async dead(): Promise<SqsRecord[]> {

@@ -120,6 +120,13 @@ describe("cost model", () => {
     expect(b.lines.find((l) => l.item.startsWith("CloudWatch custom"))!.dollars).toBeCloseTo(360, 6);
   });
 
+  it("regression: SQS bills a receive per 64 KB of what it returns, as a send (a second of 164 KB was counted as one receive)", () => {
+    const big = { ...fleet, second: { ...fleet.second, shardBytes: [164_000] } };
+    const b = lambdaBill(big, prices, "sqs");
+    // 3 sends + 3 receives + 1 delete a second.
+    expect(b.lines.find((l) => l.item.startsWith("SQS"))!.quantity).toBeCloseTo(7 * SECONDS, 0);
+  });
+
   it("the pod is the table's range", () => {
     expect(podBill(prices)).toEqual({ low: 10, high: 40 });
   });

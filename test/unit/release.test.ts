@@ -34,6 +34,7 @@ import {
 import { zip } from "../../scripts/release/zip.ts";
 import { refuseIncompatibleCrds } from "../../scripts/release.ts";
 import { settingsVariables } from "../../shared/app/settings.ts";
+import { releaseVersion } from "../../shared/release.ts";
 
 const root = fileURLToPath(new URL("../../", import.meta.url));
 const run = promisify(execFile);
@@ -265,6 +266,10 @@ describe("the chart's values", () => {
 });
 
 describe("the version", () => {
+  it("of the code (shared/release.ts) is package.json's", () => {
+    expect(releaseVersion).toBe(version);
+  });
+
   const changelog = readFileSync(join(root, "CHANGELOG.md"), "utf8");
   const sections = [...changelog.matchAll(/^## \[([^\]]+)\]/gm)].map((m) => m[1] as string);
   const released = sections.filter((s) => s !== "Unreleased");

@@ -1,5 +1,4 @@
 import { describe, expect, it } from "vitest";
-import packageJson from "../../../../package.json" with { type: "json" };
 import {
   AlreadyExistsError,
   ForbiddenError,
@@ -10,6 +9,7 @@ import {
   TooManyRequestsError,
 } from "../../../kube/errors.ts";
 import type { Kube, KubeObject } from "../../../kube/port.ts";
+import { releaseVersion } from "../../../release.ts";
 import {
   buildPod,
   cloudInitMountPath,
@@ -40,8 +40,8 @@ const baseReq: CreateRequest = {
 
 describe("the default image", () => {
   it("is this release's forward proxy by tag, never :latest", () => {
-    const version = (packageJson as { version: string }).version;
-    expect(defaultPodImage).toBe(`ghcr.io/kubefn/forward-proxy:${version}`);
+    expect(defaultPodImage).toBe(`ghcr.io/kubefn/forward-proxy:${releaseVersion}`);
+    expect(defaultPodImage).not.toMatch(/:latest$/);
   });
 });
 

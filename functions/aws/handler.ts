@@ -11,7 +11,9 @@
  * failed build is retried). Follow-ups and fan-out go to the reconcile queue (SQS); the
  * previous release's EventBridge events are still consumed (./eventbridge.ts). The intake's token
  * and relay secret are re-read after a refused request (at most once a minute, ./secrets.ts); the
- * invocation's metrics are written at its end, also when it failed (./telemetry.ts).
+ * invocation's metrics are written at its end, also when it failed (./telemetry.ts). With
+ * `KUBEFN_CLUSTERS` (or `KUBEFN_CLUSTERS_SECRET_ARN`) it builds one kubefn per declared cluster
+ * behind `dispatchByCluster`, which routes each event to its cluster.
  */
 import { handle, type LambdaContext, type LambdaEvent } from "hono/aws-lambda";
 import { Hono } from "hono/tiny";

@@ -13,6 +13,10 @@
  * Metrics go to the `KUBEFN_METRICS` Analytics Engine dataset, aggregated: each invocation writes
  * one data point per series it touched when its work is done (see {@link createAnalyticsMetrics}).
  *
+ * With `KUBEFN_CLUSTERS` it builds one kubefn per declared cluster and puts `dispatchByCluster`
+ * in front: each queue message runs in its own cluster's kubefn, each cron run sweeps the clusters
+ * side by side, and intake knows a batch's cluster by its credential.
+ *
  * Caveats: each invocation has a subrequest budget (50 on the free plan, 10,000 paid) and at most
  * 6 open connections; a sweep that lists and probes many objects spends it (the probe
  * concurrency defaults to 6).

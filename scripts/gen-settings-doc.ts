@@ -79,7 +79,7 @@ const sharedRows: Row<Exclude<Shared, keyof typeof operatorVariables>>[] = [
     names: ["KUBEFN_CLUSTERS"],
     unset: "unset (one cluster, `default`, from the platform's own settings)",
     meaning:
-      "the clusters one deployment reconciles (Node host only, for now; Workers and Lambda refuse it at start): a JSON list, or on the Node host a file holding one, of `{name, server, ca, credential, auditToken, relaySecret}` — `name` a DNS label (the `cluster` of its messages, log lines and metric series; at most 100 clusters), `credential` one of `token`, `kubeconfig`, `in-cluster`, `oidc-issuer` (`google` and `eks` are declared kinds the Node host refuses), and each cluster's own intake credentials, by which intake knows a batch's cluster (then `AUDIT_TOKEN` and `RELAY_SECRET` stay unset). See [Deploying: many clusters](deploying/clusters.md)",
+      "the clusters one deployment (a Node host, a Worker, a Lambda stack) reconciles: a JSON list (a Worker secret; on Lambda `KUBEFN_CLUSTERS_SECRET_ARN` names a secret holding it; on the Node host also a file holding it) of `{name, server, ca, credential, auditToken, relaySecret}` — `name` a DNS label (the `cluster` of its messages, log lines and metric series; at most 100 clusters), `credential` one of `token`, `kubeconfig`, `in-cluster`, `google`, `eks`, `oidc-issuer` (each platform refuses at start the kinds it cannot use), and each cluster's own intake credentials, by which intake knows a batch's cluster (then `AUDIT_TOKEN` and `RELAY_SECRET` stay unset). See [Deploying: many clusters](deploying/clusters.md)",
   },
   {
     names: ["OIDC_ISSUER", "OIDC_SIGNING_KEY"],

@@ -11,6 +11,7 @@ describe("parseAwsEnv", () => {
   it("decodes the inline kubeconfig and fills the defaults", () => {
     expect(parseAwsEnv(base)).toEqual({
       kubeconfig: { yaml: "apiVersion: v1\nkind: Config\n" },
+      eksRenewAfterMs: 600_000,
       region: "eu-west-1",
       queueUrl: base.QUEUE_URL,
       selfUsernames: ["system:serviceaccount:kubefn-system:kubefn"],
@@ -95,14 +96,54 @@ describe("parseAwsEnv", () => {
 });
 
 describe("declared clusters on Lambda", () => {
-  it("refuses KUBEFN_CLUSTERS at start: Lambda reconciles only the cluster of its own settings (for now)", () => {
-    const eks = {
-      name: "prod",
-      server: "https://x.eks.amazonaws.com",
-      credential: { kind: "eks", clusterName: "p", region: "eu-west-1" },
-    };
-    expect(() => parseAwsEnv({ ...base, KUBEFN_CLUSTERS: JSON.stringify([eks]) })).toThrow(
-      /KUBEFN_CLUSTERS: prod: credential kind eks cannot be used on this platform/,
-    );
+  const { KUBECONFIG_BASE64: _, ...queue } = base;
+  const clusters = (...cs: unknown[]) => ({ ...queue, KUBEFN_CLUSTERS: JSON.stringify(cs) });
+  const eks = {
+    name: "prod",
+    server: "https://x.eks.amazonaws.com",
+    ca: "-----BEGIN CERTIFICATE-----\nx\n-----END CERTIFICATE-----",
+    credential: { kind: "eks", clusterName: "p", region: "eu-west-1" },
+  };
+  const token = { name: "edge", server: "https://edge.example", credential: { kind: "token", token: "t" } };
+  const file = { name: "lab", credential: { kind: "kubeconfig", file: "/var/task/lab.kubeconfig" } };
+
+  it("takes token, kubeconfig and eks clusters, with their CA, and no kubeconfig of today's settings", () => {
+    const config = parseAwsEnv(clusters(eks, token, file));
+    expect(config.clusters?.map((c) => [c.name, c.credential.kind])).toEqual([
+      ["prod", "eks"],
+      ["edge", "token"],
+      ["lab", "kubeconfig"],
+    ]);
+    expect(config.clusters?.[0]?.ca).toMatch(/BEGIN CERTIFICATE/);
+  });
+
+  it("keeps one cluster and today's settings unchanged without KUBEFN_CLUSTERS", () => {
+    expect(parseAwsEnv(base).clusters).toBeUndefined();
+  });
+
+  it.each([
+    [
+      "in-cluster (a function runs in no Pod)",
+      clusters({ name: "pod", credential: { kind: "in-cluster" } }),
+      /pod: credential kind in-cluster cannot be used on this platform \(it uses token, kubeconfig, eks, google, oidc-issuer\)/,
+    ],
+    [
+      "oidc-issuer without the issuer's settings",
+      clusters({ ...token, credential: { kind: "oidc-issuer", audience: "edge" } }),
+      /edge: credential kind oidc-issuer needs OIDC_ISSUER and OIDC_SIGNING_KEY/,
+    ],
+    [
+      "a google key that is not one",
+      clusters({ ...token, credential: { kind: "google", key: "{}" } }),
+      /edge: credential google: key must be a service-account key/,
+    ],
+    [
+      "AUDIT_TOKEN beside declared clusters (each has its own)",
+      { ...clusters(token), AUDIT_TOKEN: "a".repeat(16) },
+      /each cluster's auditToken and relaySecret are its own/,
+    ],
+  ])("refuses at start %s", (_what, env, message) => {
+    expect(() => parseAwsEnv(env)).toThrow(message);
+    expect(() => parseAwsEnv(env)).toThrow(AwsConfigError);
   });
 });

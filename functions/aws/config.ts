@@ -1,4 +1,5 @@
 import {
+  type CredentialKind,
   type KubefnSettings,
   kubeGoogleCredentialsSchema,
   parsePlatformEnv,
@@ -18,6 +19,8 @@ export interface AwsConfig extends KubefnSettings {
    * role's credentials, no secret at all (./eks-token.ts).
    */
   kubeconfig: { yaml: string } | { file: string } | { eks: EksCluster } | { google: GoogleCluster };
+  /** `EKS_TOKEN_RENEW_SECONDS` in ms: how long one EKS token is used (a declared `eks` cluster's too). */
+  eksRenewAfterMs: number;
   region: string;
   /** The reconcile queue: follow-ups and fan-out are sent there, and the function consumes it. */
   queueUrl: string;
@@ -58,6 +61,19 @@ const endpointNeeds = (name: "KUBE_SERVER" | "KUBE_CA_DATA") => ({
   path: [name],
 });
 
+/**
+ * The credential kinds a Lambda's declared clusters (`KUBEFN_CLUSTERS`) may use: a bearer, a
+ * kubeconfig file in the bundle, EKS tokens minted from the function's role, a Google service
+ * account's tokens, kubefn's own OIDC tokens. Not `in-cluster`: a function runs in no Pod.
+ */
+export const lambdaCredentialKinds: readonly CredentialKind[] = [
+  "token",
+  "kubeconfig",
+  "eks",
+  "google",
+  "oidc-issuer",
+];
+
 export const lambdaEnvSchema = platformSchema(
   {
     KUBECONFIG_BASE64: z.optional(z.base64("KUBECONFIG_BASE64 must be base64").check(z.minLength(1))),
@@ -90,11 +106,16 @@ export const lambdaEnvSchema = platformSchema(
         ),
     ),
   },
-  { minuteSchedule: true },
+  { minuteSchedule: true, credentialKinds: lambdaCredentialKinds },
 )
   .check(
     z.refine(
-      (e) => e.KUBECONFIG_BASE64 || e.KUBECONFIG || e.EKS_CLUSTER_NAME || e.KUBE_GOOGLE_CREDENTIALS,
+      (e) =>
+        e.KUBEFN_CLUSTERS ||
+        e.KUBECONFIG_BASE64 ||
+        e.KUBECONFIG ||
+        e.EKS_CLUSTER_NAME ||
+        e.KUBE_GOOGLE_CREDENTIALS,
       kubeconfigRequired,
     ),
   )
@@ -136,6 +157,8 @@ export function parseAwsEnv(env: Record<string, string | undefined>): AwsConfig 
     // The reconcile function does not read the intake's secrets: a key derived from them would
     // differ between the two functions. The seal needs STATUS_SEAL_KEY here, read by both.
     deriveStatusSealKey: false,
+    // With declared clusters (`settings.clusters`) each is reached as it declares (./cluster.ts):
+    // this is then the (unused) kubeconfig of today's settings, or an empty one.
     kubeconfig: e.EKS_CLUSTER_NAME
       ? {
           eks: {
@@ -155,7 +178,10 @@ export function parseAwsEnv(env: Record<string, string | undefined>): AwsConfig 
           }
         : e.KUBECONFIG_BASE64
           ? { yaml: Buffer.from(e.KUBECONFIG_BASE64, "base64").toString("utf8") }
-          : { file: e.KUBECONFIG as string },
+          : e.KUBECONFIG
+            ? { file: e.KUBECONFIG }
+            : { yaml: "" },
+    eksRenewAfterMs: e.EKS_TOKEN_RENEW_SECONDS * 1000,
     region: e.AWS_REGION,
     queueUrl: e.QUEUE_URL,
     ...(e.STATE_CHANGES_BUS ? { stateChangesBus: e.STATE_CHANGES_BUS } : {}),

@@ -2,6 +2,7 @@ import { readFileSync } from "node:fs";
 import type { LambdaContext } from "hono/aws-lambda";
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it, vi } from "vitest";
 import type { SweepSummary } from "../../shared/app/sweep.ts";
+import { encodeCloudWatchLogs } from "../../shared/audit-export/index.ts";
 import { proxyResource } from "../../shared/controllers/proxy/api.ts";
 import { Resources } from "../../shared/kube/index.ts";
 import type { KubeObject } from "../../shared/kube/port.ts";
@@ -599,5 +600,111 @@ describe("the two deployed functions: intake and reconcile take only their own e
       lambdaContext,
     )) as SweepSummary;
     expect(out.controllers.proxy?.listed).toBe(2);
+  });
+});
+
+describe("a fleet (KUBEFN_CLUSTERS) on one stack", () => {
+  /** Two EKS clusters, each reached (here) through the test's FakeKube. */
+  const fleetEnv = {
+    AWS_REGION: "us-east-1",
+    KUBEFN_CLUSTERS: JSON.stringify(
+      ["east", "west"].map((name) => ({
+        name,
+        server: `https://${name}.eks.amazonaws.com`,
+        credential: { kind: "eks", clusterName: `${name}-eks`, region: "us-east-1" },
+      })),
+    ),
+  };
+  const auditDelivery = (logGroup: string) =>
+    encodeCloudWatchLogs({
+      messageType: "DATA_MESSAGE",
+      owner: "111122223333",
+      logGroup,
+      logStream: "kube-apiserver-audit-0123456789abcdef",
+      subscriptionFilters: ["kubefn-audit"],
+      logEvents: [
+        {
+          id: "1",
+          timestamp: NOW.getTime(),
+          message: JSON.stringify({
+            kind: "Event",
+            apiVersion: "audit.k8s.io/v1",
+            level: "Metadata",
+            auditID: "a-1",
+            stage: "ResponseComplete",
+            verb: "update",
+            user: { username: "alice" },
+            objectRef: {
+              resource: "proxies",
+              namespace: "ns1",
+              name: "p1",
+              apiGroup: "crawl.kubefn.dev",
+              apiVersion: "v1alpha1",
+            },
+            responseStatus: { code: 200 },
+          }),
+        },
+      ],
+    });
+
+  it("an EKS audit log delivery is the cluster's whose log group sent it; another group's is refused", async () => {
+    const handler = createHandler({
+      env: { ...ENV, ...fleetEnv, KUBECONFIG_BASE64: "", AUDIT_TOKEN: "" },
+      endpoint: moto.endpoint,
+      kube: () => kube,
+      operators: () => ({ registry: createRegistry([proxyController({ for: ProxyKind })]), sweepTasks: [] }),
+      clock: { now: () => NOW },
+      log: silent,
+      metrics: noMetrics,
+    });
+    await handler({ awslogs: { data: await auditDelivery("/aws/eks/west-eks/cluster") } }, lambdaContext);
+    expect((await aws.deliveredMessages()).map((m) => m.cluster)).toEqual(["west"]);
+    expect(
+      await handler({ awslogs: { data: await auditDelivery("/aws/eks/south-eks/cluster") } }, lambdaContext),
+    ).toMatchObject({ enqueued: 0, acknowledged: "UnknownLogGroup" });
+    expect(await aws.deliveredMessages()).toEqual([]);
+  });
+
+  it("a queued message runs in its own cluster's kubefn, one of an undeclared cluster is dropped", async () => {
+    const reconciled: string[] = [];
+    const handler = createHandler({
+      env: { ...ENV, ...fleetEnv, KUBECONFIG_BASE64: "", AUDIT_TOKEN: "" },
+      endpoint: moto.endpoint,
+      kube: () => kube,
+      operators: () => ({
+        registry: createRegistry([
+          proxyController({
+            for: ProxyKind,
+            reconcile: async (pass) => {
+              reconciled.push(`pass ${pass.request.name}`);
+              return done();
+            },
+          }),
+        ]),
+        sweepTasks: [],
+      }),
+      clock: { now: () => NOW },
+      log: silent,
+      metrics: noMetrics,
+    });
+    const record = (body: unknown, id: string) => ({
+      messageId: id,
+      receiptHandle: id,
+      body: JSON.stringify(body),
+      attributes: { ApproximateReceiveCount: "1" },
+      eventSource: "aws:sqs",
+    });
+    const pass = (cluster: string) => ({
+      v: ENVELOPE_VERSION,
+      cluster,
+      request: { controller: "proxy", namespace: "ns1", name: "p1" },
+      attempt: 0,
+    });
+    const out = await handler(
+      { Records: [record(pass("west"), "m1"), record(pass("south"), "m2")] },
+      lambdaContext,
+    );
+    expect(out).toEqual({ batchItemFailures: [] });
+    expect(reconciled).toEqual(["pass p1"]);
   });
 });

@@ -11,18 +11,36 @@
  * failed build is retried). Follow-ups and fan-out go to the reconcile queue (SQS); the
  * previous release's EventBridge events are still consumed (./eventbridge.ts). The intake's token
  * and relay secret are re-read after a refused request (at most once a minute, ./secrets.ts); the
- * invocation's metrics are written at its end, also when it failed (./telemetry.ts).
+ * invocation's metrics are written at its end, also when it failed (./telemetry.ts). With
+ * `KUBEFN_CLUSTERS` (or `KUBEFN_CLUSTERS_SECRET_ARN`) it builds one kubefn per declared cluster
+ * behind `dispatchByCluster`, which routes each event to its cluster.
  */
 import { handle, type LambdaContext, type LambdaEvent } from "hono/aws-lambda";
 import { Hono } from "hono/tiny";
-import type { Clock, Log, Metrics, Operators } from "../../shared/app/index.ts";
-import { createJsonLog, createKubefn } from "../../shared/app/index.ts";
+import type {
+  Clock,
+  ClusterDeclaration,
+  Kubefn,
+  KubefnPorts,
+  Log,
+  Metrics,
+  Operators,
+} from "../../shared/app/index.ts";
+import {
+  clusterLog,
+  clusterMetrics,
+  clusterSettings,
+  createJsonLog,
+  createKubefn,
+  dispatchByCluster,
+  intakeCredentialsOf,
+} from "../../shared/app/index.ts";
 import { isCloudWatchLogsEvent } from "../../shared/audit-export/index.ts";
 import { onceUntilFailure } from "../../shared/concurrency/index.ts";
 import { assertNever, describeShape, isRecord } from "../../shared/guards/index.ts";
 import { createNodeProber } from "../../shared/health/node-prober.ts";
 import type { Kube } from "../../shared/kube/index.ts";
-import { clusterKube } from "./cluster.ts";
+import { clusterKube, declaredClusterKube } from "./cluster.ts";
 import { type AwsConfig, parseAwsEnv } from "./config.ts";
 import {
   consumeReconcileEvent,
@@ -115,20 +133,31 @@ async function build(options: HandlerOptions) {
     log,
   });
   const stateChanges = stateChangesFor(config, { endpoint: options.endpoint });
-  const kubefn = createKubefn(
-    config,
-    {
-      ...(options.kube ? { kube: options.kube(config) } : clusterKube(config, { env: options.env, clock })),
-      queue: sqsQueue(sqs),
-      prober: createNodeProber(),
-      clock,
-      log,
-      metrics: options.metrics ?? createEmfMetrics(),
-      intakeCredentials: credentials.current,
-      ...(stateChanges ? { stateChanges } : {}),
-    },
-    options.operators?.(config),
-  );
+  const metrics = options.metrics ?? createEmfMetrics();
+  const ports: Omit<KubefnPorts, "kube"> = {
+    queue: sqsQueue(sqs),
+    prober: createNodeProber(),
+    clock,
+    log,
+    metrics,
+    ...(stateChanges ? { stateChanges } : {}),
+  };
+  const kubefn = config.clusters
+    ? dispatchByCluster(
+        config.clusters.map((declared) => clusterKubefn(declared, config, ports, options)),
+        { log, metrics, maxBodyBytes: config.maxBodyBytes },
+      )
+    : createKubefn(
+        config,
+        {
+          ...(options.kube
+            ? { kube: options.kube(config) }
+            : clusterKube(config, { env: options.env, clock })),
+          ...ports,
+          intakeCredentials: credentials.current,
+        },
+        options.operators?.(config),
+      );
   return {
     kubefn,
     http: answeringAgainAfterRotation(
@@ -136,6 +165,52 @@ async function build(options: HandlerOptions) {
       credentials,
     ),
     sqs: { ...sqs, log },
+  };
+}
+
+/**
+ * One declared cluster's kubefn (`KUBEFN_CLUSTERS`): its own kube (circuit, request budget), admission
+ * gate and intake credentials (read at cold start), `cluster` on its log lines and series; the
+ * queue, prober and state changes are the function's. An EKS cluster's audit log deliveries are
+ * its by their log group.
+ */
+function clusterKubefn(
+  declared: ClusterDeclaration,
+  config: AwsConfig,
+  ports: Omit<KubefnPorts, "kube">,
+  options: HandlerOptions,
+): {
+  cluster: string;
+  kubefn: Kubefn;
+  credentials: ReturnType<typeof intakeCredentialsOf>;
+  logGroups: string[];
+} {
+  const cluster = declared.name;
+  const settings = clusterSettings(config, declared);
+  const clock = ports.clock ?? { now: () => new Date() };
+  const kubefn = createKubefn(
+    settings,
+    {
+      ...ports,
+      ...(options.kube
+        ? { kube: options.kube({ ...config, ...settings }) }
+        : declaredClusterKube(declared, settings, {
+            env: options.env,
+            clock,
+            eksRenewAfterMs: config.eksRenewAfterMs,
+          })),
+      cluster,
+      log: clusterLog(ports.log, cluster),
+      metrics: clusterMetrics(ports.metrics, cluster),
+    },
+    options.operators?.(config),
+  );
+  const { credential } = declared;
+  return {
+    cluster,
+    kubefn,
+    credentials: intakeCredentialsOf(declared),
+    logGroups: credential.kind === "eks" ? [`/aws/eks/${credential.clusterName}/cluster`] : [],
   };
 }
 

@@ -21,6 +21,8 @@ export const SECRET_VARIABLES = {
   STATUS_SEAL_KEY_SECRET_ARN: "STATUS_SEAL_KEY",
   API_TOKEN_SECRET_ARN: "API_TOKEN",
   OIDC_SIGNING_KEY_SECRET_ARN: "OIDC_SIGNING_KEY",
+  // The declared clusters hold their credentials and intake secrets: a secret too.
+  KUBEFN_CLUSTERS_SECRET_ARN: "KUBEFN_CLUSTERS",
   ...INTAKE_SECRET_VARIABLES,
 } as const;
 

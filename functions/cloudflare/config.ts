@@ -4,6 +4,8 @@ import type {
   Queue as QueueBinding,
 } from "@cloudflare/workers-types/index.ts";
 import {
+  type ClusterDeclaration,
+  type CredentialKind,
   type KubefnSettings,
   kubeGoogleCredentialsSchema,
   type Message,
@@ -51,8 +53,30 @@ export interface WorkerConfig extends KubefnSettings {
    * access tokens (`KUBE_GOOGLE_CREDENTIALS`, a key JSON; for GKE), renewed as they near expiry,
    * or JWTs kubefn signs as its own OIDC issuer (`OIDC_ISSUER`, `OIDC_SIGNING_KEY`).
    */
-  kubeAuth: { token: string } | { google: ServiceAccountKey } | { oidc: OidcIssuerSettings };
+  kubeAuth: WorkerKubeAuth;
+  /**
+   * The declared clusters (`KUBEFN_CLUSTERS`), each reached with its own server and credential;
+   * unset: the one cluster of `kubeServer` and `kubeAuth` (which, with a fleet, are its first's).
+   */
+  fleet?: WorkerCluster[];
 }
+
+/** How the Worker authenticates to one cluster (see {@link WorkerConfig.kubeAuth}). */
+export type WorkerKubeAuth = { token: string } | { google: ServiceAccountKey } | { oidc: OidcIssuerSettings };
+
+/** One declared cluster as the Worker reaches it. */
+export interface WorkerCluster {
+  declared: ClusterDeclaration;
+  kubeServer: string;
+  kubeAuth: WorkerKubeAuth;
+}
+
+/**
+ * The credential kinds a Worker's declared clusters may use: a bearer, a Google service account's
+ * tokens, kubefn's own OIDC tokens. Not `kubeconfig` (a Worker has no files, nor exec plugins),
+ * `in-cluster` (it runs in no Pod) nor `eks` (it holds no AWS role).
+ */
+export const workerCredentialKinds: readonly CredentialKind[] = ["token", "google", "oidc-issuer"];
 
 export const workerEnvSchema = platformSchema(
   {
@@ -61,13 +85,23 @@ export const workerEnvSchema = platformSchema(
     KUBE_GOOGLE_CREDENTIALS: z.optional(kubeGoogleCredentialsSchema),
     KUBE_VIA: z._default(z.enum(["direct", "relay"]), "direct"),
   },
-  { minuteSchedule: true },
+  { minuteSchedule: true, credentialKinds: workerCredentialKinds, publicRootsOnly: true },
 ).check(
-  z.refine((e) => e.KUBE_TOKEN || e.KUBE_GOOGLE_CREDENTIALS || (e.OIDC_ISSUER && e.OIDC_SIGNING_KEY), {
+  z.refine(
+    (e) =>
+      e.KUBEFN_CLUSTERS || e.KUBE_TOKEN || e.KUBE_GOOGLE_CREDENTIALS || (e.OIDC_ISSUER && e.OIDC_SIGNING_KEY),
+    {
+      message:
+        "KUBE_TOKEN is required (wrangler secret put KUBE_TOKEN), or KUBE_GOOGLE_CREDENTIALS for a service account's tokens, or OIDC_ISSUER and OIDC_SIGNING_KEY for kubefn's own",
+      path: ["KUBE_TOKEN"],
+      // Named beside the other bad variables, not only once they are fixed.
+      when: () => true,
+    },
+  ),
+  z.refine((e) => !(e.KUBEFN_CLUSTERS && e.KUBE_VIA === "relay"), {
     message:
-      "KUBE_TOKEN is required (wrangler secret put KUBE_TOKEN), or KUBE_GOOGLE_CREDENTIALS for a service account's tokens, or OIDC_ISSUER and OIDC_SIGNING_KEY for kubefn's own",
-    path: ["KUBE_TOKEN"],
-    // Named beside the other bad variables, not only once they are fixed.
+      "KUBE_VIA = \"relay\" carries one cluster's API requests: with KUBEFN_CLUSTERS each cluster's server is reached directly (a publicly trusted endpoint)",
+    path: ["KUBE_VIA"],
     when: () => true,
   }),
   z.refine((e) => e.KUBE_VIA !== "relay" || Boolean(e.RELAY_SECRET), {
@@ -95,6 +129,16 @@ export class WorkerConfigError extends SettingsError {
 export function parseWorkerEnv(env: Record<string, unknown>): WorkerConfig {
   const what = "invalid Worker environment";
   const { e, settings } = parsePlatformEnv(workerEnvSchema, env, what, WorkerConfigError, workerDefaults);
+  const fleet = settings.clusters?.map((declared) => workerCluster(declared, settings));
+  const [first] = fleet ?? [];
+  if (first)
+    return {
+      ...settings,
+      kubeServer: first.kubeServer,
+      kubeVia: e.KUBE_VIA,
+      kubeAuth: first.kubeAuth,
+      fleet,
+    };
   const google = e.KUBE_GOOGLE_CREDENTIALS ? parseServiceAccountKey(e.KUBE_GOOGLE_CREDENTIALS) : undefined;
   return {
     ...settings,
@@ -106,4 +150,30 @@ export function parseWorkerEnv(env: Record<string, unknown>): WorkerConfig {
         ? { oidc: settings.oidcIssuer }
         : { token: e.KUBE_TOKEN as string },
   };
+}
+
+/** A declared cluster as the Worker reaches it; its kind, server and key were checked at parse. */
+function workerCluster(declared: ClusterDeclaration, settings: KubefnSettings): WorkerCluster {
+  const { credential } = declared;
+  const kubeServer = declared.server as string;
+  switch (credential.kind) {
+    case "token":
+      return { declared, kubeServer, kubeAuth: { token: credential.token } };
+    case "google":
+      return {
+        declared,
+        kubeServer,
+        kubeAuth: { google: parseServiceAccountKey(credential.key) as ServiceAccountKey },
+      };
+    case "oidc-issuer":
+      return {
+        declared,
+        kubeServer,
+        kubeAuth: { oidc: { ...(settings.oidcIssuer as OidcIssuerSettings), audience: credential.audience } },
+      };
+    default:
+      throw new WorkerConfigError(
+        `invalid Worker environment:\n  KUBEFN_CLUSTERS: ${declared.name}: credential kind ${credential.kind} cannot be used on this platform`,
+      );
+  }
 }

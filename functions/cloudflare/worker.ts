@@ -13,6 +13,10 @@
  * Metrics go to the `KUBEFN_METRICS` Analytics Engine dataset, aggregated: each invocation writes
  * one data point per series it touched when its work is done (see {@link createAnalyticsMetrics}).
  *
+ * With `KUBEFN_CLUSTERS` it builds one kubefn per declared cluster and puts `dispatchByCluster`
+ * in front: each queue message runs in its own cluster's kubefn, each cron run sweeps the clusters
+ * side by side, and intake knows a batch's cluster by its credential.
+ *
  * Caveats: each invocation has a subrequest budget (50 on the free plan, 10,000 paid) and at most
  * 6 open connections; a sweep that lists and probes many objects spends it (the probe
  * concurrency defaults to 6).
@@ -20,11 +24,24 @@
 
 import { connect } from "cloudflare:sockets";
 import type { ExecutionContext, MessageBatch, ScheduledController } from "@cloudflare/workers-types/index.ts";
-import { createJsonLog, createKubefn, expandedBody, type Kubefn } from "../../shared/app/index.ts";
+import {
+  type ClusterKubefn,
+  clusterLog,
+  clusterMetrics,
+  clusterSettings,
+  createJsonLog,
+  createKubefn,
+  dispatchByCluster,
+  expandedBody,
+  intakeCredentialsOf,
+  type Kubefn,
+  type KubefnPorts,
+  type Log,
+} from "../../shared/app/index.ts";
 import { createSocketProber } from "../../shared/health/socket-prober.ts";
 import { guardedKube } from "../../shared/kube/index.ts";
 import { TUNNEL_PATH } from "../../shared/tunnel/index.ts";
-import { parseWorkerEnv, WorkerConfigError, type WorkerEnv } from "./config.ts";
+import { parseWorkerEnv, type WorkerCluster, WorkerConfigError, type WorkerEnv } from "./config.ts";
 import { workerTransport } from "./kube-transport.ts";
 import { DEAD_LETTER_QUEUE, queuesPort, settle } from "./queue.ts";
 import { queueStateChanges } from "./state-changes.ts";
@@ -55,27 +72,53 @@ function partsFor(env: WorkerEnv): WorkerParts {
     );
   const apiFetch =
     config.kubeVia === "relay" && env.KUBEFN_TUNNEL ? tunnelFetch(env.KUBEFN_TUNNEL) : undefined;
-  const { kube, invocationKube, apiFailing } = guardedKube(
-    workerTransport(config, undefined, apiFetch),
-    config,
-  );
   const metrics = createAnalyticsMetrics(env.KUBEFN_METRICS);
-  const kubefn = createKubefn(config, {
-    kube,
-    invocationKube,
-    apiFailing,
+  const log = createJsonLog(config.logLevel);
+  const ports: Omit<KubefnPorts, "kube"> = {
     queue: queuesPort(env.KUBEFN_QUEUE),
     prober: createSocketProber({ connect }),
     // An invocation's 6 connections are its own; a slot shared across invocations would make one
     // wait for another's promise, which workerd cancels as hung (and the slot is lost).
     probeSlots: "invocation",
-    log: createJsonLog(config.logLevel),
+    log,
     metrics,
     ...(env.STATE_CHANGES ? { stateChanges: queueStateChanges(env.STATE_CHANGES) } : {}),
-  });
+  };
+  const kubefn = config.fleet
+    ? dispatchByCluster(
+        config.fleet.map((c) => clusterKubefn(c, config, ports, log)),
+        { log, metrics, maxBodyBytes: config.maxBodyBytes },
+      )
+    : createKubefn(config, {
+        ...guardedKube(workerTransport(config, undefined, apiFetch), config),
+        ...ports,
+      });
   const parts = { kubefn, metrics, tunnelled: apiFetch !== undefined };
   isolates.set(env, parts);
   return parts;
+}
+
+/**
+ * One declared cluster's kubefn (`KUBEFN_CLUSTERS`): its own transport, circuit, request budget
+ * and admission gate, its intake credentials, `cluster` on its log lines and series; the queue,
+ * prober and metrics dataset are the Worker's.
+ */
+function clusterKubefn(
+  c: WorkerCluster,
+  config: ReturnType<typeof parseWorkerEnv>,
+  ports: Omit<KubefnPorts, "kube">,
+  log: Log,
+): ClusterKubefn {
+  const cluster = c.declared.name;
+  const settings = clusterSettings(config, c.declared);
+  const kubefn = createKubefn(settings, {
+    ...ports,
+    ...guardedKube(workerTransport({ ...c, kubeTimeoutMs: config.kubeTimeoutMs }), settings),
+    cluster,
+    log: clusterLog(log, cluster),
+    metrics: clusterMetrics(ports.metrics, cluster),
+  });
+  return { cluster, kubefn, credentials: intakeCredentialsOf(c.declared) };
 }
 
 /** `work`; once it settles, the invocation writes what it recorded (one flush, off its answer). */

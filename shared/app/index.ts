@@ -44,6 +44,13 @@ export {
   type SweepLease,
   type TraceContext,
 } from "../runtime/index.ts";
+export {
+  type ClusterKubefn,
+  clusterSettings,
+  dispatchByCluster,
+  type FleetSweepSummary,
+  intakeCredentialsOf,
+} from "./cluster-dispatch.ts";
 export { clusterLog, clusterMetrics, type FleetMember, fleetFetch } from "./clusters.ts";
 export { commaList } from "./env-values.ts";
 export { createFunctionsApp, type HttpSettings } from "./http.ts";

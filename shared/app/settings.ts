@@ -3,6 +3,7 @@ import {
   type ClusterDeclaration,
   type CredentialKind,
   clustersVariable,
+  parseServiceAccountKey,
   unusableCredentials,
 } from "../credentials/index.ts";
 import { DEFAULT_STATE_CHANGES_PER_INVOCATION, type LogLevel, logLevels } from "../runtime/index.ts";
@@ -355,6 +356,11 @@ export interface PlatformCapabilities {
    * reconciles only the cluster of its own settings, and refuses a declared list.
    */
   credentialKinds?: readonly CredentialKind[];
+  /**
+   * It cannot trust a declared cluster's own CA (`ca`): a Worker's `fetch` trusts public roots
+   * only. A declared `ca` is refused rather than ignored.
+   */
+  publicRootsOnly?: boolean;
 }
 
 /**
@@ -370,6 +376,23 @@ export function platformSchema<S extends z.core.$ZodLooseShape>(own: S, can: Pla
       path: ["SWEEP_PERIOD_SECONDS"],
     }),
     clustersUsableBy(can.credentialKinds ?? []),
+    z.superRefine((e: unknown, ctx) => {
+      const { KUBEFN_CLUSTERS: clusters = [], OIDC_ISSUER, OIDC_SIGNING_KEY } = shared(e);
+      const issuing = clusters.filter((c) => c.credential.kind === "oidc-issuer");
+      if (issuing.length > 0 && !(OIDC_ISSUER && OIDC_SIGNING_KEY)) {
+        const message = `${issuing.map((c) => c.name).join(", ")}: credential kind oidc-issuer needs OIDC_ISSUER and OIDC_SIGNING_KEY`;
+        ctx.issues.push({ code: "custom", message, path: ["KUBEFN_CLUSTERS"], input: e });
+      }
+      for (const c of clusters) {
+        if (c.credential.kind !== "google" || parseServiceAccountKey(c.credential.key)) continue;
+        const message = `${c.name}: credential google: key must be a service-account key (JSON with client_email and private_key)`;
+        ctx.issues.push({ code: "custom", message, path: ["KUBEFN_CLUSTERS"], input: e });
+      }
+      for (const c of can.publicRootsOnly ? clusters.filter((c) => c.ca !== undefined) : []) {
+        const message = `${c.name}: ca cannot be used on this platform (it trusts public roots only: put a publicly trusted endpoint, e.g. a Cloudflare Tunnel, in front of the API server)`;
+        ctx.issues.push({ code: "custom", message, path: ["KUBEFN_CLUSTERS"], input: e });
+      }
+    }),
   );
 }
 

@@ -51,6 +51,11 @@ describe("KUBEFN_CLUSTERS", () => {
       /server is required/,
     ],
     ["an http server", [{ ...east, server: "http://east.example" }], /https/],
+    [
+      "an http server that only starts like loopback",
+      [{ ...east, server: "http://127.0.0.1.example" }],
+      /https/,
+    ],
     ["a CA that is no PEM", [{ ...east, ca: "not a cert" }], /PEM/],
     ["a short audit token", [{ ...east, auditToken: "short" }], /16 characters/],
     [
@@ -66,6 +71,12 @@ describe("KUBEFN_CLUSTERS", () => {
     const parsed = typeof list === "string" ? z.safeParse(clustersVariable, list) : parse(list);
     expect(parsed.success).toBe(false);
     expect(JSON.stringify(parsed.error?.issues)).toMatch(message);
+  });
+
+  it("takes plain http to a loopback address only (a development pass-through: no token crosses a network)", () => {
+    for (const server of ["http://127.0.0.1:8001", "http://localhost:8001/", "http://[::1]:8001"]) {
+      expect(parse([{ ...east, server }]).success).toBe(true);
+    }
   });
 
   it("refuses more than 100 clusters: every one is a label value on every series", () => {

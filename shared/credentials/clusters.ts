@@ -49,6 +49,9 @@ export interface ClusterDeclaration {
   relaySecret?: string;
 }
 
+/** A plain-HTTP server on this machine (a development pass-through): no token crosses a network. */
+const loopbackHttp = /^http:\/\/(127\.0\.0\.1|localhost|\[::1\])(:\d+)?(\/|$)/;
+
 const nonEmpty = z.string().check(z.minLength(1));
 const secret = z.string().check(z.minLength(16, "must be at least 16 characters"));
 
@@ -72,7 +75,13 @@ const clusterSchema = z
       .check(
         z.regex(/^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$/, "must be a DNS label (a-z, 0-9, -; at most 63)"),
       ),
-    server: z.optional(z.url({ protocol: /^https$/, error: "must be an https URL" })),
+    server: z.optional(
+      z.url({ protocol: /^https?$/, error: "must be an https URL" }).check(
+        z.refine((url) => url.startsWith("https:") || loopbackHttp.test(url), {
+          message: "must be an https URL (http only to a loopback address, for development)",
+        }),
+      ),
+    ),
     ca: z.optional(
       z.string().check(z.includes("-----BEGIN CERTIFICATE-----", { error: "must be a PEM certificate" })),
     ),

@@ -37,6 +37,8 @@ export const KNOWN_SECONDS: Readonly<Record<string, number>> = {
   "test/chaos/operators.test.ts": 57,
   "test/e2e/proxy.test.ts": 54,
   "test/e2e/steady-state.test.ts": 43,
+  "test/integration/lambda-fleet.test.ts": 125,
+  "test/integration/worker-fleet.test.ts": 84,
 };
 export const DEFAULT_SECONDS = 15;
 

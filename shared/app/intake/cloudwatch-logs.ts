@@ -14,7 +14,12 @@ export interface CloudWatchLogsIntake {
 /** What one subscription delivery became. */
 export type CloudWatchLogsResult =
   | { enqueued: number; requests: Request[]; counts: Record<string, number> }
-  | { enqueued: 0; acknowledged: "ControlMessage" | "Undecodable"; detail: string };
+  | {
+      enqueued: 0;
+      /** `UnknownLogGroup`: a fleet's delivery from the log group of no declared cluster. */
+      acknowledged: "ControlMessage" | "Undecodable" | "UnknownLogGroup";
+      detail: string;
+    };
 
 /**
  * One CloudWatch Logs subscription delivery (EKS audit log events) through the audit mapping:

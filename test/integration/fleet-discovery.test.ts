@@ -302,20 +302,41 @@ describe("a fleet discovered from Cluster API", () => {
 
     await clusters.hub.admin.delete(capiClusterResource, { namespace: FLEET, name: "fourth" });
     await eventually(
-      "fourth left the fleet",
-      async () => (host!.clusters?.fourth === undefined ? true : undefined),
+      "fourth stopped",
+      async () =>
+        lines.some((l) => l.msg === "stopped reconciling cluster" && l.fields?.cluster === "fourth")
+          ? true
+          : undefined,
       60_000,
     );
     const left = lines.length;
-    expect(lines.some((l) => l.msg === "stopped reconciling cluster" && l.fields?.cluster === "fourth")).toBe(
-      true,
-    );
+    expect(host!.clusters?.fourth).toBeUndefined();
     // Its series are gone from /metrics.
     expect((await scrape()).filter((l) => l.includes('cluster="fourth"'))).toEqual([]);
-    // And nothing of it runs: a full sweep of the fleet, waited for, leaves a new Proxy there untouched.
+    // And nothing of it runs: while hub sweeps three more times (every cluster's sweep has the same
+    // period), a new Proxy in fourth is left untouched.
     await fourth.admin.create(...proxy("edge-after"));
-    await host!.sweep(true);
-    await Promise.all(Object.values(host!.clusters ?? {}).map((c) => c.queue.idle()));
+    const sweptAt = async () => {
+      const line = (await scrape()).find(
+        (l) =>
+          l.startsWith("kubefn_sweep_last_success_timestamp_seconds{") &&
+          l.includes('cluster="hub"') &&
+          l.includes('controller="proxy"'),
+      );
+      return line ? Number(line.split(" ").at(-1)) : undefined;
+    };
+    const sweeps = new Set<number>();
+    const createdAt = Date.now() / 1000;
+    await eventually(
+      "hub swept three times since",
+      async () => {
+        const at = await sweptAt();
+        if (at !== undefined && at > createdAt) sweeps.add(at);
+        return sweeps.size >= 3 ? true : undefined;
+      },
+      60_000,
+    );
+    await host!.clusters?.hub?.queue.idle();
     const after = await fourth.admin.get(proxyResource, { namespace: "default", name: "edge-after" });
     expect(after.metadata.finalizers ?? []).toEqual([]);
     expect(after.status).toBeUndefined();

@@ -81,6 +81,10 @@ describe("intakeCredentialsOf", () => {
     expect(intakeCredentialsOf(data)).toEqual(want);
   });
 
+  it("ignores the Secret's kubeconfig key", () => {
+    expect(intakeCredentialsOf({ kubeconfig: b64("apiVersion: v1") })).toEqual({ credentials: {} });
+  });
+
   it("refuses a short secret", () => {
     expect(intakeCredentialsOf({ relaySecret: b64("short") })).toMatchObject({
       refusal: { reason: "IntakeSecretInvalid" },

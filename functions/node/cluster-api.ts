@@ -9,7 +9,7 @@ import { createHash } from "node:crypto";
 import { setTimeout as sleep } from "node:timers/promises";
 import { Watch } from "@kubernetes/client-node";
 import { parse as parseYaml } from "yaml";
-import type { IntakeCredentials, Log, Metrics } from "../../shared/app/index.ts";
+import { clusterLog, type IntakeCredentials, type Log, type Metrics } from "../../shared/app/index.ts";
 import {
   type ClusterDeclaration,
   clusterNameSchema,
@@ -45,11 +45,12 @@ export const capiClusterResource: Resource = {
 export const kubeconfigSecretName = (cluster: string) => `${cluster}-kubeconfig`;
 
 /**
- * The Secret beside a `Cluster` holding its intake credentials (keys `auditToken`, `relaySecret`;
- * either may be missing, and the Secret too: then intake is off for that cluster and its sweep
- * alone brings its changes).
+ * kubefn's own Secret beside a `Cluster` (optional): key `kubeconfig`, a kubeconfig for kubefn's
+ * ServiceAccount in that cluster, used instead of Cluster API's (an admin's); keys `auditToken`
+ * and `relaySecret`, that cluster's intake credentials. Without them intake is off for that
+ * cluster and its sweep alone brings its changes.
  */
-export const intakeSecretName = (cluster: string) => `${cluster}-kubefn-intake`;
+export const kubefnSecretName = (cluster: string) => `${cluster}-kubefn`;
 
 /** Where discovery reads Cluster objects, and as whom (`KUBEFN_CLUSTER_API`). */
 export interface ClusterApiSettings {
@@ -330,8 +331,9 @@ export type ClusterState =
 
 /**
  * Reads one `Cluster`'s state: provisioned (`status.phase` Provisioned, as multicluster-runtime's
- * provider asks) and not being deleted, its name a DNS label, its kubeconfig Secret there and
- * vetted, its intake Secret (if any) valid.
+ * provider asks) and not being deleted, its name a DNS label, its kubeconfig there and vetted —
+ * kubefn's own Secret's (`<name>-kubefn`, key `kubeconfig`) if it has one, else Cluster API's
+ * (`<name>-kubeconfig`, key `value`) — and the intake credentials of kubefn's Secret valid.
  */
 export async function readClusterState(kube: Kube, cluster: KubeObject): Promise<ClusterState> {
   const namespace = cluster.metadata.namespace ?? "";
@@ -358,26 +360,29 @@ export async function readClusterState(kube: Kube, cluster: KubeObject): Promise
         throw err;
       },
     );
-  let kubeconfigData: Record<string, string> | undefined;
-  let intakeData: Record<string, string> | undefined;
+  let own: Record<string, string> | undefined;
+  let capi: Record<string, string> | undefined;
   try {
-    kubeconfigData = await secret(kubeconfigSecretName(name));
-    if (kubeconfigData === undefined)
-      return { kind: "waiting", key, why: `no Secret ${kubeconfigSecretName(name)} yet` };
-    intakeData = await secret(intakeSecretName(name));
+    own = await secret(kubefnSecretName(name));
+    if (own?.kubeconfig === undefined) {
+      capi = await secret(kubeconfigSecretName(name));
+      if (capi === undefined)
+        return { kind: "waiting", key, why: `no Secret ${kubeconfigSecretName(name)} yet` };
+    }
   } catch (err) {
     return { kind: "unknown", key, error: String(err) };
   }
-  if (kubeconfigData.value === undefined)
+  const encoded = own?.kubeconfig ?? capi?.value;
+  if (encoded === undefined)
     return {
       kind: "refused",
       key,
       refusal: { reason: "KubeconfigInvalid", note: `Secret ${kubeconfigSecretName(name)} has no key value` },
     };
-  const text = Buffer.from(kubeconfigData.value, "base64").toString("utf8");
+  const text = Buffer.from(encoded, "base64").toString("utf8");
   const vetted = vetKubeconfig(text);
   if ("refusal" in vetted) return { kind: "refused", key, refusal: vetted.refusal };
-  const intake = intakeCredentialsOf(intakeData);
+  const intake = intakeCredentialsOf(own);
   if ("refusal" in intake) return { kind: "refused", key, refusal: intake.refusal };
   const hash = createHash("sha256")
     .update(vetted.kubeconfig)
@@ -497,7 +502,7 @@ export async function startClusterApiDiscovery(opts: {
         await fleet.add({
           cluster: c.name,
           credentials: c.credentials,
-          connect: () => connectKubeconfigText(c.kubeconfig, config, log),
+          connect: () => connectKubeconfigText(c.kubeconfig, config, clusterLog(log, c.name)),
         });
         engaged.set(c.name, { key: c.key, hash: c.hash });
         said.set(c.key, "engaged");

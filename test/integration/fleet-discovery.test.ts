@@ -114,9 +114,9 @@ async function startMember(name: Name): Promise<void> {
   clusters[name].token = loadKubeConfig({ file }).getCurrentUser()?.token ?? "";
 }
 
-/** The kubeconfig Cluster API would write for `name`: its server, CA and (here) kubefn's token. */
-function kubeconfigOf(name: Name): string {
-  const { devcluster, token } = clusters[name];
+/** A kubeconfig of `name` as Cluster API writes one: its server, CA and a token (kubefn's by default). */
+function kubeconfigOf(name: Name, token = clusters[name].token): string {
+  const { devcluster } = clusters[name];
   return JSON.stringify({
     apiVersion: "v1",
     kind: "Config",
@@ -131,8 +131,11 @@ function kubeconfigOf(name: Name): string {
 
 const b64 = (s: string) => Buffer.from(s).toString("base64");
 
-/** `name`'s Cluster object and kubeconfig Secret in the management cluster, provisioned. */
-async function registerCluster(name: string, kubeconfig: string, intake?: Record<string, string>) {
+/**
+ * `name`'s Cluster object and Cluster API's kubeconfig Secret in the management cluster,
+ * provisioned, and kubefn's own Secret (`<name>-kubefn`) when `own` gives its keys.
+ */
+async function registerCluster(name: string, kubeconfig: string, own?: Record<string, string>) {
   const { admin } = clusters.hub;
   await admin.create(Resources.Secret, {
     apiVersion: "v1",
@@ -141,12 +144,12 @@ async function registerCluster(name: string, kubeconfig: string, intake?: Record
     type: "cluster.x-k8s.io/secret",
     data: { value: b64(kubeconfig) },
   });
-  if (intake)
+  if (own)
     await admin.create(Resources.Secret, {
       apiVersion: "v1",
       kind: "Secret",
-      metadata: { namespace: FLEET, name: `${name}-kubefn-intake` },
-      data: Object.fromEntries(Object.entries(intake).map(([k, v]) => [k, b64(v)])),
+      metadata: { namespace: FLEET, name: `${name}-kubefn` },
+      data: Object.fromEntries(Object.entries(own).map(([k, v]) => [k, b64(v)])),
     });
   await admin.create(capiClusterResource, {
     apiVersion: "cluster.x-k8s.io/v1beta1",
@@ -178,10 +181,7 @@ beforeAll(async () => {
   });
   // The discovery identity, least-privileged as docs/deploying/clusters.md says: Clusters read and
   // watched, the named Secrets got (never listed), Events written on the Clusters.
-  const secretNames = ["east", "west", "fourth", "hub"].flatMap((n) => [
-    `${n}-kubeconfig`,
-    `${n}-kubefn-intake`,
-  ]);
+  const secretNames = ["east", "west", "fourth", "hub"].flatMap((n) => [`${n}-kubeconfig`, `${n}-kubefn`]);
   const rbac = [
     { apiVersion: "v1", kind: "ServiceAccount", metadata: { namespace: FLEET, name: "kubefn-discovery" } },
     {
@@ -213,7 +213,12 @@ beforeAll(async () => {
     FLEET,
     "kubefn-discovery",
   );
-  await registerCluster("east", kubeconfigOf("east"), { auditToken: eastAuditToken });
+  // East as Cluster API leaves it (an admin's kubeconfig), and kubefn's own Secret beside it: its
+  // ServiceAccount's kubeconfig and east's audit token. West by Cluster API's Secret alone.
+  await registerCluster("east", kubeconfigOf("east", clusters.east.devcluster.adminToken), {
+    kubeconfig: kubeconfigOf("east"),
+    auditToken: eastAuditToken,
+  });
   await registerCluster("west", kubeconfigOf("west"));
   const hubFile = await functionsKubeconfig(hub.devcluster.kubeconfig);
   const config = parseNodeHostEnv({
@@ -249,6 +254,10 @@ afterAll(async () => {
 describe("a fleet discovered from Cluster API", () => {
   it("the declared cluster and the two discovered at start are reconciled; a clashing name is refused", async () => {
     expect(Object.keys(host!.clusters ?? {}).sort()).toEqual(["east", "hub", "west"]);
+    // East as kubefn's ServiceAccount, from kubefn's own Secret, not as Cluster API's admin.
+    expect(lines.find((l) => l.msg.startsWith("reconciling as ") && l.fields?.cluster === "east")?.msg).toBe(
+      "reconciling as system:serviceaccount:kubefn-system:kubefn",
+    );
     for (const name of ["hub", "east", "west"] as const) await clusters[name].admin.create(...proxy("edge"));
     await Promise.all((["hub", "east", "west"] as const).map((name) => ready(name, proxy("edge"))));
 

@@ -10,12 +10,7 @@ import { setTimeout as sleep } from "node:timers/promises";
 import { Watch } from "@kubernetes/client-node";
 import { parse as parseYaml } from "yaml";
 import { clusterLog, type IntakeCredentials, type Log, type Metrics } from "../../shared/app/index.ts";
-import {
-  type ClusterDeclaration,
-  clusterNameSchema,
-  credentialSchema,
-  MAX_CLUSTERS,
-} from "../../shared/credentials/index.ts";
+import { type ClusterDeclaration, clusterNameSchema, MAX_CLUSTERS } from "../../shared/credentials/index.ts";
 import {
   createEventRecorder,
   createKube,
@@ -29,6 +24,7 @@ import {
 import { createNodeTransport } from "../../shared/kube/node.ts";
 import * as z from "../../shared/zod/index.ts";
 import { type ClusterConnection, connectionOf, connectKubeconfigText } from "./cluster.ts";
+import type { ClusterApiSettings } from "./cluster-api-settings.ts";
 import type { NodeHostConfig } from "./config.ts";
 import type { Fleet } from "./fleet.ts";
 
@@ -52,65 +48,6 @@ export const kubeconfigSecretName = (cluster: string) => `${cluster}-kubeconfig`
  */
 export const kubefnSecretName = (cluster: string) => `${cluster}-kubefn`;
 
-/** Where discovery reads Cluster objects, and as whom (`KUBEFN_CLUSTER_API`). */
-export interface ClusterApiSettings {
-  /** The management cluster's API server (https); a `kubeconfig` or `in-cluster` credential names its own. */
-  server?: string;
-  ca?: string;
-  credential: ClusterDeclaration["credential"];
-  /** The namespaces whose `Cluster` objects join the fleet (each watched on its own: a Role each). */
-  namespaces: string[];
-  /** How often every `Cluster` and its Secrets are read again besides the watch (rotated kubeconfigs). */
-  resyncSeconds: number;
-}
-
-const clusterApiSchema = z
-  .strictObject({
-    server: z.optional(z.url({ protocol: /^https$/, error: "must be an https URL" })),
-    ca: z.optional(
-      z.string().check(z.includes("-----BEGIN CERTIFICATE-----", { error: "must be a PEM certificate" })),
-    ),
-    credential: credentialSchema,
-    namespaces: z.array(clusterNameSchema).check(
-      z.minLength(1, "name at least one namespace"),
-      z.maxLength(MAX_CLUSTERS, `at most ${MAX_CLUSTERS} namespaces`),
-      z.refine((ns) => new Set(ns).size === ns.length, { message: "namespaces must be unique" }),
-    ),
-    resyncSeconds: z._default(z.number().check(z.int(), z.gte(10), z.lte(3600)), 300),
-  })
-  .check(
-    z.refine(
-      (c) =>
-        c.server !== undefined || c.credential.kind === "kubeconfig" || c.credential.kind === "in-cluster",
-      {
-        message: "server is required unless the credential is a kubeconfig or in-cluster",
-        path: ["server"],
-      },
-    ),
-    z.refine((c) => c.credential.kind !== "google" && c.credential.kind !== "eks", {
-      message: "the Node host reaches a management cluster by token, kubeconfig, in-cluster or oidc-issuer",
-      path: ["credential", "kind"],
-    }),
-  );
-
-/** `KUBEFN_CLUSTER_API` as a setting: a JSON object ({@link ClusterApiSettings}). */
-export const clusterApiVariable = z.optional(
-  z.pipe(
-    z.pipe(
-      z.string(),
-      z.transform((text, ctx) => {
-        try {
-          return JSON.parse(text) as unknown;
-        } catch {
-          ctx.issues.push({ code: "custom", message: "must be a JSON object", input: text });
-          return z.NEVER;
-        }
-      }),
-    ),
-    clusterApiSchema,
-  ),
-);
-
 /** Why a `Cluster` is not reconciled: a stable reason (its Event's) and a note for people. */
 export interface Refusal {
   reason:
@@ -128,7 +65,7 @@ export interface Refusal {
  * (https), its CA data and TLS server name, and a bearer token or a client certificate and key
  * (data) — as a kubeconfig of its own (JSON), or why not. Whoever can write the Secret must not
  * steer the host: an exec plugin or auth provider (a command the host would run), a file path (a
- * file the host would read), a proxy, impersonation or skipped TLS verification are refused.
+ * file the host would read), a forwarding hop, impersonation or skipped TLS verification are refused.
  */
 export function vetKubeconfig(text: string): { kubeconfig: string } | { refusal: Refusal } {
   const refuse = (note: string) => ({ refusal: { reason: "KubeconfigInvalid", note } }) as const;

@@ -12,7 +12,7 @@ import {
 } from "../../shared/app/index.ts";
 import { defaultServiceAccountDir, type NodeTransportHttp } from "../../shared/kube/node.ts";
 import * as z from "../../shared/zod/index.ts";
-import { type ClusterApiSettings, clusterApiVariable } from "./cluster-api.ts";
+import { type ClusterApiSettings, clusterApiVariable } from "./cluster-api-settings.ts";
 import { spanExportWanted } from "./span-export.ts";
 
 /** The Node host's settings, parsed once from the environment. */

@@ -228,7 +228,8 @@ beforeAll(async () => {
       ca: Buffer.from(hub.devcluster.caData, "base64").toString(),
       credential: { kind: "token", token: discoveryToken },
       namespaces: [FLEET],
-      resyncSeconds: 10,
+      // An hour: every change below reaches the host by the watch alone.
+      resyncSeconds: 3600,
     }),
     KUBEFN_PORT: "0",
     KUBEFN_SWEEP_SECONDS: "1",

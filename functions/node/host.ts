@@ -95,9 +95,8 @@ export async function startNodeHost(config: NodeHostConfig, log: Log): Promise<N
       : undefined;
     // With no cluster declared, the host's own queue is an idle one of its own: each discovered
     // cluster has its queue in `clusters`.
-    const firstQueue = () =>
+    const queue =
       fleet.clusters[0]?.queue ?? new WorkQueue({ concurrency: 1, handle: async () => undefined });
-    const queue = firstQueue();
     parts = {
       kubefn: { fetch: fleet.fetch },
       get clusters() {

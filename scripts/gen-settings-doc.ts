@@ -331,6 +331,12 @@ const nodeOwnRows: Row<NodeOwn>[] = [
       "the Lease the host's replicas share the sweep through (one holder sweeps and probes a period): `off`, a name (in the Pod's namespace, else `kubefn-system`) or `namespace/name` ([Replicas](deploying/node.md#replicas))",
   },
   {
+    names: ["KUBEFN_CLUSTER_API"],
+    unset: "unset (no discovery)",
+    meaning:
+      "discover more clusters from Cluster API `Cluster` objects in a management cluster, while the host runs: a JSON object, or a file holding one, of `{server, ca, credential, namespaces, resyncSeconds}` — `credential` as in `KUBEFN_CLUSTERS` (reaching the management cluster), `namespaces` the ones watched, `resyncSeconds` (10–3600, default 300) how often every `Cluster` and its Secrets are read again besides the watch ([Discover clusters from Cluster API](deploying/clusters.md#discover-clusters-from-cluster-api))",
+  },
+  {
     names: ["STATE_CHANGES_URL"],
     unset: "unset (no state changes are sent)",
     meaning:

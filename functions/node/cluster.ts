@@ -67,6 +67,32 @@ export async function connectDeclaredCluster(
   config: NodeHostConfig,
   log: Log,
 ): Promise<ClusterConnection> {
+  return prepared(connectionOf(declared, config, log), config, log);
+}
+
+/**
+ * A discovered cluster's connection (Cluster API): a kubeconfig's text, already reduced to its
+ * vetted fields (see cluster-api.ts), prepared as a declared cluster's is.
+ */
+export async function connectKubeconfigText(
+  yaml: string,
+  config: NodeHostConfig,
+  log: Log,
+): Promise<ClusterConnection> {
+  return prepared({ kc: loadKubeConfig({ yaml }) }, config, log);
+}
+
+/**
+ * How to reach a declared cluster (or the Cluster API management cluster), nothing installed
+ * and nothing asked of it yet.
+ *
+ * @throws Error for a credential kind the Node host cannot use (refused at parse already).
+ */
+export function connectionOf(
+  declared: Pick<ClusterDeclaration, "name" | "server" | "ca" | "credential">,
+  config: NodeHostConfig,
+  log: Log,
+): ClusterConnection {
   const { credential } = declared;
   const endpoint = (token?: string) =>
     loadKubeConfig({ yaml: kubeconfigOf(declared.name, declared.server ?? "", declared.ca, token) });
@@ -111,7 +137,7 @@ export async function connectDeclaredCluster(
     default:
       return assertNever(credential);
   }
-  return prepared(connection, config, log);
+  return connection;
 }
 
 /** A kubeconfig of one cluster and, when given, a bearer token. */

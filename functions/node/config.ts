@@ -12,6 +12,7 @@ import {
 } from "../../shared/app/index.ts";
 import { defaultServiceAccountDir, type NodeTransportHttp } from "../../shared/kube/node.ts";
 import * as z from "../../shared/zod/index.ts";
+import { type ClusterApiSettings, clusterApiVariable } from "./cluster-api-settings.ts";
 import { spanExportWanted } from "./span-export.ts";
 
 /** The Node host's settings, parsed once from the environment. */
@@ -56,6 +57,8 @@ export interface NodeHostConfig {
   stateChanges?: { url: string; mode: "structured" | "binary" };
   /** How the host's requests reach the API server (see `NodeTransportOptions.http`). */
   kubeHttp: NodeTransportHttp;
+  /** Discover more clusters from Cluster API `Cluster` objects (`KUBEFN_CLUSTER_API`). */
+  clusterApi?: ClusterApiSettings;
   settings: KubefnSettings;
 }
 
@@ -97,6 +100,8 @@ export const nodeHostEnvSchema = z.object({
   STATE_CHANGES_URL: z.optional(
     z.url({ protocol: /^https?$/, error: "STATE_CHANGES_URL must be an http(s) URL" }),
   ),
+  /** Cluster API discovery: the management cluster's credential and the namespaces to watch. */
+  KUBEFN_CLUSTER_API: clusterApiVariable,
   STATE_CHANGES_MODE: z._default(z.enum(["structured", "binary"]), "structured"),
   ...settingsVariables,
 });
@@ -121,6 +126,14 @@ const nodeHostEnv = nodeHostEnvSchema.check(
       path: ["KUBEFN_CLUSTERS"],
     },
   ),
+  z.refine(
+    (e) =>
+      e.KUBEFN_CLUSTER_API?.credential.kind !== "oidc-issuer" || Boolean(e.OIDC_ISSUER && e.OIDC_SIGNING_KEY),
+    {
+      message: "a management cluster of credential kind oidc-issuer needs OIDC_ISSUER and OIDC_SIGNING_KEY",
+      path: ["KUBEFN_CLUSTER_API"],
+    },
+  ),
 );
 
 /** Earlier names of two settings, still read. */
@@ -140,6 +153,7 @@ export function parseNodeHostEnv(env: Record<string, string | undefined>): NodeH
   const named: Record<string, string | undefined> = {
     ...env,
     KUBEFN_CLUSTERS: clustersText(env.KUBEFN_CLUSTERS),
+    KUBEFN_CLUSTER_API: jsonOrFile("KUBEFN_CLUSTER_API", env.KUBEFN_CLUSTER_API, "{"),
   };
   for (const [name, value] of Object.entries(env)) {
     if (value === undefined || value === "") continue;
@@ -195,6 +209,7 @@ export function parseNodeHostEnv(env: Record<string, string | undefined>): NodeH
     ...(e.STATE_CHANGES_URL
       ? { stateChanges: { url: e.STATE_CHANGES_URL, mode: e.STATE_CHANGES_MODE } }
       : {}),
+    ...(e.KUBEFN_CLUSTER_API ? { clusterApi: e.KUBEFN_CLUSTER_API } : {}),
     settings: settingsFrom(e),
   };
 }
@@ -205,12 +220,21 @@ export function parseNodeHostEnv(env: Record<string, string | undefined>): NodeH
  * @throws SettingsError when the file cannot be read.
  */
 function clustersText(value: string | undefined): string | undefined {
-  if (!value || value.trimStart().startsWith("[")) return value;
+  return jsonOrFile("KUBEFN_CLUSTERS", value, "[");
+}
+
+/**
+ * A variable holding JSON (starting with `opening`) or naming a file that does.
+ *
+ * @throws SettingsError when the file cannot be read.
+ */
+function jsonOrFile(variable: string, value: string | undefined, opening: "[" | "{"): string | undefined {
+  if (!value || value.trimStart().startsWith(opening)) return value;
   try {
     return readFileSync(value, "utf8");
   } catch (err) {
     throw new SettingsError(
-      `invalid environment:\n  KUBEFN_CLUSTERS: cannot read ${value}: ${(err as Error).message}`,
+      `invalid environment:\n  ${variable}: cannot read ${value}: ${(err as Error).message}`,
     );
   }
 }

@@ -1,21 +1,22 @@
-import type { KubefnPorts } from "../../shared/app/index.ts";
+import type { IntakeCredentials, KubefnPorts } from "../../shared/app/index.ts";
 import {
   type ClusterDeclaration,
   clusterLog,
   clusterMetrics,
   type FleetMember,
+  families,
   fleetFetch,
   type Log,
   type PrometheusMetrics,
 } from "../../shared/app/index.ts";
 import type { ApiGuard } from "../../shared/kube/index.ts";
-import { connectDeclaredCluster } from "./cluster.ts";
+import { type ClusterConnection, connectDeclaredCluster } from "./cluster.ts";
 import type { NodeHostConfig } from "./config.ts";
 import { withoutObjectSeries } from "./object-series.ts";
 import { startReconciler } from "./reconciler.ts";
 import type { WorkQueue } from "./work-queue.ts";
 
-/** One declared cluster on the Node host: everything of its own. */
+/** One cluster of the Node host's fleet: everything of its own. */
 export interface FleetCluster {
   cluster: string;
   queue: WorkQueue;
@@ -27,10 +28,37 @@ export interface FleetCluster {
 /** What every cluster's kubefn of one host shares. */
 export type SharedPorts = Pick<KubefnPorts, "operatorOptions" | "spans" | "stateChanges">;
 
-/** The Node host's fleet: its clusters and the one HTTP surface in front of them. */
+/** A cluster to join the fleet while it runs (one discovered from Cluster API). */
+export interface JoiningCluster {
+  /** A DNS label, unique in the fleet: the `cluster` of its messages, log lines and series. */
+  cluster: string;
+  credentials: IntakeCredentials;
+  /** Connects (and installs, if the host is asked to): called once, by {@link Fleet.add}. */
+  connect(): Promise<ClusterConnection>;
+}
+
+/**
+ * The Node host's fleet: its clusters and the one HTTP surface in front of them. Clusters join
+ * ({@link Fleet.add}) and leave ({@link Fleet.remove}) while it runs.
+ */
 export interface Fleet {
-  clusters: FleetCluster[];
+  /** The clusters now reconciled, declared first, in the order they joined. */
+  readonly clusters: readonly FleetCluster[];
   fetch: (request: Request) => Promise<Response>;
+  /**
+   * Starts a cluster's reconciler and routes its intake batches to it.
+   *
+   * @throws Error when the name is taken, or when the cluster cannot be connected (nothing is left running).
+   */
+  add(joining: JoiningCluster): Promise<void>;
+  /**
+   * Stops a cluster's reconciler — its sweep timer cleared, its queue's waiting and delayed
+   * messages dropped, its passes in flight let end — then removes its series from `/metrics` and
+   * its credentials from intake. A name not in the fleet is ignored.
+   */
+  remove(cluster: string): Promise<void>;
+  /** Stops every cluster. */
+  stop(): Promise<void>;
 }
 
 /**
@@ -39,10 +67,11 @@ export interface Fleet {
  * server is down or whose credential is revoked holds back nothing of the others; their log lines
  * and series carry `cluster`. Clusters connect one after another at start; one that cannot be
  * reached then is said (a warning) and left to its own circuit, holding back none of the others —
- * unless `KUBEFN_INSTALL` asks to install there, which fails the start.
+ * unless `KUBEFN_INSTALL` asks to install there, which fails the start. More clusters join and
+ * leave while it runs (Cluster API discovery, cluster-api.ts).
  *
- * Caveats: the list is read once, at start: adding a cluster takes a restart here (Cluster API
- * discovery, which would not, is not built yet).
+ * Caveats: with no cluster yet (discovery only, nothing discovered), intake and the crawler API
+ * answer 503.
  */
 export async function startFleet(
   config: NodeHostConfig,
@@ -52,40 +81,78 @@ export async function startFleet(
   /** The ports every cluster's kubefn shares: operator options read at start, spans, state changes. */
   shared: SharedPorts = {},
 ): Promise<Fleet> {
-  const started: FleetCluster[] = [];
-  const members: FleetMember[] = [];
+  const running = new Map<string, { member: FleetMember; cluster: FleetCluster }>();
+  let route: ((request: Request) => Promise<Response>) | undefined;
+  const reroute = () => {
+    const members = [...running.values()].map((r) => r.member);
+    route = members.length > 0 ? fleetFetch(members) : undefined;
+  };
+  const start = async (joining: JoiningCluster) => {
+    if (running.has(joining.cluster)) throw new Error(`cluster ${joining.cluster} is in the fleet already`);
+    running.set(joining.cluster, await startCluster(config, joining, metrics, log, shared));
+    reroute();
+  };
+  const fleet: Fleet = {
+    get clusters() {
+      return [...running.values()].map((r) => r.cluster);
+    },
+    fetch: async (request) =>
+      route ? route(request) : Response.json({ error: "no cluster in the fleet yet" }, { status: 503 }),
+    add: start,
+    async remove(cluster) {
+      const member = running.get(cluster);
+      if (!member) return;
+      running.delete(cluster);
+      reroute();
+      await member.cluster.stop();
+      forgetClusterSeries(metrics, cluster);
+      log.info("stopped reconciling cluster", { cluster });
+    },
+    async stop() {
+      const all = [...running.values()];
+      running.clear();
+      route = undefined;
+      await Promise.all(all.map((r) => r.cluster.stop()));
+    },
+  };
   try {
     for (const declared of clusters) {
-      const { member, cluster } = await startCluster(config, declared, metrics, log, shared);
-      started.push(cluster);
-      members.push(member);
+      await start({
+        cluster: declared.name,
+        credentials: {
+          ...(declared.auditToken ? { auditToken: declared.auditToken } : {}),
+          ...(declared.relaySecret ? { relaySecret: declared.relaySecret } : {}),
+        },
+        connect: () => connectDeclaredCluster(declared, config, clusterLog(log, declared.name)),
+      });
     }
   } catch (err) {
-    await Promise.all(started.map((c) => c.stop()));
+    await fleet.stop();
     throw err;
   }
-  return { clusters: started, fetch: fleetFetch(members) };
+  return fleet;
+}
+
+/** Removes every series a cluster's reconciler and its scrapes wrote (`cluster` = its name). */
+function forgetClusterSeries(metrics: PrometheusMetrics, cluster: string): void {
+  for (const name of Object.keys(families)) metrics.forget(name, (labels) => labels.cluster === cluster);
 }
 
 async function startCluster(
   config: NodeHostConfig,
-  declared: ClusterDeclaration,
+  joining: JoiningCluster,
   hostMetrics: PrometheusMetrics,
   hostLog: Log,
   shared: SharedPorts,
 ): Promise<{ member: FleetMember; cluster: FleetCluster }> {
-  const cluster = declared.name;
+  const { cluster, credentials } = joining;
   const log = clusterLog(hostLog, cluster);
   const metrics = clusterMetrics(
     config.metricsPerObject ? hostMetrics : withoutObjectSeries(hostMetrics),
     cluster,
   );
-  const credentials = {
-    ...(declared.auditToken ? { auditToken: declared.auditToken } : {}),
-    ...(declared.relaySecret ? { relaySecret: declared.relaySecret } : {}),
-  };
   const settings = { ...config.settings, ...credentials };
-  const connection = await connectDeclaredCluster(declared, config, log);
+  const connection = await joining.connect();
   const reconciler = startReconciler({
     config,
     settings,

@@ -1,6 +1,7 @@
 import { issuerRoutes, type Log, PrometheusMetrics } from "../../shared/app/index.ts";
 import { readManifestDirectory } from "../../shared/kube/node-manifests.ts";
 import { connectCluster, randomToken } from "./cluster.ts";
+import { startClusterApiDiscovery } from "./cluster-api.ts";
 import type { NodeHostConfig } from "./config.ts";
 import type { Devcluster } from "./dev/index.ts";
 import { type FleetCluster, startFleet } from "./fleet.ts";
@@ -9,7 +10,7 @@ import { startReconciler } from "./reconciler.ts";
 import { type HostParts, hostApp, listen, metricsApp } from "./server.ts";
 import { startSpanExport } from "./span-export.ts";
 import { cloudEventsStateChanges } from "./state-changes.ts";
-import type { WorkQueue } from "./work-queue.ts";
+import { WorkQueue } from "./work-queue.ts";
 
 export type { NodeHostConfig };
 
@@ -20,8 +21,10 @@ export interface NodeHost {
   queue: WorkQueue;
   metrics: PrometheusMetrics;
   devcluster?: Devcluster;
-  /** The declared clusters (`KUBEFN_CLUSTERS`), by name: each one's queue and sweep. */
+  /** The fleet's clusters (declared and discovered), by name, as they are now: each one's queue and sweep. */
   clusters?: Record<string, FleetCluster>;
+  /** Cluster API discovery: reads every `Cluster` now and acts on it (its watch and timer do too). */
+  discover?: () => Promise<void>;
   /** Runs one sweep now (the timer runs it every sweep period). */
   sweep(full?: boolean): Promise<void>;
   stop(): Promise<void>;
@@ -64,42 +67,63 @@ export async function startNodeHost(config: NodeHostConfig, log: Log): Promise<N
   // Loaded only when asked for: a host without an OTLP endpoint never imports the SDK.
   const spanExport = config.exportSpans ? await startSpanExport() : undefined;
   if (spanExport) log.info("exporting spans over OTLP", {});
-  if (settings.clusters) {
+  if (settings.clusters || config.clusterApi) {
     const shared = {
       operatorOptions,
       ...(spanExport ? { spans: spanExport.spans } : {}),
       ...(config.stateChanges ? { stateChanges: cloudEventsStateChanges(config.stateChanges) } : {}),
     };
-    const fleet = await startFleet(config, settings.clusters, metrics, log, shared).catch(
-      async (err: unknown) => {
-        await spanExport?.shutdown();
-        await close();
-        throw err;
-      },
-    );
-    const [first] = fleet.clusters as [FleetCluster, ...FleetCluster[]];
+    const declared = settings.clusters ?? [];
+    const failed = async (err: unknown) => {
+      await spanExport?.shutdown();
+      await close();
+      throw err;
+    };
+    const fleet = await startFleet(config, declared, metrics, log, shared).catch(failed);
+    const discovery = config.clusterApi
+      ? await startClusterApiDiscovery({
+          config,
+          settings: config.clusterApi,
+          fleet,
+          declared,
+          log,
+          metrics,
+        }).catch(async (err: unknown) => {
+          await fleet.stop();
+          return failed(err);
+        })
+      : undefined;
+    // With no cluster declared, the host's own queue is an idle one of its own: each discovered
+    // cluster has its queue in `clusters`.
+    const queue =
+      fleet.clusters[0]?.queue ?? new WorkQueue({ concurrency: 1, handle: async () => undefined });
     parts = {
       kubefn: { fetch: fleet.fetch },
-      queue: first.queue,
-      guard: first.guard,
-      clusters: fleet.clusters,
+      get clusters() {
+        return fleet.clusters;
+      },
     };
     log.info("listening", {
       url,
       intake: `${url}/v1/events`,
-      clusters: settings.clusters.map((c) => c.name).join(","),
+      clusters: declared.map((c) => c.name).join(","),
+      ...(config.clusterApi ? { clusterApiNamespaces: config.clusterApi.namespaces.join(",") } : {}),
     });
     return {
       url,
       ...(metricsListener ? { metricsUrl: metricsListener.url } : {}),
-      queue: first.queue,
+      queue,
       metrics,
-      clusters: Object.fromEntries(fleet.clusters.map((c) => [c.cluster, c])),
+      get clusters() {
+        return Object.fromEntries(fleet.clusters.map((c) => [c.cluster, c]));
+      },
+      ...(discovery ? { discover: discovery.sync } : {}),
       sweep: async (full) => {
         await Promise.all(fleet.clusters.map((c) => c.sweep(full)));
       },
       async stop() {
-        await Promise.all(fleet.clusters.map((c) => c.stop()));
+        await discovery?.stop();
+        await fleet.stop();
         await spanExport?.shutdown();
         await close();
       },

@@ -11,10 +11,11 @@ import {
   reconcileResults,
 } from "../../shared/app/index.ts";
 import { createNodeProber } from "../../shared/health/node-prober.ts";
-import type { ApiGuard } from "../../shared/kube/index.ts";
-import { guardedNodeKube } from "../../shared/kube/node.ts";
+import { type ApiGuard, guardedKube } from "../../shared/kube/index.ts";
+import { createNodeTransport } from "../../shared/kube/node.ts";
 import { type ClusterConnection, randomToken } from "./cluster.ts";
 import type { NodeHostConfig } from "./config.ts";
+import { watchCredentialRefusal } from "./credential-refusal.ts";
 import { startSweeper } from "./sweeper.ts";
 import { WorkQueue } from "./work-queue.ts";
 
@@ -77,11 +78,14 @@ export function startReconciler(opts: {
     onError: (err, message) => log.error("pass crashed", { key: messageKey(message), error: String(err) }),
     metrics: opts.queueMetrics,
   });
-  const { kube, invocationKube, apiFailing, guard } = guardedNodeKube(
-    connection.kc,
+  const transport = createNodeTransport(connection.kc, {
+    timeoutMs: settings.kubeTimeoutMs,
+    ...(connection.tokenSource ? { tokenSource: connection.tokenSource } : {}),
+    http: config.kubeHttp,
+  });
+  const { kube, invocationKube, apiFailing, guard } = guardedKube(
+    watchCredentialRefusal(transport, log, metrics),
     settings,
-    connection.tokenSource,
-    config.kubeHttp,
   );
   const kubefn = createKubefn(settings, {
     kube,

@@ -89,13 +89,13 @@ export async function listen(
 }
 
 /** What the host's routes serve from once it is wired; until then `/metrics` and intake answer 503. */
-export interface HostParts {
-  kubefn: Pick<Kubefn, "fetch">;
-  queue: WorkQueue;
-  guard: ApiGuard;
-  /** Declared clusters (`KUBEFN_CLUSTERS`): each one's queue and guard, by its name; `queue` and `guard` are the first's. */
-  clusters?: readonly { cluster: string; queue: WorkQueue; guard: ApiGuard }[];
-}
+export type HostParts =
+  | { kubefn: Pick<Kubefn, "fetch">; queue: WorkQueue; guard: ApiGuard; clusters?: undefined }
+  | {
+      kubefn: Pick<Kubefn, "fetch">;
+      /** A fleet's clusters (declared and discovered), as they are now: each one's queue and guard. */
+      readonly clusters: readonly { cluster: string; queue: WorkQueue; guard: ApiGuard }[];
+    };
 
 /**
  * `/metrics` (Prometheus text) and everything else to {@link Kubefn.fetch}; `early` (the OIDC

@@ -55,7 +55,8 @@ const loopbackHttp = /^http:\/\/(127\.0\.0\.1|localhost|\[::1\])(:\d+)?(\/|$)/;
 const nonEmpty = z.string().check(z.minLength(1));
 const secret = z.string().check(z.minLength(16, "must be at least 16 characters"));
 
-const credentialSchema = z.discriminatedUnion("kind", [
+/** A {@link Credential}, checked (also for Cluster API discovery's management cluster). */
+export const credentialSchema = z.discriminatedUnion("kind", [
   z.strictObject({ kind: z.literal("token"), token: nonEmpty }),
   z.strictObject({ kind: z.literal("kubeconfig"), file: nonEmpty, context: z.optional(nonEmpty) }),
   z.strictObject({ kind: z.literal("in-cluster") }),
@@ -68,13 +69,14 @@ const credentialSchema = z.discriminatedUnion("kind", [
   z.strictObject({ kind: z.literal("oidc-issuer"), audience: nonEmpty }),
 ]);
 
+/** A cluster's name: a DNS label, as every series's `cluster` label carries it. */
+export const clusterNameSchema = z
+  .string()
+  .check(z.regex(/^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$/, "must be a DNS label (a-z, 0-9, -; at most 63)"));
+
 const clusterSchema = z
   .strictObject({
-    name: z
-      .string()
-      .check(
-        z.regex(/^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$/, "must be a DNS label (a-z, 0-9, -; at most 63)"),
-      ),
+    name: clusterNameSchema,
     server: z.optional(
       z.url({ protocol: /^https?$/, error: "must be an https URL" }).check(
         z.refine((url) => url.startsWith("https:") || loopbackHttp.test(url), {

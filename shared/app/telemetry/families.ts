@@ -166,6 +166,14 @@ const runtimeFamilies: Readonly<Record<string, Family>> = {
     help: "Whether the API circuit is open or half-open (1) or closed (0).",
   },
   kubefn_api_circuit_opened_total: { type: "counter", help: "Times the API circuit opened." },
+  kubefn_api_credential_refused: {
+    type: "gauge",
+    help: "Whether the cluster's API server answered kubefn's last request 401 Unauthorized (1): a revoked or expired credential (Node host).",
+  },
+  kubefn_cluster_api_clusters: {
+    type: "gauge",
+    help: "Clusters discovered from Cluster API Cluster objects, by state (reconciled, waiting, refused) (Node host).",
+  },
   kubefn_api_requests_held_back_total: {
     type: "counter",
     help: "API requests not sent while the circuit was open.",

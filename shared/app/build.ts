@@ -117,7 +117,7 @@ export function buildCore(settings: KubefnSettings, ports: KubefnPorts, operator
     mac,
     bodiesTravel,
     passes: new PassHistory(),
-    hop: (on, parent, kind) => tracedHop(on, parent, kind, ports.spans, outgoing),
+    hop: (on, parent, kind) => tracedHop(on, parent, kind, ports.spans, outgoing, cluster),
     outgoing,
     invocation: (reads) => ({
       ...ctx,

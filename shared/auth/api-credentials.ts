@@ -100,7 +100,11 @@ export async function namespaceToken(secret: string, namespace: string): Promise
  * @example
  * await clusterNamespaceToken(apiToken, "east", "crawl-a") // "kfnc1.east.crawl-a.x9…"
  */
-export async function clusterNamespaceToken(secret: string, cluster: string, namespace: string): Promise<string> {
+export async function clusterNamespaceToken(
+  secret: string,
+  cluster: string,
+  namespace: string,
+): Promise<string> {
   const mac = await macOf(secret, `kubefn crawler cluster namespace\n${cluster}\n${namespace}`);
   return `${clusterTokenPrefix}.${cluster}.${namespace}.${mac}`;
 }
@@ -120,7 +124,9 @@ export function mayUseNamespace(credential: CrawlerCredential, namespace: string
 
 /** Whether `credential` may use the proxies of `cluster` (a declared cluster's name). */
 export function mayUseCluster(credential: CrawlerCredential, cluster: string): boolean {
-  return credential.clusters === undefined || credential.clusters === "*" || credential.clusters.includes(cluster);
+  return (
+    credential.clusters === undefined || credential.clusters === "*" || credential.clusters.includes(cluster)
+  );
 }
 
 /** The holder identity stored in a Lease: the crawler's name and the holder it asserted. */

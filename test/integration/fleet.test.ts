@@ -6,24 +6,25 @@
  * two keep converging, each with its own circuit, queue and sweep.
  */
 
-import { spawn } from "node:child_process";
 import { readFileSync } from "node:fs";
 import { fileURLToPath } from "node:url";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { parseAllDocuments } from "yaml";
 import { parseNodeHostEnv } from "../../functions/node/config.ts";
 import { type NodeHost, startNodeHost } from "../../functions/node/host.ts";
-import { allowListEntriesFor, applyAllowLists, optInNamespace } from "../../functions/node/install.ts";
 import { proxyResource } from "../../shared/controllers/proxy/api.ts";
 import { siteResource } from "../../shared/controllers/site/api.ts";
 import { subPoolResource } from "../../shared/controllers/subpool/api.ts";
-import { createKube, type Kube, type KubeObject, type Resource } from "../../shared/kube/index.ts";
-import { createNodeTransport, loadKubeConfig } from "../../shared/kube/node.ts";
-import { eventually, functionsKubeconfig } from "../e2e/host.ts";
-import { clusterInfo } from "../setup/cluster.ts";
-import { outputOf } from "../support/child-output.ts";
+import type { KubeObject, Resource } from "../../shared/kube/index.ts";
+import { eventually } from "../e2e/host.ts";
+import {
+  declarationOf,
+  externalProxy,
+  type FleetTestCluster,
+  readyOf,
+  startFleetCluster,
+} from "../support/fleet-clusters.ts";
 import { LOOPBACK_PROBE_CIDRS } from "../support/loopback.ts";
-import { type OwnDevcluster, startOwnDevcluster } from "../support/own-devcluster.ts";
 import {
   type ForwardProxy,
   startForwardProxy,
@@ -35,7 +36,7 @@ const root = fileURLToPath(new URL("../../", import.meta.url));
 const names = ["east", "west", "north"] as const;
 type Name = (typeof names)[number];
 
-const clusters = {} as Record<Name, { devcluster: OwnDevcluster; admin: Kube }>;
+const clusters = {} as Record<Name, FleetTestCluster>;
 let host: NodeHost | undefined;
 let forwardProxy: ForwardProxy | undefined;
 let target: Target | undefined;
@@ -49,39 +50,11 @@ function objects(suffix: string): [Resource, KubeObject][] {
   const [pool] = example("subpool-internal.yaml") as [KubeObject];
   const [site] = example("site.yaml") as [KubeObject];
   return [
-    [
-      proxyResource,
-      {
-        apiVersion: "crawl.kubefn.dev/v1alpha1",
-        kind: "Proxy",
-        metadata: { namespace: "default", name: `edge${suffix}` },
-        spec: {
-          mode: "External",
-          endpoint: { host: "127.0.0.1", port: forwardProxy!.port, scheme: "http" },
-          healthCheck: {
-            probeURL: `http://127.0.0.1:${target!.port}/`,
-            intervalSeconds: 5,
-            successThreshold: 1,
-            failureThreshold: 1,
-          },
-        },
-      },
-    ],
+    [proxyResource, externalProxy(`edge${suffix}`, forwardProxy!.port, target!.port)],
     [subPoolResource, { ...pool, metadata: { name: `pool${suffix}` } }],
     [siteResource, { ...site, metadata: { name: `lab${suffix}` } }],
   ];
 }
-
-const readyOf = async (admin: Kube, res: Resource, o: KubeObject) => {
-  const { namespace, name } = o.metadata;
-  const got = await admin.get(res, { ...(namespace ? { namespace } : {}), name: name ?? "" });
-  const conditions = (got.status as { conditions?: { type: string; status: string }[] } | undefined)
-    ?.conditions;
-  const ready = conditions?.find((c) => c.type === "Ready");
-  // Not yet: said, so that a timeout names what the object was waiting for.
-  if (ready?.status !== "True") throw new Error(JSON.stringify(conditions ?? got.status ?? null));
-  return ready.status;
-};
 
 async function allReady(name: Name, suffix: string): Promise<void> {
   const { admin } = clusters[name];
@@ -98,38 +71,11 @@ beforeAll(async () => {
   [forwardProxy, target] = await Promise.all([startForwardProxy(), startHttpTarget()]);
   const declared = await Promise.all(
     names.map(async (name) => {
-      const devcluster = await startOwnDevcluster([]);
-      const admin = createKube(createNodeTransport(loadKubeConfig({ file: devcluster.kubeconfig })), {
-        fieldManager: "fleet-test",
-      });
-      clusters[name] = { devcluster, admin };
-      // CRDs, RBAC and admission policies, and kubefn's ServiceAccount's kubeconfig.
-      const file = await functionsKubeconfig(devcluster.kubeconfig);
-      await optInNamespace(admin, "default");
-      await applyAllowLists(admin, allowListEntriesFor(parseNodeHostEnv({}).settings.operators));
-      // The SubPool's platform prerequisites: the shared proxy gateway and the Gateway.
-      const applied = await outputOf(
-        spawn(clusterInfo().devclusterBin, [
-          "kubectl",
-          "--kubeconfig",
-          devcluster.kubeconfig,
-          "apply",
-          "-f",
-          `${root}examples/subpool-platform.yaml`,
-        ]),
-        "",
-      );
-      if (applied.code !== 0) throw new Error(applied.stderr);
-      if (name !== "west") return { name, credential: { kind: "kubeconfig", file } };
+      // CRDs, RBAC and admission policies, kubefn's ServiceAccount's kubeconfig, and the SubPool's
+      // platform prerequisites (the shared proxy gateway and the Gateway).
+      clusters[name] = await startFleetCluster(name, { subPoolPlatform: true });
       // West by a bare token, its server and its CA: the kubeconfig's, taken apart.
-      const kc = loadKubeConfig({ file });
-      const server = kc.getCurrentCluster();
-      return {
-        name,
-        server: server?.server,
-        ca: Buffer.from(server?.caData ?? "", "base64").toString(),
-        credential: { kind: "token", token: kc.getCurrentUser()?.token },
-      };
+      return declarationOf(clusters[name], name === "west" ? "token" : "kubeconfig");
     }),
   );
   const config = parseNodeHostEnv({

@@ -121,7 +121,11 @@ export async function benchClusters(): Promise<ClustersResult> {
         await mapWithConcurrency(
           Array.from({ length: m }, (_, j) => j),
           8,
-          (j) => admin.create(proxyResource, externalProxy(`p${j}`, forward!.port, c.target.port)),
+          (j) =>
+            admin.create(
+              proxyResource,
+              externalProxy(`p${j}`, forward!.port, c.target.port, PROBE_INTERVAL_SECONDS),
+            ),
         );
       }),
     );

@@ -136,8 +136,13 @@ export async function readyOf(admin: Kube, res: Resource, o: KubeObject): Promis
   return ready.status;
 }
 
-/** An External Proxy in `default` reached through `forwardPort`, probed at `targetPort` every 5 s. */
-export function externalProxy(name: string, forwardPort: number, targetPort: number): KubeObject {
+/** An External Proxy in `default` reached through `forwardPort`, probed at `targetPort` every `intervalSeconds`. */
+export function externalProxy(
+  name: string,
+  forwardPort: number,
+  targetPort: number,
+  intervalSeconds = 5,
+): KubeObject {
   return {
     apiVersion: "crawl.kubefn.dev/v1alpha1",
     kind: "Proxy",
@@ -147,7 +152,7 @@ export function externalProxy(name: string, forwardPort: number, targetPort: num
       endpoint: { host: "127.0.0.1", port: forwardPort, scheme: "http" },
       healthCheck: {
         probeURL: `http://127.0.0.1:${targetPort}/`,
-        intervalSeconds: 5,
+        intervalSeconds,
         successThreshold: 1,
         failureThreshold: 1,
       },

@@ -21,6 +21,7 @@
  * it). The identity's groups are those the API server gives a ServiceAccount.
  */
 
+import { readFileSync } from "node:fs";
 import {
   admissionProblems,
   checkAdmissionPolicies,
@@ -29,12 +30,14 @@ import {
   STATUS_WRITERS,
   withIdentities,
 } from "../shared/app/admission/index.ts";
+import { clustersSchema } from "../shared/credentials/index.ts";
 import {
   INTAKE_CANARY_CONTROLLER,
   INTAKE_CANARY_NAMESPACE,
   INTAKE_CANARY_PREFIX,
   INTAKE_RECEIVED_REASON,
 } from "../shared/runtime/index.ts";
+import * as z from "../shared/zod/index.ts";
 import type { Cluster, KubeObject } from "./cluster.ts";
 import { ApiError } from "./cluster.ts";
 
@@ -526,3 +529,70 @@ export async function intakeCheck(
 /** `ok   what` or `fail what — fix`, one per check. */
 export const formatChecks = (checks: Check[]): string =>
   checks.map((c) => (c.ok ? `ok   ${c.what}` : `fail ${c.what}${c.fix ? ` — ${c.fix}` : ""}`)).join("\n");
+
+/**
+ * The clusters `--clusters` names: a comma-separated list of kubeconfig contexts, or `@<file>`, a
+ * `KUBEFN_CLUSTERS` file, whose declared names are then the contexts (each cluster checked as the
+ * user, through the context of its name; the file's credentials, kubefn's own, are not used).
+ */
+export function fleetNames(value: string): { names: string[] } | { error: string } {
+  if (value.startsWith("@")) {
+    let text: string;
+    try {
+      text = readFileSync(value.slice(1), "utf8");
+    } catch (err) {
+      return { error: `--clusters ${value}: ${err instanceof Error ? err.message : String(err)}` };
+    }
+    let json: unknown;
+    try {
+      json = JSON.parse(text);
+    } catch {
+      return { error: `--clusters ${value}: not a JSON list of clusters (KUBEFN_CLUSTERS)` };
+    }
+    const parsed = clustersSchema.safeParse(json);
+    if (!parsed.success) return { error: `--clusters ${value}: ${z.prettifyError(parsed.error)}` };
+    return parsed.data.length > 0
+      ? { names: parsed.data.map((c) => c.name) }
+      : { error: `--clusters ${value}: no cluster` };
+  }
+  const names = value
+    .split(",")
+    .map((n) => n.trim())
+    .filter(Boolean);
+  if (names.length === 0) return { error: "--clusters needs at least one kubeconfig context" };
+  if (new Set(names).size !== names.length) return { error: "--clusters names a context twice" };
+  return { names };
+}
+
+/** A cluster doctor could not check at all (its context missing, its API server down): one failed check. */
+export function unreachable(cluster: string, err: unknown): Check {
+  return {
+    ok: false,
+    what: `cannot check cluster ${cluster}: ${err instanceof Error ? err.message : String(err)}`,
+    fix: `check that your kubeconfig has a context named ${cluster} and that its API server answers (kubectl --context ${cluster} get --raw /readyz)`,
+  };
+}
+
+/**
+ * A fleet's report: each cluster's checks under `cluster <name>` with its own summary, then one
+ * line for the fleet naming the clusters that are not ready.
+ */
+export function formatFleetChecks(results: readonly { cluster: string; checks: Check[] }[]): {
+  text: string;
+  ok: boolean;
+} {
+  const notReady = results.filter((r) => r.checks.some((c) => !c.ok)).map((r) => r.cluster);
+  const sections = results.map(({ cluster, checks }) => {
+    const failed = checks.filter((c) => !c.ok).length;
+    const summary =
+      failed === 0
+        ? `${cluster}: all ${checks.length} checks passed`
+        : `${cluster}: ${failed} of ${checks.length} checks failed`;
+    return `cluster ${cluster}\n${formatChecks(checks)}\n${summary}`;
+  });
+  const fleet =
+    notReady.length === 0
+      ? `${results.length} clusters: all ready`
+      : `${results.length} clusters: ${results.length - notReady.length} ready, ${notReady.length} not (${notReady.join(", ")})`;
+  return { text: `${sections.join("\n\n")}\n\n${fleet}`, ok: notReady.length === 0 };
+}

@@ -9,8 +9,9 @@
  *                                   for --relay (dry run: what would change)
  *   kubefn uninstall [--timeout <s>] kubefn's objects first (while kubefn still runs their
  *                                   finalizers), then everything an install made
- *   kubefn doctor [--as ns/name] [--intake-timeout <s>]
+ *   kubefn doctor [--as ns/name] [--intake-timeout <s>] [--clusters <a,b,…|@file>]
  *                                   is the current cluster ready for this kubefn? (exit 1 if not)
+ *                                   With --clusters, each of a fleet's, by its kubeconfig context
  *
  * Common options: --kubeconfig <file>, --context <name>, --file <install.yaml> (default: this
  * release's, built from infra/ as `npm run release` builds it).
@@ -25,11 +26,14 @@ import { type Cluster, currentCluster, type KubeObject } from "./cluster.ts";
 import {
   accessChecks,
   crdChecks,
+  fleetNames,
   formatChecks,
+  formatFleetChecks,
   intakeCheck,
   neededAccess,
   parseIdentity,
   policyChecks,
+  unreachable,
 } from "./doctor.ts";
 import { install, report } from "./install.ts";
 import {
@@ -63,6 +67,8 @@ const usage = `usage: kubefn <command> [options]
                           (default 300 s), then everything an install made; exit 1 naming what hangs
   doctor [--as ns/name]   check kubefn's access, admission policies and CRDs on the current cluster,
          [--intake-timeout s]  and that intake receives the cluster's events (default: wait 30 s)
+         [--clusters a,b|@file]  each cluster of a fleet instead, through the kubeconfig context of
+                          its name (@file: the names a KUBEFN_CLUSTERS file declares), at once
 
 options: --kubeconfig <file>  --context <name>  --file <install.yaml>  --version`;
 
@@ -91,6 +97,7 @@ export async function main(
       timeout: { type: "string", default: "300" },
       as: { type: "string", default: KUBEFN_IDENTITY },
       "intake-timeout": { type: "string", default: "30" },
+      clusters: { type: "string" },
       kubeconfig: { type: "string" },
       context: { type: "string" },
       file: { type: "string" },
@@ -158,8 +165,7 @@ export async function main(
         return { out: `--intake-timeout must be a number of seconds\n${usage}`, code: 2 };
       }
       const objects = releaseObjects(values.file);
-      const c = connect();
-      const checks = [
+      const checksOf = async (c: Cluster) => [
         ...(await crdChecks(
           c,
           objects.filter((o) => o.kind === "CustomResourceDefinition"),
@@ -173,6 +179,26 @@ export async function main(
         ...(await accessChecks(c, id, neededAccess(objects, parseIdentity(KUBEFN_IDENTITY)))),
         await intakeCheck(c, { timeoutSeconds: intakeTimeout, nonce: randomUUID().slice(0, 8) }),
       ];
+      if (values.clusters !== undefined) {
+        const names = fleetNames(values.clusters);
+        if ("error" in names) return { out: `${names.error}\n${usage}`, code: 2 };
+        const results = await Promise.all(
+          names.names.map(async (name) => {
+            try {
+              const c = (cluster ?? currentCluster)({
+                ...(values.kubeconfig ? { kubeconfig: values.kubeconfig } : {}),
+                context: name,
+              });
+              return { cluster: name, checks: await checksOf(c) };
+            } catch (err) {
+              return { cluster: name, checks: [unreachable(name, err)] };
+            }
+          }),
+        );
+        const report = formatFleetChecks(results);
+        return { out: report.text, code: report.ok ? 0 : 1 };
+      }
+      const checks = await checksOf(connect());
       const failed = checks.filter((x) => !x.ok).length;
       const summary =
         failed === 0 ? `all ${checks.length} checks passed` : `${failed} of ${checks.length} checks failed`;

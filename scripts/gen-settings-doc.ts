@@ -55,7 +55,7 @@ const sharedRows: Row<Exclude<Shared, keyof typeof operatorVariables>>[] = [
     names: ["API_TOKEN"],
     unset: "unset (crawler API off; fleet page as `FLEET_PAGE` says)",
     meaning:
-      'crawler credentials for `GET /v1/proxies` and `/v1/leases`: one secret, from which each namespace\'s crawler token is derived (`scripts/crawler-token.ts <namespace>`: an HMAC of the namespace; it sees and leases that namespace only; the secret itself is no crawler credential), or a JSON list of `{ "name", "token", "namespaces": [...] \\| "*" }`, where `"*"` is the explicit choice of a crawler for every namespace (see [Security](security.md#who-is-trusted-with-what)); the fleet page (`GET /`) then needs the secret or a `"*"` credential',
+      'crawler credentials for `GET /v1/proxies` and `/v1/leases`: one secret, from which each namespace\'s crawler token is derived (`scripts/crawler-token.ts <namespace>`: an HMAC of the namespace; it sees and leases that namespace only; the secret itself is no crawler credential), or a JSON list of `{ "name", "token", "namespaces": [...] \\| "*", "clusters"?: [...] }`, where `"*"` is the explicit choice of a crawler for every namespace (see [Security](security.md#who-is-trusted-with-what)) and `clusters` limits it to some of `KUBEFN_CLUSTERS` (`scripts/crawler-token.ts <namespace> <cluster>` mints a namespace token for one cluster); the fleet page (`GET /`) then needs the secret or a `"*"` credential for every cluster it shows',
   },
   {
     names: ["FLEET_PAGE"],

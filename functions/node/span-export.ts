@@ -86,6 +86,7 @@ export async function startSpanExport(): Promise<SpanExport> {
     if (end.source) a["kubefn.source"] = end.source;
     if (end.enqueued !== undefined) a[MESSAGING_BATCH_MESSAGE_COUNT] = end.enqueued;
     if (end.errorClass) a[semconv.ATTR_ERROR_TYPE] = end.errorClass;
+    if (end.cluster) a["kubefn.cluster"] = end.cluster;
     return a;
   };
   const nameOf = (kind: HopKind, end: HopEnd) => {

@@ -58,6 +58,7 @@ export interface Core {
  */
 export function buildCore(settings: KubefnSettings, ports: KubefnPorts, operators?: Operators): Core {
   const ctx: Context = {
+    cluster: ports.cluster ?? DEFAULT_CLUSTER,
     kube: ports.kube,
     queue: ports.queue,
     clock: ports.clock ?? { now: () => new Date() },
@@ -86,7 +87,7 @@ export function buildCore(settings: KubefnSettings, ports: KubefnPorts, operator
       { probeShardSize: settings.probeShardSize },
     );
   }
-  const cluster = ports.cluster ?? DEFAULT_CLUSTER;
+  const cluster = ctx.cluster ?? DEFAULT_CLUSTER;
   // Every message names its cluster (one deployment may reconcile many), under its MAC.
   const outgoing = async (sent: Message): Promise<Message> => {
     const message = sent.cluster === undefined ? { ...sent, cluster } : sent;
@@ -117,7 +118,7 @@ export function buildCore(settings: KubefnSettings, ports: KubefnPorts, operator
     mac,
     bodiesTravel,
     passes: new PassHistory(),
-    hop: (on, parent, kind) => tracedHop(on, parent, kind, ports.spans, outgoing),
+    hop: (on, parent, kind) => tracedHop(on, parent, kind, ports.spans, outgoing, cluster),
     outgoing,
     invocation: (reads) => ({
       ...ctx,

@@ -125,6 +125,9 @@ export function dispatchByCluster(
   return {
     controllers: first.kubefn.controllers,
     fetch: fleetFetch(members),
+    // Its own `fetch` shows every member's group on one page; this is the first's, for a caller
+    // that asks one kubefn for its part.
+    page: first.kubefn.page,
     consume: (deliveries, options) => routed(deliveries, (m, share) => m.kubefn.consume(share, options)),
     deadLetters: (deliveries) => routed(deliveries, (m, share) => m.kubefn.deadLetters(share)),
     async sweep(options) {

@@ -5,7 +5,7 @@
 import { describe, expect, it } from "vitest";
 import { parseWorkerEnv } from "../../functions/cloudflare/config.ts";
 import { FakeKube, fakeContext } from "../../test/support/fake-kube.ts";
-import { proxyController } from "../../test/unit/runtime/controllers.ts";
+import { ProxyResource, proxyController } from "../../test/unit/runtime/controllers.ts";
 import { signBatch } from "../auth/index.ts";
 import { createRegistry, done, type PassMessage } from "../runtime/index.ts";
 import { clusterLog, clusterMetrics, fleetFetch } from "./clusters.ts";
@@ -53,9 +53,15 @@ const auditBatch = JSON.stringify({
   ],
 });
 
-function fleet() {
+function fleet(env: Record<string, string> = {}) {
   const member = (cluster: "a" | "b") => {
-    const { ctx } = fakeContext(new FakeKube(), { now: NOW });
+    const kube = new FakeKube();
+    kube.seed(ProxyResource, {
+      apiVersion: "crawl.example.com/v1alpha1",
+      kind: "Proxy",
+      metadata: { namespace: "ns1", name: `proxy-of-${cluster}`, uid: `u-${cluster}` },
+    });
+    const { ctx } = fakeContext(kube, { now: NOW });
     const sent: PassMessage[] = [];
     const kubefn = createKubefn(
       parseWorkerEnv({
@@ -63,6 +69,7 @@ function fleet() {
         KUBE_TOKEN: "t",
         AUDIT_TOKEN: credentials[cluster].auditToken,
         RELAY_SECRET: credentials[cluster].relaySecret,
+        ...env,
       }),
       {
         cluster,
@@ -129,6 +136,32 @@ describe("fleet intake: a batch is the cluster's whose credential it presented",
     expect((await fetch(auditPost("audit-token-of-nobody-0123456789"))).status).toBe(401);
     expect((await fetch(await relayPost(credentials.b.relaySecret))).status).toBe(401);
     expect([...a.sent, ...b.sent]).toEqual([]);
+  });
+});
+
+describe("the fleet page of a fleet (issue 35)", () => {
+  const apiToken = "fleet-api-token-0123456789";
+  const get = (fetch: (r: Request) => Promise<Response>, path: string) =>
+    fetch(new Request(`http://kubefn.test${path}`, { headers: { authorization: `Bearer ${apiToken}` } }));
+
+  it("GET / shows every cluster's objects, each under its cluster's name; ?cluster= shows one", async () => {
+    const { fetch } = fleet({ API_TOKEN: apiToken });
+    const res = await get(fetch, "/");
+    expect(res.status).toBe(200);
+    const html = await res.text();
+    expect(html.indexOf("<h2>Cluster a</h2>")).toBeGreaterThan(0);
+    expect(html.indexOf("proxy-of-a")).toBeGreaterThan(html.indexOf("<h2>Cluster a</h2>"));
+    expect(html.indexOf("<h2>Cluster b</h2>")).toBeGreaterThan(html.indexOf("proxy-of-a"));
+    expect(html.indexOf("proxy-of-b")).toBeGreaterThan(html.indexOf("<h2>Cluster b</h2>"));
+    const onlyB = await (await get(fetch, "/?cluster=b")).text();
+    expect(onlyB).toContain("proxy-of-b");
+    expect(onlyB).not.toContain("proxy-of-a");
+  });
+
+  it("is behind the API token as one cluster's page is", async () => {
+    const { fetch } = fleet({ API_TOKEN: apiToken });
+    expect((await fetch(new Request("http://kubefn.test/"))).status).toBe(401);
+    expect((await fleet().fetch(new Request("http://kubefn.test/"))).status).toBe(404);
   });
 });
 

@@ -5,13 +5,15 @@
  */
 import { bearerMatches, bearerToken, SIGNATURE_HEADER } from "../auth/index.ts";
 import type { Log, Metrics } from "../runtime/index.ts";
+import { groupedFleetPage } from "./fleet/index.ts";
 import type { IntakeCredentials } from "./intake/index.ts";
 import type { Kubefn } from "./ports.ts";
 
 /** One declared cluster's kubefn and the credentials its intake batches arrive with. */
 export interface FleetMember {
   cluster: string;
-  kubefn: Pick<Kubefn, "fetch">;
+  /** Its HTTP surface, and its part of the fleet page (a member without one is left off the page). */
+  kubefn: Pick<Kubefn, "fetch"> & Partial<Pick<Kubefn, "page">>;
   credentials: IntakeCredentials;
 }
 
@@ -21,7 +23,9 @@ export interface FleetMember {
  * no bearer), the cluster its `?cluster=` names, whose intake then checks the signature with that
  * cluster's `relaySecret` alone. So a batch is only ever mapped, and its messages only ever
  * stamped, for the cluster whose credential it holds: cluster A's token or secret cannot deliver
- * events for cluster B. Anything else goes to the cluster `?cluster=` names, else the first.
+ * events for cluster B. `GET /` without `?cluster=` is the fleet page of every cluster, a section
+ * each, headed by its name (when there are several). Anything else goes to the cluster
+ * `?cluster=` names, else the first.
  *
  * Caveats: a relay of a fleet of more than one relay-enabled cluster must name its cluster in its
  * intake URL (`…/v1/events?cluster=east`); the name only picks which secret checks the batch.
@@ -33,6 +37,7 @@ export function fleetFetch(members: readonly FleetMember[]): (request: Request) 
   const [first] = members;
   if (!first) throw new Error("a fleet has at least one cluster");
   const named = (name: string | null) => members.find((m) => m.cluster === name);
+  const page = fleetPageOf(members);
   return async (request) => {
     const url = new URL(request.url);
     const asked = url.searchParams.get("cluster");
@@ -41,10 +46,22 @@ export function fleetFetch(members: readonly FleetMember[]): (request: Request) 
       if (!member) return refusal(asked);
       return member.kubefn.fetch(request);
     }
+    if (page && asked === null && url.pathname === "/") return page.fetch(request);
     if (asked !== null && !named(asked))
       return Response.json({ error: `no cluster ${asked}` }, { status: 404 });
     return (named(asked) ?? first).kubefn.fetch(request);
   };
+}
+
+/** The page of every member's group, when there are several that have one. */
+function fleetPageOf(
+  members: readonly FleetMember[],
+): { fetch(request: Request): Promise<Response> } | undefined {
+  const parts = members.flatMap((m) => (m.kubefn.page ? [m.kubefn.page] : []));
+  const [first, ...rest] = parts;
+  if (!first || rest.length === 0) return undefined;
+  const app = groupedFleetPage([first.group, ...rest.map((p) => p.group)], first.options);
+  return { fetch: async (request) => app.fetch(request) };
 }
 
 async function intakeMember(

@@ -49,7 +49,7 @@ const proxyBody = (host: string) => ({
 
 function kubefnWith(
   reconcile: (ctx: PassContext) => Promise<ReturnType<typeof done>>,
-  opts: { throwOnPassLine?: boolean; cluster?: string } = {},
+  opts: { throwOnPassLine?: boolean; cluster?: string; spans?: Spans } = {},
 ) {
   const kube = new FakeKube();
   kube.seed(ProxyResource, {
@@ -67,7 +67,11 @@ function kubefnWith(
           ctx.log.info(msg, fields);
         },
       }
-    : ctx.log;
+    : {
+        ...ctx.log,
+        debug: (msg: string, fields?: Record<string, unknown>) =>
+          void recorded.logs.push({ level: "debug", msg, ...(fields ? { fields } : {}) }),
+      };
   const jobs: unknown[] = [];
   const controller = proxyController({
     reconcile,
@@ -87,6 +91,7 @@ function kubefnWith(
     settings,
     {
       ...(opts.cluster ? { cluster: opts.cluster } : {}),
+      ...(opts.spans ? { spans: opts.spans } : {}),
       kube,
       queue: ctx.queue,
       prober: { probe: async () => ({ ok: true }) } as never,
@@ -595,7 +600,24 @@ describe("traces", () => {
       request: { controller: "proxy", namespace: "ns1", name: "p1", kind: "Proxy" },
       result: "requeue",
       trigger: "audit",
+      cluster: "default",
     });
     expect(recorded.logs.find((l) => l.msg === "pass")?.fields).toMatchObject({ span: pass?.trace.spanId });
+  });
+
+  it("a declared cluster's hop names its cluster to the spans port, and its debug lines keep their trace (issue 35)", async () => {
+    const ended: HopEnd[] = [];
+    const spans: Spans = { start: () => (end) => void ended.push(end) };
+    const { kubefn, recorded } = kubefnWith(
+      async (ctx) => {
+        ctx.log.debug?.("looked", { at: "p1" });
+        return done();
+      },
+      { cluster: "east", spans },
+    );
+    await kubefn.consume([{ body: { ...pass, v: ENVELOPE_VERSION, cluster: "east" } }]);
+    expect(ended).toEqual([expect.objectContaining({ result: "done", cluster: "east" })]);
+    const debug = recorded.logs.find((l) => l.level === "debug" && l.msg === "looked");
+    expect(debug?.fields).toMatchObject({ at: "p1", trace: expect.stringMatching(/^[0-9a-f]{32}$/) });
   });
 });

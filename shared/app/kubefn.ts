@@ -4,7 +4,7 @@ import { createDeadLetters } from "./dead-letters.ts";
 import type { Operators } from "./operators.ts";
 import type { Kubefn, KubefnPorts } from "./ports.ts";
 import type { KubefnSettings } from "./settings.ts";
-import { createFetch, createIngest } from "./surface.ts";
+import { createFetch, createIngest, createPage } from "./surface.ts";
 import { createSweep } from "./sweep.ts";
 
 export { jobLine, passLine } from "./consume.ts";
@@ -24,9 +24,11 @@ export { sweepLine } from "./sweep.ts";
  */
 export function createKubefn(settings: KubefnSettings, ports: KubefnPorts, operators?: Operators): Kubefn {
   const core = buildCore(settings, ports, operators);
+  const page = createPage(core);
   return {
     controllers: core.ops.registry.controllers.map((c) => c.name),
-    fetch: createFetch(core),
+    fetch: createFetch(core, page),
+    page,
     consume: createConsume(core),
     sweep: createSweep(core),
     ingest: createIngest(core),

@@ -11,6 +11,7 @@ import type {
   StateChangeSink,
   SweepSummary,
 } from "../runtime/index.ts";
+import type { FleetGroup, FleetPageOptions } from "./fleet/index.ts";
 import type { CloudWatchLogsResult, IntakeCredentials } from "./intake/index.ts";
 
 /** The operator options a platform may add (see {@link KubefnPorts.operatorOptions}). */
@@ -107,6 +108,11 @@ export interface Kubefn {
    * page (`GET /`, behind the API token when one is set).
    */
   fetch(request: Request): Response | Promise<Response>;
+  /**
+   * This kubefn's part of the fleet page (`GET /`): its cluster's group and the page's settings.
+   * A fleet's HTTP surface (`fleetFetch`) shows every cluster's group on one page.
+   */
+  page: { group: FleetGroup; options: FleetPageOptions };
   /**
    * One platform delivery (a Workers queue batch, a Lambda SQS batch, one of the Node
    * host's queue sends): each item is a pass or a job, run `PASS_CONCURRENCY` at a time; they

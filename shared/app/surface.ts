@@ -1,7 +1,7 @@
 import { traceFrom } from "../runtime/index.ts";
 import { admissionProblems } from "./admission/index.ts";
 import type { Core } from "./build.ts";
-import { fleetPage } from "./fleet/index.ts";
+import { type FleetGroup, type FleetPageOptions, fleetGroup, groupedFleetPage } from "./fleet/index.ts";
 import { createFunctionsApp } from "./http.ts";
 import {
   type CloudWatchLogsResult,
@@ -13,12 +13,33 @@ import type { Kubefn } from "./ports.ts";
 import { sealingQueue } from "./trace.ts";
 
 /**
- * The core's `fetch`: intake, the crawler API and the operators' routes (createFunctionsApp),
- * and the fleet page at `/`. Each intake batch starts a trace of its own, which its passes
- * continue; so does each send of the operators' own routes.
+ * The core's part of the fleet page: its cluster's group (read, passes, admission gate) and the
+ * page's settings. Built once: every view of the page, this kubefn's own or a fleet's, shares its
+ * cached read.
  */
-export function createFetch(core: Core): Kubefn["fetch"] {
-  const { ctx, ops, settings, ports, admission } = core;
+export function createPage(core: Core): { group: FleetGroup; options: FleetPageOptions } {
+  const { ctx, ops, settings, admission } = core;
+  const primaries = ops.registry.controllers.map((c) => ({ controller: c.name, resource: c.for }));
+  const options: FleetPageOptions = {
+    access: settings.fleetPage,
+    ...(settings.apiToken ? { apiToken: settings.apiToken } : {}),
+  };
+  const group = fleetGroup(ctx, primaries, core.passes, {
+    admission: () => {
+      const state = admission.state();
+      return state && { ready: state.report.ready, problems: admissionProblems(state.report) };
+    },
+  });
+  return { group, options };
+}
+
+/**
+ * The core's `fetch`: intake, the crawler API and the operators' routes (createFunctionsApp),
+ * and the fleet page at `/` (`page`, its cluster's alone). Each intake batch starts a trace of its
+ * own, which its passes continue; so does each send of the operators' own routes.
+ */
+export function createFetch(core: Core, page: ReturnType<typeof createPage>): Kubefn["fetch"] {
+  const { ctx, ops, settings, ports } = core;
   const intakeCtx = {
     ...ctx,
     queue: sealingQueue(ctx.queue, () => traceFrom(undefined).traceparent, core.outgoing),
@@ -38,18 +59,7 @@ export function createFetch(core: Core): Kubefn["fetch"] {
     ports.intakeCredentials ? { ...settings, credentials: ports.intakeCredentials } : settings,
     intakeBatch,
   );
-  const primaries = ops.registry.controllers.map((c) => ({ controller: c.name, resource: c.for }));
-  app.route(
-    "/",
-    fleetPage(ctx, primaries, core.passes, {
-      access: settings.fleetPage,
-      ...(settings.apiToken ? { apiToken: settings.apiToken } : {}),
-      admission: () => {
-        const state = admission.state();
-        return state && { ready: state.report.ready, problems: admissionProblems(state.report) };
-      },
-    }),
-  );
+  app.route("/", groupedFleetPage([page.group], page.options));
   return (request) => app.fetch(request);
 }
 

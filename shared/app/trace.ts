@@ -19,7 +19,8 @@ export interface Hop {
  * One hop of a chain: a child span of `parent` (a message's `traceparent`), or a new trace. Its
  * context's log lines carry the trace id and this hop's span id (a pass's id); the messages it
  * sends carry the envelope version and its `traceparent`. `spans` is told as it starts, and `end`
- * tells it how the hop ended (nothing when there is no span sink).
+ * tells it how the hop ended, with the `cluster` the hop worked on (nothing when there is no span
+ * sink).
  */
 export function tracedHop(
   ctx: Context,
@@ -27,6 +28,7 @@ export function tracedHop(
   kind: HopKind,
   spans: Spans | undefined,
   outgoing: (message: Message) => Promise<Message>,
+  cluster: string,
 ): Hop {
   const trace = traceFrom(parent);
   // `span` names this hop (a pass, a job, a sweep, an intake batch): every line it writes has both.
@@ -36,14 +38,19 @@ export function tracedHop(
     ctx: {
       ...ctx,
       log: {
+        ...(ctx.log.debug ? { debug: (msg, f) => ctx.log.debug?.(msg, with_(f)) } : {}),
         info: (msg, f) => ctx.log.info(msg, with_(f)),
         warn: (msg, f) => ctx.log.warn(msg, with_(f)),
         error: (msg, f) => ctx.log.error(msg, with_(f)),
       },
       queue: sealingQueue(ctx.queue, () => trace.traceparent, outgoing),
     },
-    end: spans ? spans.start(kind, trace) : () => undefined,
+    end: spans ? endWithCluster(spans.start(kind, trace), cluster) : () => undefined,
   };
+}
+
+function endWithCluster(end: (end: HopEnd) => void, cluster: string): (end: HopEnd) => void {
+  return (how) => end({ ...how, cluster });
 }
 
 /**

@@ -52,7 +52,7 @@ import { startFixtures } from "./sweep.ts";
 import { type TransportFigures, transportProbe } from "./transport-probe.ts";
 
 const root = fileURLToPath(new URL("../../", import.meta.url));
-const KUBEFN_USER = "system:serviceaccount:kubefn-system:kubefn";
+export const KUBEFN_USER = "system:serviceaccount:kubefn-system:kubefn";
 export const PEER_NAMESPACE = "kubefn-bench-peer";
 const PEER_USER = `system:serviceaccount:${PEER_NAMESPACE}:peer`;
 export const PEER_GROUP = "peer.bench.kubefn.dev";
@@ -147,7 +147,7 @@ interface AuditEvent {
  * The API server's audit webhook: counts the measured identities' requests and forwards what
  * the production policy would send (writes, at ResponseComplete) to the intake once it is set.
  */
-class AuditTee {
+export class AuditTee {
   readonly counted: Counted[] = [];
   /** Writes forwarded to the intake (what may cause passes): time and `user verb resource`. */
   readonly forwarded: { at: number; what: string }[] = [];
@@ -236,7 +236,7 @@ class AuditTee {
 }
 
 /** infra/audit/policy.yaml, plus a first rule logging the measured identities' reads. */
-function benchAuditPolicy(dir: string): string {
+export function benchAuditPolicy(dir: string): string {
   const policy = parseYaml(readFileSync(join(root, "infra/audit/policy.yaml"), "utf8")) as {
     omitStages?: string[];
     rules: unknown[];
@@ -253,13 +253,13 @@ function benchAuditPolicy(dir: string): string {
   return file;
 }
 
-interface RunningCluster {
+export interface RunningCluster {
   kubeconfig: string;
   child: ChildProcess;
   stop(): Promise<void>;
 }
 
-async function startAuditedDevcluster(
+export async function startAuditedDevcluster(
   webhook: string,
   token: string,
   policy: string,

@@ -14,13 +14,17 @@
  * after a kill; 200 Proxies, `KUBEFN_BENCH_REPLICAS_PROXIES=<n>` for another size, ~8 min) runs
  * only when named. `reaction` (kubectl apply → first pass → Ready per intake path — the audit webhook
  * with the documented flags, the relay, EKS's and GKE's audit log exports — beside a controller-runtime
- * peer's watch, on the production-shaped devcluster; ~10 min) runs only when named. `soak` (the Node host in the cluster and out of it, 35 minutes across three
+ * peer's watch, on the production-shaped devcluster; ~10 min) runs only when named. `clusters` (one
+ * Node host over `KUBEFN_BENCH_CLUSTERS` × `KUBEFN_BENCH_CLUSTER_OBJECTS` devclusters × Proxies, 3 × 50
+ * by default: steady requests per cluster-hour and probes on time, then the bill for 100 clusters of
+ * 100 objects; a few minutes) runs only when named. `soak` (the Node host in the cluster and out of it, 35 minutes across three
  * expiries of 10-minute tokens; `KUBEFN_BENCH_SOAK_MINUTES`) runs only when named.
  */
 import { benchBundle } from "./bundle.ts";
 import { benchChaos } from "./chaos.ts";
 import type { BenchRow } from "./cluster.ts";
 import { stopBenchCluster } from "./cluster.ts";
+import { benchClusters } from "./clusters.ts";
 import { benchConnections } from "./connections.ts";
 import { benchCost } from "./cost.ts";
 import { benchEmf } from "./emf.ts";
@@ -130,6 +134,15 @@ const benches: { name: string; run: () => Promise<BenchRow[]>; explicit?: boolea
       }
       return r.rows;
     },
+  },
+  {
+    name: "clusters",
+    run: async () => {
+      const r = await benchClusters();
+      jsonLines.push(JSON.stringify(r.json));
+      return r.rows;
+    },
+    explicit: true,
   },
   {
     name: "worker-probes",

@@ -4,10 +4,21 @@
  * run changed, and what an install profile (`--platform`, `--relay`) holds and says to do next.
  * The cluster side is test/integration/cli.test.ts and test/integration/uninstall.test.ts.
  */
+
+import { writeFileSync } from "node:fs";
+import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { describe, expect, it } from "vitest";
 import type { KubeObject } from "../../cli/cluster.ts";
-import { covers, excessVerbs, neededAccess, parseIdentity } from "../../cli/doctor.ts";
+import {
+  covers,
+  excessVerbs,
+  fleetNames,
+  formatFleetChecks,
+  neededAccess,
+  parseIdentity,
+  unreachable,
+} from "../../cli/doctor.ts";
 import { changedFields, changeOf, report } from "../../cli/install.ts";
 import {
   IN_CLUSTER_INTAKE_URL,
@@ -18,6 +29,7 @@ import {
 } from "../../cli/profile.ts";
 import { uninstallObjects } from "../../cli/uninstall.ts";
 import { inClusterIntakeUrl, installObjects, objectKey, profileObjects } from "../../install/index.ts";
+import { tempDir } from "../support/temp-dir.ts";
 
 const root = fileURLToPath(new URL("../../", import.meta.url));
 const objects = [
@@ -337,5 +349,62 @@ describe("install profiles", () => {
     for (const profile of [{ host: true, relay: { intakeUrl: inClusterIntakeUrl } }]) {
       expect(keys(profileObjects(root, "0.0.0", profile)).filter((k) => !all.includes(k))).toEqual([]);
     }
+  });
+});
+
+describe("kubefn doctor --clusters (issue 35)", () => {
+  it.each([
+    ["east,west", ["east", "west"]],
+    [" east , west,", ["east", "west"]],
+  ])("names %j: the kubeconfig contexts %j", (value, names) => {
+    expect(fleetNames(value)).toEqual({ names });
+  });
+
+  it.each([
+    ["", /at least one/],
+    ["east,east", /twice/],
+    ["@/nonexistent/clusters.json", /ENOENT/],
+  ])("refuses %j", (value, error) => {
+    expect(fleetNames(value)).toEqual({ error: expect.stringMatching(error) });
+  });
+
+  it("@file: the names a KUBEFN_CLUSTERS file declares, validated as the host validates it", () => {
+    const dir = tempDir("kubefn-doctor-").path;
+    const good = join(dir, "clusters.json");
+    writeFileSync(
+      good,
+      JSON.stringify([
+        { name: "east", credential: { kind: "kubeconfig", file: "/k/east" } },
+        { name: "west", server: "https://west.example.com", credential: { kind: "token", token: "t" } },
+      ]),
+    );
+    expect(fleetNames(`@${good}`)).toEqual({ names: ["east", "west"] });
+    const bad = join(dir, "bad.json");
+    writeFileSync(bad, JSON.stringify([{ name: "East!", credential: { kind: "in-cluster" } }]));
+    expect(fleetNames(`@${bad}`)).toEqual({ error: expect.stringMatching(/DNS label/) });
+  });
+
+  it("reports each cluster under its name with its own summary, and names the clusters that are not ready", () => {
+    const report = formatFleetChecks([
+      { cluster: "east", checks: [{ ok: true, what: "CRDs installed" }] },
+      {
+        cluster: "west",
+        checks: [
+          { ok: true, what: "CRDs installed" },
+          { ok: false, what: "no intake", fix: "run the relay" },
+        ],
+      },
+      { cluster: "gone", checks: [unreachable("gone", new Error("connect ECONNREFUSED 127.0.0.1:9"))] },
+    ]);
+    expect(report.ok).toBe(false);
+    expect(report.text.split("\n\n")).toEqual([
+      "cluster east\nok   CRDs installed\neast: all 1 checks passed",
+      "cluster west\nok   CRDs installed\nfail no intake — run the relay\nwest: 1 of 2 checks failed",
+      expect.stringMatching(
+        /^cluster gone\nfail cannot check cluster gone: connect ECONNREFUSED .* — check that your kubeconfig has a context named gone/,
+      ),
+      "3 clusters: 1 ready, 2 not (west, gone)",
+    ]);
+    expect(formatFleetChecks([{ cluster: "east", checks: [{ ok: true, what: "x" }] }]).ok).toBe(true);
   });
 });

@@ -9,7 +9,7 @@ import type { FleetPageAccess } from "../settings.ts";
 import { PassHistory } from "./pass-history.ts";
 import { cachedFleet, type FleetView, readFleet } from "./read.ts";
 import { fleetCss } from "./render.ts";
-import { fleetPage } from "./routes.ts";
+import { fleetGroup, fleetPage, groupedFleetPage } from "./routes.ts";
 import { stateOf } from "./state.ts";
 
 const now = new Date("2026-11-30T12:00:00Z");
@@ -491,5 +491,77 @@ describe("GET /", () => {
     const view = await readFleet(kube, sources, () => now);
     expect(view.kinds[0]!.states).toEqual([{ state: "__proto__", tone: "busy", count: 2 }]);
     expect(({} as Record<string, unknown>).count).toBeUndefined();
+  });
+});
+
+describe("a fleet's page (issue 35)", () => {
+  /** A cluster's group over its own API server (a FakeKube of its own) and its own passes. */
+  function groupOf(cluster: string, names: string[]) {
+    const kube = new FakeKube();
+    for (const name of names) kube.seed(proxyResource, testProxy({ name: `${cluster}-${name}` }));
+    const { ctx } = fakeContext(kube, { now });
+    const passes = new PassHistory();
+    passes.record({ ...pass(1), key: `proxy/crawl/${cluster}-${names[0]}` }, now);
+    return { kube, group: fleetGroup({ ...ctx, cluster }, sources, passes) };
+  }
+
+  it("has a section per cluster, headed by its name, each with its own objects and passes, in the declared order", async () => {
+    const east = groupOf("east", ["a", "b"]);
+    const west = groupOf("west", ["c"]);
+    const html = await (
+      await groupedFleetPage([east.group, west.group], { access: "open" }).request("/")
+    ).text();
+    const sections = [...html.matchAll(/<section><h2>Cluster (\w+)<\/h2>(.*?)<\/section>/g)];
+    expect(sections.map((m) => m[1])).toEqual(["east", "west"]);
+    const [eastHtml, westHtml] = sections.map((m) => m[2] ?? "");
+    expect(eastHtml).toContain("<h3>Proxy: 2</h3>");
+    expect(eastHtml).toContain("crawl/east-a");
+    expect(eastHtml).toContain("proxy/crawl/east-a");
+    expect(eastHtml).not.toContain("west-");
+    expect(westHtml).toContain("<h3>Proxy: 1</h3>");
+    expect(westHtml).not.toContain("east-");
+    // Each cluster was listed from its own API server, once per kind.
+    expect(html).toContain("2 clusters; this view sent 6 list requests to the clusters' API servers");
+    expect(east.kube.calls.length).toBe(3);
+    expect(west.kube.calls.length).toBe(3);
+  });
+
+  it("one cluster's page has no cluster heading (as before fleets)", async () => {
+    const html = await (
+      await groupedFleetPage([groupOf("east", ["a"]).group], { access: "open" }).request("/")
+    ).text();
+    expect(html).not.toContain("Cluster east");
+    expect(html).toContain("<h2>Proxy: 1</h2>");
+  });
+
+  it("a credential scoped to one cluster is refused the page of two (403, before any read)", async () => {
+    const scoped = JSON.stringify([
+      { name: "ops", token, namespaces: "*" },
+      { name: "east-ops", token: "east-ops-token-0123456789", namespaces: "*", clusters: ["east"] },
+    ]);
+    const east = groupOf("east", ["a"]);
+    const west = groupOf("west", ["c"]);
+    const app = groupedFleetPage([east.group, west.group], { apiToken: scoped });
+    const refused = await app.request("/", {
+      headers: { authorization: "Bearer east-ops-token-0123456789" },
+    });
+    expect(refused.status).toBe(403);
+    expect(await refused.text()).toContain("not west");
+    expect([...east.kube.calls, ...west.kube.calls]).toEqual([]);
+    expect((await app.request("/", { headers: { authorization: `Bearer ${token}` } })).status).toBe(200);
+    // Its own cluster's page it may see.
+    const own = groupedFleetPage([east.group], { apiToken: scoped });
+    expect(
+      (await own.request("/", { headers: { authorization: "Bearer east-ops-token-0123456789" } })).status,
+    ).toBe(200);
+  });
+
+  it("a hostile cluster name could not be declared, but would still render as text", async () => {
+    const hostile = groupOf("<b>x</b>", ["a"]);
+    const html = await (
+      await groupedFleetPage([hostile.group, groupOf("west", ["c"]).group], { access: "open" }).request("/")
+    ).text();
+    expect(html).not.toContain("<b>x</b>");
+    expect(html).toContain("Cluster &#60;b&#62;x&#60;/b&#62;");
   });
 });

@@ -2,21 +2,28 @@ import type { PassRecord } from "./pass-history.ts";
 import type { FleetKind, FleetView, LatencyHistogram } from "./read.ts";
 import type { Tone } from "./state.ts";
 
-/** What one view of the page shows. */
-export interface FleetPageInput {
+/** One cluster's part of a view of the page. */
+export interface FleetGroupView {
+  /** The declared cluster's name: the group's heading when the page shows several. */
+  cluster: string;
   view: FleetView;
   /** Whether this view sent the lists (false: another view's read, shared). */
   fresh: boolean;
-  cacheSeconds: number;
   passes: readonly PassRecord[];
+  /** Whether kubefn reconciles there: its admission policies as last checked (absent: not checked yet). */
+  admission?: AdmissionView;
+}
+
+/** What one view of the page shows: one group per cluster, in the declared order. */
+export interface FleetPageInput {
+  groups: readonly [FleetGroupView, ...FleetGroupView[]];
+  cacheSeconds: number;
   /**
    * Show condition messages. They can quote what the tenant wrote and what the platform answered
    * (addresses, provider errors): only for a viewer who presented the API token.
    */
   detailed: boolean;
   now: Date;
-  /** Whether kubefn reconciles: its admission policies as last checked (absent: not checked yet). */
-  admission?: AdmissionView;
 }
 
 /** The admission gate's last check, as the page shows it. */
@@ -49,27 +56,59 @@ export const fleetCss = `body{font:14px system-ui,sans-serif;margin:0;background
 
 /**
  * The fleet page: each operator's primaries by state, probe latency as an inline SVG histogram,
- * the last passes this instance ran, and what the view cost. Every string from the cluster or a
- * pass goes through {@link escapeHtml}; the only attribute values are numbers and tones.
+ * the last passes this instance ran, and what the view cost. A fleet's page has a section per
+ * cluster, headed by the cluster's name, with all of that for the cluster alone. Every string from
+ * a cluster or a pass goes through {@link escapeHtml}; the only attribute values are numbers and
+ * tones.
  */
 export function renderFleetPage(input: FleetPageInput): string {
-  const { view, now } = input;
-  const lists = `${view.lists} list request${view.lists === 1 ? "" : "s"}`;
-  const cost = input.fresh
-    ? `this view sent ${lists} to the API server`
-    : `this view sent none: it shows the read of ${secondsSince(view.readAt.getTime(), now)} s ago (${lists}; views within ${input.cacheSeconds} s share one read)`;
-  return `<!doctype html><html lang="en"><head><meta charset="utf-8"><title>kubefn fleet</title><style>${fleetCss}</style></head><body><header><h1>kubefn fleet</h1>read at ${view.readAt.toISOString()}; ${cost}</header><main>${
+  const { groups, now } = input;
+  const [only] = groups;
+  const head =
+    groups.length === 1
+      ? `read at ${only.view.readAt.toISOString()}; ${costOf(only, input)}`
+      : `${groups.length} clusters; ${fleetCostOf(groups, input.cacheSeconds)}`;
+  const body =
+    groups.length === 1
+      ? groupBody(only, input.detailed, now, "h2")
+      : groups
+          .map(
+            (g) =>
+              `<section><h2>Cluster ${escapeHtml(g.cluster)}</h2><p class="n">read at ${g.view.readAt.toISOString()}; ${costOf(g, input)}</p>${groupBody(g, input.detailed, now, "h3")}</section>`,
+          )
+          .join("");
+  return `<!doctype html><html lang="en"><head><meta charset="utf-8"><title>kubefn fleet</title><style>${fleetCss}</style></head><body><header><h1>kubefn fleet</h1>${head}</header><main>${
     input.detailed
       ? ""
       : '<p class="n">No API token is set, so this page is open and hides condition messages.</p>'
-  }${admissionSection(input.admission)}${view.kinds.map((kind) => kindSection(kind, input.detailed)).join("")}${latencySection(view.latency)}${passesSection(input.passes, now)}</main></body></html>`;
+  }${body}</main></body></html>`;
+}
+
+type Heading = "h2" | "h3";
+
+function groupBody(g: FleetGroupView, detailed: boolean, now: Date, h: Heading): string {
+  return `${admissionSection(g.admission, h)}${g.view.kinds.map((kind) => kindSection(kind, detailed, h)).join("")}${latencySection(g.view.latency, h)}${passesSection(g.passes, now, h)}`;
+}
+
+const listRequests = (n: number) => `${n} list request${n === 1 ? "" : "s"}`;
+
+function costOf(g: FleetGroupView, input: Pick<FleetPageInput, "cacheSeconds" | "now">): string {
+  const lists = listRequests(g.view.lists);
+  return g.fresh
+    ? `this view sent ${lists} to the API server`
+    : `this view sent none: it shows the read of ${secondsSince(g.view.readAt.getTime(), input.now)} s ago (${lists}; views within ${input.cacheSeconds} s share one read)`;
+}
+
+function fleetCostOf(groups: readonly FleetGroupView[], cacheSeconds: number): string {
+  const sent = groups.filter((g) => g.fresh).reduce((sum, g) => sum + g.view.lists, 0);
+  return `this view sent ${listRequests(sent)} to the clusters' API servers (views within ${cacheSeconds} s share each cluster's read)`;
 }
 
 /** A warning while kubefn does not reconcile for want of its admission policies; nothing otherwise. */
-function admissionSection(admission: AdmissionView | undefined): string {
+function admissionSection(admission: AdmissionView | undefined, h: Heading): string {
   if (!admission || admission.ready) return "";
   const items = admission.problems.map((p) => `<li>${escapeHtml(p)}</li>`).join("");
-  return `<section><h2><span class="c bad">Not reconciling</span></h2><p>kubefn's admission policies are not installed and bound, so kubefn runs no pass and no sweep (its writes would not be contained). Apply infra/rbac (<code>kubefn install</code>); kubefn checks again on its own.</p><ul>${items}</ul></section>`;
+  return `<section><${h}><span class="c bad">Not reconciling</span></${h}><p>kubefn's admission policies are not installed and bound, so kubefn runs no pass and no sweep (its writes would not be contained). Apply infra/rbac (<code>kubefn install</code>); kubefn checks again on its own.</p><ul>${items}</ul></section>`;
 }
 
 /** Text for HTML element content and quoted attribute values. */
@@ -81,7 +120,7 @@ const chip = (tone: Tone, text: string) => `<span class="c ${tone}">${escapeHtml
 const table = (head: string[], rows: string[][]) =>
   `<table><tr><th>${head.join("</th><th>")}</th></tr>${rows.map((r) => `<tr><td>${r.join("</td><td>")}</td></tr>`).join("")}</table>`;
 
-function kindSection(kind: FleetKind, detailed: boolean): string {
+function kindSection(kind: FleetKind, detailed: boolean, h: Heading): string {
   let x = 0;
   const bar = kind.states.map(({ tone, count }) => {
     const w = (count / kind.total) * 480;
@@ -97,7 +136,7 @@ function kindSection(kind: FleetKind, detailed: boolean): string {
     ...(detailed ? [escapeHtml(truncate(o.message ?? "", 300))] : []),
   ]);
   const more = kind.total - kind.shown.length;
-  return `<h2>${escapeHtml(kind.kind)}: ${kind.total}</h2>${
+  return `<${h}>${escapeHtml(kind.kind)}: ${kind.total}</${h}>${
     kind.error ? `<p>${chip("bad", `the list failed (${kind.error}); the counts may be partial`)}</p>` : ""
   }${kind.total ? `<svg width="480" height="18">${bar.join("")}</svg>` : ""}<p>${
     kind.states.map((s) => chip(s.tone, `${s.state} ${s.count}`)).join(" ") || "none"
@@ -108,8 +147,9 @@ function kindSection(kind: FleetKind, detailed: boolean): string {
   }${more > 0 ? `<p class="n">and ${more} more</p>` : ""}`;
 }
 
-function latencySection(h: LatencyHistogram): string {
-  if (h.probed === 0) return '<h2>Probe latency</h2><p class="n">No object reports a probe latency yet.</p>';
+function latencySection(h: LatencyHistogram, level: Heading): string {
+  const title = `<${level}>Probe latency</${level}>`;
+  if (h.probed === 0) return `${title}<p class="n">No object reports a probe latency yet.</p>`;
   const label = (i: number) => {
     const b = h.bounds[i] ?? h.bounds.at(-1)!;
     return `${i < h.bounds.length ? "≤" : ">"}${b < 1000 ? b : `${b / 1000}s`}`;
@@ -120,12 +160,12 @@ function latencySection(h: LatencyHistogram): string {
     const x = i * 52 + 22;
     return `<rect x="${x - 22}" y="${114 - height}" width="44" height="${height}" fill="${chartColour}"></rect><text x="${x}" y="${110 - height}">${count || ""}</text><text x="${x}" y="130">${label(i)}</text>`;
   });
-  return `<h2>Probe latency</h2><svg width="${h.counts.length * 52}" height="136" font-size="11" text-anchor="middle">${bars.join(
+  return `${title}<svg width="${h.counts.length * 52}" height="136" font-size="11" text-anchor="middle">${bars.join(
     "",
   )}</svg><p class="n">${h.probed} objects report one (ms, the last status-affecting probe); the slowest ${h.maxMillis} ms.</p>`;
 }
 
-function passesSection(passes: readonly PassRecord[], now: Date): string {
+function passesSection(passes: readonly PassRecord[], now: Date, h: Heading): string {
   const rows = passes.map((p) => [
     `${secondsSince(p.at, now)} s ago`,
     escapeHtml(p.key),
@@ -142,7 +182,7 @@ function passesSection(passes: readonly PassRecord[], now: Date): string {
     ),
     `${Math.round(p.durationMs)} ms`,
   ]);
-  return `<h2>Last passes</h2><p class="n">Run by this instance (in memory, the last 50; a serverless instance shows only its own).</p>${
+  return `<${h}>Last passes</${h}><p class="n">Run by this instance (in memory, the last 50; a serverless instance shows only its own).</p>${
     rows.length ? table(["when", "object", "why it ran", "result", "outcome", "took"], rows) : "None yet."
   }`;
 }

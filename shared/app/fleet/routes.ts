@@ -1,11 +1,11 @@
 import type { MiddlewareHandler } from "hono";
 import { Hono } from "hono/tiny";
-import { bearerToken, credentialOf, parseCrawlerCredentials } from "../../auth/index.ts";
+import { bearerToken, credentialOf, mayUseCluster, parseCrawlerCredentials } from "../../auth/index.ts";
 import { assertNever } from "../../guards/index.ts";
-import type { Context } from "../../runtime/index.ts";
+import { type Context, DEFAULT_CLUSTER } from "../../runtime/index.ts";
 import type { FleetPageAccess } from "../settings.ts";
 import type { PassHistory } from "./pass-history.ts";
-import { cachedFleet, type FleetSource, readFleet } from "./read.ts";
+import { cachedFleet, type FleetSource, type FleetView, readFleet } from "./read.ts";
 import { type AdmissionView, fleetCss, renderFleetPage } from "./render.ts";
 
 export interface FleetPageOptions {
@@ -26,6 +26,41 @@ export interface FleetPageOptions {
   cacheSeconds?: number;
   /** The admission gate's last check (undefined before the first): shown when kubefn does not reconcile. */
   admission?: () => AdmissionView | undefined;
+}
+
+/** One cluster's part of the page: its read (cached), the passes its kubefn ran, its admission gate. */
+export interface FleetGroup {
+  /** The declared cluster's name (`default` for one cluster). */
+  cluster: string;
+  read: () => Promise<{ view: FleetView; fresh: boolean }>;
+  passes: PassHistory;
+  admission?: () => AdmissionView | undefined;
+  /** Its kubefn's clock. */
+  now: () => Date;
+}
+
+/**
+ * One cluster's part of the page (see {@link fleetPage}): its primaries read with paged lists,
+ * shared by every view within `cacheSeconds`, and the pass history of its kubefn.
+ */
+export function fleetGroup(
+  ctx: Context,
+  sources: readonly FleetSource[],
+  passes: PassHistory,
+  options: Pick<FleetPageOptions, "cacheSeconds" | "admission"> = {},
+): FleetGroup {
+  const read = cachedFleet(
+    () => readFleet(ctx.kube, sources, () => ctx.clock.now()),
+    (options.cacheSeconds ?? 5) * 1000,
+    () => ctx.clock.now().getTime(),
+  );
+  return {
+    cluster: ctx.cluster ?? DEFAULT_CLUSTER,
+    read,
+    passes,
+    ...(options.admission ? { admission: options.admission } : {}),
+    now: () => ctx.clock.now(),
+  };
 }
 
 /**
@@ -50,12 +85,23 @@ export function fleetPage(
   passes: PassHistory,
   options: FleetPageOptions = {},
 ): Hono {
+  return groupedFleetPage([fleetGroup(ctx, sources, passes, options)], options);
+}
+
+/**
+ * The fleet page of several clusters (one deployment's `KUBEFN_CLUSTERS`): as {@link fleetPage},
+ * with a section per cluster, in `groups`' order, headed by its name. Each cluster's read is its
+ * own (listed from its API server, cached apart); a view needs a credential for every namespace
+ * of every cluster shown.
+ *
+ * @example
+ * const page = groupedFleetPage(members.map((m) => m.kubefn.page.group), options);
+ */
+export function groupedFleetPage(
+  groups: readonly [FleetGroup, ...FleetGroup[]],
+  options: Omit<FleetPageOptions, "admission"> = {},
+): Hono {
   const cacheSeconds = options.cacheSeconds ?? 5;
-  const fleet = cachedFleet(
-    () => readFleet(ctx.kube, sources, () => ctx.clock.now()),
-    cacheSeconds * 1000,
-    () => ctx.clock.now().getTime(),
-  );
   let policy: Promise<string> | undefined;
   const app = new Hono();
   app.use("/", async (c, next) => {
@@ -66,18 +112,33 @@ export function fleetPage(
   });
   const closed = closedBecause(options.access ?? "token", options.apiToken);
   if (closed) app.get("/", (c) => c.text(closed, 404));
-  else if (options.apiToken) app.use("/", fleetAuth(options.apiToken));
+  else if (options.apiToken)
+    app.use(
+      "/",
+      fleetAuth(
+        options.apiToken,
+        groups.map((g) => g.cluster),
+      ),
+    );
   app.get("/", async (c) => {
-    const { view, fresh } = await fleet();
-    const admission = options.admission?.();
+    const views = await Promise.all(
+      groups.map(async (g) => {
+        const { view, fresh } = await g.read();
+        const admission = g.admission?.();
+        return {
+          cluster: g.cluster,
+          view,
+          fresh,
+          passes: g.passes.recent(),
+          ...(admission ? { admission } : {}),
+        };
+      }),
+    );
     const html = renderFleetPage({
-      view,
-      fresh,
+      groups: views as [(typeof views)[number], ...typeof views],
       cacheSeconds,
-      passes: passes.recent(),
       detailed: options.apiToken !== undefined,
-      now: ctx.clock.now(),
-      ...(admission ? { admission } : {}),
+      now: groups[0].now(),
     });
     return c.html(html);
   });
@@ -115,11 +176,11 @@ async function contentSecurityPolicy(): Promise<string> {
 }
 
 /**
- * Admits a credential of the API token setting for every namespace, presented as a bearer token
- * or as HTTP Basic auth's password (any user name); 401 with a Basic challenge otherwise, 403 for a
- * credential scoped to some namespaces.
+ * Admits a credential of the API token setting for every namespace of every one of `clusters`,
+ * presented as a bearer token or as HTTP Basic auth's password (any user name); 401 with a Basic
+ * challenge otherwise, 403 for a credential scoped to some namespaces or other clusters.
  */
-function fleetAuth(apiToken: string): MiddlewareHandler {
+function fleetAuth(apiToken: string, clusters: readonly string[]): MiddlewareHandler {
   const credentials = parseCrawlerCredentials(apiToken);
   return async (c, next) => {
     const header = c.req.header("authorization");
@@ -132,6 +193,10 @@ function fleetAuth(apiToken: string): MiddlewareHandler {
     }
     if (found.namespaces !== "*") {
       return c.text("the fleet page needs a credential for every namespace", 403);
+    }
+    const refused = clusters.find((cluster) => !mayUseCluster(found, cluster));
+    if (refused !== undefined) {
+      return c.text(`the fleet page needs a credential for every cluster it shows (not ${refused})`, 403);
     }
     await next();
   };

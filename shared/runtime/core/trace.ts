@@ -60,6 +60,8 @@ export interface HopEnd {
   /** An intake batch's sender (`audit`, `relay`, `pubsub`, `cloudwatch-logs`) and messages sent. */
   source?: string;
   enqueued?: number;
+  /** The cluster the hop worked on: a declared cluster's name (`default` for today's one cluster). */
+  cluster?: string;
 }
 
 /**

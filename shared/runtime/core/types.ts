@@ -204,6 +204,11 @@ export interface Queue {
 
 /** Everything a pass may use from the world. Built by the platform adapter, never module state. */
 export interface Context {
+  /**
+   * The cluster `kube` reaches: a declared cluster's name (`KUBEFN_CLUSTERS`), the
+   * {@link DEFAULT_CLUSTER} when unset. What a route answers about an object names it.
+   */
+  cluster?: string;
   kube: Kube;
   queue: Queue;
   clock: Clock;

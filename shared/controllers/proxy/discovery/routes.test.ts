@@ -2,7 +2,7 @@ import { Hono } from "hono";
 import { describe, expect, it } from "vitest";
 import { FakeKube, fakeContext } from "../../../../test/support/fake-kube.ts";
 import { proxyResource, testProxy } from "../../../../test/support/proxies.ts";
-import { namespaceToken, tokensEqual } from "../../../auth/index.ts";
+import { clusterNamespaceToken, namespaceToken, tokensEqual } from "../../../auth/index.ts";
 import { type KubeObject, NetworkError } from "../../../kube/index.ts";
 import { createStatusSeal } from "../../../runtime/core/index.ts";
 import { leaseRoutes } from "../leases/routes.ts";
@@ -31,6 +31,7 @@ describe("GET /v1/proxies", () => {
     expect(await res.json()).toEqual({
       items: [
         {
+          cluster: "default",
           namespace: "crawl",
           name: "fast",
           ip: "10.0.0.1",
@@ -40,6 +41,7 @@ describe("GET /v1/proxies", () => {
           labels: { tier: "fast" },
         },
         {
+          cluster: "default",
           namespace: "crawl",
           name: "slow",
           ip: "10.0.0.1",
@@ -49,6 +51,7 @@ describe("GET /v1/proxies", () => {
           labels: { tier: "bulk" },
         },
         {
+          cluster: "default",
           namespace: "other",
           name: "far",
           ip: "10.9.9.9",
@@ -280,6 +283,69 @@ describe("per-namespace crawler credentials, the default for a plain API token",
     expect((await get(app, "/v1/proxies", await namespaceToken(`${secret}x`, "team-b"))).status).toBe(401);
     const tokenB = await namespaceToken(secret, "team-b");
     expect((await get(app, "/v1/proxies", tokenB)).body.items?.map((i) => i.name)).toEqual(["bait"]);
+  });
+});
+
+describe("crawler credentials scoped to a cluster of a fleet (issue 35)", () => {
+  const secret = "api-secret-0123456789abcdef";
+  const eastToken = "east-crawler-token-0123456789";
+  const listed = JSON.stringify([
+    { name: "east-crawler", token: eastToken, namespaces: "*", clusters: ["east"] },
+    { name: "ops", token: "ops-token-0123456789abcdef", namespaces: "*" },
+  ]);
+  /** The crawler API of one cluster's kubefn (its context names the cluster), over its own Proxies. */
+  function clusterApi(cluster: string, apiToken: string) {
+    const kube = new FakeKube();
+    kube.seed(proxyResource, testProxy({ namespace: "crawl", name: `${cluster}-1`, latencyMillis: 5 }));
+    const { ctx } = fakeContext(kube);
+    const app = new Hono();
+    app.route("/", discoveryRoutes({ ...ctx, cluster }, { apiToken }));
+    app.route("/", leaseRoutes({ ...ctx, cluster }, { apiToken }));
+    return { app, kube };
+  }
+  const get = (app: Hono, token: string) =>
+    app.request("/v1/proxies", { headers: { authorization: `Bearer ${token}` } });
+  const lease = (app: Hono, token: string) =>
+    app.request("/v1/leases", {
+      method: "POST",
+      headers: { authorization: `Bearer ${token}`, "content-type": "application/json" },
+      body: JSON.stringify({ holder: "w1", ttlSeconds: 30 }),
+    });
+
+  it("cluster A's credential is refused by cluster B's API (403, before any read), and sees A's Proxies named A's", async () => {
+    const west = clusterApi("west", listed);
+    const refused = await get(west.app, eastToken);
+    expect(refused.status).toBe(403);
+    expect(await refused.json()).toEqual({
+      error: "Forbidden",
+      message: "this credential may not use cluster west",
+    });
+    expect((await lease(west.app, eastToken)).status).toBe(403);
+    expect(west.kube.calls).toEqual([]);
+    const east = clusterApi("east", listed);
+    const seen = await get(east.app, eastToken);
+    expect(seen.status).toBe(200);
+    expect(((await seen.json()) as { items: unknown[] }).items).toEqual([
+      expect.objectContaining({ cluster: "east", namespace: "crawl", name: "east-1" }),
+    ]);
+    expect((await lease(east.app, eastToken)).status).toBe(201);
+    // A credential naming no cluster is the whole fleet's.
+    expect((await get(west.app, "ops-token-0123456789abcdef")).status).toBe(200);
+  });
+
+  it("a namespace token minted for cluster A is refused by B, and its cluster cannot be rewritten", async () => {
+    const tokenEast = await clusterNamespaceToken(secret, "east", "crawl");
+    const east = clusterApi("east", secret);
+    const west = clusterApi("west", secret);
+    expect((await get(east.app, tokenEast)).status).toBe(200);
+    expect((await get(west.app, tokenEast)).status).toBe(403);
+    expect((await get(west.app, tokenEast.replace(".east.", ".west."))).status).toBe(401);
+    expect((await get(west.app, await clusterNamespaceToken(secret, "west", "crawl"))).status).toBe(200);
+  });
+
+  it("a cluster list that is not DNS labels stops the start", () => {
+    const bad = JSON.stringify([{ name: "c", token: eastToken, namespaces: "*", clusters: ["East!"] }]);
+    expect(() => discoveryRoutes(fakeContext(new FakeKube()).ctx, { apiToken: bad })).toThrow(/cluster name/);
   });
 });
 

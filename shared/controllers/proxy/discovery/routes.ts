@@ -2,7 +2,7 @@ import type { Context as HonoContext } from "hono";
 import { Hono } from "hono/tiny";
 import { bearerAuth, crawlerOf, mayUseNamespace } from "../../../auth/index.ts";
 import { isNamespaceName, parseLabelSelector } from "../../../kube/index.ts";
-import type { Context } from "../../../runtime/index.ts";
+import { type Context, DEFAULT_CLUSTER } from "../../../runtime/index.ts";
 import { apiErrorHandler } from "./api-errors.ts";
 import { freshProxyListing, type ProxyListing } from "./listing.ts";
 import { selectReady } from "./ready.ts";
@@ -23,10 +23,11 @@ export interface ProxyApiOptions {
 
 /**
  * The discovery API for crawlers: `GET /v1/proxies?namespace=&labelSelector=` answers
- * `{ items: [{ namespace, name, ip, port, scheme, latencyMillis, labels }] }` — the Ready proxies
- * matching the filter, fastest first (see `selectReady`), only in the namespaces the crawler's
- * credential names. 401 without the bearer token, 403 for a namespace outside the credential's,
- * 400 for a malformed labelSelector, 503 when the API server cannot be reached.
+ * `{ items: [{ cluster, namespace, name, ip, port, scheme, latencyMillis, labels }] }` — the Ready
+ * proxies of this kubefn's cluster (`ctx.cluster`) matching the filter, fastest first (see
+ * `selectReady`), only in the namespaces the crawler's credential names. 401 without the bearer
+ * token, 403 for a namespace or a cluster outside the credential's, 400 for a malformed
+ * labelSelector, 503 when the API server cannot be reached.
  *
  * Caveats: the list is a read, not a reservation; crawlers wanting a proxy to themselves take a
  * lease (`leaseRoutes`).
@@ -38,7 +39,8 @@ export function discoveryRoutes(ctx: Context, options: ProxyApiOptions): Hono {
   const app = new Hono();
   app.onError(apiErrorHandler(ctx.log));
   const listing = options.listing ?? freshProxyListing(ctx);
-  app.use("/v1/proxies", bearerAuth(options.apiToken));
+  const cluster = ctx.cluster ?? DEFAULT_CLUSTER;
+  app.use("/v1/proxies", bearerAuth(options.apiToken, cluster));
   app.get("/v1/proxies", async (c) => {
     const namespace = c.req.query("namespace") || undefined;
     if (namespace !== undefined && !isNamespaceName(namespace)) return badNamespace(c, namespace);
@@ -51,6 +53,7 @@ export function discoveryRoutes(ctx: Context, options: ProxyApiOptions): Hono {
     const proxies = await listing.inScope(namespace, crawler.namespaces);
     const items = selectReady(proxies, { namespace, selector: selector.requirements }).map(
       ({ namespace, name, ip, port, scheme, latencyMillis, labels }) => ({
+        cluster,
         namespace,
         name,
         ip,

@@ -2,7 +2,7 @@ import type { Context as HonoContext } from "hono";
 import { Hono } from "hono/tiny";
 import { assertNever } from "../../../guards/index.ts";
 import { isNamespaceName, isObjectName, parseLabelSelector } from "../../../kube/index.ts";
-import type { Context } from "../../../runtime/index.ts";
+import { type Context, DEFAULT_CLUSTER } from "../../../runtime/index.ts";
 import { readBodyCapped } from "../../../streams/index.ts";
 import * as z from "../../../zod/index.ts";
 import type { ProxyApiOptions } from "../discovery/index.ts";
@@ -47,8 +47,8 @@ const releaseBodySchema = z.object({ holder: holderSchema });
  * kubefn made for proxies (labelled `crawl.kubefn.dev/managed-by=kubefn`, owned by a Proxy) are
  * ever read or written: any other Lease answers 404.
  *
- * 401 without the bearer token, 403 (acquire) or 404 (renew, release) for a namespace outside the
- * credential's, 400 for a malformed body or selector, 503 (Retry-After) when the API server
+ * 401 without the bearer token, 403 for a credential scoped to other clusters than this kubefn's
+ * (`ctx.cluster`), 403 (acquire) or 404 (renew, release) for a namespace outside the credential's, 400 for a malformed body or selector, 503 (Retry-After) when the API server
  * cannot be reached.
  *
  * Caveats: "none free" is 409, not 503: the request conflicts with the current holders, the
@@ -61,8 +61,9 @@ const releaseBodySchema = z.object({ holder: holderSchema });
 export function leaseRoutes(ctx: Context, options: ProxyApiOptions): Hono {
   const app = new Hono();
   app.onError(apiErrorHandler(ctx.log));
-  app.use("/v1/leases", bearerAuth(options.apiToken));
-  app.use("/v1/leases/*", bearerAuth(options.apiToken));
+  const cluster = ctx.cluster ?? DEFAULT_CLUSTER;
+  app.use("/v1/leases", bearerAuth(options.apiToken, cluster));
+  app.use("/v1/leases/*", bearerAuth(options.apiToken, cluster));
 
   app.post("/v1/leases", async (c) => {
     const body = await readBody(c, acquireBodySchema);

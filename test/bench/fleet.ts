@@ -17,7 +17,8 @@
  *
  * Phases: kubefn's SubPools converge (created once a sweep's passes drained), then its Proxies,
  * then the peer's SubPools (each timed from the first create to the last primary converged,
- * requests counted from the first create until 5 s after); then a steady window (default 300 s,
+ * requests counted from the first create until 5 s after, and printed per SubPool by verb and
+ * resource, kubefn's beside the peer's, with the ones the API server refused by code); then a steady window (default 300 s,
  * one drift period of every controller) with both running and nothing changing: requests per hour by verb,
  * messages (passes) per object-hour, probes per minute (hits at the probe target), CPU seconds
  * per minute and RSS of each process. Ends with one JSON line `{"bench":"fleet",...}`.

@@ -17,7 +17,8 @@
  *
  * Phases: kubefn's SubPools converge (created once a sweep's passes drained), then its Proxies,
  * then the peer's SubPools (each timed from the first create to the last primary converged,
- * requests counted from the first create until 5 s after); then a steady window (default 300 s,
+ * requests counted from the first create until 5 s after, and printed per SubPool by verb and
+ * resource, kubefn's beside the peer's, with the ones the API server refused by code); then a steady window (default 300 s,
  * one drift period of every controller) with both running and nothing changing: requests per hour by verb,
  * messages (passes) per object-hour, probes per minute (hits at the probe target), CPU seconds
  * per minute and RSS of each process. Ends with one JSON line `{"bench":"fleet",...}`.
@@ -546,6 +547,42 @@ interface Converge {
   notFound: number;
   /** The 404s by resource: reads (or writes) of what was not there. */
   notFoundByResource: Record<string, number>;
+  /**
+   * The requests the API server answered with an error, by verb, resource and code, per object
+   * (e.g. `create secrets 403`: refused by RBAC, `create configmaps 409`: it existed already).
+   */
+  failedPerObject: Record<string, number>;
+}
+
+/**
+ * One line per `verb resource` either side sent while converging: requests per object, kubefn's
+ * beside the peer's, most first (pure). A failed share (e.g. creates refused) follows kubefn's
+ * figure.
+ *
+ * @example
+ * convergeBreakdown(kubefn, peer) // → [{ what: "create secrets", kubefn: 1.38, peer: 1, failed: "0.38 403" }, …]
+ */
+export function convergeBreakdown(
+  kubefn: Pick<Converge, "byVerbResourcePerObject" | "failedPerObject">,
+  peer: Pick<Converge, "byVerbResourcePerObject">,
+): { what: string; kubefn: number; peer: number; failed: string }[] {
+  const keys = [
+    ...new Set([
+      ...Object.keys(kubefn.byVerbResourcePerObject),
+      ...Object.keys(peer.byVerbResourcePerObject),
+    ]),
+  ];
+  return keys
+    .map((what) => ({
+      what,
+      kubefn: kubefn.byVerbResourcePerObject[what] ?? 0,
+      peer: peer.byVerbResourcePerObject[what] ?? 0,
+      failed: Object.entries(kubefn.failedPerObject)
+        .filter(([k]) => k.slice(0, k.lastIndexOf(" ")) === what)
+        .map(([k, n]) => `${n} ${k.slice(k.lastIndexOf(" ") + 1)}`)
+        .join(", "),
+    }))
+    .sort((a, b) => b.kubefn + b.peer - (a.kubefn + a.peer) || a.what.localeCompare(b.what));
 }
 
 /** Creates `objects` and waits until `converged` says all are; counts `user`'s requests. */
@@ -609,6 +646,11 @@ async function converge(
     ),
     notFound: calls.filter((c) => c.code === 404).length,
     notFoundByResource: countBy(calls.filter((c) => c.code === 404).map((c) => `${c.verb} ${c.resource}`)),
+    failedPerObject: Object.fromEntries(
+      Object.entries(
+        countBy(calls.filter((c) => c.code >= 400).map((c) => `${c.verb} ${c.resource} ${c.code}`)),
+      ).map(([k, n]) => [k, round(n / objects.length, 2)]),
+    ),
   };
 }
 
@@ -902,6 +944,7 @@ export async function benchFleet(opts: FleetOptions = defaultFleet): Promise<Fle
       byVerbResourcePerObject: {},
       notFound: 0,
       notFoundByResource: {},
+      failedPerObject: {},
     };
     if (withPeer) {
       // Elected, its informers synced and its workers started: from here on it only reacts.
@@ -1120,6 +1163,17 @@ export async function benchFleet(opts: FleetOptions = defaultFleet): Promise<Fle
         unit: "requests kubefn / peer",
         note: `kubefn ÷ peer ${json.ratio.subPoolConvergeRequestsPerObject}; kubefn ${verbs(kfPoolConverge.byVerb)} (${kfPoolConverge.notFound} 404s); peer ${verbs(peerPoolConverge.byVerb)}`,
       },
+      // What each side's converging cost, request by request, kubefn's beside the peer's.
+      ...(withPeer
+        ? convergeBreakdown(kfPoolConverge, peerPoolConverge).map(
+            (line): BenchRow => ({
+              name: `  per SubPool: ${line.what}`,
+              figure: `${line.kubefn} / ${line.peer}`,
+              unit: "requests kubefn / peer",
+              ...(line.failed ? { note: `kubefn's failed: ${line.failed}` } : {}),
+            }),
+          )
+        : []),
       {
         name: "fleet converge Proxies",
         figure: proxyConverge.seconds,

@@ -242,6 +242,58 @@ describe("converging SubPools, counted on the wire", () => {
     expect(looks.map((m) => m.trigger)).toEqual(names.map(() => ({ kind: "follow-up", reason: "waiting" })));
   }, 120_000);
 
+  it("regression (issue 33): the API server's own count: each new pool's 12 writes, and creates refused while RBAC takes its binding in of one kind at most", async () => {
+    // The audit events of kubefn's writes for these pools since they were created (the policy
+    // logs every write, refused ones too, with the code it answered).
+    const countWrites = async () => {
+      const { events } = await auditEventsSince(auditSince);
+      const kubefnWrites = events.filter(
+        (e) =>
+          e.stage === "ResponseComplete" &&
+          e.user?.username === "system:serviceaccount:kubefn-system:kubefn" &&
+          ["create", "update", "patch", "delete"].includes(e.verb) &&
+          e.objectRef?.resource !== "events",
+      );
+      return names.map((name) => {
+        const namespace = subPoolNamespaceName(name);
+        const writes = kubefnWrites.filter(
+          (e) =>
+            e.objectRef?.namespace === namespace ||
+            (e.objectRef?.resource === "namespaces" && e.objectRef.name === namespace) ||
+            (e.objectRef?.resource === "subpools" && e.objectRef.name === name),
+        );
+        const refused = writes.filter((e) => e.responseStatus?.code === 403);
+        return {
+          name,
+          writes: writes.length,
+          refused: refused.length,
+          refusedKinds: [...new Set(refused.map((e) => e.objectRef?.resource))],
+        };
+      });
+    };
+    // The webhook sends in batches: the passes' writes are counted once they have all arrived.
+    const perPool = await eventually(
+      async () => {
+        const counted = await countWrites();
+        return counted.every((p) => p.writes - p.refused >= 12) ? counted : undefined;
+      },
+      { timeoutMs: 30_000, intervalMs: 500, what: "the pools' writes audited" },
+    ).catch(async (err: unknown) => {
+      throw new Error(`${String(err)}: ${JSON.stringify(await countWrites())}`);
+    });
+    console.log(
+      `subpool-converge: kubefn's writes a new pool, as the API server counted them: ${JSON.stringify(perPool)}`,
+    );
+    for (const pool of perPool) {
+      // A create RBAC refuses before the pool's RoleBinding is in force is tried again: only the
+      // first one inside the Namespace; the others wait for it (they were sent, and refused, at once).
+      expect(pool.refusedKinds.length, JSON.stringify(pool)).toBeLessThanOrEqual(1);
+      // The Namespace, kubefn's RoleBinding, the Secret and 7 derived objects; the finalizer patch
+      // and the status patch.
+      expect(pool.writes - pool.refused, JSON.stringify(pool)).toBe(12);
+    }
+  });
+
   it("issue 33: the StatefulSets' status writes, as the API server audits them, bring one look a pool that reports it ready", async () => {
     await eventually(
       async () => {

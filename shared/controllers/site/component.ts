@@ -86,6 +86,12 @@ interface ComponentIdentity {
    */
   watches?(env: WatchEnv): Watch[];
   /**
+   * Status writes of a workload this component reports on that carries no Site's controller
+   * reference (a cluster component's shared Deployment): which Sites they bring a pass of, so
+   * its condition follows the workload's readiness as an owned one's does (`readinessFrom`).
+   */
+  readinessWatches?(env: WatchEnv): Watch[];
+  /**
    * The Deployment whose availability this component's condition reports, if any. The Site drift
    * decision reads it from the sweep's list: a True condition over a Deployment that no longer
    * runs is a reason for a pass (its status changes are no events).

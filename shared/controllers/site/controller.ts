@@ -235,8 +235,15 @@ export function siteController(options: SiteControllerOptions): ControllerDefini
     // A component's Deployment becoming available (or losing it) is a status write: it brings a
     // pass of its Site (by its controller reference, or metalman-<site>), so MachinaReady and
     // MetalmanReady follow the rollout without waiting for the re-checks' backoff.
+    // machina's, shared by every Site, carries no controller reference: its component maps it to
+    // every Site (`readinessWatches`).
     ...((options.owns ?? [Resources.Deployment]).some((r) => r.kind === "Deployment")
-      ? { readinessFrom: [Resources.Deployment] }
+      ? {
+          readinessFrom: [Resources.Deployment],
+          readinessWatches: mergeWatches(
+            [...registry.cluster, ...registry.site].flatMap((c) => c.readinessWatches?.(watchEnv) ?? []),
+          ),
+        }
       : {}),
     // The seed's OwnedWorkloadPredicate (and ManagedConfigPredicate for owned configs): status
     // churn of an owned Deployment, label churn of an owned ConfigMap re-run nothing.

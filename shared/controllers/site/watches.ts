@@ -58,6 +58,11 @@ export interface WatchEnv extends EnvSettings {
    * and refreshes each Site's conditions. Lists Sites through the mapper's Kube.
    */
   requestSingletonAndAllSites(): WatchMap;
+  /**
+   * Any change → every Site (no singleton): a shared workload's readiness is on every Site's
+   * condition, and there is nothing to apply. Lists Sites through the mapper's Kube.
+   */
+  requestAllSites(): WatchMap;
   /** `map`, for changes whose key passes `match`; nothing otherwise. */
   mapWhen(match: KeyMatch, map: WatchMap): WatchMap;
   /**
@@ -82,6 +87,16 @@ export function siteFromConfigName(prefix: string, name: string): string | undef
 export function createWatchEnv(settings: EnvSettings): WatchEnv {
   const { namespace, controller } = settings;
   const singleton: Request = { controller, name: singletonRequestName };
+  const allSites = async (ctx: Parameters<WatchMap>[0]): Promise<Request[]> => {
+    try {
+      const sites = await listAll(ctx.kube, siteResource);
+      return sites.flatMap((s) => (s.metadata.name ? [{ controller, name: s.metadata.name }] : []));
+    } catch (err) {
+      // Before the Site CRD is installed there are no Sites to refresh.
+      if (isNotFound(err)) return [];
+      throw err;
+    }
+  };
   const inNamespaceNamed =
     (...names: string[]): KeyMatch =>
     (key) =>
@@ -100,19 +115,8 @@ export function createWatchEnv(settings: EnvSettings): WatchEnv {
       return site === undefined ? [] : [{ controller, name: site }];
     },
     requestSingleton: () => () => [{ ...singleton }],
-    requestSingletonAndAllSites: () => async (ctx) => {
-      try {
-        const sites = await listAll(ctx.kube, siteResource);
-        return [
-          { ...singleton },
-          ...sites.flatMap((s) => (s.metadata.name ? [{ controller, name: s.metadata.name }] : [])),
-        ];
-      } catch (err) {
-        // Before the Site CRD is installed there are no Sites to refresh.
-        if (isNotFound(err)) return [{ ...singleton }];
-        throw err;
-      }
-    },
+    requestSingletonAndAllSites: () => async (ctx) => [{ ...singleton }, ...(await allSites(ctx))],
+    requestAllSites: () => allSites,
     mapWhen: (match, map) => (ctx, change) => (match(change.key) ? map(ctx, change) : []),
     managedConfig: (match, map) => (ctx, change) =>
       match(change.key) && payloadChanged(change) ? map(ctx, change) : [],

@@ -1,6 +1,14 @@
 import { describe, expect, it } from "vitest";
 import { FakeKube } from "../../../test/support/fake-kube.ts";
-import { ForbiddenError, NotFoundError, ReconcileError, Resources } from "../../kube/index.ts";
+import {
+  ForbiddenError,
+  type Kube,
+  type KubeObject,
+  NotFoundError,
+  ReconcileError,
+  type Resource,
+  Resources,
+} from "../../kube/index.ts";
 import { grantedKube, subPoolObjectsRole } from "./grant.ts";
 
 const ns = "subpool-demo";
@@ -70,6 +78,37 @@ describe("grantedKube: kubefn's calls inside a SubPool's Namespace", () => {
     const err = await granted.get(Resources.ConfigMap, { namespace: ns, name: "x" }).catch((e: unknown) => e);
     expect(err).toBeInstanceOf(ReconcileError);
     expect(err).toMatchObject({ errorClass: "transient", reason: "SubPoolAccessPending" });
+    expect(bindings(kube)).toEqual([]);
+  });
+
+  it("regression: after a binding the pass made, a parallel batch sends one create until RBAC has taken it in", async () => {
+    // The authorizer refuses every call inside the Namespace until the binding is in force (here:
+    // the third call); nine creates sent at once were each refused and tried again.
+    const kube = new FakeKube();
+    let calls = 0;
+    const refused: string[] = [];
+    const lagging = Object.assign(Object.create(kube) as Kube, {
+      create: async (res: Resource, obj: KubeObject) => {
+        if (++calls < 3) {
+          refused.push(obj.metadata.name ?? "");
+          throw rbacRefusal("create", res.resource);
+        }
+        return kube.create(res, obj);
+      },
+    });
+    const granted = grantedKube(lagging, ns, labels, true);
+    const names = Array.from({ length: 9 }, (_, i) => `cm-${i}`);
+    await Promise.all(
+      names.map((name) =>
+        granted.create(Resources.ConfigMap, {
+          apiVersion: "v1",
+          kind: "ConfigMap",
+          metadata: { name, namespace: ns },
+        }),
+      ),
+    );
+    expect(refused).toEqual(["cm-0", "cm-0"]);
+    expect(kube.calls.filter((c) => c.method === "create" && c.resource === "configmaps")).toHaveLength(9);
     expect(bindings(kube)).toEqual([]);
   });
 

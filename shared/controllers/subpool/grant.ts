@@ -51,10 +51,17 @@ export async function grantSubPoolObjects(
  * of an earlier version, the binding deleted, or one not in force yet) makes the binding — once a
  * pass — and is tried again, waiting up to 1.75 s for the authorizer to take it in; past that, a
  * transient error (`SubPoolAccessPending`), which the executor's backoff retries. Calls outside
- * `namespace` go through unchanged. `granted` says the pass made the binding already.
+ * `namespace` go through unchanged. `granted` says the pass made the binding already: it may not
+ * be in force yet, so the first call inside goes out alone and the others wait until it has
+ * settled — one call, not each of a parallel batch, is refused while the authorizer takes the
+ * binding in.
  *
  * Caveats: where the Namespace does not exist, the binding's NotFound is what the call throws
  * (a read of an object in it finds nothing either).
+ *
+ * Regression: a new pool's 9 creates, sent at once right after its binding, were each refused
+ * and tried again while the binding was not in force — 3.3 refused creates a pool in a loaded
+ * fleet bench.
  */
 export function grantedKube(
   kube: Kube,
@@ -63,9 +70,20 @@ export function grantedKube(
   granted = false,
 ): Kube {
   let grant: Promise<void> | undefined = granted ? Promise.resolve() : undefined;
+  /** The first call after a binding this pass made: the others inside wait until it settled. */
+  let probing: Promise<unknown> | undefined;
   const inside = (ns: string | undefined) => ns === namespace;
   const retried = async <T>(ns: string | undefined, call: () => Promise<T>): Promise<T> => {
     if (!inside(ns)) return call();
+    if (granted && probing === undefined) {
+      const probe = tried(call);
+      probing = probe.catch(() => undefined);
+      return probe;
+    }
+    if (probing) await probing;
+    return tried(call);
+  };
+  const tried = async <T>(call: () => Promise<T>): Promise<T> => {
     for (let attempt = 1; ; attempt++) {
       try {
         return await call();

@@ -204,8 +204,9 @@ async function reconcileActive(
   const ensureManaged = (managed: ManagedObject) =>
     ensureObject(kube, managed.resource, managed.object, ensureOpts(managed));
   // In a Namespace this pass created nothing else can be yet: the Secret and every derived object
-  // are created at once (one round trip instead of nine in a row), and judged below in the
-  // seed's order, so a conflict still blocks the pool with the same reason.
+  // are created at once (two round trips instead of nine in a row: the first create goes alone
+  // until the new binding is in force, grant.ts), and judged below in the seed's order, so a
+  // conflict still blocks the pool with the same reason.
   const created = createdNamespace
     ? await settledInOrder([ensureSecret, ...desired.managed.map((m) => () => ensureManaged(m))])
     : undefined;

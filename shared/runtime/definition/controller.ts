@@ -175,6 +175,16 @@ export interface ControllerDefinition<T extends KubeObject = KubeObject> {
    * earlier status, so every status write maps, not only a flip (a batch deduplicates them).
    */
   readinessFrom?: Resource[];
+  /**
+   * Mappers for status writes of a {@link readinessFrom} kind that no controlling ownerReference
+   * names a primary of this controller (a workload several primaries report on, e.g. a
+   * cluster-wide Deployment every Site's condition follows): their requests carry the reason
+   * {@link ownedStatusReason} too. At most one per kind, each kind in `readinessFrom`.
+   *
+   * Caveats: run like {@link watches}' mappers (after the batch is read; one that throws is
+   * logged and counted); the body, when the event carries one, is the writer's word.
+   */
+  readinessWatches?: Watch[];
   watches?: Watch[];
   /**
    * Condition types this controller publishes, each once. Types are per kind: two controllers may

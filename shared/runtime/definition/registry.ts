@@ -121,10 +121,21 @@ export function createRegistry(definitions: readonly ControllerDefinition[]): Re
       pushTo(owners, key, def);
     }
 
+    const readySeen = new Set<string>();
     for (const ready of def.readinessFrom ?? []) {
       const key = ready ? resourceKey(ready) : "?";
+      readySeen.add(key);
       if (!ownedSeen.has(key))
         problems.push(`${label} takes readiness from ${ready?.kind ?? "?"}: it must be listed in owns`);
+    }
+    const readinessWatched = new Set<string>();
+    for (const watch of def.readinessWatches ?? []) {
+      const where = `${label} maps readiness of ${watch?.resource?.kind ?? "?"}`;
+      if (typeof watch?.map !== "function") problems.push(`${where}: map must be a function`);
+      const key = watch?.resource ? resourceKey(watch.resource) : "?";
+      if (!readySeen.has(key)) problems.push(`${where}: it must be listed in readinessFrom`);
+      if (readinessWatched.has(key)) problems.push(`${where}: listed twice (merge the mappers)`);
+      readinessWatched.add(key);
     }
 
     const watchedSeen = new Set<string>();

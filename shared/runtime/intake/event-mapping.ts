@@ -158,6 +158,13 @@ interface WatchJob {
   controller: ControllerDefinition;
   watch: Watch;
   change: WatchedChange;
+  /** The reason its requests carry ({@link ownedStatusReason} for `readinessWatches`). */
+  reason?: string;
+  /**
+   * How the event was counted before its mapper ran (a readiness mapper's event counts as mapped
+   * only once it named a primary).
+   */
+  counted?: "ignored" | "unresolved";
 }
 
 class BatchMapper {
@@ -348,23 +355,43 @@ class BatchMapper {
         { controller: def.name, namespace: def.for.namespaced ? namespace : undefined, name: owner.name },
         ownedStatusReason,
       );
-    } else if (!object) {
-      for (const def of owners) {
-        const owned = def.owns!.find((o) => o.group === group && o.resource === resource)!;
-        const ownerKey = def.ownerFromKey?.(owned, key);
-        if (!ownerKey) continue;
-        mapped =
-          this.emit(
-            {
-              controller: def.name,
-              namespace: def.for.namespaced ? ownerKey.namespace : undefined,
-              name: ownerKey.name,
-            },
-            ownedStatusReason,
-          ) || mapped;
+    } else {
+      if (!object) {
+        for (const def of owners) {
+          const owned = def.owns!.find((o) => o.group === group && o.resource === resource)!;
+          const ownerKey = def.ownerFromKey?.(owned, key);
+          if (!ownerKey) continue;
+          mapped =
+            this.emit(
+              {
+                controller: def.name,
+                namespace: def.for.namespaced ? ownerKey.namespace : undefined,
+                name: ownerKey.name,
+              },
+              ownedStatusReason,
+            ) || mapped;
+        }
       }
       if (!mapped) {
-        this.counts.unresolved++;
+        // No primary's controller reference: a workload several primaries report on, which a
+        // readiness mapper may name them for (counted again if it does).
+        const counted = object ? "ignored" : "unresolved";
+        for (const def of owners) {
+          const watch = def.readinessWatches?.find(
+            (w) => w.resource.group === group && w.resource.resource === resource,
+          );
+          if (!watch) continue;
+          const change: WatchedChange = { resource: watch.resource, key, verb: "update" };
+          if (object) change.object = object;
+          this.jobs.set(`readiness\0${def.name}\0${group}/${resource}\0${namespace ?? ""}\0${name}`, {
+            controller: def,
+            watch,
+            change,
+            reason: ownedStatusReason,
+            counted,
+          });
+        }
+        this.counts[counted]++;
         return true;
       }
     }
@@ -519,8 +546,13 @@ class BatchMapper {
     await mapWithConcurrency([...this.jobs.values()], concurrency, async (job) => {
       try {
         const requests = await job.watch.map(ctx, job.change);
+        if (job.counted && requests.length > 0) {
+          this.counts[job.counted]--;
+          this.counts.mapped++;
+          job.counted = undefined;
+        }
         for (const request of requests) {
-          if (this.registry.controller(request.controller)) this.emit({ ...request });
+          if (this.registry.controller(request.controller)) this.emit({ ...request }, job.reason);
           else
             ctx.log.warn("mapper returned a request for an unknown controller", {
               controller: job.controller.name,

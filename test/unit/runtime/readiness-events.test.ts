@@ -8,6 +8,7 @@
  * event only names a key, and a forged one names nothing kubefn did not derive.
  */
 import { describe, expect, it } from "vitest";
+import { siteResource } from "../../../shared/controllers/site/api.ts";
 import { defaultSiteRegistry } from "../../../shared/controllers/site/components/index.ts";
 import { siteController } from "../../../shared/controllers/site/controller.ts";
 import { subPoolController } from "../../../shared/controllers/subpool/controller.ts";
@@ -239,5 +240,71 @@ describe("readiness of owned objects arrives as an event (issue 33)", () => {
         },
       ]),
     ).toThrow(/takes readiness from Job: it must be listed in owns/);
+  });
+
+  describe("machina's Deployment: shared by every Site, no Site's controller reference (seed 004: a cluster component)", () => {
+    /** Intake with Sites `west` and `east` in the cluster (the mapper lists them). */
+    const withSites = async (body: unknown) => {
+      const kube = new FakeKube();
+      for (const name of ["west", "east"]) {
+        kube.seed(siteResource, {
+          apiVersion: "unbounded-cloud.io/v1alpha3",
+          kind: "Site",
+          metadata: { name },
+        });
+      }
+      const { ctx } = fakeContext(kube);
+      const result = await mapEvents(ctx, registry, body, { selfUsernames: [SELF] });
+      return result.requests.map((r) => ({ ...r, reason: result.reasons.get(requestKey(r)) }));
+    };
+    const every = [
+      { controller: "site", name: "west", reason: ownedStatusReason },
+      { controller: "site", name: "east", reason: ownedStatusReason },
+    ];
+
+    it("regression: its status write (RequestResponse, as the policy logs the operator namespace) → a pass of every Site", async () => {
+      const write = statusWrite("deployments", "kubefn-system", "machina", {
+        user: "system:serviceaccount:kube-system:deployment-controller",
+        body: deployment("machina", []),
+      });
+      expect(await withSites(eventList(write))).toEqual(every);
+    });
+
+    it("at Metadata level (its key alone) → every Site too", async () => {
+      expect(await withSites(eventList(statusWrite("deployments", "kubefn-system", "machina")))).toEqual(
+        every,
+      );
+    });
+
+    it("through the relay, marked readinessOnly → every Site", async () => {
+      const event = {
+        type: "MODIFIED",
+        readinessOnly: true,
+        resource: { group: "apps", version: "v1", resource: "deployments" },
+        object: deployment("machina", []),
+      };
+      expect(await withSites({ kind: "RelayBatch", apiVersion: "kubefn.dev/v1", events: [event] })).toEqual(
+        every,
+      );
+    });
+
+    it("another Deployment without a Site's controller reference, or machina's name elsewhere, maps to nothing", async () => {
+      const other = statusWrite("deployments", "kubefn-system", "someone-else", {
+        body: deployment("someone-else", []),
+      });
+      const elsewhere = statusWrite("deployments", "default", "machina");
+      expect(await withSites(eventList(other, elsewhere))).toEqual([]);
+    });
+  });
+
+  it("the registry refuses a readiness mapper of a kind the controller takes no readiness from", () => {
+    expect(() =>
+      createRegistry([
+        {
+          ...subPoolController(),
+          readinessWatches: [{ resource: registry.controllers[0]!.for, map: () => [] }],
+        },
+      ]),
+    ).toThrow(/maps readiness of SubPool: it must be listed in readinessFrom/);
   });
 });

@@ -38,7 +38,8 @@ export function machinaConfigFor(
  * Watches its config (payload changes only: the singleton and every Site run again) and its
  * Deployment (generation changes only: the singleton runs again and re-applies it), so drift and
  * deletion heal without re-applying on every status update. MachinaReady reports the
- * Deployment's availability, not its apply (`availabilityResult`): True once it runs.
+ * Deployment's availability, not its apply (`availabilityResult`): True once it runs, brought by
+ * the Deployment's status writes to every Site (`readinessWatches`).
  *
  * Caveats: like net, with no Sites it is retained (`NoSites`), never deleted.
  */
@@ -54,6 +55,15 @@ export function machinaComponent(source: ManifestSource = operatorManifests): Cl
       {
         resource: Resources.Deployment,
         map: env.managedWorkload(env.inNamespaceNamed(machinaName), env.requestSingleton()),
+      },
+    ],
+    // machina is shared by every Site (no Site's controller reference, seed 004: a cluster
+    // component is never tied to one Site), so its Deployment's status writes map by its name:
+    // its availability is MachinaReady on every Site.
+    readinessWatches: (env) => [
+      {
+        resource: Resources.Deployment,
+        map: env.mapWhen(env.inNamespaceNamed(machinaName), env.requestAllSites()),
       },
     ],
     workload: (env) => ({ namespace: env.namespace, name: machinaName }),

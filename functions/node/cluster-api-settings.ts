@@ -53,19 +53,4 @@ const clusterApiSchema = z
   );
 
 /** `KUBEFN_CLUSTER_API` as a setting: a JSON object ({@link ClusterApiSettings}). */
-export const clusterApiVariable = z.optional(
-  z.pipe(
-    z.pipe(
-      z.string(),
-      z.transform((text, ctx) => {
-        try {
-          return JSON.parse(text) as unknown;
-        } catch {
-          ctx.issues.push({ code: "custom", message: "must be a JSON object", input: text });
-          return z.NEVER;
-        }
-      }),
-    ),
-    clusterApiSchema,
-  ),
-);
+export const clusterApiVariable = z.optional(z.jsonText(clusterApiSchema, "a JSON object"));

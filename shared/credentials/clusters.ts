@@ -123,22 +123,7 @@ function unique(values: readonly string[]): boolean {
  * `KUBEFN_CLUSTERS` as a setting: a JSON list of {@link ClusterDeclaration}s. A platform with a
  * filesystem (the Node host) reads a file the variable names before it parses.
  */
-export const clustersVariable = z.optional(
-  z.pipe(
-    z.pipe(
-      z.string(),
-      z.transform((text, ctx) => {
-        try {
-          return JSON.parse(text) as unknown;
-        } catch {
-          ctx.issues.push({ code: "custom", message: "must be a JSON list of clusters", input: text });
-          return z.NEVER;
-        }
-      }),
-    ),
-    clustersSchema,
-  ),
-);
+export const clustersVariable = z.optional(z.jsonText(clustersSchema, "a JSON list of clusters"));
 
 /**
  * The issues of `clusters` a platform cannot use, one a cluster: a credential kind not in `usable`.

@@ -51,3 +51,27 @@ export const commaList = z.pipe(
       .filter(Boolean),
   ),
 );
+
+/**
+ * A setting holding JSON text, parsed then checked by `schema`; text that is not JSON is one issue,
+ * "must be `what`".
+ *
+ * @example
+ * const clustersVariable = z.optional(jsonText(clustersSchema, "a JSON list of clusters"));
+ */
+export function jsonText<T extends z.ZodMiniType>(schema: T, what: string) {
+  return z.pipe(
+    z.pipe(
+      z.string(),
+      z.transform((text, ctx) => {
+        try {
+          return JSON.parse(text) as unknown;
+        } catch {
+          ctx.issues.push({ code: "custom", message: `must be ${what}`, input: text });
+          return z.NEVER;
+        }
+      }),
+    ),
+    schema,
+  );
+}

@@ -27,13 +27,11 @@ import type {
   Operators,
 } from "../../shared/app/index.ts";
 import {
-  clusterLog,
-  clusterMetrics,
-  clusterSettings,
+  clusterMember,
   createJsonLog,
   createKubefn,
   dispatchByCluster,
-  intakeCredentialsOf,
+  type intakeCredentialsOf,
 } from "../../shared/app/index.ts";
 import { isCloudWatchLogsEvent } from "../../shared/audit-export/index.ts";
 import { onceUntilFailure } from "../../shared/concurrency/index.ts";
@@ -185,31 +183,24 @@ function clusterKubefn(
   credentials: ReturnType<typeof intakeCredentialsOf>;
   logGroups: string[];
 } {
-  const cluster = declared.name;
-  const settings = clusterSettings(config, declared);
   const clock = ports.clock ?? { now: () => new Date() };
-  const kubefn = createKubefn(
-    settings,
-    {
-      ...ports,
-      ...(options.kube
+  const member = clusterMember(
+    declared,
+    config,
+    ports,
+    (settings) =>
+      options.kube
         ? { kube: options.kube({ ...config, ...settings }) }
         : declaredClusterKube(declared, settings, {
             env: options.env,
             clock,
             eksRenewAfterMs: config.eksRenewAfterMs,
-          })),
-      cluster,
-      log: clusterLog(ports.log, cluster),
-      metrics: clusterMetrics(ports.metrics, cluster),
-    },
+          }),
     options.operators?.(config),
   );
   const { credential } = declared;
   return {
-    cluster,
-    kubefn,
-    credentials: intakeCredentialsOf(declared),
+    ...member,
     logGroups: credential.kind === "eks" ? [`/aws/eks/${credential.clusterName}/cluster`] : [],
   };
 }

@@ -26,17 +26,13 @@ import { connect } from "cloudflare:sockets";
 import type { ExecutionContext, MessageBatch, ScheduledController } from "@cloudflare/workers-types/index.ts";
 import {
   type ClusterKubefn,
-  clusterLog,
-  clusterMetrics,
-  clusterSettings,
+  clusterMember,
   createJsonLog,
   createKubefn,
   dispatchByCluster,
   expandedBody,
-  intakeCredentialsOf,
   type Kubefn,
   type KubefnPorts,
-  type Log,
 } from "../../shared/app/index.ts";
 import { createSocketProber } from "../../shared/health/socket-prober.ts";
 import { guardedKube } from "../../shared/kube/index.ts";
@@ -86,7 +82,7 @@ function partsFor(env: WorkerEnv): WorkerParts {
   };
   const kubefn = config.fleet
     ? dispatchByCluster(
-        config.fleet.map((c) => clusterKubefn(c, config, ports, log)),
+        config.fleet.map((c) => clusterKubefn(c, config, ports)),
         { log, metrics, maxBodyBytes: config.maxBodyBytes },
       )
     : createKubefn(config, {
@@ -107,18 +103,10 @@ function clusterKubefn(
   c: WorkerCluster,
   config: ReturnType<typeof parseWorkerEnv>,
   ports: Omit<KubefnPorts, "kube">,
-  log: Log,
 ): ClusterKubefn {
-  const cluster = c.declared.name;
-  const settings = clusterSettings(config, c.declared);
-  const kubefn = createKubefn(settings, {
-    ...ports,
-    ...guardedKube(workerTransport({ ...c, kubeTimeoutMs: config.kubeTimeoutMs }), settings),
-    cluster,
-    log: clusterLog(log, cluster),
-    metrics: clusterMetrics(ports.metrics, cluster),
-  });
-  return { cluster, kubefn, credentials: intakeCredentialsOf(c.declared) };
+  return clusterMember(c.declared, config, ports, (settings) =>
+    guardedKube(workerTransport({ ...c, kubeTimeoutMs: config.kubeTimeoutMs }), settings),
+  );
 }
 
 /** `work`; once it settles, the invocation writes what it recorded (one flush, off its answer). */

@@ -6,9 +6,11 @@
 import { decodeCloudWatchLogs } from "../audit-export/index.ts";
 import type { ClusterDeclaration } from "../credentials/index.ts";
 import { clusterOf, type Log, type Metrics, openEnvelope, type SweepSummary } from "../runtime/index.ts";
-import { clusterLog, type FleetMember, fleetFetch } from "./clusters.ts";
+import { clusterLog, clusterMetrics, type FleetMember, fleetFetch } from "./clusters.ts";
 import type { IntakeCredentials } from "./intake/index.ts";
-import type { Delivery, Kubefn, Verdict } from "./ports.ts";
+import { createKubefn } from "./kubefn.ts";
+import type { Operators } from "./operators.ts";
+import type { Delivery, Kubefn, KubefnPorts, Verdict } from "./ports.ts";
 import type { KubefnSettings } from "./settings.ts";
 
 /** One declared cluster's kubefn, as a platform built it. */
@@ -41,6 +43,35 @@ export function clusterSettings(settings: KubefnSettings, declared: ClusterDecla
       ? { oidcIssuer: { ...settings.oidcIssuer, audience: credential.audience } }
       : {}),
   };
+}
+
+/**
+ * One declared cluster's member of a fleet: a kubefn with the cluster's settings
+ * ({@link clusterSettings}), the kube `kubeOf` makes for them (the platform's transport to that
+ * cluster, with its own circuit and budget), and `cluster` on its log lines and series; the rest of
+ * `ports` (queue, prober, clock, state changes) is the deployment's, shared by every cluster.
+ */
+export function clusterMember(
+  declared: ClusterDeclaration,
+  settings: KubefnSettings,
+  ports: Omit<KubefnPorts, "kube">,
+  kubeOf: (settings: KubefnSettings) => Pick<KubefnPorts, "kube"> & Partial<KubefnPorts>,
+  operators?: Operators,
+): ClusterKubefn {
+  const cluster = declared.name;
+  const own = clusterSettings(settings, declared);
+  const kubefn = createKubefn(
+    own,
+    {
+      ...ports,
+      ...kubeOf(own),
+      cluster,
+      log: clusterLog(ports.log, cluster),
+      metrics: clusterMetrics(ports.metrics, cluster),
+    },
+    operators,
+  );
+  return { cluster, kubefn, credentials: intakeCredentialsOf(declared) };
 }
 
 /** A declared cluster's intake credentials: its audit token and relay secret, when set. */

@@ -46,6 +46,7 @@ export {
 } from "../runtime/index.ts";
 export {
   type ClusterKubefn,
+  clusterMember,
   clusterSettings,
   dispatchByCluster,
   type FleetSweepSummary,

@@ -8,12 +8,14 @@
  *   and queue consumer, each cluster's passes named on their log lines;
  * - intake knows a batch's cluster by its credential: a relay batch signed with east's secret,
  *   naming west's Proxy, is refused; so is east's audit token asking for west;
- * - east's API server stopped: west and north keep converging new objects, their sweeps run
- *   beside east's failing one.
+ * - east's API server stopped and west's credential revoked (its ServiceAccount deleted): north
+ *   keeps converging new objects, its sweeps running beside east's held-back one and west's
+ *   refused one.
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createTestHarness, type TestHarness } from "wrangler";
 import { signBatch } from "../../shared/app/intake/index.ts";
+import { Resources } from "../../shared/kube/index.ts";
 import { eventually } from "../e2e/host.ts";
 import { allReady, type FleetCluster, fleetObjects, startFleetClusters } from "../support/fleet-clusters.ts";
 import { LOOPBACK_PROBE_CIDRS } from "../support/loopback.ts";
@@ -155,12 +157,16 @@ describe("one Worker, three clusters", () => {
     expect((await relayBatch(secrets.east.relaySecret, "east", "edge")).status).toBe(202);
   }, 60_000);
 
-  it("east's API server stopped: west and north keep converging, beside east's failing sweeps", async () => {
+  it("east's API server stopped and west's credential revoked: north keeps converging, beside east's and west's failing sweeps", async () => {
     await clusters.east.devcluster.close();
-    for (const name of ["west", "north"] as const) {
-      for (const [res, o] of objects("-2")) await clusters[name].admin.create(res, o);
-    }
-    await Promise.all((["west", "north"] as const).map((name) => allReady(clusters[name], objects("-2"))));
+    // West's kubefn ServiceAccount deleted: its bound token is refused from now on.
+    await clusters.west.admin.delete(Resources.ServiceAccount, {
+      namespace: "kubefn-system",
+      name: "kubefn",
+    });
+    const revokedFrom = workerLines().length;
+    for (const [res, o] of objects("-2")) await clusters.north.admin.create(res, o);
+    await allReady(clusters.north, objects("-2"));
     await eventually(
       "east's sweep held back by its circuit",
       async () =>
@@ -169,5 +175,21 @@ describe("one Worker, three clusters", () => {
           : undefined,
       60_000,
     );
+    // West's requests are refused (401), said on west's lines; north's passes went on meanwhile.
+    await eventually(
+      "west's refused credential on its lines",
+      async () =>
+        workerLines()
+          .slice(revokedFrom)
+          .some((l) => l.cluster === "west" && /401|Unauthorized/.test(JSON.stringify(l)))
+          ? true
+          : undefined,
+      60_000,
+    );
+    expect(
+      workerLines()
+        .slice(revokedFrom)
+        .some((l) => l.msg === "pass" && l.cluster === "north"),
+    ).toBe(true);
   }, 300_000);
 });

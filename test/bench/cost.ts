@@ -15,10 +15,10 @@
  *   it writes, and its wall time (Lambda bills duration) and CPU time;
  * - Workers: `createKubefn` with the Worker's settings (`parseWorkerEnv`, `PROBE_CONCURRENCY` 6)
  *   consuming the batch as the Worker's `queue` handler does, with its Analytics Engine points
- *   counted. Its CPU time is Node's, standing in for workerd's (the worker-probes bench runs the
- *   Worker in workerd against the devcluster).
+ *   counted. Its CPU time is then replaced by workerd's per probe, measured on the Worker's own
+ *   queue path against the devcluster (`workerd-probe-cpu.ts`); Node's is printed beside it.
  * With `KUBEFN_BENCH_COST_WORKERD=<file>` (a worker-probes run's output), Workers' CPU per probe is
- * workerd's from that run instead.
+ * workerd's from that run instead, and no Worker is started here.
  * Each is run five times; the third is measured (steady: the first wrote every verdict; warm), its
  * CPU time the least of the last three.
  *

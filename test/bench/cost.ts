@@ -15,10 +15,10 @@
  *   it writes, and its wall time (Lambda bills duration) and CPU time;
  * - Workers: `createKubefn` with the Worker's settings (`parseWorkerEnv`, `PROBE_CONCURRENCY` 6)
  *   consuming the batch as the Worker's `queue` handler does, with its Analytics Engine points
- *   counted. Its CPU time is Node's, standing in for workerd's (the worker-probes bench runs the
- *   Worker in workerd against the devcluster).
+ *   counted. Its CPU time is then replaced by workerd's per probe, measured on the Worker's own
+ *   queue path against the devcluster (`workerd-probe-cpu.ts`); Node's is printed beside it.
  * With `KUBEFN_BENCH_COST_WORKERD=<file>` (a worker-probes run's output), Workers' CPU per probe is
- * workerd's from that run instead.
+ * workerd's from that run instead, and no Worker is started here.
  * Each is run five times; the third is measured (steady: the first wrote every verdict; warm), its
  * CPU time the least of the last three.
  *
@@ -77,6 +77,7 @@ import {
   workersBill,
 } from "./cost-model.ts";
 import { startFixtures } from "./sweep.ts";
+import { measureWorkerdProbeCpu, type WorkerdProbeCpu } from "./workerd-probe-cpu.ts";
 
 /** A message as a platform queue carries it: itself, or gzipped (`carriedBodies`). */
 type CarriedBody = Awaited<ReturnType<typeof carriedBodies>>[number];
@@ -539,6 +540,7 @@ export async function benchCost(): Promise<CostResult> {
   const saved = Object.keys(TEST_CREDENTIALS).map((k) => [k, process.env[k]] as const);
   Object.assign(process.env, TEST_CREDENTIALS);
   const measured: Record<string, SecondMeasure> = {};
+  let workerdMeasured: WorkerdProbeCpu | undefined;
   try {
     const lambdaQueue = await lambdaQueueAt(moto.endpoint);
     for (const objects of sizes) {
@@ -547,6 +549,19 @@ export async function benchCost(): Promise<CostResult> {
         measured[`${platform}-${objects}`] = await measureSecond(platform, perSecond, fixtures, lambdaQueue);
       }
     }
+    if (!process.env.KUBEFN_BENCH_COST_WORKERD) {
+      const { shardSize, maxMessageBytes, maxCarriedBytes } = platformSettings("workers");
+      workerdMeasured = await measureWorkerdProbeCpu({
+        proxiesPerSecond: measured[`workers-${OBJECTS}`]!.proxies,
+        ports: fixtures.ports,
+        hits: fixtures.hits,
+        sealKey: SEAL_KEY,
+        shardSize,
+        maxMessageBytes,
+        maxCarriedBytes,
+        seconds: 15,
+      });
+    }
   } finally {
     for (const [k, v] of saved) {
       if (v === undefined) delete process.env[k];
@@ -554,9 +569,16 @@ export async function benchCost(): Promise<CostResult> {
     }
     await Promise.all([fixtures.stop(), moto.close()]);
   }
-  // Workers' CPU per probe measured in workerd, when a worker-probes run is given: it replaces
-  // Node's figure for the Worker's invocations.
-  const workerd = workerdCpu(process.env.KUBEFN_BENCH_COST_WORKERD);
+  // Workers' CPU per probe measured in workerd (here, or from a worker-probes run when one is
+  // given): it replaces Node's figure for the Worker's invocations.
+  const nodeMsPerProbe =
+    measured[`workers-${OBJECTS}`]!.invocation.cpuMs / Math.max(1, measured[`workers-${OBJECTS}`]!.probes);
+  const workerd = workerdMeasured
+    ? {
+        msPerProbe: workerdMeasured.msPerProbe,
+        source: `measured in workerd: the Worker's queue handler given ${round(workerdMeasured.seconds, 1)} s of ${measured[`workers-${OBJECTS}`]!.proxies} Proxies a second, ${workerdMeasured.probes} probes (${workerdMeasured.extraProbes} beyond one per Proxy due), workerd ${round(workerdMeasured.activeCpuMs)} CPU ms less ${round(workerdMeasured.idleCpuMs)} idle; Node's ${round(nodeMsPerProbe, 3)} ms a probe in the same run`,
+      }
+    : workerdCpu(process.env.KUBEFN_BENCH_COST_WORKERD);
   if (workerd) {
     for (const [k, m] of Object.entries(measured))
       if (k.startsWith("workers-")) m.invocation = { ...m.invocation, cpuMs: workerd.msPerProbe * m.probes };
@@ -674,6 +696,11 @@ export async function benchCost(): Promise<CostResult> {
     objects: OBJECTS,
     proxies: OBJECTS * PROXY_SHARE,
     lambdaMemoryMb: memoryMb,
+    workersCpuMsPerProbe: {
+      node: round(nodeMsPerProbe, 4),
+      ...(workerd ? { workerd: round(workerd.msPerProbe, 4) } : {}),
+      ...(workerdMeasured ? { workerdWindow: workerdMeasured } : {}),
+    },
     measured: Object.fromEntries(
       Object.entries(measured).map(([k, m]) => [
         k,

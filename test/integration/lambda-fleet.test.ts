@@ -9,12 +9,14 @@
  *   their log lines, every message on the one queue naming its cluster;
  * - intake knows a batch's cluster by its credential: a relay batch signed with east's secret,
  *   naming west's Proxy, is refused; so is east's audit token asking for west;
- * - east's API server stopped: west and north keep converging new objects.
+ * - east's API server stopped and west's credential revoked (its ServiceAccount deleted): north
+ *   keeps converging new objects; west's refusals are on its own lines.
  */
 import type { LambdaContext } from "hono/aws-lambda";
 import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
 import { createHandler } from "../../functions/aws/handler.ts";
 import { signBatch } from "../../shared/app/intake/index.ts";
+import { Resources } from "../../shared/kube/index.ts";
 import { eventually } from "../e2e/host.ts";
 import { allReady, type FleetCluster, fleetObjects, startFleetClusters } from "../support/fleet-clusters.ts";
 import { LOOPBACK_PROBE_CIDRS } from "../support/loopback.ts";
@@ -42,7 +44,7 @@ const devclusters: OwnDevcluster[] = [];
 const secrets = Object.fromEntries(
   names.map((n) => [n, { auditToken: crypto.randomUUID(), relaySecret: crypto.randomUUID() }]),
 ) as Record<Name, { auditToken: string; relaySecret: string }>;
-const lines: Array<{ level: string; msg: string; cluster?: unknown }> = [];
+const lines: Array<{ level: string; msg: string; cluster?: unknown; error?: unknown }> = [];
 let moto: Moto | undefined;
 let aws: KubefnAws | undefined;
 let handler: ReturnType<typeof createHandler>;
@@ -118,7 +120,12 @@ beforeAll(async () => {
     ...secrets[c.name as Name],
   }));
   const record = (level: string) => (msg: string, fields?: Record<string, unknown>) =>
-    void lines.push({ level, msg, ...(fields && "cluster" in fields ? { cluster: fields.cluster } : {}) });
+    void lines.push({
+      level,
+      msg,
+      ...(fields && "cluster" in fields ? { cluster: fields.cluster } : {}),
+      ...(fields && "error" in fields ? { error: fields.error } : {}),
+    });
   handler = createHandler({
     env: {
       AWS_REGION: REGION,
@@ -203,17 +210,33 @@ describe("one Lambda stack, three clusters", () => {
     expect(await post("east", emptyAudit, { authorization: `Bearer ${secrets.east.auditToken}` })).toBe(202);
   }, 60_000);
 
-  it("east's API server stopped: west and north keep converging", async () => {
+  it("east's API server stopped and west's credential revoked: north keeps converging", async () => {
     await clusters.east.devcluster.close();
-    for (const name of ["west", "north"] as const) {
-      for (const [res, o] of objects("-2")) await clusters[name].admin.create(res, o);
-    }
-    await Promise.all((["west", "north"] as const).map((name) => allReady(clusters[name], objects("-2"))));
+    // West's kubefn ServiceAccount deleted: its bound token is refused from now on.
+    await clusters.west.admin.delete(Resources.ServiceAccount, {
+      namespace: "kubefn-system",
+      name: "kubefn",
+    });
+    const revokedFrom = lines.length;
+    for (const [res, o] of objects("-2")) await clusters.north.admin.create(res, o);
+    await allReady(clusters.north, objects("-2"));
     await eventually(
       "east's sweep held back by its circuit",
       async () =>
         lines.some((l) => l.cluster === "east" && /sweep held back/.test(l.msg)) ? true : undefined,
       60_000,
     );
+    // West's requests are refused (401), said on west's lines; north's passes went on meanwhile.
+    await eventually(
+      "west's refused credential on its lines",
+      async () =>
+        lines
+          .slice(revokedFrom)
+          .some((l) => l.cluster === "west" && /\b401\b|Unauthorized/.test(JSON.stringify(l)))
+          ? true
+          : undefined,
+      60_000,
+    );
+    expect(lines.slice(revokedFrom).some((l) => l.msg === "pass" && l.cluster === "north")).toBe(true);
   }, 300_000);
 });

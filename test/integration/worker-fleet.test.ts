@@ -181,7 +181,7 @@ describe("one Worker, three clusters", () => {
       async () =>
         workerLines()
           .slice(revokedFrom)
-          .some((l) => l.cluster === "west" && /401|Unauthorized/.test(JSON.stringify(l)))
+          .some((l) => l.cluster === "west" && /\b401\b|Unauthorized/.test(JSON.stringify(l)))
           ? true
           : undefined,
       60_000,

@@ -159,9 +159,16 @@ describe("readiness of owned objects arrives as an event (issue 33)", () => {
     );
     expect(condition(down, "Ready")?.status).toBe("False");
     // The pass came from the StatefulSet's status write, as a look at the pool's readiness: no
-    // sweep ran (an hour apart), and a Ready pool sends itself no follow-up.
-    const triggers = passTriggers(key).slice(before);
-    expect(triggers).toContain("audit:owned-status");
+    // sweep ran (an hour apart), and a Ready pool sends itself no follow-up. Its line follows its
+    // status write: waited for, not read at once.
+    const triggers = await eventually(
+      "the pass's line",
+      async () => {
+        const seen = passTriggers(key).slice(before);
+        return seen.includes("audit:owned-status") ? seen : undefined;
+      },
+      10_000,
+    );
     expect(triggers.filter((t) => t.startsWith("drift") || t === "start")).toEqual([]);
 
     await setPodReady(namespace, podName, true);
@@ -208,8 +215,14 @@ describe("readiness of owned objects arrives as an event (issue 33)", () => {
       30_000,
     );
     expect(condition(down, "MetalmanReady")?.reason).toBe("DeploymentProgressing");
-    const triggers = passTriggers(key).slice(before);
-    expect(triggers).toContain("audit:owned-status");
+    const triggers = await eventually(
+      "the pass's line",
+      async () => {
+        const seen = passTriggers(key).slice(before);
+        return seen.includes("audit:owned-status") ? seen : undefined;
+      },
+      10_000,
+    );
     expect(triggers.filter((t) => t.startsWith("drift") || t === "start")).toEqual([]);
 
     await setPodReady("kubefn-system", pod!.metadata.name!, true);

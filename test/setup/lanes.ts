@@ -20,27 +20,54 @@ import { readFileSync } from "node:fs";
 import { relative } from "node:path";
 import { BaseSequencer, type TestSpecification } from "vitest/node";
 
-/** Seconds each slow integration file took in a clean-clone run (docs/performance.md#npm-test). */
+/**
+ * Seconds each integration file of 18 s or more took in a full `npm test` (the ✓ line's duration,
+ * hooks included, plus ~3 s of loading), so lanes balance on what files really take.
+ */
 export const KNOWN_SECONDS: Readonly<Record<string, number>> = {
-  "test/chaos/worker.test.ts": 165,
-  "test/e2e/worker.test.ts": 109,
-  "test/chaos/node-host.test.ts": 102,
-  "test/e2e/node-host-identity.test.ts": 85,
-  "test/e2e/examples.test.ts": 82,
-  "test/integration/worker-oidc-issuer.test.ts": 81,
-  "test/e2e/health-steady.test.ts": 150,
-  "test/chaos/kill-at-write.test.ts": 78,
-  "test/integration/oidc-issuer.test.ts": 78,
-  "test/integration/sweep-drift.test.ts": 75,
-  "test/e2e/node-host.test.ts": 72,
-  "test/integration/cloud-identity-tokens.test.ts": 71,
-  "test/chaos/operators.test.ts": 57,
-  "test/e2e/proxy.test.ts": 54,
-  "test/e2e/steady-state.test.ts": 43,
-  "test/integration/lambda-fleet.test.ts": 125,
-  "test/integration/worker-fleet.test.ts": 84,
+  "test/integration/worker-fleet.test.ts": 220,
+  "test/chaos/worker.test.ts": 183,
+  "test/integration/lambda-fleet.test.ts": 172,
+  "test/e2e/deploy-node-page.test.ts": 142,
+  "test/e2e/worker.test.ts": 126,
+  "test/chaos/node-host.test.ts": 107,
+  "test/chaos/kill-at-write.test.ts": 105,
+  "test/e2e/deploy-aws-page.test.ts": 101,
+  "test/e2e/node-host-identity.test.ts": 90,
+  "test/e2e/examples.test.ts": 88,
+  "test/e2e/deploy-cloudflare-page.test.ts": 86,
+  "test/e2e/node-host.test.ts": 86,
+  "test/integration/worker-oidc-issuer.test.ts": 86,
+  "test/integration/oidc-issuer.test.ts": 82,
+  "test/e2e/health-steady.test.ts": 81,
+  "test/integration/sweep-drift.test.ts": 76,
+  "test/integration/cli.test.ts": 73,
+  "test/integration/cloud-identity-tokens.test.ts": 73,
+  "test/integration/uninstall.test.ts": 66,
+  "test/chaos/operators.test.ts": 61,
+  "test/integration/fleet.test.ts": 59,
+  "test/e2e/proxy.test.ts": 59,
+  "test/integration/fleet-discovery.test.ts": 57,
+  "test/e2e/steady-state.test.ts": 47,
+  "test/e2e/replicas.test.ts": 42,
+  "test/integration/readiness-events.test.ts": 42,
+  "test/integration/security-stolen-status.test.ts": 39,
+  "test/integration/fleet-visible.test.ts": 36,
+  "test/e2e/gce-proxy.test.ts": 33,
+  "test/integration/subpool.test.ts": 32,
+  "test/integration/leak-check.test.ts": 32,
+  "test/integration/chart.test.ts": 29,
+  "test/integration/security-forged-bodies.test.ts": 28,
+  "test/integration/admission-gate.test.ts": 28,
+  "test/e2e/audit-exports.test.ts": 26,
+  "test/e2e/worker-tunnel.test.ts": 26,
+  "test/integration/security-rbac.test.ts": 24,
+  "test/integration/subpool-converge.test.ts": 24,
+  "test/e2e/traces.test.ts": 24,
+  "test/e2e/fleet-page.test.ts": 22,
+  "test/integration/devcluster-controllers.test.ts": 22,
 };
-export const DEFAULT_SECONDS = 15;
+export const DEFAULT_SECONDS = 12;
 
 /** A file to place: its path from the root, its project, and whether it starts workerd. */
 export interface LaneFile {

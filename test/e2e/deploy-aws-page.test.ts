@@ -32,7 +32,7 @@
  */
 import { type ChildProcess, execFileSync, spawn } from "node:child_process";
 import { randomBytes } from "node:crypto";
-import { chmodSync, mkdirSync, readFileSync, symlinkSync, writeFileSync } from "node:fs";
+import { readFileSync } from "node:fs";
 import { createServer, type Server } from "node:http";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
@@ -44,8 +44,7 @@ import {
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { parse as parseYaml } from "yaml";
 import { release } from "../../scripts/release.ts";
-import { clusterInfo } from "../setup/cluster.ts";
-import { type ChildOutput, outputOf } from "../support/child-output.ts";
+import { kubefnCli, unpackRelease, walkPage } from "../support/deploy-page.ts";
 import { LOOPBACK_PROBE_CIDRS } from "../support/loopback.ts";
 import { fencedBlocks } from "../support/markdown.ts";
 import {
@@ -65,11 +64,10 @@ import {
   type Target,
 } from "../support/probe-fixtures.ts";
 import { functionEnvironment } from "../support/sam-environment.ts";
-import { type TempDir, tempDir } from "../support/temp-dir.ts";
+import type { TempDir } from "../support/temp-dir.ts";
 import { eventually } from "./host.ts";
 
 const root = fileURLToPath(new URL("../../", import.meta.url));
-const page = readFileSync(`${root}docs/deploying/aws.md`, "utf8");
 const auditToken = `audit-${crypto.randomUUID()}`;
 const scheduledEvent = JSON.parse(
   readFileSync(`${root}test/fixtures/aws/scheduled-event.json`, "utf8"),
@@ -90,47 +88,17 @@ let target: Target;
 let forwardProxy: ForwardProxy;
 const secretArns: Record<string, string> = {};
 
-function shellEnv(): NodeJS.ProcessEnv {
-  return {
-    ...process.env,
-    ...TEST_CREDENTIALS,
-    AWS_REGION: REGION,
-    AWS_ENDPOINT_URL: moto.endpoint,
-    PATH: `${join(work.path, ".bin")}:${process.env.PATH}`,
-    KUBECONFIG: cluster.kubeconfig,
-    KUBERNETES_SERVICE_HOST: "",
-  };
-}
-
-/** Runs the page's commands with bash in the release directory; a failure fails the test. */
-async function sh(command: string): Promise<ChildOutput> {
-  const r = await outputOf(
-    spawn("bash", ["-euo", "pipefail", "-c", command], { cwd: work.path, env: shellEnv() }),
-    "",
-  );
-  if (r.code !== 0)
-    throw new Error(`the page's command failed (${r.code}):\n${command}\n${r.stdout}${r.stderr}`);
-  return r;
-}
-
-async function kubectl(...args: string[]): Promise<string> {
-  const r = await outputOf(
-    spawn(clusterInfo().devclusterBin, ["kubectl", "--kubeconfig", cluster.kubeconfig, ...args]),
-    "",
-  );
-  if (r.code !== 0) throw new Error(`kubectl ${args.join(" ")}: ${r.stderr}`);
-  return r.stdout;
-}
-
-const readyCondition = (...args: string[]) =>
-  kubectl(...args, "-o", 'jsonpath={.status.conditions[?(@.type=="Ready")].status}');
+const walk = walkPage({
+  page: "docs/deploying/aws.md",
+  workDir: () => work.path,
+  kubeconfig: () => cluster.kubeconfig,
+  extraEnv: () => ({ ...TEST_CREDENTIALS, AWS_REGION: REGION, AWS_ENDPOINT_URL: moto.endpoint }),
+});
+const { sh, kubectl } = walk;
+const page = walk.text;
 
 /** The page's Deploy block: steps 1 to 4. */
-const deployBlock = (): string => {
-  const block = fencedBlocks(page, "sh").find((b) => b.includes("# 1. In the cluster"));
-  if (!block) throw new Error("docs/deploying/aws.md has no Deploy block");
-  return block;
-};
+const deployBlock = (): string => walk.blockWith("# 1. In the cluster");
 
 /** The text of step `n` of the Deploy block (from its `# n.` comment to the next step's). */
 function step(n: number): string {
@@ -251,23 +219,6 @@ async function stopStack(): Promise<void> {
   aws = undefined;
 }
 
-async function kubefnLeft(): Promise<string[]> {
-  const names = await kubectl(
-    "get",
-    "crd,namespace,clusterrole,clusterrolebinding,validatingadmissionpolicy,validatingadmissionpolicybinding",
-    "-o",
-    "name",
-  );
-  const crds = ["crawl.kubefn.dev", "subrelay.example.com", "unbounded-cloud.io"];
-  return names
-    .split("\n")
-    .filter(
-      (n) =>
-        /\/(kubefn|subpool-)/.test(n) ||
-        crds.some((c) => n.startsWith("customresourcedefinition") && n.endsWith(c)),
-    );
-}
-
 beforeAll(async () => {
   functionUrlPort = await freePort();
   cluster = await startOwnDevcluster([], {
@@ -280,29 +231,15 @@ beforeAll(async () => {
   });
   moto = await startMoto();
   [target, forwardProxy] = await Promise.all([startHttpTarget(), startForwardProxy()]);
-  work = tempDir("kubefn-aws-page-");
-  for (const entry of [
-    "package.json",
-    "node_modules",
-    "scripts",
-    "functions",
-    "shared",
-    "infra",
-    "examples",
-    "cli",
-  ]) {
-    symlinkSync(join(root, entry), join(work.path, entry));
-  }
+  work = unpackRelease(
+    "kubefn-aws-page-",
+    ["package.json", "node_modules", "scripts", "functions", "shared", "infra", "examples", "cli"],
+    (dir) => ({
+      kubefn: kubefnCli(dir),
+      aws: `exec '${process.execPath}' '${root}test/support/aws-cli.mjs' "$@"`,
+    }),
+  );
   await release({ out: join(work.path, "dist"), worker: false });
-  mkdirSync(join(work.path, ".bin"));
-  for (const [name, line] of [
-    ["kubectl", `exec '${clusterInfo().devclusterBin}' kubectl "$@"`],
-    ["kubefn", `exec '${process.execPath}' '${join(work.path, "cli/kubefn.mjs")}' "$@"`],
-    ["aws", `exec '${process.execPath}' '${root}test/support/aws-cli.mjs' "$@"`],
-  ] as const) {
-    writeFileSync(join(work.path, ".bin", name), `#!/bin/sh\n${line}\n`);
-    chmodSync(join(work.path, ".bin", name), 0o755);
-  }
 }, 180_000);
 
 afterAll(async () => {
@@ -472,28 +409,15 @@ describe("docs/deploying/aws.md from dist/, literally", () => {
   }, 90_000);
 
   it("the allow-list the page names admits the Site's components", async () => {
-    const block = fencedBlocks(page, "sh").find((b) => b.includes("kubefn-site-images"));
-    expect(block).toBeDefined();
-    await sh(block!);
+    await sh(walk.blockWith("kubefn-site-images"));
   });
 
   it("the examples' Proxy, SubPool and Site become Ready, reconciled by the stack's functions", async () => {
-    const proxyYaml = readFileSync(`${root}examples/proxy-external.yaml`, "utf8")
-      .replaceAll("127.0.0.1:8081", `127.0.0.1:${target.port}`)
-      .replace(/port: 3128/, `port: ${forwardProxy.port}`);
-    writeFileSync(join(work.path, "proxy.yaml"), proxyYaml);
-    await sh("kubectl apply -f proxy.yaml");
-    await sh("kubectl apply -f examples/subpool-platform.yaml");
-    await sh("kubectl apply -f examples/subpool-internal.yaml");
-    await sh("kubectl apply -f examples/site.yaml");
+    await walk.applyExamples(target, forwardProxy);
     await eventually(
       "Proxy, SubPool and Site Ready",
       async () => {
-        const got = [
-          await readyCondition("get", "proxy", "local", "-n", "default"),
-          await readyCondition("get", "subpool", "demo-pool"),
-          await readyCondition("get", "site", "lab"),
-        ];
+        const got = await walk.examplesReady();
         if (got.every((s) => s === "True")) return got;
         // Not yet: look again in a second (each look is three kubectl processes).
         await new Promise((r) => setTimeout(r, 1000));
@@ -525,7 +449,7 @@ describe("docs/deploying/aws.md from dist/, literally", () => {
       ]),
     );
     expect(lines.at(-1)).toMatch(/^nothing of kubefn is left: \d+ objects removed$/);
-    expect(await kubefnLeft()).toEqual([]);
+    expect(await walk.kubefnLeft()).toEqual([]);
     await stopStack();
   }, 180_000);
 });

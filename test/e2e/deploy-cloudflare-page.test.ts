@@ -31,17 +31,15 @@
  * leaves nothing of kubefn in the cluster.
  */
 import { type ChildProcess, spawn } from "node:child_process";
-import { chmodSync, mkdirSync, readFileSync, symlinkSync, writeFileSync } from "node:fs";
+import { readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createTestHarness, type TestHarness } from "wrangler";
 import { stringify as toYaml } from "yaml";
 import { release } from "../../scripts/release.ts";
-import { clusterInfo } from "../setup/cluster.ts";
-import { type ChildOutput, outputOf } from "../support/child-output.ts";
+import { kubefnCli, unpackRelease, walkPage } from "../support/deploy-page.ts";
 import { LOOPBACK_PROBE_CIDRS } from "../support/loopback.ts";
-import { fencedBlocks } from "../support/markdown.ts";
 import { freePort } from "../support/oidc-issuer.ts";
 import { type OwnDevcluster, startOwnDevcluster } from "../support/own-devcluster.ts";
 import {
@@ -50,11 +48,10 @@ import {
   startHttpTarget,
   type Target,
 } from "../support/probe-fixtures.ts";
-import { type TempDir, tempDir } from "../support/temp-dir.ts";
+import type { TempDir } from "../support/temp-dir.ts";
 import { eventually } from "./host.ts";
 
 const root = fileURLToPath(new URL("../../", import.meta.url));
-const page = readFileSync(`${root}docs/deploying/cloudflare.md`, "utf8");
 /** The account's workers.dev address the page's `<account>` stands for. */
 const workerOrigin = "https://kubefn.walk.workers.dev";
 
@@ -69,44 +66,17 @@ let relayLog = "";
 let target: Target;
 let forwardProxy: ForwardProxy;
 
-function shellEnv(): NodeJS.ProcessEnv {
-  return {
-    ...process.env,
-    PATH: `${join(work.path, ".bin")}:${process.env.PATH}`,
-    KUBECONFIG: cluster.kubeconfig,
-    KUBERNETES_SERVICE_HOST: "",
-  };
-}
-
-/** Runs one of the page's commands with bash in the release directory; a failure fails the test. */
-async function sh(command: string): Promise<ChildOutput> {
-  const r = await outputOf(
-    spawn("bash", ["-euo", "pipefail", "-c", command], { cwd: work.path, env: shellEnv() }),
-    "",
-  );
-  if (r.code !== 0)
-    throw new Error(`the page's command failed (${r.code}):\n${command}\n${r.stdout}${r.stderr}`);
-  return r;
-}
-
-/** The admin's kubectl, for what the test looks at (not the page's steps). */
-async function kubectl(...args: string[]): Promise<string> {
-  const r = await outputOf(
-    spawn(clusterInfo().devclusterBin, ["kubectl", "--kubeconfig", cluster.kubeconfig, ...args]),
-    "",
-  );
-  if (r.code !== 0) throw new Error(`kubectl ${args.join(" ")}: ${r.stderr}`);
-  return r.stdout;
-}
-
-const readyCondition = (...args: string[]) =>
-  kubectl(...args, "-o", 'jsonpath={.status.conditions[?(@.type=="Ready")].status}');
+const walk = walkPage({
+  page: "docs/deploying/cloudflare.md",
+  workDir: () => work.path,
+  kubeconfig: () => cluster.kubeconfig,
+});
+const { sh, kubectl } = walk;
 
 /** The `sh` block of the page whose text contains `marker`, one command a line (`\` joined). */
 function commandsOf(marker: string): string[] {
-  const block = fencedBlocks(page, "sh").find((b) => b.includes(marker));
-  if (!block) throw new Error(`docs/deploying/cloudflare.md has no sh block with ${marker}`);
-  return block
+  return walk
+    .blockWith(marker)
     .replace(/\\\n\s*/g, "")
     .split("\n")
     .map((l) => l.trim())
@@ -220,49 +190,16 @@ async function stopRelay(): Promise<void> {
   }
 }
 
-async function kubefnLeft(): Promise<string[]> {
-  const names = await kubectl(
-    "get",
-    "crd,namespace,clusterrole,clusterrolebinding,validatingadmissionpolicy,validatingadmissionpolicybinding",
-    "-o",
-    "name",
-  );
-  const crds = ["crawl.kubefn.dev", "subrelay.example.com", "unbounded-cloud.io"];
-  return names
-    .split("\n")
-    .filter(
-      (n) =>
-        /\/(kubefn|subpool-)/.test(n) ||
-        crds.some((c) => n.startsWith("customresourcedefinition") && n.endsWith(c)),
-    );
-}
-
 beforeAll(async () => {
   cluster = await startOwnDevcluster([], { profile: "production" });
   [target, forwardProxy] = await Promise.all([startHttpTarget(), startForwardProxy()]);
   // The release as a user unpacks it: the checkout's folders (linked) and dist/ as built.
-  work = tempDir("kubefn-cloudflare-page-");
-  for (const entry of [
-    "package.json",
-    "node_modules",
-    "scripts",
-    "functions",
-    "shared",
-    "infra",
-    "examples",
-    "cli",
-  ]) {
-    symlinkSync(join(root, entry), join(work.path, entry));
-  }
+  work = unpackRelease(
+    "kubefn-cloudflare-page-",
+    ["package.json", "node_modules", "scripts", "functions", "shared", "infra", "examples", "cli"],
+    (dir) => ({ kubefn: kubefnCli(dir) }),
+  );
   await release({ out: join(work.path, "dist") });
-  mkdirSync(join(work.path, ".bin"));
-  for (const [name, line] of [
-    ["kubectl", `exec '${clusterInfo().devclusterBin}' kubectl "$@"`],
-    ["kubefn", `exec '${process.execPath}' '${join(work.path, "cli/kubefn.mjs")}' "$@"`],
-  ] as const) {
-    writeFileSync(join(work.path, ".bin", name), `#!/bin/sh\n${line}\n`);
-    chmodSync(join(work.path, ".bin", name), 0o755);
-  }
 }, 180_000);
 
 afterAll(async () => {
@@ -350,36 +287,15 @@ describe("docs/deploying/cloudflare.md from dist/, literally, against a private 
 
   it("the allow-list the page names admits the Site's components", async () => {
     for (const command of commandsOf("kubefn-site-images")) await sh(command);
-    expect(
-      await kubectl(
-        "-n",
-        "kubefn-system",
-        "get",
-        "configmap",
-        "kubefn-site-images",
-        "-o",
-        "jsonpath={.data.machina}",
-      ),
-    ).toBe("ghcr.io/unbounded-cloud/machina:latest");
+    expect(await walk.machinaImage()).toBe("ghcr.io/unbounded-cloud/machina:latest");
   });
 
   it("the examples' Proxy, SubPool and Site become Ready, reconciled by the Worker through the tunnel", async () => {
-    const proxyYaml = readFileSync(`${root}examples/proxy-external.yaml`, "utf8")
-      .replaceAll("127.0.0.1:8081", `127.0.0.1:${target.port}`)
-      .replace(/port: 3128/, `port: ${forwardProxy.port}`);
-    writeFileSync(join(work.path, "proxy.yaml"), proxyYaml);
-    await sh("kubectl apply -f proxy.yaml");
-    await sh("kubectl apply -f examples/subpool-platform.yaml");
-    await sh("kubectl apply -f examples/subpool-internal.yaml");
-    await sh("kubectl apply -f examples/site.yaml");
+    await walk.applyExamples(target, forwardProxy);
     await eventually(
       "Proxy, SubPool and Site Ready",
       async () => {
-        const got = [
-          await readyCondition("get", "proxy", "local", "-n", "default"),
-          await readyCondition("get", "subpool", "demo-pool"),
-          await readyCondition("get", "site", "lab"),
-        ];
+        const got = await walk.examplesReady();
         if (got.every((s) => s === "True")) return got;
         // Not yet: look again in a second (each look is three kubectl processes).
         await new Promise((r) => setTimeout(r, 1000));
@@ -408,7 +324,7 @@ describe("docs/deploying/cloudflare.md from dist/, literally, against a private 
   }, 180_000);
 
   it("kubefn uninstall, while the Worker runs, leaves nothing of kubefn; then wrangler delete", async () => {
-    const m = /`(kubefn uninstall)` while the Worker still runs, then\s+`wrangler delete`/.exec(page);
+    const m = /`(kubefn uninstall)` while the Worker still runs, then\s+`wrangler delete`/.exec(walk.text);
     expect(m, "the page says how to remove kubefn").not.toBeNull();
     const out = await sh(m![1]!);
     const lines = out.stdout.trim().split("\n");
@@ -421,7 +337,7 @@ describe("docs/deploying/cloudflare.md from dist/, literally, against a private 
     );
     expect(lines).toContain("deleted   Deployment kubefn-system/kubefn-relay");
     expect(lines.at(-1)).toMatch(/^nothing of kubefn is left: \d+ objects removed$/);
-    expect(await kubefnLeft()).toEqual([]);
+    expect(await walk.kubefnLeft()).toEqual([]);
     // The relay's Pod went with its Deployment; the Worker with `wrangler delete`.
     await stopRelay();
     if (sweeping) clearInterval(sweeping);

@@ -15,13 +15,12 @@
  * JSON logs and PROBE_ALLOWED_CIDRS for the loopback probe fixtures.
  */
 import { type ChildProcess, spawn } from "node:child_process";
-import { chmodSync, mkdirSync, readFileSync, symlinkSync, writeFileSync } from "node:fs";
+import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { parse as parseYaml } from "yaml";
-import { clusterInfo } from "../setup/cluster.ts";
-import { type ChildOutput, outputOf } from "../support/child-output.ts";
+import { unpackRelease, walkPage } from "../support/deploy-page.ts";
 import { LOOPBACK_PROBE_CIDRS } from "../support/loopback.ts";
 import { fencedBlocks } from "../support/markdown.ts";
 import { freePort } from "../support/oidc-issuer.ts";
@@ -32,11 +31,10 @@ import {
   startHttpTarget,
   type Target,
 } from "../support/probe-fixtures.ts";
-import { type TempDir, tempDir } from "../support/temp-dir.ts";
+import type { TempDir } from "../support/temp-dir.ts";
 import { eventually } from "./host.ts";
 
 const root = fileURLToPath(new URL("../../", import.meta.url));
-const page = readFileSync(`${root}docs/deploying/node.md`, "utf8");
 const everyCluster = readFileSync(`${root}docs/deploying/README.md`, "utf8");
 const auditToken = crypto.randomUUID();
 
@@ -48,45 +46,12 @@ let hostLog = "";
 let target: Target;
 let forwardProxy: ForwardProxy;
 
-/** The environment the page's commands run in: the admin's kubeconfig, `kubectl` on the PATH. */
-function shellEnv(): NodeJS.ProcessEnv {
-  return {
-    ...process.env,
-    PATH: `${join(work.path, ".bin")}:${process.env.PATH}`,
-    KUBECONFIG: cluster.kubeconfig,
-    KUBERNETES_SERVICE_HOST: "",
-  };
-}
-
-/** Runs one of the page's commands with bash in the work directory; a failure fails the test. */
-async function sh(command: string): Promise<ChildOutput> {
-  const r = await outputOf(
-    spawn("bash", ["-euo", "pipefail", "-c", command], { cwd: work.path, env: shellEnv() }),
-    "",
-  );
-  if (r.code !== 0) throw new Error(`the page's command failed (${r.code}):\n${command}\n${r.stderr}`);
-  return r;
-}
-
-/** The admin's kubectl, for what the test looks at (not the page's steps). */
-async function kubectl(...args: string[]): Promise<string> {
-  const r = await outputOf(
-    spawn(clusterInfo().devclusterBin, ["kubectl", "--kubeconfig", cluster.kubeconfig, ...args]),
-    "",
-  );
-  if (r.code !== 0) throw new Error(`kubectl ${args.join(" ")}: ${r.stderr}`);
-  return r.stdout;
-}
-
-const readyCondition = (...args: string[]) =>
-  kubectl(...args, "-o", 'jsonpath={.status.conditions[?(@.type=="Ready")].status}');
-
-/** The `sh` block of the page whose text contains `marker`. */
-function blockWith(marker: string): string {
-  const block = fencedBlocks(page, "sh").find((b) => b.includes(marker));
-  if (!block) throw new Error(`docs/deploying/node.md has no sh block with ${marker}`);
-  return block;
-}
+const walk = walkPage({
+  page: "docs/deploying/node.md",
+  workDir: () => work.path,
+  kubeconfig: () => cluster.kubeconfig,
+});
+const { sh, kubectl, blockWith } = walk;
 
 beforeAll(async () => {
   hostPort = await freePort();
@@ -101,8 +66,7 @@ beforeAll(async () => {
   target = await startHttpTarget();
   forwardProxy = await startForwardProxy();
   // The release's source as a user unpacks it: its folders (linked), nothing else.
-  work = tempDir("kubefn-node-page-");
-  for (const entry of [
+  work = unpackRelease("kubefn-node-page-", [
     "package.json",
     "tsconfig.json",
     "node_modules",
@@ -111,13 +75,7 @@ beforeAll(async () => {
     "shared",
     "infra",
     "examples",
-  ]) {
-    symlinkSync(join(root, entry), join(work.path, entry));
-  }
-  mkdirSync(join(work.path, ".bin"));
-  const kubectlShim = join(work.path, ".bin", "kubectl");
-  writeFileSync(kubectlShim, `#!/bin/sh\nexec '${clusterInfo().devclusterBin}' kubectl "$@"\n`);
-  chmodSync(kubectlShim, 0o755);
+  ]);
 }, 180_000);
 
 afterAll(async () => {
@@ -177,21 +135,11 @@ describe("docs/deploying/node.md, literally", () => {
 
   it("the allow-list the page names admits the Site's components", async () => {
     await sh(blockWith("kubefn-site-images"));
-    expect(
-      await kubectl(
-        "-n",
-        "kubefn-system",
-        "get",
-        "configmap",
-        "kubefn-site-images",
-        "-o",
-        "jsonpath={.data.machina}",
-      ),
-    ).toBe("ghcr.io/unbounded-cloud/machina:latest");
+    expect(await walk.machinaImage()).toBe("ghcr.io/unbounded-cloud/machina:latest");
   });
 
   it("npm start, as the ServiceAccount, says who it reconciles as and listens", async () => {
-    const line = fencedBlocks(page, "sh")
+    const line = fencedBlocks(walk.text, "sh")
       .flatMap((b) => b.split("\n"))
       .find((l) => l.includes("npm start"));
     expect(line).toBe("KUBECONFIG=… KUBEFN_AUDIT_TOKEN=… npm start");
@@ -203,7 +151,7 @@ describe("docs/deploying/node.md, literally", () => {
       detached: true,
       stdio: ["ignore", "pipe", "pipe"],
       env: {
-        ...shellEnv(),
+        ...walk.env(),
         KUBEFN_PORT: String(hostPort),
         KUBEFN_LOG_FORMAT: "json",
         PROBE_ALLOWED_CIDRS: LOOPBACK_PROBE_CIDRS,
@@ -227,23 +175,12 @@ describe("docs/deploying/node.md, literally", () => {
   }, 150_000);
 
   it("the examples' Proxy, SubPool and Site become Ready", async () => {
-    const proxyYaml = readFileSync(`${root}examples/proxy-external.yaml`, "utf8")
-      .replaceAll("127.0.0.1:8081", `127.0.0.1:${target.port}`)
-      .replace(/port: 3128/, `port: ${forwardProxy.port}`);
-    writeFileSync(join(work.path, "proxy.yaml"), proxyYaml);
-    await sh("kubectl apply -f proxy.yaml");
-    await sh("kubectl apply -f examples/subpool-platform.yaml");
-    await sh("kubectl apply -f examples/subpool-internal.yaml");
-    await sh("kubectl apply -f examples/site.yaml");
+    await walk.applyExamples(target, forwardProxy);
     // The audit webhook batches for up to 30 s, as documented: a minute and a half is enough.
     await eventually(
       "Proxy, SubPool and Site Ready",
       async () => {
-        const got = [
-          await readyCondition("get", "proxy", "local", "-n", "default"),
-          await readyCondition("get", "subpool", "demo-pool"),
-          await readyCondition("get", "site", "lab"),
-        ];
+        const got = await walk.examplesReady();
         return got.every((s) => s === "True") ? got : undefined;
       },
       150_000,

@@ -14,6 +14,7 @@ import { countingTransport } from "../../shared/kube/counting-transport.ts";
 import { createKube, type Kube, type KubeObject, Resources } from "../../shared/kube/index.ts";
 import { createNodeTransport, loadKubeConfig } from "../../shared/kube/node.ts";
 import type { Context } from "../../shared/runtime/index.ts";
+import { consoleErrors, passContext } from "../support/pass-context.ts";
 
 const suffix = Date.now().toString(36);
 const namespaces = [`burst-a-${suffix}`, `burst-b-${suffix}`] as const;
@@ -58,15 +59,11 @@ afterAll(async () => {
 
 describe("the crawler API at scale", () => {
   it("100 crawler requests in a burst cost one list of Proxies per period; every proxy is leased once", async () => {
-    const ctx: Context = {
-      kube,
-      queue: { send: async () => {} },
+    const ctx: Context = passContext(kube, {
       // Frozen: the burst falls in one period however slow the machine is.
       clock: { now: () => now },
-      log: { info: () => {}, warn: () => {}, error: (msg, fields) => console.error(msg, fields) },
-      metrics: { count: () => {}, observe: () => {}, gauge: () => {} },
-      random: Math.random,
-    };
+      log: consoleErrors,
+    });
     const operators = createOperators({
       prober: { probe: async () => ({ ok: true, latencyMs: 1 }) },
       sweepPeriodSeconds: 60,

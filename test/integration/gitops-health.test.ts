@@ -54,6 +54,7 @@ import { eventually, kubeConfig, kubectl } from "../setup/cluster.ts";
 import { outputOf } from "../support/child-output.ts";
 import { loopbackProbeAllowList } from "../support/loopback.ts";
 import { removeNamespaces } from "../support/namespaces.ts";
+import { passContext } from "../support/pass-context.ts";
 import { proxyResource } from "../support/proxies.ts";
 
 const root = fileURLToPath(new URL("../../", import.meta.url));
@@ -169,14 +170,7 @@ beforeAll(async () => {
       },
     }),
   ]);
-  ctx = {
-    kube,
-    queue: { send: async () => {} },
-    clock: { now: () => new Date() },
-    log: { info: () => {}, warn: () => {}, error: () => {} },
-    metrics: { count: () => {}, observe: () => {}, gauge: () => {} },
-    random: Math.random,
-  };
+  ctx = passContext(kube);
   await kube.create(Resources.Namespace, { apiVersion: "v1", kind: "Namespace", metadata: { name: ns } });
   // The shared proxy gateway the pools wait for: one ready endpoint, no Pod needed.
   await kube.create(endpointSliceResource, {

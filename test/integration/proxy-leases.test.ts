@@ -31,6 +31,7 @@ import {
 import { createNodeTransport, loadKubeConfig } from "../../shared/kube/node.ts";
 import type { Context } from "../../shared/runtime/index.ts";
 import { runSweepTask } from "../../shared/runtime/sweep/index.ts";
+import { consoleErrors, passContext } from "../support/pass-context.ts";
 
 const namespace = `proxy-leases-${Date.now().toString(36)}`;
 const crawlerToken = "integration-token";
@@ -50,14 +51,10 @@ beforeAll(async () => {
     kind: "Namespace",
     metadata: { name: namespace },
   });
-  ctx = {
-    kube,
-    queue: { send: async () => {} },
+  ctx = passContext(kube, {
     clock: { now: () => new Date(Date.now() + skewSeconds * 1000) },
-    log: { info: () => {}, warn: () => {}, error: (msg, fields) => console.error(msg, fields) },
-    metrics: { count: () => {}, observe: () => {}, gauge: () => {} },
-    random: Math.random,
-  };
+    log: consoleErrors,
+  });
   app = leaseRoutes(ctx, { apiToken });
 });
 

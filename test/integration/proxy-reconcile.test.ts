@@ -32,6 +32,7 @@ import {
   type Registry,
   runPass,
 } from "../../shared/runtime/index.ts";
+import { passContext } from "../support/pass-context.ts";
 
 declare module "vitest" {
   // biome-ignore lint/suspicious/noExportsInTest: augments vitest's ProvidedContext (test/setup provides it).
@@ -156,14 +157,7 @@ beforeAll(async () => {
 
   const provider = createKubernetesProvider({ kube });
   registry = createRegistry([proxyController({ providers: { kubernetes: provider } })]);
-  ctx = {
-    kube,
-    queue: { send: async () => {} },
-    clock: { now: () => new Date() },
-    log: { info: () => {}, warn: () => {}, error: () => {} },
-    metrics: { count: () => {}, observe: () => {}, gauge: () => {} },
-    random: Math.random,
-  };
+  ctx = passContext(kube);
 }, 120_000);
 
 afterAll(async () => {

@@ -50,6 +50,7 @@ import {
 import { adminKube, kubefnKube, tenant } from "../security/tenants.ts";
 import { eventually } from "../setup/cluster.ts";
 import { removeNamespaces } from "../support/namespaces.ts";
+import { passContext } from "../support/pass-context.ts";
 
 const suffix = Date.now().toString(36);
 const tenantNs = `tenant-${suffix}`;
@@ -184,14 +185,7 @@ beforeAll(async () => {
       instanceAllowList: { images: ["registry.example/*"], machineTypes: [] },
     }),
   ]);
-  ctx = {
-    kube: kubefn,
-    queue: { send: async () => {} },
-    clock: { now: () => new Date() },
-    log: { info: () => {}, warn: () => {}, error: () => {} },
-    metrics: { count: () => {}, observe: () => {}, gauge: () => {} },
-    random: Math.random,
-  };
+  ctx = passContext(kubefn);
 }, 120_000);
 
 afterAll(async () => {

@@ -30,6 +30,7 @@ import {
   runPass,
 } from "../../shared/runtime/index.ts";
 import { type AuditEvent, auditEventsSince, eventually, kubeConfig, kubectl } from "../setup/cluster.ts";
+import { passContext } from "../support/pass-context.ts";
 
 const ns = "kubefn-system";
 const siteName = `site-it-${randomBytes(3).toString("hex")}`;
@@ -68,14 +69,7 @@ beforeAll(async () => {
   const token = await serviceAccountToken(createNodeTransport(kubeConfig()), "kubefn-system", "kubefn");
   transport = countingTransport(createNodeTransport(asServiceAccount(kubeConfig(), token)));
   registry = createRegistry([siteController({ registry: defaultSiteRegistry(), env: { config } })]);
-  ctx = {
-    kube: createKube(transport),
-    queue: { send: async () => {} },
-    clock: { now: () => new Date() },
-    log: { info: () => {}, warn: () => {}, error: () => {} },
-    metrics: { count: () => {}, observe: () => {}, gauge: () => {} },
-    random: Math.random,
-  };
+  ctx = passContext(createKube(transport));
   for (let attempt = 0; ; attempt++) {
     try {
       const created = await kube.create(siteResource, {

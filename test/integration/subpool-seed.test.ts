@@ -21,6 +21,7 @@ import {
   runPass,
 } from "../../shared/runtime/index.ts";
 import { type AuditEvent, auditEventsSince, eventually, kubeConfig, kubectl } from "../setup/cluster.ts";
+import { passContext } from "../support/pass-context.ts";
 
 const example = new URL("../../examples/subpool-internal.yaml", import.meta.url);
 const name = "demo-pool";
@@ -42,14 +43,7 @@ beforeAll(async () => {
   kube = createKube(createNodeTransport(kubeConfig()));
   await installCrdsAndRbac(kube);
   registry = createRegistry([subPoolController()]);
-  ctx = {
-    kube,
-    queue: { send: async () => {} },
-    clock: { now: () => new Date() },
-    log: { info: () => {}, warn: () => {}, error: () => {} },
-    metrics: { count: () => {}, observe: () => {}, gauge: () => {} },
-    random: Math.random,
-  };
+  ctx = passContext(kube);
 }, 120_000);
 
 describe("SubPool seed behaviours on the devcluster", () => {

@@ -34,6 +34,7 @@ import {
   runPass,
 } from "../../shared/runtime/index.ts";
 import { eventually } from "../setup/cluster.ts";
+import { passContext } from "../support/pass-context.ts";
 
 const suffix = Math.random().toString(36).slice(2, 7);
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
@@ -115,14 +116,7 @@ beforeAll(async () => {
   const token = await serviceAccountToken(createNodeTransport(kc), "kubefn-system", "kubefn");
   transport = countingTransport(createNodeTransport(asServiceAccount(kc, token)));
   registry = createRegistry([subPoolController()]);
-  ctx = {
-    kube: createKube(transport),
-    queue: { send: async () => {} },
-    clock: { now: () => new Date() },
-    log: { info: () => {}, warn: () => {}, error: () => {} },
-    metrics: { count: () => {}, observe: () => {}, gauge: () => {} },
-    random: Math.random,
-  };
+  ctx = passContext(createKube(transport));
 }, 120_000);
 
 describe("SubPool controller on the devcluster", () => {

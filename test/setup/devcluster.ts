@@ -147,32 +147,41 @@ export default async function setup(project: TestProject): Promise<() => Promise
   const auditToken = randomBytes(24).toString("hex");
   const collector = await startAuditCollector(auditToken);
 
-  const child = spawn(
-    devclusterBin,
-    [
-      "--exit-with-parent",
-      "--audit-webhook-url",
-      `${collector.url}/audit`,
-      "--audit-webhook-token",
-      auditToken,
-      "--audit-policy",
-      auditPolicy,
-    ],
-    { stdio: ["ignore", "pipe", "pipe"] },
-  );
+  // The lanes' devclusters start at the same moment: one may lose a port it picked to the other
+  // before binding it, and is started again (twice at most).
+  let child: ChildProcess;
   let tail = "";
-  child.stderr?.setEncoding("utf8").on("data", (chunk: string) => {
-    tail = (tail + chunk).slice(-8000);
-  });
-  const exited = new Promise<void>((resolve) => child.once("exit", () => resolve()));
-
+  let exited: Promise<void>;
   let info: ReadyInfo;
-  try {
-    info = await waitForReady(child, () => tail);
-  } catch (err) {
-    collector.server.close();
-    removeTempRoot();
-    throw err;
+  for (let attempt = 1; ; attempt++) {
+    child = spawn(
+      devclusterBin,
+      [
+        "--exit-with-parent",
+        "--audit-webhook-url",
+        `${collector.url}/audit`,
+        "--audit-webhook-token",
+        auditToken,
+        "--audit-policy",
+        auditPolicy,
+      ],
+      { stdio: ["ignore", "pipe", "pipe"] },
+    );
+    tail = "";
+    child.stderr?.setEncoding("utf8").on("data", (chunk: string) => {
+      tail = (tail + chunk).slice(-8000);
+    });
+    const started = child;
+    exited = new Promise<void>((resolve) => started.once("exit", () => resolve()));
+    try {
+      info = await waitForReady(child, () => tail);
+      break;
+    } catch (err) {
+      if (attempt < 3 && /bind: address already in use/.test(String(err))) continue;
+      collector.server.close();
+      removeTempRoot();
+      throw err;
+    }
   }
   const kc = parseYaml(readFileSync(info.kubeconfig, "utf8")) as {
     users: Array<{ user: { token: string } }>;

@@ -36,11 +36,30 @@ export interface OwnDevclusterOptions {
   auditWebhook?: { url: string; token: string; policy: string };
 }
 
-/** Starts a devcluster whose API server also gets `apiserverArgs` (each `--name=value`). */
+/**
+ * A port the devcluster picked (free when it looked) was taken by another process before its API
+ * server or etcd bound it: other devclusters start at the same time in the suite's other lane.
+ */
+const portTaken = /bind: address already in use/;
+
+/**
+ * Starts a devcluster whose API server also gets `apiserverArgs` (each `--name=value`); a start
+ * that lost a port race to another process is tried again, twice at most.
+ */
 export async function startOwnDevcluster(
   apiserverArgs: string[],
   options: OwnDevclusterOptions = {},
 ): Promise<OwnDevcluster> {
+  for (let attempt = 1; ; attempt++) {
+    try {
+      return await startOnce(apiserverArgs, options);
+    } catch (err) {
+      if (attempt === 3 || !portTaken.test(String(err))) throw err;
+    }
+  }
+}
+
+async function startOnce(apiserverArgs: string[], options: OwnDevclusterOptions): Promise<OwnDevcluster> {
   const { profile, auditWebhook } = options;
   const child = spawn(
     inject("devclusterBin"),

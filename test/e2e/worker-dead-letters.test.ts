@@ -17,17 +17,11 @@
 import type { Queue } from "@cloudflare/workers-types/index.ts";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createTestHarness, type TestHarness } from "wrangler";
-import { installCrdsAndRbac, optInNamespace, serviceAccountToken } from "../../functions/node/install.ts";
 import { type Proxy as ProxyObject, proxyResource } from "../../shared/controllers/proxy/api.ts";
-import {
-  createFetchTransport,
-  createKube,
-  type Kube,
-  type KubeObject,
-  Resources,
-} from "../../shared/kube/index.ts";
-import { clusterInfo, eventually } from "../setup/cluster.ts";
+import { type Kube, type KubeObject, Resources } from "../../shared/kube/index.ts";
+import { eventually } from "../setup/cluster.ts";
 import { removeNamespaces } from "../support/namespaces.ts";
+import { workerCluster } from "../support/worker-cluster.ts";
 
 const root = new URL("../../", import.meta.url).pathname;
 const namespace = `worker-dlq-${Math.random().toString(36).slice(2, 8)}`;
@@ -47,17 +41,8 @@ let harness: TestHarness;
 let proxy: Proxy;
 
 beforeAll(async () => {
-  const { httpProxy, adminToken } = clusterInfo();
-  const admin = createFetchTransport({ server: httpProxy, token: adminToken });
-  kube = createKube(admin, { fieldManager: "kubefn-e2e" });
-  await installCrdsAndRbac(kube);
-  const workerToken = await serviceAccountToken(admin, "kubefn-system", "kubefn");
-  await kube.create(Resources.Namespace, {
-    apiVersion: "v1",
-    kind: "Namespace",
-    metadata: { name: namespace },
-  });
-  await optInNamespace(kube, namespace);
+  const { httpProxy, workerToken, kube: admin } = await workerCluster(namespace);
+  kube = admin;
   proxy = await kube.create<Proxy>(proxyResource, {
     apiVersion: "crawl.kubefn.dev/v1alpha1",
     kind: "Proxy",

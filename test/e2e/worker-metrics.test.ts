@@ -15,23 +15,16 @@ import { readFileSync } from "node:fs";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createTestHarness, type TestHarness } from "wrangler";
 import { MAX_MESSAGE_BYTES, queuesPort, type WorkerEnv } from "../../functions/cloudflare/index.ts";
-import { installCrdsAndRbac, serviceAccountToken } from "../../functions/node/install.ts";
 import { mapWithConcurrency } from "../../shared/concurrency/index.ts";
 import { type Proxy as ProxyObject, proxyResource } from "../../shared/controllers/proxy/api.ts";
-import {
-  createFetchTransport,
-  createKube,
-  type Kube,
-  type KubeObject,
-  Resources,
-} from "../../shared/kube/index.ts";
+import type { Kube, KubeObject } from "../../shared/kube/index.ts";
 import {
   ENVELOPE_VERSION,
   type Message,
   messageAuthenticatorFrom,
   messageBytes,
 } from "../../shared/runtime/index.ts";
-import { clusterInfo, eventually } from "../setup/cluster.ts";
+import { eventually } from "../setup/cluster.ts";
 import { LOOPBACK_PROBE_CIDRS } from "../support/loopback.ts";
 import { removeNamespaces } from "../support/namespaces.ts";
 import {
@@ -40,6 +33,7 @@ import {
   startHttpTarget,
   type Target,
 } from "../support/probe-fixtures.ts";
+import { workerCluster } from "../support/worker-cluster.ts";
 
 const root = new URL("../../", import.meta.url).pathname;
 const namespace = `worker-metrics-${Math.random().toString(36).slice(2, 8)}`;
@@ -73,16 +67,8 @@ let forwardProxy: ForwardProxy;
 let target: Target;
 
 beforeAll(async () => {
-  const { httpProxy, adminToken } = clusterInfo();
-  const admin = createFetchTransport({ server: httpProxy, token: adminToken });
-  kube = createKube(admin, { fieldManager: "kubefn-e2e" });
-  await installCrdsAndRbac(kube);
-  const workerToken = await serviceAccountToken(admin, "kubefn-system", "kubefn");
-  await kube.create(Resources.Namespace, {
-    apiVersion: "v1",
-    kind: "Namespace",
-    metadata: { name: namespace },
-  });
+  const { httpProxy, workerToken, kube: admin } = await workerCluster(namespace, { optIn: false });
+  kube = admin;
   [forwardProxy, target] = await Promise.all([startForwardProxy(), startHttpTarget()]);
   harness = createTestHarness({
     root,

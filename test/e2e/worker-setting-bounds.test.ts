@@ -11,22 +11,15 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createTestHarness, type TestHarness } from "wrangler";
-import { installCrdsAndRbac, optInNamespace, serviceAccountToken } from "../../functions/node/install.ts";
 import { settingsVariables } from "../../shared/app/index.ts";
 import { signBatch } from "../../shared/app/intake/index.ts";
 import { settingRanges } from "../../shared/app/setting-ranges.ts";
 import { proxyResource } from "../../shared/controllers/proxy/api.ts";
 import { subPoolNamespaceName, subPoolResource } from "../../shared/controllers/subpool/api.ts";
-import {
-  createFetchTransport,
-  createKube,
-  type Kube,
-  type KubeObject,
-  type Resource,
-  Resources,
-} from "../../shared/kube/index.ts";
-import { clusterInfo, eventually } from "../setup/cluster.ts";
+import type { Kube, KubeObject, Resource } from "../../shared/kube/index.ts";
+import { eventually } from "../setup/cluster.ts";
 import { removeNamespaces } from "../support/namespaces.ts";
+import { workerCluster } from "../support/worker-cluster.ts";
 
 const root = new URL("../../", import.meta.url).pathname;
 const namespace = `bounds-e2e-${Math.random().toString(36).slice(2, 8)}`;
@@ -80,17 +73,8 @@ const readyOf = (o: KubeObject | undefined) =>
   )?.reason;
 
 beforeAll(async () => {
-  const { httpProxy, adminToken } = clusterInfo();
-  const admin = createFetchTransport({ server: httpProxy, token: adminToken });
-  kube = createKube(admin, { fieldManager: "kubefn-e2e" });
-  await installCrdsAndRbac(kube);
-  const workerToken = await serviceAccountToken(admin, "kubefn-system", "kubefn");
-  await kube.create(Resources.Namespace, {
-    apiVersion: "v1",
-    kind: "Namespace",
-    metadata: { name: namespace },
-  });
-  await optInNamespace(kube, namespace);
+  const { httpProxy, workerToken, kube: admin } = await workerCluster(namespace);
+  kube = admin;
   harness = createTestHarness({
     root,
     workers: [

@@ -10,16 +10,9 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createTestHarness, type TestHarness } from "wrangler";
 import type { StateChangeMessage } from "../../functions/cloudflare/index.ts";
-import { installCrdsAndRbac, optInNamespace, serviceAccountToken } from "../../functions/node/install.ts";
 import { type Proxy as ProxyObject, proxyResource } from "../../shared/controllers/proxy/api.ts";
-import {
-  createFetchTransport,
-  createKube,
-  type Kube,
-  type KubeObject,
-  Resources,
-} from "../../shared/kube/index.ts";
-import { clusterInfo, eventually } from "../setup/cluster.ts";
+import type { Kube, KubeObject } from "../../shared/kube/index.ts";
+import { eventually } from "../setup/cluster.ts";
 import { LOOPBACK_PROBE_CIDRS } from "../support/loopback.ts";
 import { removeNamespaces } from "../support/namespaces.ts";
 import {
@@ -28,6 +21,7 @@ import {
   startHttpTarget,
   type Target,
 } from "../support/probe-fixtures.ts";
+import { workerCluster } from "../support/worker-cluster.ts";
 
 const root = new URL("../../", import.meta.url).pathname;
 const namespace = `worker-changes-${Math.random().toString(36).slice(2, 8)}`;
@@ -41,17 +35,8 @@ let up: Target;
 let down: Target;
 
 beforeAll(async () => {
-  const { httpProxy, adminToken } = clusterInfo();
-  const admin = createFetchTransport({ server: httpProxy, token: adminToken });
-  kube = createKube(admin, { fieldManager: "kubefn-e2e" });
-  await installCrdsAndRbac(kube);
-  const workerToken = await serviceAccountToken(admin, "kubefn-system", "kubefn");
-  await kube.create(Resources.Namespace, {
-    apiVersion: "v1",
-    kind: "Namespace",
-    metadata: { name: namespace },
-  });
-  await optInNamespace(kube, namespace);
+  const { httpProxy, workerToken, kube: admin } = await workerCluster(namespace);
+  kube = admin;
   [forwardProxy, up, down] = await Promise.all([
     startForwardProxy(),
     startHttpTarget(),

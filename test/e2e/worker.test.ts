@@ -26,23 +26,14 @@ import type { AddressInfo } from "node:net";
 import type { Queue } from "@cloudflare/workers-types/index.ts";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createTestHarness, type TestHarness } from "wrangler";
-import { installCrdsAndRbac, optInNamespace, serviceAccountToken } from "../../functions/node/install.ts";
 import { signBatch } from "../../shared/app/intake/index.ts";
 import { type Proxy as ProxyObject, proxyResource } from "../../shared/controllers/proxy/api.ts";
 import { proxyProbeView } from "../../shared/controllers/proxy/health-subject.ts";
 import { ownerTagKey } from "../../shared/controllers/proxy/providers/provider.ts";
 import { subPoolNamespaceName, subPoolResource } from "../../shared/controllers/subpool/api.ts";
-import {
-  createFetchTransport,
-  createKube,
-  fnv1a32,
-  isNotFound,
-  type Kube,
-  type KubeObject,
-  Resources,
-} from "../../shared/kube/index.ts";
+import { fnv1a32, isNotFound, type Kube, type KubeObject, Resources } from "../../shared/kube/index.ts";
 import { ENVELOPE_VERSION, type Message, messageAuthenticatorFrom } from "../../shared/runtime/index.ts";
-import { clusterInfo, eventually, waitForAuditEvent } from "../setup/cluster.ts";
+import { eventually, waitForAuditEvent } from "../setup/cluster.ts";
 import { type FaultProxy, type SeenRequest, startFaultProxy } from "../support/fault-proxy.ts";
 import { LOOPBACK_PROBE_CIDRS } from "../support/loopback.ts";
 import { removeNamespaces } from "../support/namespaces.ts";
@@ -52,6 +43,7 @@ import {
   startHttpTarget,
   type Target,
 } from "../support/probe-fixtures.ts";
+import { workerCluster } from "../support/worker-cluster.ts";
 import { type GceServer, startGceServer } from "./gce-server.ts";
 
 const root = new URL("../../", import.meta.url).pathname;
@@ -72,17 +64,8 @@ let gce: GceServer;
 let wire: FaultProxy;
 
 beforeAll(async () => {
-  const { httpProxy, adminToken } = clusterInfo();
-  const admin = createFetchTransport({ server: httpProxy, token: adminToken });
-  kube = createKube(admin, { fieldManager: "kubefn-e2e" });
-  await installCrdsAndRbac(kube);
-  const workerToken = await serviceAccountToken(admin, "kubefn-system", "kubefn");
-  await kube.create(Resources.Namespace, {
-    apiVersion: "v1",
-    kind: "Namespace",
-    metadata: { name: namespace },
-  });
-  await optInNamespace(kube, namespace);
+  const { httpProxy, workerToken, kube: admin } = await workerCluster(namespace);
+  kube = admin;
   [forwardProxy, target, gce] = await Promise.all([
     startForwardProxy(),
     startHttpTarget(),

@@ -133,7 +133,8 @@ export interface FinalizerDeclaration<T extends KubeObject = KubeObject> {
    */
   want?(object: KubeObject): FinalizerWish;
   /**
-   * On the pass a primary's creation brought ({@link createdReason}), add the finalizer before
+   * On the pass a primary's creation brought ({@link createdReason}), or the sweep's for a live
+   * object it listed without the finalizer (drift reason `finalizer`), add the finalizer before
    * reading the object: one JSON patch that tests the UID the event named and that the object
    * holds no finalizer, whose answer is the object as the API server stores it — the read the
    * pass would have made, one request fewer. Where a test fails (another object of the name, a

@@ -37,7 +37,7 @@ import {
 } from "../definition/index.ts";
 import { backoffSeconds } from "./backoff.ts";
 import { conditionEvents } from "./condition-events.ts";
-import { addFinalizerUnread, guard, runController } from "./finalize.ts";
+import { addFinalizerUnread, FINALIZER_DRIFT, guard, runController } from "./finalize.ts";
 
 /**
  * Conflicts requeue at once (delay 0) this many times in a row; after that they back off like
@@ -199,13 +199,16 @@ export async function runPass(ctx: Context, registry: Registry, message: PassMes
   // creation brought, the finalizer patch's answer is that read (`FinalizerDeclaration.addUnread`).
   let observed: KubeObject | undefined;
   try {
-    const created =
+    // A creation's event, or the sweep finding a live object without the finalizer (under load
+    // the sweep may come first): both name the UID the write tests.
+    const reason = attempt === 0 ? message.trigger?.reason : undefined;
+    const unread =
       def.finalizer?.addUnread === true &&
       message.uid !== undefined &&
-      attempt === 0 &&
-      (message.trigger?.kind === "audit" || message.trigger?.kind === "relay") &&
-      message.trigger.reason === createdReason;
-    if (created)
+      (((message.trigger?.kind === "audit" || message.trigger?.kind === "relay") &&
+        reason === createdReason) ||
+        (message.trigger?.kind === "drift" && reason === FINALIZER_DRIFT));
+    if (unread)
       observed = await addFinalizerUnread(ctx.kube, def.for, objectKey, message.uid!, def.finalizer!);
     observed ??= await ctx.kube.get(def.for, objectKey);
   } catch (err) {

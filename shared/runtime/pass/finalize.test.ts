@@ -289,6 +289,17 @@ describe("regression (issue 33): the finalizer of a new object, added without a 
     else expect(w.stored()?.metadata.finalizers).toEqual([foreign, own]);
   });
 
+  it("so does the sweep's pass for an object it listed without the finalizer (under load it may come first)", async () => {
+    const w = unreadWorld(widget());
+    await runPass(w.ctx, createRegistry([w.def]), {
+      ...message,
+      uid: "uid-w1",
+      trigger: { kind: "drift", reason: "finalizer" },
+    });
+    expect(w.reads()).toEqual([]);
+    expect(w.stored()?.metadata.finalizers).toEqual([own]);
+  });
+
   it("a finalizer the object does not want is taken off again at once", async () => {
     const w = unreadWorld(widget({}, { want: "as-is" }));
     await runPass(w.ctx, createRegistry([w.def]), w.created("uid-w1"));
@@ -298,6 +309,10 @@ describe("regression (issue 33): the finalizer of a new object, added without a 
 
   it.each([
     ["another trigger", { ...message, uid: "uid-w1", trigger: { kind: "audit" as const } }],
+    [
+      "another drift",
+      { ...message, uid: "uid-w1", trigger: { kind: "drift" as const, reason: "generation" } },
+    ],
     ["no UID", { ...message, trigger: { kind: "audit" as const, reason: createdReason } }],
     [
       "a retry",

@@ -45,6 +45,9 @@ export function finalizerStep(
   return "reconcile";
 }
 
+/** The drift reason of a live object whose finalizer is not as it wants ({@link finalizerDrift}). */
+export const FINALIZER_DRIFT = "finalizer";
+
 /**
  * Why the sweep sends `primary` a pass for its finalizer (pure): `finalizer` when a live object's
  * finalizer is not as it wants (missing while it holds, held while it releases) and no error latch
@@ -54,7 +57,7 @@ export function finalizerDrift(def: ControllerDefinition, primary: KubeObject): 
   if (primary.metadata.deletionTimestamp) return undefined;
   const step = finalizerStep(def.finalizer, primary);
   if (step !== "add" && step !== "release") return undefined;
-  return isLatched(def.errorPolicy, primary) ? undefined : "finalizer";
+  return isLatched(def.errorPolicy, primary) ? undefined : FINALIZER_DRIFT;
 }
 
 /** What {@link runController} left for the executor. */

@@ -135,7 +135,7 @@ export interface FinalizerDeclaration<T extends KubeObject = KubeObject> {
   /**
    * On the pass a primary's creation brought ({@link createdReason}), or the sweep's for a live
    * object it listed without the finalizer (drift reason `finalizer`), add the finalizer before
-   * reading the object: one JSON patch that tests the UID the event named and that the object
+   * reading the object: one JSON patch that tests the UID the message names and that the object
    * holds no finalizer, whose answer is the object as the API server stores it — the read the
    * pass would have made, one request fewer. Where a test fails (another object of the name, a
    * finalizer already there, or a deletion begun) the pass reads the object as every other does.

@@ -44,6 +44,7 @@ export {
 export {
   awaitSweep,
   type ControllerDefinition,
+  createdReason,
   createRegistry,
   type DriftDeclaration,
   type DriftList,

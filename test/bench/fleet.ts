@@ -654,6 +654,21 @@ async function converge(
   };
 }
 
+/** The SubPool passes between two reads of `kubefn_pass_triggers_total`, by trigger, per pool (pure). */
+export function perPoolTriggers(
+  before: Record<string, number>,
+  after: Record<string, number>,
+  pools: number,
+): Record<string, number> {
+  const out: Record<string, number> = {};
+  for (const [key, n] of Object.entries(after)) {
+    if (!key.startsWith("subpool:")) continue;
+    const d = n - (before[key] ?? 0);
+    if (d > 0) out[key.slice("subpool:".length)] = round(d / pools, 2);
+  }
+  return out;
+}
+
 async function countPools(admin: Kube, res: Resource, prefix: string): Promise<number> {
   const pools = await listAll<KubeObject & { status?: { namespace?: string } }>(admin, res, {});
   return pools.filter((p) => p.metadata.name?.startsWith(prefix) && p.status?.namespace).length;
@@ -776,6 +791,7 @@ export async function benchFleet(opts: FleetOptions = defaultFleet): Promise<Fle
       at: Date.now(),
       cpu: usageOf(host.child.pid!).cpuSeconds,
       passes: await counterSum(host, "kubefn_passes_total"),
+      triggers: await counterBy(host, "kubefn_pass_triggers_total", ["controller", "trigger", "reason"]),
     };
     process.stderr.write(`fleet: ${opts.subPools} kubefn SubPools …\n`);
     const kfPools = Array.from({ length: opts.subPools }, (_, i) =>
@@ -790,6 +806,13 @@ export async function benchFleet(opts: FleetOptions = defaultFleet): Promise<Fle
       () => countPools(admin, subPoolResource, "kf-"),
       Math.max(600_000, opts.subPools * 900),
       () => hostQueue(host),
+    );
+    // Why each SubPool pass in the window ran (`subpool:audit`, `subpool:audit:owned-status`,
+    // `subpool:follow-up:waiting`, …), per pool: the passes behind the requests counted.
+    const kfPoolPasses = perPoolTriggers(
+      convergeFrom.triggers,
+      await counterBy(host, "kubefn_pass_triggers_total", ["controller", "trigger", "reason"]),
+      opts.subPools,
     );
 
     // kubefn's Proxies, health-checked through local forward proxies.
@@ -1110,7 +1133,7 @@ export async function benchFleet(opts: FleetOptions = defaultFleet): Promise<Fle
       ),
       steadySeconds: round(minutes * 60, 0),
       converge: {
-        kubefnSubPools: kfPoolConverge,
+        kubefnSubPools: { ...kfPoolConverge, passesPerObjectByTrigger: kfPoolPasses },
         kubefnProxies: proxyConverge,
         peerSubPools: peerPoolConverge,
         kubefnHealthSettle: healthSettle,
@@ -1162,6 +1185,15 @@ export async function benchFleet(opts: FleetOptions = defaultFleet): Promise<Fle
         figure: `${kfPoolConverge.perObject} / ${peerPoolConverge.perObject}`,
         unit: "requests kubefn / peer",
         note: `kubefn ÷ peer ${json.ratio.subPoolConvergeRequestsPerObject}; kubefn ${verbs(kfPoolConverge.byVerb)} (${kfPoolConverge.notFound} 404s); peer ${verbs(peerPoolConverge.byVerb)}`,
+      },
+      {
+        name: "  per SubPool: kubefn passes",
+        figure: round(
+          Object.values(kfPoolPasses).reduce((a, b) => a + b, 0),
+          2,
+        ),
+        unit: "passes",
+        note: `by trigger ${verbs(kfPoolPasses)}`,
       },
       // What each side's converging cost, request by request, kubefn's beside the peer's.
       ...(withPeer

@@ -46,6 +46,8 @@ let queued: PassMessage[] = [];
 let looks: PassMessage[] = [];
 const errors: string[] = [];
 const names = Array.from({ length: POOLS }, (_, i) => `cv${suffix}-${i}`);
+/** A pool whose creation's message names another UID (a forged or stale event). */
+const otherUid = `cv${suffix}-uid`;
 /** Pools whose StatefulSet's readiness reaches kubefn as its status writes' audit events (issue 33). */
 const EVENT_POOLS = 3;
 /** The rest: their events are lost, and their own waiting looks find their readiness. */
@@ -159,12 +161,13 @@ beforeAll(async () => {
 }, 120_000);
 
 afterAll(async () => {
-  for (const name of names) await admin.delete(subPoolResource, { name }).catch(() => undefined);
+  const all = [...names, otherUid];
+  for (const name of all) await admin.delete(subPoolResource, { name }).catch(() => undefined);
   // Drive the finalizers (the Namespace goes first), as the pools' own events would.
   const deadline = Date.now() + 90_000;
   while (Date.now() < deadline) {
     const left = [];
-    for (const name of names) {
+    for (const name of all) {
       const pool = await admin.get(subPoolResource, { name }).catch(() => undefined);
       if (pool) left.push(name);
     }
@@ -177,9 +180,9 @@ afterAll(async () => {
 }, 120_000);
 
 describe("converging SubPools, counted on the wire", () => {
-  it("a batch of new pools costs each its read, its 9 creates, its RoleBinding, the finalizer and the status", async () => {
+  it("a batch of new pools costs each its 9 creates, its RoleBinding, the finalizer patch (its read) and the status", async () => {
     auditSince = (await auditEventsSince(0)).next;
-    const pools = [];
+    const pools: KubeObject[] = [];
     for (const name of names) pools.push(await createPool(name));
     const res = await kubefn.fetch(
       new Request("http://kubefn.test/v1/events", {
@@ -198,8 +201,15 @@ describe("converging SubPools, counted on the wire", () => {
     queued = [];
     expect(messages.map((m) => m.request.name).sort()).toEqual([...names].sort());
     looks = [];
-    // The audit event's body is the sender's word: the message is the key, the pass reads the pool.
+    // The audit event's body is the sender's word: the message is the key and, for a creation,
+    // the created UID — the precondition of the pass's finalizer patch, whose answer is its read.
     expect(messages.every((m) => !("snapshot" in m) && m.listed === undefined)).toBe(true);
+    expect(messages.map((m) => [m.uid, m.trigger])).toEqual(
+      names.map((name) => [
+        pools.find((p) => p.metadata.name === name)!.metadata.uid,
+        { kind: "audit", reason: "created" },
+      ]),
+    );
 
     const batched = await batch(messages);
     const { events } = batched;
@@ -217,17 +227,23 @@ describe("converging SubPools, counted on the wire", () => {
     expect(calls.filter((c) => c.method === "POST")).toHaveLength(10 * POOLS);
     expect(verbs["PATCH subpools"]).toBe(POOLS);
     expect(verbs["PATCH subpools/status"]).toBe(POOLS);
-    // Each pass reads its pool (issue 30: no body from a channel stands in for it); one read of
-    // the proxy gateway's EndpointSlices serves the whole batch; a cold instance also checks its
-    // admission policies once (two lists, then cached for the re-check period).
+    // Regression (issue 33): no pass reads its pool first. The finalizer patch, guarded by the
+    // created UID and by the pool holding no finalizer, answers the pool as the API server stores
+    // it (issue 30: no body from a channel stands in for it); one read of the proxy gateway's
+    // EndpointSlices serves the whole batch; a cold instance also checks its admission policies
+    // once (two lists, then cached for the re-check period).
     const admission = (c: RecordedCall) => c.path.includes("/validatingadmissionpolic");
     expect(calls.filter((c) => c.method === "GET" && admission(c)).length).toBeLessThanOrEqual(2);
-    expect(verbs["GET subpools"]).toBe(POOLS);
+    expect(verbs["GET subpools"], JSON.stringify(verbs)).toBeUndefined();
     expect(
       calls.filter((c) => c.method === "GET" && !admission(c)),
       JSON.stringify(verbs),
-    ).toHaveLength(POOLS + 1);
-    expect(calls.filter((c) => !admission(c)).length).toBeLessThanOrEqual(13 * POOLS + 1);
+    ).toHaveLength(1);
+    expect(calls.filter((c) => !admission(c)).length).toBeLessThanOrEqual(12 * POOLS + 1);
+    for (const name of names) {
+      const pool = await admin.get(subPoolResource, { name });
+      expect(pool.metadata.finalizers).toEqual(["subrelay.example.com/finalizer"]);
+    }
     for (const name of names) {
       const pool = await admin.get(subPoolResource, { name });
       const conditions =
@@ -403,4 +419,38 @@ describe("converging SubPools, counted on the wire", () => {
     await kubefn.sweep();
     expect(queued.filter(ours).map((m) => `${m.request.name} ${JSON.stringify(m.trigger)}`)).toEqual([]);
   }, 240_000);
+
+  it("issue 33: a creation's event whose body names another UID (forged or stale): the API server refuses the finalizer patch's test, and the pass reads the pool", async () => {
+    const pool = await createPool(otherUid);
+    const forged = { ...pool, metadata: { ...pool.metadata, uid: "00000000-0000-4000-8000-000000000000" } };
+    queued = [];
+    const res = await kubefn.fetch(
+      new Request("http://kubefn.test/v1/events", {
+        method: "POST",
+        headers: { authorization: `Bearer ${auditToken}`, "content-type": "application/json" },
+        body: JSON.stringify({
+          kind: "EventList",
+          apiVersion: "audit.k8s.io/v1",
+          metadata: {},
+          items: [createEvent(forged, POOLS + 1)],
+        }),
+      }),
+    );
+    expect(res.status, await res.clone().text()).toBeLessThan(300);
+    const messages = queued.filter((m) => m.request.name === otherUid);
+    queued = [];
+    expect(messages.map((m) => [m.uid, m.trigger])).toEqual([
+      [forged.metadata.uid, { kind: "audit", reason: "created" }],
+    ]);
+    const { calls } = await batch(messages);
+    const subPoolCalls = calls
+      .filter((c) => c.path.includes("/subpools/"))
+      .map((c) => `${c.method} ${c.status}`);
+    // The refused test (422), then the read: the message was for another object, dropped as stale.
+    expect(subPoolCalls, JSON.stringify(calls)).toEqual(["PATCH 422", "GET 200"]);
+    const stored = await admin.get(subPoolResource, { name: otherUid });
+    expect(stored.metadata.finalizers ?? []).toEqual([]);
+    expect(stored.metadata.resourceVersion).toBe(pool.metadata.resourceVersion);
+    expect(errors).toEqual([]);
+  }, 60_000);
 });

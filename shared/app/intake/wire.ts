@@ -18,7 +18,7 @@ const envelopeOf: Record<BatchSource, string> = {
 
 /**
  * The intake's `map` over the runtime's event mapping: every request becomes a fresh message
- * (attempt 0) carrying only its key and trigger — never a body from the batch, which whoever can
+ * (attempt 0) carrying only its key and trigger (and a creation's UID, a precondition) — never a body from the batch, which whoever can
  * write into the channel chose (the pass reads the object itself) — and an envelope
  * the mapping cannot read becomes a 400. Each intake canary the batch created (`kubefn doctor`)
  * is acknowledged with an Event about it, naming the source (see runtime/intake/intake-canary.ts).
@@ -37,12 +37,20 @@ export function mapWithRegistry(
       if (mapped.source !== source) {
         throw new MalformedBatchError(`a ${source} sender must send ${envelopeOf[source]}`);
       }
-      const { requests, reasons, counts } = mapped;
+      const { requests, reasons, uids, counts } = mapped;
       if (mapped.canaries.length > 0) await acknowledgeCanaries(ctx, source, mapped.canaries);
       return {
         messages: requests.map((request) => {
-          const reason = reasons.get(requestKey(request));
-          return { request, attempt: 0, trigger: { kind: source, ...(reason ? { reason } : {}) } };
+          const key = requestKey(request);
+          const reason = reasons.get(key);
+          const uid = uids.get(key);
+          return {
+            request,
+            attempt: 0,
+            // The created object's UID: a precondition of the pass's first write (createdReason).
+            ...(uid ? { uid } : {}),
+            trigger: { kind: source, ...(reason ? { reason } : {}) },
+          };
         }),
         counts,
       };

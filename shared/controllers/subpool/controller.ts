@@ -102,7 +102,9 @@ export function subPoolController(deps: SubPoolControllerDeps = {}): ControllerD
     finalizer: {
       ...subPoolFinalizing,
       // Seed step 1: nothing is written, the finalizer included, while the configuration is invalid.
-      ...("invalid" in passDeps.operatorConfig ? { want: () => "as-is" as const } : {}),
+      // Otherwise a new pool's first pass adds it before reading the pool: the patch answers the
+      // pool as stored, one GET fewer a pool than the read before it (issue 33).
+      ...("invalid" in passDeps.operatorConfig ? { want: () => "as-is" as const } : { addUnread: true }),
       cleanup: (ctx, object) => cleanupSubPool(ctx, object, timings),
     },
     stateChanges: subPoolStateChanges,

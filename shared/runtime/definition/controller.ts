@@ -41,6 +41,14 @@ export interface Watch {
  */
 export const ownedStatusReason = "owned-status";
 
+/**
+ * The trigger reason of a pass intake sent for a primary's creation alone; its message carries the
+ * created object's UID. A primary whose finalizer is declared `addUnread` gets it on that pass
+ * without a read first: the finalizer patch, guarded by that UID and by the object holding no
+ * finalizer, answers the object as stored (see `FinalizerDeclaration.addUnread`).
+ */
+export const createdReason = "created";
+
 /** Context of one pass: the world, plus the message's attempt count. */
 export interface PassContext extends Context {
   request: Request;
@@ -124,6 +132,19 @@ export interface FinalizerDeclaration<T extends KubeObject = KubeObject> {
    * `hold` for every object.
    */
   want?(object: KubeObject): FinalizerWish;
+  /**
+   * On the pass a primary's creation brought ({@link createdReason}), or the sweep's for a live
+   * object it listed without the finalizer (drift reason `finalizer`), add the finalizer before
+   * reading the object: one JSON patch that tests the UID the message names and that the object
+   * holds no finalizer, whose answer is the object as the API server stores it — the read the
+   * pass would have made, one request fewer. Where a test fails (another object of the name, a
+   * finalizer already there, or a deletion begun) the pass reads the object as every other does.
+   * `want` is asked of the answer: a finalizer it does not want is taken off again at once.
+   *
+   * Caveats: only the UID comes from the event, and only as a precondition; nothing the pass
+   * writes rests on the event's body.
+   */
+  addUnread?: boolean;
   /**
    * Releases what the object held (kube-rs's `Event::Cleanup`), on a private copy of the object
    * whose status it may change (progress, a blocked deletion's reason). Return `done()` once

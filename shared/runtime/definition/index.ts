@@ -7,7 +7,7 @@ export type {
   Watch,
   WatchedChange,
 } from "./controller.ts";
-export { ownedStatusReason } from "./controller.ts";
+export { createdReason, ownedStatusReason } from "./controller.ts";
 export {
   combineListed,
   DEFAULT_SAFETY_NET_SECONDS,

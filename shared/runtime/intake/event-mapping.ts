@@ -11,6 +11,7 @@ import {
 import { type Context, isEmptyStatus, type Request, requestKey, type StatusSeal } from "../core/index.ts";
 import {
   type ControllerDefinition,
+  createdReason,
   groupOf,
   ownedStatusReason,
   type Registry,
@@ -84,10 +85,16 @@ export interface MappingResult {
   requests: Request[];
   /**
    * The reason of each request (by `requestKey`) that only status writes of owned objects
-   * brought ({@link ownedStatusReason}; see `ControllerDefinition.readinessFrom`). A request any
-   * other change brought has none: its pass is a whole one.
+   * brought ({@link ownedStatusReason}; see `ControllerDefinition.readinessFrom`), or only the
+   * primary's creation ({@link createdReason}). A request any other change (or both) brought has
+   * none: its pass is a whole one.
    */
   reasons: ReadonlyMap<string, string>;
+  /**
+   * The UID of each request (by `requestKey`) whose reason is {@link createdReason}: the created
+   * object's, as the event's body names it (the sender's word: a precondition, never a fact).
+   */
+  uids: ReadonlyMap<string, string>;
   counts: MappingCounts;
   /**
    * Names of intake canaries (see intake-canary.ts) the batch created, in kubefn-system, once
@@ -149,6 +156,7 @@ export async function mapEvents(
     source: batch.source,
     requests: mapper.requests(),
     reasons: mapper.reasons,
+    uids: mapper.createdUids(),
     counts: mapper.counts,
     canaries: [...mapper.canaries],
   };
@@ -181,6 +189,8 @@ class BatchMapper {
   private readonly out = new Map<string, Request>();
   /** Requests only owned objects' status writes brought, by key: see `MappingResult.reasons`. */
   readonly reasons = new Map<string, string>();
+  /** The UID a primary's create named, by key (kept only while the reason stays `created`). */
+  private readonly uids = new Map<string, string>();
   readonly canaries = new Set<string>();
   private readonly jobs = new Map<string, WatchJob>();
   /** Primaries' status writes whose stored status must carry kubefn's seal, by request key. */
@@ -467,7 +477,11 @@ class BatchMapper {
       };
       if (request.namespace === undefined) delete request.namespace;
       if (passes) {
-        this.emit(request);
+        // A creation alone: the pass may add the finalizer before it reads (createdReason).
+        const uid = change.verb === "create" ? change.object?.metadata.uid : undefined;
+        if (typeof uid === "string" && uid !== "" && this.emit(request, createdReason))
+          this.uids.set(requestKey(request), uid);
+        else this.emit(request);
         produced = true;
       }
     }
@@ -536,10 +550,16 @@ class BatchMapper {
     if (!this.out.has(key)) {
       this.out.set(key, request);
       if (reason !== undefined) this.reasons.set(key, reason);
-    } else if (reason === undefined) {
+    } else if (this.reasons.get(key) !== reason) {
+      // Two changes asking for different passes: a whole one.
       this.reasons.delete(key);
     }
     return true;
+  }
+
+  /** The UIDs of the requests whose reason stayed {@link createdReason}. */
+  createdUids(): Map<string, string> {
+    return new Map([...this.uids].filter(([key]) => this.reasons.get(key) === createdReason));
   }
 
   async runWatches(ctx: Pick<Context, "kube" | "log" | "metrics">, concurrency: number): Promise<void> {

@@ -34,6 +34,12 @@ describe("coalesce (two messages for one key)", () => {
     ],
     ["different UIDs: neither", { ...msg("a"), uid: "new" }, { ...msg("a", 1), uid: "old" }, msg("a", 1)],
     [
+      "regression (issue 33): a creation after a waiting look of an earlier object of the name: a whole pass, no UID (a creation asks for no narrower pass)",
+      { ...msg("a"), uid: "old", trigger: { kind: "follow-up", reason: "waiting" } },
+      { ...msg("a"), uid: "new", trigger: { kind: "audit", reason: "created" } },
+      { ...msg("a"), trigger: { kind: "audit", reason: "created" } },
+    ],
+    [
       "a reasoned follow-up after an event: the pass does what the event asked, not the narrower look",
       { ...msg("a"), trigger: { kind: "audit" } },
       { ...msg("a"), uid: "u1", trigger: { kind: "follow-up", reason: "waiting" } },

@@ -1,4 +1,5 @@
 import type { Message, PassMessage } from "../core/index.ts";
+import { createdReason } from "../definition/index.ts";
 
 /**
  * One message for two of the same key (`messageKey`), for a queue that keeps one message a key
@@ -20,9 +21,11 @@ export function coalesce(earlier: Message, later: Message): Message {
   return merged;
 }
 
+/** A creation's reason asks for no narrower pass: only that its finalizer may be added unread. */
 const narrowed = (m: PassMessage): boolean =>
   (m.trigger?.kind === "follow-up" || m.trigger?.kind === "audit" || m.trigger?.kind === "relay") &&
-  !!m.trigger.reason;
+  !!m.trigger.reason &&
+  m.trigger.reason !== createdReason;
 
 function coalesceFields(earlier: PassMessage, later: PassMessage): PassMessage {
   if (earlier.uid !== undefined && earlier.uid === later.uid) return later;

@@ -24,6 +24,7 @@ import {
   applyErrorPolicy,
   applyReadiness,
   type ControllerDefinition,
+  createdReason,
   done,
   type ErrorPolicy,
   failed,
@@ -36,7 +37,7 @@ import {
 } from "../definition/index.ts";
 import { backoffSeconds } from "./backoff.ts";
 import { conditionEvents } from "./condition-events.ts";
-import { guard, runController } from "./finalize.ts";
+import { addFinalizerUnread, FINALIZER_DRIFT, guard, runController } from "./finalize.ts";
 
 /**
  * Conflicts requeue at once (delay 0) this many times in a row; after that they back off like
@@ -194,10 +195,22 @@ export async function runPass(ctx: Context, registry: Registry, message: PassMes
 
   // The primary is always read: no body from a message stands in for it, so the spec every
   // write (derived objects included, which its resourceVersion does not guard) is made from is
-  // the one the API server stores now, never an older one a queue held back.
+  // the one the API server stores now, never an older one a queue held back. On the pass a
+  // creation brought, the finalizer patch's answer is that read (`FinalizerDeclaration.addUnread`).
   let observed: KubeObject | undefined;
   try {
-    observed = await ctx.kube.get(def.for, objectKey);
+    // A creation's event, or the sweep finding a live object without the finalizer (under load
+    // the sweep may come first): both name the UID the write tests.
+    const reason = attempt === 0 ? message.trigger?.reason : undefined;
+    const unread =
+      def.finalizer?.addUnread === true &&
+      message.uid !== undefined &&
+      (((message.trigger?.kind === "audit" || message.trigger?.kind === "relay") &&
+        reason === createdReason) ||
+        (message.trigger?.kind === "drift" && reason === FINALIZER_DRIFT));
+    if (unread)
+      observed = await addFinalizerUnread(ctx.kube, def.for, objectKey, message.uid!, def.finalizer!);
+    observed ??= await ctx.kube.get(def.for, objectKey);
   } catch (err) {
     if (!isNotFound(err)) {
       await settle(ctx, def, summary, message, attempt, failed(err));

@@ -1,10 +1,11 @@
 import { describe, expect, it } from "vitest";
 import { FakeKube, fakeContext } from "../../../test/support/fake-kube.ts";
-import { ConflictError } from "../../kube/errors.ts";
+import { ConflictError, InvalidError, NotFoundError } from "../../kube/errors.ts";
 import type { KubeObject, Resource } from "../../kube/port.ts";
 import type { PassMessage } from "../core/index.ts";
 import {
   type ControllerDefinition,
+  createdReason,
   createRegistry,
   done,
   type FinalizerWish,
@@ -225,5 +226,104 @@ describe("finalizerStep and finalizerDrift", () => {
     expect(() =>
       createRegistry([{ ...def, finalizer: { name: "finalizer", cleanup: async () => done() } }]),
     ).toThrow(RegistryError);
+  });
+});
+
+describe("regression (issue 33): the finalizer of a new object, added without a read first", () => {
+  /**
+   * `world`, its finalizer declared `addUnread`, and its FakeKube answering the JSON patch the
+   * runtime sends as the API server does (FakeKube has no JSON patch): each `test` against the
+   * stored object, a missing member equal to `null`, then the `add` as a merge patch.
+   */
+  function unreadWorld(object: KubeObject) {
+    const w = world(object);
+    w.def.finalizer = { ...w.def.finalizer!, addUnread: true };
+    const merge = w.kube.patch.bind(w.kube);
+    w.kube.patch = async (res, key, patch) => {
+      if (patch.type !== "json") return merge(res, key, patch);
+      w.kube.calls.push({ method: "patch", resource: res.resource, key, body: patch });
+      const stored = w.kube.stored(res, key);
+      if (!stored) throw new NotFoundError("not found", { status: 404, reason: "NotFound" });
+      const body: Record<string, unknown> = {};
+      for (const op of patch.ops) {
+        const field = op.path.replace("/metadata/", "") as keyof KubeObject["metadata"];
+        if (op.op === "test" && (stored.metadata[field] ?? null) !== op.value)
+          throw new InvalidError(`testing value ${op.path} failed`, { status: 422, reason: "Invalid" });
+        if (op.op === "add") body[field] = op.value;
+      }
+      return merge(res, key, { type: "merge", body: { metadata: body } });
+    };
+    const created = (uid: string): PassMessage => ({
+      ...message,
+      uid,
+      trigger: { kind: "audit", reason: createdReason },
+    });
+    const reads = () => w.kube.calls.filter((c) => c.method === "get");
+    return { ...w, created, reads };
+  }
+
+  it("the pass a creation brought adds it with one guarded patch, whose answer reconcile works on: no read", async () => {
+    const w = unreadWorld(widget());
+    const result = await runPass(w.ctx, createRegistry([w.def]), w.created("uid-w1"));
+    expect(result.result).toBe("done");
+    expect(w.reads()).toEqual([]);
+    expect(w.seen).toEqual([{ call: "reconcile", stored: [own] }]);
+    const patch = w.kube.calls.find((c) => c.method === "patch")?.body as { ops: unknown[] };
+    expect(patch.ops).toEqual([
+      { op: "test", path: "/metadata/uid", value: "uid-w1" },
+      { op: "test", path: "/metadata/finalizers", value: null },
+      { op: "test", path: "/metadata/deletionTimestamp", value: null },
+      { op: "add", path: "/metadata/finalizers", value: [own] },
+    ]);
+  });
+
+  it.each([
+    ["another object of the name (the event's UID is not this one's)", widget(), "uid-other"],
+    ["an object holding a finalizer already", widget({ finalizers: [foreign] }), "uid-w1"],
+  ])("where a test fails — %s — the pass reads the object as every other does", async (_, object, uid) => {
+    const w = unreadWorld(object);
+    await runPass(w.ctx, createRegistry([w.def]), w.created(uid));
+    expect(w.reads()).toHaveLength(1);
+    // Another UID: the message was for an earlier object; nothing is written to this one.
+    if (uid === "uid-other") expect(w.stored()?.metadata.finalizers).toBeUndefined();
+    else expect(w.stored()?.metadata.finalizers).toEqual([foreign, own]);
+  });
+
+  it("so does the sweep's pass for an object it listed without the finalizer (under load it may come first)", async () => {
+    const w = unreadWorld(widget());
+    await runPass(w.ctx, createRegistry([w.def]), {
+      ...message,
+      uid: "uid-w1",
+      trigger: { kind: "drift", reason: "finalizer" },
+    });
+    expect(w.reads()).toEqual([]);
+    expect(w.stored()?.metadata.finalizers).toEqual([own]);
+  });
+
+  it("a finalizer the object does not want is taken off again at once", async () => {
+    const w = unreadWorld(widget({}, { want: "as-is" }));
+    await runPass(w.ctx, createRegistry([w.def]), w.created("uid-w1"));
+    expect(w.stored()?.metadata.finalizers ?? []).toEqual([]);
+    expect(w.seen.map((s) => [s.call, s.stored ?? []])).toEqual([["reconcile", []]]);
+  });
+
+  it.each([
+    ["another trigger", { ...message, uid: "uid-w1", trigger: { kind: "audit" as const } }],
+    [
+      "another drift",
+      { ...message, uid: "uid-w1", trigger: { kind: "drift" as const, reason: "generation" } },
+    ],
+    ["no UID", { ...message, trigger: { kind: "audit" as const, reason: createdReason } }],
+    [
+      "a retry",
+      { ...message, uid: "uid-w1", attempt: 1, trigger: { kind: "audit" as const, reason: createdReason } },
+    ],
+  ])("with %s the pass reads first", async (_, m) => {
+    const w = unreadWorld(widget());
+    await runPass(w.ctx, createRegistry([w.def]), m);
+    expect(w.reads()).toHaveLength(1);
+    expect(
+      w.kube.calls.some((c) => c.method === "patch" && (c.body as { type?: string }).type === "json"),
+    ).toBe(false);
   });
 });

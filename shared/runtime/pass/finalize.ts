@@ -1,7 +1,11 @@
 import { assertNever } from "../../guards/index.ts";
 import {
   addFinalizer,
+  ConflictError,
+  ForbiddenError,
   hasFinalizer,
+  InvalidError,
+  isNotFound,
   type Kube,
   type KubeObject,
   keyOf,
@@ -41,6 +45,9 @@ export function finalizerStep(
   return "reconcile";
 }
 
+/** The drift reason of a live object whose finalizer is not as it wants ({@link finalizerDrift}). */
+export const FINALIZER_DRIFT = "finalizer";
+
 /**
  * Why the sweep sends `primary` a pass for its finalizer (pure): `finalizer` when a live object's
  * finalizer is not as it wants (missing while it holds, held while it releases) and no error latch
@@ -50,7 +57,7 @@ export function finalizerDrift(def: ControllerDefinition, primary: KubeObject): 
   if (primary.metadata.deletionTimestamp) return undefined;
   const step = finalizerStep(def.finalizer, primary);
   if (step !== "add" && step !== "release") return undefined;
-  return isLatched(def.errorPolicy, primary) ? undefined : "finalizer";
+  return isLatched(def.errorPolicy, primary) ? undefined : FINALIZER_DRIFT;
 }
 
 /** What {@link runController} left for the executor. */
@@ -174,6 +181,56 @@ export async function patchPrimaryMetadata(
     if (updated.metadata[field]) object.metadata[field] = updated.metadata[field] as never;
     else delete object.metadata[field];
   }
+}
+
+/**
+ * The finalizer of `declaration` added to the object at `key` without reading it first (see
+ * `FinalizerDeclaration.addUnread`): one JSON patch that tests the object's UID is `uid` and that
+ * it holds no finalizer, answering the object as stored; `undefined` when a test or the API server
+ * refuses it (another object of the name, one holding a finalizer, one being deleted, none at all):
+ * the caller reads the object instead. A finalizer the object does not `want` is taken off again.
+ *
+ * Caveats: a missing member tested against `null` passes on the Kubernetes API server (its JSON
+ * patch library does so; RFC 6902 would refuse it): where it did not, every such pass would read
+ * as before, one refused patch more (test/integration/subpool-converge.test.ts counts it).
+ */
+export async function addFinalizerUnread(
+  kube: Kube,
+  res: Resource,
+  key: { namespace?: string; name: string },
+  uid: string,
+  declaration: FinalizerDeclaration,
+): Promise<KubeObject | undefined> {
+  let object: KubeObject;
+  try {
+    object = await kube.patch(res, key.namespace ? key : { name: key.name }, {
+      type: "json",
+      ops: [
+        { op: "test", path: "/metadata/uid", value: uid },
+        { op: "test", path: "/metadata/finalizers", value: null },
+        { op: "test", path: "/metadata/deletionTimestamp", value: null },
+        { op: "add", path: "/metadata/finalizers", value: [declaration.name] },
+      ],
+    });
+  } catch (err) {
+    if (refusedPrecondition(err)) return undefined;
+    throw err;
+  }
+  if ((declaration.want?.(object) ?? "hold") !== "hold") {
+    const { finalizers } = removeFinalizer(object.metadata.finalizers, declaration.name);
+    await patchPrimaryMetadata(kube, res, object, { finalizers });
+  }
+  return object;
+}
+
+/** A patch refused for its tests or the object's state, not for a fault: read instead. */
+function refusedPrecondition(err: unknown): boolean {
+  return (
+    err instanceof InvalidError ||
+    err instanceof ConflictError ||
+    err instanceof ForbiddenError ||
+    isNotFound(err)
+  );
 }
 
 /** `run()`'s Outcome; a throw or a value that is not an Outcome is `failed`. */

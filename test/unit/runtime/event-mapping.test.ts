@@ -344,9 +344,19 @@ describe("mapEvents: audit EventList", () => {
     };
     const result = await mapEvents(ctx, registry, eventList(created));
     expect(result.requests).toEqual([{ controller: "subpool", name: "demo" }]);
-    // Reasons are intake's own words (which kind of change it saw), keyed by request, never a body.
-    expect(Object.keys(result).sort()).toEqual(["canaries", "counts", "reasons", "requests", "source"]);
-    expect([...result.reasons]).toEqual([]);
+    // Reasons are intake's own words (which kind of change it saw), keyed by request, never a body;
+    // of the body only a creation's UID travels, as the precondition of the pass's first write
+    // (issue 33: the finalizer patch tests it), never as a fact the pass acts on.
+    expect(Object.keys(result).sort()).toEqual([
+      "canaries",
+      "counts",
+      "reasons",
+      "requests",
+      "source",
+      "uids",
+    ]);
+    expect([...result.reasons]).toEqual([["subpool//demo", "created"]]);
+    expect([...result.uids]).toEqual([["subpool//demo", "uid-demo"]]);
   });
 
   it.each([
@@ -425,5 +435,52 @@ describe("mapEvents: relay batch", () => {
     const valid = { ...batch, events: batch.events.slice(0, 3) };
     expect(relayBatchSchema.safeParse(valid).success).toBe(true);
     expect(relayBatchSchema.safeParse(batch).success).toBe(false);
+  });
+});
+
+describe("regression (issue 33): a primary's creation alone", () => {
+  const create = (name: string, uid: string | undefined, verb = "create") => ({
+    level: "RequestResponse",
+    auditID: `b0000000-0000-4000-8000-${name.padEnd(12, "0").slice(0, 12)}`,
+    stage: "ResponseComplete",
+    requestURI: "/apis/subrelay.example.com/v1alpha1/subpools",
+    verb,
+    user: { username: "admin", groups: ["system:masters"] },
+    objectRef: { resource: "subpools", name, apiGroup: "subrelay.example.com", apiVersion: "v1alpha1" },
+    responseStatus: { metadata: {}, code: verb === "create" ? 201 : 200 },
+    responseObject: {
+      apiVersion: "subrelay.example.com/v1alpha1",
+      kind: "SubPool",
+      metadata: { name, generation: 1, ...(uid ? { uid } : {}) },
+      spec: {},
+    },
+  });
+
+  it("maps with the reason `created` and the UID its body names, so the pass may add the finalizer unread", async () => {
+    const { ctx, registry } = world();
+    const result = await mapEvents(ctx, registry, eventList(create("a", "uid-a"), create("b", undefined)), {
+      selfUsernames: [SELF],
+    });
+    expect(result.requests).toEqual([
+      { controller: "subpool", name: "a" },
+      { controller: "subpool", name: "b" },
+    ]);
+    expect([...result.reasons]).toEqual([["subpool//a", "created"]]);
+    expect([...result.uids]).toEqual([["subpool//a", "uid-a"]]);
+  });
+
+  it("with another change of the key in the batch, the pass is a whole one and carries no UID", async () => {
+    const { ctx, registry } = world();
+    const result = await mapEvents(
+      ctx,
+      registry,
+      eventList(create("a", "uid-a"), create("a", "uid-a", "update")),
+      {
+        selfUsernames: [SELF],
+      },
+    );
+    expect(result.requests).toEqual([{ controller: "subpool", name: "a" }]);
+    expect([...result.reasons]).toEqual([]);
+    expect([...result.uids]).toEqual([]);
   });
 });

@@ -43,6 +43,7 @@ import { benchSteadyPass } from "./steady-pass.ts";
 import { benchSweep } from "./sweep.ts";
 import { benchTraces } from "./traces.ts";
 import { benchWorkerProbes } from "./worker-probes.ts";
+import { benchWorkerdProfile } from "./workerd-profile.ts";
 
 const large = process.env.KUBEFN_BENCH_LARGE === "1";
 const jsonLines: string[] = [];
@@ -153,6 +154,7 @@ const benches: { name: string; run: () => Promise<BenchRow[]>; explicit?: boolea
     },
     explicit: true,
   },
+  { name: "workerd-profile", run: benchWorkerdProfile, explicit: true },
   {
     name: "fleet",
     run: async () => {

@@ -182,7 +182,12 @@ export interface ProfileBreakdown {
  * that names a frame of its stack — searched from the innermost frame out, so a rule for a
  * helper (`gunzip`) claims its time inside a broader one (`consume`). `(idle)` samples are not
  * busy; `(program)` (the VM outside JS: the runtime's own native work on the isolate's thread)
- * and `(garbage collector)` are phases of their own.
+ * and `(garbage collector)` are phases of their own; a frame without name or script is named
+ * `(native)` for the rules.
+ *
+ * Caveats: a sample's time is wall time up to the next sample; on a loaded machine the isolate's
+ * thread is descheduled between samples and their sum exceeds its CPU time. Shares are what to
+ * read; the absolute figure is an upper bound.
  */
 export function profileBreakdown(profile: CpuProfile, rules: readonly PhaseRule[]): ProfileBreakdown {
   const byId = new Map(profile.nodes.map((n) => [n.id, n]));
@@ -196,7 +201,9 @@ export function profileBreakdown(profile: CpuProfile, rules: readonly PhaseRule[
     let phase = leaf === "(idle)" ? "(idle)" : "other JS";
     if (phase !== "(idle)")
       outer: for (let at: number | undefined = id; at !== undefined; at = parent.get(at)) {
-        const name = byId.get(at)!.callFrame.functionName;
+        const f = byId.get(at)!.callFrame;
+        // A frame of neither name nor script: the runtime called in from outside JS.
+        const name = f.functionName === "" && f.url === "" ? "(native)" : f.functionName;
         for (const r of rules)
           if (r.functions.test(name)) {
             phase = r.phase;

@@ -176,9 +176,12 @@ export async function measureWorkerdProbeCpu(opts: {
   } as Parameters<typeof unstable_startWorker>[0]);
   try {
     await worker.ready;
-    const mf = (worker.raw as unknown as { runtimes: { mf: { getBindings(): Promise<unknown> } }[] })
-      .runtimes[0]!.mf;
-    const env = (await mf.getBindings()) as {
+    // The dev server's Miniflare (as the test harness reads it), set once its runtime is up.
+    const runtime = (worker.raw as unknown as { runtimes: { mf?: { getBindings(): Promise<unknown> } }[] })
+      .runtimes[0]!;
+    for (const until = Date.now() + 60_000; !runtime.mf && Date.now() < until; ) await sleep(100);
+    if (!runtime.mf) throw new Error("workerd: the dev server's runtime did not start");
+    const env = (await runtime.mf.getBindings()) as {
       KUBEFN_QUEUE: { sendBatch(m: { body: unknown }[]): Promise<void> };
     };
     const pids = workerdPids();

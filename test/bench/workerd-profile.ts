@@ -22,16 +22,25 @@ const SEAL_KEY = "workerd-profile-seal-key-0123456789abcdef";
 export const PROBE_PATH_PHASES: readonly PhaseRule[] = [
   { phase: "garbage collector", functions: /^\(garbage collector\)$/ },
   { phase: "outside JS (program)", functions: /^\(program\)$/ },
+  { phase: "runtime callbacks (no JS frame)", functions: /^\(native\)$/ },
+  { phase: "timers", functions: /^(setTimeout|clearTimeout|Timeout)$/ },
   { phase: "shard expansion: gunzip, JSON", functions: /^(expandedBody|gunzip\w*|gunzipped\w*)$/ },
-  { phase: "MAC checks", functions: /^(verify\w*|hmac\w*|macOf|opened|open|unsealed)$/ },
-  { phase: "telemetry (metrics)", functions: /^(update|count|gauge|observe|flush|labelPairs|dataPoint)$/ },
-  { phase: "logging", functions: /^(createJsonLog|emit|line|write|logLine)$/ },
+  { phase: "MAC checks", functions: /^(mac\d*|canonicalJson\d*|sign|verify\w*|opened\w*)$/ },
+  { phase: "trust checks (probe target screening)", functions: /^(screenProbeTarget|checkProbeTarget)$/ },
+  { phase: "telemetry (metrics)", functions: /^(update|labelPairs|dataPoint|flush)$/ },
+  { phase: "log lines (console.log)", functions: /^(emit|out|info|warn|debug)$/ },
   {
     phase: "socket prober",
-    functions: /^(probe|exchange|send|readHead|statusOf|requestHead|bracketed|elapsed)$/,
+    functions:
+      /^(exchange|exchangeStatus|send\d*|readHead|readUntil|readFullHead|statusOf|requestHead|latin1|concat|indexOfCrLf)$/,
   },
-  { phase: "kube reads/writes", functions: /^(request|requestJson|guarded\w*|transport\w*|get|list|patch)$/ },
-  { phase: "zod parse", functions: /^(_parse|parse|safeParse|_zod\w*)$/ },
+  { phase: "kube reads and writes", functions: /^(applyHealthSweep|request\w*|fetchJson\w*|guarded\w*)$/ },
+  {
+    phase: "health state (record, encode, decode)",
+    functions:
+      /^(record\d*|recordProbe|unreportedState|encodeHealthState|decodeHealthState|healthStatusPatch|subjectFor|proxyHealthSubject)$/,
+  },
+  { phase: "zod parse", functions: /^(inst\._zod\.\w+|safeParse|runChecks)$/ },
 ];
 
 export async function benchWorkerdProfile(): Promise<BenchRow[]> {
@@ -47,7 +56,7 @@ export async function benchWorkerdProfile(): Promise<BenchRow[]> {
       maxCarriedBytes: 64_000,
       seconds: Number(process.env.KUBEFN_BENCH_PROFILE_SECONDS ?? 15),
       profile: {
-        intervalUs: 200,
+        intervalUs: 500,
         phases: PROBE_PATH_PHASES,
         ...(process.env.KUBEFN_BENCH_PROFILE_OUT ? { out: process.env.KUBEFN_BENCH_PROFILE_OUT } : {}),
       },

@@ -182,8 +182,9 @@ export interface ProfileBreakdown {
  * that names a frame of its stack — searched from the innermost frame out, so a rule for a
  * helper (`gunzip`) claims its time inside a broader one (`consume`). `(idle)` samples are not
  * busy; `(program)` (the VM outside JS: the runtime's own native work on the isolate's thread)
- * and `(garbage collector)` are phases of their own; a frame without name or script is named
- * `(native)` for the rules.
+ * and `(garbage collector)` are phases of their own; a frame without name or script right under
+ * the root (the runtime calling in: I/O callbacks, promise reactions) is named `(native)` for the
+ * rules.
  *
  * Caveats: a sample's time is wall time up to the next sample; on a loaded machine the isolate's
  * thread is descheduled between samples and their sum exceeds its CPU time. Shares are what to
@@ -202,8 +203,13 @@ export function profileBreakdown(profile: CpuProfile, rules: readonly PhaseRule[
     if (phase !== "(idle)")
       outer: for (let at: number | undefined = id; at !== undefined; at = parent.get(at)) {
         const f = byId.get(at)!.callFrame;
-        // A frame of neither name nor script: the runtime called in from outside JS.
-        const name = f.functionName === "" && f.url === "" ? "(native)" : f.functionName;
+        // A frame of neither name nor script right under the root: the runtime called in from
+        // outside JS (deeper, it is a built-in a JS frame called, which that frame's rule claims).
+        const native =
+          f.functionName === "" &&
+          f.url === "" &&
+          byId.get(parent.get(at)!)?.callFrame.functionName === "(root)";
+        const name = native ? "(native)" : f.functionName;
         for (const r of rules)
           if (r.functions.test(name)) {
             phase = r.phase;

@@ -171,8 +171,13 @@ export interface ProfileBreakdown {
   spanMs: number;
   /** Sampled time not idle (JS, the garbage collector, V8's own `(program)`), ms. */
   busyMs: number;
-  /** Busy ms by phase, largest first; `other JS` holds what no rule claims. */
-  phases: { phase: string; ms: number }[];
+  /** Samples not idle. */
+  busySamples: number;
+  /**
+   * Busy samples and their ms by phase, most samples first; `other JS` holds what no rule
+   * claims. The samples' shares are the figure to read (see the caveats).
+   */
+  phases: { phase: string; samples: number; ms: number }[];
   /** The functions with the most self time, ms. */
   topSelf: { fn: string; ms: number }[];
 }
@@ -186,9 +191,11 @@ export interface ProfileBreakdown {
  * the root (the runtime calling in: I/O callbacks, promise reactions) is named `(native)` for the
  * rules.
  *
- * Caveats: a sample's time is wall time up to the next sample; on a loaded machine the isolate's
- * thread is descheduled between samples and their sum exceeds its CPU time. Shares are what to
- * read; the absolute figure is an upper bound.
+ * Caveats: a sample's time is wall time up to the next sample. On a loaded machine the sampler
+ * falls behind (a 500 µs interval becomes 5–7 ms) and one sample may stand for a long stall:
+ * a `console.log` that waits on the inspector's connection, the thread descheduled. The sum of
+ * sample times then exceeds the isolate's CPU time, and a few samples dominate it; the share of
+ * samples (each taken while the thread runs) is the steadier figure.
  */
 export function profileBreakdown(profile: CpuProfile, rules: readonly PhaseRule[]): ProfileBreakdown {
   const byId = new Map(profile.nodes.map((n) => [n.id, n]));
@@ -219,28 +226,33 @@ export function profileBreakdown(profile: CpuProfile, rules: readonly PhaseRule[
     phaseOf.set(id, phase);
     return phase;
   };
-  const phases = new Map<string, number>();
+  const phases = new Map<string, { samples: number; ms: number }>();
   const self = new Map<string, number>();
   let busyMs = 0;
+  let busySamples = 0;
   profile.samples.forEach((id, i) => {
     // A sample's time is the interval up to the next one (V8's own convention, as DevTools).
     const ms = (profile.timeDeltas[i + 1] ?? 0) / 1000;
     const phase = classify(id);
     if (phase === "(idle)") return;
     busyMs += ms;
-    phases.set(phase, (phases.get(phase) ?? 0) + ms);
+    busySamples++;
+    const sum = phases.get(phase) ?? { samples: 0, ms: 0 };
+    sum.samples++;
+    sum.ms += ms;
+    phases.set(phase, sum);
     const f = byId.get(id)!.callFrame;
     const fn = `${f.functionName || "(anonymous)"}${f.url ? `:${f.lineNumber + 1}` : ""}`;
     self.set(fn, (self.get(fn) ?? 0) + ms);
   });
-  const sorted = <K extends string>(m: Map<string, number>, key: K) =>
-    [...m]
-      .sort((a, b) => b[1] - a[1])
-      .map(([k, ms]) => ({ [key]: k, ms }) as { [P in K]: string } & { ms: number });
   return {
     spanMs: (profile.endTime - profile.startTime) / 1000,
     busyMs,
-    phases: sorted(phases, "phase"),
-    topSelf: sorted(self, "fn").slice(0, 25),
+    busySamples,
+    phases: [...phases].map(([phase, sum]) => ({ phase, ...sum })).sort((a, b) => b.samples - a.samples),
+    topSelf: [...self]
+      .sort((a, b) => b[1] - a[1])
+      .slice(0, 25)
+      .map(([fn, ms]) => ({ fn, ms })),
   };
 }

@@ -81,14 +81,14 @@ export async function benchWorkerdProfile(): Promise<BenchRow[]> {
       {
         name: "workerd-profile isolate",
         figure: round(p.isolateMsPerProbe),
-        unit: "busy ms per probe (the Worker's isolate, sampled)",
-        note: `${p.probes} probes; ${round(b.busyMs)} ms busy of ${round(b.spanMs)}; /proc in the same window ${round(p.procMsPerProbe)} ms a probe`,
+        unit: "sampled ms per probe (the Worker's isolate; wall time of its busy samples)",
+        note: `${p.probes} probes; ${b.busySamples} busy samples, ${round(b.busyMs)} ms of ${round(b.spanMs)}; /proc in the same window ${round(p.procMsPerProbe)} ms a probe`,
       },
       ...b.phases.map((x) => ({
         name: `  ${x.phase}`,
-        figure: round(x.ms / p.probes, 4),
-        unit: "ms per probe",
-        note: `${round((100 * x.ms) / b.busyMs, 1)} % of the isolate's busy time`,
+        figure: round((100 * x.samples) / b.busySamples, 1),
+        unit: "% of the isolate's busy samples",
+        note: `${x.samples} samples; ${round(x.ms / p.probes, 4)} sampled ms per probe`,
       })),
     ];
   } finally {

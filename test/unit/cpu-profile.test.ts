@@ -24,6 +24,7 @@ const profile: CpuProfile = {
   startTime: 0,
   endTime: 10_000,
   // Each sample's time is the interval to the next: 1 ms each, the last one none.
+  // The last sample is the idle one: no interval follows it.
   samples: [4, 5, 6, 7, 7, 8, 2, 4],
   timeDeltas: [0, 1000, 1000, 1000, 1000, 1000, 1000, 1000],
 };
@@ -49,6 +50,8 @@ describe("profileBreakdown", () => {
     const b = profileBreakdown(profile, rules);
     expect(b.spanMs).toBe(10);
     expect(b.busyMs).toBe(6);
+    expect(b.busySamples).toBe(6);
     expect(Object.fromEntries(b.phases.map((p) => [p.phase, p.ms]))).toEqual(phases);
+    expect(Object.fromEntries(b.phases.map((p) => [p.phase, p.samples]))).toEqual(phases);
   });
 });

@@ -1,6 +1,7 @@
 /**
  * Workers' CPU per probe, measured in workerd on the Worker's own path: the Worker (wrangler.toml,
- * bundled by wrangler, run by wrangler's test harness) is given probe shards on its own queue
+ * bundled by wrangler, run by wrangler's dev server as its test harness runs it; with `profile`,
+ * workerd's inspector on) is given probe shards on its own queue
  * (`KUBEFN_QUEUE.sendBatch`, as the cron sweep sends them), and its `queue` handler expands,
  * checks and probes them through `cloudflare:sockets` against the bench's local forward proxies
  * and target.
@@ -148,8 +149,8 @@ export async function measureWorkerdProbeCpu(opts: {
     return (await Promise.all(signed.map((m) => carriedBodies(m, opts.maxCarriedBytes)))).flat();
   };
   const logs: string[] = [];
-  // wrangler's dev server (the test harness's, with workerd's inspector on): the bundle as
-  // deployed, or unminified with `profile` (the profile names functions).
+  // wrangler's dev server, as the test harness starts it (which cannot turn workerd's inspector
+  // on): the bundle as deployed, or unminified with `profile` (the profile names functions).
   const worker = await unstable_startWorker({
     config: `${root}wrangler.toml`,
     bindings: {

@@ -133,4 +133,66 @@ describe("socket prober (Workers connect(), driven over node:net)", () => {
     );
     expect(result.error).toContain("not supported on Workers");
   });
+
+  it.each([
+    {
+      name: "a status line sent a byte at a time is read whole",
+      answer: ["HTTP/1.1 204 No Content\r\n\r\n"],
+      byByte: true,
+      expected: { ok: true, status: 204 },
+    },
+    {
+      name: "a status line split over two writes, its CR LF apart",
+      answer: ["HTTP/1.0 503 Unavail\r", "\nServer: x\r\n\r\n"],
+      byByte: false,
+      expected: { ok: false, status: 503, error: "status 503, expected 204" },
+    },
+    {
+      name: "a CR without LF is not the line's end: the head runs past 16 KB and is refused",
+      answer: [`HTTP/1.1 204 ${"x\r".repeat(9000)}`],
+      byByte: false,
+      expected: { ok: false, error: "response head too large" },
+    },
+    {
+      name: "closed before any byte",
+      answer: [],
+      byByte: false,
+      expected: { ok: false, error: "connection closed before a response" },
+    },
+    {
+      name: "closed mid status line",
+      answer: ["HTTP/1.1 2"],
+      byByte: false,
+      expected: { ok: false, error: "connection closed mid-response" },
+    },
+    {
+      name: "not HTTP",
+      answer: ["SSH-2.0-OpenSSH\r\n"],
+      byByte: false,
+      expected: { ok: false, error: 'not an HTTP response: "SSH-2.0-OpenSSH"' },
+    },
+  ])("http: $name", async ({ answer, byByte, expected }) => {
+    // A "proxy" that answers the request with these bytes, then closes.
+    const server = net.createServer((socket) => {
+      socket.once("data", async () => {
+        for (const part of answer)
+          for (const piece of byByte ? [...part] : [part]) {
+            socket.write(Buffer.from(piece, "latin1"));
+            await new Promise((r) => setTimeout(r, 2));
+          }
+        socket.end();
+      });
+    });
+    await new Promise<void>((r) => server.listen(0, "127.0.0.1", r));
+    try {
+      const port = (server.address() as net.AddressInfo).port;
+      const prober = createSocketProber({ connect: nodeConnect(material.cert) });
+      const result = await prober.probe(
+        target("http://127.0.0.1:9/", { proxy: { host: "127.0.0.1", port, scheme: "http" } }),
+      );
+      expect(result).toMatchObject(expected);
+    } finally {
+      await new Promise((r) => server.close(r));
+    }
+  });
 });

@@ -80,18 +80,15 @@ export function createSocketProber(options: SocketProberOptions): Prober {
         );
         sockets.push(proxySocket);
         const host = url.host;
-        if (!tunnel) {
-          await send(proxySocket, requestHead(`GET ${url.href} HTTP/1.1`, host, userAgent));
-          return statusOf(await readHead(proxySocket, "status-line"));
-        }
+        if (!tunnel)
+          return exchangeStatus(proxySocket, requestHead(`GET ${url.href} HTTP/1.1`, host, userAgent));
         const authority = `${bracketed(url.hostname)}:${url.port || "443"}`;
         await send(proxySocket, `CONNECT ${authority} HTTP/1.1\r\nHost: ${authority}\r\n\r\n`);
-        const connectStatus = statusOf(await readHead(proxySocket, "full"));
+        const connectStatus = statusOf(await readFullHead(proxySocket));
         if (connectStatus !== 200) throw new Error(`proxy answered CONNECT with ${connectStatus}`);
         const tls = proxySocket.startTls({ expectedServerHostname: url.hostname });
         sockets.push(tls);
-        await send(tls, requestHead(`GET ${url.pathname}${url.search} HTTP/1.1`, host, userAgent));
-        return statusOf(await readHead(tls, "status-line"));
+        return exchangeStatus(tls, requestHead(`GET ${url.pathname}${url.search} HTTP/1.1`, host, userAgent));
       };
 
       try {
@@ -112,7 +109,8 @@ export function createSocketProber(options: SocketProberOptions): Prober {
         };
       } finally {
         clearTimeout(timer);
-        await Promise.all(sockets.map((s) => s.close().catch(() => undefined)));
+        // Not awaited: the answer is read, and nothing of the probe waits for the close.
+        for (const s of sockets) s.close().catch(() => undefined);
       }
     },
   };
@@ -132,38 +130,98 @@ function requestHead(requestLine: string, host: string, userAgent: string): stri
   return `${requestLine}\r\nHost: ${host}\r\nUser-Agent: ${userAgent}\r\nConnection: close\r\nAccept: */*\r\n\r\n`;
 }
 
+const encoder = new TextEncoder();
+
 async function send(socket: WorkerSocket, text: string): Promise<void> {
   const writer = socket.writable.getWriter();
   try {
-    await writer.write(new TextEncoder().encode(text));
+    await writer.write(encoder.encode(text));
   } finally {
     writer.releaseLock();
   }
 }
 
 /**
- * Reads the response head: up to the end of the status line, or (for CONNECT, which must leave
- * the stream positioned at the tunnel's first byte) up to the blank line.
+ * Sends `request` and reads the answer's status line. The read starts while the write is under
+ * way (one wait, not two); a failed write's error is the one reported when the read fails too.
+ * Neither lock is released: the probe closes the socket next.
  */
-async function readHead(socket: WorkerSocket, until: "status-line" | "full"): Promise<string> {
+async function exchangeStatus(socket: WorkerSocket, request: string): Promise<number> {
+  const written = socket.writable.getWriter().write(encoder.encode(request));
+  written.catch(() => undefined);
   const reader = socket.readable.getReader();
-  const decoder = new TextDecoder("latin1");
-  let head = "";
   try {
-    for (;;) {
-      const { value, done } = await reader.read();
-      if (done)
-        throw new Error(
-          head === "" ? "connection closed before a response" : "connection closed mid-response",
-        );
-      head += decoder.decode(value, { stream: true });
-      if (until === "status-line" && head.includes("\r\n")) return head;
-      if (until === "full" && head.includes("\r\n\r\n")) return head;
-      if (head.length > maxHeadBytes) throw new Error("response head too large");
-    }
+    return statusOf(await readUntil(reader, statusLineEnd));
+  } catch (err) {
+    await written;
+    throw err;
+  }
+}
+
+/**
+ * Reads the CONNECT answer's whole head: the stream must be left at the tunnel's first byte, so
+ * the reader's lock is released for `startTls()`.
+ */
+async function readFullHead(socket: WorkerSocket): Promise<string> {
+  const reader = socket.readable.getReader();
+  try {
+    return await readUntil(reader, headEnd);
   } finally {
     reader.releaseLock();
   }
+}
+
+/** Where the status line ends (its CR LF), or -1. */
+const statusLineEnd = (bytes: Uint8Array): number => indexOfCrLf(bytes, 0);
+
+/** Where the head ends (the CR LF of its blank line), or -1. */
+function headEnd(bytes: Uint8Array): number {
+  for (let at = indexOfCrLf(bytes, 0); at >= 0; at = indexOfCrLf(bytes, at + 2))
+    if (bytes[at + 2] === 13 && bytes[at + 3] === 10) return at + 2;
+  return -1;
+}
+
+function indexOfCrLf(bytes: Uint8Array, from: number): number {
+  for (let at = bytes.indexOf(13, from); at >= 0; at = bytes.indexOf(13, at + 1))
+    if (bytes[at + 1] === 10) return at;
+  return -1;
+}
+
+/**
+ * Reads chunks until `end` finds its mark in what was read, and returns the text up to it
+ * (latin1: one character a byte). The bytes are scanned, never decoded whole: only the line or
+ * head asked for becomes a string.
+ */
+async function readUntil(
+  reader: ReadableStreamDefaultReader<Uint8Array>,
+  end: (bytes: Uint8Array) => number,
+): Promise<string> {
+  let head: Uint8Array = new Uint8Array(0);
+  for (;;) {
+    const { value, done } = await reader.read();
+    if (done)
+      throw new Error(
+        head.length === 0 ? "connection closed before a response" : "connection closed mid-response",
+      );
+    head = head.length === 0 ? value : concat(head, value);
+    const at = end(head);
+    if (at >= 0) return latin1(head.subarray(0, at));
+    if (head.length > maxHeadBytes) throw new Error("response head too large");
+  }
+}
+
+function concat(a: Uint8Array, b: Uint8Array): Uint8Array {
+  const out = new Uint8Array(a.length + b.length);
+  out.set(a);
+  out.set(b, a.length);
+  return out;
+}
+
+function latin1(bytes: Uint8Array): string {
+  let text = "";
+  for (let i = 0; i < bytes.length; i += 4096)
+    text += String.fromCharCode(...bytes.subarray(i, Math.min(bytes.length, i + 4096)));
+  return text;
 }
 
 function statusOf(head: string): number {

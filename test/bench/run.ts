@@ -18,7 +18,9 @@
  * Node host over `KUBEFN_BENCH_CLUSTERS` × `KUBEFN_BENCH_CLUSTER_OBJECTS` devclusters × Proxies, 3 × 50
  * by default: steady requests per cluster-hour and probes on time, then the bill for 100 clusters of
  * 100 objects; a few minutes) runs only when named. `soak` (the Node host in the cluster and out of it, 35 minutes across three
- * expiries of 10-minute tokens; `KUBEFN_BENCH_SOAK_MINUTES`) runs only when named.
+ * expiries of 10-minute tokens; `KUBEFN_BENCH_SOAK_MINUTES`) runs only when named. `workerd-profile`
+ * (V8's CPU profile of the Worker's isolate probing shards in workerd, by phase; `KUBEFN_BENCH_PROFILE_PROXIES`,
+ * `KUBEFN_BENCH_PROFILE_SECONDS`, `KUBEFN_BENCH_PROFILE_OUT=<file>`; ~2 min) runs only when named.
  */
 import { benchBundle } from "./bundle.ts";
 import { benchChaos } from "./chaos.ts";
@@ -43,6 +45,7 @@ import { benchSteadyPass } from "./steady-pass.ts";
 import { benchSweep } from "./sweep.ts";
 import { benchTraces } from "./traces.ts";
 import { benchWorkerProbes } from "./worker-probes.ts";
+import { benchWorkerdProfile } from "./workerd-profile.ts";
 
 const large = process.env.KUBEFN_BENCH_LARGE === "1";
 const jsonLines: string[] = [];
@@ -153,6 +156,7 @@ const benches: { name: string; run: () => Promise<BenchRow[]>; explicit?: boolea
     },
     explicit: true,
   },
+  { name: "workerd-profile", run: benchWorkerdProfile, explicit: true },
   {
     name: "fleet",
     run: async () => {

@@ -1,6 +1,7 @@
 /**
  * Workers' CPU per probe, measured in workerd on the Worker's own path: the Worker (wrangler.toml,
- * bundled by wrangler, run by wrangler's test harness) is given probe shards on its own queue
+ * bundled by wrangler, run by wrangler's dev server as its test harness runs it; with `profile`,
+ * workerd's inspector on) is given probe shards on its own queue
  * (`KUBEFN_QUEUE.sendBatch`, as the cron sweep sends them), and its `queue` handler expands,
  * checks and probes them through `cloudflare:sockets` against the bench's local forward proxies
  * and target.
@@ -19,9 +20,9 @@
  * a shared machine only adds to it. Probes beyond one per Proxy due (confirmations of a latency
  * change, jittery on a loaded machine) are counted among the probes.
  */
-import { readdirSync, readFileSync } from "node:fs";
+import { readdirSync, readFileSync, writeFileSync } from "node:fs";
 import { fileURLToPath } from "node:url";
-import { createTestHarness } from "wrangler";
+import { unstable_startWorker } from "wrangler";
 import { serviceAccountToken } from "../../functions/node/install.ts";
 import { mapWithConcurrency } from "../../shared/concurrency/index.ts";
 import { proxyResource } from "../../shared/controllers/proxy/api.ts";
@@ -38,6 +39,7 @@ import {
 } from "../../shared/runtime/index.ts";
 import { LOOPBACK_PROBE_CIDRS } from "../support/loopback.ts";
 import { benchCluster, createNamespace } from "./cluster.ts";
+import { type PhaseRule, type ProfileBreakdown, profileBreakdown, startProfiling } from "./cpu-profile.ts";
 import { cpuMsOf } from "./proc.ts";
 
 const root = fileURLToPath(new URL("../../", import.meta.url));
@@ -51,6 +53,17 @@ export interface WorkerdProbeCpu {
   idleCpuMs: number;
   /** Probes beyond one per Proxy due in the window: confirmations. */
   extraProbes: number;
+  /**
+   * With `profile`: a second window as long, the Worker's isolate sampled by V8's profiler — its
+   * busy ms per probe and their phases, beside workerd's /proc CPU per probe in that window
+   * (raised by the sampling itself).
+   */
+  profiled?: {
+    probes: number;
+    isolateMsPerProbe: number;
+    procMsPerProbe: number;
+    breakdown: ProfileBreakdown;
+  };
 }
 
 /** The pids of every `workerd` process descended from this one. */
@@ -94,6 +107,8 @@ export async function measureWorkerdProbeCpu(opts: {
   maxMessageBytes: number;
   maxCarriedBytes: number;
   seconds: number;
+  /** Profile a second window: V8's sampling interval, and the phases to sum the samples by. */
+  profile?: { intervalUs: number; phases: readonly PhaseRule[]; out?: string };
 }): Promise<WorkerdProbeCpu> {
   const cluster = await benchCluster();
   const ns = await createNamespace(cluster.admin, "bench-cost-workerd");
@@ -133,24 +148,43 @@ export async function measureWorkerdProbeCpu(opts: {
     );
     return (await Promise.all(signed.map((m) => carriedBodies(m, opts.maxCarriedBytes)))).flat();
   };
-  const harness = createTestHarness({
-    root,
-    workers: [
-      {
-        configPath: "wrangler.toml",
-        vars: { KUBE_SERVER: cluster.devcluster.info.httpProxy, PROBE_ALLOWED_CIDRS: LOOPBACK_PROBE_CIDRS },
-        secrets: {
-          KUBE_TOKEN: await serviceAccountToken(createNodeTransport(cluster.kc), "kubefn-system", "kubefn"),
-          STATUS_SEAL_KEY: opts.sealKey,
-        },
+  const logs: string[] = [];
+  // wrangler's dev server, as the test harness starts it (which cannot turn workerd's inspector
+  // on): the bundle as deployed, or unminified with `profile` (the profile names functions).
+  const worker = await unstable_startWorker({
+    config: `${root}wrangler.toml`,
+    bindings: {
+      KUBE_SERVER: { type: "plain_text", value: cluster.devcluster.info.httpProxy },
+      PROBE_ALLOWED_CIDRS: { type: "plain_text", value: LOOPBACK_PROBE_CIDRS },
+      KUBE_TOKEN: {
+        type: "secret_text",
+        value: await serviceAccountToken(createNodeTransport(cluster.kc), "kubefn-system", "kubefn"),
       },
-    ],
-  });
+      STATUS_SEAL_KEY: { type: "secret_text", value: opts.sealKey },
+    },
+    ...(opts.profile ? { build: { minify: false } } : {}),
+    dev: {
+      server: { hostname: "127.0.0.1", port: 0 },
+      inspector: opts.profile ? { hostname: "127.0.0.1", port: 0 } : false,
+      watch: false,
+      persist: false,
+      logLevel: "none",
+      structuredLogsHandler: (l: { message: string }) => {
+        logs.push(l.message);
+        if (logs.length > 1000) logs.splice(0, 500);
+      },
+    },
+  } as Parameters<typeof unstable_startWorker>[0]);
   try {
-    await harness.listen();
-    const env = await harness
-      .getWorker<{ KUBEFN_QUEUE: { sendBatch(m: { body: unknown }[]): Promise<void> } }>()
-      .getEnv();
+    await worker.ready;
+    // The dev server's Miniflare (as the test harness reads it), set once its runtime is up.
+    const runtime = (worker.raw as unknown as { runtimes: { mf?: { getBindings(): Promise<unknown> } }[] })
+      .runtimes[0]!;
+    for (const until = Date.now() + 60_000; !runtime.mf && Date.now() < until; ) await sleep(100);
+    if (!runtime.mf) throw new Error("workerd: the dev server's runtime did not start");
+    const env = (await runtime.mf.getBindings()) as {
+      KUBEFN_QUEUE: { sendBatch(m: { body: unknown }[]): Promise<void> };
+    };
     const pids = workerdPids();
     if (pids.length === 0) throw new Error("no workerd process under this one");
     const cpu = () => pids.reduce((sum, pid) => sum + cpuMsOf(pid), 0);
@@ -187,15 +221,39 @@ export async function measureWorkerdProbeCpu(opts: {
     const probes = (await opts.hits()) - h0;
     const idleAfter = await idle(windowMs);
     const idleCpuMs = ((idleBefore * windowMs) / (opts.seconds * 1000 + 1000) + idleAfter) / 2;
-    const errors = harness.getLogs().filter((l) => /"level":"error"/.test(l.message));
+    let profiled: WorkerdProbeCpu["profiled"];
+    if (opts.profile) {
+      const inspector = await worker.inspectorUrl;
+      if (!inspector) throw new Error("workerd: no inspector");
+      const session = await startProfiling(`ws://${inspector.host}/ws`, opts.profile.intervalUs);
+      const h1 = await opts.hits();
+      const c1 = cpu();
+      const t1 = performance.now();
+      await probe(opts.seconds);
+      const cpuMs = cpu() - c1;
+      const ms = performance.now() - t1;
+      const profile = await session.stop();
+      // The raw profile, for DevTools' Performance panel or a closer look.
+      if (opts.profile.out) writeFileSync(opts.profile.out, JSON.stringify(profile));
+      const breakdown = profileBreakdown(profile, opts.profile.phases);
+      const n = (await opts.hits()) - h1;
+      profiled = {
+        probes: n,
+        isolateMsPerProbe: breakdown.busyMs / n,
+        procMsPerProbe: (cpuMs - (idleCpuMs * ms) / windowMs) / n,
+        breakdown,
+      };
+      // Before the checks below: a loaded machine's profile is still worth reading.
+      console.log(JSON.stringify({ workerdProfile: profiled }));
+    }
+    const errors = logs.filter((l) => /"level":"error"/.test(l));
     if (errors.length > 0)
-      throw new Error(`workerd: ${errors.length} error lines, e.g. ${errors[0]!.message.slice(0, 300)}`);
+      throw new Error(`workerd: ${errors.length} error lines, e.g. ${errors[0]!.slice(0, 300)}`);
     if (probes < opts.seconds * opts.proxiesPerSecond)
       throw new Error(
-        `workerd: ${probes} probes for ${opts.seconds * opts.proxiesPerSecond} due; the Worker's last lines: ${harness
-          .getLogs()
+        `workerd: ${probes} probes for ${opts.seconds * opts.proxiesPerSecond} due; the Worker's last lines: ${logs
           .slice(-3)
-          .map((l) => l.message.slice(0, 400))
+          .map((l) => l.slice(0, 400))
           .join(" | ")}`,
       );
     return {
@@ -205,9 +263,10 @@ export async function measureWorkerdProbeCpu(opts: {
       activeCpuMs,
       idleCpuMs,
       extraProbes: probes - opts.seconds * opts.proxiesPerSecond,
+      ...(profiled ? { profiled } : {}),
     };
   } finally {
-    await harness.close().catch(() => undefined);
+    await worker.dispose().catch(() => undefined);
     await cluster.admin.delete(Resources.Namespace, { name: ns }).catch(() => undefined);
   }
 }

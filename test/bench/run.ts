@@ -31,6 +31,7 @@ import { benchEmf } from "./emf.ts";
 import { benchFleet, benchFleetTransports, fleetFromEnv, fleetTransportsFromEnv } from "./fleet.ts";
 import { benchProbes } from "./health.ts";
 import { benchIntake } from "./intake.ts";
+import { benchLambdaMemory } from "./lambda-memory.ts";
 import { benchAuditZod, benchMapping } from "./mapping.ts";
 import { benchMessagesPerHour } from "./messages.ts";
 import { benchMetrics } from "./metrics.ts";
@@ -135,6 +136,7 @@ const benches: { name: string; run: () => Promise<BenchRow[]>; explicit?: boolea
       return r.rows;
     },
   },
+  { name: "lambda-memory", run: benchLambdaMemory, explicit: true },
   {
     name: "clusters",
     run: async () => {

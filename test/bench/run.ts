@@ -9,7 +9,7 @@
  * `fleet` starts its own devcluster (audit webhook on) and ends the output with one JSON line;
  * `KUBEFN_BENCH_FLEET_LARGE=1` runs it with 10,000 primaries; `KUBEFN_BENCH_FLEET_TRANSPORTS=http1,h2`
  * runs it once per host transport to the API server, without the peer, and prints their figures side by side. `lambda-memory` (the Lambda reconcile function's peak RSS
- * at 10,000 objects: the release bundle against the devcluster and moto; 5–10 min) runs only when
+ * at 10,000 objects: the release bundle against the devcluster and moto; 5–20 min) runs only when
  * named. `worker-probes` (10,000 Proxies
  * probed by the Worker in workerd; `KUBEFN_BENCH_PROBES=<n>` for another size) runs only when named.
  * `replicas` (requests and probes per minute with 1 and 2 Node-host replicas, the takeover time

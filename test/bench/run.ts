@@ -8,7 +8,9 @@
  * when named.
  * `fleet` starts its own devcluster (audit webhook on) and ends the output with one JSON line;
  * `KUBEFN_BENCH_FLEET_LARGE=1` runs it with 10,000 primaries; `KUBEFN_BENCH_FLEET_TRANSPORTS=http1,h2`
- * runs it once per host transport to the API server, without the peer, and prints their figures side by side. `worker-probes` (10,000 Proxies
+ * runs it once per host transport to the API server, without the peer, and prints their figures side by side. `lambda-memory` (the Lambda reconcile function's peak RSS
+ * at 10,000 objects: the release bundle against the devcluster and moto; 5–20 min) runs only when
+ * named. `worker-probes` (10,000 Proxies
  * probed by the Worker in workerd; `KUBEFN_BENCH_PROBES=<n>` for another size) runs only when named.
  * `replicas` (requests and probes per minute with 1 and 2 Node-host replicas, the takeover time
  * after a kill; 200 Proxies, `KUBEFN_BENCH_REPLICAS_PROXIES=<n>` for another size, ~8 min) runs
@@ -33,6 +35,7 @@ import { benchEmf } from "./emf.ts";
 import { benchFleet, benchFleetTransports, fleetFromEnv, fleetTransportsFromEnv } from "./fleet.ts";
 import { benchProbes } from "./health.ts";
 import { benchIntake } from "./intake.ts";
+import { benchLambdaMemory } from "./lambda-memory.ts";
 import { benchAuditZod, benchMapping } from "./mapping.ts";
 import { benchMessagesPerHour } from "./messages.ts";
 import { benchMetrics } from "./metrics.ts";
@@ -138,6 +141,7 @@ const benches: { name: string; run: () => Promise<BenchRow[]>; explicit?: boolea
       return r.rows;
     },
   },
+  { name: "lambda-memory", run: benchLambdaMemory, explicit: true },
   {
     name: "clusters",
     run: async () => {

@@ -11,6 +11,7 @@ import {
   CreateQueueCommand,
   DeleteMessageBatchCommand,
   GetQueueAttributesCommand,
+  PurgeQueueCommand,
   ReceiveMessageCommand,
   SQSClient,
   type Message as SqsMessage,
@@ -233,6 +234,10 @@ export async function createKubefnAws(
           },
         ]),
       );
+    },
+    /** Every message of the queue, delayed or visible, removed (PurgeQueue). */
+    async purge(): Promise<void> {
+      await sqs.send(new PurgeQueueCommand({ QueueUrl: queueUrl }));
     },
     close() {
       sqs.destroy();

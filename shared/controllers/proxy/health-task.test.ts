@@ -1,3 +1,5 @@
+import { setFlagsFromString } from "node:v8";
+import { runInNewContext } from "node:vm";
 import { describe, expect, it, vi } from "vitest";
 import { FakeKube, fakeContext } from "../../../test/support/fake-kube.ts";
 import { encodeHealthState, type Prober } from "../../health/index.ts";
@@ -422,6 +424,34 @@ describe("a probe shard carries what a probe needs", () => {
       writeConflicts: 0,
     });
     expect(probed).toEqual(["203.0.113.7:3128 http://example.com/"]);
+  });
+});
+
+describe("a fanned-out sweep holds probe views, not the fleet (issue 32: Lambda's memory at 10,000 objects)", () => {
+  it("a page's listed Proxies can be collected before the last page, while their shards wait for it", async () => {
+    setFlagsFromString("--expose-gc");
+    const gc = runInNewContext("gc") as () => void;
+    const { ctx, recorded } = fakeContext(new FakeKube(), { now });
+    const task = proxyHealthTask({
+      prober: { probe: async () => ({ ok: true, latencyMs: 1 }) },
+      concurrency: 2,
+      sweepPeriodSeconds: 60,
+      // Larger than a second's Proxies: every shard waits for the last page, as at 10,000 Proxies.
+      fanOut: { shardSize: 400 },
+    });
+    const run = task.start(ctx, createSweepMemo(), { at: now });
+    // Only weak references to the page outlive the call.
+    const listed = await (async () => {
+      const page = Array.from({ length: 50 }, (_, i) => externalProxy(`p-${i}`));
+      await run.page(page);
+      return page.map((p) => new WeakRef(p));
+    })();
+    await new Promise((r) => setImmediate(r));
+    gc();
+    expect(listed.filter((r) => r.deref() !== undefined)).toHaveLength(0);
+    expect(await run.finish()).toMatchObject({ planned: 100 });
+    const carried = recorded.sent.flatMap((m) => m.jobs ?? []).flatMap((j) => j.job.objects);
+    expect(new Set(carried.map((o) => o.metadata.name)).size).toBe(50);
   });
 });
 

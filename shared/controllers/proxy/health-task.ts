@@ -306,7 +306,7 @@ export function proxyHealthTask(opts: ProxyHealthTaskOptions): SweepTask & {
             const due = plannedFrom.getTime() + shard.delaySeconds * 1000;
             const delay = Math.max(0, Math.round((due - ctx.clock.now().getTime()) / 1000));
             await ctx.queue.send(
-              [shardMessage(`${shard.delaySeconds}-${i}`, shard.objects.map(viewOf), undefined, due)],
+              [shardMessage(`${shard.delaySeconds}-${i}`, shard.objects, undefined, due)],
               delay,
             );
             counts.shards++;
@@ -330,7 +330,10 @@ export function proxyHealthTask(opts: ProxyHealthTaskOptions): SweepTask & {
         // A full shard goes out as soon as a page fills it; partial ones wait for the last page.
         page: (proxies) => {
           series.page(proxies);
-          return sendShards(planner.add(proxies));
+          // The planner keeps each Proxy's probe view, not the listed object: a partly filled shard
+          // waits for the last page (at 10,000 Proxies every 30 s in shards of 400, all of them
+          // do), and the listed objects are then dropped page by page.
+          return sendShards(planner.add(proxies.map(viewOf)));
         },
         async finish() {
           series.finish();

@@ -6,6 +6,7 @@
  * fake clock across consecutive sweeps, and a real forward proxy and target on loopback.
  */
 
+import { SendMessageBatchCommand, SQSClient } from "@aws-sdk/client-sqs";
 import type { LambdaContext } from "hono/aws-lambda";
 import { afterAll, beforeAll, beforeEach, describe, expect, it, vi } from "vitest";
 import { proxyResource } from "../../shared/controllers/proxy/api.ts";
@@ -59,6 +60,7 @@ const lambdaContext = {
 } satisfies LambdaContext;
 const silent = { info() {}, warn() {}, error() {} };
 const noMetrics = { count() {}, observe() {}, gauge() {} };
+const originalSend = SQSClient.prototype.send;
 const sweepEvent = { source: "aws.events", "detail-type": "Scheduled Event", detail: {} };
 
 let moto: Moto;
@@ -185,6 +187,42 @@ describe("Lambda probe shards on SQS, delayed to the second (moto)", () => {
     },
     60_000,
   );
+
+  it("a sweep sends its shards ten to a SendMessageBatch, each entry delayed to its own phase", async () => {
+    const kube = new FakeKube();
+    const names = Array.from({ length: 12 }, (_, i) => `b${i}`);
+    for (const name of names) kube.seed(proxyResource, externalProxy(name, 30));
+    const calls: { bodies: string[]; delays: number[] }[] = [];
+    const send = vi.spyOn(SQSClient.prototype, "send");
+    send.mockImplementation(async function (this: SQSClient, command: unknown, ...rest: unknown[]) {
+      if (command instanceof SendMessageBatchCommand) {
+        const entries = command.input.Entries ?? [];
+        calls.push({
+          bodies: entries.map((e) => e.MessageBody ?? ""),
+          delays: entries.map((e) => e.DelaySeconds ?? 0),
+        });
+      }
+      return originalSend.call(this, command as never, ...(rest as []));
+    });
+    try {
+      await handlerOver(kube)(sweepEvent, lambdaContext);
+    } finally {
+      send.mockRestore();
+    }
+    const held = [...(await aws.held()).values()];
+    const jobs = (await Promise.all(held.map(bodyOf))).filter(
+      (m) => m.kind === "job" && shardNames([m]).some((n) => names.includes(n)),
+    );
+    // The shards went in calls of up to ten (their own), one call per ten shards, not one per shard.
+    const kinds = await Promise.all(
+      calls.map(async (c) => Promise.all(c.bodies.map(async (body) => (await bodyOf({ body })).kind))),
+    );
+    const shardCalls = calls.filter((_, i) => kinds[i]!.includes("job"));
+    expect(shardCalls.map((c) => c.bodies.length).reduce((a, b) => a + b, 0)).toBe(jobs.length);
+    expect(shardCalls.length).toBe(Math.ceil(jobs.length / 10));
+    expect(new Set(shardCalls.flatMap((c) => c.delays)).size).toBeGreaterThan(1);
+    expect(shardNames(jobs).sort()).toEqual([...names, ...names].sort());
+  });
 
   it("a shard too large for one message is cut into several, every Proxy in exactly one", async () => {
     const kube = new FakeKube();

@@ -167,6 +167,35 @@ describe("sends: SendMessageBatch on the reconcile queue", () => {
     expect(await aws.deliveredMessages()).toEqual([]);
   });
 
+  it("sendEach: 23 messages of different delays go in 3 calls, each entry held for its own delay", async () => {
+    const entries = Array.from({ length: 23 }, (_, i) => ({ message: message(`d${i}`), delaySeconds: i }));
+    await queue().sendEach?.(entries);
+    expect(calls.map((c) => c.Entries?.length)).toEqual([10, 10, 3]);
+    expect(calls.flatMap((c) => c.Entries ?? []).map((e) => e.DelaySeconds)).toEqual(
+      entries.map((_, i) => i),
+    );
+    const held = [...(await aws.held()).values()];
+    for (const { message: m, delaySeconds } of entries.slice(1)) {
+      const name = nameOf(m);
+      expect(held.find((h) => (JSON.parse(h.body) as PassMessage).request.name === name)?.delaySeconds).toBe(
+        delaySeconds,
+      );
+    }
+  });
+
+  it("sendEach: a delay beyond 15 min carries its own due time, the others none", async () => {
+    await queue().sendEach?.([
+      { message: message("now"), delaySeconds: 0 },
+      { message: message("hour"), delaySeconds: 3600 },
+    ]);
+    expect(calls).toHaveLength(1);
+    expect(calls[0]?.Entries?.[0]).not.toHaveProperty("MessageAttributes");
+    expect(calls[0]?.Entries?.[1]).toMatchObject({
+      DelaySeconds: 900,
+      MessageAttributes: { [DUE_ATTRIBUTE]: { DataType: "Number", StringValue: String(NOW_SECONDS + 3600) } },
+    });
+  });
+
   it("rounds fractional delays up; a delay beyond 15 min is sent as 900 s carrying its due time", async () => {
     await queue().send([message("fraction")], 0.2);
     await queue().send([message("hour")], 3600);

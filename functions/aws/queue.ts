@@ -1,6 +1,5 @@
 import {
   ChangeMessageVisibilityBatchCommand,
-  type MessageAttributeValue,
   SendMessageBatchCommand,
   type SendMessageBatchRequestEntry,
   SQSClient,
@@ -12,6 +11,7 @@ import {
   expandedBody,
   type Kubefn,
   type Log,
+  type Message,
   platformQueue,
   type Queue,
   type Verdict,
@@ -74,18 +74,39 @@ export function sqsQueue(opts: SqsQueueOptions): Queue {
     maxBatchMessages: MAX_CALL_ENTRIES,
     maxBatchBytes: MAX_CALL_BYTES,
   };
-  return platformQueue(limits, async (batch, delaySeconds) => {
-    const delay = wholeDelay(delaySeconds);
-    const due = delay > MAX_DELAY_SECONDS ? epochSeconds(opts.clock) + delay : undefined;
-    // Each body gzipped where that is smaller: SQS bills every 64 KB of a request.
-    const bodies = await Promise.all(batch.map((m) => carriedBodies(m, MAX_SHARD_BYTES)));
-    return sendBodies(
-      opts,
-      bodies.flat().map((b) => JSON.stringify(b)),
-      delay,
-      due,
-    );
-  });
+  // Each body gzipped where that is smaller: SQS bills every 64 KB of a request.
+  const bodiesOf = async (m: Message) =>
+    (await carriedBodies(m, MAX_SHARD_BYTES)).map((b) => JSON.stringify(b));
+  return platformQueue(
+    limits,
+    async (batch, delaySeconds) => {
+      const timing = timingOf(opts.clock, delaySeconds);
+      const bodies = (await Promise.all(batch.map(bodiesOf))).flat();
+      return sendBodies(
+        opts,
+        bodies.map((body) => ({ body, ...timing })),
+      );
+    },
+    // A sweep's probe shards, each at its own delay, ten to a call: a third of the requests.
+    async (batch) => {
+      const entries = await Promise.all(
+        batch.map(async ({ message, delaySeconds }) => {
+          const timing = timingOf(opts.clock, delaySeconds);
+          return (await bodiesOf(message)).map((body) => ({ body, ...timing }));
+        }),
+      );
+      return sendBodies(opts, entries.flat());
+    },
+  );
+}
+
+/** A delay as SQS takes it: whole seconds, and past 15 minutes the due time to send it on at. */
+function timingOf(
+  clock: Clock,
+  delaySeconds: number | undefined,
+): { delay: number; due: number | undefined } {
+  const delay = wholeDelay(delaySeconds);
+  return { delay, due: delay > MAX_DELAY_SECONDS ? epochSeconds(clock) + delay : undefined };
 }
 
 /**
@@ -96,27 +117,27 @@ export function sqsQueue(opts: SqsQueueOptions): Queue {
 export function forwardBodies(opts: SqsQueueOptions, bodies: readonly unknown[]): Promise<void> {
   return sendBodies(
     opts,
-    bodies.map((b) => JSON.stringify(b)),
-    0,
-    undefined,
+    bodies.map((b) => ({ body: JSON.stringify(b), delay: 0, due: undefined })),
   );
 }
 
-async function sendBodies(
-  opts: SqsQueueOptions,
-  bodies: readonly string[],
-  delay: number,
-  due: number | undefined,
-): Promise<void> {
-  const attributes: Record<string, MessageAttributeValue> | undefined =
-    due === undefined ? undefined : { [DUE_ATTRIBUTE]: { DataType: "Number", StringValue: String(due) } };
-  for (const call of batchesOf(bodies, MAX_CALL_ENTRIES, MAX_CALL_BYTES, bytes)) {
+/** A body to send, its delay (whole seconds) and, past 15 minutes, its due time. */
+interface OutgoingBody {
+  body: string;
+  delay: number;
+  due: number | undefined;
+}
+
+async function sendBodies(opts: SqsQueueOptions, bodies: readonly OutgoingBody[]): Promise<void> {
+  for (const call of batchesOf(bodies, MAX_CALL_ENTRIES, MAX_CALL_BYTES, (b) => bytes(b.body))) {
     const entries = call.map(
-      (body, i): SendMessageBatchRequestEntry => ({
+      ({ body, delay, due }, i): SendMessageBatchRequestEntry => ({
         Id: String(i),
         MessageBody: body,
         DelaySeconds: Math.min(delay, MAX_DELAY_SECONDS),
-        ...(attributes ? { MessageAttributes: attributes } : {}),
+        ...(due === undefined
+          ? {}
+          : { MessageAttributes: { [DUE_ATTRIBUTE]: { DataType: "Number", StringValue: String(due) } } }),
       }),
     );
     const out = await opts.sqs.send(
@@ -192,7 +213,7 @@ export async function consumeSqsEvent(
   for (const record of early) {
     const due = dueOf(record);
     try {
-      await sendBodies(opts, [record.body], due - now, due);
+      await sendBodies(opts, [{ body: record.body, delay: due - now, due }]);
     } catch (err) {
       opts.log.error("delayed message not sent on; redelivering", {
         messageId: record.messageId,

@@ -24,6 +24,7 @@ export {
   cloudEventOf,
   coalesce,
   createSweepLease,
+  type DelayedMessage,
   expandedBody,
   type HopEnd,
   type HopKind,

@@ -1,5 +1,6 @@
 import {
   type Context,
+  type DelayedMessage,
   fitToQueue,
   type HopEnd,
   type HopKind,
@@ -75,6 +76,22 @@ export function sealingQueue(
         delaySeconds,
       );
     },
+    ...(queue.sendEach
+      ? {
+          sendEach: async (entries: readonly DelayedMessage[]) => {
+            const traceparent = traceOf();
+            const sealedEntries = await Promise.all(
+              entries.flatMap(({ message, delaySeconds }) =>
+                fitToQueue([message], queue.maxMessageBytes, queue.maxPassBytes).map(async (m) => ({
+                  message: await outgoing(sealed(m, traceparent)),
+                  delaySeconds,
+                })),
+              ),
+            );
+            return queue.sendEach?.(sealedEntries);
+          },
+        }
+      : {}),
     ...(queue.maxMessageBytes === undefined ? {} : { maxMessageBytes: queue.maxMessageBytes }),
     ...(queue.maxPassBytes === undefined ? {} : { maxPassBytes: queue.maxPassBytes }),
   };

@@ -10,6 +10,7 @@ export {
   createSweepMemo,
   DEFAULT_CLUSTER,
   DEFAULT_STATE_CHANGES_PER_INVOCATION,
+  type DelayedMessage,
   derivedSealKeySource,
   type HopEnd,
   type HopKind,

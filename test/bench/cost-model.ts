@@ -8,6 +8,7 @@
  * converging, changes and API server traffic (the cluster's cost) are not in it. Included
  * allowances are applied once, as if the account ran nothing else.
  */
+import { MAX_CALL_BYTES, MAX_CALL_ENTRIES } from "../../functions/aws/queue.ts";
 
 export interface Prices {
   date: string;
@@ -116,6 +117,15 @@ export function monthlyVolumes(c: FleetCounts) {
         c.second.shardBytes.length
       : 1;
   const shardChunks = shards * chunksPerShard;
+  // On SQS a sweep's shards go ten to a SendMessageBatch (each its own delay, `Queue.sendEach`),
+  // within a call's 240 KB, and a call is billed per 64 KB of all it carries.
+  const meanShardBytes =
+    c.second.shardBytes.length > 0
+      ? c.second.shardBytes.reduce((n, b) => n + b, 0) / c.second.shardBytes.length
+      : BILLED_CHUNK_BYTES;
+  const shardsPerCall = Math.max(1, Math.min(MAX_CALL_ENTRIES, Math.floor(MAX_CALL_BYTES / meanShardBytes)));
+  const shardSendRequests =
+    (shards / shardsPerCall) * Math.max(1, Math.ceil((shardsPerCall * meanShardBytes) / BILLED_CHUNK_BYTES));
   const passes = c.objects * c.passesPerObjectHour * HOURS_PER_MONTH;
   const sweeps = c.sweepsPerHour * HOURS_PER_MONTH;
   return {
@@ -123,6 +133,8 @@ export function monthlyVolumes(c: FleetCounts) {
     probeInvocations,
     shards,
     shardChunks,
+    /** SendMessageBatch requests of the shards on SQS, as billed. */
+    shardSendRequests,
     passes,
     sweeps,
     messages: shards + passes,
@@ -260,12 +272,13 @@ export function lambdaBill(c: FleetCounts, p: Prices, carrier: "scheduler" | "sq
       },
     );
   } else {
-    // Sent one SendMessageBatch per shard (the sweep sends each shard at its own delay), received
-    // and deleted a batch at a time, every request billed per 64 KB of its payload: a receive of
-    // 164 KB is three requests, like its send.
+    // A sweep's shards sent ten to a SendMessageBatch (each its own delay), a pass's follow-up
+    // alone; received and deleted a batch at a time, every request billed per 64 KB of its
+    // payload: a receive of 164 KB is three requests.
     const batches = u.v.probeInvocations + u.v.passes / Math.max(1, c.passesPerInvocation);
     const requests =
-      u.v.messageChunks + // SendMessage(Batch)
+      u.v.shardSendRequests + // SendMessageBatch of the sweep's shards
+      u.v.passes + // SendMessageBatch of a follow-up
       Math.max(batches, u.v.messageChunks) + // ReceiveMessage: up to 10 messages, per 64 KB
       batches + // DeleteMessageBatch
       c.sqsIdlePollsPerMonth;

@@ -49,6 +49,8 @@ describe("cost model", () => {
       probeInvocations: SECONDS,
       shards: SECONDS,
       shardChunks: SECONDS,
+      // Shards of 10 KB, ten to a SendMessageBatch: 100 KB a call, two requests per ten shards.
+      shardSendRequests: (SECONDS / 10) * 2,
       passes: 0,
       sweeps: 43_800,
       messages: SECONDS,
@@ -63,6 +65,11 @@ describe("cost model", () => {
     // second, not the two their mean (49.4 KB, one chunk each) would make.
     const uneven = { ...fleet, second: { ...fleet.second, shards: 2, shardBytes: [65_800, 33_000] } };
     expect(monthlyVolumes(uneven).shardChunks).toBe(3 * SECONDS);
+    // Sent ten to a call and billed per 64 KB of the call: ten 19.4 KB shards are three requests;
+    // shards of 100 KB go two to a call (240 KB), each call four requests.
+    const second = { ...fleet, second: { ...fleet.second, shardBytes: [19_400] } };
+    expect(monthlyVolumes(second).shardSendRequests).toBeCloseTo((SECONDS / 10) * 3, 6);
+    expect(monthlyVolumes(big).shardSendRequests).toBeCloseTo((SECONDS / 2) * 4, 6);
   });
 
   it("Workers: the plan, then only what exceeds each allowance; Queues per 64 KB", () => {
@@ -113,10 +120,10 @@ describe("cost model", () => {
     expect(b.lines.find((l) => l.item.startsWith("EventBridge Scheduler"))!.dollars).toBe(0);
   });
 
-  it("Lambda with SQS: sends per 64 KB, a receive and a delete per batch", () => {
+  it("Lambda with SQS: shards sent ten to a call billed per 64 KB, a receive and a delete per batch", () => {
     const b = lambdaBill(fleet, prices, "sqs");
-    // 2.628 M sends + 2.628 M receives + 2.628 M deletes.
-    expect(b.lines.find((l) => l.item.startsWith("SQS"))!.dollars).toBeCloseTo(3.1536, 6);
+    // 0.526 M sends (10 KB shards ten to a call: two requests) + 2.628 M receives + 2.628 M deletes.
+    expect(b.lines.find((l) => l.item.startsWith("SQS"))!.dollars).toBeCloseTo(2.31264, 6);
     expect(b.lines.find((l) => l.item.startsWith("CloudWatch custom"))!.dollars).toBeCloseTo(360, 6);
   });
 

@@ -351,6 +351,58 @@ describe("proxy health task", () => {
   });
 });
 
+describe("a sweep's probe shards reach the queue", () => {
+  const thirtySecondProxies = (n: number) =>
+    Array.from({ length: n }, (_, i) => {
+      const p = externalProxy(`p${i}`);
+      (p.spec as { healthCheck: Record<string, unknown> }).healthCheck.intervalSeconds = 30;
+      return p;
+    });
+  const task = () =>
+    proxyHealthTask({
+      prober: { probe: async () => ({ ok: true, latencyMs: 5 }) },
+      concurrency: 2,
+      sweepPeriodSeconds: 60,
+      fanOut: { shardSize: 40 },
+    });
+
+  it("in one sendEach where the queue has it, each shard with its own delay — as sent one by one", async () => {
+    const proxies = thirtySecondProxies(50);
+    const oneByOne = fakeContext(new FakeKube(), { now });
+    expect(await runSweepTask(task(), oneByOne.ctx, [proxies])).toMatchObject({ planned: 100 });
+    const each: { message: unknown; delaySeconds: number }[][] = [];
+    const batched = fakeContext(new FakeKube(), { now });
+    batched.ctx.queue.sendEach = async (entries) => {
+      each.push([...entries]);
+    };
+    const counts = await runSweepTask(task(), batched.ctx, [proxies]);
+    expect(batched.recorded.sent).toEqual([]);
+    expect(each).toHaveLength(1);
+    expect(counts).toMatchObject({ shards: each[0]!.length, planned: 100, shardErrors: 0 });
+    // The same shards at the same delays as the queue without sendEach got them.
+    const view = (m: unknown, d: number | undefined) => [
+      d ?? 0,
+      (m as { job: { objects: unknown[] } }).job.objects,
+    ];
+    expect(each[0]!.map((e) => view(e.message, e.delaySeconds))).toEqual(
+      oneByOne.recorded.sent.map((s) => view(s.jobs![0], s.delaySeconds)),
+    );
+  });
+
+  it("a sendEach that fails counts every shard it carried as not sent, in one line", async () => {
+    const { ctx } = fakeContext(new FakeKube(), { now });
+    const errors: Record<string, unknown>[] = [];
+    ctx.log = { ...ctx.log, error: (_msg, fields) => errors.push(fields ?? {}) };
+    ctx.queue.sendEach = async () => {
+      throw new Error("SendMessageBatch rejected 10 of 10 messages");
+    };
+    const counts = await runSweepTask(task(), ctx, [thirtySecondProxies(50)]);
+    expect(counts).toMatchObject({ shards: 0, planned: 0 });
+    expect(counts.shardErrors).toBeGreaterThan(1);
+    expect(errors).toEqual([expect.objectContaining({ shard: 0, shards: counts.shardErrors, proxies: 100 })]);
+  });
+});
+
 describe("a probe shard carries what a probe needs", () => {
   it("not the listed object: no annotations, managedFields or cloud-init; probed and written as the listed object would be", async () => {
     const kube = new FakeKube();

@@ -296,33 +296,55 @@ export function proxyHealthTask(opts: ProxyHealthTaskOptions): SweepTask & {
         shardSize: opts.fanOut.shardSize,
       });
       const counts = { shards: 0, planned: 0, shardErrors: 0 };
+      const shardSent = (shard: ProbeShard<KubeObject>) => {
+        counts.shards++;
+        counts.planned += shard.objects.length;
+      };
+      const shardNotSent = (shards: readonly ProbeShard<KubeObject>[], first: number, err: unknown) => {
+        // Those Proxies are probed at the next sweep; their health state is unchanged meanwhile.
+        counts.shardErrors += shards.length;
+        ctx.log.error("probe shard not sent", {
+          shard: first,
+          ...(shards.length > 1 ? { shards: shards.length } : {}),
+          proxies: shards.reduce((n, s) => n + s.objects.length, 0),
+          error: String(err),
+        });
+        ctx.metrics.count(
+          "kubefn_sweep_errors_total",
+          { controller: proxyControllerName, stage: "probe-shard" },
+          shards.length,
+        );
+      };
+      // Named by its slot, not its sweep: where a queue keys messages by name (the Node host), a
+      // shard still waiting from the last sweep is replaced by this one's, so a host that falls
+      // behind holds one sweep of shards, not every sweep's.
+      const entryOf = (shard: ProbeShard<KubeObject>, i: number) => {
+        const due = plannedFrom.getTime() + shard.delaySeconds * 1000;
+        return {
+          message: shardMessage(`${shard.delaySeconds}-${i}`, shard.objects, undefined, due),
+          delaySeconds: Math.max(0, Math.round((due - ctx.clock.now().getTime()) / 1000)),
+        };
+      };
       const sendShards = async (shards: readonly ProbeShard<KubeObject>[]) => {
+        const first = counts.shards + counts.shardErrors;
+        if (ctx.queue.sendEach && shards.length > 1) {
+          // Each at its own delay, in as few calls as the queue takes (SQS: ten to a call).
+          try {
+            await ctx.queue.sendEach(shards.map((shard, k) => entryOf(shard, first + k)));
+            for (const shard of shards) shardSent(shard);
+          } catch (err) {
+            shardNotSent(shards, first, err);
+          }
+          return;
+        }
         for (const shard of shards) {
           const i = counts.shards + counts.shardErrors;
-          // Named by its slot, not its sweep: where a queue keys messages by name (the Node
-          // host), a shard still waiting from the last sweep is replaced by this one's, so a
-          // host that falls behind holds one sweep of shards, not every sweep's.
           try {
-            const due = plannedFrom.getTime() + shard.delaySeconds * 1000;
-            const delay = Math.max(0, Math.round((due - ctx.clock.now().getTime()) / 1000));
-            await ctx.queue.send(
-              [shardMessage(`${shard.delaySeconds}-${i}`, shard.objects, undefined, due)],
-              delay,
-            );
-            counts.shards++;
-            counts.planned += shard.objects.length;
+            const { message, delaySeconds } = entryOf(shard, i);
+            await ctx.queue.send([message], delaySeconds);
+            shardSent(shard);
           } catch (err) {
-            // Those Proxies are probed at the next sweep; their health state is unchanged meanwhile.
-            counts.shardErrors++;
-            ctx.log.error("probe shard not sent", {
-              shard: i,
-              proxies: shard.objects.length,
-              error: String(err),
-            });
-            ctx.metrics.count("kubefn_sweep_errors_total", {
-              controller: proxyControllerName,
-              stage: "probe-shard",
-            });
+            shardNotSent([shard], i, err);
           }
         }
       };

@@ -28,6 +28,7 @@ export {
   type Context,
   clusterOf,
   DEFAULT_CLUSTER,
+  type DelayedMessage,
   describeTrigger,
   fitted,
   INVOCATION_READ_MAX_AGE_SECONDS,

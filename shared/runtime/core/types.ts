@@ -186,9 +186,22 @@ export function messageController(message: Message): string {
   return message.kind === "job" ? message.job.controller : message.request.controller;
 }
 
+/** A message and the delay it is sent with ({@link Queue.sendEach}). */
+export interface DelayedMessage {
+  message: Message;
+  delaySeconds: number;
+}
+
 /** Where follow-ups go. Platforms bind it to their queue's delayed delivery. */
 export interface Queue {
   send(messages: Message[], delaySeconds?: number): Promise<void>;
+  /**
+   * Sends messages each with a delay of its own in as few calls as the platform takes (SQS: ten
+   * to a SendMessageBatch, each entry its own `DelaySeconds`, billed per 64 KB of the call — a
+   * sweep's probe shards are then about a third of the requests). Unset where the platform gains
+   * nothing: callers send each with {@link send}. A failed call may leave earlier calls' messages sent.
+   */
+  sendEach?(entries: readonly DelayedMessage[]): Promise<void>;
   /**
    * The largest message this queue takes, in UTF-8 bytes of its JSON (a platform's limit less its
    * own margin); the runtime cuts jobs and drops attached snapshots to fit it

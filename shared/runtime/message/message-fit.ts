@@ -1,4 +1,4 @@
-import { fitted, type JobMessage, type Message, type Queue } from "../core/index.ts";
+import { type DelayedMessage, fitted, type JobMessage, type Message, type Queue } from "../core/index.ts";
 
 /**
  * Room kept under a queue's declared limit for what is added to a message after it is fitted
@@ -68,7 +68,8 @@ export interface QueueLimits {
  * ({@link fitToQueue}: a job cut by its objects, a pass's listed objects dropped), in batches
  * within them ({@link batchesOf}), each batch handed to `sendBatch` in order with the delay as
  * the caller gave it. The platform translates a batch to its SDK (and its delay to what the
- * platform takes), nothing else.
+ * platform takes), nothing else. With `sendDelayedBatch` the queue also has `sendEach`: messages
+ * of different delays batched the same way, each entry with its own.
  *
  * @example
  * const queue = platformQueue({ maxMessageBytes: 120_000, maxBatchMessages: 100, maxBatchBytes: 200_000 },
@@ -77,6 +78,7 @@ export interface QueueLimits {
 export function platformQueue(
   limits: QueueLimits,
   sendBatch: (batch: Message[], delaySeconds: number | undefined) => Promise<unknown>,
+  sendDelayedBatch?: (batch: DelayedMessage[]) => Promise<unknown>,
 ): Queue {
   const { maxMessageBytes, maxPassBytes } = limits;
   return {
@@ -88,6 +90,25 @@ export function platformQueue(
         await sendBatch(batch, delaySeconds);
       }
     },
+    ...(sendDelayedBatch
+      ? {
+          async sendEach(entries: readonly DelayedMessage[]) {
+            // Each message fitted alone: the pieces of a cut job keep its delay.
+            const fittedEntries = entries.flatMap(({ message, delaySeconds }) =>
+              fitToQueue([message], maxMessageBytes, maxPassBytes).map((m) => ({ message: m, delaySeconds })),
+            );
+            const size = (e: DelayedMessage) => messageBytes(e.message);
+            for (const batch of batchesOf(
+              fittedEntries,
+              limits.maxBatchMessages,
+              limits.maxBatchBytes,
+              size,
+            )) {
+              await sendDelayedBatch(batch);
+            }
+          },
+        }
+      : {}),
   };
 }
 

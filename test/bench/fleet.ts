@@ -395,7 +395,8 @@ export async function installPeer(admin: Kube): Promise<void> {
   });
 }
 
-function saKubeconfig(adminKubeconfig: string, token: string, dir: string, name: string): string {
+/** A kubeconfig file for `token` on the cluster of `adminKubeconfig`, written into `dir` (mode 0600). */
+export function saKubeconfig(adminKubeconfig: string, token: string, dir: string, name: string): string {
   const kc = asServiceAccount(loadKubeConfig({ file: adminKubeconfig }), token);
   const file = join(dir, `${name}.kubeconfig`);
   writeFileSync(file, kc.exportConfig(), { mode: 0o600 });

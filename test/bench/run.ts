@@ -30,6 +30,7 @@ import { benchCost } from "./cost.ts";
 import { benchEmf } from "./emf.ts";
 import { benchFleet, benchFleetTransports, fleetFromEnv, fleetTransportsFromEnv } from "./fleet.ts";
 import { benchProbes } from "./health.ts";
+import { benchHostMemory } from "./host-memory.ts";
 import { benchIntake } from "./intake.ts";
 import { benchAuditZod, benchMapping } from "./mapping.ts";
 import { benchMessagesPerHour } from "./messages.ts";
@@ -148,6 +149,15 @@ const benches: { name: string; run: () => Promise<BenchRow[]>; explicit?: boolea
     name: "worker-probes",
     run: async () => {
       const r = await benchWorkerProbes();
+      jsonLines.push(JSON.stringify(r.json));
+      return r.rows;
+    },
+    explicit: true,
+  },
+  {
+    name: "host-memory",
+    run: async () => {
+      const r = await benchHostMemory();
       jsonLines.push(JSON.stringify(r.json));
       return r.rows;
     },

@@ -34,6 +34,7 @@ import { randomBytes } from "node:crypto";
 import { mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import { createServer, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
+import { loadavg } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { parse as parseYaml, stringify as stringifyYaml } from "yaml";
@@ -998,6 +999,8 @@ export async function benchFleet(opts: FleetOptions = defaultFleet): Promise<Fle
       host: usageOf(host.child.pid!),
       peer: usageOf(peer.pid!),
     };
+    // The machine's load beside the CPU figures: CPU per probe grows with it (docs/performance.md).
+    const loadAverage = { start: loadavg().map((l) => round(l, 2)), end: [] as number[] };
     const rss = { host: [] as number[], peer: [] as number[] };
     while (Date.now() - s0.at < opts.steadySeconds * 1000) {
       await sleep(5000);
@@ -1012,6 +1015,7 @@ export async function benchFleet(opts: FleetOptions = defaultFleet): Promise<Fle
       host: usageOf(host.child.pid!),
       peer: usageOf(peer.pid!),
     };
+    loadAverage.end = loadavg().map((l) => round(l, 2));
     const sweepsInWindow = host.lines
       .slice(sweepLinesFrom)
       .filter((l) => l.msg === "sweep" && Date.parse(l.time) >= s0.at && Date.parse(l.time) < s1.at).length;
@@ -1127,6 +1131,7 @@ export async function benchFleet(opts: FleetOptions = defaultFleet): Promise<Fle
           cpuSecondsPerMinute: cpu.host,
           cpuMsPerProbe,
           systemMsPerProbe,
+          loadAverage,
           maxRssMiB: maxRss.host,
           rssMiBPer1000Proxies,
         },
@@ -1209,7 +1214,7 @@ export async function benchFleet(opts: FleetOptions = defaultFleet): Promise<Fle
         name: "fleet steady CPU/probe",
         figure: cpuMsPerProbe ?? "n/a",
         unit: "host CPU ms per probe",
-        note: `host CPU in the window ÷ ${windowProbes} probes counted at the target; ${systemMsPerProbe ?? "n/a"} ms of it in the kernel`,
+        note: `host CPU in the window ÷ ${windowProbes} probes counted at the target; ${systemMsPerProbe ?? "n/a"} ms of it in the kernel; load average ${loadAverage.start.join(" ")} at the start, ${loadAverage.end.join(" ")} at the end`,
       },
       {
         name: "fleet steady RSS",

@@ -213,6 +213,12 @@ export async function benchHostMemory(
   const temp = tempDir("kubefn-bench-host-memory-");
   const cleanups: (() => Promise<unknown>)[] = [async () => temp.remove()];
   let host: HostProcess | undefined;
+  // The host, killed if the bench exits without its cleanups (SIGINT/SIGTERM: run.ts exits at
+  // once); the devcluster exits with its parent, the fixtures when their stdin closes.
+  const killHost = () => {
+    if (host && host.child.exitCode === null && host.child.signalCode === null) host.child.kill("SIGKILL");
+  };
+  process.once("exit", killHost);
   try {
     const tee = new AuditTee();
     const webhook = await tee.start();
@@ -299,6 +305,7 @@ export async function benchHostMemory(
         // Best effort: the devcluster exits with its parent anyway.
       }
     }
+    process.removeListener("exit", killHost);
   }
 }
 

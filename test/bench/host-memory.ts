@@ -64,9 +64,10 @@ export interface HostMemoryStep {
 }
 
 /**
- * `KUBEFN_BENCH_HOST_MEMORY_NODE_OPTIONS="|--optimize-for-size"`: extra Node options of the host,
- * `|`-separated; each step is measured once with each, on a host of its own, in that order (one
- * run compares them on the same fleet). Default: one measurement with none.
+ * `KUBEFN_BENCH_HOST_MEMORY_NODE_OPTIONS="|--max-old-space-size=4096"`: extra Node options of the
+ * host, `|`-separated, placed after `scripts/start.sh`'s (which they override); each step is
+ * measured once with each, on a host of its own, in that order (one run compares them on the same
+ * fleet). Default: one measurement with none.
  */
 export function hostMemoryVariantsFromEnv(env: NodeJS.ProcessEnv = process.env): string[] {
   return (env.KUBEFN_BENCH_HOST_MEMORY_NODE_OPTIONS ?? "").split("|").map((v) => v.trim());
@@ -252,17 +253,21 @@ export async function benchHostMemory(
     // `KUBEFN_BENCH_HOST_MEMORY_PROFILE=<dir>`: each host writes a V8 CPU profile there when it stops.
     const profile = process.env.KUBEFN_BENCH_HOST_MEMORY_PROFILE;
     const start = async (extra = "") => {
-      const started = await startHost({
-        KUBECONFIG: kubeconfig,
-        KUBEFN_AUDIT_TOKEN: intakeToken,
-        NODE_OPTIONS: [
-          `--heapsnapshot-signal=SIGUSR2 --diagnostic-dir=${temp.path}`,
-          profile ? `--cpu-prof --cpu-prof-dir=${profile}` : "",
-          extra,
-        ]
-          .filter((o) => o !== "")
-          .join(" "),
-      });
+      const started = await startHost(
+        {
+          KUBECONFIG: kubeconfig,
+          KUBEFN_AUDIT_TOKEN: intakeToken,
+          NODE_OPTIONS: [
+            `--heapsnapshot-signal=SIGUSR2 --diagnostic-dir=${temp.path}`,
+            profile ? `--cpu-prof --cpu-prof-dir=${profile}` : "",
+          ]
+            .filter((o) => o !== "")
+            .join(" "),
+        },
+        180_000,
+        // After scripts/start.sh's options on the command line: a variant overrides them.
+        extra.split(" ").filter((o) => o !== ""),
+      );
       tee.intake = { url: `${started.url}/v1/events`, token: intakeToken };
       return started;
     };

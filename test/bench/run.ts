@@ -18,7 +18,9 @@
  * Node host over `KUBEFN_BENCH_CLUSTERS` × `KUBEFN_BENCH_CLUSTER_OBJECTS` devclusters × Proxies, 3 × 50
  * by default: steady requests per cluster-hour and probes on time, then the bill for 100 clusters of
  * 100 objects; a few minutes) runs only when named. `soak` (the Node host in the cluster and out of it, 35 minutes across three
- * expiries of 10-minute tokens; `KUBEFN_BENCH_SOAK_MINUTES`) runs only when named.
+ * expiries of 10-minute tokens; `KUBEFN_BENCH_SOAK_MINUTES`) runs only when named. `host-memory` (the Node
+ * host's RSS, live heap and CPU per probe at `KUBEFN_BENCH_HOST_MEMORY_STEPS` Proxies, each on a fresh
+ * host, per `KUBEFN_BENCH_HOST_MEMORY_NODE_OPTIONS` variant; ~25 min) runs only when named.
  */
 import { benchBundle } from "./bundle.ts";
 import { benchChaos } from "./chaos.ts";

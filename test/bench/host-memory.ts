@@ -13,9 +13,11 @@
  * load average. Then a heap snapshot of the host (`--heapsnapshot-signal`), summed by constructor:
  * the largest kinds of object, and those that grew most since the first step.
  *
- * The rows end with the slopes between the first and the last step: MiB of RSS and of live heap
- * per 1,000 Proxies, and the CPU of one more probe (the window's CPU above the first step's, over
- * the probes above its), which the fixed work of a sweep does not blur.
+ * `KUBEFN_BENCH_HOST_MEMORY_NODE_OPTIONS` measures each step once per variant of the host's Node
+ * options, side by side in one run; `KUBEFN_BENCH_HOST_MEMORY_PROFILE=<dir>` writes each host's V8
+ * CPU profile there. The rows end with each variant's slopes between its first and last step: MiB
+ * of RSS and of live heap per 1,000 Proxies, and the CPU of one more probe (the window's CPU above
+ * the first step's, over the probes above its), which the fixed work of a sweep does not blur.
  *
  * Caveats: a step's heap snapshot is taken after its window, so its own memory never counts in
  * a figure (the next step's host is a new process). CPU per probe on a loaded machine is higher:

@@ -34,6 +34,7 @@ import { randomBytes } from "node:crypto";
 import { mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import { createServer, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
+import { loadavg } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { parse as parseYaml, stringify as stringifyYaml } from "yaml";
@@ -395,7 +396,8 @@ export async function installPeer(admin: Kube): Promise<void> {
   });
 }
 
-function saKubeconfig(adminKubeconfig: string, token: string, dir: string, name: string): string {
+/** A kubeconfig file for `token` on the cluster of `adminKubeconfig`, written into `dir` (mode 0600). */
+export function saKubeconfig(adminKubeconfig: string, token: string, dir: string, name: string): string {
   const kc = asServiceAccount(loadKubeConfig({ file: adminKubeconfig }), token);
   const file = join(dir, `${name}.kubeconfig`);
   writeFileSync(file, kc.exportConfig(), { mode: 0o600 });
@@ -1020,6 +1022,8 @@ export async function benchFleet(opts: FleetOptions = defaultFleet): Promise<Fle
       host: usageOf(host.child.pid!),
       peer: usageOf(peer.pid!),
     };
+    // The machine's load beside the CPU figures: CPU per probe grows with it (docs/performance.md).
+    const loadAverage = { start: loadavg().map((l) => round(l, 2)), end: [] as number[] };
     const rss = { host: [] as number[], peer: [] as number[] };
     while (Date.now() - s0.at < opts.steadySeconds * 1000) {
       await sleep(5000);
@@ -1034,6 +1038,7 @@ export async function benchFleet(opts: FleetOptions = defaultFleet): Promise<Fle
       host: usageOf(host.child.pid!),
       peer: usageOf(peer.pid!),
     };
+    loadAverage.end = loadavg().map((l) => round(l, 2));
     const sweepsInWindow = host.lines
       .slice(sweepLinesFrom)
       .filter((l) => l.msg === "sweep" && Date.parse(l.time) >= s0.at && Date.parse(l.time) < s1.at).length;
@@ -1149,6 +1154,7 @@ export async function benchFleet(opts: FleetOptions = defaultFleet): Promise<Fle
           cpuSecondsPerMinute: cpu.host,
           cpuMsPerProbe,
           systemMsPerProbe,
+          loadAverage,
           maxRssMiB: maxRss.host,
           rssMiBPer1000Proxies,
         },
@@ -1240,7 +1246,7 @@ export async function benchFleet(opts: FleetOptions = defaultFleet): Promise<Fle
         name: "fleet steady CPU/probe",
         figure: cpuMsPerProbe ?? "n/a",
         unit: "host CPU ms per probe",
-        note: `host CPU in the window ÷ ${windowProbes} probes counted at the target; ${systemMsPerProbe ?? "n/a"} ms of it in the kernel`,
+        note: `host CPU in the window ÷ ${windowProbes} probes counted at the target; ${systemMsPerProbe ?? "n/a"} ms of it in the kernel; load average ${loadAverage.start.join(" ")} at the start, ${loadAverage.end.join(" ")} at the end`,
       },
       {
         name: "fleet steady RSS",

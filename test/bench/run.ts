@@ -22,7 +22,9 @@
  * 100 objects; a few minutes) runs only when named. `soak` (the Node host in the cluster and out of it, 35 minutes across three
  * expiries of 10-minute tokens; `KUBEFN_BENCH_SOAK_MINUTES`) runs only when named. `workerd-profile`
  * (V8's CPU profile of the Worker's isolate probing shards in workerd, by phase; `KUBEFN_BENCH_PROFILE_PROXIES`,
- * `KUBEFN_BENCH_PROFILE_SECONDS`, `KUBEFN_BENCH_PROFILE_OUT=<file>`; ~2 min) runs only when named.
+ * `KUBEFN_BENCH_PROFILE_SECONDS`, `KUBEFN_BENCH_PROFILE_OUT=<file>`; ~2 min) runs only when named. `host-memory` (the Node
+ * host's RSS, live heap and CPU per probe at `KUBEFN_BENCH_HOST_MEMORY_STEPS` Proxies, each on a fresh
+ * host, per `KUBEFN_BENCH_HOST_MEMORY_NODE_OPTIONS` variant; ~25 min) runs only when named.
  */
 import { benchBundle } from "./bundle.ts";
 import { benchChaos } from "./chaos.ts";
@@ -34,6 +36,7 @@ import { benchCost } from "./cost.ts";
 import { benchEmf } from "./emf.ts";
 import { benchFleet, benchFleetTransports, fleetFromEnv, fleetTransportsFromEnv } from "./fleet.ts";
 import { benchProbes } from "./health.ts";
+import { benchHostMemory } from "./host-memory.ts";
 import { benchIntake } from "./intake.ts";
 import { benchLambdaMemory } from "./lambda-memory.ts";
 import { benchAuditZod, benchMapping } from "./mapping.ts";
@@ -161,6 +164,15 @@ const benches: { name: string; run: () => Promise<BenchRow[]>; explicit?: boolea
     explicit: true,
   },
   { name: "workerd-profile", run: benchWorkerdProfile, explicit: true },
+  {
+    name: "host-memory",
+    run: async () => {
+      const r = await benchHostMemory();
+      jsonLines.push(JSON.stringify(r.json));
+      return r.rows;
+    },
+    explicit: true,
+  },
   {
     name: "fleet",
     run: async () => {

@@ -34,12 +34,23 @@ export interface HostProcess {
 }
 
 /** The Node options and environment `scripts/start.sh` runs the host with (its memory settings). */
-export const hostNodeArgs = ["--max-semi-space-size=16", "--import", "tsx", "functions/node/main.ts"];
+export const hostNodeArgs = [
+  "--max-semi-space-size=16",
+  "--max-old-space-size=512",
+  "--import",
+  "tsx",
+  "functions/node/main.ts",
+];
 export const hostProcessEnv = { MALLOC_ARENA_MAX: "2" };
 
 /** Starts the host with `env` (JSON logs) and waits for its "listening" line. */
-export async function startHost(env: Record<string, string>, readyTimeoutMs = 180_000): Promise<HostProcess> {
-  return spawnHost(env, "functions/node/main.ts").ready(readyTimeoutMs);
+export async function startHost(
+  env: Record<string, string>,
+  readyTimeoutMs = 180_000,
+  /** Node options after `scripts/start.sh`'s, which they override (a bench's variant). */
+  extraNodeArgs: readonly string[] = [],
+): Promise<HostProcess> {
+  return spawnHost(env, "functions/node/main.ts", extraNodeArgs).ready(readyTimeoutMs);
 }
 
 /**
@@ -69,10 +80,11 @@ export function spawnStandbyHost(env: Record<string, string>): StandbyHost {
 function spawnHost(
   env: Record<string, string>,
   script: "functions/node/main.ts" | "test/e2e/standby-host.ts",
+  extraNodeArgs: readonly string[] = [],
 ): { child: ChildProcess; ready(timeoutMs: number): Promise<HostProcess> } {
   const standby = script !== "functions/node/main.ts";
   // scripts/start.sh's options, with the standby entry point in place of main.ts if asked.
-  const args = [...hostNodeArgs.filter((a) => a !== "functions/node/main.ts"), script];
+  const args = [...hostNodeArgs.filter((a) => a !== "functions/node/main.ts"), ...extraNodeArgs, script];
   const child = spawn(process.execPath, args, {
     cwd: root,
     env: {

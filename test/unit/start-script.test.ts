@@ -12,6 +12,7 @@ describe("scripts/start.sh and test/e2e/host.ts", () => {
     const exec = startScript.split("\n").filter((l) => l.startsWith("exec node "));
     expect(exec).toEqual([`exec node ${hostNodeArgs.join(" ")}`]);
     expect(hostNodeArgs).toContain("--max-semi-space-size=16");
+    expect(hostNodeArgs).toContain("--max-old-space-size=512");
   });
 
   it("give it the same malloc arenas, unless the environment sets them", () => {

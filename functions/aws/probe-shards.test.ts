@@ -202,7 +202,7 @@ describe("Lambda probe shards on SQS, delayed to the second (moto)", () => {
           delays: entries.map((e) => e.DelaySeconds ?? 0),
         });
       }
-      return originalSend.call(this, command as never, ...(rest as []));
+      return Reflect.apply(originalSend, this, [command, ...rest]);
     });
     try {
       await handlerOver(kube)(sweepEvent, lambdaContext);

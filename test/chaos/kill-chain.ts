@@ -131,7 +131,31 @@ export function writeLabel(r: SeenRequest, body: string): string {
       name = ` ${(JSON.parse(body) as { metadata?: { name?: string } }).metadata?.name ?? ""}`;
     } catch {}
   }
-  const metadataOnly = /^\s*\{\s*"metadata"/.test(body) && r.method !== "POST";
-  const parts = metadataOnly ? ["finalizers", "annotations"].filter((f) => body.includes(`"${f}"`)) : [];
+  const parts = r.method === "POST" ? [] : metadataWritten(body);
   return `${r.method} ${path}${name}${parts.length > 0 ? ` (${parts.join(", ")})` : ""}`;
+}
+
+/**
+ * Which of finalizers and annotations a metadata-only patch writes: a merge patch of `metadata`
+ * alone, or a JSON Patch whose writing ops are all under `/metadata/` (its `test` ops write
+ * nothing: a new SubPool's finalizer goes so, tested against the pool's UID).
+ */
+function metadataWritten(body: string): string[] {
+  const fields = ["finalizers", "annotations"];
+  if (/^\s*\{\s*"metadata"/.test(body)) return fields.filter((f) => body.includes(`"${f}"`));
+  let ops: unknown;
+  try {
+    ops = JSON.parse(body);
+  } catch {
+    return [];
+  }
+  if (!Array.isArray(ops)) return [];
+  const written = ops
+    .filter(
+      (o): o is { op: string; path: string } => typeof o?.op === "string" && typeof o?.path === "string",
+    )
+    .filter((o) => o.op !== "test")
+    .map((o) => o.path);
+  if (written.length === 0 || !written.every((p) => p.startsWith("/metadata/"))) return [];
+  return fields.filter((f) => written.some((p) => p.startsWith(`/metadata/${f}`)));
 }

@@ -65,9 +65,11 @@ export async function helmBinary(): Promise<string> {
   return stdout.trim();
 }
 
-/** The Lambda package: the handler bundled as infra/aws/README.md describes, zipped. */
-async function lambdaZip(out: string, version: string): Promise<string> {
-  const build = join(out, "aws/build");
+/**
+ * functions/aws/handler.ts bundled as infra/aws/README.md describes, to `outfile` (with its source
+ * map beside it): the Lambda package's code, and what the lambda-memory bench runs.
+ */
+export async function bundleLambdaHandler(outfile: string): Promise<void> {
   await run(
     join(root, "node_modules/.bin/esbuild"),
     [
@@ -78,12 +80,18 @@ async function lambdaZip(out: string, version: string): Promise<string> {
       "--platform=node",
       "--target=node22",
       "--format=esm",
-      `--outfile=${join(build, "index.mjs")}`,
+      `--outfile=${outfile}`,
       "--log-level=error",
       "--banner:js=import { createRequire } from 'node:module'; const require = createRequire(import.meta.url);",
     ],
     { cwd: root },
   );
+}
+
+/** The Lambda package: the handler bundled ({@link bundleLambdaHandler}), zipped. */
+async function lambdaZip(out: string, version: string): Promise<string> {
+  const build = join(out, "aws/build");
+  await bundleLambdaHandler(join(build, "index.mjs"));
   const name = `kubefn-aws-${version}.zip`;
   const files = await Promise.all(
     ["index.mjs", "index.mjs.map"].map(async (f) => ({ name: f, data: await readFile(join(build, f)) })),

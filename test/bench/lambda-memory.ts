@@ -28,6 +28,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { promisify } from "node:util";
+import { bundleLambdaHandler } from "../../scripts/release.ts";
 import { mapWithConcurrency } from "../../shared/concurrency/index.ts";
 import { proxyResource } from "../../shared/controllers/proxy/api.ts";
 import { subPoolResource } from "../../shared/controllers/subpool/api.ts";
@@ -40,7 +41,7 @@ import { type BenchRow, benchCluster, createMany, createNamespace, round } from 
 import { startFixtures } from "./sweep.ts";
 
 const root = fileURLToPath(new URL("../../", import.meta.url));
-const run = promisify(execFile);
+const _run = promisify(execFile);
 const PROXY_SHARE = 0.9;
 
 /** The template's reconcile settings this bench runs with. */
@@ -52,26 +53,6 @@ async function templateSettings(): Promise<{ memoryMb: number; shardSize: number
   if (!memoryMb || !shardSize || !periodSeconds)
     throw new Error("infra/aws/template.yaml: no MemorySize, PROBE_SHARD_SIZE or SWEEP_PERIOD_SECONDS");
   return { memoryMb, shardSize, periodSeconds };
-}
-
-/** functions/aws/handler.ts bundled with the release's esbuild flags (scripts/release.ts). */
-async function bundleHandler(dir: string): Promise<void> {
-  await run(
-    join(root, "node_modules/.bin/esbuild"),
-    [
-      "functions/aws/handler.ts",
-      "--bundle",
-      "--minify",
-      "--sourcemap",
-      "--platform=node",
-      "--target=node22",
-      "--format=esm",
-      `--outfile=${join(dir, "index.mjs")}`,
-      "--log-level=error",
-      "--banner:js=import { createRequire } from 'node:module'; const require = createRequire(import.meta.url);",
-    ],
-    { cwd: root },
-  );
 }
 
 /** One function instance: the bundle's `reconcile` in its own process. */
@@ -234,7 +215,7 @@ export async function benchLambdaMemory(): Promise<BenchRow[]> {
     process.stderr.write(
       `lambda-memory: created ${proxies} Proxies in ${round(created.ms / 1000)} s, ${subPools} SubPools in ${round(createdPools.ms / 1000)} s\n`,
     );
-    await bundleHandler(codeDir);
+    await bundleLambdaHandler(join(codeDir, "index.mjs"));
     const env = {
       PATH: process.env.PATH ?? "",
       ...TEST_CREDENTIALS,

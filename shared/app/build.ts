@@ -66,8 +66,9 @@ export function buildCore(settings: KubefnSettings, ports: KubefnPorts, operator
     metrics: ports.metrics,
     random: ports.random ?? Math.random,
   };
-  // Unset only where intake is off too (no audit token, no relay secret): the sweep then finds
-  // every change at its drift period, a forged status included.
+  // Unset only where intake is off too (no audit token, no relay secret): the sweep then sends a
+  // new object (status empty) its first pass at once, and finds every other change at its drift
+  // period, a forged status included.
   const seal = statusSealFrom(settings);
   if (seal) ctx.seal = seal;
   const derivedFrom = derivedSealKeySource(settings);

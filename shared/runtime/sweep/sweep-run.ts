@@ -160,6 +160,12 @@ export async function runSweep(
             ctx.metrics.count("kubefn_empty_status_total", { controller: def.name });
             return { kind: "drift", reason: "empty-status" };
           }
+          // No seal, no intake: no creation event brings a new object its first pass, and its drift
+          // period may be minutes away (a Site's is five). Sent by the sweeps of its first two
+          // periods while its status is empty; one created long ago and never reconciled (a
+          // namespace kubefn may not write to) keeps its drift period.
+          if (!ctx.seal && isEmptyStatus(object) && createdWithin(object, now, 2 * periodSeconds))
+            return { kind: "drift", reason: "new" };
           if (dueThisSlot(object, now, options.safetyNetSeconds ?? DEFAULT_SAFETY_NET_SECONDS, periodSeconds))
             return { kind: "safety-net" };
           if (!def.drift)
@@ -214,6 +220,12 @@ export async function runSweep(
 function createdBefore(object: KubeObject, now: Date, seconds: number): boolean {
   const created = Date.parse(object.metadata.creationTimestamp ?? "");
   return !Number.isNaN(created) && now.getTime() - created > seconds * 1000;
+}
+
+/** Whether `object` was created at most `seconds` before `now` (false without a creation time). */
+function createdWithin(object: KubeObject, now: Date, seconds: number): boolean {
+  const created = Date.parse(object.metadata.creationTimestamp ?? "");
+  return !Number.isNaN(created) && now.getTime() - created <= seconds * 1000;
 }
 
 /** A task's run that catches its own failures: it reports them once and takes no more pages. */

@@ -197,6 +197,47 @@ describe("runSweep", () => {
     });
   });
 
+  it("without intake (no seal), a new object is sent its first pass by the next sweep, not at its drift period", async () => {
+    // A Site-like controller: drift every 5 minutes, and a sweep that is not in a drift minute.
+    const at = new Date("2026-11-30T12:01:30Z");
+    const created = (name: string, when: string, status?: Record<string, unknown>): KubeObject => ({
+      ...pool(0),
+      metadata: { name, uid: `uid-${name}`, generation: 1, creationTimestamp: when },
+      ...(status ? { status } : {}),
+    });
+    const kube = pagedKube([
+      created("fresh", "2026-11-30T12:01:29Z"),
+      created("reconciled", "2026-11-30T12:01:29Z", { conditions: [{ type: "Ready", status: "True" }] }),
+      // Created long ago and never reconciled (a namespace kubefn may not write to): its drift period, as before.
+      created("old", "2026-11-30T11:00:00Z"),
+    ]);
+    const registry = createRegistry([
+      subPoolController({ resyncSeconds: 300, drift: defineDrift({ decide: () => "no-conditions" }) }),
+    ]);
+    const sweep = async (ctx: Parameters<typeof runSweep>[0]) => {
+      const summary = await runSweep(ctx, registry, [], {
+        shardSize: 10,
+        attachListed: false,
+        periodSeconds: 10,
+        safetyNetSeconds: 10 * 365 * 86_400,
+      });
+      return summary;
+    };
+    const unsealed = fakeContext(kube, { now: at });
+    const summary = await sweep(unsealed.ctx);
+    expect(summary.controllers.subpool?.drift).toBe(false);
+    expect(unsealed.recorded.sent.flatMap((s) => s.messages).map((m) => [m.request.name, m.trigger])).toEqual(
+      [["fresh", { kind: "drift", reason: "new" }]],
+    );
+    // With a seal, intake runs: the creation event brings the new object's first pass; the old
+    // empty status is one blanked by someone (status-seal.test.ts).
+    const sealed = fakeContext(kube, { now: at });
+    await sweep({ ...sealed.ctx, seal: { seal: async () => "", verify: async () => "sealed" } });
+    expect(sealed.recorded.sent.flatMap((s) => s.messages).map((m) => [m.request.name, m.trigger])).toEqual([
+      ["old", { kind: "drift", reason: "empty-status" }],
+    ]);
+  });
+
   it("drift lists run once per drift period, not at every sweep", async () => {
     const kube = pagedKube([]);
     const registry = createRegistry([

@@ -14,7 +14,8 @@
  * the largest kinds of object, and those that grew most since the first step.
  *
  * `KUBEFN_BENCH_HOST_MEMORY_NODE_OPTIONS` measures each step once per variant of the host's Node
- * options, side by side in one run; `KUBEFN_BENCH_HOST_MEMORY_PROFILE=<dir>` writes each host's V8
+ * options — or of the image's process (`image`: main.ts bundled as infra/host/Containerfile builds
+ * it, run with its ENTRYPOINT's options) — side by side in one run; `KUBEFN_BENCH_HOST_MEMORY_PROFILE=<dir>` writes each host's V8
  * CPU profile there. The rows end with each variant's slopes between its first and last step: MiB
  * of RSS and of live heap per 1,000 Proxies, and the CPU of one more probe (the window's CPU above
  * the first step's, over the probes above its), which the fixed work of a sweep does not blur.
@@ -33,7 +34,7 @@ import { proxyResource } from "../../shared/controllers/proxy/api.ts";
 import { createKube, isAlreadyExists, listAll, Resources } from "../../shared/kube/index.ts";
 import { createNodeTransport, loadKubeConfig } from "../../shared/kube/node.ts";
 import type { Kube, KubeObject } from "../../shared/kube/port.ts";
-import { type HostProcess, startHost } from "../e2e/host.ts";
+import { type HostCommand, type HostProcess, imageCommand, startHost, startShCommand } from "../e2e/host.ts";
 import { tempDir } from "../support/temp-dir.ts";
 import type { BenchRow } from "./cluster.ts";
 import { round } from "./cluster.ts";
@@ -46,7 +47,7 @@ const WINDOW_MS = 60_000;
 /** One step's figures. */
 export interface HostMemoryStep {
   proxies: number;
-  /** The host's extra Node options in this measurement ("" for `scripts/start.sh`'s alone). */
+  /** The variant measured ("" for `scripts/start.sh`'s host alone; {@link hostMemoryVariantsFromEnv}). */
   nodeOptions: string;
   rssMaxMiB: number;
   rssMeanMiB: number;
@@ -66,13 +67,28 @@ export interface HostMemoryStep {
 }
 
 /**
- * `KUBEFN_BENCH_HOST_MEMORY_NODE_OPTIONS="|--max-old-space-size=4096"`: extra Node options of the
- * host, `|`-separated, placed after `scripts/start.sh`'s (which they override); each step is
- * measured once with each, on a host of its own, in that order (one run compares them on the same
- * fleet). Default: one measurement with none.
+ * `KUBEFN_BENCH_HOST_MEMORY_NODE_OPTIONS="|--max-old-space-size=4096|image|image --no-enable-source-maps"`:
+ * the hosts to measure, `|`-separated; each step is measured once with each, on a host of its own,
+ * in that order (one run compares them on the same fleet). A variant is extra Node options placed
+ * after `scripts/start.sh`'s (which they override), or `image` and extra options placed after
+ * {@link IMAGE_NODE_ARGS}: the process infra/host/Containerfile runs. Default: one measurement of
+ * `scripts/start.sh`'s host.
  */
 export function hostMemoryVariantsFromEnv(env: NodeJS.ProcessEnv = process.env): string[] {
   return (env.KUBEFN_BENCH_HOST_MEMORY_NODE_OPTIONS ?? "").split("|").map((v) => v.trim());
+}
+
+/**
+ * The image's variant's options after its ENTRYPOINT's: the old generation a Pod limited to 1 GiB
+ * (infra/host/deployment.yaml) gives V8, which Node sizes from the container's limit, not set here.
+ */
+export const IMAGE_NODE_ARGS = ["--max-old-space-size=512"];
+
+/** A variant parsed (pure): the image's process or `scripts/start.sh`'s, and the Node options after its own. */
+export function parseHostMemoryVariant(variant: string): { image: boolean; nodeArgs: string[] } {
+  const words = variant.split(" ").filter((o) => o !== "");
+  const image = words[0] === "image";
+  return { image, nodeArgs: image ? [...IMAGE_NODE_ARGS, ...words.slice(1)] : words };
 }
 
 /** `KUBEFN_BENCH_HOST_MEMORY_STEPS=0,1000,3000`: the fleet sizes, ascending. */
@@ -254,7 +270,13 @@ export async function benchHostMemory(
     const intakeToken = randomBytes(24).toString("hex");
     // `KUBEFN_BENCH_HOST_MEMORY_PROFILE=<dir>`: each host writes a V8 CPU profile there when it stops.
     const profile = process.env.KUBEFN_BENCH_HOST_MEMORY_PROFILE;
-    const start = async (extra = "") => {
+    // The image's process, laid out once if a variant asks for it.
+    const image = variants.some((v) => parseHostMemoryVariant(v).image)
+      ? await imageCommand(join(temp.path, "image"))
+      : undefined;
+    const start = async (variant = "") => {
+      const { image: asImage, nodeArgs } = parseHostMemoryVariant(variant);
+      const command: HostCommand = asImage && image ? image : startShCommand;
       const started = await startHost(
         {
           KUBECONFIG: kubeconfig,
@@ -267,8 +289,9 @@ export async function benchHostMemory(
             .join(" "),
         },
         180_000,
-        // After scripts/start.sh's options on the command line: a variant overrides them.
-        extra.split(" ").filter((o) => o !== ""),
+        // After the command's own options on the command line: a variant overrides them.
+        nodeArgs,
+        command,
       );
       tee.intake = { url: `${started.url}/v1/events`, token: intakeToken };
       return started;

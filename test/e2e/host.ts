@@ -3,10 +3,11 @@
  * `npm start` does, and gives tests its log lines and URL.
  */
 
-import { type ChildProcess, spawn } from "node:child_process";
-import { writeFileSync } from "node:fs";
+import { type ChildProcess, execFile, spawn } from "node:child_process";
+import { copyFileSync, mkdirSync, readFileSync, symlinkSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
+import { promisify } from "node:util";
 import { KubeConfig } from "@kubernetes/client-node";
 import { asServiceAccount, installCrdsAndRbac, serviceAccountToken } from "../../functions/node/install.ts";
 import { createKube } from "../../shared/kube/index.ts";
@@ -43,14 +44,56 @@ export const hostNodeArgs = [
 ];
 export const hostProcessEnv = { MALLOC_ARENA_MAX: "2" };
 
+/** How a host process is run: its working directory and node's arguments (options, then the script). */
+export interface HostCommand {
+  cwd: string;
+  args: string[];
+  env?: Record<string, string>;
+}
+
+/** `scripts/start.sh`'s command: main.ts through tsx, in the repository. */
+export const startShCommand: HostCommand = { cwd: root, args: hostNodeArgs };
+
+/**
+ * The image's command (infra/host/Containerfile), laid out in `dir` as the image is: main.ts
+ * bundled by scripts/bundle-host.sh (the Containerfile's build step) to functions/node/main.mjs,
+ * infra/crds and infra/rbac beside it, package.json, the repository's node_modules (the image's
+ * holds the production dependencies alone; the bundle imports nothing else), `NODE_ENV=production`,
+ * and node's options of the Containerfile's ENTRYPOINT.
+ */
+export async function imageCommand(dir: string): Promise<HostCommand> {
+  await promisify(execFile)(
+    "bash",
+    [join(root, "scripts/bundle-host.sh"), join(dir, "functions/node/main.mjs")],
+    {
+      cwd: root,
+    },
+  );
+  mkdirSync(join(dir, "infra"), { recursive: true });
+  for (const d of ["infra/crds", "infra/rbac", "node_modules"]) symlinkSync(join(root, d), join(dir, d));
+  copyFileSync(join(root, "package.json"), join(dir, "package.json"));
+  return { cwd: dir, args: imageEntrypoint().slice(1), env: { NODE_ENV: "production" } };
+}
+
+/** infra/host/Containerfile's ENTRYPOINT: `["node", …options, "functions/node/main.mjs"]`. */
+export function imageEntrypoint(): string[] {
+  const containerfile = readFileSync(join(root, "infra/host/Containerfile"), "utf8");
+  const entry = /^ENTRYPOINT (\[.*\])$/m.exec(containerfile)?.[1];
+  if (!entry) throw new Error("infra/host/Containerfile has no ENTRYPOINT [..] line");
+  return JSON.parse(entry) as string[];
+}
+
 /** Starts the host with `env` (JSON logs) and waits for its "listening" line. */
 export async function startHost(
   env: Record<string, string>,
   readyTimeoutMs = 180_000,
-  /** Node options after `scripts/start.sh`'s, which they override (a bench's variant). */
+  /** Node options after the command's, which they override (a bench's variant). */
   extraNodeArgs: readonly string[] = [],
+  /** `scripts/start.sh`'s by default; {@link imageCommand} runs the image's. */
+  command: HostCommand = startShCommand,
 ): Promise<HostProcess> {
-  return spawnHost(env, "functions/node/main.ts", extraNodeArgs).ready(readyTimeoutMs);
+  const args = [...command.args.slice(0, -1), ...extraNodeArgs, command.args.at(-1)!];
+  return spawnHost({ ...command.env, ...env }, { ...command, args }, false).ready(readyTimeoutMs);
 }
 
 /**
@@ -65,7 +108,9 @@ export interface StandbyHost {
 }
 
 export function spawnStandbyHost(env: Record<string, string>): StandbyHost {
-  const spawned = spawnHost(env, "test/e2e/standby-host.ts");
+  // scripts/start.sh's options, with the standby entry point in place of main.ts.
+  const args = [...hostNodeArgs.slice(0, -1), "test/e2e/standby-host.ts"];
+  const spawned = spawnHost(env, { cwd: root, args }, true);
   return {
     start(readyTimeoutMs = 180_000) {
       spawned.child.stdin?.end("start\n");
@@ -79,14 +124,11 @@ export function spawnStandbyHost(env: Record<string, string>): StandbyHost {
 
 function spawnHost(
   env: Record<string, string>,
-  script: "functions/node/main.ts" | "test/e2e/standby-host.ts",
-  extraNodeArgs: readonly string[] = [],
+  command: HostCommand,
+  standby: boolean,
 ): { child: ChildProcess; ready(timeoutMs: number): Promise<HostProcess> } {
-  const standby = script !== "functions/node/main.ts";
-  // scripts/start.sh's options, with the standby entry point in place of main.ts if asked.
-  const args = [...hostNodeArgs.filter((a) => a !== "functions/node/main.ts"), ...extraNodeArgs, script];
-  const child = spawn(process.execPath, args, {
-    cwd: root,
+  const child = spawn(process.execPath, command.args, {
+    cwd: command.cwd,
     env: {
       ...hostProcessEnv,
       ...process.env,

@@ -12,7 +12,7 @@
  */
 import { spawn } from "node:child_process";
 import { randomBytes } from "node:crypto";
-import { readFileSync, rmSync, writeFileSync } from "node:fs";
+import { readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { KubeConfig } from "@kubernetes/client-node";
@@ -39,7 +39,14 @@ import { outputOf } from "../support/child-output.ts";
 import { type ExecPluginKubeconfig, execPluginKubeconfig } from "../support/exec-plugin.ts";
 import { podEnv as podEnvAt, serviceAccountVolume as podVolume } from "../support/service-account-volume.ts";
 import { tempDir } from "../support/temp-dir.ts";
-import { eventually, type HostProcess, type LogLine, startHost } from "./host.ts";
+import {
+  eventually,
+  type HostProcess,
+  imageCommand,
+  imageEntrypoint,
+  type LogLine,
+  startHost,
+} from "./host.ts";
 
 const root = fileURLToPath(new URL("../../", import.meta.url));
 const kubefnUser = "system:serviceaccount:kubefn-system:kubefn";
@@ -250,27 +257,20 @@ describe("the Node host in a Pod: the ServiceAccount volume", () => {
     expect(failures(host.lines.slice(from))).toEqual([]);
   });
 
-  it("the image's entry point (main.ts bundled by the Containerfile's esbuild line) starts in the Pod's environment", async () => {
+  it("the image's process (main.ts bundled by the Containerfile's build step, run by its ENTRYPOINT) starts in the Pod's environment", async () => {
     const containerfile = readFileSync(`${root}infra/host/Containerfile`, "utf8");
-    const line = /^RUN node_modules\/\.bin\/esbuild ((?:.*\\\n)*.*)$/m.exec(containerfile)?.[1];
-    expect(line).toBeDefined();
-    const args = String(line).replaceAll("\\\n", " ").trim().split(/\s+/);
-    const out = `dist/identity-test-${run}`;
-    const bundle = `${out}/functions/node/main.mjs`;
-    const outfile = args.findIndex((a) => a.startsWith("--outfile="));
-    expect(args[outfile]).toBe("--outfile=dist/functions/node/main.mjs");
-    args[outfile] = `--outfile=${bundle}`;
+    expect(containerfile).toMatch(/^RUN bash scripts\/bundle-host\.sh dist\/functions\/node\/main\.mjs$/m);
+    expect(containerfile).toContain("COPY --from=build /src/dist/functions/node/ ./functions/node/");
+    const dir = tempDir("kubefn-image-");
     try {
-      const built = await outputOf(spawn(`${root}node_modules/.bin/esbuild`, args, { cwd: root }));
-      expect(built.code, built.stderr).toBe(0);
-      const entry = /^ENTRYPOINT (\[.*\])$/m.exec(containerfile)?.[1];
-      const [node, ...nodeArgs] = JSON.parse(String(entry)) as string[];
-      expect(node).toBe("node");
-      expect(nodeArgs.at(-1)).toBe("functions/node/main.mjs");
-      const child = spawn(process.execPath, [...nodeArgs.slice(0, -1), bundle], {
-        cwd: root,
+      const image = await imageCommand(dir.path);
+      expect(image.args).toEqual(imageEntrypoint().slice(1));
+      expect(image.args.at(-1)).toBe("functions/node/main.mjs");
+      const child = spawn(process.execPath, image.args, {
+        cwd: image.cwd,
         env: {
           PATH: process.env.PATH ?? "",
+          ...image.env,
           ...podEnv(volume.dir),
           KUBEFN_PORT: "0",
           KUBEFN_LOG_FORMAT: "json",
@@ -297,7 +297,7 @@ describe("the Node host in a Pod: the ServiceAccount volume", () => {
       }
       expect((await exited).code).toBe(0);
     } finally {
-      rmSync(`${root}${out}`, { recursive: true, force: true });
+      dir.remove();
     }
   });
 

@@ -4,6 +4,7 @@ import {
   type HostMemoryStep,
   hostMemoryStepsFromEnv,
   hostMemoryVariantsFromEnv,
+  parseHostMemoryVariant,
   report,
   summariseHeapSnapshot,
 } from "../bench/host-memory.ts";
@@ -80,6 +81,19 @@ describe("the host-memory bench's settings", () => {
     expect(
       hostMemoryVariantsFromEnv({ KUBEFN_BENCH_HOST_MEMORY_NODE_OPTIONS: "|--max-old-space-size=256" }),
     ).toEqual(["", "--max-old-space-size=256"]);
+  });
+
+  it("runs a variant beginning with `image` as the image's process, with a Pod's old generation before its own options", () => {
+    expect(parseHostMemoryVariant("")).toEqual({ image: false, nodeArgs: [] });
+    expect(parseHostMemoryVariant("--max-semi-space-size=8 --max-old-space-size=256")).toEqual({
+      image: false,
+      nodeArgs: ["--max-semi-space-size=8", "--max-old-space-size=256"],
+    });
+    expect(parseHostMemoryVariant("image")).toEqual({ image: true, nodeArgs: ["--max-old-space-size=512"] });
+    expect(parseHostMemoryVariant("image  --no-enable-source-maps")).toEqual({
+      image: true,
+      nodeArgs: ["--max-old-space-size=512", "--no-enable-source-maps"],
+    });
   });
 });
 

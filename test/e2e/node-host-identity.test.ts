@@ -664,7 +664,8 @@ describe("infra/host/deployment.yaml", () => {
     const containerfile = readFileSync(`${root}infra/host/Containerfile`, "utf8");
     expect(containerfile).toMatch(/^FROM node:24/m);
     expect(containerfile).toContain("npm ci --omit=dev");
-    expect(containerfile).toContain("esbuild functions/node/main.ts");
+    expect(containerfile).toContain("RUN bash scripts/bundle-host.sh ");
+    expect(readFileSync(`${root}scripts/bundle-host.sh`, "utf8")).toContain("esbuild functions/node/main.ts");
     expect(parseYaml(readFileSync(`${root}infra/host/kustomization.yaml`, "utf8"))).toEqual({
       apiVersion: "kustomize.config.k8s.io/v1beta1",
       kind: "Kustomization",

@@ -22,6 +22,7 @@ import {
   awaitSweep,
   done,
   failed,
+  INVOCATION_READ_MAX_AGE_SECONDS,
   type Outcome,
   ownedStatusReason,
   requeueAfter,
@@ -65,7 +66,19 @@ export interface SubPoolPassDeps {
   fieldManager: string;
   /** Cryptographically random bytes for new credentials. */
   randomBytes: (length: number) => Uint8Array;
+  /** The proxy gateway's last readiness, for the passes of later invocations ({@link HeldReadiness}). */
+  heldGateway: HeldReadiness;
 }
+
+/**
+ * The proxy gateway's readiness as an invocation last listed it, by cluster and Service: the
+ * passes of the controller's later invocations (the Node host's next queue sends, a warm
+ * isolate's next batch) take it while it is at most {@link INVOCATION_READ_MAX_AGE_SECONDS} old,
+ * the age at which one invocation's passes already share it, instead of listing again. It holds
+ * answers, never promises: workerd cancels a request that waits for a promise another request
+ * settles.
+ */
+export type HeldReadiness = Map<string, { at: number; answer: { ready: boolean; message: string } }>;
 
 /**
  * Reconciles one SubPool. The executor writes the status once, only if it changed.
@@ -106,6 +119,10 @@ async function reconcileActive(
   config: OperatorConfig,
 ): Promise<Outcome> {
   const { timings } = deps;
+  // A waiting look of a pool that waits on the proxy gateway is there to see it come up: it lists
+  // the EndpointSlices afresh, not as a pass of an earlier invocation found them.
+  const waitingOnGateway =
+    ctx.followUp === waitingLookReason && readyReason(object) === Reason.ProxyGatewayNotReady;
   let createFirst = false;
   const ensureOpts = (m: ManagedObject) => ({
     owner: object,
@@ -299,7 +316,9 @@ async function reconcileActive(
 
   // 10: actual state into conditions.
   const suspended = pool.spec.suspend;
-  const proxyGateway = suspended ? undefined : await proxyGatewayReadiness(ctx, config.proxyGateway);
+  const proxyGateway = suspended
+    ? undefined
+    : await proxyGatewayReadiness(ctx, config.proxyGateway, deps.heldGateway, waitingOnGateway);
   const sts = (statefulSet?.status ?? {}) as { readyReplicas?: number };
   const conditions = readinessConditions({
     suspended,
@@ -445,21 +464,35 @@ async function settledInOrder<T>(writes: readonly (() => Promise<T>)[]): Promise
 
 /**
  * The shared proxy gateway's readiness: its EndpointSlices, listed once per invocation (a queue
- * batch's passes share the list, as the sweep's decisions share the sweep's).
+ * batch's passes share the list, as the sweep's decisions share the sweep's), and within an
+ * invocation taken from `held` while an earlier one's list is at most 30 s old — unless `fresh`.
+ * Outside an invocation (no `ctx.memo`) it is listed afresh.
  */
 function proxyGatewayReadiness(
   ctx: PassContext,
   gateway: { namespace: string; service: string },
+  held: HeldReadiness,
+  fresh: boolean,
 ): Promise<{ ready: boolean; message: string }> {
-  return shared(ctx, `proxy-gateway:${gateway.namespace}/${gateway.service}`, async () =>
-    gatewayReadiness(
+  const service = `${gateway.namespace}/${gateway.service}`;
+  const key = `${ctx.cluster ?? ""}:${service}`;
+  const last = held.get(key);
+  const maxAgeMs = INVOCATION_READ_MAX_AGE_SECONDS * 1000;
+  if (ctx.memo && !fresh && last && ctx.clock.now().getTime() - last.at <= maxAgeMs)
+    return Promise.resolve(last.answer);
+  return shared(ctx, `proxy-gateway:${service}`, async () => {
+    const at = ctx.clock.now().getTime();
+    const answer = gatewayReadiness(
       await listAll(ctx.kube, endpointSliceResource, {
         namespace: gateway.namespace,
         labelSelector: formatLabelSelector({ "kubernetes.io/service-name": gateway.service }),
       }),
       gateway,
-    ),
-  );
+    );
+    // A list that started earlier than the one held (two invocations at once) does not replace it.
+    if (ctx.memo && at >= (held.get(key)?.at ?? -Infinity)) held.set(key, { at, answer });
+    return answer;
+  });
 }
 
 /**
@@ -482,6 +515,13 @@ export function gatewayReadiness(
   return ready > 0
     ? { ready: true, message: `${where} has ${ready} ready endpoint${ready === 1 ? "" : "s"}` }
     : { ready: false, message: `${where} has no ready endpoints` };
+}
+
+/** The reason of the Ready condition the pool's status holds, if any. */
+function readyReason(object: KubeObject): string | undefined {
+  return (object.status as { conditions?: Condition[] } | undefined)?.conditions?.find(
+    (c) => c.type === Type.Ready,
+  )?.reason;
 }
 
 /** Whether an earlier pass reported the pool's Namespace in its status (it got that far). */

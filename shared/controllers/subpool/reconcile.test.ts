@@ -308,38 +308,42 @@ describe("SubPool pass over the fake Kube", () => {
     expect(kube.calls.filter((c) => c.resource === "endpointslices")).toHaveLength(2);
   });
 
-  it("issue 33: later invocations take the proxy gateway's readiness an earlier one listed up to 30 s ago; a look waiting on the gateway lists it afresh", async () => {
+  it("issue 33: a pass an event of the pool's own brought takes the proxy gateway's readiness an earlier invocation listed up to 30 s ago; the passes there for the gateway list it afresh", async () => {
     // A controller of its own: what it holds is no other test's.
     const own = createRegistry([subPoolController({ randomBytes: (n) => new Uint8Array(n).fill(7) })]);
     let now = new Date("2026-11-30T12:00:00Z");
     const invocation = () => ({ ...ctx, clock: { now: () => now }, memo: createSweepMemo(30_000) });
     const lists = () => kube.calls.filter((c) => c.resource === "endpointslices").length;
+    const ownedStatus: PassMessage = { ...message, trigger: { kind: "audit", reason: "owned-status" } };
     kube.seed(subPoolResource, subPoolObject());
-    await runPass(invocation(), own, message);
+    await runPass(invocation(), own, { ...message, trigger: { kind: "audit", reason: "created" } });
     expect(lists()).toBe(1);
     const look = recorded.sent.at(-1)!.messages[0]!;
     expect(look.trigger).toEqual({ kind: "follow-up", reason: "waiting" });
 
     // The StatefulSet becomes ready: its status write's look (another invocation, 20 s later)
-    // takes the readiness listed by the first pass, and reports the gateway not ready.
+    // takes the readiness the creation's pass listed, and reports the gateway not ready.
     seedRunning();
     now = new Date(now.getTime() + 20_000);
-    await runPass(invocation(), own, { ...message, trigger: { kind: "audit", reason: "owned-status" } });
+    await runPass(invocation(), own, ownedStatus);
     expect(lists()).toBe(1);
     expect(condition("Ready")).toMatchObject({ status: "False", reason: "ProxyGatewayNotReady" });
 
-    // The waiting look is for the gateway now: it lists the EndpointSlices afresh and sees them ready.
+    // The waiting look is there for what no event reports: it lists afresh, and sees it ready.
     await runPass(invocation(), own, look);
     expect(lists()).toBe(2);
     expect(condition("Ready")).toMatchObject({ status: "True", reason: "Ready" });
+    // So does a pass the shared look sent for a change of the gateway.
+    await runPass(invocation(), own, { ...message, trigger: { kind: "drift", reason: "shared-look" } });
+    expect(lists()).toBe(3);
 
     // Older than 30 s, a list is not taken: the next invocation lists again.
     now = new Date(now.getTime() + 31_000);
-    await runPass(invocation(), own, { ...message, trigger: { kind: "audit", reason: "owned-status" } });
-    expect(lists()).toBe(3);
-    // Outside an invocation every pass lists.
-    await runPass({ ...ctx, clock: { now: () => now } }, own, message);
+    await runPass(invocation(), own, ownedStatus);
     expect(lists()).toBe(4);
+    // Outside an invocation every pass lists.
+    await runPass({ ...ctx, clock: { now: () => now } }, own, ownedStatus);
+    expect(lists()).toBe(5);
   });
 
   it.each([

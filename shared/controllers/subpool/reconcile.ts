@@ -119,10 +119,6 @@ async function reconcileActive(
   config: OperatorConfig,
 ): Promise<Outcome> {
   const { timings } = deps;
-  // A waiting look of a pool that waits on the proxy gateway is there to see it come up: it lists
-  // the EndpointSlices afresh, not as a pass of an earlier invocation found them.
-  const waitingOnGateway =
-    ctx.followUp === waitingLookReason && readyReason(object) === Reason.ProxyGatewayNotReady;
   let createFirst = false;
   const ensureOpts = (m: ManagedObject) => ({
     owner: object,
@@ -318,7 +314,7 @@ async function reconcileActive(
   const suspended = pool.spec.suspend;
   const proxyGateway = suspended
     ? undefined
-    : await proxyGatewayReadiness(ctx, config.proxyGateway, deps.heldGateway, waitingOnGateway);
+    : await proxyGatewayReadiness(ctx, config.proxyGateway, deps.heldGateway);
   const sts = (statefulSet?.status ?? {}) as { readyReplicas?: number };
   const conditions = readinessConditions({
     suspended,
@@ -464,21 +460,22 @@ async function settledInOrder<T>(writes: readonly (() => Promise<T>)[]): Promise
 
 /**
  * The shared proxy gateway's readiness: its EndpointSlices, listed once per invocation (a queue
- * batch's passes share the list, as the sweep's decisions share the sweep's), and within an
- * invocation taken from `held` while an earlier one's list is at most 30 s old — unless `fresh`.
- * Outside an invocation (no `ctx.memo`) it is listed afresh.
+ * batch's passes share the list, as the sweep's decisions share the sweep's). A pass an event of
+ * the pool's own brought (its creation, its StatefulSet's status write: `ctx.event`) is not there
+ * for the gateway, and takes what an earlier invocation listed up to 30 s ago (`held`); the passes
+ * that are — the waiting looks, the sweep's and the shared look's drift passes — list it in their
+ * own invocation, as does every pass outside one (no `ctx.memo`).
  */
 function proxyGatewayReadiness(
   ctx: PassContext,
   gateway: { namespace: string; service: string },
   held: HeldReadiness,
-  fresh: boolean,
 ): Promise<{ ready: boolean; message: string }> {
   const service = `${gateway.namespace}/${gateway.service}`;
   const key = `${ctx.cluster ?? ""}:${service}`;
   const last = held.get(key);
   const maxAgeMs = INVOCATION_READ_MAX_AGE_SECONDS * 1000;
-  if (ctx.memo && !fresh && last && ctx.clock.now().getTime() - last.at <= maxAgeMs)
+  if (ctx.memo && ctx.event !== undefined && last && ctx.clock.now().getTime() - last.at <= maxAgeMs)
     return Promise.resolve(last.answer);
   return shared(ctx, `proxy-gateway:${service}`, async () => {
     const at = ctx.clock.now().getTime();
@@ -515,13 +512,6 @@ export function gatewayReadiness(
   return ready > 0
     ? { ready: true, message: `${where} has ${ready} ready endpoint${ready === 1 ? "" : "s"}` }
     : { ready: false, message: `${where} has no ready endpoints` };
-}
-
-/** The reason of the Ready condition the pool's status holds, if any. */
-function readyReason(object: KubeObject): string | undefined {
-  return (object.status as { conditions?: Condition[] } | undefined)?.conditions?.find(
-    (c) => c.type === Type.Ready,
-  )?.reason;
 }
 
 /** Whether an earlier pass reported the pool's Namespace in its status (it got that far). */

@@ -461,10 +461,12 @@ async function settledInOrder<T>(writes: readonly (() => Promise<T>)[]): Promise
 /**
  * The shared proxy gateway's readiness: its EndpointSlices, listed once per invocation (a queue
  * batch's passes share the list, as the sweep's decisions share the sweep's). A pass an event of
- * the pool's own brought (its creation, its StatefulSet's status write: `ctx.event`) is not there
- * for the gateway, and takes what an earlier invocation listed up to 30 s ago (`held`); the passes
- * that are — the waiting looks, the sweep's and the shared look's drift passes — list it in their
- * own invocation, as does every pass outside one (no `ctx.memo`).
+ * the pool's own brought (its creation, its StatefulSet's status write: `ctx.event`) or its own
+ * waiting look (`ctx.followUp`) takes what an earlier invocation listed up to 30 s ago (`held`):
+ * a change of the gateway reaches the pools through the sweep, whose drift and shared look
+ * (shared-look.ts) read it every 30 s and send a pass to each pool it contradicts — and those
+ * passes, there for the gateway, list it in their own invocation, as does every pass outside
+ * one (no `ctx.memo`).
  */
 function proxyGatewayReadiness(
   ctx: PassContext,
@@ -475,7 +477,8 @@ function proxyGatewayReadiness(
   const key = `${ctx.cluster ?? ""}:${service}`;
   const last = held.get(key);
   const maxAgeMs = INVOCATION_READ_MAX_AGE_SECONDS * 1000;
-  if (ctx.memo && ctx.event !== undefined && last && ctx.clock.now().getTime() - last.at <= maxAgeMs)
+  const takesHeld = ctx.event !== undefined || ctx.followUp !== undefined;
+  if (ctx.memo && takesHeld && last && ctx.clock.now().getTime() - last.at <= maxAgeMs)
     return Promise.resolve(last.answer);
   return shared(ctx, `proxy-gateway:${service}`, async () => {
     const at = ctx.clock.now().getTime();

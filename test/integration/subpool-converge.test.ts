@@ -10,8 +10,9 @@
  *
  * The controller-runtime peer (test/bench/peer) pays per SubPool 9 creates, 1 update (the
  * finalizer) and 1 status update, its reads served by its informers' cache, and one status update
- * more when the StatefulSet becomes ready. kubefn keeps no cache; what its passes read of state
- * no pool owns (the proxy gateway's EndpointSlices) one read per batch serves.
+ * more when the StatefulSet becomes ready. kubefn keeps no cache of the pools; what its passes
+ * read of state no pool owns (the proxy gateway's EndpointSlices) one read per batch serves, and
+ * the passes the pools' own events and follow-ups bring take an earlier batch's read under 30 s old.
  */
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
 import { parseWorkerEnv } from "../../functions/cloudflare/config.ts";
@@ -44,6 +45,8 @@ let kubefn: Kubefn;
 let queued: PassMessage[] = [];
 /** The waiting looks the first batch's passes sent (follow-ups), delivered where events are lost. */
 let looks: PassMessage[] = [];
+/** The looks the StatefulSets' status writes' audit events brought (signed as the queue carries them). */
+let eventLooks: PassMessage[] = [];
 const errors: string[] = [];
 const names = Array.from({ length: POOLS }, (_, i) => `cv${suffix}-${i}`);
 /** A pool whose creation's message names another UID (a forged or stale event). */
@@ -356,7 +359,7 @@ describe("converging SubPools, counted on the wire", () => {
       }),
     );
     expect(res.status, await res.clone().text()).toBeLessThan(300);
-    const eventLooks = queued.filter(ours);
+    eventLooks = queued.filter(ours);
     queued = [];
     expect(eventLooks.map((m) => m.request.name).sort()).toEqual(names.slice(0, EVENT_POOLS).sort());
     expect(eventLooks.every((m) => m.trigger?.kind === "audit" && m.trigger.reason === "owned-status")).toBe(
@@ -370,7 +373,8 @@ describe("converging SubPools, counted on the wire", () => {
     );
     expect(errors).toEqual([]);
     // Each look reads its pool and its StatefulSet (no body from the event stands in for either);
-    // one read of the proxy gateway serves the batch; one status patch reports the pool ready.
+    // one read of the proxy gateway serves the batch (none while the first batch's is under 30 s
+    // old); one status patch reports the pool ready.
     expect(verbs["GET subpools"]).toBe(EVENT_POOLS);
     expect(verbs["GET statefulsets"]).toBe(EVENT_POOLS);
     expect(verbs["PATCH subpools/status"]).toBe(EVENT_POOLS);
@@ -399,13 +403,14 @@ describe("converging SubPools, counted on the wire", () => {
     expect(errors).toEqual([]);
     expect(verbs["PATCH subpools/status"]).toBe(swept.length);
     // Each look reads its pool and its StatefulSet, nothing else of the pool's; one read of the
-    // proxy gateway's EndpointSlices serves the batch.
+    // proxy gateway's EndpointSlices serves the batch (none while an earlier batch's is under 30 s old).
     expect(verbs["GET subpools"]).toBe(swept.length);
     expect(verbs["GET statefulsets"]).toBe(swept.length);
+    expect(verbs["GET endpointslices"] ?? 0).toBeLessThanOrEqual(1);
     expect(
-      calls.filter((c) => c.method === "GET"),
+      calls.filter((c) => c.method === "GET" && !c.path.includes("/endpointslices")),
       JSON.stringify(verbs),
-    ).toHaveLength(2 * swept.length + 1);
+    ).toHaveLength(2 * swept.length);
     expect(calls.length).toBeLessThanOrEqual(3 * swept.length + 1);
     for (const name of names) {
       const pool = await admin.get(subPoolResource, { name });
@@ -419,6 +424,43 @@ describe("converging SubPools, counted on the wire", () => {
     await kubefn.sweep();
     expect(queued.filter(ours).map((m) => `${m.request.name} ${JSON.stringify(m.trigger)}`)).toEqual([]);
   }, 240_000);
+
+  it("issue 33: a batch of looks takes the proxy gateway's readiness an earlier batch listed seconds ago; the sweep's passes list it afresh", async () => {
+    // Every pool now waits on the proxy gateway (none runs here). A pass the shared look sends
+    // when the gateway changed is there for it: it lists the EndpointSlices, whatever an earlier
+    // batch found.
+    const shared: PassMessage = {
+      request: { controller: "subpool", name: names[0]! },
+      attempt: 0,
+      trigger: { kind: "drift", reason: "shared-look" },
+    };
+    const first = byVerb((await batch([shared])).calls);
+    expect(first["GET endpointslices"], JSON.stringify(first)).toBe(1);
+    // The next batch, seconds later (another intake batch, a follow-up): the looks the
+    // StatefulSets' status writes brought and a waiting look read each its pool and its
+    // StatefulSet, and take the readiness listed above.
+    const again = [
+      ...eventLooks.filter((m) => m.request.name !== names[0]),
+      ...looks.filter((m) => m.request.name === names[0]),
+    ];
+    expect(again.map((m) => m.trigger?.reason).sort()).toEqual(["owned-status", "owned-status", "waiting"]);
+    const { calls } = await batch(again);
+    const verbs = byVerb(calls);
+    console.log(
+      `subpool-converge: ${again.length} looks in the batch after a shared look's pass: ${calls.length} requests; ${JSON.stringify(verbs)}`,
+    );
+    expect(errors).toEqual([]);
+    expect(verbs, JSON.stringify(verbs)).toEqual({
+      "GET subpools": again.length,
+      "GET statefulsets": again.length,
+    });
+    for (const name of names) {
+      const pool = await admin.get(subPoolResource, { name });
+      const conditions =
+        (pool.status as { conditions?: { type: string; reason: string }[] }).conditions ?? [];
+      expect(conditions.find((c) => c.type === "Ready")?.reason).toBe("ProxyGatewayNotReady");
+    }
+  }, 60_000);
 
   it("issue 33: a creation's event whose body names another UID (forged or stale): the API server refuses the finalizer patch's test, and the pass reads the pool", async () => {
     const pool = await createPool(otherUid);

@@ -59,6 +59,7 @@ export function subPoolController(deps: SubPoolControllerDeps = {}): ControllerD
     operatorConfig: deps.operatorConfig ?? defaultOperatorConfig,
     fieldManager: deps.fieldManager ?? "kubefn-subpool",
     randomBytes: deps.randomBytes ?? ((n: number) => crypto.getRandomValues(new Uint8Array(n))),
+    heldGateway: new Map(),
   };
   return {
     name: subPoolControllerName,

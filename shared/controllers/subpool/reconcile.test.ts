@@ -308,6 +308,43 @@ describe("SubPool pass over the fake Kube", () => {
     expect(kube.calls.filter((c) => c.resource === "endpointslices")).toHaveLength(2);
   });
 
+  it("issue 33: the passes a pool's own events and waiting looks bring take the proxy gateway's readiness an earlier invocation listed up to 30 s ago; the sweep's passes list it afresh", async () => {
+    // A controller of its own: what it holds is no other test's.
+    const own = createRegistry([subPoolController({ randomBytes: (n) => new Uint8Array(n).fill(7) })]);
+    let now = new Date("2026-11-30T12:00:00Z");
+    const invocation = () => ({ ...ctx, clock: { now: () => now }, memo: createSweepMemo(30_000) });
+    const lists = () => kube.calls.filter((c) => c.resource === "endpointslices").length;
+    const ownedStatus: PassMessage = { ...message, trigger: { kind: "audit", reason: "owned-status" } };
+    kube.seed(subPoolResource, subPoolObject());
+    await runPass(invocation(), own, { ...message, trigger: { kind: "audit", reason: "created" } });
+    expect(lists()).toBe(1);
+    const look = recorded.sent.at(-1)!.messages[0]!;
+    expect(look.trigger).toEqual({ kind: "follow-up", reason: "waiting" });
+
+    // The StatefulSet and the gateway become ready. Its status write's look (another invocation,
+    // 15 s later) and the waiting look take the readiness the creation's pass listed: the
+    // StatefulSet ready, the gateway not.
+    seedRunning();
+    now = new Date(now.getTime() + 15_000);
+    await runPass(invocation(), own, ownedStatus);
+    await runPass(invocation(), own, look);
+    expect(lists()).toBe(1);
+    expect(condition("Ready")).toMatchObject({ status: "False", reason: "ProxyGatewayNotReady" });
+
+    // The pass the shared look sends for the gateway's change lists it afresh, and sees it ready.
+    await runPass(invocation(), own, { ...message, trigger: { kind: "drift", reason: "shared-look" } });
+    expect(lists()).toBe(2);
+    expect(condition("Ready")).toMatchObject({ status: "True", reason: "Ready" });
+
+    // Older than 30 s, a list is not taken: the next invocation lists again.
+    now = new Date(now.getTime() + 31_000);
+    await runPass(invocation(), own, ownedStatus);
+    expect(lists()).toBe(3);
+    // Outside an invocation every pass lists.
+    await runPass({ ...ctx, clock: { now: () => now } }, own, ownedStatus);
+    expect(lists()).toBe(4);
+  });
+
   it.each([
     [
       "envelope exceeded",

@@ -22,6 +22,7 @@ import {
   awaitSweep,
   done,
   failed,
+  INVOCATION_READ_MAX_AGE_SECONDS,
   type Outcome,
   ownedStatusReason,
   requeueAfter,
@@ -65,7 +66,19 @@ export interface SubPoolPassDeps {
   fieldManager: string;
   /** Cryptographically random bytes for new credentials. */
   randomBytes: (length: number) => Uint8Array;
+  /** The proxy gateway's last readiness, for the passes of later invocations ({@link HeldReadiness}). */
+  heldGateway: HeldReadiness;
 }
+
+/**
+ * The proxy gateway's readiness as an invocation last listed it, by cluster and Service: the
+ * passes of the controller's later invocations (the Node host's next queue sends, a warm
+ * isolate's next batch) take it while it is at most {@link INVOCATION_READ_MAX_AGE_SECONDS} old,
+ * the age at which one invocation's passes already share it, instead of listing again. It holds
+ * answers, never promises: workerd cancels a request that waits for a promise another request
+ * settles.
+ */
+export type HeldReadiness = Map<string, { at: number; answer: { ready: boolean; message: string } }>;
 
 /**
  * Reconciles one SubPool. The executor writes the status once, only if it changed.
@@ -299,7 +312,9 @@ async function reconcileActive(
 
   // 10: actual state into conditions.
   const suspended = pool.spec.suspend;
-  const proxyGateway = suspended ? undefined : await proxyGatewayReadiness(ctx, config.proxyGateway);
+  const proxyGateway = suspended
+    ? undefined
+    : await proxyGatewayReadiness(ctx, config.proxyGateway, deps.heldGateway);
   const sts = (statefulSet?.status ?? {}) as { readyReplicas?: number };
   const conditions = readinessConditions({
     suspended,
@@ -445,21 +460,39 @@ async function settledInOrder<T>(writes: readonly (() => Promise<T>)[]): Promise
 
 /**
  * The shared proxy gateway's readiness: its EndpointSlices, listed once per invocation (a queue
- * batch's passes share the list, as the sweep's decisions share the sweep's).
+ * batch's passes share the list, as the sweep's decisions share the sweep's). A pass an event of
+ * the pool's own brought (its creation, its StatefulSet's status write: `ctx.event`) or its own
+ * waiting look (`ctx.followUp`) takes what an earlier invocation listed up to 30 s ago (`held`):
+ * a change of the gateway reaches the pools through the sweep, whose drift and shared look
+ * (shared-look.ts) read it every 30 s and send a pass to each pool it contradicts — and those
+ * passes, there for the gateway, list it in their own invocation, as does every pass outside
+ * one (no `ctx.memo`).
  */
 function proxyGatewayReadiness(
   ctx: PassContext,
   gateway: { namespace: string; service: string },
+  held: HeldReadiness,
 ): Promise<{ ready: boolean; message: string }> {
-  return shared(ctx, `proxy-gateway:${gateway.namespace}/${gateway.service}`, async () =>
-    gatewayReadiness(
+  const service = `${gateway.namespace}/${gateway.service}`;
+  const key = `${ctx.cluster ?? ""}:${service}`;
+  const last = held.get(key);
+  const maxAgeMs = INVOCATION_READ_MAX_AGE_SECONDS * 1000;
+  const takesHeld = ctx.event !== undefined || ctx.followUp !== undefined;
+  if (ctx.memo && takesHeld && last && ctx.clock.now().getTime() - last.at <= maxAgeMs)
+    return Promise.resolve(last.answer);
+  return shared(ctx, `proxy-gateway:${service}`, async () => {
+    const at = ctx.clock.now().getTime();
+    const answer = gatewayReadiness(
       await listAll(ctx.kube, endpointSliceResource, {
         namespace: gateway.namespace,
         labelSelector: formatLabelSelector({ "kubernetes.io/service-name": gateway.service }),
       }),
       gateway,
-    ),
-  );
+    );
+    // A list that started earlier than the one held (two invocations at once) does not replace it.
+    if (ctx.memo && at >= (held.get(key)?.at ?? -Infinity)) held.set(key, { at, answer });
+    return answer;
+  });
 }
 
 /**

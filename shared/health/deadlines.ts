@@ -39,17 +39,17 @@ export function sharedTimer(): ProbeTimer {
   const pending = new Set<Deadline>();
   let timer: ReturnType<typeof setTimeout> | undefined;
   let armedFor = Number.POSITIVE_INFINITY;
-  const arm = (at: number) => {
+  const armTimer = (at: number) => {
     clearTimeout(timer);
     armedFor = at;
-    timer = setTimeout(fire, Math.max(0, at - Date.now()));
+    timer = setTimeout(fireDue, Math.max(0, at - Date.now()));
   };
-  const disarm = () => {
+  const disarmTimer = () => {
     clearTimeout(timer);
     timer = undefined;
     armedFor = Number.POSITIVE_INFINITY;
   };
-  function fire() {
+  function fireDue() {
     timer = undefined;
     armedFor = Number.POSITIVE_INFINITY;
     const now = Date.now();
@@ -61,15 +61,16 @@ export function sharedTimer(): ProbeTimer {
       } else if (d.at < next) next = d.at;
     }
     // An `expire` may have armed the timer for a deadline of its own, since met in this loop.
-    if (pending.size === 0) disarm();
-    else if (next < armedFor) arm(next);
+    if (pending.size === 0) disarmTimer();
+    else if (next < armedFor) armTimer(next);
   }
-  return (ms, expire) => {
+  const addDeadline: ProbeTimer = (ms, expire) => {
     const deadline: Deadline = { at: Date.now() + Math.max(0, ms), expire };
     pending.add(deadline);
-    if (deadline.at < armedFor) arm(deadline.at);
+    if (deadline.at < armedFor) armTimer(deadline.at);
     return () => {
-      if (pending.delete(deadline) && pending.size === 0) disarm();
+      if (pending.delete(deadline) && pending.size === 0) disarmTimer();
     };
   };
+  return addDeadline;
 }

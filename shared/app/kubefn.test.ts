@@ -229,13 +229,14 @@ describe("bodies on the queue carry kubefn's MAC (issue 30)", () => {
     await kubefn.sweep({ full: true });
     const sent = recorded.sent.flatMap((s) => s.messages);
     for (const m of sent) expect(await kubefnsMac.verify(m)).toBe(true);
-    // A job's MAC is a set, so that a piece of a shard a platform cut (SQS) still verifies.
+    // A job's MAC is a set, so that a piece of a shard a platform cut (SQS) still verifies: the
+    // frame's, one an object's, and the whole job's.
     const objects = [
       proxyBody("203.0.113.7"),
       { ...proxyBody("203.0.113.8"), metadata: { name: "p2", namespace: "ns1" } },
     ];
     const signedJob = await kubefnsMac.sign(withObjects(job, objects));
-    expect(signedJob.mac).toHaveLength(3);
+    expect(signedJob.mac).toHaveLength(4);
     const piece = withObjects({ ...(signedJob as JobMessage), job: { ...job.job, slot: "0-2" } }, [
       objects[1]!,
     ]);

@@ -9,7 +9,8 @@
  * - https probe URL → CONNECT through the proxy and TLS with the target inside the tunnel, then
  *   a GET in origin form;
  * - an https proxy → TLS to the proxy first (its name as SNI and for verification).
- * One timer bounds the whole probe (resolution, connect, exchange); the response is read up to its
+ * One deadline bounds the whole probe (resolution, connect, exchange; on the caller's timer when
+ * it gives one); the response is read up to its
  * status line, which is where the latency is taken.
  *
  * Plain sockets, not an HTTP client: a probe is a connect, a few hundred bytes each way and a
@@ -29,6 +30,7 @@
 import { lookup } from "node:dns/promises";
 import { isIP, connect as netConnect, type Socket } from "node:net";
 import { connect as tlsConnect } from "node:tls";
+import { ownTimer, type ProbeTimer } from "./deadlines.ts";
 import {
   checkAddress,
   describeError,
@@ -62,7 +64,7 @@ export function createNodeProber(options: NodeProberOptions = {}): Prober {
   const resolve = options.resolve ?? defaultResolve;
   const userAgent = options.userAgent ?? "kubefn-health-probe";
   return {
-    async probe(target: ProbeTarget): Promise<ProbeResult> {
+    async probe(target: ProbeTarget, timer: ProbeTimer = ownTimer): Promise<ProbeResult> {
       const started = performance.now();
       const deadline = started + target.timeoutMs;
       const timedOut = `timed out after ${target.timeoutMs} ms`;
@@ -80,7 +82,7 @@ export function createNodeProber(options: NodeProberOptions = {}): Prober {
       const proxyIsName = isIP(target.proxy.host) === 0;
       try {
         const addresses = proxyIsName
-          ? await withTimeout(resolve(target.proxy.host), target.timeoutMs, timedOut)
+          ? await withTimeout(resolve(target.proxy.host), target.timeoutMs, timedOut, timer)
           : [target.proxy.host];
         if (addresses.length === 0) throw new Error(`no addresses for ${target.proxy.host}`);
         for (const a of addresses) {
@@ -114,6 +116,7 @@ export function createNodeProber(options: NodeProberOptions = {}): Prober {
         started,
         remainingMs: Math.max(0, deadline - performance.now()),
         timedOut,
+        timer,
       });
     },
   };
@@ -130,6 +133,7 @@ interface Exchange {
   started: number;
   remainingMs: number;
   timedOut: string;
+  timer: ProbeTimer;
 }
 
 /** Connects to the proxy, sends the probe's request(s), and settles on the status line. */
@@ -141,7 +145,7 @@ function exchange(x: Exchange): Promise<ProbeResult> {
     const finish = (result: ProbeResult) => {
       if (done) return;
       done = true;
-      clearTimeout(timer);
+      cancel();
       inner?.destroy();
       socket.destroy();
       settle(result);
@@ -157,9 +161,8 @@ function exchange(x: Exchange): Promise<ProbeResult> {
         ...(ok ? {} : { error: `status ${status}, expected ${target.expectedStatus}` }),
       });
     };
-    const timer = setTimeout(
-      () => finish({ ok: false, latencyMs: performance.now() - x.started, error: x.timedOut }),
-      x.remainingMs,
+    const cancel = x.timer(x.remainingMs, () =>
+      finish({ ok: false, latencyMs: performance.now() - x.started, error: x.timedOut }),
     );
 
     const proxyTls = target.proxy.scheme === "https";
@@ -259,13 +262,19 @@ async function defaultResolve(host: string): Promise<string[]> {
   return answers.map((a) => a.address);
 }
 
-/** `promise`, or a {@link Timeout} after `ms`. */
-function withTimeout<T>(promise: Promise<T>, ms: number, message: string): Promise<T> {
-  let timer: ReturnType<typeof setTimeout> | undefined;
-  return Promise.race([
-    promise,
-    new Promise<never>((_, reject) => {
-      timer = setTimeout(() => reject(new Timeout(message)), ms);
-    }),
-  ]).finally(() => clearTimeout(timer));
+/** `promise`, or a {@link Timeout} after `ms` on `timer`. */
+function withTimeout<T>(promise: Promise<T>, ms: number, message: string, timer: ProbeTimer): Promise<T> {
+  return new Promise<T>((resolve, reject) => {
+    const cancel = timer(ms, () => reject(new Timeout(message)));
+    promise.then(
+      (value) => {
+        cancel();
+        resolve(value);
+      },
+      (err: unknown) => {
+        cancel();
+        reject(err);
+      },
+    );
+  });
 }

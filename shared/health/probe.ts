@@ -10,6 +10,7 @@
  * exercise the proxy's tunnelling again.
  */
 
+import type { ProbeTimer } from "./deadlines.ts";
 import { checkProbeTarget, type RefusalReason, type TargetPolicy, type TargetVerdict } from "./target.ts";
 
 export interface ProxyEndpoint {
@@ -44,8 +45,11 @@ export interface ProbeResult {
 }
 
 export interface Prober {
-  /** Never rejects: failures are results with `ok: false`. */
-  probe(target: ProbeTarget): Promise<ProbeResult>;
+  /**
+   * Never rejects: failures are results with `ok: false`. The probe's `timeoutMs` runs on `timer`
+   * when one is given (`boundedProber`'s, one timer for many probes), else on a timer of its own.
+   */
+  probe(target: ProbeTarget, timer?: ProbeTimer): Promise<ProbeResult>;
 }
 
 /**

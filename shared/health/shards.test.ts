@@ -1,4 +1,4 @@
-import { describe, expect, it } from "vitest";
+import { afterEach, describe, expect, it, vi } from "vitest";
 import type { ProbeResult, Prober } from "./probe.ts";
 import { boundedProber, planProbeShards, probeDelays, probeShardPlanner } from "./shards.ts";
 import type { HealthSubject } from "./sweep.ts";
@@ -147,6 +147,51 @@ describe("boundedProber", () => {
     expect(results.slice(1).every((r) => r.ok)).toBe(true);
     expect(Date.now() - started).toBeLessThan(2000);
     expect(bounded.inFlight()).toBe(0);
+  });
+});
+
+describe("boundedProber's deadlines", () => {
+  afterEach(() => {
+    vi.useRealTimers();
+  });
+
+  it("share one timer: each probe ends at its own timeout, given to the prober, or at its backstop", async () => {
+    vi.useFakeTimers({ now, toFake: ["setTimeout", "clearTimeout", "Date"] });
+    // Honours the timer it is given, except for a URL that says it hangs for good.
+    const inner: Prober = {
+      probe: (target, timer) =>
+        new Promise<ProbeResult>((resolve) => {
+          if (!timer) throw new Error("no timer given");
+          if (target.url.includes("stuck")) return;
+          timer(target.timeoutMs, () =>
+            resolve({ ok: false, latencyMs: target.timeoutMs, error: "timed out" }),
+          );
+        }),
+    };
+    const bounded = boundedProber(inner, 32, 250);
+    const target = (url: string, timeoutMs: number) => ({
+      proxy: { host: "127.0.0.1", port: 1, scheme: "http" as const },
+      url,
+      expectedStatus: 200,
+      timeoutMs,
+    });
+    const results = Promise.all([
+      ...Array.from({ length: 20 }, (_, i) => bounded.probe(target("http://hang/", 1000 + i))),
+      bounded.probe(target("http://stuck/", 500)),
+    ]);
+    await vi.advanceTimersByTimeAsync(0);
+    expect(bounded.inFlight()).toBe(21);
+    expect(vi.getTimerCount()).toBe(1);
+    await vi.advanceTimersByTimeAsync(749);
+    expect(bounded.inFlight()).toBe(21);
+    await vi.advanceTimersByTimeAsync(1);
+    expect(bounded.inFlight()).toBe(20);
+    await vi.advanceTimersByTimeAsync(300);
+    const all = await results;
+    expect(all.slice(0, 20).every((r) => r.error === "timed out")).toBe(true);
+    expect(all[20]).toMatchObject({ ok: false, error: "probe deadline of 500 ms passed", latencyMs: 750 });
+    expect(bounded.inFlight()).toBe(0);
+    expect(vi.getTimerCount()).toBe(0);
   });
 });
 

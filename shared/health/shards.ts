@@ -4,6 +4,7 @@
  * platform budget.
  */
 import { fnv1a32, type ObjectKey } from "../kube/index.ts";
+import { sharedTimer } from "./deadlines.ts";
 import type { ProbeResult, Prober, ProbeTarget } from "./probe.ts";
 import type { HealthSubject } from "./sweep.ts";
 
@@ -117,7 +118,8 @@ export function probeDelays(
  * A prober that keeps at most `limit` probes in flight across every shard it serves (one
  * platform instance: on Workers, 6 connections), and that never lets a probe outlive its own
  * deadline: a probe that hangs past `timeoutMs` (plus `graceMs`) resolves as a failed probe, so
- * no shard, and nothing after it, waits on it.
+ * no shard, and nothing after it, waits on it. Its probes' deadlines, their own timeouts given to
+ * `inner` and these, share one timer ({@link sharedTimer}): no timer is armed or cleared a probe.
  *
  * Caveats: the slot of a hung probe is released at its deadline, though the platform may keep
  * the socket until it closes it.
@@ -130,6 +132,7 @@ export function boundedProber(
   let active = 0;
   let peak = 0;
   const waiting: (() => void)[] = [];
+  const timer = sharedTimer();
   const acquire = async () => {
     while (active >= Math.max(1, limit)) await new Promise<void>((resolve) => waiting.push(resolve));
     active++;
@@ -145,24 +148,28 @@ export function boundedProber(
     async probe(req: ProbeTarget): Promise<ProbeResult> {
       await acquire();
       const started = Date.now();
-      let timer: ReturnType<typeof setTimeout> | undefined;
       try {
-        return await Promise.race([
-          inner.probe(req),
-          new Promise<ProbeResult>((resolve) => {
-            timer = setTimeout(
-              () =>
-                resolve({
-                  ok: false,
-                  latencyMs: Date.now() - started,
-                  error: `probe deadline of ${req.timeoutMs} ms passed`,
-                }),
-              req.timeoutMs + graceMs,
-            );
-          }),
-        ]);
+        // The first to settle wins: the probe, or the deadline (no `Promise.race` a probe).
+        return await new Promise<ProbeResult>((resolve, reject) => {
+          const cancel = timer(req.timeoutMs + graceMs, () =>
+            resolve({
+              ok: false,
+              latencyMs: Date.now() - started,
+              error: `probe deadline of ${req.timeoutMs} ms passed`,
+            }),
+          );
+          inner.probe(req, timer).then(
+            (result) => {
+              cancel();
+              resolve(result);
+            },
+            (err: unknown) => {
+              cancel();
+              reject(err);
+            },
+          );
+        });
       } finally {
-        clearTimeout(timer);
         release();
       }
     },

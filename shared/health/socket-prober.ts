@@ -18,6 +18,7 @@
  * is what is measured here).
  */
 
+import { ownTimer, type ProbeTimer } from "./deadlines.ts";
 import { describeError, type ProbeResult, type Prober, type ProbeTarget } from "./probe.ts";
 
 /** The part of a Workers `Socket` the prober uses. */
@@ -50,7 +51,7 @@ const maxHeadBytes = 16 * 1024;
 export function createSocketProber(options: SocketProberOptions): Prober {
   const userAgent = options.userAgent ?? "kubefn-health-probe";
   return {
-    async probe(target: ProbeTarget): Promise<ProbeResult> {
+    async probe(target: ProbeTarget, timer: ProbeTimer = ownTimer): Promise<ProbeResult> {
       const started = performance.now();
       const elapsed = () => performance.now() - started;
       let url: URL;
@@ -69,10 +70,6 @@ export function createSocketProber(options: SocketProberOptions): Prober {
       }
 
       const sockets: WorkerSocket[] = [];
-      let timer: ReturnType<typeof setTimeout> | undefined;
-      const timeout = new Promise<never>((_, reject) => {
-        timer = setTimeout(() => reject(new ProbeTimeout(target.timeoutMs)), target.timeoutMs);
-      });
       const exchange = async (): Promise<number> => {
         const proxySocket = options.connect(
           { hostname: target.proxy.host, port: target.proxy.port },
@@ -91,35 +88,35 @@ export function createSocketProber(options: SocketProberOptions): Prober {
         return exchangeStatus(tls, requestHead(`GET ${url.pathname}${url.search} HTTP/1.1`, host, userAgent));
       };
 
-      try {
-        const status = await Promise.race([exchange(), timeout]);
-        const latencyMs = elapsed();
-        const ok = status === target.expectedStatus;
-        return {
-          ok,
-          latencyMs,
-          status,
-          ...(ok ? {} : { error: `status ${status}, expected ${target.expectedStatus}` }),
+      // Settled once, by the exchange or by the timeout, whichever comes first (no `Promise.race`).
+      return new Promise<ProbeResult>((settle) => {
+        let done = false;
+        const finish = (result: ProbeResult) => {
+          if (done) return;
+          done = true;
+          cancel();
+          // Not awaited: the answer is read, and nothing of the probe waits for the close.
+          for (const s of sockets) s.close().catch(() => undefined);
+          settle(result);
         };
-      } catch (err) {
-        return {
-          ok: false,
-          latencyMs: elapsed(),
-          error: err instanceof ProbeTimeout ? err.message : describeError(err),
-        };
-      } finally {
-        clearTimeout(timer);
-        // Not awaited: the answer is read, and nothing of the probe waits for the close.
-        for (const s of sockets) s.close().catch(() => undefined);
-      }
+        const cancel = timer(target.timeoutMs, () =>
+          finish({ ok: false, latencyMs: elapsed(), error: `timed out after ${target.timeoutMs} ms` }),
+        );
+        exchange().then(
+          (status) => {
+            const ok = status === target.expectedStatus;
+            finish({
+              ok,
+              latencyMs: elapsed(),
+              status,
+              ...(ok ? {} : { error: `status ${status}, expected ${target.expectedStatus}` }),
+            });
+          },
+          (err: unknown) => finish({ ok: false, latencyMs: elapsed(), error: describeError(err) }),
+        );
+      });
     },
   };
-}
-
-class ProbeTimeout extends Error {
-  constructor(ms: number) {
-    super(`timed out after ${ms} ms`);
-  }
 }
 
 function bracketed(hostname: string): string {

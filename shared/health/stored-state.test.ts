@@ -54,8 +54,50 @@ describe("encode/decode", () => {
       "unknown refusal",
       '{"instance":"a","consecOK":1,"consecFail":0,"refused":{"reason":"Nope","message":""}}',
     ],
+    ["counter over its bound", '{"instance":"a","consecOK":1000001,"consecFail":0}'],
+    ["a string counter", '{"instance":"a","consecOK":"1","consecFail":0}'],
+    ["a verdict not a boolean", '{"instance":"a","verdict":"true","consecOK":1,"consecFail":0}'],
+    ["empty instance", '{"instance":"","consecOK":1,"consecFail":0}'],
+    ["reported not an object", '{"instance":"a","consecOK":1,"consecFail":0,"reported":true}'],
+    ["reported without healthy", '{"instance":"a","consecOK":1,"consecFail":0,"reported":{"latencyMs":3}}'],
+    [
+      "negative latency",
+      '{"instance":"a","consecOK":1,"consecFail":0,"reported":{"healthy":true,"latencyMs":-1}}',
+    ],
+    [
+      "no such day",
+      '{"instance":"a","consecOK":1,"consecFail":0,"reported":{"healthy":true,"at":"2026-02-30T00:00:00Z"}}',
+    ],
+    [
+      "no offset",
+      '{"instance":"a","consecOK":1,"consecFail":0,"reported":{"healthy":true,"at":"2026-01-01T00:00:00"}}',
+    ],
+    ["samples 0", '{"instance":"a","consecOK":1,"consecFail":0,"reported":{"healthy":true,"samples":0}}'],
+    ["samples 101", '{"instance":"a","consecOK":1,"consecFail":0,"reported":{"healthy":true,"samples":101}}'],
+    [
+      "refusal without a message",
+      '{"instance":"a","consecOK":1,"consecFail":0,"refused":{"reason":"Loopback"}}',
+    ],
+    [
+      "refusal reason from the prototype",
+      '{"instance":"a","consecOK":1,"consecFail":0,"refused":{"reason":"toString","message":""}}',
+    ],
   ])("garbage (%s) reads as no state", (_name, text) => {
     expect(decodeHealthState(text)).toBeUndefined();
+  });
+
+  it("reads every field it knows, with an offset time and a refusal", () => {
+    const full: HealthState = {
+      instance: "a",
+      verdict: false,
+      consecOK: 0,
+      consecFail: 1_000_000,
+      reported: { healthy: false, latencyMs: 0.5, at: "2026-01-01T01:00:00.5+02:00", samples: 100 },
+      refused: { reason: "MetadataAddress", message: "169.254.169.254" },
+    };
+    expect(
+      decodeHealthState(JSON.stringify({ ...full, reported: { ...full.reported, x: 1 } })),
+    ).toStrictEqual(full);
   });
 
   it("ignores unknown fields", () => {

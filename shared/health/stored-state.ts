@@ -15,15 +15,16 @@
  */
 
 import type { Patch } from "../kube/index.ts";
-import * as z from "../zod/index.ts";
+import { isDateTime } from "../zod/index.ts";
 import { type HealthState, makeState } from "./state.ts";
+import type { RefusalReason } from "./target.ts";
 
 /** Where earlier versions kept the state; tenant-writable, so never read. */
 export const HEALTH_ANNOTATION = "crawl.kubefn.dev/health";
 /** The status field holding the state. */
 export const HEALTH_STATUS_FIELD = "health";
 
-const refusalReason = z.enum([
+const refusalReasons: ReadonlySet<string> = new Set<RefusalReason>([
   "MetadataAddress",
   "LinkLocal",
   "Unspecified",
@@ -32,23 +33,36 @@ const refusalReason = z.enum([
   "InvalidHost",
   "InvalidURL",
 ]);
-const counter = z.number().check(z.int()).check(z.gte(0)).check(z.lte(1_000_000));
 
-const stateSchema = z.object({
-  instance: z.string().check(z.minLength(1)),
-  verdict: z.optional(z.boolean()),
-  consecOK: counter,
-  consecFail: counter,
-  reported: z.optional(
-    z.object({
-      healthy: z.boolean(),
-      latencyMs: z.optional(z.number().check(z.gte(0))),
-      at: z.optional(z.iso.datetime({ offset: true })),
-      samples: z.optional(z.int().check(z.gte(1)).check(z.lte(100))),
-    }),
-  ),
-  refused: z.optional(z.object({ reason: refusalReason, message: z.string() })),
-});
+const isRecord = (v: unknown): v is Record<string, unknown> =>
+  typeof v === "object" && v !== null && !Array.isArray(v);
+const isInt = (v: unknown, min: number, max: number): v is number =>
+  Number.isInteger(v) && (v as number) >= min && (v as number) <= max;
+const isCounter = (v: unknown): v is number => isInt(v, 0, 1_000_000);
+
+/**
+ * The stored state's shape, checked field by field (what a zod schema of it would check, at a
+ * small part of its cost: every probe decodes one). Unknown fields are dropped.
+ */
+function stateOf(raw: unknown): HealthState | undefined {
+  if (!isRecord(raw)) return undefined;
+  const { instance, verdict, consecOK, consecFail, reported, refused } = raw;
+  if (typeof instance !== "string" || instance.length === 0) return undefined;
+  if (verdict !== undefined && typeof verdict !== "boolean") return undefined;
+  if (!isCounter(consecOK) || !isCounter(consecFail)) return undefined;
+  if (reported !== undefined) {
+    if (!isRecord(reported) || typeof reported.healthy !== "boolean") return undefined;
+    const { latencyMs, at, samples } = reported;
+    if (latencyMs !== undefined && !(typeof latencyMs === "number" && latencyMs >= 0)) return undefined;
+    if (at !== undefined && !(typeof at === "string" && isDateTime(at))) return undefined;
+    if (samples !== undefined && !isInt(samples, 1, 100)) return undefined;
+  }
+  if (refused !== undefined) {
+    if (!isRecord(refused) || typeof refused.message !== "string") return undefined;
+    if (typeof refused.reason !== "string" || !refusalReasons.has(refused.reason)) return undefined;
+  }
+  return makeState(raw as unknown as HealthState);
+}
 
 /** Longest refusal message kept in the state (it may quote a tenant's probe URL). */
 const maxRefusalMessageLength = 512;
@@ -80,8 +94,7 @@ export function decodeHealthState(text: string | undefined): HealthState | undef
   } catch {
     return undefined;
   }
-  const parsed = stateSchema.safeParse(raw);
-  return parsed.success ? makeState(parsed.data) : undefined;
+  return stateOf(raw);
 }
 
 /** Reads the state from an object's status (`status.health`). */

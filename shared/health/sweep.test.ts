@@ -1,4 +1,4 @@
-import { describe, expect, it } from "vitest";
+import { describe, expect, it, vi } from "vitest";
 import { keyedSemaphore, mapWithConcurrency } from "../concurrency/index.ts";
 import type { Patch } from "../kube/index.ts";
 import type { ProbeResult, Prober, ProbeTarget } from "./probe.ts";
@@ -72,6 +72,32 @@ describe("probeAll", () => {
     for (const [i, ms] of starts.entries()) expect(ms).toBeGreaterThanOrEqual(Math.floor(i / 2) * 200 - 1);
     expect(starts[1]! - starts[0]!).toBeLessThan(100);
     expect(starts[3]! - starts[2]!).toBeLessThan(100);
+  });
+
+  it("spreadMs arms one timer a group, not one a probe", async () => {
+    vi.useFakeTimers({ now, toFake: ["setTimeout", "clearTimeout", "Date"] });
+    try {
+      const prober = fakeProber(() => ({ ok: true, latencyMs: 5 }));
+      const names = Array.from({ length: 24 }, (_, i) => `p${i}`);
+      const swept = probeAll({
+        proxies: names.map((n) => subject(n, { stored: encodeHealthState(healthy(n, 5)) })),
+        subjectFor: (s) => s,
+        prober,
+        now: () => now,
+        concurrency: 8,
+        spreadMs: 900,
+      });
+      await vi.advanceTimersByTimeAsync(0);
+      // Three groups of 8: the first probed at once, the other two each waiting on one timer.
+      expect(prober.calls).toHaveLength(8);
+      expect(vi.getTimerCount()).toBe(2);
+      await vi.advanceTimersByTimeAsync(300);
+      expect(prober.calls).toHaveLength(16);
+      await vi.advanceTimersByTimeAsync(300);
+      expect((await swept).stats.probed).toBe(24);
+    } finally {
+      vi.useRealTimers();
+    }
   });
 
   it("skips proxies without an address or instance and those being deleted", async () => {

@@ -195,9 +195,18 @@ export async function probeAll<P>(opts: ProbeAllOptions<P>): Promise<HealthSweep
   const slots = semaphore(opts.concurrency);
   const spread = opts.spreadMs ?? 0;
   const group = Math.max(1, Math.min(spreadGroupSize, opts.concurrency));
-  const startAfterMs = (i: number) => (Math.floor(i / group) * group * spread) / subjects.length;
+  // One pause a group, shared by its Proxies, not a timer a probe; the first group starts at once.
+  const starts = new Map<number, Promise<void>>();
+  const startOf = (i: number) => {
+    const g = Math.floor(i / group);
+    const known = starts.get(g);
+    if (known) return known;
+    const start = g === 0 || spread === 0 ? Promise.resolve() : sleep((g * group * spread) / subjects.length);
+    starts.set(g, start);
+    return start;
+  };
   const outcomes = await Promise.all(
-    subjects.map((s, i) => sweepOne(s, opts, slots, startAfterMs(i), opts.resume?.[i])),
+    subjects.map((s, i) => sweepOne(s, opts, slots, () => startOf(i), opts.resume?.[i])),
   );
 
   const statusPatches: HealthSweepResult["statusPatches"] = [];
@@ -249,7 +258,7 @@ async function sweepOne<P>(
   s: HealthSubject,
   opts: ProbeAllOptions<P>,
   slots: Semaphore,
-  startAfterMs: number,
+  start: () => Promise<void>,
   resume: ProbeResume | undefined,
 ): Promise<Swept> {
   const interval = s.probe.intervalSeconds;
@@ -272,7 +281,7 @@ async function sweepOne<P>(
     return refused(s, previous, screened, seed);
   }
 
-  await sleep(startAfterMs);
+  await start();
   // A prober that throws is a failed probe. The namespace's slot first: a namespace waiting for
   // its own slots holds none of the others'.
   const run = (fn: () => Promise<ProbeResult>) =>
@@ -388,7 +397,7 @@ export function unreportedState(state: HealthState, previous: HealthState | unde
   };
 }
 
-const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));
 
 function refused(
   s: HealthSubject,

@@ -20,7 +20,7 @@ const dateTime =
   /^(\d{4})-(\d\d)-(\d\d)T(?:[01]\d|2[0-3]):[0-5]\d:[0-5]\d(?:\.\d+)?(?:Z|[+-](?:[01]\d|2[0-3]):[0-5]\d)$/;
 
 /** An RFC 3339 date-time with seconds and `Z` or an offset, on a real calendar day. */
-function isDateTime(s: string): boolean {
+export function isDateTime(s: string): boolean {
   const m = dateTime.exec(s);
   if (!m) return false;
   const day = new Date(0);

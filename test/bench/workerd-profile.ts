@@ -23,7 +23,10 @@ export const PROBE_PATH_PHASES: readonly PhaseRule[] = [
   { phase: "garbage collector", functions: /^\(garbage collector\)$/ },
   { phase: "outside JS (program)", functions: /^\(program\)$/ },
   { phase: "runtime callbacks (no JS frame)", functions: /^\(native\)$/ },
-  { phase: "timers", functions: /^(setTimeout|clearTimeout|Timeout)$/ },
+  {
+    phase: "timers",
+    functions: /^(setTimeout|clearTimeout|Timeout|addDeadline|armTimer|disarmTimer|fireDue)$/,
+  },
   { phase: "shard expansion: gunzip, JSON", functions: /^(expandedBody|gunzip\w*|gunzipped\w*)$/ },
   { phase: "MAC checks", functions: /^(mac\d*|canonicalJson\d*|sign|verify\w*|opened\w*)$/ },
   { phase: "trust checks (probe target screening)", functions: /^(screenProbeTarget|checkProbeTarget)$/ },

@@ -9,7 +9,10 @@
  * which are the default cluster's, so a body signed for one cluster never verifies for another. A job's is a set: one MAC of its frame (cluster, controller, task, data, due) and one per object
  * (the frame and that object), so that a job cut into several to fit a queue (SQS's
  * 256 KB) keeps every piece verifiable without the key: a piece verifies when its frame's and each
- * of its objects' MACs are in the set. All over canonical JSON (keys sorted), so that a queue's
+ * of its objects' MACs are in the set. The set also holds one MAC of the whole job (the frame and
+ * every object in order, under a label of its own), so that a job delivered as it was signed —
+ * every probe shard — is checked with one HMAC rather than one an object; a piece falls back to
+ * the others, and a release that does not know the whole job's MAC passes over it. All over canonical JSON (keys sorted), so that a queue's
  * re-encoding keeps them valid. The
  * key is derived from `STATUS_SEAL_KEY` with a label of its own — a platform secret no channel
  * writer holds (not the audit token, not the relay secret, not kubefn's Kubernetes token) — and
@@ -111,12 +114,14 @@ export function createMessageAuthenticator(key: string | Promise<string>): Messa
       objects: await Promise.all(job.objects.map((object) => mac("kubefn-job-mac", { frame, object }))),
     };
   };
+  const wholeJobMac = (cluster: string | undefined, job: Job) =>
+    mac("kubefn-whole-job-mac", { frame: frameOf(cluster, job), objects: job.objects });
   return {
     async sign(message) {
       if (!hasBodies(message)) return message;
       if (message.kind === "job") {
         const { frame, objects } = await jobMacs(message.cluster, message.job);
-        return { ...message, mac: [frame, ...objects] };
+        return { ...message, mac: [frame, ...objects, await wholeJobMac(message.cluster, message.job)] };
       }
       return { ...message, mac: await passMac(message) };
     },
@@ -126,6 +131,8 @@ export function createMessageAuthenticator(key: string | Promise<string>): Messa
       if (message.kind === "job") {
         if (!Array.isArray(carried) || !carried.every((m) => typeof m === "string")) return false;
         const set = new Set(carried);
+        if (set.has(await wholeJobMac(message.cluster, message.job))) return true;
+        // A piece of a job cut after it was signed, or a job from a release before the whole MAC.
         const { frame, objects } = await jobMacs(message.cluster, message.job);
         return set.has(frame) && objects.every((m) => set.has(m));
       }

@@ -3,7 +3,10 @@ import { sharedTimer } from "./deadlines.ts";
 
 describe("sharedTimer", () => {
   beforeEach(() => {
-    vi.useFakeTimers({ now: new Date("2026-12-04T12:00:00Z"), toFake: ["setTimeout", "clearTimeout", "Date"] });
+    vi.useFakeTimers({
+      now: new Date("2026-12-04T12:00:00Z"),
+      toFake: ["setTimeout", "clearTimeout", "Date"],
+    });
   });
   afterEach(() => {
     vi.useRealTimers();

@@ -190,8 +190,13 @@ describe("a steady, healthy Proxy fleet", () => {
     // Nothing changes, so nothing is written. A loaded host may stall long enough for one real
     // latency change to be confirmed by three probes a second apart: at most one in 50 Proxies.
     expect(described.length, described.join("\n")).toBeLessThanOrEqual(PROXIES / 50);
-    // Re-reads come only after a Conflict, i.e. after a write.
-    expect(gets.length).toBeLessThanOrEqual(writes.length);
+    // Re-reads come only after a Conflict, i.e. after a write — or from the once-a-day safety
+    // net's pass, which falls on a Proxy in the minute its UID's hash names (with 150 Proxies, in
+    // about one window in three) and reads it.
+    const safetyNetPasses = lines.filter(
+      (l) => l.msg === "pass" && l.trigger === "safety-net" && String(l.key).startsWith(`proxy/${ns}/`),
+    ).length;
+    expect(gets.length).toBeLessThanOrEqual(writes.length + safetyNetPasses);
   }, 300_000);
 });
 

@@ -419,10 +419,12 @@ describe("converging SubPools, counted on the wire", () => {
       ).find((c) => c.type === "Ready");
       expect(ready?.reason).toBe("ProxyGatewayNotReady");
     }
-    // Converged: the next sweep sends these pools nothing.
+    // Converged: the next sweep sends these pools nothing — but the once-a-day safety net, which
+    // falls on a pool in the minute its UID's hash names (with these few pools, now and then).
     queued = [];
     await kubefn.sweep();
-    expect(queued.filter(ours).map((m) => `${m.request.name} ${JSON.stringify(m.trigger)}`)).toEqual([]);
+    const sent = queued.filter((m) => ours(m) && m.trigger?.kind !== "safety-net");
+    expect(sent.map((m) => `${m.request.name} ${JSON.stringify(m.trigger)}`)).toEqual([]);
   }, 240_000);
 
   it("issue 33: a batch of looks takes the proxy gateway's readiness an earlier batch listed seconds ago; the sweep's passes list it afresh", async () => {

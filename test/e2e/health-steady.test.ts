@@ -180,22 +180,23 @@ describe("a steady, healthy Proxy fleet", () => {
     const descriptions = new Map(writes.map((w) => [w, describeWrite(w, before)]));
     const described = steadyWrites.map((w) => descriptions.get(w)!);
     const probed = shards.reduce((n, l) => n + Number((l.shard as { probed?: number }).probed ?? 0), 0);
+    // Re-reads come only after a Conflict, i.e. after a write — or from the once-a-day safety
+    // net's pass, which falls on a Proxy in the minute its UID's hash names (150 Proxies: a window
+    // now and then) and reads it.
+    const safetyNetPasses = lines.filter(
+      (l) => l.msg === "pass" && l.trigger === "safety-net" && String(l.key).startsWith(`proxy/${ns}/`),
+    ).length;
     console.log(
       `health-steady: sweeps ${startSweeps}..${sweepsSoFar()}, ${shards.length} probe shards, ` +
         `${probed} probes, ${writes.length} Proxy writes (${caughtUp.size} catching up a figure measured ` +
-        `while converging), ${gets.length} Proxy reads\n${described.join("\n")}`,
+        `while converging), ${gets.length} Proxy reads, ${safetyNetPasses} safety-net passes\n${described.join("\n")}`,
     );
     // The probes really ran: eight rounds of every Proxy (a sweep may end mid-round).
     expect(probed).toBeGreaterThanOrEqual(PROXIES * 6);
     // Nothing changes, so nothing is written. A loaded host may stall long enough for one real
     // latency change to be confirmed by three probes a second apart: at most one in 50 Proxies.
     expect(described.length, described.join("\n")).toBeLessThanOrEqual(PROXIES / 50);
-    // Re-reads come only after a Conflict, i.e. after a write — or from the once-a-day safety
-    // net's pass, which falls on a Proxy in the minute its UID's hash names (with 150 Proxies, in
-    // about one window in three) and reads it.
-    const safetyNetPasses = lines.filter(
-      (l) => l.msg === "pass" && l.trigger === "safety-net" && String(l.key).startsWith(`proxy/${ns}/`),
-    ).length;
+    // Re-reads come only after a Conflict or from a safety-net pass (above).
     expect(gets.length).toBeLessThanOrEqual(writes.length + safetyNetPasses);
   }, 300_000);
 });

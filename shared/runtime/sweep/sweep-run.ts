@@ -147,7 +147,11 @@ export async function runSweep(
           if (seal !== "sealed") return { kind: "drift", reason: `${seal}-status` };
           // A status blanked (kubefn never writes one empty) long after the object's creation
           // event brought its first pass: reported, and rewritten now.
-          if (ctx.seal && isEmptyStatus(object) && createdBefore(object, now, 2 * periodSeconds)) {
+          if (
+            ctx.seal &&
+            isEmptyStatus(object) &&
+            (secondsSinceCreated(object, now) ?? 0) > 2 * periodSeconds
+          ) {
             ctx.log.warn(
               "status is empty long after the object was created: blanked by someone; a pass rewrites it",
               {
@@ -164,7 +168,11 @@ export async function runSweep(
           // period may be minutes away (a Site's is five). Sent by the sweeps of its first two
           // periods while its status is empty; one created long ago and never reconciled (a
           // namespace kubefn may not write to) keeps its drift period.
-          if (!ctx.seal && isEmptyStatus(object) && createdWithin(object, now, 2 * periodSeconds))
+          if (
+            !ctx.seal &&
+            isEmptyStatus(object) &&
+            (secondsSinceCreated(object, now) ?? Infinity) <= 2 * periodSeconds
+          )
             return { kind: "drift", reason: "new" };
           if (dueThisSlot(object, now, options.safetyNetSeconds ?? DEFAULT_SAFETY_NET_SECONDS, periodSeconds))
             return { kind: "safety-net" };
@@ -216,16 +224,10 @@ export async function runSweep(
   return summary;
 }
 
-/** Whether `object` was created more than `seconds` before `now` (false without a creation time). */
-function createdBefore(object: KubeObject, now: Date, seconds: number): boolean {
+/** How long before `now` `object` was created, in seconds (undefined without a creation time). */
+function secondsSinceCreated(object: KubeObject, now: Date): number | undefined {
   const created = Date.parse(object.metadata.creationTimestamp ?? "");
-  return !Number.isNaN(created) && now.getTime() - created > seconds * 1000;
-}
-
-/** Whether `object` was created at most `seconds` before `now` (false without a creation time). */
-function createdWithin(object: KubeObject, now: Date, seconds: number): boolean {
-  const created = Date.parse(object.metadata.creationTimestamp ?? "");
-  return !Number.isNaN(created) && now.getTime() - created <= seconds * 1000;
+  return Number.isNaN(created) ? undefined : (now.getTime() - created) / 1000;
 }
 
 /** A task's run that catches its own failures: it reports them once and takes no more pages. */
